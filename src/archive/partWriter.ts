@@ -1,0 +1,49 @@
+// Writes archive rows as one zstd Parquet file via DuckDB.
+import { timestampTZValue, type DuckDBAppender } from '@duckdb/node-api';
+import { sqlString, type DuckDb } from '../duckdb.js';
+import { ARCHIVE_TABLE_DDL, type ArchiveRow } from './row.js';
+
+export async function writeParquet(db: DuckDb, rows: readonly ArchiveRow[], file: string): Promise<void> {
+  await db.withConnection(async (conn) => {
+    await conn.run(`CREATE TEMP TABLE "part" ${ARCHIVE_TABLE_DDL}`);
+    const appender = await conn.createAppender('part');
+    try {
+      for (const row of rows) appendRow(appender, row);
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+    // Sorted within the file so readers can walk newest-first cheaply.
+    await conn.run(
+      `COPY (SELECT * FROM "part" ORDER BY created_at, pkey) TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
+    await conn.run('DROP TABLE "part"');
+  });
+}
+
+function appendRow(a: DuckDBAppender, r: ArchiveRow): void {
+  a.appendVarchar(r.pkey);
+  a.appendTimestampTZ(timestampTZValue(BigInt(r.created_at_ms) * 1000n));
+  a.appendVarchar(r.source);
+  a.appendVarchar(r.status);
+  appendNullable(a, r.url);
+  appendNullable(a, r.image_url);
+  a.appendVarchar(r.disaster_type);
+  appendNullable(a, r.report_data);
+  appendNullable(a, r.instance_region_code);
+  appendNullable(a, r.local_area_id);
+  a.appendVarchar(r.title);
+  a.appendVarchar(r.text);
+  a.appendDouble(r.lng);
+  a.appendDouble(r.lat);
+  a.appendBigInt(BigInt(r.post_id));
+  a.appendVarchar(r.partner_city);
+  a.appendTimestampTZ(timestampTZValue(BigInt(r.received_at_ms) * 1000n));
+  a.appendVarchar(r.boundary_version);
+  a.endRow();
+}
+
+function appendNullable(a: DuckDBAppender, value: string | null): void {
+  if (value === null) a.appendNull();
+  else a.appendVarchar(value);
+}

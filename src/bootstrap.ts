@@ -1,0 +1,72 @@
+// Creates what the service needs to run, idempotently: the object store
+// (bucket or directory), the queue and its dead-letter queue with a redrive
+// policy. Used at start-up on the embedded default and emulators, by tests,
+// and by the LocalStack init hook.
+import fs from 'node:fs/promises';
+import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Config } from './config.js';
+import { parseS3Url } from './store/s3Store.js';
+
+/** Queue settings shared with the infrastructure code: keep both in step. */
+export const QUEUE_SETTINGS = {
+  maxReceiveCount: 5,
+  retentionSeconds: 14 * 24 * 3600,
+  visibilityTimeoutSeconds: (flushIntervalSeconds: number) => Math.ceil(flushIntervalSeconds * 2 + 30),
+};
+
+export function deadLetterQueueName(queueName: string): string {
+  return `${queueName}-dlq`;
+}
+
+export interface BootstrapResult {
+  storage: string;
+  queueUrl?: string;
+  deadLetterQueueUrl?: string;
+}
+
+export async function bootstrap(
+  config: Config,
+  clients: { s3?: S3Client; sqs?: SQSClient },
+): Promise<BootstrapResult> {
+  const result: BootstrapResult = { storage: config.storageUrl };
+  if (config.storageUrl.startsWith('file://')) {
+    await fs.mkdir(config.storageUrl.slice('file://'.length), { recursive: true });
+  } else {
+    const { bucket } = parseS3Url(config.storageUrl);
+    try {
+      await clients.s3!.send(new CreateBucketCommand({ Bucket: bucket }));
+    } catch (err) {
+      if ((err as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw err;
+    }
+  }
+  if (config.queueUrl !== 'memory:') {
+    const sqs = clients.sqs!;
+    const name = config.queueUrl.replace(/\/+$/, '').split('/').pop()!;
+    const dlq = await sqs.send(new CreateQueueCommand({ QueueName: deadLetterQueueName(name) }));
+    await sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: dlq.QueueUrl,
+        Attributes: { MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds) },
+      }),
+    );
+    const dlqAttrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }));
+    const main = await sqs.send(new CreateQueueCommand({ QueueName: name }));
+    await sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: main.QueueUrl,
+        Attributes: {
+          VisibilityTimeout: String(QUEUE_SETTINGS.visibilityTimeoutSeconds(config.flushIntervalSeconds)),
+          MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds),
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: dlqAttrs.Attributes?.QueueArn,
+            maxReceiveCount: QUEUE_SETTINGS.maxReceiveCount,
+          }),
+        },
+      }),
+    );
+    result.queueUrl = main.QueueUrl;
+    result.deadLetterQueueUrl = dlq.QueueUrl;
+  }
+  return result;
+}

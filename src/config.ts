@@ -1,0 +1,106 @@
+// The one place that reads the environment. Everything else receives a Config.
+import path from 'node:path';
+import { Ajv } from 'ajv';
+
+export interface Config {
+  port: number;
+  dataDir: string;
+  /** `file:///abs/dir` (embedded default) or `s3://bucket/optional/prefix`. */
+  storageUrl: string;
+  /** `memory:` (in-process, embedded default) or an SQS queue URL. */
+  queueUrl: string;
+  awsRegion: string;
+  awsEndpointUrl: string | undefined;
+  /** Accepted partner keys; empty means "generate one under dataDir at start". */
+  apiKeys: string[];
+  flushIntervalSeconds: number;
+  archiveMaxWindowMs: number;
+  cacheDir: string;
+  cacheMaxBytes: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  worker: {
+    /** Flush early when this many reports are buffered. */
+    maxBufferedReports: number;
+    /** A message received this many times goes to the dead-letter queue. */
+    maxReceives: number;
+  };
+  /** Pending markers older than this are re-enqueued by reconciliation. */
+  reconcileAfterSeconds: number;
+  reconcileEverySeconds: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const envSchema = {
+  type: 'object',
+  properties: {
+    PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    DATA_DIR: { type: 'string', minLength: 1 },
+    STORAGE_URL: { type: 'string', pattern: '^(file://.+|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$' },
+    QUEUE_URL: { type: 'string', pattern: '^(memory:|https?://.+)$' },
+    AWS_REGION: { type: 'string', pattern: '^[a-z]{2}(-[a-z]+)+-\\d+$' },
+    AWS_ENDPOINT_URL: { type: 'string', pattern: '^https?://.+' },
+    API_KEYS: { type: 'string', pattern: '^\\s*[A-Za-z0-9._~-]{16,}\\s*(,\\s*[A-Za-z0-9._~-]{16,}\\s*)*$' },
+    FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
+    CACHE_DIR: { type: 'string', minLength: 1 },
+    CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
+    LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  },
+} as const;
+
+const messages: Record<string, string> = {
+  STORAGE_URL: 'must be file:///absolute/dir or s3://bucket[/prefix]',
+  QUEUE_URL: 'must be "memory:" or an SQS queue URL (http or https)',
+  AWS_REGION: 'must be an AWS region such as ap-southeast-1',
+  AWS_ENDPOINT_URL: 'must be an http(s) URL',
+  API_KEYS: 'must be a comma-separated list of keys, each at least 16 characters of A-Z a-z 0-9 . _ ~ -',
+  ARCHIVE_MAX_WINDOW: 'must be a number of days (366 or 366d) or hours (72h)',
+};
+
+const ajv = new Ajv({ allErrors: true, coerceTypes: true });
+const validateEnv = ajv.compile(envSchema);
+
+/** Builds the config from an environment; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const raw: Record<string, string | number> = {};
+  for (const name of Object.keys(envSchema.properties)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') raw[name] = value;
+  }
+  if (!validateEnv(raw)) {
+    const problems = (validateEnv.errors ?? []).map((e) => {
+      const name = e.instancePath.slice(1);
+      return `${name}=${JSON.stringify(env[name])}: ${messages[name] ?? e.message}`;
+    });
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const v = raw as Record<string, string | number | undefined>;
+  const dataDir = path.resolve(cwd, String(v.DATA_DIR ?? 'data'));
+  const flushIntervalSeconds = Number(v.FLUSH_INTERVAL_SECONDS ?? 30);
+  const window = String(v.ARCHIVE_MAX_WINDOW ?? '366d');
+  const windowHours = window.endsWith('h') ? Number.parseInt(window, 10) : Number.parseInt(window, 10) * 24;
+  const storageUrl = String(v.STORAGE_URL ?? `file://${path.join(dataDir, 'store')}`);
+  if (storageUrl.startsWith('file://') && !path.isAbsolute(storageUrl.slice('file://'.length))) {
+    throw new ConfigError(`invalid configuration: STORAGE_URL=${JSON.stringify(storageUrl)}: ${messages.STORAGE_URL}`);
+  }
+  return {
+    port: Number(v.PORT ?? 8080),
+    dataDir,
+    storageUrl,
+    queueUrl: String(v.QUEUE_URL ?? 'memory:'),
+    awsRegion: String(v.AWS_REGION ?? 'us-east-1'),
+    awsEndpointUrl: v.AWS_ENDPOINT_URL === undefined ? undefined : String(v.AWS_ENDPOINT_URL),
+    apiKeys: v.API_KEYS === undefined ? [] : String(v.API_KEYS).split(',').map((k) => k.trim()),
+    flushIntervalSeconds,
+    archiveMaxWindowMs: windowHours * 3_600_000,
+    cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
+    cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
+    logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
+    worker: { maxBufferedReports: 5000, maxReceives: 5 },
+    reconcileAfterSeconds: Math.max(60, flushIntervalSeconds * 4),
+    reconcileEverySeconds: Math.max(30, flushIntervalSeconds * 2),
+  };
+}

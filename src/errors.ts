@@ -1,0 +1,59 @@
+// Errors the service throws on purpose. The HTTP layer turns them into the
+// error shape of the contract in one place (http/errorHandler.ts).
+
+export interface ErrorDetail {
+  in: 'body' | 'query' | 'header' | 'path';
+  field: string;
+  message: string;
+}
+
+const reasons: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export function reasonPhrase(status: number): string {
+  return reasons[status] ?? 'Error';
+}
+
+export class HttpError extends Error {
+  override name = 'HttpError';
+  constructor(
+    readonly statusCode: number,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export class BadRequestError extends HttpError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super(400, message, details);
+  }
+}
+
+/**
+ * A dependency (object store or queue) could not be reached or refused the
+ * request. Adapters throw this at their boundary so callers never see SDK errors.
+ */
+export class UnavailableError extends Error {
+  override name = 'UnavailableError';
+  constructor(
+    readonly dependency: 'storage' | 'queue',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,67 @@
+// The one place where errors become HTTP answers, in the contract's shape:
+// {statusCode, error, message, details}. Nothing internal reaches a body.
+import type { ErrorRequestHandler, Response } from 'express';
+import { HttpError, reasonPhrase, UnavailableError, type ErrorDetail } from '../errors.js';
+import type { Logger } from '../log.js';
+import { InvalidReportError } from '../reports/partnerReport.js';
+
+export const RETRY_AFTER_SECONDS = 5;
+
+export function sendError(
+  res: Response,
+  status: number,
+  message: string,
+  details: ErrorDetail[] = [],
+  headers: Record<string, string> = {},
+): void {
+  res.status(status).set(headers).type('application/json').send(
+    JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details }),
+  );
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+}
+
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    if (res.headersSent) {
+      // Mid-stream failure: cut the connection so the client sees a truncated answer, never a silently short one.
+      log.error({ err, path: req.path }, 'failed while streaming a response');
+      res.destroy();
+      return;
+    }
+    if (err instanceof HttpError) return sendError(res, err.statusCode, err.message, err.details, err.headers);
+    if (err instanceof InvalidReportError) {
+      return sendError(res, 400, 'The report is invalid; see details for each problem.', err.details);
+    }
+    if (err instanceof UnavailableError) {
+      log.warn({ dependency: err.dependency, err: err.message, cause: String(err.cause) }, 'dependency unavailable');
+      return sendError(
+        res,
+        503,
+        `The ${err.dependency === 'storage' ? 'object store' : 'queue'} is unavailable; retry after ${RETRY_AFTER_SECONDS} seconds.`,
+        [],
+        { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+      );
+    }
+    const parserError = err as BodyParserError;
+    switch (parserError.type) {
+      case 'entity.too.large':
+        return sendError(res, 413, 'The request body is larger than 64 KiB.');
+      case 'entity.parse.failed':
+        return sendError(res, 400, 'The request body is not valid JSON.', [{ in: 'body', field: '(body)', message: 'is not valid JSON' }]);
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return sendError(res, 415, 'The request body must be UTF-8 JSON.');
+      case 'request.aborted':
+        return sendError(res, 400, 'The request was aborted by the client.');
+    }
+    if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
+      return sendError(res, parserError.status, 'The request could not be read.');
+    }
+    log.error({ err, path: req.path }, 'unhandled error');
+    sendError(res, 500, 'Internal error; it has been logged.');
+  };
+}

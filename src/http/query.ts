@@ -1,0 +1,44 @@
+// Query-string checks shared by the GET endpoints. Every problem is collected,
+// so one 400 tells the caller everything to fix.
+import type { Request } from 'express';
+import { BadRequestError, type ErrorDetail } from '../errors.js';
+
+export type QueryValues = Record<string, string | undefined>;
+
+/** Rejects unknown and repeated parameters; returns the single string values. */
+export function readQuery(req: Request, allowed: readonly string[]): { values: QueryValues; details: ErrorDetail[] } {
+  const details: ErrorDetail[] = [];
+  const values: QueryValues = {};
+  for (const [name, raw] of Object.entries(req.query as Record<string, unknown>)) {
+    if (!allowed.includes(name)) {
+      details.push({ in: 'query', field: name, message: `is not a known parameter (allowed: ${allowed.join(', ')})` });
+      continue;
+    }
+    if (typeof raw !== 'string') {
+      details.push({ in: 'query', field: name, message: 'must be given once, as a plain value' });
+      continue;
+    }
+    values[name] = raw;
+  }
+  return { values, details };
+}
+
+export function oneOf(
+  values: QueryValues,
+  name: string,
+  allowed: readonly string[],
+  fallback: string,
+  details: ErrorDetail[],
+): string {
+  const value = values[name];
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value)) {
+    details.push({ in: 'query', field: name, message: `must be one of: ${allowed.join(', ')}` });
+    return fallback;
+  }
+  return value;
+}
+
+export function throwIfAny(details: ErrorDetail[], message = 'The query is invalid; see details for each problem.'): void {
+  if (details.length > 0) throw new BadRequestError(message, details);
+}

@@ -1,0 +1,38 @@
+// The queue port: at-least-once delivery with visibility timeouts, as SQS gives.
+
+export interface QueueMessage {
+  id: string;
+  body: string;
+  /** Handle for delete / changeVisibility; valid for this delivery only. */
+  receipt: string;
+  /** How many times this message has been delivered, this one included. */
+  receiveCount: number;
+}
+
+export interface ReceiveOptions {
+  maxMessages: number;
+  waitSeconds: number;
+  visibilitySeconds: number;
+}
+
+export interface QueueDepth {
+  visible: number;
+  inFlight: number;
+}
+
+export interface Queue {
+  readonly description: string;
+  /**
+   * Whether messages survive a restart of this process. The in-process queue
+   * does not: reconciliation refills it from the pending markers at start.
+   */
+  readonly durable: boolean;
+  send(bodies: readonly string[]): Promise<void>;
+  receive(options: ReceiveOptions): Promise<QueueMessage[]>;
+  delete(receipts: readonly string[]): Promise<void>;
+  changeVisibility(receipt: string, seconds: number): Promise<void>;
+  depth(): Promise<QueueDepth>;
+  /** Throws UnavailableError when the queue cannot be reached. */
+  ping(): Promise<void>;
+  close(): void;
+}

@@ -1,0 +1,128 @@
+// Queue on SQS (or anything speaking its protocol). SDK errors become
+// UnavailableError here; callers never see SDK types.
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { UnavailableError } from '../errors.js';
+import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
+
+export class SqsQueue implements Queue {
+  readonly durable = true;
+  readonly description: string;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly client: SQSClient,
+    private readonly queueUrl: string,
+  ) {
+    this.description = queueUrl;
+  }
+
+  async send(bodies: readonly string[]): Promise<void> {
+    for (let i = 0; i < bodies.length; i += 10) {
+      const batch = bodies.slice(i, i + 10);
+      const out = await this.call(() =>
+        this.client.send(
+          new SendMessageBatchCommand({
+            QueueUrl: this.queueUrl,
+            Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })),
+          }),
+        ),
+      );
+      if (out.Failed && out.Failed.length > 0) {
+        throw new UnavailableError('queue', `queue refused ${out.Failed.length} messages (${out.Failed[0]?.Code})`);
+      }
+    }
+  }
+
+  async receive(options: ReceiveOptions): Promise<QueueMessage[]> {
+    if (this.abort.signal.aborted) return [];
+    try {
+      const out = await this.client.send(
+        new ReceiveMessageCommand({
+          QueueUrl: this.queueUrl,
+          MaxNumberOfMessages: Math.min(10, options.maxMessages),
+          WaitTimeSeconds: Math.min(20, Math.ceil(options.waitSeconds)),
+          VisibilityTimeout: Math.ceil(options.visibilitySeconds),
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+        { abortSignal: this.abort.signal },
+      );
+      return (out.Messages ?? []).map((m) => ({
+        id: m.MessageId ?? '',
+        body: m.Body ?? '',
+        receipt: m.ReceiptHandle ?? '',
+        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+      }));
+    } catch (err) {
+      if (this.abort.signal.aborted) return [];
+      throw unavailable(err);
+    }
+  }
+
+  async delete(receipts: readonly string[]): Promise<void> {
+    for (let i = 0; i < receipts.length; i += 10) {
+      const batch = receipts.slice(i, i + 10);
+      const out = await this.call(() =>
+        this.client.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: this.queueUrl,
+            Entries: batch.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle })),
+          }),
+        ),
+      );
+      // A failed delete only means a redelivery, which the worker tolerates.
+      void out;
+    }
+  }
+
+  async changeVisibility(receipt: string, seconds: number): Promise<void> {
+    await this.call(() =>
+      this.client.send(
+        new ChangeMessageVisibilityCommand({ QueueUrl: this.queueUrl, ReceiptHandle: receipt, VisibilityTimeout: seconds }),
+      ),
+    );
+  }
+
+  async depth(): Promise<QueueDepth> {
+    const out = await this.call(() =>
+      this.client.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: this.queueUrl,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      ),
+    );
+    return {
+      visible: Number(out.Attributes?.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0),
+    };
+  }
+
+  async ping(): Promise<void> {
+    await this.depth();
+  }
+
+  close(): void {
+    this.abort.abort();
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+}
+
+function unavailable(err: unknown): UnavailableError {
+  if (err instanceof UnavailableError) return err;
+  const name = (err as { name?: string })?.name ?? 'Error';
+  return new UnavailableError('queue', `queue request failed (${name})`, { cause: err });
+}

@@ -1,0 +1,175 @@
+// The partner report of SPEC 2.1: its JSON schema (ajv) and its normal form.
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { ErrorDetail } from '../errors.js';
+
+export const PARTNER_CITIES = ['Quezon City', 'Pampanga'] as const;
+export const DISASTER_TYPES = ['flood'] as const;
+/** Reports dated further ahead than this are rejected (clock skew allowance). */
+export const MAX_FUTURE_MS = 3_600_000;
+
+// ISO 8601 date-time with an explicit offset: Z, ±HH:MM or ±HHMM; fractional seconds allowed.
+const DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:?\\d{2})$';
+
+export const partnerReportSchema = {
+  $id: 'PartnerReport',
+  type: 'object',
+  additionalProperties: false,
+  required: ['post_id', 'created_at', 'partner_city', 'disaster_type', 'location'],
+  properties: {
+    post_id: {
+      description: 'Unique identifier of the report at the source. A string of digits is accepted.',
+      oneOf: [
+        { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+        { type: 'string', pattern: '^(0|[1-9]\\d{0,15})$' },
+      ],
+    },
+    created_at: { type: 'string', pattern: DATE_TIME, maxLength: 40, description: 'ISO 8601 with an offset' },
+    title: { type: 'string', maxLength: 500 },
+    text: { type: 'string', maxLength: 10_000 },
+    image_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 },
+    partner_city: { type: 'string', enum: [...PARTNER_CITIES] },
+    disaster_type: { type: 'string', enum: [...DISASTER_TYPES] },
+    location: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['lat', 'lng'],
+      properties: {
+        lat: { type: 'number', minimum: -90, maximum: 90 },
+        lng: { type: 'number', minimum: -180, maximum: 180 },
+      },
+    },
+  },
+} as const;
+
+/** A validated report in normal form: what is stored and archived. */
+export interface PartnerReport {
+  post_id: number;
+  /** ISO 8601 in UTC with milliseconds. */
+  created_at: string;
+  title: string | null;
+  text: string | null;
+  image_url: string | null;
+  partner_city: (typeof PARTNER_CITIES)[number];
+  disaster_type: (typeof DISASTER_TYPES)[number];
+  location: { lat: number; lng: number };
+}
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+addFormats.default(ajv);
+const validateSchema = ajv.compile(partnerReportSchema);
+
+export class InvalidReportError extends Error {
+  override name = 'InvalidReportError';
+  constructor(readonly details: ErrorDetail[]) {
+    super(details.map((d) => `${d.field}: ${d.message}`).join('; '));
+  }
+}
+
+/** Validates a parsed body and returns its normal form; throws InvalidReportError listing every problem. */
+export function parsePartnerReport(body: unknown, now = Date.now()): PartnerReport {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new InvalidReportError([{ in: 'body', field: '(body)', message: 'must be a JSON object' }]);
+  }
+  if (!validateSchema(body)) {
+    throw new InvalidReportError(schemaDetails(validateSchema.errors ?? []));
+  }
+  const input = body as unknown as Record<string, unknown> & { location: { lat: number; lng: number } };
+  const createdMs = parseOffsetDateTime(String(input.created_at));
+  const details: ErrorDetail[] = [];
+  if (createdMs === undefined) {
+    details.push({ in: 'body', field: 'created_at', message: 'is not a real date and time' });
+  } else if (createdMs > now + MAX_FUTURE_MS) {
+    details.push({ in: 'body', field: 'created_at', message: 'is more than an hour in the future' });
+  } else if (createdMs < Date.UTC(1970, 0, 1)) {
+    details.push({ in: 'body', field: 'created_at', message: 'is before 1970' });
+  }
+  if (details.length > 0) throw new InvalidReportError(details);
+  return {
+    post_id: Number(input.post_id),
+    created_at: new Date(createdMs!).toISOString(),
+    title: typeof input.title === 'string' ? input.title : null,
+    text: typeof input.text === 'string' ? input.text : null,
+    image_url: typeof input.image_url === 'string' ? input.image_url : null,
+    partner_city: input.partner_city as PartnerReport['partner_city'],
+    disaster_type: input.disaster_type as PartnerReport['disaster_type'],
+    location: { lat: input.location.lat, lng: input.location.lng },
+  };
+}
+
+/**
+ * Parses `YYYY-MM-DDTHH:mm:ss[.fff](Z|±HH:MM|±HHMM)` to epoch ms, rejecting
+ * impossible dates (Feb 30, hour 25) that Date.parse would roll over.
+ */
+export function parseOffsetDateTime(value: string): number | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/.exec(value);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const ms = Number(((m[7] ?? '') + '000').slice(0, 3));
+  const offHours = m[10] === undefined ? 0 : Number(m[10]);
+  const offMinutes = m[11] === undefined ? 0 : Number(m[11]);
+  if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59 || offHours > 14 || offMinutes > 59) {
+    return undefined;
+  }
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day < 1 || day > daysInMonth) return undefined;
+  const sign = m[9] === '-' ? -1 : 1;
+  const local = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  return local - sign * (offHours * 60 + offMinutes) * 60_000;
+}
+
+function schemaDetails(errors: ErrorObject[]): ErrorDetail[] {
+  const out = new Map<string, ErrorDetail>();
+  for (const e of errors) {
+    let field = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    let message: string;
+    switch (e.keyword) {
+      case 'required':
+        field = [field, (e.params as { missingProperty: string }).missingProperty].filter(Boolean).join('.');
+        message = 'is required';
+        break;
+      case 'additionalProperties':
+        field = [field, (e.params as { additionalProperty: string }).additionalProperty].filter(Boolean).join('.');
+        message = 'is not a known field';
+        break;
+      case 'enum':
+        message = `must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+        break;
+      case 'oneOf':
+      case 'type':
+        message = field === 'post_id' ? 'must be a non-negative integer (or a string of digits) up to 2^53-1' : `must be ${describeType(e)}`;
+        break;
+      case 'pattern':
+      case 'format':
+        message =
+          field === 'created_at'
+            ? 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T13:05:00+08:00'
+            : field === 'image_url'
+              ? 'must be an http(s) URL'
+              : field === 'post_id'
+                ? 'must be a non-negative integer (or a string of digits) up to 2^53-1'
+                : `must match ${e.keyword}`;
+        break;
+      case 'minimum':
+      case 'maximum':
+        message =
+          field === 'post_id'
+            ? 'must be a non-negative integer (or a string of digits) up to 2^53-1'
+            : `must be between ${field.endsWith('lat') ? '-90 and 90' : '-180 and 180'}`;
+        break;
+      case 'maxLength':
+        message = `must be at most ${(e.params as { limit: number }).limit} characters`;
+        break;
+      default:
+        message = e.message ?? 'is invalid';
+    }
+    // One line per field: oneOf branches report the same field more than once.
+    if (!out.has(field)) out.set(field, { in: 'body', field: field || '(body)', message });
+  }
+  return [...out.values()];
+}
+
+function describeType(e: ErrorObject): string {
+  const type = (e.params as { type?: string }).type;
+  return type === 'integer' ? 'an integer' : type === 'object' ? 'an object' : type === 'array' ? 'an array' : `a ${type}`;
+}

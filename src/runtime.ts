@@ -1,0 +1,117 @@
+// Builds the service's parts from a Config: adapters for the configured
+// backends, the DuckDB instance, intake, worker, reconciler and reader.
+import path from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { ArchiveReader } from './archive/reader.js';
+import { PartCache } from './archive/partCache.js';
+import { BoundaryRepository } from './boundaries/repository.js';
+import type { Config } from './config.js';
+import { DuckDb } from './duckdb.js';
+import { Intake } from './ingest/intake.js';
+import { Reconciler } from './ingest/reconciler.js';
+import { createLogger, type Logger } from './log.js';
+import { MemoryQueue } from './queue/memoryQueue.js';
+import type { Queue } from './queue/queue.js';
+import { SqsQueue } from './queue/sqsQueue.js';
+import { DEAD_LETTER_PREFIX } from './reports/layout.js';
+import { FileObjectStore } from './store/fileStore.js';
+import type { ObjectStore } from './store/objectStore.js';
+import { S3ObjectStore, parseS3Url } from './store/s3Store.js';
+import { Worker } from './worker/worker.js';
+
+export interface RuntimeOverrides {
+  s3?: S3Client;
+  sqs?: SQSClient;
+  log?: Logger;
+  /** Test seam, see WorkerDeps.afterPartsWritten. */
+  afterPartsWritten?: () => Promise<void>;
+}
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  store: ObjectStore;
+  queue: Queue;
+  db: DuckDb;
+  boundaries: BoundaryRepository;
+  intake: Intake;
+  reconciler: Reconciler;
+  archive: ArchiveReader;
+  cache: PartCache;
+  worker: Worker;
+  s3: S3Client | undefined;
+  sqs: SQSClient | undefined;
+  close(): Promise<void>;
+}
+
+export function awsClients(config: Config): { s3?: S3Client; sqs?: SQSClient } {
+  const common = {
+    region: config.awsRegion,
+    ...(config.awsEndpointUrl ? { endpoint: config.awsEndpointUrl } : {}),
+  };
+  return {
+    s3: config.storageUrl.startsWith('s3://')
+      ? new S3Client({ ...common, forcePathStyle: config.awsEndpointUrl !== undefined })
+      : undefined,
+    sqs: config.queueUrl !== 'memory:' ? new SQSClient(common) : undefined,
+  };
+}
+
+export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
+  const log = overrides.log ?? createLogger(config.logLevel);
+  const defaults = overrides.s3 || overrides.sqs ? {} : awsClients(config);
+  const s3 = overrides.s3 ?? defaults.s3;
+  const sqs = overrides.sqs ?? defaults.sqs;
+
+  const store: ObjectStore = config.storageUrl.startsWith('file://')
+    ? new FileObjectStore(config.storageUrl.slice('file://'.length))
+    : new S3ObjectStore(s3!, parseS3Url(config.storageUrl));
+
+  const queue: Queue =
+    config.queueUrl === 'memory:'
+      ? new MemoryQueue({
+          maxReceives: config.worker.maxReceives,
+          deadLetter: async (m) => {
+            const key = `${DEAD_LETTER_PREFIX}${new Date().toISOString().replace(/[:.]/g, '-')}-${m.id}.json`;
+            await store.put(key, JSON.stringify({ ...m, dead_lettered_at: new Date().toISOString() }));
+            log.warn({ key, receiveCount: m.receiveCount }, 'message moved to the dead-letter prefix');
+          },
+        })
+      : new SqsQueue(sqs!, config.queueUrl);
+
+  const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb') });
+  const boundaries = new BoundaryRepository(store);
+  const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes);
+  const worker = new Worker(
+    {
+      store,
+      queue,
+      boundaries,
+      db,
+      tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
+      log,
+      ...(overrides.afterPartsWritten ? { afterPartsWritten: overrides.afterPartsWritten } : {}),
+    },
+    { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
+  );
+  return {
+    config,
+    log,
+    store,
+    queue,
+    db,
+    boundaries,
+    intake: new Intake(store, queue),
+    reconciler: new Reconciler(store, queue, log),
+    archive: new ArchiveReader(store, cache, db),
+    cache,
+    worker,
+    s3,
+    sqs,
+    async close() {
+      queue.close();
+      db.close();
+    },
+  };
+}

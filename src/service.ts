@@ -1,0 +1,74 @@
+// Starts the processes of a runtime: the HTTP API, the worker, and the
+// reconciliation timer, in any combination. main.ts and the tests share it.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createApp } from './http/app.js';
+import type { Runtime } from './runtime.js';
+
+export interface ServiceOptions {
+  api: boolean;
+  worker: boolean;
+  reconcile: boolean;
+  port?: number;
+  host?: string;
+  apiKeys: readonly string[];
+}
+
+export interface RunningService {
+  url: string | undefined;
+  server: Server | undefined;
+  /** Graceful stop: no new requests, worker flushes, timers end. */
+  stop(): Promise<void>;
+}
+
+export async function startService(rt: Runtime, options: ServiceOptions): Promise<RunningService> {
+  await rt.boundaries.seedIfEmpty();
+  let timer: NodeJS.Timeout | undefined;
+  if (options.reconcile) {
+    // The in-process queue starts empty: everything still pending needs re-enqueueing now.
+    await rt.reconciler.run(rt.queue.durable ? rt.config.reconcileAfterSeconds * 1000 : 0);
+    timer = setInterval(() => {
+      rt.reconciler.run(rt.config.reconcileAfterSeconds * 1000).catch((err: unknown) => {
+        rt.log.warn({ err: String(err) }, 'reconciliation failed; will retry');
+      });
+    }, rt.config.reconcileEverySeconds * 1000);
+    timer.unref();
+  }
+  if (options.worker) rt.worker.start();
+
+  let server: Server | undefined;
+  let url: string | undefined;
+  if (options.api) {
+    const app = createApp({
+      intake: rt.intake,
+      boundaries: rt.boundaries,
+      archive: rt.archive,
+      apiKeys: options.apiKeys,
+      archiveMaxWindowMs: rt.config.archiveMaxWindowMs,
+      log: rt.log,
+    });
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(options.port ?? rt.config.port, options.host ?? '0.0.0.0', (err?: Error) =>
+        err ? reject(err) : resolve(s),
+      );
+    });
+    const { port } = server.address() as AddressInfo;
+    url = `http://${options.host && options.host !== '0.0.0.0' ? options.host : 'localhost'}:${port}`;
+  }
+
+  return {
+    url,
+    server,
+    async stop() {
+      if (timer) clearInterval(timer);
+      if (server) {
+        const s = server;
+        await new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          s.closeIdleConnections();
+        });
+      }
+      if (options.worker) await rt.worker.stop();
+    },
+  };
+}

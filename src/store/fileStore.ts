@@ -1,0 +1,171 @@
+// Object store on a local directory: the embedded default. Every write is
+// fsync'd and renamed into place, so a 2xx built on it survives a crash.
+import { randomBytes } from 'node:crypto';
+import { constants as fsc } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { UnavailableError } from '../errors.js';
+import { assertValidKey, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+
+const TMP_MARK = '.tmp-';
+
+export class FileObjectStore implements ObjectStore {
+  readonly description: string;
+
+  constructor(private readonly root: string) {
+    this.description = `file://${root}`;
+  }
+
+  localPath(key: string): string {
+    assertValidKey(key);
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  async get(key: string): Promise<StoredObject | undefined> {
+    const file = this.localPath(key);
+    return guard(async () => {
+      try {
+        const [body, stat] = await Promise.all([fs.readFile(file), fs.stat(file)]);
+        return { key, body, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime };
+      } catch (err) {
+        if (isCode(err, 'ENOENT')) return undefined;
+        throw err;
+      }
+    });
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    const file = this.localPath(key);
+    return guard(async () => {
+      try {
+        const stat = await fs.stat(file);
+        return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime };
+      } catch (err) {
+        if (isCode(err, 'ENOENT')) return undefined;
+        throw err;
+      }
+    });
+  }
+
+  async put(key: string, body: Buffer | string): Promise<void> {
+    const file = this.localPath(key);
+    await guard(async () => {
+      const tmp = await this.writeTemp(file, body);
+      await fs.rename(tmp, file);
+      await fsyncDir(path.dirname(file));
+    });
+  }
+
+  async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
+    const file = this.localPath(key);
+    return guard(async () => {
+      const tmp = await this.writeTemp(file, body);
+      try {
+        // link(2) fails with EEXIST atomically: the create-if-absent of a full, fsync'd file.
+        await fs.link(tmp, file);
+      } catch (err) {
+        if (isCode(err, 'EEXIST')) return false;
+        throw err;
+      } finally {
+        await fs.rm(tmp, { force: true });
+      }
+      await fsyncDir(path.dirname(file));
+      return true;
+    });
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    const files = keys.map((k) => this.localPath(k));
+    await guard(async () => {
+      await Promise.all(files.map((f) => fs.rm(f, { force: true })));
+    });
+  }
+
+  async *list(options: ListOptions): AsyncIterable<ObjectInfo> {
+    const { prefix, startAfter = '' } = options;
+    // Start the walk at the deepest directory the prefix names.
+    const dirPrefix = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/') + 1) : '';
+    yield* this.walk(dirPrefix, prefix, startAfter);
+  }
+
+  private async *walk(dirKey: string, prefix: string, startAfter: string): AsyncIterable<ObjectInfo> {
+    const dir = dirKey === '' ? this.root : path.join(this.root, ...dirKey.split('/').filter(Boolean));
+    let entries;
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return;
+      throw new UnavailableError('storage', 'object store directory unreadable', { cause: err });
+    }
+    // Sort as keys sort (a directory's keys continue with '/'), so the walk yields S3's order.
+    const named = entries
+      .filter((e) => !e.name.includes(TMP_MARK))
+      .map((e) => ({ entry: e, key: dirKey + e.name + (e.isDirectory() ? '/' : '') }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const { entry, key } of named) {
+      if (entry.isDirectory()) {
+        // Skip subtrees entirely before startAfter, or outside the prefix.
+        if (key < startAfter && !startAfter.startsWith(key)) continue;
+        if (!key.startsWith(prefix) && !prefix.startsWith(key)) continue;
+        yield* this.walk(key, prefix, startAfter);
+      } else if (entry.isFile() && key > startAfter && key.startsWith(prefix)) {
+        const info = await this.head(key);
+        if (info) yield info;
+      }
+    }
+  }
+
+  async download(key: string, file: string): Promise<ObjectInfo | undefined> {
+    const info = await this.head(key);
+    if (!info) return undefined;
+    await guard(() => fs.copyFile(this.localPath(key), file));
+    return info;
+  }
+
+  async ping(): Promise<void> {
+    await guard(async () => {
+      await fs.mkdir(this.root, { recursive: true });
+      await fs.access(this.root, fsc.R_OK | fsc.W_OK);
+    });
+  }
+
+  private async writeTemp(file: string, body: Buffer | string): Promise<string> {
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
+    const handle = await fs.open(tmp, 'wx', 0o644);
+    try {
+      await handle.writeFile(body);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return tmp;
+  }
+}
+
+function etagOf(stat: { mtimeMs: number; size: number; ino: number }): string {
+  return `${Math.round(stat.mtimeMs * 1000).toString(36)}-${stat.size.toString(36)}-${stat.ino.toString(36)}`;
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function isCode(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
+
+/** Disk errors (full, read-only, permissions) become UnavailableError at this boundary. */
+async function guard<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof UnavailableError) throw err;
+    throw new UnavailableError('storage', 'object store write or read failed', { cause: err });
+  }
+}

@@ -1,0 +1,179 @@
+// Object store on S3 (or anything speaking its protocol). SDK errors are
+// translated here: "not found" and "precondition failed" are answers, every
+// other failure is UnavailableError.
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { UnavailableError } from '../errors.js';
+import { assertValidKey, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+
+export interface S3Location {
+  bucket: string;
+  /** '' or ends with '/'. */
+  prefix: string;
+}
+
+export function parseS3Url(url: string): S3Location {
+  const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url);
+  if (!match) throw new Error(`not an s3:// URL: ${url}`);
+  const rest = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
+  return { bucket: match[1] ?? '', prefix: rest === '' ? '' : `${rest}/` };
+}
+
+export class S3ObjectStore implements ObjectStore {
+  readonly description: string;
+
+  constructor(
+    private readonly client: S3Client,
+    private readonly location: S3Location,
+  ) {
+    this.description = `s3://${location.bucket}/${location.prefix}`;
+  }
+
+  localPath(): undefined {
+    return undefined;
+  }
+
+  private full(key: string): string {
+    assertValidKey(key);
+    return this.location.prefix + key;
+  }
+
+  async get(key: string): Promise<StoredObject | undefined> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
+      const body = Buffer.from(await out.Body!.transformToByteArray());
+      return { key, body, size: body.length, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+  }
+
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
+      return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+  }
+
+  async put(key: string, body: Buffer | string): Promise<void> {
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body }));
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
+    // HEAD first: the common "already exists" answer costs no write. The
+    // conditional PUT closes the race on stores that enforce If-None-Match
+    // (S3, LocalStack, MinIO).
+    if (await this.head(key)) return false;
+    try {
+      await this.client.send(
+        new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfNoneMatch: '*' }),
+      );
+      return true;
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 412 || status === 409) return false;
+      throw unavailable(err);
+    }
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      try {
+        const out = await this.client.send(
+          new DeleteObjectsCommand({
+            Bucket: this.location.bucket,
+            Delete: { Objects: batch.map((k) => ({ Key: this.full(k) })), Quiet: true },
+          }),
+        );
+        if (out.Errors && out.Errors.length > 0) {
+          throw new Error(`delete failed for ${out.Errors.length} objects: ${out.Errors[0]?.Code}`);
+        }
+      } catch (err) {
+        throw unavailable(err);
+      }
+    }
+  }
+
+  async *list(options: ListOptions): AsyncIterable<ObjectInfo> {
+    const base = this.location.prefix;
+    let token: string | undefined;
+    do {
+      let out;
+      try {
+        out = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.location.bucket,
+            Prefix: base + options.prefix,
+            StartAfter: token === undefined && options.startAfter ? base + options.startAfter : undefined,
+            ContinuationToken: token,
+          }),
+        );
+      } catch (err) {
+        throw unavailable(err);
+      }
+      for (const item of out.Contents ?? []) {
+        if (!item.Key) continue;
+        yield {
+          key: item.Key.slice(base.length),
+          size: item.Size ?? 0,
+          etag: item.ETag ?? '',
+          lastModified: item.LastModified ?? new Date(0),
+        };
+      }
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async download(key: string, file: string): Promise<ObjectInfo | undefined> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
+      await pipeline(out.Body as Readable, createWriteStream(file));
+      return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.location.bucket }));
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+function isNotFound(err: unknown): boolean {
+  const name = (err as { name?: string })?.name;
+  return name === 'NoSuchKey' || name === 'NotFound' || (statusOf(err) === 404 && name !== 'NoSuchBucket');
+}
+
+function unavailable(err: unknown): UnavailableError {
+  if (err instanceof UnavailableError) return err;
+  const name = (err as { name?: string })?.name ?? 'Error';
+  return new UnavailableError('storage', `object store request failed (${name})`, { cause: err });
+}

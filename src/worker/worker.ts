@@ -1,0 +1,239 @@
+// The archive worker: receive → validate → tag → buffer → flush hourly
+// Parquet parts → clear pending markers → delete messages. The order of the
+// last three steps is what makes a crash at any point lose nothing: parts are
+// written before anything that says "done" is removed, and re-delivered
+// duplicates are dropped at read time and by compaction.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { DuckDb } from '../duckdb.js';
+import { UnavailableError } from '../errors.js';
+import type { QueueEnvelope } from '../ingest/intake.js';
+import type { Logger } from '../log.js';
+import type { Queue, QueueMessage } from '../queue/queue.js';
+import { hourStart, newPartKey, pendingKey } from '../reports/layout.js';
+import { parsePartnerReport } from '../reports/partnerReport.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import { writeParquet } from '../archive/partWriter.js';
+import type { ArchiveRow } from '../archive/row.js';
+
+export interface WorkerDeps {
+  store: ObjectStore;
+  queue: Queue;
+  boundaries: BoundaryRepository;
+  db: DuckDb;
+  tmpDir: string;
+  log: Logger;
+  /** Test seam for kill points: runs after the parts are stored, before anything is acknowledged. */
+  afterPartsWritten?: () => Promise<void>;
+}
+
+export interface WorkerOptions {
+  flushIntervalSeconds: number;
+  maxBufferedReports: number;
+}
+
+interface Buffered {
+  row: ArchiveRow;
+  pendingKey: string;
+  receipts: string[];
+}
+
+export interface FlushResult {
+  reports: number;
+  parts: string[];
+}
+
+export class Worker {
+  private readonly buffer = new Map<string, Buffered>();
+  private firstBufferedAt: number | undefined;
+  private running: Promise<void> | undefined;
+  private stopping = false;
+  private failures = 0;
+
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly options: WorkerOptions,
+  ) {}
+
+  get buffered(): number {
+    return this.buffer.size;
+  }
+
+  /** How long a received message stays hidden: long enough to survive until its flush. */
+  private get visibilitySeconds(): number {
+    return Math.ceil(this.options.flushIntervalSeconds * 2 + 30);
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopping = false;
+    this.running = this.loop();
+  }
+
+  /** Stops receiving, flushes what is buffered, and resolves when done (SIGTERM path). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running;
+    this.running = undefined;
+    if (this.buffer.size > 0) await this.flush();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        if (this.flushDue()) await this.flush();
+        if (this.stopping) break;
+        if (this.buffer.size >= this.options.maxBufferedReports) continue; // flush failed: back off below
+        await this.pollOnce(this.waitSeconds());
+        this.failures = 0;
+      } catch (err) {
+        this.failures += 1;
+        const delay = Math.min(30_000, 500 * 2 ** Math.min(this.failures, 6));
+        this.deps.log.warn({ err: describe(err), retryInMs: delay }, 'worker step failed; retrying');
+        await sleep(delay);
+      }
+    }
+  }
+
+  private flushDue(): boolean {
+    if (this.buffer.size === 0) return false;
+    if (this.buffer.size >= this.options.maxBufferedReports) return true;
+    return Date.now() - (this.firstBufferedAt ?? Date.now()) >= this.options.flushIntervalSeconds * 1000;
+  }
+
+  private waitSeconds(): number {
+    if (this.buffer.size === 0 || this.firstBufferedAt === undefined) return 5;
+    const left = this.firstBufferedAt + this.options.flushIntervalSeconds * 1000 - Date.now();
+    return Math.max(0, Math.min(5, left / 1000));
+  }
+
+  /** Receives one batch and buffers what is valid. Returns how many messages arrived. */
+  async pollOnce(waitSeconds = 0): Promise<number> {
+    const messages = await this.deps.queue.receive({
+      maxMessages: 10,
+      waitSeconds,
+      visibilitySeconds: this.visibilitySeconds,
+    });
+    if (messages.length === 0) return 0;
+    const boundaries = await this.deps.boundaries.current();
+    const done: string[] = [];
+    for (const message of messages) {
+      const outcome = await this.take(message, boundaries);
+      if (outcome === 'archived-already') done.push(message.receipt);
+    }
+    if (done.length > 0) await this.deps.queue.delete(done);
+    return messages.length;
+  }
+
+  private async take(
+    message: QueueMessage,
+    boundaries: Awaited<ReturnType<BoundaryRepository['current']>>,
+  ): Promise<'buffered' | 'archived-already' | 'rejected'> {
+    let envelope: QueueEnvelope;
+    let row: ArchiveRow;
+    try {
+      envelope = JSON.parse(message.body) as QueueEnvelope;
+      if (envelope?.v !== 1 || typeof envelope.pkey !== 'string' || typeof envelope.source !== 'string') {
+        throw new Error('not an ingest record');
+      }
+      const report = parsePartnerReport(
+        {
+          post_id: envelope.report.post_id,
+          created_at: envelope.report.created_at,
+          partner_city: envelope.report.partner_city,
+          disaster_type: envelope.report.disaster_type,
+          location: envelope.report.location,
+          ...(envelope.report.title !== null && { title: envelope.report.title }),
+          ...(envelope.report.text !== null && { text: envelope.report.text }),
+          ...(envelope.report.image_url !== null && { image_url: envelope.report.image_url }),
+        },
+        Date.parse(envelope.received_at),
+      );
+      const tags = boundaries.tagger.tag(report.location.lng, report.location.lat);
+      row = {
+        pkey: envelope.pkey,
+        created_at_ms: Date.parse(report.created_at),
+        source: envelope.source,
+        status: 'confirmed',
+        url: null,
+        image_url: report.image_url,
+        disaster_type: report.disaster_type,
+        report_data: null,
+        instance_region_code: tags.instance_region_code,
+        local_area_id: tags.local_area_id,
+        title: report.title ?? '',
+        text: report.text ?? '',
+        lng: report.location.lng,
+        lat: report.location.lat,
+        post_id: report.post_id,
+        partner_city: report.partner_city,
+        received_at_ms: Date.parse(envelope.received_at),
+        boundary_version: boundaries.version,
+      };
+    } catch (err) {
+      // Poison message: leave it to come back a few times, then to the dead-letter queue.
+      this.deps.log.warn({ messageId: message.id, receiveCount: message.receiveCount, err: describe(err) }, 'rejected queue message');
+      await this.deps.queue.changeVisibility(message.receipt, Math.min(60, 2 ** message.receiveCount));
+      return 'rejected';
+    }
+
+    const marker = pendingKey(envelope.source, envelope.post_id);
+    const existing = this.buffer.get(row.pkey);
+    if (existing) {
+      existing.receipts.push(message.receipt);
+      return 'buffered';
+    }
+    // A redelivery whose marker is gone was archived by an earlier flush.
+    if ((envelope.redelivery || message.receiveCount > 1) && !(await this.deps.store.head(marker))) {
+      return 'archived-already';
+    }
+    if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
+    this.buffer.set(row.pkey, { row, pendingKey: marker, receipts: [message.receipt] });
+    return 'buffered';
+  }
+
+  /** Writes one part per hour touched, then acknowledges. */
+  async flush(): Promise<FlushResult> {
+    const entries = [...this.buffer.values()];
+    if (entries.length === 0) return { reports: 0, parts: [] };
+    const started = Date.now();
+    const byHour = new Map<number, ArchiveRow[]>();
+    for (const { row } of entries) {
+      const hour = hourStart(row.created_at_ms);
+      let rows = byHour.get(hour);
+      if (!rows) byHour.set(hour, (rows = []));
+      rows.push(row);
+    }
+    await fs.mkdir(this.deps.tmpDir, { recursive: true });
+    const parts: string[] = [];
+    for (const [hour, rows] of byHour) {
+      const file = path.join(this.deps.tmpDir, `flush-${randomUUID()}.parquet`);
+      try {
+        await writeParquet(this.deps.db, rows, file);
+        const key = newPartKey(hour);
+        await this.deps.store.put(key, await fs.readFile(file));
+        parts.push(key);
+      } finally {
+        await fs.rm(file, { force: true });
+      }
+    }
+    await this.deps.afterPartsWritten?.();
+    await this.deps.store.delete(entries.map((e) => e.pendingKey));
+    await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
+    for (const e of entries) this.buffer.delete(e.row.pkey);
+    this.firstBufferedAt = this.buffer.size > 0 ? Date.now() : undefined;
+    this.deps.log.info({ reports: entries.length, parts: parts.length, ms: Date.now() - started }, 'flushed');
+    return { reports: entries.length, parts };
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof UnavailableError) return `${err.dependency} unavailable: ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
