@@ -5,7 +5,7 @@ import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
 
@@ -165,7 +165,7 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof UnavailableError) throw err;
+    if (err instanceof UnavailableError || err instanceof InvalidKeyError) throw err;
     throw new UnavailableError('storage', 'object store write or read failed', { cause: err });
   }
 }

@@ -41,9 +41,14 @@ export interface ObjectStore {
 
 const keyPattern = /^[A-Za-z0-9=._-]+(\/[A-Za-z0-9=._-]+)*$/;
 
+/** A key the service should never have built: a bug, not an outage. */
+export class InvalidKeyError extends Error {
+  override name = 'InvalidKeyError';
+}
+
 /** Every key the service builds passes here, so no client text can reach a path unchecked. */
 export function assertValidKey(key: string): void {
   if (!keyPattern.test(key) || key.split('/').some((s) => s === '.' || s === '..')) {
-    throw new Error(`invalid object key: ${JSON.stringify(key)}`);
+    throw new InvalidKeyError(`invalid object key: ${JSON.stringify(key)}`);
   }
 }

@@ -14,7 +14,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 export interface S3Location {
   bucket: string;
@@ -172,8 +172,8 @@ function isNotFound(err: unknown): boolean {
   return name === 'NoSuchKey' || name === 'NotFound' || (statusOf(err) === 404 && name !== 'NoSuchBucket');
 }
 
-function unavailable(err: unknown): UnavailableError {
-  if (err instanceof UnavailableError) return err;
+function unavailable(err: unknown): Error {
+  if (err instanceof UnavailableError || err instanceof InvalidKeyError) return err;
   const name = (err as { name?: string })?.name ?? 'Error';
   return new UnavailableError('storage', `object store request failed (${name})`, { cause: err });
 }

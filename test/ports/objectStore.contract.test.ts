@@ -1,0 +1,144 @@
+// One contract, every adapter: the file store and S3 (fauxqs) must agree.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { UnavailableError } from '../../src/errors.js';
+import { FileObjectStore } from '../../src/store/fileStore.js';
+import type { ObjectStore } from '../../src/store/objectStore.js';
+import { S3ObjectStore } from '../../src/store/s3Store.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { tempDir } from '../support/env.js';
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator();
+});
+afterAll(async () => {
+  await emulator.stop();
+});
+
+const adapters: { name: string; make: () => Promise<ObjectStore> }[] = [
+  { name: 'file', make: async () => new FileObjectStore(await tempDir()) },
+  {
+    name: 's3',
+    make: async () => {
+      const bucket = `contract-${randomBytes(4).toString('hex')}`;
+      await emulator.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      return new S3ObjectStore(emulator.s3, { bucket, prefix: 'some/prefix/' });
+    },
+  },
+];
+
+async function collect(it: AsyncIterable<{ key: string }>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const x of it) out.push(x.key);
+  return out;
+}
+
+describe.each(adapters)('object store contract: $name', ({ make }) => {
+  it('reads back what it stored, with size and an etag that changes with content', async () => {
+    const store = await make();
+    expect(await store.get('a/b.json')).toBeUndefined();
+    expect(await store.head('a/b.json')).toBeUndefined();
+    await store.put('a/b.json', '{"x":1}');
+    const got = await store.get('a/b.json');
+    expect(got?.body.toString()).toBe('{"x":1}');
+    expect(got?.size).toBe(7);
+    const head1 = await store.head('a/b.json');
+    expect(head1?.size).toBe(7);
+    await store.put('a/b.json', '{"x":22}');
+    const head2 = await store.head('a/b.json');
+    expect(head2?.size).toBe(8);
+    expect(head2?.etag).not.toBe(head1?.etag);
+  });
+
+  it('creates only if absent, and keeps the first content', async () => {
+    const store = await make();
+    expect(await store.putIfAbsent('k/1.json', 'first')).toBe(true);
+    expect(await store.putIfAbsent('k/1.json', 'second')).toBe(false);
+    expect((await store.get('k/1.json'))?.body.toString()).toBe('first');
+  });
+
+  it('lists in key order, within the prefix, after startAfter', async () => {
+    const store = await make();
+    const keys = [
+      'reports/v1/year=2026/month=11/day=21/hour=13/part-b.parquet',
+      'reports/v1/year=2026/month=11/day=21/hour=13/part-a.parquet',
+      'reports/v1/year=2026/month=11/day=21/hour=02/part-c.parquet',
+      'reports/v1/year=2025/month=01/day=01/hour=00/part-d.parquet',
+      'reports/v10/x.parquet',
+      'reports-other/y',
+      'cities/current.json',
+    ];
+    for (const k of keys) await store.put(k, 'x');
+    expect(await collect(store.list({ prefix: 'reports/v1/' }))).toEqual([
+      'reports/v1/year=2025/month=01/day=01/hour=00/part-d.parquet',
+      'reports/v1/year=2026/month=11/day=21/hour=02/part-c.parquet',
+      'reports/v1/year=2026/month=11/day=21/hour=13/part-a.parquet',
+      'reports/v1/year=2026/month=11/day=21/hour=13/part-b.parquet',
+    ]);
+    expect(
+      await collect(store.list({ prefix: 'reports/v1/', startAfter: 'reports/v1/year=2026/month=11/day=21/hour=13/' })),
+    ).toEqual([
+      'reports/v1/year=2026/month=11/day=21/hour=13/part-a.parquet',
+      'reports/v1/year=2026/month=11/day=21/hour=13/part-b.parquet',
+    ]);
+    expect(await collect(store.list({ prefix: 'reports' }))).toEqual([
+      'reports-other/y',
+      ...[
+        'reports/v1/year=2025/month=01/day=01/hour=00/part-d.parquet',
+        'reports/v1/year=2026/month=11/day=21/hour=02/part-c.parquet',
+        'reports/v1/year=2026/month=11/day=21/hour=13/part-a.parquet',
+        'reports/v1/year=2026/month=11/day=21/hour=13/part-b.parquet',
+      ],
+      'reports/v10/x.parquet',
+    ]);
+  });
+
+  it('deletes, ignoring keys that are already gone', async () => {
+    const store = await make();
+    await store.put('d/1', 'x');
+    await store.put('d/2', 'x');
+    await store.delete(['d/1', 'd/missing']);
+    expect(await collect(store.list({ prefix: 'd/' }))).toEqual(['d/2']);
+  });
+
+  it('downloads to a local file', async () => {
+    const store = await make();
+    const body = randomBytes(300_000);
+    await store.put('bin/blob', body);
+    const file = path.join(await tempDir(), 'blob');
+    const info = await store.download('bin/blob', file);
+    expect(info?.size).toBe(body.length);
+    expect((await fs.readFile(file)).equals(body)).toBe(true);
+    expect(await store.download('bin/missing', file + '2')).toBeUndefined();
+  });
+
+  it('refuses keys that could escape the store', async () => {
+    const store = await make();
+    await expect(store.put('../escape', 'x')).rejects.toThrow(/invalid object key/);
+    await expect(store.get('a//b')).rejects.toThrow(/invalid object key/);
+  });
+});
+
+describe('object store failures', () => {
+  it('S3 unreachable becomes UnavailableError, not an SDK error', async () => {
+    const other = await startEmulator();
+    const store = new S3ObjectStore(other.s3, { bucket: 'gone', prefix: '' });
+    await other.s3.send(new CreateBucketCommand({ Bucket: 'gone' }));
+    await other.stop();
+    await expect(store.put('a', 'x')).rejects.toBeInstanceOf(UnavailableError);
+    await expect(store.head('a')).rejects.toBeInstanceOf(UnavailableError);
+    await expect(store.ping()).rejects.toBeInstanceOf(UnavailableError);
+  });
+
+  it('a file store whose directory cannot be written becomes UnavailableError', async () => {
+    const dir = await tempDir();
+    const blocker = path.join(dir, 'not-a-dir');
+    await fs.writeFile(blocker, 'x');
+    const store = new FileObjectStore(blocker);
+    await expect(store.put('a/b', 'x')).rejects.toBeInstanceOf(UnavailableError);
+  });
+});

@@ -1,0 +1,137 @@
+// One contract, every adapter: the in-process queue and SQS (fauxqs) must agree.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { bootstrap, deadLetterQueueName } from '../../src/bootstrap.js';
+import { UnavailableError } from '../../src/errors.js';
+import { MemoryQueue } from '../../src/queue/memoryQueue.js';
+import type { Queue } from '../../src/queue/queue.js';
+import { SqsQueue } from '../../src/queue/sqsQueue.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { testConfig } from '../support/env.js';
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator();
+});
+afterAll(async () => {
+  await emulator.stop();
+});
+
+interface Made {
+  queue: Queue;
+  deadLetters: () => Promise<string[]>;
+}
+
+const adapters: { name: string; make: () => Promise<Made> }[] = [
+  {
+    name: 'memory',
+    make: async () => {
+      const dead: string[] = [];
+      const queue = new MemoryQueue({ maxReceives: 5, deadLetter: async (m) => void dead.push(m.body) });
+      return { queue, deadLetters: async () => dead };
+    },
+  },
+  {
+    name: 'sqs',
+    make: async () => {
+      const config = await testConfig('aws', emulator);
+      const boot = await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+      const queue = new SqsQueue(emulator.sqs, config.queueUrl);
+      return {
+        queue,
+        deadLetters: async () => {
+          const out = await emulator.sqs.send(
+            new ReceiveMessageCommand({ QueueUrl: boot.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+          );
+          return (out.Messages ?? []).map((m) => m.Body ?? '');
+        },
+      };
+    },
+  },
+];
+
+const receive = (q: Queue, visibilitySeconds = 30) => q.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds });
+
+describe.each(adapters)('queue contract: $name', ({ make }) => {
+  it('delivers what was sent, and a deleted message does not come back', async () => {
+    const { queue } = await make();
+    const bodies = Array.from({ length: 13 }, (_, i) => `m${i}`);
+    await queue.send(bodies);
+    const got: string[] = [];
+    for (let i = 0; i < 5 && got.length < 13; i++) {
+      const batch = await receive(queue);
+      got.push(...batch.map((m) => m.body));
+      expect(batch.every((m) => m.receiveCount === 1)).toBe(true);
+      await queue.delete(batch.map((m) => m.receipt));
+    }
+    expect(got.sort()).toEqual([...bodies].sort());
+    expect(await queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 })).toEqual([]);
+    queue.close();
+  });
+
+  it('hides a received message until its visibility timeout, then redelivers it with a higher count', async () => {
+    const { queue } = await make();
+    await queue.send(['once']);
+    const [first] = await receive(queue, 1);
+    expect(first?.body).toBe('once');
+    expect(await queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 1 })).toEqual([]);
+    const again = await queue.receive({ maxMessages: 10, waitSeconds: 3, visibilitySeconds: 30 });
+    expect(again.map((m) => m.body)).toEqual(['once']);
+    expect(again[0]!.receiveCount).toBe(2);
+    queue.close();
+  });
+
+  it('changeVisibility(0) makes a message available at once', async () => {
+    const { queue } = await make();
+    await queue.send(['retry-me']);
+    const [m] = await receive(queue, 60);
+    await queue.changeVisibility(m!.receipt, 0);
+    const again = await receive(queue, 60);
+    expect(again.map((x) => x.body)).toEqual(['retry-me']);
+    queue.close();
+  });
+
+  it('moves a message received more than 5 times to the dead-letter queue', async () => {
+    const { queue, deadLetters } = await make();
+    await queue.send(['poison']);
+    for (let i = 0; i < 5; i++) {
+      const batch = await receive(queue, 60);
+      expect(batch.map((m) => m.body)).toEqual(['poison']);
+      await queue.changeVisibility(batch[0]!.receipt, 0);
+    }
+    expect(await receive(queue, 60)).toEqual([]);
+    expect(await deadLetters()).toEqual(['poison']);
+    queue.close();
+  });
+});
+
+describe('bootstrap', () => {
+  it('creates the queue with a redrive policy to its dead-letter queue, and can run twice', async () => {
+    const config = await testConfig('aws', emulator);
+    const first = await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+    const second = await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+    expect(second).toEqual(first);
+    expect(first.deadLetterQueueUrl).toMatch(new RegExp(`${deadLetterQueueName('reports-')}|-dlq$`));
+    const attrs = await emulator.sqs.send(new GetQueueAttributesCommand({ QueueUrl: config.queueUrl, AttributeNames: ['All'] }));
+    const dlqAttrs = await emulator.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: first.deadLetterQueueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    expect(JSON.parse(attrs.Attributes!.RedrivePolicy!)).toEqual({
+      deadLetterTargetArn: dlqAttrs.Attributes!.QueueArn,
+      maxReceiveCount: 5,
+    });
+    expect(Number(attrs.Attributes!.VisibilityTimeout)).toBeGreaterThan(config.flushIntervalSeconds);
+    expect(attrs.Attributes!.MessageRetentionPeriod).toBe(String(14 * 24 * 3600));
+  });
+
+  it('an unreachable SQS endpoint becomes UnavailableError', async () => {
+    const other = await startEmulator();
+    const config = await testConfig('aws', other);
+    await bootstrap(config, { s3: other.s3, sqs: other.sqs });
+    const queue = new SqsQueue(other.sqs, config.queueUrl);
+    await other.stop();
+    await expect(queue.send(['x'])).rejects.toBeInstanceOf(UnavailableError);
+    await expect(queue.ping()).rejects.toBeInstanceOf(UnavailableError);
+  });
+});
+

@@ -1,0 +1,154 @@
+// Test backends: the embedded default (temp dir + in-process queue) and
+// S3/SQS on fauxqs. Both run the same code above the ports.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bootstrap } from '../../src/bootstrap.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/runtime.js';
+import { startService, type RunningService } from '../../src/service.js';
+import type { Emulator } from './fauxqs.js';
+
+export const API_KEY = 'test-key-0123456789abcdef';
+export const OTHER_KEY = 'other-key-0123456789abcdef';
+
+export type BackendKind = 'embedded' | 'aws';
+export const BACKENDS: BackendKind[] = ['embedded', 'aws'];
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The PSA/NAMRIA boundaries beside the project (never copied into it). */
+export const SHARED_PH = path.resolve(here, '../../../shared/data/ph');
+export const HAS_SHARED_PH = fs.existsSync(path.join(SHARED_PH, 'cities.geojson'));
+export const SHARED_PH_MISSING = `skipped: PSA/NAMRIA boundaries not found at ${SHARED_PH}`;
+
+export async function tempDir(prefix = 'flood-test-'): Promise<string> {
+  return fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+/** A config for one backend, each test run with its own directory, bucket and queue. */
+export async function testConfig(kind: BackendKind, emulator?: Emulator, env: Record<string, string> = {}): Promise<Config> {
+  const dir = await tempDir();
+  const id = randomBytes(4).toString('hex');
+  const base: Record<string, string> = {
+    DATA_DIR: dir,
+    API_KEYS: `${API_KEY},${OTHER_KEY}`,
+    FLUSH_INTERVAL_SECONDS: '0.2',
+    LOG_LEVEL: 'silent',
+  };
+  if (kind === 'aws') {
+    if (!emulator) throw new Error('the aws backend needs an emulator');
+    base.STORAGE_URL = `s3://archive-${id}/flood`;
+    // The queue URL as fauxqs names it; requests still go to the endpoint.
+    base.QUEUE_URL = `http://sqs.us-east-1.localhost:${new URL(emulator.endpoint).port}/000000000000/reports-${id}`;
+    base.AWS_ENDPOINT_URL = emulator.endpoint;
+  }
+  return loadConfig({ ...base, ...env }, dir);
+}
+
+export async function testRuntime(config: Config, emulator?: Emulator, extra: RuntimeOverrides = {}): Promise<Runtime> {
+  const overrides: RuntimeOverrides = { log: createLogger('silent'), ...extra };
+  if (config.storageUrl.startsWith('s3://')) {
+    overrides.s3 = emulator!.s3;
+    overrides.sqs = emulator!.sqs;
+  }
+  const rt = await createRuntime(config, overrides);
+  // SQS requests go to the endpoint and name the queue by URL path, so the
+  // configured URL works even though fauxqs answers with another host name.
+  await bootstrap(config, { ...(emulator && { s3: emulator.s3, sqs: emulator.sqs }) });
+  return rt;
+}
+
+export interface TestService {
+  rt: Runtime;
+  service: RunningService;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startTestService(
+  rt: Runtime,
+  options: { worker?: boolean; reconcile?: boolean } = {},
+): Promise<TestService> {
+  const service = await startService(rt, {
+    api: true,
+    worker: options.worker ?? true,
+    reconcile: options.reconcile ?? true,
+    port: 0,
+    host: '127.0.0.1',
+    apiKeys: rt.config.apiKeys,
+  });
+  return {
+    rt,
+    service,
+    url: service.url!,
+    async stop() {
+      await service.stop();
+      await rt.close();
+    },
+  };
+}
+
+export interface PostOptions {
+  key?: string | null;
+  contentType?: string | null;
+  raw?: string;
+}
+
+export async function postReport(url: string, body: unknown, options: PostOptions = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  const headers: Record<string, string> = {};
+  const key = options.key === undefined ? API_KEY : options.key;
+  if (key !== null) headers['X-Api-Key'] = key;
+  const contentType = options.contentType === undefined ? 'application/json' : options.contentType;
+  if (contentType !== null) headers['Content-Type'] = contentType;
+  const res = await fetch(`${url}/feeds/partner`, {
+    method: 'POST',
+    headers,
+    body: options.raw ?? JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
+export async function getJson(url: string, headers: Record<string, string> = { 'User-Agent': 'flood-tests/1.0' }): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
+/** Polls until `check` returns a value other than undefined, or fails after `ms`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, ms = 15_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function report(postId: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    post_id: postId,
+    created_at: '2026-11-21T13:05:00+08:00',
+    partner_city: 'Quezon City',
+    disaster_type: 'flood',
+    location: { lat: 14.6516, lng: 121.0497 },
+    ...overrides,
+  };
+}
+
+/** Every key in the store under a prefix. */
+export async function keysUnder(rt: Runtime, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const info of rt.store.list({ prefix })) out.push(info.key);
+  return out;
+}
