@@ -175,7 +175,9 @@ export class Worker {
     } catch (err) {
       // Poison message: leave it to come back a few times, then to the dead-letter queue.
       this.deps.log.warn({ messageId: message.id, receiveCount: message.receiveCount, err: describe(err) }, 'rejected queue message');
-      await this.deps.queue.changeVisibility(message.receipt, Math.min(60, 2 ** message.receiveCount));
+      // Back off on the flush cadence, doubling: a poison message reaches the DLQ in a few intervals.
+      const backoff = Math.min(60, Math.ceil(this.options.flushIntervalSeconds * 2 ** (message.receiveCount - 1)));
+      await this.deps.queue.changeVisibility(message.receipt, backoff);
       return 'rejected';
     }
 

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('config', () => {
+  it('defaults to the embedded backend under ./data', () => {
+    const c = loadConfig({}, '/srv/app');
+    expect(c.dataDir).toBe('/srv/app/data');
+    expect(c.storageUrl).toBe('file:///srv/app/data/store');
+    expect(c.queueUrl).toBe('memory:');
+    expect(c.port).toBe(8080);
+    expect(c.apiKeys).toEqual([]);
+    expect(c.archiveMaxWindowMs).toBe(366 * 86_400_000);
+    expect(c.cacheDir).toBe('/srv/app/data/cache');
+  });
+
+  it('reads every documented variable', () => {
+    const c = loadConfig(
+      {
+        PORT: '9000',
+        DATA_DIR: '/var/flood',
+        STORAGE_URL: 's3://my-bucket/archive',
+        QUEUE_URL: 'https://sqs.ap-southeast-1.amazonaws.com/123456789012/reports',
+        AWS_REGION: 'ap-southeast-1',
+        AWS_ENDPOINT_URL: 'http://localhost:4566',
+        API_KEYS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
+        FLUSH_INTERVAL_SECONDS: '15',
+        ARCHIVE_MAX_WINDOW: '72h',
+        CACHE_DIR: '/tmp/cache',
+        CACHE_MAX_BYTES: '104857600',
+        LOG_LEVEL: 'debug',
+      },
+      '/',
+    );
+    expect(c).toMatchObject({
+      port: 9000,
+      dataDir: '/var/flood',
+      storageUrl: 's3://my-bucket/archive',
+      awsRegion: 'ap-southeast-1',
+      awsEndpointUrl: 'http://localhost:4566',
+      apiKeys: ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb'],
+      flushIntervalSeconds: 15,
+      archiveMaxWindowMs: 72 * 3_600_000,
+      cacheDir: '/tmp/cache',
+      cacheMaxBytes: 104857600,
+      logLevel: 'debug',
+    });
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['STORAGE_URL', 'ftp://x'],
+    ['STORAGE_URL', 'file://relative/dir'],
+    ['QUEUE_URL', 'sqs://q'],
+    ['API_KEYS', 'short'],
+    ['FLUSH_INTERVAL_SECONDS', '0'],
+    ['ARCHIVE_MAX_WINDOW', '1y'],
+    ['CACHE_MAX_BYTES', '10'],
+    ['LOG_LEVEL', 'loud'],
+    ['AWS_REGION', 'mars'],
+  ])('rejects %s=%s naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value }, '/')).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
+  });
+
+  it('lists every bad variable at once', () => {
+    try {
+      loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }, '/');
+      expect.unreachable();
+    } catch (err) {
+      expect(String(err)).toMatch(/PORT=/);
+      expect(String(err)).toMatch(/LOG_LEVEL=/);
+    }
+  });
+});

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidReportError, parseOffsetDateTime, parsePartnerReport } from '../../src/reports/partnerReport.js';
+
+const NOW = Date.parse('2026-11-21T12:00:00Z');
+const valid = {
+  post_id: 42,
+  created_at: '2026-11-21T13:05:00+08:00',
+  partner_city: 'Quezon City',
+  disaster_type: 'flood',
+  location: { lat: 14.6516, lng: 121.0497 },
+};
+
+function problems(body: unknown): { field: string; message: string }[] {
+  try {
+    parsePartnerReport(body, NOW);
+  } catch (err) {
+    expect(err).toBeInstanceOf(InvalidReportError);
+    return (err as InvalidReportError).details;
+  }
+  throw new Error('expected the report to be rejected');
+}
+
+describe('partner report', () => {
+  it('normalises a valid report: UTC created_at with ms, nulls for missing optionals', () => {
+    expect(parsePartnerReport(valid, NOW)).toEqual({
+      post_id: 42,
+      created_at: '2026-11-21T05:05:00.000Z',
+      title: null,
+      text: null,
+      image_url: null,
+      partner_city: 'Quezon City',
+      disaster_type: 'flood',
+      location: { lat: 14.6516, lng: 121.0497 },
+    });
+  });
+
+  it('accepts a post_id given as a string of digits', () => {
+    expect(parsePartnerReport({ ...valid, post_id: '9007199254740991' }, NOW).post_id).toBe(9007199254740991);
+    expect(problems({ ...valid, post_id: '12a' })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: '0123' })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: 9007199254740992 })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: 1.5 })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: -1 })[0]?.field).toBe('post_id');
+  });
+
+  it.each([
+    ['2026-11-21T05:05:00Z', '2026-11-21T05:05:00.000Z'],
+    ['2026-11-21T13:05:00+0800', '2026-11-21T05:05:00.000Z'],
+    ['2026-11-21T13:05:00.123456+08:00', '2026-11-21T05:05:00.123Z'],
+    ['2026-11-20T23:05:00-06:00', '2026-11-21T05:05:00.000Z'],
+  ])('reads created_at %s as %s', (input, expected) => {
+    expect(parsePartnerReport({ ...valid, created_at: input }, NOW).created_at).toBe(expected);
+  });
+
+  it.each(['2026-11-21T13:05:00', '2026-11-21 13:05:00Z', '2026-02-30T00:00:00Z', '2026-11-21T24:00:00Z', '21/11/2026', ''])(
+    'rejects created_at %j',
+    (input) => {
+      expect(problems({ ...valid, created_at: input }).map((d) => d.field)).toEqual(['created_at']);
+    },
+  );
+
+  it('rejects created_at more than an hour in the future, but not 59 minutes', () => {
+    expect(problems({ ...valid, created_at: '2026-11-21T13:01:00Z' })[0]?.message).toMatch(/future/);
+    expect(parsePartnerReport({ ...valid, created_at: '2026-11-21T12:59:00Z' }, NOW).created_at).toBe('2026-11-21T12:59:00.000Z');
+  });
+
+  it('lists every problem, each naming its field', () => {
+    const fields = problems({
+      post_id: 'x',
+      created_at: 5,
+      partner_city: 'Manila',
+      disaster_type: 'fire',
+      location: { lat: 91, lng: -181 },
+      image_url: 'ftp://example.org/a.png',
+      extra: true,
+    }).map((d) => d.field);
+    expect(fields.sort()).toEqual(
+      ['created_at', 'disaster_type', 'extra', 'image_url', 'location.lat', 'location.lng', 'partner_city', 'post_id'].sort(),
+    );
+  });
+
+  it('names missing required fields, nested ones with their path', () => {
+    const fields = problems({ location: {} }).map((d) => d.field);
+    expect(fields.sort()).toEqual(
+      ['created_at', 'disaster_type', 'location.lat', 'location.lng', 'partner_city', 'post_id'].sort(),
+    );
+  });
+
+  it.each([null, [], 'text', 42])('rejects a body that is not an object: %j', (body) => {
+    expect(problems(body)[0]?.field).toBe('(body)');
+  });
+
+  it('keeps optional fields and accepts an https image URL', () => {
+    const r = parsePartnerReport({ ...valid, title: 'Baha', text: 'Hanggang tuhod', image_url: 'https://img.example.org/a.jpg' }, NOW);
+    expect([r.title, r.text, r.image_url]).toEqual(['Baha', 'Hanggang tuhod', 'https://img.example.org/a.jpg']);
+  });
+
+  it('parseOffsetDateTime rejects impossible offsets', () => {
+    expect(parseOffsetDateTime('2026-11-21T00:00:00+1500')).toBeUndefined();
+    expect(parseOffsetDateTime('2026-11-21T00:00:00+0860')).toBeUndefined();
+    expect(parseOffsetDateTime('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
+  });
+});
