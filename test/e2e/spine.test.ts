@@ -150,7 +150,7 @@ describe.each(BACKENDS)('spine on the %s backend', (kind) => {
     expect(topo.body.statusCode).toBe(200);
     expect(topo.body.result).toEqual(JSON.parse(JSON.stringify(topology({ output: geo.body.result }))));
     const decoded = feature(topo.body.result as Topology, topo.body.result.objects.output);
-    expect((decoded as { features: unknown[] }).features).toEqual(geo.body.result.features);
+    expect((decoded as unknown as { features: unknown[] }).features).toEqual(geo.body.result.features);
   });
 
   it('answers an empty window with an empty collection in both formats', async () => {
