@@ -59,6 +59,8 @@ const ajv = new Ajv({ allErrors: true, strict: true });
 addFormats.default(ajv);
 const validateSchema = ajv.compile(partnerReportSchema);
 
+const POST_ID_MESSAGE = 'must be a non-negative integer (or a string of digits) up to 2^53-1';
+
 export class InvalidReportError extends Error {
   override name = 'InvalidReportError';
   constructor(readonly details: ErrorDetail[]) {
@@ -77,6 +79,10 @@ export function parsePartnerReport(body: unknown, now = Date.now()): PartnerRepo
   const input = body as unknown as Record<string, unknown> & { location: { lat: number; lng: number } };
   const createdMs = parseOffsetDateTime(String(input.created_at));
   const details: ErrorDetail[] = [];
+  // The schema caps numbers; a string of 16 digits can still exceed 2^53-1 and would lose precision.
+  if (typeof input.post_id === 'string' && BigInt(input.post_id) > BigInt(Number.MAX_SAFE_INTEGER)) {
+    details.push({ in: 'body', field: 'post_id', message: POST_ID_MESSAGE });
+  }
   if (createdMs === undefined) {
     details.push({ in: 'body', field: 'created_at', message: 'is not a real date and time' });
   } else if (createdMs > now + MAX_FUTURE_MS) {
@@ -137,7 +143,7 @@ function schemaDetails(errors: ErrorObject[]): ErrorDetail[] {
         break;
       case 'oneOf':
       case 'type':
-        message = field === 'post_id' ? 'must be a non-negative integer (or a string of digits) up to 2^53-1' : `must be ${describeType(e)}`;
+        message = field === 'post_id' ? POST_ID_MESSAGE : `must be ${describeType(e)}`;
         break;
       case 'pattern':
       case 'format':
@@ -147,14 +153,14 @@ function schemaDetails(errors: ErrorObject[]): ErrorDetail[] {
             : field === 'image_url'
               ? 'must be an http(s) URL'
               : field === 'post_id'
-                ? 'must be a non-negative integer (or a string of digits) up to 2^53-1'
+                ? POST_ID_MESSAGE
                 : `must match ${e.keyword}`;
         break;
       case 'minimum':
       case 'maximum':
         message =
           field === 'post_id'
-            ? 'must be a non-negative integer (or a string of digits) up to 2^53-1'
+            ? POST_ID_MESSAGE
             : `must be between ${field.endsWith('lat') ? '-90 and 90' : '-180 and 180'}`;
         break;
       case 'maxLength':

@@ -39,6 +39,7 @@ describe('partner report', () => {
     expect(problems({ ...valid, post_id: '12a' })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: '0123' })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: 9007199254740992 })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: '9007199254740993' })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: 1.5 })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: -1 })[0]?.field).toBe('post_id');
   });

@@ -1,0 +1,158 @@
+// POST /feeds/partner: every bad input gets a clear 4xx in the error shape and stores nothing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  API_KEY,
+  OTHER_KEY,
+  keysUnder,
+  postReport,
+  report,
+  startTestService,
+  testConfig,
+  testRuntime,
+  type TestService,
+} from '../support/env.js';
+
+let svc: TestService;
+beforeAll(async () => {
+  // No worker: what is stored is exactly what acceptance wrote.
+  svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+async function expectNothingStored(): Promise<void> {
+  expect(await keysUnder(svc.rt, 'ingest/')).toEqual([]);
+  expect(await svc.rt.queue.depth()).toEqual({ visible: 0, inFlight: 0 });
+}
+
+function expectErrorShape(body: any, status: number): void {
+  expect(body).toMatchObject({ statusCode: status, error: expect.any(String), message: expect.any(String), details: expect.any(Array) });
+  expect(Object.keys(body).sort()).toEqual(['details', 'error', 'message', 'statusCode']);
+  expect(JSON.stringify(body)).not.toMatch(/at .*\.(ts|js):\d+/);
+}
+
+describe('POST /feeds/partner rejects', () => {
+  it('a missing API key with 401', async () => {
+    const res = await postReport(svc.url, report(1), { key: null });
+    expect(res.status).toBe(401);
+    expectErrorShape(res.body, 401);
+    expect(res.body.details).toEqual([{ in: 'header', field: 'X-Api-Key', message: 'is required' }]);
+    await expectNothingStored();
+  });
+
+  it('an unknown API key with 403', async () => {
+    const res = await postReport(svc.url, report(1), { key: 'not-a-real-key-000000' });
+    expect(res.status).toBe(403);
+    expectErrorShape(res.body, 403);
+    await expectNothingStored();
+  });
+
+  it('a body that is not JSON by Content-Type with 415', async () => {
+    const res = await postReport(svc.url, undefined, { contentType: 'text/plain', raw: JSON.stringify(report(1)) });
+    expect(res.status).toBe(415);
+    expectErrorShape(res.body, 415);
+    const none = await postReport(svc.url, undefined, { contentType: null, raw: JSON.stringify(report(1)) });
+    expect(none.status).toBe(415);
+    await expectNothingStored();
+  });
+
+  it('malformed JSON with 400', async () => {
+    const res = await postReport(svc.url, undefined, { raw: '{"post_id": 1,' });
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body, 400);
+    expect(res.body.message).toMatch(/not valid JSON/);
+    await expectNothingStored();
+  });
+
+  it('a body over 64 KiB with 413', async () => {
+    const res = await postReport(svc.url, report(1, { text: 'x'.repeat(70 * 1024) }));
+    expect(res.status).toBe(413);
+    expectErrorShape(res.body, 413);
+    await expectNothingStored();
+  });
+
+  it.each([
+    ['post_id missing', { post_id: undefined }, 'post_id'],
+    ['post_id negative', { post_id: -5 }, 'post_id'],
+    ['post_id fractional', { post_id: 2.5 }, 'post_id'],
+    ['post_id not digits', { post_id: 'abc' }, 'post_id'],
+    ['post_id beyond 2^53', { post_id: '9007199254740993' }, 'post_id'],
+    ['created_at missing', { created_at: undefined }, 'created_at'],
+    ['created_at without offset', { created_at: '2026-11-21T13:05:00' }, 'created_at'],
+    ['created_at impossible', { created_at: '2026-02-30T13:05:00Z' }, 'created_at'],
+    ['created_at far in the future', { created_at: '2999-01-01T00:00:00Z' }, 'created_at'],
+    ['title not a string', { title: 5 }, 'title'],
+    ['text too long', { text: 'y'.repeat(10_001) }, 'text'],
+    ['image_url not http(s)', { image_url: 'javascript:alert(1)' }, 'image_url'],
+    ['partner_city unknown', { partner_city: 'Manila' }, 'partner_city'],
+    ['partner_city missing', { partner_city: undefined }, 'partner_city'],
+    ['disaster_type not flood', { disaster_type: 'earthquake' }, 'disaster_type'],
+    ['location missing', { location: undefined }, 'location'],
+    ['location.lat out of range', { location: { lat: 91, lng: 121 } }, 'location.lat'],
+    ['location.lng out of range', { location: { lat: 14, lng: 181 } }, 'location.lng'],
+    ['location.lat a string', { location: { lat: '14.6', lng: 121 } }, 'location.lat'],
+    ['location with an extra field', { location: { lat: 14.6, lng: 121, alt: 3 } }, 'location.alt'],
+    ['an unknown top-level field', { city: 'QC' }, 'city'],
+  ])('%s with 400 naming the field', async (_name, change, field) => {
+    const res = await postReport(svc.url, report(77, change));
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body, 400);
+    expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
+    await expectNothingStored();
+  });
+
+  it('a body that is JSON but not an object with 400', async () => {
+    for (const raw of ['[]', '"text"', '42', 'null']) {
+      const res = await postReport(svc.url, undefined, { raw });
+      expect(res.status, raw).toBe(400);
+      expectErrorShape(res.body, 400);
+    }
+    await expectNothingStored();
+  });
+
+  it('lists every problem of a body, not only the first', async () => {
+    const res = await postReport(svc.url, { post_id: -1, created_at: 'yesterday', partner_city: 'Cebu', disaster_type: 'fire', location: { lat: 100 } });
+    expect(res.status).toBe(400);
+    expect(res.body.details.map((d: { field: string }) => d.field).sort()).toEqual(
+      ['created_at', 'disaster_type', 'location.lat', 'location.lng', 'partner_city', 'post_id'].sort(),
+    );
+  });
+});
+
+describe('routing', () => {
+  it('answers unknown paths with 404 and wrong methods with 405 and Allow', async () => {
+    const missing = await fetch(`${svc.url}/nope`);
+    expect(missing.status).toBe(404);
+    expectErrorShape(await missing.json(), 404);
+    const wrong = await fetch(`${svc.url}/feeds/partner`);
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('POST');
+    expectErrorShape(await wrong.json(), 405);
+    const wrongGet = await fetch(`${svc.url}/cities`, { method: 'DELETE' });
+    expect(wrongGet.status).toBe(405);
+    expect(wrongGet.headers.get('allow')).toBe('GET, HEAD');
+  });
+});
+
+describe('POST /feeds/partner accepts', () => {
+  it('with either configured key, 201 then 200 for the same post_id', async () => {
+    const first = await postReport(svc.url, report(500), { key: API_KEY });
+    expect(first.status).toBe(201);
+    expect(first.body).toEqual({ post_id: 500, created: true, pkey: 'partner-500' });
+    const second = await postReport(svc.url, report(500, { title: 'changed' }), { key: OTHER_KEY });
+    expect(second.status).toBe(200);
+    expect(second.body).toEqual({ post_id: 500, created: false, message: 'post_id 500 already exists' });
+    // Exactly one idempotency key and one pending marker, and one message.
+    expect(await keysUnder(svc.rt, 'ingest/')).toEqual(['ingest/keys/partner/500.json', 'ingest/pending/partner/500.json']);
+    expect(await svc.rt.queue.depth()).toEqual({ visible: 1, inFlight: 0 });
+  });
+
+  it('a post_id sent as a string of digits is the same report as the number', async () => {
+    const first = await postReport(svc.url, report(600));
+    expect(first.status).toBe(201);
+    const asString = await postReport(svc.url, report(600, { post_id: '600' }));
+    expect(asString.status).toBe(200);
+    expect(asString.body.post_id).toBe(600);
+  });
+});
