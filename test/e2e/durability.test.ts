@@ -1,0 +1,204 @@
+// Invariants 1-3 under failure: outages answer 503 and lose nothing; crashes
+// of the worker at its kill points lose nothing and duplicate nothing in answers;
+// a repeated post_id is "already exists" before a flush, after it, and after a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { bootstrap } from '../../src/bootstrap.js';
+import type { Config } from '../../src/config.js';
+import type { Runtime } from '../../src/runtime.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import {
+  BACKENDS,
+  eventually,
+  getJson,
+  keysUnder,
+  postReport,
+  report,
+  startTestService,
+  testConfig,
+  testRuntime,
+} from '../support/env.js';
+
+const WINDOW = 'start=2026-11-01T00:00:00%2B0000&end=2026-11-30T23:59:59%2B0000&geoformat=geojson';
+
+async function archivedPkeys(url: string): Promise<string[]> {
+  const res = await getJson(`${url}/reports/archive?${WINDOW}`);
+  expect(res.status).toBe(200);
+  return res.body.result.features.map((f: { properties: { pkey: string } }) => f.properties.pkey);
+}
+
+/** Posts through a running API, then lets the worker of `rt` drain the queue into its buffer. */
+async function bufferAll(rt: Runtime, n: number): Promise<void> {
+  await eventually(async () => {
+    await rt.worker.pollOnce(0);
+    return rt.worker.buffered === n ? true : undefined;
+  }, 10_000, `${n} buffered reports`);
+}
+
+describe.each(BACKENDS)('durability on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+  });
+  afterAll(async () => {
+    await emulator?.stop();
+  });
+
+  it('a repeated post_id is "already exists" before its flush, after it, and after a restart; the first version is kept', async () => {
+    const config = await testConfig(kind, emulator);
+    let svc = await startTestService(await testRuntime(config, emulator), { worker: false, reconcile: false });
+    expect((await postReport(svc.url, report(1, { title: 'first' }))).status).toBe(201);
+    const beforeFlush = await postReport(svc.url, report(1, { title: 'second' }));
+    expect(beforeFlush.status).toBe(200);
+    expect(beforeFlush.body.created).toBe(false);
+
+    await bufferAll(svc.rt, 1);
+    await svc.rt.worker.flush();
+    const afterFlush = await postReport(svc.url, report(1, { title: 'third' }));
+    expect(afterFlush.status).toBe(200);
+    await svc.stop();
+
+    svc = await startTestService(await testRuntime(config, emulator));
+    const afterRestart = await postReport(svc.url, report(1, { title: 'fourth' }));
+    expect(afterRestart.status).toBe(200);
+    expect(afterRestart.body).toEqual({ post_id: 1, created: false, message: 'post_id 1 already exists' });
+    const res = await getJson(`${svc.url}/reports/archive?${WINDOW}`);
+    expect(res.body.result.features.map((f: any) => [f.properties.pkey, f.properties.title])).toEqual([['partner-1', 'first']]);
+    await svc.stop();
+  });
+
+  it('kill point: a worker dying after writing its parts, before acknowledging, loses and duplicates nothing', async () => {
+    const config = await testConfig(kind, emulator);
+    const crashing = await testRuntime(config, emulator, {
+      afterPartsWritten: async () => {
+        throw new Error('simulated crash after the parts were written');
+      },
+    });
+    const api = await startTestService(crashing, { worker: false, reconcile: false });
+    const ids = [11, 12, 13, 14, 15];
+    for (const id of ids) expect((await postReport(api.url, report(id, { created_at: `2026-11-21T0${id - 10}:00:00Z` }))).status).toBe(201);
+    await bufferAll(crashing, ids.length);
+    await expect(crashing.worker.flush()).rejects.toThrow(/simulated crash/);
+    const partsAfterCrash = await keysUnder(crashing, 'reports/v1/');
+    expect(partsAfterCrash).toHaveLength(ids.length);
+    expect(await keysUnder(crashing, 'ingest/pending/')).toHaveLength(ids.length);
+    await api.stop(); // the crashed process is gone; its buffer with it
+
+    // The next process reconciles the still-pending reports and archives them again.
+    const next = await startTestService(await testRuntime(config, emulator));
+    await next.rt.reconciler.run(0);
+    await eventually(async () => ((await keysUnder(next.rt, 'ingest/pending/')).length === 0 ? true : undefined), 15_000, 'pending markers cleared');
+    // Every report now sits in two parts; the answer still has each exactly once.
+    expect((await keysUnder(next.rt, 'reports/v1/')).length).toBe(2 * ids.length);
+    expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => `partner-${id}`).sort());
+    await next.stop();
+  });
+
+  it('kill point: a worker dying after receiving, before writing, loses nothing', async () => {
+    const config = await testConfig(kind, emulator);
+    const first = await startTestService(await testRuntime(config, emulator), { worker: false, reconcile: false });
+    const ids = [21, 22, 23];
+    for (const id of ids) expect((await postReport(first.url, report(id))).status).toBe(201);
+    await bufferAll(first.rt, ids.length);
+    await first.service.server!.close();
+    await first.rt.close(); // dies with three reports buffered and nothing written
+
+    const next = await startTestService(await testRuntime(config, emulator));
+    await next.rt.reconciler.run(0);
+    await eventually(async () => ((await archivedPkeys(next.url)).length === ids.length ? true : undefined), 15_000, 'reports archived');
+    expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => `partner-${id}`).sort());
+    expect(await keysUnder(next.rt, 'ingest/pending/')).toEqual([]);
+    await next.stop();
+  });
+
+  it('a poison message goes to the dead-letter queue and does not block the others', async () => {
+    const config = await testConfig(kind, emulator);
+    const svc = await startTestService(await testRuntime(config, emulator));
+    await svc.rt.queue.send(['{"this is": "not an ingest record"}']);
+    for (const id of [31, 32]) expect((await postReport(svc.url, report(id))).status).toBe(201);
+    await eventually(async () => ((await archivedPkeys(svc.url)).length === 2 ? true : undefined), 15_000, 'good reports archived');
+    // The poison message cycles on the flush cadence until it is moved aside.
+    await eventually(
+      async () => {
+        const depth = await svc.rt.queue.depth();
+        return depth.visible + depth.inFlight === 0 ? true : undefined;
+      },
+      30_000,
+      'the poison message to leave the queue',
+    );
+    if (kind === 'embedded') {
+      const dead = await keysUnder(svc.rt, 'dead-letter/');
+      expect(dead).toHaveLength(1);
+      const body = JSON.parse((await svc.rt.store.get(dead[0]!))!.body.toString());
+      expect(body.body).toBe('{"this is": "not an ingest record"}');
+    } else {
+      const { deadLetterQueueUrl } = await bootstrap(config, { s3: emulator!.s3, sqs: emulator!.sqs });
+      const out = await emulator!.sqs.send(new ReceiveMessageCommand({ QueueUrl: deadLetterQueueUrl, MaxNumberOfMessages: 10 }));
+      expect((out.Messages ?? []).map((m) => m.Body)).toEqual(['{"this is": "not an ingest record"}']);
+    }
+    await svc.stop();
+  }, 60_000);
+});
+
+describe('outages answer 503 with Retry-After and lose nothing', () => {
+  it('storage failing at the idempotency key: 503, and a retry creates the report (never "already exists")', async () => {
+    const config: Config = await testConfig('embedded');
+    const svc = await startTestService(await testRuntime(config), { worker: false, reconcile: false });
+    const root = config.storageUrl.slice('file://'.length);
+    // A file where the key folder should be: the marker write succeeds, the key write fails.
+    await fs.mkdir(path.join(root, 'ingest'), { recursive: true });
+    await fs.writeFile(path.join(root, 'ingest', 'keys'), 'in the way');
+    const failed = await postReport(svc.url, report(41));
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('retry-after')).toBe('5');
+    expect(failed.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+    expect(JSON.stringify(failed.body)).not.toMatch(/ENOTDIR|EEXIST|\/tmp\//);
+
+    await fs.rm(path.join(root, 'ingest', 'keys'));
+    const retry = await postReport(svc.url, report(41));
+    expect(retry.status).toBe(201);
+    await svc.stop();
+  });
+
+  it('object store down: 503 with Retry-After', async () => {
+    const s3 = await startEmulator();
+    const config = await testConfig('aws', s3);
+    const svc = await startTestService(await testRuntime(config, s3), { worker: false, reconcile: false });
+    await s3.stop();
+    const res = await postReport(svc.url, report(51));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.body.message).toMatch(/object store is unavailable/);
+    await svc.stop();
+  });
+
+  it('queue down: 503; the report is already durable, a retry says "already exists", and it is archived once the queue is back', async () => {
+    const s3 = await startEmulator();
+    const sqs = await startEmulator();
+    const config = await testConfig('aws', sqs);
+    const mixed = { ...sqs, s3: s3.s3 };
+    const rt = await testRuntime(config, mixed);
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    await sqs.stop();
+    const res = await postReport(svc.url, report(61));
+    expect(res.status).toBe(503);
+    expect(res.body.message).toMatch(/queue is unavailable/);
+    const retry = await postReport(svc.url, report(61));
+    expect(retry.status).toBe(200);
+    expect(retry.body.created).toBe(false);
+
+    await sqs.restart();
+    await bootstrap(config, { s3: s3.s3, sqs: sqs.sqs });
+    const result = await rt.reconciler.run(0);
+    expect(result.requeued).toBe(1);
+    rt.worker.start();
+    await eventually(async () => ((await archivedPkeys(svc.url)).length === 1 ? true : undefined), 15_000, 'the report archived');
+    expect(await archivedPkeys(svc.url)).toEqual(['partner-61']);
+    await svc.stop();
+    await rt.worker.stop();
+    await s3.stop();
+    await sqs.stop();
+  });
+});

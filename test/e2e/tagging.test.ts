@@ -1,0 +1,127 @@
+// Tagging with the real PSA/NAMRIA boundaries of Quezon City, Pampanga and their 680 barangays.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { feature } from 'topojson-client';
+import type { Topology } from 'topojson-specification';
+import { Tagger } from '../../src/boundaries/tagger.js';
+import type { BoundarySet } from '../../src/boundaries/types.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import {
+  BACKENDS,
+  HAS_SHARED_PH,
+  SHARED_PH_MISSING,
+  eventually,
+  getJson,
+  postReport,
+  report,
+  startTestService,
+  testConfig,
+  testRuntime,
+  type TestService,
+} from '../support/env.js';
+import { loadPsaBoundaries } from '../support/sharedData.js';
+
+if (!HAS_SHARED_PH) console.warn(SHARED_PH_MISSING);
+
+// Known points from the data's PROVENANCE.md: [name, lat, lng, city, barangay PSGC].
+const KNOWN: [string, number, number, string | null, string | null][] = [
+  ['Quezon Memorial Circle', 14.6516, 121.0497, 'PH-QC', '1381300020'],
+  ['UP Diliman (Quezon Hall)', 14.6549, 121.0645, 'PH-QC', '1381300124'],
+  ['Araneta Center, Cubao', 14.6203, 121.0537, 'PH-QC', '1381300115'],
+  ['SM North EDSA', 14.6565, 121.0296, 'PH-QC', '1381300108'],
+  ['City of San Fernando', 15.0286, 120.6898, 'PH-PG', '0305416013'],
+  ['Angeles City centre', 15.1371, 120.5885, 'PH-PG', '0330100029'],
+  ['Mt Arayat', 15.2, 120.742, 'PH-PG', '0305403029'],
+  ['Guagua town proper', 14.9653, 120.6342, 'PH-PG', '0305407033'],
+  ['Manila City Hall', 14.5896, 120.9812, null, null],
+  ['Makati CBD', 14.557, 121.0235, null, null],
+  ['Marikina City Hall', 14.6507, 121.1029, null, null],
+  ['Caloocan (south)', 14.6571, 120.9837, null, null],
+  ['Malolos, Bulacan', 14.8527, 120.816, null, null],
+  ['Tarlac City', 15.4755, 120.5963, null, null],
+  ['Olongapo City', 14.8292, 120.2828, null, null],
+];
+
+describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => {
+  let psa: BoundarySet;
+  beforeAll(async () => {
+    psa = await loadPsaBoundaries();
+  });
+
+  it.each(KNOWN)('%s → %s / %s', (_name, lat, lng, city, barangay) => {
+    const tags = new Tagger(psa).tag(lng, lat);
+    expect(tags).toEqual({ instance_region_code: city, local_area_id: barangay });
+  });
+
+  describe.each(BACKENDS)('published and used by the worker on the %s backend', (kind) => {
+    let emulator: Emulator | undefined;
+    let svc: TestService;
+    let version: string;
+    beforeAll(async () => {
+      if (kind === 'aws') emulator = await startEmulator();
+      const rt = await testRuntime(await testConfig(kind, emulator), emulator);
+      await rt.boundaries.seedIfEmpty();
+      version = (await rt.boundaries.publish(psa)).version;
+      svc = await startTestService(rt);
+    });
+    afterAll(async () => {
+      await svc?.stop();
+      await emulator?.stop();
+    });
+
+    it('tags archived reports with city and barangay', async () => {
+      const points = KNOWN.filter(([name]) => ['Quezon Memorial Circle', 'City of San Fernando', 'Manila City Hall'].includes(name));
+      for (const [i, [, lat, lng]] of points.entries()) {
+        expect((await postReport(svc.url, report(100 + i, { location: { lat, lng } }))).status).toBe(201);
+      }
+      const q = `${svc.url}/reports/archive?start=2026-11-21T00:00:00%2B0800&end=2026-11-21T23:59:59%2B0800&geoformat=geojson`;
+      const features = await eventually(async () => {
+        const res = await getJson(q);
+        return res.body.result.features.length === points.length ? res.body.result.features : undefined;
+      }, 20_000, 'tagged reports in the archive');
+      const tags = Object.fromEntries(features.map((f: any) => [f.properties.pkey, f.properties.tags]));
+      expect(tags).toEqual({
+        'partner-100': { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
+        'partner-101': { instance_region_code: 'PH-PG', local_area_id: '0305416013' },
+        'partner-102': { instance_region_code: null, local_area_id: null },
+      });
+    });
+
+    it('serves the published cities with the version as a strong ETag, and 304 on If-None-Match', async () => {
+      const geo = await getJson(`${svc.url}/cities?geoformat=geojson`);
+      expect(geo.headers.get('etag')).toBe(`"${version}-geojson"`);
+      expect(geo.body.result.features.map((f: any) => f.properties)).toEqual([
+        { code: 'PH-QC', name: 'Quezon City' },
+        { code: 'PH-PG', name: 'Pampanga' },
+      ]);
+      expect(geo.body.result.features.map((f: any) => f.geometry)).toEqual(psa.cities.features.map((f) => f.geometry));
+
+      const topo = await fetch(`${svc.url}/cities`);
+      const etag = topo.headers.get('etag')!;
+      expect(etag).toBe(`"${version}-topojson"`);
+      const body = await topo.json();
+      const decoded = feature(body.result as Topology, body.result.objects.output) as any;
+      decoded.features.forEach((f: any, i: number) => {
+        const ring = f.geometry.coordinates[0];
+        const want = (psa.cities.features[i]!.geometry.coordinates as number[][][])[0]!;
+        expect(ring[0]).toEqual(ring[ring.length - 1]);
+        expect(ring.length).toBe(want.length);
+        const worst = Math.max(...ring.map(([x, y]: number[], j: number) => Math.max(Math.abs(x! - want[j]![0]!), Math.abs(y! - want[j]![1]!))));
+        expect(worst).toBeLessThan(1e-5);
+      });
+      const again = await fetch(`${svc.url}/cities`, { headers: { 'If-None-Match': etag } });
+      expect(again.status).toBe(304);
+      const otherFormat = await fetch(`${svc.url}/cities?geoformat=geojson`, { headers: { 'If-None-Match': etag } });
+      expect(otherFormat.status).toBe(200);
+    });
+
+    it('rollback restores the previous /cities answer and ETag', async () => {
+      const versions = await svc.rt.boundaries.versions();
+      const previous = versions.find((v) => v !== version)!;
+      await svc.rt.boundaries.rollback(previous);
+      const res = await getJson(`${svc.url}/cities?geoformat=geojson`);
+      expect(res.headers.get('etag')).toBe(`"${previous}-geojson"`);
+      expect(res.body.result.features[0].geometry.coordinates[0]).toHaveLength(13);
+      await svc.rt.boundaries.rollback(version);
+    });
+  });
+});
