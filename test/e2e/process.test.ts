@@ -1,0 +1,70 @@
+// The real entry point, as `npm start` runs it: key generation, SIGTERM flush, bad config.
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { getJson, postReport, report, tempDir } from '../support/env.js';
+
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main.js');
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+function start(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function waitFor(output: () => string, pattern: RegExp, ms = 20_000): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const m = pattern.exec(output());
+    if (m) return m;
+    if (Date.now() > deadline) throw new Error(`no ${pattern} in output:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('the service process', () => {
+  it('creates an API key once (mode 0600), flushes buffered reports on SIGTERM, and serves them after a restart', async () => {
+    const dataDir = await tempDir();
+    const env = { DATA_DIR: dataDir, PORT: '0', FLUSH_INTERVAL_SECONDS: '600' };
+    const first = start(env);
+    const url = (await waitFor(first.output, /listening on (http:\/\/\S+)/))[1]!;
+    const key = (await waitFor(first.output, /Partner API key \(created [^)]+\): (\S+)/))[1]!;
+    const stat = await fs.stat(path.join(dataDir, 'api-key'));
+    expect(stat.mode & 0o777).toBe(0o600);
+
+    expect((await postReport(url, report(7), { key })).status).toBe(201);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    const hour = path.join(dataDir, 'store/reports/v1/year=2026/month=11/day=21/hour=05');
+    expect((await fs.readdir(hour)).filter((f) => f.endsWith('.parquet'))).toHaveLength(1);
+
+    const second = start(env);
+    const url2 = (await waitFor(second.output, /listening on (http:\/\/\S+)/))[1]!;
+    expect((await waitFor(second.output, /Partner API key \(read [^)]+\): (\S+)/))[1]).toBe(key);
+    const res = await getJson(`${url2}/reports/archive?start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&geoformat=geojson`);
+    expect(res.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-7']);
+    expect((await postReport(url2, report(7), { key })).status).toBe(200);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('stops with a message naming the variable when the config is bad', async () => {
+    const bad = start({ DATA_DIR: await tempDir(), PORT: 'eighty', STORAGE_URL: 'ftp://nowhere' });
+    expect(await bad.exited).toBe(78);
+    expect(bad.output()).toMatch(/PORT="eighty"/);
+    expect(bad.output()).toMatch(/STORAGE_URL="ftp:\/\/nowhere"/);
+  });
+});
