@@ -98,7 +98,7 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       const topo = await fetch(`${svc.url}/cities`);
       const etag = topo.headers.get('etag')!;
       expect(etag).toBe(`"${version}-topojson"`);
-      const body = await topo.json();
+      const body = (await topo.json()) as any;
       const decoded = feature(body.result as Topology, body.result.objects.output) as any;
       decoded.features.forEach((f: any, i: number) => {
         const ring = f.geometry.coordinates[0];
