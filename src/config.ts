@@ -1,6 +1,7 @@
 // The one place that reads the environment. Everything else receives a Config.
 import path from 'node:path';
 import { Ajv } from 'ajv';
+import { validate as validCron } from 'node-cron';
 
 export interface Config {
   port: number;
@@ -27,6 +28,8 @@ export interface Config {
   /** Pending markers older than this are re-enqueued by reconciliation. */
   reconcileAfterSeconds: number;
   reconcileEverySeconds: number;
+  /** node-cron expressions of the scheduled jobs (jobs/). */
+  schedules: { compact: string; reconcile: string; verify: string };
 }
 
 export class ConfigError extends Error {
@@ -48,6 +51,9 @@ const envSchema = {
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    SCHEDULE_COMPACT: { type: 'string' },
+    SCHEDULE_RECONCILE: { type: 'string' },
+    SCHEDULE_VERIFY: { type: 'string' },
   },
 } as const;
 
@@ -86,6 +92,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (storageUrl.startsWith('file://') && !path.isAbsolute(storageUrl.slice('file://'.length))) {
     throw new ConfigError(`invalid configuration: STORAGE_URL=${JSON.stringify(storageUrl)}: ${messages.STORAGE_URL}`);
   }
+  const schedules = {
+    compact: String(v.SCHEDULE_COMPACT ?? '5 * * * *'),
+    reconcile: String(v.SCHEDULE_RECONCILE ?? '*/2 * * * *'),
+    verify: String(v.SCHEDULE_VERIFY ?? '30 2 * * *'),
+  };
+  const badCron = Object.entries(schedules)
+    .filter(([, expr]) => !validCron(expr))
+    .map(([job, expr]) => `SCHEDULE_${job.toUpperCase()}=${JSON.stringify(expr)}: must be a cron expression, e.g. "5 * * * *"`);
+  if (badCron.length > 0) throw new ConfigError(`invalid configuration: ${badCron.join('; ')}`);
   return {
     port: Number(v.PORT ?? 8080),
     dataDir,
@@ -102,5 +117,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     worker: { maxBufferedReports: 5000, maxReceives: 5 },
     reconcileAfterSeconds: Math.max(60, flushIntervalSeconds * 4),
     reconcileEverySeconds: Math.max(30, flushIntervalSeconds * 2),
+    schedules,
   };
 }

@@ -31,7 +31,9 @@ export class PartCache {
     const direct = this.store.localPath(info.key);
     if (direct) return direct;
     await (this.ready ??= this.scan());
-    const name = createHash('sha256').update(`${info.key}\n${info.etag}`).digest('hex').slice(0, 32) + '.parquet';
+    // Keep the part's own name as the suffix: de-duplication prefers the newest part by it.
+    const hash = createHash('sha256').update(`${info.key}\n${info.etag}`).digest('hex').slice(0, 24);
+    const name = `${hash}-${info.key.slice(info.key.lastIndexOf('/') + 1)}`;
     const hit = this.entries.get(name);
     if (hit) {
       hit.usedAt = Date.now();

@@ -4,10 +4,12 @@
 // A pkey always lives in one hour (partitions are by created_at), so
 // de-duplicating within a day is de-duplicating the whole answer.
 import { LIST, TIMESTAMPTZ, VARCHAR, listValue, timestampTZValue } from '@duckdb/node-api';
-import type { DuckDb } from '../duckdb.js';
+import { sqlString, type DuckDb } from '../duckdb.js';
+import { ARCHIVE_TABLE_DDL } from './row.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { PartCache } from './partCache.js';
 import { listWindowParts, type HourParts } from './parts.js';
+import { DEDUPE_WINDOW } from './rows.js';
 
 export interface ArchiveQuery {
   startMs: number;
@@ -16,7 +18,8 @@ export interface ArchiveQuery {
   admin: string | undefined;
 }
 
-export type FeatureShape = 'geojson' | 'topojson';
+/** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */
+export type FeatureShape = 'geojson' | 'topojson' | 'csv';
 
 export interface FeatureBatch {
   /** Serialized GeoJSON Features (or TopoJSON Point geometries), newest first. */
@@ -45,7 +48,15 @@ const PROPERTIES_JSON = `concat(
 
 const COORDS = `concat('[', to_json(lng)::VARCHAR, ',', to_json(lat)::VARCHAR, ']')`;
 
+const csv = (col: string) => `coalesce('"' || replace(${col}::VARCHAR, '"', '""') || '"', '')`;
+
+export const CSV_HEADER =
+  'pkey,created_at,source,status,url,image_url,disaster_type,report_data,instance_region_code,local_area_id,title,text,lng,lat';
+
 const ITEM_SQL: Record<FeatureShape, string> = {
+  csv: `concat_ws(',', ${csv('pkey')}, strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ'), ${csv('source')}, ${csv('status')},
+    ${csv('url')}, ${csv('image_url')}, ${csv('disaster_type')}, ${csv('report_data')}, ${csv('instance_region_code')},
+    ${csv('local_area_id')}, ${csv('title')}, ${csv('text')}, to_json(lng)::VARCHAR, to_json(lat)::VARCHAR)`,
   geojson: `concat('{"type":"Feature","geometry":{"type":"Point","coordinates":', ${COORDS}, '},"properties":', ${PROPERTIES_JSON}, '}')`,
   // What topojson-server makes of a Point feature: {type, coordinates, properties}.
   topojson: `concat('{"type":"Point","coordinates":', ${COORDS}, ',"properties":', ${PROPERTIES_JSON}, '}')`,
@@ -83,6 +94,33 @@ export class ArchiveReader {
     }
   }
 
+  /**
+   * Writes the window as one Parquet file (archive columns, newest first).
+   * DuckDB streams it and spills to its temp directory, so memory stays bounded.
+   */
+  async writeParquet(query: ArchiveQuery, out: string): Promise<number> {
+    const days = await this.plan(query);
+    const files = (await Promise.all(days.map((d) => this.files(d)))).flat();
+    const adminFilter = query.admin === undefined ? '' : `AND instance_region_code = ${sqlString(query.admin)}`;
+    const source =
+      files.length === 0
+        ? `(SELECT * FROM (VALUES (NULL)) WHERE false)`
+        : `(SELECT * EXCLUDE (filename) FROM read_parquet([${files.map(sqlString).join(', ')}], filename = true)
+            WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(query.startMs)} AND ${Math.trunc(query.endMs)} ${adminFilter}
+            QUALIFY ${DEDUPE_WINDOW})`;
+    return this.db.withConnection(async (conn) => {
+      if (files.length === 0) {
+        await conn.run(`CREATE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
+        await conn.run(`COPY "empty" TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
+        return 0;
+      }
+      const result = await conn.run(
+        `COPY (SELECT * FROM ${source} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+      );
+      return result.rowsChanged;
+    });
+  }
+
   private files(day: HourParts[]): Promise<string[]> {
     return Promise.all(day.flatMap((h) => h.parts).map((p) => this.cache.localFile(p)));
   }
@@ -91,9 +129,9 @@ export class ArchiveReader {
     const adminFilter = query.admin === undefined ? '' : 'AND instance_region_code = $admin';
     const sql = `
       SELECT ${ITEM_SQL[shape]} AS item, lng, lat
-      FROM read_parquet($files)
+      FROM read_parquet($files, filename = true)
       WHERE created_at BETWEEN $start AND $end ${adminFilter}
-      QUALIFY row_number() OVER (PARTITION BY pkey ORDER BY received_at, boundary_version) = 1
+      QUALIFY ${DEDUPE_WINDOW}
       ORDER BY created_at DESC, pkey DESC`;
     const values: Record<string, ReturnType<typeof listValue> | ReturnType<typeof timestampTZValue> | string> = {
       files: listValue(files),
@@ -135,16 +173,34 @@ export class ArchiveReader {
   }
 }
 
-/** The archive answer as text, in the {statusCode, result} envelope, one piece at a time. */
-export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, shape: FeatureShape): AsyncIterable<string> {
-  yield shape === 'geojson'
-    ? '{"statusCode":200,"result":{"type":"FeatureCollection","features":['
-    : '{"statusCode":200,"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
+/** Output formats built from serialized items: how they open, separate and close. */
+export type TextFormat = 'geojson' | 'topojson' | 'ndjson' | 'csv' | 'featurecollection';
+
+const SHAPE_OF: Record<TextFormat, FeatureShape> = {
+  geojson: 'geojson',
+  topojson: 'topojson',
+  ndjson: 'geojson',
+  csv: 'csv',
+  featurecollection: 'geojson',
+};
+
+export function shapeOf(format: TextFormat): FeatureShape {
+  return SHAPE_OF[format];
+}
+
+/** The archive answer as text, one piece at a time; geojson and topojson come in the {statusCode, result} envelope. */
+export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat): AsyncIterable<string> {
+  const sep = format === 'ndjson' || format === 'csv' ? '\n' : ',';
+  if (format === 'geojson') yield '{"statusCode":200,"result":{"type":"FeatureCollection","features":[';
+  else if (format === 'featurecollection') yield '{"type":"FeatureCollection","features":[';
+  else if (format === 'topojson') yield '{"statusCode":200,"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
+  else if (format === 'csv') yield `${CSV_HEADER}\n`;
   let first = true;
   let bbox: [number, number, number, number] | undefined;
   for await (const batch of batches) {
     if (batch.items.length === 0) continue;
-    yield (first ? '' : ',') + batch.items.join(',');
+    const lead = first || sep === '\n' ? '' : sep;
+    yield lead + batch.items.join(sep) + (sep === '\n' ? '\n' : '');
     first = false;
     if (batch.bbox) {
       bbox = bbox
@@ -152,7 +208,8 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, shape
         : batch.bbox;
     }
   }
-  if (shape === 'geojson') yield ']}}';
+  if (format === 'geojson') yield ']}}';
+  else if (format === 'featurecollection') yield ']}';
   // topojson-server puts the bbox of the points on the topology, and none when there are no points.
-  else yield `]}},"arcs":[]${bbox ? `,"bbox":${JSON.stringify(bbox)}` : ''}}}`;
+  else if (format === 'topojson') yield `]}},"arcs":[]${bbox ? `,"bbox":${JSON.stringify(bbox)}` : ''}}}`;
 }

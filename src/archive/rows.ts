@@ -1,0 +1,48 @@
+// Reads archive rows back from Parquet parts, de-duplicated the way the
+// archive query does it (first received wins, then boundary version).
+import type { DuckDb } from '../duckdb.js';
+import { sqlString } from '../duckdb.js';
+import type { ArchiveRow } from './row.js';
+
+/**
+ * Which copy of a duplicated pkey wins: the one in the newest part (part
+ * names are ULIDs, and cached copies keep the name as their suffix), so a
+ * reprocessed hour answers with its new tags even before the old parts go.
+ */
+export const DEDUPE_WINDOW = `row_number() OVER (PARTITION BY pkey ORDER BY regexp_extract(filename, 'part-[0-9A-Z]{26}') DESC) = 1`;
+
+/** The de-duplicating read every consumer of parts shares. */
+export function dedupedPartsSql(files: readonly string[]): string {
+  const list = `[${files.map(sqlString).join(', ')}]`;
+  return `SELECT * EXCLUDE (filename) FROM read_parquet(${list}, filename = true) QUALIFY ${DEDUPE_WINDOW}`;
+}
+
+export async function readRows(db: DuckDb, files: readonly string[]): Promise<ArchiveRow[]> {
+  if (files.length === 0) return [];
+  return db.withConnection(async (conn) => {
+    const reader = await conn.runAndReadAll(
+      `SELECT pkey, epoch_ms(created_at) AS created_at_ms, source, status, url, image_url, disaster_type,
+              report_data::VARCHAR AS report_data, instance_region_code, local_area_id, title, text, lng, lat,
+              post_id, partner_city, epoch_ms(received_at) AS received_at_ms, boundary_version
+       FROM (${dedupedPartsSql(files)}) ORDER BY created_at, pkey`,
+    );
+    return reader.getRowObjectsJS().map((r) => ({
+      ...(r as unknown as ArchiveRow),
+      created_at_ms: Number(r.created_at_ms),
+      received_at_ms: Number(r.received_at_ms),
+      post_id: Number(r.post_id),
+    }));
+  });
+}
+
+/** Rewrites parts into one de-duplicated, sorted Parquet file. */
+export async function mergeParts(db: DuckDb, files: readonly string[], out: string): Promise<number> {
+  return db.withConnection(async (conn) => {
+    await conn.run(
+      `COPY (SELECT * FROM (${dedupedPartsSql(files)}) ORDER BY created_at, pkey)
+       TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
+    const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(out)})`);
+    return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
+  });
+}

@@ -1,0 +1,408 @@
+#!/usr/bin/env node
+// The one command line: the service's processes and every ops command.
+//   flood-archive <command> [options]      (npm run cli -- <command> …)
+// Exit codes: 0 done, 1 failed or found a loss, 2 usage, 69 storage/queue
+// unavailable, 78 bad configuration.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { JOBS } from '../jobs/index.js';
+import { resolveApiKeys } from './apiKeys.js';
+import { bootstrap } from './bootstrap.js';
+import type { BoundarySet } from './boundaries/types.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { UnavailableError } from './errors.js';
+import { closedBefore, compact } from './ops/compact.js';
+import { deadLettersFor } from './ops/deadLetters.js';
+import { exportWindow, type ExportFormat } from './ops/exportWindow.js';
+import { importFile, type ImportFormat } from './ops/importFile.js';
+import { createProgress } from './ops/progress.js';
+import { reprocess } from './ops/reprocess.js';
+import { verify } from './ops/verify.js';
+import { parseOffsetDateTime } from './reports/partnerReport.js';
+import { createRuntime, type Runtime } from './runtime.js';
+import { startScheduler } from './scheduler.js';
+import { startService } from './service.js';
+
+class UsageError extends Error {}
+
+type Options = ParseArgsConfig['options'];
+type Values = Record<string, string | boolean | undefined>;
+
+interface Command {
+  summary: string;
+  usage: string;
+  options: Options;
+  run(ctx: { config: Config; values: Values; positionals: string[] }): Promise<number>;
+}
+
+const common: Options = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
+const window: Options = { from: { type: 'string' }, to: { type: 'string' } };
+
+/** Runs `fn` with a runtime, closing it after. */
+async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const rt = await createRuntime(config);
+  try {
+    if (config.storageUrl.startsWith('file://') || config.awsEndpointUrl) {
+      await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
+    }
+    await rt.boundaries.seedIfEmpty();
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+function print(values: Values, result: unknown, human: () => string): void {
+  process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human()}\n`);
+}
+
+/** `2026-11-21` (a whole UTC day) or an ISO date-time with offset. */
+function instant(value: string | boolean | undefined, name: string, fallback: number, endOfDay = false): number {
+  if (value === undefined) return fallback;
+  const text = String(value);
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
+    const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
+    if (ms !== undefined) return endOfDay ? ms + 86_400_000 - 1 : ms;
+  }
+  const ms = parseOffsetDateTime(text);
+  if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
+  return ms;
+}
+
+function required(values: Values, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Command {
+  const roles = {
+    all: { api: true, worker: true, reconcile: true },
+    serve: { api: true, worker: false, reconcile: false },
+    worker: { api: false, worker: true, reconcile: true },
+  } as const;
+  return {
+    summary,
+    usage: role,
+    options: {},
+    async run({ config }) {
+      const rt = await createRuntime(config);
+      if (config.storageUrl.startsWith('file://') || config.awsEndpointUrl) {
+        await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
+      }
+      const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir) : { keys: [] };
+      const service = await startService(rt, { ...roles[role], apiKeys: keys.keys });
+      rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
+      if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
+      if ('generated' in keys && keys.generated) {
+        process.stdout.write(
+          `Partner API key (${keys.generated.created ? 'created' : 'read'} ${keys.generated.file}): ${keys.generated.key}\n` +
+            'Set API_KEYS to use your own keys.\n\n',
+        );
+      }
+      await untilSignal(rt, () => service.stop());
+      return 0;
+    },
+  };
+}
+
+/** Waits for SIGTERM/SIGINT, then stops gracefully (the worker flushes). */
+function untilSignal(rt: Runtime, stop: () => Promise<void>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let stopping = false;
+    const onSignal = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      rt.log.info({ signal }, 'stopping');
+      stop()
+        .then(() => rt.close())
+        .then(resolve, reject);
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+  });
+}
+
+const COMMANDS: Record<string, Command> = {
+  all: serviceCommand('all', 'API + worker + reconciliation in one process (what npm start runs)'),
+  serve: serviceCommand('serve', 'the HTTP API alone'),
+  worker: serviceCommand('worker', 'the archive worker and reconciliation alone'),
+  scheduler: {
+    summary: 'run the scheduled jobs (compaction, reconciliation, verify) with node-cron',
+    usage: 'scheduler',
+    options: {},
+    async run({ config }) {
+      const rt = await createRuntime(config);
+      await rt.boundaries.seedIfEmpty();
+      const scheduler = startScheduler(rt, JOBS, `scheduler-${randomUUID()}`);
+      rt.log.info({ jobs: JOBS.map((j) => `${j.name} "${j.schedule(config)}"`) }, 'scheduler started');
+      await untilSignal(rt, () => scheduler.stop());
+      return 0;
+    },
+  },
+  bootstrap: {
+    summary: 'create the bucket, the queue and its dead-letter queue (idempotent)',
+    usage: 'bootstrap [--json]',
+    options: common,
+    async run({ config, values }) {
+      const rt = await createRuntime(config);
+      try {
+        const result = await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
+        await rt.boundaries.seedIfEmpty();
+        print(values, result, () => Object.entries(result).map(([k, v]) => `${k}: ${v}`).join('\n'));
+      } finally {
+        await rt.close();
+      }
+      return 0;
+    },
+  },
+  compact: {
+    summary: 'merge each closed hour into one de-duplicated part (idempotent)',
+    usage: 'compact [--from DATE] [--to DATE] [--json]',
+    options: { ...common, ...window },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const now = Date.now();
+        const result = await compact(
+          rt,
+          { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: closedBefore(rt, now) },
+          values.json ? undefined : createProgress('compact'),
+        );
+        print(values, result, () => `compacted ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows`);
+        return 0;
+      }),
+  },
+  reconcile: {
+    summary: 're-enqueue accepted reports still pending',
+    usage: 'reconcile [--older-than SECONDS] [--json]',
+    options: { ...common, 'older-than': { type: 'string' } },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const seconds = values['older-than'] === undefined ? config.reconcileAfterSeconds : Number(values['older-than']);
+        if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError('--older-than must be a number of seconds');
+        const result = await rt.reconciler.run(seconds * 1000);
+        print(values, result, () => `pending: ${result.pending}; re-enqueued: ${result.requeued}; abandoned markers removed: ${result.abandonedRemoved}`);
+        return 0;
+      }),
+  },
+  reprocess: {
+    summary: 're-tag reports with the current boundaries and rewrite their hours',
+    usage: 'reprocess --from DATE --to DATE [--dry-run] [--json]',
+    options: { ...common, ...window, 'dry-run': { type: 'boolean' } },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const result = await reprocess(
+          rt,
+          {
+            fromMs: instant(required(values, 'from'), 'from', 0),
+            toMs: instant(required(values, 'to'), 'to', 0, true),
+            dryRun: values['dry-run'] === true,
+          },
+          values.json ? undefined : createProgress('reprocess'),
+        );
+        print(values, result, () =>
+          [
+            `${result.dryRun ? 'would re-tag' : 're-tagged'} ${result.reports} reports with boundary version ${result.boundaryVersion}`,
+            `city changes: ${result.cityChanges}; barangay changes: ${result.localAreaChanges}; hours rewritten: ${result.hoursRewritten}`,
+            ...Object.entries(result.moves).map(([move, n]) => `  ${move}: ${n}`),
+          ].join('\n'),
+        );
+        return 0;
+      }),
+  },
+  import: {
+    summary: 'backfill from NDJSON, GeoJSON or CSV (partner bodies or CogniCity rows); idempotent, resumable',
+    usage: 'import --file F [--format ndjson|geojson|csv] [--rejects F] [--restart] [--json]',
+    options: { ...common, file: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, restart: { type: 'boolean' } },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const format = values.format as ImportFormat | undefined;
+        if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
+        const result = await importFile(
+          rt,
+          {
+            file: required(values, 'file'),
+            ...(format && { format }),
+            ...(typeof values.rejects === 'string' && { rejectsFile: values.rejects }),
+            restart: values.restart === true,
+          },
+          values.json ? undefined : createProgress('import'),
+        );
+        print(values, result, () =>
+          `records: ${result.records}; accepted: ${result.accepted}; duplicate: ${result.duplicate}; rejected: ${result.rejected}` +
+            (result.rejected > 0 ? ` (reasons in ${result.rejectsFile})` : '') +
+            (result.resumedFrom > 0 ? `; resumed after record ${result.resumedFrom}` : ''),
+        );
+        return 0;
+      }),
+  },
+  export: {
+    summary: 'write an archive window to a file (parquet, csv or geojson)',
+    usage: 'export --from DATE --to DATE --format parquet|csv|geojson --out F [--admin CODE] [--json]',
+    options: { ...common, ...window, format: { type: 'string' }, out: { type: 'string' }, admin: { type: 'string' } },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const format = required(values, 'format') as ExportFormat;
+        if (!['parquet', 'csv', 'geojson'].includes(format)) throw new UsageError('--format must be parquet, csv or geojson');
+        const query = {
+          startMs: instant(required(values, 'from'), 'from', 0),
+          endMs: instant(required(values, 'to'), 'to', 0, true),
+          admin: typeof values.admin === 'string' ? values.admin : undefined,
+        };
+        const result = await exportWindow(rt, query, format, required(values, 'out'));
+        print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
+        return 0;
+      }),
+  },
+  cities: {
+    summary: 'boundary versions: publish, list, rollback',
+    usage: 'cities publish --cities F --local-areas F [--label TEXT] | cities list | cities rollback --to VERSION  [--json]',
+    options: { ...common, cities: { type: 'string' }, 'local-areas': { type: 'string' }, label: { type: 'string' }, to: { type: 'string' } },
+    run: ({ config, values, positionals }) =>
+      withRuntime(config, async (rt) => {
+        const sub = positionals[0];
+        if (sub === 'publish') {
+          const read = async (f: string) => JSON.parse(await fs.readFile(f, 'utf8')) as unknown;
+          const set = {
+            label: typeof values.label === 'string' ? values.label : `published ${new Date().toISOString()}`,
+            cities: await read(required(values, 'cities')),
+            localAreas: await read(required(values, 'local-areas')),
+          } as BoundarySet;
+          const result = await rt.boundaries.publish(set);
+          print(values, result, () => (result.changed ? `published version ${result.version}` : `version ${result.version} is already current`));
+          return 0;
+        }
+        if (sub === 'list') {
+          const current = (await rt.boundaries.current()).version;
+          const versions = await Promise.all(
+            (await rt.boundaries.versions()).map(async (id) => {
+              const v = await rt.boundaries.load(id);
+              return { version: id, label: v.label, cities: v.set.cities.features.length, localAreas: v.set.localAreas.features.length, current: id === current };
+            }),
+          );
+          print(values, versions, () =>
+            versions.map((v) => `${v.current ? '*' : ' '} ${v.version}  ${v.cities} cities, ${v.localAreas} local areas  ${v.label}`).join('\n'),
+          );
+          return 0;
+        }
+        if (sub === 'rollback') {
+          const to = required(values, 'to');
+          await rt.boundaries.rollback(to);
+          print(values, { version: to }, () => `current version is now ${to}`);
+          return 0;
+        }
+        throw new UsageError('cities needs one of: publish, list, rollback');
+      }),
+  },
+  dlq: {
+    summary: 'the dead-letter queue: list, redrive',
+    usage: 'dlq list | dlq redrive  [--json]',
+    options: common,
+    run: ({ config, values, positionals }) =>
+      withRuntime(config, async (rt) => {
+        const dlq = deadLettersFor(rt);
+        if (positionals[0] === 'list') {
+          const letters = await dlq.list();
+          print(values, letters, () => (letters.length === 0 ? 'the dead-letter queue is empty' : letters.map((l) => `${l.id}  ${l.body.slice(0, 120)}`).join('\n')));
+          return 0;
+        }
+        if (positionals[0] === 'redrive') {
+          const n = await dlq.redrive();
+          print(values, { redriven: n }, () => `sent ${n} messages back to the queue`);
+          return 0;
+        }
+        throw new UsageError('dlq needs one of: list, redrive');
+      }),
+  },
+  verify: {
+    summary: 'accepted versus archived, per day; exits 1 on any loss',
+    usage: 'verify [--from DATE] [--to DATE] [--json]',
+    options: { ...common, ...window },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const result = await verify(
+          rt,
+          { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', Date.now(), true) },
+          values.json ? undefined : createProgress('verify'),
+        );
+        print(values, result, () =>
+          [
+            ...result.days.map((d) => `${d.day}  accepted ${d.accepted}  archived ${d.archived}  pending ${d.pending}  missing ${d.missing}`),
+            `missing: ${result.missing.length}${result.missing.length ? ` (${result.missing.slice(0, 20).join(', ')}${result.missing.length > 20 ? ', …' : ''})` : ''}`,
+            `archived without an acceptance record: ${result.unexpected.length}`,
+            `reports stored in more than one part (until compaction): ${result.duplicatedInStorage}`,
+            result.ok ? 'OK' : 'LOSS FOUND',
+          ].join('\n'),
+        );
+        return result.ok ? 0 : 1;
+      }),
+  },
+};
+
+function help(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  return [
+    'usage: flood-archive <command> [options]   (npm run cli -- <command> …)',
+    '',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Every command takes --help; ops commands take --json. Configuration comes from the environment (see README).',
+  ].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${help()}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`unknown command "${name}"\n\n${help()}\n`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\nusage: flood-archive ${command.usage}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${command.summary}\nusage: flood-archive ${command.usage}\n`);
+    return 0;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return 78;
+    }
+    throw err;
+  }
+  try {
+    return await command.run({ config, values: parsed.values as Values, positionals: parsed.positionals });
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\nusage: flood-archive ${command.usage}\n`);
+      return 2;
+    }
+    if (err instanceof UnavailableError) {
+      process.stderr.write(`${err.message}: is the ${err.dependency === 'storage' ? 'object store' : 'queue'} reachable?\n`);
+      return 69;
+    }
+    process.stderr.write(`${name} failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`fatal: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

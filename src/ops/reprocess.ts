@@ -1,0 +1,79 @@
+// Reprocessing after a boundary change: re-tag the reports of a window with
+// the current boundary version and rewrite each hour whose tags change.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { writeParquet } from '../archive/partWriter.js';
+import { listWindowParts } from '../archive/parts.js';
+import { readRows } from '../archive/rows.js';
+import type { ArchiveRow } from '../archive/row.js';
+import { newPartKey } from '../reports/layout.js';
+import type { Runtime } from '../runtime.js';
+import type { Progress } from './progress.js';
+
+export interface ReprocessResult {
+  boundaryVersion: string;
+  reports: number;
+  cityChanges: number;
+  localAreaChanges: number;
+  /** "PH-QC -> null": how many reports move that way. */
+  moves: Record<string, number>;
+  hoursRewritten: number;
+  dryRun: boolean;
+}
+
+export async function reprocess(
+  rt: Runtime,
+  options: { fromMs: number; toMs: number; dryRun: boolean },
+  progress?: Progress,
+): Promise<ReprocessResult> {
+  const boundaries = await rt.boundaries.current();
+  const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
+  const result: ReprocessResult = {
+    boundaryVersion: boundaries.version,
+    reports: 0,
+    cityChanges: 0,
+    localAreaChanges: 0,
+    moves: {},
+    hoursRewritten: 0,
+    dryRun: options.dryRun,
+  };
+  const tmpDir = path.join(rt.config.dataDir, 'tmp', 'reprocess');
+  await fs.mkdir(tmpDir, { recursive: true });
+  progress?.start(hours.length);
+  for (const hour of hours) {
+    progress?.tick();
+    const rows = await readRows(rt.db, await Promise.all(hour.parts.map((p) => rt.cache.localFile(p))));
+    let changed = false;
+    const retagged: ArchiveRow[] = rows.map((row) => {
+      const tags = boundaries.tagger.tag(row.lng, row.lat);
+      const inWindow = row.created_at_ms >= options.fromMs && row.created_at_ms <= options.toMs;
+      if (!inWindow) return row;
+      result.reports += 1;
+      if (tags.instance_region_code !== row.instance_region_code) {
+        result.cityChanges += 1;
+        const move = `${row.instance_region_code ?? 'null'} -> ${tags.instance_region_code ?? 'null'}`;
+        result.moves[move] = (result.moves[move] ?? 0) + 1;
+      }
+      if (tags.local_area_id !== row.local_area_id) result.localAreaChanges += 1;
+      const next = { ...row, ...tags, boundary_version: boundaries.version };
+      if (next.instance_region_code !== row.instance_region_code || next.local_area_id !== row.local_area_id || next.boundary_version !== row.boundary_version) {
+        changed = true;
+      }
+      return next;
+    });
+    if (options.dryRun || !changed) continue;
+    const out = path.join(tmpDir, `${randomUUID()}.parquet`);
+    try {
+      await writeParquet(rt.db, retagged, out);
+      // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
+      await rt.store.put(newPartKey(hour.hourMs), await fs.readFile(out));
+      await rt.store.delete(hour.parts.map((p) => p.key));
+      result.hoursRewritten += 1;
+    } finally {
+      await fs.rm(out, { force: true });
+    }
+  }
+  progress?.stop();
+  return result;
+}

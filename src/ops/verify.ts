@@ -1,0 +1,97 @@
+// Verify: what was accepted (idempotency keys) against what is archived
+// (distinct pkeys in the parts), per UTC day. Any accepted report that is
+// neither archived nor still pending is a loss.
+import { listWindowParts } from '../archive/parts.js';
+import { sqlString } from '../duckdb.js';
+import type { IngestRecord } from '../ingest/intake.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, pkeyOf } from '../reports/layout.js';
+import type { Runtime } from '../runtime.js';
+import { mapLimit } from './concurrency.js';
+import type { Progress } from './progress.js';
+
+export interface DayReport {
+  day: string;
+  accepted: number;
+  archived: number;
+  pending: number;
+  missing: number;
+}
+
+export interface VerifyResult {
+  days: DayReport[];
+  /** Accepted, not pending, not in the archive. */
+  missing: string[];
+  /** In the archive without an idempotency key. */
+  unexpected: string[];
+  /** pkeys stored in more than one part (normal until compaction). */
+  duplicatedInStorage: number;
+  ok: boolean;
+}
+
+export async function verify(rt: Runtime, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
+  const pending = new Set<string>();
+  for await (const info of rt.store.list({ prefix: PENDING_PREFIX })) {
+    const [source, file] = info.key.slice(PENDING_PREFIX.length).split('/');
+    pending.add(pkeyOf(source ?? '', Number(file?.replace(/\.json$/, ''))));
+  }
+
+  const keys: string[] = [];
+  for await (const info of rt.store.list({ prefix: IDEMPOTENCY_PREFIX })) keys.push(info.key);
+  progress?.start(keys.length);
+  const accepted = new Map<string, string>(); // pkey -> day
+  await mapLimit(keys, 16, async (key) => {
+    const obj = await rt.store.get(key);
+    progress?.tick();
+    if (!obj) return;
+    const record = JSON.parse(obj.body.toString('utf8')) as IngestRecord;
+    const createdMs = Date.parse(record.report.created_at);
+    if (createdMs < options.fromMs || createdMs > options.toMs) return;
+    accepted.set(record.pkey, record.report.created_at.slice(0, 10));
+  });
+  progress?.stop();
+
+  const archived = new Map<string, string>();
+  let duplicatedInStorage = 0;
+  const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
+  const files = await Promise.all(hours.flatMap((h) => h.parts).map((p) => rt.cache.localFile(p)));
+  if (files.length > 0) {
+    await rt.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(
+        `SELECT pkey, strftime(min(created_at), '%Y-%m-%d') AS day, count(*)::INTEGER AS copies
+         FROM read_parquet([${files.map(sqlString).join(', ')}])
+         WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(options.fromMs)} AND ${Math.trunc(options.toMs)}
+         GROUP BY pkey`,
+      );
+      for (const row of reader.getRowObjectsJS()) {
+        archived.set(String(row.pkey), String(row.day));
+        if (Number(row.copies) > 1) duplicatedInStorage += 1;
+      }
+    });
+  }
+
+  const byDay = new Map<string, DayReport>();
+  const day = (d: string) => {
+    let r = byDay.get(d);
+    if (!r) byDay.set(d, (r = { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }));
+    return r;
+  };
+  const missing: string[] = [];
+  for (const [pkey, d] of accepted) {
+    const r = day(d);
+    r.accepted += 1;
+    if (archived.has(pkey)) r.archived += 1;
+    else if (pending.has(pkey)) r.pending += 1;
+    else {
+      r.missing += 1;
+      missing.push(pkey);
+    }
+  }
+  const unexpected = [...archived.keys()].filter((pkey) => !accepted.has(pkey));
+  return {
+    days: [...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)),
+    missing: missing.sort(),
+    unexpected: unexpected.sort(),
+    duplicatedInStorage,
+    ok: missing.length === 0,
+  };
+}

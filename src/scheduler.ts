@@ -1,0 +1,101 @@
+// The scheduler: node-cron runs each job of jobs/ on its schedule. A run
+// coordinator on the object store makes sure that, however many schedulers
+// run, each tick of a job runs once (create-if-absent of a tick key) and a run
+// never overlaps a previous one still going elsewhere (a lease object).
+import cron, { type RunCoordinator, type ScheduledTask } from 'node-cron';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import type { Runtime } from './runtime.js';
+import type { ObjectStore } from './store/objectStore.js';
+
+export interface JobDefinition {
+  name: string;
+  /** The node-cron expression for this job, from the config. */
+  schedule(config: Config): string;
+  run(rt: Runtime): Promise<unknown>;
+}
+
+const RUNS_PREFIX = 'jobs/runs/';
+const LEASES_PREFIX = 'jobs/leases/';
+/** A lease older than this is from a scheduler that died mid-run. */
+const LEASE_TTL_MS = 6 * 3_600_000;
+
+export class StoreRunCoordinator implements RunCoordinator {
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly owner: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** key is "<job>:<slot ISO time>" */
+  async shouldRun(key: string): Promise<boolean> {
+    const [job, slot] = splitKey(key);
+    const won = await this.store.putIfAbsent(`${RUNS_PREFIX}${job}/${slot}.json`, JSON.stringify({ owner: this.owner, at: new Date().toISOString() }));
+    if (!won) return false;
+    const lease = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+    if (lease) {
+      const held = JSON.parse(lease.body.toString('utf8')) as { owner: string; until: number };
+      if (held.until > Date.now()) {
+        this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
+        return false;
+      }
+    }
+    await this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify({ owner: this.owner, until: Date.now() + LEASE_TTL_MS }));
+    return true;
+  }
+
+  async onComplete(key: string): Promise<void> {
+    const [job] = splitKey(key);
+    await this.store.delete([`${LEASES_PREFIX}${job}.json`]);
+    // Tick keys are only needed around their tick; keep a day for inspection.
+    const old: string[] = [];
+    const cutoff = Date.now() - 86_400_000;
+    for await (const info of this.store.list({ prefix: `${RUNS_PREFIX}${job}/` })) {
+      if (info.lastModified.getTime() < cutoff) old.push(info.key);
+    }
+    if (old.length > 0) await this.store.delete(old);
+  }
+}
+
+function splitKey(key: string): [string, string] {
+  const i = key.indexOf(':');
+  const job = key.slice(0, i).replace(/[^A-Za-z0-9._-]/g, '_');
+  const slot = key.slice(i + 1).replace(/[^A-Za-z0-9._-]/g, '-');
+  return [job, slot];
+}
+
+export interface RunningScheduler {
+  tasks: ScheduledTask[];
+  stop(): Promise<void>;
+}
+
+export function startScheduler(rt: Runtime, jobs: readonly JobDefinition[], owner: string): RunningScheduler {
+  const coordinator = new StoreRunCoordinator(rt.store, owner, rt.log);
+  const running = new Set<Promise<unknown>>();
+  const tasks = jobs.map((job) =>
+    cron.schedule(
+      job.schedule(rt.config),
+      async () => {
+        const started = Date.now();
+        const run = job.run(rt);
+        running.add(run);
+        try {
+          const result = await run;
+          rt.log.info({ job: job.name, ms: Date.now() - started, result }, 'job finished');
+        } catch (err) {
+          rt.log.error({ job: job.name, err: err instanceof Error ? err.message : String(err) }, 'job failed');
+        } finally {
+          running.delete(run);
+        }
+      },
+      { name: job.name, noOverlap: true, distributed: true, runCoordinator: coordinator, timezone: 'UTC' },
+    ),
+  );
+  return {
+    tasks,
+    async stop() {
+      await Promise.all(tasks.map((t) => t.stop()));
+      await Promise.allSettled([...running]);
+    },
+  };
+}
