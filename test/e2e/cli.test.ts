@@ -1,0 +1,71 @@
+// The CLI as ops run it: --help, --json, exit codes.
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { report, tempDir } from '../support/env.js';
+
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+
+function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('flood-archive CLI', () => {
+  it('lists its commands, and each command has --help', async () => {
+    const env = { DATA_DIR: await tempDir() };
+    const top = await run(['--help'], env);
+    expect(top.code).toBe(0);
+    for (const c of ['serve', 'worker', 'scheduler', 'all', 'bootstrap', 'compact', 'reconcile', 'reprocess', 'import', 'export', 'cities', 'dlq', 'verify']) {
+      expect(top.stdout).toMatch(new RegExp(`^  ${c} `, 'm'));
+      const help = await run([c, '--help'], env);
+      expect(help.code, c).toBe(0);
+      expect(help.stdout).toMatch(new RegExp(`usage: flood-archive ${c}`));
+    }
+  });
+
+  it('exits 2 on usage errors and 78 on bad configuration', async () => {
+    const env = { DATA_DIR: await tempDir() };
+    expect((await run(['frobnicate'], env)).code).toBe(2);
+    expect((await run(['compact', '--nope'], env)).code).toBe(2);
+    const missing = await run(['reprocess', '--from', '2026-11-01'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--to is required/);
+    const bad = await run(['verify'], { ...env, FLUSH_INTERVAL_SECONDS: '-1' });
+    expect(bad.code).toBe(78);
+    expect(bad.stderr).toMatch(/FLUSH_INTERVAL_SECONDS/);
+  });
+
+  it('imports with --json, lists boundary versions, and verify exits 1 on a loss', async () => {
+    const dataDir = await tempDir();
+    const env = { DATA_DIR: dataDir };
+    const file = path.join(dataDir, 'in.ndjson');
+    await fs.writeFile(file, [report(1), report(2), { ...report(3), disaster_type: 'fire' }].map((r) => JSON.stringify(r)).join('\n'));
+    const imported = await run(['import', '--file', file, '--json'], env);
+    expect(imported.code).toBe(0);
+    expect(JSON.parse(imported.stdout)).toMatchObject({ records: 3, accepted: 2, duplicate: 0, rejected: 1 });
+
+    const cities = await run(['cities', 'list', '--json'], env);
+    const versions = JSON.parse(cities.stdout);
+    expect(versions).toHaveLength(1);
+    expect(versions[0]).toMatchObject({ cities: 2, localAreas: 0, current: true });
+
+    // Nothing has archived the two reports yet: still pending, so not lost.
+    const pending = await run(['verify', '--json'], env);
+    expect(pending.code).toBe(0);
+    expect(JSON.parse(pending.stdout).days).toEqual([{ day: '2026-11-21', accepted: 2, archived: 0, pending: 2, missing: 0 }]);
+    // A pending marker removed behind the system's back, with nothing archived: a loss.
+    await fs.rm(path.join(dataDir, 'store/ingest/pending/partner/1.json'));
+    const lost = await run(['verify', '--json'], env);
+    expect(lost.code).toBe(1);
+    expect(JSON.parse(lost.stdout).missing).toEqual(['partner-1']);
+  });
+});

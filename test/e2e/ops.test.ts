@@ -1,0 +1,305 @@
+// Ops commands on real data, on both backends: import, compaction, reprocess,
+// verify, dead letters, export.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { bootstrap } from '../../src/bootstrap.js';
+import { Tagger } from '../../src/boundaries/tagger.js';
+import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { listWindowParts } from '../../src/archive/parts.js';
+import { mergeParts } from '../../src/archive/rows.js';
+import type { IngestRecord } from '../../src/ingest/intake.js';
+import { compact } from '../../src/ops/compact.js';
+import { deadLettersFor } from '../../src/ops/deadLetters.js';
+import { exportWindow } from '../../src/ops/exportWindow.js';
+import { importFile } from '../../src/ops/importFile.js';
+import { reprocess } from '../../src/ops/reprocess.js';
+import { verify } from '../../src/ops/verify.js';
+import { newPartKey } from '../../src/reports/layout.js';
+import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import {
+  BACKENDS,
+  HAS_SHARED_PH,
+  SHARED_PH_MISSING,
+  eventually,
+  getJson,
+  keysUnder,
+  postReport,
+  report,
+  startTestService,
+  tempDir,
+  testConfig,
+  testRuntime,
+  type TestService,
+} from '../support/env.js';
+import { loadPsaBoundaries } from '../support/sharedData.js';
+
+const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
+const WINDOW = 'start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
+
+async function archiveText(url: string, query = WINDOW): Promise<string> {
+  const res = await fetch(`${url}/reports/archive?${query}`, { headers: { 'User-Agent': 'ops-tests' } });
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+async function pkeys(url: string): Promise<string[]> {
+  const body = JSON.parse(await archiveText(url, `${WINDOW}&geoformat=geojson`));
+  return body.result.features.map((f: any) => f.properties.pkey).sort();
+}
+
+async function drained(svc: TestService): Promise<void> {
+  await eventually(async () => ((await keysUnder(svc.rt, 'ingest/pending/')).length === 0 && svc.rt.worker.buffered === 0 ? true : undefined), 20_000, 'the worker to archive everything');
+}
+
+describe.each(BACKENDS)('ops on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  let svc: TestService;
+  let dir: string;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+    svc = await startTestService(await testRuntime(await testConfig(kind, emulator), emulator));
+    dir = await tempDir();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await emulator?.stop();
+  });
+
+  it('imports NDJSON, CSV (CogniCity rows with WKT points) and GeoJSON; a second run adds nothing; rejects carry reasons', async () => {
+    const ndjson = path.join(dir, 'partner.ndjson');
+    await fs.writeFile(
+      ndjson,
+      [
+        JSON.stringify(report(9001, { created_at: '2026-11-21T09:00:00+08:00', title: 'from ndjson' })),
+        JSON.stringify(report(9002, { created_at: '2026-11-21T09:10:00+08:00' })),
+        JSON.stringify(report(9003, { location: { lat: 200, lng: 121 } })),
+        '{not json',
+        '',
+      ].join('\n'),
+    );
+    const csv = path.join(dir, 'cognicity.csv');
+    await fs.writeFile(
+      csv,
+      [
+        'pkey,post_id,created_at,title,text,image_url,disaster_type,the_geom',
+        '17,9011,2026-11-21 10:00:00+08,"Baha, malalim","Hanggang ""baywang""",,flood,POINT(121.0497 14.6516)',
+        '18,9012,2026-11-21 10:30:00+08,,,https://img.example.org/a.jpg,flood,SRID=4326;POINT(120.6898 15.0286)',
+        '19,9013,2026-11-21 10:45:00+08,,,,flood,POINT(120.9812 14.5896)',
+      ].join('\n'),
+    );
+    const geojson = path.join(dir, 'reports.geojson');
+    await fs.writeFile(
+      geojson,
+      JSON.stringify({
+        type: 'FeatureCollection',
+        features: [
+          { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { post_id: 9021, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
+        ],
+      }),
+    );
+
+    const first = await Promise.all([importFile(svc.rt, { file: ndjson }), importFile(svc.rt, { file: csv }), importFile(svc.rt, { file: geojson })]);
+    expect(first.map((r) => [r.records, r.accepted, r.duplicate, r.rejected])).toEqual([
+      [4, 2, 0, 2],
+      [3, 2, 0, 1],
+      [1, 1, 0, 0],
+    ]);
+    const rejects = (await fs.readFile(first[0]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(rejects.map((r) => [r.record, r.reasons])).toEqual([
+      [3, ['location.lat: must be between -90 and 90']],
+      [4, ['the line is not valid JSON']],
+    ]);
+    const csvRejects = (await fs.readFile(first[1]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(csvRejects[0].reasons[0]).toMatch(/partner_city missing/);
+
+    const second = await Promise.all([importFile(svc.rt, { file: ndjson }), importFile(svc.rt, { file: csv }), importFile(svc.rt, { file: geojson })]);
+    expect(second.map((r) => [r.accepted, r.duplicate])).toEqual([
+      [0, 2],
+      [0, 2],
+      [0, 1],
+    ]);
+    await drained(svc);
+    const body = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
+    const byKey = Object.fromEntries(body.result.features.map((f: any) => [f.properties.pkey, f]));
+    expect(Object.keys(byKey).sort()).toEqual(['partner-9001', 'partner-9002', 'partner-9011', 'partner-9012', 'partner-9021']);
+    expect(byKey['partner-9011'].properties).toMatchObject({ title: 'Baha, malalim', text: 'Hanggang "baywang"', created_at: '2026-11-21T02:00:00.000Z' });
+    expect(byKey['partner-9012'].properties.tags.instance_region_code).toBe('PH-PG');
+    expect(byKey['partner-9012'].properties.image_url).toBe('https://img.example.org/a.jpg');
+  });
+
+  it('resumes an interrupted import from its checkpoint', async () => {
+    const file = path.join(dir, 'resume.ndjson');
+    await fs.writeFile(file, [9101, 9102, 9103, 9104].map((id) => JSON.stringify(report(id))).join('\n'));
+    const stat = await fs.stat(file);
+    // As if a first run had processed two records and died.
+    await fs.writeFile(`${file}.import-state.json`, JSON.stringify({ size: stat.size, mtimeMs: stat.mtimeMs, processed: 2, accepted: 2, duplicate: 0, rejected: 0, complete: false }));
+    const result = await importFile(svc.rt, { file });
+    expect(result).toMatchObject({ resumedFrom: 2, records: 4, accepted: 4 });
+    expect(await svc.rt.store.head('ingest/keys/partner/9101.json')).toBeUndefined();
+    expect(await svc.rt.store.head('ingest/keys/partner/9103.json')).toBeDefined();
+  });
+
+  it('compaction leaves one part per closed hour and byte-identical answers before, during and after', async () => {
+    await drained(svc);
+    // A second flush into the same hours.
+    for (const id of [9201, 9202]) expect((await postReport(svc.url, report(id, { created_at: '2026-11-21T02:30:00Z' }))).status).toBe(201);
+    await drained(svc);
+    const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
+    expect(hours.some((h) => h.parts.length > 1)).toBe(true);
+    const before = [await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)];
+
+    // During: the merged file is written and the old parts are still there.
+    const busy = hours.find((h) => h.parts.length > 1)!;
+    const merged = path.join(dir, 'merged.parquet');
+    await mergeParts(svc.rt.db, await Promise.all(busy.parts.map((p) => svc.rt.cache.localFile(p))), merged);
+    await svc.rt.store.put(newPartKey(busy.hourMs), await fs.readFile(merged));
+    expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
+
+    const result = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(result.hoursCompacted).toBeGreaterThan(0);
+    const after = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
+    expect(after.every((h) => h.parts.length === 1)).toBe(true);
+    expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
+    const again = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(again.hoursCompacted).toBe(0);
+  });
+
+  it('exports the window as Parquet, CSV and GeoJSON with the same reports as the archive', async () => {
+    const want = await pkeys(svc.url);
+    const query = { startMs: DAY.fromMs, endMs: DAY.toMs, admin: undefined };
+    const parquet = path.join(dir, 'out.parquet');
+    await exportWindow(svc.rt, query, 'parquet', parquet);
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    const rows = (await conn.runAndReadAll(`SELECT pkey FROM read_parquet('${parquet}')`)).getRowObjectsJS();
+    expect(rows.map((r) => String(r.pkey)).sort()).toEqual(want);
+    conn.closeSync();
+    db.closeSync();
+
+    const csvFile = path.join(dir, 'out.csv');
+    await exportWindow(svc.rt, query, 'csv', csvFile);
+    const records = parseCsv(await fs.readFile(csvFile, 'utf8'), { columns: true }) as Record<string, string>[];
+    expect(records.map((r) => r.pkey).sort()).toEqual(want);
+    expect(Object.keys(records[0]!)).toEqual(['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text', 'lng', 'lat']);
+
+    const geo = path.join(dir, 'out.geojson');
+    await exportWindow(svc.rt, query, 'geojson', geo);
+    const fc = JSON.parse(await fs.readFile(geo, 'utf8'));
+    expect(fc.type).toBe('FeatureCollection');
+    expect(fc.features.map((f: any) => f.properties.pkey).sort()).toEqual(want);
+  });
+
+  it('verify finds nothing missing, then reports a part deleted behind the system\'s back', async () => {
+    await drained(svc);
+    const ok = await verify(svc.rt, DAY);
+    expect(ok.ok).toBe(true);
+    expect(ok.missing).toEqual([]);
+    const day = ok.days.find((d) => d.day === '2026-11-21')!;
+    expect(day.accepted).toBe(day.archived);
+
+    const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
+    const victim = hours[0]!;
+    const lost = JSON.parse(await archiveText(svc.url, `start=${new Date(victim.hourMs).toISOString().slice(0, 19)}%2B0000&end=${new Date(victim.hourMs + 3_599_999).toISOString().slice(0, 19)}%2B0000&geoformat=geojson`))
+      .result.features.map((f: any) => f.properties.pkey)
+      .sort();
+    await svc.rt.store.delete(victim.parts.map((p) => p.key));
+    const bad = await verify(svc.rt, DAY);
+    expect(bad.ok).toBe(false);
+    expect(bad.missing).toEqual(lost);
+  });
+
+  it('lists dead letters and redrives them into the archive', async () => {
+    const record: IngestRecord = {
+      v: 1,
+      pkey: 'partner-9301',
+      source: 'partner',
+      post_id: 9301,
+      received_at: new Date().toISOString(),
+      report: parsePartnerReport(report(9301, { created_at: '2026-11-21T20:00:00Z' })),
+    };
+    await svc.rt.store.put('ingest/keys/partner/9301.json', JSON.stringify(record));
+    await svc.rt.store.put('ingest/pending/partner/9301.json', '{}');
+    if (kind === 'embedded') {
+      await svc.rt.store.put('dead-letter/2026-11-21T20-00-00-000Z-x.json', JSON.stringify({ id: 'x', body: JSON.stringify(record), receiveCount: 5 }));
+    } else {
+      const { deadLetterQueueUrl } = await bootstrap(svc.rt.config, { s3: emulator!.s3, sqs: emulator!.sqs });
+      await emulator!.sqs.send(new SendMessageCommand({ QueueUrl: deadLetterQueueUrl, MessageBody: JSON.stringify(record) }));
+    }
+    const dlq = deadLettersFor(svc.rt);
+    const listed = await dlq.list();
+    expect(listed.map((l) => JSON.parse(l.body).pkey)).toEqual(['partner-9301']);
+    expect((await dlq.list()).length).toBe(1); // listing leaves them in place
+    expect(await dlq.redrive()).toBe(1);
+    expect(await dlq.list()).toEqual([]);
+    await eventually(async () => ((await pkeys(svc.url)).includes('partner-9301') ? true : undefined), 20_000, 'the redriven report archived');
+  });
+});
+
+if (!HAS_SHARED_PH) console.warn(SHARED_PH_MISSING);
+
+describe.skipIf(!HAS_SHARED_PH).each(BACKENDS)('publishing PSA/NAMRIA boundaries then reprocessing, on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  let svc: TestService;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+    svc = await startTestService(await testRuntime(await testConfig(kind, emulator), emulator));
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await emulator?.stop();
+  });
+
+  it('moves reports tagged under the approximate outlines to the right cities and barangays', async () => {
+    // Points near the edges, where the approximate outlines and the real boundaries disagree.
+    const points: [number, number][] = [
+      [121.0497, 14.6516], // Quezon Memorial Circle
+      [120.6898, 15.0286], // City of San Fernando
+      [120.9812, 14.5896], // Manila City Hall
+      [121.1029, 14.6507], // Marikina City Hall
+      [121.11, 14.74], // north-east QC edge
+      [120.99, 14.66], // QC/Caloocan edge
+      [120.94, 14.93], // Pampanga/Bulacan edge
+      [120.45, 15.22], // Pampanga/Tarlac edge
+    ];
+    for (const [i, [lng, lat]] of points.entries()) {
+      expect((await postReport(svc.url, report(9400 + i, { created_at: '2026-11-21T03:00:00Z', location: { lat, lng } }))).status).toBe(201);
+    }
+    await drained(svc);
+    const psa = await loadPsaBoundaries();
+    const oldTagger = new Tagger(APPROXIMATE_OUTLINES);
+    const newTagger = new Tagger(psa);
+    const expectedMoves: Record<string, number> = {};
+    for (const [lng, lat] of points) {
+      const a = oldTagger.tag(lng, lat).instance_region_code;
+      const b = newTagger.tag(lng, lat).instance_region_code;
+      if (a !== b) expectedMoves[`${a ?? 'null'} -> ${b ?? 'null'}`] = (expectedMoves[`${a ?? 'null'} -> ${b ?? 'null'}`] ?? 0) + 1;
+    }
+    expect(Object.keys(expectedMoves).length).toBeGreaterThan(0);
+
+    const { version } = await svc.rt.boundaries.publish(psa);
+    const dry = await reprocess(svc.rt, { ...DAY, dryRun: true });
+    expect(dry.moves).toEqual(expectedMoves);
+    expect(dry.localAreaChanges).toBe(points.filter(([lng, lat]) => newTagger.tag(lng, lat).local_area_id !== null).length);
+    expect(dry.hoursRewritten).toBe(0);
+    const unchanged = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
+    expect(unchanged.result.features.every((f: any) => f.properties.tags.local_area_id === null)).toBe(true);
+
+    const done = await reprocess(svc.rt, { ...DAY, dryRun: false });
+    expect(done.moves).toEqual(expectedMoves);
+    expect(done.hoursRewritten).toBe(1);
+    const body = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
+    for (const f of body.result.features) {
+      const [lng, lat] = f.geometry.coordinates;
+      expect(f.properties.tags).toEqual(newTagger.tag(lng, lat));
+    }
+    expect(body.result.features.find((f: any) => f.properties.pkey === 'partner-9400').properties.tags).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020' });
+    const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
+    expect(hours.map((h) => h.parts.length)).toEqual([1]);
+    expect(version).toHaveLength(24);
+  });
+});

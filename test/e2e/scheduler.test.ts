@@ -1,0 +1,60 @@
+// The scheduler: node-cron with a run coordinator on the object store.
+import { describe, expect, it } from 'vitest';
+import { JOBS } from '../../jobs/index.js';
+import { startScheduler, type JobDefinition } from '../../src/scheduler.js';
+import { testConfig, testRuntime } from '../support/env.js';
+
+describe('scheduler', () => {
+  it('has the compaction, reconciliation and verify jobs on their configured schedules', async () => {
+    const config = await testConfig('embedded', undefined, { SCHEDULE_COMPACT: '7 * * * *', SCHEDULE_RECONCILE: '*/3 * * * *', SCHEDULE_VERIFY: '0 4 * * *' });
+    expect(JOBS.map((j) => [j.name, j.schedule(config)])).toEqual([
+      ['compaction', '7 * * * *'],
+      ['reconciliation', '*/3 * * * *'],
+      ['verification', '0 4 * * *'],
+    ]);
+  });
+
+  // The embedded store's create-if-absent is O_EXCL; S3, LocalStack and MinIO enforce
+  // If-None-Match the same way, which the in-process S3 emulator does not, so this runs embedded.
+  it('two schedulers started together run each job once per tick, and a slow run never overlaps the next', async () => {
+    const config = await testConfig('embedded');
+    const a = await testRuntime(config);
+    const b = await testRuntime(config);
+    const runs: { job: string; owner: string; second: number }[] = [];
+    let slowRunning = 0;
+    let overlapped = false;
+    const recorder = (owner: string): JobDefinition[] => [
+      {
+        name: 'tick',
+        schedule: () => '* * * * * *',
+        run: async () => void runs.push({ job: 'tick', owner, second: Math.floor(Date.now() / 1000) }),
+      },
+      {
+        name: 'slow',
+        schedule: () => '* * * * * *',
+        run: async () => {
+          if (slowRunning > 0) overlapped = true;
+          slowRunning += 1;
+          runs.push({ job: 'slow', owner, second: Math.floor(Date.now() / 1000) });
+          await new Promise((r) => setTimeout(r, 2500));
+          slowRunning -= 1;
+        },
+      },
+    ];
+    const sa = startScheduler(a, recorder('a'), 'a');
+    const sb = startScheduler(b, recorder('b'), 'b');
+    await new Promise((r) => setTimeout(r, 5500));
+    await Promise.all([sa.stop(), sb.stop()]);
+    await Promise.all([a.close(), b.close()]);
+
+    const ticks = runs.filter((r) => r.job === 'tick');
+    expect(ticks.length).toBeGreaterThanOrEqual(4);
+    const perSecond = new Map<number, number>();
+    for (const t of ticks) perSecond.set(t.second, (perSecond.get(t.second) ?? 0) + 1);
+    expect([...perSecond.values()].every((n) => n === 1)).toBe(true);
+    const slow = runs.filter((r) => r.job === 'slow');
+    expect(slow.length).toBeGreaterThanOrEqual(1);
+    expect(slow.length).toBeLessThan(ticks.length);
+    expect(overlapped).toBe(false);
+  });
+});
