@@ -26,7 +26,6 @@ import {
   HAS_SHARED_PH,
   SHARED_PH_MISSING,
   eventually,
-  getJson,
   keysUnder,
   postReport,
   report,
