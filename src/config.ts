@@ -28,6 +28,10 @@ export interface Config {
   /** Pending markers older than this are re-enqueued by reconciliation. */
   reconcileAfterSeconds: number;
   reconcileEverySeconds: number;
+  /** Requests a minute: per API key on the feed, per client address on the GET endpoints. */
+  rateLimits: { feedPerMinute: number; readPerMinute: number };
+  /** Express "trust proxy": how many proxies (load balancers) sit in front. */
+  trustProxy: number;
   /** node-cron expressions of the scheduled jobs (jobs/). */
   schedules: { compact: string; reconcile: string; verify: string };
 }
@@ -51,6 +55,9 @@ const envSchema = {
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
+    RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
+    TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
     SCHEDULE_COMPACT: { type: 'string' },
     SCHEDULE_RECONCILE: { type: 'string' },
     SCHEDULE_VERIFY: { type: 'string' },
@@ -118,5 +125,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     reconcileAfterSeconds: Math.max(60, flushIntervalSeconds * 4),
     reconcileEverySeconds: Math.max(30, flushIntervalSeconds * 2),
     schedules,
+    rateLimits: {
+      feedPerMinute: Number(v.RATE_LIMIT_FEED_PER_MINUTE ?? 60_000),
+      readPerMinute: Number(v.RATE_LIMIT_READ_PER_MINUTE ?? 600),
+    },
+    trustProxy: Number(v.TRUST_PROXY ?? 0),
   };
 }

@@ -11,6 +11,7 @@ import { DuckDb } from './duckdb.js';
 import { Intake } from './ingest/intake.js';
 import { Reconciler } from './ingest/reconciler.js';
 import { createLogger, type Logger } from './log.js';
+import { Metrics } from './metrics.js';
 import { MemoryQueue } from './queue/memoryQueue.js';
 import type { Queue } from './queue/queue.js';
 import { SqsQueue } from './queue/sqsQueue.js';
@@ -31,6 +32,7 @@ export interface RuntimeOverrides {
 export interface Runtime {
   config: Config;
   log: Logger;
+  metrics: Metrics;
   store: ObjectStore;
   queue: Queue;
   db: DuckDb;
@@ -80,9 +82,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         })
       : new SqsQueue(sqs!, config.queueUrl);
 
+  const metrics = new Metrics({ defaults: true });
   const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb') });
   const boundaries = new BoundaryRepository(store);
-  const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes);
+  const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
   const worker = new Worker(
     {
       store,
@@ -91,6 +94,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       db,
       tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
       log,
+      metrics,
       ...(overrides.afterPartsWritten ? { afterPartsWritten: overrides.afterPartsWritten } : {}),
     },
     { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
@@ -98,6 +102,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   return {
     config,
     log,
+    metrics,
     store,
     queue,
     db,

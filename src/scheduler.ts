@@ -82,7 +82,9 @@ export function startScheduler(rt: Runtime, jobs: readonly JobDefinition[], owne
         try {
           const result = await run;
           rt.log.info({ job: job.name, ms: Date.now() - started, result }, 'job finished');
+          rt.metrics.jobRuns.inc({ job: job.name, result: 'ok' });
         } catch (err) {
+          rt.metrics.jobRuns.inc({ job: job.name, result: 'failed' });
           rt.log.error({ job: job.name, err: err instanceof Error ? err.message : String(err) }, 'job failed');
         } finally {
           running.delete(run);

@@ -22,7 +22,9 @@ export interface RunningService {
 }
 
 export async function startService(rt: Runtime, options: ServiceOptions): Promise<RunningService> {
-  await rt.boundaries.seedIfEmpty();
+  // Only a process allowed to write cities/ can seed it (on AWS: bootstrap or the scheduler);
+  // the others wait for a version to appear, and /ready says so meanwhile.
+  await rt.boundaries.seedIfEmpty().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not seed the boundary outlines'));
   let timer: NodeJS.Timeout | undefined;
   if (options.reconcile) {
     // The in-process queue starts empty: everything still pending needs re-enqueueing now.
@@ -39,14 +41,7 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   let server: Server | undefined;
   let url: string | undefined;
   if (options.api) {
-    const app = createApp({
-      intake: rt.intake,
-      boundaries: rt.boundaries,
-      archive: rt.archive,
-      apiKeys: options.apiKeys,
-      archiveMaxWindowMs: rt.config.archiveMaxWindowMs,
-      log: rt.log,
-    });
+    const app = createApp(rt, { apiKeys: options.apiKeys });
     server = await new Promise<Server>((resolve, reject) => {
       const s = app.listen(options.port ?? rt.config.port, options.host ?? '0.0.0.0', (err?: Error) =>
         err ? reject(err) : resolve(s),

@@ -4,6 +4,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { Metrics } from '../metrics.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 interface Entry {
@@ -17,13 +18,12 @@ export class PartCache {
   private readonly inflight = new Map<string, Promise<string>>();
   private bytes = 0;
   private ready: Promise<void> | undefined;
-  hits = 0;
-  misses = 0;
 
   constructor(
     private readonly store: ObjectStore,
     private readonly dir: string,
     private readonly maxBytes: number,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** A local file with the part's content: the store's own file, or a cached copy. */
@@ -37,12 +37,12 @@ export class PartCache {
     const hit = this.entries.get(name);
     if (hit) {
       hit.usedAt = Date.now();
-      this.hits += 1;
+      this.metrics?.cacheRequests.inc({ result: 'hit' });
       return hit.file;
     }
     let pending = this.inflight.get(name);
     if (!pending) {
-      this.misses += 1;
+      this.metrics?.cacheRequests.inc({ result: 'miss' });
       pending = this.fetch(info, name).finally(() => this.inflight.delete(name));
       this.inflight.set(name, pending);
     }
@@ -64,6 +64,7 @@ export class PartCache {
     this.entries.set(name, { file, size, usedAt: Date.now() });
     this.bytes += size;
     await this.evict(file);
+    this.metrics?.cacheBytes.set(this.bytes);
     return file;
   }
 

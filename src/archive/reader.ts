@@ -3,37 +3,63 @@
 // only within the day, so memory stays flat however long the window is.
 // A pkey always lives in one hour (partitions are by created_at), so
 // de-duplicating within a day is de-duplicating the whole answer.
-import { LIST, TIMESTAMPTZ, VARCHAR, listValue, timestampTZValue } from '@duckdb/node-api';
+import {
+  DOUBLE,
+  LIST,
+  TIMESTAMPTZ,
+  VARCHAR,
+  listValue,
+  timestampTZValue,
+  type DuckDBType,
+  type DuckDBValue,
+} from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../duckdb.js';
-import { ARCHIVE_TABLE_DDL } from './row.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { PartCache } from './partCache.js';
 import { listWindowParts, type HourParts } from './parts.js';
+import { ARCHIVE_TABLE_DDL } from './row.js';
 import { DEDUPE_WINDOW } from './rows.js';
+
+/** Position after which a page continues: the last report of the previous page. */
+export interface Cursor {
+  createdMs: number;
+  pkey: string;
+  /** Only reports received up to here: pages stay stable while reports arrive. */
+  receivedBeforeMs: number;
+}
 
 export interface ArchiveQuery {
   startMs: number;
   /** Inclusive. */
   endMs: number;
   admin: string | undefined;
+  /** [minLng, minLat, maxLng, maxLat], inclusive. */
+  bbox?: [number, number, number, number] | undefined;
+  after?: Cursor | undefined;
+  receivedBeforeMs?: number | undefined;
+  /** At most this many reports (a page); undefined: the whole window. */
+  limit?: number | undefined;
 }
 
 /** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */
 export type FeatureShape = 'geojson' | 'topojson' | 'csv';
 
 export interface FeatureBatch {
-  /** Serialized GeoJSON Features (or TopoJSON Point geometries), newest first. */
+  /** Serialized items, newest first. */
   items: string[];
   /** [minLng, minLat, maxLng, maxLat] of the batch, undefined when empty. */
   bbox: [number, number, number, number] | undefined;
+  /** Each item's sort key, when paging (the next page starts after the last one). */
+  keys: { createdMs: number; pkey: string }[] | undefined;
 }
 
 const str = (col: string) => `coalesce(to_json(${col})::VARCHAR, 'null')`;
+const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
 /** SPEC 2.3 properties in their published order. */
 const PROPERTIES_JSON = `concat(
   '{"pkey":', ${str('pkey')},
-  ',"created_at":"', strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ'),
+  ',"created_at":"', ${ISO_MS},
   '","source":', ${str('source')},
   ',"status":', ${str('status')},
   ',"url":', ${str('url')},
@@ -54,13 +80,80 @@ export const CSV_HEADER =
   'pkey,created_at,source,status,url,image_url,disaster_type,report_data,instance_region_code,local_area_id,title,text,lng,lat';
 
 const ITEM_SQL: Record<FeatureShape, string> = {
-  csv: `concat_ws(',', ${csv('pkey')}, strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ'), ${csv('source')}, ${csv('status')},
+  csv: `concat_ws(',', ${csv('pkey')}, ${ISO_MS}, ${csv('source')}, ${csv('status')},
     ${csv('url')}, ${csv('image_url')}, ${csv('disaster_type')}, ${csv('report_data')}, ${csv('instance_region_code')},
     ${csv('local_area_id')}, ${csv('title')}, ${csv('text')}, to_json(lng)::VARCHAR, to_json(lat)::VARCHAR)`,
   geojson: `concat('{"type":"Feature","geometry":{"type":"Point","coordinates":', ${COORDS}, '},"properties":', ${PROPERTIES_JSON}, '}')`,
   // What topojson-server makes of a Point feature: {type, coordinates, properties}.
   topojson: `concat('{"type":"Point","coordinates":', ${COORDS}, ',"properties":', ${PROPERTIES_JSON}, '}')`,
 };
+
+/** The archive columns researchers get in bulk formats. */
+export const EXPORT_COLUMNS = [
+  'pkey',
+  'created_at',
+  'source',
+  'status',
+  'url',
+  'image_url',
+  'disaster_type',
+  'report_data',
+  'instance_region_code',
+  'local_area_id',
+  'title',
+  'text',
+  'lng',
+  'lat',
+] as const;
+
+interface Bound {
+  sql: string;
+  values: Record<string, DuckDBValue>;
+  types: Record<string, DuckDBType>;
+}
+
+const micros = (ms: number) => timestampTZValue(BigInt(Math.trunc(ms)) * 1000n);
+
+/** The de-duplicated, filtered rows of some part files, as a SQL subquery with bound parameters. */
+function filteredRows(files: readonly string[], query: ArchiveQuery): Bound {
+  // Every copy of a report shares its created_at, place and received_at, so those filters
+  // can run before de-duplication (and reach the Parquet row groups); the tags may differ
+  // between copies (reprocessing), so the admin filter runs after it.
+  const where = ['created_at BETWEEN $start AND $end'];
+  const after: string[] = [];
+  const values: Record<string, DuckDBValue> = { files: listValue([...files]), start: micros(query.startMs), end: micros(query.endMs) };
+  const types: Record<string, DuckDBType> = { files: LIST(VARCHAR), start: TIMESTAMPTZ, end: TIMESTAMPTZ };
+  if (query.admin !== undefined) {
+    after.push('instance_region_code = $admin');
+    values.admin = query.admin;
+    types.admin = VARCHAR;
+  }
+  if (query.bbox) {
+    where.push('lng BETWEEN $minLng AND $maxLng AND lat BETWEEN $minLat AND $maxLat');
+    [values.minLng, values.minLat, values.maxLng, values.maxLat] = query.bbox;
+    Object.assign(types, { minLng: DOUBLE, minLat: DOUBLE, maxLng: DOUBLE, maxLat: DOUBLE });
+  }
+  const receivedBefore = query.after?.receivedBeforeMs ?? query.receivedBeforeMs;
+  if (receivedBefore !== undefined) {
+    where.push('received_at <= $receivedBefore');
+    values.receivedBefore = micros(receivedBefore);
+    types.receivedBefore = TIMESTAMPTZ;
+  }
+  if (query.after) {
+    where.push('(created_at < $afterCreated OR (created_at = $afterCreated AND pkey < $afterPkey))');
+    values.afterCreated = micros(query.after.createdMs);
+    values.afterPkey = query.after.pkey;
+    types.afterCreated = TIMESTAMPTZ;
+    types.afterPkey = VARCHAR;
+  }
+  return {
+    sql: `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
+             WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
+           ${after.length > 0 ? `WHERE ${after.join(' AND ')}` : ''})`,
+    values,
+    types,
+  };
+}
 
 export class ArchiveReader {
   constructor(
@@ -71,7 +164,8 @@ export class ArchiveReader {
 
   /** The window's hours with parts, grouped by UTC day, newest day first. */
   async plan(query: ArchiveQuery): Promise<HourParts[][]> {
-    const hours = await listWindowParts(this.store, query.startMs, query.endMs);
+    const endMs = query.after ? Math.min(query.endMs, query.after.createdMs) : query.endMs;
+    const hours = await listWindowParts(this.store, query.startMs, endMs);
     const days: HourParts[][] = [];
     for (let i = hours.length - 1; i >= 0; i--) {
       const hour = hours[i]!;
@@ -83,77 +177,95 @@ export class ArchiveReader {
     return days;
   }
 
-  async *batches(query: ArchiveQuery, shape: FeatureShape): AsyncIterable<FeatureBatch> {
-    const days = await this.plan(query);
+  /** Serialized reports, newest first, one batch per UTC day (the page's limit respected). */
+  async *batches(query: ArchiveQuery, shape: FeatureShape, days?: HourParts[][]): AsyncIterable<FeatureBatch> {
+    const plan = days ?? (await this.plan(query));
+    let remaining = query.limit ?? Infinity;
     // Fetch one day ahead while DuckDB reads the current one.
-    let next = days[0] ? this.files(days[0]) : undefined;
-    for (let i = 0; i < days.length; i++) {
+    let next = plan[0] ? this.files(plan[0]) : undefined;
+    for (let i = 0; i < plan.length && remaining > 0; i++) {
       const files = await next!;
-      next = days[i + 1] ? this.files(days[i + 1]!) : undefined;
-      yield await this.queryDay(files, query, shape);
+      next = plan[i + 1] ? this.files(plan[i + 1]!) : undefined;
+      const batch = await this.queryDay(files, query, shape, remaining);
+      remaining -= batch.items.length;
+      yield batch;
     }
+    // Let a prefetch that is no longer needed settle, so its errors are not unhandled.
+    await next?.catch(() => undefined);
+  }
+
+  /** How many reports the window holds (the same filters as the answer). */
+  async count(query: ArchiveQuery): Promise<number> {
+    const days = await this.plan(query);
+    let total = 0;
+    // A month of days per query: few round trips, bounded memory for the distinct set.
+    for (let i = 0; i < days.length; i += 31) {
+      const files = (await Promise.all(days.slice(i, i + 31).map((d) => this.files(d)))).flat();
+      const bound = filteredRows(files, query);
+      total += await this.db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${bound.sql}`, bound.values, bound.types);
+        return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
+      });
+    }
+    return total;
   }
 
   /**
    * Writes the window as one Parquet file (archive columns, newest first).
    * DuckDB streams it and spills to its temp directory, so memory stays bounded.
    */
-  async writeParquet(query: ArchiveQuery, out: string): Promise<number> {
-    const days = await this.plan(query);
-    const files = (await Promise.all(days.map((d) => this.files(d)))).flat();
-    const adminFilter = query.admin === undefined ? '' : `AND instance_region_code = ${sqlString(query.admin)}`;
-    const source =
-      files.length === 0
-        ? `(SELECT * FROM (VALUES (NULL)) WHERE false)`
-        : `(SELECT * EXCLUDE (filename) FROM read_parquet([${files.map(sqlString).join(', ')}], filename = true)
-            WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(query.startMs)} AND ${Math.trunc(query.endMs)} ${adminFilter}
-            QUALIFY ${DEDUPE_WINDOW})`;
-    return this.db.withConnection(async (conn) => {
+  async writeParquet(query: ArchiveQuery, out: string): Promise<void> {
+    const files = (await Promise.all((await this.plan(query)).map((d) => this.files(d)))).flat();
+    await this.db.withConnection(async (conn) => {
       if (files.length === 0) {
         await conn.run(`CREATE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
-        await conn.run(`COPY "empty" TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
-        return 0;
+        await conn.run(`COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM "empty") TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
+        return;
       }
-      const result = await conn.run(
-        `COPY (SELECT * FROM ${source} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+      const bound = filteredRows(files, query);
+      await conn.run(
+        `COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC)
+         TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+        bound.values,
+        bound.types,
       );
-      return result.rowsChanged;
     });
+  }
+
+  /** Typed columns of the window, one UTC day at a time, newest first (for Arrow). */
+  async *columns(query: ArchiveQuery): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
+    for (const day of await this.plan(query)) {
+      const bound = filteredRows(await this.files(day), query);
+      yield await this.db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(
+          `SELECT ${EXPORT_COLUMNS.map((c) => (c === 'created_at' ? 'epoch_ms(created_at) AS created_at' : c === 'report_data' ? 'report_data::VARCHAR AS report_data' : c)).join(', ')}
+           FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC`,
+          bound.values,
+          bound.types,
+        );
+        return reader.getColumnsObjectJS() as Record<(typeof EXPORT_COLUMNS)[number], unknown[]>;
+      });
+    }
   }
 
   private files(day: HourParts[]): Promise<string[]> {
     return Promise.all(day.flatMap((h) => h.parts).map((p) => this.cache.localFile(p)));
   }
 
-  private async queryDay(files: string[], query: ArchiveQuery, shape: FeatureShape): Promise<FeatureBatch> {
-    const adminFilter = query.admin === undefined ? '' : 'AND instance_region_code = $admin';
-    const sql = `
-      SELECT ${ITEM_SQL[shape]} AS item, lng, lat
-      FROM read_parquet($files, filename = true)
-      WHERE created_at BETWEEN $start AND $end ${adminFilter}
-      QUALIFY ${DEDUPE_WINDOW}
-      ORDER BY created_at DESC, pkey DESC`;
-    const values: Record<string, ReturnType<typeof listValue> | ReturnType<typeof timestampTZValue> | string> = {
-      files: listValue(files),
-      start: timestampTZValue(BigInt(query.startMs) * 1000n),
-      end: timestampTZValue(BigInt(query.endMs) * 1000n),
-    };
-    const types: Record<string, ReturnType<typeof LIST> | typeof TIMESTAMPTZ | typeof VARCHAR> = {
-      files: LIST(VARCHAR),
-      start: TIMESTAMPTZ,
-      end: TIMESTAMPTZ,
-    };
-    if (query.admin !== undefined) {
-      values.admin = query.admin;
-      types.admin = VARCHAR;
-    }
+  private async queryDay(files: string[], query: ArchiveQuery, shape: FeatureShape, limit: number): Promise<FeatureBatch> {
+    const bound = filteredRows(files, query);
+    const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
+      FROM ${bound.sql}
+      ORDER BY created_at DESC, pkey DESC
+      ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''}`;
     return this.db.withConnection(async (conn) => {
-      const result = await conn.stream(sql, values, types);
+      const result = await conn.stream(sql, bound.values, bound.types);
       const items: string[] = [];
       let minX = Infinity;
       let minY = Infinity;
       let maxX = -Infinity;
       let maxY = -Infinity;
+      const keys: FeatureBatch['keys'] = query.limit === undefined ? undefined : [];
       for await (const chunk of result) {
         const itemCol = chunk.getColumnVector(0);
         const lngCol = chunk.getColumnVector(1);
@@ -167,8 +279,13 @@ export class ArchiveReader {
           if (y < minY) minY = y;
           if (y > maxY) maxY = y;
         }
+        if (keys) {
+          const created = chunk.getColumnVector(3);
+          const pkeys = chunk.getColumnVector(4);
+          for (let r = 0; r < chunk.rowCount; r++) keys.push({ createdMs: Number(created.getItem(r)), pkey: pkeys.getItem(r) as string });
+        }
       }
-      return { items, bbox: items.length > 0 ? [minX, minY, maxX, maxY] : undefined };
+      return { items, bbox: items.length > 0 ? [minX, minY, maxX, maxY] : undefined, keys };
     });
   }
 }

@@ -1,60 +1,153 @@
 // createApp: the one Express app every entry point serves.
-import express, { type Express } from 'express';
-import type { ArchiveReader } from '../archive/reader.js';
-import type { BoundaryRepository } from '../boundaries/repository.js';
+import { createHash, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import express, { type Express, type Request, type RequestHandler } from 'express';
+import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
+import { pinoHttp } from 'pino-http';
+import swaggerUi from 'swagger-ui-dist';
 import { HttpError } from '../errors.js';
-import type { Intake } from '../ingest/intake.js';
-import type { Logger } from '../log.js';
+import type { Runtime } from '../runtime.js';
 import { archiveRouter } from './archive.js';
 import { citiesRouter } from './cities.js';
 import { errorHandler } from './errorHandler.js';
 import { feedsRouter } from './feeds.js';
+import { openApiDocument } from './openapi.js';
+import { operationsRouter } from './operations.js';
 
-export interface AppDeps {
-  intake: Intake;
-  boundaries: BoundaryRepository;
-  archive: ArchiveReader;
+export interface AppOptions {
   apiKeys: readonly string[];
-  archiveMaxWindowMs: number;
-  log: Logger;
 }
 
 /** Paths the service answers, with the methods each allows (for 405 + Allow). */
 const ROUTES: Record<string, string> = {
   '/feeds/partner': 'POST',
-  '/cities': 'GET, HEAD',
-  '/reports/archive': 'GET, HEAD',
+  '/cities': 'GET, HEAD, OPTIONS',
+  '/reports/archive': 'GET, HEAD, OPTIONS',
+  '/reports/archive/count': 'GET, HEAD, OPTIONS',
+  '/openapi.json': 'GET, HEAD, OPTIONS',
+  '/health': 'GET, HEAD',
+  '/ready': 'GET, HEAD',
+  '/metrics': 'GET, HEAD',
 };
 
-export function createApp(deps: AppDeps): Express {
+const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, RateLimit, RateLimit-Policy';
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+export function createApp(rt: Runtime, options: AppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', rt.config.trustProxy);
 
-  app.use((req, res, next) => {
-    if (req.method === 'GET' || req.method === 'HEAD') res.set('Access-Control-Allow-Origin', '*');
-    next();
-  });
+  // A request id on every log line and in the X-Request-Id answer header.
+  app.use(
+    pinoHttp({
+      logger: rt.log,
+      genReqId: (req, res) => {
+        const given = req.headers['x-request-id'];
+        const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+        res.setHeader('X-Request-Id', id);
+        return id;
+      },
+      autoLogging: { ignore: (req) => req.url === '/health' || req.url === '/metrics' },
+    }),
+  );
+  app.use(requestMetrics(rt));
+  app.use(cors);
 
-  app.use(feedsRouter({ intake: deps.intake, apiKeys: deps.apiKeys }));
-  app.use(citiesRouter({ boundaries: deps.boundaries }));
+  app.use(operationsRouter(rt));
+  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client');
+  app.use(
+    feedsRouter({
+      intake: rt.intake,
+      metrics: rt.metrics,
+      apiKeys: options.apiKeys,
+      rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (req) => createHash('sha256').update(req.get('x-api-key') ?? '').digest('hex'), 'API key'),
+    }),
+  );
+  app.use(['/cities', '/reports'], readLimit);
+  app.use(citiesRouter({ boundaries: rt.boundaries }));
   app.use(
     archiveRouter({
-      archive: deps.archive,
-      maxWindowMs: deps.archiveMaxWindowMs,
-      cityCodes: async () => (await deps.boundaries.current()).set.cities.features.map((f) => f.properties.code),
+      archive: rt.archive,
+      maxWindowMs: rt.config.archiveMaxWindowMs,
+      closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
+      tmpDir: path.join(rt.config.dataDir, 'tmp', 'exports'),
+      cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );
 
-  for (const [path, allow] of Object.entries(ROUTES)) {
-    app.all(path, () => {
-      throw new HttpError(405, `${path} allows ${allow} only.`, [], { Allow: allow });
+  const document = JSON.stringify(openApiDocument());
+  app.get('/openapi.json', (_req, res) => {
+    res.set('Cache-Control', 'public, max-age=300').type('application/json').send(document);
+  });
+  // Swagger UI from its npm package, served offline; our initializer points it at /openapi.json.
+  app.get('/docs', (req, res, next) => (req.path === '/docs' && !req.originalUrl.endsWith('/') ? res.redirect(301, '/docs/') : next()));
+  app.get('/docs/swagger-initializer.js', (_req, res) => {
+    res.type('application/javascript').send(
+      "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
+    );
+  });
+  app.use('/docs', express.static(swaggerUi.getAbsoluteFSPath(), { index: 'index.html', maxAge: '1h' }));
+
+  for (const [route, allow] of Object.entries(ROUTES)) {
+    app.all(route, () => {
+      throw new HttpError(405, `${route} allows ${allow} only.`, [], { Allow: allow });
     });
   }
   app.use((req) => {
-    throw new HttpError(404, `No resource at ${req.path}. Known paths: ${Object.keys(ROUTES).join(', ')}.`);
+    throw new HttpError(404, `No resource at ${req.path.slice(0, 200)}. Known paths: ${Object.keys(ROUTES).join(', ')}, /docs.`);
   });
-  app.use(errorHandler(deps.log));
+  app.use(errorHandler(rt.log));
   return app;
+}
+
+/** CORS for the public GET endpoints, with preflight; the feed is for servers, not browsers. */
+const cors: RequestHandler = (req, res, next) => {
+  if (req.path.startsWith('/feeds/')) return next();
+  res.set('Access-Control-Allow-Origin', '*');
+  res.set('Access-Control-Expose-Headers', EXPOSED);
+  if (req.method === 'OPTIONS') {
+    res.set({
+      'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
+      'Access-Control-Allow-Headers': 'If-None-Match, Accept, Accept-Encoding, Content-Type, X-Request-Id',
+      'Access-Control-Max-Age': '86400',
+    });
+    res.status(204).end();
+    return;
+  }
+  next();
+};
+
+function limiter(perMinute: number, key: (req: Request) => string, per: string): RequestHandler {
+  return rateLimit({
+    windowMs: 60_000,
+    limit: perMinute,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    keyGenerator: key,
+    handler: (req, _res, next) => {
+      const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+      const seconds = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
+      next(
+        new HttpError(429, `More than ${perMinute} requests a minute for this ${per}; retry after ${seconds} seconds.`, [], {
+          'Retry-After': String(seconds),
+        }),
+      );
+    },
+  });
+}
+
+function requestMetrics(rt: Runtime): RequestHandler {
+  return (req, res, next) => {
+    const end = rt.metrics.httpDuration.startTimer();
+    res.on('finish', () => {
+      // The matched route, never the raw path: labels stay few whatever clients send.
+      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : ROUTES[req.path] ? req.path : 'unmatched';
+      rt.metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
+      end({ route, method: req.method });
+    });
+    next();
+  };
 }

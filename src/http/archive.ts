@@ -1,31 +1,213 @@
-// GET /reports/archive: a time window of archived reports, streamed newest first.
+// GET /reports/archive (and /count): a time window of archived reports,
+// streamed newest first, as JSON (GeoJSON or TopoJSON) or in bulk formats.
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Router, type Request } from 'express';
-import type { ArchiveQuery, ArchiveReader, FeatureShape } from '../archive/reader.js';
-import { renderArchive } from '../archive/reader.js';
+import { Router, type Request, type Response } from 'express';
+import { arrowStream } from '../archive/arrow.js';
+import type { HourParts } from '../archive/parts.js';
+import { renderArchive, shapeOf, type ArchiveQuery, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
 import type { ErrorDetail } from '../errors.js';
 import { parseOffsetDateTime } from '../reports/partnerReport.js';
+import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
+
+export const MAX_PAGE = 10_000;
+export const ARCHIVE_FORMATS = ['json', 'csv', 'ndjson', 'parquet', 'arrow'] as const;
+export type ArchiveFormat = (typeof ARCHIVE_FORMATS)[number];
+
+const CONTENT_TYPES: Record<ArchiveFormat, string> = {
+  json: 'application/json; charset=utf-8',
+  csv: 'text/csv; charset=utf-8; header=present',
+  ndjson: 'application/x-ndjson; charset=utf-8',
+  parquet: 'application/vnd.apache.parquet',
+  arrow: 'application/vnd.apache.arrow.stream',
+};
 
 export interface ArchiveRouteDeps {
   archive: ArchiveReader;
   cityCodes: () => Promise<string[]>;
   maxWindowMs: number;
+  /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
+  closedAfterMs: number;
+  tmpDir: string;
+}
+
+interface ArchiveRequest {
+  query: ArchiveQuery;
+  format: ArchiveFormat;
+  geoformat: 'topojson' | 'geojson';
+  /** The filters a cursor is bound to. */
+  fingerprint: string;
 }
 
 export function archiveRouter(deps: ArchiveRouteDeps): Router {
   const router = Router();
-  router.get('/reports/archive', async (req, res) => {
-    const { query, shape } = await parseArchiveRequest(req, deps);
-    res.status(200).type('application/json').set('Cache-Control', 'no-cache');
-    await pipeline(Readable.from(renderArchive(deps.archive.batches(query, shape), shape)), res);
+
+  router.get('/reports/archive/count', async (req, res) => {
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox']);
+    const query = await parseFilters(req, values, details, deps);
+    throwIfAny(details);
+    const count = await deps.archive.count(query);
+    const closed = isClosed(query, deps);
+    res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
+    res.json({ statusCode: 200, result: { count } });
   });
+
+  router.get('/reports/archive', async (req, res) => {
+    const request = await parseArchiveRequest(req, deps);
+    const { query, format } = request;
+    const days = await deps.archive.plan(query);
+    const closed = isClosed(query, deps);
+    const encoding = negotiateEncoding(req, format !== 'parquet');
+    const suffix = applyEncoding(res, encoding);
+    res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
+    if (closed) {
+      const etag = `"${windowTag(request, days)}${suffix}"`;
+      res.set('ETag', etag);
+      if (ifNoneMatch(req.get('if-none-match'), etag)) {
+        res.status(304).end();
+        return;
+      }
+    }
+    res.status(200).type(CONTENT_TYPES[format]);
+    res.set('Content-Disposition', `${format === 'json' ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
+
+    if (format === 'parquet') return sendParquet(res, deps, query);
+    if (format === 'arrow') {
+      await send(arrowStream(deps.archive.columns(query)), encoding, res);
+      return;
+    }
+    const text: TextFormat = format === 'json' ? request.geoformat : format;
+    const shape = shapeOf(text);
+    if (query.limit === undefined) {
+      await send(Readable.from(renderArchive(deps.archive.batches(query, shape, days), text)), encoding, res);
+      return;
+    }
+    // A page is bounded: gather it, so the Link to the next one can go in the headers.
+    const batches: FeatureBatch[] = [];
+    for await (const batch of deps.archive.batches({ ...query, limit: query.limit + 1 }, shape, days)) batches.push(batch);
+    const next = trimPage(batches, query.limit);
+    if (next) {
+      const cursor: Cursor = { ...next, receivedBeforeMs: query.after?.receivedBeforeMs ?? query.receivedBeforeMs! };
+      res.set('Link', `<${nextUrl(req, encodeCursor(cursor, request.fingerprint))}>; rel="next"`);
+    }
+    await send(Readable.from(renderArchive(toAsync(batches), text)), encoding, res);
+  });
+
   return router;
 }
 
-async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<{ query: ArchiveQuery; shape: FeatureShape }> {
-  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat']);
+async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Response): Promise<void> {
+  const e = encoder(encoding);
+  if (e) await pipeline(source, e, res);
+  else await pipeline(source, res);
+}
+
+async function* toAsync<T>(items: T[]): AsyncIterable<T> {
+  yield* items;
+}
+
+/** Drops the one extra report fetched to learn whether a next page exists; returns where the next page starts. */
+function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; pkey: string } | undefined {
+  const total = batches.reduce((n, b) => n + b.items.length, 0);
+  if (total <= limit) return undefined;
+  const withItems = batches.filter((b) => b.items.length > 0);
+  const last = withItems[withItems.length - 1]!;
+  last.items.pop();
+  last.keys!.pop();
+  // The bbox of a page is only used by TopoJSON; recomputing it for one dropped point is not worth it,
+  // so a paged TopoJSON answer's bbox may include the first point of the next page.
+  const kept = withItems.flatMap((b) => b.keys ?? []);
+  return kept[kept.length - 1];
+}
+
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery): Promise<void> {
+  await fs.mkdir(deps.tmpDir, { recursive: true });
+  const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
+  try {
+    await deps.archive.writeParquet(query, file);
+    res.set('Content-Length', String((await fs.stat(file)).size));
+    await pipeline(createReadStream(file), res);
+  } finally {
+    await fs.rm(file, { force: true });
+  }
+}
+
+function isClosed(query: ArchiveQuery, deps: ArchiveRouteDeps): boolean {
+  return query.endMs < Date.now() - deps.closedAfterMs;
+}
+
+/** Same filters and same parts ⇒ same bytes: the strong validator of a closed window. */
+function windowTag(request: ArchiveRequest, days: HourParts[][]): string {
+  const hash = createHash('sha256');
+  hash.update(request.fingerprint).update(request.format).update(request.geoformat);
+  hash.update(String(request.query.limit ?? '')).update(JSON.stringify(request.query.after ? [request.query.after.createdMs, request.query.after.pkey] : null));
+  for (const day of days) for (const hour of day) for (const p of hour.parts) hash.update(p.key).update(p.etag);
+  return hash.digest('base64url').slice(0, 32);
+}
+
+function fileName(query: ArchiveQuery, format: ArchiveFormat): string {
+  const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const ext = format === 'arrow' ? 'arrows' : format;
+  return `flood-reports_${stamp(query.startMs)}_${stamp(query.endMs)}${query.admin ? `_${query.admin}` : ''}.${ext}`;
+}
+
+function nextUrl(req: Request, cursor: string): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(req.query as Record<string, string>)) if (k !== 'cursor') params.set(k, v);
+  params.set('cursor', cursor);
+  return `${req.protocol}://${req.get('host')}${req.baseUrl}${req.path}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+function encodeCursor(cursor: Cursor, fingerprint: string): string {
+  return Buffer.from(JSON.stringify({ c: cursor.createdMs, k: cursor.pkey, r: cursor.receivedBeforeMs, f: fingerprint })).toString('base64url');
+}
+
+function decodeCursor(raw: string, fingerprint: string, details: ErrorDetail[]): Cursor | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as { c: unknown; k: unknown; r: unknown; f: unknown };
+    if (typeof v.c !== 'number' || typeof v.k !== 'string' || typeof v.r !== 'number' || typeof v.f !== 'string') throw new Error('shape');
+    if (v.f !== fingerprint) {
+      details.push({ in: 'query', field: 'cursor', message: 'belongs to another query: keep start, end, admin and bbox as they were' });
+      return undefined;
+    }
+    return { createdMs: v.c, pkey: v.k, receivedBeforeMs: v.r };
+  } catch {
+    details.push({ in: 'query', field: 'cursor', message: 'is not a cursor this service issued (take it from the Link header)' });
+    return undefined;
+  }
+}
+
+async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
+  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'limit', 'cursor']);
+  const query = await parseFilters(req, values, details, deps);
+  const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
+  const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null]))
+    .digest('base64url')
+    .slice(0, 16);
+  if (values.limit !== undefined || values.cursor !== undefined) {
+    if (format === 'parquet' || format === 'arrow') {
+      details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'pages are for json, csv and ndjson; parquet and arrow return the whole window' });
+    }
+    const limit = values.limit === undefined ? 1000 : Number(values.limit);
+    if (!/^\d+$/.test(values.limit ?? '1000') || limit < 1 || limit > MAX_PAGE) {
+      details.push({ in: 'query', field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
+    }
+    query.limit = limit;
+    if (values.cursor !== undefined) query.after = decodeCursor(values.cursor, fingerprint, details);
+    else query.receivedBeforeMs = Date.now();
+  }
+  throwIfAny(details);
+  return { query, format, geoformat, fingerprint };
+}
+
+async function parseFilters(req: Request, values: QueryValues, details: ErrorDetail[], deps: ArchiveRouteDeps): Promise<ArchiveQuery> {
   if (!req.get('user-agent')) {
     details.push({ in: 'header', field: 'User-Agent', message: 'is required: identify your client, e.g. "my-dashboard/1.0 (me@example.org)"' });
   }
@@ -34,11 +216,7 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
   if (startMs !== undefined && endMs !== undefined) {
     if (endMs < startMs) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
     else if (endMs - startMs > deps.maxWindowMs) {
-      details.push({
-        in: 'query',
-        field: 'end',
-        message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls`,
-      });
+      details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
     }
   }
   const codes = await deps.cityCodes();
@@ -46,9 +224,25 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
   if (admin !== undefined && !codes.includes(admin)) {
     details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
   }
-  const shape = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as FeatureShape;
-  throwIfAny(details);
-  return { query: { startMs: startMs!, endMs: endMs!, admin }, shape };
+  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details) };
+}
+
+function readBbox(values: QueryValues, details: ErrorDetail[]): ArchiveQuery['bbox'] {
+  const raw = values.bbox;
+  if (raw === undefined) return undefined;
+  const parts = raw.split(',').map((p) => p.trim());
+  const nums = parts.map(Number);
+  const [minLng, minLat, maxLng, maxLat] = nums as [number, number, number, number];
+  if (parts.length !== 4 || parts.some((p) => p === '') || nums.some((n) => !Number.isFinite(n))) {
+    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat (four numbers)' });
+  } else if (Math.abs(minLng) > 180 || Math.abs(maxLng) > 180 || Math.abs(minLat) > 90 || Math.abs(maxLat) > 90) {
+    details.push({ in: 'query', field: 'bbox', message: 'longitudes must be within ±180 and latitudes within ±90' });
+  } else if (minLng > maxLng || minLat > maxLat) {
+    details.push({ in: 'query', field: 'bbox', message: 'minimums must not exceed maximums' });
+  } else {
+    return [minLng, minLat, maxLng, maxLat];
+  }
+  return undefined;
 }
 
 function readInstant(values: QueryValues, name: string, details: ErrorDetail[]): number | undefined {

@@ -24,8 +24,10 @@ interface BodyParserError {
   status?: number;
 }
 
-export function errorHandler(log: Logger): ErrorRequestHandler {
+export function errorHandler(baseLog: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
+    // The request's own logger (with its request id) when pino-http made one.
+    const log = (req as { log?: Logger }).log ?? baseLog;
     if (res.headersSent) {
       // Mid-stream failure: cut the connection so the client sees a truncated answer, never a silently short one.
       log.error({ err, path: req.path }, 'failed while streaming a response');

@@ -11,6 +11,7 @@ import type { DuckDb } from '../duckdb.js';
 import { UnavailableError } from '../errors.js';
 import type { QueueEnvelope } from '../ingest/intake.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import type { Queue, QueueMessage } from '../queue/queue.js';
 import { hourStart, newPartKey, pendingKey } from '../reports/layout.js';
 import { parsePartnerReport } from '../reports/partnerReport.js';
@@ -25,6 +26,7 @@ export interface WorkerDeps {
   db: DuckDb;
   tmpDir: string;
   log: Logger;
+  metrics?: Metrics;
   /** Test seam for kill points: runs after the parts are stored, before anything is acknowledged. */
   afterPartsWritten?: () => Promise<void>;
 }
@@ -215,7 +217,9 @@ export class Worker {
       try {
         await writeParquet(this.deps.db, rows, file);
         const key = newPartKey(hour);
-        await this.deps.store.put(key, await fs.readFile(file));
+        const body = await fs.readFile(file);
+        await this.deps.store.put(key, body);
+        this.deps.metrics?.partBytes.observe(body.length);
         parts.push(key);
       } finally {
         await fs.rm(file, { force: true });
@@ -226,6 +230,8 @@ export class Worker {
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
     for (const e of entries) this.buffer.delete(e.row.pkey);
     this.firstBufferedAt = this.buffer.size > 0 ? Date.now() : undefined;
+    this.deps.metrics?.flushDuration.observe((Date.now() - started) / 1000);
+    this.deps.metrics?.flushedReports.inc(entries.length);
     this.deps.log.info({ reports: entries.length, parts: parts.length, ms: Date.now() - started }, 'flushed');
     return { reports: entries.length, parts };
   }

@@ -131,7 +131,7 @@ describe('routing', () => {
     expectErrorShape(await wrong.json(), 405);
     const wrongGet = await fetch(`${svc.url}/cities`, { method: 'DELETE' });
     expect(wrongGet.status).toBe(405);
-    expect(wrongGet.headers.get('allow')).toBe('GET, HEAD');
+    expect(wrongGet.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
   });
 });
 

@@ -202,6 +202,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/cities/*',
         's3:PutObject bucket/reports/*',
         's3:PutObject bucket/dead-letter/*',
+        's3:PutObject bucket/ingest/pending/*',
         'sqs:ReceiveMessage queue',
         'sqs:DeleteMessage queue',
         'sqs:ChangeMessageVisibility queue',
@@ -212,6 +213,8 @@ describe('IAM: one least-privilege role per process', () => {
     const worker = stack.taskRoles.worker;
     expect(allows(worker, 's3:PutObject', part)).toBe(true);
     expect(allows(worker, 's3:DeleteObject', marker)).toBe(true);
+    expect(allows(worker, 's3:PutObject', marker)).toBe(true);
+    expect(allows(worker, 's3:PutObject', 'bucket/ingest/keys/partner/1.json')).toBe(false);
     expect(allows(worker, 's3:PutObject', 'bucket/cities/current.json')).toBe(false);
     expect(allows(worker, 's3:PutObject', 'bucket/cities/versions/abc.json')).toBe(false);
     expect(allows(worker, 's3:DeleteObject', part)).toBe(false);
@@ -228,7 +231,9 @@ describe('IAM: one least-privilege role per process', () => {
         ...objectGrants,
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
+        'sqs:GetQueueUrl dlq',
         'sqs:ReceiveMessage dlq',
+        'sqs:ChangeMessageVisibility dlq',
         'sqs:DeleteMessage dlq',
         'sqs:GetQueueAttributes dlq',
       ].sort(),
@@ -244,7 +249,7 @@ describe('IAM: one least-privilege role per process', () => {
   it('no role can delete the bucket or act on all of S3', () => {
     for (const role of Object.values(stack.taskRoles)) {
       expect(allows(role, 's3:DeleteBucket', 'bucket')).toBe(false);
-      expect(grants(role).filter((line) => line.includes('*') && !/ bucket\/[a-z-]+\/\*$/.test(line))).toEqual([]);
+      expect(grants(role).filter((line) => line.includes('*') && !/ bucket\/[a-z-]+(\/[a-z-]+)?\/\*$/.test(line))).toEqual([]);
     }
   });
 });
@@ -270,14 +275,15 @@ describe('ECS: one image, three processes', () => {
     expect(ofType('AWS::ECS::Service')).toHaveLength(3);
   });
 
-  it('gives every process the storage, queue, region and flush interval', () => {
-    for (const { container } of Object.values(containers())) {
-      expect(container.Environment).toEqual([
-        { Name: 'STORAGE_URL', Value: { 'Fn::Join': ['', ['s3://', { Ref: logicalId(stack.bucket) }, '/']] } },
-        { Name: 'QUEUE_URL', Value: { Ref: logicalId(stack.queue) } },
-        { Name: 'AWS_REGION', Value: { Ref: 'AWS::Region' } },
-        { Name: 'FLUSH_INTERVAL_SECONDS', Value: String(FLUSH) },
-      ]);
+  it('gives every process the storage, queue, region and flush interval, and the API one proxy hop to trust', () => {
+    const common = [
+      { Name: 'STORAGE_URL', Value: { 'Fn::Join': ['', ['s3://', { Ref: logicalId(stack.bucket) }, '/']] } },
+      { Name: 'QUEUE_URL', Value: { Ref: logicalId(stack.queue) } },
+      { Name: 'AWS_REGION', Value: { Ref: 'AWS::Region' } },
+      { Name: 'FLUSH_INTERVAL_SECONDS', Value: String(FLUSH) },
+    ];
+    for (const [name, { container }] of Object.entries(containers())) {
+      expect(container.Environment).toEqual(name === 'api' ? [...common, { Name: 'TRUST_PROXY', Value: '1' }] : common);
     }
   });
 
@@ -314,6 +320,13 @@ describe('ECS: one image, three processes', () => {
     const scheduler = propertiesOf(stack.scheduler);
     expect(scheduler.DesiredCount).toBe(1);
     expect(scheduler.DeploymentConfiguration).toMatchObject({ MaximumPercent: 100, MinimumHealthyPercent: 0 });
+  });
+
+  it('starts the scheduler, the only process that may seed cities/, before the others', () => {
+    const schedulerId = logicalId(stack.scheduler);
+    expect(resources[logicalId(stack.api.service)].DependsOn).toContain(schedulerId);
+    expect(resources[logicalId(stack.worker)].DependsOn).toContain(schedulerId);
+    expect(resources[schedulerId].DependsOn ?? []).not.toContain(logicalId(stack.api.service));
   });
 
   it('lets the worker flush its buffer on stop', () => {

@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+# One image for every process; the command picks it: all (default), serve, worker, scheduler.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+# The infrastructure code is compiled with the rest but is run from a workstation or CI, never here.
+RUN npm run build && rm -rf dist/infra
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    DATA_DIR=/data
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+# Local state (generated key, temp files, the S3 part cache) lives in /data, owned by the unprivileged user.
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 8080
+# Probes the API, so it applies to `all` and `serve`. ECS ignores it (the load balancer checks /health),
+# so worker and scheduler tasks are unaffected. Slim images have no curl: Node's fetch does it.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["all"]

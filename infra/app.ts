@@ -1,0 +1,37 @@
+// The CDK app: one FloodArchive stack, configured from context, e.g.
+//   -c imageTag=<commit> -c imageRepository=flood-archive -c flushIntervalSeconds=30
+//   -c certificateArn=arn:aws:acm:... -c account=123456789012 -c region=ap-southeast-1
+// Without account/region the template is environment-agnostic.
+import { pathToFileURL } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { FloodArchiveStack } from './floodArchiveStack.js';
+
+/** Adds the stack to `app`, reading its settings from the app's context. */
+export function defineApp(app: App): App {
+  const context = (key: string): string | undefined => {
+    const value: unknown = app.node.tryGetContext(key);
+    return value === undefined || value === null || value === '' ? undefined : String(value);
+  };
+  const flushIntervalSeconds = Number(context('flushIntervalSeconds') ?? 30);
+  if (!(flushIntervalSeconds > 0 && flushIntervalSeconds <= 3600)) {
+    throw new Error(`context flushIntervalSeconds must be a number of seconds in (0, 3600], not ${context('flushIntervalSeconds')}`);
+  }
+  const account = context('account');
+  const region = context('region');
+  const certificateArn = context('certificateArn');
+  new FloodArchiveStack(app, 'FloodArchive', {
+    description: 'Flood report archive: S3 Parquet archive, SQS intake queue, API/worker/scheduler on Fargate',
+    ...((account || region) && { env: { account, region } }),
+    imageRepositoryName: context('imageRepository') ?? 'flood-archive',
+    // Deployments should pass the commit they built: ECS re-pulls only when the task definition changes.
+    imageTag: context('imageTag') ?? 'latest',
+    flushIntervalSeconds,
+    ...(certificateArn && { certificateArn }),
+  });
+  return app;
+}
+
+// Run directly (the cdk CLI does), synthesize; imported (infra/synth.ts, tests), only define.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  defineApp(new App()).synth();
+}

@@ -1,0 +1,43 @@
+// Response compression, negotiated here rather than by a middleware so the
+// strong ETag of each representation can name its encoding.
+import type { Request, Response } from 'express';
+import type { Transform } from 'node:stream';
+import zlib from 'node:zlib';
+
+export type Encoding = 'br' | 'gzip' | 'identity';
+
+export function negotiateEncoding(req: Request, compressible: boolean): Encoding {
+  if (!compressible) return 'identity';
+  const chosen = req.acceptsEncodings(['br', 'gzip', 'identity']);
+  return chosen === 'br' || chosen === 'gzip' ? chosen : 'identity';
+}
+
+/** A streaming encoder; brotli at a quality that keeps up with a year-long pull. */
+export function encoder(encoding: Encoding): Transform | undefined {
+  if (encoding === 'br') {
+    return zlib.createBrotliCompress({
+      params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4, [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT },
+    });
+  }
+  if (encoding === 'gzip') return zlib.createGzip({ level: 5 });
+  return undefined;
+}
+
+export function encodeSync(body: string, encoding: Encoding): Buffer {
+  if (encoding === 'br') return zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } });
+  if (encoding === 'gzip') return zlib.gzipSync(body, { level: 9 });
+  return Buffer.from(body);
+}
+
+/** Sets Content-Encoding and Vary; returns the ETag suffix of the encoding. */
+export function applyEncoding(res: Response, encoding: Encoding): string {
+  res.vary('Accept-Encoding');
+  if (encoding !== 'identity') res.set('Content-Encoding', encoding);
+  return encoding === 'identity' ? '' : `-${encoding === 'gzip' ? 'gz' : 'br'}`;
+}
+
+export function ifNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}

@@ -1,0 +1,508 @@
+// The OpenAPI 3.1 description of the service, built from the same schemas
+// and parameter lists that validate requests, served at /openapi.json.
+import { partnerReportSchema } from '../reports/partnerReport.js';
+import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
+import { MAX_BODY_BYTES } from './feeds.js';
+
+const errorSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['statusCode', 'error', 'message', 'details'],
+  properties: {
+    statusCode: { type: 'integer', minimum: 400, maximum: 599 },
+    error: { type: 'string' },
+    message: { type: 'string', description: 'One line a person can act on.' },
+    details: {
+      type: 'array',
+      description: 'Every problem found, not only the first.',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['in', 'field', 'message'],
+        properties: {
+          in: { enum: ['body', 'query', 'header', 'path'] },
+          field: { type: 'string' },
+          message: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+
+const nullableString = { type: ['string', 'null'] } as const;
+const position = { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } } as const;
+
+const reportProperties = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'tags', 'title', 'text'],
+  properties: {
+    pkey: { type: 'string', description: 'The report key, fixed at acceptance: `<source>-<post_id>`.' },
+    created_at: { type: 'string', format: 'date-time', description: 'ISO 8601 in UTC with milliseconds.' },
+    source: { type: 'string', enum: ['partner'] },
+    status: { type: 'string', enum: ['confirmed'] },
+    url: nullableString,
+    image_url: nullableString,
+    disaster_type: { type: 'string', enum: ['flood'] },
+    report_data: { description: 'Not typed; null for partner reports.' },
+    tags: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['instance_region_code', 'local_area_id'],
+      properties: {
+        instance_region_code: { ...nullableString, description: 'Code of the city whose boundary contains the point.' },
+        local_area_id: { ...nullableString, description: 'PSGC code (10 digits) of the barangay that contains the point.' },
+      },
+    },
+    title: { type: 'string' },
+    text: { type: 'string' },
+  },
+} as const;
+
+const schemas = {
+  PartnerReport: (({ $id: _id, ...rest }) => rest)(partnerReportSchema),
+  Created: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['post_id', 'created', 'pkey'],
+    properties: { post_id: { type: 'integer' }, created: { const: true }, pkey: { type: 'string' } },
+  },
+  AlreadyExists: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['post_id', 'created', 'message'],
+    properties: { post_id: { type: 'integer' }, created: { const: false }, message: { type: 'string' } },
+  },
+  Error: errorSchema,
+  ReportProperties: reportProperties,
+  ArchiveGeoJson: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['statusCode', 'result'],
+    properties: {
+      statusCode: { const: 200 },
+      result: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'features'],
+        properties: {
+          type: { const: 'FeatureCollection' },
+          features: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'geometry', 'properties'],
+              properties: {
+                type: { const: 'Feature' },
+                geometry: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['type', 'coordinates'],
+                  properties: { type: { const: 'Point' }, coordinates: position },
+                },
+                properties: { $ref: '#/components/schemas/ReportProperties' },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  ArchiveTopoJson: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['statusCode', 'result'],
+    properties: {
+      statusCode: { const: 200 },
+      result: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'objects', 'arcs'],
+        properties: {
+          type: { const: 'Topology' },
+          objects: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['output'],
+            properties: {
+              output: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['type', 'geometries'],
+                properties: {
+                  type: { const: 'GeometryCollection' },
+                  geometries: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      additionalProperties: false,
+                      required: ['type', 'coordinates', 'properties'],
+                      properties: {
+                        type: { const: 'Point' },
+                        coordinates: position,
+                        properties: { $ref: '#/components/schemas/ReportProperties' },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          arcs: { type: 'array', maxItems: 0 },
+          bbox: { type: 'array', minItems: 4, maxItems: 4, items: { type: 'number' } },
+        },
+      },
+    },
+  },
+  Count: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['statusCode', 'result'],
+    properties: {
+      statusCode: { const: 200 },
+      result: { type: 'object', additionalProperties: false, required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } },
+    },
+  },
+  CitiesGeoJson: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['statusCode', 'result'],
+    properties: {
+      statusCode: { const: 200 },
+      result: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'features'],
+        properties: {
+          type: { const: 'FeatureCollection' },
+          features: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['type', 'geometry', 'properties'],
+              properties: {
+                type: { const: 'Feature' },
+                geometry: {
+                  type: 'object',
+                  required: ['type', 'coordinates'],
+                  properties: {
+                    type: { enum: ['Polygon', 'MultiPolygon'] },
+                    coordinates: { type: 'array' },
+                  },
+                },
+                properties: { $ref: '#/components/schemas/CityProperties' },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  CitiesTopoJson: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['statusCode', 'result'],
+    properties: {
+      statusCode: { const: 200 },
+      result: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'objects', 'arcs', 'transform', 'bbox'],
+        properties: {
+          type: { const: 'Topology' },
+          objects: {
+            type: 'object',
+            required: ['output'],
+            properties: {
+              output: {
+                type: 'object',
+                required: ['type', 'geometries'],
+                properties: {
+                  type: { const: 'GeometryCollection' },
+                  geometries: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      required: ['type', 'arcs', 'properties'],
+                      properties: {
+                        type: { enum: ['Polygon', 'MultiPolygon'] },
+                        arcs: { type: 'array' },
+                        properties: { $ref: '#/components/schemas/CityProperties' },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          arcs: { type: 'array', items: { type: 'array', items: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'integer' } } } },
+          transform: {
+            type: 'object',
+            required: ['scale', 'translate'],
+            properties: {
+              scale: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } },
+              translate: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } },
+            },
+          },
+          bbox: { type: 'array', minItems: 4, maxItems: 4, items: { type: 'number' } },
+        },
+      },
+    },
+  },
+  CityProperties: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['code', 'name'],
+    properties: { code: { type: 'string', examples: ['PH-QC'] }, name: { type: 'string', examples: ['Quezon City'] } },
+  },
+  Health: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
+  Ready: {
+    type: 'object',
+    required: ['status', 'checks'],
+    properties: {
+      status: { const: 'ready' },
+      checks: { type: 'object', properties: { storage: { type: 'string' }, queue: { type: 'string' }, boundaries: { type: 'string' } } },
+    },
+  },
+} as const;
+
+const error = (description: string, example?: unknown) => ({
+  description,
+  content: {
+    'application/json': {
+      schema: { $ref: '#/components/schemas/Error' },
+      ...(example ? { example } : {}),
+    },
+  },
+});
+
+const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+
+const exampleFeature = {
+  type: 'Feature',
+  geometry: { type: 'Point', coordinates: [121.0497, 14.6516] },
+  properties: {
+    pkey: 'partner-1',
+    created_at: '2026-11-21T05:05:00.000Z',
+    source: 'partner',
+    status: 'confirmed',
+    url: null,
+    image_url: null,
+    disaster_type: 'flood',
+    report_data: null,
+    tags: { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
+    title: 'Baha sa QMC',
+    text: 'Hanggang tuhod',
+  },
+};
+
+const windowParams = [
+  {
+    name: 'start',
+    in: 'query',
+    required: true,
+    description: 'Start of the window, inclusive: ISO 8601 with a UTC offset. Send `+` as `%2B`.',
+    schema: { type: 'string' },
+    example: '2026-11-21T00:00:00+0800',
+  },
+  {
+    name: 'end',
+    in: 'query',
+    required: true,
+    description: 'End of the window, inclusive; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+    schema: { type: 'string' },
+    example: '2026-11-21T23:59:59+0800',
+  },
+  { name: 'admin', in: 'query', description: 'Only reports tagged with this city code.', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] } },
+  {
+    name: 'bbox',
+    in: 'query',
+    description: 'Only reports inside minLng,minLat,maxLng,maxLat (inclusive).',
+    schema: { type: 'string', pattern: '^-?[\\d.]+,-?[\\d.]+,-?[\\d.]+,-?[\\d.]+$' },
+    example: '121.0,14.6,121.1,14.7',
+  },
+  { name: 'User-Agent', in: 'header', required: true, description: 'Identifies your client.', schema: { type: 'string' } },
+];
+
+const badQuery = error('A query parameter is missing, malformed, unknown or out of range; every problem is listed.', {
+  statusCode: 400,
+  error: 'Bad Request',
+  message: 'The query is invalid; see details for each problem.',
+  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, limit, cursor)' }],
+});
+const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
+const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
+
+export function openApiDocument(serverUrl?: string): Record<string, unknown> {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Flood report archive',
+      version: '1.0.0',
+      description:
+        'Public data service for flood reports in the Philippines: partners post reports, researchers pull the archive by time window, anyone reads the supported cities and their boundaries.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    components: {
+      schemas,
+      securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
+    },
+    paths: {
+      '/feeds/partner': {
+        post: {
+          operationId: 'postPartnerReport',
+          summary: 'Add one flood report from a partner',
+          description: `Accepted durably before the answer: a 2xx means the report is kept. The same post_id is "already exists" ever after; the first version is kept. Bodies up to ${MAX_BODY_BYTES / 1024} KiB.`,
+          security: [{ ApiKey: [] }],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: { $ref: '#/components/schemas/PartnerReport' },
+                example: {
+                  post_id: 1,
+                  created_at: '2026-11-21T13:05:00+08:00',
+                  partner_city: 'Quezon City',
+                  disaster_type: 'flood',
+                  location: { lat: 14.6516, lng: 121.0497 },
+                  title: 'Baha sa QMC',
+                  text: 'Hanggang tuhod',
+                },
+              },
+            },
+          },
+          responses: {
+            '201': {
+              description: 'Created.',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Created' }, example: { post_id: 1, created: true, pkey: 'partner-1' } } },
+            },
+            '200': {
+              description: 'A report with this post_id already exists; nothing changed.',
+              content: {
+                'application/json': {
+                  schema: { $ref: '#/components/schemas/AlreadyExists' },
+                  example: { post_id: 1, created: false, message: 'post_id 1 already exists' },
+                },
+              },
+            },
+            '400': error('The body is not valid JSON or breaks the schema; every problem is listed.', {
+              statusCode: 400,
+              error: 'Bad Request',
+              message: 'The report is invalid; see details for each problem.',
+              details: [{ in: 'body', field: 'location.lat', message: 'must be between -90 and 90' }],
+            }),
+            '401': error('X-Api-Key is missing.'),
+            '403': error('X-Api-Key is not a valid key.'),
+            '413': error('The body is larger than 64 KiB.'),
+            '415': error('The body is not JSON.'),
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/cities': {
+        get: {
+          operationId: 'getCities',
+          summary: 'The supported cities and their boundaries',
+          parameters: [
+            { name: 'format', in: 'query', schema: { type: 'string', enum: ['json'], default: 'json' } },
+            { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
+          ],
+          responses: {
+            '200': {
+              description: 'The cities of the current boundary version; its strong ETag names the version.',
+              headers: { ETag: { schema: { type: 'string' } } },
+              content: {
+                'application/json': {
+                  schema: { oneOf: [{ $ref: '#/components/schemas/CitiesTopoJson' }, { $ref: '#/components/schemas/CitiesGeoJson' }] },
+                },
+              },
+            },
+            '304': { description: 'Not modified (If-None-Match).' },
+            '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/reports/archive': {
+        get: {
+          operationId: 'getArchive',
+          summary: 'Flood reports received within a time window, newest first',
+          description:
+            'Streams the window whatever its length. JSON (GeoJSON or TopoJSON in the {statusCode, result} envelope) by default; csv, ndjson, parquet and arrow for bulk pulls. Closed windows carry a strong ETag. With `limit` the answer is a page and the next one is in the `Link` header.',
+          parameters: [
+            ...windowParams,
+            { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
+            { name: 'format', in: 'query', schema: { type: 'string', enum: [...ARCHIVE_FORMATS], default: 'json' } },
+            { name: 'limit', in: 'query', description: 'Page size (json, csv, ndjson).', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE } },
+            { name: 'cursor', in: 'query', description: 'Opaque; take it from the Link header of the previous page.', schema: { type: 'string' } },
+          ],
+          responses: {
+            '200': {
+              description: 'The reports of the window.',
+              headers: {
+                Link: { description: 'rel="next": the next page, when paging.', schema: { type: 'string' } },
+                ETag: { description: 'On closed windows.', schema: { type: 'string' } },
+              },
+              content: {
+                'application/json': {
+                  schema: { oneOf: [{ $ref: '#/components/schemas/ArchiveTopoJson' }, { $ref: '#/components/schemas/ArchiveGeoJson' }] },
+                  example: { statusCode: 200, result: { type: 'FeatureCollection', features: [exampleFeature] } },
+                },
+                'text/csv': { schema: { type: 'string' } },
+                'application/x-ndjson': { schema: { type: 'string' } },
+                'application/vnd.apache.parquet': { schema: { type: 'string', contentMediaType: 'application/vnd.apache.parquet' } },
+                'application/vnd.apache.arrow.stream': { schema: { type: 'string', contentMediaType: 'application/vnd.apache.arrow.stream' } },
+              },
+            },
+            '304': { description: 'Not modified (If-None-Match, closed windows).' },
+            '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/reports/archive/count': {
+        get: {
+          operationId: 'countArchive',
+          summary: 'How many reports a window holds (size a pull first)',
+          parameters: windowParams,
+          responses: {
+            '200': { description: 'The count.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Count' }, example: { statusCode: 200, result: { count: 6912 } } } } },
+            '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/health': {
+        get: {
+          operationId: 'health',
+          summary: 'Liveness',
+          responses: { '200': { description: 'The process answers.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } } },
+        },
+      },
+      '/ready': {
+        get: {
+          operationId: 'ready',
+          summary: 'Readiness: object store and queue reachable, boundaries loaded',
+          responses: {
+            '200': { description: 'Ready.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } } },
+            '503': unavailable,
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          operationId: 'metrics',
+          summary: 'Prometheus metrics',
+          responses: { '200': { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,71 @@
+// Prometheus metrics (prom-client), one registry per runtime so tests and
+// several runtimes in one process do not share counters.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route (until the last byte is sent)',
+    labelNames: ['route', 'method'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly reports = new Counter({
+    name: 'reports_total',
+    help: 'Partner reports by outcome: accepted, duplicate, rejected',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly queueMessages = new Gauge({
+    name: 'queue_messages',
+    help: 'Messages in the ingest queue, by state (visible, in_flight), as last seen',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly flushDuration = new Histogram({
+    name: 'worker_flush_duration_seconds',
+    help: 'Time to write, store and acknowledge one flush',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly partBytes = new Histogram({
+    name: 'worker_part_bytes',
+    help: 'Size of the Parquet parts the worker writes',
+    buckets: [1e3, 1e4, 1e5, 1e6, 1e7, 1e8],
+    registers: [this.registry],
+  });
+  readonly flushedReports = new Counter({
+    name: 'worker_reports_archived_total',
+    help: 'Reports written to archive parts by the worker',
+    registers: [this.registry],
+  });
+  readonly cacheRequests = new Counter({
+    name: 'part_cache_requests_total',
+    help: 'Archive part cache look-ups by result (hit, miss)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly cacheBytes = new Gauge({
+    name: 'part_cache_bytes',
+    help: 'Bytes held in the local archive part cache',
+    registers: [this.registry],
+  });
+  readonly jobRuns = new Counter({
+    name: 'job_runs_total',
+    help: 'Scheduled job runs by job and result (ok, failed)',
+    labelNames: ['job', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaults?: boolean } = {}) {
+    if (options.defaults) collectDefaultMetrics({ register: this.registry });
+  }
+}
