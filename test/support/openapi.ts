@@ -1,0 +1,30 @@
+// Checks answers against the served OpenAPI document, with Ajv's 2020-12 dialect (OpenAPI 3.1's).
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+
+export class OpenApiChecker {
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
+
+  constructor(private readonly doc: any) {
+    addFormats.default(this.ajv);
+    this.ajv.addSchema(doc, 'doc');
+  }
+
+  /** Throws unless the doc declares this answer and its JSON body fits the declared schema. */
+  check(method: string, path: string, status: number, contentType: string | null, body: unknown): void {
+    const op = this.doc.paths[path]?.[method.toLowerCase()];
+    if (!op) throw new Error(`${method} ${path} is not in the OpenAPI document`);
+    const response = op.responses[String(status)];
+    if (!response) throw new Error(`${method} ${path} → ${status} is not declared`);
+    if (status === 304 || body === undefined) return;
+    const type = (contentType ?? '').split(';')[0]!.trim();
+    if (!response.content?.[type]) throw new Error(`${method} ${path} → ${status} does not declare ${type}`);
+    if (type !== 'application/json') return;
+    const pointer = `doc#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
+    const validate = this.ajv.getSchema(pointer);
+    if (!validate) throw new Error(`no schema at ${pointer}`);
+    if (!validate(body)) {
+      throw new Error(`${method} ${path} → ${status} does not fit the document: ${this.ajv.errorsText(validate.errors)}`);
+    }
+  }
+}
