@@ -6,8 +6,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# The infrastructure code is compiled with the rest but is run from a workstation or CI, never here.
-RUN npm run build && rm -rf dist/infra
+# The infrastructure code and the benchmark are compiled with the rest but never run from the image.
+RUN npm run build && rm -rf dist/infra dist/bench
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production \

@@ -1,10 +1,10 @@
 // createApp: the one Express app every entry point serves.
 import { createHash, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type Express, type Request, type RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { pinoHttp } from 'pino-http';
-import swaggerUi from 'swagger-ui-dist';
 import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { archiveRouter } from './archive.js';
@@ -32,6 +32,8 @@ const ROUTES: Record<string, string> = {
 
 const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, RateLimit, RateLimit-Policy';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
+const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
 export function createApp(rt: Runtime, options: AppOptions): Express {
   const app = express();
@@ -89,7 +91,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
     );
   });
-  app.use('/docs', express.static(swaggerUi.getAbsoluteFSPath(), { index: 'index.html', maxAge: '1h' }));
+  app.use('/docs', express.static(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
 
   for (const [route, allow] of Object.entries(ROUTES)) {
     app.all(route, () => {

@@ -49,8 +49,19 @@ export class Intake {
       received_at: new Date(this.now()).toISOString(),
       report,
     };
-    await this.store.put(pendingKey(source, report.post_id), JSON.stringify({ pkey, received_at: record.received_at }));
-    const created = await this.store.putIfAbsent(keyPath, JSON.stringify(record));
+    // The key's content is staged (durable, invisible) while the marker is written; the key
+    // becomes visible only once the marker is durable, so the order above still holds.
+    // The marker's existence (and age) is all reconciliation reads: it is empty, so it is cheap.
+    const staging = this.store.stageIfAbsent(keyPath, JSON.stringify(record));
+    staging.catch(() => undefined); // handled below; keeps an early failure from counting as unhandled
+    try {
+      await this.store.put(pendingKey(source, report.post_id), '');
+    } catch (err) {
+      await staging.then((s) => s.discard(), () => undefined);
+      throw err;
+    }
+    const staged = await staging;
+    const created = await staged.commit();
     if (!created) return { created: false, pkey };
     await this.queue.send([JSON.stringify(record satisfies QueueEnvelope)]);
     return { created: true, pkey };

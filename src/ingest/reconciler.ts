@@ -29,7 +29,7 @@ export class Reconciler {
       if (batch.length === 0) return;
       await this.queue.send(batch.map((b) => b.body));
       // Rewriting the marker restarts its age, so one outage yields one re-enqueue, not one per run.
-      for (const b of batch) await this.store.put(b.marker, JSON.stringify({ requeued_at: new Date().toISOString() }));
+      for (const b of batch) await this.store.put(b.marker, '');
       result.requeued += batch.length;
       batch = [];
     };

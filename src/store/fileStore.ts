@@ -1,16 +1,40 @@
 // Object store on a local directory: the embedded default. Every write is
 // fsync'd and renamed into place, so a 2xx built on it survives a crash.
 import { randomBytes } from 'node:crypto';
-import { constants as fsc } from 'node:fs';
+import { closeSync, constants as fsc, fsync, linkSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StagedCreate, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
 
+// The ingest hot path writes two tiny files per report. Opening, writing,
+// linking and closing them are page-cache operations of microseconds, done
+// synchronously; only the fsyncs, which wait for the disk, go to the thread
+// pool. Measured here, this doubles accepted reports per second compared
+// with fs/promises FileHandles.
+const fsyncFd = promisify(fsync);
+
+/** Writes (if any), fsyncs and closes a new file. */
+async function writeDurably(file: string, flags: string, body: Buffer | string): Promise<void> {
+  const fd = openSync(file, flags, 0o644);
+  try {
+    const data = typeof body === 'string' ? Buffer.from(body) : body;
+    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+    await fsyncFd(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export class FileObjectStore implements ObjectStore {
   readonly description: string;
+  /** Directories known to exist: saves a mkdir per write on the hot path. */
+  private readonly dirs = new Set<string>();
+  /** Directory fsyncs in flight, so concurrent writers share one (group commit). */
+  private readonly dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
 
   constructor(private readonly root: string) {
     this.description = `file://${root}`;
@@ -50,28 +74,50 @@ export class FileObjectStore implements ObjectStore {
   async put(key: string, body: Buffer | string): Promise<void> {
     const file = this.localPath(key);
     await guard(async () => {
+      if (body.length === 0) {
+        // An empty object cannot be torn by a crash: create it in place, no temp file,
+        // and wait for its inode and its directory entry together.
+        await this.ensureDir(path.dirname(file));
+        await Promise.all([writeDurably(file, 'w', body), this.syncDir(path.dirname(file))]);
+        return;
+      }
       const tmp = await this.writeTemp(file, body);
-      await fs.rename(tmp, file);
-      await fsyncDir(path.dirname(file));
+      renameSync(tmp, file);
+      await this.syncDir(path.dirname(file));
     });
   }
 
   async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
+    return (await this.stageIfAbsent(key, body)).commit();
+  }
+
+  async stageIfAbsent(key: string, body: Buffer | string): Promise<StagedCreate> {
     const file = this.localPath(key);
-    return guard(async () => {
-      const tmp = await this.writeTemp(file, body);
-      try {
-        // link(2) fails with EEXIST atomically: the create-if-absent of a full, fsync'd file.
-        await fs.link(tmp, file);
-      } catch (err) {
-        if (isCode(err, 'EEXIST')) return false;
-        throw err;
-      } finally {
+    const tmp = await guard(() => this.writeTemp(file, body));
+    let done = false;
+    return {
+      commit: () =>
+        guard(async () => {
+          if (done) throw new Error('staged object already committed or discarded');
+          done = true;
+          try {
+            // link(2) fails with EEXIST atomically: the create-if-absent of a full, fsync'd file.
+            linkSync(tmp, file);
+          } catch (err) {
+            if (isCode(err, 'EEXIST')) return false;
+            throw err;
+          } finally {
+            unlinkSync(tmp);
+          }
+          await this.syncDir(path.dirname(file));
+          return true;
+        }),
+      discard: async () => {
+        if (done) return;
+        done = true;
         await fs.rm(tmp, { force: true });
-      }
-      await fsyncDir(path.dirname(file));
-      return true;
-    });
+      },
+    };
   }
 
   async delete(keys: readonly string[]): Promise<void> {
@@ -129,16 +175,41 @@ export class FileObjectStore implements ObjectStore {
     });
   }
 
-  private async writeTemp(file: string, body: Buffer | string): Promise<string> {
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
-    const handle = await fs.open(tmp, 'wx', 0o644);
-    try {
-      await handle.writeFile(body);
-      await handle.sync();
-    } finally {
-      await handle.close();
+  private async ensureDir(dir: string): Promise<void> {
+    if (this.dirs.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true });
+    this.dirs.add(dir);
+  }
+
+  /**
+   * Makes the directory's entries durable. A caller joins the next fsync to
+   * start after its own rename, never one already running (which may predate it).
+   */
+  private syncDir(dir: string): Promise<void> {
+    const state = this.dirSyncs.get(dir);
+    if (!state) {
+      const running = fsyncDir(dir).finally(() => this.afterDirSync(dir));
+      this.dirSyncs.set(dir, { running });
+      return running;
     }
+    state.next ??= state.running.catch(() => undefined).then(() => fsyncDir(dir));
+    return state.next;
+  }
+
+  private afterDirSync(dir: string): void {
+    const state = this.dirSyncs.get(dir);
+    if (!state?.next) {
+      this.dirSyncs.delete(dir);
+      return;
+    }
+    const running = state.next.finally(() => this.afterDirSync(dir));
+    this.dirSyncs.set(dir, { running });
+  }
+
+  private async writeTemp(file: string, body: Buffer | string): Promise<string> {
+    await this.ensureDir(path.dirname(file));
+    const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
+    await writeDurably(tmp, 'wx', body);
     return tmp;
   }
 }
@@ -148,11 +219,11 @@ function etagOf(stat: { mtimeMs: number; size: number; ino: number }): string {
 }
 
 async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
+  const fd = openSync(dir, 'r');
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

@@ -19,6 +19,13 @@ export interface ListOptions {
   startAfter?: string;
 }
 
+export interface StagedCreate {
+  /** Makes the staged object visible if the key is still free; false when it already existed. */
+  commit(): Promise<boolean>;
+  /** Drops the staged content without creating anything. */
+  discard(): Promise<void>;
+}
+
 export interface ObjectStore {
   /** Human-readable location, for logs. */
   readonly description: string;
@@ -28,6 +35,12 @@ export interface ObjectStore {
   put(key: string, body: Buffer | string): Promise<void>;
   /** Creates the object only if the key is free; false when it already existed. */
   putIfAbsent(key: string, body: Buffer | string): Promise<boolean>;
+  /**
+   * putIfAbsent in two steps: stage the content (durable, not yet visible),
+   * then commit it. Lets a caller overlap the staging with other writes while
+   * still making the object visible only after them.
+   */
+  stageIfAbsent(key: string, body: Buffer | string): Promise<StagedCreate>;
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;

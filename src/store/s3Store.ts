@@ -14,7 +14,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StagedCreate, type StoredObject } from './objectStore.js';
 
 export interface S3Location {
   bucket: string;
@@ -92,6 +92,12 @@ export class S3ObjectStore implements ObjectStore {
       if (status === 412 || status === 409) return false;
       throw unavailable(err);
     }
+  }
+
+  /** Nothing to stage on S3: the conditional PUT is atomic; commit performs it. */
+  async stageIfAbsent(key: string, body: Buffer | string): Promise<StagedCreate> {
+    this.full(key);
+    return { commit: () => this.putIfAbsent(key, body), discard: async () => undefined };
   }
 
   async delete(keys: readonly string[]): Promise<void> {

@@ -61,6 +61,21 @@ describe.each(adapters)('object store contract: $name', ({ make }) => {
     expect((await store.get('k/1.json'))?.body.toString()).toBe('first');
   });
 
+  it('stages a create: invisible until committed, then created only if still absent', async () => {
+    const store = await make();
+    const staged = await store.stageIfAbsent('s/1.json', 'staged');
+    expect(await store.head('s/1.json')).toBeUndefined();
+    expect(await staged.commit()).toBe(true);
+    expect((await store.get('s/1.json'))?.body.toString()).toBe('staged');
+    const late = await store.stageIfAbsent('s/1.json', 'late');
+    expect(await late.commit()).toBe(false);
+    expect((await store.get('s/1.json'))?.body.toString()).toBe('staged');
+    const dropped = await store.stageIfAbsent('s/2.json', 'dropped');
+    await dropped.discard();
+    expect(await store.head('s/2.json')).toBeUndefined();
+    expect(await collect(store.list({ prefix: 's/' }))).toEqual(['s/1.json']);
+  });
+
   it('lists in key order, within the prefix, after startAfter', async () => {
     const store = await make();
     const keys = [

@@ -1,0 +1,329 @@
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --quick]
+// Builds a synthetic archive, serves it with the real entry point, and
+// measures over HTTP: archive latency per window and format, bulk throughput
+// and the server's peak RSS, count latency, ingest throughput with durable
+// acceptance, freshness (POST → visible), storage bytes per report.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { APPROXIMATE_OUTLINES } from '../src/boundaries/approximateOutlines.js';
+import { BoundaryRepository } from '../src/boundaries/repository.js';
+import type { BoundarySet } from '../src/boundaries/types.js';
+import { mapLimit } from '../src/ops/concurrency.js';
+import { FileObjectStore } from '../src/store/fileStore.js';
+import { buildSyntheticArchive } from './synthetic.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..'); // dist/bench → project root
+const CLI = path.join(root, 'dist', 'src', 'cli.js');
+const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
+
+const { values: args } = parseArgs({
+  options: {
+    reports: { type: 'string', default: '2500000' },
+    days: { type: 'string', default: '365' },
+    ingest: { type: 'string', default: '20000' },
+    s3: { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+  },
+});
+const QUICK = args.quick === true;
+const REPORTS = QUICK ? 50_000 : Number(args.reports);
+const DAYS = QUICK ? 30 : Number(args.days);
+const INGEST = QUICK ? 2_000 : Number(args.ingest);
+const START_MS = Date.UTC(2025, 0, 1);
+const END_MS = START_MS + DAYS * 86_400_000 - 1;
+const API_KEY = randomBytes(18).toString('base64url');
+
+interface Row {
+  [k: string]: string | number;
+}
+const results: { scenario: string; rows: Row[] }[] = [];
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function loadBoundaries(): Promise<BoundarySet> {
+  if (!fs.existsSync(path.join(SHARED_PH, 'local-areas.geojson'))) {
+    log(`PSA/NAMRIA boundaries not found at ${SHARED_PH}: points are drawn inside the approximate outlines instead`);
+    return APPROXIMATE_OUTLINES;
+  }
+  const read = async (f: string) => JSON.parse(await fsp.readFile(path.join(SHARED_PH, f), 'utf8'));
+  return { label: 'PSA/NAMRIA 2023 (benchmark)', cities: await read('cities.geojson'), localAreas: await read('local-areas.geojson') };
+}
+
+interface Server {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+async function startServer(role: string, env: Record<string, string>): Promise<Server> {
+  const child: ChildProcess = spawn(process.execPath, [CLI, role], {
+    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: API_KEY, AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Peak RSS of a process since the last reset, in MB (Linux). */
+function peakRssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+function resetPeakRss(pid: number): void {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    // Not permitted here: the peak then covers the whole run so far.
+  }
+}
+
+async function timedGet(url: string): Promise<{ ms: number; bytes: number; status: number }> {
+  const t0 = performance.now();
+  const res = await fetch(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': 'identity' } });
+  let bytes = 0;
+  for await (const chunk of res.body!) bytes += (chunk as Uint8Array).byteLength;
+  return { ms: performance.now() - t0, bytes, status: res.status };
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + '%2B0000';
+
+async function archiveScenarios(server: Server, label: string): Promise<void> {
+  const windows: [string, number, number][] = [
+    ['1 day', 86_400_000, QUICK ? 5 : 10],
+    ['1 week', 7 * 86_400_000, QUICK ? 5 : 10],
+    ['1 month', 30 * 86_400_000, QUICK ? 3 : 5],
+    [`${DAYS} days`, DAYS * 86_400_000, QUICK ? 2 : 3],
+  ];
+  const rows: Row[] = [];
+  const countRows: Row[] = [];
+  for (const [name, span, iterations] of windows) {
+    // Windows end in the storm season, where the archive is busiest.
+    const end = Math.min(END_MS, START_MS + Math.floor(DAYS * 0.8) * 86_400_000 + span / 2);
+    const start = Math.max(START_MS, end - span + 1);
+    const q = `start=${iso(start)}&end=${iso(end)}`;
+    const countTimes: number[] = [];
+    let count = 0;
+    for (let i = 0; i < iterations; i++) {
+      const t0 = performance.now();
+      const res = await fetch(`${server.url}/reports/archive/count?${q}`, { headers: { 'User-Agent': 'flood-bench/1.0' } });
+      count = ((await res.json()) as { result: { count: number } }).result.count;
+      countTimes.push(performance.now() - t0);
+    }
+    countRows.push({ window: name, reports: count, 'p50 ms': Math.round(pct(countTimes, 50)), 'p95 ms': Math.round(pct(countTimes, 95)) });
+    for (const format of ['geojson', 'topojson', 'parquet'] as const) {
+      const param = format === 'parquet' ? 'format=parquet' : `geoformat=${format}`;
+      const times: number[] = [];
+      let bytes = 0;
+      resetPeakRss(server.pid);
+      for (let i = 0; i < iterations; i++) {
+        const r = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
+        if (r.status !== 200) throw new Error(`${name} ${format}: HTTP ${r.status}`);
+        times.push(r.ms);
+        bytes = r.bytes;
+      }
+      const p50 = pct(times, 50);
+      rows.push({
+        window: name,
+        format,
+        reports: count,
+        'p50 ms': Math.round(p50),
+        'p95 ms': Math.round(pct(times, 95)),
+        'features/s': Math.round(count / (p50 / 1000)),
+        'MB/s': Math.round((bytes / 1e6 / (p50 / 1000)) * 10) / 10,
+        'MB': Math.round((bytes / 1e6) * 10) / 10,
+        'peak RSS MB': Math.round(peakRssMb(server.pid)),
+      });
+      log(`${label} ${name} ${format}: p50 ${Math.round(p50)} ms, ${count} reports, ${Math.round(bytes / 1e6)} MB`);
+    }
+  }
+  results.push({ scenario: `archive (${label})`, rows });
+  results.push({ scenario: `count (${label})`, rows: countRows });
+}
+
+async function ingestScenario(): Promise<void> {
+  const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-ingest-'));
+  const flush = 5;
+  const server = await startServer('all', { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000' });
+  const base = Date.UTC(2026, 10, 20, 0, 0, 0);
+  const latencies: number[] = [];
+  const freshness: number[] = [];
+  const watchers: Promise<void>[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= INGEST) return;
+      const createdMs = base + i * 10;
+      const body = JSON.stringify({
+        post_id: 1_000_000 + i,
+        created_at: new Date(createdMs).toISOString(),
+        partner_city: 'Quezon City',
+        disaster_type: 'flood',
+        location: { lat: 14.6516, lng: 121.0497 },
+        title: 'Baha sa kalsada',
+        text: 'Hanggang tuhod ang tubig.',
+      });
+      const s = performance.now();
+      const res = await fetch(`${server.url}/feeds/partner`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY }, body });
+      await res.arrayBuffer();
+      if (res.status !== 201) throw new Error(`POST answered ${res.status}`);
+      const accepted = performance.now();
+      latencies.push(accepted - s);
+      if (i % Math.max(1, Math.floor(INGEST / 40)) === 0) watchers.push(watch(server.url, createdMs, accepted, freshness));
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.all(watchers);
+  await server.stop();
+  results.push({
+    scenario: 'ingest (embedded, durable acceptance, concurrency 16)',
+    rows: [
+      {
+        reports: INGEST,
+        'accepted/s': Math.round(INGEST / seconds),
+        'p50 ms': Math.round(pct(latencies, 50) * 10) / 10,
+        'p99 ms': Math.round(pct(latencies, 99) * 10) / 10,
+        'flush interval s': flush,
+        'freshness p50 s': Math.round(pct(freshness, 50) / 100) / 10,
+        'freshness p95 s': Math.round(pct(freshness, 95) / 100) / 10,
+      },
+    ],
+  });
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}
+
+/** Polls until the report created at `createdMs` is in the archive; records the delay since its 201. */
+async function watch(url: string, createdMs: number, acceptedAt: number, out: number[]): Promise<void> {
+  const q = `start=${new Date(createdMs).toISOString().replace('Z', '%2B0000')}&end=${new Date(createdMs).toISOString().replace('Z', '%2B0000')}`;
+  for (;;) {
+    const res = await fetch(`${url}/reports/archive/count?${q}`, { headers: { 'User-Agent': 'flood-bench/1.0' } });
+    const body = (await res.json()) as { result?: { count: number } };
+    if (body.result?.count === 1) {
+      out.push(performance.now() - acceptedAt);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function uploadToS3(storeDir: string, endpoint: string, bucket: string): Promise<number> {
+  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  const files: string[] = [];
+  const walk = async (dir: string) => {
+    for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) await walk(full);
+      else files.push(full);
+    }
+  };
+  await walk(storeDir);
+  await mapLimit(files, 16, async (file) => {
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: path.relative(storeDir, file).split(path.sep).join('/'), Body: await fsp.readFile(file) }));
+  });
+  return files.length;
+}
+
+function printTable(title: string, rows: Row[]): void {
+  if (rows.length === 0) return;
+  const cols = Object.keys(rows[0]!);
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
+  process.stdout.write(`\n${title}\n${line(cols)}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n`);
+  for (const r of rows) process.stdout.write(`${line(cols.map((c) => String(r[c])))}\n`);
+}
+
+async function main(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-'));
+  const dataDir = path.join(dir, 'data');
+  const storeDir = path.join(dataDir, 'store');
+  await fsp.mkdir(storeDir, { recursive: true });
+  const boundaries = await loadBoundaries();
+  const repo = new BoundaryRepository(new FileObjectStore(storeDir), 0);
+  const { version } = await repo.publish(boundaries);
+
+  log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days …`);
+  let t = performance.now();
+  const built = await buildSyntheticArchive({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries, boundaryVersion: version });
+  const buildSeconds = (performance.now() - t) / 1000;
+  results.push({
+    scenario: 'synthetic archive',
+    rows: [{ reports: REPORTS, days: DAYS, parts: built.parts, 'MB': Math.round(built.bytes / 1e5) / 10, 'bytes/report': Math.round((built.bytes / REPORTS) * 10) / 10, 'build s': Math.round(buildSeconds) }],
+  });
+
+  const embedded = await startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
+  await archiveScenarios(embedded, 'embedded');
+  await embedded.stop();
+
+  if (args.s3) {
+    const { startFauxqs } = await import('fauxqs');
+    const emulator = await startFauxqs({ port: 0, logger: false });
+    t = performance.now();
+    const uploaded = await uploadToS3(storeDir, emulator.address, 'flood-bench');
+    log(`uploaded ${uploaded} objects to the emulator in ${Math.round((performance.now() - t) / 1000)} s`);
+    const s3Data = path.join(dir, 's3-data');
+    const server = await startServer('serve', {
+      DATA_DIR: s3Data,
+      STORAGE_URL: 's3://flood-bench/',
+      QUEUE_URL: `http://sqs.us-east-1.localhost:${emulator.port}/000000000000/flood-bench`,
+      AWS_ENDPOINT_URL: emulator.address,
+      AWS_ACCESS_KEY_ID: 'bench',
+      AWS_SECRET_ACCESS_KEY: 'bench',
+      RATE_LIMIT_READ_PER_MINUTE: '100000000',
+    });
+    await archiveScenarios(server, 's3 via emulator, part cache warm after the first run');
+    await server.stop();
+    await emulator.stop();
+  }
+
+  await ingestScenario();
+
+  for (const r of results) printTable(r.scenario, r.rows);
+  const outDir = path.join(root, 'bench', 'results');
+  await fsp.mkdir(outDir, { recursive: true });
+  const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await fsp.writeFile(
+    file,
+    JSON.stringify({ at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, options: { REPORTS, DAYS, INGEST, s3: args.s3 }, results }, null, 2),
+  );
+  process.stdout.write(`\nfigures written to ${path.relative(root, file)}\n`);
+  await fsp.rm(dir, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
