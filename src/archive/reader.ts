@@ -53,26 +53,16 @@ export interface FeatureBatch {
   keys: { createdMs: number; pkey: string }[] | undefined;
 }
 
+/** Days queried ahead of the one being sent. */
+const READ_AHEAD = 3;
+
 const str = (col: string) => `coalesce(to_json(${col})::VARCHAR, 'null')`;
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
-/** SPEC 2.3 properties in their published order. */
-const PROPERTIES_JSON = `concat(
-  '{"pkey":', ${str('pkey')},
-  ',"created_at":"', ${ISO_MS},
-  '","source":', ${str('source')},
-  ',"status":', ${str('status')},
-  ',"url":', ${str('url')},
-  ',"image_url":', ${str('image_url')},
-  ',"disaster_type":', ${str('disaster_type')},
-  ',"report_data":', coalesce(report_data::VARCHAR, 'null'),
-  ',"tags":{"instance_region_code":', ${str('instance_region_code')},
-  ',"local_area_id":', ${str('local_area_id')},
-  '},"title":', ${str('title')},
-  ',"text":', ${str('text')},
-  '}')`;
-
-const COORDS = `concat('[', to_json(lng)::VARCHAR, ',', to_json(lat)::VARCHAR, ']')`;
+/** SPEC 2.3 properties in their published order, as a DuckDB struct (to_json keeps the order). */
+const PROPERTIES = `{'pkey': pkey, 'created_at': ${ISO_MS}, 'source': source, 'status': status, 'url': url,
+  'image_url': image_url, 'disaster_type': disaster_type, 'report_data': report_data,
+  'tags': {'instance_region_code': instance_region_code, 'local_area_id': local_area_id}, 'title': title, 'text': text}`;
 
 const csv = (col: string) => `coalesce('"' || replace(${col}::VARCHAR, '"', '""') || '"', '')`;
 
@@ -83,9 +73,10 @@ const ITEM_SQL: Record<FeatureShape, string> = {
   csv: `concat_ws(',', ${csv('pkey')}, ${ISO_MS}, ${csv('source')}, ${csv('status')},
     ${csv('url')}, ${csv('image_url')}, ${csv('disaster_type')}, ${csv('report_data')}, ${csv('instance_region_code')},
     ${csv('local_area_id')}, ${csv('title')}, ${csv('text')}, to_json(lng)::VARCHAR, to_json(lat)::VARCHAR)`,
-  geojson: `concat('{"type":"Feature","geometry":{"type":"Point","coordinates":', ${COORDS}, '},"properties":', ${PROPERTIES_JSON}, '}')`,
+  // DuckDB serialises the whole struct in one call: cheaper than concatenating pieces.
+  geojson: `to_json({'type': 'Feature', 'geometry': {'type': 'Point', 'coordinates': [lng, lat]}, 'properties': ${PROPERTIES}})::VARCHAR`,
   // What topojson-server makes of a Point feature: {type, coordinates, properties}.
-  topojson: `concat('{"type":"Point","coordinates":', ${COORDS}, ',"properties":', ${PROPERTIES_JSON}, '}')`,
+  topojson: `to_json({'type': 'Point', 'coordinates': [lng, lat], 'properties': ${PROPERTIES}})::VARCHAR`,
 };
 
 /** The archive columns researchers get in bulk formats. */
@@ -177,21 +168,37 @@ export class ArchiveReader {
     return days;
   }
 
-  /** Serialized reports, newest first, one batch per UTC day (the page's limit respected). */
-  async *batches(query: ArchiveQuery, shape: FeatureShape, days?: HourParts[][]): AsyncIterable<FeatureBatch> {
+  /**
+   * Serialized reports, newest first, one batch per UTC day (the page's limit respected).
+   * Whole windows come as one joined string per day (`separator` between items), built by
+   * DuckDB, while the next day is already being queried; pages come item by item, with keys.
+   */
+  async *batches(query: ArchiveQuery, shape: FeatureShape, days?: HourParts[][], separator = ','): AsyncIterable<FeatureBatch> {
     const plan = days ?? (await this.plan(query));
-    let remaining = query.limit ?? Infinity;
-    // Fetch one day ahead while DuckDB reads the current one.
-    let next = plan[0] ? this.files(plan[0]) : undefined;
+    if (query.limit === undefined) {
+      const run = (i: number) => this.files(plan[i]!).then((files) => this.queryDayJoined(files, query, shape, separator));
+      // A few days in flight at once: each day is a small query, and DuckDB's threads
+      // (and the file fetches) stay busy only when several overlap. Memory: at most
+      // READ_AHEAD days of text.
+      const inFlight: Promise<FeatureBatch>[] = [];
+      for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
+      try {
+        for (let i = 0; i < plan.length; i++) {
+          const batch = await inFlight.shift()!;
+          if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
+          yield batch;
+        }
+      } finally {
+        for (const p of inFlight) p.catch(() => undefined);
+      }
+      return;
+    }
+    let remaining = query.limit;
     for (let i = 0; i < plan.length && remaining > 0; i++) {
-      const files = await next!;
-      next = plan[i + 1] ? this.files(plan[i + 1]!) : undefined;
-      const batch = await this.queryDay(files, query, shape, remaining);
+      const batch = await this.queryDay(await this.files(plan[i]!), query, shape, remaining);
       remaining -= batch.items.length;
       yield batch;
     }
-    // Let a prefetch that is no longer needed settle, so its errors are not unhandled.
-    await next?.catch(() => undefined);
   }
 
   /** How many reports the window holds (the same filters as the answer). */
@@ -252,6 +259,20 @@ export class ArchiveReader {
     return Promise.all(day.flatMap((h) => h.parts).map((p) => this.cache.localFile(p)));
   }
 
+  /** One day as one string: DuckDB builds and joins the items, JS only passes it on. */
+  private async queryDayJoined(files: string[], query: ArchiveQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
+    const bound = filteredRows(files, query);
+    const sql = `SELECT string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC) AS items,
+        min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat
+      FROM ${bound.sql}`;
+    return this.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(sql, bound.values, bound.types);
+      const row = reader.getRowsJS()[0] as [string | null, number | null, number | null, number | null, number | null] | undefined;
+      if (!row || row[0] === null) return { items: [], bbox: undefined, keys: undefined };
+      return { items: [row[0]], bbox: [row[1]!, row[2]!, row[3]!, row[4]!], keys: undefined };
+    });
+  }
+
   private async queryDay(files: string[], query: ArchiveQuery, shape: FeatureShape, limit: number): Promise<FeatureBatch> {
     const bound = filteredRows(files, query);
     const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
@@ -305,9 +326,14 @@ export function shapeOf(format: TextFormat): FeatureShape {
   return SHAPE_OF[format];
 }
 
+/** What goes between two items of a format. */
+export function separatorOf(format: TextFormat): string {
+  return format === 'ndjson' || format === 'csv' ? '\n' : ',';
+}
+
 /** The archive answer as text, one piece at a time; geojson and topojson come in the {statusCode, result} envelope. */
 export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat): AsyncIterable<string> {
-  const sep = format === 'ndjson' || format === 'csv' ? '\n' : ',';
+  const sep = separatorOf(format);
   if (format === 'geojson') yield '{"statusCode":200,"result":{"type":"FeatureCollection","features":[';
   else if (format === 'featurecollection') yield '{"type":"FeatureCollection","features":[';
   else if (format === 'topojson') yield '{"statusCode":200,"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';

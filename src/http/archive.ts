@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import { arrowStream } from '../archive/arrow.js';
 import type { HourParts } from '../archive/parts.js';
-import { renderArchive, shapeOf, type ArchiveQuery, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
+import { renderArchive, separatorOf, shapeOf, type ArchiveQuery, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
 import type { ErrorDetail } from '../errors.js';
 import { parseOffsetDateTime } from '../reports/partnerReport.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
@@ -84,7 +84,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const text: TextFormat = format === 'json' ? request.geoformat : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await send(Readable.from(renderArchive(deps.archive.batches(query, shape, days), text)), encoding, res);
+      await send(Readable.from(renderArchive(deps.archive.batches(query, shape, days, separatorOf(text)), text)), encoding, res);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.

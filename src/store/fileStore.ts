@@ -148,14 +148,24 @@ export class FileObjectStore implements ObjectStore {
       .filter((e) => !e.name.includes(TMP_MARK))
       .map((e) => ({ entry: e, key: dirKey + e.name + (e.isDirectory() ? '/' : '') }))
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // The files of a folder are stat'ed together; folders are walked in order.
+    const infos = new Map(
+      (
+        await Promise.all(
+          named
+            .filter(({ entry, key }) => entry.isFile() && key > startAfter && key.startsWith(prefix))
+            .map(({ key }) => this.head(key)),
+        )
+      ).flatMap((info) => (info ? [[info.key, info] as const] : [])),
+    );
     for (const { entry, key } of named) {
       if (entry.isDirectory()) {
         // Skip subtrees entirely before startAfter, or outside the prefix.
         if (key < startAfter && !startAfter.startsWith(key)) continue;
         if (!key.startsWith(prefix) && !prefix.startsWith(key)) continue;
         yield* this.walk(key, prefix, startAfter);
-      } else if (entry.isFile() && key > startAfter && key.startsWith(prefix)) {
-        const info = await this.head(key);
+      } else {
+        const info = infos.get(key);
         if (info) yield info;
       }
     }
