@@ -56,7 +56,6 @@ export interface FeatureBatch {
 /** Days queried ahead of the one being sent. */
 const READ_AHEAD = 3;
 
-const str = (col: string) => `coalesce(to_json(${col})::VARCHAR, 'null')`;
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
 /** SPEC 2.3 properties in their published order, as a DuckDB struct (to_json keeps the order). */
