@@ -119,14 +119,18 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
     hourAppender.closeSync();
     const titles = `[${TITLES.map((t) => `'${t.replace(/'/g, "''")}'`).join(', ')}]`;
     const texts = `[${TEXTS.map((t) => `'${t.replace(/'/g, "''")}'`).join(', ')}]`;
-    const outDir = path.join(work, 'out');
-    // One row per report; the hour's reports spread over its seconds; ids in time order.
-    await conn.run(`
+    // A month of hours per COPY keeps DuckDB's memory bounded whatever the archive size.
+    const chunkHours = 31 * 24;
+    await fs.mkdir(path.join(work, 'out'), { recursive: true });
+    for (let h0 = 0, offset = 0; h0 < counts.length; h0 += chunkHours) {
+      const h1 = Math.min(counts.length, h0 + chunkHours);
+      const outDir = path.join(work, 'out', String(h0));
+      await conn.run(`
       COPY (
         WITH rows AS (
-          SELECT h, unnest(range(n)) AS k FROM hours WHERE n > 0
+          SELECT h, unnest(range(n)) AS k FROM hours WHERE n > 0 AND h >= ${h0} AND h < ${h1}
         ), numbered AS (
-          SELECT h, k, row_number() OVER (ORDER BY h, k) AS id FROM rows
+          SELECT h, k, ${offset} + row_number() OVER (ORDER BY h, k) AS id FROM rows
         ), timed AS (
           SELECT id, to_timestamp(${options.startMs / 1000} + h * 3600 + (hash(id) % 3600000) / 1000.0) AS created_at,
                  (hash(id * 7919) % ${pool.length})::INTEGER AS p
@@ -148,6 +152,8 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
         FROM timed JOIN pool ON pool.i = timed.p
         ORDER BY created_at, pkey
       ) TO '${outDir}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (year, month, day, hour), OVERWRITE_OR_IGNORE true)`);
+      offset += counts.slice(h0, h1).reduce((a, b) => a + b, 0);
+    }
   } finally {
     conn.closeSync();
     db.closeSync();
@@ -168,7 +174,7 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
       }
     }
   };
-  await walk(path.join(work, 'out'), []);
+  for (const chunk of await fs.readdir(path.join(work, 'out'))) await walk(path.join(work, 'out', chunk), []);
   for await (const file of walkFiles(target)) bytes += (await fs.stat(file)).size;
   await fs.rm(work, { recursive: true, force: true });
   return { parts, bytes };

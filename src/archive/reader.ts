@@ -13,6 +13,8 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { sqlString, type DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { PartCache } from './partCache.js';
@@ -218,24 +220,45 @@ export class ArchiveReader {
 
   /**
    * Writes the window as one Parquet file (archive columns, newest first).
-   * DuckDB streams it and spills to its temp directory, so memory stays bounded.
+   * A week at a time is de-duplicated and sorted into a chunk file; the chunks
+   * are then concatenated in order by one streaming COPY, so memory stays
+   * bounded however long the window (one query over a year runs out of it).
    */
   async writeParquet(query: ArchiveQuery, out: string): Promise<void> {
-    const files = (await Promise.all((await this.plan(query)).map((d) => this.files(d)))).flat();
-    await this.db.withConnection(async (conn) => {
-      if (files.length === 0) {
-        await conn.run(`CREATE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
-        await conn.run(`COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM "empty") TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
-        return;
+    const days = await this.plan(query);
+    const chunkDir = `${out}.chunks`;
+    await fs.mkdir(chunkDir, { recursive: true });
+    try {
+      const chunks: string[] = [];
+      for (let i = 0; i < days.length; i += 7) {
+        const files = (await Promise.all(days.slice(i, i + 7).map((d) => this.files(d)))).flat();
+        const chunk = path.join(chunkDir, `${String(chunks.length).padStart(5, '0')}.parquet`);
+        const bound = filteredRows(files, query);
+        await this.db.withConnection((conn) =>
+          conn.run(
+            `COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC)
+             TO ${sqlString(chunk)} (FORMAT parquet, COMPRESSION zstd)`,
+            bound.values,
+            bound.types,
+          ),
+        );
+        chunks.push(chunk);
       }
-      const bound = filteredRows(files, query);
-      await conn.run(
-        `COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC)
-         TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
-        bound.values,
-        bound.types,
-      );
-    });
+      await this.db.withConnection(async (conn) => {
+        if (chunks.length === 0) {
+          await conn.run(`CREATE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
+          await conn.run(`COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM "empty") TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
+          return;
+        }
+        // preserve_insertion_order (DuckDB's default) keeps the chunks' order and their rows' order.
+        await conn.run('SET preserve_insertion_order = true');
+        await conn.run(
+          `COPY (SELECT * FROM read_parquet([${chunks.map(sqlString).join(', ')}])) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+        );
+      });
+    } finally {
+      await fs.rm(chunkDir, { recursive: true, force: true });
+    }
   }
 
   /** Typed columns of the window, one UTC day at a time, newest first (for Arrow). */
