@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -196,9 +197,8 @@ async function ingestScenario(): Promise<void> {
         text: 'Hanggang tuhod ang tubig.',
       });
       const s = performance.now();
-      const res = await fetch(`${server.url}/feeds/partner`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY }, body });
-      await res.arrayBuffer();
-      if (res.status !== 201) throw new Error(`POST answered ${res.status}`);
+      const status = await post(`${server.url}/feeds/partner`, body);
+      if (status !== 201) throw new Error(`POST answered ${status}`);
       const accepted = performance.now();
       latencies.push(accepted - s);
       if (i % Math.max(1, Math.floor(INGEST / 40)) === 0) watchers.push(watch(server.url, createdMs, accepted, freshness));
@@ -225,6 +225,19 @@ async function ingestScenario(): Promise<void> {
   await fsp.rm(dataDir, { recursive: true, force: true });
 }
 
+/** A POST on a keep-alive connection (lighter on the shared CPU than fetch). */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+function post(url: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY, 'Content-Length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /** Polls until the report created at `createdMs` is in the archive; records the delay since its 201. */
 async function watch(url: string, createdMs: number, acceptedAt: number, out: number[]): Promise<void> {
   const q = `start=${new Date(createdMs).toISOString().replace('Z', '%2B0000')}&end=${new Date(createdMs).toISOString().replace('Z', '%2B0000')}`;
@@ -235,7 +248,7 @@ async function watch(url: string, createdMs: number, acceptedAt: number, out: nu
       out.push(performance.now() - acceptedAt);
       return;
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 

@@ -56,7 +56,9 @@ export interface FeatureBatch {
 }
 
 /** Days queried ahead of the one being sent. */
-const READ_AHEAD = 3;
+const READ_AHEAD = 2;
+/** Days sorted together into one chunk of a Parquet pull. */
+const PARQUET_CHUNK_DAYS = 31;
 
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
@@ -220,9 +222,10 @@ export class ArchiveReader {
 
   /**
    * Writes the window as one Parquet file (archive columns, newest first).
-   * A week at a time is de-duplicated and sorted into a chunk file; the chunks
+   * A month at a time is de-duplicated and sorted into a chunk file; the chunks
    * are then concatenated in order by one streaming COPY, so memory stays
    * bounded however long the window (one query over a year runs out of it).
+   * A window of one chunk is written directly.
    */
   async writeParquet(query: ArchiveQuery, out: string): Promise<void> {
     const days = await this.plan(query);
@@ -230,9 +233,10 @@ export class ArchiveReader {
     await fs.mkdir(chunkDir, { recursive: true });
     try {
       const chunks: string[] = [];
-      for (let i = 0; i < days.length; i += 7) {
-        const files = (await Promise.all(days.slice(i, i + 7).map((d) => this.files(d)))).flat();
-        const chunk = path.join(chunkDir, `${String(chunks.length).padStart(5, '0')}.parquet`);
+      for (let i = 0; i < days.length; i += PARQUET_CHUNK_DAYS) {
+        const files = (await Promise.all(days.slice(i, i + PARQUET_CHUNK_DAYS).map((d) => this.files(d)))).flat();
+        const single = i === 0 && days.length <= PARQUET_CHUNK_DAYS;
+        const chunk = single ? out : path.join(chunkDir, `${String(chunks.length).padStart(5, '0')}.parquet`);
         const bound = filteredRows(files, query);
         await this.db.withConnection((conn) =>
           conn.run(
@@ -242,6 +246,7 @@ export class ArchiveReader {
             bound.types,
           ),
         );
+        if (single) return;
         chunks.push(chunk);
       }
       await this.db.withConnection(async (conn) => {

@@ -30,6 +30,33 @@ const errorSchema = {
 } as const;
 
 const nullableString = { type: ['string', 'null'] } as const;
+
+/** The {statusCode: 200, result} envelope of every GET answer. */
+const envelope = (result: object) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['statusCode', 'result'],
+  properties: { statusCode: { const: 200 }, result },
+});
+
+/** A FeatureCollection whose features have this geometry and these properties. */
+const featureCollection = (geometry: object, properties: object) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'features'],
+  properties: {
+    type: { const: 'FeatureCollection' },
+    features: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'geometry', 'properties'],
+        properties: { type: { const: 'Feature' }, geometry, properties },
+      },
+    },
+  },
+});
 const position = { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } } as const;
 
 const reportProperties = {
@@ -75,40 +102,12 @@ const schemas = {
   },
   Error: errorSchema,
   ReportProperties: reportProperties,
-  ArchiveGeoJson: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['statusCode', 'result'],
-    properties: {
-      statusCode: { const: 200 },
-      result: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['type', 'features'],
-        properties: {
-          type: { const: 'FeatureCollection' },
-          features: {
-            type: 'array',
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['type', 'geometry', 'properties'],
-              properties: {
-                type: { const: 'Feature' },
-                geometry: {
-                  type: 'object',
-                  additionalProperties: false,
-                  required: ['type', 'coordinates'],
-                  properties: { type: { const: 'Point' }, coordinates: position },
-                },
-                properties: { $ref: '#/components/schemas/ReportProperties' },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
+  ArchiveGeoJson: envelope(
+    featureCollection(
+      { type: 'object', additionalProperties: false, required: ['type', 'coordinates'], properties: { type: { const: 'Point' }, coordinates: position } },
+      { $ref: '#/components/schemas/ReportProperties' },
+    ),
+  ),
   ArchiveTopoJson: {
     type: 'object',
     additionalProperties: false,
@@ -155,51 +154,13 @@ const schemas = {
       },
     },
   },
-  Count: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['statusCode', 'result'],
-    properties: {
-      statusCode: { const: 200 },
-      result: { type: 'object', additionalProperties: false, required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } },
-    },
-  },
-  CitiesGeoJson: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['statusCode', 'result'],
-    properties: {
-      statusCode: { const: 200 },
-      result: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['type', 'features'],
-        properties: {
-          type: { const: 'FeatureCollection' },
-          features: {
-            type: 'array',
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['type', 'geometry', 'properties'],
-              properties: {
-                type: { const: 'Feature' },
-                geometry: {
-                  type: 'object',
-                  required: ['type', 'coordinates'],
-                  properties: {
-                    type: { enum: ['Polygon', 'MultiPolygon'] },
-                    coordinates: { type: 'array' },
-                  },
-                },
-                properties: { $ref: '#/components/schemas/CityProperties' },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
+  Count: envelope({ type: 'object', additionalProperties: false, required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } }),
+  CitiesGeoJson: envelope(
+    featureCollection(
+      { type: 'object', required: ['type', 'coordinates'], properties: { type: { enum: ['Polygon', 'MultiPolygon'] }, coordinates: { type: 'array' } } },
+      { $ref: '#/components/schemas/CityProperties' },
+    ),
+  ),
   CitiesTopoJson: {
     type: 'object',
     additionalProperties: false,
