@@ -20,6 +20,13 @@ export class DuckDb {
       // Extensions cannot be fetched in locked-down deployments; the ones we use are built in.
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
+      // Parts are local files (the store's, or the part cache's): the OS page cache already
+      // holds them, so DuckDB's own copy would only add resident memory.
+      enable_external_file_cache: 'false',
+      // Hand freed memory back to the OS promptly: the server's RSS then follows the work
+      // in flight instead of the largest answer it ever gave.
+      allocator_flush_threshold: '16MB',
+      allocator_bulk_deallocation_flush_threshold: '16MB',
     });
     return new DuckDb(instance);
   }

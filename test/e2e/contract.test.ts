@@ -164,6 +164,30 @@ describe('conformance', () => {
     }
   });
 
+  it('every example in the document fits its own schema, and matches what the service answers', async () => {
+    let examples = 0;
+    for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(methods)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+          const example = response.content?.['application/json']?.example;
+          if (example === undefined) continue;
+          checker.check(method, path, Number(status), 'application/json', example);
+          examples += 1;
+        }
+      }
+    }
+    expect(examples).toBeGreaterThanOrEqual(5);
+    // The documented feature has exactly the shape of a real one.
+    const real = await call(svc.url, 'GET', `/reports/archive?${WINDOW}&geoformat=geojson`, UA);
+    const documented = doc.paths['/reports/archive'].get.responses['200'].content['application/json'].example.result.features[0];
+    const shape = (v: unknown): unknown => (Array.isArray(v) ? v.map(shape) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)])) : typeof v);
+    const realFeature = real.body.result.features[0];
+    expect(Object.keys(documented.properties)).toEqual(Object.keys(realFeature.properties));
+    expect(shape({ ...documented, properties: { ...documented.properties, image_url: null, tags: null } })).toEqual(
+      shape({ ...realFeature, properties: { ...realFeature.properties, image_url: null, tags: null } }),
+    );
+  });
+
   it('serves a valid OpenAPI 3.1 document and the docs page, offline', async () => {
     const validator = new Validator();
     const res = await validator.validate(doc);
