@@ -51,8 +51,8 @@ export interface FeatureBatch {
   items: string[];
   /** [minLng, minLat, maxLng, maxLat] of the batch, undefined when empty. */
   bbox: [number, number, number, number] | undefined;
-  /** Each item's sort key, when paging (the next page starts after the last one). */
-  keys: { createdMs: number; pkey: string }[] | undefined;
+  /** Each item's sort key and point, when paging (the next page starts after the last one). */
+  keys: { createdMs: number; pkey: string; lng: number; lat: number }[] | undefined;
 }
 
 /** Days queried ahead of the one being sent. */
@@ -330,7 +330,9 @@ export class ArchiveReader {
         if (keys) {
           const created = chunk.getColumnVector(3);
           const pkeys = chunk.getColumnVector(4);
-          for (let r = 0; r < chunk.rowCount; r++) keys.push({ createdMs: Number(created.getItem(r)), pkey: pkeys.getItem(r) as string });
+          for (let r = 0; r < chunk.rowCount; r++) {
+            keys.push({ createdMs: Number(created.getItem(r)), pkey: pkeys.getItem(r) as string, lng: lngCol.getItem(r) as number, lat: latCol.getItem(r) as number });
+          }
         }
       }
       return { items, bbox: items.length > 0 ? [minX, minY, maxX, maxY] : undefined, keys };

@@ -119,10 +119,14 @@ function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; 
   const last = withItems[withItems.length - 1]!;
   last.items.pop();
   last.keys!.pop();
-  // The bbox of a page is only used by TopoJSON; recomputing it for one dropped point is not worth it,
-  // so a paged TopoJSON answer's bbox may include the first point of the next page.
+  // The page's TopoJSON bbox must be that of the points it holds.
+  last.bbox = last.keys!.length === 0 ? undefined : last.keys!.reduce<[number, number, number, number]>(
+    (b, k) => [Math.min(b[0], k.lng), Math.min(b[1], k.lat), Math.max(b[2], k.lng), Math.max(b[3], k.lat)],
+    [Infinity, Infinity, -Infinity, -Infinity],
+  );
   const kept = withItems.flatMap((b) => b.keys ?? []);
-  return kept[kept.length - 1];
+  const end = kept[kept.length - 1]!;
+  return { createdMs: end.createdMs, pkey: end.pkey };
 }
 
 async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery): Promise<void> {

@@ -155,6 +155,14 @@ describe.each(BACKENDS)('archive formats on the %s backend', (kind) => {
     geo = (await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`, UA)).body;
   });
 
+  it('a TopoJSON page is what topojson-server makes of that page', async () => {
+    const { topology } = await import('topojson-server');
+    const geoPage = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson&limit=9`, UA);
+    const topoPage = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=topojson&limit=9`, UA);
+    expect(geoPage.body.result.features).toHaveLength(9);
+    expect(topoPage.body.result).toEqual(JSON.parse(JSON.stringify(topology({ output: geoPage.body.result }))));
+  });
+
   it('pages work for csv too, and a cursor cannot be reused with other filters', async () => {
     const first = await fetch(`${svc.url}/reports/archive?${WINDOW}&format=csv&limit=50`, { headers: UA });
     const next = /^<([^>]+)>; rel="next"$/.exec(first.headers.get('link')!)![1]!;
