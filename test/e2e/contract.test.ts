@@ -5,7 +5,7 @@ import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 import { request as httpRequest } from 'node:http';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { startEmulator } from '../support/fauxqs.js';
-import { API_KEY, eventually, keysUnder, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, eventually, keysUnder, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { OpenApiChecker } from '../support/openapi.js';
 
 let svc: TestService;
@@ -52,7 +52,7 @@ beforeAll(async () => {
   doc = (await call(svc.url, 'GET', '/openapi.json')).body;
   checker = new OpenApiChecker(doc);
   for (const id of [1, 2, 3]) await call(svc.url, 'POST', '/feeds/partner', keyed, JSON.stringify(report(id)));
-  await eventually(async () => ((await keysUnder(svc.rt, 'ingest/pending/')).length === 0 ? true : undefined), 15_000);
+  await allArchived(svc.rt);
 });
 afterAll(async () => {
   await svc?.stop();

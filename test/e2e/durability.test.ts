@@ -9,7 +9,7 @@ import { bootstrap } from '../../src/bootstrap.js';
 import type { Config } from '../../src/config.js';
 import type { Runtime } from '../../src/runtime.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import {
+import { allArchived,
   BACKENDS,
   eventually,
   getJson,
@@ -89,7 +89,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     // The next process reconciles the still-pending reports and archives them again.
     const next = await startTestService(await testRuntime(config, emulator));
     await next.rt.reconciler.run(0);
-    await eventually(async () => ((await keysUnder(next.rt, 'ingest/pending/')).length === 0 ? true : undefined), 15_000, 'pending markers cleared');
+    await allArchived(next.rt);
     // Every report now sits in two parts; the answer still has each exactly once.
     expect((await keysUnder(next.rt, 'reports/v1/')).length).toBe(2 * ids.length);
     expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => `partner-${id}`).sort());

@@ -7,7 +7,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { tableFromIPC } from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { BACKENDS, eventually, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, BACKENDS, getJson, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const WINDOW = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
 const UA = { 'User-Agent': 'format-tests/1.0' };
@@ -35,7 +35,7 @@ describe.each(BACKENDS)('archive formats on the %s backend', (kind) => {
     if (kind === 'aws') emulator = await startEmulator();
     svc = await startTestService(await testRuntime(await testConfig(kind, emulator), emulator));
     for (const body of seedReports()) expect((await postReport(svc.url, body)).status).toBe(201);
-    await eventually(async () => ((await keysUnder(svc.rt, 'ingest/pending/')).length === 0 && svc.rt.worker.buffered === 0 ? true : undefined), 20_000);
+    await allArchived(svc.rt);
     geo = (await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`)).body;
     expect(geo.result.features).toHaveLength(60);
   });
@@ -144,7 +144,7 @@ describe.each(BACKENDS)('archive formats on the %s backend', (kind) => {
         for (const id of [5900, 5901]) {
           expect((await postReport(svc.url, report(id, { created_at: '2026-11-20T12:00:00Z' }))).status).toBe(201);
         }
-        await eventually(async () => ((await keysUnder(svc.rt, 'ingest/pending/')).length === 0 ? true : undefined), 20_000);
+        await allArchived(svc.rt);
       }
       pages += 1;
     }

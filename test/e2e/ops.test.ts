@@ -21,12 +21,11 @@ import { verify } from '../../src/ops/verify.js';
 import { newPartKey } from '../../src/reports/layout.js';
 import { parsePartnerReport } from '../../src/reports/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import {
+import { allArchived,
   BACKENDS,
   HAS_SHARED_PH,
   SHARED_PH_MISSING,
   eventually,
-  keysUnder,
   postReport,
   report,
   startTestService,
@@ -52,7 +51,7 @@ async function pkeys(url: string): Promise<string[]> {
 }
 
 async function drained(svc: TestService): Promise<void> {
-  await eventually(async () => ((await keysUnder(svc.rt, 'ingest/pending/')).length === 0 && svc.rt.worker.buffered === 0 ? true : undefined), 20_000, 'the worker to archive everything');
+  await allArchived(svc.rt);
 }
 
 describe.each(BACKENDS)('ops on the %s backend', (kind) => {

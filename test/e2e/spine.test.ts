@@ -6,7 +6,7 @@ import { topology } from 'topojson-server';
 import type { Topology } from 'topojson-specification';
 import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import {
+import { allArchived,
   BACKENDS,
   eventually,
   getJson,
@@ -166,7 +166,7 @@ describe.each(BACKENDS)('spine on the %s backend', (kind) => {
     expect(parts.length).toBeGreaterThan(0);
     for (const key of parts) expect(key).toMatch(/^reports\/v1\/year=\d{4}\/month=\d{2}\/day=\d{2}\/hour=\d{2}\/part-[0-9A-Z]{26}\.parquet$/);
     expect(parts.some((k) => k.startsWith('reports/v1/year=2026/month=10/day=15/hour=02/'))).toBe(true);
-    await eventually(async () => ((await keysUnder(svc.rt, 'ingest/pending/')).length === 0 ? true : undefined));
+    await allArchived(svc.rt);
   });
 
   it('serves /cities as quantized TopoJSON that decodes to the published outlines, and as GeoJSON', async () => {

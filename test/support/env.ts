@@ -152,3 +152,12 @@ export async function keysUnder(rt: Runtime, prefix: string): Promise<string[]> 
   for await (const info of rt.store.list({ prefix })) out.push(info.key);
   return out;
 }
+
+/** Waits until every accepted report is archived: no pending marker left, nothing buffered. */
+export async function allArchived(rt: Runtime, ms = 20_000): Promise<void> {
+  await eventually(
+    async () => ((await keysUnder(rt, 'ingest/pending/')).length === 0 && rt.worker.buffered === 0 ? true : undefined),
+    ms,
+    'every accepted report to be archived',
+  );
+}
