@@ -62,8 +62,9 @@ export async function importFile(rt: Runtime, options: ImportOptions, progress?:
   }
   const resumedFrom = checkpoint.processed;
   if (resumedFrom === 0) await fs.writeFile(rejectsFile, '');
-  const cities = new Map((await rt.boundaries.current()).set.cities.features.map((f) => [f.properties.code, f.properties.name]));
-  const tagger = (await rt.boundaries.current()).tagger;
+  const boundaries = await rt.boundaries.current();
+  const cities = new Map(boundaries.set.cities.features.map((f) => [f.properties.code, f.properties.name]));
+  const tagger = boundaries.tagger;
 
   progress?.start(format === 'geojson' ? 0 : stat.size);
   let index = 0;
