@@ -227,8 +227,8 @@ export class ArchiveReader {
    * bounded however long the window (one query over a year runs out of it).
    * A window of one chunk is written directly.
    */
-  async writeParquet(query: ArchiveQuery, out: string): Promise<void> {
-    const days = await this.plan(query);
+  async writeParquet(query: ArchiveQuery, out: string, planned?: HourParts[][]): Promise<void> {
+    const days = planned ?? (await this.plan(query));
     const chunkDir = `${out}.chunks`;
     await fs.mkdir(chunkDir, { recursive: true });
     try {
@@ -267,8 +267,8 @@ export class ArchiveReader {
   }
 
   /** Typed columns of the window, one UTC day at a time, newest first (for Arrow). */
-  async *columns(query: ArchiveQuery): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
-    for (const day of await this.plan(query)) {
+  async *columns(query: ArchiveQuery, planned?: HourParts[][]): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
+    for (const day of planned ?? (await this.plan(query))) {
       const bound = filteredRows(await this.files(day), query);
       yield await this.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(

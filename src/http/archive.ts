@@ -76,9 +76,9 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     res.status(200).type(CONTENT_TYPES[format]);
     res.set('Content-Disposition', `${format === 'json' ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
 
-    if (format === 'parquet') return sendParquet(res, deps, query);
+    if (format === 'parquet') return sendParquet(res, deps, query, days);
     if (format === 'arrow') {
-      await send(arrowStream(deps.archive.columns(query)), encoding, res);
+      await send(arrowStream(deps.archive.columns(query, days)), encoding, res);
       return;
     }
     const text: TextFormat = format === 'json' ? request.geoformat : format;
@@ -129,11 +129,11 @@ function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; 
   return { createdMs: end.createdMs, pkey: end.pkey };
 }
 
-async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery): Promise<void> {
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery, days: HourParts[][]): Promise<void> {
   await fs.mkdir(deps.tmpDir, { recursive: true });
   const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
   try {
-    await deps.archive.writeParquet(query, file);
+    await deps.archive.writeParquet(query, file, days);
     res.set('Content-Length', String((await fs.stat(file)).size));
     await pipeline(createReadStream(file), res);
   } finally {
