@@ -27,6 +27,8 @@ export class MemoryQueue implements Queue {
   private readonly hidden = new Map<string, Entry>();
   /** Earliest visibleAt among hidden entries. */
   private nextReturn = Infinity;
+  /** Messages on their way to the dead-letter sink. */
+  private deadLettering = 0;
   private readonly waiters = new Set<() => void>();
   private closed = false;
 
@@ -54,8 +56,18 @@ export class MemoryQueue implements Queue {
       const entry = this.ready[this.readyHead++]!;
       entry.receiveCount += 1;
       if (entry.receiveCount > this.options.maxReceives) {
-        // As SQS's redrive policy: moved aside on the delivery past the limit.
-        await this.options.deadLetter({ id: entry.id, body: entry.body, receiveCount: entry.receiveCount - 1 });
+        // As SQS's redrive policy: moved aside on the delivery past the limit. Counted as in
+        // flight until it is stored, and put back in line if storing it fails.
+        this.deadLettering += 1;
+        try {
+          await this.options.deadLetter({ id: entry.id, body: entry.body, receiveCount: entry.receiveCount - 1 });
+        } catch (err) {
+          entry.receiveCount -= 1;
+          this.ready.push(entry);
+          throw err;
+        } finally {
+          this.deadLettering -= 1;
+        }
         continue;
       }
       entry.receipt = randomUUID();
@@ -107,7 +119,7 @@ export class MemoryQueue implements Queue {
     const now = Date.now();
     let returning = 0;
     for (const entry of this.hidden.values()) if (entry.visibleAt <= now) returning += 1;
-    return { visible: this.ready.length - this.readyHead + returning, inFlight: this.hidden.size - returning };
+    return { visible: this.ready.length - this.readyHead + returning, inFlight: this.hidden.size - returning + this.deadLettering };
   }
 
   async ping(): Promise<void> {}
