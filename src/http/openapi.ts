@@ -39,6 +39,31 @@ const envelope = (result: object) => ({
   properties: { statusCode: { const: 200 }, result },
 });
 
+/** A TopoJSON Topology with its geometries under object `output`. */
+const topology = (geometry: object, extra: Record<string, object>, required: string[]) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'objects', ...required],
+  properties: {
+    type: { const: 'Topology' },
+    objects: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['output'],
+      properties: {
+        output: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'geometries'],
+          properties: { type: { const: 'GeometryCollection' }, geometries: { type: 'array', items: geometry } },
+        },
+      },
+    },
+    bbox: { type: 'array', minItems: 4, maxItems: 4, items: { type: 'number' } },
+    ...extra,
+  },
+});
+
 /** A FeatureCollection whose features have this geometry and these properties. */
 const featureCollection = (geometry: object, properties: object) => ({
   type: 'object',
@@ -108,52 +133,19 @@ const schemas = {
       { $ref: '#/components/schemas/ReportProperties' },
     ),
   ),
-  ArchiveTopoJson: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['statusCode', 'result'],
-    properties: {
-      statusCode: { const: 200 },
-      result: {
+  // The unquantized topology of the points (no arcs), as topojson-server makes it.
+  ArchiveTopoJson: envelope(
+    topology(
+      {
         type: 'object',
         additionalProperties: false,
-        required: ['type', 'objects', 'arcs'],
-        properties: {
-          type: { const: 'Topology' },
-          objects: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['output'],
-            properties: {
-              output: {
-                type: 'object',
-                additionalProperties: false,
-                required: ['type', 'geometries'],
-                properties: {
-                  type: { const: 'GeometryCollection' },
-                  geometries: {
-                    type: 'array',
-                    items: {
-                      type: 'object',
-                      additionalProperties: false,
-                      required: ['type', 'coordinates', 'properties'],
-                      properties: {
-                        type: { const: 'Point' },
-                        coordinates: position,
-                        properties: { $ref: '#/components/schemas/ReportProperties' },
-                      },
-                    },
-                  },
-                },
-              },
-            },
-          },
-          arcs: { type: 'array', maxItems: 0 },
-          bbox: { type: 'array', minItems: 4, maxItems: 4, items: { type: 'number' } },
-        },
+        required: ['type', 'coordinates', 'properties'],
+        properties: { type: { const: 'Point' }, coordinates: position, properties: { $ref: '#/components/schemas/ReportProperties' } },
       },
-    },
-  },
+      { arcs: { type: 'array', maxItems: 0 } },
+      ['arcs'],
+    ),
+  ),
   Count: envelope({ type: 'object', additionalProperties: false, required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } }),
   CitiesGeoJson: envelope(
     featureCollection(
@@ -161,57 +153,28 @@ const schemas = {
       { $ref: '#/components/schemas/CityProperties' },
     ),
   ),
-  CitiesTopoJson: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['statusCode', 'result'],
-    properties: {
-      statusCode: { const: 200 },
-      result: {
+  // Quantized: integer, delta-encoded arcs and a transform.
+  CitiesTopoJson: envelope(
+    topology(
+      {
         type: 'object',
-        additionalProperties: false,
-        required: ['type', 'objects', 'arcs', 'transform', 'bbox'],
-        properties: {
-          type: { const: 'Topology' },
-          objects: {
-            type: 'object',
-            required: ['output'],
-            properties: {
-              output: {
-                type: 'object',
-                required: ['type', 'geometries'],
-                properties: {
-                  type: { const: 'GeometryCollection' },
-                  geometries: {
-                    type: 'array',
-                    items: {
-                      type: 'object',
-                      required: ['type', 'arcs', 'properties'],
-                      properties: {
-                        type: { enum: ['Polygon', 'MultiPolygon'] },
-                        arcs: { type: 'array' },
-                        properties: { $ref: '#/components/schemas/CityProperties' },
-                      },
-                    },
-                  },
-                },
-              },
-            },
+        required: ['type', 'arcs', 'properties'],
+        properties: { type: { enum: ['Polygon', 'MultiPolygon'] }, arcs: { type: 'array' }, properties: { $ref: '#/components/schemas/CityProperties' } },
+      },
+      {
+        arcs: { type: 'array', items: { type: 'array', items: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'integer' } } } },
+        transform: {
+          type: 'object',
+          required: ['scale', 'translate'],
+          properties: {
+            scale: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } },
+            translate: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } },
           },
-          arcs: { type: 'array', items: { type: 'array', items: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'integer' } } } },
-          transform: {
-            type: 'object',
-            required: ['scale', 'translate'],
-            properties: {
-              scale: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } },
-              translate: { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } },
-            },
-          },
-          bbox: { type: 'array', minItems: 4, maxItems: 4, items: { type: 'number' } },
         },
       },
-    },
-  },
+      ['arcs', 'transform', 'bbox'],
+    ),
+  ),
   CityProperties: {
     type: 'object',
     additionalProperties: false,
