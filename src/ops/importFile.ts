@@ -71,22 +71,24 @@ export async function importFile(rt: Runtime, options: ImportOptions, progress?:
   let batch: { index: number; record: unknown }[] = [];
   const flush = async () => {
     const outcomes = await Promise.all(
-      batch.map(async ({ index: n, record }) => {
+      batch.map(async ({ index: n, record }): Promise<{ outcome: 'accepted' | 'duplicate' | 'rejected'; reject?: string }> => {
         try {
           const input = toPartnerInput(record, (lng, lat) => cities.get(tagger.tag(lng, lat).instance_region_code ?? '') ?? null);
           const report = parsePartnerReport(input);
-          return (await rt.intake.accept(report)).created ? 'accepted' : 'duplicate';
+          return { outcome: (await rt.intake.accept(report)).created ? 'accepted' : 'duplicate' };
         } catch (err) {
           if (err instanceof InvalidReportError || err instanceof RecordError) {
             const reasons = err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message];
-            await fs.appendFile(rejectsFile, JSON.stringify({ record: n + 1, reasons, input: record }) + '\n');
-            return 'rejected';
+            return { outcome: 'rejected', reject: JSON.stringify({ record: n + 1, reasons, input: record }) };
           }
           throw err; // storage or queue down: stop, the checkpoint lets a re-run resume
         }
       }),
     );
-    for (const o of outcomes) checkpoint[o] += 1;
+    // Rejects in record order, whatever order the batch finished in.
+    const rejects = outcomes.flatMap((o) => (o.reject ? [`${o.reject}\n`] : []));
+    if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+    for (const o of outcomes) checkpoint[o.outcome] += 1;
     checkpoint.processed += batch.length;
     batch = [];
     await fs.writeFile(stateFile, JSON.stringify(checkpoint));
