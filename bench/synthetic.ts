@@ -150,7 +150,7 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
                strftime(created_at, '%Y') AS year, strftime(created_at, '%m') AS month,
                strftime(created_at, '%d') AS day, strftime(created_at, '%H') AS hour
         FROM timed JOIN pool ON pool.i = timed.p
-        ORDER BY created_at, pkey
+        ORDER BY created_at DESC, pkey DESC
       ) TO '${outDir}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (year, month, day, hour), OVERWRITE_OR_IGNORE true)`);
       offset += counts.slice(h0, h1).reduce((a, b) => a + b, 0);
     }

@@ -18,6 +18,8 @@ export interface Config {
   archiveMaxWindowMs: number;
   cacheDir: string;
   cacheMaxBytes: number;
+  /** Bound of the cache of rendered archive hours (under cacheDir); 0 turns it off. */
+  renderCacheMaxBytes: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   worker: {
     /** Flush early when this many reports are buffered. */
@@ -54,6 +56,7 @@ const envSchema = {
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
+    RENDER_CACHE_MAX_BYTES: { type: 'integer', minimum: 0 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
@@ -120,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
+    renderCacheMaxBytes: Number(v.RENDER_CACHE_MAX_BYTES ?? 3 * 1024 ** 3),
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
     worker: { maxBufferedReports: 5000, maxReceives: 5 },
     reconcileAfterSeconds: Math.max(60, flushIntervalSeconds * 4),

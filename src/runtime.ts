@@ -5,6 +5,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { ArchiveReader } from './archive/reader.js';
 import { PartCache } from './archive/partCache.js';
+import { RenderCache } from './archive/renderCache.js';
 import { BoundaryRepository } from './boundaries/repository.js';
 import type { Config } from './config.js';
 import { DuckDb } from './duckdb.js';
@@ -109,7 +110,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     boundaries,
     intake: new Intake(store, queue),
     reconciler: new Reconciler(store, queue, log),
-    archive: new ArchiveReader(store, cache, db),
+    archive: new ArchiveReader(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics)),
     cache,
     worker,
     s3,

@@ -3,7 +3,12 @@ import { timestampTZValue, type DuckDBAppender } from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../duckdb.js';
 import { ARCHIVE_TABLE_DDL, type ArchiveRow } from './row.js';
 
-export async function writeParquet(db: DuckDb, rows: readonly ArchiveRow[], file: string): Promise<void> {
+/**
+ * Every part holds each pkey once (the last of `rows` wins) and is sorted newest first:
+ * readers rely on both for hours with a single part.
+ */
+export async function writeParquet(db: DuckDb, input: readonly ArchiveRow[], file: string): Promise<void> {
+  const rows = new Map(input.map((r) => [r.pkey, r])).values();
   await db.withConnection(async (conn) => {
     await conn.run(`CREATE TEMP TABLE "part" ${ARCHIVE_TABLE_DDL}`);
     const appender = await conn.createAppender('part');
@@ -13,9 +18,9 @@ export async function writeParquet(db: DuckDb, rows: readonly ArchiveRow[], file
     } finally {
       appender.closeSync();
     }
-    // Sorted within the file so readers can walk newest-first cheaply.
+    // Newest first, as answers go: a reader of a single part neither sorts nor de-duplicates it.
     await conn.run(
-      `COPY (SELECT * FROM "part" ORDER BY created_at, pkey) TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
+      `COPY (SELECT * FROM "part" ORDER BY created_at DESC, pkey DESC) TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
     );
     await conn.run('DROP TABLE "part"');
   });

@@ -19,6 +19,7 @@ import { sqlString, type DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { PartCache } from './partCache.js';
 import { listWindowParts, type HourParts } from './parts.js';
+import { RenderCache, type RenderedHour } from './renderCache.js';
 import { ARCHIVE_TABLE_DDL } from './row.js';
 import { DEDUPE_WINDOW } from './rows.js';
 
@@ -47,8 +48,8 @@ export interface ArchiveQuery {
 export type FeatureShape = 'geojson' | 'topojson' | 'csv';
 
 export interface FeatureBatch {
-  /** Serialized items, newest first. */
-  items: string[];
+  /** Serialized items, newest first: one per report (pages), or runs of them already joined by the separator (bytes). */
+  items: string[] | Uint8Array[];
   /** [minLng, minLat, maxLng, maxLat] of the batch, undefined when empty. */
   bbox: [number, number, number, number] | undefined;
   /** Each item's sort key and point, when paging (the next page starts after the last one). */
@@ -57,8 +58,6 @@ export interface FeatureBatch {
 
 /** Days queried ahead of the one being sent. */
 const READ_AHEAD = 2;
-/** Days sorted together into one chunk of a Parquet pull. */
-const PARQUET_CHUNK_DAYS = 31;
 
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
@@ -108,8 +107,12 @@ interface Bound {
 
 const micros = (ms: number) => timestampTZValue(BigInt(Math.trunc(ms)) * 1000n);
 
-/** The de-duplicated, filtered rows of some part files, as a SQL subquery with bound parameters. */
-function filteredRows(files: readonly string[], query: ArchiveQuery): Bound {
+/**
+ * The de-duplicated, filtered rows of some part files, as a SQL subquery with bound parameters.
+ * `clean`: the files are single parts of distinct hours, which hold each pkey once (writers
+ * guarantee it, and a pkey lives in one hour), so there is nothing to de-duplicate.
+ */
+function filteredRows(files: readonly string[], query: ArchiveQuery, clean = false): Bound {
   // Every copy of a report shares its created_at, place and received_at, so those filters
   // can run before de-duplication (and reach the Parquet row groups); the tags may differ
   // between copies (reprocessing), so the admin filter runs after it.
@@ -140,6 +143,7 @@ function filteredRows(files: readonly string[], query: ArchiveQuery): Bound {
     types.afterCreated = TIMESTAMPTZ;
     types.afterPkey = VARCHAR;
   }
+  if (clean) return { sql: `(SELECT * FROM read_parquet($files) WHERE ${[...where, ...after].join(' AND ')})`, values, types };
   return {
     sql: `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
              WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
@@ -149,11 +153,27 @@ function filteredRows(files: readonly string[], query: ArchiveQuery): Bound {
   };
 }
 
+/** Every hour has a single part: see `filteredRows`. */
+function isClean(hours: readonly HourParts[]): boolean {
+  return hours.every((h) => h.parts.length === 1);
+}
+
+/** No filter but the window: an hour inside it is answered whole. */
+function isUnfiltered(query: ArchiveQuery): boolean {
+  return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined;
+}
+
+function unionBbox(a: [number, number, number, number], b: [number, number, number, number]): [number, number, number, number] {
+  return [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[2], b[2]), Math.max(a[3], b[3])];
+}
+
 export class ArchiveReader {
   constructor(
     private readonly store: ObjectStore,
     private readonly cache: PartCache,
     private readonly db: DuckDb,
+    /** Rendered hours; without it every answer is built by DuckDB. */
+    private readonly rendered?: RenderCache,
   ) {}
 
   /** The window's hours with parts, grouped by UTC day, newest day first. */
@@ -173,13 +193,14 @@ export class ArchiveReader {
 
   /**
    * Serialized reports, newest first, one batch per UTC day (the page's limit respected).
-   * Whole windows come as one joined string per day (`separator` between items), built by
-   * DuckDB, while the next day is already being queried; pages come item by item, with keys.
+   * Whole windows come as one run of joined items per hour (`separator` between items),
+   * from the render cache or built by DuckDB, while the next days are already being read;
+   * pages come item by item, with keys.
    */
   async *batches(query: ArchiveQuery, shape: FeatureShape, days?: HourParts[][], separator = ','): AsyncIterable<FeatureBatch> {
     const plan = days ?? (await this.plan(query));
     if (query.limit === undefined) {
-      const run = (i: number) => this.files(plan[i]!).then((files) => this.queryDayJoined(files, query, shape, separator));
+      const run = (i: number) => this.renderDay(plan[i]!, query, shape, separator);
       // A few days in flight at once: each day is a small query, and DuckDB's threads
       // (and the file fetches) stay busy only when several overlap. Memory: at most
       // READ_AHEAD days of text.
@@ -198,7 +219,8 @@ export class ArchiveReader {
     }
     let remaining = query.limit;
     for (let i = 0; i < plan.length && remaining > 0; i++) {
-      const batch = await this.queryDay(await this.files(plan[i]!), query, shape, remaining);
+      const day = plan[i]!;
+      const batch = await this.queryDay(await this.files(day), query, shape, remaining, isClean(day));
       remaining -= batch.items.length;
       yield batch;
     }
@@ -210,8 +232,9 @@ export class ArchiveReader {
     let total = 0;
     // A month of days per query: few round trips, bounded memory for the distinct set.
     for (let i = 0; i < days.length; i += 31) {
-      const files = (await Promise.all(days.slice(i, i + 31).map((d) => this.files(d)))).flat();
-      const bound = filteredRows(files, query);
+      const month = days.slice(i, i + 31);
+      const files = (await Promise.all(month.map((d) => this.files(d)))).flat();
+      const bound = filteredRows(files, query, isClean(month.flat()));
       total += await this.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${bound.sql}`, bound.values, bound.types);
         return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
@@ -221,55 +244,57 @@ export class ArchiveReader {
   }
 
   /**
-   * Writes the window as one Parquet file (archive columns, newest first).
-   * A month at a time is de-duplicated and sorted into a chunk file; the chunks
-   * are then concatenated in order by one streaming COPY, so memory stays
-   * bounded however long the window (one query over a year runs out of it).
-   * A window of one chunk is written directly.
+   * Writes the window as one Parquet file (archive columns, newest first), by one streaming
+   * COPY over the window's files in answer order. Hours with a single part are read as they
+   * are (each part is de-duplicated and sorted newest first); an hour with several parts is
+   * first merged into a de-duplicated, sorted segment. Memory stays bounded however long the
+   * window: nothing is sorted beyond one hour.
    */
   async writeParquet(query: ArchiveQuery, out: string, planned?: HourParts[][]): Promise<void> {
     const days = planned ?? (await this.plan(query));
-    const chunkDir = `${out}.chunks`;
-    await fs.mkdir(chunkDir, { recursive: true });
+    const segmentDir = `${out}.segments`;
+    await fs.mkdir(segmentDir, { recursive: true });
     try {
-      const chunks: string[] = [];
-      for (let i = 0; i < days.length; i += PARQUET_CHUNK_DAYS) {
-        const files = (await Promise.all(days.slice(i, i + PARQUET_CHUNK_DAYS).map((d) => this.files(d)))).flat();
-        const single = i === 0 && days.length <= PARQUET_CHUNK_DAYS;
-        const chunk = single ? out : path.join(chunkDir, `${String(chunks.length).padStart(5, '0')}.parquet`);
-        const bound = filteredRows(files, query);
-        await this.db.withConnection((conn) =>
-          conn.run(
-            `COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC)
-             TO ${sqlString(chunk)} (FORMAT parquet, COMPRESSION zstd)`,
-            bound.values,
-            bound.types,
-          ),
-        );
-        if (single) return;
-        chunks.push(chunk);
+      const segments: string[] = [];
+      for (const day of days) {
+        for (const hour of day) {
+          const files = await this.files([hour]);
+          if (files.length === 1) {
+            segments.push(files[0]!);
+            continue;
+          }
+          const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
+          const bound = filteredRows(files, query);
+          await this.db.withConnection((conn) =>
+            conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
+          );
+          segments.push(segment);
+        }
       }
       await this.db.withConnection(async (conn) => {
-        if (chunks.length === 0) {
+        if (segments.length === 0) {
           await conn.run(`CREATE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
           await conn.run(`COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM "empty") TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
           return;
         }
-        // preserve_insertion_order (DuckDB's default) keeps the chunks' order and their rows' order.
+        // preserve_insertion_order (DuckDB's default) keeps the files' order and their rows' order.
         await conn.run('SET preserve_insertion_order = true');
+        const bound = filteredRows(segments, query, true);
         await conn.run(
-          `COPY (SELECT * FROM read_parquet([${chunks.map(sqlString).join(', ')}])) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+          `COPY (SELECT ${EXPORT_COLUMNS.join(', ')} FROM ${bound.sql}) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+          bound.values,
+          bound.types,
         );
       });
     } finally {
-      await fs.rm(chunkDir, { recursive: true, force: true });
+      await fs.rm(segmentDir, { recursive: true, force: true });
     }
   }
 
   /** Typed columns of the window, one UTC day at a time, newest first (for Arrow). */
   async *columns(query: ArchiveQuery, planned?: HourParts[][]): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
     for (const day of planned ?? (await this.plan(query))) {
-      const bound = filteredRows(await this.files(day), query);
+      const bound = filteredRows(await this.files(day), query, isClean(day));
       yield await this.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(
           `SELECT ${EXPORT_COLUMNS.map((c) => (c === 'created_at' ? 'epoch_ms(created_at) AS created_at' : c === 'report_data' ? 'report_data::VARCHAR AS report_data' : c)).join(', ')}
@@ -286,22 +311,59 @@ export class ArchiveReader {
     return Promise.all(day.flatMap((h) => h.parts).map((p) => this.cache.localFile(p)));
   }
 
-  /** One day as one string: DuckDB builds and joins the items, JS only passes it on. */
-  private async queryDayJoined(files: string[], query: ArchiveQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
-    const bound = filteredRows(files, query);
-    const sql = `SELECT string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC) AS items,
+  /**
+   * One day as one run of joined items per hour, newest hour first. An hour wholly inside
+   * an unfiltered window is the same text whoever asks, so it is taken from (and kept in)
+   * the render cache; the other hours are built by one DuckDB query for the day.
+   */
+  private async renderDay(day: HourParts[], query: ArchiveQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
+    const format = `${shape}\u0000${separator}`;
+    const cacheable = (h: HourParts) =>
+      this.rendered !== undefined && isUnfiltered(query) && h.hourMs >= query.startMs && h.hourMs + 3_599_999 <= query.endMs;
+    const runs = new Map<number, RenderedHour>();
+    const missing: HourParts[] = [];
+    for (const hour of day) {
+      const hit = cacheable(hour) ? await this.rendered!.get(RenderCache.keyOf(format, hour.parts)) : undefined;
+      if (hit) runs.set(hour.hourMs, hit);
+      else missing.push(hour);
+    }
+    if (missing.length > 0) {
+      for (const [hourMs, rendered] of await this.queryHours(await this.files(missing), query, shape, separator, isClean(missing))) {
+        runs.set(hourMs, rendered);
+        const hour = missing.find((h) => h.hourMs === hourMs);
+        if (hour && cacheable(hour)) await this.rendered!.put(RenderCache.keyOf(format, hour.parts), rendered);
+      }
+    }
+    const items: Uint8Array[] = [];
+    let bbox: FeatureBatch['bbox'];
+    for (const hour of day) {
+      const run = runs.get(hour.hourMs);
+      if (!run) continue;
+      items.push(run.text);
+      bbox = bbox ? unionBbox(bbox, run.bbox) : run.bbox;
+    }
+    return { items, bbox, keys: undefined };
+  }
+
+  /** Each hour's items built and joined by DuckDB (bytes: JS only passes them on), by hour. */
+  private async queryHours(files: string[], query: ArchiveQuery, shape: FeatureShape, separator: string, clean: boolean): Promise<Map<number, RenderedHour>> {
+    const bound = filteredRows(files, query, clean);
+    const sql = `SELECT epoch_ms(created_at) // 3600000 AS hour,
+        encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS items,
         min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat
-      FROM ${bound.sql}`;
+      FROM ${bound.sql} GROUP BY 1`;
     return this.db.withConnection(async (conn) => {
       const reader = await conn.runAndReadAll(sql, bound.values, bound.types);
-      const row = reader.getRowsJS()[0] as [string | null, number | null, number | null, number | null, number | null] | undefined;
-      if (!row || row[0] === null) return { items: [], bbox: undefined, keys: undefined };
-      return { items: [row[0]], bbox: [row[1]!, row[2]!, row[3]!, row[4]!], keys: undefined };
+      const out = new Map<number, RenderedHour>();
+      for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number][]) {
+        out.set(Number(row[0]) * 3_600_000, { text: row[1], bbox: [row[2], row[3], row[4], row[5]] });
+      }
+      return out;
     });
   }
 
-  private async queryDay(files: string[], query: ArchiveQuery, shape: FeatureShape, limit: number): Promise<FeatureBatch> {
-    const bound = filteredRows(files, query);
+  private async queryDay(files: string[], query: ArchiveQuery, shape: FeatureShape, limit: number, clean: boolean): Promise<FeatureBatch> {
+    const bound = filteredRows(files, query, clean);
     const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
       FROM ${bound.sql}
       ORDER BY created_at DESC, pkey DESC
@@ -361,7 +423,7 @@ export function separatorOf(format: TextFormat): string {
 }
 
 /** The archive answer as text, one piece at a time; geojson and topojson come in the {statusCode, result} envelope. */
-export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat): AsyncIterable<string> {
+export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat): AsyncIterable<string | Uint8Array> {
   const sep = separatorOf(format);
   if (format === 'geojson') yield '{"statusCode":200,"result":{"type":"FeatureCollection","features":[';
   else if (format === 'featurecollection') yield '{"type":"FeatureCollection","features":[';
@@ -371,14 +433,20 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, forma
   let bbox: [number, number, number, number] | undefined;
   for await (const batch of batches) {
     if (batch.items.length === 0) continue;
-    const lead = first || sep === '\n' ? '' : sep;
-    yield lead + batch.items.join(sep) + (sep === '\n' ? '\n' : '');
-    first = false;
-    if (batch.bbox) {
-      bbox = bbox
-        ? [Math.min(bbox[0], batch.bbox[0]), Math.min(bbox[1], batch.bbox[1]), Math.max(bbox[2], batch.bbox[2]), Math.max(bbox[3], batch.bbox[3])]
-        : batch.bbox;
+    if (typeof batch.items[0] === 'string') {
+      const lead = first || sep === '\n' ? '' : sep;
+      yield lead + (batch.items as string[]).join(sep) + (sep === '\n' ? '\n' : '');
+      first = false;
+    } else {
+      // Runs of joined items go out as they are: no copy into a JS string.
+      for (const run of batch.items as Uint8Array[]) {
+        if (!first && sep !== '\n') yield sep;
+        yield run;
+        if (sep === '\n') yield '\n';
+        first = false;
+      }
     }
+    if (batch.bbox) bbox = bbox ? unionBbox(bbox, batch.bbox) : batch.bbox;
   }
   if (format === 'geojson') yield ']}}';
   else if (format === 'featurecollection') yield ']}';

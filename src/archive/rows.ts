@@ -35,11 +35,11 @@ export async function readRows(db: DuckDb, files: readonly string[]): Promise<Ar
   });
 }
 
-/** Rewrites parts into one de-duplicated, sorted Parquet file. */
+/** Rewrites parts into one de-duplicated Parquet file, newest first (as every part is). */
 export async function mergeParts(db: DuckDb, files: readonly string[], out: string): Promise<number> {
   return db.withConnection(async (conn) => {
     await conn.run(
-      `COPY (SELECT * FROM (${dedupedPartsSql(files)}) ORDER BY created_at, pkey)
+      `COPY (SELECT * FROM (${dedupedPartsSql(files)}) ORDER BY created_at DESC, pkey DESC)
        TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
     );
     const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(out)})`);
