@@ -1,9 +1,10 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --quick]
-// Builds a synthetic archive, serves it with the real entry point, and
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick]
+// Builds a synthetic archive of hourly parts, compacts its closed days with the
+// real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
 // and the server's peak RSS, count latency, ingest throughput with durable
 // acceptance, freshness (POST → visible), storage bytes per report.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -32,6 +33,7 @@ const { values: args } = parseArgs({
     ingest: { type: 'string', default: '20000' },
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
+    hourly: { type: 'boolean', default: false },
   },
 });
 const QUICK = args.quick === true;
@@ -105,12 +107,46 @@ function resetPeakRss(pid: number): void {
   }
 }
 
-async function timedGet(url: string): Promise<{ ms: number; bytes: number; status: number }> {
+/** A GET read to the end the way curl does it (node:http: lighter on the shared CPU than fetch). */
+function timedGet(url: string): Promise<{ ms: number; bytes: number; status: number }> {
   const t0 = performance.now();
-  const res = await fetch(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': 'identity' } });
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': 'identity' } }, (res) => {
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
+        res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0 }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+/** Runs a CLI command on the archive; its --json answer. */
+function cli(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [CLI, ...args, '--json'], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, maxBuffer: 1 << 24 }, (err, stdout) => {
+      if (err) reject(err);
+      else resolve(JSON.parse(stdout) as Record<string, unknown>);
+    });
+  });
+}
+
+async function storeBytes(dir: string): Promise<{ files: number; bytes: number }> {
+  let files = 0;
   let bytes = 0;
-  for await (const chunk of res.body!) bytes += (chunk as Uint8Array).byteLength;
-  return { ms: performance.now() - t0, bytes, status: res.status };
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await fsp.readdir(d, { withFileTypes: true })) {
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) await walk(full);
+      else if (e.name.endsWith('.parquet')) {
+        files += 1;
+        bytes += (await fsp.stat(full)).size;
+      }
+    }
+  };
+  await walk(dir);
+  return { files, bytes };
 }
 
 const pct = (xs: number[], p: number) => {
@@ -297,6 +333,18 @@ async function main(): Promise<void> {
     rows: [{ reports: REPORTS, days: DAYS, parts: built.parts, 'MB': Math.round(built.bytes / 1e5) / 10, 'bytes/report': Math.round((built.bytes / REPORTS) * 10) / 10, 'build s': Math.round(buildSeconds) }],
   });
 
+  if (!args.hourly) {
+    log('compacting closed days …');
+    t = performance.now();
+    const compacted = await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir });
+    const seconds = (performance.now() - t) / 1000;
+    const after = await storeBytes(path.join(storeDir, 'reports'));
+    results.push({
+      scenario: 'compaction (closed days into one part each)',
+      rows: [{ days: Number(compacted.daysCompacted), 'parts before': built.parts, 'parts after': after.files, 'MB': Math.round(after.bytes / 1e5) / 10, 'bytes/report': Math.round((after.bytes / REPORTS) * 10) / 10, 'compaction s': Math.round(seconds) }],
+    });
+  }
+
   const embedded = await startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
   await archiveScenarios(embedded, 'embedded');
   await embedded.stop();
@@ -330,7 +378,7 @@ async function main(): Promise<void> {
   const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await fsp.writeFile(
     file,
-    JSON.stringify({ at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, options: { REPORTS, DAYS, INGEST, s3: args.s3 }, results }, null, 2),
+    JSON.stringify({ at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, options: { REPORTS, DAYS, INGEST, s3: args.s3, hourly: args.hourly }, results }, null, 2),
   );
   process.stdout.write(`\nfigures written to ${path.relative(root, file)}\n`);
   await fsp.rm(dir, { recursive: true, force: true });

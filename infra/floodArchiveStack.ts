@@ -21,7 +21,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/bootstrap.js';
-import { PENDING_PREFIX, REPORTS_PREFIX } from '../src/reports/layout.js';
+import { PENDING_PREFIX, REPORTS_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
   /** ECR repository holding the service image (one image runs every process). */
@@ -418,7 +418,8 @@ function athenaTable(scope: Construct, opts: { bucket: s3.IBucket; databaseName:
     year: { type: 'integer', range: opts.years.join(',') },
     month: twoDigits('1,12'),
     day: twoDigits('1,31'),
-    hour: twoDigits('0,23'),
+    // 00..23, and "all" for a compacted day: filter on created_at, not on hour.
+    hour: { type: 'enum', values: [...Array.from({ length: 24 }, (_, h) => String(h).padStart(2, '0')), WHOLE_DAY].join(',') },
   };
   const parameters: Record<string, string> = {
     classification: 'parquet',
@@ -434,7 +435,7 @@ function athenaTable(scope: Construct, opts: { bucket: s3.IBucket; databaseName:
     databaseName: opts.databaseName,
     tableInput: {
       name: 'reports',
-      description: 'One row per archived report; partitions are UTC hours of created_at',
+      description: 'One row per archived report; partitions are UTC hours of created_at (hour=all: a compacted day)',
       tableType: 'EXTERNAL_TABLE',
       parameters,
       partitionKeys: Object.keys(projection).map((name) => ({ name, type: 'string' })),

@@ -1,8 +1,9 @@
-// Hourly: merge each closed hour's parts into one de-duplicated file.
+// Hourly: merge each closed day's parts into one de-duplicated file, and the
+// closed hours of the current day hour by hour.
 import { closedBefore, compact } from '../src/ops/compact.js';
 import type { JobDefinition } from '../src/scheduler.js';
 
-/** Compaction looks back this far; older hours were compacted by earlier runs. */
+/** Compaction looks back this far; older days were compacted by earlier runs (backfills: run `compact` by hand). */
 const LOOKBACK_MS = 7 * 86_400_000;
 
 export const compaction: JobDefinition = {

@@ -158,7 +158,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   compact: {
-    summary: 'merge each closed hour into one de-duplicated part (idempotent)',
+    summary: 'merge each closed day (and each closed hour of today) into one de-duplicated part (idempotent)',
     usage: 'compact [--from DATE] [--to DATE] [--json]',
     options: { ...common, ...window },
     run: ({ config, values }) =>
@@ -169,7 +169,7 @@ const COMMANDS: Record<string, Command> = {
           { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: closedBefore(rt, now) },
           values.json ? undefined : createProgress('compact'),
         );
-        print(values, result, () => `compacted ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows`);
+        print(values, result, () => `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows`);
         return 0;
       }),
   },

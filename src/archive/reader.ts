@@ -16,8 +16,12 @@ import {
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sqlString, type DuckDb } from '../duckdb.js';
+import { dayStart } from '../reports/layout.js';
+
+const HOUR_MS = 3_600_000;
 import type { ObjectStore } from '../store/objectStore.js';
 import type { PartCache } from './partCache.js';
+import type { ObjectInfo } from '../store/objectStore.js';
 import { listWindowParts, type HourParts } from './parts.js';
 import { RenderCache, type RenderedHour } from './renderCache.js';
 import { ARCHIVE_TABLE_DDL } from './row.js';
@@ -153,10 +157,28 @@ function filteredRows(files: readonly string[], query: ArchiveQuery, clean = fal
   };
 }
 
-/** Every hour has a single part: see `filteredRows`. */
-function isClean(hours: readonly HourParts[]): boolean {
-  return hours.every((h) => h.parts.length === 1);
+/** The parts of one UTC day of a window. */
+export interface DayPlan {
+  dayMs: number;
+  /** Compacted parts holding the whole day (one, once compaction has run). */
+  whole: ObjectInfo[];
+  /** Hour parts, newest hour first. */
+  hours: HourParts[];
 }
+
+export function partsOf(day: DayPlan): ObjectInfo[] {
+  return [...day.whole, ...day.hours.flatMap((h) => h.parts)];
+}
+
+/**
+ * The files hold each pkey once, so there is nothing to de-duplicate (see `filteredRows`):
+ * one compacted part alone, or single parts of distinct hours.
+ */
+function isClean(whole: readonly ObjectInfo[], hours: readonly HourParts[]): boolean {
+  return whole.length === 0 ? hours.every((h) => h.parts.length === 1) : whole.length === 1 && hours.length === 0;
+}
+
+const isDayClean = (day: DayPlan) => isClean(day.whole, day.hours);
 
 /** No filter but the window: an hour inside it is answered whole. */
 function isUnfiltered(query: ArchiveQuery): boolean {
@@ -176,17 +198,18 @@ export class ArchiveReader {
     private readonly rendered?: RenderCache,
   ) {}
 
-  /** The window's hours with parts, grouped by UTC day, newest day first. */
-  async plan(query: ArchiveQuery): Promise<HourParts[][]> {
+  /** The window's parts, grouped by UTC day, newest day first. */
+  async plan(query: ArchiveQuery): Promise<DayPlan[]> {
     const endMs = query.after ? Math.min(query.endMs, query.after.createdMs) : query.endMs;
-    const hours = await listWindowParts(this.store, query.startMs, endMs);
-    const days: HourParts[][] = [];
-    for (let i = hours.length - 1; i >= 0; i--) {
-      const hour = hours[i]!;
-      const day = Math.floor(hour.hourMs / 86_400_000);
-      const current = days[days.length - 1];
-      if (current && Math.floor(current[0]!.hourMs / 86_400_000) === day) current.push(hour);
-      else days.push([hour]);
+    const partitions = await listWindowParts(this.store, query.startMs, endMs);
+    const days: DayPlan[] = [];
+    for (let i = partitions.length - 1; i >= 0; i--) {
+      const partition = partitions[i]!;
+      const dayMs = dayStart(partition.hourMs);
+      let day = days[days.length - 1];
+      if (!day || day.dayMs !== dayMs) days.push((day = { dayMs, whole: [], hours: [] }));
+      if (partition.wholeDay) day.whole.push(...partition.parts);
+      else day.hours.push(partition);
     }
     return days;
   }
@@ -197,7 +220,7 @@ export class ArchiveReader {
    * from the render cache or built by DuckDB, while the next days are already being read;
    * pages come item by item, with keys.
    */
-  async *batches(query: ArchiveQuery, shape: FeatureShape, days?: HourParts[][], separator = ','): AsyncIterable<FeatureBatch> {
+  async *batches(query: ArchiveQuery, shape: FeatureShape, days?: DayPlan[], separator = ','): AsyncIterable<FeatureBatch> {
     const plan = days ?? (await this.plan(query));
     if (query.limit === undefined) {
       const run = (i: number) => this.renderDay(plan[i]!, query, shape, separator);
@@ -220,7 +243,7 @@ export class ArchiveReader {
     let remaining = query.limit;
     for (let i = 0; i < plan.length && remaining > 0; i++) {
       const day = plan[i]!;
-      const batch = await this.queryDay(await this.files(day), query, shape, remaining, isClean(day));
+      const batch = await this.queryDay(await this.files(partsOf(day)), query, shape, remaining, isDayClean(day));
       remaining -= batch.items.length;
       yield batch;
     }
@@ -233,8 +256,8 @@ export class ArchiveReader {
     // A month of days per query: few round trips, bounded memory for the distinct set.
     for (let i = 0; i < days.length; i += 31) {
       const month = days.slice(i, i + 31);
-      const files = (await Promise.all(month.map((d) => this.files(d)))).flat();
-      const bound = filteredRows(files, query, isClean(month.flat()));
+      const files = await this.files(month.flatMap(partsOf));
+      const bound = filteredRows(files, query, month.every(isDayClean));
       total += await this.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${bound.sql}`, bound.values, bound.types);
         return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
@@ -250,25 +273,29 @@ export class ArchiveReader {
    * first merged into a de-duplicated, sorted segment. Memory stays bounded however long the
    * window: nothing is sorted beyond one hour.
    */
-  async writeParquet(query: ArchiveQuery, out: string, planned?: HourParts[][]): Promise<void> {
+  async writeParquet(query: ArchiveQuery, out: string, planned?: DayPlan[]): Promise<void> {
     const days = planned ?? (await this.plan(query));
     const segmentDir = `${out}.segments`;
     await fs.mkdir(segmentDir, { recursive: true });
     try {
       const segments: string[] = [];
+      const merge = async (parts: ObjectInfo[]) => {
+        const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
+        const bound = filteredRows(await this.files(parts), query);
+        await this.db.withConnection((conn) =>
+          conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
+        );
+        segments.push(segment);
+      };
       for (const day of days) {
-        for (const hour of day) {
-          const files = await this.files([hour]);
-          if (files.length === 1) {
-            segments.push(files[0]!);
-            continue;
-          }
-          const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
-          const bound = filteredRows(files, query);
-          await this.db.withConnection((conn) =>
-            conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
-          );
-          segments.push(segment);
+        if (day.whole.length > 0) {
+          if (isDayClean(day)) segments.push(...(await this.files(day.whole)));
+          else await merge(partsOf(day));
+          continue;
+        }
+        for (const hour of day.hours) {
+          if (hour.parts.length === 1) segments.push(...(await this.files(hour.parts)));
+          else await merge(hour.parts);
         }
       }
       await this.db.withConnection(async (conn) => {
@@ -292,9 +319,9 @@ export class ArchiveReader {
   }
 
   /** Typed columns of the window, one UTC day at a time, newest first (for Arrow). */
-  async *columns(query: ArchiveQuery, planned?: HourParts[][]): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
+  async *columns(query: ArchiveQuery, planned?: DayPlan[]): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
     for (const day of planned ?? (await this.plan(query))) {
-      const bound = filteredRows(await this.files(day), query, isClean(day));
+      const bound = filteredRows(await this.files(partsOf(day)), query, isDayClean(day));
       yield await this.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(
           `SELECT ${EXPORT_COLUMNS.map((c) => (c === 'created_at' ? 'epoch_ms(created_at) AS created_at' : c === 'report_data' ? 'report_data::VARCHAR AS report_data' : c)).join(', ')}
@@ -307,38 +334,70 @@ export class ArchiveReader {
     }
   }
 
-  private files(day: HourParts[]): Promise<string[]> {
-    return Promise.all(day.flatMap((h) => h.parts).map((p) => this.cache.localFile(p)));
+  private files(parts: readonly ObjectInfo[]): Promise<string[]> {
+    return Promise.all(parts.map((p) => this.cache.localFile(p)));
   }
 
   /**
-   * One day as one run of joined items per hour, newest hour first. An hour wholly inside
-   * an unfiltered window is the same text whoever asks, so it is taken from (and kept in)
-   * the render cache; the other hours are built by one DuckDB query for the day.
+   * One day as one run of joined items per hour, newest hour first. An hour's rendering is
+   * the same text whoever asks, so for unfiltered windows it is taken from (and kept in) the
+   * render cache, keyed by the parts that hold it; it serves a window that cuts the hour when
+   * all its reports fall inside anyway. The other hours are built by DuckDB, one query a day.
    */
-  private async renderDay(day: HourParts[], query: ArchiveQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
-    const format = `${shape}\u0000${separator}`;
-    const cacheable = (h: HourParts) =>
-      this.rendered !== undefined && isUnfiltered(query) && h.hourMs >= query.startMs && h.hourMs + 3_599_999 <= query.endMs;
+  private async renderDay(day: DayPlan, query: ArchiveQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
+    const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
+    // A compacted day may hold any of its hours; otherwise only listed hours have reports.
+    const candidates =
+      day.whole.length > 0
+        ? Array.from({ length: 24 }, (_, i) => day.dayMs + (23 - i) * HOUR_MS).filter((h) => h + HOUR_MS - 1 >= query.startMs && h <= query.endMs)
+        : day.hours.map((h) => h.hourMs);
+    const filesOf = (hours: number[]) => this.files([...day.whole, ...hours.flatMap((h) => partsOfHour.get(h) ?? [])]);
+    const clean = (hours: number[]) => isClean(day.whole, day.hours.filter((h) => hours.includes(h.hourMs)));
+    const fits = (r: RenderedHour) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
+    const cacheKey = (hourMs: number) => RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
+    const cache = isUnfiltered(query) ? this.rendered : undefined;
+
     const runs = new Map<number, RenderedHour>();
-    const missing: HourParts[] = [];
-    for (const hour of day) {
-      const hit = cacheable(hour) ? await this.rendered!.get(RenderCache.keyOf(format, hour.parts)) : undefined;
-      if (hit) runs.set(hour.hourMs, hit);
-      else missing.push(hour);
+    const filtered: number[] = [];
+    const unrendered: number[] = [];
+    // Looked up together: each is a small file read, and waiting for them one by one adds up.
+    const hits = await Promise.all(candidates.map((hourMs) => cache?.get(cacheKey(hourMs))));
+    for (const [i, hourMs] of candidates.entries()) {
+      const hit = hits[i];
+      if (hit && fits(hit)) runs.set(hourMs, hit);
+      else if (cache && !hit) unrendered.push(hourMs);
+      else filtered.push(hourMs);
     }
-    if (missing.length > 0) {
-      for (const [hourMs, rendered] of await this.queryHours(await this.files(missing), query, shape, separator, isClean(missing))) {
-        runs.set(hourMs, rendered);
-        const hour = missing.find((h) => h.hourMs === hourMs);
-        if (hour && cacheable(hour)) await this.rendered!.put(RenderCache.keyOf(format, hour.parts), rendered);
+    if (cache && unrendered.length > 0) {
+      // Whole hours, so they can be kept; an hour the window cuts is used only if it fits.
+      const whole = { startMs: Math.min(...unrendered), endMs: Math.max(...unrendered) + HOUR_MS - 1, admin: undefined };
+      const built = await this.queryHours(await filesOf(unrendered), whole, shape, separator, clean(unrendered));
+      const puts: Promise<void>[] = [];
+      for (const hourMs of unrendered) {
+        // An hour of a compacted day may be empty: remembered too, so it is not asked again.
+        const rendered = built.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs };
+        puts.push(cache.put(cacheKey(hourMs), rendered));
+        if (fits(rendered)) runs.set(hourMs, rendered);
+        else filtered.push(hourMs);
+      }
+      await Promise.all(puts);
+    }
+    if (filtered.length > 0) {
+      // Only these hours: the rest of the day is already at hand.
+      const narrowed = {
+        ...query,
+        startMs: Math.max(query.startMs, Math.min(...filtered)),
+        endMs: Math.min(query.endMs, Math.max(...filtered) + HOUR_MS - 1),
+      };
+      for (const [hourMs, rendered] of await this.queryHours(await filesOf(filtered), narrowed, shape, separator, clean(filtered))) {
+        if (filtered.includes(hourMs)) runs.set(hourMs, rendered);
       }
     }
     const items: Uint8Array[] = [];
     let bbox: FeatureBatch['bbox'];
-    for (const hour of day) {
-      const run = runs.get(hour.hourMs);
-      if (!run) continue;
+    for (const hourMs of candidates) {
+      const run = runs.get(hourMs);
+      if (!run?.bbox || run.text.byteLength === 0) continue;
       items.push(run.text);
       bbox = bbox ? unionBbox(bbox, run.bbox) : run.bbox;
     }
@@ -348,15 +407,16 @@ export class ArchiveReader {
   /** Each hour's items built and joined by DuckDB (bytes: JS only passes them on), by hour. */
   private async queryHours(files: string[], query: ArchiveQuery, shape: FeatureShape, separator: string, clean: boolean): Promise<Map<number, RenderedHour>> {
     const bound = filteredRows(files, query, clean);
-    const sql = `SELECT epoch_ms(created_at) // 3600000 AS hour,
+    const sql = `SELECT epoch_ms(created_at) // ${HOUR_MS} AS hour,
         encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS items,
-        min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat
+        min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+        min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
       FROM ${bound.sql} GROUP BY 1`;
     return this.db.withConnection(async (conn) => {
       const reader = await conn.runAndReadAll(sql, bound.values, bound.types);
       const out = new Map<number, RenderedHour>();
-      for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number][]) {
-        out.set(Number(row[0]) * 3_600_000, { text: row[1], bbox: [row[2], row[3], row[4], row[5]] });
+      for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number, bigint, bigint][]) {
+        out.set(Number(row[0]) * HOUR_MS, { text: row[1], bbox: [row[2], row[3], row[4], row[5]], minMs: Number(row[6]), maxMs: Number(row[7]) });
       }
       return out;
     });

@@ -6,6 +6,7 @@
 // repeated pulls of a week or a year fast. Bounded in bytes, least recently
 // used first out.
 import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Metrics } from '../metrics.js';
@@ -14,14 +15,24 @@ import type { ObjectInfo } from '../store/objectStore.js';
 export interface RenderedHour {
   /** The hour's items joined by the separator, newest first. */
   text: Uint8Array;
-  /** [minLng, minLat, maxLng, maxLat] of its points. */
-  bbox: [number, number, number, number];
+  /** [minLng, minLat, maxLng, maxLat] of its points; undefined for an hour without reports. */
+  bbox: [number, number, number, number] | undefined;
+  /** created_at of its oldest and newest report (epoch ms): whether it fits a window that cuts the hour. */
+  minMs: number;
+  maxMs: number;
 }
 
 interface Entry {
   file: string;
   size: number;
+  /** Recency: a counter, so that order holds within one millisecond. */
   usedAt: number;
+}
+
+interface Header {
+  bbox: RenderedHour['bbox'] | null;
+  minMs: number;
+  maxMs: number;
 }
 
 const SUFFIX = '.hour';
@@ -29,6 +40,7 @@ const SUFFIX = '.hour';
 export class RenderCache {
   private readonly entries = new Map<string, Entry>();
   private bytes = 0;
+  private clock = 0;
   private ready: Promise<void> | undefined;
 
   constructor(
@@ -54,18 +66,21 @@ export class RenderCache {
     }
     let raw: Buffer;
     try {
-      raw = await fs.readFile(entry.file);
+      // Synchronous: a page-cached read of a few hundred kB takes microseconds, and a long
+      // window reads thousands of these; as thread-pool round trips they mostly wait.
+      raw = readFileSync(entry.file);
     } catch {
       // Removed behind our back (a cleaned cache directory): render it again.
       this.forget(key, entry);
       this.metrics?.renderCacheRequests.inc({ result: 'miss' });
       return undefined;
     }
-    entry.usedAt = Date.now();
+    entry.usedAt = ++this.clock;
     this.metrics?.renderCacheRequests.inc({ result: 'hit' });
-    // The first line holds the bbox; the rest is the text.
+    // The first line is the header; the rest is the text.
     const eol = raw.indexOf(10);
-    return { bbox: JSON.parse(raw.subarray(0, eol).toString('utf8')) as RenderedHour['bbox'], text: raw.subarray(eol + 1) };
+    const header = JSON.parse(raw.subarray(0, eol).toString('utf8')) as Header;
+    return { bbox: header.bbox ?? undefined, minMs: header.minMs, maxMs: header.maxMs, text: raw.subarray(eol + 1) };
   }
 
   /** Stores a rendering; a failure only costs a later re-render, so it is not an error for the caller. */
@@ -74,15 +89,20 @@ export class RenderCache {
     await (this.ready ??= this.scan());
     const file = path.join(this.dir, `${key}${SUFFIX}`);
     const tmp = `${file}.${randomUUID()}.tmp`;
+    const header: Header = { bbox: hour.bbox ?? null, minMs: hour.minMs, maxMs: hour.maxMs };
+    const head = Buffer.from(`${JSON.stringify(header)}\n`);
     try {
-      await fs.writeFile(tmp, [Buffer.from(`${JSON.stringify(hour.bbox)}\n`), hour.text]);
+      await fs.writeFile(tmp, [head, hour.text]);
       await fs.rename(tmp, file);
     } catch {
       await fs.rm(tmp, { force: true });
       return;
     }
-    const size = hour.text.byteLength;
-    this.entries.set(key, { file, size, usedAt: Date.now() });
+    const size = head.byteLength + hour.text.byteLength;
+    // Two answers may have rendered the same hour at once: count it once.
+    const previous = this.entries.get(key);
+    if (previous) this.bytes -= previous.size;
+    this.entries.set(key, { file, size, usedAt: ++this.clock });
     this.bytes += size;
     await this.evict(key);
     this.metrics?.renderCacheBytes.set(this.bytes);
@@ -111,6 +131,7 @@ export class RenderCache {
   /** Adopts entries left by an earlier run: a restart keeps its warm cache. */
   private async scan(): Promise<void> {
     await fs.mkdir(this.dir, { recursive: true });
+    const found: { key: string; file: string; size: number; mtimeMs: number }[] = [];
     for (const name of await fs.readdir(this.dir)) {
       const file = path.join(this.dir, name);
       if (name.endsWith('.tmp')) {
@@ -119,8 +140,12 @@ export class RenderCache {
       }
       if (!name.endsWith(SUFFIX)) continue;
       const stat = await fs.stat(file);
-      this.entries.set(name.slice(0, -SUFFIX.length), { file, size: stat.size, usedAt: stat.mtimeMs });
-      this.bytes += stat.size;
+      found.push({ key: name.slice(0, -SUFFIX.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
+    }
+    // Oldest written first out.
+    for (const f of found.sort((a, b) => a.mtimeMs - b.mtimeMs)) {
+      this.entries.set(f.key, { file: f.file, size: f.size, usedAt: ++this.clock });
+      this.bytes += f.size;
     }
   }
 }

@@ -8,8 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import { arrowStream } from '../archive/arrow.js';
-import type { HourParts } from '../archive/parts.js';
-import { renderArchive, separatorOf, shapeOf, type ArchiveQuery, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
+import { partsOf, renderArchive, separatorOf, shapeOf, type ArchiveQuery, type DayPlan, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
 import type { ErrorDetail } from '../errors.js';
 import { parseOffsetDateTime } from '../reports/partnerReport.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
@@ -129,7 +128,7 @@ function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; 
   return { createdMs: end.createdMs, pkey: end.pkey };
 }
 
-async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery, days: HourParts[][]): Promise<void> {
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery, days: DayPlan[]): Promise<void> {
   await fs.mkdir(deps.tmpDir, { recursive: true });
   const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
   try {
@@ -146,11 +145,11 @@ function isClosed(query: ArchiveQuery, deps: ArchiveRouteDeps): boolean {
 }
 
 /** Same filters and same parts ⇒ same bytes: the strong validator of a closed window. */
-function windowTag(request: ArchiveRequest, days: HourParts[][]): string {
+function windowTag(request: ArchiveRequest, days: DayPlan[]): string {
   const hash = createHash('sha256');
   hash.update(request.fingerprint).update(request.format).update(request.geoformat);
   hash.update(String(request.query.limit ?? '')).update(JSON.stringify(request.query.after ? [request.query.after.createdMs, request.query.after.pkey] : null));
-  for (const day of days) for (const hour of day) for (const p of hour.parts) hash.update(p.key).update(p.etag);
+  for (const day of days) for (const p of partsOf(day)) hash.update(p.key).update(p.etag);
   return hash.digest('base64url').slice(0, 32);
 }
 

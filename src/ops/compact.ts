@@ -1,49 +1,73 @@
-// Compaction: per closed hour, merge the parts into one file with duplicates
-// removed, then delete the parts. Readers that see both the new file and the
-// old parts meanwhile still answer the same (they de-duplicate by pkey).
+// Compaction: merges parts into one file with duplicates removed, then deletes
+// them. A closed day becomes one compacted part (hour=all): a year is then 365
+// files instead of 8,760, which is what makes long pulls fast. Hours of a day
+// still open are merged hour by hour. Readers that see both the new file and
+// the old parts meanwhile still answer the same (they de-duplicate by pkey).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { listWindowParts } from '../archive/parts.js';
+import { listWindowParts, type HourParts } from '../archive/parts.js';
 import { mergeParts } from '../archive/rows.js';
-import { newPartKey } from '../reports/layout.js';
+import { DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
+import type { ObjectInfo } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
 
 export interface CompactOptions {
   fromMs: number;
   toMs: number;
-  /** Hours ending after this are still being written to and are left alone. */
+  /** Hours (and days) ending after this are still being written to and are left alone. */
   closedBeforeMs: number;
 }
 
 export interface CompactResult {
   hoursSeen: number;
   hoursCompacted: number;
+  daysCompacted: number;
   partsRemoved: number;
   rows: number;
 }
 
 export async function compact(rt: Runtime, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
-  const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
-  const result: CompactResult = { hoursSeen: hours.length, hoursCompacted: 0, partsRemoved: 0, rows: 0 };
+  // Whole days are listed: a day is compacted with all of its parts, whatever the window cuts.
+  const partitions = await listWindowParts(rt.store, dayStart(options.fromMs), dayStart(options.toMs) + DAY_MS - 1);
+  const days = new Map<number, HourParts[]>();
+  for (const p of partitions) {
+    const day = dayStart(p.hourMs);
+    days.set(day, [...(days.get(day) ?? []), p]);
+  }
+  const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0 };
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
-  progress?.start(hours.length);
-  for (const hour of hours) {
-    progress?.tick();
-    if (hour.hourMs + 3_600_000 > options.closedBeforeMs || hour.parts.length < 2) continue;
-    const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
+  const merge = async (parts: ObjectInfo[], key: string) => {
+    const files = await Promise.all(parts.map((p) => rt.cache.localFile(p)));
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
     try {
-      const rows = await mergeParts(rt.db, files, out);
-      await rt.store.put(newPartKey(hour.hourMs), await fs.readFile(out));
-      await rt.store.delete(hour.parts.map((p) => p.key));
-      result.hoursCompacted += 1;
-      result.partsRemoved += hour.parts.length;
-      result.rows += rows;
+      result.rows += await mergeParts(rt.db, files, out);
+      // New file first, then the old ones go.
+      await rt.store.put(key, await fs.readFile(out));
+      await rt.store.delete(parts.map((p) => p.key));
+      result.partsRemoved += parts.length;
     } finally {
       await fs.rm(out, { force: true });
+    }
+  };
+  progress?.start(days.size);
+  for (const [dayMs, dayPartitions] of days) {
+    progress?.tick();
+    const hours = dayPartitions.filter((p) => !p.wholeDay && p.hourMs + 3_600_000 - 1 >= options.fromMs && p.hourMs <= options.toMs);
+    result.hoursSeen += hours.length;
+    const parts = dayPartitions.flatMap((p) => p.parts);
+    if (dayMs + DAY_MS <= options.closedBeforeMs) {
+      if (parts.length < 2) continue;
+      await merge(parts, newDayPartKey(dayMs));
+      result.daysCompacted += 1;
+      continue;
+    }
+    for (const hour of hours) {
+      if (hour.hourMs + 3_600_000 > options.closedBeforeMs || hour.parts.length < 2) continue;
+      await merge(hour.parts, newPartKey(hour.hourMs));
+      result.hoursCompacted += 1;
     }
   }
   progress?.stop();

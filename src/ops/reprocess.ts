@@ -7,7 +7,7 @@ import { writeParquet } from '../archive/partWriter.js';
 import { listWindowParts } from '../archive/parts.js';
 import { readRows } from '../archive/rows.js';
 import type { ArchiveRow } from '../archive/row.js';
-import { newPartKey } from '../reports/layout.js';
+import { newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
 import type { Progress } from './progress.js';
 
@@ -67,7 +67,7 @@ export async function reprocess(
     try {
       await writeParquet(rt.db, retagged, out);
       // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
-      await rt.store.put(newPartKey(hour.hourMs), await fs.readFile(out));
+      await rt.store.put(hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), await fs.readFile(out));
       await rt.store.delete(hour.parts.map((p) => p.key));
       result.hoursRewritten += 1;
     } finally {

@@ -1,10 +1,15 @@
 // Where everything lives in the object store, and how keys are named.
-// Report parts: reports/v1/year=YYYY/month=MM/day=DD/hour=HH/part-<ulid>.parquet
+// Report parts: reports/v1/year=YYYY/month=MM/day=DD/hour=HH/part-<ulid>.parquet, and a
+// compacted closed day: reports/v1/year=YYYY/month=MM/day=DD/hour=all/part-<ulid>.parquet
+// ("all" sorts after "23", so a day's keys stay together and in time order).
 import { ulid } from 'ulid';
 
 export const SOURCE = 'partner';
 export const REPORTS_PREFIX = 'reports/v1/';
-const PART_KEY = /^reports\/v1\/year=(\d{4})\/month=(\d{2})\/day=(\d{2})\/hour=(\d{2})\/part-[0-9A-Z]{26}\.parquet$/;
+const PART_KEY = /^reports\/v1\/year=(\d{4})\/month=(\d{2})\/day=(\d{2})\/hour=(\d{2}|all)\/part-[0-9A-Z]{26}\.parquet$/;
+/** The hour folder of a compacted day. */
+export const WHOLE_DAY = 'all';
+export const DAY_MS = 86_400_000;
 
 /** The archive key of a report, fixed at acceptance: no retry can mint another. */
 export function pkeyOf(source: string, postId: number): string {
@@ -28,20 +33,31 @@ export function hourStart(ms: number): number {
   return Math.floor(ms / 3_600_000) * 3_600_000;
 }
 
-/** The partition folder of an hour, ending in '/'. */
-export function hourPrefix(hourMs: number): string {
+/** Start of the UTC day holding `ms`. */
+export function dayStart(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
+/** The partition folder of an hour (or, with `wholeDay`, of its compacted day), ending in '/'. */
+export function hourPrefix(hourMs: number, wholeDay = false): string {
   const d = new Date(hourMs);
   const p = (n: number) => String(n).padStart(2, '0');
-  return `${REPORTS_PREFIX}year=${d.getUTCFullYear()}/month=${p(d.getUTCMonth() + 1)}/day=${p(d.getUTCDate())}/hour=${p(d.getUTCHours())}/`;
+  return `${REPORTS_PREFIX}year=${d.getUTCFullYear()}/month=${p(d.getUTCMonth() + 1)}/day=${p(d.getUTCDate())}/hour=${wholeDay ? WHOLE_DAY : p(d.getUTCHours())}/`;
 }
 
 export function newPartKey(hourMs: number): string {
   return `${hourPrefix(hourMs)}part-${ulid()}.parquet`;
 }
 
-/** The hour (epoch ms) of a part key, or undefined for anything else under the prefix. */
-export function hourOfPartKey(key: string): number | undefined {
+/** The key of a new compacted-day part. */
+export function newDayPartKey(dayMs: number): string {
+  return `${hourPrefix(dayStart(dayMs), true)}part-${ulid()}.parquet`;
+}
+
+/** Where a part belongs: its hour (or its day, for a compacted day); undefined for anything else under the prefix. */
+export function partitionOfPartKey(key: string): { startMs: number; wholeDay: boolean } | undefined {
   const m = PART_KEY.exec(key);
   if (!m) return undefined;
-  return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]));
+  const wholeDay = m[4] === WHOLE_DAY;
+  return { startMs: Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), wholeDay ? 0 : Number(m[4])), wholeDay };
 }

@@ -158,13 +158,26 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     await svc.rt.store.put(newPartKey(busy.hourMs), await fs.readFile(merged));
     expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
 
-    const result = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
-    expect(result.hoursCompacted).toBeGreaterThan(0);
-    const after = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
-    expect(after.every((h) => h.parts.length === 1)).toBe(true);
+    // While the day is open, its closed hours are merged hour by hour.
+    const hourly = await compact(svc.rt, { ...DAY, closedBeforeMs: DAY.toMs - 3_600_000 });
+    expect(hourly).toMatchObject({ daysCompacted: 0, hoursCompacted: expect.any(Number) });
+    expect(hourly.hoursCompacted).toBeGreaterThan(0);
+    const afterHours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
+    expect(afterHours.every((h) => h.parts.length === 1 && !h.wholeDay)).toBe(true);
     expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
+
+    // Once the day is closed, it becomes one compacted part.
+    const daily = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(daily).toMatchObject({ daysCompacted: 1, hoursCompacted: 0, partsRemoved: afterHours.length });
+    const after = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
+    expect(after).toEqual([{ hourMs: DAY.fromMs, wholeDay: true, parts: [expect.objectContaining({ key: expect.stringMatching(/\/day=21\/hour=all\/part-[0-9A-Z]{26}\.parquet$/) })] }]);
+    expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
+    // A window that cuts the compacted day still answers exactly its part of it.
+    const cut = `start=2026-11-21T02:00:00%2B0000&end=2026-11-21T02:59:59%2B0000&geoformat=geojson`;
+    const inCut = JSON.parse(before[1]!).result.features.filter((f: any) => f.properties.created_at.startsWith('2026-11-21T02:'));
+    expect(JSON.parse(await archiveText(svc.url, cut)).result.features).toEqual(inCut);
     const again = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
-    expect(again.hoursCompacted).toBe(0);
+    expect(again).toMatchObject({ daysCompacted: 0, hoursCompacted: 0, partsRemoved: 0 });
   });
 
   it('exports the window as Parquet, CSV and GeoJSON with the same reports as the archive', async () => {
@@ -202,7 +215,8 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
 
     const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
     const victim = hours[0]!;
-    const lost = JSON.parse(await archiveText(svc.url, `start=${new Date(victim.hourMs).toISOString().slice(0, 19)}%2B0000&end=${new Date(victim.hourMs + 3_599_999).toISOString().slice(0, 19)}%2B0000&geoformat=geojson`))
+    const span = victim.wholeDay ? 86_400_000 : 3_600_000;
+    const lost = JSON.parse(await archiveText(svc.url, `start=${new Date(victim.hourMs).toISOString().slice(0, 19)}%2B0000&end=${new Date(victim.hourMs + span - 1).toISOString().slice(0, 19)}%2B0000&geoformat=geojson`))
       .result.features.map((f: any) => f.properties.pkey)
       .sort();
     await svc.rt.store.delete(victim.parts.map((p) => p.key));

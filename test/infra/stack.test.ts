@@ -445,7 +445,7 @@ describe('Glue table for Athena', () => {
     );
   });
 
-  it('is partitioned by the zero-padded hour folders, found by partition projection', () => {
+  it('is partitioned by the zero-padded hour folders and compacted days, found by partition projection', () => {
     const { PartitionKeys, Parameters } = table().TableInput;
     expect(PartitionKeys).toEqual(['year', 'month', 'day', 'hour'].map((Name) => ({ Name, Type: 'string' })));
     expect(Parameters).toEqual({
@@ -460,9 +460,8 @@ describe('Glue table for Athena', () => {
       'projection.day.type': 'integer',
       'projection.day.range': '1,31',
       'projection.day.digits': '2',
-      'projection.hour.type': 'integer',
-      'projection.hour.range': '0,23',
-      'projection.hour.digits': '2',
+      'projection.hour.type': 'enum',
+      'projection.hour.values': '00,01,02,03,04,05,06,07,08,09,10,11,12,13,14,15,16,17,18,19,20,21,22,23,all',
       'storage.location.template': location('year=${year}/month=${month}/day=${day}/hour=${hour}'),
     });
   });

@@ -1,0 +1,48 @@
+// The window's parts come from one ranged listing over hour and compacted-day keys.
+import { describe, expect, it } from 'vitest';
+import { listWindowParts } from '../../src/archive/parts.js';
+import { newDayPartKey, newPartKey, partitionOfPartKey } from '../../src/reports/layout.js';
+import { FileObjectStore } from '../../src/store/fileStore.js';
+import { tempDir } from '../support/env.js';
+
+const at = (iso: string) => Date.parse(iso);
+
+describe('part keys', () => {
+  it('name hours and compacted days, and read back where a part belongs', () => {
+    const hour = newPartKey(at('2026-11-21T13:00:00Z'));
+    expect(hour).toMatch(/^reports\/v1\/year=2026\/month=11\/day=21\/hour=13\/part-[0-9A-Z]{26}\.parquet$/);
+    expect(partitionOfPartKey(hour)).toEqual({ startMs: at('2026-11-21T13:00:00Z'), wholeDay: false });
+    const day = newDayPartKey(at('2026-11-21T13:45:00Z'));
+    expect(day).toMatch(/^reports\/v1\/year=2026\/month=11\/day=21\/hour=all\/part-[0-9A-Z]{26}\.parquet$/);
+    expect(partitionOfPartKey(day)).toEqual({ startMs: at('2026-11-21T00:00:00Z'), wholeDay: true });
+    // A day's compacted part sorts after its hours and before the next day.
+    expect([newPartKey(at('2026-11-22T00:00:00Z')), day, newPartKey(at('2026-11-21T23:00:00Z'))].sort()[1]).toBe(day);
+    expect(partitionOfPartKey('reports/v1/year=2026/month=11/day=21/hour=al/part-01ARZ3NDEKTSV4RRFFQ69G5FAV.parquet')).toBeUndefined();
+    expect(partitionOfPartKey('reports/v1/year=2026/month=11/day=21/hour=13/notes.txt')).toBeUndefined();
+  });
+});
+
+describe('listWindowParts', () => {
+  it('finds the hours in the window and the compacted parts of the days it touches, and nothing else', async () => {
+    const store = new FileObjectStore(await tempDir());
+    const keys = {
+      day20: newDayPartKey(at('2026-11-20T00:00:00Z')),
+      h20_23: newPartKey(at('2026-11-20T23:00:00Z')),
+      day21: newDayPartKey(at('2026-11-21T00:00:00Z')),
+      h21_05: newPartKey(at('2026-11-21T05:00:00Z')),
+      h21_06: newPartKey(at('2026-11-21T06:00:00Z')),
+      day22: newDayPartKey(at('2026-11-22T00:00:00Z')),
+      h22_00: newPartKey(at('2026-11-22T00:00:00Z')),
+    };
+    for (const key of Object.values(keys)) await store.put(key, 'x');
+
+    // 2026-11-20 23:30 to 2026-11-21 05:10: the 23h and 05h hours, both days' compacted parts.
+    const got = await listWindowParts(store, at('2026-11-20T23:30:00Z'), at('2026-11-21T05:10:00Z'));
+    expect(got.map((p) => [new Date(p.hourMs).toISOString(), p.wholeDay, p.parts.map((i) => i.key)])).toEqual([
+      ['2026-11-20T23:00:00.000Z', false, [keys.h20_23]],
+      ['2026-11-20T00:00:00.000Z', true, [keys.day20]],
+      ['2026-11-21T05:00:00.000Z', false, [keys.h21_05]],
+      ['2026-11-21T00:00:00.000Z', true, [keys.day21]],
+    ]);
+  });
+});
