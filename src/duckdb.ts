@@ -1,6 +1,7 @@
 // One DuckDB instance per process, in memory, spilling to a temp directory.
 import fs from 'node:fs/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { releaseMemory } from './memory.js';
 
 export interface DuckDbOptions {
   tempDir: string;
@@ -39,6 +40,8 @@ export class DuckDb {
       return await fn(conn);
     } finally {
       conn.closeSync();
+      // The results' native memory goes when their wrappers do: see memory.ts.
+      releaseMemory();
     }
   }
 

@@ -84,7 +84,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       : new SqsQueue(sqs!, config.queueUrl);
 
   const metrics = new Metrics({ defaults: true });
-  const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb') });
+  const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });
   const boundaries = new BoundaryRepository(store);
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
   const worker = new Worker(

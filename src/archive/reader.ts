@@ -51,9 +51,12 @@ export interface ArchiveQuery {
 /** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */
 export type FeatureShape = 'geojson' | 'topojson' | 'csv';
 
+/** Items already joined by the separator, or a function that reads them when they are about to be sent. */
+export type Run = Uint8Array | (() => Uint8Array);
+
 export interface FeatureBatch {
-  /** Serialized items, newest first: one per report (pages), or runs of them already joined by the separator (bytes). */
-  items: string[] | Uint8Array[];
+  /** Serialized items, newest first: one per report (pages), or runs of them already joined by the separator. */
+  items: string[] | Run[];
   /** [minLng, minLat, maxLng, maxLat] of the batch, undefined when empty. */
   bbox: [number, number, number, number] | undefined;
   /** Each item's sort key and point, when paging (the next page starts after the last one). */
@@ -62,6 +65,26 @@ export interface FeatureBatch {
 
 /** Days queried ahead of the one being sent. */
 const READ_AHEAD = 2;
+/** Bytes of parts one rendering query reads at most (unless one hour alone is more). */
+const QUERY_BYTES = 256 * 1024;
+
+/** Consecutive runs of `items` whose sizes add up to about `limit` each. */
+export function groupBySize<T>(items: readonly T[], size: (item: T) => number, limit: number): T[][] {
+  const groups: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length > 0 && bytes + size(item) > limit) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size(item);
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
 
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
@@ -353,6 +376,30 @@ export class ArchiveReader {
         : day.hours.map((h) => h.hourMs);
     const filesOf = (hours: number[]) => this.files([...day.whole, ...hours.flatMap((h) => partsOfHour.get(h) ?? [])]);
     const clean = (hours: number[]) => isClean(day.whole, day.hours.filter((h) => hours.includes(h.hourMs)));
+    // A DuckDB query's memory grows with the text it builds (several times over): a storm
+    // day is built a few hours at a time, each run reading about QUERY_BYTES of parts.
+    const wholeBytes = day.whole.reduce((n, p) => n + p.size, 0) / 24;
+    const bytesOf = (hourMs: number) => wholeBytes + (partsOfHour.get(hourMs) ?? []).reduce((n, p) => n + p.size, 0);
+    // `keep` (the render cache) may swap each built hour for one read back when it is sent.
+    const build = async (hours: number[], window: ArchiveQuery, keep?: (hourMs: number, r: RenderedHour) => Promise<RenderedHour>) => {
+      const built = new Map<number, RenderedHour>();
+      for (const group of groupBySize(hours, bytesOf, QUERY_BYTES)) {
+        const narrowed = {
+          ...window,
+          startMs: Math.max(window.startMs, Math.min(...group)),
+          endMs: Math.min(window.endMs, Math.max(...group) + HOUR_MS - 1),
+        };
+        const result = await this.queryHours(await filesOf(group), narrowed, shape, separator, clean(group));
+        await Promise.all(
+          group.map(async (hourMs) => {
+            // An hour of a compacted day may be empty: kept too, so it is not asked again.
+            const rendered = result.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs };
+            built.set(hourMs, keep ? await keep(hourMs, rendered) : rendered);
+          }),
+        );
+      }
+      return built;
+    };
     const fits = (r: RenderedHour) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
     const cacheKey = (hourMs: number) => RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
     const cache = isUnfiltered(query) ? this.rendered : undefined;
@@ -370,34 +417,21 @@ export class ArchiveReader {
     }
     if (cache && unrendered.length > 0) {
       // Whole hours, so they can be kept; an hour the window cuts is used only if it fits.
-      const whole = { startMs: Math.min(...unrendered), endMs: Math.max(...unrendered) + HOUR_MS - 1, admin: undefined };
-      const built = await this.queryHours(await filesOf(unrendered), whole, shape, separator, clean(unrendered));
-      const puts: Promise<void>[] = [];
+      // Kept as they are built, and read back when sent: a storm day does not wait in memory.
+      const built = await build(unrendered, { startMs: -Infinity, endMs: Infinity, admin: undefined }, (hourMs, r) => cache.put(cacheKey(hourMs), r));
       for (const hourMs of unrendered) {
-        // An hour of a compacted day may be empty: remembered too, so it is not asked again.
-        const rendered = built.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs };
-        puts.push(cache.put(cacheKey(hourMs), rendered));
+        const rendered = built.get(hourMs)!;
         if (fits(rendered)) runs.set(hourMs, rendered);
         else filtered.push(hourMs);
       }
-      await Promise.all(puts);
     }
-    if (filtered.length > 0) {
-      // Only these hours: the rest of the day is already at hand.
-      const narrowed = {
-        ...query,
-        startMs: Math.max(query.startMs, Math.min(...filtered)),
-        endMs: Math.min(query.endMs, Math.max(...filtered) + HOUR_MS - 1),
-      };
-      for (const [hourMs, rendered] of await this.queryHours(await filesOf(filtered), narrowed, shape, separator, clean(filtered))) {
-        if (filtered.includes(hourMs)) runs.set(hourMs, rendered);
-      }
-    }
-    const items: Uint8Array[] = [];
+    if (filtered.length > 0) for (const [hourMs, rendered] of await build(filtered, query)) runs.set(hourMs, rendered);
+    const items: Run[] = [];
     let bbox: FeatureBatch['bbox'];
     for (const hourMs of candidates) {
       const run = runs.get(hourMs);
-      if (!run?.bbox || run.text.byteLength === 0) continue;
+      // An hour without reports has no bbox.
+      if (!run?.bbox) continue;
       items.push(run.text);
       bbox = bbox ? unionBbox(bbox, run.bbox) : run.bbox;
     }
@@ -499,9 +533,9 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, forma
       first = false;
     } else {
       // Runs of joined items go out as they are: no copy into a JS string.
-      for (const run of batch.items as Uint8Array[]) {
+      for (const run of batch.items as Run[]) {
         if (!first && sep !== '\n') yield sep;
-        yield run;
+        yield typeof run === 'function' ? run() : run;
         if (sep === '\n') yield '\n';
         first = false;
       }

@@ -6,15 +6,19 @@
 // repeated pulls of a week or a year fast. Bounded in bytes, least recently
 // used first out.
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { releaseMemory } from '../memory.js';
 import type { Metrics } from '../metrics.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 
 export interface RenderedHour {
-  /** The hour's items joined by the separator, newest first. */
-  text: Uint8Array;
+  /**
+   * The hour's items joined by the separator, newest first; from the cache, a function that
+   * reads them when they are about to be sent, so a long answer holds one hour at a time.
+   */
+  text: Uint8Array | (() => Uint8Array);
   /** [minLng, minLat, maxLng, maxLat] of its points; undefined for an hour without reports. */
   bbox: [number, number, number, number] | undefined;
   /** created_at of its oldest and newest report (epoch ms): whether it fits a window that cuts the hour. */
@@ -27,6 +31,9 @@ interface Entry {
   size: number;
   /** Recency: a counter, so that order holds within one millisecond. */
   usedAt: number;
+  /** Read on first use for entries adopted from an earlier run. */
+  header?: Header;
+  headerBytes?: number;
 }
 
 interface Header {
@@ -36,6 +43,17 @@ interface Header {
 }
 
 const SUFFIX = '.hour';
+const MAX_HEADER = 512;
+
+// A hit holds its file open until the text is read (an evicted file stays readable); one
+// never read, as when the client went away, has its descriptor closed once it is collected.
+const openFiles = new FinalizationRegistry<number>((fd) => {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed.
+  }
+});
 
 export class RenderCache {
   private readonly entries = new Map<string, Entry>();
@@ -64,52 +82,77 @@ export class RenderCache {
       this.metrics?.renderCacheRequests.inc({ result: 'miss' });
       return undefined;
     }
-    let raw: Buffer;
+    const hit = this.open(key, entry);
+    this.metrics?.renderCacheRequests.inc({ result: hit ? 'hit' : 'miss' });
+    return hit;
+  }
+
+  /** The entry as a hit, its file held open; undefined (and forgotten) when the file is gone. */
+  private open(key: string, entry: Entry): RenderedHour | undefined {
+    let fd: number;
     try {
-      // Synchronous: a page-cached read of a few hundred kB takes microseconds, and a long
-      // window reads thousands of these; as thread-pool round trips they mostly wait.
-      raw = readFileSync(entry.file);
+      fd = openSync(entry.file, 'r');
     } catch {
       // Removed behind our back (a cleaned cache directory): render it again.
       this.forget(key, entry);
-      this.metrics?.renderCacheRequests.inc({ result: 'miss' });
+      return undefined;
+    }
+    try {
+      if (!entry.header) this.readHeader(entry, fd);
+    } catch {
+      closeSync(fd);
+      this.forget(key, entry);
       return undefined;
     }
     entry.usedAt = ++this.clock;
-    this.metrics?.renderCacheRequests.inc({ result: 'hit' });
-    // The first line is the header; the rest is the text.
-    const eol = raw.indexOf(10);
-    const header = JSON.parse(raw.subarray(0, eol).toString('utf8')) as Header;
-    return { bbox: header.bbox ?? undefined, minMs: header.minMs, maxMs: header.maxMs, text: raw.subarray(eol + 1) };
+    const { bbox, minMs, maxMs } = entry.header!;
+    return { bbox: bbox ?? undefined, minMs, maxMs, text: textReader(fd, entry.headerBytes!, entry.size - entry.headerBytes!) };
   }
 
-  /** Stores a rendering; a failure only costs a later re-render, so it is not an error for the caller. */
-  async put(key: string, hour: RenderedHour): Promise<void> {
-    if (this.maxBytes <= 0 || this.entries.has(key)) return;
+  /**
+   * Stores a rendering and answers it as a hit (its text read back when sent), or as given
+   * when it cannot be stored: a failure only costs a later re-render.
+   */
+  async put(key: string, hour: RenderedHour): Promise<RenderedHour> {
+    if (this.maxBytes <= 0 || typeof hour.text === 'function') return hour;
     await (this.ready ??= this.scan());
+    const text = hour.text;
     const file = path.join(this.dir, `${key}${SUFFIX}`);
-    const tmp = `${file}.${randomUUID()}.tmp`;
-    const header: Header = { bbox: hour.bbox ?? null, minMs: hour.minMs, maxMs: hour.maxMs };
-    const head = Buffer.from(`${JSON.stringify(header)}\n`);
-    try {
-      await fs.writeFile(tmp, [head, hour.text]);
-      await fs.rename(tmp, file);
-    } catch {
-      await fs.rm(tmp, { force: true });
-      return;
+    if (!this.entries.has(key)) {
+      const tmp = `${file}.${randomUUID()}.tmp`;
+      const header: Header = { bbox: hour.bbox ?? null, minMs: hour.minMs, maxMs: hour.maxMs };
+      const head = Buffer.from(`${JSON.stringify(header)}\n`);
+      try {
+        await fs.writeFile(tmp, [head, text]);
+        await fs.rename(tmp, file);
+      } catch {
+        await fs.rm(tmp, { force: true });
+        return hour;
+      }
+      const size = head.byteLength + text.byteLength;
+      // Two answers may have rendered the same hour at once: count it once.
+      const previous = this.entries.get(key);
+      if (previous) this.bytes -= previous.size;
+      this.entries.set(key, { file, size, usedAt: ++this.clock, header, headerBytes: head.byteLength });
+      this.bytes += size;
+      await this.evict(key);
+      this.metrics?.renderCacheBytes.set(this.bytes);
     }
-    const size = head.byteLength + hour.text.byteLength;
-    // Two answers may have rendered the same hour at once: count it once.
-    const previous = this.entries.get(key);
-    if (previous) this.bytes -= previous.size;
-    this.entries.set(key, { file, size, usedAt: ++this.clock });
-    this.bytes += size;
-    await this.evict(key);
-    this.metrics?.renderCacheBytes.set(this.bytes);
+    const entry = this.entries.get(key);
+    return (entry && this.open(key, entry)) ?? hour;
   }
 
   get sizeBytes(): number {
     return this.bytes;
+  }
+
+  private readHeader(entry: Entry, fd: number): void {
+    const buf = Buffer.alloc(Math.min(MAX_HEADER, entry.size));
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    const eol = buf.subarray(0, n).indexOf(10);
+    if (eol < 0) throw new Error('render cache entry without a header');
+    entry.header = JSON.parse(buf.subarray(0, eol).toString('utf8')) as Header;
+    entry.headerBytes = eol + 1;
   }
 
   private forget(key: string, entry: Entry): void {
@@ -148,4 +191,31 @@ export class RenderCache {
       this.bytes += f.size;
     }
   }
+}
+
+/** Reads an entry's text from its open file, once, then closes it. */
+function textReader(fd: number, offset: number, length: number): () => Uint8Array {
+  let done = false;
+  const read = (): Uint8Array => {
+    if (done) throw new Error('rendered hour read twice');
+    done = true;
+    openFiles.unregister(read);
+    try {
+      // Synchronous: a page-cached read of a few hundred kB takes microseconds, and a long
+      // window reads thousands of these; as thread-pool round trips they mostly wait.
+      const out = Buffer.allocUnsafe(length);
+      for (let off = 0; off < length; ) {
+        const n = readSync(fd, out, off, length - off, offset + off);
+        if (n === 0) throw new Error('rendered hour truncated');
+        off += n;
+      }
+      // A long pull reads gigabytes of these: see memory.ts.
+      releaseMemory(false);
+      return out;
+    } finally {
+      closeSync(fd);
+    }
+  };
+  openFiles.register(read, fd, read);
+  return read;
 }

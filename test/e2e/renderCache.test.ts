@@ -8,7 +8,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { listWindowParts } from '../../src/archive/parts.js';
-import { RenderCache } from '../../src/archive/renderCache.js';
+import { RenderCache, type RenderedHour } from '../../src/archive/renderCache.js';
 import { readRows } from '../../src/archive/rows.js';
 import { newPartKey } from '../../src/reports/layout.js';
 import { allArchived, getJson, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
@@ -128,6 +128,7 @@ describe('rendered-hour cache', () => {
 });
 
 describe('RenderCache', () => {
+  const textOf = (h: RenderedHour | undefined) => Buffer.from(typeof h!.text === 'function' ? h!.text() : h!.text).toString();
   const hour = (n: number) => ({ text: Buffer.from('x'.repeat(n)), bbox: [1, 2, 3, 4] as [number, number, number, number], minMs: 10, maxMs: 20 });
 
   it('keys an hour by format and part set, whatever the listing order', () => {
@@ -142,16 +143,19 @@ describe('RenderCache', () => {
   it('keeps its bound by evicting the least recently used entries, and adopts them after a restart', async () => {
     const dir = await tempDir();
     const cache = new RenderCache(dir, 350);
-    await cache.put('one', hour(100));
+    // What is stored is answered as a hit whose text is read when sent.
+    expect(textOf(await cache.put('one', hour(100)))).toBe('x'.repeat(100));
     await cache.put('two', hour(100));
-    expect((await cache.get('one'))?.text.toString()).toBe('x'.repeat(100));
+    expect(textOf(await cache.get('one'))).toBe('x'.repeat(100));
     await cache.put('three', hour(100));
     expect(cache.sizeBytes).toBeLessThanOrEqual(350);
     expect(await cache.get('two')).toBeUndefined();
-    expect(await cache.get('one')).toEqual(hour(100));
+    const one = (await cache.get('one'))!;
+    expect({ bbox: one.bbox, minMs: one.minMs, maxMs: one.maxMs, text: textOf(one) }).toEqual({ ...hour(100), text: 'x'.repeat(100) });
 
     const again = new RenderCache(dir, 350);
-    expect((await again.get('three'))?.bbox).toEqual([1, 2, 3, 4]);
+    const three = (await again.get('three'))!;
+    expect([three.bbox, three.minMs, three.maxMs, textOf(three)]).toEqual([[1, 2, 3, 4], 10, 20, 'x'.repeat(100)]);
     expect(again.sizeBytes).toBe(cache.sizeBytes);
   });
 

@@ -1,6 +1,7 @@
 // The window's parts come from one ranged listing over hour and compacted-day keys.
 import { describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/parts.js';
+import { groupBySize } from '../../src/archive/reader.js';
 import { newDayPartKey, newPartKey, partitionOfPartKey } from '../../src/reports/layout.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { tempDir } from '../support/env.js';
@@ -44,5 +45,14 @@ describe('listWindowParts', () => {
       ['2026-11-21T05:00:00.000Z', false, [keys.h21_05]],
       ['2026-11-21T00:00:00.000Z', true, [keys.day21]],
     ]);
+  });
+});
+
+describe('groupBySize', () => {
+  it('splits a day into consecutive runs of about the limit, never splitting one item', () => {
+    const sizes: Record<string, number> = { a: 100, b: 200, c: 50, d: 400, e: 10 };
+    expect(groupBySize(Object.keys(sizes), (k) => sizes[k]!, 300)).toEqual([['a', 'b'], ['c'], ['d'], ['e']]);
+    expect(groupBySize(['a', 'b', 'c'], (k) => sizes[k]!, 10_000)).toEqual([['a', 'b', 'c']]);
+    expect(groupBySize([], () => 1, 10)).toEqual([]);
   });
 });
