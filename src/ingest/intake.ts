@@ -1,12 +1,16 @@
 // Durable acceptance of partner reports (invariants 1 and 2).
 //
-// Order of writes, chosen so that any failure leaves nothing that would make a
-// retry wrongly answer "already exists":
-//   1. pending marker  (content-free; says "accepted, not yet archived")
-//   2. idempotency key (create-if-absent; holds the full first version)
-//   3. queue message
-// A marker without a key is an abandoned attempt: reconciliation deletes it.
-// A key with a marker is durable and gets archived even if step 3 failed.
+// Order of writes:
+//   1. pending marker: holds the record. Once it is durable the report is accepted,
+//      in one wait for the disk.
+//   2. idempotency key: the marker's bytes under the key's name (create-if-absent; the
+//      first version wins). On the file store it is a hard link, durable once the worker
+//      has synced it, before it clears the marker; after a crash reconciliation rebuilds
+//      it from the marker.
+//   3. queue message.
+// A marker that cannot be parsed was torn by a crash during step 1: nothing was promised,
+// and reconciliation deletes it. A marker is archived even if step 3 failed.
+import { UnavailableError } from '../errors.js';
 import type { Queue } from '../queue/queue.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { PartnerReport } from '../reports/partnerReport.js';
@@ -49,21 +53,43 @@ export class Intake {
       received_at: new Date(this.now()).toISOString(),
       report,
     };
-    // The key's content is staged (durable, invisible) while the marker is written; the key
-    // becomes visible only once the marker is durable, so the order above still holds.
-    // The marker's existence (and age) is all reconciliation reads: it is empty, so it is cheap.
-    const staging = this.store.stageIfAbsent(keyPath, JSON.stringify(record));
-    staging.catch(() => undefined); // handled below; keeps an early failure from counting as unhandled
-    try {
-      await this.store.put(pendingKey(source, report.post_id), '');
-    } catch (err) {
-      await staging.then((s) => s.discard(), () => undefined);
-      throw err;
+    const body = JSON.stringify(record satisfies QueueEnvelope);
+    const marker = pendingKey(source, report.post_id);
+    if (!(await this.createMarker(marker, body))) return { created: false, pkey };
+    if (!(await this.store.copyIfAbsent(marker, keyPath, body))) {
+      // Archived since the HEAD above (its marker already cleared): ours is a repeat.
+      await this.store.delete([marker]);
+      return { created: false, pkey };
     }
-    const staged = await staging;
-    const created = await staged.commit();
-    if (!created) return { created: false, pkey };
-    await this.queue.send([JSON.stringify(record satisfies QueueEnvelope)]);
+    await this.queue.send([body]);
     return { created: true, pkey };
+  }
+
+  /** False when an acceptance of this post_id holds the marker (done, or under way). */
+  private async createMarker(marker: string, body: string): Promise<boolean> {
+    if (await this.store.createIfAbsent(marker, body)) return true;
+    const existing = await this.store.get(marker);
+    if (!existing) return this.store.createIfAbsent(marker, body);
+    if (parseRecord(existing.body) !== undefined) return false;
+    // Unparsable: torn by a crash during an earlier acceptance, or still being written by a
+    // concurrent one. Only an old one can be replaced; a fresh one asks the client to retry.
+    if (this.now() - existing.lastModified.getTime() < TORN_MARKER_AGE_MS) {
+      throw new UnavailableError('storage', 'an acceptance of this post_id is under way');
+    }
+    await this.store.delete([marker]);
+    return this.store.createIfAbsent(marker, body);
+  }
+}
+
+/** A marker this old that still cannot be parsed was torn by a crash, not being written. */
+const TORN_MARKER_AGE_MS = 60_000;
+
+/** The record a marker or key holds, or undefined when it holds none (empty or torn). */
+export function parseRecord(body: Buffer): IngestRecord | undefined {
+  try {
+    const value = JSON.parse(body.toString('utf8')) as Partial<IngestRecord>;
+    return value && value.v === 1 && typeof value.pkey === 'string' && value.report ? (value as IngestRecord) : undefined;
+  } catch {
+    return undefined;
   }
 }

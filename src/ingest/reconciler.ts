@@ -3,9 +3,9 @@
 // in-process queue lost in a restart delays a report but never drops it.
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
-import { IDEMPOTENCY_PREFIX, PENDING_PREFIX } from '../reports/layout.js';
+import { keyOfMarker, PENDING_PREFIX } from '../reports/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import type { IngestRecord, QueueEnvelope } from './intake.js';
+import { parseRecord, type IngestRecord, type QueueEnvelope } from './intake.js';
 
 export interface ReconcileResult {
   pending: number;
@@ -24,32 +24,48 @@ export class Reconciler {
   async run(olderThanMs: number): Promise<ReconcileResult> {
     const cutoff = Date.now() - olderThanMs;
     const result: ReconcileResult = { pending: 0, requeued: 0, abandonedRemoved: 0 };
-    let batch: { marker: string; body: string }[] = [];
+    let batch: { marker: string; record: IngestRecord }[] = [];
     const sendBatch = async () => {
       if (batch.length === 0) return;
-      await this.queue.send(batch.map((b) => b.body));
+      await this.queue.send(batch.map((b) => JSON.stringify({ ...b.record, redelivery: true } satisfies QueueEnvelope)));
       // Rewriting the marker restarts its age, so one outage yields one re-enqueue, not one per run.
-      for (const b of batch) await this.store.put(b.marker, '');
+      for (const b of batch) await this.store.put(b.marker, JSON.stringify(b.record));
       result.requeued += batch.length;
       batch = [];
     };
     for await (const info of this.store.list({ prefix: PENDING_PREFIX })) {
       result.pending += 1;
       if (info.lastModified.getTime() > cutoff) continue;
-      const recordKey = IDEMPOTENCY_PREFIX + info.key.slice(PENDING_PREFIX.length);
-      const record = await this.store.get(recordKey);
+      const record = await this.recordOf(info.key);
       if (!record) {
-        // The acceptance that wrote this marker failed before its key: nothing was promised.
+        // Torn by a crash during its acceptance: nothing was promised.
         await this.store.delete([info.key]);
         result.abandonedRemoved += 1;
         continue;
       }
-      const envelope: QueueEnvelope = { ...(JSON.parse(record.body.toString('utf8')) as IngestRecord), redelivery: true };
-      batch.push({ marker: info.key, body: JSON.stringify(envelope) });
+      batch.push({ marker: info.key, record });
       if (batch.length >= 100) await sendBatch();
     }
     await sendBatch();
     if (result.requeued > 0 || result.abandonedRemoved > 0) this.log.info(result, 'reconciled pending reports');
     return result;
+  }
+
+  /**
+   * The record a marker stands for, with its idempotency key in place (rolled forward from
+   * the marker when a crash lost it). The key's version wins: it is the first one accepted.
+   */
+  private async recordOf(marker: string): Promise<IngestRecord | undefined> {
+    const key = keyOfMarker(marker);
+    const held = await this.store.get(marker);
+    if (!held) return undefined;
+    const fromMarker = parseRecord(held.body);
+    if (fromMarker) {
+      await this.store.copyIfAbsent(marker, key, held.body);
+      await this.store.sync([key]);
+    }
+    // Markers written before they carried records are empty: their key holds it.
+    const stored = await this.store.get(key);
+    return (stored && parseRecord(stored.body)) ?? fromMarker;
   }
 }

@@ -26,6 +26,11 @@ export function pendingKey(source: string, postId: number): string {
 
 export const PENDING_PREFIX = 'ingest/pending/';
 export const IDEMPOTENCY_PREFIX = 'ingest/keys/';
+
+/** The idempotency key a pending marker stands for. */
+export function keyOfMarker(marker: string): string {
+  return IDEMPOTENCY_PREFIX + marker.slice(PENDING_PREFIX.length);
+}
 export const DEAD_LETTER_PREFIX = 'dead-letter/';
 
 /** Start of the UTC hour holding `ms`. */

@@ -1,12 +1,12 @@
 // Object store on a local directory: the embedded default. Every write is
 // fsync'd and renamed into place, so a 2xx built on it survives a crash.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, fsync, linkSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, fsync, linkSync, open, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StagedCreate, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
 
@@ -16,6 +16,7 @@ const TMP_MARK = '.tmp-';
 // pool. Measured here, this doubles accepted reports per second compared
 // with fs/promises FileHandles.
 const fsyncFd = promisify(fsync);
+const openFd = promisify(open);
 
 /** Writes (if any), fsyncs and closes a new file. */
 async function writeDurably(file: string, flags: string, body: Buffer | string): Promise<void> {
@@ -74,13 +75,6 @@ export class FileObjectStore implements ObjectStore {
   async put(key: string, body: Buffer | string): Promise<void> {
     const file = this.localPath(key);
     await guard(async () => {
-      if (body.length === 0) {
-        // An empty object cannot be torn by a crash: create it in place, no temp file,
-        // and wait for its inode and its directory entry together.
-        await this.ensureDir(path.dirname(file));
-        await Promise.all([writeDurably(file, 'w', body), this.syncDir(path.dirname(file))]);
-        return;
-      }
       const tmp = await this.writeTemp(file, body);
       renameSync(tmp, file);
       await this.syncDir(path.dirname(file));
@@ -88,36 +82,78 @@ export class FileObjectStore implements ObjectStore {
   }
 
   async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
-    return (await this.stageIfAbsent(key, body)).commit();
+    const file = this.localPath(key);
+    return guard(async () => {
+      const tmp = await this.writeTemp(file, body);
+      try {
+        // link(2) fails with EEXIST atomically: the create-if-absent of a full, fsync'd file.
+        linkSync(tmp, file);
+      } catch (err) {
+        if (isCode(err, 'EEXIST')) return false;
+        throw err;
+      } finally {
+        unlinkSync(tmp);
+      }
+      await this.syncDir(path.dirname(file));
+      return true;
+    });
   }
 
-  async stageIfAbsent(key: string, body: Buffer | string): Promise<StagedCreate> {
+  /**
+   * Created in place (O_EXCL), its data and its directory entry flushed together: one wait
+   * for the disk instead of two (a staging copy, then its link). A crash during the call can
+   * leave partial content, which the port tells callers to expect.
+   */
+  async createIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
     const file = this.localPath(key);
-    const tmp = await guard(() => this.writeTemp(file, body));
-    let done = false;
-    return {
-      commit: () =>
-        guard(async () => {
-          if (done) throw new Error('staged object already committed or discarded');
-          done = true;
-          try {
-            // link(2) fails with EEXIST atomically: the create-if-absent of a full, fsync'd file.
-            linkSync(tmp, file);
-          } catch (err) {
-            if (isCode(err, 'EEXIST')) return false;
-            throw err;
-          } finally {
-            unlinkSync(tmp);
-          }
-          await this.syncDir(path.dirname(file));
-          return true;
-        }),
-      discard: async () => {
-        if (done) return;
-        done = true;
-        await fs.rm(tmp, { force: true });
-      },
-    };
+    return guard(async () => {
+      await this.ensureDir(path.dirname(file));
+      let fd: number;
+      try {
+        // Asynchronous: creating an entry can wait for the journal commit of other writes.
+        fd = await openFd(file, 'wx', 0o644);
+      } catch (err) {
+        if (isCode(err, 'EEXIST')) return false;
+        throw err;
+      }
+      try {
+        const data = typeof body === 'string' ? Buffer.from(body) : body;
+        for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+        await Promise.all([fsyncFd(fd), this.syncDir(path.dirname(file))]);
+      } catch (err) {
+        closeSync(fd);
+        await fs.rm(file, { force: true });
+        throw err;
+      }
+      closeSync(fd);
+      return true;
+    });
+  }
+
+  /** A hard link to the source: no copy, and no wait for the disk until `sync`. */
+  async copyIfAbsent(sourceKey: string, key: string, body: Buffer | string): Promise<boolean> {
+    const source = this.localPath(sourceKey);
+    const file = this.localPath(key);
+    const linked = await guard(async () => {
+      await this.ensureDir(path.dirname(file));
+      try {
+        linkSync(source, file);
+        return true;
+      } catch (err) {
+        if (isCode(err, 'EEXIST')) return false;
+        if (isCode(err, 'ENOENT')) return undefined;
+        throw err;
+      }
+    });
+    // The source is gone (archived and cleared meanwhile): write the bytes, durably.
+    return linked ?? this.putIfAbsent(key, body);
+  }
+
+  async sync(keys: readonly string[]): Promise<void> {
+    const dirs = new Set(keys.map((k) => path.dirname(this.localPath(k))));
+    await guard(async () => {
+      await Promise.all([...dirs].map((dir) => this.syncDir(dir)));
+    });
   }
 
   async delete(keys: readonly string[]): Promise<void> {
@@ -238,7 +274,7 @@ function etagOf(stat: { mtimeMs: number; size: number; ino: number }): string {
 }
 
 async function fsyncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, 'r');
+  const fd = await openFd(dir, 'r');
   try {
     await fsyncFd(fd);
   } finally {

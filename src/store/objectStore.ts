@@ -19,13 +19,6 @@ export interface ListOptions {
   startAfter?: string;
 }
 
-export interface StagedCreate {
-  /** Makes the staged object visible if the key is still free; false when it already existed. */
-  commit(): Promise<boolean>;
-  /** Drops the staged content without creating anything. */
-  discard(): Promise<void>;
-}
-
 export interface ObjectStore {
   /** Human-readable location, for logs. */
   readonly description: string;
@@ -36,11 +29,20 @@ export interface ObjectStore {
   /** Creates the object only if the key is free; false when it already existed. */
   putIfAbsent(key: string, body: Buffer | string): Promise<boolean>;
   /**
-   * putIfAbsent in two steps: stage the content (durable, not yet visible),
-   * then commit it. Lets a caller overlap the staging with other writes while
-   * still making the object visible only after them.
+   * Creates the object only if the key is free, durable once it resolves, in one round of
+   * durability (no staging copy): if the process dies during the call, the object may be
+   * left with partial content, so callers must treat content they cannot parse as never
+   * written. False when the key was taken.
    */
-  stageIfAbsent(key: string, body: Buffer | string): Promise<StagedCreate>;
+  createIfAbsent(key: string, body: Buffer | string): Promise<boolean>;
+  /**
+   * Creates `key` with the bytes of `sourceKey` (already durable; `body` is those bytes)
+   * if the key is free: visible at once, durable once `sync` has covered it (S3: at once).
+   * The file store links the source instead of writing a copy. False when the key was taken.
+   */
+  copyIfAbsent(sourceKey: string, key: string, body: Buffer | string): Promise<boolean>;
+  /** Makes the copies made by copyIfAbsent under these keys durable. */
+  sync(keys: readonly string[]): Promise<void>;
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;

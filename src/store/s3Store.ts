@@ -14,7 +14,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StagedCreate, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 export interface S3Location {
   bucket: string;
@@ -94,10 +94,20 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  /** Nothing to stage on S3: the conditional PUT is atomic; commit performs it. */
-  async stageIfAbsent(key: string, body: Buffer | string): Promise<StagedCreate> {
-    this.full(key);
-    return { commit: () => this.putIfAbsent(key, body), discard: async () => undefined };
+  /** A conditional PUT is atomic and durable: nothing partial is ever visible. */
+  async createIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
+    return this.putIfAbsent(key, body);
+  }
+
+  /** S3 has no conditional copy: a conditional PUT of the same bytes, durable at once. */
+  async copyIfAbsent(sourceKey: string, key: string, body: Buffer | string): Promise<boolean> {
+    this.full(sourceKey);
+    return this.createIfAbsent(key, body);
+  }
+
+  /** Every write is durable when it returns. */
+  async sync(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.full(key);
   }
 
   async delete(keys: readonly string[]): Promise<void> {

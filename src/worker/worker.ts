@@ -13,7 +13,7 @@ import type { QueueEnvelope } from '../ingest/intake.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Queue, QueueMessage } from '../queue/queue.js';
-import { hourStart, newPartKey, pendingKey } from '../reports/layout.js';
+import { hourStart, keyOfMarker, newPartKey, pendingKey } from '../reports/layout.js';
 import { parsePartnerReport } from '../reports/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
@@ -226,6 +226,8 @@ export class Worker {
       }
     }
     await this.deps.afterPartsWritten?.();
+    // A marker is the only copy of its key until the key is durable (see intake.ts).
+    await this.deps.store.sync(entries.map((e) => keyOfMarker(e.pendingKey)));
     await this.deps.store.delete(entries.map((e) => e.pendingKey));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
     for (const e of entries) this.buffer.delete(e.row.pkey);

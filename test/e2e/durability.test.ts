@@ -8,6 +8,8 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { bootstrap } from '../../src/bootstrap.js';
 import type { Config } from '../../src/config.js';
 import type { Runtime } from '../../src/runtime.js';
+import { Intake } from '../../src/ingest/intake.js';
+import { parsePartnerReport } from '../../src/reports/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived,
   BACKENDS,
@@ -140,6 +142,65 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     }
     await svc.stop();
   }, 60_000);
+});
+
+describe.each(BACKENDS)('acceptance protocol on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+  });
+  afterAll(async () => {
+    await emulator?.stop();
+  });
+
+  it('a marker whose key was lost in a crash is accepted: retries say "already exists", reconciliation rebuilds the key and archives the first version', async () => {
+    const config = await testConfig(kind, emulator);
+    const rt = await testRuntime(config, emulator);
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    expect((await postReport(svc.url, report(71, { title: 'first' }))).status).toBe(201);
+    // The crash: the marker is durable, the key's name never made it.
+    await rt.store.delete(['ingest/keys/partner/71.json']);
+    const retry = await postReport(svc.url, report(71, { title: 'second' }));
+    expect(retry.status).toBe(200);
+    expect(retry.body.created).toBe(false);
+
+    const result = await rt.reconciler.run(0);
+    expect(result).toMatchObject({ requeued: 1, abandonedRemoved: 0 });
+    expect(JSON.parse((await rt.store.get('ingest/keys/partner/71.json'))!.body.toString()).report.title).toBe('first');
+    rt.worker.start();
+    await allArchived(rt);
+    const res = await getJson(`${svc.url}/reports/archive?${WINDOW}`);
+    expect(res.body.result.features.map((f: any) => [f.properties.pkey, f.properties.title])).toEqual([['partner-71', 'first']]);
+    await rt.worker.stop();
+    await svc.stop();
+  });
+
+  it('a marker torn by a crash during its own creation: reconciliation removes it; a retry replaces it once it is old, 503 before', async () => {
+    const config = await testConfig(kind, emulator);
+    const rt = await testRuntime(config, emulator);
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    await rt.store.put('ingest/pending/partner/72.json', '{"v":1,"pkey":"partn');
+    const fresh = await postReport(svc.url, report(72));
+    expect(fresh.status).toBe(503);
+    expect(fresh.headers.get('retry-after')).toBeTruthy();
+    expect(await rt.reconciler.run(0)).toMatchObject({ requeued: 0, abandonedRemoved: 1 });
+    expect(await keysUnder(rt, 'ingest/')).toEqual([]);
+
+    // An old torn marker, found by the retry before reconciliation ran.
+    await rt.store.put('ingest/pending/partner/73.json', '');
+    const old = new Intake(rt.store, rt.queue, () => Date.now() + 120_000);
+    expect(await old.accept(parsePartnerReport(report(73), Date.now()))).toEqual({ created: true, pkey: 'partner-73' });
+    expect(JSON.parse((await rt.store.get('ingest/pending/partner/73.json'))!.body.toString()).pkey).toBe('partner-73');
+    expect(await keysUnder(rt, 'ingest/keys/')).toEqual(['ingest/keys/partner/73.json']);
+
+    // A marker from before markers carried records is empty; its key holds the record.
+    const record = { v: 1, pkey: 'partner-74', source: 'partner', post_id: 74, received_at: new Date().toISOString(), report: parsePartnerReport(report(74)) };
+    await rt.store.put('ingest/keys/partner/74.json', JSON.stringify(record));
+    await rt.store.put('ingest/pending/partner/74.json', '');
+    expect(await rt.reconciler.run(0)).toMatchObject({ requeued: 2, abandonedRemoved: 0 });
+    expect(JSON.parse((await rt.store.get('ingest/pending/partner/74.json'))!.body.toString())).toEqual(record);
+    await svc.stop();
+  });
 });
 
 describe('outages answer 503 with Retry-After and lose nothing', () => {
