@@ -21,7 +21,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/bootstrap.js';
-import { PENDING_PREFIX, REPORTS_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
   /** ECR repository holding the service image (one image runs every process). */
@@ -263,15 +263,17 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
   ];
 }
 
-/** Appends parts and clears pending markers; cannot touch idempotency keys or the published boundaries. */
+/** Appends parts and clears pending markers; cannot delete idempotency keys or touch the published boundaries. */
 function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatement[] {
   return [
     allow(['s3:ListBucket'], [bucket.bucketArn]),
-    allow(['s3:GetObject', 's3:DeleteObject'], objects(bucket, 'ingest')),
+    allow(['s3:GetObject'], objects(bucket, 'ingest')),
+    allow(['s3:DeleteObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`)]),
     allow(['s3:GetObject'], objects(bucket, 'cities')),
     allow(['s3:PutObject'], objects(bucket, 'reports', 'dead-letter')),
-    // The worker process also reconciles, which rewrites a re-enqueued marker to restart its age.
-    allow(['s3:PutObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`)]),
+    // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,
+    // and creates (If-None-Match) an idempotency key the API never got to write.
+    allow(['s3:PutObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`), bucket.arnForObjects(`${IDEMPOTENCY_PREFIX}*`)]),
     allow(
       ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:SendMessage'],
       [queue.queueArn],

@@ -57,8 +57,8 @@ export class Intake {
     const marker = pendingKey(source, report.post_id);
     if (!(await this.createMarker(marker, body))) return { created: false, pkey };
     if (!(await this.store.copyIfAbsent(marker, keyPath, body))) {
-      // Archived since the HEAD above (its marker already cleared): ours is a repeat.
-      await this.store.delete([marker]);
+      // Accepted and archived since the HEAD above: ours is a repeat. Its marker stays for
+      // reconciliation, which sends the key's (first) version again; answers drop the copy.
       return { created: false, pkey };
     }
     await this.queue.send([body]);
@@ -76,8 +76,8 @@ export class Intake {
     if (this.now() - existing.lastModified.getTime() < TORN_MARKER_AGE_MS) {
       throw new UnavailableError('storage', 'an acceptance of this post_id is under way');
     }
-    await this.store.delete([marker]);
-    return this.store.createIfAbsent(marker, body);
+    await this.store.put(marker, body);
+    return true;
   }
 }
 

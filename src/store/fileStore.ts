@@ -60,16 +60,10 @@ export class FileObjectStore implements ObjectStore {
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {
+    // Synchronous: a stat is answered from the inode cache in microseconds, less than a
+    // thread-pool round trip (every report accepted starts with one).
     const file = this.localPath(key);
-    return guard(async () => {
-      try {
-        const stat = await fs.stat(file);
-        return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime };
-      } catch (err) {
-        if (isCode(err, 'ENOENT')) return undefined;
-        throw err;
-      }
-    });
+    return guard(async () => this.statInfo(key, file));
   }
 
   async put(key: string, body: Buffer | string): Promise<void> {
@@ -159,7 +153,13 @@ export class FileObjectStore implements ObjectStore {
   async delete(keys: readonly string[]): Promise<void> {
     const files = keys.map((k) => this.localPath(k));
     await guard(async () => {
-      await Promise.all(files.map((f) => fs.rm(f, { force: true })));
+      await Promise.all(
+        files.map((f) =>
+          fs.unlink(f).catch((err: unknown) => {
+            if (!isCode(err, 'ENOENT')) throw err;
+          }),
+        ),
+      );
     });
   }
 
@@ -210,7 +210,7 @@ export class FileObjectStore implements ObjectStore {
       const stat = statSync(file);
       return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime };
     } catch (err) {
-      // Deleted between the directory read and the stat: not there any more.
+      // Absent (or deleted since its directory was read).
       if (isCode(err, 'ENOENT')) return undefined;
       throw new UnavailableError('storage', 'object store file unreadable', { cause: err });
     }
