@@ -3,10 +3,10 @@
 // policy. Used at start-up on the embedded default and emulators, by tests,
 // and by the LocalStack init hook.
 import fs from 'node:fs/promises';
-import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from './config.js';
-import { parseS3Url } from './store/s3Store.js';
+import { parseS3Url } from './store/s3Location.js';
 
 /** Queue settings shared with the infrastructure code: keep both in step. */
 export const QUEUE_SETTINGS = {
@@ -34,6 +34,8 @@ export async function bootstrap(
     await fs.mkdir(config.storageUrl.slice('file://'.length), { recursive: true });
   } else {
     const { bucket } = parseS3Url(config.storageUrl);
+    // The SDK is loaded only where it is used: the embedded default runs without it.
+    const { CreateBucketCommand } = await import('@aws-sdk/client-s3');
     try {
       await clients.s3!.send(new CreateBucketCommand({ Bucket: bucket }));
     } catch (err) {
@@ -42,6 +44,7 @@ export async function bootstrap(
   }
   if (config.queueUrl !== 'memory:') {
     const sqs = clients.sqs!;
+    const { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
     const name = config.queueUrl.replace(/\/+$/, '').split('/').pop()!;
     const dlq = await sqs.send(new CreateQueueCommand({ QueueName: deadLetterQueueName(name) }));
     await sqs.send(

@@ -13,7 +13,6 @@ import type { BoundarySet } from './boundaries/types.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { UnavailableError } from './errors.js';
 import { closedBefore, compact } from './ops/compact.js';
-import { deadLettersFor } from './ops/deadLetters.js';
 import { exportWindow, type ExportFormat } from './ops/exportWindow.js';
 import { importFile, type ImportFormat } from './ops/importFile.js';
 import { createProgress } from './ops/progress.js';
@@ -301,7 +300,8 @@ const COMMANDS: Record<string, Command> = {
     options: common,
     run: ({ config, values, positionals }) =>
       withRuntime(config, async (rt) => {
-        const dlq = deadLettersFor(rt);
+        // Loads the SQS SDK: only here.
+        const dlq = (await import('./ops/deadLetters.js')).deadLettersFor(rt);
         if (positionals[0] === 'list') {
           const letters = await dlq.list();
           print(values, letters, () => (letters.length === 0 ? 'the dead-letter queue is empty' : letters.map((l) => `${l.id}  ${l.body.slice(0, 120)}`).join('\n')));

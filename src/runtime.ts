@@ -1,8 +1,8 @@
 // Builds the service's parts from a Config: adapters for the configured
 // backends, the DuckDB instance, intake, worker, reconciler and reader.
 import path from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ArchiveReader } from './archive/reader.js';
 import { PartCache } from './archive/partCache.js';
 import { RenderCache } from './archive/renderCache.js';
@@ -15,11 +15,10 @@ import { createLogger, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
 import { MemoryQueue } from './queue/memoryQueue.js';
 import type { Queue } from './queue/queue.js';
-import { SqsQueue } from './queue/sqsQueue.js';
 import { DEAD_LETTER_PREFIX } from './reports/layout.js';
 import { FileObjectStore } from './store/fileStore.js';
 import type { ObjectStore } from './store/objectStore.js';
-import { S3ObjectStore, parseS3Url } from './store/s3Store.js';
+import { parseS3Url } from './store/s3Location.js';
 import { Worker } from './worker/worker.js';
 
 export interface RuntimeOverrides {
@@ -48,28 +47,29 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export function awsClients(config: Config): { s3?: S3Client; sqs?: SQSClient } {
+/** The SDK clients the configuration needs; the SDK is loaded only then (the embedded default runs without it). */
+export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?: SQSClient }> {
   const common = {
     region: config.awsRegion,
     ...(config.awsEndpointUrl ? { endpoint: config.awsEndpointUrl } : {}),
   };
   return {
     s3: config.storageUrl.startsWith('s3://')
-      ? new S3Client({ ...common, forcePathStyle: config.awsEndpointUrl !== undefined })
+      ? new (await import('@aws-sdk/client-s3')).S3Client({ ...common, forcePathStyle: config.awsEndpointUrl !== undefined })
       : undefined,
-    sqs: config.queueUrl !== 'memory:' ? new SQSClient(common) : undefined,
+    sqs: config.queueUrl !== 'memory:' ? new (await import('@aws-sdk/client-sqs')).SQSClient(common) : undefined,
   };
 }
 
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const log = overrides.log ?? createLogger(config.logLevel);
-  const defaults = overrides.s3 || overrides.sqs ? {} : awsClients(config);
+  const defaults = overrides.s3 || overrides.sqs ? {} : await awsClients(config);
   const s3 = overrides.s3 ?? defaults.s3;
   const sqs = overrides.sqs ?? defaults.sqs;
 
   const store: ObjectStore = config.storageUrl.startsWith('file://')
     ? new FileObjectStore(config.storageUrl.slice('file://'.length))
-    : new S3ObjectStore(s3!, parseS3Url(config.storageUrl));
+    : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl));
 
   const queue: Queue =
     config.queueUrl === 'memory:'
@@ -81,7 +81,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
             log.warn({ key, receiveCount: m.receiveCount }, 'message moved to the dead-letter prefix');
           },
         })
-      : new SqsQueue(sqs!, config.queueUrl);
+      : new (await import('./queue/sqsQueue.js')).SqsQueue(sqs!, config.queueUrl);
 
   const metrics = new Metrics({ defaults: true });
   const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });

@@ -15,19 +15,9 @@ import {
 } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../errors.js';
 import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import type { S3Location } from './s3Location.js';
 
-export interface S3Location {
-  bucket: string;
-  /** '' or ends with '/'. */
-  prefix: string;
-}
-
-export function parseS3Url(url: string): S3Location {
-  const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url);
-  if (!match) throw new Error(`not an s3:// URL: ${url}`);
-  const rest = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
-  return { bucket: match[1] ?? '', prefix: rest === '' ? '' : `${rest}/` };
-}
+export { parseS3Url, type S3Location } from './s3Location.js';
 
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
