@@ -1,6 +1,7 @@
-// Answers archive windows with DuckDB over the hourly parts, newest first.
-// The window is walked one UTC day at a time (newest day first) and sorted
-// only within the day, so memory stays flat however long the window is.
+// Answers archive windows with DuckDB over the parts (hourly, or a compacted
+// day), newest first. The window is walked one UTC day at a time (newest day
+// first) and sorted only within the day, so memory stays flat however long the
+// window is.
 // A pkey always lives in one hour (partitions are by created_at), so
 // de-duplicating within a day is de-duplicating the whole answer.
 import {
@@ -17,11 +18,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sqlString, type DuckDb } from '../duckdb.js';
 import { dayStart } from '../reports/layout.js';
-
-const HOUR_MS = 3_600_000;
-import type { ObjectStore } from '../store/objectStore.js';
+import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { PartCache } from './partCache.js';
-import type { ObjectInfo } from '../store/objectStore.js';
 import { listWindowParts, type HourParts } from './parts.js';
 import { RenderCache, type RenderedHour } from './renderCache.js';
 import { ARCHIVE_TABLE_DDL } from './row.js';
@@ -50,6 +48,8 @@ export interface ArchiveQuery {
 
 /** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */
 export type FeatureShape = 'geojson' | 'topojson' | 'csv';
+
+const HOUR_MS = 3_600_000;
 
 /** Items already joined by the separator, or a function that reads them when they are about to be sent. */
 export type Run = Uint8Array | (() => Uint8Array);
@@ -140,8 +140,9 @@ const micros = (ms: number) => timestampTZValue(BigInt(Math.trunc(ms)) * 1000n);
 
 /**
  * The de-duplicated, filtered rows of some part files, as a SQL subquery with bound parameters.
- * `clean`: the files are single parts of distinct hours, which hold each pkey once (writers
- * guarantee it, and a pkey lives in one hour), so there is nothing to de-duplicate.
+ * `clean`: the files are single parts of distinct hours, or one compacted day, which hold each
+ * pkey once (writers guarantee it, and a pkey lives in one hour), so there is nothing to
+ * de-duplicate.
  */
 function filteredRows(files: readonly string[], query: ArchiveQuery, clean = false): Bound {
   // Every copy of a report shares its created_at, place and received_at, so those filters
@@ -370,7 +371,8 @@ export class ArchiveReader {
    * One day as one run of joined items per hour, newest hour first. An hour's rendering is
    * the same text whoever asks, so for unfiltered windows it is taken from (and kept in) the
    * render cache, keyed by the parts that hold it; it serves a window that cuts the hour when
-   * all its reports fall inside anyway. The other hours are built by DuckDB, one query a day.
+   * all its reports fall inside anyway. The other hours are built by DuckDB: one query for the
+   * day, or for a few hours at a time of a storm day.
    */
   private async renderDay(day: DayPlan, query: ArchiveQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
     const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
