@@ -1,6 +1,6 @@
 // Finds the archive parts of a time window with one ranged listing: keys sort
 // in time order, so the window is the key range [its first hour, its last day].
-import { dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../reports/layout.js';
+import { DAY_MS, dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../reports/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 /** The parts of one partition: an hour, or (wholeDay) a compacted day starting at hourMs. */
@@ -23,7 +23,7 @@ export async function listWindowParts(store: ObjectStore, startMs: number, endMs
     if (partition === undefined) continue;
     const { startMs: hourMs, wholeDay } = partition;
     // The last day's compacted part comes after its hours: read on to the end of that day.
-    if (hourMs >= lastDay + 86_400_000) break;
+    if (hourMs >= lastDay + DAY_MS) break;
     if (!wholeDay && (hourMs > lastHour || hourMs < firstHour)) continue;
     const last = out[out.length - 1];
     if (last && last.hourMs === hourMs && last.wholeDay === wholeDay) last.parts.push(info);

@@ -34,7 +34,9 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
   const days = new Map<number, HourParts[]>();
   for (const p of partitions) {
     const day = dayStart(p.hourMs);
-    days.set(day, [...(days.get(day) ?? []), p]);
+    const list = days.get(day);
+    if (list) list.push(p);
+    else days.set(day, [p]);
   }
   const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0 };
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');

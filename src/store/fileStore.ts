@@ -18,12 +18,17 @@ const TMP_MARK = '.tmp-';
 const fsyncFd = promisify(fsync);
 const openFd = promisify(open);
 
+/** Writes the whole body at the descriptor's position (short writes continue). */
+function writeAll(fd: number, body: Buffer | string): void {
+  const data = typeof body === 'string' ? Buffer.from(body) : body;
+  for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+}
+
 /** Writes (if any), fsyncs and closes a new file. */
 async function writeDurably(file: string, flags: string, body: Buffer | string): Promise<void> {
   const fd = openSync(file, flags, 0o644);
   try {
-    const data = typeof body === 'string' ? Buffer.from(body) : body;
-    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+    writeAll(fd, body);
     await fsyncFd(fd);
   } finally {
     closeSync(fd);
@@ -111,8 +116,7 @@ export class FileObjectStore implements ObjectStore {
         throw err;
       }
       try {
-        const data = typeof body === 'string' ? Buffer.from(body) : body;
-        for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+        writeAll(fd, body);
         await Promise.all([fsyncFd(fd), this.syncDir(path.dirname(file))]);
       } catch (err) {
         closeSync(fd);
