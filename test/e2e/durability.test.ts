@@ -142,16 +142,6 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     }
     await svc.stop();
   }, 60_000);
-});
-
-describe.each(BACKENDS)('acceptance protocol on the %s backend', (kind) => {
-  let emulator: Emulator | undefined;
-  beforeAll(async () => {
-    if (kind === 'aws') emulator = await startEmulator();
-  });
-  afterAll(async () => {
-    await emulator?.stop();
-  });
 
   it('a marker whose key was lost in a crash is accepted: retries say "already exists", reconciliation rebuilds the key and archives the first version', async () => {
     const config = await testConfig(kind, emulator);
