@@ -19,7 +19,7 @@ import { BoundaryRepository } from '../src/boundaries/repository.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
-import { buildSyntheticArchive } from './synthetic.js';
+import { buildSyntheticArchive, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -135,17 +135,11 @@ function cli(args: string[], env: Record<string, string>): Promise<Record<string
 async function storeBytes(dir: string): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await fsp.readdir(d, { withFileTypes: true })) {
-      const full = path.join(d, e.name);
-      if (e.isDirectory()) await walk(full);
-      else if (e.name.endsWith('.parquet')) {
-        files += 1;
-        bytes += (await fsp.stat(full)).size;
-      }
-    }
-  };
-  await walk(dir);
+  for await (const file of walkFiles(dir)) {
+    if (!file.endsWith('.parquet')) continue;
+    files += 1;
+    bytes += (await fsp.stat(file)).size;
+  }
   return { files, bytes };
 }
 
@@ -293,14 +287,7 @@ async function uploadToS3(storeDir: string, endpoint: string, bucket: string): P
   const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   const files: string[] = [];
-  const walk = async (dir: string) => {
-    for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
-      const full = path.join(dir, e.name);
-      if (e.isDirectory()) await walk(full);
-      else files.push(full);
-    }
-  };
-  await walk(storeDir);
+  for await (const file of walkFiles(storeDir)) files.push(file);
   await mapLimit(files, 16, async (file) => {
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: path.relative(storeDir, file).split(path.sep).join('/'), Body: await fsp.readFile(file) }));
   });

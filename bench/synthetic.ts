@@ -180,7 +180,8 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
   return { parts, bytes };
 }
 
-async function* walkFiles(dir: string): AsyncIterable<string> {
+/** Every file below a directory. */
+export async function* walkFiles(dir: string): AsyncIterable<string> {
   for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) yield* walkFiles(full);
