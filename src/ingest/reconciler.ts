@@ -37,6 +37,7 @@ export class Reconciler {
       result.pending += 1;
       if (info.lastModified.getTime() > cutoff) continue;
       const record = await this.recordOf(info.key);
+      if (record === 'archived') continue;
       if (!record) {
         // Torn by a crash during its acceptance: nothing was promised.
         await this.store.delete([info.key]);
@@ -54,11 +55,13 @@ export class Reconciler {
   /**
    * The record a marker stands for, with its idempotency key in place (rolled forward from
    * the marker when a crash lost it). The key's version wins: it is the first one accepted.
+   * Undefined when the marker holds no record and its key none either (torn).
    */
-  private async recordOf(marker: string): Promise<IngestRecord | undefined> {
+  private async recordOf(marker: string): Promise<IngestRecord | 'archived' | undefined> {
     const key = keyOfMarker(marker);
     const held = await this.store.get(marker);
-    if (!held) return undefined;
+    // Cleared by the worker since it was listed.
+    if (!held) return 'archived';
     const fromMarker = parseRecord(held.body);
     if (fromMarker) {
       await this.store.copyIfAbsent(marker, key, held.body);
