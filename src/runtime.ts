@@ -27,6 +27,8 @@ export interface RuntimeOverrides {
   log?: Logger;
   /** Test seam, see WorkerDeps.afterPartsWritten. */
   afterPartsWritten?: () => Promise<void>;
+  /** A store built by the caller (tests: a file store as another boot of the machine sees it). */
+  store?: ObjectStore;
 }
 
 export interface Runtime {
@@ -67,9 +69,11 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const s3 = overrides.s3 ?? defaults.s3;
   const sqs = overrides.sqs ?? defaults.sqs;
 
-  const store: ObjectStore = config.storageUrl.startsWith('file://')
+  const store: ObjectStore =
+    overrides.store ??
+    (config.storageUrl.startsWith('file://')
     ? new FileObjectStore(config.storageUrl.slice('file://'.length))
-    : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl));
+    : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
 
   const queue: Queue =
     config.queueUrl === 'memory:'
@@ -118,6 +122,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     async close() {
       queue.close();
       db.close();
+      await store.close?.();
     },
   };
 }

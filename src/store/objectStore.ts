@@ -52,6 +52,8 @@ export interface ObjectStore {
   localPath(key: string): string | undefined;
   /** Throws UnavailableError when the store cannot be reached. */
   ping(): Promise<void>;
+  /** Finishes background work (the file store's journal checkpoint) before the process stops. */
+  close?(): Promise<void>;
 }
 
 const keyPattern = /^[A-Za-z0-9=._-]+(\/[A-Za-z0-9=._-]+)*$/;

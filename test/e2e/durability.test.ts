@@ -10,6 +10,7 @@ import type { Config } from '../../src/config.js';
 import type { Runtime } from '../../src/runtime.js';
 import { Intake } from '../../src/ingest/intake.js';
 import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { FileObjectStore } from '../../src/store/fileStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived,
   BACKENDS,
@@ -189,6 +190,38 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     await rt.store.put('ingest/pending/partner/74.json', '');
     expect(await rt.reconciler.run(0)).toMatchObject({ requeued: 2, abandonedRemoved: 0 });
     expect(JSON.parse((await rt.store.get('ingest/pending/partner/74.json'))!.body.toString())).toEqual(record);
+    await svc.stop();
+  });
+});
+
+describe('a power loss on the embedded store', () => {
+  it('loses no accepted report: each is archived once with its first version, and repeats still say "already exists"', async () => {
+    const config = await testConfig('embedded');
+    const root = config.storageUrl.slice('file://'.length);
+    // Segments stay until the store closes, as they would at the moment of a loss.
+    const keep = { checkpointAfterMs: 3_600_000, rotateAfterMs: 3_600_000 };
+    const before = await testRuntime(config, undefined, { store: new FileObjectStore(root, { ...keep, bootId: 'boot-1' }) });
+    let svc = await startTestService(before, { worker: false, reconcile: false });
+    for (const n of [81, 82, 83, 84, 85]) expect((await postReport(svc.url, report(n, { title: 'first' }))).status).toBe(201);
+
+    // The disk after the loss: the journal, flushed before each answer, and none of the
+    // markers and keys, which were never flushed on their own.
+    const journal = path.join(root, '+journal');
+    const saved = path.join(await fs.mkdtemp(path.join(path.dirname(root), 'journal-')), 'segments');
+    await fs.cp(journal, saved, { recursive: true });
+    await svc.stop();
+    await fs.rm(path.join(root, 'ingest'), { recursive: true });
+    await fs.cp(saved, journal, { recursive: true });
+
+    const after = await testRuntime(config, undefined, { store: new FileObjectStore(root, { ...keep, bootId: 'boot-2' }) });
+    svc = await startTestService(after);
+    const repeat = await postReport(svc.url, report(81, { title: 'second' }));
+    expect(repeat.status).toBe(200);
+    expect(repeat.body.created).toBe(false);
+    await allArchived(after);
+    expect((await archivedPkeys(svc.url)).sort()).toEqual(['partner-81', 'partner-82', 'partner-83', 'partner-84', 'partner-85']);
+    const res = await getJson(`${svc.url}/reports/archive?${WINDOW}`);
+    expect(new Set(res.body.result.features.map((f: any) => f.properties.title))).toEqual(new Set(['first']));
     await svc.stop();
   });
 });
