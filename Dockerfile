@@ -10,8 +10,11 @@ COPY . .
 RUN npm run build && rm -rf dist/infra dist/bench
 
 FROM node:24-bookworm-slim
+# Two malloc arenas: DuckDB's and libuv's threads otherwise each keep freed memory in their own,
+# which measured 40-80 MB more resident memory after long archive pulls.
 ENV NODE_ENV=production \
-    DATA_DIR=/data
+    DATA_DIR=/data \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -70,7 +70,8 @@ interface Server {
 
 async function startServer(role: string, env: Record<string, string>): Promise<Server> {
   const child: ChildProcess = spawn(process.execPath, [CLI, role], {
-    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: API_KEY, AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
+    // MALLOC_ARENA_MAX as the container image sets it.
+    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: API_KEY, MALLOC_ARENA_MAX: '2', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
