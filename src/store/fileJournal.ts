@@ -12,7 +12,7 @@
 // before the loss can come back that way; deletes on this store were never durable, and
 // every user of create-if-absent reads a revived object as a repeat. After a process crash
 // (same boot) the page cache kept everything: its segments are only checkpointed.
-import { closeSync, fdatasync, fsync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fsync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -274,11 +274,13 @@ export class FileJournal {
     }
     const dirs = new Set<string>();
     await mapLimit([...files], 2, async (file) => {
+      // Deleted since (a cleared marker): nothing to keep. Checked first, as most are, and a
+      // failed open costs an exception.
+      if (!existsSync(file)) return;
       let fd: number;
       try {
         fd = openSync(file, 'r');
       } catch (err) {
-        // Deleted since (a cleared marker): nothing to keep.
         if (isCode(err, 'ENOENT')) return;
         throw err;
       }
