@@ -183,6 +183,8 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
 /** Every file below a directory. */
 export async function* walkFiles(dir: string): AsyncIterable<string> {
   for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    // '+journal' is the file store's write-ahead journal, not objects.
+    if (entry.name.startsWith('+')) continue;
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) yield* walkFiles(full);
     else yield full;
