@@ -6,6 +6,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ArchiveReader } from './archive/reader.js';
 import { PartCache } from './archive/partCache.js';
 import { RenderCache } from './archive/renderCache.js';
+import { AnswerCache } from './archive/answerCache.js';
 import { BoundaryRepository } from './boundaries/repository.js';
 import type { Config } from './config.js';
 import { DuckDb } from './duckdb.js';
@@ -42,6 +43,8 @@ export interface Runtime {
   intake: Intake;
   reconciler: Reconciler;
   archive: ArchiveReader;
+  /** Whole Parquet answers, by window validator. */
+  answers: AnswerCache;
   cache: PartCache;
   worker: Worker;
   s3: S3Client | undefined;
@@ -115,6 +118,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     intake: new Intake(store, queue),
     reconciler: new Reconciler(store, queue, log),
     archive: new ArchiveReader(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics)),
+    answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,
     s3,

@@ -8,10 +8,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, openSync, readSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import { releaseMemory } from '../memory.js';
 import type { Metrics } from '../metrics.js';
 import type { ObjectInfo } from '../store/objectStore.js';
+import { CacheFiles, type CachedFile } from './cacheFiles.js';
 
 export interface RenderedHour {
   /**
@@ -26,11 +26,7 @@ export interface RenderedHour {
   maxMs: number;
 }
 
-interface Entry {
-  file: string;
-  size: number;
-  /** Recency: a counter, so that order holds within one millisecond. */
-  usedAt: number;
+interface Entry extends CachedFile {
   /** Read on first use for entries adopted from an earlier run. */
   header?: Header;
   headerBytes?: number;
@@ -56,16 +52,16 @@ const openFiles = new FinalizationRegistry<number>((fd) => {
 });
 
 export class RenderCache {
-  private readonly entries = new Map<string, Entry>();
-  private bytes = 0;
-  private clock = 0;
+  private readonly files: CacheFiles<Entry>;
   private ready: Promise<void> | undefined;
 
   constructor(
-    private readonly dir: string,
+    dir: string,
     private readonly maxBytes: number,
     private readonly metrics?: Metrics,
-  ) {}
+  ) {
+    this.files = new CacheFiles(dir, SUFFIX, maxBytes);
+  }
 
   /** The cache name of an hour rendered as `format` (shape and separator) from these parts. */
   static keyOf(format: string, parts: readonly ObjectInfo[]): string {
@@ -76,8 +72,8 @@ export class RenderCache {
 
   async get(key: string): Promise<RenderedHour | undefined> {
     if (this.maxBytes <= 0) return undefined;
-    await (this.ready ??= this.scan());
-    const entry = this.entries.get(key);
+    await (this.ready ??= this.files.scan());
+    const entry = this.files.get(key);
     if (!entry) {
       this.metrics?.renderCacheRequests.inc({ result: 'miss' });
       return undefined;
@@ -94,17 +90,17 @@ export class RenderCache {
       fd = openSync(entry.file, 'r');
     } catch {
       // Removed behind our back (a cleaned cache directory): render it again.
-      this.forget(key, entry);
+      this.files.forget(key, entry);
       return undefined;
     }
     try {
       if (!entry.header) this.readHeader(entry, fd);
     } catch {
       closeSync(fd);
-      this.forget(key, entry);
+      this.files.forget(key, entry);
       return undefined;
     }
-    entry.usedAt = ++this.clock;
+    this.files.touch(entry);
     const { bbox, minMs, maxMs } = entry.header!;
     return { bbox: bbox ?? undefined, minMs, maxMs, text: textReader(fd, entry.headerBytes!, entry.size - entry.headerBytes!) };
   }
@@ -115,10 +111,10 @@ export class RenderCache {
    */
   async put(key: string, hour: RenderedHour): Promise<RenderedHour> {
     if (this.maxBytes <= 0 || typeof hour.text === 'function') return hour;
-    await (this.ready ??= this.scan());
+    await (this.ready ??= this.files.scan());
     const text = hour.text;
-    const file = path.join(this.dir, `${key}${SUFFIX}`);
-    if (!this.entries.has(key)) {
+    const file = this.files.fileOf(key);
+    if (!this.files.get(key)) {
       const tmp = `${file}.${randomUUID()}.tmp`;
       const header: Header = { bbox: hour.bbox ?? null, minMs: hour.minMs, maxMs: hour.maxMs };
       const head = Buffer.from(`${JSON.stringify(header)}\n`);
@@ -129,21 +125,15 @@ export class RenderCache {
         await fs.rm(tmp, { force: true });
         return hour;
       }
-      const size = head.byteLength + text.byteLength;
-      // Two answers may have rendered the same hour at once: count it once.
-      const previous = this.entries.get(key);
-      if (previous) this.bytes -= previous.size;
-      this.entries.set(key, { file, size, usedAt: ++this.clock, header, headerBytes: head.byteLength });
-      this.bytes += size;
-      await this.evict(key);
-      this.metrics?.renderCacheBytes.set(this.bytes);
+      await this.files.add(key, { file, size: head.byteLength + text.byteLength, header, headerBytes: head.byteLength });
+      this.metrics?.renderCacheBytes.set(this.files.sizeBytes);
     }
-    const entry = this.entries.get(key);
+    const entry = this.files.get(key);
     return (entry && this.open(key, entry)) ?? hour;
   }
 
   get sizeBytes(): number {
-    return this.bytes;
+    return this.files.sizeBytes;
   }
 
   private readHeader(entry: Entry, fd: number): void {
@@ -153,43 +143,6 @@ export class RenderCache {
     if (eol < 0) throw new Error('render cache entry without a header');
     entry.header = JSON.parse(buf.subarray(0, eol).toString('utf8')) as Header;
     entry.headerBytes = eol + 1;
-  }
-
-  private forget(key: string, entry: Entry): void {
-    this.entries.delete(key);
-    this.bytes -= entry.size;
-  }
-
-  private async evict(keep: string): Promise<void> {
-    if (this.bytes <= this.maxBytes) return;
-    const oldest = [...this.entries.entries()].sort((a, b) => a[1].usedAt - b[1].usedAt);
-    for (const [key, entry] of oldest) {
-      if (this.bytes <= this.maxBytes) break;
-      if (key === keep) continue;
-      this.forget(key, entry);
-      await fs.rm(entry.file, { force: true });
-    }
-  }
-
-  /** Adopts entries left by an earlier run: a restart keeps its warm cache. */
-  private async scan(): Promise<void> {
-    await fs.mkdir(this.dir, { recursive: true });
-    const found: { key: string; file: string; size: number; mtimeMs: number }[] = [];
-    for (const name of await fs.readdir(this.dir)) {
-      const file = path.join(this.dir, name);
-      if (name.endsWith('.tmp')) {
-        await fs.rm(file, { force: true });
-        continue;
-      }
-      if (!name.endsWith(SUFFIX)) continue;
-      const stat = await fs.stat(file);
-      found.push({ key: name.slice(0, -SUFFIX.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
-    }
-    // Oldest written first out.
-    for (const f of found.sort((a, b) => a.mtimeMs - b.mtimeMs)) {
-      this.entries.set(f.key, { file: f.file, size: f.size, usedAt: ++this.clock });
-      this.bytes += f.size;
-    }
   }
 }
 

@@ -1,12 +1,12 @@
 // GET /reports/archive (and /count): a time window of archived reports,
 // streamed newest first, as JSON (GeoJSON or TopoJSON) or in bulk formats.
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
+import type { AnswerCache } from '../archive/answerCache.js';
 import { arrowStream } from '../archive/arrow.js';
 import { partsOf, renderArchive, separatorOf, shapeOf, type ArchiveQuery, type DayPlan, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
 import type { ErrorDetail } from '../errors.js';
@@ -33,6 +33,8 @@ export interface ArchiveRouteDeps {
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
   closedAfterMs: number;
   tmpDir: string;
+  /** Whole Parquet answers already written, by window validator. */
+  answers: AnswerCache;
 }
 
 interface ArchiveRequest {
@@ -75,7 +77,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     res.status(200).type(CONTENT_TYPES[format]);
     res.set('Content-Disposition', `${format === 'json' ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
 
-    if (format === 'parquet') return sendParquet(res, deps, query, days);
+    if (format === 'parquet') return sendParquet(res, deps, query, days, windowTag(request, days));
     if (format === 'arrow') {
       await send(arrowStream(deps.archive.columns(query, days)), encoding, res);
       return;
@@ -128,16 +130,28 @@ function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; 
   return { createdMs: end.createdMs, pkey: end.pkey };
 }
 
-async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery, days: DayPlan[]): Promise<void> {
-  await fs.mkdir(deps.tmpDir, { recursive: true });
-  const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
-  try {
-    await deps.archive.writeParquet(query, file, days);
-    res.set('Content-Length', String((await fs.stat(file)).size));
-    await pipeline(createReadStream(file), res);
-  } finally {
-    await fs.rm(file, { force: true });
+/** A Parquet file by DuckDB, or the same bytes from the answer cache (same validator, same bytes). */
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery, days: DayPlan[], tag: string): Promise<void> {
+  let answer = await deps.answers.open(tag);
+  if (!answer) {
+    await fs.mkdir(deps.tmpDir, { recursive: true });
+    const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
+    try {
+      await deps.archive.writeParquet(query, file, days);
+      // Opened before it moves into the cache, so an eviction meanwhile cannot take it away.
+      const handle = await fs.open(file, 'r');
+      answer = { handle, size: (await handle.stat()).size };
+      // A cache that cannot keep it costs the next pull its time, not this one its answer.
+      await deps.answers.adopt(tag, file).catch(() => false);
+    } catch (err) {
+      await answer?.handle.close();
+      throw err;
+    } finally {
+      await fs.rm(file, { force: true });
+    }
   }
+  res.set('Content-Length', String(answer.size));
+  await pipeline(answer.handle.createReadStream(), res);
 }
 
 function isClosed(query: ArchiveQuery, deps: ArchiveRouteDeps): boolean {

@@ -1,0 +1,88 @@
+// The files of one local cache directory (rendered hours, Parquet answers): their sizes
+// against a byte bound, least recently used first out, and adoption of what an earlier
+// run left, so a restart keeps its warm cache.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+export interface CachedFile {
+  file: string;
+  size: number;
+  /** Recency: a counter, so that order holds within one millisecond. */
+  usedAt: number;
+}
+
+export class CacheFiles<E extends CachedFile> {
+  private readonly entries = new Map<string, E>();
+  private bytes = 0;
+  private clock = 0;
+
+  constructor(
+    readonly dir: string,
+    private readonly suffix: string,
+    readonly maxBytes: number,
+  ) {}
+
+  get sizeBytes(): number {
+    return this.bytes;
+  }
+
+  fileOf(key: string): string {
+    return path.join(this.dir, `${key}${this.suffix}`);
+  }
+
+  get(key: string): E | undefined {
+    return this.entries.get(key);
+  }
+
+  /** Marks an entry as just used. */
+  touch(entry: E): void {
+    entry.usedAt = ++this.clock;
+  }
+
+  /** Counts a file now in the cache (once, if two answers stored the same key at once), then keeps the bound. */
+  async add(key: string, entry: Omit<E, 'usedAt'>): Promise<void> {
+    const previous = this.entries.get(key);
+    if (previous) this.forget(key, previous);
+    this.entries.set(key, { ...entry, usedAt: ++this.clock } as E);
+    this.bytes += entry.size;
+    await this.evict(key);
+  }
+
+  forget(key: string, entry: E): void {
+    if (this.entries.get(key) !== entry) return;
+    this.entries.delete(key);
+    this.bytes -= entry.size;
+  }
+
+  private async evict(keep: string): Promise<void> {
+    if (this.bytes <= this.maxBytes) return;
+    const oldest = [...this.entries.entries()].sort((a, b) => a[1].usedAt - b[1].usedAt);
+    for (const [key, entry] of oldest) {
+      if (this.bytes <= this.maxBytes) break;
+      if (key === keep) continue;
+      this.forget(key, entry);
+      await fs.rm(entry.file, { force: true });
+    }
+  }
+
+  /** Adopts the files an earlier run left (oldest written first out); removes its unfinished ones. */
+  async scan(): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true });
+    const found: { key: string; file: string; size: number; mtimeMs: number }[] = [];
+    for (const name of await fs.readdir(this.dir)) {
+      const file = path.join(this.dir, name);
+      if (name.endsWith('.tmp')) {
+        await fs.rm(file, { force: true });
+        continue;
+      }
+      if (!name.endsWith(this.suffix)) continue;
+      const stat = await fs.stat(file);
+      found.push({ key: name.slice(0, -this.suffix.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
+    }
+    for (const f of found.sort((a, b) => a.mtimeMs - b.mtimeMs)) {
+      this.entries.set(f.key, { file: f.file, size: f.size, usedAt: ++this.clock } as E);
+      this.bytes += f.size;
+    }
+    await this.evict('');
+  }
+}
