@@ -11,6 +11,7 @@ import fs from 'node:fs/promises';
 import { releaseMemory } from '../memory.js';
 import type { Metrics } from '../metrics.js';
 import type { ObjectInfo } from '../store/objectStore.js';
+import { SERVICE_VERSION } from '../version.js';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
 
 export interface RenderedHour {
@@ -65,7 +66,7 @@ export class RenderCache {
 
   /** The cache name of an hour rendered as `format` (shape and separator) from these parts. */
   static keyOf(format: string, parts: readonly ObjectInfo[]): string {
-    const hash = createHash('sha256').update(format);
+    const hash = createHash('sha256').update(SERVICE_VERSION).update(format);
     for (const p of [...parts].sort((a, b) => (a.key < b.key ? -1 : 1))) hash.update(`\n${p.key}\n${p.etag}`);
     return hash.digest('base64url').slice(0, 32);
   }

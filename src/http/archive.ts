@@ -11,6 +11,7 @@ import { arrowStream } from '../archive/arrow.js';
 import { partsOf, renderArchive, separatorOf, shapeOf, type ArchiveQuery, type DayPlan, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
 import type { ErrorDetail } from '../errors.js';
 import { parseOffsetDateTime } from '../reports/partnerReport.js';
+import { SERVICE_VERSION } from '../version.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
 
@@ -158,10 +159,10 @@ function isClosed(query: ArchiveQuery, deps: ArchiveRouteDeps): boolean {
   return query.endMs < Date.now() - deps.closedAfterMs;
 }
 
-/** Same filters and same parts ⇒ same bytes: the strong validator of a closed window. */
+/** Same release, same filters and same parts ⇒ same bytes: the strong validator of a window. */
 function windowTag(request: ArchiveRequest, days: DayPlan[]): string {
   const hash = createHash('sha256');
-  hash.update(request.fingerprint).update(request.format).update(request.geoformat);
+  hash.update(SERVICE_VERSION).update(request.fingerprint).update(request.format).update(request.geoformat);
   hash.update(String(request.query.limit ?? '')).update(JSON.stringify(request.query.after ? [request.query.after.createdMs, request.query.after.pkey] : null));
   for (const day of days) for (const p of partsOf(day)) hash.update(p.key).update(p.etag);
   return hash.digest('base64url').slice(0, 32);

@@ -12,6 +12,7 @@ import { AnswerCache } from '../../src/archive/answerCache.js';
 import { RenderCache, type RenderedHour } from '../../src/archive/renderCache.js';
 import { readRows } from '../../src/archive/rows.js';
 import { newPartKey } from '../../src/reports/layout.js';
+import { SERVICE_VERSION } from '../../src/version.js';
 import { allArchived, getJson, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = { 'User-Agent': 'render-cache-tests/1.0' };
@@ -211,6 +212,11 @@ describe('AnswerCache', () => {
 describe('RenderCache', () => {
   const textOf = (h: RenderedHour | undefined) => Buffer.from(typeof h!.text === 'function' ? h!.text() : h!.text).toString();
   const hour = (n: number) => ({ text: Buffer.from('x'.repeat(n)), bbox: [1, 2, 3, 4] as [number, number, number, number], minMs: 10, maxMs: 20 });
+
+  it('knows its release (package.json), which its keys and the archive validators carry', async () => {
+    const pkg = JSON.parse(await fs.readFile(path.resolve(import.meta.dirname, '../../package.json'), 'utf8'));
+    expect(SERVICE_VERSION).toBe(pkg.version);
+  });
 
   it('keys an hour by format and part set, whatever the listing order', () => {
     const a = { key: 'reports/v1/a', etag: '1', size: 1, lastModified: new Date(0) };
