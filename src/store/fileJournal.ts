@@ -62,6 +62,9 @@ export interface JournalEntry {
   at: number;
 }
 
+/** Journals open in this process: a segment named with this pid is an orphan only if its journal is not here. */
+const liveInstances = new Set<string>();
+
 export class FileJournal {
   private readonly instance = randomBytes(4).toString('hex');
   private seq = 0;
@@ -76,6 +79,8 @@ export class FileJournal {
   private latest: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private checkpointing: Promise<void> | undefined;
+  /** Keys with an entry in a segment of this process that is not retired yet. */
+  private readonly covered = new Set<string>();
   /** Commits so far (one flush of the segment each): the group commit, made visible. */
   commits = 0;
 
@@ -95,6 +100,14 @@ export class FileJournal {
   note(key: string, body: Buffer): void {
     const header = Buffer.from(`${JSON.stringify({ k: key, n: body.length, c: crc32(body), t: Date.now() })}\n`);
     this.queued.push(header, body, NEWLINE);
+    this.covered.add(key);
+    // Flushed by the next commit, or by the timer within a second.
+    this.startTimer();
+  }
+
+  /** Whether this process journaled the key (in a segment not yet retired): a flush makes it durable. */
+  covers(key: string): boolean {
+    return this.covered.has(key);
   }
 
   /**
@@ -163,6 +176,7 @@ export class FileJournal {
       this.closeCurrent();
     }
     if (!this.current) {
+      liveInstances.add(this.instance);
       this.startTimer();
       const name = `${this.options.bootId}_${process.pid}_${this.instance}_${String(++this.seq).padStart(8, '0')}${SEGMENT_SUFFIX}`;
       mkdirSync(this.dir, { recursive: true });
@@ -226,6 +240,7 @@ export class FileJournal {
     await this.checkpoint(true);
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    liveInstances.delete(this.instance);
   }
 
   /**
@@ -245,7 +260,9 @@ export class FileJournal {
       const owner = ownerOf(name);
       if (owner.instance === this.instance) continue;
       const otherBoot = owner.bootId !== this.options.bootId;
-      if (!otherBoot && owner.pid !== process.pid && isAlive(owner.pid)) continue;
+      // Our pid with a journal not open here: an earlier process that had the same pid (a container restarted).
+      const live = owner.pid === process.pid ? liveInstances.has(owner.instance) : isAlive(owner.pid);
+      if (!otherBoot && live) continue;
       await this.retire(name, otherBoot);
       recovered += 1;
     }
@@ -271,6 +288,8 @@ export class FileJournal {
       const file = this.fileOf(entry.key);
       if (replay) restore(file, entry);
       files.add(file);
+      // A key journaled again later is found uncovered and flushed on its own: slower, still right.
+      this.covered.delete(entry.key);
     }
     const dirs = new Set<string>();
     await mapLimit([...files], 2, async (file) => {

@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
+import { mapLimit } from '../ops/concurrency.js';
 import { currentBootId, DEFAULT_JOURNAL_OPTIONS, FileJournal, type JournalOptions } from './fileJournal.js';
 import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
@@ -47,7 +48,7 @@ export class FileObjectStore implements ObjectStore {
   /** Directory fsyncs in flight, so concurrent writers share one (group commit). */
   private readonly dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
   private readonly journal: FileJournal;
-  /** Creates whose journal entry is not yet durable: a repeat of one waits for it. */
+  /** Creates under way, by key: a repeat waits for the one before it (settles, never rejects). */
   private readonly creating = new Map<string, Promise<void>>();
   /** Replay of the journal segments crashed processes left, before anything is read or written. */
   private recovered: Promise<void> | undefined;
@@ -150,35 +151,38 @@ export class FileObjectStore implements ObjectStore {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     return this.run(async () => {
       await this.ensureDir(path.dirname(file));
-      let fd: number;
+      // Creates of one key in this process go one after the other, so a repeat finds the key
+      // taken only once the first is durable (or gone): "taken" must mean "kept".
+      for (let prior = this.creating.get(key); prior; prior = this.creating.get(key)) await prior;
+      let settle!: () => void;
+      const mine = new Promise<void>((resolve) => (settle = resolve));
+      this.creating.set(key, mine);
       try {
-        // Asynchronous: creating an inode can wait for the file system's own journal.
-        fd = await openFd(file, 'wx', 0o644);
-      } catch (err) {
-        if (!isCode(err, 'EEXIST')) throw err;
-        // Taken, maybe by a create of ours not yet durable: "taken" must mean "kept".
-        await this.creating.get(key)?.catch(() => undefined);
-        return false;
-      }
-      const durable = (async () => {
+        let fd: number;
         try {
-          writeAll(fd, bytes);
-        } finally {
-          closeSync(fd);
+          // Asynchronous: creating an inode can wait for the file system's own journal.
+          fd = await openFd(file, 'wx', 0o644);
+        } catch (err) {
+          if (isCode(err, 'EEXIST')) return false;
+          throw err;
         }
-        await this.journal.append(key, bytes);
-      })();
-      this.creating.set(key, durable);
-      try {
-        await durable;
-      } catch (err) {
-        // Not kept: the key must not look taken.
-        await fs.rm(file, { force: true });
-        throw err;
+        try {
+          try {
+            writeAll(fd, bytes);
+          } finally {
+            closeSync(fd);
+          }
+          await this.journal.append(key, bytes);
+        } catch (err) {
+          // Not kept: the key must not look taken.
+          await fs.rm(file, { force: true });
+          throw err;
+        }
+        return true;
       } finally {
-        this.creating.delete(key);
+        if (this.creating.get(key) === mine) this.creating.delete(key);
+        settle();
       }
-      return true;
     });
   }
 
@@ -202,9 +206,31 @@ export class FileObjectStore implements ObjectStore {
     return linked ?? this.putIfAbsent(key, body);
   }
 
-  async sync(_keys: readonly string[]): Promise<void> {
-    // Copies are journaled: one flush covers all of them.
-    await this.run(() => this.journal.flush());
+  async sync(keys: readonly string[]): Promise<void> {
+    await this.run(async () => {
+      // Copies this process made are journaled: one flush covers them. Those another process
+      // made on this directory (an API apart from its worker) are flushed one by one.
+      const others = keys.filter((k) => !this.journal.covers(k));
+      await this.journal.flush();
+      const dirs = new Set<string>();
+      await mapLimit(others, 4, async (key) => {
+        const file = this.localPath(key);
+        let fd: number;
+        try {
+          fd = await openFd(file, 'r');
+        } catch (err) {
+          if (isCode(err, 'ENOENT')) return;
+          throw err;
+        }
+        try {
+          await fsyncFd(fd);
+        } finally {
+          closeSync(fd);
+        }
+        dirs.add(path.dirname(file));
+      });
+      await Promise.all([...dirs].map((dir) => this.syncDir(dir)));
+    });
   }
 
   async delete(keys: readonly string[]): Promise<void> {
