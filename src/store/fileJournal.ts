@@ -291,32 +291,40 @@ export class FileJournal {
       // A key journaled again later is found uncovered and flushed on its own: slower, still right.
       this.covered.delete(entry.key);
     }
-    const dirs = new Set<string>();
-    await mapLimit([...files], 2, async (file) => {
-      // Deleted since (a cleared marker): nothing to keep. Checked first, as most are, and a
-      // failed open costs an exception.
-      if (!existsSync(file)) return;
-      let fd: number;
-      try {
-        fd = openSync(file, 'r');
-      } catch (err) {
-        if (isCode(err, 'ENOENT')) return;
-        throw err;
-      }
-      try {
-        await fsyncFd(fd);
-      } finally {
-        closeSync(fd);
-      }
-      dirs.add(path.dirname(file));
-    });
-    for (const dir of dirs) await fsyncDir(dir);
+    for (const dir of await fsyncFiles(files, 2)) await fsyncDir(dir);
     try {
       unlinkSync(segment);
     } catch (err) {
       if (!isCode(err, 'ENOENT')) throw err;
     }
   }
+}
+
+/**
+ * Flushes the files that exist (at most `concurrency` at once); those deleted since (cleared
+ * markers) need nothing. Returns the directories of the files flushed, whose entries the
+ * caller flushes next.
+ */
+export async function fsyncFiles(files: Iterable<string>, concurrency: number): Promise<Set<string>> {
+  const dirs = new Set<string>();
+  await mapLimit([...files], concurrency, async (file) => {
+    // Checked first, as most are gone, and a failed open costs an exception.
+    if (!existsSync(file)) return;
+    let fd: number;
+    try {
+      fd = openSync(file, 'r');
+    } catch (err) {
+      if (isCode(err, 'ENOENT')) return;
+      throw err;
+    }
+    try {
+      await fsyncFd(fd);
+    } finally {
+      closeSync(fd);
+    }
+    dirs.add(path.dirname(file));
+  });
+  return dirs;
 }
 
 const SEGMENT_SUFFIX = '.wal';

@@ -8,8 +8,7 @@ import fs from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
-import { mapLimit } from '../ops/concurrency.js';
-import { currentBootId, DEFAULT_JOURNAL_OPTIONS, FileJournal, type JournalOptions } from './fileJournal.js';
+import { currentBootId, DEFAULT_JOURNAL_OPTIONS, FileJournal, fsyncFiles, type JournalOptions } from './fileJournal.js';
 import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
@@ -210,25 +209,9 @@ export class FileObjectStore implements ObjectStore {
     await this.run(async () => {
       // Copies this process made are journaled: one flush covers them. Those another process
       // made on this directory (an API apart from its worker) are flushed one by one.
-      const others = keys.filter((k) => !this.journal.covers(k));
+      const others = keys.filter((k) => !this.journal.covers(k)).map((k) => this.localPath(k));
       await this.journal.flush();
-      const dirs = new Set<string>();
-      await mapLimit(others, 4, async (key) => {
-        const file = this.localPath(key);
-        let fd: number;
-        try {
-          fd = await openFd(file, 'r');
-        } catch (err) {
-          if (isCode(err, 'ENOENT')) return;
-          throw err;
-        }
-        try {
-          await fsyncFd(fd);
-        } finally {
-          closeSync(fd);
-        }
-        dirs.add(path.dirname(file));
-      });
+      const dirs = await fsyncFiles(others, 4);
       await Promise.all([...dirs].map((dir) => this.syncDir(dir)));
     });
   }
