@@ -1,0 +1,29 @@
+// Request logs: one JSON line per request with its id, and never a partner's API key.
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { API_KEY, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
+
+describe('request logs', () => {
+  it('log each request with its id and status, with the X-Api-Key header redacted', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
+    const svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', sink) }), { worker: false, reconcile: false });
+    try {
+      const res = await postReport(svc.url, report(501));
+      expect(res.status).toBe(201);
+      const requestId = res.headers.get('x-request-id');
+      const logged = lines.map((l) => JSON.parse(l)).find((l) => l.req?.url === '/feeds/partner');
+      expect(logged).toMatchObject({ req: { id: requestId, method: 'POST', headers: { 'x-api-key': '[redacted]' } }, res: { statusCode: 201 } });
+      expect(lines.join('\n')).not.toContain(API_KEY);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
