@@ -71,15 +71,12 @@ export class FileJournal {
   private current: OpenSegment | undefined;
   private readonly closed: ClosedSegment[] = [];
   private queued: Buffer[] = [];
-  /** Commits under way, at most MAX_COMMITS_IN_FLIGHT. */
-  private inFlight = 0;
-  /** The commit that callers arriving at the limit will share. */
-  private waiting: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
-  /** The last commit that wrote bytes: it covers everything appended before it. */
-  private latest: Promise<void> = Promise.resolve();
+  /** The commit under way, and the one callers arriving meanwhile share. */
+  private running: Promise<void> | undefined;
+  private next: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private checkpointing: Promise<void> | undefined;
-  /** Keys with an entry in a segment of this process that is not retired yet. */
+  /** Copies noted by this process, in segments not retired yet. */
   private readonly covered = new Set<string>();
   /** Commits so far (one flush of the segment each): the group commit, made visible. */
   commits = 0;
@@ -92,57 +89,52 @@ export class FileJournal {
 
   /** Appends an entry; resolves once it is on disk. */
   append(key: string, body: Buffer): Promise<void> {
-    this.note(key, body);
+    this.enqueue(key, body);
     return this.flush();
   }
 
-  /** Appends an entry that becomes durable with the next flush. */
+  /** Appends an entry (a copy) that becomes durable with the next flush. */
   note(key: string, body: Buffer): void {
-    const header = Buffer.from(`${JSON.stringify({ k: key, n: body.length, c: crc32(body), t: Date.now() })}\n`);
-    this.queued.push(header, body, NEWLINE);
+    this.enqueue(key, body);
     this.covered.add(key);
     // Flushed by the next commit, or by the timer within a second.
     this.startTimer();
   }
 
-  /** Whether this process journaled the key (in a segment not yet retired): a flush makes it durable. */
+  private enqueue(key: string, body: Buffer): void {
+    const header = Buffer.from(`${JSON.stringify({ k: key, n: body.length, c: crc32(body), t: Date.now() })}\n`);
+    this.queued.push(header, body, NEWLINE);
+  }
+
+  /** Whether this process noted the copy (in a segment not yet retired): a flush makes it durable. */
   covers(key: string): boolean {
     return this.covered.has(key);
   }
 
   /**
    * Makes every entry appended so far durable: the caller's bytes go with the next commit to
-   * start, which takes everything appended meanwhile (group commit).
+   * start, never one already running (which may predate them); it takes everything appended
+   * meanwhile (group commit). One commit at a time: overlapping two or three was measured here
+   * to accept fewer reports a second, each flush waiting longer than the batch it saves.
    */
   flush(): Promise<void> {
-    if (this.inFlight < MAX_COMMITS_IN_FLIGHT) return this.startCommit();
-    if (!this.waiting) {
-      let resolve!: () => void;
-      let reject!: (err: unknown) => void;
-      const promise = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      this.waiting = { promise, resolve, reject };
+    if (!this.running) {
+      this.running = this.commit().finally(() => this.afterCommit());
+      return this.running;
     }
-    return this.waiting.promise;
+    this.next ??= this.running.catch(() => undefined).then(() => this.commit());
+    return this.next;
   }
 
-  private startCommit(): Promise<void> {
-    this.inFlight += 1;
-    return this.commit().finally(() => {
-      this.inFlight -= 1;
-      const waiting = this.waiting;
-      if (waiting) {
-        this.waiting = undefined;
-        this.startCommit().then(waiting.resolve, waiting.reject);
-      }
-    });
+  private afterCommit(): void {
+    const next = this.next;
+    this.next = undefined;
+    this.running = next?.finally(() => this.afterCommit());
   }
 
   private commit(): Promise<void> {
-    // Nothing new: the bytes of the caller were taken by the last commit, which covers them.
-    if (this.queued.length === 0) return this.latest;
+    // Nothing new: every earlier commit has finished (they run one at a time).
+    if (this.queued.length === 0) return Promise.resolve();
     const data = Buffer.concat(this.queued);
     this.queued = [];
     const segment = this.segmentFor();
@@ -166,7 +158,6 @@ export class FileJournal {
         segment.inFlight -= 1;
         if (segment.closing && segment.inFlight === 0) closeSync(segment.fd);
       });
-    this.latest = done;
     return done;
   }
 
@@ -328,11 +319,6 @@ export async function fsyncFiles(files: Iterable<string>, concurrency: number): 
 }
 
 const SEGMENT_SUFFIX = '.wal';
-/**
- * Flushes under way at once. Overlapping them (2 or 3) was measured here to accept fewer
- * reports a second: each flush waits longer than the batch it saves.
- */
-const MAX_COMMITS_IN_FLIGHT = 1;
 /** Segments grow by this much at a time (about a thousand reports). */
 const ALLOCATE_BYTES = 1 << 20;
 /** A segment this full is closed even before it is old. */
