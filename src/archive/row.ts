@@ -22,6 +22,12 @@ export interface ArchiveRow {
   boundary_version: string;
 }
 
+/** The columns of every part, hourly or compacted, in order (DESIGN.md "Data layout"). */
+export const ARCHIVE_COLUMNS = [
+  'pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code',
+  'local_area_id', 'title', 'text', 'lng', 'lat', 'post_id', 'partner_city', 'received_at', 'boundary_version',
+] as const;
+
 export const ARCHIVE_TABLE_DDL = `(
   pkey VARCHAR NOT NULL,
   created_at TIMESTAMPTZ NOT NULL,

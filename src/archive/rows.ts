@@ -2,7 +2,7 @@
 // archive query does it (first received wins, then boundary version).
 import type { DuckDb } from '../duckdb.js';
 import { sqlString } from '../duckdb.js';
-import type { ArchiveRow } from './row.js';
+import { ARCHIVE_COLUMNS, type ArchiveRow } from './row.js';
 
 /**
  * Which copy of a duplicated pkey wins: the one in the newest part (part
@@ -11,10 +11,14 @@ import type { ArchiveRow } from './row.js';
  */
 export const DEDUPE_WINDOW = `row_number() OVER (PARTITION BY pkey ORDER BY regexp_extract(filename, 'part-[0-9A-Z]{26}') DESC) = 1`;
 
-/** The de-duplicating read every consumer of parts shares. */
+/**
+ * The de-duplicating read every consumer of parts shares: the documented columns only.
+ * Hive partitioning is off: the store's paths (year=…/hour=…) would otherwise add their
+ * values as columns, and a merged file would carry them, contradicting its own path.
+ */
 export function dedupedPartsSql(files: readonly string[]): string {
   const list = `[${files.map(sqlString).join(', ')}]`;
-  return `SELECT * EXCLUDE (filename) FROM read_parquet(${list}, filename = true) QUALIFY ${DEDUPE_WINDOW}`;
+  return `SELECT ${ARCHIVE_COLUMNS.join(', ')} FROM read_parquet(${list}, filename = true, hive_partitioning = false) QUALIFY ${DEDUPE_WINDOW}`;
 }
 
 export async function readRows(db: DuckDb, files: readonly string[]): Promise<ArchiveRow[]> {

@@ -10,7 +10,7 @@ import type { AnswerCache } from '../archive/answerCache.js';
 import { arrowStream } from '../archive/arrow.js';
 import { partsOf, renderArchive, separatorOf, shapeOf, type ArchiveQuery, type DayPlan, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
 import type { ErrorDetail } from '../errors.js';
-import { parseOffsetDateTime } from '../reports/partnerReport.js';
+import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
 import { SERVICE_VERSION } from '../version.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
@@ -278,6 +278,9 @@ function readInstant(values: QueryValues, name: string, details: ErrorDetail[]):
       field: name,
       message: 'must be an ISO 8601 date-time with a UTC offset, e.g. 2026-11-21T00:00:00+0800 (send + as %2B)',
     });
+  } else if (ms < EARLIEST_MS || ms > LATEST_MS) {
+    details.push({ in: 'query', field: name, message: 'must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z' });
+    return undefined;
   }
   return ms;
 }

@@ -7,6 +7,13 @@ export const PARTNER_CITIES = ['Quezon City', 'Pampanga'] as const;
 export const DISASTER_TYPES = ['flood'] as const;
 /** Reports dated further ahead than this are rejected (clock skew allowance). */
 export const MAX_FUTURE_MS = 3_600_000;
+/**
+ * The earliest instant the service takes, on the feed and in archive queries: no flood
+ * report predates the Unix epoch, and an earlier year (0070, 1900) is a client's mistake.
+ */
+export const EARLIEST_MS = Date.UTC(1970, 0, 1);
+/** The latest instant an archive query may name: the last a four-digit year writes. */
+export const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 // ISO 8601 date-time with an explicit offset: Z, ±HH:MM or ±HHMM; fractional seconds allowed.
 const DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:?\\d{2})$';
@@ -87,8 +94,8 @@ export function parsePartnerReport(body: unknown, now = Date.now()): PartnerRepo
     details.push({ in: 'body', field: 'created_at', message: 'is not a real date and time' });
   } else if (createdMs > now + MAX_FUTURE_MS) {
     details.push({ in: 'body', field: 'created_at', message: 'is more than an hour in the future' });
-  } else if (createdMs < Date.UTC(1970, 0, 1)) {
-    details.push({ in: 'body', field: 'created_at', message: 'is before 1970' });
+  } else if (createdMs < EARLIEST_MS) {
+    details.push({ in: 'body', field: 'created_at', message: 'must not be before 1970-01-01T00:00:00Z' });
   }
   if (details.length > 0) throw new InvalidReportError(details);
   return {
@@ -117,10 +124,11 @@ export function parseOffsetDateTime(value: string): number | undefined {
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59 || offHours > 14 || offMinutes > 59) {
     return undefined;
   }
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const daysInMonth = new Date(new Date(0).setUTCFullYear(year, month, 0)).getUTCDate();
   if (day < 1 || day > daysInMonth) return undefined;
   const sign = m[9] === '-' ? -1 : 1;
-  const local = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  // Date.UTC reads years 0–99 as 1900–1999; setUTCFullYear takes the year as written.
+  const local = new Date(0).setUTCFullYear(year, month - 1, day) + ((hour * 60 + minute) * 60 + second) * 1000 + ms;
   return local - sign * (offHours * 60 + offMinutes) * 60_000;
 }
 

@@ -102,3 +102,20 @@ describe('partner report', () => {
     expect(parseOffsetDateTime('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
   });
 });
+
+describe('years below 100', () => {
+  it.each(['0099-06-15T12:00:00Z', '0070-01-01T00:00:00Z', '0000-02-29T00:00:00Z', '0001-01-01T00:00:00+14:00'])('parseOffsetDateTime reads %s as written', (input) => {
+    expect(parseOffsetDateTime(input)).toBe(Date.parse(input));
+    expect(new Date(parseOffsetDateTime(input)!).toISOString().slice(0, 4)).not.toMatch(/^19/);
+  });
+
+  it('the calendar of year 0099 is that of 0099 (not a leap year), not of 1999', () => {
+    expect(parseOffsetDateTime('0099-02-29T00:00:00Z')).toBeUndefined();
+    expect(parseOffsetDateTime('0096-02-29T00:00:00Z')).toBe(Date.parse('0096-02-29T00:00:00Z'));
+  });
+
+  it('a report dated before 1970 is rejected naming created_at', () => {
+    expect(problems({ ...valid, created_at: '0099-06-15T12:00:00Z' })).toEqual([{ in: 'body', field: 'created_at', message: 'must not be before 1970-01-01T00:00:00Z' }]);
+    expect(parsePartnerReport({ ...valid, created_at: '1970-01-01T00:00:00Z' }, NOW).created_at).toBe('1970-01-01T00:00:00.000Z');
+  });
+});
