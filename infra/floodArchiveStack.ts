@@ -21,6 +21,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/bootstrap.js';
+import { CURSOR_SECRET_KEY } from '../src/cursorSecret.js';
 import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
@@ -259,6 +260,8 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     allow(['s3:ListBucket'], [bucket.bucketArn]),
     allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'cities')),
     allow(['s3:PutObject'], objects(bucket, 'ingest')),
+    // The generated key of pagination cursors, created once by the first API task (src/cursorSecret.ts).
+    allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
   ];
 }

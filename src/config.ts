@@ -38,6 +38,8 @@ export interface Config {
   rateLimits: { feedPerMinute: number; readPerMinute: number };
   /** Express "trust proxy": how many proxies (load balancers) sit in front. */
   trustProxy: number;
+  /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/cursorSecret.ts). */
+  cursorSecret: string | undefined;
   /** node-cron expressions of the scheduled jobs (jobs/). */
   schedules: { compact: string; reconcile: string; verify: string };
 }
@@ -67,6 +69,7 @@ const envSchema = {
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
+    CURSOR_SECRET: { type: 'string', minLength: 32 },
     SCHEDULE_COMPACT: { type: 'string' },
     SCHEDULE_RECONCILE: { type: 'string' },
     SCHEDULE_VERIFY: { type: 'string' },
@@ -79,6 +82,7 @@ const messages: Record<string, string> = {
   AWS_REGION: 'must be an AWS region such as ap-southeast-1',
   AWS_ENDPOINT_URL: 'must be an http(s) URL',
   API_KEYS: 'must be a comma-separated list of keys, each at least 16 characters of A-Z a-z 0-9 . _ ~ -',
+  CURSOR_SECRET: 'must be at least 32 characters (e.g. openssl rand -base64 32)',
   ARCHIVE_MAX_WINDOW: 'must be a number of days (366 or 366d) or hours (72h)',
 };
 
@@ -142,5 +146,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       readPerMinute: Number(v.RATE_LIMIT_READ_PER_MINUTE ?? 600),
     },
     trustProxy: Number(v.TRUST_PROXY ?? 0),
+    cursorSecret: v.CURSOR_SECRET === undefined ? undefined : String(v.CURSOR_SECRET),
   };
 }

@@ -8,7 +8,9 @@ import { pinoHttp } from 'pino-http';
 import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { archiveRouter } from './archive.js';
+import { cursorSecret } from '../cursorSecret.js';
 import { citiesRouter } from './cities.js';
+import { CursorCodec } from './cursor.js';
 import { errorHandler } from './errorHandler.js';
 import { feedsRouter } from './feeds.js';
 import { openApiDocument } from './openapi.js';
@@ -77,6 +79,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
       tmpDir: path.join(rt.config.dataDir, 'tmp', 'exports'),
       answers: rt.answers,
+      cursors: new CursorCodec(() => cursorSecret(rt.config, rt.store)),
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );

@@ -12,6 +12,7 @@ import { partsOf, renderArchive, separatorOf, shapeOf, type ArchiveQuery, type D
 import type { ErrorDetail } from '../errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
 import { SERVICE_VERSION } from '../version.js';
+import type { CursorCodec } from './cursor.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
 
@@ -36,6 +37,8 @@ export interface ArchiveRouteDeps {
   tmpDir: string;
   /** Whole Parquet answers already written, by window validator. */
   answers: AnswerCache;
+  /** Signs and checks the cursors of pages. */
+  cursors: CursorCodec;
 }
 
 interface ArchiveRequest {
@@ -95,7 +98,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const next = trimPage(batches, query.limit);
     if (next) {
       const cursor: Cursor = { ...next, receivedBeforeMs: query.after?.receivedBeforeMs ?? query.receivedBeforeMs! };
-      res.set('Link', `<${nextUrl(req, encodeCursor(cursor, request.fingerprint))}>; rel="next"`);
+      res.set('Link', `<${nextUrl(req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
     }
     await send(Readable.from(renderArchive(toAsync(batches), text)), encoding, res);
   });
@@ -181,25 +184,6 @@ function nextUrl(req: Request, cursor: string): string {
   return `${req.protocol}://${req.get('host')}${req.baseUrl}${req.path}?${params.toString().replace(/\+/g, '%20')}`;
 }
 
-function encodeCursor(cursor: Cursor, fingerprint: string): string {
-  return Buffer.from(JSON.stringify({ c: cursor.createdMs, k: cursor.pkey, r: cursor.receivedBeforeMs, f: fingerprint })).toString('base64url');
-}
-
-function decodeCursor(raw: string, fingerprint: string, details: ErrorDetail[]): Cursor | undefined {
-  try {
-    const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as { c: unknown; k: unknown; r: unknown; f: unknown };
-    if (typeof v.c !== 'number' || typeof v.k !== 'string' || typeof v.r !== 'number' || typeof v.f !== 'string') throw new Error('shape');
-    if (v.f !== fingerprint) {
-      details.push({ in: 'query', field: 'cursor', message: 'belongs to another query: keep start, end, admin and bbox as they were' });
-      return undefined;
-    }
-    return { createdMs: v.c, pkey: v.k, receivedBeforeMs: v.r };
-  } catch {
-    details.push({ in: 'query', field: 'cursor', message: 'is not a cursor this service issued (take it from the Link header)' });
-    return undefined;
-  }
-}
-
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
   const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'limit', 'cursor']);
   const query = await parseFilters(req, values, details, deps);
@@ -218,7 +202,11 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
       details.push({ in: 'query', field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
     }
     query.limit = limit;
-    if (values.cursor !== undefined) query.after = decodeCursor(values.cursor, fingerprint, details);
+    if (values.cursor !== undefined) {
+      const decoded = await deps.cursors.decode(values.cursor, fingerprint);
+      if (decoded.ok) query.after = decoded.cursor;
+      else details.push(decoded.detail);
+    }
     else query.receivedBeforeMs = Date.now();
   }
   throwIfAny(details);

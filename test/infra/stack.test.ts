@@ -179,6 +179,8 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/reports/*',
         's3:GetObject bucket/cities/*',
         's3:PutObject bucket/ingest/*',
+        's3:GetObject bucket/secrets/cursor-key',
+        's3:PutObject bucket/secrets/cursor-key',
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
       ].sort(),

@@ -1,0 +1,82 @@
+// Pagination cursors: where the next page of an archive window starts, bound to the
+// query's filters and authenticated with an HMAC, so a client can hand back only what
+// this service issued. Every field is range-checked after the MAC too: a leaked key must
+// not turn a cursor into a way to reach the query engine with values it cannot hold.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ErrorDetail } from '../errors.js';
+
+/** Position after which a page continues: the last report of the previous page. */
+export interface PageCursor {
+  createdMs: number;
+  pkey: string;
+  /** Only reports received up to here: pages stay stable while reports arrive. */
+  receivedBeforeMs: number;
+}
+
+/** Instants a cursor may hold: years 0000 to 9999, whose microseconds fit DuckDB's int64. */
+const YEAR_0_MS = -62_167_219_200_000; // 0000-01-01T00:00:00Z
+const YEAR_10000_MS = 253_402_300_800_000; // 10000-01-01T00:00:00Z
+const PKEY = /^[A-Za-z0-9._-]{1,128}$/;
+/** Longer than any cursor this service issues (about 150 characters). */
+const MAX_CURSOR_CHARS = 512;
+const MAC_BYTES = 16;
+const CONTEXT = 'flood-archive cursor v1\n';
+
+export type CursorResult = { ok: true; cursor: PageCursor } | { ok: false; detail: ErrorDetail };
+
+export class CursorCodec {
+  /** The key may come from far (the object store): it is fetched once, on first use. */
+  private key: Promise<Buffer> | undefined;
+
+  constructor(private readonly loadKey: () => Promise<Buffer>) {}
+
+  async encode(cursor: PageCursor, fingerprint: string): Promise<string> {
+    const payload = Buffer.from(JSON.stringify([cursor.createdMs, cursor.pkey, cursor.receivedBeforeMs, fingerprint])).toString('base64url');
+    return `${payload}.${this.mac(await this.secret(), payload).toString('base64url')}`;
+  }
+
+  /** The cursor, or the detail of a 400: not issued here (tampered, truncated, foreign), another query's, or out of range. */
+  async decode(raw: string, fingerprint: string): Promise<CursorResult> {
+    const invalid = (message: string): CursorResult => ({ ok: false, detail: { in: 'query', field: 'cursor', message } });
+    const notOurs = invalid('is not a cursor this service issued (take it from the Link header of the previous page)');
+    if (raw.length > MAX_CURSOR_CHARS) return notOurs;
+    const [payload, mac, extra] = raw.split('.');
+    if (!payload || !mac || extra !== undefined || !/^[A-Za-z0-9_-]+$/.test(payload) || !/^[A-Za-z0-9_-]+$/.test(mac)) return notOurs;
+    const given = Buffer.from(mac, 'base64url');
+    const expected = this.mac(await this.secret(), payload);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return notOurs;
+
+    let fields: unknown;
+    try {
+      fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    } catch {
+      return notOurs;
+    }
+    if (!Array.isArray(fields) || fields.length !== 4) return notOurs;
+    const [createdMs, pkey, receivedBeforeMs, boundTo] = fields as unknown[];
+    if (typeof boundTo !== 'string' || boundTo !== fingerprint) {
+      return invalid('belongs to another query: keep start, end, admin and bbox as they were');
+    }
+    if (!isInstant(createdMs) || !isInstant(receivedBeforeMs) || typeof pkey !== 'string' || !PKEY.test(pkey)) {
+      return invalid('holds a position outside what the archive can contain');
+    }
+    return { ok: true, cursor: { createdMs, pkey, receivedBeforeMs } };
+  }
+
+  private secret(): Promise<Buffer> {
+    // A failed load (store unreachable) is tried again by the next request.
+    this.key ??= this.loadKey().catch((err: unknown) => {
+      this.key = undefined;
+      throw err;
+    });
+    return this.key;
+  }
+
+  private mac(key: Buffer, payload: string): Buffer {
+    return createHmac('sha256', key).update(CONTEXT).update(payload).digest().subarray(0, MAC_BYTES);
+  }
+}
+
+function isInstant(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= YEAR_0_MS && value < YEAR_10000_MS;
+}

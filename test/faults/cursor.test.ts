@@ -1,0 +1,134 @@
+// Forged, tampered, truncated and foreign pagination cursors get a 400 in the error shape;
+// the cursors the service issues keep working across restarts and across API instances.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime } from '../../src/runtime.js';
+import { createLogger } from '../../src/log.js';
+import { CursorCodec } from '../../src/http/cursor.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { allArchived, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { expectErrorShape } from './support.js';
+
+const START = '2026-11-20T00:00:00+0000';
+const END = '2026-11-21T23:59:59+0000';
+const WINDOW = `start=${encodeURIComponent(START)}&end=${encodeURIComponent(END)}`;
+const UA = { 'User-Agent': 'fault-tests/1.0' };
+const SECRET = 'cursor-secret-for-tests-0123456789abcdef';
+/** The filters a cursor of this window is bound to, as the service computes them. */
+const FINGERPRINT = createHash('sha256').update(JSON.stringify([START, END, null, null])).digest('base64url').slice(0, 16);
+
+async function seed(svc: TestService, n = 5): Promise<void> {
+  for (let i = 0; i < n; i += 1) {
+    expect((await postReport(svc.url, report(700 + i, { created_at: new Date(Date.UTC(2026, 10, 20, 3, i)).toISOString() }))).status).toBe(201);
+  }
+  await allArchived(svc.rt);
+}
+
+async function nextCursor(url: string): Promise<string> {
+  const res = await fetch(`${url}/reports/archive?${WINDOW}&geoformat=geojson&limit=2`, { headers: UA });
+  expect(res.status).toBe(200);
+  const link = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '');
+  expect(link).not.toBeNull();
+  return new URL(link![1]!).searchParams.get('cursor')!;
+}
+
+const page = (url: string, cursor: string) => getJson(`${url}/reports/archive?${WINDOW}&geoformat=geojson&limit=2&cursor=${encodeURIComponent(cursor)}`, UA);
+
+async function expectCursorRejected(url: string, cursor: string): Promise<any> {
+  const res = await page(url, cursor);
+  expect(res.status).toBe(400);
+  expectErrorShape(res.body, 400);
+  expect(res.body.details).toEqual([expect.objectContaining({ in: 'query', field: 'cursor' })]);
+  return res.body;
+}
+
+describe('pagination cursors (embedded, CURSOR_SECRET set)', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { CURSOR_SECRET: SECRET })));
+    await seed(svc);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('an issued cursor leads to the next page', async () => {
+    const res = await page(svc.url, await nextCursor(svc.url));
+    expect(res.status).toBe(200);
+    expect(res.body.result.features).toHaveLength(2);
+  });
+
+  it('a forged cursor whose time is 1e300 is a 400, not a 500', async () => {
+    const forged = Buffer.from(JSON.stringify({ c: 1e300, k: 'partner-700', r: 1e300, f: FINGERPRINT })).toString('base64url');
+    await expectCursorRejected(svc.url, forged);
+    const bare = Buffer.from(JSON.stringify([1e300, 'partner-700', 1e300, FINGERPRINT])).toString('base64url');
+    await expectCursorRejected(svc.url, bare);
+  });
+
+  it('a tampered, truncated or foreign cursor is a 400', async () => {
+    const cursor = await nextCursor(svc.url);
+    const [payload, mac] = cursor.split('.') as [string, string];
+    const fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[];
+    const moved = Buffer.from(JSON.stringify([Number(fields[0]) - 86_400_000, ...fields.slice(1)])).toString('base64url');
+    await expectCursorRejected(svc.url, `${moved}.${mac}`);
+    await expectCursorRejected(svc.url, cursor.slice(0, cursor.length - 3));
+    await expectCursorRejected(svc.url, cursor.slice(0, 20));
+    await expectCursorRejected(svc.url, `${cursor}.${mac}`);
+    await expectCursorRejected(svc.url, 'x'.repeat(5000));
+    const foreign = new CursorCodec(async () => Buffer.from('another-deployment-secret-0123456789'));
+    await expectCursorRejected(svc.url, await foreign.encode({ createdMs: Number(fields[0]), pkey: String(fields[1]), receivedBeforeMs: Number(fields[2]) }, FINGERPRINT));
+  });
+
+  it('a correctly signed cursor holding values out of range is a 400 (a leaked key reaches no query)', async () => {
+    const signed = new CursorCodec(async () => Buffer.from(SECRET));
+    const now = Date.now();
+    for (const bad of [
+      { createdMs: 1e300, pkey: 'partner-700', receivedBeforeMs: now },
+      { createdMs: Date.UTC(2026, 10, 20), pkey: 'partner-700', receivedBeforeMs: -1e300 },
+      { createdMs: 1.5, pkey: 'partner-700', receivedBeforeMs: now },
+      { createdMs: Date.UTC(2026, 10, 20), pkey: "x' OR 1=1 --", receivedBeforeMs: now },
+      { createdMs: Date.UTC(2026, 10, 20), pkey: 'p'.repeat(300), receivedBeforeMs: now },
+    ]) {
+      const body = await expectCursorRejected(svc.url, await signed.encode(bad, FINGERPRINT));
+      expect(body.details[0].message).toMatch(/outside/);
+    }
+    // The same check with good values passes: the 400s above are the range check, not the MAC.
+    const good = await page(svc.url, await signed.encode({ createdMs: Date.UTC(2026, 10, 20, 3, 3), pkey: 'partner-703', receivedBeforeMs: now }, FINGERPRINT));
+    expect(good.status).toBe(200);
+    expect(good.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-702', 'partner-701']);
+  });
+});
+
+describe('a generated cursor key is kept and shared', () => {
+  it('on the embedded default: a cursor survives a restart on the same DATA_DIR', async () => {
+    const config = await testConfig('embedded');
+    let svc = await startTestService(await testRuntime(config));
+    await seed(svc);
+    const cursor = await nextCursor(svc.url);
+    await svc.stop();
+    svc = await startTestService(await createRuntime(config, { log: createLogger('silent') }));
+    try {
+      expect((await page(svc.url, cursor)).status).toBe(200);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('on S3: two API instances on one bucket accept each other\'s cursors', async () => {
+    const emulator: Emulator = await startEmulator();
+    const config = await testConfig('aws', emulator);
+    const a = await startTestService(await testRuntime(config, emulator));
+    const b = await startTestService(await createRuntime(config, { log: createLogger('silent'), s3: emulator.s3, sqs: emulator.sqs }), { worker: false, reconcile: false });
+    try {
+      await seed(a);
+      // Both ask for the key at once: create-if-absent leaves them one.
+      const [fromA, fromB] = await Promise.all([nextCursor(a.url), nextCursor(b.url)]);
+      expect((await page(b.url, fromA)).status).toBe(200);
+      expect((await page(a.url, fromB)).status).toBe(200);
+    } finally {
+      await b.stop();
+      await a.stop();
+      await emulator.stop();
+    }
+  });
+});
