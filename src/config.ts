@@ -38,6 +38,12 @@ export interface Config {
   rateLimits: { feedPerMinute: number; readPerMinute: number };
   /** Express "trust proxy": how many proxies (load balancers) sit in front. */
   trustProxy: number;
+  /** Timeouts of the S3 and SQS clients: a silent endpoint fails a call instead of hanging it. */
+  aws: { connectTimeoutMs: number; requestTimeoutMs: number; maxAttempts: number };
+  /** Longest a report's acceptance may take before the feed answers 503 (and a /ready probe, before it counts as failed). */
+  acceptDeadlineMs: number;
+  /** Node's HTTP server limits: a client sending headers or a body slowly, or idling, cannot hold a connection longer. */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/cursorSecret.ts). */
   cursorSecret: string | undefined;
   /** node-cron expressions of the scheduled jobs (jobs/). */
@@ -70,6 +76,13 @@ const envSchema = {
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
     CURSOR_SECRET: { type: 'string', minLength: 32 },
+    AWS_CONNECT_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
+    AWS_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
+    AWS_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 10 },
+    ACCEPT_DEADLINE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
+    HTTP_HEADERS_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
+    HTTP_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
+    HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
     SCHEDULE_COMPACT: { type: 'string' },
     SCHEDULE_RECONCILE: { type: 'string' },
     SCHEDULE_VERIFY: { type: 'string' },
@@ -121,6 +134,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     .filter(([, expr]) => !validCron(expr))
     .map(([job, expr]) => `SCHEDULE_${job.toUpperCase()}=${JSON.stringify(expr)}: must be a cron expression, e.g. "5 * * * *"`);
   if (badCron.length > 0) throw new ConfigError(`invalid configuration: ${badCron.join('; ')}`);
+  const headersTimeoutMs = seconds(v.HTTP_HEADERS_TIMEOUT_SECONDS, 10);
+  const requestTimeoutMs = seconds(v.HTTP_REQUEST_TIMEOUT_SECONDS, 30);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
+  }
   return {
     port: Number(v.PORT ?? 8080),
     dataDir,
@@ -147,5 +165,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     trustProxy: Number(v.TRUST_PROXY ?? 0),
     cursorSecret: v.CURSOR_SECRET === undefined ? undefined : String(v.CURSOR_SECRET),
+    aws: {
+      connectTimeoutMs: seconds(v.AWS_CONNECT_TIMEOUT_SECONDS, 1),
+      requestTimeoutMs: seconds(v.AWS_REQUEST_TIMEOUT_SECONDS, 5),
+      maxAttempts: Number(v.AWS_MAX_ATTEMPTS ?? 3),
+    },
+    acceptDeadlineMs: seconds(v.ACCEPT_DEADLINE_SECONDS, 2),
+    http: { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: seconds(v.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS, 5) },
   };
+}
+
+function seconds(value: string | number | undefined, fallback: number): number {
+  return Math.round(Number(value ?? fallback) * 1000);
 }

@@ -54,15 +54,30 @@ export interface Runtime {
 
 /** The SDK clients the configuration needs; the SDK is loaded only then (the embedded default runs without it). */
 export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?: SQSClient }> {
+  // A stalled endpoint (accepts, never answers) must fail calls, not hold them: a bound on
+  // connecting, and on silence. S3 bounds idleness only (a part download may take long while
+  // it progresses); SQS messages are small, so a whole call is bounded (a long poll passes its own).
+  const { connectTimeoutMs, requestTimeoutMs, maxAttempts } = config.aws;
   const common = {
     region: config.awsRegion,
+    maxAttempts,
     ...(config.awsEndpointUrl ? { endpoint: config.awsEndpointUrl } : {}),
   };
   return {
     s3: config.storageUrl.startsWith('s3://')
-      ? new (await import('@aws-sdk/client-s3')).S3Client({ ...common, forcePathStyle: config.awsEndpointUrl !== undefined })
+      ? new (await import('@aws-sdk/client-s3')).S3Client({
+          ...common,
+          forcePathStyle: config.awsEndpointUrl !== undefined,
+          requestHandler: { connectionTimeout: connectTimeoutMs, socketTimeout: requestTimeoutMs },
+        })
       : undefined,
-    sqs: config.queueUrl !== 'memory:' ? new (await import('@aws-sdk/client-sqs')).SQSClient(common) : undefined,
+    sqs:
+      config.queueUrl !== 'memory:'
+        ? new (await import('@aws-sdk/client-sqs')).SQSClient({
+            ...common,
+            requestHandler: { connectionTimeout: connectTimeoutMs, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true },
+          })
+        : undefined,
   };
 }
 

@@ -67,6 +67,8 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       intake: rt.intake,
       metrics: rt.metrics,
       apiKeys: options.apiKeys,
+      acceptDeadlineMs: rt.config.acceptDeadlineMs,
+      log: rt.log,
       rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (req) => createHash('sha256').update(req.get('x-api-key') ?? '').digest('hex'), 'API key'),
     }),
   );

@@ -4,7 +4,10 @@ import { HttpError } from '../errors.js';
 import type { Intake } from '../ingest/intake.js';
 import type { Metrics } from '../metrics.js';
 import { InvalidReportError, parsePartnerReport } from '../reports/partnerReport.js';
+import { withDeadline } from '../deadline.js';
+import type { Logger } from '../log.js';
 import { requireApiKey } from './auth.js';
+import { RETRY_AFTER_SECONDS } from './errorHandler.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -14,6 +17,9 @@ export interface FeedsDeps {
   apiKeys: readonly string[];
   /** Runs after authentication, so limits are per API key. */
   rateLimit: RequestHandler;
+  /** Longest an acceptance may take before the answer is 503 (a stalled store or queue). */
+  acceptDeadlineMs: number;
+  log: Logger;
 }
 
 export function feedsRouter(deps: FeedsDeps): Router {
@@ -40,7 +46,14 @@ export function feedsRouter(deps: FeedsDeps): Router {
         if (err instanceof InvalidReportError) deps.metrics.reports.inc({ outcome: 'rejected' });
         throw err;
       }
-      const result = await deps.intake.accept(report);
+      // The store and queue calls cannot be cancelled; past the deadline the partner gets a 503
+      // and retries (an acceptance that completes meanwhile answers "already exists" then).
+      const result = await withDeadline(
+        deps.intake.accept(report),
+        deps.acceptDeadlineMs,
+        () => new HttpError(503, `The report could not be accepted within ${deps.acceptDeadlineMs / 1000} s (object store or queue not answering); retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) }),
+        (err) => deps.log.warn({ err: String(err), post_id: report.post_id }, 'an acceptance failed after its deadline'),
+      );
       deps.metrics.reports.inc({ outcome: result.created ? 'accepted' : 'duplicate' });
       if (result.created) {
         res.status(201).json({ post_id: report.post_id, created: true, pkey: result.pkey });

@@ -187,7 +187,7 @@ const schemas = {
     required: ['status', 'checks'],
     properties: {
       status: { const: 'ready' },
-      checks: { type: 'object', properties: { storage: { type: 'string' }, queue: { type: 'string' }, boundaries: { type: 'string' } } },
+      checks: { type: 'object', properties: { storage: { type: 'string' }, queue: { type: 'string' }, boundaries: { type: 'string' }, writes: { type: 'string' } } },
     },
   },
 } as const;
@@ -413,7 +413,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
       '/ready': {
         get: {
           operationId: 'ready',
-          summary: 'Readiness: object store and queue reachable, boundaries loaded',
+          summary: 'Readiness: reports can be accepted now (object store and queue answer in time, a write goes through, boundaries loaded)',
           responses: {
             '200': { description: 'Ready.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } } },
             '503': unavailable,

@@ -1,7 +1,8 @@
-// /health (liveness), /ready (dependencies reachable, boundaries loaded), /metrics (Prometheus).
+// /health (liveness), /ready (reports can be accepted now: src/readiness.ts), /metrics (Prometheus).
 import { Router } from 'express';
 import type { Runtime } from '../runtime.js';
-import { sendError } from './errorHandler.js';
+import { Readiness } from '../readiness.js';
+import { RETRY_AFTER_SECONDS, sendError } from './errorHandler.js';
 
 export function operationsRouter(rt: Runtime): Router {
   const router = Router();
@@ -9,21 +10,16 @@ export function operationsRouter(rt: Runtime): Router {
     res.set('Cache-Control', 'no-store').json({ status: 'ok' });
   });
 
+  const readiness = new Readiness({ store: rt.store, queue: rt.queue, boundaries: rt.boundaries, log: rt.log, deadlineMs: rt.config.acceptDeadlineMs });
   router.get('/ready', async (_req, res) => {
-    const checks = await Promise.allSettled([rt.store.ping(), rt.queue.ping(), rt.boundaries.current()]);
-    const [storage, queue, boundaries] = checks;
+    const { ready, checks } = await readiness.check();
     res.set('Cache-Control', 'no-store');
-    if (checks.every((c) => c.status === 'fulfilled')) {
-      const version = (boundaries as PromiseFulfilledResult<Awaited<ReturnType<Runtime['boundaries']['current']>>>).value.version;
-      res.json({ status: 'ready', checks: { storage: 'ok', queue: 'ok', boundaries: version } });
+    if (ready) {
+      res.json({ status: 'ready', checks: { storage: 'ok', queue: 'ok', boundaries: checks.boundaries.ok ? checks.boundaries.detail : undefined, writes: 'ok' } });
       return;
     }
-    const failing = [
-      storage.status === 'rejected' ? 'object store unreachable' : undefined,
-      queue.status === 'rejected' ? 'queue unreachable' : undefined,
-      boundaries.status === 'rejected' ? 'boundaries not loaded' : undefined,
-    ].filter((m): m is string => m !== undefined);
-    sendError(res, 503, `Not ready: ${failing.join(', ')}.`, [], { 'Retry-After': '5' });
+    const failing = Object.values(checks).flatMap((c) => (c.ok ? [] : [c.problem]));
+    sendError(res, 503, `Not ready: ${failing.join(', ')}.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
   });
 
   router.get('/metrics', async (_req, res) => {

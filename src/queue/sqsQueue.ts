@@ -51,7 +51,8 @@ export class SqsQueue implements Queue {
           VisibilityTimeout: Math.ceil(options.visibilitySeconds),
           MessageSystemAttributeNames: ['ApproximateReceiveCount'],
         }),
-        { abortSignal: this.abort.signal },
+        // A long poll is silent while it waits: its bound is the wait plus ten seconds.
+        { abortSignal: this.abort.signal, requestTimeout: (Math.min(20, Math.ceil(options.waitSeconds)) + 10) * 1000 },
       );
       return (out.Messages ?? []).map((m) => ({
         id: m.MessageId ?? '',

@@ -1,0 +1,81 @@
+// An S3/SQS endpoint that accepts connections and never answers: posts get a 503 with
+// Retry-After and /ready a 503, promptly, instead of hanging for the whole outage; the SDK
+// calls themselves fail instead of waiting forever; all is well again when it answers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrap } from '../../src/bootstrap.js';
+import { createLogger } from '../../src/log.js';
+import { createRuntime } from '../../src/runtime.js';
+import { UnavailableError } from '../../src/errors.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { API_KEY, eventually, report, startTestService, testConfig, type TestService } from '../support/env.js';
+import { expectErrorShape, fetchWithin, stallableEndpoint, type StallableEndpoint } from './support.js';
+
+/** Well beyond the acceptance deadline (2 s) and well short of an outage: an answer, not a hang. */
+const ANSWER_WITHIN_MS = 8_000;
+
+describe('a stalled S3/SQS endpoint', () => {
+  let emulator: Emulator;
+  let endpoint: StallableEndpoint;
+  let svc: TestService;
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+
+  beforeAll(async () => {
+    // The service's own SDK clients (awsClients) find credentials in the SDK's usual chain.
+    process.env.AWS_ACCESS_KEY_ID = 'test';
+    process.env.AWS_SECRET_ACCESS_KEY = 'test';
+    emulator = await startEmulator();
+    endpoint = await stallableEndpoint(emulator.endpoint);
+    // Shorter SDK bounds than the defaults keep the suite quick; the acceptance deadline is the default.
+    const config = await testConfig('aws', emulator, { AWS_ENDPOINT_URL: endpoint.url, AWS_REQUEST_TIMEOUT_SECONDS: '2', AWS_MAX_ATTEMPTS: '2' });
+    await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+    svc = await startTestService(await createRuntime(config, { log: createLogger('silent') }), { worker: false, reconcile: false });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await endpoint?.close();
+    await emulator?.stop();
+    process.env.AWS_ACCESS_KEY_ID = saved.id;
+    process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+  });
+
+  const post = (postId: number) =>
+    fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/feeds/partner`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' },
+      body: JSON.stringify(report(postId)),
+    });
+
+  it('answers posts and /ready normally while the endpoint answers', async () => {
+    expect((await post(1)).status).toBe(201);
+    expect((await fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/ready`)).status).toBe(200);
+  });
+
+  it('answers a post with 503 and Retry-After, and /ready with 503, while it is silent', async () => {
+    endpoint.stall();
+    const [a, b] = await Promise.all([post(2), post(3)]);
+    for (const res of [a, b]) {
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expectErrorShape(res.body, 503);
+    }
+    const ready = await fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/ready`);
+    expect(ready.status).toBe(503);
+    expectErrorShape(ready.body, 503);
+    expect(ready.body.message).toMatch(/object store unreachable/);
+    expect(ready.body.message).toMatch(/queue unreachable/);
+  });
+
+  it('fails the SDK calls themselves rather than leaving them waiting', async () => {
+    // connect (1 s) and silence (2 s) bounds, 2 attempts: well within the test's own timeout.
+    await expect(svc.rt.store.head('ingest/keys/partner/9.json')).rejects.toBeInstanceOf(UnavailableError);
+    await expect(svc.rt.queue.send(['{}'])).rejects.toBeInstanceOf(UnavailableError);
+  }, 45_000);
+
+  it('accepts again once the endpoint answers', async () => {
+    endpoint.resume();
+    await eventually(async () => ((await post(4)).status === 201 ? true : undefined), 20_000, 'a post accepted again');
+    await eventually(async () => ((await fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/ready`)).status === 200 ? true : undefined), 20_000, '/ready 200 again');
+    // A post cut off by the deadline either completed later or left nothing: its retry is definite.
+    expect([200, 201]).toContain((await post(2)).status);
+  });
+});
