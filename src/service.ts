@@ -3,6 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createApp } from './http/app.js';
+import { createHttpServer } from './http/server.js';
 import type { Runtime } from './runtime.js';
 
 export interface ServiceOptions {
@@ -42,10 +43,13 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   let url: string | undefined;
   if (options.api) {
     const app = createApp(rt, { apiKeys: options.apiKeys });
+    const s = createHttpServer(app, rt.config.http, rt.log);
     server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(options.port ?? rt.config.port, options.host ?? '0.0.0.0', (err?: Error) =>
-        err ? reject(err) : resolve(s),
-      );
+      s.once('error', reject);
+      s.listen(options.port ?? rt.config.port, options.host ?? '0.0.0.0', () => {
+        s.off('error', reject);
+        resolve(s);
+      });
     });
     const { port } = server.address() as AddressInfo;
     url = `http://${options.host && options.host !== '0.0.0.0' ? options.host : 'localhost'}:${port}`;

@@ -15,6 +15,7 @@ import { errorHandler } from './errorHandler.js';
 import { feedsRouter } from './feeds.js';
 import { openApiDocument } from './openapi.js';
 import { operationsRouter } from './operations.js';
+import { parseQuery, queryGuard, redactQuery, redactUrl } from './queryGuards.js';
 
 export interface AppOptions {
   apiKeys: readonly string[];
@@ -39,9 +40,10 @@ const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swag
 
 export function createApp(rt: Runtime, options: AppOptions): Express {
   const app = express();
+  const knownKeys = new Set(options.apiKeys);
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('query parser', 'simple');
+  app.set('query parser', parseQuery);
   app.set('trust proxy', rt.config.trustProxy);
 
   // A request id on every log line and in the X-Request-Id answer header.
@@ -55,8 +57,17 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
         return id;
       },
       autoLogging: { ignore: (req) => req.url === '/health' || req.url === '/metrics' },
+      // A key sent in a URL (refused by queryGuard) must not reach the log either.
+      serializers: {
+        req: (req: { url?: string; query?: Record<string, unknown> }) => {
+          if (req.url) req.url = redactUrl(req.url, knownKeys);
+          if (req.query) req.query = redactQuery(req.query, knownKeys);
+          return req;
+        },
+      },
     }),
   );
+  app.use(queryGuard);
   app.use(requestMetrics(rt));
   app.use(cors);
 

@@ -7,6 +7,7 @@ import { InvalidReportError, parsePartnerReport } from '../reports/partnerReport
 import { withDeadline } from '../deadline.js';
 import type { Logger } from '../log.js';
 import { requireApiKey } from './auth.js';
+import { invalidUtf8 } from './utf8.js';
 import { RETRY_AFTER_SECONDS } from './errorHandler.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -24,7 +25,19 @@ export interface FeedsDeps {
 
 export function feedsRouter(deps: FeedsDeps): Router {
   const router = Router();
-  const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
+  const parseJson = express.json({
+    limit: MAX_BODY_BYTES,
+    strict: false,
+    type: () => true,
+    // Before decoding: a decoder would turn invalid bytes into U+FFFD and store another report.
+    verify: (_req, _res, bytes) => {
+      const problem = invalidUtf8(bytes);
+      if (problem) {
+        deps.metrics.reports.inc({ outcome: 'rejected' });
+        throw new InvalidReportError([problem]);
+      }
+    },
+  });
   router.post(
     '/feeds/partner',
     requireApiKey(deps.apiKeys),

@@ -65,3 +65,47 @@ export async function fetchWithin(ms: number, url: string, init: RequestInit = {
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers, ms: performance.now() - started };
 }
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** Whether the server closed the connection (before `ms` ran out). */
+  closed: boolean;
+}
+
+/**
+ * Sends raw bytes on a fresh connection and reads until the server closes it or `ms` pass:
+ * what a client that does not speak HTTP politely gets back.
+ */
+export async function rawRequest(url: string, chunks: (string | Buffer)[], ms = 8_000): Promise<RawResponse> {
+  const { port, hostname } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const received: Buffer[] = [];
+  socket.on('data', (d: Buffer) => received.push(d));
+  const closed = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+  for (const chunk of chunks) if (!socket.destroyed) socket.write(chunk);
+  const wasClosed = await closed;
+  socket.destroy();
+  return { ...parseRaw(Buffer.concat(received).toString('latin1')), closed: wasClosed };
+}
+
+export function parseRaw(text: string): Omit<RawResponse, 'closed'> {
+  const end = text.indexOf('\r\n\r\n');
+  const head = end < 0 ? text : text.slice(0, end);
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon > 0) headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? '')?.[1] ?? 0), headers, body: end < 0 ? '' : text.slice(end + 4) };
+}

@@ -1,0 +1,48 @@
+// Requests Node's HTTP parser refuses before the app sees them (headers over its size limit,
+// a malformed request line, Content-Length with Transfer-Encoding, a request too slow to
+// arrive): Node would answer them with an empty body. The server's 'clientError' event lets
+// us answer in the error shape instead, as raw bytes on the socket, then close it.
+import type { Duplex } from 'node:stream';
+import { reasonPhrase } from '../errors.js';
+import type { Logger } from '../log.js';
+
+interface ParserError extends Error {
+  code?: string;
+}
+
+/** Status and message for each refusal we can name; anything else from the parser is a 400. */
+const REFUSALS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'The request line and headers exceed 16 KiB (a very long URL or query string counts too).'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'The request did not arrive in time (headers or body too slow); the connection is closed.'],
+  HPE_UNEXPECTED_CONTENT_LENGTH: [400, 'The request has both Content-Length and Transfer-Encoding; send one of Content-Length and Transfer-Encoding.'],
+  // Node's parser reports Content-Length with Transfer-Encoding under this code (or the one above).
+  HPE_INVALID_TRANSFER_ENCODING: [400, 'The Transfer-Encoding header is invalid, or sent with Content-Length (send one of Content-Length and Transfer-Encoding).'],
+  HPE_INVALID_CONTENT_LENGTH: [400, 'The Content-Length header is invalid.'],
+  HPE_INVALID_METHOD: [400, 'The request method is not valid HTTP.'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'The chunk extensions of the body are too large.'],
+};
+
+export function onClientError(log: Logger) {
+  return (err: ParserError, socket: Duplex): void => {
+    const code = err.code ?? '';
+    // A reset or a broken pipe: nobody to answer.
+    if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    // A response already under way on this socket (a request timed out while its answer was being sent) cannot get another.
+    const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (inProgress?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const [status, message] = REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.'];
+    log.info({ code, status }, 'request refused by the HTTP parser');
+    const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details: [] });
+    socket.end(
+      `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    // Whatever the client still sends is not read; end() alone would wait for it.
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+}

@@ -1,0 +1,93 @@
+// What the query string may carry, whatever the route: a bounded number of parameters
+// (Node's parser would silently drop those past 1,000, and a dropped filter widens a
+// query), and never a credential: a key in a URL ends up in proxies' and browsers'
+// histories, so it is refused, and redacted from our own request log.
+import querystring from 'node:querystring';
+import type { RequestHandler } from 'express';
+import { BadRequestError } from '../errors.js';
+
+export const MAX_QUERY_PARAMETERS = 100;
+
+/** Parameter names that carry credentials (api_key, apiKey, access_token, X-Api-Key, sig, password…). */
+const CREDENTIAL_NAME = /(key|token|secret|passw|signature|^sig$|auth|credential|session)/i;
+
+/** Express's "query parser": never truncates below our own limit, which the guard enforces. */
+export function parseQuery(raw: string): Record<string, unknown> {
+  return querystring.parse(raw, '&', '=', { maxKeys: MAX_QUERY_PARAMETERS + 1 });
+}
+
+function searchOf(url: string): string {
+  const at = url.indexOf('?');
+  return at < 0 ? '' : url.slice(at + 1);
+}
+
+function parameterNames(search: string): string[] {
+  return search
+    .split('&')
+    .filter((p) => p !== '')
+    .map((p) => {
+      const name = p.split('=', 1)[0]!;
+      try {
+        return querystring.unescape(name);
+      } catch {
+        return name;
+      }
+    });
+}
+
+/** 400 for too many parameters or a credential in the URL, before any route reads it. */
+export const queryGuard: RequestHandler = (req, _res, next) => {
+  const names = parameterNames(searchOf(req.originalUrl));
+  if (names.length > MAX_QUERY_PARAMETERS) {
+    throw new BadRequestError(`The query string has ${names.length} parameters; at most ${MAX_QUERY_PARAMETERS} are read.`, [
+      { in: 'query', field: '(query)', message: `has more than ${MAX_QUERY_PARAMETERS} parameters` },
+    ]);
+  }
+  const credentials = [...new Set(names.filter((n) => CREDENTIAL_NAME.test(n)))];
+  if (credentials.length > 0) {
+    throw new BadRequestError(
+      'Credentials are never accepted in the URL: send the API key in the X-Api-Key header. A key sent in a URL should be treated as exposed and replaced.',
+      credentials.map((field) => ({ in: 'query' as const, field: field.slice(0, 100), message: 'looks like a credential; it is refused and was not logged' })),
+    );
+  }
+  next();
+};
+
+/** The URL with the value of every credential-like parameter, and of any parameter whose value is a known key, replaced. */
+export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {
+  const at = url.indexOf('?');
+  if (at < 0) return url;
+  const redacted = url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      const name = pair.slice(0, eq);
+      return isSecret(name, pair.slice(eq + 1), knownKeys) ? `${name}=[redacted]` : pair;
+    })
+    .join('&');
+  return `${url.slice(0, at)}?${redacted}`;
+}
+
+/** The parsed query, with the same parameters redacted as in redactUrl. */
+export function redactQuery(query: Record<string, unknown>, knownKeys: ReadonlySet<string>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(query).map(([name, value]) => {
+      const values = Array.isArray(value) ? value : [value];
+      const secret = CREDENTIAL_NAME.test(name) || values.some((v) => knownKeys.has(String(v)));
+      return [name, secret ? '[redacted]' : value];
+    }),
+  );
+}
+
+function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<string>): boolean {
+  const decode = (s: string) => {
+    try {
+      return querystring.unescape(s.replace(/\+/g, ' '));
+    } catch {
+      return s;
+    }
+  };
+  return CREDENTIAL_NAME.test(decode(rawName)) || knownKeys.has(decode(rawValue));
+}

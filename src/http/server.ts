@@ -1,0 +1,40 @@
+// The HTTP server around the app: Node's limits set for a service whose largest request is
+// a 64 KiB feed body, and what Node refuses itself answered in the error shape.
+import http from 'node:http';
+import type { Express } from 'express';
+import type { Config } from '../config.js';
+import { reasonPhrase } from '../errors.js';
+import type { Logger } from '../log.js';
+import { onClientError } from './clientErrors.js';
+
+/** How often Node looks for connections past their header or request timeout (its default, 30 s, would let a slow client outlive both by as much). */
+const CHECK_TIMEOUTS_EVERY_MS = 1_000;
+
+export function createHttpServer(app: Express, limits: Config['http'], log: Logger): http.Server {
+  const server = http.createServer(
+    {
+      // Headers (and the request line) must arrive within this; then the body too within requestTimeout.
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      connectionsCheckingInterval: CHECK_TIMEOUTS_EVERY_MS,
+    },
+    app,
+  );
+  // Node ≥ 20 reads these from the options; setting them again keeps every supported version the same.
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.on('clientError', onClientError(log));
+  // An Expect other than 100-continue: Node would answer 417 with an empty body.
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const body = JSON.stringify({
+      statusCode: 417,
+      error: reasonPhrase(417),
+      message: 'Only "Expect: 100-continue" is supported.',
+      details: [{ in: 'header', field: 'Expect', message: `"${String(req.headers.expect).slice(0, 100)}" is not supported` }],
+    });
+    res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).end(body);
+  });
+  return server;
+}

@@ -1,0 +1,144 @@
+// Hostile requests: what Node's parser refuses is answered in the error shape; too many
+// query parameters, invalid UTF-8 in a feed body and credentials in the URL are 400s that
+// store nothing; a key sent in a URL never reaches the request log.
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { API_KEY, getJson, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { expectErrorShape, rawRequest } from './support.js';
+
+const WINDOW = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
+const UA = { 'User-Agent': 'fault-tests/1.0' };
+
+let svc: TestService;
+const lines: string[] = [];
+beforeAll(async () => {
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
+  svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', sink) }), { worker: false, reconcile: false });
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+function expectShaped(res: { status: number; headers: Record<string, string>; body: string }, status: number): any {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  const body = JSON.parse(res.body);
+  expectErrorShape(body, status);
+  return body;
+}
+
+describe('requests refused by Node before the app sees them, in the error shape', () => {
+  it('80 KB of headers: 431', async () => {
+    const res = await rawRequest(svc.url, [`GET /cities HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(80 * 1024)}\r\n\r\n`]);
+    expectShaped(res, 431);
+  });
+
+  it('10,000 query parameters (a request line past the limit): 431', async () => {
+    const query = Array.from({ length: 10_000 }, (_, i) => `p${i}=1`).join('&');
+    const res = await rawRequest(svc.url, [`GET /reports/archive?${query} HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n`]);
+    expectShaped(res, 431);
+  });
+
+  it('Content-Length together with Transfer-Encoding: 400', async () => {
+    const body = JSON.stringify(report(1));
+    const res = await rawRequest(svc.url, [
+      `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+    ]);
+    const shaped = expectShaped(res, 400);
+    expect(shaped.message).toMatch(/one of Content-Length and Transfer-Encoding/);
+    expect(await keysUnder(svc.rt, 'ingest/pending/')).toEqual([]);
+  });
+
+  it('a request line that is not HTTP: 400', async () => {
+    expectShaped(await rawRequest(svc.url, ['G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n']), 400);
+  });
+
+  it('an Expect other than 100-continue: 417', async () => {
+    const res = await rawRequest(svc.url, ['GET /cities HTTP/1.1\r\nHost: x\r\nExpect: the-unexpected\r\n\r\n']);
+    const shaped = expectShaped(res, 417);
+    expect(shaped.details[0].field).toBe('Expect');
+  });
+});
+
+describe('query strings', () => {
+  it('more parameters than the service reads: 400, not a silently truncated query', async () => {
+    // 1,000 dummies then a filter: Node's own parser would have dropped the filter, widening the query.
+    const padding = Array.from({ length: 1000 }, () => 'x=1').join('&');
+    const res = await getJson(`${svc.url}/reports/archive?${padding}&${WINDOW}&admin=PH-QC`, UA);
+    expect(res.status).toBe(400);
+    expectErrorShape(res.body, 400);
+    expect(res.body.details).toEqual([expect.objectContaining({ in: 'query', field: '(query)' })]);
+  });
+
+  it('a partner key in the query string is refused, even with a valid X-Api-Key, and never logged', async () => {
+    for (const name of ['api_key', 'apiKey', 'X-Api-Key', 'access_token', 'key']) {
+      const res = await fetch(`${svc.url}/feeds/partner?${encodeURIComponent(name)}=${API_KEY}`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' },
+        body: JSON.stringify(report(10)),
+      });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as any;
+      expectErrorShape(body, 400);
+      expect(body.details).toEqual([expect.objectContaining({ in: 'query', field: name })]);
+    }
+    const get = await getJson(`${svc.url}/reports/archive?${WINDOW}&apikey=${API_KEY}`, UA);
+    expect(get.status).toBe(400);
+    // A key under a harmless name is refused as an unknown parameter; its value is still not logged.
+    const hidden = await getJson(`${svc.url}/reports/archive?${WINDOW}&q=${API_KEY}`, UA);
+    expect(hidden.status).toBe(400);
+    expect(await keysUnder(svc.rt, 'ingest/pending/')).toEqual([]);
+
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.req?.url?.includes('=[redacted]'));
+    expect(logged.length).toBeGreaterThanOrEqual(7);
+    expect(lines.join('\n')).not.toContain(API_KEY);
+  });
+});
+
+describe('invalid UTF-8 in a feed body', () => {
+  const post = (bytes: Buffer) =>
+    fetch(`${svc.url}/feeds/partner`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' }, body: bytes });
+  const withBytes = (json: string, marker: string, bytes: number[]) => {
+    const [before, after] = json.split(marker) as [string, string];
+    return Buffer.concat([Buffer.from(before), Buffer.from(bytes), Buffer.from(after)]);
+  };
+
+  it.each([
+    ['a stray byte in the title', 'title', [0xff]],
+    ['a truncated sequence in the text', 'text', [0xe2, 0x82]],
+    ['an overlong encoding in the title', 'title', [0xc0, 0xaf]],
+    ['a UTF-16 surrogate in the text', 'text', [0xed, 0xa0, 0x80]],
+  ])('%s: 400 naming the field, nothing stored', async (_name, field, bytes) => {
+    const json = JSON.stringify(report(20, { title: 'Baha @@ dito', text: 'tubig @@ tuhod' }));
+    const marked = field === 'title' ? json.replace('Baha @@', 'Baha MARK') : json.replace('tubig @@', 'tubig MARK');
+    const res = await post(withBytes(marked, 'MARK', bytes));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expectErrorShape(body, 400);
+    expect(body.details).toEqual([{ in: 'body', field, message: expect.stringMatching(/not valid UTF-8/) }]);
+    expect(await keysUnder(svc.rt, 'ingest/pending/')).toEqual([]);
+  });
+
+  it('in a nested property name: 400 naming the object', async () => {
+    const json = JSON.stringify(report(21)).replace('"lat"', '"laMARK"');
+    const res = await post(withBytes(json, 'MARK', [0xfe]));
+    const body = (await res.json()) as any;
+    expect(res.status).toBe(400);
+    expect(body.details).toEqual([{ in: 'body', field: 'location', message: expect.stringMatching(/property name .*not valid UTF-8/) }]);
+  });
+
+  it('valid UTF-8, U+FFFD and astral characters included, is accepted and kept as sent', async () => {
+    const title = 'Baha \uFFFD sa Espa\u00f1a \u{1F30A}';
+    expect((await postReport(svc.url, report(22, { title }))).status).toBe(201);
+    const kept = await svc.rt.store.get('ingest/keys/partner/22.json');
+    expect(JSON.parse(kept!.body.toString('utf8')).report.title).toBe(title);
+  });
+});
