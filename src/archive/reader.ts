@@ -24,6 +24,7 @@ import { listWindowParts, type HourParts } from './parts.js';
 import { RenderCache, type RenderedHour } from './renderCache.js';
 import { ARCHIVE_TABLE_DDL } from './row.js';
 import { DEDUPE_WINDOW } from './rows.js';
+import { mergeStats, statsSql, type StatsRow, type StatsSpec } from './stats.js';
 
 /** Position after which a page continues: the last report of the previous page. */
 export interface Cursor {
@@ -291,6 +292,24 @@ export class ArchiveReader {
       });
     }
     return total;
+  }
+
+  /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
+  async stats(query: ArchiveQuery, spec: StatsSpec): Promise<StatsRow[]> {
+    const days = await this.plan(query);
+    const partials: { bucketMs: number; key: string | null; count: number }[] = [];
+    // A month of days per query, as count does.
+    for (let i = 0; i < days.length; i += 31) {
+      const month = days.slice(i, i + 31);
+      const bound = filteredRows(await this.files(month.flatMap(partsOf)), query, month.every(isDayClean));
+      await this.db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+        for (const row of reader.getRowObjectsJS()) {
+          partials.push({ bucketMs: Number(row.bucket_ms), key: row.key === null ? null : String(row.key), count: Number(row.n) });
+        }
+      });
+    }
+    return mergeStats(partials, spec.offsetMinutes);
   }
 
   /**

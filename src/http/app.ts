@@ -27,6 +27,8 @@ const ROUTES: Record<string, string> = {
   '/cities': 'GET, HEAD, OPTIONS',
   '/reports/archive': 'GET, HEAD, OPTIONS',
   '/reports/archive/count': 'GET, HEAD, OPTIONS',
+  '/reports/archive/stats': 'GET, HEAD, OPTIONS',
+  '/cities/:code/local-areas': 'GET, HEAD, OPTIONS',
   '/openapi.json': 'GET, HEAD, OPTIONS',
   '/health': 'GET, HEAD',
   '/ready': 'GET, HEAD',

@@ -13,6 +13,7 @@ import type { ErrorDetail } from '../errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
 import { SERVICE_VERSION } from '../version.js';
 import type { CursorCodec } from './cursor.js';
+import { STATS_BY, STATS_INTERVALS, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
 
@@ -60,6 +61,39 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const closed = isClosed(query, deps);
     res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     res.json({ statusCode: 200, result: { count } });
+  });
+
+  router.get('/reports/archive/stats', async (req, res) => {
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'interval', 'by', 'tz']);
+    const query = await parseFilters(req, values, details, deps);
+    const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
+    const by = oneOf(values, 'by', STATS_BY, 'none', details) as StatsBy;
+    const offsetMinutes = readOffset(values.tz, details);
+    const buckets = Math.ceil((query.endMs - query.startMs + 1) / BUCKET_MS[interval]);
+    const maxBuckets = by === 'local_area' ? MAX_BUCKETS_BY_LOCAL_AREA : MAX_BUCKETS;
+    if (buckets > maxBuckets) {
+      details.push({ in: 'query', field: 'interval', message: `the window holds about ${buckets} ${interval} buckets; at most ${maxBuckets}${by === 'local_area' ? ' by local_area' : ''}: pick a longer interval or a shorter window` });
+    }
+    throwIfAny(details);
+    const spec: StatsSpec = { interval, by, offsetMinutes };
+    const closed = isClosed(query, deps);
+    res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
+    const encoding = negotiateEncoding(req, true);
+    const suffix = applyEncoding(res, encoding);
+    if (closed) {
+      const hash = createHash('sha256').update(SERVICE_VERSION).update('stats').update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, spec]));
+      for (const day of await deps.archive.plan(query)) for (const p of partsOf(day)) hash.update(p.key).update(p.etag);
+      const etag = `"${hash.digest('base64url').slice(0, 32)}${suffix}"`;
+      res.set('ETag', etag);
+      if (ifNoneMatch(req.get('if-none-match'), etag)) {
+        res.status(304).end();
+        return;
+      }
+    }
+    const rows = await deps.archive.stats(query, spec);
+    const total = rows.reduce((n, r) => n + r.count, 0);
+    res.status(200).type('application/json');
+    await send(Readable.from([JSON.stringify({ statusCode: 200, result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } })]), encoding, res);
   });
 
   router.get('/reports/archive', async (req, res) => {
@@ -276,4 +310,27 @@ function readInstant(values: QueryValues, name: string, details: ErrorDetail[]):
 function formatSpan(ms: number): string {
   const hours = ms / 3_600_000;
   return hours % 24 === 0 ? `${hours / 24} days` : `${hours} hours`;
+}
+
+/** Bounds on the size of a stats answer (a year by hour is 8,784 buckets; by barangay, 680 keys each). */
+const MAX_BUCKETS = 10_000;
+const MAX_BUCKETS_BY_LOCAL_AREA = 1_000;
+const BUCKET_MS: Record<StatsInterval, number> = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000, month: 28 * 86_400_000 };
+
+/** `tz`: a UTC offset for the buckets, `+0800`, `+08:00`, `-0530` or `Z` (UTC when absent). */
+function readOffset(raw: string | undefined, details: ErrorDetail[]): number {
+  if (raw === undefined || raw === 'Z') return 0;
+  // A '+' sent unencoded arrives as a space.
+  const m = /^([+\- ])(\d{2}):?(\d{2})$/.exec(raw);
+  const minutes = m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) : NaN;
+  if (!m || Number(m[3]) > 59 || minutes < -12 * 60 || minutes > 14 * 60) {
+    details.push({ in: 'query', field: 'tz', message: 'must be a UTC offset from -1200 to +1400, e.g. +0800 for Manila (send + as %2B)' });
+    return 0;
+  }
+  return minutes;
+}
+
+function formatOffset(minutes: number): string {
+  const abs = Math.abs(minutes);
+  return `${minutes < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }

@@ -1,22 +1,40 @@
-// GET /cities: the current boundary version's cities, as TopoJSON (default) or GeoJSON.
-import { Router } from 'express';
+// GET /cities: the current boundary version's cities, as TopoJSON (default) or GeoJSON;
+// GET /cities/{code}/local-areas: that city's barangays in the same version.
+import { Router, type Request, type Response } from 'express';
+import { topology } from 'topojson-server';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
+import { HttpError } from '../errors.js';
 import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 
+/** Quantization of the local areas' TopoJSON: about a metre over a province's extent. */
+const LOCAL_AREAS_QUANTIZATION = 1e5;
+
 export function citiesRouter(deps: { boundaries: BoundaryRepository }): Router {
   const router = Router();
-  // Bodies are immutable per version: compress each once, keep the current version's.
+  // Bodies are immutable per version: build and compress each once, keep the current version's.
   let cache: { version: string; bodies: Map<string, Buffer> } | undefined;
-  const body = (current: LoadedBoundaries, geoformat: string, encoding: Encoding): Buffer => {
+  const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Buffer => {
     if (cache?.version !== current.version) cache = { version: current.version, bodies: new Map() };
-    const key = `${geoformat}/${encoding}`;
-    let buf = cache.bodies.get(key);
+    const id = `${key}/${encoding}`;
+    let buf = cache.bodies.get(id);
     if (!buf) {
-      buf = encodeSync(geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson, encoding);
-      cache.bodies.set(key, buf);
+      buf = encodeSync(build(), encoding);
+      cache.bodies.set(id, buf);
     }
     return buf;
+  };
+
+  /** Strong ETag from the version's content hash, the representation and its encoding; 304 when it matches. */
+  const sendVersioned = (req: Request, res: Response, current: LoadedBoundaries, key: string, build: () => string) => {
+    const encoding = negotiateEncoding(req, true);
+    const etag = `"${current.version}-${key.replace(/[^A-Za-z0-9-]/g, '-')}${applyEncoding(res, encoding)}"`;
+    res.set({ ETag: etag, 'Cache-Control': 'public, max-age=300' });
+    if (ifNoneMatch(req.get('if-none-match'), etag)) {
+      res.status(304).end();
+      return;
+    }
+    res.type('application/json').send(body(current, key, build, encoding));
   };
 
   router.get('/cities', async (req, res) => {
@@ -25,15 +43,29 @@ export function citiesRouter(deps: { boundaries: BoundaryRepository }): Router {
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
     throwIfAny(details);
     const current = await deps.boundaries.current();
-    const encoding = negotiateEncoding(req, true);
-    // Strong ETag: the version's content hash, the representation and its encoding.
-    const etag = `"${current.version}-${geoformat}${applyEncoding(res, encoding)}"`;
-    res.set({ ETag: etag, 'Cache-Control': 'public, max-age=300' });
-    if (ifNoneMatch(req.get('if-none-match'), etag)) {
-      res.status(304).end();
-      return;
+    sendVersioned(req, res, current, geoformat, () => (geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson));
+  });
+
+  router.get('/cities/:code/local-areas', async (req, res) => {
+    const { values, details } = readQuery(req, ['geoformat']);
+    const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
+    throwIfAny(details);
+    const current = await deps.boundaries.current();
+    const code = String(req.params.code);
+    const codes = current.set.cities.features.map((f) => f.properties.code);
+    if (!codes.includes(code)) {
+      throw new HttpError(404, `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version; known codes: ${codes.join(', ')}.`);
     }
-    res.type('application/json').send(body(current, geoformat, encoding));
+    sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
+      const collection = {
+        type: 'FeatureCollection' as const,
+        features: current.set.localAreas.features
+          .filter((f) => f.properties.city_code === code)
+          .map((f) => ({ type: 'Feature' as const, geometry: f.geometry, properties: { psgc: f.properties.psgc, name: f.properties.name, city_code: code } })),
+      };
+      const result = geoformat === 'geojson' ? collection : topology({ output: collection }, LOCAL_AREAS_QUANTIZATION);
+      return JSON.stringify({ statusCode: 200, result });
+    });
   });
   return router;
 }

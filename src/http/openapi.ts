@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 description of the service, built from the same schemas
 // and parameter lists that validate requests, served at /openapi.json.
 import { partnerReportSchema } from '../reports/partnerReport.js';
+import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
 import { MAX_BODY_BYTES } from './feeds.js';
 
@@ -175,6 +176,58 @@ const schemas = {
       ['arcs', 'transform', 'bbox'],
     ),
   ),
+  Stats: envelope({
+    type: 'object',
+    additionalProperties: false,
+    required: ['interval', 'by', 'tz', 'total', 'rows'],
+    properties: {
+      interval: { enum: [...STATS_INTERVALS] },
+      by: { enum: [...STATS_BY] },
+      tz: { type: 'string', pattern: '^[+-]\\d{2}:\\d{2}$', description: 'The offset the buckets are cut at.' },
+      total: { type: 'integer', minimum: 0, description: 'Equals /reports/archive/count for the same filters.' },
+      rows: {
+        type: 'array',
+        description: 'Oldest bucket first; buckets with no report are left out.',
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['bucket', 'key', 'count'],
+          properties: {
+            bucket: { type: 'string', format: 'date-time', description: 'Start of the bucket, in the tz offset.' },
+            key: { type: ['string', 'null'], description: 'City code (by=city) or barangay PSGC code (by=local_area); null outside every one, and for by=none.' },
+            count: { type: 'integer', minimum: 1 },
+          },
+        },
+      },
+    },
+  }),
+  LocalAreasGeoJson: envelope(
+    featureCollection(
+      { type: 'object', required: ['type', 'coordinates'], properties: { type: { enum: ['Polygon', 'MultiPolygon'] }, coordinates: { type: 'array' } } },
+      { $ref: '#/components/schemas/LocalAreaProperties' },
+    ),
+  ),
+  LocalAreasTopoJson: envelope(
+    topology(
+      {
+        type: 'object',
+        required: ['type', 'arcs', 'properties'],
+        properties: { type: { enum: ['Polygon', 'MultiPolygon'] }, arcs: { type: 'array' }, properties: { $ref: '#/components/schemas/LocalAreaProperties' } },
+      },
+      { arcs: { type: 'array' }, transform: { type: 'object', required: ['scale', 'translate'] } },
+      ['arcs', 'transform', 'bbox'],
+    ),
+  ),
+  LocalAreaProperties: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['psgc', 'name', 'city_code'],
+    properties: {
+      psgc: { type: 'string', pattern: '^\\d{10}$', examples: ['1381300020'] },
+      name: { type: 'string', examples: ['Central'] },
+      city_code: { type: 'string', examples: ['PH-QC'] },
+    },
+  },
   CityProperties: {
     type: 'object',
     additionalProperties: false,
@@ -398,6 +451,62 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           responses: {
             '200': { description: 'The count.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Count' }, example: { statusCode: 200, result: { count: 6912 } } } } },
             '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/reports/archive/stats': {
+        get: {
+          operationId: 'statsArchive',
+          summary: 'Counts of a window by time bucket and by city or barangay (for charts and maps)',
+          description:
+            'One row per bucket and key with at least one report, oldest bucket first. Buckets are cut in UTC, or at the `tz` offset. At most 10,000 buckets (1,000 with by=local_area). Same filters, errors and caching as the archive.',
+          parameters: [
+            ...windowParams,
+            { name: 'interval', in: 'query', schema: { type: 'string', enum: [...STATS_INTERVALS], default: 'day' }, description: 'Bucket length; weeks start on Monday.' },
+            { name: 'by', in: 'query', schema: { type: 'string', enum: [...STATS_BY], default: 'none' }, description: 'Split each bucket by city code or barangay PSGC code.' },
+            { name: 'tz', in: 'query', schema: { type: 'string', pattern: '^(Z|[+-]\\d{2}:?\\d{2})$', default: 'Z' }, description: 'UTC offset of the buckets, e.g. +0800 for Manila (send + as %2B).' },
+          ],
+          responses: {
+            '200': {
+              description: 'The counts.',
+              headers: { ETag: { description: 'On closed windows.', schema: { type: 'string' } } },
+              content: {
+                'application/json': {
+                  schema: { $ref: '#/components/schemas/Stats' },
+                  example: { statusCode: 200, result: { interval: 'day', by: 'city', tz: '+08:00', total: 2, rows: [{ bucket: '2025-06-01T00:00:00.000+08:00', key: 'PH-QC', count: 2 }] } },
+                },
+              },
+            },
+            '304': { description: 'Not modified (If-None-Match, closed windows).' },
+            '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/cities/{code}/local-areas': {
+        get: {
+          operationId: 'getLocalAreas',
+          summary: 'The barangays of one city in the current boundary version',
+          parameters: [
+            { name: 'code', in: 'path', required: true, schema: { type: 'string' }, example: 'PH-QC', description: 'A city code from /cities.' },
+            { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
+          ],
+          responses: {
+            '200': {
+              description: 'PSGC code, name and polygon of each barangay; quantized TopoJSON by default. The strong ETag names the boundary version.',
+              headers: { ETag: { schema: { type: 'string' } } },
+              content: {
+                'application/json': {
+                  schema: { oneOf: [{ $ref: '#/components/schemas/LocalAreasTopoJson' }, { $ref: '#/components/schemas/LocalAreasGeoJson' }] },
+                },
+              },
+            },
+            '304': { description: 'Not modified (If-None-Match).' },
+            '400': badQuery,
+            '404': error('No city with this code in the current boundary version.'),
             '429': tooMany,
             '503': unavailable,
           },
