@@ -108,7 +108,8 @@ export class FloodArchiveStack extends Stack {
       desiredCount: props.apiDesiredCount ?? 2,
       taskRole: this.taskRoles.api,
       // Behind the load balancer: trust one proxy hop, so rate limits key on the client's address.
-      container: { ...container('api', 'serve'), environment: { ...environment, TRUST_PROXY: '1' } },
+      // Keep-alive connections outlive the load balancer's (60 s idle), so it never reuses one the API just closed.
+      container: { ...container('api', 'serve'), environment: { ...environment, TRUST_PROXY: '1', HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '65' } },
       secrets: { API_KEYS: ecs.Secret.fromSecretsManager(this.apiKeys) },
       ...(props.certificateArn && {
         certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),

@@ -288,7 +288,7 @@ describe('ECS: one image, three processes', () => {
       { Name: 'FLUSH_INTERVAL_SECONDS', Value: String(FLUSH) },
     ];
     for (const [name, { container }] of Object.entries(containers())) {
-      expect(container.Environment).toEqual(name === 'api' ? [...common, { Name: 'TRUST_PROXY', Value: '1' }] : common);
+      expect(container.Environment).toEqual(name === 'api' ? [...common, { Name: 'TRUST_PROXY', Value: '1' }, { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' }] : common);
     }
   });
 

@@ -1,0 +1,216 @@
+// npm run bench:faults: the service under two faults, measured over HTTP against the real
+// entry point with its default settings (nothing here is asserted; the fault suite in
+// test/faults/ asserts the behaviour).
+//   1. S3 and SQS (the in-process emulator behind a relay) go silent for 30 s: how long posts
+//      and /ready take to answer and what they answer, then how soon posts are accepted again.
+//   2. A slowloris of 200 connections (100 sending headers, 100 a feed body, a byte a second):
+//      how long the server lets each hold its connection, and what a normal client sees meanwhile.
+import { spawn } from 'node:child_process';
+import fsp from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CLI = path.join(root, 'dist', 'src', 'cli.js');
+const API_KEY = 'bench-key-0123456789abcdef';
+const args = new Set(process.argv.slice(2));
+const OUTAGE_S = args.has('--quick') ? 10 : 30;
+const LORIS_S = args.has('--quick') ? 20 : 60;
+
+interface Server {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function startServer(env: Record<string, string>): Promise<Server> {
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'error', PORT: '0', API_KEYS: API_KEY, MALLOC_ARENA_MAX: '2', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** A relay in front of the emulator that can go silent: it accepts and never answers. */
+async function relay(targetPort: number): Promise<{ port: number; stall(): void; resume(): void; close(): void }> {
+  let stalled = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    client.on('error', () => client.destroy());
+    if (stalled) return;
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    sockets.add(upstream);
+    upstream.on('error', () => upstream.destroy());
+    upstream.on('close', () => (stalled ? undefined : client.destroy()));
+    client.on('data', (d) => (stalled ? undefined : upstream.write(d)));
+    upstream.on('data', (d) => (stalled ? undefined : client.write(d)));
+    client.on('close', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    stall: () => void (stalled = true),
+    resume: () => void (stalled = false),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
+async function timed(url: string, init: RequestInit = {}): Promise<{ status: number | string; ms: number }> {
+  const t = performance.now();
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
+    await res.arrayBuffer();
+    return { status: res.status, ms: performance.now() - t };
+  } catch (err) {
+    return { status: (err as Error).name, ms: performance.now() - t };
+  }
+}
+
+let postId = 1;
+function post(url: string): Promise<{ status: number | string; ms: number }> {
+  const body = JSON.stringify({ post_id: postId++, created_at: new Date().toISOString(), partner_city: 'Quezon City', disaster_type: 'flood', location: { lat: 14.65, lng: 121.05 } });
+  return timed(`${url}/feeds/partner`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' }, body });
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const r1 = (n: number) => Math.round(n * 10) / 10;
+const statuses = (xs: { status: number | string }[]) =>
+  Object.entries(xs.reduce<Record<string, number>>((m, x) => ((m[String(x.status)] = (m[String(x.status)] ?? 0) + 1), m), {}))
+    .map(([s, n]) => `${s}×${n}`)
+    .join(' ');
+
+async function stalledEndpoint(): Promise<void> {
+  const { startFauxqs } = await import('fauxqs');
+  const emulator = await startFauxqs({ port: 0, logger: false });
+  const gate = await relay(emulator.port);
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-faults-'));
+  const env = {
+    DATA_DIR: dir,
+    STORAGE_URL: 's3://flood-faults/',
+    QUEUE_URL: `http://sqs.us-east-1.localhost:${emulator.port}/000000000000/flood-faults`,
+    AWS_ENDPOINT_URL: `http://127.0.0.1:${emulator.port}`,
+    AWS_ACCESS_KEY_ID: 'bench',
+    AWS_SECRET_ACCESS_KEY: 'bench',
+  };
+  // Bucket and queue created straight on the emulator (it names a queue after the host it was created through).
+  await new Promise<void>((resolve, reject) =>
+    spawn(process.execPath, [CLI, 'bootstrap'], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'error', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env }, stdio: 'ignore' }).on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`bootstrap exited with ${code}`)),
+    ),
+  );
+  const server = await startServer({ ...env, AWS_ENDPOINT_URL: `http://127.0.0.1:${gate.port}` });
+  const healthy = await Promise.all(Array.from({ length: 10 }, () => post(server.url)));
+  gate.stall();
+  const posts: { status: number | string; ms: number }[] = [];
+  const readies: { status: number | string; ms: number }[] = [];
+  const until = Date.now() + OUTAGE_S * 1000;
+  const pending: Promise<void>[] = [];
+  while (Date.now() < until) {
+    // Five posts and one /ready a second, each waited for in its own right.
+    for (let i = 0; i < 5; i += 1) pending.push(post(server.url).then((r) => void posts.push(r)));
+    pending.push(timed(`${server.url}/ready`).then((r) => void readies.push(r)));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  await Promise.all(pending);
+  gate.resume();
+  const t = performance.now();
+  let back: { status: number | string; ms: number } | undefined;
+  while (performance.now() - t < 60_000) {
+    back = await post(server.url);
+    if (back.status === 201) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const recoveredMs = performance.now() - t;
+  await server.stop();
+  gate.close();
+  await emulator.stop();
+  console.log(`\nS3 and SQS silent for ${OUTAGE_S} s (defaults: ACCEPT_DEADLINE_SECONDS=2, AWS_CONNECT_TIMEOUT_SECONDS=1, AWS_REQUEST_TIMEOUT_SECONDS=5)`);
+  console.log(`  before: ${healthy.length} posts ${statuses(healthy)}, p50 ${r1(pct(healthy.map((x) => x.ms), 50))} ms`);
+  for (const [name, xs] of [['posts', posts], ['/ready', readies]] as const) {
+    const ms = xs.map((x) => x.ms);
+    console.log(`  during: ${xs.length} ${name}: ${statuses(xs)}; answered in p50 ${r1(pct(ms, 50))} ms, p99 ${r1(pct(ms, 99))} ms, max ${r1(Math.max(...ms))} ms`);
+  }
+  console.log(`  after: first post accepted (${String(back?.status)}) ${r1(recoveredMs)} ms after the endpoint answered again`);
+}
+
+/** A connection that sends `head`, then a byte a second; resolves with how long it stayed open and the status the server sent. */
+function slowConnection(port: number, head: string, drip: string): Promise<{ heldS: number; status: number }> {
+  return new Promise((resolve) => {
+    const t = performance.now();
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('error', () => undefined);
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    socket.on('connect', () => socket.write(head));
+    const timer = setInterval(() => socket.destroyed || socket.write(drip), 1000);
+    const giveUp = setTimeout(() => socket.destroy(), LORIS_S * 1000 * 10);
+    socket.on('close', () => {
+      clearInterval(timer);
+      clearTimeout(giveUp);
+      resolve({ heldS: (performance.now() - t) / 1000, status: Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0) });
+    });
+  });
+}
+
+async function slowloris(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-faults-'));
+  const server = await startServer({ DATA_DIR: dir });
+  const port = Number(new URL(server.url).port);
+  const headers = Array.from({ length: 100 }, () => slowConnection(port, 'GET /cities HTTP/1.1\r\nHost: x\r\n', 'X'));
+  const bodies = Array.from({ length: 100 }, () =>
+    slowConnection(port, `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 65536\r\n\r\n{`, ' '),
+  );
+  const normal: { status: number | string; ms: number }[] = [];
+  const until = Date.now() + LORIS_S * 1000;
+  while (Date.now() < until) {
+    normal.push(await post(server.url));
+    normal.push(await timed(`${server.url}/health`));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const [h, b] = await Promise.all([Promise.all(headers), Promise.all(bodies)]);
+  await server.stop();
+  console.log(`\nSlowloris: 200 connections, a byte a second, for ${LORIS_S} s (defaults: HTTP_HEADERS_TIMEOUT_SECONDS=10, HTTP_REQUEST_TIMEOUT_SECONDS=30)`);
+  for (const [name, xs] of [['slow headers', h], ['slow 64 KiB bodies', b]] as const) {
+    const held = xs.map((x) => x.heldS);
+    console.log(`  ${name}: 100 connections held min ${r1(Math.min(...held))} s, p50 ${r1(pct(held, 50))} s, max ${r1(Math.max(...held))} s; answered ${statuses(xs)}`);
+  }
+  const ms = normal.map((x) => x.ms);
+  console.log(`  a normal client meanwhile: ${normal.length} requests ${statuses(normal)}, p50 ${r1(pct(ms, 50))} ms, p99 ${r1(pct(ms, 99))} ms`);
+}
+
+async function main(): Promise<void> {
+  console.log(`${os.cpus().length} CPUs, Node ${process.version}`);
+  if (!args.has('--slowloris-only')) await stalledEndpoint();
+  if (!args.has('--stall-only')) await slowloris();
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
