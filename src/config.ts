@@ -42,6 +42,8 @@ export interface Config {
   aws: { connectTimeoutMs: number; requestTimeoutMs: number; maxAttempts: number };
   /** Longest a report's acceptance may take before the feed answers 503 (and a /ready probe, before it counts as failed). */
   acceptDeadlineMs: number;
+  /** Acceptances under way (those past their deadline included) beyond which the feed answers 503 at once. */
+  acceptMaxInFlight: number;
   /** Node's HTTP server limits: a client sending headers or a body slowly, or idling, cannot hold a connection longer. */
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
   /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/cursorSecret.ts). */
@@ -80,6 +82,7 @@ const envSchema = {
     AWS_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
     AWS_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 10 },
     ACCEPT_DEADLINE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
+    ACCEPT_MAX_IN_FLIGHT: { type: 'integer', minimum: 1 },
     HTTP_HEADERS_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
     HTTP_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
     HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
@@ -171,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       maxAttempts: Number(v.AWS_MAX_ATTEMPTS ?? 3),
     },
     acceptDeadlineMs: seconds(v.ACCEPT_DEADLINE_SECONDS, 2),
+    acceptMaxInFlight: Number(v.ACCEPT_MAX_IN_FLIGHT ?? 1024),
     http: { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: seconds(v.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS, 5) },
   };
 }

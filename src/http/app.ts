@@ -81,6 +81,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       metrics: rt.metrics,
       apiKeys: options.apiKeys,
       acceptDeadlineMs: rt.config.acceptDeadlineMs,
+      acceptMaxInFlight: rt.config.acceptMaxInFlight,
       log: rt.log,
       rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (req) => createHash('sha256').update(req.get('x-api-key') ?? '').digest('hex'), 'API key'),
     }),

@@ -20,11 +20,14 @@ export interface FeedsDeps {
   rateLimit: RequestHandler;
   /** Longest an acceptance may take before the answer is 503 (a stalled store or queue). */
   acceptDeadlineMs: number;
+  /** Acceptances under way, late ones included, beyond which a post is refused at once (a stalled store must not pile them up). */
+  acceptMaxInFlight: number;
   log: Logger;
 }
 
 export function feedsRouter(deps: FeedsDeps): Router {
   const router = Router();
+  let inFlight = 0;
   const parseJson = express.json({
     limit: MAX_BODY_BYTES,
     strict: false,
@@ -61,8 +64,19 @@ export function feedsRouter(deps: FeedsDeps): Router {
       }
       // The store and queue calls cannot be cancelled; past the deadline the partner gets a 503
       // and retries (an acceptance that completes meanwhile answers "already exists" then).
+      if (inFlight >= deps.acceptMaxInFlight) {
+        throw new HttpError(503, `Too many acceptances are under way (the object store or queue is slow); retry after ${RETRY_AFTER_SECONDS} seconds.`, [], {
+          'Retry-After': String(RETRY_AFTER_SECONDS),
+        });
+      }
+      inFlight += 1;
+      const acceptance = deps.intake.accept(report);
+      acceptance.then(
+        () => (inFlight -= 1),
+        () => (inFlight -= 1),
+      );
       const result = await withDeadline(
-        deps.intake.accept(report),
+        acceptance,
         deps.acceptDeadlineMs,
         () => new HttpError(503, `The report could not be accepted within ${deps.acceptDeadlineMs / 1000} s (object store or queue not answering); retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) }),
         (err) => deps.log.warn({ err: String(err), post_id: report.post_id }, 'an acceptance failed after its deadline'),

@@ -416,7 +416,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
             { name: 'format', in: 'query', schema: { type: 'string', enum: [...ARCHIVE_FORMATS], default: 'json' } },
             { name: 'limit', in: 'query', description: 'Page size (json, csv, ndjson).', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE } },
-            { name: 'cursor', in: 'query', description: 'Opaque; take it from the Link header of the previous page.', schema: { type: 'string' } },
+            { name: 'cursor', in: 'query', description: 'Opaque and signed; take it from the Link header of the previous page. Valid only with the filters it was issued for; an altered, truncated or foreign cursor is a 400.', schema: { type: 'string' } },
           ],
           responses: {
             '200': {

@@ -8,8 +8,19 @@ import { BadRequestError } from '../errors.js';
 
 export const MAX_QUERY_PARAMETERS = 100;
 
-/** Parameter names that carry credentials (api_key, apiKey, access_token, X-Api-Key, sig, password…). */
-const CREDENTIAL_NAME = /(key|token|secret|passw|signature|^sig$|auth|credential|session)/i;
+/** Words that make a parameter name a credential's: api_key, apiKey, X-Api-Key, access_token, sig, password… (not "keyword", "author"). */
+const CREDENTIAL_WORDS = new Set([
+  'key', 'apikey', 'token', 'accesstoken', 'secret', 'password', 'passwd', 'pwd', 'signature', 'sig', 'auth', 'authorization',
+  'credential', 'credentials', 'session', 'sessionid', 'bearer', 'jwt',
+]);
+
+function isCredentialName(name: string): boolean {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .some((word) => CREDENTIAL_WORDS.has(word));
+}
 
 /** Express's "query parser": never truncates below our own limit, which the guard enforces. */
 export function parseQuery(raw: string): Record<string, unknown> {
@@ -43,7 +54,7 @@ export const queryGuard: RequestHandler = (req, _res, next) => {
       { in: 'query', field: '(query)', message: `has more than ${MAX_QUERY_PARAMETERS} parameters` },
     ]);
   }
-  const credentials = [...new Set(names.filter((n) => CREDENTIAL_NAME.test(n)))];
+  const credentials = [...new Set(names.filter((n) => isCredentialName(n)))];
   if (credentials.length > 0) {
     throw new BadRequestError(
       'Credentials are never accepted in the URL: send the API key in the X-Api-Key header. A key sent in a URL should be treated as exposed and replaced.',
@@ -75,7 +86,7 @@ export function redactQuery(query: Record<string, unknown>, knownKeys: ReadonlyS
   return Object.fromEntries(
     Object.entries(query).map(([name, value]) => {
       const values = Array.isArray(value) ? value : [value];
-      const secret = CREDENTIAL_NAME.test(name) || values.some((v) => knownKeys.has(String(v)));
+      const secret = isCredentialName(name) || values.some((v) => knownKeys.has(String(v)));
       return [name, secret ? '[redacted]' : value];
     }),
   );
@@ -89,5 +100,5 @@ function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<stri
       return s;
     }
   };
-  return CREDENTIAL_NAME.test(decode(rawName)) || knownKeys.has(decode(rawValue));
+  return isCredentialName(decode(rawName)) || knownKeys.has(decode(rawValue));
 }

@@ -26,7 +26,7 @@ describe('a stalled S3/SQS endpoint', () => {
     emulator = await startEmulator();
     endpoint = await stallableEndpoint(emulator.endpoint);
     // Shorter SDK bounds than the defaults keep the suite quick; the acceptance deadline is the default.
-    const config = await testConfig('aws', emulator, { AWS_ENDPOINT_URL: endpoint.url, AWS_REQUEST_TIMEOUT_SECONDS: '2', AWS_MAX_ATTEMPTS: '2' });
+    const config = await testConfig('aws', emulator, { AWS_ENDPOINT_URL: endpoint.url, AWS_REQUEST_TIMEOUT_SECONDS: '2', AWS_MAX_ATTEMPTS: '2', ACCEPT_MAX_IN_FLIGHT: '4' });
     await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
     svc = await startTestService(await createRuntime(config, { log: createLogger('silent') }), { worker: false, reconcile: false });
   });
@@ -63,6 +63,13 @@ describe('a stalled S3/SQS endpoint', () => {
     expectErrorShape(ready.body, 503);
     expect(ready.body.message).toMatch(/object store unreachable/);
     expect(ready.body.message).toMatch(/queue unreachable/);
+  });
+
+  it('refuses at once what would pile up beyond the acceptances already under way', async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(10 + i)));
+    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(503));
+    // At most 4 may be under way (ACCEPT_MAX_IN_FLIGHT): the others were refused without waiting.
+    expect(answers.filter((a) => /under way/.test(a.body.message)).length).toBeGreaterThanOrEqual(2);
   });
 
   it('fails the SDK calls themselves rather than leaving them waiting', async () => {
