@@ -14,6 +14,7 @@ import { CursorCodec } from './cursor.js';
 import { errorHandler } from './errorHandler.js';
 import { feedsRouter } from './feeds.js';
 import { openApiDocument } from './openapi.js';
+import { ogcRouter } from './ogc/router.js';
 import { operationsRouter } from './operations.js';
 import { parseQuery, queryGuard, redactQuery, redactUrl } from './queryGuards.js';
 
@@ -33,6 +34,13 @@ const ROUTES: Record<string, string> = {
   '/health': 'GET, HEAD',
   '/ready': 'GET, HEAD',
   '/metrics': 'GET, HEAD',
+  '/ogc': 'GET, HEAD, OPTIONS',
+  '/ogc/conformance': 'GET, HEAD, OPTIONS',
+  '/ogc/api': 'GET, HEAD, OPTIONS',
+  '/ogc/collections': 'GET, HEAD, OPTIONS',
+  '/ogc/collections/:collectionId': 'GET, HEAD, OPTIONS',
+  '/ogc/collections/:collectionId/items': 'GET, HEAD, OPTIONS',
+  '/ogc/collections/:collectionId/items/:featureId': 'GET, HEAD, OPTIONS',
 };
 
 const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, RateLimit, RateLimit-Policy';
@@ -86,7 +94,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (req) => createHash('sha256').update(req.get('x-api-key') ?? '').digest('hex'), 'API key'),
     }),
   );
-  app.use(['/cities', '/reports'], readLimit);
+  app.use(['/cities', '/reports', '/ogc'], readLimit);
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   app.use(
     archiveRouter({
@@ -99,6 +107,8 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );
+
+  app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs }));
 
   const document = JSON.stringify(openApiDocument());
   app.get('/openapi.json', (_req, res) => {

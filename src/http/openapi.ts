@@ -4,6 +4,7 @@ import { partnerReportSchema } from '../reports/partnerReport.js';
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
 import { MAX_BODY_BYTES } from './feeds.js';
+import { ogcPaths, ogcSchemas } from './ogc/openapi.js';
 
 const errorSchema = {
   type: 'object',
@@ -324,10 +325,11 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     components: {
-      schemas,
+      schemas: { ...schemas, ...ogcSchemas },
       securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
     },
     paths: {
+      ...ogcPaths(),
       '/feeds/partner': {
         post: {
           operationId: 'postPartnerReport',

@@ -19,8 +19,8 @@ export class OpenApiChecker {
     if (status === 304 || body === undefined) return;
     const type = (contentType ?? '').split(';')[0]!.trim();
     if (!response.content?.[type]) throw new Error(`${method} ${path} → ${status} does not declare ${type}`);
-    if (type !== 'application/json') return;
-    const pointer = `doc#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
+    if (type !== 'application/json' && type !== 'application/geo+json') return;
+    const pointer = `doc#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}/responses/${status}/content/${type.replace('/', '~1')}/schema`;
     const validate = this.ajv.getSchema(pointer);
     if (!validate) throw new Error(`no schema at ${pointer}`);
     if (!validate(body)) {

@@ -1,0 +1,106 @@
+// The query parameters of OGC API – Features items: bbox, datetime, limit.
+// Every problem is collected, as everywhere else, so one 400 lists them all.
+import type { ErrorDetail } from '../../errors.js';
+import { EARLIEST_MS, LATEST_MS, MAX_FUTURE_MS, parseOffsetDateTime } from '../../reports/partnerReport.js';
+
+export const DEFAULT_LIMIT = 10;
+export const MAX_LIMIT = 10_000;
+
+export type Bbox = [number, number, number, number];
+
+/** A resolved time window, both ends inclusive; `given` says whether the client named one. */
+export interface Interval {
+  startMs: number;
+  endMs: number;
+  given: boolean;
+}
+
+const RANGE = 'from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z';
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** OGC bbox: minLon,minLat,maxLon,maxLat (or six numbers with heights, which points without height ignore). */
+export function readBbox(raw: string | undefined, details: ErrorDetail[]): Bbox | undefined {
+  if (raw === undefined) return undefined;
+  const parts = raw.split(',');
+  const nums = parts.map((p) => (p.trim() === '' ? NaN : Number(p)));
+  if ((parts.length !== 4 && parts.length !== 6) || nums.some((n) => !Number.isFinite(n))) {
+    details.push({ in: 'query', field: 'bbox', message: 'must be minLon,minLat,maxLon,maxLat (four numbers, or six with heights)' });
+    return undefined;
+  }
+  const [minLng, minLat, maxLng, maxLat] = parts.length === 4 ? nums : [nums[0]!, nums[1]!, nums[3]!, nums[4]!];
+  if ([minLng, maxLng].some((v) => Math.abs(v!) > 180) || [minLat, maxLat].some((v) => Math.abs(v!) > 90)) {
+    details.push({ in: 'query', field: 'bbox', message: 'longitudes must be within ±180 and latitudes within ±90' });
+    return undefined;
+  }
+  if (minLat! > maxLat!) {
+    details.push({ in: 'query', field: 'bbox', message: 'the minimum latitude must not exceed the maximum' });
+    return undefined;
+  }
+  if (minLng! > maxLng!) {
+    // A box across the antimeridian: the Philippines are nowhere near it; refuse rather than misread.
+    details.push({ in: 'query', field: 'bbox', message: 'boxes across the antimeridian (minLon > maxLon) are not supported' });
+    return undefined;
+  }
+  return [minLng!, minLat!, maxLng!, maxLat!];
+}
+
+export function readLimit(raw: string | undefined, details: ErrorDetail[]): number {
+  if (raw === undefined) return DEFAULT_LIMIT;
+  if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT) {
+    details.push({ in: 'query', field: 'limit', message: `must be an integer from 1 to ${MAX_LIMIT}` });
+    return DEFAULT_LIMIT;
+  }
+  return Number(raw);
+}
+
+/** One end of a datetime: an RFC 3339 date-time, or a full date (its first or last millisecond). */
+function readEnd(text: string, end: 'start' | 'end'): number | undefined {
+  const date = DATE.exec(text);
+  if (date) {
+    const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
+    return ms === undefined ? undefined : end === 'start' ? ms : ms + 86_400_000 - 1;
+  }
+  // RFC 3339 allows a lower-case t and z.
+  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'));
+}
+
+/**
+ * datetime: an instant, a date, or an interval `a/b` whose open ends are `..` or empty.
+ * The window spans at most `maxWindowMs`: an open end resolves to an hour from now (nothing is
+ * dated later), an open start to `maxWindowMs` before the end; no datetime at all is the
+ * newest `maxWindowMs`. A longer explicit interval is refused, as on the archive endpoint.
+ */
+export function readDatetime(raw: string | undefined, maxWindowMs: number, details: ErrorDetail[], now = Date.now()): Interval {
+  const latest = Math.min(LATEST_MS, now + MAX_FUTURE_MS);
+  const fallback = { startMs: Math.max(EARLIEST_MS, latest - maxWindowMs), endMs: latest, given: false };
+  if (raw === undefined) return fallback;
+  const problem = (message: string) => {
+    details.push({ in: 'query', field: 'datetime', message });
+    return fallback;
+  };
+  const usage = 'must be an RFC 3339 date-time (2026-11-21T05:00:00Z), a date, or an interval a/b with .. (or nothing) for an open end';
+  const pieces = raw.split('/');
+  if (pieces.length > 2) return problem(usage);
+  if (pieces.length === 1) {
+    const text = pieces[0]!;
+    const startMs = readEnd(text, 'start');
+    const endMs = readEnd(text, 'end');
+    if (startMs === undefined || endMs === undefined) return problem(usage);
+    if (startMs < EARLIEST_MS || endMs > LATEST_MS) return problem(`must be ${RANGE}`);
+    return { startMs, endMs, given: true };
+  }
+  const [a, b] = pieces as [string, string];
+  const open = (s: string) => s === '..' || s === '';
+  if (open(a) && open(b)) return { ...fallback, given: true };
+  const startMs = open(a) ? undefined : readEnd(a, 'start');
+  const endMs = open(b) ? undefined : readEnd(b, 'end');
+  if ((!open(a) && startMs === undefined) || (!open(b) && endMs === undefined)) return problem(usage);
+  if ((startMs !== undefined && (startMs < EARLIEST_MS || startMs > LATEST_MS)) || (endMs !== undefined && (endMs < EARLIEST_MS || endMs > LATEST_MS))) {
+    return problem(`each end must be ${RANGE}`);
+  }
+  const end = endMs ?? Math.max(latest, startMs!);
+  const start = startMs ?? Math.max(EARLIEST_MS, end - maxWindowMs);
+  if (end < start) return problem('the interval must not end before it starts');
+  if (end - start > maxWindowMs) return problem(`an interval spans at most ${Math.round(maxWindowMs / 86_400_000)} days (an open end is an hour from now); split longer pulls`);
+  return { startMs: start, endMs: end, given: true };
+}

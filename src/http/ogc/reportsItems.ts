@@ -1,0 +1,136 @@
+// The `reports` collection: the archive as OGC API – Features items, newest first,
+// paged by a keyset cursor (the last report of the page) so that a year is walked
+// page after page at the cost of each page, and pages stay exact while reports arrive.
+import { createHash } from 'node:crypto';
+import type { ArchiveQuery, ArchiveReader } from '../../archive/reader.js';
+import type { ErrorDetail } from '../../errors.js';
+import { EARLIEST_MS, LATEST_MS } from '../../reports/partnerReport.js';
+import type { Bbox } from './params.js';
+
+/** Where a page starts: after this report, within this window, among reports received by then. */
+export interface ReportsCursor {
+  startMs: number;
+  endMs: number;
+  createdMs: number;
+  pkey: string;
+  receivedBeforeMs: number;
+}
+
+export interface ReportsPage {
+  /** GeoJSON Features, each with its `id`, newest first. */
+  features: string[];
+  /** Where the next page starts, when there is one. */
+  next: ReportsCursor | undefined;
+  numberMatched: number;
+}
+
+const PKEY = /^[a-z]{1,32}-\d{1,16}$/;
+/** A feature id: the report's pkey and its created_at, so an item is found without an index. */
+const FEATURE_ID = /^([a-z]{1,32}-\d{1,16})@(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})\.(\d{3})Z$/;
+
+export function featureId(pkey: string, createdMs: number): string {
+  return `${pkey}@${new Date(createdMs).toISOString().replace(/[-:]/g, '')}`;
+}
+
+export function parseFeatureId(id: string): { pkey: string; createdMs: number } | undefined {
+  const m = FEATURE_ID.exec(id);
+  if (!m) return undefined;
+  const createdMs = Date.parse(`${m[2]}-${m[3]}-${m[4]}T${m[5]}:${m[6]}:${m[7]}.${m[8]}Z`);
+  if (!Number.isFinite(createdMs) || featureId(m[1]!, createdMs) !== id) return undefined;
+  return { pkey: m[1]!, createdMs };
+}
+
+/** The filters a cursor belongs to: a cursor of one query is refused by another. */
+export function fingerprintOf(datetime: string | undefined, bbox: string | undefined): string {
+  return createHash('sha256').update(JSON.stringify([datetime ?? null, bbox ?? null])).digest('base64url').slice(0, 12);
+}
+
+export function encodeCursor(c: ReportsCursor, fingerprint: string): string {
+  return Buffer.from(JSON.stringify([c.startMs, c.endMs, c.createdMs, c.pkey, c.receivedBeforeMs, fingerprint])).toString('base64url');
+}
+
+/** Every field range-checked: a forged or truncated cursor is a 400, never a query. */
+export function decodeCursor(raw: string, fingerprint: string, details: ErrorDetail[]): ReportsCursor | undefined {
+  const bad = (message: string) => {
+    details.push({ in: 'query', field: 'cursor', message });
+    return undefined;
+  };
+  if (raw.length > 512 || !/^[A-Za-z0-9_-]+$/.test(raw)) return bad('is not a cursor this service issued (follow the next link)');
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    return bad('is not a cursor this service issued (follow the next link)');
+  }
+  const inRange = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= EARLIEST_MS && (n as number) <= LATEST_MS;
+  if (!Array.isArray(v) || v.length !== 6 || !inRange(v[0]) || !inRange(v[1]) || !inRange(v[2]) || typeof v[3] !== 'string' || !PKEY.test(v[3]) || !inRange(v[4]) || typeof v[5] !== 'string') {
+    return bad('is not a cursor this service issued (follow the next link)');
+  }
+  if (v[5] !== fingerprint) return bad('belongs to another query: keep datetime and bbox as they were');
+  if (v[1] < v[0]) return bad('is not a cursor this service issued (follow the next link)');
+  return { startMs: v[0], endMs: v[1], createdMs: v[2], pkey: v[3], receivedBeforeMs: v[4] };
+}
+
+/** Puts the feature's id first in a Feature serialised by the archive (`{"type":"Feature",…`). */
+function withId(feature: string, id: string): string {
+  return `{"type":"Feature","id":${JSON.stringify(id)},${feature.slice('{"type":"Feature",'.length)}`;
+}
+
+export class ReportsItems {
+  /** numberMatched of recent queries: every page of a walk asks the same (its window and received-by time are fixed). */
+  private readonly counts = new Map<string, number>();
+
+  constructor(private readonly archive: ArchiveReader) {}
+
+  async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, after: ReportsCursor | undefined, now: number): Promise<ReportsPage> {
+    const receivedBeforeMs = after?.receivedBeforeMs ?? now;
+    const base: ArchiveQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
+    const query: ArchiveQuery = after
+      ? { ...base, receivedBeforeMs: undefined, after: { createdMs: after.createdMs, pkey: after.pkey, receivedBeforeMs }, limit: limit + 1 }
+      : { ...base, limit: limit + 1 };
+    const features: string[] = [];
+    const keys: { createdMs: number; pkey: string }[] = [];
+    for await (const batch of this.archive.batches(query, 'geojson')) {
+      const items = batch.items as string[];
+      for (let i = 0; i < items.length; i++) {
+        const key = batch.keys![i]!;
+        features.push(withId(items[i]!, featureId(key.pkey, key.createdMs)));
+        keys.push(key);
+      }
+    }
+    let next: ReportsCursor | undefined;
+    if (features.length > limit) {
+      features.length = limit;
+      const last = keys[limit - 1]!;
+      next = { startMs: window.startMs, endMs: window.endMs, createdMs: last.createdMs, pkey: last.pkey, receivedBeforeMs };
+    }
+    return { features, next, numberMatched: await this.count(base) };
+  }
+
+  /** One report by its feature id, or undefined. */
+  async item(id: string): Promise<string | undefined> {
+    const parsed = parseFeatureId(id);
+    if (!parsed) return undefined;
+    const query: ArchiveQuery = { startMs: parsed.createdMs, endMs: parsed.createdMs, admin: undefined, limit: 100_000 };
+    for await (const batch of this.archive.batches(query, 'geojson')) {
+      const at = batch.keys!.findIndex((k) => k.pkey === parsed.pkey);
+      if (at >= 0) return withId((batch.items as string[])[at]!, id);
+    }
+    return undefined;
+  }
+
+  private async count(query: ArchiveQuery): Promise<number> {
+    const key = JSON.stringify([query.startMs, query.endMs, query.bbox ?? null, query.receivedBeforeMs]);
+    const hit = this.counts.get(key);
+    if (hit !== undefined) {
+      // Most recently used last: the oldest entry is the first one evicted.
+      this.counts.delete(key);
+      this.counts.set(key, hit);
+      return hit;
+    }
+    const n = await this.archive.count(query);
+    this.counts.set(key, n);
+    if (this.counts.size > 256) this.counts.delete(this.counts.keys().next().value!);
+    return n;
+  }
+}

@@ -1,0 +1,253 @@
+// OGC API – Features – Part 1 (Core, GeoJSON, OpenAPI 3.0) under /ogc: the
+// landing page, conformance, the collections `reports` (the archive), `cities`
+// and `local-areas`, their items and single items. Plain JSON and GeoJSON, no
+// envelope, and no User-Agent requirement (SPEC 4.3 binds the archive endpoint
+// only; GDAL and QGIS send none or their own).
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Router, type Request, type Response } from 'express';
+import type { ArchiveReader } from '../../archive/reader.js';
+import type { BoundaryRepository } from '../../boundaries/repository.js';
+import { HttpError } from '../../errors.js';
+import { partitionOfPartKey, REPORTS_PREFIX } from '../../reports/layout.js';
+import type { ObjectStore } from '../../store/objectStore.js';
+import { applyEncoding, encoder, negotiateEncoding } from '../encoding.js';
+import { readQuery, throwIfAny } from '../query.js';
+import { BoundaryItems, type BoundaryCollection } from './boundaryItems.js';
+import { CONFORMS_TO, CRS84, GREGORIAN } from './conformance.js';
+import { baseUrl, GEOJSON, JSON_TYPE, OPENAPI_30, queryString, setLinkHeader, type Link } from './links.js';
+import { openApiDocument } from '../openapi.js';
+import { ogcOpenApi30From } from './openapi.js';
+import { readBbox, readDatetime, readLimit, type Bbox } from './params.js';
+import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
+
+export interface OgcDeps {
+  archive: ArchiveReader;
+  boundaries: BoundaryRepository;
+  store: ObjectStore;
+  maxWindowMs: number;
+  now?: () => number;
+}
+
+export const COLLECTION_IDS = ['reports', 'cities', 'local-areas'] as const;
+type CollectionId = (typeof COLLECTION_IDS)[number];
+
+const TITLES: Record<CollectionId, { title: string; description: string }> = {
+  reports: {
+    title: 'Flood reports',
+    description:
+      'Every archived flood report, a Point each, newest first. Without datetime, the newest ARCHIVE_MAX_WINDOW (366 days by default); an interval spans at most that.',
+  },
+  cities: { title: 'Cities', description: 'The supported cities and their boundaries (current boundary version).' },
+  'local-areas': { title: 'Barangays', description: 'The barangays of the supported cities, by PSGC code (current boundary version).' },
+};
+
+/** Accepted `f` values: the JSON encodings this API has (there is no HTML one). */
+const F_VALUES = ['json', 'geojson'];
+
+export function ogcRouter(deps: OgcDeps): Router {
+  const router = Router();
+  const now = deps.now ?? Date.now;
+  const reports = new ReportsItems(deps.archive);
+  const boundaries = new BoundaryItems(deps.boundaries);
+  const firstReport = firstReportCache(deps.store);
+  const document = JSON.stringify(ogcOpenApi30From(openApiDocument() as Parameters<typeof ogcOpenApi30From>[0]));
+
+  /** Only `f` (and `extra`) may be given; `f` must name a JSON encoding. */
+  const query = (req: Request, extra: string[] = []) => {
+    const { values, details } = readQuery(req, ['f', ...extra]);
+    if (values.f !== undefined && !F_VALUES.includes(values.f)) {
+      details.push({ in: 'query', field: 'f', message: `must be one of: ${F_VALUES.join(', ')} (this API speaks JSON and GeoJSON)` });
+    }
+    return { values, details };
+  };
+
+  router.get(['/ogc', '/ogc/'], async (req, res) => {
+    throwIfAny(query(req).details);
+    const base = baseUrl(req);
+    await sendJson(req, res, JSON_TYPE, {
+      title: 'Flood report archive – OGC API – Features',
+      description: 'Flood reports in the Philippines, their cities and barangays, as OGC API – Features (Part 1: Core, GeoJSON, OpenAPI 3.0).',
+      links: [
+        { href: base, rel: 'self', type: JSON_TYPE, title: 'This document' },
+        { href: `${base}/api`, rel: 'service-desc', type: OPENAPI_30, title: 'The API definition (OpenAPI 3.0)' },
+        { href: `${base.replace(/\/ogc$/, '')}/docs/`, rel: 'service-doc', type: 'text/html', title: 'The API documentation' },
+        { href: `${base}/conformance`, rel: 'conformance', type: JSON_TYPE, title: 'Conformance classes' },
+        { href: `${base}/conformance`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/conformance', type: JSON_TYPE, title: 'Conformance classes' },
+        { href: `${base}/collections`, rel: 'data', type: JSON_TYPE, title: 'The collections' },
+        { href: `${base}/collections`, rel: 'http://www.opengis.net/def/rel/ogc/1.0/data', type: JSON_TYPE, title: 'The collections' },
+      ],
+    });
+  });
+
+  router.get('/ogc/conformance', async (req, res) => {
+    throwIfAny(query(req).details);
+    await sendJson(req, res, JSON_TYPE, { conformsTo: CONFORMS_TO }, 'public, max-age=3600');
+  });
+
+  router.get('/ogc/api', (req, res) => {
+    throwIfAny(query(req).details);
+    res.set('Cache-Control', 'public, max-age=300').type(OPENAPI_30).send(document);
+  });
+
+  const collectionOf = async (req: Request, id: CollectionId) => {
+    const base = baseUrl(req);
+    let bbox: Bbox | undefined;
+    let interval: [string | null, string | null] = [null, null];
+    if (id === 'reports') {
+      bbox = await boundaries.extent('cities');
+      const first = await firstReport();
+      interval = [first === undefined ? null : new Date(first).toISOString(), null];
+    } else {
+      bbox = await boundaries.extent(id);
+    }
+    return {
+      id,
+      ...TITLES[id],
+      itemType: 'feature',
+      crs: [CRS84],
+      extent: {
+        spatial: { bbox: [bbox ?? [116.9, 4.6, 126.6, 21.1]], crs: CRS84 },
+        ...(id === 'reports' ? { temporal: { interval: [interval], trs: GREGORIAN } } : {}),
+      },
+      links: [
+        { href: `${base}/collections/${id}`, rel: 'self', type: JSON_TYPE, title: 'This collection' },
+        { href: `${base}/collections/${id}/items`, rel: 'items', type: GEOJSON, title: `${TITLES[id].title} as GeoJSON` },
+      ],
+    };
+  };
+
+  router.get('/ogc/collections', async (req, res) => {
+    throwIfAny(query(req).details);
+    const base = baseUrl(req);
+    await sendJson(req, res, JSON_TYPE, {
+      links: [{ href: `${base}/collections`, rel: 'self', type: JSON_TYPE, title: 'The collections' }],
+      collections: await Promise.all(COLLECTION_IDS.map((id) => collectionOf(req, id))),
+    });
+  });
+
+  router.get('/ogc/collections/:collectionId', async (req, res) => {
+    const id = collectionId(req);
+    throwIfAny(query(req).details);
+    await sendJson(req, res, JSON_TYPE, await collectionOf(req, id));
+  });
+
+  router.get('/ogc/collections/:collectionId/items', async (req, res) => {
+    const id = collectionId(req);
+    const { values, details } = query(req, ['bbox', 'datetime', 'limit', id === 'reports' ? 'cursor' : 'offset']);
+    const bbox = readBbox(values.bbox, details);
+    const limit = readLimit(values.limit, details);
+    const interval = readDatetime(values.datetime, deps.maxWindowMs, details, now());
+    const base = `${baseUrl(req)}/collections/${id}/items`;
+    const keep = { bbox: values.bbox, datetime: values.datetime, limit: values.limit, f: values.f };
+    const links: Link[] = [{ href: `${base}${queryString({ ...keep, cursor: values.cursor, offset: values.offset })}`, rel: 'self', type: GEOJSON, title: 'This page' }];
+    let features: string[];
+    let numberMatched: number;
+    if (id === 'reports') {
+      const fingerprint = fingerprintOf(values.datetime, values.bbox);
+      const after = values.cursor === undefined ? undefined : decodeCursor(values.cursor, fingerprint, details);
+      throwIfAny(details);
+      const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
+      const page = await reports.page(window, limit, after, now());
+      features = page.features;
+      numberMatched = page.numberMatched;
+      if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: encodeCursor(page.next, fingerprint) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
+      // A page reached by a cursor came from the first one; its start is one link away.
+      if (after) links.push({ href: `${base}${queryString(keep)}`, rel: 'first', type: GEOJSON, title: 'The first page' });
+    } else {
+      let offset = 0;
+      if (values.offset !== undefined) {
+        if (!/^\d{1,7}$/.test(values.offset)) details.push({ in: 'query', field: 'offset', message: 'must be a non-negative integer (follow the next and prev links)' });
+        else offset = Number(values.offset);
+      }
+      throwIfAny(details);
+      // Boundaries have no time: datetime is accepted and matches every one (OGC API – Features, 7.15.4).
+      const page = await boundaries.page(id, bbox, limit, offset);
+      features = page.features.map((f) => JSON.stringify(f));
+      numberMatched = page.numberMatched;
+      if (offset + limit < numberMatched) {
+        links.push({ href: `${base}${queryString({ ...keep, offset: String(offset + limit) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
+      }
+      if (offset > 0) {
+        links.push({ href: `${base}${queryString({ ...keep, offset: offset - limit > 0 ? String(offset - limit) : undefined })}`, rel: 'prev', type: GEOJSON, title: 'The previous page' });
+      }
+    }
+    links.push({ href: `${baseUrl(req)}/collections/${id}`, rel: 'collection', type: JSON_TYPE, title: 'The collection' });
+    setLinkHeader(res, links);
+    res.set('Cache-Control', id === 'reports' ? 'public, max-age=10' : 'public, max-age=300');
+    const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${JSON.stringify(links)},"features":[`;
+    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'));
+  });
+
+  router.get('/ogc/collections/:collectionId/items/:featureId', async (req, res) => {
+    const id = collectionId(req);
+    throwIfAny(query(req).details);
+    const featureId = String(req.params.featureId);
+    const found = id === 'reports' ? await reports.item(featureId) : ((f) => f && JSON.stringify(f))(await boundaries.item(id, featureId));
+    if (found === undefined) {
+      throw new HttpError(404, `No item ${JSON.stringify(featureId.slice(0, 100))} in the collection ${id}.`, [{ in: 'path', field: 'featureId', message: 'is not an item of this collection' }]);
+    }
+    const base = `${baseUrl(req)}/collections/${id}`;
+    const links: Link[] = [
+      { href: `${base}/items/${encodeURIComponent(featureId)}`, rel: 'self', type: GEOJSON, title: 'This item' },
+      { href: base, rel: 'collection', type: JSON_TYPE, title: 'The collection' },
+    ];
+    setLinkHeader(res, links);
+    res.set('Cache-Control', 'public, max-age=300');
+    // The links go in beside the feature's own members.
+    await sendPieces(req, res, GEOJSON, [`${found.slice(0, -1)},"links":${JSON.stringify(links)}}`]);
+  });
+
+  return router;
+}
+
+function collectionId(req: Request): CollectionId {
+  const id = String(req.params.collectionId);
+  if (!(COLLECTION_IDS as readonly string[]).includes(id)) {
+    throw new HttpError(404, `No collection ${JSON.stringify(id.slice(0, 100))}. Collections: ${COLLECTION_IDS.join(', ')}.`, [
+      { in: 'path', field: 'collectionId', message: `must be one of: ${COLLECTION_IDS.join(', ')}` },
+    ]);
+  }
+  return id as CollectionId;
+}
+
+function* pieces(head: string, items: string[], tail: string): Iterable<string> {
+  yield head;
+  // Joined a thousand at a time: few writes, no single string of the whole page.
+  for (let i = 0; i < items.length; i += 1000) yield (i > 0 ? ',' : '') + items.slice(i, i + 1000).join(',');
+  yield tail;
+}
+
+async function sendJson(req: Request, res: Response, type: string, body: unknown, cache = 'public, max-age=60'): Promise<void> {
+  res.set('Cache-Control', cache);
+  await sendPieces(req, res, type, [JSON.stringify(body)]);
+}
+
+async function sendPieces(req: Request, res: Response, type: string, body: Iterable<string>): Promise<void> {
+  const encoding = negotiateEncoding(req, true);
+  applyEncoding(res, encoding);
+  res.status(200).type(type);
+  const e = encoder(encoding);
+  if (e) await pipeline(Readable.from(body), e, res);
+  else await pipeline(Readable.from(body), res);
+}
+
+/** When the archive starts (its first part's hour), looked up at most once a minute. */
+function firstReportCache(store: ObjectStore): () => Promise<number | undefined> {
+  let cached: { at: number; value: number | undefined } | undefined;
+  return async () => {
+    if (cached && Date.now() - cached.at < 60_000) return cached.value;
+    let value: number | undefined;
+    for await (const info of store.list({ prefix: REPORTS_PREFIX })) {
+      const partition = partitionOfPartKey(info.key);
+      if (partition) {
+        value = partition.startMs;
+        break;
+      }
+    }
+    cached = { at: Date.now(), value };
+    return value;
+  };
+}
+
+export type { BoundaryCollection };

@@ -1,0 +1,262 @@
+// OGC API – Features under /ogc, driven over HTTP and by GDAL's OAPIF driver:
+// the items are the archive's reports (same order, same properties, same count),
+// pages chain by next links, and every answer fits the served OpenAPI document.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { request as httpRequest } from 'node:http';
+import { gdal, HAS_OGR, OGR_MISSING } from '../support/clients.js';
+import { allArchived, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH_MISSING, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { OpenApiChecker } from '../support/openapi.js';
+import { loadPsaBoundaries } from '../support/sharedData.js';
+
+const WINDOW = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
+const TOTAL = 60;
+
+let svc: TestService;
+let checker: OpenApiChecker;
+let archive: any[];
+
+/** A GET without User-Agent (as GDAL may send), checked against the document's declared answer. */
+async function ogc(pathAndQuery: string, docPath?: string): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(`${svc.url}${pathAndQuery}`, { headers: { 'User-Agent': '' } });
+  const text = await res.text();
+  const body = text ? JSON.parse(text) : undefined;
+  if (docPath) checker.check('GET', docPath, res.status, res.headers.get('content-type'), body);
+  return { status: res.status, body, headers: res.headers };
+}
+
+const next = (body: any) => body.links.find((l: any) => l.rel === 'next')?.href as string | undefined;
+
+beforeAll(async () => {
+  const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000' }));
+  if (HAS_SHARED_PH) await rt.boundaries.publish(await loadPsaBoundaries());
+  svc = await startTestService(rt);
+  for (let i = 0; i < TOTAL; i++) {
+    const qc = i % 2 === 0;
+    const body = report(5000 + i, {
+      created_at: new Date(Date.UTC(2026, 10, 20) + i * 47 * 60_000).toISOString(),
+      partner_city: qc ? 'Quezon City' : 'Pampanga',
+      location: qc ? { lat: 14.62 + (i % 10) * 0.01, lng: 121.02 + (i % 7) * 0.01 } : { lat: 15.0 + (i % 10) * 0.01, lng: 120.6 + (i % 7) * 0.01 },
+      title: `Report ${i}, "quoted"`,
+      text: i % 3 === 0 ? 'line one\nline two' : '',
+    });
+    expect((await postReport(svc.url, body)).status).toBe(201);
+  }
+  await allArchived(svc.rt);
+  checker = new OpenApiChecker((await getJson(`${svc.url}/openapi.json`)).body);
+  archive = (await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`)).body.result.features;
+  expect(archive).toHaveLength(TOTAL);
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+describe('OGC API – Features: the API', () => {
+  it('landing page links the definition (OpenAPI 3.0), conformance and the collections', async () => {
+    const { status, body } = await ogc('/ogc', '/ogc');
+    expect(status).toBe(200);
+    const rels = Object.fromEntries(body.links.map((l: any) => [l.rel, l]));
+    expect(rels['service-desc']).toMatchObject({ href: `${svc.url}/ogc/api`, type: 'application/vnd.oai.openapi+json;version=3.0' });
+    expect(rels.conformance.href).toBe(`${svc.url}/ogc/conformance`);
+    expect(rels.data.href).toBe(`${svc.url}/ogc/collections`);
+    const api = await fetch(`${svc.url}/ogc/api`);
+    expect(api.headers.get('content-type')).toMatch(/^application\/vnd\.oai\.openapi\+json; ?version=3\.0/);
+    const definition = (await api.json()) as any;
+    expect(definition.openapi).toBe('3.0.3');
+    expect(Object.keys(definition.paths).every((p) => p.startsWith('/ogc'))).toBe(true);
+    // A 3.0 document: no 3.1-only keywords left.
+    expect(JSON.stringify(definition)).not.toMatch(/"const"|"type":\[/);
+    const { Validator } = await import('@seriousme/openapi-schema-validator');
+    const result = await new Validator().validate(definition);
+    expect(result.valid, JSON.stringify(result.errors)).toBe(true);
+  });
+
+  it('conformance: Core, GeoJSON and OpenAPI 3.0', async () => {
+    const { body } = await ogc('/ogc/conformance', '/ogc/conformance');
+    expect(body.conformsTo).toEqual([
+      'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core',
+      'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson',
+      'http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30',
+    ]);
+  });
+
+  it('collections: reports (with its temporal extent), cities, local-areas', async () => {
+    const { body } = await ogc('/ogc/collections', '/ogc/collections');
+    expect(body.collections.map((c: any) => c.id)).toEqual(['reports', 'cities', 'local-areas']);
+    const reports = body.collections[0];
+    expect(reports.extent.temporal.interval).toEqual([['2026-11-20T00:00:00.000Z', null]]);
+    expect(reports.links).toContainEqual(expect.objectContaining({ rel: 'items', type: 'application/geo+json', href: `${svc.url}/ogc/collections/reports/items` }));
+    expect((await ogc('/ogc/collections/reports', '/ogc/collections/reports')).body).toEqual(reports);
+    const missing = await ogc('/ogc/collections/barangays');
+    expect(missing.status).toBe(404);
+    expect(missing.body.details).toEqual([expect.objectContaining({ in: 'path', field: 'collectionId' })]);
+  });
+});
+
+describe('OGC API – Features: reports items', () => {
+  const items = '/ogc/collections/reports/items';
+  const datetime = 'datetime=2026-11-20T00:00:00Z/2026-11-21T23:59:59Z';
+
+  it('pages of the window chain by next links to exactly the archive answer, newest first, with its properties', async () => {
+    let url: string | undefined = `${items}?${datetime}&limit=7`;
+    const seen: any[] = [];
+    let pages = 0;
+    while (url) {
+      const res = await ogc(url.replace(svc.url, ''), items);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^application\/geo\+json/);
+      expect(res.body.numberMatched).toBe(TOTAL);
+      expect(res.body.numberReturned).toBe(res.body.features.length);
+      // The Link header carries the body's next link.
+      const header = res.headers.get('link') ?? '';
+      if (next(res.body)) expect(header).toContain(`<${next(res.body)}>; rel="next"`);
+      else expect(header).not.toContain('rel="next"');
+      seen.push(...res.body.features);
+      url = next(res.body);
+      pages += 1;
+    }
+    expect(pages).toBe(Math.ceil(TOTAL / 7));
+    expect(seen.map((f) => f.properties)).toEqual(archive.map((f) => f.properties));
+    expect(seen.map((f) => f.geometry)).toEqual(archive.map((f) => f.geometry));
+    expect(seen[0].id).toBe(`${archive[0].properties.pkey}@${archive[0].properties.created_at.replace(/[-:]/g, '')}`);
+  });
+
+  it('no datetime: the newest reports first, 10 by default; more than 10,000 is refused', async () => {
+    const { body } = await ogc(items, items);
+    expect(body.features.map((f: any) => f.properties.pkey)).toEqual(archive.slice(0, 10).map((f) => f.properties.pkey));
+    expect(body.numberMatched).toBe(TOTAL);
+    expect((await ogc(`${items}?limit=10000`)).body.numberReturned).toBe(TOTAL);
+    expect((await ogc(`${items}?limit=10001`, items)).status).toBe(400);
+  });
+
+  it('datetime: an instant, a date, intervals with open ends; bbox', async () => {
+    const one = archive[5].properties.created_at;
+    expect((await ogc(`${items}?datetime=${one}`)).body.features.map((f: any) => f.properties.pkey)).toEqual([archive[5].properties.pkey]);
+    const day20 = archive.filter((f) => f.properties.created_at.startsWith('2026-11-20'));
+    expect((await ogc(`${items}?datetime=2026-11-20&limit=100`)).body.numberMatched).toBe(day20.length);
+    expect((await ogc(`${items}?datetime=../2026-11-20T23:59:59.999Z&limit=100`)).body.numberMatched).toBe(day20.length);
+    expect((await ogc(`${items}?datetime=2026-11-21T00:00:00Z/..&limit=100`)).body.numberMatched).toBe(TOTAL - day20.length);
+    expect((await ogc(`${items}?datetime=/2026-11-20T23:59:59.999Z&limit=100`)).body.numberMatched).toBe(day20.length);
+    const inBox = archive.filter((f) => f.geometry.coordinates[0] <= 121 && f.geometry.coordinates[1] >= 15);
+    const boxed = await ogc(`${items}?${datetime}&bbox=120.5,15,121,15.2&limit=100`);
+    expect(boxed.body.features.map((f: any) => f.properties.pkey)).toEqual(inBox.map((f) => f.properties.pkey));
+  });
+
+  it.each([
+    ['datetime=yesterday', 'datetime'],
+    ['datetime=2026-11-20T00:00:00Z/2026-11-19T00:00:00Z', 'datetime'],
+    ['datetime=2020-01-01T00:00:00Z/2026-01-01T00:00:00Z', 'datetime'],
+    ['datetime=0099-06-15T00:00:00Z', 'datetime'],
+    ['datetime=a/b/c', 'datetime'],
+    ['bbox=1,2,3', 'bbox'],
+    ['bbox=121,15,120,16', 'bbox'],
+    ['limit=0', 'limit'],
+    ['limit=ten', 'limit'],
+    ['cursor=WzEsMiwzXQ', 'cursor'],
+    ['cursor=not-a-cursor!', 'cursor'],
+    ['f=html', 'f'],
+    ['offset=10', 'offset'],
+  ])('%s → 400 naming %s', async (q, field) => {
+    const res = await ogc(`${items}?${q}`);
+    expect(res.status).toBe(400);
+    expect(res.body.details.map((d: any) => d.field)).toEqual([field]);
+  });
+
+  it('a cursor of another query is refused', async () => {
+    const first = await ogc(`${items}?${datetime}&limit=5`);
+    const cursor = new URL(next(first.body)!).searchParams.get('cursor');
+    const other = await ogc(`${items}?datetime=2026-11-20&limit=5&cursor=${cursor}`);
+    expect(other.status).toBe(400);
+    expect(other.body.details[0]).toMatchObject({ field: 'cursor', message: expect.stringMatching(/another query/) });
+  });
+
+  it('one item by its id; an unknown id is a 404', async () => {
+    const id = `${archive[3].properties.pkey}@${archive[3].properties.created_at.replace(/[-:]/g, '')}`;
+    const { status, body, headers } = await ogc(`${items}/${encodeURIComponent(id)}`, `${items}/{featureId}`);
+    expect(status).toBe(200);
+    expect(headers.get('content-type')).toMatch(/^application\/geo\+json/);
+    expect(body).toMatchObject({ type: 'Feature', id, geometry: archive[3].geometry, properties: archive[3].properties });
+    expect((await ogc(`${items}/partner-1@20261120T000000.000Z`)).status).toBe(404);
+    expect((await ogc(`${items}/nothing`)).status).toBe(404);
+  });
+});
+
+describe('OGC API – Features: cities and barangays', () => {
+  it('cities: every city, by code, with its polygon', async () => {
+    const { body } = await ogc('/ogc/collections/cities/items', '/ogc/collections/cities/items');
+    expect(body.features.map((f: any) => f.id).sort()).toEqual(['PH-PG', 'PH-QC']);
+    const city = await ogc('/ogc/collections/cities/items/PH-QC', '/ogc/collections/cities/items/{featureId}');
+    expect(city.body.properties).toEqual({ code: 'PH-QC', name: 'Quezon City' });
+  });
+
+  it.skipIf(!HAS_SHARED_PH)('local-areas: the 680 barangays, paged by next and prev links, by bbox', async () => {
+    const all: string[] = [];
+    let url: string | undefined = '/ogc/collections/local-areas/items?limit=300';
+    let last: any;
+    while (url) {
+      last = (await ogc(url.replace(svc.url, ''), '/ogc/collections/local-areas/items')).body;
+      expect(last.numberMatched).toBe(680);
+      all.push(...last.features.map((f: any) => f.id));
+      url = next(last);
+    }
+    expect(new Set(all).size).toBe(680);
+    const prev = last.links.find((l: any) => l.rel === 'prev').href;
+    expect((await ogc(prev.replace(svc.url, ''))).body.features.map((f: any) => f.id)).toEqual(all.slice(300, 600));
+    const boxed = (await ogc('/ogc/collections/local-areas/items?bbox=121.0,14.6,121.05,14.65&limit=1000')).body;
+    expect(boxed.numberMatched).toBeGreaterThan(0);
+    expect(boxed.numberMatched).toBeLessThan(680);
+    expect(boxed.features.every((f: any) => f.properties.city_code === 'PH-QC')).toBe(true);
+  });
+});
+
+describe.skipIf(!HAS_OGR)('GDAL (OAPIF driver) as the client', () => {
+  it('ogrinfo lists the reports layer: points in EPSG:4326, with the feature count', async () => {
+    const out = await gdal('ogrinfo', ['-so', `OAPIF:${svc.url}/ogc`, 'reports']);
+    expect(out).toMatch(/Layer name: reports/);
+    expect(out).toMatch(/Geometry: Point/);
+    expect(out).toMatch(new RegExp(`Feature Count: ${TOTAL}\\b`));
+    expect(out).toMatch(/ID\["EPSG",4326\]/);
+  });
+
+  it('ogr2ogr of a window gives exactly the reports /count counts, with their properties', async () => {
+    const dir = await tempDir();
+    const out = path.join(dir, 'window.geojson');
+    const bbox = ['120.5', '14.9', '121.0', '15.2'];
+    await gdal('ogr2ogr', ['-f', 'GeoJSON', out, `OAPIF:${svc.url}/ogc`, 'reports', '-spat', ...bbox]);
+    const written = JSON.parse(await fs.readFile(out, 'utf8')).features;
+    const count = (await getJson(`${svc.url}/reports/archive/count?${WINDOW}&bbox=${bbox.join(',')}`)).body.result.count;
+    expect(count).toBeGreaterThan(0);
+    expect(written).toHaveLength(count);
+    const byKey = new Map(archive.map((f) => [f.properties.pkey, f]));
+    for (const f of written) {
+      const want = byKey.get(f.properties.pkey)!;
+      // GDAL's GeoJSON writer keeps 15 significant digits.
+      f.geometry.coordinates.forEach((c: number, i: number) => expect(c).toBeCloseTo(want.geometry.coordinates[i], 10));
+      // GDAL writes its DateTime without milliseconds, and keeps tags as JSON.
+      const { created_at, tags, id: _id, ...rest } = f.properties;
+      const { created_at: wantCreated, tags: wantTags, ...wantRest } = want.properties;
+      expect(rest).toEqual(wantRest);
+      expect(Date.parse(created_at)).toBe(Date.parse(wantCreated));
+      expect(typeof tags === 'string' ? JSON.parse(tags) : tags).toEqual(wantTags);
+    }
+  });
+});
+
+describe('no User-Agent needed under /ogc', () => {
+  it('a raw request without the header is answered', async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${svc.url}/ogc/collections/reports/items?limit=1`, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.removeHeader('user-agent');
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(200);
+  });
+});
+
+if (!HAS_OGR) console.warn(OGR_MISSING);
+if (!HAS_SHARED_PH) console.warn(SHARED_PH_MISSING);
