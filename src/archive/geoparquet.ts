@@ -1,0 +1,101 @@
+// GeoParquet 1.1 for Parquet answers and exports: a WKB `geometry` column (a Point,
+// WGS 84 longitude first, as OGC:CRS84) beside lng/lat, and the `geo` file metadata that
+// geopandas, GDAL, QGIS and DuckDB's spatial extension read. DuckDB's spatial
+// extension is downloaded at run time (impossible on locked-down hosts), so the
+// WKB is built in plain SQL: byte order 01, type 1 (Point), then x and y as
+// little-endian IEEE 754 doubles, whose bits come from exact arithmetic.
+import type { DuckDBConnection, DuckDBType, DuckDBValue } from '@duckdb/node-api';
+import { sqlString } from '../duckdb.js';
+
+/** Macros (per connection, temporary) that turn lng/lat into the 21 bytes of a WKB Point. */
+const MACROS = [
+  // floor(log2) can be one off next to a power of two: corrected against pow(2, e).
+  `CREATE OR REPLACE TEMP MACRO fa_exp0(x) AS floor(log2(abs(x)))::INTEGER`,
+  `CREATE OR REPLACE TEMP MACRO fa_exp(x) AS CASE WHEN pow(2, fa_exp0(x)) > abs(x) THEN fa_exp0(x) - 1
+     WHEN pow(2, fa_exp0(x) + 1) <= abs(x) THEN fa_exp0(x) + 1 ELSE fa_exp0(x) END`,
+  // Sign, biased exponent and the 52 bits of the mantissa (abs(x) / 2^e - 1 is exact, and so is its scaling).
+  `CREATE OR REPLACE TEMP MACRO fa_bits(x) AS CASE WHEN x = 0 THEN 0::UBIGINT ELSE
+     (CASE WHEN x < 0 THEN 9223372036854775808::UBIGINT ELSE 0::UBIGINT END)
+     | ((fa_exp(x) + 1023)::UBIGINT << 52)
+     | ((abs(x) / pow(2, fa_exp(x)) - 1) * 4503599627370496)::UBIGINT END`,
+  `CREATE OR REPLACE TEMP MACRO fa_hex_le(x) AS list_reduce(
+     list_transform(range(8), i -> substr(lpad(to_hex(fa_bits(x)), 16, '0'), 15 - 2 * i::INTEGER, 2)), (a, b) -> a || b)`,
+  `CREATE OR REPLACE TEMP MACRO fa_wkb_point(x, y) AS unhex('0101000000' || fa_hex_le(x) || fa_hex_le(y))`,
+];
+
+/** The geometry column's SQL, once `prepareGeometry` ran on the connection. */
+export const GEOMETRY_SQL = 'fa_wkb_point(lng, lat) AS geometry';
+
+export async function prepareGeometry(conn: DuckDBConnection): Promise<void> {
+  for (const sql of MACROS) await conn.run(sql);
+}
+
+export type Bbox = [number, number, number, number];
+
+/** The GeoParquet 1.1 `geo` metadata of a file of points with this bbox (none for an empty file). */
+export function geoMetadata(bbox: Bbox | undefined): string {
+  return JSON.stringify({
+    version: '1.1.0',
+    primary_column: 'geometry',
+    columns: {
+      geometry: {
+        encoding: 'WKB',
+        geometry_types: ['Point'],
+        crs: WGS84,
+        edges: 'planar',
+        ...(bbox ? { bbox } : {}),
+      },
+    },
+  });
+}
+
+/** The options of a DuckDB COPY … (FORMAT parquet, …) that put the `geo` metadata in the file. */
+export function geoCopyOption(bbox: Bbox | undefined): string {
+  return `KV_METADATA {geo: ${sqlString(geoMetadata(bbox))}}`;
+}
+
+/** The bbox of the rows a query selects (its lng and lat columns), undefined when there are none. */
+export async function bboxOf(conn: DuckDBConnection, from: string, values?: Record<string, DuckDBValue>, types?: Record<string, DuckDBType>): Promise<Bbox | undefined> {
+  const reader = await conn.runAndReadAll(`SELECT min(lng), min(lat), max(lng), max(lat) FROM ${from}`, values, types);
+  const row = reader.getRowsJS()[0] as (number | null)[] | undefined;
+  if (!row || row[0] === null) return undefined;
+  return row as Bbox;
+}
+
+/**
+ * EPSG:4326 as PROJJSON (as pyproj writes it). GeoParquet stores geographic coordinates
+ * longitude first whatever the CRS's axis order, so this is the same data as OGC:CRS84;
+ * naming EPSG:4326 lets geopandas, GDAL and QGIS say "EPSG:4326" rather than an OGC code
+ * many tools do not map to an EPSG one.
+ */
+const WGS84 = {
+  $schema: 'https://proj.org/schemas/v0.7/projjson.schema.json',
+  type: 'GeographicCRS',
+  name: 'WGS 84',
+  datum_ensemble: {
+    name: 'World Geodetic System 1984 ensemble',
+    members: [
+      { name: 'World Geodetic System 1984 (Transit)', id: { authority: 'EPSG', code: 1166 } },
+      { name: 'World Geodetic System 1984 (G730)', id: { authority: 'EPSG', code: 1152 } },
+      { name: 'World Geodetic System 1984 (G873)', id: { authority: 'EPSG', code: 1153 } },
+      { name: 'World Geodetic System 1984 (G1150)', id: { authority: 'EPSG', code: 1154 } },
+      { name: 'World Geodetic System 1984 (G1674)', id: { authority: 'EPSG', code: 1155 } },
+      { name: 'World Geodetic System 1984 (G1762)', id: { authority: 'EPSG', code: 1156 } },
+      { name: 'World Geodetic System 1984 (G2139)', id: { authority: 'EPSG', code: 1309 } },
+    ],
+    ellipsoid: { name: 'WGS 84', semi_major_axis: 6378137, inverse_flattening: 298.257223563 },
+    accuracy: '2.0',
+    id: { authority: 'EPSG', code: 6326 },
+  },
+  coordinate_system: {
+    subtype: 'ellipsoidal',
+    axis: [
+      { name: 'Geodetic latitude', abbreviation: 'Lat', direction: 'north', unit: 'degree' },
+      { name: 'Geodetic longitude', abbreviation: 'Lon', direction: 'east', unit: 'degree' },
+    ],
+  },
+  scope: 'Horizontal component of 3D system.',
+  area: 'World.',
+  bbox: { south_latitude: -90, west_longitude: -180, north_latitude: 90, east_longitude: 180 },
+  id: { authority: 'EPSG', code: 4326 },
+};
