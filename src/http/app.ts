@@ -51,6 +51,8 @@ const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swag
 export function createApp(rt: Runtime, options: AppOptions): Express {
   const app = express();
   const knownKeys = new Set(options.apiKeys);
+  // One key for every paged route's cursors, loaded on first use.
+  const cursors = new CursorCodec(() => cursorSecret(rt.config, rt.store));
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', parseQuery);
@@ -103,12 +105,12 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
       tmpDir: path.join(rt.config.dataDir, 'tmp', 'exports'),
       answers: rt.answers,
-      cursors: new CursorCodec(() => cursorSecret(rt.config, rt.store)),
+      cursors,
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );
 
-  app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs }));
+  app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors }));
 
   const document = JSON.stringify(openApiDocument());
   app.get('/openapi.json', (_req, res) => {

@@ -1,7 +1,8 @@
-// Pagination cursors: where the next page of an archive window starts, bound to the
-// query's filters and authenticated with an HMAC, so a client can hand back only what
-// this service issued. Every field is range-checked after the MAC too: a leaked key must
-// not turn a cursor into a way to reach the query engine with values it cannot hold.
+// Pagination cursors: where the next page starts, bound to the query's filters and
+// authenticated with an HMAC, so a client can hand back only what this service issued
+// (archive pages use encode/decode; other paged routes seal and open their own payloads).
+// Every field is range-checked after the MAC too: a leaked key must not turn a cursor into
+// a way to reach the query engine with values it cannot hold.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ErrorDetail } from '../errors.js';
 
@@ -24,35 +25,49 @@ const CONTEXT = 'flood-archive cursor v1\n';
 
 export type CursorResult = { ok: true; cursor: PageCursor } | { ok: false; detail: ErrorDetail };
 
+/** The MAC's length in base64url characters (16 bytes): it ends every token, so a token needs no separator. */
+const MAC_CHARS = 22;
+const NOT_OURS = 'is not a cursor this service issued (take it from the Link header of the previous page)';
+
 export class CursorCodec {
   /** The key may come from far (the object store): it is fetched once, on first use. */
   private key: Promise<Buffer> | undefined;
 
   constructor(private readonly loadKey: () => Promise<Buffer>) {}
 
-  async encode(cursor: PageCursor, fingerprint: string): Promise<string> {
-    const payload = Buffer.from(JSON.stringify([cursor.createdMs, cursor.pkey, cursor.receivedBeforeMs, fingerprint])).toString('base64url');
-    return `${payload}.${this.mac(await this.secret(), payload).toString('base64url')}`;
+  /** A token of base64url characters: the payload (any text), then its MAC. */
+  async seal(payload: string): Promise<string> {
+    const body = Buffer.from(payload, 'utf8').toString('base64url');
+    return `${body}${this.mac(await this.secret(), body).toString('base64url')}`;
+  }
+
+  /** The payload of a token this service sealed; undefined for anything else (tampered, truncated, foreign, not a token). */
+  async open(raw: string): Promise<string | undefined> {
+    if (raw.length <= MAC_CHARS || raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw)) return undefined;
+    const body = raw.slice(0, -MAC_CHARS);
+    const given = Buffer.from(raw.slice(-MAC_CHARS), 'base64url');
+    const expected = this.mac(await this.secret(), body);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    return Buffer.from(body, 'base64url').toString('utf8');
+  }
+
+  /** An archive page's cursor, bound to its query's filters. */
+  encode(cursor: PageCursor, fingerprint: string): Promise<string> {
+    return this.seal(JSON.stringify([cursor.createdMs, cursor.pkey, cursor.receivedBeforeMs, fingerprint]));
   }
 
   /** The cursor, or the detail of a 400: not issued here (tampered, truncated, foreign), another query's, or out of range. */
   async decode(raw: string, fingerprint: string): Promise<CursorResult> {
     const invalid = (message: string): CursorResult => ({ ok: false, detail: { in: 'query', field: 'cursor', message } });
-    const notOurs = invalid('is not a cursor this service issued (take it from the Link header of the previous page)');
-    if (raw.length > MAX_CURSOR_CHARS) return notOurs;
-    const [payload, mac, extra] = raw.split('.');
-    if (!payload || !mac || extra !== undefined || !/^[A-Za-z0-9_-]+$/.test(payload) || !/^[A-Za-z0-9_-]+$/.test(mac)) return notOurs;
-    const given = Buffer.from(mac, 'base64url');
-    const expected = this.mac(await this.secret(), payload);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return notOurs;
-
+    const payload = await this.open(raw);
+    if (payload === undefined) return invalid(NOT_OURS);
     let fields: unknown;
     try {
-      fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+      fields = JSON.parse(payload);
     } catch {
-      return notOurs;
+      return invalid(NOT_OURS);
     }
-    if (!Array.isArray(fields) || fields.length !== 4) return notOurs;
+    if (!Array.isArray(fields) || fields.length !== 4) return invalid(NOT_OURS);
     const [createdMs, pkey, receivedBeforeMs, boundTo] = fields as unknown[];
     if (typeof boundTo !== 'string' || boundTo !== fingerprint) {
       return invalid('belongs to another query: keep start, end, admin and bbox as they were');
@@ -72,8 +87,8 @@ export class CursorCodec {
     return this.key;
   }
 
-  private mac(key: Buffer, payload: string): Buffer {
-    return createHmac('sha256', key).update(CONTEXT).update(payload).digest().subarray(0, MAC_BYTES);
+  private mac(key: Buffer, body: string): Buffer {
+    return createHmac('sha256', key).update(CONTEXT).update(body).digest().subarray(0, MAC_BYTES);
   }
 }
 

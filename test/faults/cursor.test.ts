@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/runtime.js';
 import { createLogger } from '../../src/log.js';
 import { CursorCodec } from '../../src/http/cursor.js';
+import { fingerprintOf } from '../../src/http/ogc/reportsItems.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape } from './support.js';
@@ -67,13 +68,15 @@ describe('pagination cursors (embedded, CURSOR_SECRET set)', () => {
 
   it('a tampered, truncated or foreign cursor is a 400', async () => {
     const cursor = await nextCursor(svc.url);
-    const [payload, mac] = cursor.split('.') as [string, string];
+    // A token is the base64url payload followed by a 22-character MAC.
+    const [payload, mac] = [cursor.slice(0, -22), cursor.slice(-22)];
     const fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[];
     const moved = Buffer.from(JSON.stringify([Number(fields[0]) - 86_400_000, ...fields.slice(1)])).toString('base64url');
-    await expectCursorRejected(svc.url, `${moved}.${mac}`);
+    await expectCursorRejected(svc.url, `${moved}${mac}`);
     await expectCursorRejected(svc.url, cursor.slice(0, cursor.length - 3));
     await expectCursorRejected(svc.url, cursor.slice(0, 20));
-    await expectCursorRejected(svc.url, `${cursor}.${mac}`);
+    await expectCursorRejected(svc.url, `${cursor}${mac}`);
+    await expectCursorRejected(svc.url, `${cursor.slice(0, -1)}${cursor.endsWith('A') ? 'B' : 'A'}`);
     await expectCursorRejected(svc.url, 'x'.repeat(5000));
     const foreign = new CursorCodec(async () => Buffer.from('another-deployment-secret-0123456789'));
     await expectCursorRejected(svc.url, await foreign.encode({ createdMs: Number(fields[0]), pkey: String(fields[1]), receivedBeforeMs: Number(fields[2]) }, FINGERPRINT));
@@ -96,6 +99,37 @@ describe('pagination cursors (embedded, CURSOR_SECRET set)', () => {
     const good = await page(svc.url, await signed.encode({ createdMs: Date.UTC(2026, 10, 20, 3, 3), pkey: 'partner-703', receivedBeforeMs: now }, FINGERPRINT));
     expect(good.status).toBe(200);
     expect(good.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-702', 'partner-701']);
+  });
+});
+
+describe('OGC API – Features cursors are signed with the same key', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { CURSOR_SECRET: SECRET })));
+    await seed(svc);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+  const items = (query: string) => getJson(`${svc.url}/ogc/collections/reports/items?${query}`, UA);
+
+  it('the next link leads on; a forged, altered or foreign cursor is a 400', async () => {
+    const first = await items('limit=2');
+    expect(first.status).toBe(200);
+    const next = new URL(first.body.links.find((l: any) => l.rel === 'next').href).searchParams.get('cursor')!;
+    expect((await items(`limit=2&cursor=${next}`)).status).toBe(200);
+
+    // The unsigned form: every field in range and the right filters, only not issued here.
+    const now = Date.now();
+    const unsigned = Buffer.from(JSON.stringify([now - 300 * 86_400_000, now, Date.UTC(2026, 10, 20, 3, 3), 'partner-703', now, fingerprintOf(undefined, undefined)])).toString('base64url');
+    const altered = `${next.slice(0, -1)}${next.endsWith('A') ? 'B' : 'A'}`;
+    const foreign = await new CursorCodec(async () => Buffer.from('another-deployment-secret-0123456789')).seal(unsigned);
+    for (const cursor of [unsigned, altered, foreign, next.slice(0, 30)]) {
+      const res = await items(`limit=2&cursor=${cursor}`);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body, 400);
+      expect(res.body.details).toEqual([expect.objectContaining({ in: 'query', field: 'cursor' })]);
+    }
   });
 });
 

@@ -19,6 +19,7 @@ import { baseUrl, GEOJSON, JSON_TYPE, OPENAPI_30, queryString, setLinkHeader, ty
 import { openApiDocument } from '../openapi.js';
 import { ogcOpenApi30From } from './openapi.js';
 import { readBbox, readDatetime, readLimit, type Bbox } from './params.js';
+import type { CursorCodec } from '../cursor.js';
 import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
 
 export interface OgcDeps {
@@ -26,6 +27,8 @@ export interface OgcDeps {
   boundaries: BoundaryRepository;
   store: ObjectStore;
   maxWindowMs: number;
+  /** Signs the reports' cursors (src/http/cursor.ts): one not issued here fails before a field is read. */
+  cursors: CursorCodec;
   now?: () => number;
 }
 
@@ -145,13 +148,15 @@ export function ogcRouter(deps: OgcDeps): Router {
     let numberMatched: number;
     if (id === 'reports') {
       const fingerprint = fingerprintOf(values.datetime, values.bbox);
-      const after = values.cursor === undefined ? undefined : decodeCursor(values.cursor, fingerprint, details);
+      // An unsigned or altered cursor opens to '', which decodeCursor refuses as not issued here.
+      const opened = values.cursor === undefined ? undefined : ((await deps.cursors.open(values.cursor)) ?? '');
+      const after = opened === undefined ? undefined : decodeCursor(opened, fingerprint, details);
       throwIfAny(details);
       const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
       const page = await reports.page(window, limit, after, now());
       features = page.features;
       numberMatched = page.numberMatched;
-      if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: encodeCursor(page.next, fingerprint) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
+      if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.next, fingerprint)) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
       // A page reached by a cursor came from the first one; its start is one link away.
       if (after) links.push({ href: `${base}${queryString(keep)}`, rel: 'first', type: GEOJSON, title: 'The first page' });
     } else {
