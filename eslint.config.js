@@ -16,6 +16,16 @@ export default tseslint.config(
     rules: { 'no-restricted-properties': 'off' },
   },
   {
+    // The explorer page's script runs in browsers, with Leaflet and uPlot loaded before it.
+    files: ['web/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'history', 'navigator', 'performance', 'fetch', 'getSelection', 'Node', 'Option', 'URLSearchParams', 'L', 'uPlot'].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     // Tests read JSON answers whose shape the assertions themselves check.
     files: ['test/**', 'bench/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -12,6 +12,7 @@ import { cursorSecret } from '../cursorSecret.js';
 import { citiesRouter } from './cities.js';
 import { CursorCodec } from './cursor.js';
 import { errorHandler } from './errorHandler.js';
+import { explorerRouter } from './explorer.js';
 import { feedsRouter } from './feeds.js';
 import { openApiDocument } from './openapi.js';
 import { ogcRouter } from './ogc/router.js';
@@ -24,6 +25,7 @@ export interface AppOptions {
 
 /** Paths the service answers, with the methods each allows (for 405 + Allow). */
 const ROUTES: Record<string, string> = {
+  '/': 'GET, HEAD',
   '/feeds/partner': 'POST',
   '/cities': 'GET, HEAD, OPTIONS',
   '/reports/archive': 'GET, HEAD, OPTIONS',
@@ -124,6 +126,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
     );
   });
   app.use('/docs', express.static(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
+  app.use(explorerRouter());
 
   for (const [route, allow] of Object.entries(ROUTES)) {
     app.all(route, () => {

@@ -1,0 +1,66 @@
+// The explorer page at `/` for browsers, with its own script and style and the map and chart
+// libraries served from their npm packages: nothing is fetched from outside the service.
+// Other clients asking for `/` get a JSON index of the service's entry points.
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express, { Router } from 'express';
+
+const require = createRequire(import.meta.url);
+const packageDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
+
+/** The project's `web/` folder: found from this module whether it runs from src/ or dist/src/. */
+function webDir(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('the explorer page files (web/) were not found beside package.json');
+    dir = parent;
+  }
+  return path.join(dir, 'web');
+}
+
+/** The page's own scripts only: no inline script, nothing from another origin. */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "img-src 'self' data: blob: https: http:",
+  "style-src 'self' 'unsafe-inline'",
+  "script-src 'self'",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+const INDEX = {
+  service: 'Flood report archive of the Philippines',
+  links: [
+    { rel: 'explorer', href: '/', type: 'text/html', title: 'Map and downloads (open in a browser)' },
+    { rel: 'service-desc', href: '/openapi.json', type: 'application/vnd.oai.openapi+json;version=3.1' },
+    { rel: 'service-doc', href: '/docs/', type: 'text/html' },
+    { rel: 'cities', href: '/cities', type: 'application/json' },
+    { rel: 'archive', href: '/reports/archive', type: 'application/json' },
+    { rel: 'feed', href: '/feeds/partner', type: 'application/json' },
+  ],
+};
+
+export function explorerRouter(): Router {
+  const router = Router();
+  const web = webDir();
+  const page = fs.readFileSync(path.join(web, 'index.html'));
+  router.get('/', (req, res) => {
+    res.vary('Accept');
+    if (req.accepts(['application/json', 'text/html']) !== 'text/html') {
+      res.json(INDEX);
+      return;
+    }
+    res.set({ 'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
+    res.type('html').send(page);
+  });
+  const assets = { maxAge: '1h', index: false } as const;
+  router.use('/explorer/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
+  router.use('/explorer/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
+  router.use('/explorer', express.static(web, assets));
+  return router;
+}

@@ -1,0 +1,464 @@
+// The explorer: a window picker, a barangay choropleth with the reports as points, a time
+// series whose drag narrows the window, and the exact download URLs for the window.
+// Everything comes from this service's own endpoints; Leaflet and uPlot are loaded before
+// this module by the page (globals L and uPlot).
+
+const MANILA_MS = 8 * 3_600_000;
+const DAY_MS = 86_400_000;
+/** Above this many reports the map shows the choropleth alone. */
+const MAX_POINTS = 20_000;
+const SNIPPET_UA = 'my-study/1.0 (you@example.org)';
+const COLORS = ['#ffffcc', '#c7e9b4', '#7fcdbb', '#41b6c4', '#2c7fb8', '#253494'];
+
+const form = document.getElementById('window');
+const statusEl = document.getElementById('status');
+const mapEl = document.getElementById('map');
+const mapNote = document.getElementById('map-note');
+const legendEl = document.getElementById('legend');
+const chartEl = document.getElementById('chart');
+const countEl = document.getElementById('download-count');
+const linksEl = document.getElementById('download-links');
+const snippetLang = document.getElementById('snippet-lang');
+const snippetEl = document.getElementById('snippet');
+
+// ---------- errors the page explains ----------
+
+class ServiceDown extends Error {}
+class RateLimited extends Error {
+  constructor(seconds) {
+    super(`Too many requests from this address; try again in ${seconds} s.`);
+    this.seconds = seconds;
+  }
+}
+class ApiError extends Error {}
+
+async function api(path) {
+  let res;
+  try {
+    res = await fetch(path, { headers: { Accept: 'application/json' } });
+  } catch {
+    throw new ServiceDown('The service is not answering; check your connection or try again in a minute.');
+  }
+  if (res.status === 429) throw new RateLimited(Number(res.headers.get('Retry-After') ?? 60));
+  if (res.status >= 500) throw new ServiceDown(`The service answered ${res.status}; try again in a minute.`);
+  const body = await res.json().catch(() => undefined);
+  if (!res.ok) throw new ApiError(body?.message ?? `The service answered ${res.status}.`);
+  return body;
+}
+
+function setStatus(state, text) {
+  statusEl.dataset.state = state;
+  statusEl.textContent = text;
+}
+
+// ---------- time and the window ----------
+
+/** `2025-06-01T08:00` in Manila time, as the datetime-local inputs use it. */
+function manilaLocal(ms) {
+  return new Date(ms + MANILA_MS).toISOString().slice(0, 16);
+}
+
+function fromManilaLocal(value) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value ?? '');
+  if (!m) return undefined;
+  return Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] ?? 0)) - MANILA_MS;
+}
+
+/** The archive's bound format with the Manila offset: 2025-06-01T08:00:00+0800. */
+function apiInstant(ms) {
+  return `${new Date(ms + MANILA_MS).toISOString().slice(0, 19)}+0800`;
+}
+
+function formatManila(ms) {
+  return `${new Date(ms + MANILA_MS).toISOString().slice(0, 16).replace('T', ' ')} PHT`;
+}
+
+function formatUtc(ms) {
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** The page's state, from its URL: w (preset), year, start, end (Manila, custom) and admin. */
+function readState(search) {
+  const p = new URLSearchParams(search);
+  const w = ['24h', '7d', '30d', 'year', 'custom'].includes(p.get('w')) ? p.get('w') : '7d';
+  const year = Number(p.get('year')) || new Date(Date.now() + MANILA_MS).getUTCFullYear();
+  return { w, year, start: p.get('start') ?? '', end: p.get('end') ?? '', admin: p.get('admin') ?? '' };
+}
+
+function stateQuery(state) {
+  const p = new URLSearchParams({ w: state.w });
+  if (state.w === 'year') p.set('year', String(state.year));
+  if (state.w === 'custom') {
+    p.set('start', state.start);
+    p.set('end', state.end);
+  }
+  if (state.admin) p.set('admin', state.admin);
+  return `?${p}`;
+}
+
+/** [startMs, endMs] (end inclusive, to the second) of a state, or an error message. */
+function windowOf(state) {
+  const now = Math.floor(Date.now() / 1000) * 1000;
+  switch (state.w) {
+    case '24h':
+      return [now - DAY_MS, now];
+    case '7d':
+      return [now - 7 * DAY_MS, now];
+    case '30d':
+      return [now - 30 * DAY_MS, now];
+    case 'year':
+      return [Date.UTC(state.year, 0, 1) - MANILA_MS, Date.UTC(state.year + 1, 0, 1) - MANILA_MS - 1000];
+    default: {
+      const start = fromManilaLocal(state.start);
+      const end = fromManilaLocal(state.end);
+      if (start === undefined || end === undefined) return 'Pick both ends of the custom window.';
+      if (end < start) return 'The end of the window is before its start.';
+      return [start, end + 59_000];
+    }
+  }
+}
+
+function windowParams(range, admin) {
+  const q = `start=${encodeURIComponent(apiInstant(range[0]))}&end=${encodeURIComponent(apiInstant(range[1]))}`;
+  return admin ? `${q}&admin=${encodeURIComponent(admin)}` : q;
+}
+
+/** A chart interval that gives a readable number of bars. */
+function intervalFor(range) {
+  const span = range[1] - range[0];
+  if (span <= 3 * DAY_MS) return 'hour';
+  if (span <= 120 * DAY_MS) return 'day';
+  return 'week';
+}
+
+// ---------- the form ----------
+
+function showState(state) {
+  for (const radio of form.elements.w) radio.checked = radio.value === state.w;
+  form.elements.year.value = String(state.year);
+  const range = windowOf(state);
+  form.elements.start.value = state.w === 'custom' ? state.start : Array.isArray(range) ? manilaLocal(range[0]) : '';
+  form.elements.end.value = state.w === 'custom' ? state.end : Array.isArray(range) ? manilaLocal(range[1]) : '';
+  form.elements.admin.value = state.admin;
+  form.classList.toggle('custom', state.w === 'custom');
+  form.classList.toggle('year', state.w === 'year');
+}
+
+function formState() {
+  return {
+    w: form.elements.w.value || '7d',
+    year: Number(form.elements.year.value) || new Date().getUTCFullYear(),
+    start: form.elements.start.value,
+    end: form.elements.end.value,
+    admin: form.elements.admin.value,
+  };
+}
+
+function navigate(state) {
+  const query = stateQuery(state);
+  if (query !== location.search) history.pushState(null, '', query);
+  showState(state);
+  load(state);
+}
+
+form.addEventListener('change', (e) => {
+  if (e.target.name === 'w') {
+    form.classList.toggle('custom', form.elements.w.value === 'custom');
+    form.classList.toggle('year', form.elements.w.value === 'year');
+  }
+});
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  navigate(formState());
+});
+window.addEventListener('popstate', () => {
+  const state = readState(location.search);
+  showState(state);
+  load(state);
+});
+
+// ---------- the map ----------
+
+const map = L.map(mapEl, { preferCanvas: false, zoomSnap: 0.25, attributionControl: true }).setView([14.9, 120.85], 9);
+map.attributionControl.setPrefix(false);
+// Points above the barangays, both in SVG: each keeps its own events (popups, tooltips).
+map.createPane('points').style.zIndex = '450';
+let citiesLayer;
+let areasLayer;
+let pointsLayer;
+/** PSGC code → { name, city } of every barangay drawn. */
+const areaNames = new Map();
+const cityNames = new Map();
+let boundaries;
+
+async function loadBoundaries() {
+  const cities = (await api('/cities?geoformat=geojson')).result;
+  const areas = await Promise.all(
+    cities.features.map((f) => api(`/cities/${encodeURIComponent(f.properties.code)}/local-areas?geoformat=geojson`)),
+  );
+  for (const f of cities.features) cityNames.set(f.properties.code, f.properties.name);
+  const features = areas.flatMap((a) => a.result.features);
+  for (const f of features) areaNames.set(f.properties.psgc, { name: f.properties.name, city: f.properties.city_code });
+  const select = form.elements.admin;
+  for (const f of cities.features) {
+    if ([...select.options].some((o) => o.value === f.properties.code)) continue;
+    select.add(new Option(f.properties.name, f.properties.code));
+  }
+  citiesLayer = L.geoJSON(cities, { style: { color: '#1b2631', weight: 2, fill: false }, interactive: false }).addTo(map);
+  areasLayer = L.geoJSON({ type: 'FeatureCollection', features }, {
+    style: { color: '#7f8c8d', weight: 0.6, fillOpacity: 0 },
+    onEachFeature: (f, layer) => {
+      layer.options.className = `area area-${f.properties.psgc}`;
+      layer.bindTooltip(() => `${f.properties.name}: ${layer.count ?? 0} report${layer.count === 1 ? '' : 's'}`, { sticky: true });
+    },
+  }).addTo(map);
+  citiesLayer.bringToFront();
+  map.fitBounds(citiesLayer.getBounds(), { padding: [10, 10] });
+  document.getElementById('boundary-label').textContent = `${cities.features.length} cities, ${features.length} barangays`;
+  return { cities, features };
+}
+
+/** Five classes over the barangays' counts (quantiles of the non-zero ones). */
+function classesOf(counts) {
+  const values = [...counts].filter((n) => n > 0).sort((a, b) => a - b);
+  if (values.length === 0) return [];
+  const breaks = [];
+  for (let i = 1; i <= 5; i++) {
+    const v = values[Math.min(values.length - 1, Math.ceil((values.length * i) / 5) - 1)];
+    if (breaks.length === 0 || v > breaks[breaks.length - 1]) breaks.push(v);
+  }
+  let low = 1;
+  return breaks.map((high, i) => {
+    const c = { low, high, color: COLORS[i + (COLORS.length - breaks.length)] };
+    low = high + 1;
+    return c;
+  });
+}
+
+function drawChoropleth(byArea) {
+  const classes = classesOf(byArea.values());
+  let filled = 0;
+  areasLayer.eachLayer((layer) => {
+    const psgc = layer.feature.properties.psgc;
+    const n = byArea.get(psgc) ?? 0;
+    layer.count = n;
+    const cls = classes.find((c) => n >= c.low && n <= c.high);
+    layer.setStyle(cls ? { fillColor: cls.color, fillOpacity: 0.75 } : { fillOpacity: 0 });
+    const el = layer.getElement?.();
+    if (el) el.dataset.count = String(n);
+    if (cls) filled += 1;
+  });
+  legendEl.replaceChildren(
+    ...classes.map((c) => {
+      const item = document.createElement('span');
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = c.color;
+      item.append(swatch, c.low === c.high ? `${c.low}` : `${c.low}–${c.high}`);
+      return item;
+    }),
+  );
+  if (classes.length > 0) legendEl.prepend(Object.assign(document.createElement('span'), { textContent: 'Reports per barangay:' }));
+  mapEl.dataset.filled = String(filled);
+  performance.mark('explorer:map-painted');
+}
+
+function popupOf(f) {
+  const p = f.properties;
+  const ms = Date.parse(p.created_at);
+  const dl = document.createElement('dl');
+  dl.className = 'popup';
+  const add = (term, value) => {
+    const dt = document.createElement('dt');
+    dt.textContent = term;
+    const dd = document.createElement('dd');
+    if (value instanceof Node) dd.append(value);
+    else dd.textContent = value;
+    dl.append(dt, dd);
+  };
+  add('Reported', `${formatManila(ms)} (${formatUtc(ms)})`);
+  if (p.title) add('Title', p.title);
+  if (p.text) add('Text', p.text);
+  const area = areaNames.get(p.tags?.local_area_id);
+  const city = cityNames.get(p.tags?.instance_region_code);
+  add('Barangay', area ? `${area.name}${city ? `, ${city}` : ''}` : city ? `outside the barangays of ${city}` : 'outside the covered cities');
+  if (typeof p.image_url === 'string' && /^https?:\/\//.test(p.image_url)) {
+    const a = document.createElement('a');
+    a.href = p.image_url;
+    a.textContent = 'image';
+    a.target = '_blank';
+    a.rel = 'noopener noreferrer';
+    add('Image', a);
+  }
+  add('Key', p.pkey);
+  return dl;
+}
+
+function drawPoints(features) {
+  pointsLayer?.remove();
+  pointsLayer = L.layerGroup(
+    features.map((f) => {
+      const [lng, lat] = f.geometry.coordinates;
+      return L.circleMarker([lat, lng], { pane: 'points', className: 'point', radius: 4, color: '#922b21', weight: 1, fillColor: '#e74c3c', fillOpacity: 0.8 })
+        .bindPopup(() => popupOf(f));
+    }),
+  ).addTo(map);
+  mapEl.dataset.points = String(features.length);
+}
+
+// ---------- the chart ----------
+
+let chart;
+
+function drawChart(rows, range, interval) {
+  const xs = rows.map((r) => Date.parse(r.bucket) / 1000);
+  const ys = rows.map((r) => r.count);
+  const width = Math.max(280, chartEl.clientWidth || 400);
+  const opts = {
+    width,
+    height: 220,
+    scales: { x: { time: true, range: () => [range[0] / 1000, range[1] / 1000] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
+    // Axis labels in Manila time.
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Asia/Manila'),
+    cursor: { drag: { x: true, y: false, setScale: false } },
+    select: { show: true },
+    legend: { show: false },
+    series: [{}, { label: `Reports per ${interval}`, stroke: '#1f618d', fill: 'rgba(31,97,141,0.35)', paths: uPlot.paths.bars({ size: [0.9, 40], align: 1 }), points: { show: false } }],
+    axes: [{}, { label: `reports / ${interval}`, size: 50 }],
+    hooks: {
+      setSelect: [
+        (u) => {
+          if (u.select.width < 3) return;
+          const from = u.posToVal(u.select.left, 'x') * 1000;
+          const to = u.posToVal(u.select.left + u.select.width, 'x') * 1000;
+          u.setSelect({ left: 0, width: 0, top: 0, height: 0 }, false);
+          const start = Math.max(range[0], Math.floor(from / 60_000) * 60_000);
+          const end = Math.min(range[1], Math.ceil(to / 60_000) * 60_000 - 1000);
+          if (end <= start) return;
+          navigate({ ...formState(), w: 'custom', start: manilaLocal(start), end: manilaLocal(end) });
+        },
+      ],
+    },
+  };
+  chart?.destroy();
+  chartEl.replaceChildren();
+  chart = new uPlot(opts, [xs, ys], chartEl);
+  chartEl.dataset.buckets = String(rows.length);
+}
+
+// ---------- downloads ----------
+
+const FORMATS = [
+  ['GeoJSON', 'format=json&geoformat=geojson'],
+  ['TopoJSON', 'format=json&geoformat=topojson'],
+  ['CSV', 'format=csv'],
+  ['NDJSON', 'format=ndjson'],
+  ['Parquet', 'format=parquet'],
+  ['Arrow', 'format=arrow'],
+];
+let snippetUrls = {};
+
+function drawDownloads(params, count) {
+  countEl.textContent = `${count.toLocaleString('en')} report${count === 1 ? '' : 's'} in this window.`;
+  const base = `${location.origin}/reports/archive?${params}`;
+  snippetUrls = {};
+  linksEl.replaceChildren(
+    ...FORMATS.map(([name, format]) => {
+      const url = `${base}&${format}`;
+      snippetUrls[name] = url;
+      const li = document.createElement('li');
+      const a = document.createElement('a');
+      a.href = url;
+      a.textContent = name;
+      a.dataset.format = name;
+      li.append(a);
+      return li;
+    }),
+  );
+  drawSnippet();
+}
+
+function drawSnippet() {
+  const csv = snippetUrls.CSV;
+  const geojson = snippetUrls.GeoJSON;
+  if (!csv) return;
+  const snippets = {
+    curl: `curl -A '${SNIPPET_UA}' -o flood-reports.csv '${csv}'`,
+    pandas: `import pandas as pd\n\ndf = pd.read_csv(\n    "${csv}",\n    storage_options={"User-Agent": "${SNIPPET_UA}"},\n)\nprint(len(df))`,
+    geopandas: `import json, urllib.request\nimport geopandas as gpd\n\nreq = urllib.request.Request(\n    "${geojson}",\n    headers={"User-Agent": "${SNIPPET_UA}"},\n)\nfc = json.load(urllib.request.urlopen(req))["result"]\ngdf = gpd.GeoDataFrame.from_features(fc["features"], crs="EPSG:4326")\nprint(len(gdf))`,
+    r: `con <- url("${csv}",\n           headers = c("User-Agent" = "${SNIPPET_UA}"))\nreports <- read.csv(con)\nnrow(reports)`,
+  };
+  snippetEl.textContent = snippets[snippetLang.value];
+  snippetEl.dataset.lang = snippetLang.value;
+}
+
+snippetLang.addEventListener('change', drawSnippet);
+document.getElementById('copy-snippet').addEventListener('click', async () => {
+  try {
+    await navigator.clipboard.writeText(snippetEl.textContent);
+    setStatus(statusEl.dataset.state, 'Snippet copied.');
+  } catch {
+    // No clipboard permission: select the text so the keyboard can copy it.
+    getSelection().selectAllChildren(snippetEl);
+  }
+});
+
+// ---------- loading a view ----------
+
+let generation = 0;
+
+async function load(state) {
+  const mine = ++generation;
+  const range = windowOf(state);
+  if (typeof range === 'string') {
+    setStatus('error', range);
+    return;
+  }
+  setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
+  try {
+    boundaries ??= await loadBoundaries();
+    const params = windowParams(range, state.admin);
+    const interval = intervalFor(range);
+    const [count, byArea, series] = await Promise.all([
+      api(`/reports/archive/count?${params}`),
+      api(`/reports/archive/stats?${params}&interval=month&by=local_area&tz=%2B0800`),
+      api(`/reports/archive/stats?${params}&interval=${interval}&tz=%2B0800`),
+    ]);
+    if (mine !== generation) return;
+    const perArea = new Map();
+    for (const r of byArea.result.rows) if (r.key !== null) perArea.set(r.key, (perArea.get(r.key) ?? 0) + r.count);
+    drawChoropleth(perArea);
+    drawChart(series.result.rows, range, interval);
+    const n = count.result.count;
+    drawDownloads(params, n);
+    if (n === 0) {
+      drawPoints([]);
+      mapNote.textContent = '';
+      setStatus('empty', 'No reports in this window. Try a longer window or another city.');
+      return;
+    }
+    if (n > MAX_POINTS) {
+      drawPoints([]);
+      mapNote.textContent = `${n.toLocaleString('en')} reports: too many to draw one by one, so the barangays show the counts. Narrow the window (drag on the chart) to see the reports as points.`;
+      setStatus('ready', `${n.toLocaleString('en')} reports between ${formatManila(range[0])} and ${formatManila(range[1])}.`);
+      return;
+    }
+    const answer = await api(`/reports/archive?${params}&format=json&geoformat=geojson`);
+    if (mine !== generation) return;
+    drawPoints(answer.result.features);
+    mapNote.textContent = 'Click a point for the report.';
+    setStatus('ready', `${n.toLocaleString('en')} report${n === 1 ? '' : 's'} between ${formatManila(range[0])} and ${formatManila(range[1])}, shown as points.`);
+  } catch (err) {
+    if (mine !== generation) return;
+    if (err instanceof RateLimited) setStatus('limited', err.message);
+    else if (err instanceof ServiceDown) setStatus('error', err.message);
+    else setStatus('error', err instanceof ApiError ? err.message : 'Something went wrong while drawing this window.');
+  }
+}
+
+// For the console and the page's tests: the Leaflet map.
+window.floodExplorer = { map };
+
+const initial = readState(location.search);
+showState(initial);
+load(initial);
