@@ -19,6 +19,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/web ./web
 # Local state (generated key, temp files, the S3 part cache) lives in /data, owned by the unprivileged user.
 RUN mkdir -p /data && chown node:node /data
 USER node

@@ -20,6 +20,7 @@ import { BoundaryRepository } from '../src/boundaries/repository.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
+import { pageScenario, statsScenario } from './explorer.js';
 import { buildSyntheticArchive, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -348,6 +349,8 @@ async function main(): Promise<void> {
 
   const embedded = await startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
   await archiveScenarios(embedded, 'embedded');
+  results.push({ scenario: 'stats (embedded)', rows: await statsScenario(embedded.url, START_MS, DAYS) });
+  results.push({ scenario: 'explorer page load (embedded)', rows: await pageScenario(embedded.url, START_MS, DAYS) });
   await embedded.stop();
 
   if (args.s3) {

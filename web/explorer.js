@@ -416,7 +416,11 @@ async function load(state) {
   }
   setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
   try {
-    boundaries ??= await loadBoundaries();
+    if (!boundaries) {
+      boundaries = await loadBoundaries();
+      // The city list arrives with the boundaries: show the state's city now that it is there.
+      form.elements.admin.value = state.admin;
+    }
     const params = windowParams(range, state.admin);
     const interval = intervalFor(range);
     const [count, byArea, series] = await Promise.all([

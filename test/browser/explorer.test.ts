@@ -23,6 +23,9 @@ import {
 } from '../support/env.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
 
+// Globals of the page, used only inside callbacks that playwright runs there.
+declare const document: any, window: any, location: any;
+
 const CHROMIUM = '/usr/bin/chromium';
 const HAS_CHROMIUM = fs.existsSync(CHROMIUM);
 if (!HAS_CHROMIUM) console.warn(`skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
@@ -123,8 +126,8 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       for (const r of stats.rows) if (r.key) want.set(r.key, (want.get(r.key) ?? 0) + r.count);
       const drawn = await page.$$eval('path.area', (paths) =>
         paths
-          .filter((p) => Number((p as SVGElement).dataset.count) > 0 && Number(p.getAttribute('fill-opacity')) > 0)
-          .map((p) => [/area-(\d+)/.exec(p.getAttribute('class') ?? '')![1]!, Number((p as SVGElement).dataset.count)] as [string, number]),
+          .filter((p) => Number((p as any).dataset.count) > 0 && Number(p.getAttribute('fill-opacity')) > 0)
+          .map((p) => [/area-(\d+)/.exec(p.getAttribute('class') ?? '')![1]!, Number((p as any).dataset.count)] as [string, number]),
       );
       expect(new Map(drawn)).toEqual(want);
       expect(await page.locator('#legend .swatch').count()).toBeGreaterThan(0);
@@ -163,4 +166,221 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await close();
     }
   });
+
+  it('narrows the window when a range is dragged on the chart, and the map follows', async () => {
+    const { page, errors, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      const box = (await page.locator('#chart .u-over').boundingBox())!;
+      const y = box.y + box.height / 2;
+      await page.mouse.move(box.x + box.width * 0.25, y);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width * 0.4, y, { steps: 8 });
+      await page.mouse.move(box.x + box.width * 0.5, y, { steps: 8 });
+      await page.mouse.up();
+      await page.waitForFunction(() => !location.search.includes('start=2025-06-01T00%3A00'));
+      expect(await settled(page)).toBe('ready');
+      const state = new URL(page.url()).searchParams;
+      expect(state.get('w')).toBe('custom');
+      const start = Date.parse(`${state.get('start')}:00+08:00`);
+      const end = Date.parse(`${state.get('end')}:59+08:00`);
+      expect(start).toBeGreaterThan(JUNE + 5 * 86_400_000);
+      expect(end).toBeLessThan(JUNE + 20 * 86_400_000);
+      expect(end).toBeGreaterThan(start);
+      const inWindow = juneReports.filter((r) => Date.parse(r.created_at) >= start && Date.parse(r.created_at) <= end).length;
+      expect(inWindow).toBeGreaterThan(0);
+      expect(await page.locator('#map path.point').count()).toBe(inWindow);
+      expect(await page.textContent('#download-count')).toBe(`${inWindow} reports in this window.`);
+      await page.screenshot({ path: path.join(SHOTS, 'after-drag.png') });
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('gives download links that each return as many reports as the count shown', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}/?w=year&year=2025&admin=PH-QC`);
+      expect(await settled(page)).toBe('ready');
+      const shown = Number(/^([\d,]+) report/.exec((await page.textContent('#download-count'))!)![1]!.replace(/,/g, ''));
+      const inQc = [...juneReports, ...julyReports].filter((r) => r.place[0] < 14.7 && r.place[1] > 121).length;
+      expect(shown).toBe(inQc);
+      const links = await page.$$eval('#download-links a', (as) => as.map((a) => [a.textContent!, (a as any).href] as [string, string]));
+      expect(links.map(([name]) => name)).toEqual(['GeoJSON', 'TopoJSON', 'CSV', 'NDJSON', 'Parquet', 'Arrow']);
+      const dir = await tempDir();
+      for (const [name, href] of links) {
+        expect(new URL(href).hostname).toBe('127.0.0.1');
+        const res = await fetch(href, { headers: { 'User-Agent': 'explorer-tests/1.0' } });
+        expect(res.status, name).toBe(200);
+        const bytes = Buffer.from(await res.arrayBuffer());
+        expect(await countReports(name, bytes, dir), name).toBe(shown);
+      }
+    } finally {
+      await close();
+    }
+  });
+
+  it('keeps its state in the URL: reload, back and a shared link give the same view', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}/?w=year&year=2025&admin=PH-PG`);
+      expect(await settled(page)).toBe('ready');
+      const view = async () => ({
+        w: await page.locator('input[name=w]:checked').getAttribute('value'),
+        year: await page.inputValue('input[name=year]'),
+        admin: await page.inputValue('select[name=admin]'),
+        count: await page.textContent('#download-count'),
+      });
+      const pampanga = await view();
+      expect(pampanga).toMatchObject({ w: 'year', year: '2025', admin: 'PH-PG' });
+      await page.reload();
+      expect(await settled(page)).toBe('ready');
+      expect(await view()).toEqual(pampanga);
+
+      // Change the city with the keyboard only, then submit.
+      await page.focus('select[name=admin]');
+      await page.selectOption('select[name=admin]', 'PH-QC');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Show');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => location.search.includes('admin=PH-QC'));
+      expect(await settled(page)).toBe('ready');
+      expect((await view()).count).not.toBe(pampanga.count);
+
+      await page.goBack();
+      await page.waitForFunction(() => location.search.includes('admin=PH-PG'));
+      expect(await settled(page)).toBe('ready');
+      expect(await view()).toEqual(pampanga);
+
+      const shared = await openPage();
+      try {
+        await shared.page.goto(page.url());
+        expect(await settled(shared.page)).toBe('ready');
+        expect(await shared.page.textContent('#download-count')).toBe(pampanga.count);
+      } finally {
+        await shared.close();
+      }
+    } finally {
+      await close();
+    }
+  });
+
+  it('says so when the window is empty, when the rate limit is hit and when the server is down', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}/?w=custom&start=2024-01-01T00%3A00&end=2024-01-31T23%3A59`);
+      expect(await settled(page)).toBe('empty');
+      expect(await page.textContent('#status')).toContain('No reports in this window');
+      expect(await page.locator('#map path.point').count()).toBe(0);
+      await page.screenshot({ path: path.join(SHOTS, 'empty.png') });
+    } finally {
+      await close();
+    }
+
+    // A service with a tiny read limit: the page's own requests run past it.
+    const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '4' }));
+    const limited = await startTestService(rt);
+    const second = await openPage();
+    try {
+      await second.page.goto(`${limited.url}${JUNE_VIEW}`);
+      expect(await settled(second.page)).toBe('limited');
+      expect(await second.page.textContent('#status')).toMatch(/Too many requests from this address; try again in \d+ s/);
+      await second.page.screenshot({ path: path.join(SHOTS, 'rate-limited.png') });
+    } finally {
+      await second.close();
+    }
+
+    // The page loaded, then the server went away. (A rolling window: closed windows' answers
+    // may rightly come from the browser's cache.)
+    const rt2 = await testRuntime(await testConfig('embedded'));
+    const doomed = await startTestService(rt2);
+    const third = await openPage();
+    try {
+      await third.page.goto(`${doomed.url}/?w=24h`);
+      await settled(third.page);
+      await doomed.stop();
+      await third.page.click('button[type=submit]');
+      await third.page.waitForFunction(() => document.getElementById('status')?.dataset.state === 'error');
+      expect(await third.page.textContent('#status')).toContain('not answering');
+      await third.page.screenshot({ path: path.join(SHOTS, 'server-down.png') });
+    } finally {
+      await third.close();
+      await limited.stop();
+    }
+  });
+
+  it('is readable on a phone-width screen', async () => {
+    const { page, errors, close } = await openPage({ width: 390, height: 844 });
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      for (const label of ['Last 24 h', 'Last 7 days', 'Last 30 days', 'A year', 'Custom']) {
+        await expect(page.getByLabel(label).isVisible()).resolves.toBe(true);
+      }
+      await page.screenshot({ path: path.join(SHOTS, 'phone.png'), fullPage: true });
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('gives Python snippets that work as pasted', async () => {
+    const python = await run('python3', ['-c', 'import pandas, geopandas']).then(() => true, () => false);
+    if (!python) {
+      console.warn('snippets not run: python3 with pandas and geopandas is absent (pip install pandas geopandas)');
+      return;
+    }
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      for (const lang of ['pandas', 'geopandas']) {
+        await page.selectOption('#snippet-lang', lang);
+        const code = (await page.textContent('#snippet'))!;
+        const { stdout } = await run('python3', ['-c', code], { timeout: 60_000 });
+        expect(stdout.trim(), lang).toBe(String(juneReports.length));
+      }
+      await page.selectOption('#snippet-lang', 'curl');
+      const curl = (await page.textContent('#snippet'))!;
+      expect(curl).toMatch(/^curl -A '[^']+' -o flood-reports\.csv 'http:\/\/127\.0\.0\.1:\d+\/reports\/archive\?start=2025-06-01T00%3A00%3A00%2B0800&/);
+    } finally {
+      await close();
+    }
+  });
 });
+
+/** Reports in a downloaded answer, read the way a researcher's tool would. */
+async function countReports(format: string, bytes: Buffer, dir: string): Promise<number> {
+  const text = () => bytes.toString('utf8');
+  switch (format) {
+    case 'GeoJSON':
+      return JSON.parse(text()).result.features.length;
+    case 'TopoJSON':
+      return JSON.parse(text()).result.objects.output.geometries.length;
+    case 'CSV':
+      return text().trimEnd().split('\n').length - 1;
+    case 'NDJSON':
+      return text().trimEnd().split('\n').filter(Boolean).length;
+    case 'Arrow':
+      return tableFromIPC(bytes).numRows;
+    case 'Parquet': {
+      const file = path.join(dir, 'answer.parquet');
+      fs.writeFileSync(file, bytes);
+      const db = await DuckDBInstance.create(':memory:');
+      const conn = await db.connect();
+      try {
+        const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet('${file}')`);
+        return Number(reader.getRowObjectsJS()[0]!.n);
+      } finally {
+        conn.closeSync();
+        db.closeSync();
+      }
+    }
+    default:
+      throw new Error(`unknown format ${format}`);
+  }
+}

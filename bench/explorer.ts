@@ -1,0 +1,89 @@
+// The explorer's figures: /reports/archive/stats for a day, a month and a year (by city and by
+// barangay), the first request (cold) and the median of repeats (warm); and the page's load
+// to its first map paint in Debian's Chromium, where it is installed.
+import fs from 'node:fs';
+import http from 'node:http';
+
+type Row = Record<string, string | number>;
+
+// Globals of the page, used only inside callbacks that playwright runs there.
+declare const document: any;
+
+const CHROMIUM = '/usr/bin/chromium';
+const DAY_MS = 86_400_000;
+
+function timedGet(url: string): Promise<{ ms: number; status: number; body: string }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': 'identity' } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ ms: performance.now() - t0, status: res.statusCode ?? 0, body }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+/** Stats rows: each window and grouping asked once cold, then five times warm. */
+export async function statsScenario(baseUrl: string, startMs: number, days: number): Promise<Row[]> {
+  const endMs = startMs + days * DAY_MS - 1;
+  const mid = startMs + Math.floor(days / 2) * DAY_MS;
+  const windows: [string, number, number, string][] = [
+    ['1 day', mid, mid + DAY_MS - 1, 'hour'],
+    ['1 month', mid, mid + 30 * DAY_MS - 1, 'day'],
+    [`${days} days`, startMs, endMs, 'week'],
+  ];
+  const rows: Row[] = [];
+  for (const by of ['city', 'local_area']) {
+    for (const [label, from, to, interval] of windows) {
+      const url = `${baseUrl}/reports/archive/stats?start=${iso(from)}&end=${iso(to)}&interval=${interval}&by=${by}&tz=%2B0800`;
+      const cold = await timedGet(url);
+      if (cold.status !== 200) throw new Error(`stats answered ${cold.status}: ${cold.body.slice(0, 200)}`);
+      const warm: number[] = [];
+      for (let i = 0; i < 5; i++) warm.push((await timedGet(url)).ms);
+      const result = JSON.parse(cold.body).result;
+      rows.push({ window: label, by, interval, reports: result.total, rows: result.rows.length, 'cold ms': Math.round(cold.ms), 'warm p50 ms': Math.round(median(warm)) });
+    }
+  }
+  return rows;
+}
+
+/** Page load to the first map paint (the choropleth drawn) and to the whole view ready. */
+export async function pageScenario(baseUrl: string, startMs: number, days: number): Promise<Row[]> {
+  if (!fs.existsSync(CHROMIUM)) return [{ note: `no Chromium at ${CHROMIUM}: page figures not measured` }];
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const rows: Row[] = [];
+  try {
+    const manila = (ms: number) => new Date(ms + 8 * 3_600_000).toISOString().slice(0, 16);
+    const mid = startMs + Math.floor(days / 2) * DAY_MS;
+    const views: [string, string][] = [
+      ['1 day (points)', `/?w=custom&start=${manila(mid)}&end=${manila(mid + DAY_MS - 60_000)}`],
+      [`${days} days (choropleth)`, `/?w=custom&start=${manila(startMs)}&end=${manila(startMs + days * DAY_MS - 60_000)}`],
+    ];
+    for (const [label, path] of views) {
+      for (const run of ['first', 'again']) {
+        const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+        const page = await context.newPage();
+        await page.goto(`${baseUrl}${path}`);
+        await page.waitForFunction(() => !['loading'].includes(document.getElementById('status')?.dataset.state ?? 'loading'), undefined, { timeout: 120_000 });
+        const t = await page.evaluate(() => ({
+          paint: performance.getEntriesByName('explorer:map-painted')[0]?.startTime ?? NaN,
+          ready: performance.now(),
+          points: document.querySelectorAll('#map path.point').length,
+        }));
+        rows.push({ view: label, load: run, 'first map paint ms': Math.round(t.paint), 'ready ms': Math.round(t.ready), points: t.points });
+        await context.close();
+      }
+    }
+  } finally {
+    await browser.close();
+  }
+  return rows;
+}
