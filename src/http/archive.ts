@@ -15,7 +15,9 @@ import { SERVICE_VERSION } from '../version.js';
 import type { CursorCodec } from './cursor.js';
 import { STATS_BY, STATS_INTERVALS, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
-import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
+import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
+
+const BBOX = new RegExp(BBOX_PATTERN);
 
 export const MAX_PAGE = 10_000;
 export const ARCHIVE_FORMATS = ['json', 'csv', 'ndjson', 'parquet', 'arrow'] as const;
@@ -270,13 +272,13 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
 function readBbox(values: QueryValues, details: ErrorDetail[]): ArchiveQuery['bbox'] {
   const raw = values.bbox;
   if (raw === undefined) return undefined;
-  const parts = raw.split(',').map((p) => p.trim());
+  const parts = raw.split(',');
   const nums = parts.map(Number);
   const [minLng, minLat, maxLng, maxLat] = nums as [number, number, number, number];
-  if (parts.length !== 4 || parts.some((p) => p === '') || nums.some((n) => !Number.isFinite(n))) {
-    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat (four numbers)' });
-  } else if (Math.abs(minLng) > 180 || Math.abs(maxLng) > 180 || Math.abs(minLat) > 90 || Math.abs(maxLat) > 90) {
-    details.push({ in: 'query', field: 'bbox', message: 'longitudes must be within ±180 and latitudes within ±90' });
+  if (parts.length !== 4 || parts.some((p) => !/^-?\d+(\.\d+)?$/.test(p))) {
+    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat (four decimal numbers)' });
+  } else if (!BBOX.test(raw)) {
+    details.push({ in: 'query', field: 'bbox', message: 'longitudes must be within ±180 and latitudes within ±90, with at most 15 decimals' });
   } else if (minLng > maxLng || minLat > maxLat) {
     details.push({ in: 'query', field: 'bbox', message: 'minimums must not exceed maximums' });
   } else {

@@ -1,9 +1,10 @@
 // The OpenAPI 3.1 description of the service, built from the same schemas
 // and parameter lists that validate requests, served at /openapi.json.
-import { partnerReportSchema } from '../reports/partnerReport.js';
+import { partnerReportSchema, QUERY_DATE_TIME_PATTERN } from '../reports/partnerReport.js';
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
 import { MAX_BODY_BYTES } from './feeds.js';
+import { BBOX_PATTERN } from './query.js';
 import { ogcPaths, ogcSchemas } from './ogc/openapi.js';
 
 const errorSchema = {
@@ -281,27 +282,29 @@ const windowParams = [
     name: 'start',
     in: 'query',
     required: true,
-    description: 'Start of the window, inclusive: ISO 8601 with a UTC offset. Send `+` as `%2B`.',
-    schema: { type: 'string' },
+    description:
+      'Start of the window, inclusive: ISO 8601 with a UTC offset, from 1970-01-01T00:00:00Z (in UTC, once the offset is applied) to 9999-12-31T23:59:59Z. Send `+` as `%2B` (a space before the offset digits is read as `+`). With end not before start, the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+    schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-21T00:00:00+0800',
   },
   {
     name: 'end',
     in: 'query',
     required: true,
-    description: 'End of the window, inclusive; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
-    schema: { type: 'string' },
+    description:
+      'End of the window, inclusive, in the same form and range as start; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+    schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-21T23:59:59+0800',
   },
   { name: 'admin', in: 'query', description: 'Only reports tagged with this city code.', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] } },
   {
     name: 'bbox',
     in: 'query',
-    description: 'Only reports inside minLng,minLat,maxLng,maxLat (inclusive).',
-    schema: { type: 'string', pattern: '^-?[\\d.]+,-?[\\d.]+,-?[\\d.]+,-?[\\d.]+$' },
+    description: 'Only reports inside minLng,minLat,maxLng,maxLat (inclusive; decimal degrees, up to 15 decimals; longitudes within ±180, latitudes within ±90); minimums must not exceed maximums.',
+    schema: { type: 'string', pattern: BBOX_PATTERN },
     example: '121.0,14.6,121.1,14.7',
   },
-  { name: 'User-Agent', in: 'header', required: true, description: 'Identifies your client.', schema: { type: 'string' } },
+  { name: 'User-Agent', in: 'header', required: true, description: 'Identifies your client.', schema: { type: 'string', minLength: 1 } },
 ];
 
 const badQuery = error('A query parameter is missing, malformed, unknown or out of range; every problem is listed.', {
@@ -401,7 +404,12 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
               },
             },
             '304': { description: 'Not modified (If-None-Match).' },
-            '400': badQuery,
+            '400': error('A query parameter is unknown, repeated or not an allowed value; every problem is listed.', {
+              statusCode: 400,
+              error: 'Bad Request',
+              message: 'The query is invalid; see details for each problem.',
+              details: [{ in: 'query', field: 'geoformat', message: 'must be one of: topojson, geojson' }],
+            }),
             '429': tooMany,
             '503': unavailable,
           },
@@ -418,7 +426,12 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
             { name: 'format', in: 'query', schema: { type: 'string', enum: [...ARCHIVE_FORMATS], default: 'json' } },
             { name: 'limit', in: 'query', description: 'Page size (json, csv, ndjson).', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE } },
-            { name: 'cursor', in: 'query', description: 'Opaque and signed; take it from the Link header of the previous page. Valid only with the filters it was issued for; an altered, truncated or foreign cursor is a 400.', schema: { type: 'string' } },
+            {
+              name: 'cursor',
+              in: 'query',
+              description: 'Opaque and signed; take it from the Link header of the previous page. Valid only with the filters it was issued for; an altered, truncated or foreign cursor is a 400.',
+              schema: { type: 'string', maxLength: 512, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
+            },
           ],
           responses: {
             '200': {

@@ -3,6 +3,11 @@
 import type { Request } from 'express';
 import { BadRequestError, type ErrorDetail } from '../errors.js';
 
+const LNG = '-?(?:180(?:\\.0{1,15})?|(?:1[0-7]\\d|\\d{1,2})(?:\\.\\d{1,15})?)';
+const LAT = '-?(?:90(?:\\.0{1,15})?|[0-8]?\\d(?:\\.\\d{1,15})?)';
+/** bbox as the archive takes it, published as is: minLng,minLat,maxLng,maxLat in decimal degrees. */
+export const BBOX_PATTERN = `^${LNG},${LAT},${LNG},${LAT}$`;
+
 export type QueryValues = Record<string, string | undefined>;
 
 /** Rejects unknown and repeated parameters; returns the single string values. */

@@ -15,8 +15,25 @@ export const EARLIEST_MS = Date.UTC(1970, 0, 1);
 /** The latest instant an archive query may name: the last a four-digit year writes. */
 export const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-// ISO 8601 date-time with an explicit offset: Z, ±HH:MM or ±HHMM; fractional seconds allowed.
-const DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:?\\d{2})$';
+/**
+ * A calendar date that exists (days per month, leap years), in the years the service takes
+ * (1970–9999): the published patterns say exactly what the parser accepts, so a client that
+ * checks against the OpenAPI document never sends a date the service refuses as impossible.
+ */
+const YEAR = '(?:19[7-9]\\d|[2-9]\\d{3})';
+const LEAP_YEAR = '(?:19(?:7[26]|8[048]|9[26])|[2-9]\\d(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[3579][26])00)';
+const CALENDAR_DATE =
+  `(?:${YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))|${LEAP_YEAR}-02-29)`;
+const TIME = '(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d{1,9})?';
+const OFFSET = '(?:0\\d|1[0-4]):?[0-5]\\d';
+/** ISO 8601 date-time with an explicit offset: Z, ±HH:MM or ±HHMM; fractional seconds allowed. */
+export const DATE_TIME_PATTERN = `^${CALENDAR_DATE}T${TIME}(?:Z|[+-]${OFFSET})$`;
+/** The same in a query string, where an unencoded `+` arrives as a space (read as `+`). */
+export const QUERY_DATE_TIME_PATTERN = `^${CALENDAR_DATE}T${TIME}(?:Z|[+ -]${OFFSET})$`;
+const DATE_TIME = DATE_TIME_PATTERN;
+/** OGC API datetime: an RFC 3339 date-time (t and z in either case) or a date; an interval a/b whose open ends are `..` or empty. */
+const DATETIME_END = `${CALENDAR_DATE}(?:[Tt]${TIME}(?:[Zz]|[+-]${OFFSET}))?`;
+export const OGC_DATETIME_PATTERN = `^(?:${DATETIME_END}|(?:${DATETIME_END}|\\.\\.)?/(?:${DATETIME_END}|\\.\\.)?)$`;
 
 export const partnerReportSchema = {
   $id: 'PartnerReport',
@@ -31,7 +48,12 @@ export const partnerReportSchema = {
         { type: 'string', pattern: '^(0|[1-9]\\d{0,15})$' },
       ],
     },
-    created_at: { type: 'string', pattern: DATE_TIME, maxLength: 40, description: 'ISO 8601 with an offset' },
+    created_at: {
+      type: 'string',
+      pattern: DATE_TIME,
+      maxLength: 40,
+      description: 'ISO 8601 with an offset (Z, ±HH:MM or ±HHMM), from 1970-01-01T00:00:00Z once the offset is applied, and not more than an hour in the future',
+    },
     title: { type: 'string', maxLength: 500 },
     text: { type: 'string', maxLength: 10_000 },
     image_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 },
@@ -62,7 +84,7 @@ export interface PartnerReport {
   location: { lat: number; lng: number };
 }
 
-const ajv = new Ajv({ allErrors: true, strict: true });
+const ajv = new Ajv({ allErrors: true, strict: true, verbose: true });
 addFormats.default(ajv);
 const validateSchema = ajv.compile(partnerReportSchema);
 
@@ -157,7 +179,7 @@ function schemaDetails(errors: ErrorObject[]): ErrorDetail[] {
       case 'format':
         message =
           field === 'created_at'
-            ? 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T13:05:00+08:00'
+            ? createdAtMessage(e.data)
             : field === 'image_url'
               ? 'must be an http(s) URL'
               : field === 'post_id'
@@ -181,6 +203,13 @@ function schemaDetails(errors: ErrorObject[]): ErrorDetail[] {
     if (!out.has(field)) out.set(field, { in: 'body', field: field || '(body)', message });
   }
   return [...out.values()];
+}
+
+/** Why a created_at is refused by the pattern: a date before 1970 is said so, the rest is a format problem. */
+function createdAtMessage(value: unknown): string {
+  const ms = typeof value === 'string' ? parseOffsetDateTime(value) : undefined;
+  if (ms !== undefined && ms < EARLIEST_MS) return 'must not be before 1970-01-01T00:00:00Z';
+  return 'must be an ISO 8601 date-time with an offset, e.g. 2026-11-21T13:05:00+08:00';
 }
 
 function describeType(e: ErrorObject): string {

@@ -119,3 +119,23 @@ describe('years below 100', () => {
     expect(parsePartnerReport({ ...valid, created_at: '1970-01-01T00:00:00Z' }, NOW).created_at).toBe('1970-01-01T00:00:00.000Z');
   });
 });
+
+describe('the published created_at pattern says what the parser takes', () => {
+  it('matches exactly the real dates from year 1970 that parseOffsetDateTime reads', async () => {
+    const { default: fc } = await import('fast-check');
+    const { DATE_TIME_PATTERN } = await import('../../src/reports/partnerReport.js');
+    const pattern = new RegExp(DATE_TIME_PATTERN);
+    const d = (n: number, max: number) => fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, '0'));
+    const shaped = fc
+      .tuple(fc.oneof(d(4, 9999), fc.integer({ min: 1960, max: 2500 }).map(String)), d(2, 13), d(2, 32), d(2, 25), d(2, 61), d(2, 61), fc.constantFrom('', '.5', '.123456789'), fc.constantFrom('Z', '+08:00', '-0530', '+14:59', '+15:00', '-00:60'))
+      .map(([y, mo, da, h, mi, s, f, o]) => `${y}-${mo}-${da}T${h}:${mi}:${s}${f}${o}`);
+    fc.assert(
+      fc.property(shaped, (value) => {
+        const ms = parseOffsetDateTime(value);
+        const taken = ms !== undefined && Number(value.slice(0, 4)) >= 1970;
+        expect(pattern.test(value), value).toBe(taken);
+      }),
+      { numRuns: 5000 },
+    );
+  });
+});

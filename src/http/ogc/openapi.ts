@@ -1,6 +1,7 @@
 // The OGC routes in the OpenAPI document: written once (OpenAPI 3.1 style, as the
 // service's document), and converted to OpenAPI 3.0 for /ogc/api, the definition
 // the OGC "oas30" conformance class asks for (GDAL and QGIS read it).
+import { OGC_DATETIME_PATTERN } from '../../reports/partnerReport.js';
 import { CONFORMS_TO } from './conformance.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
 
@@ -101,17 +102,25 @@ const itemsParams = (paging: object) => [
   {
     name: 'bbox',
     in: 'query',
-    description: 'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84; six numbers with heights are taken too.',
+    description:
+      'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84 (six numbers with heights are taken too); latitudes within ±90, minimums not above maximums.',
     style: 'form',
     explode: false,
-    schema: { type: 'array', minItems: 4, maxItems: 6, items: { type: 'number' } },
+    schema: {
+      type: 'array',
+      oneOf: [
+        { minItems: 4, maxItems: 4 },
+        { minItems: 6, maxItems: 6 },
+      ],
+      items: { type: 'number', minimum: -180, maximum: 180 },
+    },
   },
   {
     name: 'datetime',
     in: 'query',
     description:
-      'An RFC 3339 date-time, a date, or an interval a/b (`..` or nothing for an open end), each end from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. Reports: an interval spans at most ARCHIVE_MAX_WINDOW (366 days by default); an open end is an hour from now, an open start ARCHIVE_MAX_WINDOW before the end; without datetime, the newest ARCHIVE_MAX_WINDOW. Cities and barangays have no time: every one matches.',
-    schema: { type: 'string', maxLength: 80 },
+      'An RFC 3339 date-time, a date, or an interval a/b (`..` or nothing for an open end) that does not end before it starts, each end from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. Reports: an interval spans at most ARCHIVE_MAX_WINDOW (366 days by default); an open end is an hour from now, an open start ARCHIVE_MAX_WINDOW before the end; without datetime, the newest ARCHIVE_MAX_WINDOW. Cities and barangays have no time: every one matches.',
+    schema: { type: 'string', pattern: OGC_DATETIME_PATTERN },
   },
   { name: 'limit', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
   paging,

@@ -1,0 +1,196 @@
+// The served OpenAPI document against the service, the way an OpenAPI fuzzer
+// (schemathesis --checks all) reads it: values generated from each parameter's
+// schema that the document calls invalid get a 400 naming the parameter; values it
+// calls valid are answered, refused only by a rule the parameter's description
+// states in words (a window's length, end before start, …); and every answer is
+// declared and fits its documented schema. Deliberate differences are in the README
+// (403 for an unknown key, the generated cases below say which rules are words only).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { API_KEY, getJson, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { OpenApiChecker } from '../support/openapi.js';
+
+let svc: TestService;
+let doc: any;
+let checker: OpenApiChecker;
+let postId = 1_000_000;
+
+beforeAll(async () => {
+  svc = await startTestService(
+    await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_FEED_PER_MINUTE: '1000000', RATE_LIMIT_READ_PER_MINUTE: '1000000' })),
+    { worker: false, reconcile: false },
+  );
+  doc = (await getJson(`${svc.url}/openapi.json`)).body;
+  checker = new OpenApiChecker(doc);
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+/** Operations and a base query every case varies one parameter of. */
+const OPERATIONS: { path: string; base: Record<string, string> }[] = [
+  { path: '/reports/archive', base: { start: '2026-11-21T00:00:00+0800', end: '2026-11-21T23:59:59+0800', geoformat: 'geojson' } },
+  { path: '/reports/archive/count', base: { start: '2026-11-21T00:00:00+0800', end: '2026-11-21T23:59:59+0800' } },
+  { path: '/cities', base: {} },
+  { path: '/ogc/collections/reports/items', base: {} },
+  { path: '/ogc/collections/local-areas/items', base: {} },
+];
+
+/**
+ * Rules a pattern or a range cannot say, by parameter: the message the service gives, and the
+ * words of the parameter's description that state the rule (checked to be there).
+ */
+const WORDED_RULES: Record<string, { message: RegExp; documented: string }[]> = {
+  start: [
+    { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'once the offset is applied' },
+    { message: /must not be before start/, documented: 'end not before start' },
+    { message: /may span at most/, documented: 'ARCHIVE_MAX_WINDOW' },
+  ],
+  end: [
+    { message: /must not be before start/, documented: 'not before start' },
+    { message: /may span at most/, documented: 'ARCHIVE_MAX_WINDOW' },
+    { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'same form and range as start' },
+  ],
+  bbox: [
+    { message: /minimums must not exceed maximums|minimum latitude must not exceed|antimeridian/, documented: 'minimums' },
+    { message: /latitudes (must be )?within ±90/, documented: 'latitudes within ±90' },
+  ],
+  datetime: [
+    { message: /spans at most/, documented: 'ARCHIVE_MAX_WINDOW' },
+    { message: /must not end before it starts/, documented: 'does not end before it starts' },
+    { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'each end from 1970-01-01T00:00:00Z' },
+  ],
+  cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
+};
+
+async function get(path: string, query: Record<string, string>): Promise<{ status: number; body: any }> {
+  const qs = new URLSearchParams(query).toString().replace(/\+/g, '%20');
+  const res = await fetch(`${svc.url}${path}${qs ? `?${qs}` : ''}`, { headers: { 'User-Agent': 'conformance/1.0' } });
+  const text = await res.text();
+  const body = text && /json/.test(res.headers.get('content-type') ?? '') ? JSON.parse(text) : text;
+  checker.check('GET', path, res.status, res.headers.get('content-type'), body);
+  return { status: res.status, body };
+}
+
+/** Query-string values the schema accepts. */
+function valid(schema: any): fc.Arbitrary<string> {
+  if (schema.enum) return fc.constantFrom(...schema.enum.map(String));
+  if (schema.type === 'integer') return fc.integer({ min: schema.minimum ?? -1e9, max: schema.maximum ?? 1e9 }).map(String);
+  if (schema.type === 'array' && schema.oneOf) return fc.oneof(...(schema.oneOf as any[]).map((s) => valid({ ...schema, oneOf: undefined, ...s }))) as fc.Arbitrary<string>;
+  if (schema.type === 'array') {
+    return fc.array(fc.double({ min: schema.items.minimum ?? -1e6, max: schema.items.maximum ?? 1e6, noNaN: true, noDefaultInfinity: true }), { minLength: schema.minItems, maxLength: schema.maxItems }).map((a) => a.join(','));
+  }
+  if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length <= (schema.maxLength ?? Infinity) && s.length >= (schema.minLength ?? 0));
+  return fc.string({ minLength: schema.minLength ?? 0, maxLength: schema.maxLength ?? 40 });
+}
+
+/** Query-string values the schema refuses. */
+function invalid(schema: any): fc.Arbitrary<string> | undefined {
+  if (schema.enum) return fc.string({ maxLength: 12 }).filter((s) => !schema.enum.map(String).includes(s));
+  if (schema.type === 'integer') {
+    const outside: fc.Arbitrary<string>[] = [fc.constantFrom<string>('', 'ten', '1.5', '-', '1e3')];
+    if (schema.minimum !== undefined) outside.push(fc.integer({ min: -1e9, max: schema.minimum - 1 }).map(String));
+    if (schema.maximum !== undefined) outside.push(fc.integer({ min: schema.maximum + 1, max: 1e12 }).map(String));
+    return fc.oneof(...outside);
+  }
+  if (schema.type === 'array') {
+    const lengths: number[] = schema.oneOf ? schema.oneOf.map((s: any) => s.minItems) : [schema.minItems];
+    const min = Math.min(...lengths);
+    const max = schema.oneOf ? Math.max(...schema.oneOf.map((s: any) => s.maxItems)) : schema.maxItems;
+    const gaps = Array.from({ length: max - min + 1 }, (_, i) => min + i).filter((n) => !lengths.includes(n) && n > (schema.oneOf ? 0 : schema.maxItems));
+    return fc.oneof(
+      ...gaps.map((n) => fc.array(fc.double({ min: -180, max: 180, noNaN: true }), { minLength: n, maxLength: n }).map((a) => a.join(','))),
+      fc.array(fc.double({ min: -180, max: 180, noNaN: true }), { minLength: 1, maxLength: min - 1 }).map((a) => a.join(',')),
+      fc.array(fc.double({ min: -180, max: 180, noNaN: true }), { minLength: max + 1, maxLength: 9 }).map((a) => a.join(',')),
+      fc.constantFrom('a,b,c,d', '1,2,,4', '', '200,0,201,1', '-181,0,0,1'),
+    );
+  }
+  if (schema.pattern) {
+    const re = new RegExp(schema.pattern);
+    return fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('', ' ', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-11-21T24:00:00Z', '2026-11-21T00:00:00+99:99', '0099-06-15T00:00:00Z', '1,2,3,4,5')).filter((s) => !re.test(s));
+  }
+  return undefined;
+}
+
+describe.each(OPERATIONS)('GET $path against its parameters in the document', ({ path, base }) => {
+  const params = () => (doc.paths[path].get.parameters as any[]).filter((p) => p.in === 'query');
+
+  it('values the document calls invalid get a 400 naming the parameter', async () => {
+    for (const param of params()) {
+      const arb = invalid(param.schema);
+      if (!arb) continue;
+      await fc.assert(
+        fc.asyncProperty(arb, async (value) => {
+          const { status, body } = await get(path, { ...base, [param.name]: value });
+          expect(status, `${param.name}=${JSON.stringify(value)}`).toBe(400);
+          expect(body.details.map((d: any) => d.field), `${param.name}=${JSON.stringify(value)}`).toContain(param.name);
+        }),
+        { numRuns: 25 },
+      );
+    }
+  });
+
+  it('values the document calls valid are answered, or refused only by a rule its description states', async () => {
+    for (const param of params()) {
+      const rules = WORDED_RULES[param.name] ?? [];
+      for (const rule of rules) expect(param.description, `${path} ${param.name}`).toContain(rule.documented);
+      await fc.assert(
+        fc.asyncProperty(valid(param.schema), async (value) => {
+          const { status, body } = await get(path, { ...base, [param.name]: value });
+          const where = `${param.name}=${JSON.stringify(value)}`;
+          if (status === 200) return;
+          expect(status, where).toBe(400);
+          for (const d of body.details) {
+            expect(rules.some((r) => r.message.test(d.message)), `${where}: ${d.field} ${d.message}`).toBe(true);
+          }
+        }),
+        { numRuns: 25 },
+      );
+    }
+  });
+});
+
+describe('the archive window and the feed body', () => {
+  const pattern = () => new RegExp(doc.paths['/reports/archive'].get.parameters.find((p: any) => p.name === 'start').schema.pattern);
+
+  it('any instant the pattern allows is a window of its own (start = end), answered 200 unless before 1970 in UTC', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.stringMatching(pattern()), async (t) => {
+        const { status, body } = await get('/reports/archive/count', { start: t, end: t });
+        if (status === 400) expect(body.details.every((d: any) => /from 1970-01-01T00:00:00Z/.test(d.message)), `${t}: ${JSON.stringify(body.details)}`).toBe(true);
+        else expect(status, t).toBe(200);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('created_at: what the document allows is taken (or refused as in the future or before 1970, as it says), what it refuses is a 400', async () => {
+    const schema = doc.components.schemas.PartnerReport.properties.created_at;
+    const post = async (createdAt: string) => {
+      const res = await fetch(`${svc.url}/feeds/partner`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY },
+        body: JSON.stringify(report(postId++, { created_at: createdAt })),
+      });
+      const body = (await res.json()) as any;
+      checker.check('POST', '/feeds/partner', res.status, res.headers.get('content-type'), body);
+      return { status: res.status, body };
+    };
+    await fc.assert(
+      fc.asyncProperty(valid(schema), async (t) => {
+        const { status, body } = await post(t);
+        if (status === 400) expect(body.details.map((d: any) => d.message)[0], t).toMatch(/future|before 1970/);
+        else expect(status, t).toBe(201);
+      }),
+      { numRuns: 60 },
+    );
+    await fc.assert(
+      fc.asyncProperty(invalid(schema)!, async (t) => {
+        const { status, body } = await post(t);
+        expect(status, t).toBe(400);
+        expect(body.details.map((d: any) => d.field)).toEqual(['created_at']);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
