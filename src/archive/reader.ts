@@ -527,7 +527,8 @@ export class ArchiveReader {
 }
 
 /** Output formats built from serialized items: how they open, separate and close. */
-export type TextFormat = 'geojson' | 'topojson' | 'ndjson' | 'csv' | 'featurecollection';
+/** geojson and topojson: in the SPEC's envelope; featurecollection and topology: the same without it. */
+export type TextFormat = 'geojson' | 'topojson' | 'ndjson' | 'csv' | 'featurecollection' | 'topology';
 
 const SHAPE_OF: Record<TextFormat, FeatureShape> = {
   geojson: 'geojson',
@@ -535,6 +536,7 @@ const SHAPE_OF: Record<TextFormat, FeatureShape> = {
   ndjson: 'geojson',
   csv: 'csv',
   featurecollection: 'geojson',
+  topology: 'topojson',
 };
 
 export function shapeOf(format: TextFormat): FeatureShape {
@@ -552,6 +554,7 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, forma
   if (format === 'geojson') yield '{"statusCode":200,"result":{"type":"FeatureCollection","features":[';
   else if (format === 'featurecollection') yield '{"type":"FeatureCollection","features":[';
   else if (format === 'topojson') yield '{"statusCode":200,"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
+  else if (format === 'topology') yield '{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
   else if (format === 'csv') yield `${CSV_HEADER}\n`;
   let first = true;
   let bbox: [number, number, number, number] | undefined;
@@ -576,4 +579,5 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, forma
   else if (format === 'featurecollection') yield ']}';
   // topojson-server puts the bbox of the points on the topology, and none when there are no points.
   else if (format === 'topojson') yield `]}},"arcs":[]${bbox ? `,"bbox":${JSON.stringify(bbox)}` : ''}}}`;
+  else if (format === 'topology') yield `]}},"arcs":[]${bbox ? `,"bbox":${JSON.stringify(bbox)}` : ''}}`;
 }

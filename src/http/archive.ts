@@ -20,11 +20,15 @@ import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './
 const BBOX = new RegExp(BBOX_PATTERN);
 
 export const MAX_PAGE = 10_000;
-export const ARCHIVE_FORMATS = ['json', 'csv', 'ndjson', 'parquet', 'arrow'] as const;
+/** json is the SPEC's envelope (GeoJSON or TopoJSON by geoformat); geojson and topojson are the same without it. */
+export const ARCHIVE_FORMATS = ['json', 'geojson', 'topojson', 'csv', 'ndjson', 'parquet', 'arrow'] as const;
 export type ArchiveFormat = (typeof ARCHIVE_FORMATS)[number];
 
 const CONTENT_TYPES: Record<ArchiveFormat, string> = {
   json: 'application/json; charset=utf-8',
+  geojson: 'application/geo+json; charset=utf-8',
+  // TopoJSON has no registered media type of its own.
+  topojson: 'application/json; charset=utf-8',
   csv: 'text/csv; charset=utf-8; header=present',
   ndjson: 'application/x-ndjson; charset=utf-8',
   parquet: 'application/vnd.apache.parquet',
@@ -115,14 +119,15 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
       }
     }
     res.status(200).type(CONTENT_TYPES[format]);
-    res.set('Content-Disposition', `${format === 'json' ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
+    const inline = format === 'json' || format === 'geojson' || format === 'topojson';
+    res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
 
     if (format === 'parquet') return sendParquet(res, deps, query, days, windowTag(request, days));
     if (format === 'arrow') {
       await send(arrowStream(deps.archive.columns(query, days)), encoding, res);
       return;
     }
-    const text: TextFormat = format === 'json' ? request.geoformat : format;
+    const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
       await send(Readable.from(renderArchive(deps.archive.batches(query, shape, days, separatorOf(text)), text)), encoding, res);
@@ -225,13 +230,16 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
   const query = await parseFilters(req, values, details, deps);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
+  if (values.geoformat !== undefined && (format === 'geojson' || format === 'topojson')) {
+    details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} is already ${format === 'geojson' ? 'GeoJSON' : 'TopoJSON'}` });
+  }
   const fingerprint = createHash('sha256')
     .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null]))
     .digest('base64url')
     .slice(0, 16);
   if (values.limit !== undefined || values.cursor !== undefined) {
     if (format === 'parquet' || format === 'arrow') {
-      details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'pages are for json, csv and ndjson; parquet and arrow return the whole window' });
+      details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'pages are for json, geojson, topojson, csv and ndjson; parquet and arrow return the whole window' });
     }
     const limit = values.limit === undefined ? 1000 : Number(values.limit);
     if (!/^\d+$/.test(values.limit ?? '1000') || limit < 1 || limit > MAX_PAGE) {

@@ -149,6 +149,21 @@ const schemas = {
       ['arcs'],
     ),
   ),
+  // The same without the envelope: format=geojson and format=topojson.
+  ArchivePlainGeoJson: featureCollection(
+      { type: 'object', additionalProperties: false, required: ['type', 'coordinates'], properties: { type: { const: 'Point' }, coordinates: position } },
+      { $ref: '#/components/schemas/ReportProperties' },
+    ),
+  ArchivePlainTopoJson: topology(
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'coordinates', 'properties'],
+        properties: { type: { const: 'Point' }, coordinates: position, properties: { $ref: '#/components/schemas/ReportProperties' } },
+      },
+      { arcs: { type: 'array', maxItems: 0 } },
+      ['arcs'],
+    ),
   Count: envelope({ type: 'object', additionalProperties: false, required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } }),
   CitiesGeoJson: envelope(
     featureCollection(
@@ -423,8 +438,19 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             'Streams the window whatever its length. JSON (GeoJSON or TopoJSON in the {statusCode, result} envelope) by default; csv, ndjson, parquet and arrow for bulk pulls. Closed windows carry a strong ETag. With `limit` the answer is a page and the next one is in the `Link` header.',
           parameters: [
             ...windowParams,
-            { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
-            { name: 'format', in: 'query', schema: { type: 'string', enum: [...ARCHIVE_FORMATS], default: 'json' } },
+            {
+              name: 'geoformat',
+              in: 'query',
+              description: 'GeoJSON or TopoJSON inside the envelope of format=json; geoformat applies to format=json only.',
+              schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' },
+            },
+            {
+              name: 'format',
+              in: 'query',
+              description:
+                'json: the SPEC envelope {statusCode, result} with GeoJSON or TopoJSON (geoformat); geojson (application/geo+json) and topojson: the same collection without the envelope (geoformat applies to format=json only); csv, ndjson, parquet (GeoParquet 1.1), arrow for bulk pulls.',
+              schema: { type: 'string', enum: [...ARCHIVE_FORMATS], default: 'json' },
+            },
             { name: 'limit', in: 'query', description: 'Page size (json, csv, ndjson).', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE } },
             {
               name: 'cursor',
@@ -442,9 +468,16 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
               },
               content: {
                 'application/json': {
-                  schema: { oneOf: [{ $ref: '#/components/schemas/ArchiveTopoJson' }, { $ref: '#/components/schemas/ArchiveGeoJson' }] },
+                  schema: {
+                    oneOf: [
+                      { $ref: '#/components/schemas/ArchiveTopoJson' },
+                      { $ref: '#/components/schemas/ArchiveGeoJson' },
+                      { $ref: '#/components/schemas/ArchivePlainTopoJson' },
+                    ],
+                  },
                   example: { statusCode: 200, result: { type: 'FeatureCollection', features: [exampleFeature] } },
                 },
+                'application/geo+json': { schema: { $ref: '#/components/schemas/ArchivePlainGeoJson' }, example: { type: 'FeatureCollection', features: [exampleFeature] } },
                 'text/csv': { schema: { type: 'string' } },
                 'application/x-ndjson': { schema: { type: 'string' } },
                 'application/vnd.apache.parquet': { schema: { type: 'string', contentMediaType: 'application/vnd.apache.parquet' } },

@@ -37,7 +37,7 @@ const OPERATIONS: { path: string; base: Record<string, string> }[] = [
 ];
 
 /**
- * Rules a pattern or a range cannot say, by parameter: the message the service gives, and the
+ * Rules a pattern or a range cannot say, by parameter (or by operation and parameter): the message the service gives, and the
  * words of the parameter's description that state the rule (checked to be there).
  */
 const WORDED_RULES: Record<string, { message: RegExp; documented: string }[]> = {
@@ -60,6 +60,8 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string }[]> = 
     { message: /must not end before it starts/, documented: 'does not end before it starts' },
     { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'each end from 1970-01-01T00:00:00Z' },
   ],
+  '/reports/archive format': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
+  '/reports/archive geoformat': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
 };
 
@@ -132,7 +134,7 @@ describe.each(OPERATIONS)('GET $path against its parameters in the document', ({
 
   it('values the document calls valid are answered, or refused only by a rule its description states', async () => {
     for (const param of params()) {
-      const rules = WORDED_RULES[param.name] ?? [];
+      const rules = WORDED_RULES[`${path} ${param.name}`] ?? WORDED_RULES[param.name] ?? [];
       for (const rule of rules) expect(param.description, `${path} ${param.name}`).toContain(rule.documented);
       await fc.assert(
         fc.asyncProperty(valid(param.schema), async (value) => {
