@@ -456,7 +456,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
               name: 'cursor',
               in: 'query',
               description: 'Opaque and signed; take it from the Link header of the previous page. Valid only with the filters it was issued for; an altered, truncated or foreign cursor is a 400.',
-              schema: { type: 'string', maxLength: 512, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
+              schema: { type: 'string', maxLength: 512, pattern: '^[A-Za-z0-9_-]{23,512}$' },
             },
           ],
           responses: {

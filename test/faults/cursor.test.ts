@@ -53,10 +53,15 @@ describe('pagination cursors (embedded, CURSOR_SECRET set)', () => {
     await svc?.stop();
   });
 
-  it('an issued cursor leads to the next page', async () => {
-    const res = await page(svc.url, await nextCursor(svc.url));
+  it('an issued cursor leads to the next page, and fits the served definition', async () => {
+    const cursor = await nextCursor(svc.url);
+    const res = await page(svc.url, cursor);
     expect(res.status).toBe(200);
     expect(res.body.result.features).toHaveLength(2);
+    const document = (await getJson(`${svc.url}/openapi.json`)).body;
+    const param = document.paths['/reports/archive'].get.parameters.find((p: any) => p.name === 'cursor');
+    expect(cursor).toMatch(new RegExp(param.schema.pattern));
+    expect(cursor.length).toBeLessThanOrEqual(param.schema.maxLength);
   });
 
   it('a forged cursor whose time is 1e300 is a 400, not a 500', async () => {
