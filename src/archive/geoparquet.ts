@@ -18,8 +18,10 @@ const MACROS = [
      (CASE WHEN x < 0 THEN 9223372036854775808::UBIGINT ELSE 0::UBIGINT END)
      | ((fa_exp(x) + 1023)::UBIGINT << 52)
      | ((abs(x) / pow(2, fa_exp(x)) - 1) * 4503599627370496)::UBIGINT END`,
-  `CREATE OR REPLACE TEMP MACRO fa_hex_le(x) AS list_reduce(
-     list_transform(range(8), i -> substr(lpad(to_hex(fa_bits(x)), 16, '0'), 15 - 2 * i::INTEGER, 2)), (a, b) -> a || b)`,
+  // Little-endian: the bytes swapped with shifts and masks (cheap, vectorised), then one hex string.
+  `CREATE OR REPLACE TEMP MACRO fa_bswap(b) AS ((b & 255) << 56) | (((b >> 8) & 255) << 48) | (((b >> 16) & 255) << 40)
+     | (((b >> 24) & 255) << 32) | (((b >> 32) & 255) << 24) | (((b >> 40) & 255) << 16) | (((b >> 48) & 255) << 8) | (b >> 56)`,
+  `CREATE OR REPLACE TEMP MACRO fa_hex_le(x) AS lpad(to_hex(fa_bswap(fa_bits(x))), 16, '0')`,
   `CREATE OR REPLACE TEMP MACRO fa_wkb_point(x, y) AS unhex('0101000000' || fa_hex_le(x) || fa_hex_le(y))`,
 ];
 

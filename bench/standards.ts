@@ -1,0 +1,151 @@
+// npm run bench:standards [-- --reports 2500000 --days 365 --quick --baseline-cli <dist/src/cli.js of another build>]
+// The standards' figures on the benchmark's synthetic archive (ending today, so the OGC
+// collection's default window, the newest 366 days, holds all of it): the whole year of
+// OGC API – Features items pulled through GDAL's OAPIF driver (ogr2ogr, time and
+// features a second), and the year's GeoParquet answer (time and size; with
+// --baseline-cli, the same answer from another build, e.g. the release before GeoParquet).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fsp from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { APPROXIMATE_OUTLINES } from '../src/boundaries/approximateOutlines.js';
+import { BoundaryRepository } from '../src/boundaries/repository.js';
+import type { BoundarySet } from '../src/boundaries/types.js';
+import { FileObjectStore } from '../src/store/fileStore.js';
+import { buildSyntheticArchive } from './synthetic.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const CLI = path.join(root, 'dist', 'src', 'cli.js');
+const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
+const DAY_MS = 86_400_000;
+
+const { values: args } = parseArgs({
+  options: {
+    reports: { type: 'string', default: '2500000' },
+    days: { type: 'string', default: '365' },
+    quick: { type: 'boolean', default: false },
+    'baseline-cli': { type: 'string' },
+  },
+});
+const REPORTS = args.quick ? 50_000 : Number(args.reports);
+const DAYS = args.quick ? 30 : Number(args.days);
+const END_MS = Math.floor(Date.now() / DAY_MS) * DAY_MS - 1;
+const START_MS = END_MS + 1 - DAYS * DAY_MS;
+
+const log = (line: string) => process.stderr.write(`[bench:standards] ${line}\n`);
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z').replace('.999Z', 'Z');
+
+function run(cmd: string, argv: string[], env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, argv, { env: { ...process.env, ...env }, maxBuffer: 1 << 26 }, (err, stdout, stderr) => (err ? reject(new Error(`${cmd}: ${String(err)} ${stderr}`)) : resolve(stdout)));
+  });
+}
+
+async function startServer(cli: string, env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+  const child: ChildProcess = spawn(process.execPath, [cli, 'serve'], {
+    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: 'bench-key-0123456789abcdef', MALLOC_ARENA_MAX: '2', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+function timedGet(url: string): Promise<{ ms: number; bytes: number; status: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': 'identity' } }, (res) => {
+        let bytes = 0;
+        res.on('data', (c: Buffer) => (bytes += c.byteLength));
+        res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0 }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+async function loadBoundaries(): Promise<BoundarySet> {
+  try {
+    const read = async (f: string) => JSON.parse(await fsp.readFile(path.join(SHARED_PH, f), 'utf8'));
+    return { label: 'PSA/NAMRIA 2023 (benchmark)', cities: await read('cities.geojson'), localAreas: await read('local-areas.geojson') };
+  } catch {
+    log(`PSA/NAMRIA boundaries not found at ${SHARED_PH}: approximate outlines instead`);
+    return APPROXIMATE_OUTLINES;
+  }
+}
+
+/** The window's Parquet answer, three times with the answer cache off: each is written. */
+async function parquetRows(url: string, label: string): Promise<Record<string, string | number>> {
+  const q = `${url}/reports/archive?start=${iso(START_MS)}&end=${iso(END_MS)}&format=parquet`;
+  const times: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < 3; i++) {
+    const r = await timedGet(q);
+    if (r.status !== 200) throw new Error(`parquet answered ${r.status}`);
+    times.push(r.ms);
+    bytes = r.bytes;
+  }
+  times.sort((a, b) => a - b);
+  return { answer: label, 'MB': Math.round(bytes / 1e5) / 10, 'bytes/report': Math.round((bytes / REPORTS) * 10) / 10, 'p50 s': Math.round(times[1]! / 100) / 10, 'min s': Math.round(times[0]! / 100) / 10 };
+}
+
+async function main(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-standards-'));
+  const dataDir = path.join(dir, 'data');
+  const storeDir = path.join(dataDir, 'store');
+  await fsp.mkdir(storeDir, { recursive: true });
+  const boundaries = await loadBoundaries();
+  const { version } = await new BoundaryRepository(new FileObjectStore(storeDir), 0).publish(boundaries);
+  log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days ending ${iso(END_MS)} …`);
+  await buildSyntheticArchive({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries, boundaryVersion: version });
+  log('compacting …');
+  await run(process.execPath, [CLI, 'compact', '--from', iso(START_MS).slice(0, 10), '--to', iso(END_MS).slice(0, 10), '--json'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
+
+  const env = { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000', PARQUET_CACHE_MAX_BYTES: '0' };
+  const server = await startServer(CLI, env);
+  const rows: Record<string, string | number>[] = [];
+  try {
+    log('ogr2ogr of the whole collection through the OAPIF driver …');
+    const out = path.join(dir, 'reports.geojsonl');
+    const t0 = performance.now();
+    await run('ogr2ogr', ['-f', 'GeoJSONSeq', out, `OAPIF:${server.url}/ogc`, 'reports', '-oo', 'PAGE_SIZE=10000'], { GDAL_HTTP_TIMEOUT: '300' });
+    const seconds = (performance.now() - t0) / 1000;
+    const features = (await fsp.readFile(out, 'utf8')).split('\n').filter((l) => l.trim()).length;
+    rows.push({ scenario: `OGC items of ${DAYS} days via GDAL ogr2ogr (PAGE_SIZE=10000)`, features, 's': Math.round(seconds * 10) / 10, 'features/s': Math.round(features / seconds) });
+    rows.push({ scenario: 'GeoParquet answer', ...(await parquetRows(server.url, 'GeoParquet (this build)')) });
+  } finally {
+    await server.stop();
+  }
+  if (args['baseline-cli']) {
+    const baseline = await startServer(path.resolve(args['baseline-cli']), { ...env, DATA_DIR: path.join(dir, 'baseline-data'), STORAGE_URL: `file://${storeDir}` });
+    try {
+      rows.push({ scenario: 'Parquet answer', ...(await parquetRows(baseline.url, `baseline build (${args['baseline-cli']})`)) });
+    } finally {
+      await baseline.stop();
+    }
+  }
+  console.log(JSON.stringify({ reports: REPORTS, days: DAYS, rows }, null, 2));
+  await fsp.rm(dir, { recursive: true, force: true });
+}
+
+await main();
