@@ -14,6 +14,8 @@ export interface ReportsCursor {
   createdMs: number;
   pkey: string;
   receivedBeforeMs: number;
+  /** after: the page holds the reports older than this one; before: the ones just newer. */
+  direction: 'after' | 'before';
 }
 
 export interface ReportsPage {
@@ -21,6 +23,8 @@ export interface ReportsPage {
   features: string[];
   /** Where the next page starts, when there is one. */
   next: ReportsCursor | undefined;
+  /** Where the previous page ends (the reports just newer than this page), when there is one. */
+  prev: ReportsCursor | undefined;
   numberMatched: number;
 }
 
@@ -46,7 +50,7 @@ export function fingerprintOf(datetime: string | undefined, bbox: string | undef
 }
 
 export function encodeCursor(c: ReportsCursor, fingerprint: string): string {
-  return Buffer.from(JSON.stringify([c.startMs, c.endMs, c.createdMs, c.pkey, c.receivedBeforeMs, fingerprint])).toString('base64url');
+  return Buffer.from(JSON.stringify([c.startMs, c.endMs, c.createdMs, c.pkey, c.receivedBeforeMs, fingerprint, c.direction === 'before' ? 'b' : 'a'])).toString('base64url');
 }
 
 /** Every field range-checked: a forged or truncated cursor is a 400, never a query. */
@@ -63,17 +67,26 @@ export function decodeCursor(raw: string, fingerprint: string, details: ErrorDet
     return bad('is not a cursor this service issued (follow the next link)');
   }
   const inRange = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= EARLIEST_MS && (n as number) <= LATEST_MS;
-  if (!Array.isArray(v) || v.length !== 6 || !inRange(v[0]) || !inRange(v[1]) || !inRange(v[2]) || typeof v[3] !== 'string' || !PKEY.test(v[3]) || !inRange(v[4]) || typeof v[5] !== 'string') {
+  if (!Array.isArray(v) || v.length !== 7 || (v[6] !== 'a' && v[6] !== 'b') || !inRange(v[0]) || !inRange(v[1]) || !inRange(v[2]) || typeof v[3] !== 'string' || !PKEY.test(v[3]) || !inRange(v[4]) || typeof v[5] !== 'string') {
     return bad('is not a cursor this service issued (follow the next link)');
   }
   if (v[5] !== fingerprint) return bad('belongs to another query: keep datetime and bbox as they were');
   if (v[1] < v[0]) return bad('is not a cursor this service issued (follow the next link)');
-  return { startMs: v[0], endMs: v[1], createdMs: v[2], pkey: v[3], receivedBeforeMs: v[4] };
+  return { startMs: v[0], endMs: v[1], createdMs: v[2], pkey: v[3], receivedBeforeMs: v[4], direction: v[6] === 'b' ? 'before' : 'after' };
 }
 
 /** Puts the feature's id first in a Feature serialised by the archive (`{"type":"Feature",…`). */
 function withId(feature: string, id: string): string {
   return `{"type":"Feature","id":${JSON.stringify(id)},${feature.slice('{"type":"Feature",'.length)}`;
+}
+
+interface Key {
+  createdMs: number;
+  pkey: string;
+}
+interface Item {
+  feature: string;
+  key: Key;
 }
 
 export class ReportsItems {
@@ -82,29 +95,58 @@ export class ReportsItems {
 
   constructor(private readonly archive: ArchiveReader) {}
 
-  async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, after: ReportsCursor | undefined, now: number): Promise<ReportsPage> {
-    const receivedBeforeMs = after?.receivedBeforeMs ?? now;
+  async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, cursor: ReportsCursor | undefined, now: number): Promise<ReportsPage> {
+    const receivedBeforeMs = cursor?.receivedBeforeMs ?? now;
     const base: ArchiveQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
-    const query: ArchiveQuery = after
-      ? { ...base, receivedBeforeMs: undefined, after: { createdMs: after.createdMs, pkey: after.pkey, receivedBeforeMs }, limit: limit + 1 }
+    const at = (k: Key, direction: ReportsCursor['direction']): ReportsCursor => ({ startMs: window.startMs, endMs: window.endMs, createdMs: k.createdMs, pkey: k.pkey, receivedBeforeMs, direction });
+    const numberMatched = await this.count(base);
+    if (cursor?.direction === 'before') {
+      const { items, more } = await this.newerThan(base, cursor, limit);
+      return {
+        features: items.map((i) => i.feature),
+        // The reports of this page were older than the cursor: the next page starts after its last one.
+        next: items.length > 0 ? at(items[items.length - 1]!.key, 'after') : { ...cursor, direction: 'after' },
+        prev: more && items.length > 0 ? at(items[0]!.key, 'before') : undefined,
+        numberMatched,
+      };
+    }
+    const query: ArchiveQuery = cursor
+      ? { ...base, receivedBeforeMs: undefined, after: { createdMs: cursor.createdMs, pkey: cursor.pkey, receivedBeforeMs }, limit: limit + 1 }
       : { ...base, limit: limit + 1 };
-    const features: string[] = [];
-    const keys: { createdMs: number; pkey: string }[] = [];
+    const items = await this.read(query);
+    const next = items.length > limit ? at(items[limit - 1]!.key, 'after') : undefined;
+    const page = items.slice(0, limit);
+    // A page reached by a cursor has newer reports before it: the previous page ends at its first.
+    const prev = cursor ? (page.length > 0 ? at(page[0]!.key, 'before') : { ...cursor, direction: 'before' as const }) : undefined;
+    return { features: page.map((i) => i.feature), next, prev, numberMatched };
+  }
+
+  /**
+   * The `limit` reports just newer than the cursor, newest first, and whether there are newer
+   * ones still. The archive reads newest first, so a widening time range above the cursor is
+   * read (an hour, then four times more each time) until it holds more than a page.
+   */
+  private async newerThan(base: ArchiveQuery, cursor: ReportsCursor, limit: number): Promise<{ items: Item[]; more: boolean }> {
+    const newer = (k: Key) => k.createdMs > cursor.createdMs || (k.createdMs === cursor.createdMs && k.pkey > cursor.pkey);
+    for (let span = 3_600_000; ; span *= 4) {
+      const endMs = Math.min(base.endMs, cursor.createdMs + span);
+      const range: ArchiveQuery = { ...base, startMs: Math.max(base.startMs, cursor.createdMs), endMs };
+      const n = await this.archive.count(range);
+      const found = (await this.read({ ...range, limit: Math.max(n, 1) })).filter((i) => newer(i.key));
+      if (found.length > limit || endMs >= base.endMs) return { items: found.slice(-limit), more: found.length > limit };
+    }
+  }
+
+  private async read(query: ArchiveQuery): Promise<Item[]> {
+    const items: Item[] = [];
     for await (const batch of this.archive.batches(query, 'geojson')) {
-      const items = batch.items as string[];
-      for (let i = 0; i < items.length; i++) {
+      const features = batch.items as string[];
+      for (let i = 0; i < features.length; i++) {
         const key = batch.keys![i]!;
-        features.push(withId(items[i]!, featureId(key.pkey, key.createdMs)));
-        keys.push(key);
+        items.push({ feature: withId(features[i]!, featureId(key.pkey, key.createdMs)), key });
       }
     }
-    let next: ReportsCursor | undefined;
-    if (features.length > limit) {
-      features.length = limit;
-      const last = keys[limit - 1]!;
-      next = { startMs: window.startMs, endMs: window.endMs, createdMs: last.createdMs, pkey: last.pkey, receivedBeforeMs };
-    }
-    return { features, next, numberMatched: await this.count(base) };
+    return items;
   }
 
   /** One report by its feature id, or undefined. */

@@ -157,8 +157,7 @@ export function ogcRouter(deps: OgcDeps): Router {
       features = page.features;
       numberMatched = page.numberMatched;
       if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.next, fingerprint)) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
-      // A page reached by a cursor came from the first one; its start is one link away.
-      if (after) links.push({ href: `${base}${queryString(keep)}`, rel: 'first', type: GEOJSON, title: 'The first page' });
+      if (page.prev) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.prev, fingerprint)) })}`, rel: 'prev', type: GEOJSON, title: 'The previous page' });
     } else {
       let offset = 0;
       if (values.offset !== undefined) {
