@@ -42,7 +42,7 @@ export async function bootstrap(
       if ((err as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw err;
     }
   }
-  if (config.queueUrl !== 'memory:') {
+  if (config.queueUrl !== 'sqlite:') {
     const sqs = clients.sqs!;
     const { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
     const name = config.queueUrl.replace(/\/+$/, '').split('/').pop()!;

@@ -181,7 +181,7 @@ const COMMANDS: Record<string, Command> = {
         const seconds = values['older-than'] === undefined ? config.reconcileAfterSeconds : Number(values['older-than']);
         if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError('--older-than must be a number of seconds');
         const result = await rt.reconciler.run(seconds * 1000);
-        print(values, result, () => `pending: ${result.pending}; re-enqueued: ${result.requeued}; abandoned markers removed: ${result.abandonedRemoved}`);
+        print(values, result, () => `re-enqueued: ${result.requeued}`);
         return 0;
       }),
   },

@@ -8,7 +8,7 @@ export interface Config {
   dataDir: string;
   /** `file:///abs/dir` (embedded default) or `s3://bucket/optional/prefix`. */
   storageUrl: string;
-  /** `memory:` (in-process, embedded default) or an SQS queue URL. */
+  /** `sqlite:` (the embedded default: the ledger database under dataDir, shared by every process on it) or an SQS queue URL. */
   queueUrl: string;
   awsRegion: string;
   awsEndpointUrl: string | undefined;
@@ -62,7 +62,7 @@ const envSchema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535 },
     DATA_DIR: { type: 'string', minLength: 1 },
     STORAGE_URL: { type: 'string', pattern: '^(file://.+|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$' },
-    QUEUE_URL: { type: 'string', pattern: '^(memory:|https?://.+)$' },
+    QUEUE_URL: { type: 'string', pattern: '^(sqlite:|https?://.+)$' },
     AWS_REGION: { type: 'string', pattern: '^[a-z]{2}(-[a-z]+)+-\\d+$' },
     AWS_ENDPOINT_URL: { type: 'string', pattern: '^https?://.+' },
     API_KEYS: { type: 'string', pattern: '^\\s*[A-Za-z0-9._~-]{16,}\\s*(,\\s*[A-Za-z0-9._~-]{16,}\\s*)*$' },
@@ -94,7 +94,7 @@ const envSchema = {
 
 const messages: Record<string, string> = {
   STORAGE_URL: 'must be file:///absolute/dir or s3://bucket[/prefix]',
-  QUEUE_URL: 'must be "memory:" or an SQS queue URL (http or https)',
+  QUEUE_URL: 'must be "sqlite:" (the ledger database under DATA_DIR) or an SQS queue URL (http or https)',
   AWS_REGION: 'must be an AWS region such as ap-southeast-1',
   AWS_ENDPOINT_URL: 'must be an http(s) URL',
   API_KEYS: 'must be a comma-separated list of keys, each at least 16 characters of A-Z a-z 0-9 . _ ~ -',
@@ -146,7 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     port: Number(v.PORT ?? 8080),
     dataDir,
     storageUrl,
-    queueUrl: String(v.QUEUE_URL ?? 'memory:'),
+    queueUrl: String(v.QUEUE_URL ?? 'sqlite:'),
     awsRegion: String(v.AWS_REGION ?? 'us-east-1'),
     awsEndpointUrl: v.AWS_ENDPOINT_URL === undefined ? undefined : String(v.AWS_ENDPOINT_URL),
     apiKeys: v.API_KEYS === undefined ? [] : String(v.API_KEYS).split(',').map((k) => k.trim()),

@@ -1,5 +1,5 @@
 // Builds the service's parts from a Config: adapters for the configured
-// backends, the DuckDB instance, intake, worker, reconciler and reader.
+// backends, the ledger, the DuckDB instance, intake, worker, reconciler and reader.
 import path from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -14,9 +14,13 @@ import { Intake } from './ingest/intake.js';
 import { Reconciler } from './ingest/reconciler.js';
 import { createLogger, type Logger } from './log.js';
 import { Metrics } from './metrics.js';
-import { MemoryQueue } from './queue/memoryQueue.js';
+import { openLedgerDb } from './ledger/database.js';
+import type { IngestLedger } from './ledger/ledger.js';
+import { importLegacyLayout } from './ledger/legacyImport.js';
+import { ObjectLedger } from './ledger/objectLedger.js';
+import { SqliteLedger } from './ledger/sqliteLedger.js';
 import type { Queue } from './queue/queue.js';
-import { DEAD_LETTER_PREFIX } from './reports/layout.js';
+import { SqliteQueue } from './queue/sqliteQueue.js';
 import { FileObjectStore } from './store/fileStore.js';
 import type { ObjectStore } from './store/objectStore.js';
 import { parseS3Url } from './store/s3Location.js';
@@ -26,9 +30,7 @@ export interface RuntimeOverrides {
   s3?: S3Client;
   sqs?: SQSClient;
   log?: Logger;
-  /** Test seam, see WorkerDeps.afterPartsWritten. */
-  afterPartsWritten?: () => Promise<void>;
-  /** A store built by the caller (tests: a file store as another boot of the machine sees it). */
+  /** A store built by the caller (tests: a store that fails on purpose). */
   store?: ObjectStore;
 }
 
@@ -38,6 +40,8 @@ export interface Runtime {
   metrics: Metrics;
   store: ObjectStore;
   queue: Queue;
+  /** What was accepted and what still waits to be archived. */
+  ledger: IngestLedger;
   db: DuckDb;
   boundaries: BoundaryRepository;
   intake: Intake;
@@ -72,7 +76,7 @@ export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?:
         })
       : undefined,
     sqs:
-      config.queueUrl !== 'memory:'
+      config.queueUrl !== 'sqlite:'
         ? new (await import('@aws-sdk/client-sqs')).SQSClient({
             ...common,
             requestHandler: { connectionTimeout: connectTimeoutMs, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true },
@@ -93,17 +97,23 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     ? new FileObjectStore(config.storageUrl.slice('file://'.length))
     : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
 
-  const queue: Queue =
-    config.queueUrl === 'memory:'
-      ? new MemoryQueue({
-          maxReceives: config.worker.maxReceives,
-          deadLetter: async (m) => {
-            const key = `${DEAD_LETTER_PREFIX}${new Date().toISOString().replace(/[:.]/g, '-')}-${m.id}.json`;
-            await store.put(key, JSON.stringify({ ...m, dead_lettered_at: new Date().toISOString() }));
-            log.warn({ key, receiveCount: m.receiveCount }, 'message moved to the dead-letter prefix');
-          },
-        })
-      : new (await import('./queue/sqsQueue.js')).SqsQueue(sqs!, config.queueUrl);
+  // Embedded: one SQLite database holds the ledger and the queue, shared by every process on
+  // DATA_DIR. AWS: the ledger is objects in the bucket, the queue SQS.
+  let queue: Queue;
+  let ledger: IngestLedger;
+  if (config.queueUrl === 'sqlite:') {
+    const ledgerDb = openLedgerDb(config.dataDir);
+    const sqliteQueue = new SqliteQueue(ledgerDb, config.worker.maxReceives);
+    if (config.storageUrl.startsWith('file://')) {
+      const imported = importLegacyLayout(config.storageUrl.slice('file://'.length), ledgerDb, sqliteQueue);
+      if (imported) log.info(imported, 'moved the earlier release\'s ingest files into the SQLite ledger');
+    }
+    queue = sqliteQueue;
+    ledger = new SqliteLedger(ledgerDb, sqliteQueue);
+  } else {
+    queue = new (await import('./queue/sqsQueue.js')).SqsQueue(sqs!, config.queueUrl);
+    ledger = new ObjectLedger(store, queue);
+  }
 
   const metrics = new Metrics({ defaults: true });
   const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });
@@ -113,12 +123,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     {
       store,
       queue,
+      ledger,
       boundaries,
       db,
       tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
       log,
       metrics,
-      ...(overrides.afterPartsWritten ? { afterPartsWritten: overrides.afterPartsWritten } : {}),
     },
     { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
   );
@@ -128,10 +138,11 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     metrics,
     store,
     queue,
+    ledger,
     db,
     boundaries,
-    intake: new Intake(store, queue),
-    reconciler: new Reconciler(store, queue, log),
+    intake: new Intake(ledger),
+    reconciler: new Reconciler(ledger, log),
     archive: new ArchiveReader(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics)),
     answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
@@ -140,8 +151,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     sqs,
     async close() {
       queue.close();
+      ledger.close();
       db.close();
-      await store.close?.();
     },
   };
 }

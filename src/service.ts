@@ -27,14 +27,15 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   // the others wait for a version to appear, and /ready says so meanwhile.
   await rt.boundaries.seedIfEmpty().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not seed the boundary outlines'));
   let timer: NodeJS.Timeout | undefined;
+  let first: NodeJS.Immediate | undefined;
   if (options.reconcile) {
-    // The in-process queue starts empty: everything still pending needs re-enqueueing now.
-    await rt.reconciler.run(rt.queue.durable ? rt.config.reconcileAfterSeconds * 1000 : 0);
-    timer = setInterval(() => {
+    // In the background, never before the API listens: after a crash there may be a backlog.
+    const reconcile = () =>
       rt.reconciler.run(rt.config.reconcileAfterSeconds * 1000).catch((err: unknown) => {
         rt.log.warn({ err: String(err) }, 'reconciliation failed; will retry');
       });
-    }, rt.config.reconcileEverySeconds * 1000);
+    first = setImmediate(reconcile);
+    timer = setInterval(reconcile, rt.config.reconcileEverySeconds * 1000);
     timer.unref();
   }
   if (options.worker) rt.worker.start();
@@ -60,6 +61,7 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
     server,
     async stop() {
       if (timer) clearInterval(timer);
+      if (first) clearImmediate(first);
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {

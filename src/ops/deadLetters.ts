@@ -1,5 +1,5 @@
 // The dead-letter queue, for ops: list what landed there and send it back.
-// Embedded: objects under dead-letter/ in the store. SQS: the queue's DLQ.
+// Embedded: the dead-letter table of the SQLite queue. SQS: the queue's DLQ.
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
@@ -9,9 +9,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { deadLetterQueueName } from '../bootstrap.js';
 import type { Queue } from '../queue/queue.js';
-import { DEAD_LETTER_PREFIX } from '../reports/layout.js';
+import { SqliteQueue } from '../queue/sqliteQueue.js';
 import type { Runtime } from '../runtime.js';
-import type { ObjectStore } from '../store/objectStore.js';
 
 export interface DeadLetter {
   id: string;
@@ -24,32 +23,19 @@ export interface DeadLetters {
   redrive(): Promise<number>;
 }
 
-export function deadLettersFor(rt: Runtime): DeadLetters {
-  return rt.queue.durable ? new SqsDeadLetters(rt.sqs!, rt.config.queueUrl, rt.queue) : new StoreDeadLetters(rt.store, rt.queue);
+export function deadLettersFor(rt: Pick<Runtime, 'queue' | 'sqs' | 'config'>): DeadLetters {
+  return rt.queue instanceof SqliteQueue ? new SqliteDeadLetters(rt.queue) : new SqsDeadLetters(rt.sqs!, rt.config.queueUrl, rt.queue);
 }
 
-class StoreDeadLetters implements DeadLetters {
-  constructor(
-    private readonly store: ObjectStore,
-    private readonly queue: Queue,
-  ) {}
+class SqliteDeadLetters implements DeadLetters {
+  constructor(private readonly queue: SqliteQueue) {}
 
   async list(): Promise<DeadLetter[]> {
-    const out: DeadLetter[] = [];
-    for await (const info of this.store.list({ prefix: DEAD_LETTER_PREFIX })) {
-      const obj = await this.store.get(info.key);
-      if (obj) out.push({ id: info.key, body: (JSON.parse(obj.body.toString('utf8')) as { body: string }).body });
-    }
-    return out;
+    return this.queue.deadLetters().map((d) => ({ id: String(d.id), body: d.body }));
   }
 
   async redrive(): Promise<number> {
-    const letters = await this.list();
-    for (const letter of letters) {
-      await this.queue.send([letter.body]);
-      await this.store.delete([letter.id]);
-    }
-    return letters.length;
+    return this.queue.redriveDeadLetters();
   }
 }
 

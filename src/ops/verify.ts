@@ -1,12 +1,9 @@
-// Verify: what was accepted (idempotency keys) against what is archived
+// Verify: what the ledger accepted against what is archived
 // (distinct pkeys in the parts), per UTC day. Any accepted report that is
 // neither archived nor still pending is a loss.
 import { listWindowParts } from '../archive/parts.js';
 import { sqlString } from '../duckdb.js';
-import type { IngestRecord } from '../ingest/intake.js';
-import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, pkeyOf } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
-import { mapLimit } from './concurrency.js';
 import type { Progress } from './progress.js';
 
 export interface DayReport {
@@ -21,33 +18,22 @@ export interface VerifyResult {
   days: DayReport[];
   /** Accepted, not pending, not in the archive. */
   missing: string[];
-  /** In the archive without an idempotency key. */
+  /** In the archive without an entry in the ledger. */
   unexpected: string[];
   /** pkeys stored in more than one part (normal until compaction). */
   duplicatedInStorage: number;
   ok: boolean;
 }
 
-export async function verify(rt: Runtime, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
-  const pending = new Set<string>();
-  for await (const info of rt.store.list({ prefix: PENDING_PREFIX })) {
-    const [source, file] = info.key.slice(PENDING_PREFIX.length).split('/');
-    pending.add(pkeyOf(source ?? '', Number(file?.replace(/\.json$/, ''))));
-  }
-
-  const keys: string[] = [];
-  for await (const info of rt.store.list({ prefix: IDEMPOTENCY_PREFIX })) keys.push(info.key);
-  progress?.start(keys.length);
+export async function verify(rt: Pick<Runtime, 'ledger' | 'store' | 'cache' | 'db'>, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
   const accepted = new Map<string, string>(); // pkey -> day
-  await mapLimit(keys, 16, async (key) => {
-    const obj = await rt.store.get(key);
-    progress?.tick();
-    if (!obj) return;
-    const record = JSON.parse(obj.body.toString('utf8')) as IngestRecord;
-    const createdMs = Date.parse(record.report.created_at);
-    if (createdMs < options.fromMs || createdMs > options.toMs) return;
-    accepted.set(record.pkey, record.report.created_at.slice(0, 10));
-  });
+  const pending = new Set<string>();
+  progress?.start(1);
+  for await (const report of rt.ledger.accepted(options.fromMs, options.toMs)) {
+    accepted.set(report.pkey, report.created_at.slice(0, 10));
+    if (report.pending) pending.add(report.pkey);
+  }
+  progress?.tick();
   progress?.stop();
 
   const archived = new Map<string, string>();

@@ -1,25 +1,18 @@
-// Object store on a local directory: the embedded default. Every write is
-// durable before it resolves: fsync'd and renamed into place, or (new objects
-// made by createIfAbsent and copyIfAbsent) recorded in the store's write-ahead
-// journal, so a 2xx built on it survives a crash.
+// Object store on a local directory: the embedded default (parts, boundaries,
+// job runs). Every write is durable before it resolves: written to a temporary
+// file, fsync'd, renamed (or linked, for create-if-absent) into place, and its
+// directory fsync'd.
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants as fsc, fsync, linkSync, open, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
-import { currentBootId, DEFAULT_JOURNAL_OPTIONS, FileJournal, fsyncFiles, type JournalOptions } from './fileJournal.js';
 import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
-/** The journal's folder in the root: '+' is not allowed in keys, so no object can be there. */
-const JOURNAL_DIR = '+journal';
-
-// The ingest hot path writes two tiny files per report. Writing, linking and
-// closing them are page-cache operations of microseconds, done synchronously;
-// creating them and flushing, which can wait for the disk, go to the thread
-// pool. Measured here, this doubles accepted reports per second compared with
-// fs/promises FileHandles.
+// Writing, linking and closing are page-cache operations of microseconds, done
+// synchronously; flushing, which waits for the disk, goes to the thread pool.
 const fsyncFd = promisify(fsync);
 const openFd = promisify(open);
 
@@ -46,46 +39,14 @@ export class FileObjectStore implements ObjectStore {
   private readonly dirs = new Set<string>();
   /** Directory fsyncs in flight, so concurrent writers share one (group commit). */
   private readonly dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
-  private readonly journal: FileJournal;
-  /** Creates under way, by key: a repeat waits for the one before it (settles, never rejects). */
-  private readonly creating = new Map<string, Promise<void>>();
-  /** Replay of the journal segments crashed processes left, before anything is read or written. */
-  private recovered: Promise<void> | undefined;
 
-  constructor(
-    private readonly root: string,
-    journal: Partial<JournalOptions> = {},
-  ) {
+  constructor(private readonly root: string) {
     this.description = `file://${root}`;
-    this.journal = new FileJournal(path.join(root, JOURNAL_DIR), (key) => this.localPath(key), {
-      ...DEFAULT_JOURNAL_OPTIONS,
-      bootId: currentBootId(),
-      ...journal,
-    });
   }
 
-  /** Flushes every file the journal covers and retires its segments. */
-  async close(): Promise<void> {
-    await guard(() => this.journal.close());
-  }
-
-  /** Runs an operation once recovery is done, with disk errors turned into UnavailableError. */
+  /** Runs an operation with disk errors turned into UnavailableError. */
   private run<T>(fn: () => Promise<T>): Promise<T> {
-    return guard(async () => {
-      await this.ready();
-      return fn();
-    });
-  }
-
-  private ready(): Promise<void> {
-    this.recovered ??= this.journal.recoverOrphans().then(
-      () => undefined,
-      (err: unknown) => {
-        this.recovered = undefined;
-        throw err;
-      },
-    );
-    return this.recovered;
+    return guard(fn);
   }
 
   localPath(key: string): string {
@@ -140,82 +101,6 @@ export class FileObjectStore implements ObjectStore {
     });
   }
 
-  /**
-   * Created in place (O_EXCL), then made durable by the journal: one flush shared with every
-   * create under way, instead of a flush of the file and one of its directory. A crash before
-   * the journal's flush can leave partial content, which the port tells callers to expect.
-   */
-  async createIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
-    const file = this.localPath(key);
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    return this.run(async () => {
-      await this.ensureDir(path.dirname(file));
-      // Creates of one key in this process go one after the other, so a repeat finds the key
-      // taken only once the first is durable (or gone): "taken" must mean "kept".
-      for (let prior = this.creating.get(key); prior; prior = this.creating.get(key)) await prior;
-      let settle!: () => void;
-      const mine = new Promise<void>((resolve) => (settle = resolve));
-      this.creating.set(key, mine);
-      try {
-        let fd: number;
-        try {
-          // Asynchronous: creating an inode can wait for the file system's own journal.
-          fd = await openFd(file, 'wx', 0o644);
-        } catch (err) {
-          if (isCode(err, 'EEXIST')) return false;
-          throw err;
-        }
-        try {
-          try {
-            writeAll(fd, bytes);
-          } finally {
-            closeSync(fd);
-          }
-          await this.journal.append(key, bytes);
-        } catch (err) {
-          // Not kept: the key must not look taken.
-          await fs.rm(file, { force: true });
-          throw err;
-        }
-        return true;
-      } finally {
-        if (this.creating.get(key) === mine) this.creating.delete(key);
-        settle();
-      }
-    });
-  }
-
-  /** A hard link to the source: no copy, and durable with the journal's next flush (`sync`). */
-  async copyIfAbsent(sourceKey: string, key: string, body: Buffer | string): Promise<boolean> {
-    const source = this.localPath(sourceKey);
-    const file = this.localPath(key);
-    const linked = await this.run(async () => {
-      await this.ensureDir(path.dirname(file));
-      try {
-        linkSync(source, file);
-      } catch (err) {
-        if (isCode(err, 'EEXIST')) return false;
-        if (isCode(err, 'ENOENT')) return undefined;
-        throw err;
-      }
-      this.journal.note(key, typeof body === 'string' ? Buffer.from(body) : body);
-      return true;
-    });
-    // The source is gone (archived and cleared meanwhile): write the bytes, durably.
-    return linked ?? this.putIfAbsent(key, body);
-  }
-
-  async sync(keys: readonly string[]): Promise<void> {
-    await this.run(async () => {
-      // Copies this process made are journaled: one flush covers them. Those another process
-      // made on this directory (an API apart from its worker) are flushed one by one.
-      const others = keys.filter((k) => !this.journal.covers(k)).map((k) => this.localPath(k));
-      await this.journal.flush();
-      const dirs = await fsyncFiles(others, 4);
-      await Promise.all([...dirs].map((dir) => this.syncDir(dir)));
-    });
-  }
-
   async delete(keys: readonly string[]): Promise<void> {
     const files = keys.map((k) => this.localPath(k));
     await this.run(async () => {
@@ -230,7 +115,6 @@ export class FileObjectStore implements ObjectStore {
   }
 
   async *list(options: ListOptions): AsyncIterable<ObjectInfo> {
-    await guard(() => this.ready());
     const { prefix, startAfter = '' } = options;
     // Start the walk at the deepest directory the prefix names.
     const dirPrefix = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/') + 1) : '';
@@ -252,12 +136,12 @@ export class FileObjectStore implements ObjectStore {
     }
     // Sort as keys sort (a directory's keys continue with '/'), so the walk yields S3's order.
     const named = entries
-      .filter((e) => !e.name.includes(TMP_MARK) && !(dirKey === '' && e.name === JOURNAL_DIR))
+      .filter((e) => !e.name.includes(TMP_MARK))
       .map((e) => ({ entry: e, key: dirKey + e.name + (e.isDirectory() ? '/' : '') }))
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     let stats = 0;
     for (const { entry, key } of named) {
-      // Big folders (ingest keys) must not hold the event loop for long.
+      // Big folders must not hold the event loop for long.
       if (++stats % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       if (entry.isDirectory()) {
         // Skip subtrees entirely before startAfter, or outside the prefix.

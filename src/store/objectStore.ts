@@ -26,23 +26,8 @@ export interface ObjectStore {
   head(key: string): Promise<ObjectInfo | undefined>;
   /** Durable once it resolves. */
   put(key: string, body: Buffer | string): Promise<void>;
-  /** Creates the object only if the key is free; false when it already existed. */
+  /** Creates the object only if the key is free, durable once it resolves; false when it already existed. */
   putIfAbsent(key: string, body: Buffer | string): Promise<boolean>;
-  /**
-   * Creates the object only if the key is free, durable once it resolves, in one round of
-   * durability (no staging copy): if the process dies during the call, the object may be
-   * left with partial content, so callers must treat content they cannot parse as never
-   * written. False when the key was taken.
-   */
-  createIfAbsent(key: string, body: Buffer | string): Promise<boolean>;
-  /**
-   * Creates `key` with the bytes of `sourceKey` (already durable; `body` is those bytes)
-   * if the key is free: visible at once, durable once `sync` has covered it (S3: at once).
-   * The file store links the source instead of writing a copy. False when the key was taken.
-   */
-  copyIfAbsent(sourceKey: string, key: string, body: Buffer | string): Promise<boolean>;
-  /** Makes the copies made by copyIfAbsent under these keys durable. */
-  sync(keys: readonly string[]): Promise<void>;
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;
@@ -52,8 +37,6 @@ export interface ObjectStore {
   localPath(key: string): string | undefined;
   /** Throws UnavailableError when the store cannot be reached. */
   ping(): Promise<void>;
-  /** Finishes background work (the file store's journal checkpoint) before the process stops. */
-  close?(): Promise<void>;
 }
 
 const keyPattern = /^[A-Za-z0-9=._-]+(\/[A-Za-z0-9=._-]+)*$/;

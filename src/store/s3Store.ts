@@ -84,22 +84,6 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  /** A conditional PUT is atomic and durable: nothing partial is ever visible. */
-  async createIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
-    return this.putIfAbsent(key, body);
-  }
-
-  /** S3 has no conditional copy: a conditional PUT of the same bytes, durable at once. */
-  async copyIfAbsent(sourceKey: string, key: string, body: Buffer | string): Promise<boolean> {
-    this.full(sourceKey);
-    return this.createIfAbsent(key, body);
-  }
-
-  /** Every write is durable when it returns. */
-  async sync(keys: readonly string[]): Promise<void> {
-    for (const key of keys) this.full(key);
-  }
-
   async delete(keys: readonly string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
       const batch = keys.slice(i, i + 1000);

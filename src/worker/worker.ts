@@ -1,19 +1,19 @@
 // The archive worker: receive → validate → tag → buffer → flush hourly
-// Parquet parts → clear pending markers → delete messages. The order of the
-// last three steps is what makes a crash at any point lose nothing: parts are
-// written before anything that says "done" is removed, and re-delivered
-// duplicates are dropped at read time and by compaction.
+// Parquet parts → mark archived in the ledger → delete messages. The order of
+// the last three steps is what makes a crash at any point lose nothing: parts
+// are written before anything says "done", and re-delivered duplicates are
+// dropped at read time and by compaction.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { DuckDb } from '../duckdb.js';
 import { UnavailableError } from '../errors.js';
-import type { QueueEnvelope } from '../ingest/intake.js';
+import type { IngestLedger, QueueEnvelope, ReportId } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Queue, QueueMessage } from '../queue/queue.js';
-import { hourStart, keyOfMarker, newPartKey, pendingKey } from '../reports/layout.js';
+import { hourStart, newPartKey } from '../reports/layout.js';
 import { parsePartnerReport } from '../reports/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
@@ -22,13 +22,12 @@ import type { ArchiveRow } from '../archive/row.js';
 export interface WorkerDeps {
   store: ObjectStore;
   queue: Queue;
+  ledger: IngestLedger;
   boundaries: BoundaryRepository;
   db: DuckDb;
   tmpDir: string;
   log: Logger;
   metrics?: Metrics;
-  /** Test seam for kill points: runs after the parts are stored, before anything is acknowledged. */
-  afterPartsWritten?: () => Promise<void>;
 }
 
 export interface WorkerOptions {
@@ -38,7 +37,7 @@ export interface WorkerOptions {
 
 interface Buffered {
   row: ArchiveRow;
-  pendingKey: string;
+  id: ReportId;
   receipts: string[];
 }
 
@@ -183,18 +182,18 @@ export class Worker {
       return 'rejected';
     }
 
-    const marker = pendingKey(envelope.source, envelope.post_id);
+    const id: ReportId = { source: envelope.source, post_id: envelope.post_id };
     const existing = this.buffer.get(row.pkey);
     if (existing) {
       existing.receipts.push(message.receipt);
       return 'buffered';
     }
-    // A redelivery whose marker is gone was archived by an earlier flush.
-    if ((envelope.redelivery || message.receiveCount > 1) && !(await this.deps.store.head(marker))) {
+    // A redelivery of a report no longer pending was archived by an earlier flush.
+    if ((envelope.redelivery || message.receiveCount > 1) && !(await this.deps.ledger.isPending(id))) {
       return 'archived-already';
     }
     if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
-    this.buffer.set(row.pkey, { row, pendingKey: marker, receipts: [message.receipt] });
+    this.buffer.set(row.pkey, { row, id, receipts: [message.receipt] });
     return 'buffered';
   }
 
@@ -225,10 +224,7 @@ export class Worker {
         await fs.rm(file, { force: true });
       }
     }
-    await this.deps.afterPartsWritten?.();
-    // A marker is the only copy of its key until the key is durable (see intake.ts).
-    await this.deps.store.sync(entries.map((e) => keyOfMarker(e.pendingKey)));
-    await this.deps.store.delete(entries.map((e) => e.pendingKey));
+    await this.deps.ledger.markArchived(entries.map((e) => e.id));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
     for (const e of entries) this.buffer.delete(e.row.pkey);
     this.firstBufferedAt = this.buffer.size > 0 ? Date.now() : undefined;

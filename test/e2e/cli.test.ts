@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
+import Database from 'better-sqlite3';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { report, tempDir } from '../support/env.js';
@@ -62,8 +63,10 @@ describe('flood-archive CLI', () => {
     const pending = await run(['verify', '--json'], env);
     expect(pending.code).toBe(0);
     expect(JSON.parse(pending.stdout).days).toEqual([{ day: '2026-11-21', accepted: 2, archived: 0, pending: 2, missing: 0 }]);
-    // A pending marker removed behind the system's back, with nothing archived: a loss.
-    await fs.rm(path.join(dataDir, 'store/ingest/pending/partner/1.json'));
+    // A report marked archived behind the system's back, with nothing in the archive: a loss.
+    const db = new Database(path.join(dataDir, 'ledger.sqlite'));
+    db.prepare("UPDATE reports SET state = 'archived' WHERE pkey = 'partner-1'").run();
+    db.close();
     const lost = await run(['verify', '--json'], env);
     expect(lost.code).toBe(1);
     expect(JSON.parse(lost.stdout).missing).toEqual(['partner-1']);

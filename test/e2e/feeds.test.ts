@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_KEY,
   OTHER_KEY,
-  keysUnder,
+  acceptedPkeys,
   postReport,
   report,
   startTestService,
@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 async function expectNothingStored(): Promise<void> {
-  expect(await keysUnder(svc.rt, 'ingest/')).toEqual([]);
+  expect(await acceptedPkeys(svc.rt)).toEqual([]);
   expect(await svc.rt.queue.depth()).toEqual({ visible: 0, inFlight: 0 });
 }
 
@@ -144,7 +144,7 @@ describe('POST /feeds/partner accepts', () => {
     expect(second.status).toBe(200);
     expect(second.body).toEqual({ post_id: 500, created: false, message: 'post_id 500 already exists' });
     // Exactly one idempotency key and one pending marker, and one message.
-    expect(await keysUnder(svc.rt, 'ingest/')).toEqual(['ingest/keys/partner/500.json', 'ingest/pending/partner/500.json']);
+    expect(await acceptedPkeys(svc.rt)).toEqual(['partner-500']);
     expect(await svc.rt.queue.depth()).toEqual({ visible: 1, inFlight: 0 });
   });
 

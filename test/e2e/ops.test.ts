@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import Database from 'better-sqlite3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bootstrap } from '../../src/bootstrap.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
@@ -138,8 +139,8 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     await fs.writeFile(`${file}.import-state.json`, JSON.stringify({ size: stat.size, mtimeMs: stat.mtimeMs, processed: 2, accepted: 2, duplicate: 0, rejected: 0, complete: false }));
     const result = await importFile(svc.rt, { file });
     expect(result).toMatchObject({ resumedFrom: 2, records: 4, accepted: 4 });
-    expect(await svc.rt.store.head('ingest/keys/partner/9101.json')).toBeUndefined();
-    expect(await svc.rt.store.head('ingest/keys/partner/9103.json')).toBeDefined();
+    expect(await svc.rt.ledger.get({ source: 'partner', post_id: 9101 })).toBeUndefined();
+    expect(await svc.rt.ledger.get({ source: 'partner', post_id: 9103 })).toBeDefined();
   });
 
   it('compaction leaves one part per closed hour and byte-identical answers before, during and after', async () => {
@@ -234,11 +235,17 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
       received_at: new Date().toISOString(),
       report: parsePartnerReport(report(9301, { created_at: '2026-11-21T20:00:00Z' })),
     };
-    await svc.rt.store.put('ingest/keys/partner/9301.json', JSON.stringify(record));
-    await svc.rt.store.put('ingest/pending/partner/9301.json', '{}');
     if (kind === 'embedded') {
-      await svc.rt.store.put('dead-letter/2026-11-21T20-00-00-000Z-x.json', JSON.stringify({ id: 'x', body: JSON.stringify(record), receiveCount: 5 }));
+      // Accepted and pending, its message dead-lettered: as another process on DATA_DIR sees the ledger.
+      const db = new Database(path.join(svc.rt.config.dataDir, 'ledger.sqlite'));
+      const now = Date.now();
+      db.prepare(`INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', 9301, 'partner-9301', ?, ?, 'pending', ?, ?)`)
+        .run(Date.parse(record.report.created_at), JSON.stringify(record), now, now);
+      db.prepare('INSERT INTO dead_letters (body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, 5, ?)').run(JSON.stringify(record), record.pkey, now, now);
+      db.close();
     } else {
+      await svc.rt.store.put('ingest/keys/partner/9301.json', JSON.stringify(record));
+      await svc.rt.store.put('ingest/pending/partner/9301.json', JSON.stringify(record));
       const { deadLetterQueueUrl } = await bootstrap(svc.rt.config, { s3: emulator!.s3, sqs: emulator!.sqs });
       await emulator!.sqs.send(new SendMessageCommand({ QueueUrl: deadLetterQueueUrl, MessageBody: JSON.stringify(record) }));
     }

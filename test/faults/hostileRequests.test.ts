@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { API_KEY, getJson, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptedPkeys, API_KEY, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape, rawRequest } from './support.js';
 
 const WINDOW = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
@@ -53,7 +53,7 @@ describe('requests refused by Node before the app sees them, in the error shape'
     ]);
     const shaped = expectShaped(res, 400);
     expect(shaped.message).toMatch(/one of Content-Length and Transfer-Encoding/);
-    expect(await keysUnder(svc.rt, 'ingest/pending/')).toEqual([]);
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
   it('a request line that is not HTTP: 400', async () => {
@@ -100,7 +100,7 @@ describe('query strings', () => {
     // A key under a harmless name is refused as an unknown parameter; its value is still not logged.
     const hidden = await getJson(`${svc.url}/reports/archive?${WINDOW}&q=${API_KEY}`, UA);
     expect(hidden.status).toBe(400);
-    expect(await keysUnder(svc.rt, 'ingest/pending/')).toEqual([]);
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
 
     await new Promise((resolve) => setTimeout(resolve, 100));
     const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.req?.url?.includes('=[redacted]'));
@@ -130,7 +130,7 @@ describe('invalid UTF-8 in a feed body', () => {
     const body = (await res.json()) as any;
     expectErrorShape(body, 400);
     expect(body.details).toEqual([{ in: 'body', field, message: expect.stringMatching(/not valid UTF-8/) }]);
-    expect(await keysUnder(svc.rt, 'ingest/pending/')).toEqual([]);
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
   it('in a nested property name: 400 naming the object', async () => {
@@ -144,7 +144,7 @@ describe('invalid UTF-8 in a feed body', () => {
   it('valid UTF-8, U+FFFD and astral characters included, is accepted and kept as sent', async () => {
     const title = 'Baha \uFFFD sa Espa\u00f1a \u{1F30A}';
     expect((await postReport(svc.url, report(22, { title }))).status).toBe(201);
-    const kept = await svc.rt.store.get('ingest/keys/partner/22.json');
-    expect(JSON.parse(kept!.body.toString('utf8')).report.title).toBe(title);
+    const kept = await svc.rt.ledger.get({ source: 'partner', post_id: 22 });
+    expect(kept!.report.title).toBe(title);
   });
 });

@@ -61,29 +61,6 @@ describe.each(adapters)('object store contract: $name', ({ make }) => {
     expect((await store.get('k/1.json'))?.body.toString()).toBe('first');
   });
 
-  it('creates in one step only if absent, and keeps the first content', async () => {
-    const store = await make();
-    expect(await store.createIfAbsent('m/1.json', 'first')).toBe(true);
-    expect(await store.createIfAbsent('m/1.json', 'second')).toBe(false);
-    expect((await store.get('m/1.json'))?.body.toString()).toBe('first');
-    expect(await collect(store.list({ prefix: 'm/' }))).toEqual(['m/1.json']);
-  });
-
-  it('copies an object under another key only if that key is free; the copy outlives its source', async () => {
-    const store = await make();
-    await store.createIfAbsent('m/2.json', 'record');
-    expect(await store.copyIfAbsent('m/2.json', 'k/2.json', 'record')).toBe(true);
-    expect(await store.copyIfAbsent('m/2.json', 'k/2.json', 'record')).toBe(false);
-    await store.sync(['k/2.json']);
-    // The source is rewritten, then deleted: the copy keeps the original bytes.
-    await store.put('m/2.json', 'rewritten');
-    await store.delete(['m/2.json']);
-    expect((await store.get('k/2.json'))?.body.toString()).toBe('record');
-    await store.put('k/3.json', 'taken');
-    expect(await store.copyIfAbsent('m/2.json', 'k/3.json', 'record')).toBe(false);
-    expect((await store.get('k/3.json'))?.body.toString()).toBe('taken');
-  });
-
   it('lists in key order, within the prefix, after startAfter', async () => {
     const store = await make();
     const keys = [

@@ -1,13 +1,14 @@
-// One contract, every adapter: the in-process queue and SQS (fauxqs) must agree.
+// One contract, every adapter: the SQLite queue and SQS (fauxqs) must agree.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { bootstrap, deadLetterQueueName } from '../../src/bootstrap.js';
 import { UnavailableError } from '../../src/errors.js';
-import { MemoryQueue } from '../../src/queue/memoryQueue.js';
+import { openLedgerDb } from '../../src/ledger/database.js';
+import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import type { Queue } from '../../src/queue/queue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { testConfig } from '../support/env.js';
+import { tempDir, testConfig } from '../support/env.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -24,11 +25,10 @@ interface Made {
 
 const adapters: { name: string; make: () => Promise<Made> }[] = [
   {
-    name: 'memory',
+    name: 'sqlite',
     make: async () => {
-      const dead: string[] = [];
-      const queue = new MemoryQueue({ maxReceives: 5, deadLetter: async (m) => void dead.push(m.body) });
-      return { queue, deadLetters: async () => dead };
+      const queue = new SqliteQueue(openLedgerDb(await tempDir()), 5);
+      return { queue, deadLetters: async () => queue.deadLetters().map((d) => d.body) };
     },
   },
   {
@@ -135,3 +135,29 @@ describe('bootstrap', () => {
   });
 });
 
+describe('the SQLite queue across processes', () => {
+  it('is one queue for every connection on the directory: each message goes to one consumer, a delete is seen by all', async () => {
+    const dir = await tempDir();
+    const producer = new SqliteQueue(openLedgerDb(dir), 5);
+    const consumers = [new SqliteQueue(openLedgerDb(dir), 5), new SqliteQueue(openLedgerDb(dir), 5)];
+    const bodies = Array.from({ length: 40 }, (_, i) => `m${i}`);
+    await producer.send(bodies);
+    const got: string[] = [];
+    for (let round = 0; round < 10 && got.length < bodies.length; round++) {
+      const batches = await Promise.all(consumers.map((c) => c.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 })));
+      for (const [i, batch] of batches.entries()) {
+        got.push(...batch.map((m) => m.body));
+        await consumers[(i + 1) % 2]!.delete(batch.map((m) => m.receipt));
+      }
+    }
+    expect(got.sort()).toEqual([...bodies].sort());
+    expect(await producer.depth()).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it('wakes a waiting receive when another connection sends', async () => {
+    const dir = await tempDir();
+    const waiting = new SqliteQueue(openLedgerDb(dir), 5).receive({ maxMessages: 10, waitSeconds: 5, visibilitySeconds: 30 });
+    setTimeout(() => void new SqliteQueue(openLedgerDb(dir), 5).send(['late']), 300);
+    expect((await waiting).map((m) => m.body)).toEqual(['late']);
+  });
+});

@@ -1,4 +1,4 @@
-// Test backends: the embedded default (temp dir + in-process queue) and
+// Test backends: the embedded default (temp dir, SQLite ledger and queue) and
 // S3/SQS on fauxqs. Both run the same code above the ports.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -153,10 +153,24 @@ export async function keysUnder(rt: Runtime, prefix: string): Promise<string[]> 
   return out;
 }
 
-/** Waits until every accepted report is archived: no pending marker left, nothing buffered. */
+/** The pkeys the ledger accepted, sorted. */
+export async function acceptedPkeys(rt: Runtime): Promise<string[]> {
+  const out: string[] = [];
+  for await (const r of rt.ledger.accepted(0, 8.64e15)) out.push(r.pkey);
+  return out.sort();
+}
+
+/** How many accepted reports the ledger says still wait to be archived. */
+export async function pendingCount(rt: Runtime): Promise<number> {
+  let n = 0;
+  for await (const r of rt.ledger.accepted(0, 8.64e15)) if (r.pending) n += 1;
+  return n;
+}
+
+/** Waits until every accepted report is archived: nothing pending in the ledger, nothing buffered. */
 export async function allArchived(rt: Runtime, ms = 20_000): Promise<void> {
   await eventually(
-    async () => ((await keysUnder(rt, 'ingest/pending/')).length === 0 && rt.worker.buffered === 0 ? true : undefined),
+    async () => ((await pendingCount(rt)) === 0 && rt.worker.buffered === 0 ? true : undefined),
     ms,
     'every accepted report to be archived',
   );

@@ -1,0 +1,139 @@
+// The embedded backend's one SQLite database under DATA_DIR: the ingest ledger and the
+// durable queue, shared by every process on that directory (serve, worker, scheduler, CLI).
+// WAL with synchronous=FULL: a commit is on disk before it returns, and readers never block
+// the writer. Writers from several processes take turns through SQLite's own lock.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { UnavailableError } from '../errors.js';
+
+export type Db = Database.Database;
+
+/** How long a write waits for another process's transaction before it fails. */
+const BUSY_TIMEOUT_MS = 2_000;
+
+/** Schema versions, applied in order; `PRAGMA user_version` says how many ran. Append only. */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE reports (
+     source TEXT NOT NULL,
+     post_id INTEGER NOT NULL,
+     pkey TEXT NOT NULL UNIQUE,
+     created_at_ms INTEGER NOT NULL,
+     -- The first accepted version (an IngestRecord as JSON): it alone is ever archived.
+     record TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'archived')),
+     accepted_at_ms INTEGER NOT NULL,
+     -- When it was last sent to the queue: reconciliation re-sends what waits too long.
+     enqueued_at_ms INTEGER NOT NULL,
+     archived_at_ms INTEGER,
+     PRIMARY KEY (source, post_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX reports_pending ON reports (enqueued_at_ms) WHERE state = 'pending';
+   CREATE INDEX reports_created ON reports (created_at_ms);
+   CREATE TABLE queue (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     body TEXT NOT NULL,
+     -- The report a message carries, so reconciliation can tell a queued report from a lost one.
+     pkey TEXT,
+     sent_at_ms INTEGER NOT NULL,
+     visible_at_ms INTEGER NOT NULL,
+     receive_count INTEGER NOT NULL DEFAULT 0,
+     receipt TEXT UNIQUE
+   );
+   CREATE INDEX queue_visible ON queue (visible_at_ms);
+   CREATE INDEX queue_pkey ON queue (pkey);
+   CREATE TABLE dead_letters (
+     id INTEGER PRIMARY KEY,
+     body TEXT NOT NULL,
+     pkey TEXT,
+     sent_at_ms INTEGER NOT NULL,
+     receive_count INTEGER NOT NULL,
+     dead_lettered_at_ms INTEGER NOT NULL
+   );
+   CREATE INDEX dead_letters_pkey ON dead_letters (pkey);
+   CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+];
+
+/** Opens (creating if needed) and migrates the database; disk errors become UnavailableError. */
+export function openLedgerDb(dataDir: string): Db {
+  const file = path.join(dataDir, 'ledger.sqlite');
+  return guardSync(() => {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.pragma('foreign_keys = ON');
+      migrate(db);
+      return db;
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  });
+}
+
+function migrate(db: Db): void {
+  // IMMEDIATE: two processes starting together migrate once, one after the other.
+  db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+    if (version < MIGRATIONS.length) db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}
+
+/** SQLite errors a client cannot cause: locked, full, read-only, corrupt, I/O. */
+export function guardSync<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof UnavailableError) throw err;
+    if (isDatabaseError(err)) throw new UnavailableError('storage', `ledger unavailable (${(err as { code?: string }).code ?? 'error'})`, { cause: err });
+    throw err;
+  }
+}
+
+function isDatabaseError(err: unknown): boolean {
+  if (err instanceof Database.SqliteError) return true;
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^(SQLITE_|E[A-Z]+$)/.test(code);
+}
+
+/**
+ * Runs submitted operations in one transaction per turn of the event loop: concurrent callers
+ * share one commit, so durability costs one disk flush per batch, not per caller. Each caller
+ * gets its own result, or the batch's error.
+ */
+export class GroupCommit<In, Out> {
+  private queued: { input: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly apply: (input: In) => Out,
+  ) {}
+
+  submit(input: In): Promise<Out> {
+    return new Promise<Out>((resolve, reject) => {
+      this.queued.push({ input, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.commit());
+      }
+    });
+  }
+
+  private commit(): void {
+    const batch = this.queued;
+    this.queued = [];
+    this.scheduled = false;
+    let outs: Out[];
+    try {
+      outs = guardSync(() => this.db.transaction(() => batch.map((b) => this.apply(b.input))).immediate());
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+      return;
+    }
+    batch.forEach((b, i) => b.resolve(outs[i]!));
+  }
+}

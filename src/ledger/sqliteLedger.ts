@@ -1,0 +1,109 @@
+// The embedded ledger: one SQLite row per accepted report, and its queue message inserted in
+// the same transaction, so an acceptance is whole or absent. Concurrent acceptances share a
+// commit (GroupCommit): one disk flush per batch.
+import { randomBytes } from 'node:crypto';
+import { GroupCommit, guardSync, type Db } from './database.js';
+import type { SqliteQueue } from '../queue/sqliteQueue.js';
+import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, QueueEnvelope, ReportId } from './ledger.js';
+
+export class SqliteLedger implements IngestLedger {
+  readonly description: string;
+  private readonly accepts: GroupCommit<IngestRecord, boolean>;
+  private readonly stmts;
+
+  constructor(
+    private readonly db: Db,
+    private readonly queue: SqliteQueue,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.description = `sqlite:${db.name}`;
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms)
+         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`,
+      ),
+      state: db.prepare('SELECT state FROM reports WHERE source = ? AND post_id = ?'),
+      record: db.prepare('SELECT record FROM reports WHERE source = ? AND post_id = ?'),
+      archive: db.prepare("UPDATE reports SET state = 'archived', archived_at_ms = ? WHERE source = ? AND post_id = ? AND state = 'pending'"),
+      stale: db.prepare(
+        `SELECT r.source, r.post_id, r.record FROM reports r
+         WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
+           -- A message waiting in line will get there; one in flight this long lost its worker.
+           AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
+           AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
+         LIMIT 500`,
+      ),
+      touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE source = ? AND post_id = ?'),
+      accepted: db.prepare('SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms BETWEEN ? AND ?'),
+      probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+    };
+    this.accepts = new GroupCommit(db, (record) => this.insert(record));
+  }
+
+  /** Inside the batch's transaction: the row, and its message only if the row is new. */
+  private insert(record: IngestRecord): boolean {
+    const now = this.now();
+    const body = JSON.stringify(record);
+    const created = this.stmts.insert.run(record.source, record.post_id, record.pkey, Date.parse(record.report.created_at), body, now, now).changes === 1;
+    if (created) this.queue.insert(body, record.pkey, now);
+    return created;
+  }
+
+  async accept(record: IngestRecord): Promise<AcceptResult> {
+    return { created: await this.accepts.submit(record), pkey: record.pkey } as AcceptResult;
+  }
+
+  async get(id: ReportId): Promise<IngestRecord | undefined> {
+    const row = guardSync(() => this.stmts.record.get(id.source, id.post_id)) as { record: string } | undefined;
+    return row ? (JSON.parse(row.record) as IngestRecord) : undefined;
+  }
+
+  async isPending(id: ReportId): Promise<boolean> {
+    const row = guardSync(() => this.stmts.state.get(id.source, id.post_id)) as { state: string } | undefined;
+    return row?.state === 'pending';
+  }
+
+  async markArchived(ids: readonly ReportId[]): Promise<void> {
+    const now = this.now();
+    guardSync(() => this.db.transaction(() => ids.forEach((id) => this.stmts.archive.run(now, id.source, id.post_id))).immediate());
+  }
+
+  async requeueStale(beforeMs: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const moved = guardSync(() =>
+        this.db
+          .transaction(() => {
+            const rows = this.stmts.stale.all(beforeMs, this.now()) as { source: string; post_id: number; record: string }[];
+            const now = this.now();
+            for (const row of rows) {
+              const envelope: QueueEnvelope = { ...(JSON.parse(row.record) as IngestRecord), redelivery: true };
+              this.queue.insert(JSON.stringify(envelope), envelope.pkey, now);
+              this.stmts.touch.run(now, row.source, row.post_id);
+            }
+            return rows.length;
+          })
+          .immediate(),
+      );
+      total += moved;
+      if (moved === 0) return total;
+      // Let requests in between batches of a large backlog.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
+    const rows = guardSync(() => this.stmts.accepted.all(Math.trunc(fromMs), Math.trunc(toMs))) as { pkey: string; created_at_ms: number; state: string }[];
+    for (const r of rows) yield { pkey: r.pkey, created_at: new Date(r.created_at_ms).toISOString(), pending: r.state === 'pending' };
+  }
+
+  /** A write that goes through the disk: a full disk or a read-only mount fails it. */
+  async ping(): Promise<void> {
+    guardSync(() => this.stmts.probe.run(randomBytes(8).toString('hex')));
+  }
+
+  close(): void {
+    this.queue.close();
+    if (this.db.open) this.db.close();
+  }
+}

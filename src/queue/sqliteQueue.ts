@@ -1,0 +1,136 @@
+// The embedded backend's queue: a table in the ledger database, with SQS's semantics
+// (visibility timeout, receive count, dead letters after N receives, batch receive and
+// delete), for any number of consumers in any number of processes on one DATA_DIR.
+import { randomBytes } from 'node:crypto';
+import { guardSync, type Db } from '../ledger/database.js';
+import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
+
+/** How often a waiting receive looks again (other processes' sends wake nobody). */
+const POLL_MS = 100;
+
+export interface DeadLetterRow {
+  id: number;
+  body: string;
+  receiveCount: number;
+  deadLetteredAt: string;
+}
+
+export class SqliteQueue implements Queue {
+  readonly durable = true;
+  readonly description: string;
+  private closed = false;
+  private readonly stmts;
+
+  constructor(
+    private readonly db: Db,
+    private readonly maxReceives: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.description = `sqlite:${db.name}`;
+    this.stmts = {
+      send: db.prepare('INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES (?, ?, ?, ?)'),
+      due: db.prepare('SELECT id, body, pkey, sent_at_ms, receive_count FROM queue WHERE visible_at_ms <= ? ORDER BY visible_at_ms, id LIMIT ?'),
+      take: db.prepare('UPDATE queue SET receive_count = receive_count + 1, visible_at_ms = ?, receipt = ? WHERE id = ?'),
+      bury: db.prepare('INSERT INTO dead_letters (id, body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, ?, ?, ?)'),
+      drop: db.prepare('DELETE FROM queue WHERE id = ?'),
+      delete: db.prepare('DELETE FROM queue WHERE receipt = ?'),
+      hide: db.prepare('UPDATE queue SET visible_at_ms = ? WHERE receipt = ?'),
+      depth: db.prepare('SELECT sum(visible_at_ms <= ?) AS visible, sum(visible_at_ms > ?) AS in_flight FROM queue'),
+      deadLetters: db.prepare('SELECT id, body, receive_count, dead_lettered_at_ms FROM dead_letters ORDER BY id'),
+      redrive: db.prepare('INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) SELECT body, pkey, ?, ? FROM dead_letters ORDER BY id'),
+      clearDead: db.prepare('DELETE FROM dead_letters'),
+    };
+  }
+
+  async send(bodies: readonly string[]): Promise<void> {
+    const now = this.now();
+    guardSync(() => this.db.transaction(() => bodies.forEach((b) => this.insert(b, pkeyOf(b), now)))());
+  }
+
+  /** Inserts within the caller's transaction (the ledger's acceptance). */
+  insert(body: string, pkey: string | null, now = this.now()): void {
+    this.stmts.send.run(body, pkey, now, now);
+  }
+
+  async receive(options: ReceiveOptions): Promise<QueueMessage[]> {
+    const deadline = this.now() + options.waitSeconds * 1000;
+    for (;;) {
+      if (this.closed) return [];
+      const got = this.take(options);
+      if (got.length > 0 || this.now() >= deadline) return got;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(1, deadline - this.now()))));
+    }
+  }
+
+  private take(options: ReceiveOptions): QueueMessage[] {
+    return guardSync(() =>
+      this.db
+        .transaction(() => {
+          const now = this.now();
+          const out: QueueMessage[] = [];
+          const rows = this.stmts.due.all(now, Math.min(10, options.maxMessages)) as { id: number; body: string; pkey: string | null; sent_at_ms: number; receive_count: number }[];
+          for (const row of rows) {
+            // As SQS's redrive policy: past the allowed receives, a message moves aside instead.
+            if (row.receive_count >= this.maxReceives) {
+              this.stmts.bury.run(row.id, row.body, row.pkey, row.sent_at_ms, row.receive_count, now);
+              this.stmts.drop.run(row.id);
+              continue;
+            }
+            const receipt = `${row.id}.${randomBytes(8).toString('hex')}`;
+            this.stmts.take.run(now + options.visibilitySeconds * 1000, receipt, row.id);
+            out.push({ id: String(row.id), body: row.body, receipt, receiveCount: row.receive_count + 1 });
+          }
+          return out;
+        })
+        .immediate(),
+    );
+  }
+
+  async delete(receipts: readonly string[]): Promise<void> {
+    guardSync(() => this.db.transaction(() => receipts.forEach((r) => this.stmts.delete.run(r)))());
+  }
+
+  async changeVisibility(receipt: string, seconds: number): Promise<void> {
+    guardSync(() => this.stmts.hide.run(this.now() + seconds * 1000, receipt));
+  }
+
+  async depth(): Promise<QueueDepth> {
+    const now = this.now();
+    const row = guardSync(() => this.stmts.depth.get(now, now)) as { visible: number | null; in_flight: number | null };
+    return { visible: row.visible ?? 0, inFlight: row.in_flight ?? 0 };
+  }
+
+  async ping(): Promise<void> {
+    guardSync(() => this.db.prepare('SELECT count(*) FROM queue').get());
+  }
+
+  deadLetters(): DeadLetterRow[] {
+    return guardSync(() => this.stmts.deadLetters.all() as { id: number; body: string; receive_count: number; dead_lettered_at_ms: number }[]).map(
+      (r) => ({ id: r.id, body: r.body, receiveCount: r.receive_count, deadLetteredAt: new Date(r.dead_lettered_at_ms).toISOString() }),
+    );
+  }
+
+  /** Moves every dead letter back to the queue, fresh (receive count 0); returns how many. */
+  redriveDeadLetters(): number {
+    return guardSync(() =>
+      this.db
+        .transaction(() => {
+          const now = this.now();
+          const moved = this.stmts.redrive.run(now, now).changes;
+          this.stmts.clearDead.run();
+          return moved;
+        })
+        .immediate(),
+    );
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+/** The pkey an ingest message carries, if it is one. */
+function pkeyOf(body: string): string | null {
+  const m = /"pkey":"([^"\\]{1,200})"/.exec(body);
+  return m ? m[1]! : null;
+}

@@ -1,0 +1,123 @@
+// The embedded ledger: one SQLite database that every process on DATA_DIR shares, and the
+// upgrade of a DATA_DIR written by the release that kept ingest files and a journal.
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { crc32 } from 'node:zlib';
+import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import {
+  acceptedPkeys,
+  allArchived,
+  API_KEY,
+  eventually,
+  getJson,
+  pendingCount,
+  postReport,
+  report,
+  startTestService,
+  tempDir,
+  testConfig,
+  testRuntime,
+} from '../support/env.js';
+
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+const WINDOW = 'start=2026-11-01T00:00:00%2B0000&end=2026-11-30T23:59:59%2B0000&geoformat=geojson';
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+function start(role: string, env: Record<string, string>): { output: () => string } {
+  const child = spawn(process.execPath, [MAIN, role], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return { output: () => out };
+}
+
+async function archived(url: string): Promise<{ pkey: string; title: string }[]> {
+  const res = await getJson(`${url}/reports/archive?${WINDOW}`);
+  return res.body.result.features.map((f: any) => ({ pkey: f.properties.pkey, title: f.properties.title }));
+}
+
+describe('the SQLite ledger shared by processes', () => {
+  it('an API and a worker started apart on one DATA_DIR share the queue: a post is archived on the flush, not by reconciliation', async () => {
+    const dataDir = await tempDir();
+    // Reconciliation would take minutes: only the shared queue can bring the report in time.
+    const env = { DATA_DIR: dataDir, PORT: '0', API_KEYS: API_KEY, FLUSH_INTERVAL_SECONDS: '0.5' };
+    const api = start('serve', env);
+    const url = await eventually(async () => /listening on (http:\/\/\S+)/.exec(api.output())?.[1], 20_000, 'the API listening');
+    start('worker', env);
+    expect((await postReport(url, report(1, { title: 'apart' }))).status).toBe(201);
+    expect((await postReport(url, report(1, { title: 'again' }))).status).toBe(200);
+    const got = await eventually(async () => {
+      const rows = await archived(url);
+      return rows.length > 0 ? rows : undefined;
+    }, 15_000, 'the report archived by the separate worker');
+    expect(got).toEqual([{ pkey: 'partner-1', title: 'apart' }]);
+  });
+});
+
+describe('upgrading a DATA_DIR of the release with ingest files and a journal', () => {
+  it('keeps every accepted report accepted once, queues what was pending, and removes the old files', async () => {
+    const config = await testConfig('embedded');
+    const root = config.storageUrl.slice('file://'.length);
+    const record = (id: number, title: string) =>
+      JSON.stringify({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: '2026-11-21T06:00:00.000Z', report: parsePartnerReport(report(id, { title }), Date.parse('2026-11-21T06:00:00Z')) });
+    const write = async (key: string, body: string | Buffer) => {
+      await fs.mkdir(path.dirname(path.join(root, key)), { recursive: true });
+      await fs.writeFile(path.join(root, key), body);
+    };
+    // 1: archived (its key alone). 2: pending (key and marker). 3: pending, its key lost in a
+    // crash (marker alone). 4: a marker torn while its acceptance was under way (never answered).
+    await write('ingest/keys/partner/1.json', record(1, 'one'));
+    await write('ingest/keys/partner/2.json', record(2, 'two'));
+    await write('ingest/pending/partner/2.json', record(2, 'two'));
+    await write('ingest/pending/partner/3.json', record(3, 'three'));
+    await write('ingest/pending/partner/4.json', '{"v":1,"pkey":"partn');
+    // 5: accepted just before a power loss: its files are gone, the journal kept them.
+    const entry = (key: string, body: string) => {
+      const bytes = Buffer.from(body);
+      return Buffer.concat([Buffer.from(`${JSON.stringify({ k: key, n: bytes.length, c: crc32(bytes), t: Date.now() })}\n`), bytes, Buffer.from('\n')]);
+    };
+    await write('+journal/boot-1_1_0_00000001.wal', Buffer.concat([entry('ingest/pending/partner/5.json', record(5, 'five')), entry('ingest/keys/partner/5.json', record(5, 'five')), Buffer.alloc(64)]));
+
+    const rt = await testRuntime(config);
+    expect(await acceptedPkeys(rt)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-5']);
+    expect(await pendingCount(rt)).toBe(3);
+    await expect(fs.access(path.join(root, 'ingest'))).rejects.toThrow();
+    await expect(fs.access(path.join(root, '+journal'))).rejects.toThrow();
+
+    const svc = await startTestService(rt);
+    await allArchived(rt);
+    expect((await archived(svc.url)).sort((a, b) => a.pkey.localeCompare(b.pkey))).toEqual([
+      { pkey: 'partner-2', title: 'two' },
+      { pkey: 'partner-3', title: 'three' },
+      { pkey: 'partner-5', title: 'five' },
+    ]);
+    for (const id of [1, 2, 3, 5]) expect((await postReport(svc.url, report(id, { title: 'later' }))).status).toBe(200);
+    expect((await postReport(svc.url, report(4))).status).toBe(201);
+    await svc.stop();
+
+    // A second start finds nothing to import and changes nothing.
+    const again = await testRuntime(config);
+    expect(await acceptedPkeys(again)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-4', 'partner-5']);
+    await again.close();
+  });
+
+  it('a corrupt ledger file stops the process with the "unavailable" exit code and a message', async () => {
+    const dataDir = await tempDir();
+    await fs.writeFile(path.join(dataDir, 'ledger.sqlite'), 'this is not a database'.repeat(100));
+    const child = spawn(process.execPath, [MAIN, 'serve'], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(69);
+    expect(out).toMatch(/ledger/i);
+  });
+});
