@@ -3,11 +3,13 @@
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# better-sqlite3 compiles where its prebuilt binary cannot be fetched.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
 # The infrastructure code and the benchmark are compiled with the rest but never run from the image.
-RUN npm run build && rm -rf dist/infra dist/bench
+RUN npm run build && rm -rf dist/infra dist/bench && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-bookworm-slim
 # Two malloc arenas: DuckDB's and libuv's threads otherwise each keep freed memory in their own,
@@ -17,7 +19,8 @@ ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# Production dependencies as built above (native addons included): no compiler in this image.
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/web ./web
 # Local state (generated key, temp files, the S3 part cache) lives in /data, owned by the unprivileged user.

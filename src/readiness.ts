@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { withDeadline } from './deadline.js';
 import type { BoundaryRepository } from './boundaries/repository.js';
 import type { Logger } from './log.js';
+import type { IngestLedger } from './ledger/ledger.js';
 import type { Queue } from './queue/queue.js';
 import type { ObjectStore } from './store/objectStore.js';
 
@@ -26,6 +27,8 @@ export interface ReadinessReport {
 export interface ReadinessDeps {
   store: ObjectStore;
   queue: Queue;
+  /** Where acceptances are recorded: its write is probed too (on the embedded backend, the SQLite file). */
+  ledger: IngestLedger;
   boundaries: BoundaryRepository;
   log: Logger;
   deadlineMs: number;
@@ -56,7 +59,10 @@ export class Readiness {
     const last = this.lastWrite;
     if (last && this.now() - last.at < WRITE_PROBE_TTL_MS) return last.result;
     const body = JSON.stringify({ probe: 'ready', host: hostname(), pid: process.pid, at: new Date(this.now()).toISOString(), pad: ' '.repeat(256) });
-    const result = this.bounded(this.deps.store.put(WRITE_PROBE_KEY, body), 'writes to the object store fail');
+    const result = Promise.all([
+      this.bounded(this.deps.store.put(WRITE_PROBE_KEY, body), 'writes to the object store fail'),
+      this.bounded(this.deps.ledger.ping(), 'writes to the ingest ledger fail'),
+    ]).then((results) => results.find((r) => !r.ok) ?? { ok: true as const });
     this.lastWrite = { at: this.now(), result };
     return result;
   }

@@ -45,8 +45,10 @@ export class CursorCodec {
   async open(raw: string): Promise<string | undefined> {
     if (raw.length <= MAC_CHARS || raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw)) return undefined;
     const body = raw.slice(0, -MAC_CHARS);
-    const given = Buffer.from(raw.slice(-MAC_CHARS), 'base64url');
-    const expected = this.mac(await this.secret(), body);
+    // Compared as text: base64url's last character carries spare bits, so two spellings decode
+    // to the same MAC; only the one this service wrote is accepted.
+    const given = Buffer.from(raw.slice(-MAC_CHARS), 'latin1');
+    const expected = Buffer.from(this.mac(await this.secret(), body).toString('base64url'), 'latin1');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     return Buffer.from(body, 'base64url').toString('utf8');
   }

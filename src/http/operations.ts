@@ -10,7 +10,7 @@ export function operationsRouter(rt: Runtime): Router {
     res.set('Cache-Control', 'no-store').json({ status: 'ok' });
   });
 
-  const readiness = new Readiness({ store: rt.store, queue: rt.queue, boundaries: rt.boundaries, log: rt.log, deadlineMs: rt.config.acceptDeadlineMs });
+  const readiness = new Readiness({ store: rt.store, queue: rt.queue, ledger: rt.ledger, boundaries: rt.boundaries, log: rt.log, deadlineMs: rt.config.acceptDeadlineMs });
   router.get('/ready', async (_req, res) => {
     const { ready, checks } = await readiness.check();
     res.set('Cache-Control', 'no-store');

@@ -21,9 +21,9 @@ export interface LegacyImport {
 
 /** Imports the old layout under `storeRoot` if there is one; undefined when there is none. */
 export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue, now = Date.now()): LegacyImport | undefined {
-  const ingestDir = path.join(storeRoot, 'ingest');
-  const journalDir = path.join(storeRoot, JOURNAL_DIR);
-  if (!fs.existsSync(ingestDir) && !fs.existsSync(journalDir)) return undefined;
+  const dirs = [IDEMPOTENCY_PREFIX, PENDING_PREFIX, JOURNAL_DIR].map((d) => path.join(storeRoot, ...d.split('/').filter(Boolean)));
+  const journalDir = dirs[2]!;
+  if (!dirs.some((d) => fs.existsSync(d))) return undefined;
 
   // What the journal holds for each object, newest entry last: it repairs files a power loss
   // left missing or torn.
@@ -81,8 +81,7 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
       .immediate(),
   );
   // Only once the ledger holds them: a crash before this line imports them again, to no effect.
-  fs.rmSync(ingestDir, { recursive: true, force: true });
-  fs.rmSync(journalDir, { recursive: true, force: true });
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   return result;
 }
 

@@ -88,7 +88,8 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
     const rt = await testRuntime(config);
     expect(await acceptedPkeys(rt)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-5']);
     expect(await pendingCount(rt)).toBe(3);
-    await expect(fs.access(path.join(root, 'ingest'))).rejects.toThrow();
+    await expect(fs.access(path.join(root, 'ingest/keys'))).rejects.toThrow();
+    await expect(fs.access(path.join(root, 'ingest/pending'))).rejects.toThrow();
     await expect(fs.access(path.join(root, '+journal'))).rejects.toThrow();
 
     const svc = await startTestService(rt);

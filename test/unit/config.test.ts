@@ -6,7 +6,7 @@ describe('config', () => {
     const c = loadConfig({}, '/srv/app');
     expect(c.dataDir).toBe('/srv/app/data');
     expect(c.storageUrl).toBe('file:///srv/app/data/store');
-    expect(c.queueUrl).toBe('memory:');
+    expect(c.queueUrl).toBe('sqlite:');
     expect(c.port).toBe(8080);
     expect(c.apiKeys).toEqual([]);
     expect(c.archiveMaxWindowMs).toBe(366 * 86_400_000);
