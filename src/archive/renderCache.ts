@@ -6,7 +6,7 @@
 // repeated pulls of a week or a year fast. Bounded in bytes, least recently
 // used first out.
 import { createHash, randomUUID } from 'node:crypto';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { releaseMemory } from '../memory.js';
 import type { Metrics } from '../metrics.js';
@@ -42,15 +42,11 @@ interface Header {
 const SUFFIX = '.hour';
 const MAX_HEADER = 512;
 
-// A hit holds its file open until the text is read (an evicted file stays readable); one
-// never read, as when the client went away, has its descriptor closed once it is collected.
-const openFiles = new FinalizationRegistry<number>((fd) => {
-  try {
-    closeSync(fd);
-  } catch {
-    // Already closed.
-  }
-});
+// A hit holds no descriptor: its file is pinned (never evicted) until the text is read, then
+// opened, read and closed at once. A hit never read (an empty hour, an hour a window cuts, a
+// client gone) only has its pin dropped when it is collected, so descriptors stay bounded by
+// the reads in progress whatever the window and the number of pulls.
+const pinned = new FinalizationRegistry<() => void>((unpin) => unpin());
 
 export class RenderCache {
   private readonly files: CacheFiles<Entry>;
@@ -84,26 +80,22 @@ export class RenderCache {
     return hit;
   }
 
-  /** The entry as a hit, its file held open; undefined (and forgotten) when the file is gone. */
+  /** The entry as a hit, its file pinned until read; undefined (and forgotten) when the file is gone. */
   private open(key: string, entry: Entry): RenderedHour | undefined {
-    let fd: number;
     try {
-      fd = openSync(entry.file, 'r');
+      if (entry.header) statSync(entry.file);
+      else this.readHeader(entry);
     } catch {
-      // Removed behind our back (a cleaned cache directory): render it again.
-      this.files.forget(key, entry);
-      return undefined;
-    }
-    try {
-      if (!entry.header) this.readHeader(entry, fd);
-    } catch {
-      closeSync(fd);
+      // Removed behind our back (a cleaned cache directory), or not ours: render it again.
       this.files.forget(key, entry);
       return undefined;
     }
     this.files.touch(entry);
     const { bbox, minMs, maxMs } = entry.header!;
-    return { bbox: bbox ?? undefined, minMs, maxMs, text: textReader(fd, entry.headerBytes!, entry.size - entry.headerBytes!) };
+    // An hour without reports has nothing to read.
+    if (!bbox) return { bbox: undefined, minMs, maxMs, text: new Uint8Array(0) };
+    this.files.pin(entry);
+    return { bbox, minMs, maxMs, text: textReader(entry.file, entry.headerBytes!, entry.size - entry.headerBytes!, () => this.files.unpin(entry)) };
   }
 
   /**
@@ -137,9 +129,15 @@ export class RenderCache {
     return this.files.sizeBytes;
   }
 
-  private readHeader(entry: Entry, fd: number): void {
+  private readHeader(entry: Entry): void {
     const buf = Buffer.alloc(Math.min(MAX_HEADER, entry.size));
-    const n = readSync(fd, buf, 0, buf.length, 0);
+    const fd = openSync(entry.file, 'r');
+    let n: number;
+    try {
+      n = readSync(fd, buf, 0, buf.length, 0);
+    } finally {
+      closeSync(fd);
+    }
     const eol = buf.subarray(0, n).indexOf(10);
     if (eol < 0) throw new Error('render cache entry without a header');
     entry.header = JSON.parse(buf.subarray(0, eol).toString('utf8')) as Header;
@@ -147,29 +145,35 @@ export class RenderCache {
   }
 }
 
-/** Reads an entry's text from its open file, once, then closes it. */
-function textReader(fd: number, offset: number, length: number): () => Uint8Array {
+/** Reads an entry's text once, opening and closing its file then; unpins it either way. */
+function textReader(file: string, offset: number, length: number, unpin: () => void): () => Uint8Array {
   let done = false;
+  const release = () => unpin();
   const read = (): Uint8Array => {
     if (done) throw new Error('rendered hour read twice');
     done = true;
-    openFiles.unregister(read);
+    pinned.unregister(read);
     try {
-      // Synchronous: a page-cached read of a few hundred kB takes microseconds, and a long
-      // window reads thousands of these; as thread-pool round trips they mostly wait.
-      const out = Buffer.allocUnsafe(length);
-      for (let off = 0; off < length; ) {
-        const n = readSync(fd, out, off, length - off, offset + off);
-        if (n === 0) throw new Error('rendered hour truncated');
-        off += n;
+      const fd = openSync(file, 'r');
+      try {
+        // Synchronous: a page-cached read of a few hundred kB takes microseconds, and a long
+        // window reads thousands of these; as thread-pool round trips they mostly wait.
+        const out = Buffer.allocUnsafe(length);
+        for (let off = 0; off < length; ) {
+          const n = readSync(fd, out, off, length - off, offset + off);
+          if (n === 0) throw new Error('rendered hour truncated');
+          off += n;
+        }
+        // A long pull reads gigabytes of these: see memory.ts.
+        releaseMemory(false);
+        return out;
+      } finally {
+        closeSync(fd);
       }
-      // A long pull reads gigabytes of these: see memory.ts.
-      releaseMemory(false);
-      return out;
     } finally {
-      closeSync(fd);
+      release();
     }
   };
-  openFiles.register(read, fd, read);
+  pinned.register(read, release, read);
   return read;
 }

@@ -232,9 +232,9 @@ describe('RenderCache', () => {
     const cache = new RenderCache(dir, 350);
     // What is stored is answered as a hit whose text is read when sent.
     expect(textOf(await cache.put('one', hour(100)))).toBe('x'.repeat(100));
-    await cache.put('two', hour(100));
+    textOf(await cache.put('two', hour(100)));
     expect(textOf(await cache.get('one'))).toBe('x'.repeat(100));
-    await cache.put('three', hour(100));
+    textOf(await cache.put('three', hour(100)));
     expect(cache.sizeBytes).toBeLessThanOrEqual(350);
     expect(await cache.get('two')).toBeUndefined();
     const one = (await cache.get('one'))!;
@@ -244,6 +244,36 @@ describe('RenderCache', () => {
     const three = (await again.get('three'))!;
     expect([three.bbox, three.minMs, three.maxMs, textOf(three)]).toEqual([[1, 2, 3, 4], 10, 20, 'x'.repeat(100)]);
     expect(again.sizeBytes).toBe(cache.sizeBytes);
+  });
+
+  it('holds no file descriptor for a hit until its text is read, however many hits are taken and never read', async () => {
+    const dir = await tempDir();
+    const cache = new RenderCache(dir, 1 << 30);
+    const empty = { text: new Uint8Array(0), bbox: undefined, minMs: 10, maxMs: 10 };
+    for (let i = 0; i < 400; i++) textOf(await cache.put(`full-${i}`, hour(50)));
+    for (let i = 0; i < 400; i++) await cache.put(`empty-${i}`, empty);
+    const fds = async () => (await fs.readdir('/proc/self/fd')).length;
+    const before = await fds();
+    // A year of hours looked up, as a long pull does, and left unread (empty hours, cut hours,
+    // a client gone): no descriptor may stay open for them.
+    const taken = await Promise.all([...Array(400).keys()].flatMap((i) => [cache.get(`full-${i}`), cache.get(`empty-${i}`)]));
+    expect(taken.every((h) => h !== undefined)).toBe(true);
+    expect((await fds()) - before).toBeLessThan(10);
+    // Read later, each is whole.
+    expect(textOf(taken[0])).toBe('x'.repeat(50));
+    expect(textOf(taken[1])).toBe('');
+  });
+
+  it('never evicts an entry a pending answer is about to read', async () => {
+    const cache = new RenderCache(await tempDir(), 250);
+    textOf(await cache.put('old', hour(100)));
+    const held = await cache.get('old');
+    // Over the bound twice: the held entry stays until it is read, the others go first.
+    textOf(await cache.put('new-1', hour(100)));
+    textOf(await cache.put('new-2', hour(100)));
+    expect(textOf(held)).toBe('x'.repeat(100));
+    textOf(await cache.put('new-3', hour(100)));
+    expect(cache.sizeBytes).toBeLessThanOrEqual(250);
   });
 
   it('stores nothing when turned off', async () => {
