@@ -1,4 +1,4 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick]
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick --only archive,ingest]
 // Builds a synthetic archive of hourly parts, compacts its closed days with the
 // real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
@@ -36,8 +36,11 @@ const { values: args } = parseArgs({
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
+    /** Comma-separated scenarios to run: archive (with stats and the page), ingest. */
+    only: { type: 'string', default: 'archive,ingest' },
   },
 });
+const ONLY = new Set(String(args.only).split(','));
 const QUICK = args.quick === true;
 const REPORTS = QUICK ? 50_000 : Number(args.reports);
 const DAYS = QUICK ? 30 : Number(args.days);
@@ -70,7 +73,7 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(role: string, env: Record<string, string>): Promise<Server> {
+async function startServer(role: string, env: Record<string, string>, listens = true): Promise<Server> {
   const child: ChildProcess = spawn(process.execPath, [CLI, role], {
     // MALLOC_ARENA_MAX as the container image sets it.
     env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: API_KEY, MALLOC_ARENA_MAX: '2', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
@@ -78,6 +81,8 @@ async function startServer(role: string, env: Record<string, string>): Promise<S
   });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
+    // A worker serves nothing: it is up once spawned (what it misses meanwhile waits in the queue).
+    if (!listens) resolve('');
     child.stdout!.on('data', (d) => {
       out += d;
       const m = /listening on (http:\/\/\S+)/.exec(out);
@@ -205,17 +210,23 @@ async function archiveScenarios(server: Server, label: string): Promise<void> {
   results.push({ scenario: `count (${label})`, rows: countRows });
 }
 
-async function ingestScenario(): Promise<void> {
+/**
+ * Ingest throughput and freshness with `clients` partners posting at once, against `all`, or
+ * against `serve` and `worker` started apart on one DATA_DIR (they share the SQLite queue).
+ */
+async function ingestScenario(clients: number, split: boolean): Promise<void> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-ingest-'));
   const flush = 5;
   // The freshness watchers poll often: the read limit would answer them 429 and skew the figure.
-  const server = await startServer('all', { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' });
+  const env = { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' };
+  const server = await startServer(split ? 'serve' : 'all', env);
+  const worker = split ? await startServer('worker', { ...env, PORT: '0' }, false) : undefined;
   const base = Date.UTC(2026, 10, 20, 0, 0, 0);
   let next = 0;
   /** 16 clients post reports until `end`; `accepted` hears of each 201. */
   const postUntil = (end: number, accepted: (i: number, createdMs: number, sentAt: number, acceptedAt: number) => void) =>
     Promise.all(
-      Array.from({ length: 16 }, async () => {
+      Array.from({ length: clients }, async () => {
         for (;;) {
           const i = next++;
           if (i >= end) return;
@@ -253,8 +264,9 @@ async function ingestScenario(): Promise<void> {
   });
   await Promise.all(watchers);
   await server.stop();
+  await worker?.stop();
   results.push({
-    scenario: 'ingest (embedded, durable acceptance, concurrency 16)',
+    scenario: `ingest (embedded, durable acceptance, concurrency ${clients}${split ? ', serve and worker apart' : ''})`,
     rows: [
       {
         reports: INGEST,
@@ -317,11 +329,8 @@ function printTable(title: string, rows: Row[]): void {
   for (const r of rows) process.stdout.write(`${line(cols.map((c) => String(r[c])))}\n`);
 }
 
-async function main(): Promise<void> {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-'));
-  const dataDir = path.join(dir, 'data');
-  const storeDir = path.join(dataDir, 'store');
-  await fsp.mkdir(storeDir, { recursive: true });
+/** Builds the synthetic archive, compacts it, and measures reads (archive, count, stats, the page). */
+async function archiveBench(dir: string, dataDir: string, storeDir: string): Promise<void> {
   const boundaries = await loadBoundaries();
   const repo = new BoundaryRepository(new FileObjectStore(storeDir), 0);
   const { version } = await repo.publish(boundaries);
@@ -374,7 +383,19 @@ async function main(): Promise<void> {
     await emulator.stop();
   }
 
-  await ingestScenario();
+}
+
+async function main(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-'));
+  const dataDir = path.join(dir, 'data');
+  const storeDir = path.join(dataDir, 'store');
+  await fsp.mkdir(storeDir, { recursive: true });
+  if (ONLY.has('archive')) await archiveBench(dir, dataDir, storeDir);
+  if (ONLY.has('ingest')) {
+    await ingestScenario(16, false);
+    await ingestScenario(64, false);
+    await ingestScenario(16, true);
+  }
 
   for (const r of results) printTable(r.scenario, r.rows);
   const outDir = path.join(root, 'bench', 'results');

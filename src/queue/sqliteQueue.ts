@@ -68,7 +68,7 @@ export class SqliteQueue implements Queue {
         .transaction(() => {
           const now = this.now();
           const out: QueueMessage[] = [];
-          const rows = this.stmts.due.all(now, Math.min(10, options.maxMessages)) as { id: number; body: string; pkey: string | null; sent_at_ms: number; receive_count: number }[];
+          const rows = this.stmts.due.all(now, Math.min(1000, options.maxMessages)) as { id: number; body: string; pkey: string | null; sent_at_ms: number; receive_count: number }[];
           for (const row of rows) {
             // As SQS's redrive policy: past the allowed receives, a message moves aside instead.
             if (row.receive_count >= this.maxReceives) {

@@ -113,7 +113,8 @@ export class Worker {
   /** Receives one batch and buffers what is valid. Returns how many messages arrived. */
   async pollOnce(waitSeconds = 0): Promise<number> {
     const messages = await this.deps.queue.receive({
-      maxMessages: 10,
+      // SQS gives at most 10 a call; the SQLite queue takes a larger batch in one transaction.
+      maxMessages: 200,
       waitSeconds,
       visibilitySeconds: this.visibilitySeconds,
     });
