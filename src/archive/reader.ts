@@ -115,6 +115,9 @@ const ITEM_SQL: Record<FeatureShape, string> = {
 };
 
 /** The archive columns researchers get in bulk formats. */
+/** A window's columns as DuckDB gives them to the Arrow writer. */
+export type ArrowColumns = Record<(typeof EXPORT_COLUMNS)[number] | 'geometry', unknown[]>;
+
 export const EXPORT_COLUMNS = [
   'pkey',
   'created_at',
@@ -370,18 +373,22 @@ export class ArchiveReader {
     }
   }
 
-  /** Typed columns of the window, one UTC day at a time, newest first (for Arrow). */
-  async *columns(query: ArchiveQuery, planned?: DayPlan[]): AsyncIterable<Record<(typeof EXPORT_COLUMNS)[number], unknown[]>> {
+  /**
+   * Typed columns of the window, one UTC day at a time, newest first (for Arrow): the Parquet
+   * answer's columns, geometry included, with its types (created_at in microseconds).
+   */
+  async *columns(query: ArchiveQuery, planned?: DayPlan[]): AsyncIterable<ArrowColumns> {
+    const select = EXPORT_COLUMNS.map((c) => (c === 'created_at' ? 'epoch_us(created_at) AS created_at' : c === 'report_data' ? 'report_data::VARCHAR AS report_data' : c));
     for (const day of planned ?? (await this.plan(query))) {
       const bound = filteredRows(await this.files(partsOf(day)), query, isDayClean(day));
       yield await this.db.withConnection(async (conn) => {
+        await prepareGeometry(conn);
         const reader = await conn.runAndReadAll(
-          `SELECT ${EXPORT_COLUMNS.map((c) => (c === 'created_at' ? 'epoch_ms(created_at) AS created_at' : c === 'report_data' ? 'report_data::VARCHAR AS report_data' : c)).join(', ')}
-           FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC`,
+          `SELECT ${select.join(', ')}, ${GEOMETRY_SQL} FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC`,
           bound.values,
           bound.types,
         );
-        return reader.getColumnsObjectJS() as Record<(typeof EXPORT_COLUMNS)[number], unknown[]>;
+        return reader.getColumnsObjectJS() as unknown as ArrowColumns;
       });
     }
   }
