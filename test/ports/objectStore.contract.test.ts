@@ -1,4 +1,4 @@
-// One contract, every adapter: the file store and S3 (fauxqs) must agree.
+// One contract, every adapter: the file store and S3 (fauxqs, and moto where it is installed) must agree.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -9,26 +9,31 @@ import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { tempDir } from '../support/env.js';
 
 let emulator: Emulator;
+let moto: Emulator | undefined;
 beforeAll(async () => {
   emulator = await startEmulator();
+  if (HAS_MOTO) moto = await startMoto();
 });
 afterAll(async () => {
   await emulator.stop();
+  await moto?.stop();
 });
+if (!HAS_MOTO) console.warn(MOTO_MISSING);
+
+const s3Store = (peer: () => Emulator) => async () => {
+  const bucket = `contract-${randomBytes(4).toString('hex')}`;
+  await peer().s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  return new S3ObjectStore(peer().s3, { bucket, prefix: 'some/prefix/' });
+};
 
 const adapters: { name: string; make: () => Promise<ObjectStore> }[] = [
   { name: 'file', make: async () => new FileObjectStore(await tempDir()) },
-  {
-    name: 's3',
-    make: async () => {
-      const bucket = `contract-${randomBytes(4).toString('hex')}`;
-      await emulator.s3.send(new CreateBucketCommand({ Bucket: bucket }));
-      return new S3ObjectStore(emulator.s3, { bucket, prefix: 'some/prefix/' });
-    },
-  },
+  { name: 's3 (fauxqs)', make: s3Store(() => emulator) },
+  ...(HAS_MOTO ? [{ name: 's3 (moto)', make: s3Store(() => moto!) }] : []),
 ];
 
 async function collect(it: AsyncIterable<{ key: string }>): Promise<string[]> {

@@ -7,16 +7,36 @@ import { openLedgerDb } from '../../src/ledger/database.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import type { Queue } from '../../src/queue/queue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';
+import { randomBytes } from 'node:crypto';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { tempDir, testConfig } from '../support/env.js';
 
 let emulator: Emulator;
+let moto: Emulator | undefined;
 beforeAll(async () => {
   emulator = await startEmulator();
+  if (HAS_MOTO) moto = await startMoto();
 });
 afterAll(async () => {
   await emulator.stop();
+  await moto?.stop();
 });
+if (!HAS_MOTO) console.warn(MOTO_MISSING);
+
+/** An SQS queue and its dead-letter queue made by bootstrap, on a peer. */
+const sqsQueue = (peer: () => Emulator, env: (e: Emulator) => Record<string, string>) => async (): Promise<Made> => {
+  const config = await testConfig('aws', peer(), env(peer()));
+  const boot = await bootstrap(config, { s3: peer().s3, sqs: peer().sqs });
+  const queue = new SqsQueue(peer().sqs, config.queueUrl);
+  return {
+    queue,
+    deadLetters: async () => {
+      const out = await peer().sqs.send(new ReceiveMessageCommand({ QueueUrl: boot.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+      return (out.Messages ?? []).map((m) => m.Body ?? '');
+    },
+  };
+};
 
 interface Made {
   queue: Queue;
@@ -31,23 +51,9 @@ const adapters: { name: string; make: () => Promise<Made> }[] = [
       return { queue, deadLetters: async () => queue.deadLetters().map((d) => d.body) };
     },
   },
-  {
-    name: 'sqs',
-    make: async () => {
-      const config = await testConfig('aws', emulator);
-      const boot = await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
-      const queue = new SqsQueue(emulator.sqs, config.queueUrl);
-      return {
-        queue,
-        deadLetters: async () => {
-          const out = await emulator.sqs.send(
-            new ReceiveMessageCommand({ QueueUrl: boot.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
-          );
-          return (out.Messages ?? []).map((m) => m.Body ?? '');
-        },
-      };
-    },
-  },
+  { name: 'sqs (fauxqs)', make: sqsQueue(() => emulator, () => ({})) },
+  // moto names queues after its default account.
+  ...(HAS_MOTO ? [{ name: 'sqs (moto)', make: sqsQueue(() => moto!, (e) => ({ QUEUE_URL: `${e.endpoint}/123456789012/reports-${randomBytes(4).toString('hex')}` })) }] : []),
 ];
 
 const receive = (q: Queue, visibilitySeconds = 30) => q.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds });

@@ -1,0 +1,132 @@
+// One contract, every adapter of the ingest ledger: SQLite (embedded), and objects with
+// If-None-Match on S3 (fauxqs; moto where installed, which enforces the condition, so the
+// race of two first acceptances is decided there as on S3).
+import { randomBytes } from 'node:crypto';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrap } from '../../src/bootstrap.js';
+import { openLedgerDb } from '../../src/ledger/database.js';
+import type { IngestLedger, IngestRecord } from '../../src/ledger/ledger.js';
+import { ObjectLedger } from '../../src/ledger/objectLedger.js';
+import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
+import type { Queue } from '../../src/queue/queue.js';
+import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
+import { SqsQueue } from '../../src/queue/sqsQueue.js';
+import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { S3ObjectStore } from '../../src/store/s3Store.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { report, tempDir, testConfig } from '../support/env.js';
+
+let fauxqs: Emulator;
+let moto: Emulator | undefined;
+beforeAll(async () => {
+  fauxqs = await startEmulator();
+  if (HAS_MOTO) moto = await startMoto();
+});
+afterAll(async () => {
+  await fauxqs.stop();
+  await moto?.stop();
+});
+if (!HAS_MOTO) console.warn(MOTO_MISSING);
+
+interface Made {
+  /** Two ledgers on the same storage, as two API processes have. */
+  ledgers: [IngestLedger, IngestLedger];
+  queue: Queue;
+}
+
+async function onS3(peer: Emulator, queueUrl: (e: Emulator) => Record<string, string>): Promise<Made> {
+  const config = await testConfig('aws', peer, queueUrl(peer));
+  await bootstrap(config, { s3: peer.s3, sqs: peer.sqs });
+  const bucket = `ledger-${randomBytes(4).toString('hex')}`;
+  await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  const queue = new SqsQueue(peer.sqs, config.queueUrl);
+  const ledger = () => new ObjectLedger(new S3ObjectStore(peer.s3, { bucket, prefix: 'flood/' }), queue);
+  return { ledgers: [ledger(), ledger()], queue };
+}
+
+const adapters: { name: string; enforcesConditions: boolean; make: () => Promise<Made> }[] = [
+  {
+    name: 'sqlite',
+    enforcesConditions: true,
+    make: async () => {
+      const dir = await tempDir();
+      const ledger = () => {
+        const db = openLedgerDb(dir);
+        return new SqliteLedger(db, new SqliteQueue(db, 5));
+      };
+      const db = openLedgerDb(dir);
+      return { ledgers: [ledger(), ledger()], queue: new SqliteQueue(db, 5) };
+    },
+  },
+  // fauxqs ignores If-None-Match: it keeps the contract except the race.
+  { name: 'objects on fauxqs', enforcesConditions: false, make: () => onS3(fauxqs, () => ({})) },
+  ...(HAS_MOTO
+    ? [{ name: 'objects on moto', enforcesConditions: true, make: () => onS3(moto!, (e: Emulator) => ({ QUEUE_URL: `${e.endpoint}/123456789012/reports-${randomBytes(4).toString('hex')}` })) }]
+    : []),
+];
+
+const record = (id: number, title: string): IngestRecord => ({
+  v: 1,
+  pkey: `partner-${id}`,
+  source: 'partner',
+  post_id: id,
+  received_at: new Date().toISOString(),
+  report: parsePartnerReport(report(id, { title, created_at: '2026-11-21T05:00:00Z' }), Date.now()),
+});
+
+async function drain(queue: Queue): Promise<string[]> {
+  const bodies: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const got = await queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 60 });
+    if (got.length === 0) break;
+    bodies.push(...got.map((m) => m.body));
+    await queue.delete(got.map((m) => m.receipt));
+  }
+  return bodies;
+}
+
+describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesConditions }) => {
+  it('accepts a post_id once, keeps its first version, queues it, and tracks it until archived', async () => {
+    const { ledgers: [ledger], queue } = await make();
+    const id = { source: 'partner', post_id: 1 };
+    expect(await ledger.accept(record(1, 'first'))).toEqual({ created: true, pkey: 'partner-1' });
+    expect(await ledger.accept(record(1, 'second'))).toEqual({ created: false, pkey: 'partner-1' });
+    expect((await ledger.get(id))!.report.title).toBe('first');
+    expect(await ledger.get({ source: 'partner', post_id: 2 })).toBeUndefined();
+    expect((await drain(queue)).map((b) => JSON.parse(b).report.title)).toEqual(['first']);
+    expect(await ledger.isPending(id)).toBe(true);
+    const listed = [];
+    for await (const r of ledger.accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) listed.push(r);
+    expect(listed).toEqual([{ pkey: 'partner-1', created_at: '2026-11-21T05:00:00.000Z', pending: true }]);
+    await ledger.markArchived([id]);
+    expect(await ledger.isPending(id)).toBe(false);
+    expect(await ledger.accept(record(1, 'third'))).toEqual({ created: false, pkey: 'partner-1' });
+  });
+
+  it('queues again a pending report whose message is gone, with its first version, once per period', async () => {
+    const { ledgers: [ledger], queue } = await make();
+    await ledger.accept(record(3, 'first'));
+    await drain(queue);
+    expect(await ledger.requeueStale(Date.now() + 1_000)).toBe(1);
+    const again = (await drain(queue)).map((b) => JSON.parse(b));
+    expect(again.map((e) => [e.pkey, e.report.title, e.redelivery])).toEqual([['partner-3', 'first', true]]);
+    expect(await ledger.requeueStale(Date.now() - 60_000)).toBe(0);
+    await ledger.markArchived([{ source: 'partner', post_id: 3 }]);
+    expect(await ledger.requeueStale(Date.now() + 60_000)).toBe(0);
+  });
+
+  if (enforcesConditions) {
+    it('two processes racing the first post of a post_id: exactly one is created, and its version kept', async () => {
+      const { ledgers, queue } = await make();
+      for (const id of [10, 11, 12, 13, 14]) {
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ledgers[i % 2]!.accept(record(id, `try-${i}`))));
+        const created = results.map((r, i) => (r.created ? i : -1)).filter((i) => i >= 0);
+        expect(created).toHaveLength(1);
+        expect((await ledgers[0].get({ source: 'partner', post_id: id }))!.report.title).toBe(`try-${created[0]}`);
+      }
+      expect((await drain(queue)).map((b) => JSON.parse(b).pkey).sort()).toEqual([10, 11, 12, 13, 14].map((id) => `partner-${id}`));
+    });
+  }
+});
