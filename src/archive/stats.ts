@@ -26,16 +26,26 @@ const KEY_COLUMN: Record<StatsBy, string> = {
   none: 'NULL::VARCHAR',
 };
 
+const FIXED_MS: Partial<Record<StatsInterval, number>> = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000 };
+/** 1970-01-01 was a Thursday: weeks (Monday first) start 4 days after the epoch. */
+const WEEK_ORIGIN_MS = 4 * 86_400_000;
+
 /**
- * The grouping query over `rows` (a subquery of de-duplicated, filtered archive rows).
- * Buckets are cut in local time by shifting `created_at` by the offset, truncating as a
- * plain timestamp, and shifting back: the bucket start is then a UTC instant in ms.
+ * The grouping query over `rows` (a subquery of de-duplicated, filtered archive rows); only
+ * created_at and the key column are read. Buckets are cut in local time: hours, days and weeks
+ * by integer arithmetic on the epoch shifted by the offset (no calendar or time-zone work per
+ * row); months by truncating a plain TIMESTAMP built from the shifted epoch. The bucket start
+ * comes back as a UTC instant in ms.
  */
 export function statsSql(rows: string, spec: StatsSpec): string {
-  const local = `(created_at::TIMESTAMP + INTERVAL ${spec.offsetMinutes} MINUTE)`;
-  return `SELECT epoch_ms(date_trunc('${spec.interval}', ${local}) - INTERVAL ${spec.offsetMinutes} MINUTE) AS bucket_ms,
-                 ${KEY_COLUMN[spec.by]} AS key, count(*)::BIGINT AS n
-          FROM ${rows} GROUP BY ALL`;
+  const off = spec.offsetMinutes * 60_000;
+  const len = FIXED_MS[spec.interval];
+  const origin = spec.interval === 'week' ? WEEK_ORIGIN_MS : 0;
+  const bucket =
+    len !== undefined
+      ? `(epoch_ms(created_at) + ${off - origin}) // ${len} * ${len} + ${origin - off}`
+      : `epoch_ms(date_trunc('month', make_timestamp(epoch_us(created_at) + ${off * 1000}))) - ${off}`;
+  return `SELECT ${bucket} AS bucket_ms, ${KEY_COLUMN[spec.by]} AS key, count(*)::BIGINT AS n FROM ${rows} GROUP BY ALL`;
 }
 
 /** Adds up per-chunk partial counts (a bucket can straddle two chunks of days) and orders them. */
