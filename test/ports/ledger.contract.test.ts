@@ -2,7 +2,7 @@
 // If-None-Match on S3 (fauxqs; moto where installed, which enforces the condition, so the
 // race of two first acceptances is decided there as on S3).
 import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrap } from '../../src/bootstrap.js';
 import { openLedgerDb } from '../../src/ledger/database.js';
@@ -129,4 +129,14 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
       expect((await drain(queue)).map((b) => JSON.parse(b).pkey).sort()).toEqual([10, 11, 12, 13, 14].map((id) => `partner-${id}`));
     });
   }
+});
+
+describe.skipIf(!HAS_MOTO)('moto as the S3 the race tests rely on', () => {
+  it('refuses a second PUT with If-None-Match: * (412), as S3 does', async () => {
+    const bucket = `inm-${randomBytes(4).toString('hex')}`;
+    await moto!.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const put = (body: string) => moto!.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k', Body: body, IfNoneMatch: '*' }));
+    await put('first');
+    await expect(put('second')).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
+  });
 });
