@@ -22,11 +22,6 @@ export interface QueueDepth {
 
 export interface Queue {
   readonly description: string;
-  /**
-   * Whether messages survive a restart of this process. The in-process queue
-   * does not: reconciliation refills it from the pending markers at start.
-   */
-  readonly durable: boolean;
   send(bodies: readonly string[]): Promise<void>;
   receive(options: ReceiveOptions): Promise<QueueMessage[]>;
   delete(receipts: readonly string[]): Promise<void>;

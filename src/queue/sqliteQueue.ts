@@ -16,7 +16,6 @@ export interface DeadLetterRow {
 }
 
 export class SqliteQueue implements Queue {
-  readonly durable = true;
   readonly description: string;
   private closed = false;
   private readonly stmts;

@@ -12,7 +12,6 @@ import { UnavailableError } from '../errors.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
 export class SqsQueue implements Queue {
-  readonly durable = true;
   readonly description: string;
   private readonly abort = new AbortController();
 

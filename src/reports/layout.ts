@@ -31,7 +31,6 @@ export const IDEMPOTENCY_PREFIX = 'ingest/keys/';
 export function keyOfMarker(marker: string): string {
   return IDEMPOTENCY_PREFIX + marker.slice(PENDING_PREFIX.length);
 }
-export const DEAD_LETTER_PREFIX = 'dead-letter/';
 
 /** Start of the UTC hour holding `ms`. */
 export function hourStart(ms: number): number {
