@@ -13,6 +13,11 @@ export interface ReceiveOptions {
   maxMessages: number;
   waitSeconds: number;
   visibilitySeconds: number;
+  /**
+   * Ends a long poll early with no messages (a stopping consumer). On SQS the abandoned poll
+   * may still take a message server-side; it returns after `visibilitySeconds`, as any unacked one.
+   */
+  signal?: AbortSignal;
 }
 
 export interface QueueDepth {

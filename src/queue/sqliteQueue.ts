@@ -3,6 +3,7 @@
 // delete), for any number of consumers in any number of processes on one DATA_DIR.
 import { randomBytes } from 'node:crypto';
 import { guardSync, type Db } from '../ledger/database.js';
+import { pause } from '../pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
 /** How often a waiting receive looks again (other processes' sends wake nobody). */
@@ -54,10 +55,10 @@ export class SqliteQueue implements Queue {
   async receive(options: ReceiveOptions): Promise<QueueMessage[]> {
     const deadline = this.now() + options.waitSeconds * 1000;
     for (;;) {
-      if (this.closed) return [];
+      if (this.closed || options.signal?.aborted) return [];
       const got = this.take(options);
       if (got.length > 0 || this.now() >= deadline) return got;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(1, deadline - this.now()))));
+      await pause(Math.min(POLL_MS, Math.max(1, deadline - this.now())), options.signal);
     }
   }
 

@@ -40,7 +40,8 @@ export class SqsQueue implements Queue {
   }
 
   async receive(options: ReceiveOptions): Promise<QueueMessage[]> {
-    if (this.abort.signal.aborted) return [];
+    const signal = options.signal ? AbortSignal.any([this.abort.signal, options.signal]) : this.abort.signal;
+    if (signal.aborted) return [];
     try {
       const out = await this.client.send(
         new ReceiveMessageCommand({
@@ -51,7 +52,7 @@ export class SqsQueue implements Queue {
           MessageSystemAttributeNames: ['ApproximateReceiveCount'],
         }),
         // A long poll is silent while it waits: its bound is the wait plus ten seconds.
-        { abortSignal: this.abort.signal, requestTimeout: (Math.min(20, Math.ceil(options.waitSeconds)) + 10) * 1000 },
+        { abortSignal: signal, requestTimeout: (Math.min(20, Math.ceil(options.waitSeconds)) + 10) * 1000 },
       );
       return (out.Messages ?? []).map((m) => ({
         id: m.MessageId ?? '',
@@ -60,7 +61,7 @@ export class SqsQueue implements Queue {
         receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
       }));
     } catch (err) {
-      if (this.abort.signal.aborted) return [];
+      if (signal.aborted) return [];
       throw unavailable(err);
     }
   }

@@ -12,6 +12,7 @@ import { UnavailableError } from '../errors.js';
 import type { IngestLedger, QueueEnvelope, ReportId } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { pause } from '../pause.js';
 import type { Queue, QueueMessage } from '../queue/queue.js';
 import { hourStart, newPartKey } from '../reports/layout.js';
 import { parsePartnerReport } from '../reports/partnerReport.js';
@@ -51,6 +52,8 @@ export class Worker {
   private firstBufferedAt: number | undefined;
   private running: Promise<void> | undefined;
   private stopping = false;
+  /** Ends the current long poll when stop() is called, instead of waiting it out. */
+  private polling = new AbortController();
   private failures = 0;
 
   constructor(
@@ -70,12 +73,14 @@ export class Worker {
   start(): void {
     if (this.running) return;
     this.stopping = false;
+    this.polling = new AbortController();
     this.running = this.loop();
   }
 
   /** Stops receiving, flushes what is buffered, and resolves when done (SIGTERM path). */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.polling.abort();
     await this.running;
     this.running = undefined;
     if (this.buffer.size > 0) await this.flush();
@@ -93,7 +98,7 @@ export class Worker {
         this.failures += 1;
         const delay = Math.min(30_000, 500 * 2 ** Math.min(this.failures, 6));
         this.deps.log.warn({ err: describe(err), retryInMs: delay }, 'worker step failed; retrying');
-        await sleep(delay);
+        await pause(delay, this.polling.signal);
       }
     }
   }
@@ -117,6 +122,7 @@ export class Worker {
       maxMessages: 200,
       waitSeconds,
       visibilitySeconds: this.visibilitySeconds,
+      signal: this.polling.signal,
     });
     if (messages.length === 0) return 0;
     const boundaries = await this.deps.boundaries.current();
@@ -241,6 +247,3 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -109,6 +109,22 @@ describe.each(adapters)('queue contract: $name', ({ make }) => {
     expect(await deadLetters()).toEqual(['poison']);
     queue.close();
   });
+
+  it('ends a long poll with no messages as soon as its signal aborts', async () => {
+    const { queue } = await make();
+    const stop = new AbortController();
+    const started = Date.now();
+    const polling = queue.receive({ maxMessages: 10, waitSeconds: 10, visibilitySeconds: 1, signal: stop.signal });
+    setTimeout(() => stop.abort(), 200);
+    expect(await polling).toEqual([]);
+    // Well short of the 10 s wait (a generous bound for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Nothing is lost: on SQS the abandoned poll may still take a message on the server,
+    // which then comes back after that poll's visibility timeout.
+    await queue.send(['after']);
+    expect((await queue.receive({ maxMessages: 10, waitSeconds: 4, visibilitySeconds: 30 })).map((m) => m.body)).toEqual(['after']);
+    queue.close();
+  });
 });
 
 describe('bootstrap', () => {
