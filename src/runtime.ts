@@ -3,7 +3,7 @@
 import path from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { ArchiveReader } from './archive/reader.js';
+import { Archive } from './archive/window.js';
 import { PartCache } from './archive/partCache.js';
 import { RenderCache } from './archive/renderCache.js';
 import { AnswerCache } from './archive/answerCache.js';
@@ -46,7 +46,7 @@ export interface Runtime {
   boundaries: BoundaryRepository;
   intake: Intake;
   reconciler: Reconciler;
-  archive: ArchiveReader;
+  archive: Archive;
   /** Whole Parquet answers, by window validator. */
   answers: AnswerCache;
   cache: PartCache;
@@ -143,7 +143,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     boundaries,
     intake: new Intake(ledger),
     reconciler: new Reconciler(ledger, log),
-    archive: new ArchiveReader(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics)),
+    archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics)),
     answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,

@@ -18,7 +18,7 @@ import {
   vectorFromArray,
   type DataType,
 } from 'apache-arrow';
-import type { ArrowColumns } from './reader.js';
+import type { ExportColumns as ArrowColumns } from './exports.js';
 
 const STRINGS = ['pkey', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text'] as const;
 

@@ -7,13 +7,13 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import type { AnswerCache } from '../archive/answerCache.js';
-import { arrowStream } from '../archive/arrow.js';
-import { partsOf, renderArchive, separatorOf, shapeOf, type ArchiveQuery, type DayPlan, type ArchiveReader, type Cursor, type FeatureBatch, type TextFormat } from '../archive/reader.js';
+import type { Cursor, WindowQuery } from '../archive/query.js';
+import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
-import { SERVICE_VERSION } from '../version.js';
 import type { CursorCodec } from './cursor.js';
 import { STATS_BY, STATS_INTERVALS, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
+import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
 
@@ -36,7 +36,7 @@ const CONTENT_TYPES: Record<ArchiveFormat, string> = {
 };
 
 export interface ArchiveRouteDeps {
-  archive: ArchiveReader;
+  archive: Archive;
   cityCodes: () => Promise<string[]>;
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
@@ -49,7 +49,7 @@ export interface ArchiveRouteDeps {
 }
 
 interface ArchiveRequest {
-  query: ArchiveQuery;
+  query: WindowQuery;
   format: ArchiveFormat;
   geoformat: 'topojson' | 'geojson';
   /** The filters a cursor is bound to. */
@@ -63,7 +63,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox']);
     const query = await parseFilters(req, values, details, deps);
     throwIfAny(details);
-    const count = await deps.archive.count(query);
+    const count = await (await deps.archive.open(query)).count();
     const closed = isClosed(query, deps);
     res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     res.json({ statusCode: 200, result: { count } });
@@ -86,17 +86,16 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     const encoding = negotiateEncoding(req, true);
     const suffix = applyEncoding(res, encoding);
+    const window = await deps.archive.open(query);
     if (closed) {
-      const hash = createHash('sha256').update(SERVICE_VERSION).update('stats').update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, spec]));
-      for (const day of await deps.archive.plan(query)) for (const p of partsOf(day)) hash.update(p.key).update(p.etag);
-      const etag = `"${hash.digest('base64url').slice(0, 32)}${suffix}"`;
+      const etag = `"${window.tag('stats', JSON.stringify(spec))}${suffix}"`;
       res.set('ETag', etag);
       if (ifNoneMatch(req.get('if-none-match'), etag)) {
         res.status(304).end();
         return;
       }
     }
-    const rows = await deps.archive.stats(query, spec);
+    const rows = await window.stats(spec);
     const total = rows.reduce((n, r) => n + r.count, 0);
     res.status(200).type('application/json');
     await send(Readable.from([JSON.stringify({ statusCode: 200, result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } })]), encoding, res);
@@ -105,13 +104,14 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   router.get('/reports/archive', async (req, res) => {
     const request = await parseArchiveRequest(req, deps);
     const { query, format } = request;
-    const days = await deps.archive.plan(query);
+    const window = await deps.archive.open(query);
+    const tag = window.tag(format, request.geoformat);
     const closed = isClosed(query, deps);
     const encoding = negotiateEncoding(req, format !== 'parquet');
     const suffix = applyEncoding(res, encoding);
     res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     if (closed) {
-      const etag = `"${windowTag(request, days)}${suffix}"`;
+      const etag = `"${tag}${suffix}"`;
       res.set('ETag', etag);
       if (ifNoneMatch(req.get('if-none-match'), etag)) {
         res.status(304).end();
@@ -122,26 +122,24 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const inline = format === 'json' || format === 'geojson' || format === 'topojson';
     res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
 
-    if (format === 'parquet') return sendParquet(res, deps, query, days, windowTag(request, days));
+    if (format === 'parquet') return sendParquet(res, deps, window, tag);
     if (format === 'arrow') {
-      await send(arrowStream(deps.archive.columns(query, days)), encoding, res);
+      await send(window.arrow(), encoding, res);
       return;
     }
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await send(Readable.from(renderArchive(deps.archive.batches(query, shape, days, separatorOf(text)), text)), encoding, res);
+      await send(Readable.from(renderArchive(window.batches(shape, separatorOf(text)), text)), encoding, res);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.
-    const batches: FeatureBatch[] = [];
-    for await (const batch of deps.archive.batches({ ...query, limit: query.limit + 1 }, shape, days)) batches.push(batch);
-    const next = trimPage(batches, query.limit);
-    if (next) {
-      const cursor: Cursor = { ...next, receivedBeforeMs: query.after?.receivedBeforeMs ?? query.receivedBeforeMs! };
+    const page = await window.page(shape);
+    if (page.next) {
+      const cursor: Cursor = { ...page.next, receivedBeforeMs: query.after?.receivedBeforeMs ?? query.receivedBeforeMs! };
       res.set('Link', `<${nextUrl(req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
     }
-    await send(Readable.from(renderArchive(toAsync(batches), text)), encoding, res);
+    await send(Readable.from(renderArchive(toAsync(page.batches), text)), encoding, res);
   });
 
   return router;
@@ -157,32 +155,14 @@ async function* toAsync<T>(items: T[]): AsyncIterable<T> {
   yield* items;
 }
 
-/** Drops the one extra report fetched to learn whether a next page exists; returns where the next page starts. */
-function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; pkey: string } | undefined {
-  const total = batches.reduce((n, b) => n + b.items.length, 0);
-  if (total <= limit) return undefined;
-  const withItems = batches.filter((b) => b.items.length > 0);
-  const last = withItems[withItems.length - 1]!;
-  last.items.pop();
-  last.keys!.pop();
-  // The page's TopoJSON bbox must be that of the points it holds.
-  last.bbox = last.keys!.length === 0 ? undefined : last.keys!.reduce<[number, number, number, number]>(
-    (b, k) => [Math.min(b[0], k.lng), Math.min(b[1], k.lat), Math.max(b[2], k.lng), Math.max(b[3], k.lat)],
-    [Infinity, Infinity, -Infinity, -Infinity],
-  );
-  const kept = withItems.flatMap((b) => b.keys ?? []);
-  const end = kept[kept.length - 1]!;
-  return { createdMs: end.createdMs, pkey: end.pkey };
-}
-
 /** A Parquet file by DuckDB, or the same bytes from the answer cache (same validator, same bytes). */
-async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: ArchiveQuery, days: DayPlan[], tag: string): Promise<void> {
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window, tag: string): Promise<void> {
   let answer = await deps.answers.open(tag);
   if (!answer) {
     await fs.mkdir(deps.tmpDir, { recursive: true });
     const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
     try {
-      await deps.archive.writeParquet(query, file, days);
+      await window.writeParquet(file);
       // Opened before it moves into the cache, so an eviction meanwhile cannot take it away.
       const handle = await fs.open(file, 'r');
       answer = { handle, size: (await handle.stat()).size };
@@ -199,20 +179,11 @@ async function sendParquet(res: Response, deps: ArchiveRouteDeps, query: Archive
   await pipeline(answer.handle.createReadStream(), res);
 }
 
-function isClosed(query: ArchiveQuery, deps: ArchiveRouteDeps): boolean {
+function isClosed(query: WindowQuery, deps: ArchiveRouteDeps): boolean {
   return query.endMs < Date.now() - deps.closedAfterMs;
 }
 
-/** Same release, same filters and same parts ⇒ same bytes: the strong validator of a window. */
-function windowTag(request: ArchiveRequest, days: DayPlan[]): string {
-  const hash = createHash('sha256');
-  hash.update(SERVICE_VERSION).update(request.fingerprint).update(request.format).update(request.geoformat);
-  hash.update(String(request.query.limit ?? '')).update(JSON.stringify(request.query.after ? [request.query.after.createdMs, request.query.after.pkey] : null));
-  for (const day of days) for (const p of partsOf(day)) hash.update(p.key).update(p.etag);
-  return hash.digest('base64url').slice(0, 32);
-}
-
-function fileName(query: ArchiveQuery, format: ArchiveFormat): string {
+function fileName(query: WindowQuery, format: ArchiveFormat): string {
   const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   const ext = format === 'arrow' ? 'arrows' : format;
   return `flood-reports_${stamp(query.startMs)}_${stamp(query.endMs)}${query.admin ? `_${query.admin}` : ''}.${ext}`;
@@ -257,7 +228,7 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
   return { query, format, geoformat, fingerprint };
 }
 
-async function parseFilters(req: Request, values: QueryValues, details: ErrorDetail[], deps: ArchiveRouteDeps): Promise<ArchiveQuery> {
+async function parseFilters(req: Request, values: QueryValues, details: ErrorDetail[], deps: ArchiveRouteDeps): Promise<WindowQuery> {
   if (!req.get('user-agent')) {
     details.push({ in: 'header', field: 'User-Agent', message: 'is required: identify your client, e.g. "my-dashboard/1.0 (me@example.org)"' });
   }
@@ -277,7 +248,7 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
   return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details) };
 }
 
-function readBbox(values: QueryValues, details: ErrorDetail[]): ArchiveQuery['bbox'] {
+function readBbox(values: QueryValues, details: ErrorDetail[]): WindowQuery['bbox'] {
   const raw = values.bbox;
   if (raw === undefined) return undefined;
   const parts = raw.split(',');

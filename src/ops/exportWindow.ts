@@ -3,19 +3,20 @@ import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ArchiveQuery } from '../archive/reader.js';
-import { renderArchive, separatorOf, shapeOf } from '../archive/reader.js';
+import type { WindowQuery } from '../archive/query.js';
+import { renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
 import type { Runtime } from '../runtime.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
 
-export async function exportWindow(rt: Runtime, query: ArchiveQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
+export async function exportWindow(rt: Runtime, query: WindowQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
+  const window = await rt.archive.open(query);
   if (format === 'parquet') {
-    await rt.archive.writeParquet(query, out);
+    await window.writeParquet(out);
   } else {
     // A plain FeatureCollection for GIS tools (no API envelope); CSV with a header.
     const text = format === 'csv' ? 'csv' : 'featurecollection';
-    await pipeline(Readable.from(renderArchive(rt.archive.batches(query, shapeOf(text), undefined, separatorOf(text)), text)), createWriteStream(out));
+    await pipeline(Readable.from(renderArchive(window.batches(shapeOf(text), separatorOf(text)), text)), createWriteStream(out));
   }
   return { bytes: (await fs.stat(out)).size };
 }

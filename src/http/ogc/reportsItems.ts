@@ -2,7 +2,8 @@
 // paged by a keyset cursor (the last report of the page) so that a year is walked
 // page after page at the cost of each page, and pages stay exact while reports arrive.
 import { createHash } from 'node:crypto';
-import type { ArchiveQuery, ArchiveReader } from '../../archive/reader.js';
+import type { WindowQuery } from '../../archive/query.js';
+import type { Archive } from '../../archive/window.js';
 import type { ErrorDetail } from '../../errors.js';
 import { EARLIEST_MS, LATEST_MS } from '../../reports/partnerReport.js';
 import type { Bbox } from './params.js';
@@ -93,11 +94,11 @@ export class ReportsItems {
   /** numberMatched of recent queries: every page of a walk asks the same (its window and received-by time are fixed). */
   private readonly counts = new Map<string, number>();
 
-  constructor(private readonly archive: ArchiveReader) {}
+  constructor(private readonly archive: Archive) {}
 
   async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, cursor: ReportsCursor | undefined, now: number): Promise<ReportsPage> {
     const receivedBeforeMs = cursor?.receivedBeforeMs ?? now;
-    const base: ArchiveQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
+    const base: WindowQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
     const at = (k: Key, direction: ReportsCursor['direction']): ReportsCursor => ({ startMs: window.startMs, endMs: window.endMs, createdMs: k.createdMs, pkey: k.pkey, receivedBeforeMs, direction });
     const numberMatched = await this.count(base);
     if (cursor?.direction === 'before') {
@@ -110,7 +111,7 @@ export class ReportsItems {
         numberMatched,
       };
     }
-    const query: ArchiveQuery = cursor
+    const query: WindowQuery = cursor
       ? { ...base, receivedBeforeMs: undefined, after: { createdMs: cursor.createdMs, pkey: cursor.pkey, receivedBeforeMs }, limit: limit + 1 }
       : { ...base, limit: limit + 1 };
     const items = await this.read(query);
@@ -126,20 +127,20 @@ export class ReportsItems {
    * ones still. The archive reads newest first, so a widening time range above the cursor is
    * read (an hour, then four times more each time) until it holds more than a page.
    */
-  private async newerThan(base: ArchiveQuery, cursor: ReportsCursor, limit: number): Promise<{ items: Item[]; more: boolean }> {
+  private async newerThan(base: WindowQuery, cursor: ReportsCursor, limit: number): Promise<{ items: Item[]; more: boolean }> {
     const newer = (k: Key) => k.createdMs > cursor.createdMs || (k.createdMs === cursor.createdMs && k.pkey > cursor.pkey);
     for (let span = 3_600_000; ; span *= 4) {
       const endMs = Math.min(base.endMs, cursor.createdMs + span);
-      const range: ArchiveQuery = { ...base, startMs: Math.max(base.startMs, cursor.createdMs), endMs };
-      const n = await this.archive.count(range);
+      const range: WindowQuery = { ...base, startMs: Math.max(base.startMs, cursor.createdMs), endMs };
+      const n = await (await this.archive.open(range)).count();
       const found = (await this.read({ ...range, limit: Math.max(n, 1) })).filter((i) => newer(i.key));
       if (found.length > limit || endMs >= base.endMs) return { items: found.slice(-limit), more: found.length > limit };
     }
   }
 
-  private async read(query: ArchiveQuery): Promise<Item[]> {
+  private async read(query: WindowQuery): Promise<Item[]> {
     const items: Item[] = [];
-    for await (const batch of this.archive.batches(query, 'geojson')) {
+    for await (const batch of (await this.archive.open(query)).batches('geojson')) {
       const features = batch.items as string[];
       for (let i = 0; i < features.length; i++) {
         const key = batch.keys![i]!;
@@ -153,15 +154,15 @@ export class ReportsItems {
   async item(id: string): Promise<string | undefined> {
     const parsed = parseFeatureId(id);
     if (!parsed) return undefined;
-    const query: ArchiveQuery = { startMs: parsed.createdMs, endMs: parsed.createdMs, admin: undefined, limit: 100_000 };
-    for await (const batch of this.archive.batches(query, 'geojson')) {
+    const query: WindowQuery = { startMs: parsed.createdMs, endMs: parsed.createdMs, admin: undefined, limit: 100_000 };
+    for await (const batch of (await this.archive.open(query)).batches('geojson')) {
       const at = batch.keys!.findIndex((k) => k.pkey === parsed.pkey);
       if (at >= 0) return withId((batch.items as string[])[at]!, id);
     }
     return undefined;
   }
 
-  private async count(query: ArchiveQuery): Promise<number> {
+  private async count(query: WindowQuery): Promise<number> {
     const key = JSON.stringify([query.startMs, query.endMs, query.bbox ?? null, query.receivedBeforeMs]);
     const hit = this.counts.get(key);
     if (hit !== undefined) {
@@ -170,7 +171,7 @@ export class ReportsItems {
       this.counts.set(key, hit);
       return hit;
     }
-    const n = await this.archive.count(query);
+    const n = await (await this.archive.open(query)).count();
     this.counts.set(key, n);
     if (this.counts.size > 256) this.counts.delete(this.counts.keys().next().value!);
     return n;

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
-import type { ArchiveReader } from '../../archive/reader.js';
+import type { Archive } from '../../archive/window.js';
 import type { BoundaryRepository } from '../../boundaries/repository.js';
 import { HttpError } from '../../errors.js';
 import { partitionOfPartKey, REPORTS_PREFIX } from '../../reports/layout.js';
@@ -23,7 +23,7 @@ import type { CursorCodec } from '../cursor.js';
 import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
 
 export interface OgcDeps {
-  archive: ArchiveReader;
+  archive: Archive;
   boundaries: BoundaryRepository;
   store: ObjectStore;
   maxWindowMs: number;

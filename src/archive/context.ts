@@ -1,0 +1,12 @@
+// What the pieces of a window share: the engine, the local files of parts, the render cache.
+import type { DuckDb } from '../duckdb.js';
+import type { ObjectInfo } from '../store/objectStore.js';
+import type { RenderCache } from './renderCache.js';
+
+export interface WindowContext {
+  db: DuckDb;
+  /** Local paths of parts (the store's own files, or the part cache's copies). */
+  files(parts: readonly ObjectInfo[]): Promise<string[]>;
+  /** Rendered hours; without it every answer is built by DuckDB. */
+  rendered: RenderCache | undefined;
+}

@@ -1,0 +1,41 @@
+// What a reader of the archive asks for: one typed object, built once by the request's parser
+// and handed unchanged to the planner and to the SQL that filters the parts. A new filter is a
+// new field here, a new clause in `sql.ts` (`filteredRows`), and a new term in `isUnfiltered`.
+
+/** Position after which a page continues: the last report of the previous page. */
+export interface Cursor {
+  createdMs: number;
+  pkey: string;
+  /** Only reports received up to here: pages stay stable while reports arrive. */
+  receivedBeforeMs: number;
+}
+
+export type Bbox = [number, number, number, number];
+
+export interface WindowQuery {
+  startMs: number;
+  /** Inclusive. */
+  endMs: number;
+  /** A city code (instance_region_code), or every city. */
+  admin: string | undefined;
+  /** [minLng, minLat, maxLng, maxLat], inclusive. */
+  bbox?: Bbox | undefined;
+  /** Only reports newer than this one in answer order (a page's continuation). */
+  after?: Cursor | undefined;
+  receivedBeforeMs?: number | undefined;
+  /** At most this many reports (a page); undefined: the whole window. */
+  limit?: number | undefined;
+}
+
+/** No filter but the window: an hour inside it is answered whole (and may come from the render cache). */
+export function isUnfiltered(query: WindowQuery): boolean {
+  return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined;
+}
+
+/**
+ * The query's answer-shaping fields, canonically (part of the window's tag). The received-by
+ * bound of a page is left out: for one set of parts it changes nothing a closed window holds.
+ */
+export function queryKey(query: WindowQuery): string {
+  return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null]);
+}

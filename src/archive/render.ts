@@ -1,0 +1,233 @@
+// A window's reports serialised (GeoJSON Features, TopoJSON geometries or CSV lines), newest
+// first, one batch per UTC day. The window is walked one day at a time and sorted only within
+// the day, so memory stays flat however long the window is. A pkey always lives in one hour
+// (partitions are by created_at), so de-duplicating within a day is de-duplicating the answer.
+import { sqlString } from '../duckdb.js';
+import type { WindowContext } from './context.js';
+import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
+import { isUnfiltered, type Bbox, type WindowQuery } from './query.js';
+import { RenderCache, type RenderedHour } from './renderCache.js';
+import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
+
+/** Items already joined by the separator, or a function that reads them when they are about to be sent. */
+export type Run = Uint8Array | (() => Uint8Array);
+
+/** Where a report sits in answer order, and its point. */
+export interface ItemKey {
+  createdMs: number;
+  pkey: string;
+  lng: number;
+  lat: number;
+}
+
+export interface FeatureBatch {
+  /** Serialized items, newest first: one per report (pages), or runs of them already joined by the separator. */
+  items: string[] | Run[];
+  /** [minLng, minLat, maxLng, maxLat] of the batch, undefined when empty. */
+  bbox: Bbox | undefined;
+  /** Each item's sort key and point, when paging (the next page starts after the last one). */
+  keys: ItemKey[] | undefined;
+}
+
+/**
+ * Days prepared ahead of the one being sent. One: DuckDB builds the next day while this one
+ * goes out; two overlapped more (about 20% faster on a cold year) but DuckDB's working memory
+ * then took the server past 300 MB.
+ */
+const READ_AHEAD = 1;
+/** Bytes of parts one rendering query reads at most (unless one hour alone is more). */
+const QUERY_BYTES = 256 * 1024;
+
+export function unionBbox(a: Bbox, b: Bbox): Bbox {
+  return [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[2], b[2]), Math.max(a[3], b[3])];
+}
+
+/**
+ * Serialized reports, newest first, one batch per UTC day (the query's limit respected).
+ * Whole windows come as one run of joined items per hour (`separator` between items), from
+ * the render cache or built by DuckDB, while the next day is already being read; pages come
+ * item by item, with keys.
+ */
+export async function* renderBatches(ctx: WindowContext, query: WindowQuery, plan: readonly DayPlan[], shape: FeatureShape, separator: string): AsyncIterable<FeatureBatch> {
+  if (query.limit === undefined) {
+    const run = (i: number) => renderDay(ctx, plan[i]!, query, shape, separator);
+    // The next days are prepared (queried, or looked up in the render cache) while one is
+    // sent. Memory: READ_AHEAD days in preparation; cached hours are read as they are sent.
+    const inFlight: Promise<FeatureBatch>[] = [];
+    for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
+    try {
+      for (let i = 0; i < plan.length; i++) {
+        const batch = await inFlight.shift()!;
+        if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
+        yield batch;
+      }
+    } finally {
+      for (const p of inFlight) p.catch(() => undefined);
+    }
+    return;
+  }
+  let remaining = query.limit;
+  for (let i = 0; i < plan.length && remaining > 0; i++) {
+    const day = plan[i]!;
+    const batch = await queryDay(ctx, await ctx.files(partsOf(day)), query, shape, remaining, isDayClean(day));
+    remaining -= batch.items.length;
+    yield batch;
+  }
+}
+
+/**
+ * One day as one run of joined items per hour, newest hour first. An hour's rendering is
+ * the same text whoever asks, so for unfiltered windows it is taken from (and kept in) the
+ * render cache, keyed by the parts that hold it; it serves a window that cuts the hour when
+ * all its reports fall inside anyway. The other hours are built by DuckDB: one query for the
+ * day, or for a few hours at a time of a storm day.
+ */
+async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
+  const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
+  // A compacted day may hold any of its hours; otherwise only listed hours have reports.
+  const candidates =
+    day.whole.length > 0
+      ? Array.from({ length: 24 }, (_, i) => day.dayMs + (23 - i) * HOUR_MS).filter((h) => h + HOUR_MS - 1 >= query.startMs && h <= query.endMs)
+      : day.hours.map((h) => h.hourMs);
+  const filesOf = (hours: number[]) => ctx.files([...day.whole, ...hours.flatMap((h) => partsOfHour.get(h) ?? [])]);
+  const clean = (hours: number[]) => isClean(day.whole, day.hours.filter((h) => hours.includes(h.hourMs)));
+  // A DuckDB query's memory grows with the text it builds (several times over): a storm
+  // day is built a few hours at a time, each run reading about QUERY_BYTES of parts.
+  const wholeBytes = day.whole.reduce((n, p) => n + p.size, 0) / 24;
+  const bytesOf = (hourMs: number) => wholeBytes + (partsOfHour.get(hourMs) ?? []).reduce((n, p) => n + p.size, 0);
+  // `keep` (the render cache) may swap each built hour for one read back when it is sent.
+  const build = async (hours: number[], window: WindowQuery, keep?: (hourMs: number, r: RenderedHour) => Promise<RenderedHour>) => {
+    const built = new Map<number, RenderedHour>();
+    for (const group of groupBySize(hours, bytesOf, QUERY_BYTES)) {
+      const narrowed = {
+        ...window,
+        startMs: Math.max(window.startMs, Math.min(...group)),
+        endMs: Math.min(window.endMs, Math.max(...group) + HOUR_MS - 1),
+      };
+      const result = await queryHours(ctx, await filesOf(group), narrowed, shape, separator, clean(group));
+      await Promise.all(
+        group.map(async (hourMs) => {
+          // An hour of a compacted day may be empty: kept too, so it is not asked again.
+          const rendered = result.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs };
+          built.set(hourMs, keep ? await keep(hourMs, rendered) : rendered);
+        }),
+      );
+    }
+    return built;
+  };
+  const fits = (r: RenderedHour) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
+  const cacheKey = (hourMs: number) => RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
+  const cache = isUnfiltered(query) ? ctx.rendered : undefined;
+
+  const runs = new Map<number, RenderedHour>();
+  const filtered: number[] = [];
+  const unrendered: number[] = [];
+  // Looked up together: each is a small file read, and waiting for them one by one adds up.
+  const hits = await Promise.all(candidates.map((hourMs) => cache?.get(cacheKey(hourMs))));
+  for (const [i, hourMs] of candidates.entries()) {
+    const hit = hits[i];
+    if (hit && fits(hit)) runs.set(hourMs, hit);
+    else if (cache && !hit) unrendered.push(hourMs);
+    else filtered.push(hourMs);
+  }
+  if (cache && unrendered.length > 0) {
+    // Whole hours, so they can be kept; an hour the window cuts is used only if it fits.
+    // Kept as they are built, and read back when sent: a storm day does not wait in memory.
+    const built = await build(unrendered, { startMs: -Infinity, endMs: Infinity, admin: undefined }, (hourMs, r) => cache.put(cacheKey(hourMs), r));
+    for (const hourMs of unrendered) {
+      const rendered = built.get(hourMs)!;
+      if (fits(rendered)) runs.set(hourMs, rendered);
+      else filtered.push(hourMs);
+    }
+  }
+  if (filtered.length > 0) for (const [hourMs, rendered] of await build(filtered, query)) runs.set(hourMs, rendered);
+  const items: Run[] = [];
+  let bbox: FeatureBatch['bbox'];
+  for (const hourMs of candidates) {
+    const run = runs.get(hourMs);
+    // An hour without reports has no bbox.
+    if (!run?.bbox) continue;
+    items.push(run.text);
+    bbox = bbox ? unionBbox(bbox, run.bbox) : run.bbox;
+  }
+  return { items, bbox, keys: undefined };
+}
+
+/** Each hour's items built and joined by DuckDB (bytes: JS only passes them on), by hour. */
+async function queryHours(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, separator: string, clean: boolean): Promise<Map<number, RenderedHour>> {
+  const bound = filteredRows(files, query, clean);
+  const sql = `SELECT epoch_ms(created_at) // ${HOUR_MS} AS hour,
+      encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS items,
+      min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+      min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
+    FROM ${bound.sql} GROUP BY 1`;
+  return ctx.db.withConnection(async (conn) => {
+    const reader = await conn.runAndReadAll(sql, bound.values, bound.types);
+    const out = new Map<number, RenderedHour>();
+    for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number, bigint, bigint][]) {
+      out.set(Number(row[0]) * HOUR_MS, { text: row[1], bbox: [row[2], row[3], row[4], row[5]], minMs: Number(row[6]), maxMs: Number(row[7]) });
+    }
+    return out;
+  });
+}
+
+/** Up to `limit` reports of one day, item by item, with their keys when paging. */
+async function queryDay(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, limit: number, clean: boolean): Promise<FeatureBatch> {
+  const bound = filteredRows(files, query, clean);
+  const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
+    FROM ${bound.sql}
+    ORDER BY created_at DESC, pkey DESC
+    ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''}`;
+  return ctx.db.withConnection(async (conn) => {
+    const result = await conn.stream(sql, bound.values, bound.types);
+    const items: string[] = [];
+    let minX = Infinity;
+    let minY = Infinity;
+    let maxX = -Infinity;
+    let maxY = -Infinity;
+    const keys: FeatureBatch['keys'] = query.limit === undefined ? undefined : [];
+    for await (const chunk of result) {
+      const itemCol = chunk.getColumnVector(0);
+      const lngCol = chunk.getColumnVector(1);
+      const latCol = chunk.getColumnVector(2);
+      for (let r = 0; r < chunk.rowCount; r++) {
+        items.push(itemCol.getItem(r) as string);
+        const x = lngCol.getItem(r) as number;
+        const y = latCol.getItem(r) as number;
+        if (x < minX) minX = x;
+        if (x > maxX) maxX = x;
+        if (y < minY) minY = y;
+        if (y > maxY) maxY = y;
+      }
+      if (keys) {
+        const created = chunk.getColumnVector(3);
+        const pkeys = chunk.getColumnVector(4);
+        for (let r = 0; r < chunk.rowCount; r++) {
+          keys.push({ createdMs: Number(created.getItem(r)), pkey: pkeys.getItem(r) as string, lng: lngCol.getItem(r) as number, lat: latCol.getItem(r) as number });
+        }
+      }
+    }
+    return { items, bbox: items.length > 0 ? [minX, minY, maxX, maxY] : undefined, keys };
+  });
+}
+
+/**
+ * A page: the first `limit` reports of the batches (read with one extra, to learn whether
+ * another page follows), and where the next page starts when it does.
+ */
+export function trimPage(batches: FeatureBatch[], limit: number): { createdMs: number; pkey: string } | undefined {
+  const total = batches.reduce((n, b) => n + b.items.length, 0);
+  if (total <= limit) return undefined;
+  const withItems = batches.filter((b) => b.items.length > 0);
+  const last = withItems[withItems.length - 1]!;
+  last.items.pop();
+  last.keys!.pop();
+  // The page's TopoJSON bbox must be that of the points it holds.
+  last.bbox =
+    last.keys!.length === 0
+      ? undefined
+      : last.keys!.reduce<Bbox>((b, k) => [Math.min(b[0], k.lng), Math.min(b[1], k.lat), Math.max(b[2], k.lng), Math.max(b[3], k.lat)], [Infinity, Infinity, -Infinity, -Infinity]);
+  const kept = withItems.flatMap((b) => b.keys ?? []);
+  const end = kept[kept.length - 1]!;
+  return { createdMs: end.createdMs, pkey: end.pkey };
+}

@@ -1,0 +1,140 @@
+// The archive as readers see it: `archive.open(query)` plans a window once (its parts, by UTC
+// day) and returns a `Window` that answers everything about it from that plan: its tag, its
+// serialised reports, its count and stats, its Parquet file and its Arrow stream.
+import { createHash } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import type { DuckDb } from '../duckdb.js';
+import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import { SERVICE_VERSION } from '../version.js';
+import { arrowStream } from './arrow.js';
+import type { WindowContext } from './context.js';
+import { windowColumns, writeWindowParquet, type ExportColumns } from './exports.js';
+import type { PartCache } from './partCache.js';
+import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
+import { queryKey, type WindowQuery } from './query.js';
+import { renderBatches, trimPage, type FeatureBatch } from './render.js';
+import type { RenderCache } from './renderCache.js';
+import { filteredRows, type FeatureShape } from './sql.js';
+import { mergeStats, statsSql, type StatsRow, type StatsSpec } from './stats.js';
+
+/** A page of a window: its batches, and where the next page starts when there is one. */
+export interface Page {
+  batches: FeatureBatch[];
+  next: { createdMs: number; pkey: string } | undefined;
+}
+
+export class Window {
+  /** @internal Built by `Archive.open`. */
+  constructor(
+    private readonly ctx: WindowContext,
+    readonly query: Readonly<WindowQuery>,
+    /** The window's parts by UTC day, newest day first. */
+    readonly days: readonly DayPlan[],
+  ) {}
+
+  /** Every part the window reads. */
+  parts(): ObjectInfo[] {
+    return this.days.flatMap(partsOf);
+  }
+
+  /**
+   * Same release, same query, same parts (and the same `extra`: the format) ⇒ same bytes:
+   * the strong validator of an answer about this window.
+   */
+  tag(...extra: string[]): string {
+    const hash = createHash('sha256').update(SERVICE_VERSION).update(queryKey(this.query));
+    for (const e of extra) hash.update('\u0000').update(e);
+    for (const p of this.parts()) hash.update(`\n${p.key}\n${p.etag}`);
+    return hash.digest('base64url').slice(0, 32);
+  }
+
+  /**
+   * Serialized reports in `shape`, newest first, one batch per UTC day. A whole window
+   * (no limit) comes as runs of items already joined by `separator`; a page item by item.
+   */
+  batches(shape: FeatureShape, separator = ','): AsyncIterable<FeatureBatch> {
+    return renderBatches(this.ctx, this.query, this.days, shape, separator);
+  }
+
+  /** The query's page (`limit` reports, item by item, with keys), and where the next one starts. */
+  async page(shape: FeatureShape): Promise<Page> {
+    const limit = this.query.limit;
+    if (limit === undefined) throw new Error('page() needs a query with a limit');
+    const batches: FeatureBatch[] = [];
+    // One report more than the page: whether a next page exists.
+    for await (const batch of renderBatches(this.ctx, { ...this.query, limit: limit + 1 }, this.days, shape, ',')) batches.push(batch);
+    return { batches, next: trimPage(batches, limit) };
+  }
+
+  /** How many reports the window holds (the same filters as the answer). */
+  async count(): Promise<number> {
+    let total = 0;
+    for (const bound of await this.monthly()) {
+      total += await this.ctx.db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${bound.sql}`, bound.values, bound.types);
+        return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
+      });
+    }
+    return total;
+  }
+
+  /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
+  async stats(spec: StatsSpec): Promise<StatsRow[]> {
+    const partials: { bucketMs: number; key: string | null; count: number }[] = [];
+    for (const bound of await this.monthly()) {
+      await this.ctx.db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+        for (const row of reader.getRowObjectsJS()) {
+          partials.push({ bucketMs: Number(row.bucket_ms), key: row.key === null ? null : String(row.key), count: Number(row.n) });
+        }
+      });
+    }
+    return mergeStats(partials, spec.offsetMinutes);
+  }
+
+  /** Writes the window as one GeoParquet file (archive columns and WKB geometry, newest first). */
+  writeParquet(out: string): Promise<void> {
+    return writeWindowParquet(this.ctx, this.query, this.days, out);
+  }
+
+  /** The Parquet answer's columns, one UTC day at a time, newest first. */
+  columns(): AsyncIterable<ExportColumns> {
+    return windowColumns(this.ctx, this.query, this.days);
+  }
+
+  /** The window as an Arrow IPC stream, with the Parquet answer's schema. */
+  arrow(): Duplex {
+    return arrowStream(this.columns());
+  }
+
+  /** The filtered rows a month of days at a time: few round trips, bounded memory for de-duplication. */
+  private async monthly() {
+    const out = [];
+    for (let i = 0; i < this.days.length; i += 31) {
+      const month = this.days.slice(i, i + 31);
+      out.push(filteredRows(await this.ctx.files(month.flatMap(partsOf)), this.query, month.every(isDayClean)));
+    }
+    return out;
+  }
+}
+
+/** The archive's reader: opens windows over the parts in the store. */
+export class Archive {
+  private readonly ctx: WindowContext;
+
+  constructor(
+    private readonly store: ObjectStore,
+    cache: PartCache,
+    db: DuckDb,
+    /** Rendered hours; without it every answer is built by DuckDB. */
+    rendered?: RenderCache,
+  ) {
+    this.ctx = { db, rendered, files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))) };
+  }
+
+  /** Plans the window (one ranged listing of its parts) and returns it. */
+  async open(query: WindowQuery): Promise<Window> {
+    const frozen = Object.freeze({ ...query });
+    return new Window(this.ctx, frozen, await planWindow(this.store, frozen));
+  }
+}

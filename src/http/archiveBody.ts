@@ -1,0 +1,65 @@
+// The body of a text archive answer around a window's serialised reports: the SPEC's
+// {statusCode, result} envelope, the FeatureCollection or TopoJSON Topology that frames the
+// items, the CSV header, and what separates two items.
+import type { Bbox } from '../archive/query.js';
+import { unionBbox, type FeatureBatch, type Run } from '../archive/render.js';
+import type { FeatureShape } from '../archive/sql.js';
+
+/** geojson and topojson: in the SPEC's envelope; featurecollection and topology: the same without it. */
+export type TextFormat = 'geojson' | 'topojson' | 'ndjson' | 'csv' | 'featurecollection' | 'topology';
+
+export const CSV_HEADER =
+  'pkey,created_at,source,status,url,image_url,disaster_type,report_data,instance_region_code,local_area_id,title,text,lng,lat';
+
+const SHAPE_OF: Record<TextFormat, FeatureShape> = {
+  geojson: 'geojson',
+  topojson: 'topojson',
+  ndjson: 'geojson',
+  csv: 'csv',
+  featurecollection: 'geojson',
+  topology: 'topojson',
+};
+
+/** How each report of a format is serialised. */
+export function shapeOf(format: TextFormat): FeatureShape {
+  return SHAPE_OF[format];
+}
+
+/** What goes between two items of a format. */
+export function separatorOf(format: TextFormat): string {
+  return format === 'ndjson' || format === 'csv' ? '\n' : ',';
+}
+
+/** The archive answer as text, one piece at a time; geojson and topojson come in the {statusCode, result} envelope. */
+export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat): AsyncIterable<string | Uint8Array> {
+  const sep = separatorOf(format);
+  if (format === 'geojson') yield '{"statusCode":200,"result":{"type":"FeatureCollection","features":[';
+  else if (format === 'featurecollection') yield '{"type":"FeatureCollection","features":[';
+  else if (format === 'topojson') yield '{"statusCode":200,"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
+  else if (format === 'topology') yield '{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
+  else if (format === 'csv') yield `${CSV_HEADER}\n`;
+  let first = true;
+  let bbox: Bbox | undefined;
+  for await (const batch of batches) {
+    if (batch.items.length === 0) continue;
+    if (typeof batch.items[0] === 'string') {
+      const lead = first || sep === '\n' ? '' : sep;
+      yield lead + (batch.items as string[]).join(sep) + (sep === '\n' ? '\n' : '');
+      first = false;
+    } else {
+      // Runs of joined items go out as they are: no copy into a JS string.
+      for (const run of batch.items as Run[]) {
+        if (!first && sep !== '\n') yield sep;
+        yield typeof run === 'function' ? run() : run;
+        if (sep === '\n') yield '\n';
+        first = false;
+      }
+    }
+    if (batch.bbox) bbox = bbox ? unionBbox(bbox, batch.bbox) : batch.bbox;
+  }
+  if (format === 'geojson') yield ']}}';
+  else if (format === 'featurecollection') yield ']}';
+  // topojson-server puts the bbox of the points on the topology, and none when there are no points.
+  else if (format === 'topojson') yield `]}},"arcs":[]${bbox ? `,"bbox":${JSON.stringify(bbox)}` : ''}}}`;
+  else if (format === 'topology') yield `]}},"arcs":[]${bbox ? `,"bbox":${JSON.stringify(bbox)}` : ''}}`;
+}
