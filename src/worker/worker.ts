@@ -77,12 +77,20 @@ export class Worker {
     this.running = this.loop();
   }
 
-  /** Stops receiving, flushes what is buffered, and resolves when done (SIGTERM path). */
+  /**
+   * Ends the long poll at once, takes one batch of what is already waiting (a report posted just
+   * before Ctrl-C is archived now rather than at the next start), flushes, and resolves (SIGTERM path).
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.polling.abort();
     await this.running;
     this.running = undefined;
+    try {
+      await this.pollOnce(0, null);
+    } catch (err) {
+      this.deps.log.warn({ err: describe(err) }, 'last receive before stopping failed; the queue keeps those reports');
+    }
     if (this.buffer.size > 0) await this.flush();
   }
 
@@ -116,13 +124,13 @@ export class Worker {
   }
 
   /** Receives one batch and buffers what is valid. Returns how many messages arrived. */
-  async pollOnce(waitSeconds = 0): Promise<number> {
+  async pollOnce(waitSeconds = 0, signal: AbortSignal | null = this.polling.signal): Promise<number> {
     const messages = await this.deps.queue.receive({
       // SQS gives at most 10 a call; the SQLite queue takes a larger batch in one transaction.
       maxMessages: 200,
       waitSeconds,
       visibilitySeconds: this.visibilitySeconds,
-      signal: this.polling.signal,
+      ...(signal && { signal }),
     });
     if (messages.length === 0) return 0;
     const boundaries = await this.deps.boundaries.current();
