@@ -1,11 +1,13 @@
 // End to end on both backends: partners post, the worker archives, researchers
-// read the archive back exactly, in GeoJSON and TopoJSON.
+// read the archive back exactly, in GeoJSON and TopoJSON. The AWS backend runs twice: on
+// fauxqs and on moto_server, a second, independent implementation of S3 and SQS.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feature } from 'topojson-client';
 import { topology } from 'topojson-server';
 import type { Topology } from 'topojson-specification';
 import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { allArchived,
   BACKENDS,
   eventually,
@@ -88,12 +90,18 @@ function newestFirst(a: { properties: { created_at: string; pkey: string } }, b:
   return b.properties.created_at.localeCompare(a.properties.created_at) || b.properties.pkey.localeCompare(a.properties.pkey);
 }
 
-describe.each(BACKENDS)('spine on the %s backend', (kind) => {
+if (!HAS_MOTO) console.warn(MOTO_MISSING);
+const RUNS = [
+  ...BACKENDS.map((kind) => ({ name: kind === 'aws' ? 'aws (fauxqs)' : kind, kind, start: startEmulator })),
+  ...(HAS_MOTO ? [{ name: 'aws (moto)', kind: 'aws' as const, start: startMoto }] : []),
+];
+
+describe.each(RUNS)('spine on the $name backend', ({ kind, start }) => {
   let emulator: Emulator | undefined;
   let svc: TestService;
 
   beforeAll(async () => {
-    if (kind === 'aws') emulator = await startEmulator();
+    if (kind === 'aws') emulator = await start();
     const config = await testConfig(kind, emulator);
     svc = await startTestService(await testRuntime(config, emulator));
   });

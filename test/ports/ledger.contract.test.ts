@@ -63,7 +63,7 @@ const adapters: { name: string; enforcesConditions: boolean; make: () => Promise
   // fauxqs ignores If-None-Match: it keeps the contract except the race.
   { name: 'objects on fauxqs', enforcesConditions: false, make: () => onS3(fauxqs, () => ({})) },
   ...(HAS_MOTO
-    ? [{ name: 'objects on moto', enforcesConditions: true, make: () => onS3(moto!, (e: Emulator) => ({ QUEUE_URL: `${e.endpoint}/123456789012/reports-${randomBytes(4).toString('hex')}` })) }]
+    ? [{ name: 'objects on moto', enforcesConditions: true, make: () => onS3(moto!, (e: Emulator) => ({ QUEUE_URL: e.queueUrl(`reports-${randomBytes(4).toString('hex')}`) })) }]
     : []),
 ];
 

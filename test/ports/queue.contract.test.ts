@@ -53,7 +53,7 @@ const adapters: { name: string; make: () => Promise<Made> }[] = [
   },
   { name: 'sqs (fauxqs)', make: sqsQueue(() => emulator, () => ({})) },
   // moto names queues after its default account.
-  ...(HAS_MOTO ? [{ name: 'sqs (moto)', make: sqsQueue(() => moto!, (e) => ({ QUEUE_URL: `${e.endpoint}/123456789012/reports-${randomBytes(4).toString('hex')}` })) }] : []),
+  ...(HAS_MOTO ? [{ name: 'sqs (moto)', make: sqsQueue(() => moto!, (e) => ({ QUEUE_URL: e.queueUrl(`reports-${randomBytes(4).toString('hex')}`) })) }] : []),
 ];
 
 const receive = (q: Queue, visibilitySeconds = 30) => q.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds });

@@ -42,8 +42,7 @@ export async function testConfig(kind: BackendKind, emulator?: Emulator, env: Re
   if (kind === 'aws') {
     if (!emulator) throw new Error('the aws backend needs an emulator');
     base.STORAGE_URL = `s3://archive-${id}/flood`;
-    // The queue URL as fauxqs names it; requests still go to the endpoint.
-    base.QUEUE_URL = `http://sqs.us-east-1.localhost:${new URL(emulator.endpoint).port}/000000000000/reports-${id}`;
+    base.QUEUE_URL = emulator.queueUrl(`reports-${id}`);
     base.AWS_ENDPOINT_URL = emulator.endpoint;
   }
   return loadConfig({ ...base, ...env }, dir);

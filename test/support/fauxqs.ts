@@ -10,6 +10,8 @@ export interface Emulator {
   stop(): Promise<void>;
   /** Starts a fresh emulator on the same port (state is lost, as with a restarted server). */
   restart(): Promise<void>;
+  /** A queue's URL as this implementation names it (requests still go to `endpoint`). */
+  queueUrl(name: string): string;
 }
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -32,5 +34,6 @@ export async function startEmulator(): Promise<Emulator> {
     async restart() {
       server = await startFauxqs({ port, logger: false });
     },
+    queueUrl: (name) => `http://sqs.us-east-1.localhost:${port}/000000000000/${name}`,
   };
 }

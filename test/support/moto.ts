@@ -53,5 +53,7 @@ export async function startMoto(): Promise<Emulator> {
     async restart() {
       child = await launch(port);
     },
+    // moto names queues after its default account.
+    queueUrl: (name) => `${endpoint}/123456789012/${name}`,
   };
 }
