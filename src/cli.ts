@@ -38,13 +38,22 @@ interface Command {
 const common: Options = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
 const window: Options = { from: { type: 'string' }, to: { type: 'string' } };
 
+/**
+ * Creates the bucket and queues where this process owns them: the embedded store, or an
+ * emulator endpoint (LocalStack, moto). On AWS proper the stack creates them, and the task's
+ * role may not.
+ */
+async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<void> {
+  if (config.storageUrl.startsWith('file://') || config.awsEndpointUrl) {
+    await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
+  }
+}
+
 /** Runs `fn` with a runtime, closing it after. */
 async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
   const rt = await createRuntime(config);
   try {
-    if (config.storageUrl.startsWith('file://') || config.awsEndpointUrl) {
-      await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
-    }
+    await bootstrapIfLocal(config, rt);
     await rt.boundaries.seedIfEmpty();
     return await fn(rt);
   } finally {
@@ -87,9 +96,7 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
     options: {},
     async run({ config }) {
       const rt = await createRuntime(config);
-      if (config.storageUrl.startsWith('file://') || config.awsEndpointUrl) {
-        await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
-      }
+      await bootstrapIfLocal(config, rt);
       const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir) : { keys: [] };
       const service = await startService(rt, { ...roles[role], apiKeys: keys.keys });
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
