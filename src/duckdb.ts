@@ -32,13 +32,33 @@ export class DuckDb {
     return new DuckDb(instance);
   }
 
-  /** Runs `fn` on a fresh connection pinned to UTC, closing it afterwards. */
-  async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+  private open = 0;
+
+  /** Connections in use (queries running or being read). */
+  get openConnections(): number {
+    return this.open;
+  }
+
+  /**
+   * Runs `fn` on a fresh connection pinned to UTC, closing it afterwards. When `signal` aborts
+   * (a client hung up), the query running on it is interrupted and `fn` fails: DuckDB frees
+   * the query's memory and temporary files instead of finishing work nobody will read.
+   */
+  async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
     const conn = await this.instance.connect();
+    this.open += 1;
+    const interrupt = () => conn.interrupt();
+    signal?.addEventListener('abort', interrupt, { once: true });
     try {
       await conn.run("SET TimeZone = 'UTC'");
-      return await fn(conn);
+      const result = await fn(conn);
+      // Aborted between two of fn's queries: its answer is not wanted either.
+      signal?.throwIfAborted();
+      return result;
     } finally {
+      signal?.removeEventListener('abort', interrupt);
+      this.open -= 1;
       conn.closeSync();
       // The results' native memory goes when their wrappers do: see memory.ts.
       releaseMemory();

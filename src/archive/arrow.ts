@@ -2,7 +2,7 @@
 // from DuckDB's columns, with the Parquet answer's schema (the same columns and types as pyarrow
 // reads them: created_at in microseconds, report_data as arrow.json, the WKB geometry); the
 // writer streams with Node back-pressure.
-import { Readable, type Duplex } from 'node:stream';
+import { PassThrough, Readable, type Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   Binary,
@@ -78,7 +78,15 @@ async function* recordBatches(days: AsyncIterable<ArrowColumns>): AsyncIterable<
 /** The IPC stream bytes (Content-Type application/vnd.apache.arrow.stream). */
 export function arrowStream(days: AsyncIterable<ArrowColumns>): Duplex {
   const writer = RecordBatchStreamWriter.throughNode() as unknown as Duplex;
+  const out = new PassThrough();
   // A failed query must fail the response, not leave it hanging.
-  pipeline(Readable.from(recordBatches(days)), writer).catch((err: unknown) => writer.destroy(err as Error));
-  return writer;
+  pipeline(Readable.from(recordBatches(days)), writer).catch((err: unknown) => out.destroy(err as Error));
+  // Arrow's writer, destroyed with an error (as a pipeline does when its reader goes), leaves a
+  // rejected read nobody awaits: it is piped by hand, and closed without an error when the
+  // reader goes, which also ends the days' reads.
+  writer.pipe(out);
+  out.once('close', () => {
+    if (!writer.destroyed) writer.destroy();
+  });
+  return out;
 }

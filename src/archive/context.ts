@@ -9,4 +9,6 @@ export interface WindowContext {
   files(parts: readonly ObjectInfo[]): Promise<string[]>;
   /** Rendered hours; without it every answer is built by DuckDB. */
   rendered: RenderCache | undefined;
+  /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */
+  signal: AbortSignal | undefined;
 }

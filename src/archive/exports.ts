@@ -28,12 +28,14 @@ export async function writeWindowParquet(ctx: WindowContext, query: WindowQuery,
     const merge = async (parts: ObjectInfo[]) => {
       const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
       const bound = filteredRows(await ctx.files(parts), query);
-      await ctx.db.withConnection((conn) =>
-        conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
+      await ctx.db.withConnection(
+        (conn) => conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
+        ctx.signal,
       );
       segments.push(segment);
     };
     for (const day of days) {
+      ctx.signal?.throwIfAborted();
       if (day.whole.length > 0) {
         if (isDayClean(day)) segments.push(...(await ctx.files(day.whole)));
         else await merge(partsOf(day));
@@ -63,7 +65,7 @@ export async function writeWindowParquet(ctx: WindowContext, query: WindowQuery,
         bound.values,
         bound.types,
       );
-    });
+    }, ctx.signal);
   } finally {
     await fs.rm(segmentDir, { recursive: true, force: true });
   }
@@ -81,6 +83,6 @@ export async function* windowColumns(ctx: WindowContext, query: WindowQuery, day
       await prepareGeometry(conn);
       const reader = await conn.runAndReadAll(`SELECT ${select.join(', ')}, ${GEOMETRY_SQL} FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC`, bound.values, bound.types);
       return reader.getColumnsObjectJS() as unknown as ExportColumns;
-    });
+    }, ctx.signal);
   }
 }

@@ -58,6 +58,8 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
     try {
       for (let i = 0; i < plan.length; i++) {
         const batch = await inFlight.shift()!;
+        // Nothing more is read ahead for a client that hung up.
+        ctx.signal?.throwIfAborted();
         if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
         yield batch;
       }
@@ -99,6 +101,7 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const build = async (hours: number[], window: WindowQuery, keep?: (hourMs: number, r: RenderedHour) => Promise<RenderedHour>) => {
     const built = new Map<number, RenderedHour>();
     for (const group of groupBySize(hours, bytesOf, QUERY_BYTES)) {
+      ctx.signal?.throwIfAborted();
       const narrowed = {
         ...window,
         startMs: Math.max(window.startMs, Math.min(...group)),
@@ -168,7 +171,7 @@ async function queryHours(ctx: WindowContext, files: string[], query: WindowQuer
       out.set(Number(row[0]) * HOUR_MS, { text: row[1], bbox: [row[2], row[3], row[4], row[5]], minMs: Number(row[6]), maxMs: Number(row[7]) });
     }
     return out;
-  });
+  }, ctx.signal);
 }
 
 /** Up to `limit` reports of one day, item by item, with their keys when paging. */
@@ -208,7 +211,7 @@ async function queryDay(ctx: WindowContext, files: string[], query: WindowQuery,
       }
     }
     return { items, bbox: items.length > 0 ? [minX, minY, maxX, maxY] : undefined, keys };
-  });
+  }, ctx.signal);
 }
 
 /**

@@ -73,7 +73,7 @@ export class Window {
       total += await this.ctx.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${bound.sql}`, bound.values, bound.types);
         return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
-      });
+      }, this.ctx.signal);
     }
     return total;
   }
@@ -87,7 +87,7 @@ export class Window {
         for (const row of reader.getRowObjectsJS()) {
           partials.push({ bucketMs: Number(row.bucket_ms), key: row.key === null ? null : String(row.key), count: Number(row.n) });
         }
-      });
+      }, this.ctx.signal);
     }
     return mergeStats(partials, spec.offsetMinutes);
   }
@@ -129,12 +129,18 @@ export class Archive {
     /** Rendered hours; without it every answer is built by DuckDB. */
     rendered?: RenderCache,
   ) {
-    this.ctx = { db, rendered, files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))) };
+    this.ctx = { db, rendered, signal: undefined, files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))) };
   }
 
-  /** Plans the window (one ranged listing of its parts) and returns it. */
-  async open(query: WindowQuery): Promise<Window> {
+  /**
+   * Plans the window (one ranged listing of its parts) and returns it. `signal`: aborts when
+   * its answer is no longer wanted (the client hung up); what the window is doing stops.
+   */
+  async open(query: WindowQuery, options: { signal?: AbortSignal } = {}): Promise<Window> {
     const frozen = Object.freeze({ ...query });
-    return new Window(this.ctx, frozen, await planWindow(this.store, frozen));
+    const ctx = options.signal ? { ...this.ctx, signal: options.signal } : this.ctx;
+    const days = await planWindow(this.store, frozen);
+    options.signal?.throwIfAborted();
+    return new Window(ctx, frozen, days);
   }
 }

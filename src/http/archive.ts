@@ -63,7 +63,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox']);
     const query = await parseFilters(req, values, details, deps);
     throwIfAny(details);
-    const count = await (await deps.archive.open(query)).count();
+    const count = await (await deps.archive.open(query, { signal: hangUpSignal(res) })).count();
     const closed = isClosed(query, deps);
     res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     res.json({ statusCode: 200, result: { count } });
@@ -86,7 +86,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     const encoding = negotiateEncoding(req, true);
     const suffix = applyEncoding(res, encoding);
-    const window = await deps.archive.open(query);
+    const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
     if (closed) {
       const etag = `"${window.tag('stats', JSON.stringify(spec))}${suffix}"`;
       res.set('ETag', etag);
@@ -104,7 +104,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   router.get('/reports/archive', async (req, res) => {
     const request = await parseArchiveRequest(req, deps);
     const { query, format } = request;
-    const window = await deps.archive.open(query);
+    const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
     const tag = window.tag(format, request.geoformat);
     const closed = isClosed(query, deps);
     const encoding = negotiateEncoding(req, format !== 'parquet');
@@ -143,6 +143,19 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   });
 
   return router;
+}
+
+/**
+ * Aborts when the client closes the connection before its answer is complete: the window's
+ * queries are interrupted and nothing more is read ahead, so a hung-up year pull frees its
+ * memory and temporary files at once.
+ */
+function hangUpSignal(res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
+  });
+  return controller.signal;
 }
 
 async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Response): Promise<void> {

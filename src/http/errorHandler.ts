@@ -28,6 +28,12 @@ export function errorHandler(baseLog: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     // The request's own logger (with its request id) when pino-http made one.
     const log = (req as { log?: Logger }).log ?? baseLog;
+    if (req.socket.destroyed) {
+      // The client hung up and its work was stopped (or failed writing to it): nobody to answer.
+      log.info({ path: req.path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
+      res.destroy();
+      return;
+    }
     if (res.headersSent) {
       // Mid-stream failure: cut the connection so the client sees a truncated answer, never a silently short one.
       log.error({ err, path: req.path }, 'failed while streaming a response');

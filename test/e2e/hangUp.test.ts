@@ -1,0 +1,118 @@
+// A client that hangs up stops the work: a year pulled and abandoned leaves no DuckDB query
+// running, no memory held, no temporary or half-written file, and nothing adopted into a cache;
+// the same year is then answered in full as before.
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSyntheticArchive } from '../../bench/synthetic.js';
+import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { eventually, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const START = Date.UTC(2025, 0, 1);
+const DAYS = 365;
+const REPORTS = 150_000;
+const YEAR = `start=2025-01-01T00:00:00%2B0000&end=2025-12-31T23:59:59%2B0000`;
+
+let svc: TestService;
+beforeAll(async () => {
+  const config = await testConfig('embedded');
+  // A year of hourly parts (about 8,000 files) straight into the store's layout: a cold
+  // Parquet or Arrow answer over it takes DuckDB long enough to be abandoned halfway.
+  await buildSyntheticArchive({ storeDir: path.join(config.dataDir, 'store'), reports: REPORTS, startMs: START, days: DAYS, boundaries: APPROXIMATE_OUTLINES, boundaryVersion: 'test' });
+  svc = await startTestService(await testRuntime(config), { worker: false, reconcile: false });
+}, 120_000);
+afterAll(async () => {
+  await svc?.stop();
+});
+
+/** A GET that is dropped (socket destroyed) once `leaveWhen` says so. */
+function abandonedGet(query: string, leaveWhen: 'working' | 'first bytes'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${svc.url}/reports/archive?${query}`, { headers: { 'User-Agent': 'hang-up-tests/1.0', 'Accept-Encoding': 'identity' } });
+    req.on('error', () => resolve());
+    req.on('response', (res) => {
+      if (leaveWhen !== 'first bytes') return reject(new Error(`answered (${res.statusCode}) before the client could leave`));
+      res.once('data', () => req.destroy());
+      res.on('error', () => resolve());
+      res.on('close', () => resolve());
+    });
+    if (leaveWhen === 'working') {
+      // Gone while the server is querying: its DuckDB connection is open.
+      eventually(async () => (svc.rt.db.openConnections > 0 ? true : undefined), 20_000, 'the answer started').then(
+        () => req.destroy(),
+        reject,
+      );
+    }
+  });
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await fs.readdir(d, { withFileTypes: true }).catch(() => [])) {
+      if (e.isDirectory()) await walk(path.join(d, e.name));
+      else out.push(path.join(d, e.name));
+    }
+  };
+  await walk(dir);
+  return out;
+}
+
+/** DuckDB's own view: bytes its buffer manager holds, and temporary files it has open. */
+async function duckdbHolds(): Promise<{ memory: number; tempFiles: number }> {
+  return svc.rt.db.withConnection(async (conn) => {
+    const mem = await conn.runAndReadAll('SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT AS b FROM duckdb_memory()');
+    const tmp = await conn.runAndReadAll('SELECT count(*)::BIGINT AS n FROM duckdb_temporary_files()');
+    return { memory: Number(mem.getRowObjectsJS()[0]!.b), tempFiles: Number(tmp.getRowObjectsJS()[0]!.n) };
+  });
+}
+
+async function stopped(): Promise<void> {
+  await eventually(async () => (svc.rt.db.openConnections === 0 ? true : undefined), 5_000, 'every query of the abandoned answer stopped');
+}
+
+describe('a client that hangs up', () => {
+  it('stops a cold Parquet year: its query is interrupted, its files removed, nothing kept in the answer cache', async () => {
+    const answers = path.join(svc.rt.config.cacheDir, 'parquet');
+    const exportsDir = path.join(svc.rt.config.dataDir, 'tmp', 'exports');
+    await abandonedGet(`${YEAR}&format=parquet`, 'working');
+    await stopped();
+    // Finishing the answer anyway would leave it in the answer cache for a client that is gone.
+    expect((await filesUnder(answers)).filter((f) => f.endsWith('.parquet'))).toEqual([]);
+    expect(await filesUnder(exportsDir)).toEqual([]);
+    expect(await filesUnder(path.join(svc.rt.config.dataDir, 'tmp', 'duckdb'))).toEqual([]);
+    const holds = await duckdbHolds();
+    expect(holds.tempFiles).toBe(0);
+    expect(holds.memory).toBeLessThan(16 * 1024 * 1024);
+  }, 60_000);
+
+  it('stops a cold Arrow year and a cold GeoJSON year once the client has read their first bytes', async () => {
+    for (const q of ['format=arrow', 'format=geojson']) {
+      await abandonedGet(`${YEAR}&${q}`, 'first bytes');
+      await stopped();
+      const holds = await duckdbHolds();
+      expect(holds.tempFiles).toBe(0);
+      expect(holds.memory).toBeLessThan(16 * 1024 * 1024);
+    }
+    // Nothing read ahead beyond the day in flight: the render cache holds a few days, not the year.
+    const rendered = (await filesUnder(path.join(svc.rt.config.cacheDir, 'rendered'))).filter((f) => f.endsWith('.hour'));
+    expect(rendered.length).toBeLessThan(5 * 24);
+  }, 60_000);
+
+  it('answers in full afterwards', async () => {
+    const res = await fetch(`${svc.url}/reports/archive/count?${YEAR}`, { headers: { 'User-Agent': 'hang-up-tests/1.0' } });
+    expect(((await res.json()) as { result: { count: number } }).result.count).toBe(REPORTS);
+    // A month as Parquet: the answer abandoned above, whole this time.
+    const month = 'start=2025-12-01T00:00:00%2B0000&end=2025-12-31T23:59:59%2B0000';
+    const parquet = await fetch(`${svc.url}/reports/archive?${month}&format=parquet`, { headers: { 'User-Agent': 'hang-up-tests/1.0' } });
+    expect(parquet.status).toBe(200);
+    const file = path.join(svc.rt.config.dataDir, 'month.parquet');
+    await fs.writeFile(file, Buffer.from(await parquet.arrayBuffer()));
+    const counted = await fetch(`${svc.url}/reports/archive/count?${month}`, { headers: { 'User-Agent': 'hang-up-tests/1.0' } });
+    const expected = ((await counted.json()) as { result: { count: number } }).result.count;
+    expect(expected).toBeGreaterThan(0);
+    const rows = await svc.rt.db.withConnection(async (conn) => Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM read_parquet('${file}')`)).getRowObjectsJS()[0]!.n));
+    expect(rows).toBe(expected);
+  }, 60_000);
+});
