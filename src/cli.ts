@@ -18,6 +18,8 @@ import { importFile, type ImportFormat } from './ops/importFile.js';
 import { createProgress } from './ops/progress.js';
 import { reprocess } from './ops/reprocess.js';
 import { verify } from './ops/verify.js';
+import { addSubscription, eventLogOf, findSubscription, shown, testSubscription } from './events/manage.js';
+import { listOption, SubscriptionError } from './events/subscriptions.js';
 import { parseOffsetDateTime } from './reports/partnerReport.js';
 import { createRuntime, type Runtime } from './runtime.js';
 import { startScheduler } from './scheduler.js';
@@ -343,6 +345,70 @@ const COMMANDS: Record<string, Command> = {
           ].join('\n'),
         );
         return result.ok ? 0 : 1;
+      }),
+  },
+  subscriptions: {
+    summary: 'webhook subscriptions: add, list, remove, test; deliveries set aside: failed, redrive',
+    usage:
+      'subscriptions add --url URL --secret S [--admin CODES] [--local-area PSGCS] [--events archived,retracted] | list | remove --id ID | test --id ID | failed | redrive [--id ID]  [--json]',
+    options: { ...common, url: { type: 'string' }, secret: { type: 'string' }, admin: { type: 'string' }, 'local-area': { type: 'string' }, events: { type: 'string' }, id: { type: 'string' } },
+    run: ({ config, values, positionals }) =>
+      withRuntime(config, async (rt) => {
+        try {
+          const sub = positionals[0];
+          if (sub === 'add') {
+            const s = await addSubscription(rt, {
+              url: required(values, 'url'),
+              secret: required(values, 'secret'),
+              admins: listOption(values.admin),
+              localAreas: listOption(values['local-area']),
+              events: listOption(values.events),
+            });
+            print(values, shown(s), () => `added ${s.id} → ${s.url} (${s.events.join(', ')})`);
+            return 0;
+          }
+          if (sub === 'list') {
+            const log = eventLogOf(rt);
+            const backlog = log.backlog();
+            const subs = log.subscriptions().map((s) => shown(s, backlog.get(s.id)));
+            print(values, subs, () =>
+              subs.length === 0
+                ? 'no subscriptions'
+                : subs.map((s) => `${s.id}  ${s.url}  events=${s.events.join(',')}  admin=${s.admins.join(',') || '*'}  local-area=${s.localAreas.join(',') || '*'}  pending=${s.pending}  set-aside=${s.setAside}`).join('\n'),
+            );
+            return 0;
+          }
+          if (sub === 'remove') {
+            const id = required(values, 'id');
+            if (!eventLogOf(rt).removeSubscription(id)) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
+            print(values, { removed: id }, () => `removed ${id} and its undelivered events`);
+            return 0;
+          }
+          if (sub === 'test') {
+            const result = await testSubscription(rt, required(values, 'id'));
+            print(values, result, () => (result.ok ? `delivered test event ${result.id}: ${result.status} in ${result.ms} ms` : `test event ${result.id} failed: ${result.error}`));
+            return result.ok ? 0 : 1;
+          }
+          if (sub === 'failed') {
+            const ds = eventLogOf(rt).deliveries('set_aside');
+            print(values, ds, () =>
+              ds.length === 0
+                ? 'no deliveries set aside'
+                : ds.map((d) => `${d.id}  ${d.subscriptionId}  ${d.kind}  ${d.count} reports  queued ${new Date(d.atMs).toISOString()}  ${d.attempts} attempts  last error: ${d.lastError ?? ''}`).join('\n'),
+            );
+            return 0;
+          }
+          if (sub === 'redrive') {
+            const id = typeof values.id === 'string' ? findSubscription(rt, values.id).id : undefined;
+            const n = eventLogOf(rt).redrive(id);
+            print(values, { redriven: n }, () => `queued ${n} set-aside deliveries again`);
+            return 0;
+          }
+          throw new UsageError('subscriptions needs one of: add, list, remove, test, failed, redrive');
+        } catch (err) {
+          if (err instanceof SubscriptionError) throw new UsageError(err.problems.join('\n'));
+          throw err;
+        }
       }),
   },
 };

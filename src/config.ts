@@ -1,4 +1,5 @@
 // The one place that reads the environment. Everything else receives a Config.
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { validate as validCron } from 'node-cron';
@@ -50,6 +51,26 @@ export interface Config {
   cursorSecret: string | undefined;
   /** node-cron expressions of the scheduled jobs (jobs/). */
   schedules: { compact: string; reconcile: string; verify: string };
+  /** Webhooks, the live stream and the SNS topic (src/events/). */
+  events: EventsConfig;
+}
+
+export interface EventsConfig {
+  /** Host names, IPs and CIDRs a webhook may reach over http, and even when private. */
+  webhookAllowHosts: string[];
+  /** One delivery attempt's bound (connect to last byte of the answer). */
+  webhookTimeoutMs: number;
+  /** First retry delay; each retry doubles it (capped at an hour). */
+  webhookRetryBaseMs: number;
+  /** How long a delivery is retried before it is set aside. */
+  webhookRetryForMs: number;
+  /** How long archived events stay readable (stream resume, CAP feed). */
+  retentionMs: number;
+  /** Open live-stream connections per API process; past it, 429. */
+  streamMaxClients: number;
+  streamHeartbeatMs: number;
+  /** AWS: the SNS topic the worker publishes archived batches to; undefined: none. */
+  snsTopicArn: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -89,6 +110,14 @@ const envSchema = {
     SCHEDULE_COMPACT: { type: 'string' },
     SCHEDULE_RECONCILE: { type: 'string' },
     SCHEDULE_VERIFY: { type: 'string' },
+    WEBHOOK_ALLOW_HOSTS: { type: 'string', pattern: '^\\s*[A-Za-z0-9.:/_-]+\\s*(,\\s*[A-Za-z0-9.:/_-]+\\s*)*$' },
+    WEBHOOK_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 120 },
+    WEBHOOK_RETRY_BASE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    WEBHOOK_RETRY_HOURS: { type: 'number', exclusiveMinimum: 0, maximum: 720 },
+    EVENTS_RETENTION_HOURS: { type: 'number', minimum: 24, maximum: 8760 },
+    STREAM_MAX_CLIENTS: { type: 'integer', minimum: 1, maximum: 100000 },
+    STREAM_HEARTBEAT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
+    SNS_TOPIC_ARN: { type: 'string', pattern: '^arn:aws[a-z-]*:sns:[a-z0-9-]+:\\d{12}:[A-Za-z0-9_-]{1,256}$' },
   },
 } as const;
 
@@ -100,6 +129,8 @@ const messages: Record<string, string> = {
   API_KEYS: 'must be a comma-separated list of keys, each at least 16 characters of A-Z a-z 0-9 . _ ~ -',
   CURSOR_SECRET: 'must be at least 32 characters (e.g. openssl rand -base64 32)',
   ARCHIVE_MAX_WINDOW: 'must be a number of days (366 or 366d) or hours (72h)',
+  WEBHOOK_ALLOW_HOSTS: 'must be a comma-separated list of host names, IP addresses or CIDRs (e.g. hooks.example.org,10.1.0.0/16)',
+  SNS_TOPIC_ARN: 'must be an SNS topic ARN (arn:aws:sns:region:account:name)',
 };
 
 const ajv = new Ajv({ allErrors: true, coerceTypes: true });
@@ -176,7 +207,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     acceptDeadlineMs: seconds(v.ACCEPT_DEADLINE_SECONDS, 2),
     acceptMaxInFlight: Number(v.ACCEPT_MAX_IN_FLIGHT ?? 1024),
     http: { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: seconds(v.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS, 5) },
+    events: eventsConfig(v),
   };
+}
+
+function eventsConfig(v: Record<string, string | number | undefined>): EventsConfig {
+  const allow = v.WEBHOOK_ALLOW_HOSTS === undefined ? [] : String(v.WEBHOOK_ALLOW_HOSTS).split(',').map((h) => h.trim().toLowerCase());
+  const bad = allow.filter((h) => h.includes('/') && !isCidr(h));
+  if (bad.length > 0) throw new ConfigError(`invalid configuration: WEBHOOK_ALLOW_HOSTS: ${bad.join(', ')}: ${messages.WEBHOOK_ALLOW_HOSTS}`);
+  return {
+    webhookAllowHosts: allow,
+    webhookTimeoutMs: seconds(v.WEBHOOK_TIMEOUT_SECONDS, 10),
+    webhookRetryBaseMs: seconds(v.WEBHOOK_RETRY_BASE_SECONDS, 10),
+    webhookRetryForMs: seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600,
+    retentionMs: seconds(v.EVENTS_RETENTION_HOURS, 7 * 24) * 3600,
+    streamMaxClients: Number(v.STREAM_MAX_CLIENTS ?? 200),
+    streamHeartbeatMs: seconds(v.STREAM_HEARTBEAT_SECONDS, 15),
+    snsTopicArn: v.SNS_TOPIC_ARN === undefined ? undefined : String(v.SNS_TOPIC_ARN),
+  };
+}
+
+function isCidr(text: string): boolean {
+  const [ip, bits] = text.split('/');
+  if (!ip || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
+  const kind = isIP(ip);
+  return kind !== 0 && Number(bits) <= (kind === 4 ? 32 : 128);
 }
 
 function seconds(value: string | number | undefined, fallback: number): number {

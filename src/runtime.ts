@@ -25,6 +25,9 @@ import { FileObjectStore } from './store/fileStore.js';
 import type { ObjectStore } from './store/objectStore.js';
 import { parseS3Url } from './store/s3Location.js';
 import { Worker } from './worker/worker.js';
+import { WebhookDispatcher } from './events/dispatcher.js';
+import { EventLog } from './events/eventLog.js';
+import { HostPolicy } from './events/hostPolicy.js';
 
 export interface RuntimeOverrides {
   s3?: S3Client;
@@ -51,6 +54,10 @@ export interface Runtime {
   answers: AnswerCache;
   cache: PartCache;
   worker: Worker;
+  /** Embedded backend: the event log (webhook subscriptions and deliveries, the live stream, CAP). */
+  events: EventLog | undefined;
+  /** Sends webhook deliveries; the worker role starts it. */
+  webhooks: WebhookDispatcher | undefined;
   s3: S3Client | undefined;
   sqs: SQSClient | undefined;
   close(): Promise<void>;
@@ -119,6 +126,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });
   const boundaries = new BoundaryRepository(store);
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
+  const events = config.queueUrl === 'sqlite:' ? new EventLog(config.dataDir) : undefined;
+  const webhooks = events
+    ? new WebhookDispatcher(events, new HostPolicy(config.events.webhookAllowHosts), { ...config.events, concurrency: 16 }, log)
+    : undefined;
   const worker = new Worker(
     {
       store,
@@ -129,6 +140,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
       log,
       metrics,
+      ...(events && { events }),
     },
     { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
   );
@@ -147,9 +159,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,
+    events,
+    webhooks,
     s3,
     sqs,
     async close() {
+      await webhooks?.stop();
+      events?.close();
       queue.close();
       ledger.close();
       db.close();

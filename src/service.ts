@@ -38,7 +38,10 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
     timer = setInterval(reconcile, rt.config.reconcileEverySeconds * 1000);
     timer.unref();
   }
-  if (options.worker) rt.worker.start();
+  if (options.worker) {
+    rt.worker.start();
+    rt.webhooks?.start();
+  }
 
   let server: Server | undefined;
   let url: string | undefined;
@@ -69,7 +72,10 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
           s.closeIdleConnections();
         });
       }
-      if (options.worker) await rt.worker.stop();
+      if (options.worker) {
+        await rt.worker.stop();
+        await rt.webhooks?.stop();
+      }
     },
   };
 }

@@ -19,6 +19,7 @@ import { parsePartnerReport } from '../reports/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
 import type { ArchiveRow } from '../archive/row.js';
+import type { ArchiveEvents } from '../events/events.js';
 
 export interface WorkerDeps {
   store: ObjectStore;
@@ -29,6 +30,8 @@ export interface WorkerDeps {
   tmpDir: string;
   log: Logger;
   metrics?: Metrics;
+  /** Told of each flush's reports once their parts are durable (webhooks, stream, SNS). */
+  events?: ArchiveEvents;
 }
 
 export interface WorkerOptions {
@@ -239,6 +242,9 @@ export class Worker {
         await fs.rm(file, { force: true });
       }
     }
+    // Before the ledger says "archived": a crash in between repeats the flush, and the events
+    // are recorded once per report whatever repeats.
+    await this.deps.events?.archived(entries.map((e) => e.row));
     await this.deps.ledger.markArchived(entries.map((e) => e.id));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
     for (const e of entries) this.buffer.delete(e.row.pkey);

@@ -1,0 +1,373 @@
+// The embedded backend's event log: a SQLite database beside the ledger (events.sqlite under
+// DATA_DIR) shared by the worker (which records), the API processes (which stream and serve CAP
+// from it) and the CLI (which manages subscriptions). Each archived report is one event with a
+// monotonic sequence number (the stream's event id); recording an event also queues, in the same
+// transaction, one delivery per matching webhook subscription, so no event can be recorded
+// without its deliveries, nor announced twice after a crash (events are unique per report).
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { ulid } from 'ulid';
+import type { ArchiveRow } from '../archive/row.js';
+import { guardSync } from '../ledger/database.js';
+import type { ArchiveEvents, EventKind } from './events.js';
+import { featureOf, type ReportFeature } from './feature.js';
+import type { Subscription } from './subscriptions.js';
+
+const MIGRATIONS = [
+  `CREATE TABLE subscriptions (
+     id TEXT PRIMARY KEY,
+     url TEXT NOT NULL,
+     secret TEXT NOT NULL,
+     -- JSON arrays; empty means "any".
+     admins TEXT NOT NULL,
+     local_areas TEXT NOT NULL,
+     kinds TEXT NOT NULL,
+     created_at_ms INTEGER NOT NULL
+   );
+   CREATE TABLE events (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     -- kind:pkey: a report is announced once per kind, whatever the worker repeats.
+     key TEXT NOT NULL UNIQUE,
+     kind TEXT NOT NULL,
+     pkey TEXT NOT NULL,
+     admin TEXT,
+     local_area TEXT,
+     created_at_ms INTEGER NOT NULL,
+     lng REAL NOT NULL,
+     lat REAL NOT NULL,
+     at_ms INTEGER NOT NULL,
+     feature TEXT NOT NULL
+   );
+   CREATE INDEX events_at ON events (at_ms);
+   CREATE INDEX events_created ON events (created_at_ms);
+   CREATE INDEX events_pkey ON events (pkey);
+   CREATE TABLE deliveries (
+     -- The CloudEvent id: fixed when queued, the same on every retry.
+     id TEXT PRIMARY KEY,
+     subscription_id TEXT NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+     kind TEXT NOT NULL,
+     at_ms INTEGER NOT NULL,
+     features TEXT NOT NULL,
+     count INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_ms INTEGER NOT NULL,
+     lease_until_ms INTEGER NOT NULL DEFAULT 0,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'set_aside')),
+     last_error TEXT
+   );
+   CREATE INDEX deliveries_due ON deliveries (next_attempt_ms) WHERE state = 'pending';
+   CREATE INDEX deliveries_subscription ON deliveries (subscription_id);`,
+];
+
+/** Features a delivery carries at most: a large flush becomes several POSTs. */
+const MAX_BATCH = 500;
+
+export interface StoredEvent {
+  seq: number;
+  kind: EventKind;
+  pkey: string;
+  at_ms: number;
+  feature: ReportFeature;
+}
+
+export interface Delivery {
+  id: string;
+  subscriptionId: string;
+  kind: EventKind;
+  atMs: number;
+  count: number;
+  attempts: number;
+  nextAttemptMs: number;
+  state: 'pending' | 'set_aside';
+  lastError: string | null;
+}
+
+export interface DueDelivery extends Delivery {
+  url: string;
+  secret: string;
+  features: string;
+}
+
+export class EventLog implements ArchiveEvents {
+  private readonly db: Database.Database;
+  private readonly stmts;
+  /** Called after events are recorded (the dispatcher in the same process wakes at once). */
+  onRecorded: (() => void) | undefined;
+
+  constructor(dataDir: string, private readonly now: () => number = Date.now) {
+    this.db = guardSync(() => {
+      fs.mkdirSync(dataDir, { recursive: true });
+      const db = new Database(path.join(dataDir, 'events.sqlite'), { timeout: 2_000 });
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.pragma('foreign_keys = ON');
+      db.transaction(() => {
+        const version = db.pragma('user_version', { simple: true }) as number;
+        for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
+        if (version < MIGRATIONS.length) db.pragma(`user_version = ${MIGRATIONS.length}`);
+      }).immediate();
+      return db;
+    });
+    const db = this.db;
+    this.stmts = {
+      insertEvent: db.prepare(
+        `INSERT INTO events (key, kind, pkey, admin, local_area, created_at_ms, lng, lat, at_ms, feature)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+      ),
+      subscriptions: db.prepare('SELECT * FROM subscriptions ORDER BY created_at_ms, id'),
+      subscription: db.prepare('SELECT * FROM subscriptions WHERE id = ?'),
+      addSubscription: db.prepare('INSERT INTO subscriptions (id, url, secret, admins, local_areas, kinds, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      removeSubscription: db.prepare('DELETE FROM subscriptions WHERE id = ?'),
+      addDelivery: db.prepare(
+        `INSERT INTO deliveries (id, subscription_id, kind, at_ms, features, count, next_attempt_ms, state)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')`,
+      ),
+      since: db.prepare('SELECT seq, kind, pkey, at_ms, feature FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+      lastSeq: db.prepare("SELECT coalesce(max(seq), 0) AS seq FROM events"),
+      firstSeq: db.prepare("SELECT coalesce(min(seq), 0) AS seq FROM events"),
+      createdSince: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ? ORDER BY created_at_ms DESC, pkey LIMIT ?"),
+      byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
+      prune: db.prepare('DELETE FROM events WHERE at_ms < ?'),
+      due: db.prepare(
+        `SELECT d.*, s.url, s.secret FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+         WHERE d.state = 'pending' AND d.next_attempt_ms <= ? AND d.lease_until_ms <= ?
+         ORDER BY d.next_attempt_ms, d.id LIMIT ?`,
+      ),
+      lease: db.prepare('UPDATE deliveries SET lease_until_ms = ? WHERE id = ? AND lease_until_ms <= ?'),
+      delivered: db.prepare('DELETE FROM deliveries WHERE id = ?'),
+      retry: db.prepare('UPDATE deliveries SET attempts = attempts + 1, next_attempt_ms = ?, lease_until_ms = 0, last_error = ? WHERE id = ?'),
+      setAside: db.prepare("UPDATE deliveries SET attempts = attempts + 1, state = 'set_aside', lease_until_ms = 0, last_error = ? WHERE id = ?"),
+      listDeliveries: db.prepare('SELECT * FROM deliveries WHERE state = ? ORDER BY at_ms, id'),
+      redrive: db.prepare(
+        "UPDATE deliveries SET state = 'pending', attempts = 0, at_ms = ?, next_attempt_ms = ?, last_error = NULL WHERE state = 'set_aside' AND (? IS NULL OR subscription_id = ?)",
+      ),
+      counts: db.prepare('SELECT subscription_id, state, count(*) AS n FROM deliveries GROUP BY subscription_id, state'),
+    };
+  }
+
+  /** The worker's hook: one event per report, and the deliveries of every matching subscription. */
+  async archived(rows: readonly ArchiveRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    this.record('archived', rows.map(featureOf));
+  }
+
+  record(kind: EventKind, features: readonly ReportFeature[]): number {
+    const now = this.now();
+    const added = guardSync(() =>
+      this.db
+        .transaction(() => {
+          const fresh: ReportFeature[] = [];
+          for (const f of features) {
+            const p = f.properties;
+            const [lng, lat] = f.geometry.coordinates as [number, number];
+            const inserted = this.stmts.insertEvent.run(
+              `${kind}:${p.pkey}`, kind, p.pkey, p.tags.instance_region_code, p.tags.local_area_id,
+              Date.parse(p.created_at), lng, lat, now, JSON.stringify(f),
+            ).changes;
+            if (inserted === 1) fresh.push(f);
+          }
+          if (fresh.length === 0) return 0;
+          for (const s of this.subscriptionsNow()) {
+            if (!s.events.includes(kind)) continue;
+            const matching = fresh.filter((f) => matches(s, f));
+            for (let i = 0; i < matching.length; i += MAX_BATCH) {
+              const batch = matching.slice(i, i + MAX_BATCH);
+              this.stmts.addDelivery.run(ulid(now), s.id, kind, now, JSON.stringify(batch), batch.length, now);
+            }
+          }
+          return fresh.length;
+        })
+        .immediate(),
+    );
+    if (added > 0) this.onRecorded?.();
+    return added;
+  }
+
+  // --- subscriptions
+
+  private subscriptionsNow(): Subscription[] {
+    return (this.stmts.subscriptions.all() as SubscriptionRow[]).map(toSubscription);
+  }
+
+  subscriptions(): Subscription[] {
+    return guardSync(() => this.subscriptionsNow());
+  }
+
+  subscription(id: string): Subscription | undefined {
+    const row = guardSync(() => this.stmts.subscription.get(id)) as SubscriptionRow | undefined;
+    return row ? toSubscription(row) : undefined;
+  }
+
+  addSubscription(s: Subscription): void {
+    guardSync(() =>
+      this.stmts.addSubscription.run(s.id, s.url, s.secret, JSON.stringify(s.admins), JSON.stringify(s.localAreas), JSON.stringify(s.events), Date.parse(s.createdAt)),
+    );
+  }
+
+  /** Removes a subscription and what was waiting to be sent to it; false when there was none. */
+  removeSubscription(id: string): boolean {
+    return guardSync(() => this.stmts.removeSubscription.run(id).changes === 1);
+  }
+
+  // --- the stream and the feeds
+
+  since(seq: number, limit = 500): StoredEvent[] {
+    return (guardSync(() => this.stmts.since.all(seq, limit)) as EventRow[]).map(toEvent);
+  }
+
+  lastSeq(): number {
+    return (guardSync(() => this.stmts.lastSeq.get()) as { seq: number }).seq;
+  }
+
+  firstSeq(): number {
+    return (guardSync(() => this.stmts.firstSeq.get()) as { seq: number }).seq;
+  }
+
+  /** Archived reports created in [fromMs, toMs], newest first. */
+  createdBetween(fromMs: number, toMs: number, limit: number): StoredEvent[] {
+    return (guardSync(() => this.stmts.createdSince.all(fromMs, toMs, limit)) as EventRow[]).map(toEvent);
+  }
+
+  archivedReport(pkey: string): StoredEvent | undefined {
+    const row = guardSync(() => this.stmts.byPkey.get(pkey)) as EventRow | undefined;
+    return row ? toEvent(row) : undefined;
+  }
+
+  /** Drops events older than the retention; returns how many. */
+  prune(retentionMs: number): number {
+    return guardSync(() => this.stmts.prune.run(this.now() - retentionMs).changes);
+  }
+
+  // --- deliveries
+
+  /** Due deliveries, each leased to the caller for `leaseMs` (another process skips them meanwhile). */
+  claimDue(limit: number, leaseMs: number, skip: ReadonlySet<string>): DueDelivery[] {
+    return guardSync(() =>
+      this.db
+        .transaction(() => {
+          const now = this.now();
+          const out: DueDelivery[] = [];
+          const seen = new Set(skip);
+          for (const row of this.stmts.due.all(now, now, limit * 4) as (DeliveryRow & { url: string; secret: string })[]) {
+            // One at a time per subscription: its batches arrive in order, and a slow one holds only itself.
+            if (seen.has(row.subscription_id) || out.length >= limit) continue;
+            if (this.stmts.lease.run(now + leaseMs, row.id, now).changes !== 1) continue;
+            seen.add(row.subscription_id);
+            out.push({ ...toDelivery(row), url: row.url, secret: row.secret, features: row.features });
+          }
+          return out;
+        })
+        .immediate(),
+    );
+  }
+
+  delivered(id: string): void {
+    guardSync(() => this.stmts.delivered.run(id));
+  }
+
+  retryAt(id: string, atMs: number, error: string): void {
+    guardSync(() => this.stmts.retry.run(atMs, error.slice(0, 500), id));
+  }
+
+  setAside(id: string, error: string): void {
+    guardSync(() => this.stmts.setAside.run(error.slice(0, 500), id));
+  }
+
+  deliveries(state: 'pending' | 'set_aside'): Delivery[] {
+    return (guardSync(() => this.stmts.listDeliveries.all(state)) as DeliveryRow[]).map(toDelivery);
+  }
+
+  /** Sends set-aside deliveries again from a fresh start (of one subscription, or all); returns how many. */
+  redrive(subscriptionId?: string): number {
+    const now = this.now();
+    const id = subscriptionId ?? null;
+    const n = guardSync(() => this.stmts.redrive.run(now, now, id, id).changes);
+    if (n > 0) this.onRecorded?.();
+    return n;
+  }
+
+  /** Deliveries waiting and set aside, per subscription. */
+  backlog(): Map<string, { pending: number; setAside: number }> {
+    const out = new Map<string, { pending: number; setAside: number }>();
+    for (const r of guardSync(() => this.stmts.counts.all()) as { subscription_id: string; state: string; n: number }[]) {
+      const entry = out.get(r.subscription_id) ?? { pending: 0, setAside: 0 };
+      if (r.state === 'pending') entry.pending = r.n;
+      else entry.setAside = r.n;
+      out.set(r.subscription_id, entry);
+    }
+    return out;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export function matches(s: Pick<Subscription, 'admins' | 'localAreas'>, f: ReportFeature): boolean {
+  const tags = f.properties.tags;
+  if (s.admins.length > 0 && !s.admins.includes(tags.instance_region_code ?? '')) return false;
+  if (s.localAreas.length > 0 && !s.localAreas.includes(tags.local_area_id ?? '')) return false;
+  return true;
+}
+
+interface SubscriptionRow {
+  id: string;
+  url: string;
+  secret: string;
+  admins: string;
+  local_areas: string;
+  kinds: string;
+  created_at_ms: number;
+}
+
+interface EventRow {
+  seq: number;
+  kind: EventKind;
+  pkey: string;
+  at_ms: number;
+  feature: string;
+}
+
+interface DeliveryRow {
+  id: string;
+  subscription_id: string;
+  kind: EventKind;
+  at_ms: number;
+  features: string;
+  count: number;
+  attempts: number;
+  next_attempt_ms: number;
+  state: 'pending' | 'set_aside';
+  last_error: string | null;
+}
+
+function toSubscription(r: SubscriptionRow): Subscription {
+  return {
+    id: r.id,
+    url: r.url,
+    secret: r.secret,
+    admins: JSON.parse(r.admins) as string[],
+    localAreas: JSON.parse(r.local_areas) as string[],
+    events: JSON.parse(r.kinds) as EventKind[],
+    createdAt: new Date(r.created_at_ms).toISOString(),
+  };
+}
+
+function toEvent(r: EventRow): StoredEvent {
+  return { seq: r.seq, kind: r.kind, pkey: r.pkey, at_ms: r.at_ms, feature: JSON.parse(r.feature) as ReportFeature };
+}
+
+function toDelivery(r: DeliveryRow): Delivery {
+  return {
+    id: r.id,
+    subscriptionId: r.subscription_id,
+    kind: r.kind,
+    atMs: r.at_ms,
+    count: r.count,
+    attempts: r.attempts,
+    nextAttemptMs: r.next_attempt_ms,
+    state: r.state,
+    lastError: r.last_error,
+  };
+}

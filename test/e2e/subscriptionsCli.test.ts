@@ -1,0 +1,83 @@
+// `flood-archive subscriptions` as ops run it: add, list, test, remove, failed, redrive; bad
+// input exits 2 with every reason and stores nothing.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../support/env.js';
+import { startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+const SECRET = 'a-webhook-secret-of-thirty-two-chars';
+
+function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+let hook: Receiver | undefined;
+afterEach(async () => {
+  await hook?.close();
+  hook = undefined;
+});
+
+describe('flood-archive subscriptions', () => {
+  it('adds, lists (without secrets), tests and removes a subscription', async () => {
+    hook = await startReceiver();
+    const env = { DATA_DIR: await tempDir(), WEBHOOK_ALLOW_HOSTS: '127.0.0.1' };
+    const added = await run(['subscriptions', 'add', '--url', hook.url, '--secret', SECRET, '--admin', 'PH-QC', '--events', 'archived,retracted', '--json'], env);
+    expect(added.code, added.stderr).toBe(0);
+    const sub = JSON.parse(added.stdout);
+    expect(sub).toMatchObject({ url: hook.url, admins: ['PH-QC'], localAreas: [], events: ['archived', 'retracted'] });
+    expect(sub.secret).toBeUndefined();
+
+    const listed = await run(['subscriptions', 'list', '--json'], env);
+    expect(JSON.parse(listed.stdout)).toEqual([{ ...sub, pending: 0, setAside: 0 }]);
+    expect(listed.stdout).not.toContain(SECRET);
+
+    const tested = await run(['subscriptions', 'test', '--id', sub.id], env);
+    expect(tested.code, tested.stderr).toBe(0);
+    expect(tested.stdout).toMatch(/delivered test event \w+: 204/);
+    expect(hook.received).toHaveLength(1);
+    expect(JSON.parse(hook.received[0]!.body)).toMatchObject({ specversion: '1.0', type: 'ph.floodarchive.test.v1', data: { type: 'FeatureCollection', features: [] } });
+    expect(verifies(hook.received[0]!, SECRET)).toBe(true);
+
+    hook.answer = () => ({ status: 500 });
+    const failing = await run(['subscriptions', 'test', '--id', sub.id], env);
+    expect(failing.code).toBe(1);
+    expect(failing.stdout).toMatch(/failed: answered 500/);
+
+    expect((await run(['subscriptions', 'failed'], env)).stdout).toMatch(/no deliveries set aside/);
+    expect((await run(['subscriptions', 'redrive', '--json'], env)).stdout).toMatch(/"redriven": 0/);
+    expect((await run(['subscriptions', 'remove', '--id', sub.id], env)).code).toBe(0);
+    expect((await run(['subscriptions', 'list'], env)).stdout).toMatch(/no subscriptions/);
+    const again = await run(['subscriptions', 'remove', '--id', sub.id], env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/no subscription/);
+  });
+
+  it('exits 2 naming every problem of a bad subscription, and stores nothing', async () => {
+    const env = { DATA_DIR: await tempDir() };
+    const bad = await run(['subscriptions', 'add', '--url', 'http://192.168.0.10/hook', '--secret', 'short', '--admin', 'PH-ZZ', '--events', 'archived,exploded'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/must be https/);
+    expect(bad.stderr).toMatch(/at least 24 characters/);
+    expect(bad.stderr).toMatch(/"PH-ZZ" is not a city code/);
+    expect(bad.stderr).toMatch(/"exploded" is not one of archived, retracted/);
+    const link = await run(['subscriptions', 'add', '--url', 'https://169.254.169.254/', '--secret', SECRET], env);
+    expect(link.code).toBe(2);
+    expect(link.stderr).toMatch(/169\.254\.169\.254 is a private, loopback, link-local or reserved address/);
+    expect((await run(['subscriptions', 'add', '--secret', SECRET], env)).stderr).toMatch(/--url is required/);
+    expect((await run(['subscriptions', 'frob'], env)).code).toBe(2);
+    expect(JSON.parse((await run(['subscriptions', 'list', '--json'], env)).stdout)).toEqual([]);
+    const badConfig = await run(['subscriptions', 'list'], { ...env, WEBHOOK_ALLOW_HOSTS: '10.0.0.0/99' });
+    expect(badConfig.code).toBe(78);
+    expect(badConfig.stderr).toMatch(/WEBHOOK_ALLOW_HOSTS/);
+  });
+});

@@ -1,0 +1,265 @@
+// Webhooks end to end on the embedded backend: a loopback receiver (admitted by
+// WEBHOOK_ALLOW_HOSTS) gets every archived report, signed, exactly once by event id, through
+// failures, a slow neighbour and a worker killed mid-stream; bad subscriptions store nothing.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { addSubscription } from '../../src/events/manage.js';
+import { SubscriptionError } from '../../src/events/subscriptions.js';
+import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+const SECRET = 'a-webhook-secret-of-thirty-two-chars';
+const ENV = { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_RETRY_BASE_SECONDS: '0.05' };
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function service(env: Record<string, string> = {}, options: { worker?: boolean } = {}): Promise<TestService> {
+  const svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { ...ENV, ...env })), options);
+  cleanups.push(() => svc.stop());
+  return svc;
+}
+
+async function receiver(): Promise<Receiver> {
+  const r = await startReceiver();
+  cleanups.push(() => r.close());
+  return r;
+}
+
+/** Every pkey delivered, by the distinct event ids that carried it. */
+function deliveredByPkey(r: Receiver): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const got of r.received) {
+    if (got.headers['webhook-id'] === undefined || !got.body) continue;
+    const id = String(got.headers['webhook-id']);
+    for (const pkey of pkeysOf(got.body)) {
+      const ids = out.get(pkey) ?? new Set<string>();
+      ids.add(id);
+      out.set(pkey, ids);
+    }
+  }
+  return out;
+}
+
+async function postAll(url: string, ids: number[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 20) {
+    const results = await Promise.all(ids.slice(i, i + 20).map((id) => postReport(url, report(id))));
+    for (const r of results) expect(r.status).toBe(201);
+  }
+}
+
+describe('webhooks', () => {
+  it('POSTs each archived report once, as a signed CloudEvents 1.0 batch of GeoJSON Features', async () => {
+    const svc = await service();
+    const hook = await receiver();
+    const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: ['archived'] });
+    await postAll(svc.url, [1, 2, 3]);
+    await postReport(svc.url, report(4, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
+    await allArchived(svc.rt);
+    const got = await eventually(async () => (deliveredByPkey(hook).size === 4 ? hook.received : undefined), 15_000, 'four reports delivered');
+
+    const first = got[0]!;
+    expect(first.headers['content-type']).toBe('application/cloudevents+json; charset=utf-8');
+    const event = JSON.parse(first.body);
+    expect(event).toMatchObject({ specversion: '1.0', source: '/reports', type: 'ph.floodarchive.report.archived.v1', datacontenttype: 'application/geo+json' });
+    expect(event.id).toBe(first.headers['webhook-id']);
+    expect(Number.isNaN(Date.parse(event.time))).toBe(false);
+    expect(event.data.type).toBe('FeatureCollection');
+    const qmc = got.flatMap((g) => JSON.parse(g.body).data.features).find((f: any) => f.properties.pkey === 'partner-1');
+    expect(qmc).toMatchObject({
+      type: 'Feature',
+      geometry: { type: 'Point', coordinates: [121.0497, 14.6516] },
+      properties: { pkey: 'partner-1', created_at: '2026-11-21T05:05:00.000Z', disaster_type: 'flood', tags: { instance_region_code: 'PH-QC' } },
+    });
+
+    for (const g of got) {
+      expect(verifies(g, sub.secret)).toBe(true);
+      expect(verifies(g, 'another-secret-of-thirty-two-chars!')).toBe(false);
+      // A body changed on the way no longer matches its signature.
+      expect(verifies({ ...g, body: g.body.replace('partner-', 'partner-9') }, sub.secret)).toBe(false);
+      // Nor does an old signature with a new timestamp.
+      expect(verifies({ ...g, headers: { ...g.headers, 'webhook-timestamp': String(Number(g.headers['webhook-timestamp']) + 1) } }, sub.secret)).toBe(false);
+    }
+    for (const ids of deliveredByPkey(hook).values()) expect(ids.size).toBe(1);
+  });
+
+  it('sends only what a subscription filters for, and nothing to a removed one', async () => {
+    const svc = await service();
+    const pg = await receiver();
+    const gone = await receiver();
+    await addSubscription(svc.rt, { url: pg.url, secret: SECRET, admins: ['PH-PG'], localAreas: [], events: ['archived'] });
+    const removed = await addSubscription(svc.rt, { url: gone.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    expect(svc.rt.events!.removeSubscription(removed.id)).toBe(true);
+    await postAll(svc.url, [10, 11]);
+    await postReport(svc.url, report(12, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
+    await allArchived(svc.rt);
+    await eventually(async () => (deliveredByPkey(pg).size === 1 ? true : undefined), 10_000, 'the Pampanga report');
+    expect([...deliveredByPkey(pg).keys()]).toEqual(['partner-12']);
+    expect(gone.received).toHaveLength(0);
+  });
+
+  it('retries a receiver that answers 500 until it recovers, with the same event id', async () => {
+    const svc = await service();
+    const hook = await receiver();
+    hook.answer = (_req, n) => ({ status: n < 4 ? 500 : 200 });
+    await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(svc.url, [21, 22, 23]);
+    await allArchived(svc.rt);
+    await eventually(async () => (hook.received.length >= 5 && svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 20_000, 'recovery');
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-21', 'partner-22', 'partner-23']);
+    // The retries of one batch repeat its id: the receiver de-duplicates by it.
+    const ids = hook.received.map((g) => g.headers['webhook-id']);
+    expect(new Set(ids).size).toBeLessThan(ids.length);
+    for (const g of hook.received) expect(verifies(g, SECRET)).toBe(true);
+  });
+
+  it('sets a delivery aside after its retry period, lists it, and redrives it', async () => {
+    const svc = await service({ WEBHOOK_RETRY_HOURS: '0.0005' }); // 1.8 s
+    const hook = await receiver();
+    hook.answer = () => ({ status: 503 });
+    const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(svc.url, [31, 32]);
+    await allArchived(svc.rt);
+    const aside = await eventually(async () => {
+      const d = svc.rt.events!.deliveries('set_aside');
+      return d.length > 0 && svc.rt.events!.deliveries('pending').length === 0 ? d : undefined;
+    }, 15_000, 'set aside');
+    expect(aside[0]).toMatchObject({ subscriptionId: sub.id, state: 'set_aside', lastError: 'answered 503' });
+    expect(aside[0]!.attempts).toBeGreaterThan(1);
+    const before = hook.received.length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(hook.received.length).toBe(before); // set aside: no more attempts
+
+    hook.answer = () => ({ status: 200 });
+    expect(svc.rt.events!.redrive(sub.id)).toBe(aside.length);
+    await eventually(async () => (svc.rt.events!.deliveries('set_aside').length === 0 && svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 10_000, 'redriven');
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-31', 'partner-32']);
+  });
+
+  it('a receiver that never answers delays neither the archive nor another subscriber', async () => {
+    const svc = await service({ WEBHOOK_TIMEOUT_SECONDS: '20' });
+    const stuck = await receiver();
+    stuck.answer = () => ({ status: 200, delayMs: 60_000 });
+    const fast = await receiver();
+    await addSubscription(svc.rt, { url: stuck.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await addSubscription(svc.rt, { url: fast.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    for (const batch of [[41, 42], [43, 44], [45, 46]]) {
+      await postAll(svc.url, batch);
+      await allArchived(svc.rt, 5_000);
+      await eventually(async () => (batch.every((id) => deliveredByPkey(fast).has(`partner-${id}`)) ? true : undefined), 5_000, 'the fast receiver');
+    }
+    expect(stuck.received).toHaveLength(1); // its first batch, still unanswered
+  });
+
+  it('does not follow a redirect', async () => {
+    const svc = await service();
+    const target = await receiver();
+    const hook = await receiver();
+    hook.answer = () => ({ status: 307, headers: { Location: target.url } });
+    await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(svc.url, [51]);
+    await allArchived(svc.rt);
+    await eventually(async () => (hook.received.length >= 2 ? true : undefined), 10_000, 'retries');
+    expect(target.received).toHaveLength(0);
+    expect(svc.rt.events!.deliveries('pending')[0]?.lastError).toMatch(/307 \(redirects are not followed\)/);
+  });
+
+  it('refuses a private address at delivery time when the allow-list no longer admits it', async () => {
+    const hook = await receiver();
+    const open = await service();
+    const sub = await addSubscription(open.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await open.stop();
+    cleanups.length = 0;
+    // The same data directory, now without the allow-list: the stored loopback URL is not reached.
+    const closed = await startTestService(await testRuntime({ ...open.rt.config, events: { ...open.rt.config.events, webhookAllowHosts: [] } }));
+    cleanups.push(() => closed.stop());
+    expect(closed.rt.events!.subscription(sub.id)).toBeDefined();
+    await postAll(closed.url, [61]);
+    await allArchived(closed.rt);
+    await eventually(async () => (closed.rt.events!.deliveries('pending')[0]?.lastError ? true : undefined), 10_000, 'a refused attempt');
+    expect(closed.rt.events!.deliveries('pending')[0]!.lastError).toMatch(/refused: the URL must be https/);
+    expect(hook.received).toHaveLength(0);
+  });
+
+  it('refuses bad subscriptions with every reason, and stores nothing', async () => {
+    const svc = await service({ WEBHOOK_ALLOW_HOSTS: '' }, { worker: false });
+    const bad = async (input: Partial<Parameters<typeof addSubscription>[1]>, reason: RegExp) => {
+      const err = await addSubscription(svc.rt, { url: 'https://hooks.example.org/flood', secret: SECRET, admins: [], localAreas: [], events: [], ...input }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SubscriptionError);
+      expect((err as SubscriptionError).problems.join('\n')).toMatch(reason);
+    };
+    await bad({ url: 'not a url' }, /is not an absolute URL/);
+    await bad({ url: 'ftp://hooks.example.org/x' }, /must be an https URL/);
+    await bad({ url: 'http://hooks.example.org/x' }, /must be https/);
+    await bad({ url: 'https://10.0.0.5/hook' }, /private, loopback, link-local or reserved/);
+    await bad({ url: 'https://169.254.169.254/latest/meta-data' }, /private, loopback, link-local or reserved/);
+    await bad({ url: 'https://[::1]/hook' }, /private, loopback, link-local or reserved/);
+    await bad({ url: 'https://[::ffff:192.168.1.1]/hook' }, /private, loopback, link-local or reserved/);
+    await bad({ url: 'https://localhost/hook' }, /local host/);
+    await bad({ url: 'https://user:pw@hooks.example.org/x' }, /credentials/);
+    await bad({ secret: 'short' }, /at least 24 characters/);
+    await bad({ admins: ['PH-XX'] }, /not a city code/);
+    await bad({ localAreas: ['0000000000'] }, /not a barangay PSGC code/);
+    await bad({ events: ['archived', 'deleted'] }, /"deleted" is not one of archived, retracted/);
+    const all = await addSubscription(svc.rt, { url: 'http://10.0.0.5', secret: 'x', admins: ['X'], localAreas: [], events: ['nope'] }).catch((e: SubscriptionError) => e.problems);
+    expect(all).toHaveLength(4);
+    expect(svc.rt.events!.subscriptions()).toEqual([]);
+    // A public https URL is accepted.
+    await addSubscription(svc.rt, { url: 'https://hooks.example.org/flood', secret: SECRET, admins: ['PH-QC'], localAreas: [], events: ['archived', 'retracted'] });
+    expect(svc.rt.events!.subscriptions()).toHaveLength(1);
+  });
+
+  it('records a repeated flush once: no second event for a report announced before', async () => {
+    const svc = await service({}, { worker: false });
+    const hook = await receiver();
+    await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    const row = {
+      pkey: 'partner-70', created_at_ms: Date.parse('2026-11-21T05:00:00Z'), source: 'partner', status: 'confirmed', url: null, image_url: null,
+      disaster_type: 'flood', report_data: null, instance_region_code: 'PH-QC', local_area_id: null, title: '', text: '', lng: 121.05, lat: 14.65,
+      post_id: 70, partner_city: 'Quezon City', received_at_ms: Date.now(), boundary_version: 'v',
+    };
+    await svc.rt.events!.archived([row]);
+    await svc.rt.events!.archived([row, { ...row, pkey: 'partner-71', post_id: 71 }]);
+    const pending = svc.rt.events!.deliveries('pending');
+    expect(pending.map((d) => d.count)).toEqual([1, 1]);
+    expect(svc.rt.events!.since(0).map((e) => e.pkey)).toEqual(['partner-70', 'partner-71']);
+  });
+});
+
+describe('webhooks across a worker kill', () => {
+  const children: ChildProcess[] = [];
+  afterEach(() => {
+    for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  });
+
+  function startWorker(dataDir: string): ChildProcess {
+    const child = spawn(process.execPath, [CLI, 'worker'], {
+      env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'silent', DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: '0.2', ...ENV },
+      stdio: 'ignore',
+    });
+    children.push(child);
+    return child;
+  }
+
+  it('delivers every archived report, each under exactly one event id', { timeout: 150_000 }, async () => {
+    const svc = await service({}, { worker: false });
+    const hook = await receiver();
+    const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    const ids = Array.from({ length: 300 }, (_, i) => 1000 + i);
+    const first = startWorker(svc.rt.config.dataDir);
+    await postAll(svc.url, ids.slice(0, 150));
+    await eventually(async () => (hook.received.length > 0 ? true : undefined), 20_000, 'a first delivery');
+    // Killed mid-stream: whatever it had received but not flushed comes back after its visibility timeout.
+    first.kill('SIGKILL');
+    await postAll(svc.url, ids.slice(150));
+    startWorker(svc.rt.config.dataDir);
+    await eventually(async () => (deliveredByPkey(hook).size === ids.length ? true : undefined), 120_000, 'all 300 reports delivered');
+    for (const [pkey, eventIds] of deliveredByPkey(hook)) expect(eventIds.size, pkey).toBe(1);
+    for (const g of hook.received) expect(verifies(g, sub.secret)).toBe(true);
+  });
+});

@@ -1,0 +1,71 @@
+// A webhook receiver on loopback for the tests: records every POST, answers as told.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+export interface Receiver {
+  url: string;
+  received: Received[];
+  /** How the next request is answered (status, and an optional delay before answering). */
+  answer: (req: http.IncomingMessage, n: number) => { status: number; delayMs?: number; headers?: Record<string, string> };
+  close(): Promise<void>;
+}
+
+export async function startReceiver(path = '/hook'): Promise<Receiver> {
+  const received: Received[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const receiver: Receiver = {
+    url: '',
+    received,
+    answer: () => ({ status: 204 }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      const a = receiver.answer(req, n++);
+      received.push({ headers: req.headers, body, at: Date.now() });
+      const reply = () => {
+        if (res.destroyed) return;
+        res.writeHead(a.status, a.headers ?? {});
+        res.end();
+      };
+      if (a.delayMs) setTimeout(reply, a.delayMs).unref();
+      else reply();
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
+  return receiver;
+}
+
+/** The receiver's side of the README's verification: HMAC-SHA256 of "<timestamp>.<body>". */
+export function verifies(r: Pick<Received, 'headers' | 'body'>, secret: string): boolean {
+  const ts = String(r.headers['webhook-timestamp'] ?? '');
+  const sig = String(r.headers['webhook-signature'] ?? '');
+  const expected = `v1=${createHmac('sha256', secret).update(`${ts}.${r.body}`).digest('hex')}`;
+  return sig.length === expected.length && timingSafeEqual(Buffer.from(sig), Buffer.from(expected));
+}
+
+/** The pkeys of a CloudEvent body's features. */
+export function pkeysOf(body: string): string[] {
+  const event = JSON.parse(body) as { data: { features: { properties: { pkey: string } }[] } };
+  return event.data.features.map((f) => f.properties.pkey);
+}
