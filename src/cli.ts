@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { JOBS } from '../jobs/index.js';
-import { resolveApiKeys } from './apiKeys.js';
+import { isKeyName, keyDigest, newKey, resolveApiKeys } from './apiKeys.js';
 import { bootstrap } from './bootstrap.js';
 import type { BoundarySet } from './boundaries/types.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -21,6 +21,7 @@ import { verify } from './ops/verify.js';
 import { addSubscription, eventLogOf, findSubscription, shown, testSubscription } from './events/manage.js';
 import { listOption, SubscriptionError } from './events/subscriptions.js';
 import { parseOffsetDateTime } from './reports/partnerReport.js';
+import { pkeyOf, SOURCE } from './reports/layout.js';
 import { createRuntime, type Runtime } from './runtime.js';
 import { startScheduler } from './scheduler.js';
 import { startService } from './service.js';
@@ -99,7 +100,8 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
     async run({ config }) {
       const rt = await createRuntime(config);
       await bootstrapIfLocal(config, rt);
-      const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir) : { keys: [] };
+      const kept = roles[role].api ? (await rt.ledger.listKeys()).some((k) => !k.revoked_at) : false;
+      const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir, kept) : { keys: [] };
       const service = await startService(rt, { ...roles[role], apiKeys: keys.keys });
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
       if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
@@ -322,6 +324,56 @@ const COMMANDS: Record<string, Command> = {
           return 0;
         }
         throw new UsageError('dlq needs one of: list, redrive');
+      }),
+  },
+  retract: {
+    summary: "retract a report (any partner's): hidden at once, its personal fields purged from the parts by the next compaction",
+    usage: 'retract --post-id N --reason TEXT [--json]',
+    options: { ...common, 'post-id': { type: 'string' }, reason: { type: 'string' } },
+    run: ({ config, values }) =>
+      withRuntime(config, async (rt) => {
+        const raw = required(values, 'post-id');
+        if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
+        const reason = required(values, 'reason');
+        if (reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
+        const pkey = pkeyOf(SOURCE, Number(raw));
+        const result = await rt.ledger.retract(pkey, 'ops', reason);
+        if (!result.found) {
+          print(values, { post_id: Number(raw), found: false }, () => `no report with post_id ${raw} was accepted`);
+          return 1;
+        }
+        const answer = { post_id: Number(raw), retracted: true, first: result.first, ...result.retraction };
+        print(values, answer, () => (result.first ? `retracted ${pkey} at ${result.retraction.retracted_at}` : `${pkey} was already retracted at ${result.retraction.retracted_at} (by ${result.retraction.by}: ${result.retraction.reason})`));
+        return 0;
+      }),
+  },
+  keys: {
+    summary: 'partner API keys kept in the ledger (hashed): list, add, rotate, revoke',
+    usage: 'keys list | keys add --name NAME | keys rotate --name NAME | keys revoke --name NAME  [--json]',
+    options: { ...common, name: { type: 'string' } },
+    run: ({ config, values, positionals }) =>
+      withRuntime(config, async (rt) => {
+        const sub = positionals[0];
+        if (sub === 'list') {
+          const kept = (await rt.ledger.listKeys()).map((k) => ({ name: k.name, from: 'ledger', created_at: k.created_at, ...(k.revoked_at && { revoked_at: k.revoked_at }) }));
+          const listed = [...config.apiKeys.map((k) => ({ name: k.name, from: 'API_KEYS' })), ...kept];
+          print(values, listed, () => listed.map((k) => `${k.name}  ${k.from}${'revoked_at' in k && k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
+          return 0;
+        }
+        if (sub !== 'add' && sub !== 'rotate' && sub !== 'revoke') throw new UsageError('keys needs one of: list, add, rotate, revoke');
+        const name = required(values, 'name');
+        if (!isKeyName(name)) throw new UsageError('--name must be 1 to 64 characters of a-z 0-9 . _ - starting with a letter or digit');
+        if (sub === 'revoke') {
+          const n = await rt.ledger.revokeKeys(name);
+          print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
+          return n > 0 ? 0 : 1;
+        }
+        // The key is shown once; the ledger keeps only its digest.
+        const key = newKey();
+        await rt.ledger.addKey(name, keyDigest(key));
+        const revoked = sub === 'rotate' ? await rt.ledger.revokeKeys(name, keyDigest(key)) : 0;
+        print(values, { name, key, revoked }, () => `${name}: ${key}${sub === 'rotate' ? `\n(revoked ${revoked} earlier key(s) of ${name})` : ''}\nKeep it now: it is not shown again.`);
+        return 0;
       }),
   },
   verify: {

@@ -3,6 +3,10 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { validate as validCron } from 'node-cron';
+import { KEY_NAME_PATTERN, KEY_PATTERN, parseApiKeys, type ApiKey } from './apiKeys.js';
+
+/** One API_KEYS entry: `name:key` or a bare key. */
+const API_KEY_ENTRY = `(?:${KEY_NAME_PATTERN}:)?${KEY_PATTERN}`;
 
 export interface Config {
   port: number;
@@ -13,8 +17,8 @@ export interface Config {
   queueUrl: string;
   awsRegion: string;
   awsEndpointUrl: string | undefined;
-  /** Accepted partner keys; empty means "generate one under dataDir at start". */
-  apiKeys: string[];
+  /** Partner keys from API_KEYS, named; with none here nor in the ledger, one is generated under dataDir at start. */
+  apiKeys: ApiKey[];
   flushIntervalSeconds: number;
   archiveMaxWindowMs: number;
   cacheDir: string;
@@ -86,7 +90,7 @@ const envSchema = {
     QUEUE_URL: { type: 'string', pattern: '^(sqlite:|https?://.+)$' },
     AWS_REGION: { type: 'string', pattern: '^[a-z]{2}(-[a-z]+)+-\\d+$' },
     AWS_ENDPOINT_URL: { type: 'string', pattern: '^https?://.+' },
-    API_KEYS: { type: 'string', pattern: '^\\s*[A-Za-z0-9._~-]{16,}\\s*(,\\s*[A-Za-z0-9._~-]{16,}\\s*)*$' },
+    API_KEYS: { type: 'string', pattern: `^\\s*${API_KEY_ENTRY}\\s*(,\\s*${API_KEY_ENTRY}\\s*)*$` },
     FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
     CACHE_DIR: { type: 'string', minLength: 1 },
@@ -126,7 +130,7 @@ const messages: Record<string, string> = {
   QUEUE_URL: 'must be "sqlite:" (the ledger database under DATA_DIR) or an SQS queue URL (http or https)',
   AWS_REGION: 'must be an AWS region such as ap-southeast-1',
   AWS_ENDPOINT_URL: 'must be an http(s) URL',
-  API_KEYS: 'must be a comma-separated list of keys, each at least 16 characters of A-Z a-z 0-9 . _ ~ -',
+  API_KEYS: 'must be a comma-separated list of name:key pairs or bare keys; names of a-z 0-9 . _ - (up to 64), keys at least 16 characters of A-Z a-z 0-9 . _ ~ -',
   CURSOR_SECRET: 'must be at least 32 characters (e.g. openssl rand -base64 32)',
   ARCHIVE_MAX_WINDOW: 'must be a number of days (366 or 366d) or hours (72h)',
   WEBHOOK_ALLOW_HOSTS: 'must be a comma-separated list of host names, IP addresses or CIDRs (e.g. hooks.example.org,10.1.0.0/16)',
@@ -180,7 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     queueUrl: String(v.QUEUE_URL ?? 'sqlite:'),
     awsRegion: String(v.AWS_REGION ?? 'us-east-1'),
     awsEndpointUrl: v.AWS_ENDPOINT_URL === undefined ? undefined : String(v.AWS_ENDPOINT_URL),
-    apiKeys: v.API_KEYS === undefined ? [] : String(v.API_KEYS).split(',').map((k) => k.trim()),
+    apiKeys: v.API_KEYS === undefined ? [] : parseApiKeys(String(v.API_KEYS)),
     flushIntervalSeconds,
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),

@@ -15,6 +15,8 @@ const reasons: Record<number, string> = {
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
   408: 'Request Timeout',
+  409: 'Conflict',
+  410: 'Gone',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   417: 'Expectation Failed',

@@ -24,6 +24,12 @@ export class Metrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly partnerReports = new Counter({
+    name: 'partner_reports_total',
+    help: 'Reports by the name of the partner key and outcome: accepted, duplicate, retracted',
+    labelNames: ['partner', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly queueMessages = new Gauge({
     name: 'queue_messages',
     help: 'Messages in the ingest queue, by state (visible, in_flight), as last seen',

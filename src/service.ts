@@ -2,6 +2,7 @@
 // reconciliation timer, in any combination. main.ts and the tests share it.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import type { ApiKey } from './apiKeys.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/server.js';
 import type { Runtime } from './runtime.js';
@@ -12,7 +13,7 @@ export interface ServiceOptions {
   reconcile: boolean;
   port?: number;
   host?: string;
-  apiKeys: readonly string[];
+  apiKeys: readonly ApiKey[];
 }
 
 export interface RunningService {

@@ -23,13 +23,15 @@ export interface WindowQuery {
   /** Only reports newer than this one in answer order (a page's continuation). */
   after?: Cursor | undefined;
   receivedBeforeMs?: number | undefined;
+  /** One report by its key (GET /reports/{pkey}). */
+  pkey?: string | undefined;
   /** At most this many reports (a page); undefined: the whole window. */
   limit?: number | undefined;
 }
 
 /** No filter but the window: an hour inside it is answered whole (and may come from the render cache). */
 export function isUnfiltered(query: WindowQuery): boolean {
-  return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined;
+  return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined;
 }
 
 /**
@@ -37,5 +39,5 @@ export function isUnfiltered(query: WindowQuery): boolean {
  * bound of a page is left out: for one set of parts it changes nothing a closed window holds.
  */
 export function queryKey(query: WindowQuery): string {
-  return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null]);
+  return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null, query.pkey ?? null]);
 }

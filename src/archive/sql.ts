@@ -39,6 +39,11 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
     [values.minLng, values.minLat, values.maxLng, values.maxLat] = query.bbox;
     Object.assign(types, { minLng: DOUBLE, minLat: DOUBLE, maxLng: DOUBLE, maxLat: DOUBLE });
   }
+  if (query.pkey !== undefined) {
+    where.push('pkey = $pkey');
+    values.pkey = query.pkey;
+    types.pkey = VARCHAR;
+  }
   const receivedBefore = query.after?.receivedBeforeMs ?? query.receivedBeforeMs;
   if (receivedBefore !== undefined) {
     where.push('received_at <= $receivedBefore');

@@ -5,6 +5,7 @@ import path from 'node:path';
 import express, { type Express, type Request, type RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { pinoHttp } from 'pino-http';
+import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { archiveRouter } from './archive.js';
@@ -17,20 +18,23 @@ import { feedsRouter } from './feeds.js';
 import { openApiDocument } from './openapi.js';
 import { ogcRouter } from './ogc/router.js';
 import { operationsRouter } from './operations.js';
+import { reportsRouter } from './reports.js';
 import { parseQuery, queryGuard, redactQuery, redactUrl } from './queryGuards.js';
 
 export interface AppOptions {
-  apiKeys: readonly string[];
+  apiKeys: readonly ApiKey[];
 }
 
 /** Paths the service answers, with the methods each allows (for 405 + Allow). */
 const ROUTES: Record<string, string> = {
   '/': 'GET, HEAD',
   '/feeds/partner': 'POST',
+  '/feeds/partner/:postId': 'DELETE',
   '/cities': 'GET, HEAD, OPTIONS',
   '/reports/archive': 'GET, HEAD, OPTIONS',
   '/reports/archive/count': 'GET, HEAD, OPTIONS',
   '/reports/archive/stats': 'GET, HEAD, OPTIONS',
+  '/reports/:pkey': 'GET, HEAD, OPTIONS',
   '/cities/:code/local-areas': 'GET, HEAD, OPTIONS',
   '/openapi.json': 'GET, HEAD, OPTIONS',
   '/health': 'GET, HEAD',
@@ -52,7 +56,7 @@ const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swag
 
 export function createApp(rt: Runtime, options: AppOptions): Express {
   const app = express();
-  const knownKeys = new Set(options.apiKeys);
+  const knownKeys = new Set(options.apiKeys.map((k) => k.key));
   // One key for every paged route's cursors, loaded on first use.
   const cursors = new CursorCodec(() => cursorSecret(rt.config, rt.store));
   app.disable('x-powered-by');
@@ -92,6 +96,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       intake: rt.intake,
       metrics: rt.metrics,
       apiKeys: options.apiKeys,
+      ledger: rt.ledger,
       acceptDeadlineMs: rt.config.acceptDeadlineMs,
       acceptMaxInFlight: rt.config.acceptMaxInFlight,
       log: rt.log,
@@ -111,6 +116,8 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );
+
+  app.use(reportsRouter({ archive: rt.archive, ledger: rt.ledger }));
 
   app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors }));
 

@@ -95,7 +95,12 @@ const reportProperties = {
     pkey: { type: 'string', description: 'The report key, fixed at acceptance: `<source>-<post_id>`.' },
     created_at: { type: 'string', format: 'date-time', description: 'ISO 8601 in UTC with milliseconds.' },
     source: { type: 'string', enum: ['partner'] },
-    status: { type: 'string', enum: ['confirmed'] },
+    status: {
+      type: 'string',
+      enum: ['confirmed', 'retracted'],
+      description:
+        'confirmed: as accepted. retracted: withdrawn by the partner that posted it (DELETE /feeds/partner/{post_id}) or by the operators; final. Retracted reports are left out of every answer unless include_retracted=true, where they are tombstones: title and text "", url and image_url null, place and time kept.',
+    },
     url: nullableString,
     image_url: nullableString,
     disaster_type: { type: 'string', enum: ['flood'] },
@@ -126,7 +131,18 @@ const schemas = {
     type: 'object',
     additionalProperties: false,
     required: ['post_id', 'created', 'message'],
-    properties: { post_id: { type: 'integer' }, created: { const: false }, message: { type: 'string' } },
+    properties: {
+      post_id: { type: 'integer' },
+      created: { const: false },
+      retracted: { const: true, description: 'Present when the report with this post_id was retracted: it is not archived again.' },
+      message: { type: 'string' },
+    },
+  },
+  Retracted: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['post_id', 'pkey', 'retracted', 'retracted_at'],
+    properties: { post_id: { type: 'integer' }, pkey: { type: 'string' }, retracted: { const: true }, retracted_at: { type: 'string', format: 'date-time' } },
   },
   Error: errorSchema,
   ReportProperties: reportProperties,
@@ -395,6 +411,60 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             '403': error('X-Api-Key is not a valid key.'),
             '413': error('The body is larger than 64 KiB.'),
             '415': error('The body is not JSON.'),
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/feeds/partner/{post_id}': {
+        delete: {
+          operationId: 'retractPartnerReport',
+          summary: 'Retract a report the same partner posted',
+          description:
+            'States: a report is `confirmed` when accepted and `retracted` once withdrawn; retraction is final (a later post of the post_id answers 200 "already exists" with `retracted: true`). Only the partner whose key (by name) posted it may retract it here; the operators may retract any report (`flood-archive retract`). Durable before the answer; a repeat answers 200 again with the first retraction\'s time. The report leaves every archive answer at once, and its title, text and URLs are purged from storage by the next compaction.',
+          security: [{ ApiKey: [] }],
+          parameters: [{ name: 'post_id', in: 'path', required: true, schema: { type: 'string', pattern: '^(0|[1-9]\\d{0,15})$' } }],
+          responses: {
+            '200': {
+              description: 'Retracted (now or before).',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Retracted' }, example: { post_id: 1, pkey: 'partner-1', retracted: true, retracted_at: '2026-11-22T01:00:00.000Z' } } },
+            },
+            '400': error('The post_id is not a non-negative integer.'),
+            '401': error('X-Api-Key is missing.'),
+            '403': error('X-Api-Key is not a valid key, was revoked, or is not the key of the partner that posted the report.'),
+            '404': error('No report with this post_id was accepted.'),
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/reports/{pkey}': {
+        get: {
+          operationId: 'getReport',
+          summary: 'One report by its key',
+          description: 'Read from the hour the report belongs to (its key is looked up in the ledger). 410 once retracted; 404 when unknown, or accepted and not archived yet (then with Retry-After).',
+          parameters: [
+            { name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}-(0|[1-9]\\d{0,15})$' }, example: 'partner-1' },
+            { name: 'geoformat', in: 'query', description: 'geojson: the Feature; topojson: a Topology holding its one geometry.', schema: { type: 'string', enum: ['geojson', 'topojson'], default: 'geojson' } },
+          ],
+          responses: {
+            '200': {
+              description: 'The report.',
+              content: {
+                'application/json': {
+                  schema: {
+                    oneOf: [
+                      envelope({ type: 'object', required: ['type', 'geometry', 'properties'], properties: { type: { const: 'Feature' }, geometry: { type: 'object' }, properties: { $ref: '#/components/schemas/ReportProperties' } } }),
+                      { $ref: '#/components/schemas/ArchiveTopoJson' },
+                    ],
+                  },
+                  example: { statusCode: 200, result: exampleFeature },
+                },
+              },
+            },
+            '400': error('The pkey or a query parameter is invalid.'),
+            '404': error('No report has this key, or it is not archived yet.'),
+            '410': error('The report was retracted.'),
             '429': tooMany,
             '503': unavailable,
           },

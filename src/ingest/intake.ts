@@ -14,13 +14,15 @@ export class Intake {
     private readonly now: () => number = Date.now,
   ) {}
 
-  accept(report: PartnerReport, source = SOURCE): Promise<AcceptResult> {
+  /** `partner`: the name of the key that posted it (the only partner that may retract it). */
+  accept(report: PartnerReport, partner?: string, source = SOURCE): Promise<AcceptResult> {
     return this.ledger.accept({
       v: 1,
       pkey: pkeyOf(source, report.post_id),
       source,
       post_id: report.post_id,
       received_at: new Date(this.now()).toISOString(),
+      ...(partner !== undefined && { partner }),
       report,
     });
   }

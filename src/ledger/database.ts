@@ -52,6 +52,22 @@ const MIGRATIONS: string[] = [
    );
    CREATE INDEX dead_letters_pkey ON dead_letters (pkey);
    CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);`,
+  // Retraction: a state beside the pipeline's pending/archived (a pending report may be
+  // retracted too); purged once its parts were rewritten without the personal fields.
+  `ALTER TABLE reports ADD COLUMN retracted_at_ms INTEGER;
+   ALTER TABLE reports ADD COLUMN retracted_by TEXT;
+   ALTER TABLE reports ADD COLUMN retraction_reason TEXT;
+   ALTER TABLE reports ADD COLUMN purged_at_ms INTEGER;
+   CREATE INDEX reports_retracted ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL;
+   CREATE INDEX reports_unpurged ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL AND purged_at_ms IS NULL;
+   -- API keys kept here, as SHA-256 digests only; API_KEYS in the environment still works.
+   CREATE TABLE api_keys (
+     digest TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     created_at_ms INTEGER NOT NULL,
+     revoked_at_ms INTEGER
+   ) WITHOUT ROWID;
+   CREATE INDEX api_keys_name ON api_keys (name);`,
 ];
 
 /** Opens (creating if needed) and migrates the database; disk errors become UnavailableError. */

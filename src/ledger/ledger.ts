@@ -11,6 +11,8 @@ export interface IngestRecord {
   source: string;
   post_id: number;
   received_at: string;
+  /** The name of the API key that posted it (absent on reports accepted before keys had names). */
+  partner?: string;
   report: PartnerReport;
 }
 
@@ -31,6 +33,49 @@ export interface AcceptedReport {
   pkey: string;
   created_at: string;
   pending: boolean;
+}
+
+/** A report's state: `confirmed` as accepted, or `retracted` (never shown again, its personal fields purged). */
+export type ReportState = 'confirmed' | 'retracted';
+
+/** Which report was retracted, and when. */
+export interface RetractionRef {
+  pkey: string;
+  /** The report's created_at (its hour in the archive). */
+  created_at: string;
+  retracted_at: string;
+}
+
+export interface Retraction extends RetractionRef {
+  /** The key name of the partner that retracted it, or `ops:<reason>` for the CLI. */
+  by: string;
+  reason: string;
+}
+
+/** What the ledger knows of one report. */
+export interface LedgerEntry {
+  record: IngestRecord;
+  pending: boolean;
+  state: ReportState;
+  retraction?: Retraction;
+}
+
+export type RetractResult = { found: false } | { found: true; first: boolean; retraction: Retraction };
+
+export interface RetractionFilter {
+  /** Only reports created in [fromMs, toMs]. */
+  createdFromMs?: number;
+  createdToMs?: number;
+  /** Only retractions whose parts have not yet been rewritten without the personal fields. */
+  unpurgedOnly?: boolean;
+}
+
+/** An API key kept in the ledger: its name and SHA-256 digest (hex), never the key. */
+export interface StoredKey {
+  name: string;
+  digest: string;
+  created_at: string;
+  revoked_at?: string;
 }
 
 export interface IngestLedger {
@@ -54,6 +99,23 @@ export interface IngestLedger {
   requeueStale(beforeMs: number): Promise<number>;
   /** Accepted reports created in [fromMs, toMs], in no particular order. */
   accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport>;
+  /** A report by its pkey, with its state; undefined when it was never accepted. */
+  lookup(pkey: string): Promise<LedgerEntry | undefined>;
+  /**
+   * Retracts a report, durably before it resolves; a repeat keeps the first retraction
+   * (`first: false`). The archive hides it from then on, and its parts are purged later.
+   */
+  retract(pkey: string, by: string, reason: string): Promise<RetractResult>;
+  /** Retractions, in no particular order. */
+  retractions(filter?: RetractionFilter): AsyncIterable<RetractionRef>;
+  /** Records that the parts holding these reports were rewritten without their personal fields. */
+  markPurged(pkeys: readonly string[]): Promise<void>;
+  /** A kept API key by its digest (revoked ones too), read afresh: a revocation counts at once. */
+  keyByDigest(digest: string): Promise<StoredKey | undefined>;
+  addKey(name: string, digest: string): Promise<void>;
+  /** Revokes every key of `name` but `keep`; returns how many. */
+  revokeKeys(name: string, keep?: string): Promise<number>;
+  listKeys(): Promise<StoredKey[]>;
   /** Throws UnavailableError when the ledger cannot be written. */
   ping(): Promise<void>;
   close(): void;
@@ -67,4 +129,12 @@ export function parseRecord(body: Buffer | string): IngestRecord | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The source and post_id a pkey names (`<source>-<post_id>`), or undefined for anything else. */
+export function idOfPkey(pkey: string): ReportId | undefined {
+  const m = /^([a-z][a-z0-9_]{0,31})-(0|[1-9]\d{0,15})$/.exec(pkey);
+  if (!m) return undefined;
+  const post_id = Number(m[2]);
+  return Number.isSafeInteger(post_id) ? { source: m[1]!, post_id } : undefined;
 }

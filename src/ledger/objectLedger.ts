@@ -8,11 +8,37 @@
 //   3. the queue message.
 // A crash between 1 and 2 is rolled forward by reconciliation (the key from the marker);
 // a failed 3 too (the marker outlives its message).
-import { IDEMPOTENCY_PREFIX, idempotencyKey, keyOfMarker, pendingKey, PENDING_PREFIX } from '../reports/layout.js';
+import {
+  API_KEYS_PREFIX,
+  IDEMPOTENCY_PREFIX,
+  idempotencyKey,
+  keyOfMarker,
+  parseRetractionName,
+  pendingKey,
+  PENDING_PREFIX,
+  retractionName,
+  RETRACTIONS_PREFIX,
+  UNPURGED_PREFIX,
+} from '../reports/layout.js';
 import type { Queue } from '../queue/queue.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
-import { parseRecord, type AcceptedReport, type AcceptResult, type IngestLedger, type IngestRecord, type QueueEnvelope, type ReportId } from './ledger.js';
+import {
+  idOfPkey,
+  parseRecord,
+  type AcceptedReport,
+  type AcceptResult,
+  type IngestLedger,
+  type IngestRecord,
+  type LedgerEntry,
+  type QueueEnvelope,
+  type ReportId,
+  type RetractResult,
+  type Retraction,
+  type RetractionFilter,
+  type RetractionRef,
+  type StoredKey,
+} from './ledger.js';
 
 export class ObjectLedger implements IngestLedger {
   readonly description: string;
@@ -105,6 +131,89 @@ export class ObjectLedger implements IngestLedger {
       found.push({ pkey: record.pkey, created_at: new Date(createdMs).toISOString(), pending: pending.has(key) });
     });
     yield* found;
+  }
+
+  async lookup(pkey: string): Promise<LedgerEntry | undefined> {
+    const id = idOfPkey(pkey);
+    const record = id && (await this.get(id));
+    if (!id || !record || record.pkey !== pkey) return undefined;
+    const [pending, retraction] = await Promise.all([this.isPending(id), this.retractionOf(record)]);
+    return { record, pending, state: retraction ? 'retracted' : 'confirmed', ...(retraction && { retraction }) };
+  }
+
+  private async retractionOf(record: IngestRecord): Promise<Retraction | undefined> {
+    const held = await this.store.get(RETRACTIONS_PREFIX + retractionName(Date.parse(record.report.created_at), record.pkey));
+    return held && (JSON.parse(held.body.toString('utf8')) as Retraction);
+  }
+
+  /**
+   * The unpurged marker first (readers hide the report from then on), then the retraction
+   * (If-None-Match: the first one stays). A crash between them leaves the report hidden and
+   * the partner without an answer: its retry completes the retraction.
+   */
+  async retract(pkey: string, by: string, reason: string): Promise<RetractResult> {
+    const entry = await this.lookup(pkey);
+    if (!entry) return { found: false };
+    if (entry.retraction) return { found: true, first: false, retraction: entry.retraction };
+    const createdMs = Date.parse(entry.record.report.created_at);
+    const retraction: Retraction = { pkey, created_at: new Date(createdMs).toISOString(), retracted_at: new Date().toISOString(), by, reason };
+    const body = JSON.stringify(retraction);
+    await this.store.putIfAbsent(UNPURGED_PREFIX + retractionName(createdMs, pkey), body);
+    if (await this.store.putIfAbsent(RETRACTIONS_PREFIX + retractionName(createdMs, pkey), body)) return { found: true, first: true, retraction };
+    return { found: true, first: false, retraction: (await this.retractionOf(entry.record)) ?? retraction };
+  }
+
+  /** One ranged listing (keys sort by created_at); the retraction time is the object's. */
+  async *retractions(filter: RetractionFilter = {}): AsyncIterable<RetractionRef> {
+    const prefix = filter.unpurgedOnly ? UNPURGED_PREFIX : RETRACTIONS_PREFIX;
+    const from = filter.createdFromMs;
+    const startAfter = from !== undefined && from > 0 ? prefix + String(Math.trunc(from) - 1).padStart(15, '0') + '~' : undefined;
+    for await (const info of this.store.list({ prefix, ...(startAfter && { startAfter }) })) {
+      const named = parseRetractionName(info.key.slice(prefix.length));
+      if (!named) continue;
+      if (filter.createdToMs !== undefined && named.createdMs > filter.createdToMs) break;
+      if (from !== undefined && named.createdMs < from) continue;
+      yield { pkey: named.pkey, created_at: new Date(named.createdMs).toISOString(), retracted_at: info.lastModified.toISOString() };
+    }
+  }
+
+  async markPurged(pkeys: readonly string[]): Promise<void> {
+    const markers: string[] = [];
+    await mapLimit(pkeys, 16, async (pkey) => {
+      const id = idOfPkey(pkey);
+      const record = id && (await this.get(id));
+      if (record) markers.push(UNPURGED_PREFIX + retractionName(Date.parse(record.report.created_at), pkey));
+    });
+    await this.store.delete(markers);
+  }
+
+  async keyByDigest(digest: string): Promise<StoredKey | undefined> {
+    if (!/^[0-9a-f]{64}$/.test(digest)) return undefined;
+    const held = await this.store.get(`${API_KEYS_PREFIX}${digest}.json`);
+    return held && (JSON.parse(held.body.toString('utf8')) as StoredKey);
+  }
+
+  async addKey(name: string, digest: string): Promise<void> {
+    const key: StoredKey = { name, digest, created_at: new Date().toISOString() };
+    await this.store.putIfAbsent(`${API_KEYS_PREFIX}${digest}.json`, JSON.stringify(key));
+  }
+
+  async revokeKeys(name: string, keep?: string): Promise<number> {
+    const revoked = (await this.listKeys()).filter((k) => k.name === name && k.digest !== keep && !k.revoked_at);
+    const at = new Date().toISOString();
+    await mapLimit(revoked, 16, (k) => this.store.put(`${API_KEYS_PREFIX}${k.digest}.json`, JSON.stringify({ ...k, revoked_at: at })));
+    return revoked.length;
+  }
+
+  async listKeys(): Promise<StoredKey[]> {
+    const names: string[] = [];
+    for await (const info of this.store.list({ prefix: API_KEYS_PREFIX })) names.push(info.key);
+    const keys: StoredKey[] = [];
+    await mapLimit(names, 16, async (name) => {
+      const held = await this.store.get(name);
+      if (held) keys.push(JSON.parse(held.body.toString('utf8')) as StoredKey);
+    });
+    return keys.sort((a, b) => a.name.localeCompare(b.name) || a.created_at.localeCompare(b.created_at));
   }
 
   async ping(): Promise<void> {

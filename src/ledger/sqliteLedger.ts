@@ -4,7 +4,24 @@
 import { randomBytes } from 'node:crypto';
 import { GroupCommit, guardSync, type Db } from './database.js';
 import type { SqliteQueue } from '../queue/sqliteQueue.js';
-import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, QueueEnvelope, ReportId } from './ledger.js';
+import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, LedgerEntry, QueueEnvelope, ReportId, RetractResult, Retraction, RetractionFilter, RetractionRef, StoredKey } from './ledger.js';
+
+interface ReportRow {
+  record: string;
+  state: string;
+  created_at_ms: number;
+  pkey: string;
+  retracted_at_ms: number | null;
+  retracted_by: string | null;
+  retraction_reason: string | null;
+}
+
+interface KeyRow {
+  digest: string;
+  name: string;
+  created_at_ms: number;
+  revoked_at_ms: number | null;
+}
 
 export class SqliteLedger implements IngestLedger {
   readonly description: string;
@@ -35,6 +52,17 @@ export class SqliteLedger implements IngestLedger {
       ),
       touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE source = ? AND post_id = ?'),
       accepted: db.prepare('SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms BETWEEN ? AND ?'),
+      byPkey: db.prepare('SELECT pkey, record, state, created_at_ms, retracted_at_ms, retracted_by, retraction_reason FROM reports WHERE pkey = ?'),
+      retract: db.prepare('UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE pkey = ? AND retracted_at_ms IS NULL'),
+      retractions: db.prepare(
+        `SELECT pkey, created_at_ms, retracted_at_ms FROM reports
+         WHERE retracted_at_ms IS NOT NULL AND created_at_ms BETWEEN ? AND ? AND (? = 0 OR purged_at_ms IS NULL)`,
+      ),
+      purged: db.prepare('UPDATE reports SET purged_at_ms = ? WHERE pkey = ? AND retracted_at_ms IS NOT NULL'),
+      keyByDigest: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys WHERE digest = ?'),
+      addKey: db.prepare('INSERT INTO api_keys (digest, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+      revokeKeys: db.prepare('UPDATE api_keys SET revoked_at_ms = ? WHERE name = ? AND digest <> ? AND revoked_at_ms IS NULL'),
+      listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
     };
     this.accepts = new GroupCommit(db, (record) => this.insert(record));
@@ -97,6 +125,58 @@ export class SqliteLedger implements IngestLedger {
     for (const r of rows) yield { pkey: r.pkey, created_at: new Date(r.created_at_ms).toISOString(), pending: r.state === 'pending' };
   }
 
+  async lookup(pkey: string): Promise<LedgerEntry | undefined> {
+    const row = guardSync(() => this.stmts.byPkey.get(pkey)) as ReportRow | undefined;
+    if (!row) return undefined;
+    const retraction = retractionOf(row);
+    return { record: JSON.parse(row.record) as IngestRecord, pending: row.state === 'pending', state: retraction ? 'retracted' : 'confirmed', ...(retraction && { retraction }) };
+  }
+
+  async retract(pkey: string, by: string, reason: string): Promise<RetractResult> {
+    const now = this.now();
+    // One transaction: the first retraction wins, a repeat reads it back.
+    const row = guardSync(() =>
+      this.db
+        .transaction(() => {
+          const first = this.stmts.retract.run(now, by, reason, pkey).changes === 1;
+          const found = this.stmts.byPkey.get(pkey) as ReportRow | undefined;
+          return found && { first, row: found };
+        })
+        .immediate(),
+    );
+    if (!row) return { found: false };
+    return { found: true, first: row.first, retraction: retractionOf(row.row)! };
+  }
+
+  async *retractions(filter: RetractionFilter = {}): AsyncIterable<RetractionRef> {
+    const rows = guardSync(() =>
+      this.stmts.retractions.all(Math.trunc(filter.createdFromMs ?? -8.64e15), Math.trunc(filter.createdToMs ?? 8.64e15), filter.unpurgedOnly ? 1 : 0),
+    ) as ReportRow[];
+    for (const row of rows) yield { pkey: row.pkey, created_at: new Date(row.created_at_ms).toISOString(), retracted_at: new Date(row.retracted_at_ms!).toISOString() };
+  }
+
+  async markPurged(pkeys: readonly string[]): Promise<void> {
+    const now = this.now();
+    guardSync(() => this.db.transaction(() => pkeys.forEach((p) => this.stmts.purged.run(now, p))).immediate());
+  }
+
+  async keyByDigest(digest: string): Promise<StoredKey | undefined> {
+    const row = guardSync(() => this.stmts.keyByDigest.get(digest)) as KeyRow | undefined;
+    return row && storedKey(row);
+  }
+
+  async addKey(name: string, digest: string): Promise<void> {
+    guardSync(() => this.stmts.addKey.run(digest, name, this.now()));
+  }
+
+  async revokeKeys(name: string, keep = ''): Promise<number> {
+    return guardSync(() => this.stmts.revokeKeys.run(this.now(), name, keep).changes);
+  }
+
+  async listKeys(): Promise<StoredKey[]> {
+    return (guardSync(() => this.stmts.listKeys.all()) as KeyRow[]).map(storedKey);
+  }
+
   /** A write that goes through the disk: a full disk or a read-only mount fails it. */
   async ping(): Promise<void> {
     guardSync(() => this.stmts.probe.run(randomBytes(8).toString('hex')));
@@ -106,4 +186,24 @@ export class SqliteLedger implements IngestLedger {
     this.queue.close();
     if (this.db.open) this.db.close();
   }
+}
+
+function retractionOf(row: Pick<ReportRow, 'pkey' | 'created_at_ms' | 'retracted_at_ms' | 'retracted_by' | 'retraction_reason'>): Retraction | undefined {
+  if (row.retracted_at_ms === null) return undefined;
+  return {
+    pkey: row.pkey,
+    created_at: new Date(row.created_at_ms).toISOString(),
+    retracted_at: new Date(row.retracted_at_ms).toISOString(),
+    by: row.retracted_by ?? '',
+    reason: row.retraction_reason ?? '',
+  };
+}
+
+function storedKey(row: KeyRow): StoredKey {
+  return {
+    name: row.name,
+    digest: row.digest,
+    created_at: new Date(row.created_at_ms).toISOString(),
+    ...(row.revoked_at_ms !== null && { revoked_at: new Date(row.revoked_at_ms).toISOString() }),
+  };
 }

@@ -25,6 +25,20 @@ export function pendingKey(source: string, postId: number): string {
 }
 
 export const PENDING_PREFIX = 'ingest/pending/';
+/** Retractions, and those whose parts still hold the personal fields: named by created_at, so a window is a key range. */
+export const RETRACTIONS_PREFIX = 'ingest/retractions/';
+export const UNPURGED_PREFIX = 'ingest/unpurged/';
+export const API_KEYS_PREFIX = 'ingest/api-keys/';
+
+/** `<created_at ms, 15 digits>-<pkey>.json`: sorts by created_at. */
+export function retractionName(createdMs: number, pkey: string): string {
+  return `${String(Math.trunc(createdMs)).padStart(15, '0')}-${pkey}.json`;
+}
+
+export function parseRetractionName(name: string): { createdMs: number; pkey: string } | undefined {
+  const m = /^(\d{15})-(.+)\.json$/.exec(name);
+  return m ? { createdMs: Number(m[1]), pkey: m[2]! } : undefined;
+}
 export const IDEMPOTENCY_PREFIX = 'ingest/keys/';
 
 /** The idempotency key a pending marker stands for. */

@@ -1,6 +1,7 @@
 // The CLI as ops run it: --help, --json, exit codes.
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
@@ -25,7 +26,7 @@ describe('flood-archive CLI', () => {
     const env = { DATA_DIR: await tempDir() };
     const top = await run(['--help'], env);
     expect(top.code).toBe(0);
-    for (const c of ['serve', 'worker', 'scheduler', 'all', 'bootstrap', 'compact', 'reconcile', 'reprocess', 'import', 'export', 'cities', 'dlq', 'verify']) {
+    for (const c of ['serve', 'worker', 'scheduler', 'all', 'bootstrap', 'compact', 'reconcile', 'reprocess', 'import', 'export', 'cities', 'dlq', 'verify', 'retract', 'keys']) {
       expect(top.stdout).toMatch(new RegExp(`^  ${c} `, 'm'));
       const help = await run([c, '--help'], env);
       expect(help.code, c).toBe(0);
@@ -43,6 +44,38 @@ describe('flood-archive CLI', () => {
     const bad = await run(['verify'], { ...env, FLUSH_INTERVAL_SECONDS: '-1' });
     expect(bad.code).toBe(78);
     expect(bad.stderr).toMatch(/FLUSH_INTERVAL_SECONDS/);
+  });
+
+  it('retracts any report by post_id with a reason, once; keeps keys hashed: add, list, rotate, revoke', async () => {
+    const dataDir = await tempDir();
+    const env = { DATA_DIR: dataDir, API_KEYS: 'alpha:alpha-key-0123456789abcdef' };
+    const file = path.join(dataDir, 'in.ndjson');
+    await fs.writeFile(file, [report(1), report(2)].map((r) => JSON.stringify(r)).join('\n'));
+    expect((await run(['import', '--file', file, '--json'], env)).code).toBe(0);
+    const retracted = await run(['retract', '--post-id', '1', '--reason', 'exposes a person (DPA request)', '--json'], env);
+    expect(retracted.code).toBe(0);
+    expect(JSON.parse(retracted.stdout)).toMatchObject({ post_id: 1, pkey: 'partner-1', retracted: true, first: true, by: 'ops', reason: 'exposes a person (DPA request)' });
+    const again = await run(['retract', '--post-id', '1', '--reason', 'again', '--json'], env);
+    expect(JSON.parse(again.stdout)).toMatchObject({ first: false, reason: 'exposes a person (DPA request)' });
+    expect((await run(['retract', '--post-id', '404', '--reason', 'x'], env)).code).toBe(1);
+    for (const bad of [['--post-id', 'x', '--reason', 'r'], ['--post-id', '1'], ['--reason', 'r']]) expect((await run(['retract', ...bad], env)).code).toBe(2);
+    const db = new Database(path.join(dataDir, 'ledger.sqlite'), { readonly: true });
+    expect(db.prepare("SELECT pkey, retracted_by FROM reports WHERE retracted_at_ms IS NOT NULL").all()).toEqual([{ pkey: 'partner-1', retracted_by: 'ops' }]);
+
+    const added = JSON.parse((await run(['keys', 'add', '--name', 'beta', '--json'], env)).stdout);
+    expect(added).toMatchObject({ name: 'beta', key: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) });
+    // Only the digest is kept.
+    const kept = db.prepare('SELECT name, digest FROM api_keys').all() as { name: string; digest: string }[];
+    expect(kept).toEqual([{ name: 'beta', digest: createHash('sha256').update(added.key).digest('hex') }]);
+    expect(JSON.stringify(db.prepare('SELECT * FROM api_keys').all())).not.toContain(added.key);
+    const rotated = JSON.parse((await run(['keys', 'rotate', '--name', 'beta', '--json'], env)).stdout);
+    expect(rotated).toMatchObject({ name: 'beta', revoked: 1 });
+    const listed = JSON.parse((await run(['keys', 'list', '--json'], env)).stdout);
+    expect(listed.map((k: any) => [k.name, k.from, Boolean(k.revoked_at)])).toEqual([['alpha', 'API_KEYS', false], ['beta', 'ledger', true], ['beta', 'ledger', false]]);
+    expect(JSON.stringify(listed)).not.toContain('alpha-key-0123456789abcdef');
+    expect(JSON.parse((await run(['keys', 'revoke', '--name', 'beta', '--json'], env)).stdout)).toEqual({ name: 'beta', revoked: 1 });
+    expect((await run(['keys', 'add', '--name', 'Bad Name!'], env)).code).toBe(2);
+    db.close();
   });
 
   it('imports with --json, lists boundary versions, and verify exits 1 on a loss', async () => {

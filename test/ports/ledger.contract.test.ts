@@ -117,6 +117,62 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect(await ledger.requeueStale(Date.now() + 60_000)).toBe(0);
   });
 
+  it('retracts a report once: its state, the first retraction kept, listed by created_at until purged', async () => {
+    const { ledgers: [ledger, other] } = await make();
+    await ledger.accept({ ...record(20, 'to retract'), partner: 'alpha' });
+    await ledger.accept(record(21, 'kept'));
+    const entry = await other.lookup('partner-20');
+    expect(entry).toMatchObject({ state: 'confirmed', pending: true, record: { partner: 'alpha', report: { title: 'to retract' } } });
+    expect(entry!.retraction).toBeUndefined();
+    expect(await ledger.lookup('partner-99')).toBeUndefined();
+    expect(await ledger.retract('partner-99', 'alpha', 'spam')).toEqual({ found: false });
+
+    const first = await ledger.retract('partner-20', 'alpha', 'exposes a person');
+    expect(first).toMatchObject({ found: true, first: true, retraction: { pkey: 'partner-20', created_at: '2026-11-21T05:00:00.000Z', by: 'alpha', reason: 'exposes a person' } });
+    // The other process sees it at once; a repeat keeps the first retraction.
+    const again = await other.retract('partner-20', 'ops', 'again');
+    expect(again).toEqual({ found: true, first: false, retraction: (first as { retraction: unknown }).retraction });
+    expect(await other.lookup('partner-20')).toMatchObject({ state: 'retracted', retraction: { by: 'alpha', reason: 'exposes a person' } });
+    expect((await other.lookup('partner-21'))!.state).toBe('confirmed');
+
+    const list = async (filter: Parameters<IngestLedger['retractions']>[0]) => {
+      const out = [];
+      for await (const r of other.retractions(filter)) out.push(r.pkey);
+      return out;
+    };
+    const day = { createdFromMs: Date.UTC(2026, 10, 21), createdToMs: Date.UTC(2026, 10, 21, 23, 59, 59, 999) };
+    expect(await list(day)).toEqual(['partner-20']);
+    expect(await list({ ...day, unpurgedOnly: true })).toEqual(['partner-20']);
+    expect(await list({ createdFromMs: Date.UTC(2026, 10, 21, 5, 0, 0, 1) })).toEqual([]);
+    expect(await list({ createdToMs: Date.UTC(2026, 10, 21, 4, 59, 59, 999) })).toEqual([]);
+    await ledger.markPurged(['partner-20']);
+    expect(await list({ ...day, unpurgedOnly: true })).toEqual([]);
+    expect(await list(day)).toEqual(['partner-20']);
+    // The accepted version is still there (idempotency), its state retracted for good.
+    expect(await ledger.accept(record(20, 'repost'))).toEqual({ created: false, pkey: 'partner-20' });
+    expect((await ledger.lookup('partner-20'))!.state).toBe('retracted');
+  });
+
+  it('keeps API keys as digests: added, found by digest from another process, rotated and revoked', async () => {
+    const { ledgers: [ledger, other] } = await make();
+    const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+    await ledger.addKey('alpha', digest(1));
+    await ledger.addKey('beta', digest(2));
+    expect(await other.keyByDigest(digest(1))).toMatchObject({ name: 'alpha', digest: digest(1) });
+    expect(await other.keyByDigest(digest(3))).toBeUndefined();
+    await ledger.addKey('alpha', digest(3));
+    expect(await ledger.revokeKeys('alpha', digest(3))).toBe(1);
+    expect((await other.keyByDigest(digest(1)))!.revoked_at).toEqual(expect.any(String));
+    expect((await other.keyByDigest(digest(3)))!.revoked_at).toBeUndefined();
+    expect((await other.listKeys()).map((k) => [k.name, k.digest, Boolean(k.revoked_at)])).toEqual([
+      ['alpha', digest(1), true],
+      ['alpha', digest(3), false],
+      ['beta', digest(2), false],
+    ]);
+    expect(await ledger.revokeKeys('beta')).toBe(1);
+    expect(await ledger.revokeKeys('beta')).toBe(0);
+  });
+
   if (enforcesConditions) {
     it('two processes racing the first post of a post_id: exactly one is created, and its version kept', async () => {
       const { ledgers, queue } = await make();

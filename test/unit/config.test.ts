@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -22,7 +23,7 @@ describe('config', () => {
         QUEUE_URL: 'https://sqs.ap-southeast-1.amazonaws.com/123456789012/reports',
         AWS_REGION: 'ap-southeast-1',
         AWS_ENDPOINT_URL: 'http://localhost:4566',
-        API_KEYS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
+        API_KEYS: 'aaaaaaaaaaaaaaaa, partner-b:bbbbbbbbbbbbbbbb',
         FLUSH_INTERVAL_SECONDS: '15',
         ARCHIVE_MAX_WINDOW: '72h',
         CACHE_DIR: '/tmp/cache',
@@ -37,7 +38,11 @@ describe('config', () => {
       storageUrl: 's3://my-bucket/archive',
       awsRegion: 'ap-southeast-1',
       awsEndpointUrl: 'http://localhost:4566',
-      apiKeys: ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb'],
+      // A bare key is named by a short hash of it; a named one keeps its name.
+      apiKeys: [
+        { name: `key-${createHash('sha256').update('aaaaaaaaaaaaaaaa').digest('hex').slice(0, 8)}`, key: 'aaaaaaaaaaaaaaaa' },
+        { name: 'partner-b', key: 'bbbbbbbbbbbbbbbb' },
+      ],
       flushIntervalSeconds: 15,
       archiveMaxWindowMs: 72 * 3_600_000,
       cacheDir: '/tmp/cache',
@@ -53,6 +58,8 @@ describe('config', () => {
     ['STORAGE_URL', 'file://relative/dir'],
     ['QUEUE_URL', 'sqs://q'],
     ['API_KEYS', 'short'],
+    ['API_KEYS', 'Bad Name:bbbbbbbbbbbbbbbb'],
+    ['API_KEYS', 'name:short'],
     ['FLUSH_INTERVAL_SECONDS', '0'],
     ['ARCHIVE_MAX_WINDOW', '1y'],
     ['CACHE_MAX_BYTES', '10'],

@@ -1,0 +1,52 @@
+// GET /reports/{pkey}: one report by its key. Its hour comes from the ledger (the report's
+// created_at), so the answer reads that hour's parts alone, never the archive at large.
+import { Router } from 'express';
+import type { Archive } from '../archive/window.js';
+import { HttpError } from '../errors.js';
+import { idOfPkey, type IngestLedger } from '../ledger/ledger.js';
+import { renderArchive } from './archiveBody.js';
+import { oneOf, readQuery, throwIfAny } from './query.js';
+
+export interface ReportRouteDeps {
+  archive: Archive;
+  ledger: Pick<IngestLedger, 'lookup'>;
+}
+
+/** A pending report is archived within about this long: a client may retry after it. */
+const RETRY_AFTER_SECONDS = 60;
+
+export function reportsRouter(deps: ReportRouteDeps): Router {
+  const router = Router();
+  router.get('/reports/:pkey', async (req, res) => {
+    const { values, details } = readQuery(req, ['geoformat']);
+    const geoformat = oneOf(values, 'geoformat', ['geojson', 'topojson'], 'geojson', details) as 'geojson' | 'topojson';
+    const pkey = String(req.params.pkey);
+    if (!idOfPkey(pkey)) details.push({ in: 'path', field: 'pkey', message: 'must be a report key such as partner-123 (a source, a hyphen, a post_id)' });
+    throwIfAny(details);
+    const entry = await deps.ledger.lookup(pkey);
+    if (!entry) throw new HttpError(404, `No report has the key ${pkey}.`, [{ in: 'path', field: 'pkey', message: 'is unknown' }]);
+    if (entry.retraction) {
+      throw new HttpError(410, `The report ${pkey} was retracted at ${entry.retraction.retracted_at}.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
+    }
+    const createdMs = Date.parse(entry.record.report.created_at);
+    const window = await deps.archive.open({ startMs: createdMs, endMs: createdMs, admin: undefined, pkey, limit: 1 });
+    const page = await window.page(geoformat);
+    const item = page.batches.flatMap((b) => b.items as string[])[0];
+    if (item === undefined) {
+      // Accepted, not yet in a part (the worker flushes within seconds to a minute).
+      throw new HttpError(404, `The report ${pkey} was accepted and is not archived yet; retry in a minute.`, [{ in: 'path', field: 'pkey', message: 'is not archived yet' }], {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      });
+    }
+    res.set('Cache-Control', 'public, max-age=60');
+    res.status(200).type('application/json; charset=utf-8');
+    if (geoformat === 'geojson') {
+      res.send(`{"statusCode":200,"result":${item}}`);
+      return;
+    }
+    let body = '';
+    for await (const piece of renderArchive((async function* () { yield* page.batches; })(), 'topojson')) body += typeof piece === 'string' ? piece : Buffer.from(piece).toString('utf8');
+    res.send(body);
+  });
+  return router;
+}
