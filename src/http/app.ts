@@ -20,6 +20,7 @@ import { ogcRouter } from './ogc/router.js';
 import { operationsRouter } from './operations.js';
 import { reportsRouter } from './reports.js';
 import { parseQuery, queryGuard, redactQuery, redactUrl } from './queryGuards.js';
+import { streamRouter } from './stream.js';
 
 export interface AppOptions {
   apiKeys: readonly ApiKey[];
@@ -32,6 +33,7 @@ const ROUTES: Record<string, string> = {
   '/feeds/partner/:postId': 'DELETE',
   '/cities': 'GET, HEAD, OPTIONS',
   '/reports/archive': 'GET, HEAD, OPTIONS',
+  '/reports/stream': 'GET, OPTIONS',
   '/reports/archive/count': 'GET, HEAD, OPTIONS',
   '/reports/archive/stats': 'GET, HEAD, OPTIONS',
   '/reports/:pkey': 'GET, HEAD, OPTIONS',
@@ -105,6 +107,8 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
   );
   app.use(['/cities', '/reports', '/ogc'], readLimit);
   app.use(citiesRouter({ boundaries: rt.boundaries }));
+  const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
+  app.use(streamRouter({ events: rt.events, config: rt.config.events, cityCodes }));
   app.use(
     archiveRouter({
       archive: rt.archive,

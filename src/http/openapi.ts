@@ -561,6 +561,26 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           },
         },
       },
+      '/reports/stream': {
+        get: {
+          operationId: 'streamReports',
+          summary: 'Newly archived reports, live, as Server-Sent Events',
+          description:
+            'Each report archived from now on (or after `Last-Event-ID`) as one `archived` event whose data is a GeoJSON Feature and whose id resumes the stream: reconnecting with `Last-Event-ID` (EventSource does it itself) sends exactly what came after it, for as long as events are kept (at least a day). A comment line every 15 s keeps proxies from closing an idle stream. Each API process serves a bounded number of streams; past it, 429.',
+          parameters: [
+            { name: 'admin', in: 'query', schema: { type: 'string' }, description: 'Only reports of this city code, e.g. PH-QC.' },
+            { name: 'bbox', in: 'query', schema: { type: 'string', pattern: BBOX_PATTERN }, description: 'Only reports inside minLng,minLat,maxLng,maxLat.' },
+            { name: 'Last-Event-ID', in: 'header', schema: { type: 'string', pattern: '^\\d{1,15}$' }, description: 'Resume after this event.' },
+            { name: 'lastEventId', in: 'query', schema: { type: 'string', pattern: '^\\d{1,15}$' }, description: 'The same, for clients that cannot set headers (0: everything kept).' },
+          ],
+          responses: {
+            '200': { description: 'The stream.', content: { 'text/event-stream': { schema: { type: 'string' }, example: 'id: 42\nevent: archived\ndata: {"type":"Feature",…}\n\n' } } },
+            '400': badQuery,
+            '429': { ...error('Too many streams open on this server.'), headers: retryAfter },
+            '503': error('The stream is not served on this backend.'),
+          },
+        },
+      },
       '/reports/archive/count': {
         get: {
           operationId: 'countArchive',

@@ -1,0 +1,134 @@
+// GET /reports/stream: newly archived reports as Server-Sent Events, one GeoJSON Feature each.
+// The API process learns of them from the event log the worker writes (DATA_DIR/events.sqlite),
+// not from the worker's memory, so any number of API processes serve it. Each event's id is its
+// sequence number in that log: a client reconnecting with Last-Event-ID gets exactly what came
+// after it, across API restarts, as long as the log keeps it (EVENTS_RETENTION_HOURS).
+import type { Socket } from 'node:net';
+import { Router, type Request } from 'express';
+import type { EventsConfig } from '../config.js';
+import type { ErrorDetail } from '../errors.js';
+import { HttpError } from '../errors.js';
+import type { EventLog, StoredEvent } from '../events/eventLog.js';
+import { BBOX_PATTERN, readQuery, throwIfAny } from './query.js';
+
+const POLL_MS = 200;
+const BBOX = new RegExp(BBOX_PATTERN);
+
+export interface StreamDeps {
+  events: EventLog | undefined;
+  config: Pick<EventsConfig, 'streamMaxClients' | 'streamHeartbeatMs'>;
+  cityCodes: () => Promise<string[]>;
+}
+
+interface Filter {
+  admin: string | undefined;
+  bbox: [number, number, number, number] | undefined;
+}
+
+export function streamRouter(deps: StreamDeps): Router {
+  const router = Router();
+  let clients = 0;
+
+  router.get('/reports/stream', async (req, res) => {
+    const filter = await readFilter(req, deps);
+    const events = deps.events;
+    if (!events) throw new HttpError(503, 'The live stream is served on the embedded backend only.');
+    const lastId = readLastEventId(req);
+    if (clients >= deps.config.streamMaxClients) {
+      throw new HttpError(429, `This server already streams to ${deps.config.streamMaxClients} clients; retry later.`, [], { 'Retry-After': '30' });
+    }
+    clients += 1;
+    let cursor = lastId ?? events.lastSeq();
+    // Before the oldest event kept, resume from the oldest: what was pruned cannot be sent.
+    if (lastId !== undefined) cursor = Math.max(cursor, events.firstSeq() - 1);
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'X-Accel-Buffering': 'no',
+      Connection: 'keep-alive',
+    });
+    res.write(`retry: 2000\n: stream of archived reports after event ${cursor}\n\n`);
+
+    let closed = false;
+    let lastWrite = Date.now();
+    const finish = () => {
+      if (closed) return;
+      closed = true;
+      clients -= 1;
+    };
+    res.on('close', finish);
+    const socket = req.socket as Socket & { server?: { listening: boolean } };
+
+    while (!closed) {
+      // The server is shutting down: end the stream so the process can stop (clients reconnect).
+      if (socket.server && !socket.server.listening) break;
+      let batch: StoredEvent[] = [];
+      try {
+        batch = events.since(cursor, 500);
+      } catch {
+        // The log is busy or unreadable for a moment: the next turn tries again.
+      }
+      let text = '';
+      for (const e of batch) {
+        cursor = e.seq;
+        if (matches(filter, e)) text += `id: ${e.seq}\nevent: ${e.kind}\ndata: ${JSON.stringify(e.feature)}\n\n`;
+      }
+      if (text === '' && Date.now() - lastWrite >= deps.config.streamHeartbeatMs) text = ': heartbeat\n\n';
+      if (text !== '') {
+        lastWrite = Date.now();
+        // A slow reader holds only its own stream: wait for it to drain before reading more.
+        if (!res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+      }
+      if (batch.length < 500) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+    finish();
+    res.end();
+  });
+  return router;
+}
+
+function matches(filter: Filter, e: StoredEvent): boolean {
+  const p = e.feature.properties;
+  if (filter.admin !== undefined && p.tags.instance_region_code !== filter.admin) return false;
+  if (filter.bbox) {
+    const [lng, lat] = e.feature.geometry.coordinates as [number, number];
+    const [minLng, minLat, maxLng, maxLat] = filter.bbox;
+    if (lng < minLng || lng > maxLng || lat < minLat || lat > maxLat) return false;
+  }
+  return true;
+}
+
+async function readFilter(req: Request, deps: StreamDeps): Promise<Filter> {
+  const { values, details } = readQuery(req, ['admin', 'bbox', 'lastEventId']);
+  const codes = await deps.cityCodes();
+  if (values.admin !== undefined && !codes.includes(values.admin)) {
+    details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
+  }
+  const bbox = readBbox(values.bbox, details);
+  const given = req.get('last-event-id') ?? values.lastEventId;
+  if (given !== undefined && !/^\d{1,15}$/.test(given)) {
+    details.push({ in: req.get('last-event-id') !== undefined ? 'header' : 'query', field: req.get('last-event-id') !== undefined ? 'Last-Event-ID' : 'lastEventId', message: 'must be the id of an event this stream sent (a whole number)' });
+  }
+  throwIfAny(details);
+  return { admin: values.admin, bbox };
+}
+
+/** Last-Event-ID (what EventSource sends on reconnecting), or ?lastEventId= for clients that cannot set headers. */
+function readLastEventId(req: Request): number | undefined {
+  const given = req.get('last-event-id') ?? (req.query.lastEventId as string | undefined);
+  return given === undefined ? undefined : Number(given);
+}
+
+function readBbox(raw: string | undefined, details: ErrorDetail[]): Filter['bbox'] {
+  if (raw === undefined) return undefined;
+  const nums = raw.split(',').map(Number) as [number, number, number, number];
+  if (!BBOX.test(raw)) {
+    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat in decimal degrees (longitudes within ±180, latitudes within ±90)' });
+  } else if (nums[0] > nums[2] || nums[1] > nums[3]) {
+    details.push({ in: 'query', field: 'bbox', message: 'minimums must not exceed maximums' });
+  } else {
+    return nums;
+  }
+  return undefined;
+}
+

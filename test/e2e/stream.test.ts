@@ -1,0 +1,126 @@
+// GET /reports/stream: each archived report once as an SSE event, filters, heartbeats, the bound
+// on clients, and resuming with Last-Event-ID across an API restart with the worker apart.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuntime } from '../../src/runtime.js';
+import { createLogger } from '../../src/log.js';
+import { startService, type RunningService } from '../../src/service.js';
+import type { Config } from '../../src/config.js';
+import { eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { openStream, type SseClient } from '../support/sse.js';
+
+const SAN_FERNANDO = { lat: 15.0286, lng: 120.6898 };
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function service(env: Record<string, string> = {}): Promise<TestService> {
+  const svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, env)));
+  cleanups.push(() => svc.stop());
+  return svc;
+}
+
+async function stream(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
+  const s = await openStream(url, headers);
+  cleanups.push(() => s.close());
+  return s;
+}
+
+/** A process of the given roles on a config's DATA_DIR. */
+async function process(config: Config, roles: { api: boolean; worker: boolean }): Promise<RunningService & { close(): Promise<void> }> {
+  const rt = await createRuntime(config, { log: createLogger('silent') });
+  const svc = await startService(rt, { ...roles, reconcile: roles.worker, port: 0, host: '127.0.0.1', apiKeys: config.apiKeys });
+  let stopped = false;
+  const close = async () => {
+    if (stopped) return;
+    stopped = true;
+    await svc.stop();
+    await rt.close();
+  };
+  cleanups.push(close);
+  return { ...svc, close };
+}
+
+const pkeys = (s: SseClient) => s.events.map((e) => JSON.parse(e.data).properties.pkey as string);
+
+describe('GET /reports/stream', () => {
+  it('sends each newly archived report once as a GeoJSON Feature, with increasing ids and heartbeats', async () => {
+    const svc = await service({ STREAM_HEARTBEAT_SECONDS: '0.2' });
+    const s = await stream(`${svc.url}/reports/stream`);
+    expect(s.status).toBe(200);
+    expect(s.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(s.headers.get('cache-control')).toBe('no-store');
+    for (const id of [1, 2, 3]) expect((await postReport(svc.url, report(id))).status).toBe(201);
+    await eventually(async () => (s.events.length === 3 ? true : undefined), 10_000, 'three events');
+    expect(pkeys(s).sort()).toEqual(['partner-1', 'partner-2', 'partner-3']);
+    expect(s.events.every((e) => e.event === 'archived')).toBe(true);
+    const ids = s.events.map((e) => Number(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(JSON.parse(s.events[0]!.data)).toMatchObject({ type: 'Feature', geometry: { type: 'Point' }, properties: { disaster_type: 'flood', tags: { instance_region_code: 'PH-QC' } } });
+    await eventually(async () => (s.comments.includes('heartbeat') ? true : undefined), 5_000, 'a heartbeat');
+    // A repost of an archived report is not news.
+    expect((await postReport(svc.url, report(1))).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 800));
+    expect(s.events).toHaveLength(3);
+  });
+
+  it('filters by city and by bbox', async () => {
+    const svc = await service();
+    const pg = await stream(`${svc.url}/reports/stream?admin=PH-PG`);
+    const box = await stream(`${svc.url}/reports/stream?bbox=121.0,14.6,121.1,14.7`);
+    await postReport(svc.url, report(10));
+    await postReport(svc.url, report(11, { partner_city: 'Pampanga', location: SAN_FERNANDO }));
+    await postReport(svc.url, report(12, { location: { lat: 14.5896, lng: 120.9812 } }));
+    await eventually(async () => (pg.events.length === 1 && box.events.length === 1 ? true : undefined), 10_000, 'filtered events');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(pkeys(pg)).toEqual(['partner-11']);
+    expect(pkeys(box)).toEqual(['partner-10']);
+  });
+
+  it('resumes after Last-Event-ID across an API restart, with the worker in its own process: no gap, no duplicate', async () => {
+    const config = await testConfig('embedded');
+    await process(config, { api: false, worker: true });
+    const api1 = await process(config, { api: true, worker: false });
+    const first = await stream(`${api1.url}/reports/stream`);
+    for (const id of [101, 102, 103]) expect((await postReport(api1.url!, report(id))).status).toBe(201);
+    await eventually(async () => (first.events.length === 3 ? true : undefined), 10_000, 'first three');
+    const lastSeen = first.events.at(-1)!.id!;
+    // The API process goes away; its stream ends, reports keep coming to another one.
+    await api1.close();
+    await first.ended;
+    const api2 = await process(config, { api: true, worker: false });
+    for (const id of [104, 105]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
+    const resumed = await stream(`${api2.url}/reports/stream`, { 'Last-Event-ID': lastSeen });
+    for (const id of [106]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
+    await eventually(async () => (resumed.events.length === 3 ? true : undefined), 10_000, 'the rest');
+    expect(pkeys(resumed).sort()).toEqual(['partner-104', 'partner-105', 'partner-106']);
+    expect([...pkeys(first), ...pkeys(resumed)]).toHaveLength(6);
+    // From the beginning of what is kept: everything, once.
+    const all = await stream(`${api2.url}/reports/stream?lastEventId=0`);
+    await eventually(async () => (all.events.length === 6 ? true : undefined), 10_000, 'all six');
+    expect(new Set(pkeys(all)).size).toBe(6);
+  });
+
+  it('answers 429 past the bound on clients, and 400 on bad parameters', async () => {
+    const svc = await service({ STREAM_MAX_CLIENTS: '1' });
+    const one = await stream(`${svc.url}/reports/stream`);
+    expect(one.status).toBe(200);
+    const two = await getJson(`${svc.url}/reports/stream`);
+    expect(two.status).toBe(429);
+    expect(two.headers.get('retry-after')).toBe('30');
+    expect(two.body).toMatchObject({ statusCode: 429, error: 'Too Many Requests' });
+    one.close();
+    const again = await eventually(async () => {
+      const s = await stream(`${svc.url}/reports/stream`);
+      return s.status === 200 ? s : undefined;
+    }, 5_000, 'a freed slot');
+    again.close();
+
+    const bad = await getJson(`${svc.url}/reports/stream?admin=PH-XX&bbox=1,2,3&since=4`, { 'Last-Event-ID': 'abc' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['Last-Event-ID', 'admin', 'bbox', 'since']);
+    expect((await getJson(`${svc.url}/reports/stream?bbox=10,10,5,5`)).status).toBe(400);
+    const post = await fetch(`${svc.url}/reports/stream`, { method: 'POST' });
+    expect(post.status).toBe(405);
+  });
+});
