@@ -1,6 +1,8 @@
 // Hourly: merge each closed day's parts into one de-duplicated file, and the
-// closed hours of the current day hour by hour.
+// closed hours of the current day hour by hour; then rewrite the parts that still hold
+// retracted reports without their personal fields (so a retraction is purged within the hour).
 import { closedBefore, compact } from '../src/ops/compact.js';
+import { purgeRetracted } from '../src/ops/purge.js';
 import type { JobDefinition } from '../src/scheduler.js';
 
 /** Compaction looks back this far; older days were compacted by earlier runs (backfills: run `compact` by hand). */
@@ -9,8 +11,9 @@ const LOOKBACK_MS = 7 * 86_400_000;
 export const compaction: JobDefinition = {
   name: 'compaction',
   schedule: (config) => config.schedules.compact,
-  run: (rt) => {
+  run: async (rt) => {
     const now = Date.now();
-    return compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) });
+    const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) });
+    return { ...compacted, purge: await purgeRetracted(rt) };
   },
 };

@@ -13,6 +13,7 @@ import type { BoundarySet } from './boundaries/types.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { UnavailableError } from './errors.js';
 import { closedBefore, compact } from './ops/compact.js';
+import { purgeRetracted } from './ops/purge.js';
 import { exportWindow, type ExportFormat } from './ops/exportWindow.js';
 import { importFile, type ImportFormat } from './ops/importFile.js';
 import { createProgress } from './ops/progress.js';
@@ -179,7 +180,11 @@ const COMMANDS: Record<string, Command> = {
           { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: closedBefore(rt, now) },
           values.json ? undefined : createProgress('compact'),
         );
-        print(values, result, () => `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows`);
+        const purge = await purgeRetracted(rt);
+        print(values, { ...result, purge }, () =>
+          `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
+          `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived)`,
+        );
         return 0;
       }),
   },

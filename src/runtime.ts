@@ -17,6 +17,7 @@ import { Metrics } from './metrics.js';
 import { openLedgerDb } from './ledger/database.js';
 import type { IngestLedger } from './ledger/ledger.js';
 import { importLegacyLayout } from './ledger/legacyImport.js';
+import { unpurgedRetractions } from './ledger/retractions.js';
 import { ObjectLedger } from './ledger/objectLedger.js';
 import { SqliteLedger } from './ledger/sqliteLedger.js';
 import type { Queue } from './queue/queue.js';
@@ -155,7 +156,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     boundaries,
     intake: new Intake(ledger),
     reconciler: new Reconciler(ledger, log),
-    archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics)),
+    archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics), (fromMs, toMs) =>
+      unpurgedRetractions(ledger, fromMs, toMs),
+    ),
     answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,

@@ -12,6 +12,11 @@ export interface Cursor {
 
 export type Bbox = [number, number, number, number];
 
+export interface RetractedReport {
+  pkey: string;
+  createdMs: number;
+}
+
 export interface WindowQuery {
   startMs: number;
   /** Inclusive. */
@@ -23,6 +28,13 @@ export interface WindowQuery {
   /** Only reports newer than this one in answer order (a page's continuation). */
   after?: Cursor | undefined;
   receivedBeforeMs?: number | undefined;
+  /** Retracted reports as tombstones (status `retracted`, title and text "", URLs null) instead of left out. */
+  includeRetracted?: boolean | undefined;
+  /**
+   * Retracted reports of the window whose parts still hold them as they were (not yet purged):
+   * set by `Archive.open` from the ledger, so they leave every answer at once.
+   */
+  retracted?: readonly RetractedReport[] | undefined;
   /** One report by its key (GET /reports/{pkey}). */
   pkey?: string | undefined;
   /** At most this many reports (a page); undefined: the whole window. */
@@ -39,5 +51,6 @@ export function isUnfiltered(query: WindowQuery): boolean {
  * bound of a page is left out: for one set of parts it changes nothing a closed window holds.
  */
 export function queryKey(query: WindowQuery): string {
-  return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null, query.pkey ?? null]);
+  return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null, query.pkey ?? null,
+    query.includeRetracted === true, (query.retracted ?? []).map((r) => r.pkey).sort()]);
 }

@@ -119,7 +119,10 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
     return built;
   };
   const fits = (r: RenderedHour) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
-  const cacheKey = (hourMs: number) => RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
+  // An hour's text depends on its parts and on which of its reports the ledger retracted since.
+  const retractedIn = (hourMs: number) => (query.retracted ?? []).filter((r) => r.createdMs >= hourMs && r.createdMs < hourMs + HOUR_MS).map((r) => r.pkey).sort().join(',');
+  const cacheKey = (hourMs: number) =>
+    RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}\u0000${query.includeRetracted ? 'tombstones' : ''}\u0000${retractedIn(hourMs)}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
   const cache = isUnfiltered(query) ? ctx.rendered : undefined;
 
   const runs = new Map<number, RenderedHour>();
@@ -136,7 +139,8 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   if (cache && unrendered.length > 0) {
     // Whole hours, so they can be kept; an hour the window cuts is used only if it fits.
     // Kept as they are built, and read back when sent: a storm day does not wait in memory.
-    const built = await build(unrendered, { startMs: -Infinity, endMs: Infinity, admin: undefined }, (hourMs, r) => cache.put(cacheKey(hourMs), r));
+    const whole = { startMs: -Infinity, endMs: Infinity, admin: undefined, includeRetracted: query.includeRetracted, retracted: query.retracted };
+    const built = await build(unrendered, whole, (hourMs, r) => cache.put(cacheKey(hourMs), r));
     for (const hourMs of unrendered) {
       const rendered = built.get(hourMs)!;
       if (fits(rendered)) runs.set(hourMs, rendered);

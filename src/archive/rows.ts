@@ -3,6 +3,7 @@
 import type { DuckDb } from '../duckdb.js';
 import { sqlString } from '../duckdb.js';
 import { ARCHIVE_COLUMNS, type ArchiveRow } from './row.js';
+import { TOMBSTONE } from './sql.js';
 
 /**
  * Which copy of a duplicated pkey wins: the one in the newest part (part
@@ -39,11 +40,15 @@ export async function readRows(db: DuckDb, files: readonly string[]): Promise<Ar
   });
 }
 
-/** Rewrites parts into one de-duplicated Parquet file, newest first (as every part is). */
-export async function mergeParts(db: DuckDb, files: readonly string[], out: string): Promise<number> {
+/**
+ * Rewrites parts into one de-duplicated Parquet file, newest first (as every part is); the
+ * `retracted` pkeys as tombstones (their personal fields dropped).
+ */
+export async function mergeParts(db: DuckDb, files: readonly string[], out: string, retracted: readonly string[] = []): Promise<number> {
+  const select = retracted.length > 0 ? TOMBSTONE(`pkey IN (${retracted.map(sqlString).join(', ')})`) : '*';
   return db.withConnection(async (conn) => {
     await conn.run(
-      `COPY (SELECT * FROM (${dedupedPartsSql(files)}) ORDER BY created_at DESC, pkey DESC)
+      `COPY (SELECT ${select} FROM (${dedupedPartsSql(files)}) ORDER BY created_at DESC, pkey DESC)
        TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
     );
     const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(out)})`);

@@ -57,14 +57,33 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
     types.afterCreated = TIMESTAMPTZ;
     types.afterPkey = VARCHAR;
   }
-  if (clean) return { sql: `(SELECT * FROM read_parquet($files) WHERE ${[...where, ...after].join(' AND ')})`, values, types };
-  return {
-    sql: `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
+  // Retracted reports: those the ledger names (parts not yet purged) go by pkey, before
+  // de-duplication; purged ones by status, after it (an older copy may still say confirmed).
+  const hidden = (query.retracted ?? []).map((r) => r.pkey);
+  if (hidden.length > 0) {
+    values.retracted = listValue(hidden);
+    types.retracted = LIST(VARCHAR);
+  }
+  if (!query.includeRetracted) {
+    if (hidden.length > 0) where.push('NOT list_contains($retracted, pkey)');
+    after.push(`status <> 'retracted'`);
+  }
+  const rows = clean
+    ? `(SELECT * FROM read_parquet($files) WHERE ${[...where, ...after].join(' AND ')})`
+    : `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
              WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
-           ${after.length > 0 ? `WHERE ${after.join(' AND ')}` : ''})`,
-    values,
-    types,
-  };
+           ${after.length > 0 ? `WHERE ${after.join(' AND ')}` : ''})`;
+  if (!query.includeRetracted) return { sql: rows, values, types };
+  return { sql: `(SELECT ${TOMBSTONE(hidden.length > 0 ? `status = 'retracted' OR list_contains($retracted, pkey)` : `status = 'retracted'`)} FROM ${rows})`, values, types };
+}
+
+/**
+ * Every column, a retracted report's as its tombstone: status `retracted`, title and text "",
+ * URLs null; place, time and tags kept. `retracted` is the SQL condition that says which.
+ */
+export function TOMBSTONE(retracted: string): string {
+  const when = (col: string, value: string) => `CASE WHEN ${retracted} THEN ${value} ELSE ${col} END AS ${col}`;
+  return `* REPLACE (${when('status', `'retracted'`)}, ${when('title', `''`)}, ${when('text', `''`)}, ${when('url', 'NULL')}, ${when('image_url', 'NULL')})`;
 }
 
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;

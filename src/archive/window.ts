@@ -11,7 +11,7 @@ import type { WindowContext } from './context.js';
 import { windowColumns, writeWindowParquet, type ExportColumns } from './exports.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
-import { queryKey, type WindowQuery } from './query.js';
+import { queryKey, type RetractedReport, type WindowQuery } from './query.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import type { RenderCache } from './renderCache.js';
 import { filteredRows, type FeatureShape } from './sql.js';
@@ -128,6 +128,8 @@ export class Archive {
     db: DuckDb,
     /** Rendered hours; without it every answer is built by DuckDB. */
     rendered?: RenderCache,
+    /** Retracted reports created in [fromMs, toMs] whose parts are not purged yet (from the ledger). */
+    private readonly retracted: (fromMs: number, toMs: number) => Promise<RetractedReport[]> = async () => [],
   ) {
     this.ctx = { db, rendered, signal: undefined, files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))) };
   }
@@ -137,7 +139,7 @@ export class Archive {
    * its answer is no longer wanted (the client hung up); what the window is doing stops.
    */
   async open(query: WindowQuery, options: { signal?: AbortSignal } = {}): Promise<Window> {
-    const frozen = Object.freeze({ ...query });
+    const frozen = Object.freeze({ ...query, retracted: await this.retracted(query.startMs, query.endMs) });
     const ctx = options.signal ? { ...this.ctx, signal: options.signal } : this.ctx;
     const days = await planWindow(this.store, frozen);
     options.signal?.throwIfAborted();

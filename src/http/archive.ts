@@ -60,7 +60,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   const router = Router();
 
   router.get('/reports/archive/count', async (req, res) => {
-    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox']);
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted']);
     const query = await parseFilters(req, values, details, deps);
     throwIfAny(details);
     const count = await (await deps.archive.open(query, { signal: hangUpSignal(res) })).count();
@@ -70,7 +70,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   });
 
   router.get('/reports/archive/stats', async (req, res) => {
-    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'interval', 'by', 'tz']);
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'interval', 'by', 'tz']);
     const query = await parseFilters(req, values, details, deps);
     const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
     const by = oneOf(values, 'by', STATS_BY, 'none', details) as StatsBy;
@@ -210,7 +210,7 @@ function nextUrl(req: Request, cursor: string): string {
 }
 
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
-  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'limit', 'cursor']);
+  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'include_retracted', 'limit', 'cursor']);
   const query = await parseFilters(req, values, details, deps);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
@@ -218,7 +218,7 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
     details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} is already ${format === 'geojson' ? 'GeoJSON' : 'TopoJSON'}` });
   }
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null]))
+    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false']))
     .digest('base64url')
     .slice(0, 16);
   if (values.limit !== undefined || values.cursor !== undefined) {
@@ -258,7 +258,8 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
   if (admin !== undefined && !codes.includes(admin)) {
     details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
   }
-  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details) };
+  const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
+  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details), includeRetracted };
 }
 
 function readBbox(values: QueryValues, details: ErrorDetail[]): WindowQuery['bbox'] {

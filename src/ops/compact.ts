@@ -41,11 +41,14 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
   const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0 };
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
-  const merge = async (parts: ObjectInfo[], key: string) => {
+  const merge = async (parts: ObjectInfo[], key: string, dayMs: number) => {
     const files = await Promise.all(parts.map((p) => rt.cache.localFile(p)));
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
+    // Retracted reports go in as tombstones: a merged file never brings personal fields back.
+    const retracted: string[] = [];
+    for await (const r of rt.ledger.retractions({ createdFromMs: dayMs, createdToMs: dayMs + DAY_MS - 1 })) retracted.push(r.pkey);
     try {
-      result.rows += await mergeParts(rt.db, files, out);
+      result.rows += await mergeParts(rt.db, files, out, retracted);
       // New file first, then the old ones go.
       await rt.store.put(key, await fs.readFile(out));
       await rt.store.delete(parts.map((p) => p.key));
@@ -62,13 +65,13 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
     const parts = dayPartitions.flatMap((p) => p.parts);
     if (dayMs + DAY_MS <= options.closedBeforeMs) {
       if (parts.length < 2) continue;
-      await merge(parts, newDayPartKey(dayMs));
+      await merge(parts, newDayPartKey(dayMs), dayMs);
       result.daysCompacted += 1;
       continue;
     }
     for (const hour of hours) {
       if (hour.hourMs + 3_600_000 > options.closedBeforeMs || hour.parts.length < 2) continue;
-      await merge(hour.parts, newPartKey(hour.hourMs));
+      await merge(hour.parts, newPartKey(hour.hourMs), dayMs);
       result.hoursCompacted += 1;
     }
   }

@@ -1,0 +1,83 @@
+// Purge: the parts holding retracted reports are rewritten with those reports as tombstones
+// (status `retracted`, title and text "", URLs null; place, time and tags kept), so the
+// personal fields leave storage, not only the answers. Each part is rewritten in place (same
+// key): its place in de-duplication (newest part name wins) stays what it was. Then the ledger
+// marks the retraction purged, and readers hide it by its status from then on. A report still
+// waiting to be archived is left for a later run (the worker may still write it).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
+import { listWindowParts } from '../archive/parts.js';
+import { TOMBSTONE } from '../archive/sql.js';
+import { sqlString } from '../duckdb.js';
+import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
+import type { Runtime } from '../runtime.js';
+import type { ObjectInfo } from '../store/objectStore.js';
+
+export interface PurgeResult {
+  retractions: number;
+  partsRewritten: number;
+  purged: number;
+  /** Retracted while still pending: purged by a later run, once archived. */
+  waiting: number;
+}
+
+/** The condition a part's rows are tombstoned by, and the check that a part still holds one as it was. */
+const NAMED = 'list_contains($pkeys, pkey)';
+const STILL_THERE = `${NAMED} AND (status <> 'retracted' OR title <> '' OR text <> '' OR url IS NOT NULL OR image_url IS NOT NULL)`;
+
+export async function purgeRetracted(rt: Runtime): Promise<PurgeResult> {
+  const result: PurgeResult = { retractions: 0, partsRewritten: 0, purged: 0, waiting: 0 };
+  const byDay = new Map<number, { pkey: string; createdMs: number }[]>();
+  for await (const r of rt.ledger.retractions({ unpurgedOnly: true })) {
+    const createdMs = Date.parse(r.created_at);
+    const day = dayStart(createdMs);
+    byDay.set(day, [...(byDay.get(day) ?? []), { pkey: r.pkey, createdMs }]);
+    result.retractions += 1;
+  }
+  const tmpDir = path.join(rt.config.dataDir, 'tmp', 'purge');
+  await fs.mkdir(tmpDir, { recursive: true });
+  for (const [dayMs, retracted] of byDay) {
+    const hours = new Set(retracted.map((r) => hourStart(r.createdMs)));
+    const partitions = await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1);
+    // A report lives in its hour's parts, or in its day's compacted part.
+    const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
+    const pkeys = retracted.map((r) => r.pkey);
+    for (const part of parts) if (await rewrite(rt, part, pkeys, tmpDir)) result.partsRewritten += 1;
+    const done: string[] = [];
+    for (const r of retracted) {
+      if ((await rt.ledger.lookup(r.pkey))?.pending) result.waiting += 1;
+      else done.push(r.pkey);
+    }
+    await rt.ledger.markPurged(done);
+    result.purged += done.length;
+  }
+  return result;
+}
+
+/** Rewrites the part with `pkeys` as tombstones when it holds any of them as they were; true when it did. */
+async function rewrite(rt: Runtime, part: ObjectInfo, pkeys: string[], tmpDir: string): Promise<boolean> {
+  const file = await rt.cache.localFile(part);
+  const out = path.join(tmpDir, `${randomUUID()}.parquet`);
+  try {
+    const holds = await rt.db.withConnection(async (conn) => {
+      const values = { pkeys: listValue(pkeys) };
+      const types = { pkeys: LIST(VARCHAR) };
+      const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(file)}) WHERE ${STILL_THERE}`, values, types);
+      if (Number(reader.getRowObjectsJS()[0]?.n ?? 0) === 0) return false;
+      // Same columns, same order (newest first), the named rows as tombstones.
+      await conn.run(
+        `COPY (SELECT ${TOMBSTONE(NAMED)} FROM read_parquet(${sqlString(file)}) ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+        values,
+        types,
+      );
+      return true;
+    });
+    if (!holds) return false;
+    await rt.store.put(part.key, await fs.readFile(out));
+    return true;
+  } finally {
+    await fs.rm(out, { force: true });
+  }
+}

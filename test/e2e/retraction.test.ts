@@ -1,0 +1,144 @@
+// Retraction end to end on both backends: a retracted report leaves every archive answer
+// (every format, count, stats, OGC items, pages) at once, also where a cache or a closed
+// window's ETag would have served it; include_retracted=true shows it as a tombstone; and
+// after compaction its personal fields are gone from the parts themselves.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeRetracted } from '../../src/ops/purge.js';
+import { compact } from '../../src/ops/compact.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator();
+});
+afterAll(async () => {
+  await emulator.stop();
+});
+
+const SECRET = 'Juan dela Cruz 0917-123-4567';
+const W = 'start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z';
+const UA = { 'User-Agent': 'flood-tests/1.0' };
+
+async function fetchText(url: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; etag: string | null; bytes: Buffer }> {
+  const res = await fetch(url, { headers: { ...UA, ...headers } });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  return { status: res.status, text: bytes.toString('utf8'), etag: res.headers.get('etag'), bytes };
+}
+
+describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
+  let svc: TestService;
+  let dir: string;
+  const formats = ['json', 'geojson', 'topojson', 'csv', 'ndjson', 'parquet', 'arrow'];
+  const url = (q: string) => `${svc.url}/reports/archive?${W}&${q}`;
+  const etags = new Map<string, string>();
+
+  /** The rows a Parquet answer or part holds, read by DuckDB. */
+  async function parquetRows(bytes: Buffer): Promise<{ pkey: string; status: string; title: string; text: string; image_url: string | null }[]> {
+    const file = path.join(dir, `${Math.random().toString(36).slice(2)}.parquet`);
+    await fs.writeFile(file, bytes);
+    return svc.rt.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(`SELECT pkey, status, title, text, image_url FROM read_parquet('${file}') ORDER BY pkey`);
+      return reader.getRowObjectsJS() as any;
+    });
+  }
+
+  beforeAll(async () => {
+    dir = await tempDir();
+    const config = await testConfig(kind, kind === 'aws' ? emulator : undefined);
+    svc = await startTestService(await testRuntime(config, kind === 'aws' ? emulator : undefined));
+    const hours = ['2026-11-21T05:05:00Z', '2026-11-21T05:30:00Z', '2026-11-21T09:00:00Z'];
+    expect((await postReport(svc.url, report(1, { created_at: hours[0], title: SECRET, text: `call ${SECRET}`, image_url: 'https://img.example.org/juan.jpg' }))).status).toBe(201);
+    expect((await postReport(svc.url, report(2, { created_at: hours[1], title: 'Baha sa QMC' }))).status).toBe(201);
+    expect((await postReport(svc.url, report(3, { created_at: hours[2], title: 'Hanggang tuhod' }))).status).toBe(201);
+    await allArchived(svc.rt);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('before: every format holds the report, and closed windows carry an ETag', async () => {
+    for (const format of formats) {
+      const res = await fetchText(url(`format=${format}`));
+      expect(res.status, format).toBe(200);
+      etags.set(format, res.etag!);
+      if (format === 'parquet') expect((await parquetRows(res.bytes)).map((r) => r.title)).toContain(SECRET);
+      else expect(res.bytes.includes(SECRET), format).toBe(true);
+    }
+    expect((await getJson(`${svc.url}/reports/archive/count?${W}`)).body.result.count).toBe(3);
+  });
+
+  async function expectGone(): Promise<void> {
+    for (const format of formats) {
+      // The old validator no longer matches: a mirror that asks gets the new answer, not a 304.
+      const res = await fetchText(url(`format=${format}`), { 'If-None-Match': etags.get(format)! });
+      expect(res.status, format).toBe(200);
+      expect(res.etag, format).not.toBe(etags.get(format));
+      if (format === 'parquet') expect((await parquetRows(res.bytes)).map((r) => r.pkey)).toEqual(['partner-2', 'partner-3']);
+      else {
+        expect(res.bytes.includes(SECRET), format).toBe(false);
+        expect(res.bytes.includes('partner-1'), format).toBe(false);
+        expect(res.bytes.includes('partner-2'), format).toBe(true);
+      }
+    }
+    const page = await getJson(url('geoformat=geojson&limit=1'));
+    expect(page.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-3']);
+    const next = page.headers.get('link')!.match(/<([^>]+)>/)![1]!;
+    expect((await getJson(next)).body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-2']);
+    expect((await getJson(`${svc.url}/reports/archive/count?${W}`)).body.result.count).toBe(2);
+    expect((await getJson(`${svc.url}/reports/archive/stats?${W}&interval=hour`)).body.result.total).toBe(2);
+    const ogc = await getJson(`${svc.url}/ogc/collections/reports/items?datetime=2026-11-21T00:00:00Z/2026-11-21T23:59:59Z`);
+    expect(ogc.body.features.map((f: any) => f.properties.pkey).sort()).toEqual(['partner-2', 'partner-3']);
+    expect((await getJson(`${svc.url}/reports/partner-1`)).status).toBe(410);
+
+    // Tombstones on request: place and time kept, the personal fields empty, counted.
+    const all = await getJson(url('geoformat=geojson&include_retracted=true'));
+    const tomb = all.body.result.features.find((f: any) => f.properties.pkey === 'partner-1');
+    expect(tomb).toMatchObject({
+      geometry: { coordinates: [121.0497, 14.6516] },
+      properties: { status: 'retracted', title: '', text: '', image_url: null, url: null, created_at: '2026-11-21T05:05:00.000Z', tags: { instance_region_code: 'PH-QC' } },
+    });
+    expect(JSON.stringify(all.body)).not.toContain(SECRET);
+    expect(all.body.result.features.filter((f: any) => f.properties.status === 'confirmed')).toHaveLength(2);
+    const tombParquet = await fetchText(url('format=parquet&include_retracted=true'));
+    expect((await parquetRows(tombParquet.bytes)).find((r) => r.pkey === 'partner-1')).toEqual({ pkey: 'partner-1', status: 'retracted', title: '', text: '', image_url: null });
+    expect((await fetchText(url('format=csv&include_retracted=true'))).text).not.toContain(SECRET);
+    expect((await getJson(`${svc.url}/reports/archive/count?${W}&include_retracted=true`)).body.result.count).toBe(3);
+    expect((await getJson(`${svc.url}/reports/archive/count?${W}&include_retracted=maybe`)).status).toBe(400);
+  }
+
+  it('after DELETE: gone from every format, count, stats, pages and OGC items, also where caches and ETags would have served it', async () => {
+    const del = await fetch(`${svc.url}/feeds/partner/1`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+    expect(del.status).toBe(200);
+    await expectGone();
+  });
+
+  async function partRows() {
+    const parts = (await keysUnder(svc.rt, 'reports/v1/')).filter((k) => k.endsWith('.parquet'));
+    expect(parts.length).toBeGreaterThan(0);
+    const rows = [];
+    for (const key of parts) rows.push(...(await parquetRows((await svc.rt.store.get(key))!.body)));
+    return rows;
+  }
+
+  it('the purge (run with compaction) rewrites the parts without the personal fields; answers stay the same', async () => {
+    expect(JSON.stringify(await partRows())).toContain('Juan');
+    const purge = await purgeRetracted(svc.rt);
+    expect(purge).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
+    expect(JSON.stringify(await partRows())).not.toContain('Juan');
+    // Compaction merges the day and keeps the tombstone.
+    expect((await compact(svc.rt, { fromMs: Date.UTC(2026, 10, 21), toMs: Date.UTC(2026, 10, 21, 23), closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
+    const unpurged = [];
+    for await (const r of svc.rt.ledger.retractions({ unpurgedOnly: true })) unpurged.push(r);
+    expect(unpurged).toEqual([]);
+    const rows = await partRows();
+    expect(rows.find((r) => r.pkey === 'partner-1')).toEqual({ pkey: 'partner-1', status: 'retracted', title: '', text: '', image_url: null });
+    expect(JSON.stringify(rows)).not.toContain('Juan');
+    // Once purged the reader knows it by its status: the same answers as before.
+    await expectGone();
+    // Nothing left to do.
+    expect(await purgeRetracted(svc.rt)).toMatchObject({ retractions: 0, partsRewritten: 0 });
+  });
+});
