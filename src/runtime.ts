@@ -29,6 +29,7 @@ import { Worker } from './worker/worker.js';
 import { WebhookDispatcher } from './events/dispatcher.js';
 import { EventLog } from './events/eventLog.js';
 import { HostPolicy } from './events/hostPolicy.js';
+import { announcingRetractions } from './events/retractions.js';
 
 export interface RuntimeOverrides {
   s3?: S3Client;
@@ -128,6 +129,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const boundaries = new BoundaryRepository(store);
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
   const events = config.queueUrl === 'sqlite:' ? new EventLog(config.dataDir) : undefined;
+  if (events) ledger = announcingRetractions(ledger, events);
   const webhooks = events
     ? new WebhookDispatcher(events, new HostPolicy(config.events.webhookAllowHosts), { ...config.events, concurrency: 16 }, log)
     : undefined;

@@ -128,6 +128,8 @@ export class EventLog implements ArchiveEvents {
       firstSeq: db.prepare("SELECT coalesce(min(seq), 0) AS seq FROM events"),
       createdSince: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ? ORDER BY created_at_ms DESC, pkey LIMIT ?"),
       byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
+      retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
+      dropArchived: db.prepare('DELETE FROM events WHERE key = ?'),
       prune: db.prepare('DELETE FROM events WHERE at_ms < ?'),
       due: db.prepare(
         `SELECT d.*, s.url, s.secret FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
@@ -150,6 +152,18 @@ export class EventLog implements ArchiveEvents {
   async archived(rows: readonly ArchiveRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.record('archived', rows.map(featureOf));
+  }
+
+  /** A retraction: the archived event goes (stream and CAP stop showing it), a `retracted` event is recorded once. */
+  retracted(feature: ReportFeature): void {
+    guardSync(() =>
+      this.db
+        .transaction(() => {
+          this.stmts.dropArchived.run(`archived:${feature.properties.pkey}`);
+          this.record('retracted', [feature]);
+        })
+        .immediate(),
+    );
   }
 
   record(kind: EventKind, features: readonly ReportFeature[]): number {
@@ -232,6 +246,10 @@ export class EventLog implements ArchiveEvents {
   archivedReport(pkey: string): StoredEvent | undefined {
     const row = guardSync(() => this.stmts.byPkey.get(pkey)) as EventRow | undefined;
     return row ? toEvent(row) : undefined;
+  }
+
+  wasRetracted(pkey: string): boolean {
+    return guardSync(() => this.stmts.retracted.get(`retracted:${pkey}`)) !== undefined;
   }
 
   /** Drops events older than the retention; returns how many. */

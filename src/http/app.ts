@@ -21,6 +21,7 @@ import { operationsRouter } from './operations.js';
 import { reportsRouter } from './reports.js';
 import { parseQuery, queryGuard, redactQuery, redactUrl } from './queryGuards.js';
 import { streamRouter } from './stream.js';
+import { capRouter } from './cap.js';
 
 export interface AppOptions {
   apiKeys: readonly ApiKey[];
@@ -34,6 +35,7 @@ const ROUTES: Record<string, string> = {
   '/cities': 'GET, HEAD, OPTIONS',
   '/reports/archive': 'GET, HEAD, OPTIONS',
   '/reports/stream': 'GET, OPTIONS',
+  '/reports/cap.atom': 'GET, HEAD, OPTIONS',
   '/reports/archive/count': 'GET, HEAD, OPTIONS',
   '/reports/archive/stats': 'GET, HEAD, OPTIONS',
   '/reports/:pkey': 'GET, HEAD, OPTIONS',
@@ -109,6 +111,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
   app.use(streamRouter({ events: rt.events, config: rt.config.events, cityCodes }));
+  app.use(capRouter({ events: rt.events, boundaries: rt.boundaries }));
   app.use(
     archiveRouter({
       archive: rt.archive,

@@ -581,6 +581,36 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           },
         },
       },
+      '/reports/cap.atom': {
+        get: {
+          operationId: 'capFeed',
+          summary: 'CAP 1.2 alerts of the last 24 hours, in an Atom feed',
+          description:
+            'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, severity Unknown, certainty Observed, an area naming the barangay and city with a circle at the point. A retracted report leaves the feed.',
+          parameters: [{ name: 'admin', in: 'query', schema: { type: 'string' }, description: 'Only reports of this city code, e.g. PH-QC.' }],
+          responses: {
+            '200': { description: 'The feed.', content: { 'application/atom+xml': { schema: { type: 'string' } } } },
+            '400': badQuery,
+            '429': tooMany,
+            '503': error('CAP is not served on this backend.'),
+          },
+        },
+      },
+      '/reports/{pkey}.cap': {
+        get: {
+          operationId: 'capAlert',
+          summary: 'One report as a CAP 1.2 alert',
+          parameters: [{ name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}-\\d{1,16}$' }, example: 'partner-1' }],
+          responses: {
+            '200': { description: 'The alert.', content: { 'application/cap+xml': { schema: { type: 'string' } } } },
+            '400': error('The path does not name a report.'),
+            '404': error('No alert: the report is not archived, or older than the events kept.'),
+            '410': error('The report was retracted.'),
+            '429': tooMany,
+            '503': error('CAP is not served on this backend.'),
+          },
+        },
+      },
       '/reports/archive/count': {
         get: {
           operationId: 'countArchive',

@@ -1,0 +1,128 @@
+// CAP 1.2 alerts (OASIS Common Alerting Protocol) for archived reports, one alert per report, and
+// the Atom feed that carries them. The fixed values follow the reference deployment's CAP output
+// for floods: category Met, urgency Immediate (it is happening), certainty Observed (a person on
+// the ground reports it), severity Unknown (a report carries no depth or flood level to grade it).
+import { create } from 'xmlbuilder2';
+import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
+import type { ReportFeature } from './feature.js';
+
+export const CAP_NS = 'urn:oasis:names:tc:emergency:cap:1.2';
+const ATOM_NS = 'http://www.w3.org/2005/Atom';
+export const CAP_SENDER = 'flood-archive';
+/** Manila time: CAP's date-times carry an offset and no fractions. */
+const OFFSET_MS = 8 * 3_600_000;
+/** How long an alert stands after the report's time. */
+const EXPIRES_AFTER_MS = 24 * 3_600_000;
+/** Radius of the alert's circle around the reported point, in km. */
+const CIRCLE_KM = 0.1;
+
+/** City and barangay names of the current boundaries. */
+export interface AreaNames {
+  city(code: string): string | undefined;
+  localArea(psgc: string): string | undefined;
+}
+
+export interface CapAlert {
+  feature: ReportFeature;
+  /** When the report was archived (the alert's `sent`). */
+  sentMs: number;
+  /** Absolute URL of the report's own `.cap` document. */
+  url: string;
+}
+
+export function capTime(ms: number): string {
+  return `${new Date(Math.floor(ms / 1000) * 1000 + OFFSET_MS).toISOString().slice(0, 19)}+08:00`;
+}
+
+function areaDesc(f: ReportFeature, names: AreaNames): string {
+  const { instance_region_code: city, local_area_id: area } = f.properties.tags;
+  const cityName = city ? (names.city(city) ?? city) : undefined;
+  const areaName = area ? (names.localArea(area) ?? area) : undefined;
+  if (cityName && areaName) return `${areaName}, ${cityName}`;
+  if (cityName) return cityName;
+  const [lng, lat] = f.geometry.coordinates as [number, number];
+  return `Outside the covered cities (${lat}, ${lng})`;
+}
+
+function headline(f: ReportFeature, names: AreaNames): string {
+  return f.properties.title.trim() !== '' ? f.properties.title : `Flood reported: ${areaDesc(f, names)}`;
+}
+
+function appendAlert(parent: XMLBuilder, alert: CapAlert, names: AreaNames): void {
+  const f = alert.feature;
+  const p = f.properties;
+  const [lng, lat] = f.geometry.coordinates as [number, number];
+  const onset = Date.parse(p.created_at);
+  const a = parent.ele(CAP_NS, 'alert');
+  a.ele('identifier').txt(p.pkey);
+  a.ele('sender').txt(CAP_SENDER);
+  a.ele('sent').txt(capTime(alert.sentMs));
+  a.ele('status').txt('Actual');
+  a.ele('msgType').txt('Alert');
+  a.ele('scope').txt('Public');
+  const info = a.ele('info');
+  info.ele('language').txt('en-US');
+  info.ele('category').txt('Met');
+  info.ele('event').txt('Flood');
+  info.ele('urgency').txt('Immediate');
+  info.ele('severity').txt('Unknown');
+  info.ele('certainty').txt('Observed');
+  info.ele('onset').txt(capTime(onset));
+  info.ele('expires').txt(capTime(onset + EXPIRES_AFTER_MS));
+  info.ele('senderName').txt('Flood report archive');
+  info.ele('headline').txt(headline(f, names));
+  if (p.text.trim() !== '') info.ele('description').txt(p.text);
+  info.ele('web').txt(alert.url);
+  if (p.image_url) {
+    const r = info.ele('resource');
+    r.ele('resourceDesc').txt('photo sent with the report');
+    r.ele('mimeType').txt('image/*');
+    r.ele('uri').txt(p.image_url);
+  }
+  const area = info.ele('area');
+  area.ele('areaDesc').txt(areaDesc(f, names));
+  area.ele('circle').txt(`${lat},${lng} ${CIRCLE_KM}`);
+  if (p.tags.local_area_id) {
+    const g = area.ele('geocode');
+    g.ele('valueName').txt('PSGC');
+    g.ele('value').txt(p.tags.local_area_id);
+  }
+}
+
+const XML_OPTIONS = { version: '1.0', encoding: 'UTF-8', invalidCharReplacement: '' } as const;
+
+/** One report's CAP document. */
+export function capDocument(alert: CapAlert, names: AreaNames): string {
+  const doc = create(XML_OPTIONS);
+  appendAlert(doc, alert, names);
+  return doc.end({ prettyPrint: true });
+}
+
+export interface FeedInfo {
+  /** Absolute URL of the feed itself. */
+  self: string;
+  title: string;
+  /** Reports created from this instant on. */
+  sinceMs: number;
+}
+
+/** An Atom feed with one entry per alert, each entry's content the CAP alert itself. */
+export function capFeed(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number): string {
+  const doc = create(XML_OPTIONS);
+  const root = doc.ele(ATOM_NS, 'feed');
+  root.ele('id').txt(feed.self);
+  root.ele('title').txt(feed.title);
+  root.ele('subtitle').txt(`CAP 1.2 alerts, one per flood report created since ${new Date(feed.sinceMs).toISOString()}`);
+  root.ele('updated').txt(new Date(alerts.reduce((m, a) => Math.max(m, a.sentMs), 0) || nowMs).toISOString());
+  root.ele('author').ele('name').txt('Flood report archive');
+  root.ele('link', { rel: 'self', type: 'application/atom+xml', href: feed.self });
+  for (const alert of alerts) {
+    const entry = root.ele('entry');
+    entry.ele('id').txt(alert.url);
+    entry.ele('title').txt(headline(alert.feature, names));
+    entry.ele('updated').txt(new Date(alert.sentMs).toISOString());
+    entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: alert.url });
+    appendAlert(entry.ele('content', { type: 'application/cap+xml' }), alert, names);
+  }
+  return doc.end({ prettyPrint: true });
+}

@@ -1,0 +1,83 @@
+// CAP 1.2 for alerting systems: GET /reports/cap.atom (an Atom feed of one alert per report created
+// in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
+// the event log the worker writes, so they need no archive query.
+import { Router, type Request } from 'express';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import { HttpError } from '../errors.js';
+import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
+import type { EventLog, StoredEvent } from '../events/eventLog.js';
+import { readQuery, throwIfAny } from './query.js';
+
+const DAY_MS = 86_400_000;
+/** Entries a feed carries at most (the newest). */
+const FEED_LIMIT = 1000;
+const PKEY = /^[a-z][a-z0-9_]{0,31}-\d{1,16}$/;
+
+export interface CapDeps {
+  events: EventLog | undefined;
+  boundaries: BoundaryRepository;
+}
+
+export function capRouter(deps: CapDeps): Router {
+  const router = Router();
+
+  router.get('/reports/cap.atom', async (req, res) => {
+    const { values, details } = readQuery(req, ['admin']);
+    const set = (await deps.boundaries.current()).set;
+    const codes = set.cities.features.map((f) => f.properties.code);
+    if (values.admin !== undefined && !codes.includes(values.admin)) {
+      details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
+    }
+    throwIfAny(details);
+    const events = available(deps);
+    const now = Date.now();
+    const base = baseUrl(req);
+    const names = await areaNames(deps);
+    const alerts = events
+      .createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20)
+      .filter((e) => values.admin === undefined || e.feature.properties.tags.instance_region_code === values.admin)
+      .slice(0, FEED_LIMIT)
+      .map((e) => alertOf(e, base));
+    const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
+    const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${names.city(values.admin) ?? values.admin}`}`;
+    res.set('Cache-Control', 'public, max-age=60').type('application/atom+xml; charset=utf-8');
+    res.send(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, names, now));
+  });
+
+  router.get('/reports/:pkey.cap', async (req, res) => {
+    const pkey = String(req.params.pkey);
+    if (!PKEY.test(pkey)) {
+      throw new HttpError(400, 'The path does not name a report.', [{ in: 'path', field: 'pkey', message: 'must be a report key such as partner-123 (a source, a hyphen, a post_id)' }]);
+    }
+    const events = available(deps);
+    const event = events.archivedReport(pkey);
+    if (!event) {
+      if (events.wasRetracted(pkey)) throw new HttpError(410, `The report ${pkey} was retracted.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
+      throw new HttpError(404, `No alert for ${pkey}: it is not archived, or older than the events kept.`, [{ in: 'path', field: 'pkey', message: 'has no alert' }]);
+    }
+    res.set('Cache-Control', 'public, max-age=300').type('application/cap+xml; charset=utf-8');
+    res.send(capDocument(alertOf(event, baseUrl(req)), await areaNames(deps)));
+  });
+
+  return router;
+}
+
+function available(deps: CapDeps): EventLog {
+  if (!deps.events) throw new HttpError(503, 'CAP alerts are served on the embedded backend only.');
+  return deps.events;
+}
+
+function alertOf(e: StoredEvent, base: string): CapAlert {
+  return { feature: e.feature, sentMs: e.at_ms, url: `${base}/reports/${encodeURIComponent(e.pkey)}.cap` };
+}
+
+function baseUrl(req: Request): string {
+  return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+}
+
+async function areaNames(deps: CapDeps): Promise<AreaNames> {
+  const set = (await deps.boundaries.current()).set;
+  const cities = new Map(set.cities.features.map((f) => [f.properties.code, f.properties.name]));
+  const areas = new Map(set.localAreas.features.map((f) => [f.properties.psgc, f.properties.name]));
+  return { city: (c) => cities.get(c), localArea: (a) => areas.get(a) };
+}

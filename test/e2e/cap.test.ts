@@ -1,0 +1,145 @@
+// CAP 1.2: the Atom feed of the last 24 hours and each report's .cap document validate against
+// the OASIS CAP 1.2 schema (schemas/cap, checked with libxml2's validator built to WebAssembly),
+// carry the fields alerting systems read, and drop a retracted report; a retraction is also
+// announced to webhook subscribers of "retracted".
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { convert } from 'xmlbuilder2';
+import { validateXML } from 'xmllint-wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addSubscription } from '../../src/events/manage.js';
+import { allArchived, API_KEY, eventually, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { pkeysOf, startReceiver, type Receiver } from '../support/webhookReceiver.js';
+
+const XSD = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/cap/CAP-v1.2.xsd');
+const SAN_FERNANDO = { lat: 15.0286, lng: 120.6898 };
+const now = Date.now();
+const recent = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+
+async function validCap(xml: string): Promise<{ valid: boolean; errors: string[] }> {
+  const result = await validateXML({ xml: { fileName: 'alert.xml', contents: xml }, schema: { fileName: 'CAP-v1.2.xsd', contents: await fs.readFile(XSD, 'utf8') } });
+  return { valid: result.valid, errors: result.errors.map((e) => e.message) };
+}
+
+async function getText(url: string): Promise<{ status: number; type: string | null; text: string }> {
+  const res = await fetch(url, { headers: { 'User-Agent': 'flood-tests/1.0' } });
+  return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+}
+
+/** The CAP alerts inside an Atom feed, each as a document of its own. */
+function alertsOf(feed: string): string[] {
+  return [...feed.matchAll(/<alert xmlns="urn:oasis:names:tc:emergency:cap:1\.2">[\s\S]*?<\/alert>/g)].map((m) => `<?xml version="1.0" encoding="UTF-8"?>\n${m[0]}`);
+}
+
+describe('CAP 1.2', () => {
+  let svc: TestService;
+  let hook: Receiver;
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { API_KEYS: `alpha:${API_KEY}`, WEBHOOK_ALLOW_HOSTS: '127.0.0.1' })));
+    if (HAS_SHARED_PH) {
+      const exit = await svc.rt.boundaries.publish({
+        label: 'PSA/NAMRIA',
+        cities: JSON.parse(await fs.readFile(path.join(SHARED_PH, 'cities.geojson'), 'utf8')),
+        localAreas: JSON.parse(await fs.readFile(path.join(SHARED_PH, 'local-areas.geojson'), 'utf8')),
+      });
+      expect(exit.version).toBeTruthy();
+    }
+    hook = await startReceiver();
+    await addSubscription(svc.rt, { url: hook.url, secret: 'a-webhook-secret-of-thirty-two-chars', admins: [], localAreas: [], events: ['retracted'] });
+    const posts = [
+      report(1, { created_at: recent(30), title: 'Baha sa <QMC> & "Elliptical"', text: 'Knee-deep water\nnear the school' }),
+      report(2, { created_at: recent(90), image_url: 'https://images.example.org/2.jpg' }),
+      report(3, { created_at: recent(45), partner_city: 'Pampanga', location: SAN_FERNANDO }),
+      report(4, { created_at: recent(60 * 30) }), // older than a day
+      report(5, { created_at: recent(10), location: { lat: 14.5896, lng: 120.9812 } }), // outside both cities
+    ];
+    for (const body of posts) expect((await postReport(svc.url, body)).status).toBe(201);
+    await allArchived(svc.rt);
+  });
+  afterAll(async () => {
+    await hook?.close();
+    await svc?.stop();
+  });
+
+  it('serves one valid CAP 1.2 alert per report of the last 24 hours, newest first, in an Atom feed', async () => {
+    const res = await getText(`${svc.url}/reports/cap.atom`);
+    expect(res.status).toBe(200);
+    expect(res.type).toBe('application/atom+xml; charset=utf-8');
+    const feed = convert(res.text, { format: 'object' }) as any;
+    expect(feed.feed['@xmlns']).toBe('http://www.w3.org/2005/Atom');
+    const entries = [feed.feed.entry].flat();
+    expect(entries.map((e: any) => e.content.alert.identifier)).toEqual(['partner-5', 'partner-1', 'partner-3', 'partner-2']);
+    expect(entries[0].link['@href']).toBe(`${svc.url}/reports/partner-5.cap`);
+    expect(feed.feed.link['@rel']).toBe('self');
+    const alerts = alertsOf(res.text);
+    expect(alerts).toHaveLength(4);
+    for (const a of alerts) {
+      const check = await validCap(a);
+      expect(check.errors).toEqual([]);
+      expect(check.valid).toBe(true);
+    }
+    const cityOnly = await getText(`${svc.url}/reports/cap.atom?admin=PH-PG`);
+    expect(alertsOf(cityOnly.text).map((a) => /<identifier>(.*)<\/identifier>/.exec(a)![1])).toEqual(['partner-3']);
+  });
+
+  it('serves each report as a .cap document with the reference deployment\'s values', async () => {
+    const res = await getText(`${svc.url}/reports/partner-1.cap`);
+    expect(res.status).toBe(200);
+    expect(res.type).toBe('application/cap+xml; charset=utf-8');
+    expect((await validCap(res.text)).valid).toBe(true);
+    const alert = (convert(res.text, { format: 'object' }) as any).alert;
+    expect(alert).toMatchObject({ identifier: 'partner-1', sender: 'flood-archive', status: 'Actual', msgType: 'Alert', scope: 'Public' });
+    expect(alert.sent).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00$/);
+    expect(alert.info).toMatchObject({ category: 'Met', event: 'Flood', urgency: 'Immediate', severity: 'Unknown', certainty: 'Observed', description: 'Knee-deep water\nnear the school' });
+    // Markup in a partner's title is text, escaped.
+    expect(res.text).toContain('<headline>Baha sa &lt;QMC&gt; &amp; "Elliptical"</headline>');
+    expect(alert.info.area.circle).toBe('14.6516,121.0497 0.1');
+    if (HAS_SHARED_PH) {
+      expect(alert.info.area.areaDesc).toMatch(/, Quezon City$/);
+      expect(alert.info.area.geocode).toMatchObject({ valueName: 'PSGC' });
+    } else {
+      expect(alert.info.area.areaDesc).toBe('Quezon City');
+    }
+    const outside = (convert((await getText(`${svc.url}/reports/partner-5.cap`)).text, { format: 'object' }) as any).alert;
+    expect(outside.info.area.areaDesc).toBe('Outside the covered cities (14.5896, 120.9812)');
+    const photo = await getText(`${svc.url}/reports/partner-2.cap`);
+    expect((await validCap(photo.text)).valid).toBe(true);
+    expect(photo.text).toContain('<uri>https://images.example.org/2.jpg</uri>');
+  });
+
+  it('the schema check fails a document that breaks CAP 1.2', async () => {
+    const good = (await getText(`${svc.url}/reports/partner-3.cap`)).text;
+    expect((await validCap(good)).valid).toBe(true);
+    expect((await validCap(good.replace('<status>Actual</status>', '<status>Real</status>'))).valid).toBe(false);
+    expect((await validCap(good.replace(/<sent>[^<]+<\/sent>/, '<sent>2026-11-21T05:05:00.123Z</sent>'))).valid).toBe(false);
+  });
+
+  it('answers 400, 404 and 405 in the error shape', async () => {
+    const bad = await getJson(`${svc.url}/reports/cap.atom?admin=PH-XX&since=1`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.details.map((d: any) => d.field).sort()).toEqual(['admin', 'since']);
+    expect((await getJson(`${svc.url}/reports/partner-999.cap`)).status).toBe(404);
+    expect((await getJson(`${svc.url}/reports/..%2Fetc.cap`)).status).toBe(400);
+    expect((await fetch(`${svc.url}/reports/cap.atom`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('drops a retracted report from the feed (410 on its .cap) and announces the retraction without its personal fields', async () => {
+    const del = await fetch(`${svc.url}/feeds/partner/1`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+    expect(del.status).toBe(200);
+    expect((await getJson(`${svc.url}/reports/partner-1.cap`)).status).toBe(410);
+    const feed = await getText(`${svc.url}/reports/cap.atom`);
+    expect(feed.text).not.toContain('partner-1');
+    expect(feed.text).not.toContain('Knee-deep');
+    const got = await eventually(async () => (hook.received.length > 0 ? hook.received : undefined), 10_000, 'the retraction webhook');
+    expect(pkeysOf(got[0]!.body)).toEqual(['partner-1']);
+    const event = JSON.parse(got[0]!.body);
+    expect(event.type).toBe('ph.floodarchive.report.retracted.v1');
+    expect(event.data.features[0].properties).toMatchObject({ status: 'retracted', title: '', text: '', image_url: null });
+    // A repeat retraction announces nothing new.
+    await fetch(`${svc.url}/feeds/partner/1`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+    await new Promise((r) => setTimeout(r, 600));
+    expect(new Set(hook.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
+  });
+
+});
