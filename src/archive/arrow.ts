@@ -1,26 +1,11 @@
-// Arrow IPC stream of an archive window: one record batch per UTC day, built with apache-arrow
-// from DuckDB's columns, with the Parquet answer's schema (the same columns and types as pyarrow
-// reads them: created_at in microseconds, report_data as arrow.json, the WKB geometry); the
-// writer streams with Node back-pressure.
+// Arrow IPC stream of an archive window: one record batch per UTC day, with the Parquet answer's
+// schema (the same columns and types as pyarrow reads them: created_at in microseconds,
+// report_data as arrow.json, the WKB geometry). The batches are assembled from buffers DuckDB
+// built (exports.ts), not value by value; the writer streams with Node back-pressure.
 import { PassThrough, Readable, type Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import {
-  Binary,
-  Field,
-  Float64,
-  makeData,
-  RecordBatch,
-  RecordBatchStreamWriter,
-  Schema,
-  Struct,
-  TimestampMicrosecond,
-  Utf8,
-  vectorFromArray,
-  type DataType,
-} from 'apache-arrow';
-import type { ExportColumns as ArrowColumns } from './exports.js';
-
-const STRINGS = ['pkey', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text'] as const;
+import { Binary, Field, Float64, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
+import { STRING_COLUMNS, type ArrowDay, type StringColumn } from './exports.js';
 
 /** The answer's fields, in the Parquet answer's order. */
 const FIELDS: Field[] = (
@@ -49,25 +34,50 @@ const FIELDS: Field[] = (
 });
 const SCHEMA = new Schema(FIELDS);
 
-function toBatch(c: ArrowColumns): RecordBatch {
-  const length = c.pkey.length;
-  const created = BigInt64Array.from(c.created_at as bigint[]);
-  const children = FIELDS.map((field) => {
-    const name = field.name as keyof ArrowColumns;
-    if (name === 'created_at') return makeData({ type: field.type as TimestampMicrosecond, length, nullCount: 0, data: created });
-    if ((STRINGS as readonly string[]).includes(name)) return vectorFromArray(c[name] as (string | null)[], new Utf8()).data[0]!;
-    if (name === 'geometry') return vectorFromArray(c.geometry as (Uint8Array | null)[], new Binary()).data[0]!;
-    return vectorFromArray(c[name] as number[], new Float64()).data[0]!;
+/** 21 bytes a point: little-endian byte order, type 1 (Point), x, y (what GEOMETRY_SQL writes). */
+function wkbPoints(lng: Float64Array, lat: Float64Array): { offsets: Int32Array; data: Uint8Array } {
+  const data = new Uint8Array(lng.length * 21);
+  const view = new DataView(data.buffer);
+  const offsets = new Int32Array(lng.length + 1);
+  for (let i = 0; i < lng.length; i++) {
+    const at = i * 21;
+    data[at] = 1;
+    view.setUint32(at + 1, 1, true);
+    view.setFloat64(at + 5, lng[i]!, true);
+    view.setFloat64(at + 13, lat[i]!, true);
+    offsets[i + 1] = at + 21;
+  }
+  return { offsets, data };
+}
+
+function toBatch(day: ArrowDay): RecordBatch {
+  const { length } = day;
+  const children: Data[] = FIELDS.map((field) => {
+    const name = field.name;
+    if (name === 'created_at') return makeData({ type: field.type as TimestampMicrosecond, length, nullCount: 0, data: day.createdUs });
+    if (name === 'lng' || name === 'lat') return makeData({ type: new Float64(), length, nullCount: 0, data: day[name] });
+    if (name === 'geometry') {
+      const wkb = wkbPoints(day.lng, day.lat);
+      return makeData({ type: new Binary(), length, nullCount: 0, valueOffsets: wkb.offsets, data: wkb.data });
+    }
+    const s = day.strings[name as StringColumn];
+    return makeData({ type: new Utf8(), length, nullCount: s.nullCount, nullBitmap: s.validity, valueOffsets: s.offsets, data: s.data });
   });
   return new RecordBatch(SCHEMA, makeData({ type: new Struct(FIELDS), length, nullCount: 0, children }));
 }
 
-const EMPTY = Object.fromEntries(FIELDS.map((f) => [f.name, []])) as unknown as ArrowColumns;
+const EMPTY: ArrowDay = {
+  length: 0,
+  createdUs: new BigInt64Array(0),
+  lng: new Float64Array(0),
+  lat: new Float64Array(0),
+  strings: Object.fromEntries(STRING_COLUMNS.map((c) => [c, { offsets: new Int32Array(1), data: new Uint8Array(0), validity: undefined, nullCount: 0 }])) as ArrowDay['strings'],
+};
 
-async function* recordBatches(days: AsyncIterable<ArrowColumns>): AsyncIterable<RecordBatch> {
+async function* recordBatches(days: AsyncIterable<ArrowDay>): AsyncIterable<RecordBatch> {
   let wrote = false;
   for await (const day of days) {
-    if (day.pkey.length === 0) continue;
+    if (day.length === 0) continue;
     yield toBatch(day);
     wrote = true;
   }
@@ -76,7 +86,7 @@ async function* recordBatches(days: AsyncIterable<ArrowColumns>): AsyncIterable<
 }
 
 /** The IPC stream bytes (Content-Type application/vnd.apache.arrow.stream). */
-export function arrowStream(days: AsyncIterable<ArrowColumns>): Duplex {
+export function arrowStream(days: AsyncIterable<ArrowDay>): Duplex {
   const writer = RecordBatchStreamWriter.throughNode() as unknown as Duplex;
   const out = new PassThrough();
   // A failed query must fail the response, not leave it hanging.

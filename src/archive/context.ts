@@ -7,6 +7,8 @@ export interface WindowContext {
   db: DuckDb;
   /** Local paths of parts (the store's own files, or the part cache's copies). */
   files(parts: readonly ObjectInfo[]): Promise<string[]>;
+  /** Local paths of the parts' ready texts, undefined for a part that has none. */
+  readyFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
   /** Rendered hours; without it every answer is built by DuckDB. */
   rendered: RenderCache | undefined;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */

@@ -7,6 +7,8 @@ import path from 'node:path';
 import type { Metrics } from '../metrics.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
+class VanishedError extends Error {}
+
 interface Entry {
   file: string;
   size: number;
@@ -49,12 +51,35 @@ export class PartCache {
     return pending;
   }
 
+  /**
+   * A local file with the object's content, or undefined when the store has no such object
+   * (an optional companion of a part, such as its ready texts). Absences are remembered: the
+   * objects are immutable, and one written later comes with a new part (a new key).
+   */
+  async localFileIfPresent(info: ObjectInfo): Promise<string | undefined> {
+    const direct = this.store.localPath(info.key);
+    if (direct) return fs.access(direct).then(() => direct, () => undefined);
+    const id = `${info.key}\n${info.etag}`;
+    if (this.absent.has(id)) return undefined;
+    try {
+      return await this.localFile(info);
+    } catch (err) {
+      if (!(err instanceof VanishedError)) throw err;
+      this.absent.add(id);
+      // Bounded: the oldest absence is forgotten first (it is only asked again).
+      if (this.absent.size > 100_000) this.absent.delete(this.absent.values().next().value!);
+      return undefined;
+    }
+  }
+
+  private readonly absent = new Set<string>();
+
   private async fetch(info: ObjectInfo, name: string): Promise<string> {
     const file = path.join(this.dir, name);
     const tmp = `${file}.${randomUUID()}.tmp`;
     try {
       const got = await this.store.download(info.key, tmp);
-      if (!got) throw new Error(`archive part vanished: ${info.key}`);
+      if (!got) throw new VanishedError(`archive part vanished: ${info.key}`);
       await fs.rename(tmp, file);
     } catch (err) {
       await fs.rm(tmp, { force: true });

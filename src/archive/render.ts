@@ -6,6 +6,8 @@ import { sqlString } from '../duckdb.js';
 import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type Bbox, type WindowQuery } from './query.js';
+import type { ObjectInfo } from '../store/objectStore.js';
+import { READY_SHAPES, readReadyHours, type ReadyShape } from './ready.js';
 import { RenderCache, type RenderedHour } from './renderCache.js';
 import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
 
@@ -128,9 +130,16 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const runs = new Map<number, RenderedHour>();
   const filtered: number[] = [];
   const unrendered: number[] = [];
+  // Whole hours held by one part that has its ready texts: read as they are.
+  const ready = await readyRuns(ctx, day, candidates, query, shape, separator);
+  for (const [hourMs, run] of ready) {
+    if (fits(run)) runs.set(hourMs, run);
+    else filtered.push(hourMs);
+  }
+  const rest = candidates.filter((h) => !ready.has(h));
   // Looked up together: each is a small file read, and waiting for them one by one adds up.
-  const hits = await Promise.all(candidates.map((hourMs) => cache?.get(cacheKey(hourMs))));
-  for (const [i, hourMs] of candidates.entries()) {
+  const hits = await Promise.all(rest.map((hourMs) => cache?.get(cacheKey(hourMs))));
+  for (const [i, hourMs] of rest.entries()) {
     const hit = hits[i];
     if (hit && fits(hit)) runs.set(hourMs, hit);
     else if (cache && !hit) unrendered.push(hourMs);
@@ -159,6 +168,39 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   }
   return { items, bbox, keys: undefined };
 }
+
+/**
+ * The hours of a day answered from ready texts, by hour (an hour of a compacted day without
+ * reports comes back empty): only for unfiltered windows in a ready shape, and only hours whose
+ * reports all sit in one part (a compacted day without later hour parts, or an hour's single
+ * part), so the part's sidecar is the whole answer for them.
+ */
+async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape, separator: string): Promise<Map<number, RenderedHour>> {
+  const out = new Map<number, RenderedHour>();
+  if (!isUnfiltered(query) || query.includeRetracted || separator !== ',' || !(READY_SHAPES as readonly string[]).includes(shape)) return out;
+  // An hour holding a report retracted since its part was written is left to the filtered query.
+  const retracted = new Set((query.retracted ?? []).map((r) => hourOf(r.createdMs)));
+  const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
+  const sourceOf = (hourMs: number) => {
+    const own = partsOfHour.get(hourMs) ?? [];
+    if (day.whole.length === 1 && own.length === 0) return day.whole[0];
+    return day.whole.length === 0 && own.length === 1 ? own[0] : undefined;
+  };
+  const byPart = new Map<ObjectInfo, number[]>();
+  for (const hourMs of candidates) {
+    const part = retracted.has(hourMs) ? undefined : sourceOf(hourMs);
+    if (part) byPart.set(part, [...(byPart.get(part) ?? []), hourMs]);
+  }
+  if (byPart.size === 0) return out;
+  const parts = [...byPart.keys()];
+  const files = await ctx.readyFiles(parts);
+  const hours = parts.flatMap((p, i) => (files[i] ? byPart.get(p)! : []));
+  const found = await readReadyHours(ctx, files.filter((f): f is string => f !== undefined), hours, shape as ReadyShape);
+  for (const hourMs of hours) out.set(hourMs, found.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs });
+  return out;
+}
+
+const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
 
 /** Each hour's items built and joined by DuckDB (bytes: JS only passes them on), by hour. */
 async function queryHours(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, separator: string, clean: boolean): Promise<Map<number, RenderedHour>> {

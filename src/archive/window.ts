@@ -8,10 +8,11 @@ import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { SERVICE_VERSION } from '../version.js';
 import { arrowStream } from './arrow.js';
 import type { WindowContext } from './context.js';
-import { windowColumns, writeWindowParquet, type ExportColumns } from './exports.js';
+import { windowArrowDays, writeWindowParquet, type ArrowDay } from './exports.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
 import { queryKey, type RetractedReport, type WindowQuery } from './query.js';
+import { readyInfoOf } from './ready.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import type { RenderCache } from './renderCache.js';
 import { filteredRows, type FeatureShape } from './sql.js';
@@ -97,14 +98,14 @@ export class Window {
     return writeWindowParquet(this.ctx, this.query, this.days, out);
   }
 
-  /** The Parquet answer's columns, one UTC day at a time, newest first. */
-  columns(): AsyncIterable<ExportColumns> {
-    return windowColumns(this.ctx, this.query, this.days);
+  /** The Parquet answer's columns as Arrow buffers, one UTC day at a time, newest first. */
+  arrowDays(): AsyncIterable<ArrowDay> {
+    return windowArrowDays(this.ctx, this.query, this.days);
   }
 
   /** The window as an Arrow IPC stream, with the Parquet answer's schema. */
   arrow(): Duplex {
-    return arrowStream(this.columns());
+    return arrowStream(this.arrowDays());
   }
 
   /** The filtered rows a month of days at a time: few round trips, bounded memory for de-duplication. */
@@ -131,7 +132,13 @@ export class Archive {
     /** Retracted reports created in [fromMs, toMs] whose parts are not purged yet (from the ledger). */
     private readonly retracted: (fromMs: number, toMs: number) => Promise<RetractedReport[]> = async () => [],
   ) {
-    this.ctx = { db, rendered, signal: undefined, files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))) };
+    this.ctx = {
+      db,
+      rendered,
+      signal: undefined,
+      files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
+      readyFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(readyInfoOf(p)))),
+    };
   }
 
   /**

@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { listWindowParts, type HourParts } from '../archive/parts.js';
+import { backfillReadyTexts, deleteParts, publishPart } from '../archive/ready.js';
 import { mergeParts } from '../archive/rows.js';
 import { DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
@@ -50,8 +51,8 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
     try {
       result.rows += await mergeParts(rt.db, files, out, retracted);
       // New file first, then the old ones go.
-      await rt.store.put(key, await fs.readFile(out));
-      await rt.store.delete(parts.map((p) => p.key));
+      await publishPart(rt, key, out);
+      await deleteParts(rt.store, parts.map((p) => p.key));
       result.partsRemoved += parts.length;
     } finally {
       await fs.rm(out, { force: true });
@@ -64,7 +65,12 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
     result.hoursSeen += hours.length;
     const parts = dayPartitions.flatMap((p) => p.parts);
     if (dayMs + DAY_MS <= options.closedBeforeMs) {
-      if (parts.length < 2) continue;
+      if (parts.length < 2) {
+        // Already one part: it only needs its ready texts if it was written before them.
+        const part = parts[0];
+        if (part) await backfillReadyTexts(rt, part, await rt.cache.localFile(part), path.join(tmpDir, `${randomUUID()}.ready`));
+        continue;
+      }
       await merge(parts, newDayPartKey(dayMs), dayMs);
       result.daysCompacted += 1;
       continue;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
 import { listWindowParts } from '../archive/parts.js';
+import { publishPart } from '../archive/ready.js';
 import { TOMBSTONE } from '../archive/sql.js';
 import { sqlString } from '../duckdb.js';
 import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
@@ -75,7 +76,8 @@ async function rewrite(rt: Runtime, part: ObjectInfo, pkeys: string[], tmpDir: s
       return true;
     });
     if (!holds) return false;
-    await rt.store.put(part.key, await fs.readFile(out));
+    // With its ready texts rewritten first: they never hold a purged report's text.
+    await publishPart(rt, part.key, out);
     return true;
   } finally {
     await fs.rm(out, { force: true });

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeParquet } from '../archive/partWriter.js';
+import { deleteParts, publishPart } from '../archive/ready.js';
 import { listWindowParts } from '../archive/parts.js';
 import { readRows } from '../archive/rows.js';
 import type { ArchiveRow } from '../archive/row.js';
@@ -67,8 +68,8 @@ export async function reprocess(
     try {
       await writeParquet(rt.db, retagged, out);
       // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
-      await rt.store.put(hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), await fs.readFile(out));
-      await rt.store.delete(hour.parts.map((p) => p.key));
+      await publishPart(rt, hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), out);
+      await deleteParts(rt.store, hour.parts.map((p) => p.key));
       result.hoursRewritten += 1;
     } finally {
       await fs.rm(out, { force: true });

@@ -18,6 +18,7 @@ import { hourStart, newPartKey } from '../reports/layout.js';
 import { parsePartnerReport } from '../reports/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
+import { publishPart } from '../archive/ready.js';
 import type { ArchiveRow } from '../archive/row.js';
 import type { ArchiveEvents } from '../events/events.js';
 
@@ -234,8 +235,8 @@ export class Worker {
       try {
         await writeParquet(this.deps.db, rows, file);
         const key = newPartKey(hour);
-        const body = await fs.readFile(file);
-        await this.deps.store.put(key, body);
+        // The part and its ready texts (GeoJSON and TopoJSON serialised once, for readers).
+        const body = await publishPart(this.deps, key, file);
         this.deps.metrics?.partBytes.observe(body.length);
         parts.push(key);
       } finally {

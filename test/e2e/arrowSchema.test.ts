@@ -28,7 +28,11 @@ describe.skipIf(!HAS_PYARROW)('Arrow and Parquet answers', () => {
   beforeAll(async () => {
     svc = await startTestService(await testRuntime(await testConfig('embedded')));
     for (const id of [1, 2, 3]) {
-      const res = await postReport(svc.url, report(id, { created_at: `2026-11-21T0${id}:15:30.123Z`, title: `t${id}`, ...(id === 2 && { image_url: 'https://example.org/a.jpg' }) }));
+      // Multi-byte text and nulls beside values: the string columns' bytes, offsets and validity.
+      const res = await postReport(
+        svc.url,
+        report(id, { created_at: `2026-11-21T0${id}:15:30.123Z`, title: `t${id} Parañaque 🌊`, text: id === 3 ? '' : `baha "${id}"\nsa daan`, ...(id === 2 && { image_url: 'https://example.org/a.jpg' }) }),
+      );
       expect(res.status).toBe(201);
     }
     await allArchived(svc.rt);

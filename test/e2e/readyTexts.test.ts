@@ -1,0 +1,110 @@
+// Ready texts: every part the worker or compaction writes has its reports serialised beside it
+// (ready/v1/, outside the Parquet layout), and answers read from them are byte for byte the
+// answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listWindowParts } from '../../src/archive/parts.js';
+import { readyKeyOf } from '../../src/archive/ready.js';
+import { compact } from '../../src/ops/compact.js';
+import { purgeRetracted } from '../../src/ops/purge.js';
+import { allArchived, API_KEY, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const UA = { 'User-Agent': 'ready-texts-tests/1.0' };
+const FROM = Date.UTC(2026, 10, 18, 0, 0, 0);
+const DAY = 'start=2026-11-18T00:00:00%2B0000&end=2026-11-18T23:59:59%2B0000';
+// Cuts 05:00 (keeps its 05:40 report, leaves out 05:10) and 17:00.
+const CUT = 'start=2026-11-18T05:30:00%2B0800&end=2026-11-19T01:20:00%2B0800';
+const ANSWERS = ['geoformat=geojson', 'geoformat=topojson', 'format=geojson', 'format=topojson'].flatMap((f) => [`${DAY}&${f}`, `${CUT}&${f}`]);
+
+let svc: TestService;
+
+async function text(query: string): Promise<string> {
+  const res = await fetch(`${svc.url}/reports/archive?${query}`, { headers: UA });
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+async function answers(): Promise<string[]> {
+  return Promise.all(ANSWERS.map(text));
+}
+
+/** The answers DuckDB builds when no part has ready texts. */
+async function withoutReadyTexts(): Promise<string[]> {
+  const ready = await keysUnder(svc.rt, 'ready/');
+  const saved = await Promise.all(ready.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));
+  await svc.rt.store.delete(ready);
+  try {
+    return await answers();
+  } finally {
+    for (const [k, body] of saved) await svc.rt.store.put(k, body);
+  }
+}
+
+beforeAll(async () => {
+  // No render cache: every answer is read from ready texts or built by DuckDB.
+  svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { RENDER_CACHE_MAX_BYTES: '0' })));
+  // Three reports an hour, with texts that need escaping, two cities.
+  for (let i = 0; i < 72; i++) {
+    const qc = i % 2 === 0;
+    const body = report(8000 + i, {
+      created_at: new Date(FROM + i * 20 * 60_000 + 10 * 60_000).toISOString(),
+      partner_city: qc ? 'Quezon City' : 'Pampanga',
+      location: qc ? { lat: 14.63, lng: 121.03 + i * 0.0001 } : { lat: 15.03, lng: 120.68 },
+      title: `Baha "${i}" sa kalsada, ñ`,
+      text: i % 3 === 0 ? 'Line one\nline two\\ and a tab\t' : 'Hanggang tuhod',
+    });
+    expect((await postReport(svc.url, body)).status).toBe(201);
+  }
+  await allArchived(svc.rt);
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+describe('ready texts', () => {
+  it('are written beside every part the worker stores, outside the Parquet layout', async () => {
+    const parts = (await listWindowParts(svc.rt.store, FROM, FROM + 86_399_999)).flatMap((h) => h.parts.map((p) => p.key));
+    expect(parts.length).toBeGreaterThanOrEqual(24);
+    const ready = await keysUnder(svc.rt, 'ready/');
+    expect(ready.sort()).toEqual(parts.map(readyKeyOf).sort());
+    expect((await keysUnder(svc.rt, 'reports/')).some((k) => k.startsWith('ready/'))).toBe(false);
+  });
+
+  it('answer byte for byte as DuckDB renders the parts, whole days and cut hours', async () => {
+    const ready = await answers();
+    const built = await withoutReadyTexts();
+    expect(ready).toEqual(built);
+    const cut = JSON.parse(ready[1]!);
+    const times = cut.result.features.map((f: any) => Date.parse(f.properties.created_at));
+    expect(Math.min(...times)).toBeGreaterThanOrEqual(Date.parse('2026-11-17T21:30:00Z'));
+    expect(Math.max(...times)).toBeLessThanOrEqual(Date.parse('2026-11-18T17:20:00Z'));
+    expect(JSON.parse(ready[0]!).result.features).toHaveLength(72);
+  });
+
+  it('never answer a retracted report, and lose its text when the purge rewrites its part', async () => {
+    // Every text the sidecars hold, read back as DuckDB reads them.
+    const readyText = async () => {
+      const files = (await keysUnder(svc.rt, 'ready/')).map((k) => `'${svc.rt.store.localPath(k)!}'`);
+      return svc.rt.db.withConnection(async (conn) => String((await conn.runAndReadAll(`SELECT string_agg(geojson || topojson, '') AS t FROM read_parquet([${files.join(', ')}])`)).getRowObjectsJS()[0]!.t));
+    };
+    // A report of an hour otherwise answered from its part's ready texts.
+    expect(await readyText()).toContain('Baha \\"7\\" sa kalsada');
+    expect((await fetch(`${svc.url}/feeds/partner/8007`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    const gone = await answers();
+    for (const a of gone) expect(a).not.toContain('partner-8007');
+    expect(gone).toEqual(await withoutReadyTexts());
+    expect((await purgeRetracted(svc.rt)).purged).toBe(1);
+    expect(await readyText()).not.toContain('Baha \\"7\\" sa kalsada');
+    expect(await answers()).toEqual(gone);
+  });
+
+  it('follow compaction: the day part gets its own, the hours lose theirs, answers unchanged', async () => {
+    const before = await answers();
+    const result = await compact(svc.rt, { fromMs: FROM, toMs: FROM + 86_399_999, closedBeforeMs: Date.now() });
+    expect(result.daysCompacted).toBe(1);
+    const parts = (await listWindowParts(svc.rt.store, FROM, FROM + 86_399_999)).flatMap((h) => h.parts.map((p) => p.key));
+    expect(parts).toHaveLength(1);
+    expect(await keysUnder(svc.rt, 'ready/')).toEqual([readyKeyOf(parts[0]!)]);
+    expect(await answers()).toEqual(before);
+    expect(await withoutReadyTexts()).toEqual(before);
+  });
+});
