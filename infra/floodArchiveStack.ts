@@ -54,6 +54,8 @@ export class FloodArchiveStack extends Stack {
   readonly scheduler: ecs.FargateService;
   readonly taskRoles: Record<Process, iam.Role>;
   readonly apiKeys: secretsmanager.Secret;
+  /** Archived reports, announced by the worker (SNS_TOPIC_ARN); subscribers filter on `city` and `local_area`. */
+  readonly reportsTopic: sns.Topic;
 
   constructor(scope: Construct, id: string, props: FloodArchiveStackProps) {
     super(scope, id, props);
@@ -61,9 +63,11 @@ export class FloodArchiveStack extends Stack {
 
     this.bucket = archiveBucket(this);
     [this.queue, this.deadLetterQueue] = reportQueues(this, props.queueName ?? 'flood-reports', flushIntervalSeconds);
+    this.reportsTopic = new sns.Topic(this, 'ReportsTopic', { displayName: 'Archived flood reports', enforceSSL: true });
     this.taskRoles = {
       api: taskRole(this, 'ApiTaskRole', apiPermissions(this.bucket, this.queue)),
-      worker: taskRole(this, 'WorkerTaskRole', workerPermissions(this.bucket, this.queue)),
+      // Only the worker announces: it alone knows when parts are durable.
+      worker: taskRole(this, 'WorkerTaskRole', [...workerPermissions(this.bucket, this.queue), allow(['sns:Publish'], [this.reportsTopic.topicArn])]),
       scheduler: taskRole(this, 'SchedulerTaskRole', schedulerPermissions(this.bucket, this.queue, this.deadLetterQueue)),
     };
     // Partner keys. Starts with one generated key; add more (comma-separated) in the secret
@@ -120,7 +124,7 @@ export class FloodArchiveStack extends Stack {
       desiredCount: props.workerDesiredCount ?? 1,
       taskRole: this.taskRoles.worker,
       size: { cpu: 512, memoryLimitMiB: 1024 },
-      container: container('worker', 'worker'),
+      container: { ...container('worker', 'worker'), environment: { ...environment, SNS_TOPIC_ARN: this.reportsTopic.topicArn } },
       // SIGTERM makes the worker flush its buffer; give it the Fargate maximum before SIGKILL.
       stopTimeout: Duration.seconds(120),
     });
@@ -157,6 +161,7 @@ export class FloodArchiveStack extends Stack {
     new CfnOutput(this, 'LoadBalancerUrl', { value: `${lbScheme}://${this.api.loadBalancer.loadBalancerDnsName}` });
     new CfnOutput(this, 'ApiKeysSecretArn', { value: this.apiKeys.secretArn });
     new CfnOutput(this, 'AlarmTopicArn', { value: alarmTopic.topicArn });
+    new CfnOutput(this, 'ReportsTopicArn', { value: this.reportsTopic.topicArn });
   }
 
   /** What ops must hear about: poison messages, a stalled worker, a failing API. */

@@ -3,6 +3,7 @@
 import path from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SNSClient } from '@aws-sdk/client-sns';
 import { Archive } from './archive/window.js';
 import { PartCache } from './archive/partCache.js';
 import { RenderCache } from './archive/renderCache.js';
@@ -30,10 +31,13 @@ import { WebhookDispatcher } from './events/dispatcher.js';
 import { EventLog } from './events/eventLog.js';
 import { HostPolicy } from './events/hostPolicy.js';
 import { announcingRetractions } from './events/retractions.js';
+import { allOf } from './events/events.js';
 
 export interface RuntimeOverrides {
   s3?: S3Client;
   sqs?: SQSClient;
+  /** The SNS client of the archived-reports topic (SNS_TOPIC_ARN). */
+  sns?: SNSClient;
   log?: Logger;
   /** A store built by the caller (tests: a store that fails on purpose). */
   store?: ObjectStore;
@@ -66,7 +70,7 @@ export interface Runtime {
 }
 
 /** The SDK clients the configuration needs; the SDK is loaded only then (the embedded default runs without it). */
-export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?: SQSClient }> {
+export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?: SQSClient; sns?: SNSClient }> {
   // A stalled endpoint (accepts, never answers) must fail calls, not hold them: a bound on
   // connecting, and on silence. S3 bounds idleness only (a part download may take long while
   // it progresses); SQS messages are small, so a whole call is bounded (a long poll passes its own).
@@ -91,6 +95,12 @@ export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?:
             requestHandler: { connectionTimeout: connectTimeoutMs, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true },
           })
         : undefined,
+    sns: config.events.snsTopicArn
+      ? new (await import('@aws-sdk/client-sns')).SNSClient({
+          ...common,
+          requestHandler: { connectionTimeout: connectTimeoutMs, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true },
+        })
+      : undefined,
   };
 }
 
@@ -99,6 +109,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const defaults = overrides.s3 || overrides.sqs ? {} : await awsClients(config);
   const s3 = overrides.s3 ?? defaults.s3;
   const sqs = overrides.sqs ?? defaults.sqs;
+  const sns = overrides.sns ?? defaults.sns;
 
   const store: ObjectStore =
     overrides.store ??
@@ -130,6 +141,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
   const events = config.queueUrl === 'sqlite:' ? new EventLog(config.dataDir) : undefined;
   if (events) ledger = announcingRetractions(ledger, events);
+  const archiveEvents = allOf([
+    ...(events ? [events] : []),
+    ...(config.events.snsTopicArn && sns ? [new (await import('./events/snsPublisher.js')).SnsPublisher(sns, config.events.snsTopicArn)] : []),
+  ]);
   const webhooks = events
     ? new WebhookDispatcher(events, new HostPolicy(config.events.webhookAllowHosts), { ...config.events, concurrency: 16 }, log)
     : undefined;
@@ -143,7 +158,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
       log,
       metrics,
-      ...(events && { events }),
+      ...(archiveEvents && { events: archiveEvents }),
     },
     { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
   );

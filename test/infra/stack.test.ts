@@ -127,9 +127,11 @@ describe('IAM: one least-privilege role per process', () => {
       [logicalId(stack.bucket)]: 'bucket',
       [logicalId(stack.queue)]: 'queue',
       [logicalId(stack.deadLetterQueue)]: 'dlq',
+      [logicalId(stack.reportsTopic)]: 'topic',
     };
     const name = (value: any): string => {
       if (typeof value === 'string') return value;
+      if (value.Ref && names[value.Ref]) return names[value.Ref]!;
       if (value['Fn::GetAtt']?.[1] === 'Arn') return names[value['Fn::GetAtt'][0]] ?? JSON.stringify(value);
       if (value['Fn::Join']) return value['Fn::Join'][1].map(name).join(value['Fn::Join'][0]);
       return JSON.stringify(value);
@@ -211,6 +213,7 @@ describe('IAM: one least-privilege role per process', () => {
         'sqs:ChangeMessageVisibility queue',
         'sqs:GetQueueAttributes queue',
         'sqs:SendMessage queue',
+        'sns:Publish topic',
       ].sort(),
     );
     const worker = stack.taskRoles.worker;
@@ -288,7 +291,11 @@ describe('ECS: one image, three processes', () => {
       { Name: 'FLUSH_INTERVAL_SECONDS', Value: String(FLUSH) },
     ];
     for (const [name, { container }] of Object.entries(containers())) {
-      expect(container.Environment).toEqual(name === 'api' ? [...common, { Name: 'TRUST_PROXY', Value: '1' }, { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' }] : common);
+      const own: Record<string, unknown[]> = {
+        api: [{ Name: 'TRUST_PROXY', Value: '1' }, { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' }],
+        worker: [{ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } }],
+      };
+      expect(container.Environment).toEqual([...common, ...(own[name] ?? [])]);
     }
   });
 
@@ -362,7 +369,7 @@ describe('alarms', () => {
   };
 
   it('raises one alarm per failure mode, each notifying the alarm topic', () => {
-    const topics = Object.keys(template.findResources('AWS::SNS::Topic'));
+    const topics = Object.keys(template.findResources('AWS::SNS::Topic')).filter((id) => id !== logicalId(stack.reportsTopic));
     expect(topics).toHaveLength(1);
     expect(ofType('AWS::CloudWatch::Alarm')).toHaveLength(3);
     for (const a of ofType('AWS::CloudWatch::Alarm')) expect(a.Properties.AlarmActions).toEqual([{ Ref: topics[0] }]);
