@@ -130,19 +130,28 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const runs = new Map<number, RenderedHour>();
   const filtered: number[] = [];
   const unrendered: number[] = [];
-  // Whole hours held by one part that has its ready texts: read as they are.
-  const ready = await readyRuns(ctx, day, candidates, query, shape, separator);
-  for (const [hourMs, run] of ready) {
-    if (fits(run)) runs.set(hourMs, run);
-    else filtered.push(hourMs);
-  }
-  const rest = candidates.filter((h) => !ready.has(h));
   // Looked up together: each is a small file read, and waiting for them one by one adds up.
-  const hits = await Promise.all(rest.map((hourMs) => cache?.get(cacheKey(hourMs))));
-  for (const [i, hourMs] of rest.entries()) {
+  const hits = await Promise.all(candidates.map((hourMs) => cache?.get(cacheKey(hourMs))));
+  const missed: number[] = [];
+  for (const [i, hourMs] of candidates.entries()) {
     const hit = hits[i];
     if (hit && fits(hit)) runs.set(hourMs, hit);
-    else if (cache && !hit) unrendered.push(hourMs);
+    else if (hit) filtered.push(hourMs);
+    else missed.push(hourMs);
+  }
+  // Whole hours held by one part that has its ready texts: read as they are (and kept in the
+  // render cache, whose plain file reads are faster still for the next pull).
+  const ready = await readyRuns(ctx, day, missed, query, shape, separator);
+  await Promise.all(
+    [...ready].map(async ([hourMs, run]) => {
+      const kept = cache ? await cache.put(cacheKey(hourMs), run) : run;
+      if (fits(run)) runs.set(hourMs, kept);
+      else filtered.push(hourMs);
+    }),
+  );
+  for (const hourMs of missed) {
+    if (ready.has(hourMs)) continue;
+    if (cache) unrendered.push(hourMs);
     else filtered.push(hourMs);
   }
   if (cache && unrendered.length > 0) {
