@@ -19,7 +19,7 @@ import { openApiDocument } from './openapi.js';
 import { ogcRouter } from './ogc/router.js';
 import { operationsRouter } from './operations.js';
 import { reportsRouter } from './reports.js';
-import { parseQuery, queryGuard, redactQuery, redactUrl } from './queryGuards.js';
+import { parseQuery, queryGuard, redactUrl } from './queryGuards.js';
 import { streamRouter } from './stream.js';
 import { capRouter } from './cap.js';
 
@@ -79,13 +79,18 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
         return id;
       },
       autoLogging: { ignore: (req) => req.url === '/health' || req.url === '/metrics' },
+      // One short line per request: what ops read (id, method, path, status, time, client) and
+      // no headers, which cost more to serialise than the rest of a post and may carry secrets.
       // A key sent in a URL (refused by queryGuard) must not reach the log either.
       serializers: {
-        req: (req: { url?: string; query?: Record<string, unknown> }) => {
-          if (req.url) req.url = redactUrl(req.url, knownKeys);
-          if (req.query) req.query = redactQuery(req.query, knownKeys);
-          return req;
-        },
+        req: (req: { id?: unknown; method?: string; url?: string; remoteAddress?: string; headers?: Record<string, unknown> }) => ({
+          id: req.id,
+          method: req.method,
+          url: req.url === undefined ? undefined : redactUrl(req.url, knownKeys),
+          remoteAddress: req.remoteAddress,
+          userAgent: req.headers?.['user-agent'],
+        }),
+        res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
       },
     }),
   );

@@ -81,17 +81,6 @@ export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {
   return `${url.slice(0, at)}?${redacted}`;
 }
 
-/** The parsed query, with the same parameters redacted as in redactUrl. */
-export function redactQuery(query: Record<string, unknown>, knownKeys: ReadonlySet<string>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(query).map(([name, value]) => {
-      const values = Array.isArray(value) ? value : [value];
-      const secret = isCredentialName(name) || values.some((v) => knownKeys.has(String(v)));
-      return [name, secret ? '[redacted]' : value];
-    }),
-  );
-}
-
 function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<string>): boolean {
   const decode = (s: string) => {
     try {

@@ -1,9 +1,10 @@
 // The embedded ledger: one SQLite row per accepted report, and its queue message inserted in
-// the same transaction, so an acceptance is whole or absent. Concurrent acceptances share a
-// commit (GroupCommit): one disk flush per batch.
+// the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
+// thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { GroupCommit, guardSync, type Db } from './database.js';
-import type { SqliteQueue } from '../queue/sqliteQueue.js';
+import { guardSync, type Db } from './database.js';
+import { CommitThread } from './commitThread.js';
+import { QUEUE_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, LedgerEntry, QueueEnvelope, ReportId, RetractResult, Retraction, RetractionFilter, RetractionRef, StoredKey } from './ledger.js';
 
 interface ReportRow {
@@ -23,9 +24,19 @@ interface KeyRow {
   revoked_at_ms: number | null;
 }
 
+/**
+ * How long an acceptance waits for another process's write lock: well inside the acceptance
+ * deadline (2 s by default), so a long lock ends in a clean 503 with nothing accepted rather
+ * than in a 503 whose report is committed after the answer.
+ */
+const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
+
+const INSERT_REPORT_SQL = `INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms)
+  VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
+
 export class SqliteLedger implements IngestLedger {
   readonly description: string;
-  private readonly accepts: GroupCommit<IngestRecord, boolean>;
+  private readonly accepts: CommitThread;
   private readonly stmts;
 
   constructor(
@@ -35,10 +46,6 @@ export class SqliteLedger implements IngestLedger {
   ) {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
-      insert: db.prepare(
-        `INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms)
-         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`,
-      ),
       state: db.prepare('SELECT state FROM reports WHERE source = ? AND post_id = ?'),
       record: db.prepare('SELECT record FROM reports WHERE source = ? AND post_id = ?'),
       archive: db.prepare("UPDATE reports SET state = 'archived', archived_at_ms = ? WHERE source = ? AND post_id = ? AND state = 'pending'"),
@@ -65,20 +72,19 @@ export class SqliteLedger implements IngestLedger {
       listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
     };
-    this.accepts = new GroupCommit(db, (record) => this.insert(record));
+    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, sendSql: QUEUE_SEND_SQL, now });
   }
 
-  /** Inside the batch's transaction: the row, and its message only if the row is new. */
-  private insert(record: IngestRecord): boolean {
-    const now = this.now();
-    const body = JSON.stringify(record);
-    const created = this.stmts.insert.run(record.source, record.post_id, record.pkey, Date.parse(record.report.created_at), body, now, now).changes === 1;
-    if (created) this.queue.insert(body, record.pkey, now);
-    return created;
-  }
-
+  /** The row, and its message only if the row is new (first version wins), in one transaction. */
   async accept(record: IngestRecord): Promise<AcceptResult> {
-    return { created: await this.accepts.submit(record), pkey: record.pkey } as AcceptResult;
+    const created = await this.accepts.submit({
+      source: record.source,
+      post_id: record.post_id,
+      pkey: record.pkey,
+      created_at_ms: Date.parse(record.report.created_at),
+      body: JSON.stringify(record),
+    });
+    return { created, pkey: record.pkey } as AcceptResult;
   }
 
   async get(id: ReportId): Promise<IngestRecord | undefined> {
@@ -183,6 +189,7 @@ export class SqliteLedger implements IngestLedger {
   }
 
   close(): void {
+    this.accepts.close();
     this.queue.close();
     if (this.db.open) this.db.close();
   }

@@ -6,6 +6,9 @@ import { guardSync, type Db } from '../ledger/database.js';
 import { pause } from '../pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
+/** Sends one message: (body, pkey, sent_at_ms, visible_at_ms). The ledger's acceptances use it too. */
+export const QUEUE_SEND_SQL = 'INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES (?, ?, ?, ?)';
+
 /** How often a waiting receive looks again (other processes' sends wake nobody). */
 const POLL_MS = 100;
 
@@ -28,7 +31,7 @@ export class SqliteQueue implements Queue {
   ) {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
-      send: db.prepare('INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES (?, ?, ?, ?)'),
+      send: db.prepare(QUEUE_SEND_SQL),
       due: db.prepare('SELECT id, body, pkey, sent_at_ms, receive_count FROM queue WHERE visible_at_ms <= ? ORDER BY visible_at_ms, id LIMIT ?'),
       take: db.prepare('UPDATE queue SET receive_count = receive_count + 1, visible_at_ms = ?, receipt = ? WHERE id = ?'),
       bury: db.prepare('INSERT INTO dead_letters (id, body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, ?, ?, ?)'),

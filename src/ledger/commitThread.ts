@@ -1,0 +1,144 @@
+// The embedded ledger's acceptances, committed on a thread of their own. With
+// synchronous=FULL a commit waits for the disk; on the event loop that wait stalled every
+// request in the process. Here it does not: acceptances that arrive while one commit is on its
+// way to the disk form the next batch (group commit), so a flush costs one fsync per batch.
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { UnavailableError } from '../errors.js';
+
+/** One acceptance: the report's ledger row, and the queue message sent if the row is new. */
+export interface AcceptRow {
+  source: string;
+  post_id: number;
+  pkey: string;
+  created_at_ms: number;
+  /** The IngestRecord as JSON: the row's record and the message's body. */
+  body: string;
+}
+
+export interface CommitThreadOptions {
+  file: string;
+  busyTimeoutMs: number;
+  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, post_id, pkey, created_at_ms, record, accepted_at_ms, enqueued_at_ms). */
+  insertSql: string;
+  /** INSERT into queue: (body, pkey, sent_at_ms, visible_at_ms). */
+  sendSql: string;
+  now?: () => number;
+}
+
+// Plain JavaScript, evaluated in the thread: the same code runs under the compiled service and
+// under the test runner, which cannot hand TypeScript to a worker thread.
+const THREAD = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
+db.pragma('journal_mode = WAL');
+db.pragma('synchronous = FULL');
+const insert = db.prepare(workerData.insertSql);
+const send = db.prepare(workerData.sendSql);
+const commit = db.transaction((rows, now) =>
+  rows.map((r) => {
+    const created = insert.run(r.source, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1;
+    if (created) send.run(r.body, r.pkey, now, now);
+    return created;
+  }),
+);
+parentPort.on('message', ({ id, rows, now }) => {
+  try {
+    parentPort.postMessage({ id, created: commit.immediate(rows, now) });
+  } catch (err) {
+    parentPort.postMessage({ id, error: { code: err && err.code, message: String(err && err.message) } });
+  }
+});
+`;
+
+const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
+
+interface Waiting {
+  row: AcceptRow;
+  resolve: (created: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
+type Reply = { id: number; created: boolean[] } | { id: number; error: { code?: string; message: string } };
+
+export class CommitThread {
+  private worker: Worker | undefined;
+  private queued: Waiting[] = [];
+  private inFlight: { id: number; batch: Waiting[] } | undefined;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly options: CommitThreadOptions) {}
+
+  /** Resolves after the row (and its message, if new) are committed: true if the row is new. */
+  submit(row: AcceptRow): Promise<boolean> {
+    if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));
+    return new Promise<boolean>((resolve, reject) => {
+      this.queued.push({ row, resolve, reject });
+      this.pump();
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    const worker = this.worker;
+    this.worker = undefined;
+    this.fail(new UnavailableError('storage', 'ledger closed'));
+    void worker?.terminate();
+  }
+
+  private pump(): void {
+    if (this.inFlight || this.queued.length === 0) return;
+    const batch = this.queued;
+    this.queued = [];
+    const id = this.nextId++;
+    this.inFlight = { id, batch };
+    const worker = this.thread();
+    // Held only while a commit is under way: an idle thread never keeps the process alive.
+    worker.ref();
+    worker.postMessage({ id, rows: batch.map((w) => w.row), now: (this.options.now ?? Date.now)() });
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const { file, busyTimeoutMs, insertSql, sendSql } = this.options;
+    const worker = new Worker(THREAD, { eval: true, workerData: { driver: DRIVER, file, busyTimeoutMs, insertSql, sendSql } });
+    worker.on('message', (reply: Reply) => this.settle(reply));
+    // A thread that dies (it cannot open the file, or crashed) fails what it held; the next
+    // acceptance starts another.
+    const lost = (err: unknown) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.fail(new UnavailableError('storage', 'ledger unavailable (commit thread stopped)', { cause: err }));
+    };
+    worker.on('error', lost);
+    worker.on('exit', (code) => lost(new Error(`exit ${code}`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  private settle(reply: Reply): void {
+    const flight = this.inFlight;
+    if (!flight || flight.id !== reply.id) return;
+    this.inFlight = undefined;
+    this.worker?.unref();
+    if ('error' in reply) {
+      // As guardSync on the event loop: SQLite's own failures (busy, full, read-only, corrupt,
+      // I/O) are the ledger being unavailable; anything else is a fault in this code.
+      const { code, message } = reply.error;
+      const err = typeof code === 'string' && /^(SQLITE_|E[A-Z]+$)/.test(code) ? new UnavailableError('storage', `ledger unavailable (${code})`) : new Error(message);
+      for (const w of flight.batch) w.reject(err);
+    } else {
+      flight.batch.forEach((w, i) => w.resolve(reply.created[i]!));
+    }
+    this.pump();
+  }
+
+  private fail(err: unknown): void {
+    const waiting = [...(this.inFlight?.batch ?? []), ...this.queued];
+    this.inFlight = undefined;
+    this.queued = [];
+    for (const w of waiting) w.reject(err);
+  }
+}
