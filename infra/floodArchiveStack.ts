@@ -264,7 +264,7 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
   return [
     // ListBucket also makes a HEAD on a missing key answer 404 rather than 403.
     allow(['s3:ListBucket'], [bucket.bucketArn]),
-    allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'cities')),
+    allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'ready', 'cities')),
     allow(['s3:PutObject'], objects(bucket, 'ingest')),
     // The generated key of pagination cursors, created once by the first API task (src/cursorSecret.ts).
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
@@ -279,7 +279,8 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
     allow(['s3:GetObject'], objects(bucket, 'ingest')),
     allow(['s3:DeleteObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`)]),
     allow(['s3:GetObject'], objects(bucket, 'cities')),
-    allow(['s3:PutObject'], objects(bucket, 'reports', 'dead-letter')),
+    // Each part with its ready texts (ready/: the reports serialised once, for readers).
+    allow(['s3:PutObject'], objects(bucket, 'reports', 'ready', 'dead-letter')),
     // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,
     // and creates (If-None-Match) an idempotency key the API never got to write.
     allow(['s3:PutObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`), bucket.arnForObjects(`${IDEMPOTENCY_PREFIX}*`)]),
@@ -294,7 +295,7 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
 function schedulerPermissions(bucket: s3.IBucket, queue: sqs.IQueue, deadLetterQueue: sqs.IQueue): iam.PolicyStatement[] {
   return [
     allow(['s3:ListBucket'], [bucket.bucketArn]),
-    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ingest', 'cities', 'jobs')),
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'ingest', 'cities', 'jobs')),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
     // `dlq list` finds the queue by name and makes what it peeked at visible again; `dlq redrive` deletes.
     allow(

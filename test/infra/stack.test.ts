@@ -179,6 +179,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:ListBucket bucket',
         's3:GetObject bucket/ingest/*',
         's3:GetObject bucket/reports/*',
+        's3:GetObject bucket/ready/*',
         's3:GetObject bucket/cities/*',
         's3:PutObject bucket/ingest/*',
         's3:GetObject bucket/secrets/cursor-key',
@@ -205,6 +206,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:DeleteObject bucket/ingest/pending/*',
         's3:GetObject bucket/cities/*',
         's3:PutObject bucket/reports/*',
+        's3:PutObject bucket/ready/*',
         's3:PutObject bucket/dead-letter/*',
         's3:PutObject bucket/ingest/pending/*',
         's3:PutObject bucket/ingest/keys/*',
@@ -218,6 +220,9 @@ describe('IAM: one least-privilege role per process', () => {
     );
     const worker = stack.taskRoles.worker;
     expect(allows(worker, 's3:PutObject', part)).toBe(true);
+    // A part's ready texts are written with it, and read by the API.
+    expect(allows(worker, 's3:PutObject', part.replace('/reports/', '/ready/'))).toBe(true);
+    expect(allows(stack.taskRoles.api, 's3:GetObject', part.replace('/reports/', '/ready/'))).toBe(true);
     expect(allows(worker, 's3:DeleteObject', marker)).toBe(true);
     expect(allows(worker, 's3:PutObject', marker)).toBe(true);
     // Reconciliation creates a key the API never got to write; deleting one stays out of reach.
@@ -230,7 +235,7 @@ describe('IAM: one least-privilege role per process', () => {
   });
 
   it('scheduler: read/write/delete on reports, ingest, cities and job leases; redrives the dead-letter queue', () => {
-    const objectGrants = ['reports', 'ingest', 'cities', 'jobs'].flatMap((prefix) =>
+    const objectGrants = ['reports', 'ready', 'ingest', 'cities', 'jobs'].flatMap((prefix) =>
       ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'].map((action) => `${action} bucket/${prefix}/*`),
     );
     expect(grants(stack.taskRoles.scheduler)).toEqual(
