@@ -157,7 +157,22 @@ const pct = (xs: number[], p: number) => {
 };
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + '%2B0000';
 
-async function archiveScenarios(server: Server, label: string): Promise<void> {
+/** A file of `bytes` bytes for the wire floor (incompressible content, not that loopback compresses). */
+async function floorFile(file: string, bytes: number): Promise<void> {
+  const chunk = randomBytes(1 << 20);
+  const out = fs.createWriteStream(file);
+  for (let written = 0; written < bytes; written += chunk.length) {
+    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((r) => out.end(() => r()));
+}
+
+/**
+ * Archive answers per window and format, cold and warm side by side: cold is the first pull
+ * after a restart with empty caches (render, answer and part caches); warm the p50 of the
+ * repeats that follow. Beside them, the wire floor for the same number of bytes.
+ */
+async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string): Promise<void> {
   const windows: [string, number, number][] = [
     ['1 day', 86_400_000, QUICK ? 5 : 10],
     ['1 week', 7 * 86_400_000, QUICK ? 5 : 10],
@@ -166,11 +181,13 @@ async function archiveScenarios(server: Server, label: string): Promise<void> {
   ];
   const rows: Row[] = [];
   const countRows: Row[] = [];
+  const sizes: { row: Row; bytes: number; cold: number; warm: number }[] = [];
+  let server = await start();
   for (const [name, span, iterations] of windows) {
     // Windows end in the storm season, where the archive is busiest.
     const end = Math.min(END_MS, START_MS + Math.floor(DAYS * 0.8) * 86_400_000 + span / 2);
-    const start = Math.max(START_MS, end - span + 1);
-    const q = `start=${iso(start)}&end=${iso(end)}`;
+    const startMs = Math.max(START_MS, end - span + 1);
+    const q = `start=${iso(startMs)}&end=${iso(end)}`;
     const countTimes: number[] = [];
     let count = 0;
     for (let i = 0; i < iterations; i++) {
@@ -180,34 +197,79 @@ async function archiveScenarios(server: Server, label: string): Promise<void> {
       countTimes.push(performance.now() - t0);
     }
     countRows.push({ window: name, reports: count, 'p50 ms': Math.round(pct(countTimes, 50)), 'p95 ms': Math.round(pct(countTimes, 95)) });
-    for (const format of ['geojson', 'topojson', 'parquet'] as const) {
-      const param = format === 'parquet' ? 'format=parquet' : `geoformat=${format}`;
-      const times: number[] = [];
-      let bytes = 0;
+    for (const format of ['geojson', 'topojson', 'csv', 'parquet', 'arrow'] as const) {
+      const param = format === 'geojson' || format === 'topojson' ? `geoformat=${format}` : `format=${format}`;
+      // Cold: a new process, every cache emptied.
+      await server.stop();
+      await fsp.rm(cacheDir, { recursive: true, force: true });
+      server = await start();
       resetPeakRss(server.pid);
+      const cold = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
+      const coldRss = peakRssMb(server.pid);
+      const times: number[] = [];
       for (let i = 0; i < iterations; i++) {
         const r = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
         if (r.status !== 200) log(`${label} ${name} ${format}: HTTP ${r.status}`);
         times.push(r.ms);
-        bytes = r.bytes;
       }
-      const p50 = pct(times, 50);
-      rows.push({
+      const warm = pct(times, 50);
+      const row: Row = {
         window: name,
         format,
         reports: count,
-        'p50 ms': Math.round(p50),
-        'p95 ms': Math.round(pct(times, 95)),
-        'features/s': Math.round(count / (p50 / 1000)),
-        'MB/s': Math.round((bytes / 1e6 / (p50 / 1000)) * 10) / 10,
-        'MB': Math.round((bytes / 1e6) * 10) / 10,
-        'peak RSS MB': Math.round(peakRssMb(server.pid)),
-      });
-      log(`${label} ${name} ${format}: p50 ${Math.round(p50)} ms, ${count} reports, ${Math.round(bytes / 1e6)} MB`);
+        MB: Math.round((cold.bytes / 1e6) * 10) / 10,
+        'cold ms': Math.round(cold.ms),
+        'warm p50 ms': Math.round(warm),
+        'cold features/s': Math.round(count / (cold.ms / 1000)),
+        'warm features/s': Math.round(count / (warm / 1000)),
+        'cold peak RSS MB': Math.round(coldRss),
+      };
+      rows.push(row);
+      sizes.push({ row, bytes: cold.bytes, cold: cold.ms, warm });
+      log(`${label} ${name} ${format}: cold ${Math.round(cold.ms)} ms, warm p50 ${Math.round(warm)} ms, ${count} reports, ${Math.round(cold.bytes / 1e6)} MB`);
     }
   }
-  results.push({ scenario: `archive (${label})`, rows });
+  await server.stop();
+  // The wire floor: the same bytes through the same HTTP stack, p50 of three.
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-floor-'));
+  const file = path.join(dir, 'floor.bin');
+  await floorFile(file, Math.max(...sizes.map((s) => s.bytes)));
+  const floor = await startFloor(file);
+  for (const s of sizes) {
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) times.push((await timedGet(`${floor.url}/bytes/${s.bytes}`)).ms);
+    const ms = pct(times, 50);
+    s.row['floor ms'] = Math.round(ms * 10) / 10;
+    s.row['cold/floor'] = Math.round((s.cold / ms) * 10) / 10;
+    s.row['warm/floor'] = Math.round((s.warm / ms) * 10) / 10;
+  }
+  await floor.stop();
+  await fsp.rm(dir, { recursive: true, force: true });
+  results.push({ scenario: `archive, cold (first pull after a restart, caches empty) and warm (p50 of repeats) (${label})`, rows });
   results.push({ scenario: `count (${label})`, rows: countRows });
+}
+
+async function startFloor(file: string): Promise<Server> {
+  const child = spawn(process.execPath, [path.join(root, 'dist', 'bench', 'wireFloor.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`wire floor exited with ${code}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
 }
 
 /**
@@ -350,14 +412,27 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     const compacted = await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir });
     const seconds = (performance.now() - t) / 1000;
     const after = await storeBytes(path.join(storeDir, 'reports'));
+    const ready = await storeBytes(path.join(storeDir, 'ready'));
     results.push({
-      scenario: 'compaction (closed days into one part each)',
-      rows: [{ days: Number(compacted.daysCompacted), 'parts before': built.parts, 'parts after': after.files, 'MB': Math.round(after.bytes / 1e5) / 10, 'bytes/report': Math.round((after.bytes / REPORTS) * 10) / 10, 'compaction s': Math.round(seconds) }],
+      scenario: 'compaction (closed days into one part each, with their ready texts)',
+      rows: [
+        {
+          days: Number(compacted.daysCompacted),
+          'parts before': built.parts,
+          'parts after': after.files,
+          'MB': Math.round(after.bytes / 1e5) / 10,
+          'bytes/report': Math.round((after.bytes / REPORTS) * 10) / 10,
+          'ready texts MB': Math.round(ready.bytes / 1e5) / 10,
+          'ready bytes/report': Math.round((ready.bytes / REPORTS) * 10) / 10,
+          'compaction s': Math.round(seconds),
+        },
+      ],
     });
   }
 
-  const embedded = await startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
-  await archiveScenarios(embedded, 'embedded');
+  const serveEmbedded = () => startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
+  await archiveScenarios(serveEmbedded, path.join(dataDir, 'cache'), 'embedded');
+  const embedded = await serveEmbedded();
   results.push({ scenario: 'stats (embedded)', rows: await statsScenario(embedded.url, START_MS, DAYS) });
   results.push({ scenario: 'explorer page load (embedded)', rows: await pageScenario(embedded.url, START_MS, DAYS) });
   await embedded.stop();
@@ -369,7 +444,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     const uploaded = await uploadToS3(storeDir, emulator.address, 'flood-bench');
     log(`uploaded ${uploaded} objects to the emulator in ${Math.round((performance.now() - t) / 1000)} s`);
     const s3Data = path.join(dir, 's3-data');
-    const server = await startServer('serve', {
+    const serveS3 = () => startServer('serve', {
       DATA_DIR: s3Data,
       STORAGE_URL: 's3://flood-bench/',
       QUEUE_URL: `http://sqs.us-east-1.localhost:${emulator.port}/000000000000/flood-bench`,
@@ -378,8 +453,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
       AWS_SECRET_ACCESS_KEY: 'bench',
       RATE_LIMIT_READ_PER_MINUTE: '100000000',
     });
-    await archiveScenarios(server, 's3 via emulator, part cache warm after the first run');
-    await server.stop();
+    await archiveScenarios(serveS3, path.join(s3Data, 'cache'), 's3 via emulator (cold: parts fetched from the store)');
     await emulator.stop();
   }
 
