@@ -171,23 +171,25 @@ export class EventLog implements ArchiveEvents {
     const added = guardSync(() =>
       this.db
         .transaction(() => {
-          const fresh: ReportFeature[] = [];
+          // Each feature is serialised once, whatever number of subscriptions carry it.
+          const fresh: { f: ReportFeature; json: string }[] = [];
           for (const f of features) {
             const p = f.properties;
             const [lng, lat] = f.geometry.coordinates as [number, number];
+            const json = JSON.stringify(f);
             const inserted = this.stmts.insertEvent.run(
               `${kind}:${p.pkey}`, kind, p.pkey, p.tags.instance_region_code, p.tags.local_area_id,
-              Date.parse(p.created_at), lng, lat, now, JSON.stringify(f),
+              Date.parse(p.created_at), lng, lat, now, json,
             ).changes;
-            if (inserted === 1) fresh.push(f);
+            if (inserted === 1) fresh.push({ f, json });
           }
           if (fresh.length === 0) return 0;
           for (const s of this.subscriptionsNow()) {
             if (!s.events.includes(kind)) continue;
-            const matching = fresh.filter((f) => matches(s, f));
+            const matching = fresh.filter(({ f }) => matches(s, f));
             for (let i = 0; i < matching.length; i += MAX_BATCH) {
               const batch = matching.slice(i, i + MAX_BATCH);
-              this.stmts.addDelivery.run(ulid(now), s.id, kind, now, JSON.stringify(batch), batch.length, now);
+              this.stmts.addDelivery.run(ulid(now), s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
             }
           }
           return fresh.length;
