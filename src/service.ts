@@ -6,6 +6,7 @@ import type { ApiKey } from './apiKeys.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/server.js';
 import type { Runtime } from './runtime.js';
+import { sweepCrashLeftovers } from './store/leftovers.js';
 
 export interface ServiceOptions {
   api: boolean;
@@ -42,6 +43,12 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   if (options.worker) {
     rt.worker.start();
     rt.webhooks?.start();
+    // What a killed process left half-written; in the background, as reconciliation.
+    setImmediate(() => {
+      sweepCrashLeftovers(rt.config)
+        .then((swept) => swept.removed > 0 && rt.log.info(swept, 'removed files left by an interrupted process'))
+        .catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not sweep leftover temporary files'));
+    });
   }
 
   let server: Server | undefined;

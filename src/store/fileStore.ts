@@ -11,6 +11,11 @@ import { UnavailableError } from '../errors.js';
 import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
+
+/** Whether a file name is one of this store's temporary files (never a stored object). */
+export function isTemporaryName(name: string): boolean {
+  return name.includes(TMP_MARK);
+}
 // Writing, linking and closing are page-cache operations of microseconds, done
 // synchronously; flushing, which waits for the disk, goes to the thread pool.
 const fsyncFd = promisify(fsync);

@@ -1,0 +1,58 @@
+// Files a killed process leaves behind: the file store's temporary files (`<key>.tmp-<random>`,
+// written then renamed into place) and the worker's Parquet files in the making under
+// DATA_DIR/tmp. Nothing reads them; swept once they are older than any write in progress
+// could be, so a second process on the same directory never loses a file it is writing.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { isTemporaryName } from './fileStore.js';
+
+/** Older than this, a temporary file belongs to no live write (a write takes seconds). */
+export const LEFTOVER_AGE_MS = 15 * 60_000;
+
+export interface SweepResult {
+  removed: number;
+  bytes: number;
+}
+
+/**
+ * Removes, under each root, files older than `olderThanMs` that `isLeftover` names; walks the
+ * tree one directory at a time (a year of hourly partitions is some 9,000 directories).
+ */
+export async function sweepLeftovers(
+  roots: readonly string[],
+  isLeftover: (name: string, dir: string) => boolean,
+  olderThanMs = LEFTOVER_AGE_MS,
+  now = Date.now(),
+): Promise<SweepResult> {
+  const result: SweepResult = { removed: 0, bytes: 0 };
+  const walk = async (dir: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch {
+      return; // absent, or removed meanwhile
+    }
+    for (const e of entries) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        await walk(full);
+      } else if (isLeftover(e.name, dir)) {
+        const stat = await fs.stat(full).catch(() => undefined);
+        if (!stat || now - stat.mtimeMs < olderThanMs) continue;
+        await fs.rm(full, { force: true });
+        result.removed += 1;
+        result.bytes += stat.size;
+      }
+    }
+  };
+  for (const root of roots) await walk(root);
+  return result;
+}
+
+/** The store's temporary files (embedded backend) and everything stale under DATA_DIR/tmp. */
+export function sweepCrashLeftovers(config: Config, olderThanMs = LEFTOVER_AGE_MS): Promise<SweepResult> {
+  const tmp = path.join(config.dataDir, 'tmp');
+  const roots = [tmp, ...(config.storageUrl.startsWith('file://') ? [config.storageUrl.slice('file://'.length)] : [])];
+  return sweepLeftovers(roots, (name, dir) => isTemporaryName(name) || dir === tmp || dir.startsWith(tmp + path.sep), olderThanMs);
+}

@@ -1,0 +1,38 @@
+// Files a kill -9 leaves half-written: swept when a worker starts, once no write in progress
+// could own them; objects, and a temporary file young enough to be another process's write, stay.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { eventually, startTestService, testConfig, testRuntime } from '../support/env.js';
+
+async function plant(file: string, ageMs: number): Promise<string> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, 'x'.repeat(1000));
+  const when = new Date(Date.now() - ageMs);
+  await fs.utimes(file, when, when);
+  return file;
+}
+
+const exists = (file: string) => fs.access(file).then(() => true, () => false);
+
+describe('leftovers of a killed process', () => {
+  it('are removed when a worker starts; stored objects and young temporary files are kept', async () => {
+    const config = await testConfig('embedded');
+    const root = config.storageUrl.slice('file://'.length);
+    const hour = path.join(root, 'reports/v1/year=2026/month=11/day=20/hour=05');
+    const hourAgo = 3_600_000;
+    const staleTemp = await plant(path.join(hour, 'part-01JZZZZZZZZZZZZZZZZZZZZZZZ.parquet.tmp-0a1b2c3d4e5f'), hourAgo);
+    const staleFlush = await plant(path.join(config.dataDir, 'tmp/worker/flush-4f1c.parquet'), hourAgo);
+    const youngTemp = await plant(path.join(hour, 'part-01JYYYYYYYYYYYYYYYYYYYYYYY.parquet.tmp-ffeeddccbbaa'), 5_000);
+    const oldObject = await plant(path.join(root, 'jobs/compact/2026-11-19.json'), 30 * 86_400_000);
+
+    const svc = await startTestService(await testRuntime(config), { worker: true, reconcile: false });
+    try {
+      await eventually(async () => (!(await exists(staleTemp)) && !(await exists(staleFlush)) ? true : undefined), 10_000, 'the stale files to go');
+      expect(await exists(youngTemp)).toBe(true);
+      expect(await exists(oldObject)).toBe(true);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
