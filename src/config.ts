@@ -20,6 +20,8 @@ export interface Config {
   /** Partner keys from API_KEYS, named; with none here nor in the ledger, one is generated under dataDir at start. */
   apiKeys: ApiKey[];
   flushIntervalSeconds: number;
+  /** How long after a change is named it is surely visible: a sync's watermark is now minus this. */
+  syncSettleMs: number;
   archiveMaxWindowMs: number;
   cacheDir: string;
   cacheMaxBytes: number;
@@ -92,6 +94,7 @@ const envSchema = {
     AWS_ENDPOINT_URL: { type: 'string', pattern: '^https?://.+' },
     API_KEYS: { type: 'string', pattern: `^\\s*${API_KEY_ENTRY}\\s*(,\\s*${API_KEY_ENTRY}\\s*)*$` },
     FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    SYNC_SETTLE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
@@ -186,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     awsEndpointUrl: v.AWS_ENDPOINT_URL === undefined ? undefined : String(v.AWS_ENDPOINT_URL),
     apiKeys: v.API_KEYS === undefined ? [] : parseApiKeys(String(v.API_KEYS)),
     flushIntervalSeconds,
+    syncSettleMs: Number(v.SYNC_SETTLE_SECONDS ?? 60) * 1000,
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),

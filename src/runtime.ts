@@ -18,7 +18,7 @@ import { Metrics } from './metrics.js';
 import { openLedgerDb } from './ledger/database.js';
 import type { IngestLedger } from './ledger/ledger.js';
 import { importLegacyLayout } from './ledger/legacyImport.js';
-import { unpurgedRetractions } from './ledger/retractions.js';
+import { archiveStates, ChangeLog } from './archive/changes.js';
 import { ObjectLedger } from './ledger/objectLedger.js';
 import { SqliteLedger } from './ledger/sqliteLedger.js';
 import type { Queue } from './queue/queue.js';
@@ -148,6 +148,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const webhooks = events
     ? new WebhookDispatcher(events, new HostPolicy(config.events.webhookAllowHosts), { ...config.events, concurrency: 16 }, log)
     : undefined;
+  const changes = new ChangeLog(store, config.syncSettleMs);
   const worker = new Worker(
     {
       store,
@@ -159,6 +160,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       log,
       metrics,
       ...(archiveEvents && { events: archiveEvents }),
+      changes,
     },
     { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
   );
@@ -173,9 +175,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     boundaries,
     intake: new Intake(ledger),
     reconciler: new Reconciler(ledger, log),
-    archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics), (fromMs, toMs) =>
-      unpurgedRetractions(ledger, fromMs, toMs),
-    ),
+    archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics), archiveStates(ledger, changes)),
     answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,

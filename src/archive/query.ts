@@ -35,6 +35,13 @@ export interface WindowQuery {
    * set by `Archive.open` from the ledger, so they leave every answer at once.
    */
   retracted?: readonly RetractedReport[] | undefined;
+  /**
+   * Only the reports whose archived row or state changed after this instant (late arrivals,
+   * retractions as tombstones), whatever their created_at inside the window.
+   */
+  updatedAfterMs?: number | undefined;
+  /** The reports changed in (updatedAfterMs, watermark]: set by `Archive.open`. */
+  changed?: readonly RetractedReport[] | undefined;
   /** One report by its key (GET /reports/{pkey}). */
   pkey?: string | undefined;
   /** At most this many reports (a page); undefined: the whole window. */
@@ -43,7 +50,7 @@ export interface WindowQuery {
 
 /** No filter but the window: an hour inside it is answered whole (and may come from the render cache). */
 export function isUnfiltered(query: WindowQuery): boolean {
-  return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined;
+  return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined;
 }
 
 /**
@@ -52,5 +59,5 @@ export function isUnfiltered(query: WindowQuery): boolean {
  */
 export function queryKey(query: WindowQuery): string {
   return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null, query.pkey ?? null,
-    query.includeRetracted === true, (query.retracted ?? []).map((r) => r.pkey).sort()]);
+    query.includeRetracted === true, (query.retracted ?? []).map((r) => r.pkey).sort(), query.changed ? query.changed.map((r) => r.pkey).sort() : null]);
 }

@@ -44,6 +44,11 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
     values.pkey = query.pkey;
     types.pkey = VARCHAR;
   }
+  if (query.changed !== undefined) {
+    where.push('list_contains($changed, pkey)');
+    values.changed = listValue(query.changed.map((r) => r.pkey));
+    types.changed = LIST(VARCHAR);
+  }
   const receivedBefore = query.after?.receivedBeforeMs ?? query.receivedBeforeMs;
   if (receivedBefore !== undefined) {
     where.push('received_at <= $receivedBefore');

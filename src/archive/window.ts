@@ -11,8 +11,9 @@ import type { WindowContext } from './context.js';
 import { windowArrowDays, writeWindowParquet, type ArrowDay } from './exports.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
-import { queryKey, type RetractedReport, type WindowQuery } from './query.js';
+import { queryKey, type WindowQuery } from './query.js';
 import { readyInfoOf } from './ready.js';
+import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import type { RenderCache } from './renderCache.js';
 import { filteredRows, type FeatureShape } from './sql.js';
@@ -31,6 +32,8 @@ export class Window {
     readonly query: Readonly<WindowQuery>,
     /** The window's parts by UTC day, newest day first. */
     readonly days: readonly DayPlan[],
+    /** Every change up to this instant is in the answer (a mirror's next `updated_after`). */
+    readonly watermarkMs: number,
   ) {}
 
   /** Every part the window reads. */
@@ -77,6 +80,31 @@ export class Window {
       }, this.ctx.signal);
     }
     return total;
+  }
+
+  /** How many reports, and the first and last created_at (ms; undefined when none). */
+  async extent(): Promise<{ count: number; firstMs: number | undefined; lastMs: number | undefined }> {
+    let count = 0;
+    let firstMs: number | undefined;
+    let lastMs: number | undefined;
+    for (const bound of await this.monthly()) {
+      const row = await this.ctx.db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(
+          `SELECT count(*)::BIGINT AS n, min(epoch_ms(created_at)) AS first_ms, max(epoch_ms(created_at)) AS last_ms FROM ${bound.sql}`,
+          bound.values,
+          bound.types,
+        );
+        return reader.getRowObjectsJS()[0];
+      }, this.ctx.signal);
+      const n = Number(row?.n ?? 0);
+      if (n === 0) continue;
+      count += n;
+      const first = Number(row!.first_ms);
+      const last = Number(row!.last_ms);
+      firstMs = firstMs === undefined ? first : Math.min(firstMs, first);
+      lastMs = lastMs === undefined ? last : Math.max(lastMs, last);
+    }
+    return { count, firstMs, lastMs };
   }
 
   /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
@@ -129,8 +157,8 @@ export class Archive {
     db: DuckDb,
     /** Rendered hours; without it every answer is built by DuckDB. */
     rendered?: RenderCache,
-    /** Retracted reports created in [fromMs, toMs] whose parts are not purged yet (from the ledger). */
-    private readonly retracted: (fromMs: number, toMs: number) => Promise<RetractedReport[]> = async () => [],
+    /** Retractions (from the ledger) and what changed when (the change log). */
+    private readonly states: ArchiveStates = { retracted: async () => [], changed: async () => [], watermark: () => Date.now() - SETTLE_MS },
   ) {
     this.ctx = {
       db,
@@ -146,10 +174,21 @@ export class Archive {
    * its answer is no longer wanted (the client hung up); what the window is doing stops.
    */
   async open(query: WindowQuery, options: { signal?: AbortSignal } = {}): Promise<Window> {
-    const frozen = Object.freeze({ ...query, retracted: await this.retracted(query.startMs, query.endMs) });
+    // Taken before anything is read: what was written up to it is in the parts read after.
+    const watermarkMs = this.states.watermark();
     const ctx = options.signal ? { ...this.ctx, signal: options.signal } : this.ctx;
+    const retracted = await this.states.retracted(query.startMs, query.endMs);
+    if (query.updatedAfterMs !== undefined) {
+      // A sync: the changed reports alone, read from their hours alone; retractions as tombstones.
+      const changed = (await this.states.changed(query.updatedAfterMs, watermarkMs)).filter((c) => c.createdMs >= query.startMs && c.createdMs <= query.endMs);
+      const frozen = Object.freeze({ ...query, retracted, changed, includeRetracted: true });
+      const days = await planChanges(this.store, changed);
+      options.signal?.throwIfAborted();
+      return new Window(ctx, frozen, days, watermarkMs);
+    }
+    const frozen = Object.freeze({ ...query, retracted });
     const days = await planWindow(this.store, frozen);
     options.signal?.throwIfAborted();
-    return new Window(ctx, frozen, days);
+    return new Window(ctx, frozen, days, watermarkMs);
   }
 }

@@ -38,6 +38,7 @@ const ROUTES: Record<string, string> = {
   '/reports/cap.atom': 'GET, HEAD, OPTIONS',
   '/reports/archive/count': 'GET, HEAD, OPTIONS',
   '/reports/archive/stats': 'GET, HEAD, OPTIONS',
+  '/reports/archive/extent': 'GET, HEAD, OPTIONS',
   '/reports/:pkey': 'GET, HEAD, OPTIONS',
   '/cities/:code/local-areas': 'GET, HEAD, OPTIONS',
   '/openapi.json': 'GET, HEAD, OPTIONS',
@@ -53,7 +54,7 @@ const ROUTES: Record<string, string> = {
   '/ogc/collections/:collectionId/items/:featureId': 'GET, HEAD, OPTIONS',
 };
 
-const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, RateLimit, RateLimit-Policy';
+const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));

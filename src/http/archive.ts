@@ -60,33 +60,46 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   const router = Router();
 
   router.get('/reports/archive/count', async (req, res) => {
-    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted']);
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after']);
     const query = await parseFilters(req, values, details, deps);
     throwIfAny(details);
-    const count = await (await deps.archive.open(query, { signal: hangUpSignal(res) })).count();
-    const closed = isClosed(query, deps);
-    res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
-    res.json({ statusCode: 200, result: { count } });
+    const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
+    const count = await window.count();
+    setCaching(res, query, deps, window);
+    res.json({ statusCode: 200, ...watermarkField(query, window), result: { count } });
+  });
+
+  // What the archive holds at all: "no reports in my window" and "no data yet" told apart.
+  router.get('/reports/archive/extent', async (req, res) => {
+    const { details } = readQuery(req, []);
+    throwIfAny(details);
+    const window = await deps.archive.open({ startMs: EARLIEST_MS, endMs: LATEST_MS, admin: undefined }, { signal: hangUpSignal(res) });
+    const { count, firstMs, lastMs } = await window.extent();
+    setCaching(res, { startMs: EARLIEST_MS, endMs: LATEST_MS, admin: undefined }, deps, window);
+    res.set('Cache-Control', 'public, max-age=60');
+    const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+    res.json({ statusCode: 200, result: { first_created_at: iso(firstMs), last_created_at: iso(lastMs), count, watermark: iso(window.watermarkMs) } });
   });
 
   router.get('/reports/archive/stats', async (req, res) => {
-    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'interval', 'by', 'tz']);
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after', 'interval', 'by', 'tz']);
     const query = await parseFilters(req, values, details, deps);
     const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
     const by = oneOf(values, 'by', STATS_BY, 'none', details) as StatsBy;
     const offsetMinutes = readOffset(values.tz, details);
     const buckets = Math.ceil((query.endMs - query.startMs + 1) / BUCKET_MS[interval]);
     const maxBuckets = by === 'local_area' ? MAX_BUCKETS_BY_LOCAL_AREA : MAX_BUCKETS;
-    if (buckets > maxBuckets) {
+    // A sync over the whole archive has as many buckets as changed reports at most.
+    if (buckets > maxBuckets && !(query.updatedAfterMs !== undefined && values.start === undefined)) {
       details.push({ in: 'query', field: 'interval', message: `the window holds about ${buckets} ${interval} buckets; at most ${maxBuckets}${by === 'local_area' ? ' by local_area' : ''}: pick a longer interval or a shorter window` });
     }
     throwIfAny(details);
     const spec: StatsSpec = { interval, by, offsetMinutes };
     const closed = isClosed(query, deps);
-    res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
     const encoding = negotiateEncoding(req, true);
     const suffix = applyEncoding(res, encoding);
     const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
+    setCaching(res, query, deps, window);
     if (closed) {
       const etag = `"${window.tag('stats', JSON.stringify(spec))}${suffix}"`;
       res.set('ETag', etag);
@@ -98,7 +111,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const rows = await window.stats(spec);
     const total = rows.reduce((n, r) => n + r.count, 0);
     res.status(200).type('application/json');
-    await send(Readable.from([JSON.stringify({ statusCode: 200, result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } })]), encoding, res);
+    await send(Readable.from([JSON.stringify({ statusCode: 200, ...watermarkField(query, window), result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } })]), encoding, res);
   });
 
   router.get('/reports/archive', async (req, res) => {
@@ -109,7 +122,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const closed = isClosed(query, deps);
     const encoding = negotiateEncoding(req, format !== 'parquet');
     const suffix = applyEncoding(res, encoding);
-    res.set('Cache-Control', closed ? 'public, max-age=600' : 'public, max-age=10');
+    setCaching(res, query, deps, window);
     if (closed) {
       const etag = `"${tag}${suffix}"`;
       res.set('ETag', etag);
@@ -130,7 +143,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await send(Readable.from(renderArchive(window.batches(shape, separatorOf(text)), text)), encoding, res);
+      await send(Readable.from(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.
@@ -192,8 +205,20 @@ async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window
   await pipeline(answer.handle.createReadStream(), res);
 }
 
+/** A sync's answer (updated_after) changes as changes arrive: never closed, never an ETag. */
 function isClosed(query: WindowQuery, deps: ArchiveRouteDeps): boolean {
-  return query.endMs < Date.now() - deps.closedAfterMs;
+  return query.updatedAfterMs === undefined && query.endMs < Date.now() - deps.closedAfterMs;
+}
+
+/** Cache-Control, and the watermark every answer carries: the instant up to which it holds every change. */
+function setCaching(res: Response, query: WindowQuery, deps: ArchiveRouteDeps, window: Window): void {
+  res.set('Cache-Control', query.updatedAfterMs !== undefined ? 'no-store' : isClosed(query, deps) ? 'public, max-age=600' : 'public, max-age=10');
+  res.set('X-Archive-Watermark', new Date(window.watermarkMs).toISOString());
+}
+
+/** In the JSON envelope of a sync's answer: `watermark`, what to send as the next updated_after. */
+function watermarkField(query: WindowQuery, window: Window): { watermark?: string } {
+  return query.updatedAfterMs === undefined ? {} : { watermark: new Date(window.watermarkMs).toISOString() };
 }
 
 function fileName(query: WindowQuery, format: ArchiveFormat): string {
@@ -210,7 +235,7 @@ function nextUrl(req: Request, cursor: string): string {
 }
 
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
-  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'include_retracted', 'limit', 'cursor']);
+  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
   const query = await parseFilters(req, values, details, deps);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
@@ -218,10 +243,12 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
     details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} is already ${format === 'geojson' ? 'GeoJSON' : 'TopoJSON'}` });
   }
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false']))
+    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false', values.updated_after ?? null]))
     .digest('base64url')
     .slice(0, 16);
-  if (values.limit !== undefined || values.cursor !== undefined) {
+  if (values.updated_after !== undefined && (values.limit !== undefined || values.cursor !== undefined)) {
+    details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'a sync (updated_after) is answered whole: narrow it with start and end instead of pages' });
+  } else if (values.limit !== undefined || values.cursor !== undefined) {
     if (format === 'parquet' || format === 'arrow') {
       details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'pages are for json, geojson, topojson, csv and ndjson; parquet and arrow return the whole window' });
     }
@@ -245,9 +272,12 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
   if (!req.get('user-agent')) {
     details.push({ in: 'header', field: 'User-Agent', message: 'is required: identify your client, e.g. "my-dashboard/1.0 (me@example.org)"' });
   }
-  const startMs = readInstant(values, 'start', details);
-  const endMs = readInstant(values, 'end', details);
-  if (startMs !== undefined && endMs !== undefined) {
+  const updatedAfterMs = readUpdatedAfter(values, details, deps);
+  // A sync may leave out the window (every created_at): its changes are bounded in time instead.
+  const whole = values.updated_after !== undefined && values.start === undefined && values.end === undefined;
+  const startMs = whole ? EARLIEST_MS : readInstant(values, 'start', details);
+  const endMs = whole ? LATEST_MS : readInstant(values, 'end', details);
+  if (startMs !== undefined && endMs !== undefined && !whole) {
     if (endMs < startMs) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
     else if (endMs - startMs > deps.maxWindowMs) {
       details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
@@ -259,7 +289,20 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
     details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
   }
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
-  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details), includeRetracted };
+  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details), includeRetracted, updatedAfterMs };
+}
+
+/** `updated_after`: an instant in the past; without start and end, at most ARCHIVE_MAX_WINDOW ago. */
+function readUpdatedAfter(values: QueryValues, details: ErrorDetail[], deps: ArchiveRouteDeps): number | undefined {
+  if (values.updated_after === undefined) return undefined;
+  const ms = readInstant(values, 'updated_after', details);
+  if (ms === undefined || Number.isNaN(ms)) return undefined;
+  if (ms > Date.now()) {
+    details.push({ in: 'query', field: 'updated_after', message: 'must not be in the future: send the watermark of your last answer' });
+  } else if (values.start === undefined && values.end === undefined && Date.now() - ms > deps.maxWindowMs) {
+    details.push({ in: 'query', field: 'updated_after', message: `without start and end, may be at most ${formatSpan(deps.maxWindowMs)} ago; give start and end, or pull the window whole` });
+  }
+  return ms;
 }
 
 function readBbox(values: QueryValues, details: ErrorDetail[]): WindowQuery['bbox'] {

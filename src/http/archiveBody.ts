@@ -31,11 +31,13 @@ export function separatorOf(format: TextFormat): string {
 }
 
 /** The archive answer as text, one piece at a time; geojson and topojson come in the {statusCode, result} envelope. */
-export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat): AsyncIterable<string | Uint8Array> {
+export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat, watermark?: string): AsyncIterable<string | Uint8Array> {
   const sep = separatorOf(format);
-  if (format === 'geojson') yield '{"statusCode":200,"result":{"type":"FeatureCollection","features":[';
+  // A sync's envelope says up to which instant it holds every change.
+  const head = watermark === undefined ? '{"statusCode":200,' : `{"statusCode":200,"watermark":${JSON.stringify(watermark)},`;
+  if (format === 'geojson') yield `${head}"result":{"type":"FeatureCollection","features":[`;
   else if (format === 'featurecollection') yield '{"type":"FeatureCollection","features":[';
-  else if (format === 'topojson') yield '{"statusCode":200,"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
+  else if (format === 'topojson') yield `${head}"result":{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[`;
   else if (format === 'topology') yield '{"type":"Topology","objects":{"output":{"type":"GeometryCollection","geometries":[';
   else if (format === 'csv') yield `${CSV_HEADER}\n`;
   let first = true;

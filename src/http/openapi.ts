@@ -39,7 +39,11 @@ const envelope = (result: object) => ({
   type: 'object',
   additionalProperties: false,
   required: ['statusCode', 'result'],
-  properties: { statusCode: { const: 200 }, result },
+  properties: {
+    statusCode: { const: 200 },
+    watermark: { type: 'string', format: 'date-time', description: 'In answers to updated_after: the instant up to which the answer holds every change (the next updated_after).' },
+    result,
+  },
 });
 
 /** A TopoJSON Topology with its geometries under object `output`. */
@@ -335,6 +339,20 @@ const windowParams = [
     schema: { type: 'string', pattern: BBOX_PATTERN },
     example: '121.0,14.6,121.1,14.7',
   },
+  {
+    name: 'include_retracted',
+    in: 'query',
+    description: 'true: retracted reports as tombstones (status retracted, title and text "", url and image_url null, place and time kept); false (default): left out.',
+    schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
+  },
+  {
+    name: 'updated_after',
+    in: 'query',
+    description:
+      'Incremental sync: only the reports whose archived row or state changed after this instant (late arrivals and retractions included, retractions as tombstones), whatever their created_at inside start and end. Same form as start, from 1970-01-01T00:00:00Z once the offset is applied, and not in the future. start and end may then be left out together, when updated_after is at most ARCHIVE_MAX_WINDOW ago. The answer is whole (no limit or cursor), carries no ETag, and tells in the X-Archive-Watermark header (and `watermark` in the JSON envelope) the instant up to which it holds every change: send it as the next updated_after.',
+    schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
+    example: '2026-11-22T00:00:00Z',
+  },
   { name: 'User-Agent', in: 'header', required: true, description: 'Identifies your client.', schema: { type: 'string', minLength: 1 } },
 ];
 
@@ -411,6 +429,37 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             '403': error('X-Api-Key is not a valid key.'),
             '413': error('The body is larger than 64 KiB.'),
             '415': error('The body is not JSON.'),
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+      '/reports/archive/extent': {
+        get: {
+          operationId: 'archiveExtent',
+          summary: 'What the archive holds at all: first and last created_at, count, watermark',
+          description: 'Tells "no reports in this window" from "no data yet". Retracted reports are not counted. The watermark is the instant up to which every change is in the archive (a mirror may start its updated_after syncs from it).',
+          responses: {
+            '200': {
+              description: 'The extent; first_created_at and last_created_at are null while the archive is empty.',
+              content: {
+                'application/json': {
+                  schema: envelope({
+                    type: 'object',
+                    additionalProperties: false,
+                    required: ['first_created_at', 'last_created_at', 'count', 'watermark'],
+                    properties: {
+                      first_created_at: { type: ['string', 'null'], format: 'date-time' },
+                      last_created_at: { type: ['string', 'null'], format: 'date-time' },
+                      count: { type: 'integer', minimum: 0 },
+                      watermark: { type: 'string', format: 'date-time' },
+                    },
+                  }),
+                  example: { statusCode: 200, result: { first_created_at: '2025-01-01T00:03:00.000Z', last_created_at: '2026-11-23T08:59:12.000Z', count: 2500000, watermark: '2026-11-23T08:59:30.000Z' } },
+                },
+              },
+            },
+            '400': badQuery,
             '429': tooMany,
             '503': unavailable,
           },

@@ -21,6 +21,7 @@ import { writeParquet } from '../archive/partWriter.js';
 import { publishPart } from '../archive/ready.js';
 import type { ArchiveRow } from '../archive/row.js';
 import type { ArchiveEvents } from '../events/events.js';
+import type { ChangeLog } from '../archive/changes.js';
 
 export interface WorkerDeps {
   store: ObjectStore;
@@ -33,6 +34,8 @@ export interface WorkerDeps {
   metrics?: Metrics;
   /** Told of each flush's reports once their parts are durable (webhooks, stream, SNS). */
   events?: ArchiveEvents;
+  /** The index of what changed when (updated_after), written once the parts are durable. */
+  changes?: ChangeLog;
 }
 
 export interface WorkerOptions {
@@ -245,6 +248,7 @@ export class Worker {
     }
     // Before the ledger says "archived": a crash in between repeats the flush, and the events
     // are recorded once per report whatever repeats.
+    await this.deps.changes?.record(entries.map((e) => ({ pkey: e.row.pkey, createdMs: e.row.created_at_ms })));
     await this.deps.events?.archived(entries.map((e) => e.row));
     await this.deps.ledger.markArchived(entries.map((e) => e.id));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));

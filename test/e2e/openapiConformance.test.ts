@@ -63,6 +63,11 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string }[]> = 
   '/reports/archive format': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   '/reports/archive geoformat': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
+  updated_after: [
+    { message: /must not be in the future/, documented: 'not in the future' },
+    { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'from 1970-01-01T00:00:00Z once the offset is applied' },
+    { message: /answered whole/, documented: 'no limit or cursor' },
+  ],
 };
 
 async function get(path: string, query: Record<string, string>): Promise<{ status: number; body: any }> {

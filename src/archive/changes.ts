@@ -1,0 +1,117 @@
+// What changed in the archive, and when: the index behind `updated_after`.
+//
+// Each worker flush, once its parts are durable, writes one small change log naming the
+// reports it wrote (pkey and created_at): changes/v1/<written at, ms, 15 digits>-<ulid>.json.
+// Retractions are the ledger's, with their time. The reports changed in (after, upto] are then
+// one ranged listing of the logs written in that span plus a GET of each, and one listing of
+// the retractions: a sync reads the hours those reports live in, never the rest of the archive.
+//
+// The watermark: an answer is complete up to `now - SETTLE_MS`. A log is named before its PUT,
+// so it becomes visible a little after the instant it is named by; a worker whose PUT took
+// longer than half the settling time names it again (a mirror may then see a report twice, and
+// keeps the one copy by its pkey), so no log appears behind a watermark already given out.
+import { ulid } from 'ulid';
+import type { IngestLedger } from '../ledger/ledger.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
+import { listWindowParts } from './parts.js';
+import type { DayPlan } from './plan.js';
+import type { RetractedReport } from './query.js';
+
+export const CHANGES_PREFIX = 'changes/v1/';
+/** How long after a change is named it is surely visible (S3's PUT bounds, clock skew between hosts); SYNC_SETTLE_SECONDS. */
+export const SETTLE_MS = 60_000;
+
+export type ChangedReport = RetractedReport;
+
+const pad = (ms: number) => String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
+
+export class ChangeLog {
+  constructor(
+    private readonly store: ObjectStore,
+    readonly settleMs = SETTLE_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Records that these reports' archived rows were written (after their parts are durable). */
+  async record(reports: readonly ChangedReport[]): Promise<void> {
+    if (reports.length === 0) return;
+    const body = JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) });
+    for (;;) {
+      const named = this.now();
+      await this.store.put(`${CHANGES_PREFIX}${pad(named)}-${ulid()}.json`, body);
+      if (this.now() - named <= this.settleMs / 2) return;
+    }
+  }
+
+  /** Reports written in (afterMs, uptoMs], by one ranged listing and a GET per log. */
+  async written(afterMs: number, uptoMs: number): Promise<ChangedReport[]> {
+    const names: string[] = [];
+    for await (const info of this.store.list({ prefix: CHANGES_PREFIX, startAfter: `${CHANGES_PREFIX}${pad(afterMs)}~` })) {
+      const at = Number(info.key.slice(CHANGES_PREFIX.length, CHANGES_PREFIX.length + 15));
+      if (!Number.isFinite(at)) continue;
+      if (at > uptoMs) break;
+      names.push(info.key);
+    }
+    const out: ChangedReport[] = [];
+    for (let i = 0; i < names.length; i += 16) {
+      const logs = await Promise.all(names.slice(i, i + 16).map((n) => this.store.get(n)));
+      for (const log of logs) {
+        if (!log) continue;
+        const parsed = JSON.parse(log.body.toString('utf8')) as { reports: [string, number][] };
+        for (const [pkey, createdMs] of parsed.reports) out.push({ pkey, createdMs });
+      }
+    }
+    return out;
+  }
+}
+
+/** What the reader asks of the ledger and the change log. */
+export interface ArchiveStates {
+  /** Retracted reports created in [fromMs, toMs] whose parts are not purged yet. */
+  retracted(fromMs: number, toMs: number): Promise<RetractedReport[]>;
+  /** Reports whose archived row or state changed in (afterMs, uptoMs], each once. */
+  changed(afterMs: number, uptoMs: number): Promise<ChangedReport[]>;
+  /** The instant up to which every change is visible now. */
+  watermark(): number;
+}
+
+export function archiveStates(ledger: Pick<IngestLedger, 'retractions'>, log: ChangeLog, now: () => number = Date.now): ArchiveStates {
+  return {
+    async retracted(fromMs, toMs) {
+      const out: RetractedReport[] = [];
+      for await (const r of ledger.retractions({ createdFromMs: fromMs, createdToMs: toMs, unpurgedOnly: true })) out.push({ pkey: r.pkey, createdMs: Date.parse(r.created_at) });
+      return out;
+    },
+    async changed(afterMs, uptoMs) {
+      const byPkey = new Map<string, ChangedReport>();
+      for (const r of await log.written(afterMs, uptoMs)) byPkey.set(r.pkey, r);
+      for await (const r of ledger.retractions()) {
+        const at = Date.parse(r.retracted_at);
+        if (at > afterMs && at <= uptoMs) byPkey.set(r.pkey, { pkey: r.pkey, createdMs: Date.parse(r.created_at) });
+      }
+      return [...byPkey.values()];
+    },
+    watermark: () => now() - log.settleMs,
+  };
+}
+
+/** The parts that hold these reports: their hours' parts and their days' compacted parts, newest day first. */
+export async function planChanges(store: ObjectStore, changed: readonly ChangedReport[]): Promise<DayPlan[]> {
+  const hoursByDay = new Map<number, Set<number>>();
+  for (const c of changed) {
+    const day = dayStart(c.createdMs);
+    let hours = hoursByDay.get(day);
+    if (!hours) hoursByDay.set(day, (hours = new Set()));
+    hours.add(hourStart(c.createdMs));
+  }
+  const days: DayPlan[] = [];
+  for (const dayMs of [...hoursByDay.keys()].sort((a, b) => b - a)) {
+    const hours = hoursByDay.get(dayMs)!;
+    const partitions = await listWindowParts(store, dayMs, dayMs + DAY_MS - 1);
+    const whole = partitions.filter((p) => p.wholeDay).flatMap((p) => p.parts);
+    const inHours = partitions.filter((p) => !p.wholeDay && hours.has(p.hourMs)).reverse();
+    if (whole.length > 0 || inHours.length > 0) days.push({ dayMs, whole, hours: inHours });
+  }
+  return days;
+}

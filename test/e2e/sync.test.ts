@@ -1,0 +1,154 @@
+// Incremental sync on both backends: a mirror that pulls the archive once, then repeats
+// updated_after=<watermark of its last answer> while reports arrive (late ones too, into hours
+// it already has) and others are retracted, ends equal to a full pull; and the extent tells
+// "no data yet" from "no reports".
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { allArchived, API_KEY, BACKENDS, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator();
+});
+afterAll(async () => {
+  await emulator.stop();
+});
+
+const SETTLE_MS = 500;
+const UA = { 'User-Agent': 'flood-mirror/1.0' };
+
+/** A mirror keyed by pkey: upserts, tombstones delete. */
+type Mirror = Map<string, any>;
+
+function apply(mirror: Mirror, lines: string): number {
+  let n = 0;
+  for (const line of lines.split('\n')) {
+    if (line === '') continue;
+    const f = JSON.parse(line);
+    if (f.properties.status === 'retracted') mirror.delete(f.properties.pkey);
+    else mirror.set(f.properties.pkey, f);
+    n += 1;
+  }
+  return n;
+}
+
+describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
+  let svc: TestService;
+  const archive = (q: string) => `${svc.url}/reports/archive?format=ndjson&${q}`;
+
+  async function pull(q: string): Promise<{ text: string; watermark: string; status: number }> {
+    const res = await fetch(archive(q), { headers: UA });
+    return { text: await res.text(), watermark: res.headers.get('x-archive-watermark')!, status: res.status };
+  }
+
+  beforeAll(async () => {
+    const config = await testConfig(kind, kind === 'aws' ? emulator : undefined, { SYNC_SETTLE_SECONDS: String(SETTLE_MS / 1000), ARCHIVE_MAX_WINDOW: '30d' });
+    svc = await startTestService(await testRuntime(config, kind === 'aws' ? emulator : undefined));
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('the extent before any report: no data yet, with a watermark', async () => {
+    const extent = await getJson(`${svc.url}/reports/archive/extent`);
+    expect(extent.body).toEqual({ statusCode: 200, result: { first_created_at: null, last_created_at: null, count: 0, watermark: expect.any(String) } });
+  });
+
+  it('a mirror syncing in a loop while reports arrive late and others are retracted ends equal to a full pull', async () => {
+    const at = (day: number, hour: number, minute = 0) => new Date(Date.UTC(2026, 10, day, hour, minute)).toISOString();
+    let postId = 1;
+    const post = async (createdAt: string) => expect((await postReport(svc.url, report(postId++, { created_at: createdAt, title: `r${postId - 1}` }))).status).toBe(201);
+    for (const h of [1, 2, 3, 4, 5]) await post(at(20, h));
+    for (const h of [1, 2, 3]) await post(at(21, h));
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+
+    const mirror: Mirror = new Map();
+    const first = await pull('start=2026-11-19T00:00:00Z&end=2026-11-22T23:59:59Z');
+    expect(first.status).toBe(200);
+    apply(mirror, first.text);
+    expect(mirror.size).toBe(8);
+    let watermark = first.watermark;
+    expect(Date.parse(watermark)).toBeLessThanOrEqual(Date.now() - SETTLE_MS);
+
+    const synced: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      // Late arrivals into hours the mirror already has, new hours, and retractions.
+      await post(at(20, 2, 10 + round));
+      await post(at(22, round));
+      const del = await fetch(`${svc.url}/feeds/partner/${round + 1}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+      expect(del.status).toBe(200);
+      // Every other round syncs while the worker may still be writing.
+      if (round % 2 === 1) {
+        await allArchived(svc.rt);
+        await new Promise((r) => setTimeout(r, SETTLE_MS));
+      }
+      const sync = await pull(`updated_after=${encodeURIComponent(watermark)}`);
+      expect(sync.status).toBe(200);
+      synced.push(apply(mirror, sync.text));
+      expect(Date.parse(sync.watermark)).toBeGreaterThanOrEqual(Date.parse(watermark));
+      watermark = sync.watermark;
+    }
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const last = await pull(`updated_after=${encodeURIComponent(watermark)}`);
+    apply(mirror, last.text);
+
+    const full: Mirror = new Map();
+    apply(full, (await pull('start=2026-11-19T00:00:00Z&end=2026-11-22T23:59:59Z')).text);
+    expect(full.size).toBe(8 + 8 - 4);
+    expect([...mirror.keys()].sort()).toEqual([...full.keys()].sort());
+    for (const [pkey, f] of full) expect(mirror.get(pkey), pkey).toEqual(f);
+    // The syncs carried the changes, not the archive again.
+    expect(synced.reduce((a, b) => a + b, 0) + apply(new Map(), last.text)).toBeLessThan(8 + 2 * 8);
+
+    // Nothing changed since: an empty answer, with the envelope's watermark in JSON.
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const quiet = await pull(`updated_after=${encodeURIComponent(watermark)}&start=2026-11-19T00:00:00Z&end=2026-11-22T23:59:59Z`);
+    expect(quiet.text.trim().split('\n').filter((l) => l !== '' && JSON.parse(l).properties.created_at)).toHaveLength(0);
+    const json = await getJson(`${svc.url}/reports/archive?updated_after=${encodeURIComponent(watermark)}&geoformat=geojson`, UA);
+    expect(json.body).toMatchObject({ statusCode: 200, watermark: expect.any(String), result: { type: 'FeatureCollection', features: [] } });
+    expect(json.headers.get('etag')).toBeNull();
+
+    // A sync from the first pull's watermark: retractions as tombstones, count and stats agree.
+    const since = encodeURIComponent(first.watermark);
+    const changes = await getJson(`${svc.url}/reports/archive?updated_after=${since}&geoformat=geojson`, UA);
+    const byStatus = (s: string) => changes.body.result.features.filter((f: any) => f.properties.status === s).map((f: any) => f.properties.pkey).sort();
+    expect(byStatus('retracted')).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-4']);
+    expect(changes.body.result.features.find((f: any) => f.properties.status === 'retracted').properties.title).toBe('');
+    expect(byStatus('confirmed')).toHaveLength(8);
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=${since}`, UA)).body).toMatchObject({ watermark: expect.any(String), result: { count: 12 } });
+    expect((await getJson(`${svc.url}/reports/archive/stats?updated_after=${since}`, UA)).body.result.total).toBe(12);
+    // A sync reads the parts of the changed hours alone, not the window's.
+    const window = await svc.rt.archive.open({ startMs: 0, endMs: Date.UTC(2030, 0), admin: undefined, updatedAfterMs: Date.parse(watermark) - 1 });
+    expect(window.parts()).toEqual([]);
+    const lastRound = await svc.rt.archive.open({ startMs: 0, endMs: Date.UTC(2030, 0), admin: undefined, updatedAfterMs: Date.parse(first.watermark) });
+    const hours = new Set(lastRound.parts().map((p) => p.key.replace(/\/part-.*$/, '')));
+    expect([...hours].every((h) => /day=(20\/hour=0[1-4]|22\/hour=0[0-3])$/.test(h)), [...hours].join(' ')).toBe(true);
+    // Inside a window: only what was created in it.
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=${since}&start=2026-11-22T00:00:00Z&end=2026-11-22T23:59:59Z`, UA)).body.result.count).toBe(4);
+
+    const extent = await getJson(`${svc.url}/reports/archive/extent`);
+    expect(extent.body.result).toMatchObject({ first_created_at: '2026-11-20T02:10:00.000Z', last_created_at: '2026-11-22T03:00:00.000Z', count: 12 });
+  });
+
+  it('refuses bad instants and combinations with a 400 naming the parameter', async () => {
+    const bad = async (q: string, field: string) => {
+      const res = await getJson(`${svc.url}/reports/archive?${q}`, UA);
+      expect(res.status, q).toBe(400);
+      expect(res.body.details.map((d: any) => d.field), q).toContain(field);
+    };
+    await bad('updated_after=yesterday', 'updated_after');
+    await bad('updated_after=2026-11-21', 'updated_after');
+    await bad('updated_after=2026-13-01T00:00:00Z', 'updated_after');
+    await bad(`updated_after=${encodeURIComponent(new Date(Date.now() + 3_600_000).toISOString())}`, 'updated_after');
+    // Without a window, the changes may span ARCHIVE_MAX_WINDOW (30 days here) at most.
+    await bad('updated_after=2020-01-01T00:00:00Z', 'updated_after');
+    await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&start=2026-11-21T00:00:00Z`, 'end');
+    await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&limit=10`, 'limit');
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=x`, UA)).status).toBe(400);
+    expect((await getJson(`${svc.url}/reports/archive/extent?start=x`, UA)).status).toBe(400);
+    // With a window, an old updated_after is fine.
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=2020-01-01T00:00:00Z&start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z`, UA)).status).toBe(200);
+  });
+});
