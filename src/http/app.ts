@@ -80,6 +80,11 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
         return id;
       },
       autoLogging: { ignore: (req) => req.url === '/health' || req.url === '/metrics' },
+      // The name of the partner key that authenticated the request (never the key).
+      customProps: (_req, res) => {
+        const partner = (res as { locals?: { partner?: string } }).locals?.partner;
+        return partner === undefined ? {} : { partner };
+      },
       // One short line per request: what ops read (id, method, path, status, time, client) and
       // no headers, which cost more to serialise than the rest of a post and may carry secrets.
       // A key sent in a URL (refused by queryGuard) must not reach the log either.

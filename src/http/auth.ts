@@ -2,7 +2,7 @@
 // compared as SHA-256 digests in constant time, against every key, so timing reveals nothing;
 // any other key is looked up by its digest in the ledger on every request, so a revocation
 // counts at once on every API process. The accepted key's name goes to res.locals.partner
-// and to the request's log lines; the key itself never leaves this function.
+// (and from there to the request's log line); the key itself never leaves this function.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { ApiKey } from '../apiKeys.js';
@@ -38,8 +38,8 @@ export function requireApiKey(keys: readonly ApiKey[], ledger: KeyLookup): Reque
     if (name === undefined) {
       throw new HttpError(403, 'The API key is not recognised.', [{ in: 'header', field: 'X-Api-Key', message: 'is not a valid key' }]);
     }
+    // The access log line takes it from here (app.ts).
     res.locals.partner = name;
-    req.log = req.log.child({ partner: name });
     next();
   };
 }

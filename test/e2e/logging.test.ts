@@ -22,6 +22,8 @@ describe('request logs', () => {
       const logged = lines.map((l) => JSON.parse(l)).find((l) => l.req?.url === '/feeds/partner');
       expect(logged).toMatchObject({ req: { id: requestId, method: 'POST', userAgent: expect.any(String) }, res: { statusCode: 201 }, responseTime: expect.any(Number) });
       expect(logged.req.headers).toBeUndefined();
+      // The partner's key name, never the key.
+      expect(logged.partner).toMatch(/^key-[0-9a-f]{8}$/);
       expect(lines.join('\n')).not.toContain(API_KEY);
     } finally {
       await svc.stop();
