@@ -1,4 +1,4 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick --only archive,ingest]
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick --only archive,ingest,memory]
 // Builds a synthetic archive of hourly parts, compacts its closed days with the
 // real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
@@ -36,7 +36,7 @@ const { values: args } = parseArgs({
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), ingest. */
+    /** Comma-separated scenarios to run: archive (with stats and the page), ingest, memory (the API over 100,000 posts). */
     only: { type: 'string', default: 'archive,ingest' },
   },
 });
@@ -344,6 +344,53 @@ async function ingestScenario(clients: number, split: boolean): Promise<void> {
   await fsp.rm(dataDir, { recursive: true, force: true });
 }
 
+/** RSS of a process now, in MB (Linux). */
+function rssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/**
+ * The API alone (`serve`, no worker in the process) over many posts: its memory must stay
+ * flat, as nothing of an accepted report is kept in the process once it is in the ledger.
+ */
+async function memoryScenario(posts: number): Promise<void> {
+  const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-memory-'));
+  const server = await startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_FEED_PER_MINUTE: '100000000' });
+  const rows: Row[] = [];
+  const sample = (label: string | number) => rows.push({ posts: label, 'RSS MB': Math.round(rssMb(server.pid)) });
+  sample(0);
+  const step = posts / 10;
+  let next = 0;
+  for (let until = step; until <= posts; until += step) {
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (;;) {
+          const i = next++;
+          if (i >= until) return;
+          const body = JSON.stringify({
+            post_id: 3_000_000 + i,
+            created_at: new Date(Date.UTC(2026, 10, 20) + i * 10).toISOString(),
+            partner_city: 'Quezon City',
+            disaster_type: 'flood',
+            location: { lat: 14.6516, lng: 121.0497 },
+            title: 'Baha sa kalsada',
+            text: 'Hanggang tuhod ang tubig.',
+          });
+          const status = await post(`${server.url}/feeds/partner`, body);
+          if (status !== 201) throw new Error(`POST answered ${status}`);
+        }
+      }),
+    );
+    sample(until);
+  }
+  await new Promise((r) => setTimeout(r, 10_000));
+  sample(`${posts} + 10 s idle`);
+  await server.stop();
+  results.push({ scenario: `memory of the API alone (serve) over ${posts.toLocaleString()} posts`, rows });
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}
+
 /** A POST on a keep-alive connection (lighter on the shared CPU than fetch); one connection per client. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 function post(url: string, body: string): Promise<number> {
@@ -465,6 +512,7 @@ async function main(): Promise<void> {
   const storeDir = path.join(dataDir, 'store');
   await fsp.mkdir(storeDir, { recursive: true });
   if (ONLY.has('archive')) await archiveBench(dir, dataDir, storeDir);
+  if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
   if (ONLY.has('ingest')) {
     await ingestScenario(16, false);
     await ingestScenario(64, false);
