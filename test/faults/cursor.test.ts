@@ -16,7 +16,7 @@ const WINDOW = `start=${encodeURIComponent(START)}&end=${encodeURIComponent(END)
 const UA = { 'User-Agent': 'fault-tests/1.0' };
 const SECRET = 'cursor-secret-for-tests-0123456789abcdef';
 /** The filters a cursor of this window is bound to, as the service computes them. */
-const FINGERPRINT = createHash('sha256').update(JSON.stringify([START, END, null, null])).digest('base64url').slice(0, 16);
+const FINGERPRINT = createHash('sha256').update(JSON.stringify([START, END, null, null, 'false'])).digest('base64url').slice(0, 16);
 
 async function seed(svc: TestService, n = 5): Promise<void> {
   for (let i = 0; i < n; i += 1) {
