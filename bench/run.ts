@@ -1,4 +1,4 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick --only archive,ingest,memory]
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick --only archive,ingest,memory,backfill]
 // Builds a synthetic archive of hourly parts, compacts its closed days with the
 // real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
@@ -36,7 +36,7 @@ const { values: args } = parseArgs({
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), ingest, memory (the API over 100,000 posts). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), ingest, memory (the API over 100,000 posts), backfill (import of a year). */
     only: { type: 'string', default: 'archive,ingest' },
   },
 });
@@ -344,6 +344,60 @@ async function ingestScenario(clients: number, split: boolean): Promise<void> {
   await fsp.rm(dataDir, { recursive: true, force: true });
 }
 
+/**
+ * A backfill: `import` of a year of reports (in time order, as an export is) into a running
+ * service on the same DATA_DIR; how fast they are accepted, and how fast they reach the archive.
+ */
+async function backfillScenario(reports: number): Promise<void> {
+  const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-backfill-'));
+  const file = path.join(dataDir, 'backfill.ndjson');
+  const yearStart = Date.UTC(2025, 0, 1);
+  const spacing = (365 * 86_400_000) / reports;
+  const lines: string[] = [];
+  for (let i = 0; i < reports; i++) {
+    lines.push(
+      JSON.stringify({
+        post_id: 4_000_000 + i,
+        created_at: new Date(yearStart + Math.floor(i * spacing)).toISOString(),
+        partner_city: 'Quezon City',
+        disaster_type: 'flood',
+        location: { lat: 14.6516, lng: 121.0497 },
+        title: 'Baha sa kalsada',
+      }),
+    );
+  }
+  await fsp.writeFile(file, `${lines.join('\n')}\n`);
+  const server = await startServer('all', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
+  const t0 = performance.now();
+  const imported = await cli(['import', '--file', file], { DATA_DIR: dataDir });
+  const acceptSeconds = (performance.now() - t0) / 1000;
+  const countUrl = `${server.url}/reports/archive/count?start=2025-01-01T00:00:00%2B0000&end=2025-12-31T23:59:59%2B0000`;
+  let archived = 0;
+  while (archived < reports) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const res = await fetch(countUrl, { headers: { 'User-Agent': 'flood-bench/1.0' } });
+    archived = ((await res.json()) as { result: { count: number } }).result.count;
+  }
+  const archiveSeconds = (performance.now() - t0) / 1000;
+  const rss = peakRssMb(server.pid);
+  await server.stop();
+  results.push({
+    scenario: 'backfill (import of a year in time order into a running service)',
+    rows: [
+      {
+        reports,
+        accepted: Number(imported.accepted),
+        'import s': Math.round(acceptSeconds * 10) / 10,
+        'accepted/s': Math.round(reports / acceptSeconds),
+        'all archived s': Math.round(archiveSeconds * 10) / 10,
+        'archived/s': Math.round(reports / archiveSeconds),
+        'service peak RSS MB': Math.round(rss),
+      },
+    ],
+  });
+  await fsp.rm(dataDir, { recursive: true, force: true });
+}
+
 /** RSS of a process now, in MB (Linux). */
 function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -512,6 +566,7 @@ async function main(): Promise<void> {
   const storeDir = path.join(dataDir, 'store');
   await fsp.mkdir(storeDir, { recursive: true });
   if (ONLY.has('archive')) await archiveBench(dir, dataDir, storeDir);
+  if (ONLY.has('backfill')) await backfillScenario(QUICK ? 20_000 : 100_000);
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
   if (ONLY.has('ingest')) {
     await ingestScenario(16, false);

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { listWindowParts, type HourParts } from '../archive/parts.js';
 import { backfillReadyTexts, deleteParts, publishPart } from '../archive/ready.js';
 import { mergeParts } from '../archive/rows.js';
-import { DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
+import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
@@ -87,5 +87,5 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
 
 /** An hour is closed once the worker can no longer be flushing into it. */
 export function closedBefore(rt: Runtime, now = Date.now()): number {
-  return now - Math.max(300, rt.config.flushIntervalSeconds * 3) * 1000;
+  return closedBeforeMs(rt.config.flushIntervalSeconds, now);
 }

@@ -56,6 +56,11 @@ export function dayStart(ms: number): number {
   return Math.floor(ms / DAY_MS) * DAY_MS;
 }
 
+/** Hours (and days) ending before this instant are closed: no flush is still writing into them. */
+export function closedBefore(flushIntervalSeconds: number, now = Date.now()): number {
+  return now - Math.max(300, flushIntervalSeconds * 3) * 1000;
+}
+
 /** The partition folder of an hour (or, with `wholeDay`, of its compacted day), ending in '/'. */
 export function hourPrefix(hourMs: number, wholeDay = false): string {
   const d = new Date(hourMs);

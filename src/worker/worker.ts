@@ -12,9 +12,10 @@ import { UnavailableError } from '../errors.js';
 import type { IngestLedger, QueueEnvelope, ReportId } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { mapLimit } from '../ops/concurrency.js';
 import { pause } from '../pause.js';
 import type { Queue, QueueMessage } from '../queue/queue.js';
-import { hourStart, newPartKey } from '../reports/layout.js';
+import { closedBefore, DAY_MS, dayStart, hourStart, newDayPartKey, newPartKey } from '../reports/layout.js';
 import { parsePartnerReport } from '../reports/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
@@ -52,6 +53,35 @@ interface Buffered {
 export interface FlushResult {
   reports: number;
   parts: string[];
+}
+
+/** Parts written at once by a flush that touches many hours. */
+const PART_WRITES_AT_ONCE = 4;
+
+/** A flush touching more hours than this holds a backlog (a backfill, the queue after an outage). */
+const BACKLOG_HOURS = 100;
+
+/**
+ * The parts a flush writes: one per hour touched, except in a backlog, where each closed day's
+ * rows go into one part of that day, as compaction would leave them (hour=all). A year's
+ * backfill is then some 365 part writes instead of 8,760.
+ */
+export function partsOfFlush(byHour: ReadonlyMap<number, ArchiveRow[]>, closedBeforeMs: number): { key: string; rows: ArchiveRow[] }[] {
+  if (byHour.size <= BACKLOG_HOURS) return [...byHour].map(([hour, rows]) => ({ key: newPartKey(hour), rows }));
+  const out: { key: string; rows: ArchiveRow[] }[] = [];
+  const days = new Map<number, ArchiveRow[]>();
+  for (const [hour, rows] of byHour) {
+    const day = dayStart(hour);
+    if (day + DAY_MS > closedBeforeMs) {
+      out.push({ key: newPartKey(hour), rows });
+      continue;
+    }
+    const dayRows = days.get(day);
+    if (dayRows) dayRows.push(...rows);
+    else days.set(day, [...rows]);
+  }
+  for (const [day, rows] of days) out.push({ key: newDayPartKey(day), rows });
+  return out;
 }
 
 export class Worker {
@@ -231,21 +261,22 @@ export class Worker {
       if (!rows) byHour.set(hour, (rows = []));
       rows.push(row);
     }
+    const groups = partsOfFlush(byHour, closedBefore(this.options.flushIntervalSeconds));
     await fs.mkdir(this.deps.tmpDir, { recursive: true });
-    const parts: string[] = [];
-    for (const [hour, rows] of byHour) {
+    // A backlog (a backfill, or the queue after an outage) touches many hours per flush: their
+    // parts are written a few at a time, as store puts wait on the disk or the network.
+    const parts = await mapLimit(groups, PART_WRITES_AT_ONCE, async ({ key, rows }) => {
       const file = path.join(this.deps.tmpDir, `flush-${randomUUID()}.parquet`);
       try {
         await writeParquet(this.deps.db, rows, file);
-        const key = newPartKey(hour);
         // The part and its ready texts (GeoJSON and TopoJSON serialised once, for readers).
         const body = await publishPart(this.deps, key, file);
         this.deps.metrics?.partBytes.observe(body.length);
-        parts.push(key);
+        return key;
       } finally {
         await fs.rm(file, { force: true });
       }
-    }
+    });
     // Before the ledger says "archived": a crash in between repeats the flush, and the events
     // are recorded once per report whatever repeats.
     await this.deps.changes?.record(entries.map((e) => ({ pkey: e.row.pkey, createdMs: e.row.created_at_ms })));
