@@ -33,6 +33,7 @@ export function streamRouter(deps: StreamDeps): Router {
     const filter = await readFilter(req, deps);
     const events = deps.events;
     if (!events) throw new HttpError(503, 'The live stream is served on the embedded backend only.');
+    if (req.method === 'HEAD') throw new HttpError(405, '/reports/stream allows GET, OPTIONS only.', [], { Allow: 'GET, OPTIONS' });
     const lastId = readLastEventId(req);
     if (clients >= deps.config.streamMaxClients) {
       throw new HttpError(429, `This server already streams to ${deps.config.streamMaxClients} clients; retry later.`, [], { 'Retry-After': '30' });

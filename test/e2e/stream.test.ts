@@ -122,5 +122,8 @@ describe('GET /reports/stream', () => {
     expect((await getJson(`${svc.url}/reports/stream?bbox=10,10,5,5`)).status).toBe(400);
     const post = await fetch(`${svc.url}/reports/stream`, { method: 'POST' });
     expect(post.status).toBe(405);
+    const head = await fetch(`${svc.url}/reports/stream`, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('GET, OPTIONS');
   });
 });
