@@ -78,7 +78,15 @@ export function streamRouter(deps: StreamDeps): Router {
       if (text !== '') {
         lastWrite = Date.now();
         // A slow reader holds only its own stream: wait for it to drain before reading more.
-        if (!res.write(text)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+        if (!res.write(text)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              res.off('drain', done).off('close', done);
+              resolve();
+            };
+            res.on('drain', done).on('close', done);
+          });
+        }
       }
       if (batch.length < 500) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
