@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startServer } from './server.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli.js');
 const args = parseArgs({ options: { reports: { type: 'string', default: '10000' }, quick: { type: 'boolean', default: false } } }).values;
@@ -22,11 +23,6 @@ const API_KEY = randomBytes(18).toString('base64url');
 const SECRET = randomBytes(24).toString('hex');
 const log = (m: string) => process.stderr.write(`${m}\n`);
 
-interface Server {
-  url: string;
-  stop(): Promise<void>;
-}
-
 function run(argv: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...argv], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -34,31 +30,6 @@ function run(argv: string[], env: Record<string, string>): Promise<string> {
     child.stdout.on('data', (d) => (out += d));
     child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${argv.join(' ')} exited ${code}`))));
   });
-}
-
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, 'all'], {
-    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: API_KEY, MALLOC_ARENA_MAX: '2', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-  return {
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        child.removeAllListeners('exit');
-        child.on('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
 }
 
 /** A loopback webhook receiver: the time each pkey first arrived. */
@@ -144,7 +115,7 @@ async function setup(subscribers: number, flushSeconds: number) {
   const env = { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flushSeconds), WEBHOOK_ALLOW_HOSTS: '127.0.0.1', RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' };
   const hooks = await Promise.all(Array.from({ length: subscribers }, () => receiver()));
   for (const h of hooks) await run(['subscriptions', 'add', '--url', h.url, '--secret', SECRET], env);
-  const server = await startServer(env);
+  const server = await startServer(env, { apiKey: API_KEY });
   return {
     server,
     hooks,

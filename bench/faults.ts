@@ -11,6 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer } from './server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(root, 'dist', 'src', 'cli.js');
@@ -18,36 +19,6 @@ const API_KEY = 'bench-key-0123456789abcdef';
 const args = new Set(process.argv.slice(2));
 const OUTAGE_S = args.has('--quick') ? 10 : 30;
 const LORIS_S = args.has('--quick') ? 20 : 60;
-
-interface Server {
-  url: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'error', PORT: '0', API_KEYS: API_KEY, MALLOC_ARENA_MAX: '2', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-  return {
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        child.removeAllListeners('exit');
-        child.on('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
-}
 
 /** A relay in front of the emulator that can go silent: it accepts and never answers. */
 async function relay(targetPort: number): Promise<{ port: number; stall(): void; resume(): void; close(): void }> {
@@ -124,7 +95,7 @@ async function stalledEndpoint(): Promise<void> {
       code === 0 ? resolve() : reject(new Error(`bootstrap exited with ${code}`)),
     ),
   );
-  const server = await startServer({ ...env, AWS_ENDPOINT_URL: `http://127.0.0.1:${gate.port}` });
+  const server = await startServer({ ...env, AWS_ENDPOINT_URL: `http://127.0.0.1:${gate.port}` }, { role: 'serve', apiKey: API_KEY, logLevel: 'error' });
   const healthy = await Promise.all(Array.from({ length: 10 }, () => post(server.url)));
   gate.stall();
   const posts: { status: number | string; ms: number }[] = [];
@@ -180,7 +151,7 @@ function slowConnection(port: number, head: string, drip: string): Promise<{ hel
 
 async function slowloris(): Promise<void> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-faults-'));
-  const server = await startServer({ DATA_DIR: dir });
+  const server = await startServer({ DATA_DIR: dir }, { role: 'serve', apiKey: API_KEY, logLevel: 'error' });
   const port = Number(new URL(server.url).port);
   const headers = Array.from({ length: 100 }, () => slowConnection(port, 'GET /cities HTTP/1.1\r\nHost: x\r\n', 'X'));
   const bodies = Array.from({ length: 100 }, () =>

@@ -5,7 +5,7 @@
 // and the server's peak RSS, count latency, ingest throughput with durable
 // acceptance (posts only), freshness (POST → visible, measured while posting
 // continues), storage bytes per report.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -21,6 +21,7 @@ import type { BoundarySet } from '../src/boundaries/types.js';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
 import { pageScenario, statsScenario } from './explorer.js';
+import { startServer, type Server } from './server.js';
 import { buildSyntheticArchive, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -65,41 +66,6 @@ async function loadBoundaries(): Promise<BoundarySet> {
   }
   const read = async (f: string) => JSON.parse(await fsp.readFile(path.join(SHARED_PH, f), 'utf8'));
   return { label: 'PSA/NAMRIA 2023 (benchmark)', cities: await read('cities.geojson'), localAreas: await read('local-areas.geojson') };
-}
-
-interface Server {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-async function startServer(role: string, env: Record<string, string>, listens = true): Promise<Server> {
-  const child: ChildProcess = spawn(process.execPath, [CLI, role], {
-    // MALLOC_ARENA_MAX as the container image sets it.
-    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: API_KEY, MALLOC_ARENA_MAX: '2', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    // A worker serves nothing: it is up once spawned (what it misses meanwhile waits in the queue).
-    if (!listens) resolve('');
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-  return {
-    url,
-    pid: child.pid!,
-    stop: () =>
-      new Promise((resolve) => {
-        child.removeAllListeners('exit');
-        child.on('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
 }
 
 /** Peak RSS of a process since the last reset, in MB (Linux). */
@@ -281,8 +247,8 @@ async function ingestScenario(clients: number, split: boolean): Promise<void> {
   const flush = 5;
   // The freshness watchers poll often: the read limit would answer them 429 and skew the figure.
   const env = { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' };
-  const server = await startServer(split ? 'serve' : 'all', env);
-  const worker = split ? await startServer('worker', { ...env, PORT: '0' }, false) : undefined;
+  const server = await startServer(env, { role: split ? 'serve' : 'all', apiKey: API_KEY });
+  const worker = split ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY }) : undefined;
   const base = Date.UTC(2026, 10, 20, 0, 0, 0);
   let next = 0;
   /** 16 clients post reports until `end`; `accepted` hears of each 201. */
@@ -367,7 +333,7 @@ async function backfillScenario(reports: number): Promise<void> {
     );
   }
   await fsp.writeFile(file, `${lines.join('\n')}\n`);
-  const server = await startServer('all', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
+  const server = await startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { apiKey: API_KEY });
   const t0 = performance.now();
   const imported = await cli(['import', '--file', file], { DATA_DIR: dataDir });
   const acceptSeconds = (performance.now() - t0) / 1000;
@@ -410,7 +376,7 @@ function rssMb(pid: number): number {
  */
 async function memoryScenario(posts: number): Promise<void> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-memory-'));
-  const server = await startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_FEED_PER_MINUTE: '100000000' });
+  const server = await startServer({ DATA_DIR: dataDir, RATE_LIMIT_FEED_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
   const rows: Row[] = [];
   const sample = (label: string | number) => rows.push({ posts: label, 'RSS MB': Math.round(rssMb(server.pid)) });
   sample(0);
@@ -531,7 +497,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     });
   }
 
-  const serveEmbedded = () => startServer('serve', { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' });
+  const serveEmbedded = () => startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
   await archiveScenarios(serveEmbedded, path.join(dataDir, 'cache'), 'embedded');
   const embedded = await serveEmbedded();
   results.push({ scenario: 'stats (embedded)', rows: await statsScenario(embedded.url, START_MS, DAYS) });
@@ -545,15 +511,19 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     const uploaded = await uploadToS3(storeDir, emulator.address, 'flood-bench');
     log(`uploaded ${uploaded} objects to the emulator in ${Math.round((performance.now() - t) / 1000)} s`);
     const s3Data = path.join(dir, 's3-data');
-    const serveS3 = () => startServer('serve', {
-      DATA_DIR: s3Data,
-      STORAGE_URL: 's3://flood-bench/',
-      QUEUE_URL: `http://sqs.us-east-1.localhost:${emulator.port}/000000000000/flood-bench`,
-      AWS_ENDPOINT_URL: emulator.address,
-      AWS_ACCESS_KEY_ID: 'bench',
-      AWS_SECRET_ACCESS_KEY: 'bench',
-      RATE_LIMIT_READ_PER_MINUTE: '100000000',
-    });
+    const serveS3 = () =>
+      startServer(
+        {
+          DATA_DIR: s3Data,
+          STORAGE_URL: 's3://flood-bench/',
+          QUEUE_URL: `http://sqs.us-east-1.localhost:${emulator.port}/000000000000/flood-bench`,
+          AWS_ENDPOINT_URL: emulator.address,
+          AWS_ACCESS_KEY_ID: 'bench',
+          AWS_SECRET_ACCESS_KEY: 'bench',
+          RATE_LIMIT_READ_PER_MINUTE: '100000000',
+        },
+        { role: 'serve', apiKey: API_KEY },
+      );
     await archiveScenarios(serveS3, path.join(s3Data, 'cache'), 's3 via emulator (cold: parts fetched from the store)');
     await emulator.stop();
   }

@@ -4,13 +4,14 @@
 // OGC API – Features items pulled through GDAL's OAPIF driver (ogr2ogr, time and
 // features a second), and the year's GeoParquet answer (time and size; with
 // --baseline-cli, the same answer from another build, e.g. the release before GeoParquet).
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startServer } from './server.js';
 import { APPROXIMATE_OUTLINES } from '../src/boundaries/approximateOutlines.js';
 import { BoundaryRepository } from '../src/boundaries/repository.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
@@ -43,31 +44,6 @@ function run(cmd: string, argv: string[], env: Record<string, string> = {}): Pro
   return new Promise((resolve, reject) => {
     execFile(cmd, argv, { env: { ...process.env, ...env }, maxBuffer: 1 << 26 }, (err, stdout, stderr) => (err ? reject(new Error(`${cmd}: ${String(err)} ${stderr}`)) : resolve(stdout)));
   });
-}
-
-async function startServer(cli: string, env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child: ChildProcess = spawn(process.execPath, [cli, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', PORT: '0', API_KEYS: 'bench-key-0123456789abcdef', MALLOC_ARENA_MAX: '2', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
-  });
-  return {
-    url,
-    stop: () =>
-      new Promise((resolve) => {
-        child.removeAllListeners('exit');
-        child.on('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
 }
 
 function timedGet(url: string): Promise<{ ms: number; bytes: number; status: number }> {
@@ -122,7 +98,7 @@ async function main(): Promise<void> {
   await run(process.execPath, [CLI, 'compact', '--from', iso(START_MS).slice(0, 10), '--to', iso(END_MS).slice(0, 10), '--json'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
 
   const env = { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000', PARQUET_CACHE_MAX_BYTES: '0' };
-  const server = await startServer(CLI, env);
+  const server = await startServer(env, { apiKey: 'bench-key-0123456789abcdef' });
   const rows: Record<string, string | number>[] = [];
   try {
     log('ogr2ogr of the whole collection through the OAPIF driver …');
@@ -139,7 +115,7 @@ async function main(): Promise<void> {
     await server.stop();
   }
   if (args['baseline-cli']) {
-    const baseline = await startServer(path.resolve(args['baseline-cli']), { ...env, DATA_DIR: path.join(dir, 'baseline-data'), STORAGE_URL: `file://${storeDir}` });
+    const baseline = await startServer({ ...env, DATA_DIR: path.join(dir, 'baseline-data'), STORAGE_URL: `file://${storeDir}` }, { cli: path.resolve(args['baseline-cli']), apiKey: 'bench-key-0123456789abcdef' });
     try {
       rows.push({ scenario: 'Parquet answer', ...(await parquetRows(baseline.url, `baseline build (${args['baseline-cli']})`)) });
     } finally {

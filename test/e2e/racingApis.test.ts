@@ -2,7 +2,6 @@
 // of the same post_id at the same moment, as a partner's retry through a load balancer does:
 // exactly one answers 201, the other 200, and the archive keeps the version that got the 201.
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, report, tempDir } from '../support/env.js';
 import type { Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { freePort } from '../support/net.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
 const POSTS = 40;
@@ -21,16 +21,6 @@ afterAll(async () => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
   await moto?.stop();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 function run(command: string, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [CLI, command], { env, stdio: ['ignore', 'pipe', 'pipe'] });

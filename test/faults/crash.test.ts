@@ -4,12 +4,12 @@
 // action, every acknowledged report is archived exactly once, with the version first accepted.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, report, tempDir } from '../support/env.js';
+import { freePort } from '../support/net.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
 const REPORTS = 1_500;
@@ -30,17 +30,6 @@ const running: Supervised[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((p) => p.stop()));
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs `flood-archive <command>` and starts it again whenever it dies, as systemd or ECS would. */
 function supervise(command: string, env: Record<string, string>): Supervised {

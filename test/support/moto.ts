@@ -1,24 +1,14 @@
 // S3 and SQS from moto_server, a third-party implementation of their protocols (it enforces
 // If-None-Match on PUT, which fauxqs does not), started on a free loopback port per test file.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Emulator } from './fauxqs.js';
+import { freePort } from './net.js';
 
 /** Whether moto's server can run here (CI installs it with pip). */
 export const HAS_MOTO = spawnSync('python3', ['-c', 'import moto.server'], { stdio: 'ignore' }).status === 0;
 export const MOTO_MISSING = 'skipped: moto_server is absent (pip install "moto[server]")';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 async function launch(port: number): Promise<ChildProcess> {
   const child = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });

@@ -1,0 +1,61 @@
+// The compiled entry point as a child process, as every benchmark drives it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** dist/src/cli.js, beside this file's dist/bench/. */
+export const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli.js');
+
+export interface Server {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** all, serve or worker. */
+  role?: string;
+  /** Another build's cli.js, to compare with. */
+  cli?: string;
+  /** A worker serves nothing: it is up once spawned (what it misses meanwhile waits in the queue). */
+  listens?: boolean;
+  apiKey: string;
+  logLevel?: string;
+}
+
+export async function startServer(env: Record<string, string>, options: StartOptions): Promise<Server> {
+  const child: ChildProcess = spawn(process.execPath, [options.cli ?? CLI, options.role ?? 'all'], {
+    // MALLOC_ARENA_MAX as the container image sets it.
+    env: {
+      PATH: process.env.PATH ?? '',
+      TZ: 'UTC',
+      LOG_LEVEL: options.logLevel ?? 'warn',
+      PORT: '0',
+      API_KEYS: options.apiKey,
+      MALLOC_ARENA_MAX: '2',
+      AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    if (options.listens === false) resolve('');
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    stop: () =>
+      new Promise((resolve) => {
+        child.removeAllListeners('exit');
+        child.on('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
