@@ -234,6 +234,14 @@ function nextUrl(req: Request, cursor: string): string {
   return `${req.protocol}://${req.get('host')}${req.baseUrl}${req.path}?${params.toString().replace(/\+/g, '%20')}`;
 }
 
+/** The filters a page cursor is bound to: a cursor used with other filters is refused. */
+export function cursorFingerprint(values: Partial<Record<'start' | 'end' | 'admin' | 'bbox' | 'include_retracted' | 'updated_after', string>>): string {
+  return createHash('sha256')
+    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false', values.updated_after ?? null]))
+    .digest('base64url')
+    .slice(0, 16);
+}
+
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
   const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
   const query = await parseFilters(req, values, details, deps);
@@ -242,10 +250,7 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
   if (values.geoformat !== undefined && (format === 'geojson' || format === 'topojson')) {
     details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} is already ${format === 'geojson' ? 'GeoJSON' : 'TopoJSON'}` });
   }
-  const fingerprint = createHash('sha256')
-    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false', values.updated_after ?? null]))
-    .digest('base64url')
-    .slice(0, 16);
+  const fingerprint = cursorFingerprint(values);
   if (values.updated_after !== undefined && (values.limit !== undefined || values.cursor !== undefined)) {
     details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'a sync (updated_after) is answered whole: narrow it with start and end instead of pages' });
   } else if (values.limit !== undefined || values.cursor !== undefined) {
