@@ -12,7 +12,7 @@ import { API_KEY, eventually, report, tempDir } from '../support/env.js';
 import { freePort } from '../support/net.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
-const REPORTS = 1_500;
+const REPORTS = 1_200;
 const DAY = Date.UTC(2026, 10, 20); // a closed day, so compaction takes all of it
 
 interface Supervised {
@@ -70,12 +70,15 @@ function supervise(command: string, env: Record<string, string>): Supervised {
   return p;
 }
 
-/** SIGKILLs one of the running processes every 0.4–1.2 s until `until` settles. */
+/** SIGKILLs one of the running processes every 0.5–2 s until `until` settles. */
 async function killAtRandom(targets: Supervised[], until: Promise<unknown>): Promise<void> {
   let done = false;
-  void until.finally(() => (done = true));
+  until.then(
+    () => (done = true),
+    () => (done = true),
+  );
   while (!done) {
-    await new Promise((r) => setTimeout(r, 400 + Math.random() * 800));
+    await new Promise((r) => setTimeout(r, 500 + Math.random() * 1500));
     if (done) break;
     const up = targets.filter((t) => t.up && t.child && t.child.exitCode === null && t.child.signalCode === null);
     const target = up[Math.floor(Math.random() * up.length)];
@@ -93,7 +96,8 @@ async function postAll(url: string, ids: number[], concurrency = 8): Promise<Set
   let next = 0;
   const one = async (id: number) => {
     const body = JSON.stringify(reportOf(id, 'first'));
-    for (let attempt = 0; ; attempt++) {
+    const giveUpAt = Date.now() + 120_000;
+    for (;;) {
       try {
         const res = await fetch(`${url}/feeds/partner`, {
           method: 'POST',
@@ -111,7 +115,7 @@ async function postAll(url: string, ids: number[], concurrency = 8): Promise<Set
       } catch (err) {
         if (err instanceof Error && err.message.startsWith('post ')) throw err;
       }
-      if (attempt > 600) throw new Error(`post ${id}: never acknowledged`);
+      if (Date.now() > giveUpAt) throw new Error(`post ${id}: never acknowledged in 120 s`);
       await new Promise((r) => setTimeout(r, 50));
     }
   };
@@ -189,7 +193,9 @@ async function crashRun(commands: string[]): Promise<void> {
   const ids = Array.from({ length: REPORTS }, (_, i) => 1_000_000 + i);
   const posting = postAll(url, ids);
   await killAtRandom(processes, posting);
-  const acked = await posting;
+  const acked = await posting.catch((err: unknown) => {
+    throw new Error(`${String(err)}\n${diagnose()}`);
+  });
   expect(acked.size, diagnose()).toBe(REPORTS);
   expect(processes.reduce((n, p) => n + p.crashes, 0)).toBeGreaterThan(3);
 
@@ -232,9 +238,9 @@ async function crashRun(commands: string[]): Promise<void> {
 describe('kill -9 at random moments', () => {
   it('serve and worker as separate processes on one DATA_DIR: every acknowledged report archived once, first version', async () => {
     await crashRun(['serve', 'worker']);
-  }, 240_000);
+  }, 360_000);
 
   it('all in one process: every acknowledged report archived once, first version', async () => {
     await crashRun(['all']);
-  }, 240_000);
+  }, 360_000);
 });
