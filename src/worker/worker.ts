@@ -249,11 +249,34 @@ export class Worker {
     return 'buffered';
   }
 
+  /**
+   * Reports retracted while they waited in the queue are written as tombstones (status
+   * retracted, title and text "", URLs null), so their personal fields never reach a part.
+   * They stay "unpurged" in the ledger: the purge job confirms no other copy holds them (a
+   * crash may have repeated a flush) before it marks them purged.
+   */
+  private async tombstoneRetracted(entries: Buffered[]): Promise<void> {
+    let fromMs = Infinity;
+    let toMs = -Infinity;
+    for (const { row } of entries) {
+      fromMs = Math.min(fromMs, row.created_at_ms);
+      toMs = Math.max(toMs, row.created_at_ms);
+    }
+    const retracted = new Set<string>();
+    for await (const r of this.deps.ledger.retractions({ createdFromMs: fromMs, createdToMs: toMs, unpurgedOnly: true })) retracted.add(r.pkey);
+    if (retracted.size === 0) return;
+    for (const entry of entries) {
+      if (!retracted.has(entry.row.pkey)) continue;
+      entry.row = { ...entry.row, status: 'retracted', title: '', text: '', url: null, image_url: null };
+    }
+  }
+
   /** Writes one part per hour touched, then acknowledges. */
   async flush(): Promise<FlushResult> {
     const entries = [...this.buffer.values()];
     if (entries.length === 0) return { reports: 0, parts: [] };
     const started = Date.now();
+    await this.tombstoneRetracted(entries);
     const byHour = new Map<number, ArchiveRow[]>();
     for (const { row } of entries) {
       const hour = hourStart(row.created_at_ms);
@@ -280,7 +303,8 @@ export class Worker {
     // Before the ledger says "archived": a crash in between repeats the flush, and the events
     // are recorded once per report whatever repeats.
     await this.deps.changes?.record(entries.map((e) => ({ pkey: e.row.pkey, createdMs: e.row.created_at_ms })));
-    await this.deps.events?.archived(entries.map((e) => e.row));
+    // A report retracted before it was archived is announced by its retraction alone.
+    await this.deps.events?.archived(entries.filter((e) => e.row.status !== 'retracted').map((e) => e.row));
     await this.deps.ledger.markArchived(entries.map((e) => e.id));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
     for (const e of entries) this.buffer.delete(e.row.pkey);
