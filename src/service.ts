@@ -24,6 +24,9 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** How long a stop waits for requests under way (an ECS task gets 30 s after SIGTERM). */
+const STOP_GRACE_MS = 20_000;
+
 export async function startService(rt: Runtime, options: ServiceOptions): Promise<RunningService> {
   // Only a process allowed to write cities/ can seed it (on AWS: bootstrap or the scheduler);
   // the others wait for a version to appear, and /ready says so meanwhile.
@@ -76,7 +79,16 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {
-          s.close(() => resolve());
+          // Requests under way finish; keep-alive connections are closed as soon as they are
+          // idle, including those that become idle after this call (otherwise they would hold
+          // the stop for the whole keep-alive timeout); past the grace period, the rest go too.
+          const sweep = setInterval(() => s.closeIdleConnections(), 100);
+          const deadline = setTimeout(() => s.closeAllConnections(), STOP_GRACE_MS);
+          s.close(() => {
+            clearInterval(sweep);
+            clearTimeout(deadline);
+            resolve();
+          });
           s.closeIdleConnections();
         });
       }
