@@ -1,25 +1,11 @@
 // `flood-archive subscriptions` as ops run it: add, list, test, remove, failed, redrive; bad
 // input exits 2 with every reason and stores nothing.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runCli as run } from '../support/cli.js';
 import { tempDir } from '../support/env.js';
 import { startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
-
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 let hook: Receiver | undefined;
 afterEach(async () => {

@@ -5,13 +5,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, report, tempDir } from '../support/env.js';
 import { freePort } from '../support/net.js';
+import { CLI, runCli } from '../support/cli.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
 const REPORTS = 1_200;
 const MIN_KILLS = 6;
 const MAX_REPORTS = 30_000;
@@ -158,15 +157,6 @@ async function archivedTitles(url: string): Promise<Map<string, string[]>> {
   return out;
 }
 
-async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  return { code, out };
-}
-
 /** Rows per pkey in the stored parts themselves (no read-time de-duplication). */
 async function storedCopies(dataDir: string): Promise<Map<string, number>> {
   const db = await DuckDBInstance.create(':memory:');
@@ -236,10 +226,10 @@ async function crashRun(commands: string[]): Promise<void> {
 
   await Promise.all(processes.map((p) => p.stop()));
   const verified = await runCli(['verify', '--from', '2026-11-20', '--to', '2026-11-20'], env);
-  expect(verified.code, verified.out).toBe(0);
+  expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   // Compaction leaves exactly one stored row per report.
   const compacted = await runCli(['compact'], env);
-  expect(compacted.code, compacted.out).toBe(0);
+  expect(compacted.code, compacted.stdout + compacted.stderr).toBe(0);
   const copies = await storedCopies(dataDir);
   expect(copies.size).toBe(ids.length);
   expect([...copies.values()].every((n) => n === 1)).toBe(true);
