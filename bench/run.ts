@@ -21,7 +21,7 @@ import type { BoundarySet } from '../src/boundaries/types.js';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
 import { pageScenario, statsScenario } from './explorer.js';
-import { startServer, type Server } from './server.js';
+import { asServer, startServer, type Server } from './server.js';
 import { buildSyntheticArchive, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -215,27 +215,9 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
   results.push({ scenario: `count (${label})`, rows: countRows });
 }
 
-async function startFloor(file: string): Promise<Server> {
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'bench', 'wireFloor.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`wire floor exited with ${code}`)));
-  });
-  return {
-    url,
-    pid: child.pid!,
-    stop: () =>
-      new Promise((resolve) => {
-        child.removeAllListeners('exit');
-        child.on('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+/** The wire floor: the same bytes sent by a plain express process over loopback. */
+function startFloor(file: string): Promise<Server> {
+  return asServer(spawn(process.execPath, [path.join(root, 'dist', 'bench', 'wireFloor.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] }));
 }
 
 /**

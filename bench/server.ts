@@ -38,9 +38,14 @@ export async function startServer(env: Record<string, string>, options: StartOpt
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  return asServer(child, options.listens !== false);
+}
+
+/** A child process that prints "listening on <url>" once it serves, as a Server. */
+export async function asServer(child: ChildProcess, listens = true): Promise<Server> {
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
-    if (options.listens === false) resolve('');
+    if (!listens) resolve('');
     child.stdout!.on('data', (d) => {
       out += d;
       const m = /listening on (http:\/\/\S+)/.exec(out);
