@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fsyncDir, isCode, writeDurably } from './files.js';
 
 export interface ApiKey {
   name: string;
@@ -60,9 +61,10 @@ export async function resolveApiKeys(
     const key = (await fs.readFile(file, 'utf8')).trim();
     if (key.length >= 16) return { keys: [{ name: 'local', key }], generated: { file, key, created: false } };
   } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+    if (!isCode(err, 'ENOENT')) throw err;
   }
   const key = newKey();
-  await fs.writeFile(file, `${key}\n`, { mode: 0o600 });
+  await writeDurably(file, 'w', `${key}\n`, 0o600);
+  await fsyncDir(dataDir);
   return { keys: [{ name: 'local', key }], generated: { file, key, created: true } };
 }

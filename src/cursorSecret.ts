@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from './config.js';
+import { fsyncDir, isCode, writeDurably } from './files.js';
 import type { ObjectStore } from './store/objectStore.js';
 
 /** Where the generated key lives in the object store (S3 deployments). */
@@ -30,10 +31,11 @@ async function fileSecret(file: string, fresh: string): Promise<string> {
   await fs.mkdir(path.dirname(file), { recursive: true });
   try {
     // 'wx': create-if-absent, so two processes on one DATA_DIR cannot each keep their own.
-    await fs.writeFile(file, `${fresh}\n`, { mode: 0o600, flag: 'wx' });
+    await writeDurably(file, 'wx', `${fresh}\n`, 0o600);
+    await fsyncDir(path.dirname(file));
     return fresh;
   } catch (err) {
-    if ((err as { code?: string }).code !== 'EEXIST') throw err;
+    if (!isCode(err, 'EEXIST')) throw err;
   }
   // Another process may have created it an instant ago and not written it yet.
   for (let attempt = 0; ; attempt += 1) {

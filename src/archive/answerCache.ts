@@ -5,6 +5,7 @@
 // disk a tenth of that. Bounded in bytes, least recently used first out.
 import fs, { type FileHandle } from 'node:fs/promises';
 import type { Metrics } from '../metrics.js';
+import { isCode } from '../files.js';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
 
 export interface CachedAnswer {
@@ -36,7 +37,7 @@ export class AnswerCache {
         this.metrics?.answerCacheRequests.inc({ result: 'hit' });
         return { handle, size: entry.size };
       } catch (err) {
-        if (!isMissing(err)) throw err;
+        if (!isCode(err, 'ENOENT')) throw err;
         // Removed behind our back (a cleaned cache directory): write it again.
         this.files.forget(key, entry);
       }
@@ -62,8 +63,4 @@ export class AnswerCache {
     await this.files.scan();
     this.metrics?.answerCacheBytes.set(this.files.sizeBytes);
   }
-}
-
-function isMissing(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
 }

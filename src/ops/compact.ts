@@ -29,7 +29,7 @@ export interface CompactResult {
   rows: number;
 }
 
-export async function compact(rt: Runtime, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
+export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledger' | 'config'>, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
   // Whole days are listed: a day is compacted with all of its parts, whatever the window cuts.
   const partitions = await listWindowParts(rt.store, dayStart(options.fromMs), dayStart(options.toMs) + DAY_MS - 1);
   const days = new Map<number, HourParts[]>();
@@ -86,6 +86,6 @@ export async function compact(rt: Runtime, options: CompactOptions, progress?: P
 }
 
 /** An hour is closed once the worker can no longer be flushing into it. */
-export function closedBefore(rt: Runtime, now = Date.now()): number {
+export function closedBefore(rt: Pick<Runtime, 'config'>, now = Date.now()): number {
   return closedBeforeMs(rt.config.flushIntervalSeconds, now);
 }

@@ -9,7 +9,7 @@ import type { Runtime } from '../runtime.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
 
-export async function exportWindow(rt: Runtime, query: WindowQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
+export async function exportWindow(rt: Pick<Runtime, 'archive'>, query: WindowQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
   if (format === 'parquet') {
     await window.writeParquet(out);

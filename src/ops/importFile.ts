@@ -50,7 +50,7 @@ export function detectFormat(file: string): ImportFormat {
   throw new Error(`cannot tell the format of ${file}; pass --format ndjson|geojson|csv`);
 }
 
-export async function importFile(rt: Runtime, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
+export async function importFile(rt: Pick<Runtime, 'intake' | 'boundaries'>, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;

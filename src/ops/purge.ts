@@ -28,7 +28,10 @@ export interface PurgeResult {
 const NAMED = 'list_contains($pkeys, pkey)';
 const STILL_THERE = `${NAMED} AND (status <> 'retracted' OR title <> '' OR text <> '' OR url IS NOT NULL OR image_url IS NOT NULL)`;
 
-export async function purgeRetracted(rt: Runtime): Promise<PurgeResult> {
+/** What the purge uses of the runtime. */
+type Purging = Pick<Runtime, 'ledger' | 'store' | 'cache' | 'db' | 'config'>;
+
+export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
   const result: PurgeResult = { retractions: 0, partsRewritten: 0, purged: 0, waiting: 0 };
   const byDay = new Map<number, { pkey: string; createdMs: number }[]>();
   for await (const r of rt.ledger.retractions({ unpurgedOnly: true })) {
@@ -58,7 +61,7 @@ export async function purgeRetracted(rt: Runtime): Promise<PurgeResult> {
 }
 
 /** Rewrites the part with `pkeys` as tombstones when it holds any of them as they were; true when it did. */
-async function rewrite(rt: Runtime, part: ObjectInfo, pkeys: string[], tmpDir: string): Promise<boolean> {
+async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string): Promise<boolean> {
   const file = await rt.cache.localFile(part);
   const out = path.join(tmpDir, `${randomUUID()}.parquet`);
   try {

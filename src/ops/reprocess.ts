@@ -24,7 +24,7 @@ export interface ReprocessResult {
 }
 
 export async function reprocess(
-  rt: Runtime,
+  rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'boundaries' | 'config'>,
   options: { fromMs: number; toMs: number; dryRun: boolean },
   progress?: Progress,
 ): Promise<ReprocessResult> {

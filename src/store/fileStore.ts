@@ -3,11 +3,11 @@
 // file, fsync'd, renamed (or linked, for create-if-absent) into place, and its
 // directory fsync'd.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsc, fsync, linkSync, open, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { constants as fsc, linkSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import { promisify } from 'node:util';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
+import { fsyncDir, isCode, writeDurably } from '../files.js';
 import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
@@ -15,27 +15,6 @@ const TMP_MARK = '.tmp-';
 /** Whether a file name is one of this store's temporary files (never a stored object). */
 export function isTemporaryName(name: string): boolean {
   return name.includes(TMP_MARK);
-}
-// Writing, linking and closing are page-cache operations of microseconds, done
-// synchronously; flushing, which waits for the disk, goes to the thread pool.
-const fsyncFd = promisify(fsync);
-const openFd = promisify(open);
-
-/** Writes the whole body at the descriptor's position (short writes continue). */
-function writeAll(fd: number, body: Buffer | string): void {
-  const data = typeof body === 'string' ? Buffer.from(body) : body;
-  for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-}
-
-/** Writes (if any), fsyncs and closes a new file. */
-async function writeDurably(file: string, flags: string, body: Buffer | string): Promise<void> {
-  const fd = openSync(file, flags, 0o644);
-  try {
-    writeAll(fd, body);
-    await fsyncFd(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 export class FileObjectStore implements ObjectStore {
@@ -227,19 +206,6 @@ export class FileObjectStore implements ObjectStore {
 
 function etagOf(stat: { mtimeMs: number; size: number; ino: number }): string {
   return `${Math.round(stat.mtimeMs * 1000).toString(36)}-${stat.size.toString(36)}-${stat.ino.toString(36)}`;
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fd = await openFd(dir, 'r');
-  try {
-    await fsyncFd(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-function isCode(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
 }
 
 /** Disk errors (full, read-only, permissions) become UnavailableError at this boundary. */
