@@ -244,17 +244,20 @@ const schemas = {
       { $ref: '#/components/schemas/LocalAreaProperties' },
     ),
   ),
-  LocalAreasTopoJson: envelope(
-    topology(
+  LocalAreasTopoJson: envelope({
+    ...topology(
       {
         type: 'object',
         required: ['type', 'arcs', 'properties'],
         properties: { type: { enum: ['Polygon', 'MultiPolygon'] }, arcs: { type: 'array' }, properties: { $ref: '#/components/schemas/LocalAreaProperties' } },
       },
       { arcs: { type: 'array' }, transform: { type: 'object', required: ['scale', 'translate'] } },
-      ['arcs', 'transform', 'bbox'],
+      ['arcs'],
     ),
-  ),
+    // Quantized, so with a transform and a bbox, unless the city has no barangays in this
+    // boundary version (the approximate outlines have none): then there is nothing to quantize.
+    anyOf: [{ required: ['transform', 'bbox'] }, { properties: { objects: { properties: { output: { properties: { geometries: { maxItems: 0 } } } } } } }],
+  }),
   LocalAreaProperties: {
     type: 'object',
     additionalProperties: false,
@@ -617,8 +620,8 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           description:
             'Each report archived from now on (or after `Last-Event-ID`) as one `archived` event whose data is a GeoJSON Feature and whose id resumes the stream: reconnecting with `Last-Event-ID` (EventSource does it itself) sends exactly what came after it, for as long as events are kept (at least a day). A comment line every 15 s keeps proxies from closing an idle stream. Each API process serves a bounded number of streams; past it, 429.',
           parameters: [
-            { name: 'admin', in: 'query', schema: { type: 'string' }, description: 'Only reports of this city code, e.g. PH-QC.' },
-            { name: 'bbox', in: 'query', schema: { type: 'string', pattern: BBOX_PATTERN }, description: 'Only reports inside minLng,minLat,maxLng,maxLat.' },
+            { name: 'admin', in: 'query', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] }, description: 'Only reports of this city code.' },
+            { name: 'bbox', in: 'query', schema: { type: 'string', pattern: BBOX_PATTERN }, description: 'Only reports inside minLng,minLat,maxLng,maxLat (latitudes within ±90); minimums must not exceed maximums.' },
             { name: 'Last-Event-ID', in: 'header', schema: { type: 'string', pattern: '^\\d{1,15}$' }, description: 'Resume after this event.' },
             { name: 'lastEventId', in: 'query', schema: { type: 'string', pattern: '^\\d{1,15}$' }, description: 'The same, for clients that cannot set headers (0: everything kept).' },
           ],
@@ -636,7 +639,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           summary: 'CAP 1.2 alerts of the last 24 hours, in an Atom feed',
           description:
             'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, severity Unknown, certainty Observed, an area naming the barangay and city with a circle at the point. A retracted report leaves the feed.',
-          parameters: [{ name: 'admin', in: 'query', schema: { type: 'string' }, description: 'Only reports of this city code, e.g. PH-QC.' }],
+          parameters: [{ name: 'admin', in: 'query', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] }, description: 'Only reports of this city code.' }],
           responses: {
             '200': { description: 'The feed.', content: { 'application/atom+xml': { schema: { type: 'string' } } } },
             '400': badQuery,
@@ -683,7 +686,13 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             ...windowParams,
             { name: 'interval', in: 'query', schema: { type: 'string', enum: [...STATS_INTERVALS], default: 'day' }, description: 'Bucket length; weeks start on Monday.' },
             { name: 'by', in: 'query', schema: { type: 'string', enum: [...STATS_BY], default: 'none' }, description: 'Split each bucket by city code or barangay PSGC code.' },
-            { name: 'tz', in: 'query', schema: { type: 'string', pattern: '^(Z|[+-]\\d{2}:?\\d{2})$', default: 'Z' }, description: 'UTC offset of the buckets, e.g. +0800 for Manila (send + as %2B).' },
+            {
+              name: 'tz',
+              in: 'query',
+              // -12:00 to +14:00, the offsets in use.
+              schema: { type: 'string', pattern: '^(Z|[+-](?:0\\d|1[01]):?[0-5]\\d|[+-]12:?00|\\+1[23]:?[0-5]\\d|\\+14:?00)$', default: 'Z' },
+              description: 'UTC offset of the buckets, from -1200 to +1400, e.g. +0800 for Manila (send + as %2B).',
+            },
           ],
           responses: {
             '200': {

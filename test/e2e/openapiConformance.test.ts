@@ -7,6 +7,7 @@
 // (403 for an unknown key, the generated cases below say which rules are words only).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { request as httpRequest } from 'node:http';
 import { API_KEY, getJson, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { OpenApiChecker } from '../support/openapi.js';
 
@@ -60,6 +61,9 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string }[]> = 
     { message: /must not end before it starts/, documented: 'does not end before it starts' },
     { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'each end from 1970-01-01T00:00:00Z' },
   ],
+  // A bound on the answer's size, stated in the operation's description.
+  '/reports/archive/stats start': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
+  '/reports/archive/stats end': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
   '/reports/archive format': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   '/reports/archive geoformat': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
@@ -199,5 +203,166 @@ describe('the archive window and the feed body', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Every operation of the document, the checks of `schemathesis --checks all` one by one:
+// not_a_server_error, status_code / content_type / response_headers / response_schema
+// conformance, negative_data_rejection and positive_data_acceptance (query and path parameters),
+// missing_required_header, unsupported_method and ignored_auth. (schemathesis itself is a
+// Python package this suite cannot assume; these are its checks, over the served document.)
+
+/** Required query parameters of each operation: a one-day window. */
+const REQUIRED_QUERY: Record<string, Record<string, string>> = {
+  '/reports/archive': { start: '2026-11-21T00:00:00+0800', end: '2026-11-21T23:59:59+0800', geoformat: 'geojson' },
+  '/reports/archive/count': { start: '2026-11-21T00:00:00+0800', end: '2026-11-21T23:59:59+0800' },
+  '/reports/archive/stats': { start: '2026-11-21T00:00:00+0800', end: '2026-11-21T23:59:59+0800' },
+};
+/** Path parameters without a pattern: a value that exists. */
+const PATH_EXAMPLES: Record<string, string> = { code: 'PH-QC', featureId: 'PH-QC' };
+
+const { openApiDocument } = await import('../../src/http/openapi.js');
+const DOC = openApiDocument() as any;
+const GETS = Object.keys(DOC.paths).filter((p) => DOC.paths[p].get);
+
+const resolve = (p: any) => (p.$ref ? DOC.components.parameters[p.$ref.split('/').pop()] : p);
+const paramsOf = (path: string, method = 'get') => ((DOC.paths[path][method].parameters ?? []) as any[]).map(resolve);
+
+/** A valid value of each path parameter (its pattern's, or an existing one). */
+function pathWith(path: string, values: Record<string, string> = {}): string {
+  return path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    if (values[name] !== undefined) return encodeURIComponent(values[name]);
+    const param = paramsOf(path, Object.keys(DOC.paths[path])[0]).find((p) => p.name === name);
+    const value = param?.schema?.pattern ? fc.sample(valid(param.schema), { numRuns: 1, seed: 7 })[0]! : PATH_EXAMPLES[name] ?? 'x';
+    return encodeURIComponent(value);
+  });
+}
+
+/** Any request, answered and checked against the document (a stream is checked on its headers). */
+async function call(method: string, docPath: string, url: string, headers: Record<string, string> = { 'User-Agent': 'conformance/1.0' }) {
+  const abort = new AbortController();
+  const res = await fetch(`${svc.url}${url}`, { method, headers, signal: abort.signal });
+  const type = res.headers.get('content-type') ?? '';
+  let body: any;
+  if (type.startsWith('text/event-stream')) {
+    abort.abort();
+    body = '';
+  } else {
+    const text = await res.text();
+    body = text && /json/.test(type) ? JSON.parse(text) : text || undefined;
+  }
+  expect(res.status, `${method} ${url}`).toBeLessThan(500);
+  if (res.status !== 405) {
+    checker.check(method, docPath, res.status, type, body);
+    checker.checkHeaders(method, docPath, res.status, res.headers);
+  }
+  return { status: res.status, body, headers: res.headers };
+}
+
+const query = (q: Record<string, string>) => {
+  const text = new URLSearchParams(q).toString().replace(/\+/g, '%20');
+  return text ? `?${text}` : '';
+};
+
+describe.each(GETS)('GET %s: the checks of an OpenAPI fuzzer', (path) => {
+  const base = REQUIRED_QUERY[path] ?? {};
+  const hasPathParams = path.includes('{');
+  const rulesOf = (name: string) => [...(WORDED_RULES[`${path} ${name}`] ?? []), ...(WORDED_RULES[name] ?? [])];
+  const words = (param: any) => `${param.description ?? ''} ${DOC.paths[path].get.description ?? ''}`;
+
+  it('is answered as declared, and its parameters are as strict as the service', async () => {
+    // positive: the base request.
+    const plain = await call('GET', path, `${pathWith(path)}${query(base)}`);
+    expect([200, 404, 410], `GET ${path}`).toContain(plain.status);
+    for (const param of paramsOf(path)) {
+      if (param.in === 'header') continue;
+      const where = (v: string) => `${param.in} ${param.name}=${JSON.stringify(v)}`;
+      const url = (v: string) => (param.in === 'path' ? `${pathWith(path, { [param.name]: v })}${query(base)}` : `${pathWith(path)}${query({ ...base, [param.name]: v })}`);
+      for (const rule of rulesOf(param.name)) expect(words(param), `${path} ${param.name}`).toContain(rule.documented);
+      const bad = invalid(param.schema);
+      if (bad) {
+        await fc.assert(
+          fc.asyncProperty(bad, async (v) => {
+            // A path segment cannot be empty or hold a slash: such a value names another path.
+            fc.pre(param.in !== 'path' || (v !== '' && v !== '.' && v !== '..'));
+            const { status, body } = await call('GET', path, url(v));
+            if (param.in === 'path') {
+              expect([400, 404], where(v)).toContain(status);
+            } else {
+              expect(status, where(v)).toBe(400);
+              expect(body.details.map((d: any) => d.field), where(v)).toContain(param.name);
+            }
+          }),
+          { numRuns: 15 },
+        );
+      }
+      await fc.assert(
+        fc.asyncProperty(valid(param.schema), async (v) => {
+          fc.pre(param.in !== 'path' || (v !== '' && v !== '.' && v !== '..'));
+          const { status, body } = await call('GET', path, url(v));
+          if (status === 200 || status === 304 || (hasPathParams && (status === 404 || status === 410))) return;
+          expect(status, where(v)).toBe(400);
+          for (const d of body.details) expect(rulesOf(param.name).some((r) => r.message.test(d.message)), `${where(v)}: ${d.field} ${d.message}`).toBe(true);
+        }),
+        { numRuns: 15 },
+      );
+    }
+  });
+
+  const requiredHeaders = paramsOf(path).filter((p) => p.in === 'header' && p.required);
+  if (requiredHeaders.length > 0) it('a required header left out is a 400 naming it', async () => {
+    for (const header of requiredHeaders) {
+      // node:http sends no User-Agent (or any other optional header) unless told.
+      const { status, body } = await new Promise<{ status: number; body: any }>((resolveAnswer, reject) => {
+        const req = httpRequest(`${svc.url}${pathWith(path)}${query(base)}`, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c)).on('end', () => resolveAnswer({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      checker.check('GET', path, status, 'application/json', body);
+      expect(status).toBe(400);
+      expect(body.details.map((d: any) => d.field)).toContain(header.name);
+    }
+  });
+});
+
+describe('methods and authentication', () => {
+  it('a method a path does not have is a 405 that lists the ones it has', async () => {
+    for (const path of Object.keys(DOC.paths)) {
+      const declared = Object.keys(DOC.paths[path]).filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m));
+      for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !declared.includes(m.toLowerCase()))) {
+        const { status, headers } = await call(method, path, pathWith(path), { 'User-Agent': 'conformance/1.0', 'X-Api-Key': API_KEY });
+        expect(status, `${method} ${path}`).toBe(405);
+        const allow = (headers.get('allow') ?? '').split(/,\s*/);
+        for (const m of declared) expect(allow, `${method} ${path}: Allow ${headers.get('allow')}`).toContain(m.toUpperCase());
+      }
+    }
+  });
+
+  it('operations that need a key refuse a request without one (401) and with an unknown one (403, as documented)', async () => {
+    const secured = Object.entries(DOC.paths).flatMap(([path, ops]: [string, any]) =>
+      Object.entries(ops)
+        .filter(([, op]: [string, any]) => op?.responses?.['401'])
+        .map(([method]) => [method.toUpperCase(), path] as const),
+    );
+    expect(secured.length).toBeGreaterThan(0);
+    for (const [method, path] of secured) {
+      const init = (key?: string) => ({
+        'User-Agent': 'conformance/1.0',
+        'Content-Type': 'application/json',
+        ...(key ? { 'X-Api-Key': key } : {}),
+      });
+      const url = pathWith(path);
+      const body = method === 'POST' ? JSON.stringify(report(postId++)) : undefined;
+      for (const [key, want] of [[undefined, 401], ['not-a-key-of-this-service', 403]] as const) {
+        const res = await fetch(`${svc.url}${url}`, { method, headers: init(key), body });
+        const answer = await res.json();
+        checker.check(method, path, res.status, res.headers.get('content-type'), answer);
+        expect(res.status, `${method} ${path} with ${key ?? 'no key'}`).toBe(want);
+      }
+    }
   });
 });
