@@ -45,6 +45,7 @@ function appendRow(a: DuckDBAppender, r: ArchiveRow): void {
   a.appendVarchar(r.partner_city);
   a.appendTimestampTZ(timestampTZValue(BigInt(r.received_at_ms) * 1000n));
   a.appendVarchar(r.boundary_version);
+  appendNullable(a, r.key_name ?? null);
   a.endRow();
 }
 

@@ -2,7 +2,7 @@
 // archive query does it (first received wins, then boundary version).
 import type { DuckDb } from '../duckdb.js';
 import { sqlString } from '../duckdb.js';
-import { ARCHIVE_COLUMNS, type ArchiveRow } from './row.js';
+import { PART_COLUMNS, type ArchiveRow } from './row.js';
 import { TOMBSTONE } from './sql.js';
 
 /**
@@ -13,13 +13,19 @@ import { TOMBSTONE } from './sql.js';
 export const DEDUPE_WINDOW = `row_number() OVER (PARTITION BY pkey ORDER BY regexp_extract(filename, 'part-[0-9A-Z]{26}') DESC) = 1`;
 
 /**
- * The de-duplicating read every consumer of parts shares: the documented columns only.
- * Hive partitioning is off: the store's paths (year=…/hour=…) would otherwise add their
- * values as columns, and a merged file would carry them, contradicting its own path.
+ * The de-duplicating read the rewriters of parts share (compaction, reprocessing): every column
+ * parts are written with now. Hive partitioning is off: the store's paths (year=…/hour=…) would
+ * otherwise add their values as columns, and a merged file would carry them, contradicting its
+ * own path. Parts written before `key_name` existed lack it: the files are read by name
+ * (union_by_name), and an empty relation that has it makes it null there, even when no file
+ * has it. Answers never read it (see LATER_COLUMNS), so this costs the rewriters alone.
  */
 export function dedupedPartsSql(files: readonly string[]): string {
   const list = `[${files.map(sqlString).join(', ')}]`;
-  return `SELECT ${ARCHIVE_COLUMNS.join(', ')} FROM read_parquet(${list}, filename = true, hive_partitioning = false) QUALIFY ${DEDUPE_WINDOW}`;
+  return `SELECT ${PART_COLUMNS.join(', ')}
+    FROM (SELECT * FROM read_parquet(${list}, filename = true, hive_partitioning = false, union_by_name = true)
+          UNION ALL BY NAME SELECT NULL::VARCHAR AS key_name WHERE false)
+    QUALIFY ${DEDUPE_WINDOW}`;
 }
 
 export async function readRows(db: DuckDb, files: readonly string[]): Promise<ArchiveRow[]> {
@@ -28,7 +34,7 @@ export async function readRows(db: DuckDb, files: readonly string[]): Promise<Ar
     const reader = await conn.runAndReadAll(
       `SELECT pkey, epoch_ms(created_at) AS created_at_ms, source, status, url, image_url, disaster_type,
               report_data::VARCHAR AS report_data, instance_region_code, local_area_id, title, text, lng, lat,
-              post_id, partner_city, epoch_ms(received_at) AS received_at_ms, boundary_version
+              post_id, partner_city, epoch_ms(received_at) AS received_at_ms, boundary_version, key_name
        FROM (${dedupedPartsSql(files)}) ORDER BY created_at, pkey`,
     );
     return reader.getRowObjectsJS().map((r) => ({

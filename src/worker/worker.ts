@@ -224,6 +224,7 @@ export class Worker {
         partner_city: report.partner_city,
         received_at_ms: Date.parse(envelope.received_at),
         boundary_version: boundaries.version,
+        key_name: envelope.partner ?? null,
       };
     } catch (err) {
       // Poison message: leave it to come back a few times, then to the dead-letter queue.

@@ -458,6 +458,7 @@ describe('Glue table for Athena', () => {
         ['partner_city', 'string'],
         ['received_at', 'timestamp'],
         ['boundary_version', 'string'],
+        ['key_name', 'string'],
       ].map(([Name, Type]) => ({ Name, Type })),
     );
   });
