@@ -5,20 +5,35 @@
 //      and /ready take to answer and what they answer, then how soon posts are accepted again.
 //   2. A slowloris of 200 connections (100 sending headers, 100 a feed body, a byte a second):
 //      how long the server lets each hold its connection, and what a normal client sees meanwhile.
+//   3. Mixed load: a year of reports in the archive, posts at 500 a second while four clients pull
+//      the whole year again and again: post latency and answers, open descriptors and RSS.
+//   4. A kill -9 with 20,000 reports waiting: how soon the restarted service answers and accepts,
+//      and how soon all of them are in the archive.
+// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash]
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from './server.js';
+import { parseArgs } from 'node:util';
+import { startServer, type Server } from './server.js';
+import { buildBenchStore, loadBenchBoundaries } from './synthetic.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(root, 'dist', 'src', 'cli.js');
 const API_KEY = 'bench-key-0123456789abcdef';
-const args = new Set(process.argv.slice(2));
-const OUTAGE_S = args.has('--quick') ? 10 : 30;
-const LORIS_S = args.has('--quick') ? 20 : 60;
+const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash' } } });
+const QUICK = args.quick === true;
+const ONLY = new Set(String(args.only).split(','));
+const runs = (name: string) => ONLY.has(name);
+const OUTAGE_S = QUICK ? 10 : 30;
+const LORIS_S = QUICK ? 20 : 60;
+const YEAR_REPORTS = QUICK ? 100_000 : 1_000_000;
+const MIXED_S = QUICK ? 10 : 30;
+const PENDING = QUICK ? 5_000 : 20_000;
 
 /** A relay in front of the emulator that can go silent: it accepts and never answers. */
 async function relay(targetPort: number): Promise<{ port: number; stall(): void; resume(): void; close(): void }> {
@@ -175,10 +190,142 @@ async function slowloris(): Promise<void> {
   console.log(`  a normal client meanwhile: ${normal.length} requests ${statuses(normal)}, p50 ${r1(pct(ms, 50))} ms, p99 ${r1(pct(ms, 99))} ms`);
 }
 
+/** Open descriptors and resident memory of a process, sampled until stopped: the maxima. */
+function sampler(pid: number): { stop(): { fds: number; rssMb: number } } {
+  let fds = 0;
+  let rssMb = 0;
+  const sample = () => {
+    try {
+      fds = Math.max(fds, readdirSync(`/proc/${pid}/fd`).length);
+      rssMb = Math.max(rssMb, Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
+    } catch {
+      // The process is gone.
+    }
+  };
+  const timer = setInterval(sample, 200);
+  sample();
+  return {
+    stop: () => {
+      clearInterval(timer);
+      sample();
+      return { fds, rssMb: Math.round(rssMb) };
+    },
+  };
+}
+
+/** The whole year as GeoJSON, read to the end: its time and size. */
+async function pullYear(url: string, startMs: number): Promise<{ status: number | string; ms: number; bytes: number }> {
+  const q = new URLSearchParams({ start: new Date(startMs).toISOString(), end: new Date(startMs + 365 * 86_400_000 - 1).toISOString(), format: 'geojson' });
+  const t = performance.now();
+  try {
+    const res = await fetch(`${url}/reports/archive?${q}`, { headers: { 'User-Agent': 'flood-bench/1.0' }, signal: AbortSignal.timeout(600_000) });
+    let bytes = 0;
+    for await (const chunk of res.body ?? []) bytes += (chunk as Uint8Array).byteLength;
+    return { status: res.status, ms: performance.now() - t, bytes };
+  } catch (err) {
+    return { status: (err as Error).name, ms: performance.now() - t, bytes: 0 };
+  }
+}
+
+async function mixedLoad(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-faults-'));
+  const startMs = Date.UTC(2025, 0, 1);
+  const boundaries = await loadBenchBoundaries(SHARED_PH, (line) => console.log(line));
+  await buildBenchStore({ storeDir: path.join(dir, 'store'), reports: YEAR_REPORTS, startMs, days: 365, boundaries });
+  const server = await startServer({ DATA_DIR: dir, RATE_LIMIT_READ_PER_MINUTE: '100000', RATE_LIMIT_FEED_PER_MINUTE: '1000000' }, { role: 'all', apiKey: API_KEY, logLevel: 'error' });
+  try {
+    const idle = sampler(server.pid).stop();
+    let watch = sampler(server.pid);
+    const alone = await pullYear(server.url, startMs);
+    const afterOne = watch.stop();
+    watch = sampler(server.pid);
+    const until = Date.now() + MIXED_S * 1000;
+    const pulls: Awaited<ReturnType<typeof pullYear>>[] = [];
+    const pullers = Array.from({ length: 4 }, async () => {
+      while (Date.now() < until) pulls.push(await pullYear(server.url, startMs));
+    });
+    // Open loop: a post every 2 ms whatever the answers do, as 500 partners' posts would arrive.
+    const posts: Promise<{ status: number | string; ms: number }>[] = [];
+    const t0 = performance.now();
+    for (let i = 0; Date.now() < until; i += 1) {
+      posts.push(post(server.url));
+      const ahead = t0 + (i + 1) * 2 - performance.now();
+      if (ahead > 0) await new Promise((resolve) => setTimeout(resolve, ahead));
+    }
+    const answered = await Promise.all(posts);
+    await Promise.all(pullers);
+    const peak = watch.stop();
+    const ms = answered.map((x) => x.ms);
+    console.log(`\nMixed load on \`all\` (${YEAR_REPORTS.toLocaleString()} reports over a year; defaults)`);
+    console.log(`  idle: ${idle.fds} open descriptors, RSS ${idle.rssMb} MB`);
+    console.log(`  one year pull alone: ${r1(alone.ms / 1000)} s, ${Math.round(alone.bytes / 1e6)} MB (${String(alone.status)}); peak ${afterOne.fds} descriptors, RSS ${afterOne.rssMb} MB`);
+    console.log(
+      `  ${MIXED_S} s of ${Math.round(answered.length / MIXED_S)} posts/s offered with 4 clients pulling the year: posts ${statuses(answered)}, p50 ${r1(pct(ms, 50))} ms, p99 ${r1(pct(ms, 99))} ms, max ${r1(Math.max(...ms))} ms`,
+    );
+    console.log(`  year pulls meanwhile: ${pulls.length} ${statuses(pulls)}, p50 ${r1(pct(pulls.map((p) => p.ms), 50) / 1000)} s; peak ${peak.fds} open descriptors, RSS ${peak.rssMb} MB`);
+  } finally {
+    await server.stop();
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Polls until `ready` resolves true; the time it took in ms. */
+async function timeUntil(ready: () => Promise<boolean>, limitMs = 600_000): Promise<number> {
+  const t = performance.now();
+  while (performance.now() - t < limitMs) {
+    if (await ready().catch(() => false)) return performance.now() - t;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return NaN;
+}
+
+async function crashWithBacklog(): Promise<void> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-faults-'));
+  // Yesterday's reports: a closed day, counted once they are archived.
+  const dayMs = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000;
+  const env = { DATA_DIR: dir };
+  let server: Server | undefined = await startServer(env, { role: 'serve', apiKey: API_KEY, logLevel: 'error' });
+  try {
+    let next = 0;
+    const body = (i: number) =>
+      JSON.stringify({ post_id: 5_000_000 + i, created_at: new Date(dayMs + (i * 86_400_000) / PENDING).toISOString(), partner_city: 'Quezon City', disaster_type: 'flood', location: { lat: 14.65, lng: 121.05 } });
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = next++; i < PENDING; i = next++) {
+          const res = await fetch(`${server!.url}/feeds/partner`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' }, body: body(i) });
+          if (res.status !== 201) throw new Error(`post answered ${res.status}`);
+          await res.arrayBuffer();
+        }
+      }),
+    );
+    process.kill(server.pid, 'SIGKILL');
+    server = undefined;
+    const t = performance.now();
+    server = await startServer(env, { role: 'all', apiKey: API_KEY, logLevel: 'error' });
+    const listening = performance.now() - t;
+    const url = server.url;
+    const accepted = listening + (await timeUntil(async () => (await post(url)).status === 201));
+    const ready = listening + (await timeUntil(async () => (await fetch(`${url}/ready`)).status === 200));
+    const q = new URLSearchParams({ start: new Date(dayMs).toISOString(), end: new Date(dayMs + 86_400_000 - 1).toISOString() });
+    const archived = await timeUntil(async () => {
+      const res = await fetch(`${url}/reports/archive/count?${q}`, { headers: { 'User-Agent': 'flood-bench/1.0' } });
+      return ((await res.json()) as { result?: { count?: number } }).result?.count === PENDING;
+    });
+    console.log(`\nkill -9 of \`serve\` with ${PENDING.toLocaleString()} reports waiting, then \`all\` started on the same DATA_DIR`);
+    console.log(`  listening after ${r1(listening)} ms; first post accepted after ${r1(accepted)} ms; /ready 200 after ${r1(ready)} ms`);
+    console.log(`  all ${PENDING.toLocaleString()} in the archive ${r1((listening + archived) / 1000)} s after the restart (${Math.round(PENDING / ((listening + archived) / 1000))} reports/s)`);
+  } finally {
+    await server?.stop();
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`${os.cpus().length} CPUs, Node ${process.version}`);
-  if (!args.has('--slowloris-only')) await stalledEndpoint();
-  if (!args.has('--stall-only')) await slowloris();
+  if (runs('stall')) await stalledEndpoint();
+  if (runs('slowloris')) await slowloris();
+  if (runs('mixed')) await mixedLoad();
+  if (runs('crash')) await crashWithBacklog();
 }
 
 main().catch((err: unknown) => {

@@ -15,14 +15,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { APPROXIMATE_OUTLINES } from '../src/boundaries/approximateOutlines.js';
-import { BoundaryRepository } from '../src/boundaries/repository.js';
-import type { BoundarySet } from '../src/boundaries/types.js';
 import { mapLimit } from '../src/ops/concurrency.js';
-import { FileObjectStore } from '../src/store/fileStore.js';
 import { pageScenario, statsScenario } from './explorer.js';
 import { asServer, startServer, type Server } from './server.js';
-import { buildSyntheticArchive, walkFiles } from './synthetic.js';
+import { buildBenchStore, loadBenchBoundaries, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -57,15 +53,6 @@ const results: { scenario: string; rows: Row[] }[] = [];
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`);
-}
-
-async function loadBoundaries(): Promise<BoundarySet> {
-  if (!fs.existsSync(path.join(SHARED_PH, 'local-areas.geojson'))) {
-    log(`PSA/NAMRIA boundaries not found at ${SHARED_PH}: points are drawn inside the approximate outlines instead`);
-    return APPROXIMATE_OUTLINES;
-  }
-  const read = async (f: string) => JSON.parse(await fsp.readFile(path.join(SHARED_PH, f), 'utf8'));
-  return { label: 'PSA/NAMRIA 2023 (benchmark)', cities: await read('cities.geojson'), localAreas: await read('local-areas.geojson') };
 }
 
 /** Peak RSS of a process since the last reset, in MB (Linux). */
@@ -442,13 +429,10 @@ function printTable(title: string, rows: Row[]): void {
 
 /** Builds the synthetic archive, compacts it, and measures reads (archive, count, stats, the page). */
 async function archiveBench(dir: string, dataDir: string, storeDir: string): Promise<void> {
-  const boundaries = await loadBoundaries();
-  const repo = new BoundaryRepository(new FileObjectStore(storeDir), 0);
-  const { version } = await repo.publish(boundaries);
-
+  const boundaries = await loadBenchBoundaries(SHARED_PH, log);
   log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days …`);
   let t = performance.now();
-  const built = await buildSyntheticArchive({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries, boundaryVersion: version });
+  const built = await buildBenchStore({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries });
   const buildSeconds = (performance.now() - t) / 1000;
   results.push({
     scenario: 'synthetic archive',
