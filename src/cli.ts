@@ -23,6 +23,7 @@ import { addSubscription, eventLogOf, findSubscription, shown, testSubscription 
 import { listOption, SubscriptionError } from './events/subscriptions.js';
 import { parseOffsetDateTime } from './reports/partnerReport.js';
 import { pkeyOf, SOURCE } from './reports/layout.js';
+import { createServiceLogger } from './log.js';
 import { createRuntime, type Runtime } from './runtime.js';
 import { startScheduler } from './scheduler.js';
 import { startService } from './service.js';
@@ -99,7 +100,7 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
     usage: role,
     options: {},
     async run({ config }) {
-      const rt = await createRuntime(config);
+      const rt = await createRuntime(config, { log: createServiceLogger(config.logLevel) });
       await bootstrapIfLocal(config, rt);
       const kept = roles[role].api ? (await rt.ledger.listKeys()).some((k) => !k.revoked_at) : false;
       const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir, kept) : { keys: [] };

@@ -1,8 +1,8 @@
 // createApp: the one Express app every entry point serves.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import express, { type Express, type Request, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import { pinoHttp } from 'pino-http';
 import type { ApiKey } from '../apiKeys.js';
@@ -14,6 +14,7 @@ import { citiesRouter } from './cities.js';
 import { CursorCodec } from './cursor.js';
 import { errorHandler } from './errorHandler.js';
 import { explorerRouter } from './explorer.js';
+import { partnerOf } from './auth.js';
 import { feedsRouter } from './feeds.js';
 import { openApiDocument } from './openapi.js';
 import { ogcRouter } from './ogc/router.js';
@@ -115,7 +116,8 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       acceptDeadlineMs: rt.config.acceptDeadlineMs,
       acceptMaxInFlight: rt.config.acceptMaxInFlight,
       log: rt.log,
-      rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (req) => createHash('sha256').update(req.get('x-api-key') ?? '').digest('hex'), 'API key'),
+      // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
+      rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key'),
     }),
   );
   app.use(['/cities', '/reports', '/ogc'], readLimit);
@@ -182,7 +184,7 @@ const cors: RequestHandler = (req, res, next) => {
   next();
 };
 
-function limiter(perMinute: number, key: (req: Request) => string, per: string): RequestHandler {
+function limiter(perMinute: number, key: (req: Request, res: Response) => string, per: string): RequestHandler {
   return rateLimit({
     windowMs: 60_000,
     limit: perMinute,
