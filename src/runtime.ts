@@ -60,6 +60,8 @@ export interface Runtime {
   answers: AnswerCache;
   cache: PartCache;
   worker: Worker;
+  /** The index of what changed when (updated_after): the worker and reprocess write it, the scheduler prunes it. */
+  changes: ChangeLog;
   /** Embedded backend: the event log (webhook subscriptions and deliveries, the live stream, CAP). */
   events: EventLog | undefined;
   /** Sends webhook deliveries; the worker role starts it. */
@@ -179,6 +181,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,
+    changes,
     events,
     webhooks,
     s3,

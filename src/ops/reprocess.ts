@@ -8,6 +8,7 @@ import { deleteParts, publishPart } from '../archive/ready.js';
 import { listWindowParts } from '../archive/parts.js';
 import { readRows } from '../archive/rows.js';
 import type { ArchiveRow } from '../archive/row.js';
+import type { ChangedReport } from '../archive/changes.js';
 import { newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
 import type { Progress } from './progress.js';
@@ -24,7 +25,7 @@ export interface ReprocessResult {
 }
 
 export async function reprocess(
-  rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'boundaries' | 'config'>,
+  rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'boundaries' | 'config' | 'changes'>,
   options: { fromMs: number; toMs: number; dryRun: boolean },
   progress?: Progress,
 ): Promise<ReprocessResult> {
@@ -46,6 +47,8 @@ export async function reprocess(
     progress?.tick();
     const rows = await readRows(rt.db, await Promise.all(hour.parts.map((p) => rt.cache.localFile(p))));
     let changed = false;
+    // Reports whose answered tags change: a mirror syncing with updated_after must see them again.
+    const moved: ChangedReport[] = [];
     const retagged: ArchiveRow[] = rows.map((row) => {
       const tags = boundaries.tagger.tag(row.lng, row.lat);
       const inWindow = row.created_at_ms >= options.fromMs && row.created_at_ms <= options.toMs;
@@ -57,6 +60,7 @@ export async function reprocess(
         result.moves[move] = (result.moves[move] ?? 0) + 1;
       }
       if (tags.local_area_id !== row.local_area_id) result.localAreaChanges += 1;
+      if (tags.instance_region_code !== row.instance_region_code || tags.local_area_id !== row.local_area_id) moved.push({ pkey: row.pkey, createdMs: row.created_at_ms });
       const next = { ...row, ...tags, boundary_version: boundaries.version };
       if (next.instance_region_code !== row.instance_region_code || next.local_area_id !== row.local_area_id || next.boundary_version !== row.boundary_version) {
         changed = true;
@@ -68,7 +72,13 @@ export async function reprocess(
     try {
       await writeParquet(rt.db, retagged, out);
       // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
+      // Logged before the new part, and again once it is durable. The first log survives a run
+      // cut short after the part (a rerun finds the tags already new and writes nothing); a sync
+      // lists it only a settling time after it was named, by when the part is readable unless its
+      // PUT took that long, which the second log covers.
+      await rt.changes.record(moved);
       await publishPart(rt, hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), out);
+      await rt.changes.record(moved);
       await deleteParts(rt.store, hour.parts.map((p) => p.key));
       result.hoursRewritten += 1;
     } finally {

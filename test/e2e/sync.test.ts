@@ -3,6 +3,8 @@
 // it already has) and others are retracted, ends equal to a full pull; and the extent tells
 // "no data yet" from "no reports".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { reprocess } from '../../src/ops/reprocess.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, API_KEY, BACKENDS, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
@@ -150,5 +152,34 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     expect((await getJson(`${svc.url}/reports/archive/extent?start=x`, UA)).status).toBe(400);
     // With a window, an old updated_after is fine.
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=2020-01-01T00:00:00Z&start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z`, UA)).status).toBe(200);
+  });
+
+  it('reports re-tagged by reprocess show in the next sync (and those left as they were do not)', async () => {
+    const window = 'start=2026-10-05T00:00:00Z&end=2026-10-05T23:59:59Z';
+    const places = { 'City of San Fernando': { lng: 120.6898, lat: 15.0286 }, 'Quezon Memorial Circle': { lng: 121.0497, lat: 14.6516 } };
+    for (const [i, location] of Object.values(places).entries()) {
+      expect((await postReport(svc.url, report(700 + i, { created_at: `2026-10-05T0${i}:30:00Z`, location }))).status).toBe(201);
+    }
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const mirror: Mirror = new Map();
+    const first = await pull(window);
+    apply(mirror, first.text);
+    expect([...mirror.values()].map((f) => f.properties.tags.instance_region_code).sort()).toEqual(['PH-PG', 'PH-QC']);
+
+    // New boundaries without Pampanga: its report moves to no city, Quezon City's stays.
+    const quezonOnly = { ...APPROXIMATE_OUTLINES, label: 'approximate outlines, Quezon City only', cities: { ...APPROXIMATE_OUTLINES.cities, features: APPROXIMATE_OUTLINES.cities.features.filter((f) => f.properties.code === 'PH-QC') } };
+    await svc.rt.boundaries.publish(quezonOnly);
+    const done = await reprocess(svc.rt, { fromMs: Date.parse('2026-10-05T00:00:00Z'), toMs: Date.parse('2026-10-05T23:59:59Z'), dryRun: false });
+    expect(done.moves).toEqual({ 'PH-PG -> null': 1 });
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+
+    const sync = await pull(`updated_after=${encodeURIComponent(first.watermark)}&${window}`);
+    expect(sync.status).toBe(200);
+    expect(apply(mirror, sync.text)).toBe(1);
+    expect(JSON.parse(sync.text.trim()).properties).toMatchObject({ pkey: 'partner-700', tags: { instance_region_code: null, local_area_id: null } });
+    const full: Mirror = new Map();
+    apply(full, (await pull(window)).text);
+    expect(mirror).toEqual(full);
   });
 });
