@@ -2,7 +2,9 @@
 // barangay), the first request (cold) and the median of repeats (warm); and the page's load
 // to its first map paint in Debian's Chromium, where it is installed.
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import http from 'node:http';
+import type { Server } from './server.js';
 
 type Row = Record<string, string | number>;
 
@@ -30,8 +32,11 @@ function timedGet(url: string): Promise<{ ms: number; status: number; body: stri
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
-/** Stats rows: each window and grouping asked once cold, then five times warm. */
-export async function statsScenario(baseUrl: string, startMs: number, days: number): Promise<Row[]> {
+/**
+ * Stats rows: each window and grouping asked once cold (a new process, every cache emptied),
+ * then five times warm (the median).
+ */
+export async function statsScenario(start: () => Promise<Server>, cacheDir: string, startMs: number, days: number): Promise<Row[]> {
   const endMs = startMs + days * DAY_MS - 1;
   const mid = startMs + Math.floor(days / 2) * DAY_MS;
   const windows: [string, number, number, string][] = [
@@ -42,11 +47,18 @@ export async function statsScenario(baseUrl: string, startMs: number, days: numb
   const rows: Row[] = [];
   for (const by of ['city', 'local_area']) {
     for (const [label, from, to, interval] of windows) {
-      const url = `${baseUrl}/reports/archive/stats?start=${iso(from)}&end=${iso(to)}&interval=${interval}&by=${by}&tz=%2B0800`;
-      const cold = await timedGet(url);
-      if (cold.status !== 200) throw new Error(`stats answered ${cold.status}: ${cold.body.slice(0, 200)}`);
+      await fsp.rm(cacheDir, { recursive: true, force: true });
+      const server = await start();
+      const url = `${server.url}/reports/archive/stats?start=${iso(from)}&end=${iso(to)}&interval=${interval}&by=${by}&tz=%2B0800`;
       const warm: number[] = [];
-      for (let i = 0; i < 5; i++) warm.push((await timedGet(url)).ms);
+      let cold: Awaited<ReturnType<typeof timedGet>>;
+      try {
+        cold = await timedGet(url);
+        if (cold.status !== 200) throw new Error(`stats answered ${cold.status}: ${cold.body.slice(0, 200)}`);
+        for (let i = 0; i < 5; i++) warm.push((await timedGet(url)).ms);
+      } finally {
+        await server.stop();
+      }
       const result = JSON.parse(cold.body).result;
       rows.push({ window: label, by, interval, reports: result.total, rows: result.rows.length, 'cold ms': Math.round(cold.ms), 'warm p50 ms': Math.round(median(warm)) });
     }
