@@ -59,6 +59,8 @@ export interface Config {
   schedules: { compact: string; reconcile: string; verify: string };
   /** Webhooks, the live stream and the SNS topic (src/events/). */
   events: EventsConfig;
+  /** Most reports the explorer page draws as points; above it, the barangay counts alone. */
+  explorerMaxPoints: number;
 }
 
 export interface EventsConfig {
@@ -96,6 +98,7 @@ const envSchema = {
     FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     SYNC_SETTLE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
+    EXPLORER_MAX_POINTS: { type: 'integer', minimum: 0, maximum: 200000 },
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
     RENDER_CACHE_MAX_BYTES: { type: 'integer', minimum: 0 },
@@ -216,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     acceptMaxInFlight: Number(v.ACCEPT_MAX_IN_FLIGHT ?? 1024),
     http: { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: seconds(v.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS, 5) },
     events: eventsConfig(v),
+    explorerMaxPoints: Number(v.EXPLORER_MAX_POINTS ?? 20_000),
   };
 }
 

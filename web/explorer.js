@@ -5,8 +5,8 @@
 
 const MANILA_MS = 8 * 3_600_000;
 const DAY_MS = 86_400_000;
-/** Above this many reports the map shows the choropleth alone. */
-const MAX_POINTS = 20_000;
+/** Above this many reports the map shows the choropleth alone (the service's EXPLORER_MAX_POINTS). */
+const MAX_POINTS = Number(document.querySelector('meta[name="explorer-max-points"]')?.content ?? 20_000);
 const SNIPPET_UA = 'my-study/1.0 (you@example.org)';
 const COLORS = ['#ffffcc', '#c7e9b4', '#7fcdbb', '#41b6c4', '#2c7fb8', '#253494'];
 
@@ -348,9 +348,10 @@ function drawChart(rows, range, interval) {
 
 // ---------- downloads ----------
 
+// GeoJSON and TopoJSON as plain files (no envelope): what QGIS, GDAL and geopandas open as they are.
 const FORMATS = [
-  ['GeoJSON', 'format=json&geoformat=geojson'],
-  ['TopoJSON', 'format=json&geoformat=topojson'],
+  ['GeoJSON', 'format=geojson'],
+  ['TopoJSON', 'format=topojson'],
   ['CSV', 'format=csv'],
   ['NDJSON', 'format=ndjson'],
   ['Parquet', 'format=parquet'],
@@ -371,7 +372,15 @@ function drawDownloads(params, count) {
       a.href = url;
       a.textContent = name;
       a.dataset.format = name;
-      li.append(a);
+      // The exact URL, in view and selectable, for a script or another tool.
+      const field = document.createElement('input');
+      field.type = 'text';
+      field.readOnly = true;
+      field.className = 'url';
+      field.value = url;
+      field.setAttribute('aria-label', `${name} URL`);
+      field.addEventListener('focus', () => field.select());
+      li.append(a, field);
       return li;
     }),
   );
@@ -381,11 +390,14 @@ function drawDownloads(params, count) {
 function drawSnippet() {
   const csv = snippetUrls.CSV;
   const geojson = snippetUrls.GeoJSON;
-  if (!csv) return;
+  if (!csv) {
+    snippetEl.textContent = '';
+    return;
+  }
   const snippets = {
     curl: `curl -A '${SNIPPET_UA}' -o flood-reports.csv '${csv}'`,
     pandas: `import pandas as pd\n\ndf = pd.read_csv(\n    "${csv}",\n    storage_options={"User-Agent": "${SNIPPET_UA}"},\n)\nprint(len(df))`,
-    geopandas: `import json, urllib.request\nimport geopandas as gpd\n\nreq = urllib.request.Request(\n    "${geojson}",\n    headers={"User-Agent": "${SNIPPET_UA}"},\n)\nfc = json.load(urllib.request.urlopen(req))["result"]\ngdf = gpd.GeoDataFrame.from_features(fc["features"], crs="EPSG:4326")\nprint(len(gdf))`,
+    geopandas: `import urllib.request\nimport geopandas as gpd\n\nreq = urllib.request.Request(\n    "${geojson}",\n    headers={"User-Agent": "${SNIPPET_UA}"},\n)\nwith urllib.request.urlopen(req) as answer:\n    gdf = gpd.read_file(answer)\nprint(len(gdf), gdf.crs)`,
     r: `con <- url("${csv}",\n           headers = c("User-Agent" = "${SNIPPET_UA}"))\nreports <- read.csv(con)\nnrow(reports)`,
   };
   snippetEl.textContent = snippets[snippetLang.value];
@@ -404,6 +416,21 @@ document.getElementById('copy-snippet').addEventListener('click', async () => {
 });
 
 // ---------- loading a view ----------
+
+/** Nothing of an earlier window stays on the page when this one could not be loaded. */
+function clearView() {
+  if (areasLayer) drawChoropleth(new Map());
+  drawPoints([]);
+  chart?.destroy();
+  chart = undefined;
+  chartEl.replaceChildren();
+  delete chartEl.dataset.buckets;
+  mapNote.textContent = '';
+  countEl.textContent = '';
+  linksEl.replaceChildren();
+  snippetUrls = {};
+  drawSnippet();
+}
 
 let generation = 0;
 
@@ -454,6 +481,7 @@ async function load(state) {
     setStatus('ready', `${n.toLocaleString('en')} report${n === 1 ? '' : 's'} between ${formatManila(range[0])} and ${formatManila(range[1])}, shown as points.`);
   } catch (err) {
     if (mine !== generation) return;
+    clearView();
     if (err instanceof RateLimited) setStatus('limited', err.message);
     else if (err instanceof ServiceDown) setStatus('error', err.message);
     else setStatus('error', err instanceof ApiError ? err.message : 'Something went wrong while drawing this window.');

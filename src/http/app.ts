@@ -153,7 +153,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
     );
   });
   app.use('/docs', express.static(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
-  app.use(explorerRouter());
+  app.use(explorerRouter({ maxPoints: rt.config.explorerMaxPoints }));
 
   for (const [route, allow] of Object.entries(ROUTES)) {
     app.all(route, () => {

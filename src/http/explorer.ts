@@ -45,10 +45,17 @@ const INDEX = {
   ],
 };
 
-export function explorerRouter(): Router {
+export interface ExplorerOptions {
+  /** Most reports drawn as points (EXPLORER_MAX_POINTS); the page reads it from its meta tag. */
+  maxPoints: number;
+}
+
+export function explorerRouter(options: ExplorerOptions): Router {
   const router = Router();
   const web = webDir();
-  const page = fs.readFileSync(path.join(web, 'index.html'));
+  const page = fs
+    .readFileSync(path.join(web, 'index.html'), 'utf8')
+    .replace(/(<meta name="explorer-max-points" content=")\d+(">)/, `$1${Math.trunc(options.maxPoints)}$2`);
   router.get('/', (req, res) => {
     res.vary('Accept');
     if (req.accepts(['application/json', 'text/html']) !== 'text/html') {

@@ -24,7 +24,7 @@ import {
 import { loadPsaBoundaries } from '../support/sharedData.js';
 
 // Globals of the page, used only inside callbacks that playwright runs there.
-declare const document: any, window: any, location: any;
+declare const document: any, window: any, location: any, getComputedStyle: any;
 
 const CHROMIUM = '/usr/bin/chromium';
 const HAS_CHROMIUM = fs.existsSync(CHROMIUM);
@@ -153,6 +153,13 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.mouse.click(xy.x, xy.y);
       const popup = page.locator('.leaflet-popup-content');
       await popup.waitFor({ timeout: 5_000 });
+      // The popup fades in and the map pans to show it whole: the screenshot waits for both.
+      await page.waitForFunction(() => {
+        const el = document.querySelector('.leaflet-popup');
+        const map = document.getElementById('map')!.getBoundingClientRect();
+        const box = el?.getBoundingClientRect();
+        return el && getComputedStyle(el).opacity === '1' && box.left >= map.left && box.right <= map.right && box.top >= map.top;
+      }, undefined, { timeout: 5_000 });
       const text = await popup.innerText();
       const manila = new Date(Date.parse(one.created_at) + 8 * 3_600_000).toISOString().slice(0, 16).replace('T', ' ');
       expect(text).toContain(`${manila} PHT`);
@@ -209,6 +216,8 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(shown).toBe(inQc);
       const links = await page.$$eval('#download-links a', (as) => as.map((a) => [a.textContent!, (a as any).href] as [string, string]));
       expect(links.map(([name]) => name)).toEqual(['GeoJSON', 'TopoJSON', 'CSV', 'NDJSON', 'Parquet', 'Arrow']);
+      // Each exact URL is in view beside its link, labelled, to copy into a script.
+      for (const [name, href] of links) expect(await page.getByLabel(`${name} URL`).inputValue()).toBe(href);
       const dir = await tempDir();
       for (const [name, href] of links) {
         expect(new URL(href).hostname).toBe('127.0.0.1');
@@ -267,6 +276,65 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
+  it('presets give the last 24 hours, 7 days and 30 days up to now, and a calendar year in Manila time', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}/?w=24h`);
+      await settled(page);
+      const windowOf = async () => {
+        const href = (await page.getAttribute('#download-links a[data-format=CSV]', 'href'))!;
+        const q = new URL(href).searchParams;
+        return [Date.parse(q.get('start')!.replace(/(\d{2})(\d{2})$/, '$1:$2')), Date.parse(q.get('end')!.replace(/(\d{2})(\d{2})$/, '$1:$2'))] as const;
+      };
+      for (const [label, w, days] of [['Last 24 h', '24h', 1], ['Last 7 days', '7d', 7], ['Last 30 days', '30d', 30]] as const) {
+        await page.getByLabel(label).check();
+        await page.click('button[type=submit]');
+        await page.waitForFunction((want) => new URLSearchParams(location.search).get('w') === want, w);
+        await settled(page);
+        const [start, end] = await windowOf();
+        expect(Math.abs(end - Date.now()), label).toBeLessThan(120_000);
+        expect(end - start, label).toBe(days * 86_400_000);
+      }
+      await page.getByLabel('A year').check();
+      await page.fill('input[name=year]', '2025');
+      await page.click('button[type=submit]');
+      await page.waitForFunction(() => location.search.includes('year=2025'));
+      expect(await settled(page)).toBe('ready');
+      expect(await windowOf()).toEqual([Date.parse('2025-01-01T00:00:00+08:00'), Date.parse('2025-12-31T23:59:59+08:00')]);
+      expect(await page.textContent('#download-count')).toBe(`${juneReports.length + julyReports.length} reports in this window.`);
+    } finally {
+      await close();
+    }
+  });
+
+  it('above EXPLORER_MAX_POINTS reports, shows the barangay counts alone and says why', async () => {
+    const rt = await testRuntime(await testConfig('embedded', undefined, { EXPLORER_MAX_POINTS: '10' }));
+    await rt.boundaries.publish(await loadPsaBoundaries());
+    const few = await startTestService(rt);
+    const { page, errors, close } = await openPage();
+    try {
+      for (const r of juneReports.slice(0, 12)) {
+        const [lat, lng] = r.place;
+        expect((await postReport(few.url, report(r.post_id, { created_at: r.created_at, location: { lat, lng } }))).status).toBe(201);
+      }
+      await allArchived(rt);
+      await page.goto(`${few.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.locator('#map path.point').count()).toBe(0);
+      expect(await page.textContent('#map-note')).toContain('12 reports: too many to draw one by one');
+      expect(Number(await page.getAttribute('#map', 'data-filled'))).toBeGreaterThan(0);
+      await page.screenshot({ path: path.join(SHOTS, 'choropleth-only.png') });
+      // At or below the bound, points again.
+      await page.goto(`${few.url}/?w=custom&start=2025-06-01T00%3A00&end=2025-06-03T23%3A59`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.locator('#map path.point').count()).toBeGreaterThan(0);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+      await few.stop();
+    }
+  });
+
   it('says so when the window is empty', async () => {
     const { page, close } = await openPage();
     try {
@@ -310,6 +378,10 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.click('button[type=submit]');
       await page.waitForFunction(() => document.getElementById('status')?.dataset.state === 'error');
       expect(await page.textContent('#status')).toContain('not answering');
+      // Nothing of the window shown before stays as if it were this one's.
+      expect(await page.textContent('#download-count')).toBe('');
+      expect(await page.locator('#download-links a').count()).toBe(0);
+      expect(await page.locator('#snippet-lang').isVisible()).toBe(false);
       await page.screenshot({ path: path.join(SHOTS, 'server-down.png') });
     } finally {
       await close();
@@ -347,11 +419,35 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
         await page.selectOption('#snippet-lang', lang);
         const code = (await page.textContent('#snippet'))!;
         const { stdout } = await run('python3', ['-c', code], { timeout: 60_000 });
-        expect(stdout.trim(), lang).toBe(String(juneReports.length));
+        expect(stdout.trim(), lang).toBe(lang === 'geopandas' ? `${juneReports.length} EPSG:4326` : String(juneReports.length));
       }
+    } finally {
+      await close();
+    }
+  });
+
+  it('gives curl and R snippets that work as pasted', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
       await page.selectOption('#snippet-lang', 'curl');
       const curl = (await page.textContent('#snippet'))!;
       expect(curl).toMatch(/^curl -A '[^']+' -o flood-reports\.csv 'http:\/\/127\.0\.0\.1:\d+\/reports\/archive\?start=2025-06-01T00%3A00%3A00%2B0800&/);
+      const dir = await tempDir();
+      await run('sh', ['-c', curl], { cwd: dir, timeout: 60_000 });
+      const csv = fs.readFileSync(path.join(dir, 'flood-reports.csv'), 'utf8');
+      expect(csv.trimEnd().split('\n')).toHaveLength(juneReports.length + 1);
+
+      const hasR = await run('Rscript', ['--version']).then(() => true, () => false);
+      if (!hasR) {
+        console.warn('R snippet not run: Rscript is absent (apt-get install -y r-base-core)');
+        return;
+      }
+      await page.selectOption('#snippet-lang', 'r');
+      const r = (await page.textContent('#snippet'))!;
+      const { stdout } = await run('Rscript', ['-e', r], { timeout: 60_000 });
+      expect(stdout.trim()).toBe(`[1] ${juneReports.length}`);
     } finally {
       await close();
     }
@@ -362,10 +458,16 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
 async function countReports(format: string, bytes: Buffer, dir: string): Promise<number> {
   const text = () => bytes.toString('utf8');
   switch (format) {
-    case 'GeoJSON':
-      return JSON.parse(text()).result.features.length;
-    case 'TopoJSON':
-      return JSON.parse(text()).result.objects.output.geometries.length;
+    case 'GeoJSON': {
+      const collection = JSON.parse(text());
+      expect(collection.type).toBe('FeatureCollection');
+      return collection.features.length;
+    }
+    case 'TopoJSON': {
+      const topology = JSON.parse(text());
+      expect(topology.type).toBe('Topology');
+      return topology.objects.output.geometries.length;
+    }
     case 'CSV':
       return text().trimEnd().split('\n').length - 1;
     case 'NDJSON':
