@@ -7,7 +7,7 @@ import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type Bbox, type WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { READY_SHAPES, readReadyHours, type ReadyShape } from './ready.js';
+import { READY_TEXTS, readHours, readReadyIndex, type ReadyFile, type ReadyHour, type ReadyShape } from './ready.js';
 import { RenderCache, type RenderedHour } from './renderCache.js';
 import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
 
@@ -79,12 +79,19 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
   }
 }
 
+/** Hours answered from a part's ready texts: a byte range of its sidecar, or nothing for an hour without reports. */
+interface ReadyRun {
+  ready: ReadyFile;
+  hour: ReadyHour | undefined;
+}
+
 /**
- * One day as one run of joined items per hour, newest hour first. An hour's rendering is
- * the same text whoever asks, so for unfiltered windows it is taken from (and kept in) the
- * render cache, keyed by the parts that hold it; it serves a window that cuts the hour when
- * all its reports fall inside anyway. The other hours are built by DuckDB: one query for the
- * day, or for a few hours at a time of a storm day.
+ * One day as runs of joined items, newest hour first. Hours whose reports all sit in one part
+ * with ready texts are byte ranges of its sidecar (consecutive hours: one range, one read). The
+ * others are rendered: for unfiltered windows taken from (and kept in) the render cache, keyed
+ * by the parts that hold the hour (it serves a window that cuts the hour when all its reports
+ * fall inside anyway); otherwise built by DuckDB, one query for the day, or for a few hours
+ * at a time of a storm day.
  */
 async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
@@ -120,39 +127,30 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
     }
     return built;
   };
-  const fits = (r: RenderedHour) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
+  const fits = (r: { bbox: unknown; minMs: number; maxMs: number }) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
   // An hour's text depends on its parts and on which of its reports the ledger retracted since.
   const retractedIn = (hourMs: number) => (query.retracted ?? []).filter((r) => r.createdMs >= hourMs && r.createdMs < hourMs + HOUR_MS).map((r) => r.pkey).sort().join(',');
   const cacheKey = (hourMs: number) =>
     RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}\u0000${query.includeRetracted ? 'tombstones' : ''}\u0000${retractedIn(hourMs)}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
   const cache = isUnfiltered(query) ? ctx.rendered : undefined;
 
+  const ready = await readyRuns(ctx, day, candidates, query, shape, separator);
   const runs = new Map<number, RenderedHour>();
   const filtered: number[] = [];
   const unrendered: number[] = [];
+  const rest: number[] = [];
+  for (const hourMs of candidates) {
+    const run = ready.get(hourMs);
+    if (run && run.hour && !fits(run.hour)) filtered.push(hourMs);
+    else if (!run) rest.push(hourMs);
+  }
   // Looked up together: each is a small file read, and waiting for them one by one adds up.
-  const hits = await Promise.all(candidates.map((hourMs) => cache?.get(cacheKey(hourMs))));
-  const missed: number[] = [];
-  for (const [i, hourMs] of candidates.entries()) {
+  const hits = await Promise.all(rest.map((hourMs) => cache?.get(cacheKey(hourMs))));
+  for (const [i, hourMs] of rest.entries()) {
     const hit = hits[i];
     if (hit && fits(hit)) runs.set(hourMs, hit);
-    else if (hit) filtered.push(hourMs);
-    else missed.push(hourMs);
-  }
-  // Whole hours held by one part that has its ready texts: read as they are (and kept in the
-  // render cache, whose plain file reads are faster still for the next pull).
-  const ready = await readyRuns(ctx, day, missed, query, shape, separator);
-  await Promise.all(
-    [...ready].map(async ([hourMs, run]) => {
-      const kept = cache ? await cache.put(cacheKey(hourMs), run) : run;
-      if (fits(run)) runs.set(hourMs, kept);
-      else filtered.push(hourMs);
-    }),
-  );
-  for (const hourMs of missed) {
-    if (ready.has(hourMs)) continue;
-    if (cache) unrendered.push(hourMs);
-    else filtered.push(hourMs);
+    else if (hit || !cache) filtered.push(hourMs);
+    else unrendered.push(hourMs);
   }
   if (cache && unrendered.length > 0) {
     // Whole hours, so they can be kept; an hour the window cuts is used only if it fits.
@@ -168,25 +166,48 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   if (filtered.length > 0) for (const [hourMs, rendered] of await build(filtered, query)) runs.set(hourMs, rendered);
   const items: Run[] = [];
   let bbox: FeatureBatch['bbox'];
+  // Consecutive hours of one sidecar: one range (the separator between them is in it).
+  let pending: { ready: ReadyFile; hours: number[]; end: number } | undefined;
+  const readyShape = shape as ReadyShape;
+  const flush = () => {
+    if (pending) items.push(readHours(pending.ready, pending.hours, readyShape, shape === 'geojson' && separator === ','));
+    pending = undefined;
+  };
   for (const hourMs of candidates) {
+    const r = ready.get(hourMs);
+    if (r && !filtered.includes(hourMs)) {
+      if (!r.hour) continue;
+      const [start, end] = r.hour[readyShape];
+      if (pending && pending.ready === r.ready && pending.end + 1 === start) {
+        pending.hours.push(hourMs);
+        pending.end = end;
+      } else {
+        flush();
+        pending = { ready: r.ready, hours: [hourMs], end };
+      }
+      bbox = bbox ? unionBbox(bbox, r.hour.bbox) : r.hour.bbox;
+      continue;
+    }
     const run = runs.get(hourMs);
     // An hour without reports has no bbox.
     if (!run?.bbox) continue;
+    flush();
     items.push(run.text);
     bbox = bbox ? unionBbox(bbox, run.bbox) : run.bbox;
   }
+  flush();
   return { items, bbox, keys: undefined };
 }
 
 /**
- * The hours of a day answered from ready texts, by hour (an hour of a compacted day without
- * reports comes back empty): only for unfiltered windows in a ready shape, and only hours whose
- * reports all sit in one part (a compacted day without later hour parts, or an hour's single
- * part), so the part's sidecar is the whole answer for them.
+ * The hours of a day that ready texts answer, by hour: only for unfiltered windows, and only
+ * hours whose reports all sit in one part (a compacted day without later hour parts, or an
+ * hour's single part) that has a sidecar, so the sidecar is the whole answer for them.
  */
-async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape, separator: string): Promise<Map<number, RenderedHour>> {
-  const out = new Map<number, RenderedHour>();
-  if (!isUnfiltered(query) || query.includeRetracted || separator !== ',' || !(READY_SHAPES as readonly string[]).includes(shape)) return out;
+async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape, separator: string): Promise<Map<number, ReadyRun>> {
+  const out = new Map<number, ReadyRun>();
+  const text = READY_TEXTS.find((t) => t.shape === shape && (t.separator === separator || (shape === 'geojson' && separator === ',')));
+  if (!text || !isUnfiltered(query) || query.includeRetracted) return out;
   // An hour holding a report retracted since its part was written is left to the filtered query.
   const retracted = new Set((query.retracted ?? []).map((r) => hourOf(r.createdMs)));
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
@@ -203,9 +224,13 @@ async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly 
   if (byPart.size === 0) return out;
   const parts = [...byPart.keys()];
   const files = await ctx.readyFiles(parts);
-  const hours = parts.flatMap((p, i) => (files[i] ? byPart.get(p)! : []));
-  const found = await readReadyHours(ctx, files.filter((f): f is string => f !== undefined), hours, shape as ReadyShape);
-  for (const hourMs of hours) out.set(hourMs, found.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs });
+  parts.forEach((part, i) => {
+    const file = files[i];
+    if (!file) return;
+    const ready = readReadyIndex(file);
+    const index = new Map(ready.index.hours.map((h) => [h.hourMs, h]));
+    for (const hourMs of byPart.get(part)!) out.set(hourMs, { ready, hour: index.get(hourMs) });
+  });
   return out;
 }
 
