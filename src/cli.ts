@@ -6,29 +6,25 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { JOBS } from '../jobs/index.js';
 import { isKeyName, keyDigest, newKey, resolveApiKeys } from './apiKeys.js';
 import { bootstrap } from './bootstrap.js';
 import type { BoundarySet } from './boundaries/types.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import type { Config } from './config.js';
 import { UnavailableError } from './errors.js';
-import { closedBefore, compact } from './ops/compact.js';
-import { purgeRetracted } from './ops/purge.js';
-import { exportWindow, type ExportFormat } from './ops/exportWindow.js';
-import { importFile, type ImportFormat } from './ops/importFile.js';
+import type { ExportFormat } from './ops/exportWindow.js';
+import type { ImportFormat } from './ops/importFile.js';
 import { createProgress } from './ops/progress.js';
-import { reprocess } from './ops/reprocess.js';
-import { verify } from './ops/verify.js';
-import { addSubscription, eventLogOf, findSubscription, shown, testSubscription } from './events/manage.js';
 import { listOption, SubscriptionError } from './events/subscriptions.js';
-import { parseOffsetDateTime } from './reports/partnerReport.js';
 import { pkeyOf, SOURCE } from './reports/layout.js';
-import { createServiceLogger } from './log.js';
-import { createRuntime, type Runtime } from './runtime.js';
-import { startScheduler } from './scheduler.js';
-import { startService } from './service.js';
+import type { Runtime } from './runtime.js';
 
 class UsageError extends Error {}
+
+/**
+ * What the commands run, loaded once a command is to run: `--help` and usage errors answer
+ * without loading DuckDB, the SDK adapters and the schemas (most of a second; seconds on a busy host).
+ */
+let deps: typeof import('./commandDeps.js');
 
 type Options = ParseArgsConfig['options'];
 type Values = Record<string, string | boolean | undefined>;
@@ -56,7 +52,7 @@ async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<void> {
 
 /** Runs `fn` with a runtime, closing it after. */
 async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await createRuntime(config);
+  const rt = await deps.createRuntime(config);
   try {
     await bootstrapIfLocal(config, rt);
     await rt.boundaries.seedIfEmpty();
@@ -75,10 +71,10 @@ function instant(value: string | boolean | undefined, name: string, fallback: nu
   if (value === undefined) return fallback;
   const text = String(value);
   if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
-    const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
+    const ms = deps.parseOffsetDateTime(`${text}T00:00:00Z`);
     if (ms !== undefined) return endOfDay ? ms + 86_400_000 - 1 : ms;
   }
-  const ms = parseOffsetDateTime(text);
+  const ms = deps.parseOffsetDateTime(text);
   if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
   return ms;
 }
@@ -100,11 +96,11 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
     usage: role,
     options: {},
     async run({ config }) {
-      const rt = await createRuntime(config, { log: createServiceLogger(config.logLevel) });
+      const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
       await bootstrapIfLocal(config, rt);
       const kept = roles[role].api ? (await rt.ledger.listKeys()).some((k) => !k.revoked_at) : false;
       const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir, kept) : { keys: [] };
-      const service = await startService(rt, { ...roles[role], apiKeys: keys.keys });
+      const service = await deps.startService(rt, { ...roles[role], apiKeys: keys.keys });
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
       if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
       if ('generated' in keys && keys.generated) {
@@ -145,10 +141,10 @@ const COMMANDS: Record<string, Command> = {
     usage: 'scheduler',
     options: {},
     async run({ config }) {
-      const rt = await createRuntime(config);
+      const rt = await deps.createRuntime(config);
       await rt.boundaries.seedIfEmpty();
-      const scheduler = startScheduler(rt, JOBS, `scheduler-${randomUUID()}`);
-      rt.log.info({ jobs: JOBS.map((j) => `${j.name} "${j.schedule(config)}"`) }, 'scheduler started');
+      const scheduler = deps.startScheduler(rt, deps.JOBS, `scheduler-${randomUUID()}`);
+      rt.log.info({ jobs: deps.JOBS.map((j) => `${j.name} "${j.schedule(config)}"`) }, 'scheduler started');
       await untilSignal(rt, () => scheduler.stop());
       return 0;
     },
@@ -158,7 +154,7 @@ const COMMANDS: Record<string, Command> = {
     usage: 'bootstrap [--json]',
     options: common,
     async run({ config, values }) {
-      const rt = await createRuntime(config);
+      const rt = await deps.createRuntime(config);
       try {
         const result = await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
         await rt.boundaries.seedIfEmpty();
@@ -176,12 +172,12 @@ const COMMANDS: Record<string, Command> = {
     run: ({ config, values }) =>
       withRuntime(config, async (rt) => {
         const now = Date.now();
-        const result = await compact(
+        const result = await deps.compact(
           rt,
-          { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: closedBefore(rt, now) },
+          { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: deps.closedBefore(rt, now) },
           values.json ? undefined : createProgress('compact'),
         );
-        const purge = await purgeRetracted(rt);
+        const purge = await deps.purgeRetracted(rt);
         print(values, { ...result, purge }, () =>
           `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
           `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived)`,
@@ -208,7 +204,7 @@ const COMMANDS: Record<string, Command> = {
     options: { ...common, ...window, 'dry-run': { type: 'boolean' } },
     run: ({ config, values }) =>
       withRuntime(config, async (rt) => {
-        const result = await reprocess(
+        const result = await deps.reprocess(
           rt,
           {
             fromMs: instant(required(values, 'from'), 'from', 0),
@@ -235,7 +231,7 @@ const COMMANDS: Record<string, Command> = {
       withRuntime(config, async (rt) => {
         const format = values.format as ImportFormat | undefined;
         if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
-        const result = await importFile(
+        const result = await deps.importFile(
           rt,
           {
             file: required(values, 'file'),
@@ -266,7 +262,7 @@ const COMMANDS: Record<string, Command> = {
           endMs: instant(required(values, 'to'), 'to', 0, true),
           admin: typeof values.admin === 'string' ? values.admin : undefined,
         };
-        const result = await exportWindow(rt, query, format, required(values, 'out'));
+        const result = await deps.exportWindow(rt, query, format, required(values, 'out'));
         print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
         return 0;
       }),
@@ -388,7 +384,7 @@ const COMMANDS: Record<string, Command> = {
     options: { ...common, ...window },
     run: ({ config, values }) =>
       withRuntime(config, async (rt) => {
-        const result = await verify(
+        const result = await deps.verify(
           rt,
           { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', Date.now(), true) },
           values.json ? undefined : createProgress('verify'),
@@ -415,20 +411,20 @@ const COMMANDS: Record<string, Command> = {
         try {
           const sub = positionals[0];
           if (sub === 'add') {
-            const s = await addSubscription(rt, {
+            const s = await deps.addSubscription(rt, {
               url: required(values, 'url'),
               secret: required(values, 'secret'),
               admins: listOption(values.admin),
               localAreas: listOption(values['local-area']),
               events: listOption(values.events),
             });
-            print(values, shown(s), () => `added ${s.id} → ${s.url} (${s.events.join(', ')})`);
+            print(values, deps.shown(s), () => `added ${s.id} → ${s.url} (${s.events.join(', ')})`);
             return 0;
           }
           if (sub === 'list') {
-            const log = eventLogOf(rt);
+            const log = deps.eventLogOf(rt);
             const backlog = log.backlog();
-            const subs = log.subscriptions().map((s) => shown(s, backlog.get(s.id)));
+            const subs = log.subscriptions().map((s) => deps.shown(s, backlog.get(s.id)));
             print(values, subs, () =>
               subs.length === 0
                 ? 'no subscriptions'
@@ -438,17 +434,17 @@ const COMMANDS: Record<string, Command> = {
           }
           if (sub === 'remove') {
             const id = required(values, 'id');
-            if (!eventLogOf(rt).removeSubscription(id)) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
+            if (!deps.eventLogOf(rt).removeSubscription(id)) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
             print(values, { removed: id }, () => `removed ${id} and its undelivered events`);
             return 0;
           }
           if (sub === 'test') {
-            const result = await testSubscription(rt, required(values, 'id'));
+            const result = await deps.testSubscription(rt, required(values, 'id'));
             print(values, result, () => (result.ok ? `delivered test event ${result.id}: ${result.status} in ${result.ms} ms` : `test event ${result.id} failed: ${result.error}`));
             return result.ok ? 0 : 1;
           }
           if (sub === 'failed') {
-            const ds = eventLogOf(rt).deliveries('set_aside');
+            const ds = deps.eventLogOf(rt).deliveries('set_aside');
             print(values, ds, () =>
               ds.length === 0
                 ? 'no deliveries set aside'
@@ -457,8 +453,8 @@ const COMMANDS: Record<string, Command> = {
             return 0;
           }
           if (sub === 'redrive') {
-            const id = typeof values.id === 'string' ? findSubscription(rt, values.id).id : undefined;
-            const n = eventLogOf(rt).redrive(id);
+            const id = typeof values.id === 'string' ? deps.findSubscription(rt, values.id).id : undefined;
+            const n = deps.eventLogOf(rt).redrive(id);
             print(values, { redriven: n }, () => `queued ${n} set-aside deliveries again`);
             return 0;
           }
@@ -504,11 +500,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${command.summary}\nusage: flood-archive ${command.usage}\n`);
     return 0;
   }
+  deps = await import('./commandDeps.js');
   let config: Config;
   try {
-    config = loadConfig();
+    config = deps.loadConfig();
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof deps.ConfigError) {
       process.stderr.write(`${err.message}\n`);
       return 78;
     }

@@ -1,0 +1,15 @@
+// What the CLI's commands run (src/cli.ts loads this module only once a command is to run).
+export { JOBS } from '../jobs/index.js';
+export { ConfigError, loadConfig } from './config.js';
+export { closedBefore, compact } from './ops/compact.js';
+export { purgeRetracted } from './ops/purge.js';
+export { exportWindow } from './ops/exportWindow.js';
+export { importFile } from './ops/importFile.js';
+export { reprocess } from './ops/reprocess.js';
+export { verify } from './ops/verify.js';
+export { addSubscription, eventLogOf, findSubscription, shown, testSubscription } from './events/manage.js';
+export { parseOffsetDateTime } from './reports/partnerReport.js';
+export { createServiceLogger } from './log.js';
+export { createRuntime } from './runtime.js';
+export { startScheduler } from './scheduler.js';
+export { startService } from './service.js';
