@@ -299,10 +299,25 @@ function drawPoints(features) {
   pointsLayer = L.layerGroup(
     features.map((f) => {
       const [lng, lat] = f.geometry.coordinates;
-      return L.circleMarker([lat, lng], { pane: 'points', className: 'point', radius: 4, color: '#922b21', weight: 1, fillColor: '#e74c3c', fillOpacity: 0.8 })
-        .bindPopup(() => popupOf(f));
+      const marker = L.circleMarker([lat, lng], { pane: 'points', className: 'point', radius: 4, color: '#922b21', weight: 1, fillColor: '#e74c3c', fillOpacity: 0.8 });
+      marker.feature = f;
+      return marker.bindPopup(() => popupOf(f));
     }),
   ).addTo(map);
+  // Each point is a button for the keyboard too: Tab reaches it, Enter or Space opens its popup.
+  pointsLayer.eachLayer((marker) => {
+    const el = marker.getElement();
+    if (!el) return;
+    const p = marker.feature.properties;
+    el.setAttribute('tabindex', '0');
+    el.setAttribute('role', 'button');
+    el.setAttribute('aria-label', `Report ${p.title || p.pkey}, ${formatManila(Date.parse(p.created_at))}`);
+    el.addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter' && e.key !== ' ') return;
+      e.preventDefault();
+      marker.openPopup();
+    });
+  });
   mapEl.dataset.points = String(features.length);
 }
 

@@ -169,6 +169,15 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(text).toContain('Quezon City');
       expect(await popup.locator('a[href="https://example.org/flood.jpg"]').count()).toBe(1);
       await page.screenshot({ path: path.join(SHOTS, 'popup.png') });
+
+      // The same from the keyboard: the point is a labelled button that Enter opens.
+      await page.click('.leaflet-popup-close-button');
+      await popup.waitFor({ state: 'detached', timeout: 5_000 });
+      const point = page.getByRole('button', { name: `Report Baha #${one.post_id}` });
+      await point.focus();
+      await page.keyboard.press('Enter');
+      await popup.waitFor({ timeout: 5_000 });
+      expect(await popup.innerText()).toContain(`Baha #${one.post_id}`);
     } finally {
       await close();
     }

@@ -153,6 +153,21 @@ describe('OGC API – Features: reports items', () => {
     expect((await ogc(`${items}?limit=10001`, items)).status).toBe(400);
   });
 
+  it('a datetime interval of a year is walked page by page, each page bounded by limit', async () => {
+    const year = 'datetime=2025-11-22T00:00:00Z/2026-11-21T23:59:59Z';
+    let url: string | undefined = `${items}?${year}&limit=25`;
+    const seen: string[] = [];
+    while (url) {
+      const { status, body } = await ogc(url.replace(svc.url, ''), items);
+      expect(status).toBe(200);
+      expect(body.numberMatched).toBe(TOTAL);
+      expect(body.numberReturned).toBeLessThanOrEqual(25);
+      seen.push(...body.features.map((f: any) => f.properties.pkey));
+      url = next(body);
+    }
+    expect(seen).toEqual(archive.map((f) => f.properties.pkey));
+  });
+
   it('datetime: an instant, a date, intervals with open ends; bbox', async () => {
     const one = archive[5].properties.created_at;
     expect((await ogc(`${items}?datetime=${one}`)).body.features.map((f: any) => f.properties.pkey)).toEqual([archive[5].properties.pkey]);

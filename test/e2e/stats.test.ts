@@ -112,6 +112,17 @@ describe.skipIf(!HAS_SHARED_PH)('archive statistics and barangay boundaries', ()
     expect(other.headers.get('etag')).not.toBe(etag);
   });
 
+  it('a window still open (ending now) has no ETag: its counts may still grow', async () => {
+    const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+    const open = `start=${iso(Date.now() - 30 * 86_400_000)}&end=${iso(Date.now())}`;
+    const res = await fetch(`${svc.url}/reports/archive/stats?${open}&interval=day`, { headers: { 'User-Agent': 't/1' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('etag')).toBeNull();
+    expect(res.headers.get('cache-control')).toBe('public, max-age=10');
+    const count = await getJson(`${svc.url}/reports/archive/count?${open}`);
+    expect(((await res.json()) as any).result.total).toBe(count.body.result.count);
+  });
+
   it.each([
     ['interval=minute', 'interval'],
     ['by=province', 'by'],
