@@ -22,6 +22,8 @@ export interface Config {
   flushIntervalSeconds: number;
   /** How long after a change is named it is surely visible: a sync's watermark is now minus this. */
   syncSettleMs: number;
+  /** How long change logs are kept: a sync's updated_after may be at most this old (older: 410, pull in full). */
+  syncRetentionMs: number;
   archiveMaxWindowMs: number;
   cacheDir: string;
   cacheMaxBytes: number;
@@ -97,6 +99,7 @@ const envSchema = {
     API_KEYS: { type: 'string', pattern: `^\\s*${API_KEY_ENTRY}\\s*(,\\s*${API_KEY_ENTRY}\\s*)*$` },
     FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     SYNC_SETTLE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    SYNC_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 3660 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
     EXPLORER_MAX_POINTS: { type: 'integer', minimum: 0, maximum: 200000 },
     CACHE_DIR: { type: 'string', minLength: 1 },
@@ -193,6 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     apiKeys: v.API_KEYS === undefined ? [] : parseApiKeys(String(v.API_KEYS)),
     flushIntervalSeconds,
     syncSettleMs: Number(v.SYNC_SETTLE_SECONDS ?? 60) * 1000,
+    syncRetentionMs: Number(v.SYNC_RETENTION_DAYS ?? 30) * 86_400_000,
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),

@@ -150,7 +150,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const webhooks = events
     ? new WebhookDispatcher(events, new HostPolicy(config.events.webhookAllowHosts), { ...config.events, concurrency: 16 }, log)
     : undefined;
-  const changes = new ChangeLog(store, config.syncSettleMs);
+  const changes = new ChangeLog(store, config.syncSettleMs, config.syncRetentionMs);
   const worker = new Worker(
     {
       store,

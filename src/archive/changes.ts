@@ -10,6 +10,11 @@
 // so it becomes visible a little after the instant it is named by; a worker whose PUT took
 // longer than half the settling time names it again (a mirror may then see a report twice, and
 // keeps the one copy by its pkey), so no log appears behind a watermark already given out.
+//
+// Retention: logs older than SYNC_RETENTION_DAYS are deleted by the scheduled compaction job.
+// A sync from before the horizon (the retention, or the latest pruning if that reached further,
+// as recorded in changes/retention.json before anything is deleted) is refused with a
+// ChangesPrunedError (410): the client pulls the window in full and syncs from its watermark.
 import { ulid } from 'ulid';
 import type { IngestLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../store/objectStore.js';
@@ -19,6 +24,9 @@ import type { DayPlan } from './plan.js';
 import type { RetractedReport } from './query.js';
 
 export const CHANGES_PREFIX = 'changes/v1/';
+/** How far back the logs were pruned: written before any log is deleted. */
+export const RETENTION_KEY = 'changes/retention.json';
+export const RETENTION_MS = 30 * 86_400_000;
 /** How long after a change is named it is surely visible (S3's PUT bounds, clock skew between hosts); SYNC_SETTLE_SECONDS. */
 export const SETTLE_MS = 60_000;
 
@@ -26,12 +34,59 @@ export type ChangedReport = RetractedReport;
 
 const pad = (ms: number) => String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
 
+/** A sync asked for changes from before the horizon: the logs that held them are gone. */
+export class ChangesPrunedError extends Error {
+  override name = 'ChangesPrunedError';
+  constructor(
+    readonly horizonMs: number,
+    readonly retentionMs: number,
+  ) {
+    super(`changes before ${new Date(horizonMs).toISOString()} are no longer kept`);
+  }
+}
+
 export class ChangeLog {
   constructor(
     private readonly store: ObjectStore,
     readonly settleMs = SETTLE_MS,
+    readonly retentionMs = RETENTION_MS,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /** The earliest updated_after a sync may ask from: the retention, or how far pruning reached. */
+  async horizon(): Promise<number> {
+    return Math.max(this.now() - this.retentionMs, await this.prunedBefore());
+  }
+
+  private async prunedBefore(): Promise<number> {
+    const marker = await this.store.get(RETENTION_KEY);
+    if (!marker) return 0;
+    const value = Number((JSON.parse(marker.body.toString('utf8')) as { prunedBeforeMs?: unknown }).prunedBeforeMs);
+    return Number.isFinite(value) ? value : 0;
+  }
+
+  /**
+   * Deletes the logs written before the retention. The horizon is recorded first, so no sync
+   * is answered from a history with a hole. Returns how many logs went, and the horizon.
+   */
+  async prune(): Promise<{ deleted: number; prunedBeforeMs: number }> {
+    const prunedBeforeMs = Math.max(this.now() - this.retentionMs, await this.prunedBefore());
+    await this.store.put(RETENTION_KEY, JSON.stringify({ v: 1, prunedBeforeMs, prunedBefore: new Date(prunedBeforeMs).toISOString() }));
+    const old: string[] = [];
+    let deleted = 0;
+    for await (const info of this.store.list({ prefix: CHANGES_PREFIX })) {
+      const at = Number(info.key.slice(CHANGES_PREFIX.length, CHANGES_PREFIX.length + 15));
+      if (!Number.isFinite(at)) continue;
+      if (at >= prunedBeforeMs) break;
+      old.push(info.key);
+      if (old.length === 1000) {
+        await this.store.delete(old.splice(0));
+        deleted += 1000;
+      }
+    }
+    if (old.length > 0) await this.store.delete(old);
+    return { deleted: deleted + old.length, prunedBeforeMs };
+  }
 
   /** Records that these reports' archived rows were written (after their parts are durable). */
   async record(reports: readonly ChangedReport[]): Promise<void> {
@@ -84,6 +139,8 @@ export function archiveStates(ledger: Pick<IngestLedger, 'retractions'>, log: Ch
       return out;
     },
     async changed(afterMs, uptoMs) {
+      const horizon = await log.horizon();
+      if (afterMs < horizon) throw new ChangesPrunedError(horizon, log.retentionMs);
       const byPkey = new Map<string, ChangedReport>();
       for (const r of await log.written(afterMs, uptoMs)) byPkey.set(r.pkey, r);
       for await (const r of ledger.retractions()) {

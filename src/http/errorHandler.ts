@@ -4,8 +4,11 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { HttpError, reasonPhrase, UnavailableError, type ErrorDetail } from '../errors.js';
 import type { Logger } from '../log.js';
 import { InvalidReportError } from '../reports/partnerReport.js';
+import { ChangesPrunedError } from '../archive/changes.js';
 
 export const RETRY_AFTER_SECONDS = 5;
+
+const REPRESENTATION_HEADERS = ['Content-Encoding', 'Content-Disposition', 'ETag', 'Link', 'Cache-Control', 'X-Archive-Watermark'];
 
 export function sendError(
   res: Response,
@@ -14,6 +17,9 @@ export function sendError(
   details: ErrorDetail[] = [],
   headers: Record<string, string> = {},
 ): void {
+  // A route may have described its answer before failing (stats sets its encoding first): the
+  // error body is plain JSON, neither compressed nor cacheable as that answer.
+  for (const name of REPRESENTATION_HEADERS) res.removeHeader(name);
   res.status(status).set(headers).type('application/json').send(
     JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details }),
   );
@@ -43,6 +49,13 @@ export function errorHandler(baseLog: Logger): ErrorRequestHandler {
     if (err instanceof HttpError) return sendError(res, err.statusCode, err.message, err.details, err.headers);
     if (err instanceof InvalidReportError) {
       return sendError(res, 400, 'The report is invalid; see details for each problem.', err.details);
+    }
+    if (err instanceof ChangesPrunedError) {
+      const days = Math.round(err.retentionMs / 86_400_000);
+      const horizon = new Date(err.horizonMs).toISOString();
+      return sendError(res, 410, `Changes before ${horizon} are no longer kept (${days} days): pull the window in full, then sync with updated_after set to that answer's X-Archive-Watermark.`, [
+        { in: 'query', field: 'updated_after', message: `must not be before ${horizon}: change logs are kept ${days} days` },
+      ]);
     }
     if (err instanceof UnavailableError) {
       log.warn({ dependency: err.dependency, err: err.message, cause: String(err.cause) }, 'dependency unavailable');

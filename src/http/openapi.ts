@@ -352,7 +352,7 @@ const windowParams = [
     name: 'updated_after',
     in: 'query',
     description:
-      'Incremental sync: only the reports whose archived row or state changed after this instant (late arrivals and retractions included, retractions as tombstones), whatever their created_at inside start and end. Same form as start, from 1970-01-01T00:00:00Z once the offset is applied, and not in the future. start and end may then be left out together, when updated_after is at most ARCHIVE_MAX_WINDOW ago. The answer is whole (no limit or cursor), carries no ETag, and tells in the X-Archive-Watermark header (and `watermark` in the JSON envelope) the instant up to which it holds every change: send it as the next updated_after.',
+      'Incremental sync: only the reports whose archived row or state changed after this instant (late arrivals and retractions included, retractions as tombstones), whatever their created_at inside start and end. Same form as start, from 1970-01-01T00:00:00Z once the offset is applied, and not in the future. start and end may then be left out together, when updated_after is at most ARCHIVE_MAX_WINDOW ago. The answer is whole (no limit or cursor), carries no ETag, and tells in the X-Archive-Watermark header (and `watermark` in the JSON envelope) the instant up to which it holds every change: send it as the next updated_after. Changes are kept SYNC_RETENTION_DAYS (30 by default): an updated_after before that is a 410 naming the oldest instant served; pull the window in full, then sync from its watermark.',
     schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-22T00:00:00Z',
   },
@@ -366,6 +366,7 @@ const badQuery = error('A query parameter is missing, malformed, unknown or out 
   details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, limit, cursor)' }],
 });
 const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
+const syncGone = error('updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark.');
 const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
 
 export function openApiDocument(serverUrl?: string): Record<string, unknown> {
@@ -608,6 +609,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             },
             '304': { description: 'Not modified (If-None-Match, closed windows).' },
             '400': badQuery,
+            '410': syncGone,
             '429': tooMany,
             '503': unavailable,
           },
@@ -671,6 +673,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           responses: {
             '200': { description: 'The count.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Count' }, example: { statusCode: 200, result: { count: 6912 } } } } },
             '400': badQuery,
+            '410': syncGone,
             '429': tooMany,
             '503': unavailable,
           },
@@ -707,6 +710,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
             },
             '304': { description: 'Not modified (If-None-Match, closed windows).' },
             '400': badQuery,
+            '410': syncGone,
             '429': tooMany,
             '503': unavailable,
           },

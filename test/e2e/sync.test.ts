@@ -5,8 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
 import { reprocess } from '../../src/ops/reprocess.js';
+import { ulid } from 'ulid';
+import { compaction } from '../../jobs/compaction.js';
+import { CHANGES_PREFIX } from '../../src/archive/changes.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, API_KEY, BACKENDS, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -44,7 +47,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
   }
 
   beforeAll(async () => {
-    const config = await testConfig(kind, kind === 'aws' ? emulator : undefined, { SYNC_SETTLE_SECONDS: String(SETTLE_MS / 1000), ARCHIVE_MAX_WINDOW: '30d' });
+    const config = await testConfig(kind, kind === 'aws' ? emulator : undefined, { SYNC_SETTLE_SECONDS: String(SETTLE_MS / 1000), ARCHIVE_MAX_WINDOW: '30d', SYNC_RETENTION_DAYS: '2' });
     svc = await startTestService(await testRuntime(config, kind === 'aws' ? emulator : undefined));
   });
   afterAll(async () => {
@@ -150,8 +153,8 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&limit=10`, 'limit');
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=x`, UA)).status).toBe(400);
     expect((await getJson(`${svc.url}/reports/archive/extent?start=x`, UA)).status).toBe(400);
-    // With a window, an old updated_after is fine.
-    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=2020-01-01T00:00:00Z&start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z`, UA)).status).toBe(200);
+    // With a window, an updated_after older than the change logs kept (2 days here) is a 410 (below).
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=2020-01-01T00:00:00Z&start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z`, UA)).status).toBe(410);
   });
 
   it('reports re-tagged by reprocess show in the next sync (and those left as they were do not)', async () => {
@@ -181,5 +184,45 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const full: Mirror = new Map();
     apply(full, (await pull(window)).text);
     expect(mirror).toEqual(full);
+  });
+
+  it('change logs older than SYNC_RETENTION_DAYS go with the scheduled job; a sync from before then is a 410 that says to pull in full', async () => {
+    const DAY = 86_400_000;
+    const logName = (ms: number) => `${CHANGES_PREFIX}${String(ms).padStart(15, '0')}-${ulid()}.json`;
+    const logs = () => keysUnder(svc.rt, CHANGES_PREFIX);
+    const now = Date.now();
+    const old = logName(now - 3 * DAY);
+    const kept = logName(now - DAY);
+    for (const key of [old, kept]) await svc.rt.store.put(key, JSON.stringify({ v: 1, reports: [['partner-999', Date.parse('2026-11-21T00:00:00Z')]] }));
+    const before = await logs();
+    expect(before).toContain(old);
+
+    const result = (await compaction.run(svc.rt)) as { changeLogs: { deleted: number; prunedBeforeMs: number } };
+    expect(result.changeLogs.deleted).toBeGreaterThanOrEqual(1);
+    expect(result.changeLogs.prunedBeforeMs).toBeGreaterThan(now - 2 * DAY - 60_000);
+    const after = await logs();
+    expect(after).not.toContain(old);
+    expect(after).toContain(kept);
+    // Only what was older than the retention went.
+    expect(before.filter((k) => !after.includes(k)).every((k) => Number(k.slice(CHANGES_PREFIX.length, CHANGES_PREFIX.length + 15)) < now - 2 * DAY + 60_000)).toBe(true);
+
+    const tooOld = encodeURIComponent(new Date(now - 2 * DAY - 3_600_000).toISOString());
+    for (const path of ['/reports/archive?format=ndjson&', '/reports/archive/count?', '/reports/archive/stats?', '/reports/archive?']) {
+      const gone = await getJson(`${svc.url}${path}updated_after=${tooOld}`, UA);
+      expect([path, gone.status]).toEqual([path, 410]);
+      expect(gone.body).toMatchObject({ statusCode: 410, error: 'Gone', details: [{ in: 'query', field: 'updated_after' }] });
+      expect(gone.body.message).toMatch(/pull the window in full/);
+    }
+    const recent = encodeURIComponent(new Date(now - 2 * DAY + 3_600_000).toISOString());
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=${recent}`, UA)).status).toBe(200);
+
+    // A process kept to a longer retention still refuses what pruning already took.
+    const longer = await startTestService(await testRuntime({ ...svc.rt.config, syncRetentionMs: 30 * DAY }, kind === 'aws' ? emulator : undefined), { worker: false, reconcile: false });
+    try {
+      expect((await getJson(`${longer.url}/reports/archive/count?updated_after=${tooOld}`, UA)).status).toBe(410);
+      expect((await getJson(`${longer.url}/reports/archive/count?updated_after=${recent}`, UA)).status).toBe(200);
+    } finally {
+      await longer.stop();
+    }
   });
 });
