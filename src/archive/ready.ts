@@ -38,6 +38,8 @@ export type ByteRange = [number, number];
 export interface ReadyHour {
   hourMs: number;
   count: number;
+  /** Its first report's position in the per-report index. */
+  first: number;
   bbox: [number, number, number, number];
   /** created_at of its oldest and newest report (epoch ms). */
   minMs: number;
@@ -51,8 +53,10 @@ export interface ReadyHour {
 /** The sidecar's first line. */
 export interface ReadyIndex {
   version: 2;
-  /** Hours with reports, newest first. */
+  /** Hours with reports, newest first. Byte offsets count from the end of this line. */
   hours: ReadyHour[];
+  /** Where the per-report index starts, how many reports it has, and the city codes it names. */
+  items: { at: number; count: number; codes: string[] };
 }
 
 /** Where a part's ready texts live. */
@@ -73,42 +77,84 @@ export function readyInfoOf(part: ObjectInfo): ObjectInfo {
  */
 export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
   const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS ${shape}`);
-  const rows = await db.withConnection(async (conn) => {
-    const reader = await conn.runAndReadAll(
+  const from = `FROM read_parquet(${sqlString(partFile)}) WHERE status <> 'retracted'`;
+  const [rows, items] = await db.withConnection(async (conn) => {
+    const hours = await conn.runAndReadAll(
       `SELECT epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS} AS hour_ms, count(*)::INTEGER AS n,
           min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
           min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms, ${texts.join(', ')}
-        FROM read_parquet(${sqlString(partFile)}) WHERE status <> 'retracted' GROUP BY 1 ORDER BY 1 DESC`,
+        ${from} GROUP BY 1 ORDER BY 1 DESC`,
     );
-    return reader.getRowsJS() as [bigint, number, number, number, number, number, bigint, bigint, Uint8Array, Uint8Array, Uint8Array][];
+    // Each report's sort key, place, city and byte lengths, in answer order (strlen: bytes).
+    const each = await conn.runAndReadAll(
+      `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code, ${READY_TEXTS.map(({ shape }) => `strlen(${ITEM_SQL[shape]})::INTEGER`).join(', ')}
+        ${from} ORDER BY created_at DESC, pkey DESC`,
+    );
+    return [
+      hours.getRowsJS() as [bigint, number, number, number, number, number, bigint, bigint, Uint8Array, Uint8Array, Uint8Array][],
+      each.getRowsJS() as [number, number, number, string | null, number, number, number][],
+    ] as const;
   });
-  // Offsets are relative to the end of the index line until its length is known.
-  const sections: Uint8Array[] = [];
-  const hours: ReadyHour[] = rows.map((r) => ({ hourMs: Number(r[0]), count: r[1], bbox: [r[2], r[3], r[4], r[5]], minMs: Number(r[6]), maxMs: Number(r[7]), geojson: [0, 0], topojson: [0, 0], csv: [0, 0] }));
+  // Offsets count from the end of the index line.
+  const body: Uint8Array[] = [];
+  let first = 0;
+  const hours: ReadyHour[] = rows.map((r) => {
+    const hour: ReadyHour = { hourMs: Number(r[0]), count: r[1], first, bbox: [r[2], r[3], r[4], r[5]], minMs: Number(r[6]), maxMs: Number(r[7]), geojson: [0, 0], topojson: [0, 0], csv: [0, 0] };
+    first += r[1];
+    return hour;
+  });
   let at = 0;
-  READY_TEXTS.forEach(({ shape, separator }, s) => {
+  const starts = READY_TEXTS.map(({ shape, separator }, s) => {
+    const start = at;
     rows.forEach((r, i) => {
       if (i > 0) {
-        sections.push(Buffer.from(separator));
+        body.push(Buffer.from(separator));
         at += 1;
       }
       const text = r[8 + s] as Uint8Array;
       hours[i]![shape] = [at, at + text.byteLength];
-      sections.push(text);
+      body.push(text);
       at += text.byteLength;
     });
+    return start;
   });
-  // The index's length depends on the offsets it holds: grown until it is stable.
-  let base = 0;
-  let line: string;
-  for (;;) {
-    const shifted = hours.map((h) => ({ ...h, ...Object.fromEntries(READY_TEXTS.map(({ shape }) => [shape, [h[shape][0] + base, h[shape][1] + base]])) }));
-    line = `${JSON.stringify({ version: 2, hours: shifted } satisfies ReadyIndex)}\n`;
-    if (Buffer.byteLength(line) === base) break;
-    base = Buffer.byteLength(line);
-  }
-  await fs.writeFile(out, [Buffer.from(line), ...sections]);
+  // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
+  // shape, its city (an index into `codes`; 255: none).
+  const n = items.length;
+  const pad = (8 - (at % 8)) % 8;
+  body.push(new Uint8Array(pad));
+  const itemsAt = at + pad;
+  const block = new ArrayBuffer(n * ITEM_BYTES);
+  const created = new Float64Array(block, 0, n);
+  const lng = new Float64Array(block, 8 * n, n);
+  const lat = new Float64Array(block, 16 * n, n);
+  const ends = READY_TEXTS.map((_, s) => new Uint32Array(block, 24 * n + 4 * s * n, n));
+  const city = new Uint8Array(block, 36 * n, n);
+  const codes: string[] = [];
+  const pos = starts.map((start) => start - 1);
+  items.forEach((r, i) => {
+    created[i] = r[0];
+    lng[i] = r[1];
+    lat[i] = r[2];
+    if (r[3] === null) city[i] = 255;
+    else {
+      if (!codes.includes(r[3])) codes.push(r[3]);
+      city[i] = codes.indexOf(r[3]);
+    }
+    ends.forEach((e, s) => {
+      // One separator before every item but the first (also between hours).
+      pos[s] = pos[s]! + 1 + (r[4 + s] as number);
+      e[i] = pos[s]!;
+    });
+  });
+  if (codes.length > 254) throw new Error('a part holds more than 254 cities');
+  body.push(new Uint8Array(block));
+  const index: ReadyIndex = { version: 2, hours, items: { at: itemsAt, count: n, codes } };
+  await fs.writeFile(out, [Buffer.from(`${JSON.stringify(index)}\n`), ...body]);
 }
+
+/** Bytes per report of the per-report index. */
+const ITEM_BYTES = 37;
 
 /** Stores a part written to `file` under `key`, its ready texts first. */
 export async function publishPart(deps: { store: ObjectStore; db: DuckDb }, key: string, file: string): Promise<Buffer> {
@@ -152,6 +198,8 @@ export interface ReadyFile {
   file: string;
   /** inode, size and mtime: a purge rewrites a part and its sidecar under the same key. */
   version: string;
+  /** Where the body starts (the index line's length). */
+  base: number;
   index: ReadyIndex;
 }
 
@@ -168,7 +216,7 @@ export function readReadyIndex(file: string): ReadyFile {
   if (known?.version === version) return known;
   const fd = openSync(file, 'r');
   try {
-    const read = { file, version: versionOf(fstatSync(fd)), index: indexOf(fd, file) };
+    const read = readyFileOf(fd, file);
     if (indexes.size >= MAX_INDEXES) indexes.delete(indexes.keys().next().value!);
     indexes.set(file, read);
     return read;
@@ -177,7 +225,8 @@ export function readReadyIndex(file: string): ReadyFile {
   }
 }
 
-function indexOf(fd: number, file: string): ReadyIndex {
+function readyFileOf(fd: number, file: string): ReadyFile {
+  const version = versionOf(fstatSync(fd));
   let buf = Buffer.allocUnsafe(16 * 1024);
   let n = 0;
   for (;;) {
@@ -187,11 +236,29 @@ function indexOf(fd: number, file: string): ReadyIndex {
     if (eol >= 0) {
       const index = JSON.parse(buf.subarray(0, eol).toString('utf8')) as ReadyIndex;
       if (index.version !== 2) throw new Error(`unknown ready-text version in ${file}`);
-      return index;
+      return { file, version, base: eol + 1, index };
     }
     if (got === 0) throw new Error(`ready texts without an index: ${file}`);
     if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(buf.length)]);
   }
+}
+
+/** The sidecar as it is now: `ready` if unchanged, else its new index (a purge rewrote it meanwhile). */
+function current(fd: number, ready: ReadyFile): ReadyFile {
+  return versionOf(fstatSync(fd)) === ready.version ? ready : readyFileOf(fd, ready.file);
+}
+
+function readExactly(fd: number, out: Uint8Array, position: number, file: string): void {
+  for (let off = 0; off < out.byteLength; ) {
+    const n = readSync(fd, out, off, out.byteLength - off, position + off);
+    if (n === 0) throw new Error(`ready texts truncated: ${file}`);
+    off += n;
+  }
+}
+
+/** Turns the newlines between GeoJSON Features into the commas of a FeatureCollection. */
+function toCommas(out: Buffer): void {
+  for (let at = out.indexOf(10); at >= 0; at = out.indexOf(10, at + 1)) out[at] = 44;
 }
 
 /** The byte range of consecutive hours (newest first) of a sidecar in one shape; undefined when they hold no reports. */
@@ -205,23 +272,123 @@ export type ReadyShape = (typeof READY_TEXTS)[number]['shape'];
 /**
  * Reads the items of consecutive `hours` of a sidecar when called (synchronously: a
  * page-cached read of a few MB takes well under a millisecond, and a thread-pool round trip
- * per range would mostly wait). `commas`: turns the newlines between GeoJSON Features into the
- * commas of a FeatureCollection. Should a purge have rewritten the sidecar since its index was
- * read, the range is taken from the file as it now is, so the bytes always match their index.
+ * per range would mostly wait). `commas`: a FeatureCollection's separators. Should a purge
+ * have rewritten the sidecar since its index was read, the range is taken from the file as it
+ * now is, so the bytes always match their index.
  */
 export function readHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape, commas: boolean): () => Uint8Array {
   return () => {
     const fd = openSync(ready.file, 'r');
     try {
-      const range = rangeOf(versionOf(fstatSync(fd)) === ready.version ? ready.index : indexOf(fd, ready.file), hours, shape);
+      const now = current(fd, ready);
+      const range = rangeOf(now.index, hours, shape);
       if (!range) return new Uint8Array(0);
       const out = Buffer.allocUnsafe(range[1] - range[0]);
-      for (let off = 0; off < out.length; ) {
-        const n = readSync(fd, out, off, out.length - off, range[0] + off);
-        if (n === 0) throw new Error(`ready texts truncated: ${ready.file}`);
-        off += n;
-      }
-      if (commas) for (let at = out.indexOf(10); at >= 0; at = out.indexOf(10, at + 1)) out[at] = 44;
+      readExactly(fd, out, now.base + range[0], ready.file);
+      if (commas) toCommas(out);
+      return out;
+    } finally {
+      closeSync(fd);
+    }
+  };
+}
+
+/** The per-report index of a sidecar: sort key, place, city, and where each report's items end. */
+export interface ReadyItems {
+  createdUs: Float64Array;
+  lng: Float64Array;
+  lat: Float64Array;
+  ends: Record<ReadyShape, Uint32Array>;
+  city: Uint8Array;
+}
+
+export function readItems(ready: ReadyFile, fd?: number): ReadyItems {
+  const own = fd === undefined;
+  const handle = fd ?? openSync(ready.file, 'r');
+  try {
+    const n = ready.index.items.count;
+    const block = new ArrayBuffer(n * ITEM_BYTES);
+    readExactly(handle, new Uint8Array(block), ready.base + ready.index.items.at, ready.file);
+    const ends = Object.fromEntries(READY_TEXTS.map(({ shape }, s) => [shape, new Uint32Array(block, 24 * n + 4 * s * n, n)])) as Record<ReadyShape, Uint32Array>;
+    return { createdUs: new Float64Array(block, 0, n), lng: new Float64Array(block, 8 * n, n), lat: new Float64Array(block, 16 * n, n), ends, city: new Uint8Array(block, 36 * n, n) };
+  } finally {
+    if (own) closeSync(handle);
+  }
+}
+
+/** What a window keeps of an hour: created_at within [startMs, endMs], and its city and bbox filters. */
+export interface ItemFilter {
+  startMs: number;
+  endMs: number;
+  admin: string | undefined;
+  bbox?: [number, number, number, number] | undefined;
+}
+
+/** The reports of an hour a filter keeps: runs of consecutive positions [from, to), and their bbox. */
+export interface Selection {
+  runs: [number, number][];
+  count: number;
+  bbox: [number, number, number, number] | undefined;
+}
+
+/** Selects an hour's reports as DuckDB's filters would (the same doubles compared; created_at to the microsecond). */
+export function selectItems(ready: ReadyFile, items: ReadyItems, hour: ReadyHour, filter: ItemFilter): Selection {
+  const startUs = filter.startMs * 1000;
+  const endUs = filter.endMs * 1000;
+  const code = filter.admin === undefined ? -1 : ready.index.items.codes.indexOf(filter.admin);
+  const runs: [number, number][] = [];
+  let count = 0;
+  let minX = Infinity;
+  let minY = Infinity;
+  let maxX = -Infinity;
+  let maxY = -Infinity;
+  for (let i = hour.first; i < hour.first + hour.count; i++) {
+    const t = items.createdUs[i]!;
+    const x = items.lng[i]!;
+    const y = items.lat[i]!;
+    if (t < startUs || t > endUs) continue;
+    if (filter.admin !== undefined && items.city[i] !== code) continue;
+    if (filter.bbox && (x < filter.bbox[0] || x > filter.bbox[2] || y < filter.bbox[1] || y > filter.bbox[3])) continue;
+    const last = runs[runs.length - 1];
+    if (last && last[1] === i) last[1] = i + 1;
+    else runs.push([i, i + 1]);
+    count += 1;
+    if (x < minX) minX = x;
+    if (x > maxX) maxX = x;
+    if (y < minY) minY = y;
+    if (y > maxY) maxY = y;
+  }
+  return { runs, count, bbox: count > 0 ? [minX, minY, maxX, maxY] : undefined };
+}
+
+/**
+ * Reads the selected reports of one hour when called, joined by the shape's separator. Should a
+ * purge have rewritten the sidecar meanwhile, the selection is made again from the file as it
+ * now is.
+ */
+export function readSelection(ready: ReadyFile, hourMs: number, selection: Selection, filter: ItemFilter, shape: ReadyShape, commas: boolean): () => Uint8Array {
+  return () => {
+    const fd = openSync(ready.file, 'r');
+    try {
+      const now = current(fd, ready);
+      const hour = now.index.hours.find((h) => h.hourMs === hourMs);
+      if (!hour) return new Uint8Array(0);
+      const items = readItems(now, fd);
+      const { runs } = now === ready ? selection : selectItems(now, items, hour, filter);
+      if (runs.length === 0) return new Uint8Array(0);
+      const ends = items.ends[shape];
+      const startOf = (i: number) => (i === hour.first ? hour[shape][0] : ends[i - 1]! + 1);
+      const [from, to] = [startOf(runs[0]![0]), ends[runs[runs.length - 1]![1] - 1]!];
+      const text = Buffer.allocUnsafe(to - from);
+      readExactly(fd, text, now.base + from, ready.file);
+      const separator = READY_TEXTS.find((t) => t.shape === shape)!.separator.charCodeAt(0);
+      const out = Buffer.allocUnsafe(runs.reduce((n, [a, b]) => n + ends[b - 1]! - startOf(a), runs.length - 1));
+      let at = 0;
+      runs.forEach(([a, b], r) => {
+        if (r > 0) out[at++] = separator;
+        at += text.copy(out, at, startOf(a) - from, ends[b - 1]! - from);
+      });
+      if (commas) toCommas(out);
       return out;
     } finally {
       closeSync(fd);

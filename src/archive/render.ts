@@ -7,7 +7,7 @@ import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type Bbox, type WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { READY_TEXTS, readHours, readReadyIndex, type ReadyFile, type ReadyHour, type ReadyShape } from './ready.js';
+import { READY_TEXTS, readHours, readItems, readReadyIndex, readSelection, selectItems, type ReadyFile, type ReadyHour, type ReadyItems, type ReadyShape, type Selection } from './ready.js';
 import { RenderCache, type RenderedHour } from './renderCache.js';
 import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
 
@@ -82,7 +82,10 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
 /** Hours answered from a part's ready texts: a byte range of its sidecar, or nothing for an hour without reports. */
 interface ReadyRun {
   ready: ReadyFile;
+  /** Undefined: the hour has no reports (or none the filters keep). */
   hour: ReadyHour | undefined;
+  /** The reports kept, when not the whole hour. */
+  selection?: Selection;
 }
 
 /**
@@ -139,11 +142,7 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const filtered: number[] = [];
   const unrendered: number[] = [];
   const rest: number[] = [];
-  for (const hourMs of candidates) {
-    const run = ready.get(hourMs);
-    if (run && run.hour && !fits(run.hour)) filtered.push(hourMs);
-    else if (!run) rest.push(hourMs);
-  }
+  for (const hourMs of candidates) if (!ready.has(hourMs)) rest.push(hourMs);
   // Looked up together: each is a small file read, and waiting for them one by one adds up.
   const hits = await Promise.all(rest.map((hourMs) => cache?.get(cacheKey(hourMs))));
   for (const [i, hourMs] of rest.entries()) {
@@ -169,14 +168,21 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   // Consecutive hours of one sidecar: one range (the separator between them is in it).
   let pending: { ready: ReadyFile; hours: number[]; end: number } | undefined;
   const readyShape = shape as ReadyShape;
+  const commas = shape === 'geojson' && separator === ',';
   const flush = () => {
-    if (pending) items.push(readHours(pending.ready, pending.hours, readyShape, shape === 'geojson' && separator === ','));
+    if (pending) items.push(readHours(pending.ready, pending.hours, readyShape, commas));
     pending = undefined;
   };
   for (const hourMs of candidates) {
     const r = ready.get(hourMs);
-    if (r && !filtered.includes(hourMs)) {
+    if (r) {
       if (!r.hour) continue;
+      if (r.selection) {
+        flush();
+        items.push(readSelection(r.ready, hourMs, r.selection, query, readyShape, commas));
+        bbox = bbox ? unionBbox(bbox, r.selection.bbox!) : r.selection.bbox;
+        continue;
+      }
       const [start, end] = r.hour[readyShape];
       if (pending && pending.ready === r.ready && pending.end + 1 === start) {
         pending.hours.push(hourMs);
@@ -200,15 +206,18 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
 }
 
 /**
- * The hours of a day that ready texts answer, by hour: only for unfiltered windows, and only
- * hours whose reports all sit in one part (a compacted day without later hour parts, or an
- * hour's single part) that has a sidecar, so the sidecar is the whole answer for them.
+ * The hours of a day that ready texts answer, by hour: only hours whose reports all sit in one
+ * part (a compacted day without later hour parts, or an hour's single part) that has a
+ * sidecar, so the sidecar is the whole answer for them. A whole hour is a byte range; an hour
+ * the window cuts, or a window filtered by city or bbox, is the reports its per-report index
+ * selects. Pages, syncs, tombstones and hours holding a retraction not yet purged are left to
+ * DuckDB.
  */
 async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape, separator: string): Promise<Map<number, ReadyRun>> {
   const out = new Map<number, ReadyRun>();
   const text = READY_TEXTS.find((t) => t.shape === shape && (t.separator === separator || (shape === 'geojson' && separator === ',')));
-  if (!text || !isUnfiltered(query) || query.includeRetracted) return out;
-  // An hour holding a report retracted since its part was written is left to the filtered query.
+  const servable = query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined && !query.includeRetracted;
+  if (!text || !servable) return out;
   const retracted = new Set((query.retracted ?? []).map((r) => hourOf(r.createdMs)));
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
   const sourceOf = (hourMs: number) => {
@@ -224,12 +233,23 @@ async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly 
   if (byPart.size === 0) return out;
   const parts = [...byPart.keys()];
   const files = await ctx.readyFiles(parts);
+  const filtered = query.admin !== undefined || query.bbox !== undefined;
   parts.forEach((part, i) => {
     const file = files[i];
     if (!file) return;
     const ready = readReadyIndex(file);
     const index = new Map(ready.index.hours.map((h) => [h.hourMs, h]));
-    for (const hourMs of byPart.get(part)!) out.set(hourMs, { ready, hour: index.get(hourMs) });
+    let items: ReadyItems | undefined;
+    for (const hourMs of byPart.get(part)!) {
+      const hour = index.get(hourMs);
+      if (!hour || (!filtered && hour.minMs >= query.startMs && hour.maxMs <= query.endMs)) {
+        out.set(hourMs, { ready, hour });
+        continue;
+      }
+      const selection = selectItems(ready, (items ??= readItems(ready)), hour, query);
+      if (selection.count === hour.count) out.set(hourMs, { ready, hour });
+      else out.set(hourMs, { ready, hour: selection.count === 0 ? undefined : hour, selection });
+    }
   });
   return out;
 }
