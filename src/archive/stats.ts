@@ -50,16 +50,20 @@ export function statsSql(rows: string, spec: StatsSpec): string {
 
 /** Adds up per-chunk partial counts (a bucket can straddle two chunks of days) and orders them. */
 export function mergeStats(partials: Iterable<{ bucketMs: number; key: string | null; count: number }>, offsetMinutes: number): StatsRow[] {
-  const sums = new Map<string, { bucketMs: number; key: string | null; count: number }>();
+  // By bucket, then by key: a year by barangay is tens of thousands of rows over a few dozen buckets.
+  const buckets = new Map<number, Map<string | null, number>>();
   for (const p of partials) {
-    const id = `${p.bucketMs}\u0000${p.key ?? ''}\u0000${p.key === null ? 'n' : 'k'}`;
-    const hit = sums.get(id);
-    if (hit) hit.count += p.count;
-    else sums.set(id, { ...p });
+    let keys = buckets.get(p.bucketMs);
+    if (!keys) buckets.set(p.bucketMs, (keys = new Map()));
+    keys.set(p.key, (keys.get(p.key) ?? 0) + p.count);
   }
-  return [...sums.values()]
-    .sort((a, b) => a.bucketMs - b.bucketMs || compareKeys(a.key, b.key))
-    .map((s) => ({ bucket: formatInstant(s.bucketMs, offsetMinutes), key: s.key, count: s.count }));
+  const rows: StatsRow[] = [];
+  for (const bucketMs of [...buckets.keys()].sort((a, b) => a - b)) {
+    const bucket = formatInstant(bucketMs, offsetMinutes);
+    const keys = buckets.get(bucketMs)!;
+    for (const key of [...keys.keys()].sort(compareKeys)) rows.push({ bucket, key, count: keys.get(key)! });
+  }
+  return rows;
 }
 
 /** Nulls last, then code order. */
@@ -77,4 +81,36 @@ export function formatInstant(ms: number, offsetMinutes: number): string {
   const sign = offsetMinutes < 0 ? '-' : '+';
   const abs = Math.abs(offsetMinutes);
   return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+
+/**
+ * Whole stats answers of closed windows, by the window's tag (its parts, filters and
+ * retractions): a window many people look at (a typhoon's week on the explorer) is counted
+ * once. Bounded by bytes, least recently used first out.
+ */
+export class StatsAnswers {
+  private readonly bodies = new Map<string, string>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes = 32 * 1024 * 1024) {}
+
+  get(tag: string): string | undefined {
+    const body = this.bodies.get(tag);
+    if (body !== undefined) {
+      this.bodies.delete(tag);
+      this.bodies.set(tag, body);
+    }
+    return body;
+  }
+
+  set(tag: string, body: string): void {
+    if (body.length * 2 > this.maxBytes || this.bodies.has(tag)) return;
+    this.bodies.set(tag, body);
+    this.bytes += body.length * 2;
+    for (const [oldest, old] of this.bodies) {
+      if (this.bytes <= this.maxBytes) break;
+      this.bodies.delete(oldest);
+      this.bytes -= old.length * 2;
+    }
+  }
 }

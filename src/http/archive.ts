@@ -12,7 +12,7 @@ import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
 import type { CursorCodec } from './cursor.js';
-import { STATS_BY, STATS_INTERVALS, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
+import { STATS_BY, STATS_INTERVALS, StatsAnswers, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
@@ -58,6 +58,7 @@ interface ArchiveRequest {
 
 export function archiveRouter(deps: ArchiveRouteDeps): Router {
   const router = Router();
+  const statsAnswers = new StatsAnswers();
 
   router.get('/reports/archive/count', async (req, res) => {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after']);
@@ -100,18 +101,25 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const suffix = applyEncoding(res, encoding);
     const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
     setCaching(res, query, deps, window);
-    if (closed) {
-      const etag = `"${window.tag('stats', JSON.stringify(spec))}${suffix}"`;
+    const tag = closed ? window.tag('stats', JSON.stringify(spec)) : undefined;
+    if (tag !== undefined) {
+      const etag = `"${tag}${suffix}"`;
       res.set('ETag', etag);
       if (ifNoneMatch(req.get('if-none-match'), etag)) {
         res.status(304).end();
         return;
       }
     }
-    const rows = await window.stats(spec);
-    const total = rows.reduce((n, r) => n + r.count, 0);
+    // A closed window's counts no longer change by themselves: counted once, kept by their tag.
+    let body = tag === undefined ? undefined : statsAnswers.get(tag);
+    if (body === undefined) {
+      const rows = await window.stats(spec);
+      const total = rows.reduce((n, r) => n + r.count, 0);
+      body = JSON.stringify({ statusCode: 200, ...watermarkField(query, window), result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } });
+      if (tag !== undefined) statsAnswers.set(tag, body);
+    }
     res.status(200).type('application/json');
-    await send(Readable.from([JSON.stringify({ statusCode: 200, ...watermarkField(query, window), result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } })]), encoding, res);
+    await send(Readable.from([body]), encoding, res);
   });
 
   router.get('/reports/archive', async (req, res) => {

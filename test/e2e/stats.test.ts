@@ -112,6 +112,21 @@ describe.skipIf(!HAS_SHARED_PH)('archive statistics and barangay boundaries', ()
     expect(other.headers.get('etag')).not.toBe(etag);
   });
 
+  it('a closed window counted before counts a late report once it is archived (new parts, new answer)', async () => {
+    const may = `${svc.url}/reports/archive/stats?start=2025-05-01T00:00:00Z&end=2025-05-31T23:59:59Z&interval=day&by=local_area`;
+    const before = await fetch(may, { headers: { 'User-Agent': 't/1' } });
+    const etag = before.headers.get('etag');
+    expect(((await before.json()) as any).result.total).toBe(0);
+    // Asked again: the same answer (kept by the window's tag).
+    expect(((await (await fetch(may, { headers: { 'User-Agent': 't/1' } })).json()) as any).result.total).toBe(0);
+    const [lat, lng, , barangay] = PLACES[0]!;
+    expect((await postReport(svc.url, report(9999, { created_at: '2025-05-10T03:00:00Z', location: { lat, lng } }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const after = await fetch(may, { headers: { 'User-Agent': 't/1' } });
+    expect(after.headers.get('etag')).not.toBe(etag);
+    expect(((await after.json()) as any).result).toMatchObject({ total: 1, rows: [{ bucket: '2025-05-10T00:00:00.000Z', key: barangay, count: 1 }] });
+  });
+
   it('a window still open (ending now) has no ETag: its counts may still grow', async () => {
     const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
     const open = `start=${iso(Date.now() - 30 * 86_400_000)}&end=${iso(Date.now())}`;
