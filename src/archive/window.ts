@@ -174,8 +174,9 @@ export class Archive {
    * its answer is no longer wanted (the client hung up); what the window is doing stops.
    */
   async open(query: WindowQuery, options: { signal?: AbortSignal } = {}): Promise<Window> {
-    // Taken before anything is read: what was written up to it is in the parts read after.
-    const watermarkMs = this.states.watermark();
+    // Taken before anything is read: what was written up to it is in the parts read after. A
+    // sync's next page keeps its first page's (in its cursor): the pages walk one set of changes.
+    const watermarkMs = query.updatedAfterMs !== undefined && query.after ? query.after.receivedBeforeMs : this.states.watermark();
     const ctx = options.signal ? { ...this.ctx, signal: options.signal } : this.ctx;
     const retracted = await this.states.retracted(query.startMs, query.endMs);
     if (query.updatedAfterMs !== undefined) {

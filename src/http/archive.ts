@@ -157,10 +157,12 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     // A page is bounded: gather it, so the Link to the next one can go in the headers.
     const page = await window.page(shape);
     if (page.next) {
-      const cursor: Cursor = { ...page.next, receivedBeforeMs: query.after?.receivedBeforeMs ?? query.receivedBeforeMs! };
+      // A sync's pages all hold the changes up to the first page's watermark, which its cursor carries.
+      const receivedBeforeMs = query.updatedAfterMs !== undefined ? window.watermarkMs : (query.after?.receivedBeforeMs ?? query.receivedBeforeMs!);
+      const cursor: Cursor = { ...page.next, receivedBeforeMs };
       res.set('Link', `<${nextUrl(req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
     }
-    await send(Readable.from(renderArchive(toAsync(page.batches), text)), encoding, res);
+    await send(Readable.from(renderArchive(toAsync(page.batches), text, watermarkField(query, window).watermark)), encoding, res);
   });
 
   return router;
@@ -259,9 +261,7 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
     details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} is already ${format === 'geojson' ? 'GeoJSON' : 'TopoJSON'}` });
   }
   const fingerprint = cursorFingerprint(values);
-  if (values.updated_after !== undefined && (values.limit !== undefined || values.cursor !== undefined)) {
-    details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'a sync (updated_after) is answered whole: narrow it with start and end instead of pages' });
-  } else if (values.limit !== undefined || values.cursor !== undefined) {
+  if (values.limit !== undefined || values.cursor !== undefined) {
     if (format === 'parquet' || format === 'arrow') {
       details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'pages are for json, geojson, topojson, csv and ndjson; parquet and arrow return the whole window' });
     }

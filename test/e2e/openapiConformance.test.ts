@@ -70,7 +70,6 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string; status
   updated_after: [
     { message: /must not be in the future/, documented: 'not in the future' },
     { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'from 1970-01-01T00:00:00Z once the offset is applied' },
-    { message: /answered whole/, documented: 'no limit or cursor' },
     // Before the change history kept: 410 Gone (the client pulls in full), declared by the operation.
     { message: /change logs are kept/, documented: 'SYNC_RETENTION_DAYS', status: 410 },
   ],

@@ -150,7 +150,8 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     // Without a window, the changes may span ARCHIVE_MAX_WINDOW (30 days here) at most.
     await bad('updated_after=2020-01-01T00:00:00Z', 'updated_after');
     await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&start=2026-11-21T00:00:00Z`, 'end');
-    await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&limit=10`, 'limit');
+    await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&limit=10&format=parquet`, 'limit');
+    await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`, 'cursor');
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=x`, UA)).status).toBe(400);
     expect((await getJson(`${svc.url}/reports/archive/extent?start=x`, UA)).status).toBe(400);
     // With a window, an updated_after older than the change logs kept (2 days here) is a 410 (below).
@@ -224,5 +225,57 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     } finally {
       await longer.stop();
     }
+  });
+
+  it('a sync walked in pages holds the changes up to its first page\'s watermark, while more arrive between pages', async () => {
+    const window = 'start=2026-11-18T00:00:00Z&end=2026-11-18T23:59:59Z';
+    const since = (await pull(window)).watermark;
+    for (let i = 0; i < 5; i++) expect((await postReport(svc.url, report(800 + i, { created_at: `2026-11-18T0${i}:15:00Z` }))).status).toBe(201);
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+
+    const mirror: Mirror = new Map();
+    const pages: string[][] = [];
+    const watermarks = new Set<string>();
+    let url: string | undefined = `${svc.url}/reports/archive?geoformat=geojson&limit=2&updated_after=${encodeURIComponent(since)}&${window}`;
+    while (url) {
+      const res = await fetch(url, { headers: UA });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as any;
+      expect(body.watermark).toBe(res.headers.get('x-archive-watermark'));
+      watermarks.add(body.watermark);
+      pages.push(body.result.features.map((f: any) => f.properties.pkey));
+      apply(mirror, body.result.features.map((f: any) => JSON.stringify(f)).join('\n'));
+      url = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+      if (pages.length === 1) {
+        // Between pages: a late report and a retraction, visible to any answer from now on.
+        expect((await postReport(svc.url, report(805, { created_at: '2026-11-18T09:00:00Z' }))).status).toBe(201);
+        expect((await fetch(`${svc.url}/feeds/partner/800`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+        await allArchived(svc.rt);
+        await new Promise((r) => setTimeout(r, SETTLE_MS));
+      }
+    }
+    // One set of changes, newest first, each once, all pages under the first page's watermark.
+    expect(pages).toEqual([['partner-804', 'partner-803'], ['partner-802', 'partner-801'], ['partner-800']]);
+    expect(watermarks.size).toBe(1);
+    const [watermark] = [...watermarks];
+    // The page that met the retraction shows it as a tombstone; the next sync from the watermark brings the rest.
+    const next = await pull(`updated_after=${encodeURIComponent(watermark!)}&${window}`);
+    expect(next.text.trim().split('\n').map((l) => [JSON.parse(l).properties.pkey, JSON.parse(l).properties.status])).toEqual([
+      ['partner-805', 'confirmed'],
+      ['partner-800', 'retracted'],
+    ]);
+    apply(mirror, next.text);
+    const full: Mirror = new Map();
+    apply(full, (await pull(window)).text);
+    expect([...mirror.keys()].sort()).toEqual(['partner-801', 'partner-802', 'partner-803', 'partner-804', 'partner-805']);
+    expect(mirror).toEqual(full);
+
+    // A sync's cursor is bound to its updated_after like any filter.
+    const first = await fetch(`${svc.url}/reports/archive?limit=1&updated_after=${encodeURIComponent(since)}&${window}`, { headers: UA });
+    const cursor = new URL(/<([^>]+)>; rel="next"/.exec(first.headers.get('link') ?? '')![1]!).searchParams.get('cursor')!;
+    const other = await getJson(`${svc.url}/reports/archive?limit=1&updated_after=${encodeURIComponent(watermark!)}&${window}&cursor=${cursor}`, UA);
+    expect(other.status).toBe(400);
+    expect(other.body.details.map((d: any) => d.field)).toEqual(['cursor']);
   });
 });
