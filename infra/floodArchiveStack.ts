@@ -22,6 +22,7 @@ import type { Construct } from 'constructs';
 import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/bootstrap.js';
 import { CURSOR_SECRET_KEY } from '../src/cursorSecret.js';
+import { EVENT_LOG_PREFIX } from '../src/events/objectEventLog.js';
 import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
@@ -268,6 +269,8 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     allow(['s3:PutObject'], objects(bucket, 'ingest')),
     // The generated key of pagination cursors, created once by the first API task (src/cursorSecret.ts).
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
+    // The event log: read for the live stream and CAP, appended to when a partner retracts.
+    allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(`${EVENT_LOG_PREFIX}*`)]),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
   ];
 }
@@ -284,6 +287,9 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
     // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,
     // and creates (If-None-Match) an idempotency key the API never got to write.
     allow(['s3:PutObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`), bucket.arnForObjects(`${IDEMPOTENCY_PREFIX}*`)]),
+    // Events: it appends to the log and prunes it, reads the webhook subscriptions, advances the
+    // consumers' cursors (webhooks, SNS) and sets failed batches aside.
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'events')),
     allow(
       ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:SendMessage'],
       [queue.queueArn],
@@ -295,7 +301,7 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
 function schedulerPermissions(bucket: s3.IBucket, queue: sqs.IQueue, deadLetterQueue: sqs.IQueue): iam.PolicyStatement[] {
   return [
     allow(['s3:ListBucket'], [bucket.bucketArn]),
-    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'ingest', 'cities', 'jobs')),
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'ingest', 'cities', 'jobs', 'events')),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
     // `dlq list` finds the queue by name and makes what it peeked at visible again; `dlq redrive` deletes.
     allow(

@@ -422,9 +422,10 @@ const COMMANDS: Record<string, Command> = {
             return 0;
           }
           if (sub === 'list') {
-            const log = deps.eventLogOf(rt);
-            const backlog = log.backlog();
-            const subs = log.subscriptions().map((s) => deps.shown(s, backlog.get(s.id)));
+            const admin = deps.adminOf(rt);
+            const all = await admin.list();
+            const backlog = await admin.backlog(all);
+            const subs = all.map((s) => deps.shown(s, backlog.get(s.id)));
             print(values, subs, () =>
               subs.length === 0
                 ? 'no subscriptions'
@@ -434,7 +435,7 @@ const COMMANDS: Record<string, Command> = {
           }
           if (sub === 'remove') {
             const id = required(values, 'id');
-            if (!deps.eventLogOf(rt).removeSubscription(id)) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
+            if (!(await deps.adminOf(rt).remove(id))) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
             print(values, { removed: id }, () => `removed ${id} and its undelivered events`);
             return 0;
           }
@@ -444,7 +445,7 @@ const COMMANDS: Record<string, Command> = {
             return result.ok ? 0 : 1;
           }
           if (sub === 'failed') {
-            const ds = deps.eventLogOf(rt).deliveries('set_aside');
+            const ds = await deps.adminOf(rt).failed();
             print(values, ds, () =>
               ds.length === 0
                 ? 'no deliveries set aside'
@@ -453,9 +454,12 @@ const COMMANDS: Record<string, Command> = {
             return 0;
           }
           if (sub === 'redrive') {
-            const id = typeof values.id === 'string' ? deps.findSubscription(rt, values.id).id : undefined;
-            const n = deps.eventLogOf(rt).redrive(id);
-            print(values, { redriven: n }, () => `queued ${n} set-aside deliveries again`);
+            const id = typeof values.id === 'string' ? (await deps.findSubscription(rt, values.id)).id : undefined;
+            const r = await deps.adminOf(rt).redrive(id, new deps.HostPolicy(rt.config.events.webhookAllowHosts), rt.config.events.webhookTimeoutMs);
+            print(values, r, () =>
+              rt.events ? `queued ${r.redriven} set-aside deliveries again` : `delivered ${r.redriven} set-aside deliveries; ${r.stillFailing} failed again and stay set aside`,
+            );
+            if (r.stillFailing > 0) return 1;
             return 0;
           }
           throw new UsageError('subscriptions needs one of: add, list, remove, test, failed, redrive');

@@ -81,6 +81,8 @@ export interface EventsConfig {
   streamHeartbeatMs: number;
   /** AWS: the SNS topic the worker publishes archived batches to; undefined: none. */
   snsTopicArn: string | undefined;
+  /** First retry delay of a failed SNS publish; each retry doubles it (capped at five minutes). */
+  snsRetryBaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -131,6 +133,7 @@ const envSchema = {
     STREAM_MAX_CLIENTS: { type: 'integer', minimum: 1, maximum: 100000 },
     STREAM_HEARTBEAT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
     SNS_TOPIC_ARN: { type: 'string', pattern: '^arn:aws[a-z-]*:sns:[a-z0-9-]+:\\d{12}:[A-Za-z0-9_-]{1,256}$' },
+    SNS_RETRY_BASE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
   },
 } as const;
 
@@ -240,6 +243,7 @@ function eventsConfig(v: Record<string, string | number | undefined>): EventsCon
     streamMaxClients: Number(v.STREAM_MAX_CLIENTS ?? 200),
     streamHeartbeatMs: seconds(v.STREAM_HEARTBEAT_SECONDS, 15),
     snsTopicArn: v.SNS_TOPIC_ARN === undefined ? undefined : String(v.SNS_TOPIC_ARN),
+    snsRetryBaseMs: seconds(v.SNS_RETRY_BASE_SECONDS, 2),
   };
 }
 

@@ -31,7 +31,12 @@ import { WebhookDispatcher } from './events/dispatcher.js';
 import { EventLog } from './events/eventLog.js';
 import { HostPolicy } from './events/hostPolicy.js';
 import { announcingRetractions } from './events/retractions.js';
-import { allOf } from './events/events.js';
+import type { EventFeed } from './events/events.js';
+import { ObjectEventLog } from './events/objectEventLog.js';
+import { objectWebhookDispatcher, ObjectWebhooks } from './events/objectWebhooks.js';
+import { objectAdmin, sqliteAdmin, type WebhookAdmin } from './events/manage.js';
+import type { ConsumerRunner } from './events/runner.js';
+import { snsRelay } from './events/snsRelay.js';
 
 export interface RuntimeOverrides {
   s3?: S3Client;
@@ -64,8 +69,14 @@ export interface Runtime {
   changes: ChangeLog;
   /** Embedded backend: the event log (webhook subscriptions and deliveries, the live stream, CAP). */
   events: EventLog | undefined;
+  /** The event log on either backend (SQLite embedded, the bucket on AWS): stream, CAP, SNS. */
+  feed: EventFeed;
+  /** Webhook subscriptions and their set-aside deliveries, on either backend (the CLI). */
+  webhookAdmin: WebhookAdmin;
   /** Sends webhook deliveries; the worker role starts it. */
-  webhooks: WebhookDispatcher | undefined;
+  webhooks: WebhookDispatcher | ConsumerRunner;
+  /** Publishes the log on SNS_TOPIC_ARN apart from the flushes; the worker role starts it. */
+  snsRelay: ConsumerRunner | undefined;
   s3: S3Client | undefined;
   sqs: SQSClient | undefined;
   close(): Promise<void>;
@@ -141,15 +152,25 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });
   const boundaries = new BoundaryRepository(store);
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
+  // The event log: SQLite beside the ledger on the embedded backend, numbered objects in the
+  // bucket on AWS. The worker records into it; webhooks, the stream, CAP and SNS read it.
   const events = config.queueUrl === 'sqlite:' ? new EventLog(config.dataDir) : undefined;
-  if (events) ledger = announcingRetractions(ledger, events);
-  const archiveEvents = allOf([
-    ...(events ? [events] : []),
-    ...(config.events.snsTopicArn && sns ? [new (await import('./events/snsPublisher.js')).SnsPublisher(sns, config.events.snsTopicArn)] : []),
-  ]);
+  const feed: EventFeed = events ?? new ObjectEventLog(store);
+  ledger = announcingRetractions(ledger, feed, async (lng, lat) => (await boundaries.current()).tagger.tag(lng, lat));
+  const policy = new HostPolicy(config.events.webhookAllowHosts);
+  const objectHooks = events ? undefined : new ObjectWebhooks(store, feed);
   const webhooks = events
-    ? new WebhookDispatcher(events, new HostPolicy(config.events.webhookAllowHosts), { ...config.events, concurrency: 16 }, log)
-    : undefined;
+    ? new WebhookDispatcher(events, policy, { ...config.events, concurrency: 16 }, log)
+    : objectWebhookDispatcher(objectHooks!, feed, policy, { ...config.events, concurrency: 16 }, log);
+  const relay =
+    config.events.snsTopicArn && sns
+      ? snsRelay(feed, store, sns, {
+          topicArn: config.events.snsTopicArn,
+          retryBaseMs: config.events.snsRetryBaseMs,
+          retryMaxMs: 300_000,
+          leaseMs: config.aws.requestTimeoutMs * config.aws.maxAttempts * 2 + 30_000,
+        }, log)
+      : undefined;
   const changes = new ChangeLog(store, config.syncSettleMs, config.syncRetentionMs);
   const worker = new Worker(
     {
@@ -161,7 +182,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
       log,
       metrics,
-      ...(archiveEvents && { events: archiveEvents }),
+      events: feed,
       changes,
     },
     { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
@@ -183,11 +204,15 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     worker,
     changes,
     events,
+    feed,
+    webhookAdmin: events ? sqliteAdmin(events) : objectAdmin(objectHooks!),
     webhooks,
+    snsRelay: relay,
     s3,
     sqs,
     async close() {
-      await webhooks?.stop();
+      await webhooks.stop();
+      await relay?.stop();
       events?.close();
       queue.close();
       ledger.close();

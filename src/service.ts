@@ -45,7 +45,8 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   }
   if (options.worker) {
     rt.worker.start();
-    rt.webhooks?.start();
+    rt.webhooks.start();
+    rt.snsRelay?.start();
     // What a killed process left half-written; in the background, as reconciliation.
     setImmediate(() => {
       sweepCrashLeftovers(rt.config)
@@ -94,7 +95,8 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
       }
       if (options.worker) {
         await rt.worker.stop();
-        await rt.webhooks?.stop();
+        await rt.webhooks.stop();
+        await rt.snsRelay?.stop();
       }
     },
   };

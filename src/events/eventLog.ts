@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import type { ArchiveRow } from '../archive/row.js';
 import { guardSync } from '../ledger/database.js';
-import type { ArchiveEvents, EventKind } from './events.js';
+import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
 
@@ -63,13 +63,7 @@ const MIGRATIONS = [
 /** Features a delivery carries at most: a large flush becomes several POSTs. */
 const MAX_BATCH = 500;
 
-export interface StoredEvent {
-  seq: number;
-  kind: EventKind;
-  pkey: string;
-  at_ms: number;
-  feature: ReportFeature;
-}
+export type { StoredEvent };
 
 export interface Delivery {
   id: string;
@@ -89,7 +83,7 @@ export interface DueDelivery extends Delivery {
   features: string;
 }
 
-export class EventLog implements ArchiveEvents {
+export class EventLog implements EventFeed {
   private readonly db: Database.Database;
   private readonly stmts;
   /** Called after events are recorded (the dispatcher in the same process wakes at once). */

@@ -1,8 +1,9 @@
 // The port the worker speaks to after a flush has put its parts: "these reports are archived".
-// The embedded adapter records them in the event log (webhooks, live stream, CAP); on AWS the
-// SNS adapter publishes them. Recording is idempotent per report, so a flush repeated after a
-// crash announces nothing twice.
+// Both backends record them in an event log (SQLite embedded, the bucket on AWS) that webhooks,
+// the live stream, CAP and the SNS relay read. A flush repeated after a crash announces nothing
+// twice (embedded: unique per report; AWS: within an hour).
 import type { ArchiveRow } from '../archive/row.js';
+import type { ReportFeature } from './feature.js';
 
 export const EVENT_TYPES = ['archived', 'retracted'] as const;
 export type EventKind = (typeof EVENT_TYPES)[number];
@@ -18,13 +19,37 @@ export interface ArchiveEvents {
   archived(rows: readonly ArchiveRow[]): Promise<void>;
 }
 
-/** Several sinks in turn (the event log and SNS may both be configured). */
-export function allOf(sinks: readonly ArchiveEvents[]): ArchiveEvents | undefined {
-  if (sinks.length === 0) return undefined;
-  if (sinks.length === 1) return sinks[0];
-  return {
-    async archived(rows) {
-      for (const s of sinks) await s.archived(rows);
-    },
-  };
+type Awaitable<T> = T | Promise<T>;
+
+/** One report's event as the stream, CAP, webhooks and SNS read it. */
+export interface StoredEvent {
+  /** Increasing id within the log: the stream's event id and a consumer's cursor. */
+  seq: number;
+  kind: EventKind;
+  pkey: string;
+  /** When it was recorded. */
+  at_ms: number;
+  feature: ReportFeature;
+}
+
+/**
+ * The event log both backends keep: SQLite beside the ledger on the embedded backend
+ * (EventLog), numbered objects in the store on AWS (ObjectEventLog). Writers record, readers
+ * follow it by id: no process needs another's memory.
+ */
+export interface EventFeed extends ArchiveEvents {
+  /** Records a retraction (the report's Feature without its personal fields). */
+  retracted(feature: ReportFeature): Awaitable<void>;
+  /** Events after `seq`, in order, at most `limit`. */
+  since(seq: number, limit?: number): Awaitable<StoredEvent[]>;
+  /** The id of the newest event (0 when none). */
+  lastSeq(): Awaitable<number>;
+  /** The id of the oldest event kept (0 when none): resuming from before it starts there. */
+  firstSeq(): Awaitable<number>;
+  /** Archived, unretracted reports created in [fromMs, toMs], newest first. */
+  createdBetween(fromMs: number, toMs: number, limit: number): Awaitable<StoredEvent[]>;
+  archivedReport(pkey: string): Awaitable<StoredEvent | undefined>;
+  wasRetracted(pkey: string): Awaitable<boolean>;
+  /** Drops events older than the retention; returns how many. */
+  prune(retentionMs: number): Awaitable<number>;
 }

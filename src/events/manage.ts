@@ -1,49 +1,107 @@
-// What the `subscriptions` command does, apart from argument parsing and printing.
+// What the `subscriptions` command does, apart from argument parsing and printing, on either
+// backend: the embedded event log (SQLite) or the AWS bucket (objectWebhooks.ts).
+import { ulid } from 'ulid';
 import type { Runtime } from '../runtime.js';
 import { CLOUDEVENT_TYPE } from './events.js';
-import type { EventLog } from './eventLog.js';
+import type { Delivery, EventLog } from './eventLog.js';
 import { HostPolicy } from './hostPolicy.js';
+import type { ObjectWebhooks } from './objectWebhooks.js';
 import { newSubscription, SubscriptionError, type Subscription, type SubscriptionInput } from './subscriptions.js';
 import { cloudEventBody, post, signedHeaders, type Attempt } from './webhook.js';
-import { ulid } from 'ulid';
 
 export const TEST_EVENT_TYPE = 'ph.floodarchive.test.v1';
 
-export function eventLogOf(rt: Runtime): EventLog {
-  if (!rt.events) {
-    throw new SubscriptionError([
-      'webhook subscriptions are kept in the embedded backend\'s event log (QUEUE_URL=sqlite:); not on AWS',
-    ]);
-  }
-  return rt.events;
+export interface RedriveResult {
+  /** Set-aside deliveries queued again (embedded) or sent now and delivered (AWS). */
+  redriven: number;
+  /** AWS: those sent now that failed again and stay set aside. */
+  stillFailing: number;
+}
+
+/** Where subscriptions and their set-aside deliveries are kept. */
+export interface WebhookAdmin {
+  add(s: Subscription): Promise<void>;
+  list(): Promise<Subscription[]>;
+  get(id: string): Promise<Subscription | undefined>;
+  remove(id: string): Promise<boolean>;
+  backlog(subs: readonly Subscription[]): Promise<Map<string, { pending: number; setAside: number }>>;
+  failed(): Promise<Delivery[]>;
+  redrive(subscriptionId: string | undefined, policy: HostPolicy, timeoutMs: number): Promise<RedriveResult>;
+}
+
+export function sqliteAdmin(log: EventLog): WebhookAdmin {
+  return {
+    add: async (s) => log.addSubscription(s),
+    list: async () => log.subscriptions(),
+    get: async (id) => log.subscription(id),
+    remove: async (id) => log.removeSubscription(id),
+    backlog: async () => log.backlog(),
+    failed: async () => log.deliveries('set_aside'),
+    // The dispatcher sends them again from a fresh start, with its backoff.
+    redrive: async (id) => ({ redriven: log.redrive(id), stillFailing: 0 }),
+  };
+}
+
+export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
+  return {
+    add: async (s) => void (await hooks.add(s)),
+    list: () => hooks.list(),
+    get: (id) => hooks.get(id),
+    remove: (id) => hooks.remove(id),
+    backlog: async (subs) => hooks.backlog(await Promise.all(subs.map(async (s) => (await hooks.get(s.id))!))),
+    failed: async () => (await hooks.setAsideBatches()).map(({ features: _features, ...d }) => d),
+    // Each set-aside batch is sent now, once, under its own id; those delivered are dropped.
+    async redrive(id, policy, timeoutMs) {
+      const subs = new Map((await hooks.list()).map((s) => [s.id, s]));
+      let redriven = 0;
+      let stillFailing = 0;
+      for (const b of await hooks.setAsideBatches(id)) {
+        const sub = subs.get(b.subscriptionId);
+        if (!sub) continue;
+        const body = cloudEventBody({ id: b.id, type: CLOUDEVENT_TYPE[b.kind], timeMs: b.atMs }, JSON.stringify(b.features));
+        const attempt = await post(sub.url, body, signedHeaders(b.id, sub.secret, body), policy, timeoutMs);
+        if (attempt.ok) {
+          await hooks.dropSetAside(b);
+          redriven += 1;
+        } else {
+          stillFailing += 1;
+        }
+      }
+      return { redriven, stillFailing };
+    },
+  };
+}
+
+export function adminOf(rt: Runtime): WebhookAdmin {
+  return rt.webhookAdmin;
 }
 
 /** The stored form without its secret: what list and add print. */
 export function shown(s: Subscription, backlog?: { pending: number; setAside: number }) {
-  const { secret: _secret, ...rest } = s;
-  return { ...rest, pending: backlog?.pending ?? 0, setAside: backlog?.setAside ?? 0 };
+  const { secret: _secret, ...rest } = s as Subscription & { startAfter?: number };
+  const { startAfter: _startAfter, ...plain } = rest;
+  return { ...plain, pending: backlog?.pending ?? 0, setAside: backlog?.setAside ?? 0 };
 }
 
 export async function addSubscription(rt: Runtime, input: SubscriptionInput): Promise<Subscription> {
-  const log = eventLogOf(rt);
   const set = (await rt.boundaries.current()).set;
   const sub = newSubscription(input, new HostPolicy(rt.config.events.webhookAllowHosts), {
     cities: new Set(set.cities.features.map((f) => f.properties.code)),
     localAreas: new Set(set.localAreas.features.map((f) => f.properties.psgc)),
   });
-  log.addSubscription(sub);
+  await adminOf(rt).add(sub);
   return sub;
 }
 
-export function findSubscription(rt: Runtime, id: string): Subscription {
-  const sub = eventLogOf(rt).subscription(id);
+export async function findSubscription(rt: Runtime, id: string): Promise<Subscription> {
+  const sub = await adminOf(rt).get(id);
   if (!sub) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
   return sub;
 }
 
 /** Sends a signed test event (an empty FeatureCollection) to a subscription now. */
 export async function testSubscription(rt: Runtime, id: string): Promise<Attempt & { id: string }> {
-  const sub = findSubscription(rt, id);
+  const sub = await findSubscription(rt, id);
   const eventId = ulid();
   const body = cloudEventBody({ id: eventId, type: TEST_EVENT_TYPE, timeMs: Date.now() }, '[]');
   const attempt = await post(sub.url, body, signedHeaders(eventId, sub.secret, body), new HostPolicy(rt.config.events.webhookAllowHosts), rt.config.events.webhookTimeoutMs);

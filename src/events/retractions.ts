@@ -1,20 +1,28 @@
 // Retractions as events: a ledger whose retract() also tells the event log, in one place for every
-// caller (the partner's DELETE, the CLI). The log then drops the report's archived event (so the
-// stream and CAP stop showing it) and records a `retracted` event without the personal fields,
-// sent to subscriptions of `retracted`. Recording is idempotent, so a repeated retraction (a retry
-// after a crash between the ledger and the log) fills a gap and never announces twice.
+// caller (the partner's DELETE, the CLI). The log records a `retracted` event without the
+// personal fields (the stream and CAP stop showing the report; webhooks of `retracted` and SNS
+// announce it), with the city and barangay of its archived event, or of its point when that event
+// is no longer kept. On the embedded backend recording is idempotent, so a repeated retraction
+// (a retry after a crash between the ledger and the log) fills a gap and never announces twice.
 import type { IngestLedger } from '../ledger/ledger.js';
-import type { EventLog } from './eventLog.js';
+import type { EventFeed } from './events.js';
 import type { ReportFeature } from './feature.js';
 
-export function announcingRetractions(ledger: IngestLedger, events: EventLog): IngestLedger {
+/** City and barangay of a point, for a report retracted before its archived event was kept. */
+export type TagOf = (lng: number, lat: number) => Promise<ReportFeature['properties']['tags']>;
+
+export function announcingRetractions(ledger: IngestLedger, events: EventFeed, tagOf?: TagOf): IngestLedger {
   const retract: IngestLedger['retract'] = async (pkey, by, reason) => {
     const result = await ledger.retract(pkey, by, reason);
     if (!result.found) return result;
-    const archived = events.archivedReport(pkey)?.feature;
+    // A repeat is announced again only if the first one never reached the log (a crash between).
+    if (!result.first && (await events.wasRetracted(pkey))) return result;
+    const archived = (await events.archivedReport(pkey))?.feature;
     const entry = archived ? undefined : await ledger.lookup(pkey);
     const location = archived?.geometry.coordinates ?? (entry ? [entry.record.report.location.lng, entry.record.report.location.lat] : undefined);
     if (!location) return result;
+    const [lng, lat] = location as [number, number];
+    const tags = archived?.properties.tags ?? (tagOf ? await tagOf(lng, lat) : { instance_region_code: null, local_area_id: null });
     const feature: ReportFeature = {
       type: 'Feature',
       geometry: { type: 'Point', coordinates: location },
@@ -27,12 +35,12 @@ export function announcingRetractions(ledger: IngestLedger, events: EventLog): I
         image_url: null,
         disaster_type: archived?.properties.disaster_type ?? entry?.record.report.disaster_type ?? 'flood',
         report_data: null,
-        tags: archived?.properties.tags ?? { instance_region_code: null, local_area_id: null },
+        tags,
         title: '',
         text: '',
       },
     };
-    events.retracted(feature);
+    await events.retracted(feature);
     return result;
   };
   return new Proxy(ledger, {

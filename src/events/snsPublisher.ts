@@ -1,15 +1,13 @@
-// AWS: the worker announces archived reports on an SNS topic, after their parts are durable and
-// before the ledger marks them archived (a failed publish fails the flush, which is retried: at
-// least once). One message per city and barangay, so subscribers filter on the message
-// attributes `city` and `local_area` (each "none" outside every city or barangay) and receive only
-// their reports. The body is the CloudEvent the webhooks send; its id is derived from the reports
-// it carries, so a flush repeated after a crash republishes under the same id.
+// SNS messages of archived and retracted reports (the relay in snsRelay.ts sends them from the
+// event log, apart from the flushes). One message per city and barangay, so subscribers filter
+// on the message attributes `city` and `local_area` (each "none" outside every city or barangay)
+// and `type`, and receive only their reports. The body is the CloudEvent the webhooks send; its
+// id is derived from the kind and the reports it carries, so a repeat has the same id.
 import { createHash } from 'node:crypto';
 import { PublishBatchCommand, type PublishBatchRequestEntry, type SNSClient } from '@aws-sdk/client-sns';
-import type { ArchiveRow } from '../archive/row.js';
 import { UnavailableError } from '../errors.js';
-import { CLOUDEVENT_TYPE, type ArchiveEvents } from './events.js';
-import { featureOf, type ReportFeature } from './feature.js';
+import { CLOUDEVENT_TYPE, type EventKind } from './events.js';
+import type { ReportFeature } from './feature.js';
 import { cloudEventBody } from './webhook.js';
 
 /** Features per message (cut further when their JSON would pass SNS's 256 KiB). */
@@ -18,30 +16,24 @@ const PER_MESSAGE = 50;
 const PER_BATCH = 10;
 const MAX_MESSAGE_BYTES = 256 * 1024;
 
-export class SnsPublisher implements ArchiveEvents {
-  constructor(
-    private readonly sns: SNSClient,
-    private readonly topicArn: string,
-  ) {}
-
-  async archived(rows: readonly ArchiveRow[]): Promise<void> {
-    const entries = messagesOf(rows.map(featureOf));
-    for (let i = 0; i < entries.length; i += PER_BATCH) {
-      const batch = entries.slice(i, i + PER_BATCH);
-      let failed: string[];
-      try {
-        const out = await this.sns.send(new PublishBatchCommand({ TopicArn: this.topicArn, PublishBatchRequestEntries: batch }));
-        failed = (out.Failed ?? []).map((f) => `${f.Id}: ${f.Code} ${f.Message ?? ''}`);
-      } catch (err) {
-        throw new UnavailableError('queue', `SNS publish failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-      }
-      if (failed.length > 0) throw new UnavailableError('queue', `SNS refused ${failed.length} messages: ${failed.slice(0, 3).join('; ')}`);
+/** Publishes a batch of one kind's features; throws what SNS refused. */
+export async function publish(sns: SNSClient, topicArn: string, kind: EventKind, features: readonly ReportFeature[], timeMs: number): Promise<void> {
+  const entries = messagesOf(features, kind, timeMs);
+  for (let i = 0; i < entries.length; i += PER_BATCH) {
+    const batch = entries.slice(i, i + PER_BATCH);
+    let failed: string[];
+    try {
+      const out = await sns.send(new PublishBatchCommand({ TopicArn: topicArn, PublishBatchRequestEntries: batch }));
+      failed = (out.Failed ?? []).map((f) => `${f.Id}: ${f.Code} ${f.Message ?? ''}`);
+    } catch (err) {
+      throw new UnavailableError('queue', `SNS publish failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
+    if (failed.length > 0) throw new UnavailableError('queue', `SNS refused ${failed.length} messages: ${failed.slice(0, 3).join('; ')}`);
   }
 }
 
-/** The messages of one flush: grouped by city and barangay, then cut to size. */
-export function messagesOf(features: readonly ReportFeature[]): PublishBatchRequestEntry[] {
+/** The messages of one batch: grouped by city and barangay, then cut to size. */
+export function messagesOf(features: readonly ReportFeature[], kind: EventKind = 'archived', timeMs = Date.now()): PublishBatchRequestEntry[] {
   const groups = new Map<string, ReportFeature[]>();
   for (const f of features) {
     const key = `${f.properties.tags.instance_region_code ?? 'none'} ${f.properties.tags.local_area_id ?? 'none'}`;
@@ -55,12 +47,12 @@ export function messagesOf(features: readonly ReportFeature[]): PublishBatchRequ
     for (let i = 0; i < list.length; i += PER_MESSAGE) {
       for (const chunk of fitting(list.slice(i, i + PER_MESSAGE))) {
         const pkeys = chunk.map((f) => f.properties.pkey).sort();
-        const id = createHash('sha256').update(`archived\n${pkeys.join('\n')}`).digest('hex').slice(0, 32);
+        const id = createHash('sha256').update(`${kind}\n${pkeys.join('\n')}`).digest('hex').slice(0, 32);
         entries.push({
           Id: `m${entries.length}`,
-          Message: cloudEventBody({ id, type: CLOUDEVENT_TYPE.archived, timeMs: Date.now() }, JSON.stringify(chunk)),
+          Message: cloudEventBody({ id, type: CLOUDEVENT_TYPE[kind], timeMs }, JSON.stringify(chunk)),
           MessageAttributes: {
-            type: { DataType: 'String', StringValue: CLOUDEVENT_TYPE.archived },
+            type: { DataType: 'String', StringValue: CLOUDEVENT_TYPE[kind] },
             city: { DataType: 'String', StringValue: city },
             local_area: { DataType: 'String', StringValue: localArea },
             reports: { DataType: 'Number', StringValue: String(chunk.length) },

@@ -123,8 +123,8 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
   app.use(['/cities', '/reports', '/ogc'], readLimit);
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
-  app.use(streamRouter({ events: rt.events, config: rt.config.events, cityCodes }));
-  app.use(capRouter({ events: rt.events, boundaries: rt.boundaries }));
+  app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes }));
+  app.use(capRouter({ events: rt.feed, boundaries: rt.boundaries }));
   app.use(
     archiveRouter({
       archive: rt.archive,

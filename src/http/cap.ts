@@ -1,11 +1,11 @@
 // CAP 1.2 for alerting systems: GET /reports/cap.atom (an Atom feed of one alert per report created
 // in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
-// the event log the worker writes, so they need no archive query.
+// the event log the worker writes (on either backend), so they need no archive query.
 import { Router, type Request } from 'express';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { HttpError } from '../errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
-import type { EventLog, StoredEvent } from '../events/eventLog.js';
+import type { EventFeed, StoredEvent } from '../events/events.js';
 import { readQuery, throwIfAny } from './query.js';
 
 const DAY_MS = 86_400_000;
@@ -14,7 +14,7 @@ const FEED_LIMIT = 1000;
 const PKEY = /^[a-z][a-z0-9_]{0,31}-\d{1,16}$/;
 
 export interface CapDeps {
-  events: EventLog | undefined;
+  events: EventFeed;
   boundaries: BoundaryRepository;
 }
 
@@ -29,12 +29,11 @@ export function capRouter(deps: CapDeps): Router {
       details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
     }
     throwIfAny(details);
-    const events = available(deps);
+    const events = deps.events;
     const now = Date.now();
     const base = baseUrl(req);
     const names = await areaNames(deps);
-    const alerts = events
-      .createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20)
+    const alerts = (await events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
       .filter((e) => values.admin === undefined || e.feature.properties.tags.instance_region_code === values.admin)
       .slice(0, FEED_LIMIT)
       .map((e) => alertOf(e, base));
@@ -49,10 +48,10 @@ export function capRouter(deps: CapDeps): Router {
     if (!PKEY.test(pkey)) {
       throw new HttpError(400, 'The path does not name a report.', [{ in: 'path', field: 'pkey', message: 'must be a report key such as partner-123 (a source, a hyphen, a post_id)' }]);
     }
-    const events = available(deps);
-    const event = events.archivedReport(pkey);
+    const events = deps.events;
+    const event = await events.archivedReport(pkey);
     if (!event) {
-      if (events.wasRetracted(pkey)) throw new HttpError(410, `The report ${pkey} was retracted.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
+      if (await events.wasRetracted(pkey)) throw new HttpError(410, `The report ${pkey} was retracted.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
       throw new HttpError(404, `No alert for ${pkey}: it is not archived, or older than the events kept.`, [{ in: 'path', field: 'pkey', message: 'has no alert' }]);
     }
     res.set('Cache-Control', 'public, max-age=300').type('application/cap+xml; charset=utf-8');
@@ -60,11 +59,6 @@ export function capRouter(deps: CapDeps): Router {
   });
 
   return router;
-}
-
-function available(deps: CapDeps): EventLog {
-  if (!deps.events) throw new HttpError(503, 'CAP alerts are served on the embedded backend only.');
-  return deps.events;
 }
 
 function alertOf(e: StoredEvent, base: string): CapAlert {

@@ -1,21 +1,22 @@
 // GET /reports/stream: newly archived reports as Server-Sent Events, one GeoJSON Feature each.
-// The API process learns of them from the event log the worker writes (DATA_DIR/events.sqlite),
-// not from the worker's memory, so any number of API processes serve it. Each event's id is its
-// sequence number in that log: a client reconnecting with Last-Event-ID gets exactly what came
-// after it, across API restarts, as long as the log keeps it (EVENTS_RETENTION_HOURS).
+// The API process learns of them from the event log the worker writes (DATA_DIR/events.sqlite
+// on the embedded backend, events/v1/log/ in the bucket on AWS), not from the worker's memory,
+// so any number of API processes serve it. Each event's id is its position in that log: a client
+// reconnecting with Last-Event-ID gets exactly what came after it, across API restarts, as long
+// as the log keeps it (EVENTS_RETENTION_HOURS).
 import type { Socket } from 'node:net';
 import { Router, type Request } from 'express';
 import type { EventsConfig } from '../config.js';
 import type { ErrorDetail } from '../errors.js';
 import { HttpError } from '../errors.js';
-import type { EventLog, StoredEvent } from '../events/eventLog.js';
+import type { EventFeed, StoredEvent } from '../events/events.js';
 import { BBOX_PATTERN, readQuery, throwIfAny } from './query.js';
 
 const POLL_MS = 200;
 const BBOX = new RegExp(BBOX_PATTERN);
 
 export interface StreamDeps {
-  events: EventLog | undefined;
+  events: EventFeed;
   config: Pick<EventsConfig, 'streamMaxClients' | 'streamHeartbeatMs'>;
   cityCodes: () => Promise<string[]>;
 }
@@ -32,16 +33,21 @@ export function streamRouter(deps: StreamDeps): Router {
   router.get('/reports/stream', async (req, res) => {
     const filter = await readFilter(req, deps);
     const events = deps.events;
-    if (!events) throw new HttpError(503, 'The live stream is served on the embedded backend only.');
     if (req.method === 'HEAD') throw new HttpError(405, '/reports/stream allows GET, OPTIONS only.', [], { Allow: 'GET, OPTIONS' });
     const lastId = readLastEventId(req);
     if (clients >= deps.config.streamMaxClients) {
       throw new HttpError(429, `This server already streams to ${deps.config.streamMaxClients} clients; retry later.`, [], { 'Retry-After': '30' });
     }
     clients += 1;
-    let cursor = lastId ?? events.lastSeq();
-    // Before the oldest event kept, resume from the oldest: what was pruned cannot be sent.
-    if (lastId !== undefined) cursor = Math.max(cursor, events.firstSeq() - 1);
+    let cursor: number;
+    try {
+      cursor = lastId ?? (await events.lastSeq());
+      // Before the oldest event kept, resume from the oldest: what was pruned cannot be sent.
+      if (lastId !== undefined) cursor = Math.max(cursor, (await events.firstSeq()) - 1);
+    } catch (err) {
+      clients -= 1;
+      throw err;
+    }
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-store',
@@ -65,7 +71,7 @@ export function streamRouter(deps: StreamDeps): Router {
       if (socket.server && !socket.server.listening) break;
       let batch: StoredEvent[] = [];
       try {
-        batch = events.since(cursor, 500);
+        batch = await events.since(cursor, 500);
       } catch {
         // The log is busy or unreadable for a moment: the next turn tries again.
       }

@@ -1,7 +1,8 @@
 // CAP 1.2: the Atom feed of the last 24 hours and each report's .cap document validate against
 // the OASIS CAP 1.2 schema (schemas/cap, checked with libxml2's validator built to WebAssembly),
 // carry the fields alerting systems read, and drop a retracted report; a retraction is also
-// announced to webhook subscribers of "retracted".
+// announced to webhook subscribers of "retracted". On both backends: the event log is SQLite on
+// the embedded one and objects in the bucket on AWS (fauxqs), read by the API without the worker.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +10,8 @@ import { convert } from 'xmlbuilder2';
 import { validateXML } from 'xmllint-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addSubscription } from '../../src/events/manage.js';
-import { allArchived, API_KEY, eventually, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, BACKENDS, eventually, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { pkeysOf, startReceiver, type Receiver } from '../support/webhookReceiver.js';
 
 const XSD = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../schemas/cap/CAP-v1.2.xsd');
@@ -32,11 +34,13 @@ function alertsOf(feed: string): string[] {
   return [...feed.matchAll(/<alert xmlns="urn:oasis:names:tc:emergency:cap:1\.2">[\s\S]*?<\/alert>/g)].map((m) => `<?xml version="1.0" encoding="UTF-8"?>\n${m[0]}`);
 }
 
-describe('CAP 1.2', () => {
+describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
   let svc: TestService;
   let hook: Receiver;
+  let emulator: Emulator | undefined;
   beforeAll(async () => {
-    svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { API_KEYS: `alpha:${API_KEY}`, WEBHOOK_ALLOW_HOSTS: '127.0.0.1' })));
+    if (backend === 'aws') emulator = await startEmulator();
+    svc = await startTestService(await testRuntime(await testConfig(backend, emulator, { API_KEYS: `alpha:${API_KEY}`, WEBHOOK_ALLOW_HOSTS: '127.0.0.1' }), emulator));
     if (HAS_SHARED_PH) {
       const exit = await svc.rt.boundaries.publish({
         label: 'PSA/NAMRIA',
@@ -60,6 +64,7 @@ describe('CAP 1.2', () => {
   afterAll(async () => {
     await hook?.close();
     await svc?.stop();
+    await emulator?.stop();
   });
 
   it('serves one valid CAP 1.2 alert per report of the last 24 hours, newest first, in an Atom feed', async () => {

@@ -1,11 +1,14 @@
-// On AWS the worker announces archived reports on SNS (here fauxqs, through the real SDK): one
-// CloudEvent per city and barangay, with `city` and `local_area` message attributes that an SQS
-// subscription's filter policy selects on; every report once.
+// On AWS the worker announces archived and retracted reports on SNS (here fauxqs, through the
+// real SDK): one CloudEvent per city and barangay, with `city` and `local_area` message
+// attributes that an SQS subscription's filter policy selects on; every report once. Publishing
+// runs from the event log apart from the flushes: a stalled SNS endpoint holds no flush, and
+// what waited is published once it answers again.
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { stallableEndpoint, type StallableEndpoint } from '../faults/support.js';
+import { allArchived, API_KEY, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const SAN_FERNANDO = { lat: 15.0286, lng: 120.6898 };
 
@@ -13,11 +16,21 @@ describe('SNS topic of archived reports', () => {
   let emulator: Emulator;
   let svc: TestService;
   let sns: SNSClient;
+  let relayed: StallableEndpoint;
   const queues: Record<string, string> = {};
 
   beforeAll(async () => {
     emulator = await startEmulator();
     sns = new SNSClient({ endpoint: emulator.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    // The worker reaches SNS through a relay the test can stall (S3 and SQS stay reachable).
+    relayed = await stallableEndpoint(emulator.endpoint);
+    const workerSns = new SNSClient({
+      endpoint: relayed.url,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+      requestHandler: { connectionTimeout: 500, requestTimeout: 1_000, throwOnRequestTimeout: true },
+    });
     const topic = (await sns.send(new CreateTopicCommand({ Name: 'archived-reports' }))).TopicArn!;
     for (const [name, filter] of [['all', undefined], ['pampanga', { city: ['PH-PG'] }]] as const) {
       const url = (await emulator.sqs.send(new CreateQueueCommand({ QueueName: `sub-${name}` }))).QueueUrl!;
@@ -25,11 +38,12 @@ describe('SNS topic of archived reports', () => {
       await sns.send(new SubscribeCommand({ TopicArn: topic, Protocol: 'sqs', Endpoint: arn, ...(filter && { Attributes: { FilterPolicy: JSON.stringify(filter) } }) }));
       queues[name] = url;
     }
-    const config = await testConfig('aws', emulator, { SNS_TOPIC_ARN: topic });
-    svc = await startTestService(await testRuntime(config, emulator, { sns }));
+    const config = await testConfig('aws', emulator, { SNS_TOPIC_ARN: topic, SNS_RETRY_BASE_SECONDS: '0.2', API_KEYS: `alpha:${API_KEY}` });
+    svc = await startTestService(await testRuntime(config, emulator, { sns: workerSns }));
   });
   afterAll(async () => {
     await svc?.stop();
+    await relayed?.close();
     await emulator?.stop();
   });
 
@@ -61,5 +75,57 @@ describe('SNS topic of archived reports', () => {
     const event = JSON.parse(qc.Message);
     expect(event).toMatchObject({ specversion: '1.0', source: '/reports', type: 'ph.floodarchive.report.archived.v1', data: { type: 'FeatureCollection' } });
     expect(event.data.features.every((f: any) => f.properties.tags.instance_region_code === 'PH-QC')).toBe(true);
+  });
+
+  const typesAndPkeys = (list: any[]) =>
+    list.flatMap((n) => JSON.parse(n.Message).data.features.map((f: any) => `${JSON.parse(n.Message).type.split('.').at(-2)} ${f.properties.pkey}`)).sort();
+
+  it('publishes a retraction as a retracted event with the same attributes, once', async () => {
+    const all: any[] = [];
+    const pampanga: any[] = [];
+    await drain(queues.all!, all);
+    await drain(queues.pampanga!, pampanga);
+    const del = await fetch(`${svc.url}/feeds/partner/4`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+    expect(del.status).toBe(200);
+    await eventually(async () => {
+      await drain(queues.all!, all);
+      await drain(queues.pampanga!, pampanga);
+      return all.length > 0 && pampanga.length > 0 ? true : undefined;
+    }, 15_000, 'the retraction');
+    const message = pampanga.find((n) => n.MessageAttributes.type.Value === 'ph.floodarchive.report.retracted.v1');
+    expect(message).toBeDefined();
+    expect(message.MessageAttributes.city).toEqual({ Type: 'String', Value: 'PH-PG' });
+    expect(message.MessageAttributes.local_area.Type).toBe('String');
+    const feature = JSON.parse(message.Message).data.features[0];
+    expect(feature.properties).toMatchObject({ pkey: 'partner-4', status: 'retracted', title: '', text: '' });
+    // A repeated DELETE announces nothing new.
+    await fetch(`${svc.url}/feeds/partner/4`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+    await new Promise((r) => setTimeout(r, 1_500));
+    await drain(queues.all!, all);
+    expect(typesAndPkeys(all)).toEqual(['retracted partner-4']);
+  });
+
+  it('never holds a flush while SNS is stalled, and publishes what waited once it answers', async () => {
+    relayed.stall();
+    const started = Date.now();
+    for (const id of [20, 21, 22]) expect((await postReport(svc.url, report(id))).status).toBe(201);
+    await allArchived(svc.rt, 10_000);
+    // Archived while every publish hangs until its timeout.
+    expect(Date.now() - started).toBeLessThan(8_000);
+    const all: any[] = [];
+    await new Promise((r) => setTimeout(r, 1_500));
+    await drain(queues.all!, all);
+    expect(all).toEqual([]);
+    // More flushes go on meanwhile.
+    expect((await postReport(svc.url, report(23))).status).toBe(201);
+    await allArchived(svc.rt, 10_000);
+    relayed.resume();
+    await eventually(async () => {
+      await drain(queues.all!, all);
+      return typesAndPkeys(all).length >= 4 ? true : undefined;
+    }, 30_000, 'the announcements that waited');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await drain(queues.all!, all);
+    expect(typesAndPkeys(all)).toEqual(['archived partner-20', 'archived partner-21', 'archived partner-22', 'archived partner-23']);
   });
 });

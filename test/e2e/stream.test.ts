@@ -5,7 +5,8 @@ import { createRuntime } from '../../src/runtime.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type RunningService } from '../../src/service.js';
 import type { Config } from '../../src/config.js';
-import { eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService } from '../support/env.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { openStream, type SseClient } from '../support/sse.js';
 
 const SAN_FERNANDO = { lat: 15.0286, lng: 120.6898 };
@@ -26,9 +27,9 @@ async function stream(url: string, headers: Record<string, string> = {}): Promis
   return s;
 }
 
-/** A process of the given roles on a config's DATA_DIR. */
-async function process(config: Config, roles: { api: boolean; worker: boolean }): Promise<RunningService & { close(): Promise<void> }> {
-  const rt = await createRuntime(config, { log: createLogger('silent') });
+/** A process of the given roles on a config's DATA_DIR (or bucket and queue). */
+async function process(config: Config, roles: { api: boolean; worker: boolean }, emulator?: Emulator): Promise<RunningService & { close(): Promise<void> }> {
+  const rt = await createRuntime(config, { log: createLogger('silent'), ...(emulator && { s3: emulator.s3, sqs: emulator.sqs }) });
   const svc = await startService(rt, { ...roles, reconcile: roles.worker, port: 0, host: '127.0.0.1', apiKeys: config.apiKeys });
   let stopped = false;
   const close = async () => {
@@ -77,30 +78,6 @@ describe('GET /reports/stream', () => {
     expect(pkeys(box)).toEqual(['partner-10']);
   });
 
-  it('resumes after Last-Event-ID across an API restart, with the worker in its own process: no gap, no duplicate', async () => {
-    const config = await testConfig('embedded');
-    await process(config, { api: false, worker: true });
-    const api1 = await process(config, { api: true, worker: false });
-    const first = await stream(`${api1.url}/reports/stream`);
-    for (const id of [101, 102, 103]) expect((await postReport(api1.url!, report(id))).status).toBe(201);
-    await eventually(async () => (first.events.length === 3 ? true : undefined), 10_000, 'first three');
-    const lastSeen = first.events.at(-1)!.id!;
-    // The API process goes away; its stream ends, reports keep coming to another one.
-    await api1.close();
-    await first.ended;
-    const api2 = await process(config, { api: true, worker: false });
-    for (const id of [104, 105]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
-    const resumed = await stream(`${api2.url}/reports/stream`, { 'Last-Event-ID': lastSeen });
-    for (const id of [106]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
-    await eventually(async () => (resumed.events.length === 3 ? true : undefined), 10_000, 'the rest');
-    expect(pkeys(resumed).sort()).toEqual(['partner-104', 'partner-105', 'partner-106']);
-    expect([...pkeys(first), ...pkeys(resumed)]).toHaveLength(6);
-    // From the beginning of what is kept: everything, once.
-    const all = await stream(`${api2.url}/reports/stream?lastEventId=0`);
-    await eventually(async () => (all.events.length === 6 ? true : undefined), 10_000, 'all six');
-    expect(new Set(pkeys(all)).size).toBe(6);
-  });
-
   it('answers 429 past the bound on clients, and 400 on bad parameters', async () => {
     const svc = await service({ STREAM_MAX_CLIENTS: '1' });
     const one = await stream(`${svc.url}/reports/stream`);
@@ -125,5 +102,37 @@ describe('GET /reports/stream', () => {
     const head = await fetch(`${svc.url}/reports/stream`, { method: 'HEAD' });
     expect(head.status).toBe(405);
     expect(head.headers.get('allow')).toBe('GET, OPTIONS');
+  });
+});
+
+// The API learns of new reports from the event log alone: SQLite on the embedded backend, the
+// bucket's events/v1/log/ on AWS (fauxqs), with the worker in a process of its own.
+describe.each(BACKENDS)('GET /reports/stream across processes (%s)', (backend: BackendKind) => {
+  it('resumes after Last-Event-ID across an API restart, with the worker in its own process: no gap, no duplicate', async () => {
+    const emulator = backend === 'aws' ? await startEmulator() : undefined;
+    if (emulator) cleanups.push(() => emulator.stop());
+    const config = await testConfig(backend, emulator);
+    // The bucket and queue exist before the processes start (bootstrap).
+    if (emulator) await (await testRuntime(config, emulator)).close();
+    await process(config, { api: false, worker: true }, emulator);
+    const api1 = await process(config, { api: true, worker: false }, emulator);
+    const first = await stream(`${api1.url}/reports/stream`);
+    for (const id of [101, 102, 103]) expect((await postReport(api1.url!, report(id))).status).toBe(201);
+    await eventually(async () => (first.events.length === 3 ? true : undefined), 10_000, 'first three');
+    const lastSeen = first.events.at(-1)!.id!;
+    // The API process goes away; its stream ends, reports keep coming to another one.
+    await api1.close();
+    await first.ended;
+    const api2 = await process(config, { api: true, worker: false }, emulator);
+    for (const id of [104, 105]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
+    const resumed = await stream(`${api2.url}/reports/stream`, { 'Last-Event-ID': lastSeen });
+    for (const id of [106]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
+    await eventually(async () => (resumed.events.length === 3 ? true : undefined), 10_000, 'the rest');
+    expect(pkeys(resumed).sort()).toEqual(['partner-104', 'partner-105', 'partner-106']);
+    expect([...pkeys(first), ...pkeys(resumed)]).toHaveLength(6);
+    // From the beginning of what is kept: everything, once.
+    const all = await stream(`${api2.url}/reports/stream?lastEventId=0`);
+    await eventually(async () => (all.events.length === 6 ? true : undefined), 10_000, 'all six');
+    expect(new Set(pkeys(all)).size).toBe(6);
   });
 });

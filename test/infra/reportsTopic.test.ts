@@ -1,5 +1,6 @@
 // The SNS topic of archived reports in the stack: TLS only, published to by the worker alone
 // (told its ARN), named in the outputs; a subscriber's filter on `city` is what the worker sets.
+// The event log in the bucket: the API reads it and appends retractions; the worker keeps it.
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
@@ -52,5 +53,34 @@ describe('reports topic', () => {
     expect(withTopic.map((c: any) => c.Name)).toEqual(['worker']);
     expect(withTopic[0].Environment).toContainEqual({ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } });
     expect(template.toJSON().Outputs.ReportsTopicArn.Value).toEqual({ Ref: logicalId(stack.reportsTopic) });
+  });
+});
+
+/** The S3 actions each role is granted on keys under the events/ prefix, by resource. */
+function eventGrants(): Record<string, Record<string, string[]>> {
+  const byRole = Object.fromEntries(Object.entries(stack.taskRoles).map(([name, role]) => [logicalId(role), name]));
+  const out: Record<string, Record<string, string[]>> = {};
+  for (const policy of Object.values(resources).filter((r: any) => r.Type === 'AWS::IAM::Policy') as any[]) {
+    for (const statement of policy.Properties.PolicyDocument.Statement) {
+      for (const target of [statement.Resource].flat()) {
+        const suffix = /"(\/events\/[^"]*)"/.exec(JSON.stringify(target))?.[1];
+        if (!suffix) continue;
+        for (const role of policy.Properties.Roles) {
+          const name = byRole[role.Ref] ?? role.Ref;
+          out[name] ??= {};
+          out[name][suffix] = [...(out[name][suffix] ?? []), ...[statement.Action].flat()].sort();
+        }
+      }
+    }
+  }
+  return out;
+}
+
+describe('event log permissions', () => {
+  it('let the API read and append to the event log only, and the worker and ops tasks keep events/', () => {
+    const grants = eventGrants();
+    expect(grants.api).toEqual({ '/events/v1/log/*': ['s3:GetObject', 's3:PutObject'] });
+    expect(grants.worker).toEqual({ '/events/*': ['s3:DeleteObject', 's3:GetObject', 's3:PutObject'] });
+    expect(grants.scheduler).toEqual({ '/events/*': ['s3:DeleteObject', 's3:GetObject', 's3:PutObject'] });
   });
 });

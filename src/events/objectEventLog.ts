@@ -1,0 +1,258 @@
+// The AWS backend's event log: numbered batches in the archive's bucket,
+// events/v1/log/<n, 12 digits>.json, each {kind, at, features}, appended by whichever process
+// records (the worker after a flush's parts are durable, the API or CLI on a retraction) as an
+// ObjectSequence: conditional PUTs, gap-free, never rewritten. An event's id is
+// n * 1000 + its index in the batch (a batch carries at most 1000 reports), so ids increase in
+// log order and every API process, reading the same objects, gives the same ids: the stream
+// resumes from any process after a restart, and no process shares memory with the worker.
+import type { ArchiveRow } from '../archive/row.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import type { EventFeed, EventKind, StoredEvent } from './events.js';
+import { featureOf, type ReportFeature } from './feature.js';
+import { ObjectSequence } from './sequence.js';
+
+export const EVENT_LOG_PREFIX = 'events/v1/log/';
+const PER_BATCH = 1000;
+/** A listing of the log's tail at most this often, however many readers ask. */
+const REFRESH_MS = 250;
+/** Events kept in memory for readers (the newest batches). */
+const CACHE_EVENTS = 50_000;
+/** What the CAP index covers: reports archived in the last day and a bit (their alerts' window). */
+const INDEX_MS = 25 * 3_600_000;
+/**
+ * A report recorded as archived this recently is not recorded again: a flush repeated after a
+ * crash (between recording and the ledger's "archived") announces nothing twice. A repeat
+ * later than this (a worker down for longer) is announced again: at least once.
+ */
+const REPEAT_WINDOW_MS = 3_600_000;
+/** Where a fresh process starts looking for recent announcements: this many batches back. */
+const REPEAT_SCAN_BATCHES = 500;
+
+interface LogBatch {
+  v: 1;
+  kind: EventKind;
+  at: number;
+  features: ReportFeature[];
+}
+
+export class ObjectEventLog implements EventFeed {
+  private readonly seq: ObjectSequence<LogBatch>;
+  private readonly cache = new Map<number, LogBatch>();
+  private cachedEvents = 0;
+  private head = 0;
+  private refreshedAt = 0;
+  private refreshing: Promise<number> | undefined;
+  private oldest: { n: number; atMs: number } | undefined;
+  /** Reports archived in the last INDEX_MS, for CAP (loaded on first use, then followed). */
+  private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Set<string> } | undefined;
+  private indexing: Promise<void> | undefined;
+
+  constructor(
+    store: ObjectStore,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.seq = new ObjectSequence(store, EVENT_LOG_PREFIX);
+  }
+
+  // --- writing
+
+  async archived(rows: readonly ArchiveRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const announced = await this.recentlyAnnounced();
+    const features = rows.filter((r) => !announced.has(r.pkey)).map(featureOf);
+    for (let i = 0; i < features.length; i += PER_BATCH) await this.append('archived', features.slice(i, i + PER_BATCH));
+  }
+
+  private announced: { upto: number; at: Map<string, number> } | undefined;
+
+  /** Reports recorded as archived within REPEAT_WINDOW_MS, by any process (followed incrementally). */
+  private async recentlyAnnounced(): Promise<Map<string, number>> {
+    if (!this.announced) {
+      const head = await this.tail();
+      this.announced = { upto: Math.max(0, head - REPEAT_SCAN_BATCHES) * PER_BATCH + PER_BATCH - 1, at: new Map() };
+    }
+    const state = this.announced;
+    const horizon = this.now() - REPEAT_WINDOW_MS;
+    for (;;) {
+      const next = await this.since(state.upto, 5000);
+      if (next.length === 0) break;
+      for (const e of next) if (e.kind === 'archived' && e.at_ms >= horizon) state.at.set(e.pkey, e.at_ms);
+      state.upto = next.at(-1)!.seq;
+    }
+    for (const [pkey, at] of state.at) if (at < horizon) state.at.delete(pkey);
+    return state.at;
+  }
+
+  async retracted(feature: ReportFeature): Promise<void> {
+    await this.append('retracted', [feature]);
+  }
+
+  private async append(kind: EventKind, features: ReportFeature[]): Promise<void> {
+    if (features.length === 0) return;
+    const batch: LogBatch = { v: 1, kind, at: this.now(), features };
+    const n = await this.seq.append(batch);
+    this.remember(n, batch);
+    this.head = Math.max(this.head, n);
+  }
+
+  // --- reading
+
+  /** The newest batch number, listed at most every REFRESH_MS (one listing for every reader). */
+  private async tail(): Promise<number> {
+    if (this.now() - this.refreshedAt < REFRESH_MS) return this.head;
+    this.refreshing ??= this.seq
+      .head()
+      .then((h) => {
+        this.head = Math.max(this.head, h);
+        this.refreshedAt = this.now();
+        return this.head;
+      })
+      .finally(() => {
+        this.refreshing = undefined;
+      });
+    return this.refreshing;
+  }
+
+  private remember(n: number, batch: LogBatch): void {
+    if (this.cache.has(n)) return;
+    this.cache.set(n, batch);
+    this.cachedEvents += batch.features.length;
+    // Evict the lowest numbers first (Map keys are not sorted; numbers mostly arrive in order).
+    while (this.cachedEvents > CACHE_EVENTS && this.cache.size > 1) {
+      const lowest = Math.min(...this.cache.keys());
+      this.cachedEvents -= this.cache.get(lowest)!.features.length;
+      this.cache.delete(lowest);
+    }
+  }
+
+  private async batch(n: number): Promise<LogBatch | undefined> {
+    if (n < 1) return undefined;
+    const cached = this.cache.get(n);
+    if (cached) return cached;
+    const got = await this.seq.get(n);
+    if (got) this.remember(n, got);
+    return got;
+  }
+
+  /** The oldest batch kept (listed at most once a minute). */
+  private async oldestBatch(): Promise<number> {
+    if (!this.oldest || this.now() - this.oldest.atMs > 60_000) this.oldest = { n: await this.seq.first(), atMs: this.now() };
+    return this.oldest.n;
+  }
+
+  async since(after: number, limit = 500): Promise<StoredEvent[]> {
+    const head = await this.tail();
+    let n = Math.floor(after / PER_BATCH);
+    let index = after - n * PER_BATCH;
+    if (n < head && !this.cache.has(n + 1)) {
+      // Resuming from before what is kept starts at the oldest batch kept.
+      const first = await this.oldestBatch();
+      if (n + 1 < first) {
+        n = first - 1;
+        index = PER_BATCH - 1;
+      }
+    }
+    const out: StoredEvent[] = [];
+    while (out.length < limit && n <= head) {
+      // A few batches read at once: a reader far behind (a resume, a fresh worker) catches up quickly.
+      const numbers = Array.from({ length: Math.min(16, head - n + 1) }, (_, i) => n + i);
+      const batches = await Promise.all(numbers.map((m) => this.batch(m)));
+      for (const [k, b] of batches.entries()) {
+        if (b) {
+          for (let i = index + 1; i < b.features.length && out.length < limit; i++) out.push(eventOf(numbers[k]!, i, b));
+          if (out.length >= limit) return out;
+        }
+        index = -1;
+      }
+      n += numbers.length;
+    }
+    return out;
+  }
+
+  async lastSeq(): Promise<number> {
+    const head = await this.tail();
+    // Every event of the newest batch counts as sent: a stream starting now begins after it.
+    return head === 0 ? 0 : head * PER_BATCH + PER_BATCH - 1;
+  }
+
+  async firstSeq(): Promise<number> {
+    return (await this.oldestBatch()) * PER_BATCH;
+  }
+
+  // --- CAP: the last day's archived reports by pkey
+
+  private async followIndex(): Promise<NonNullable<ObjectEventLog['index']>> {
+    if (!this.index) {
+      this.indexing ??= this.loadIndex().finally(() => {
+        this.indexing = undefined;
+      });
+      await this.indexing;
+    }
+    const index = this.index!;
+    for (;;) {
+      const next = await this.since(index.upto, 5000);
+      if (next.length === 0) break;
+      for (const e of next) addToIndex(index, e);
+      index.upto = next.at(-1)!.seq;
+    }
+    const horizon = this.now() - INDEX_MS;
+    for (const [pkey, e] of index.archived) if (e.at_ms < horizon) index.archived.delete(pkey);
+    return index;
+  }
+
+  /** Reads the batches written in the index's span (the listing gives each one's time). */
+  private async loadIndex(): Promise<void> {
+    const horizon = this.now() - INDEX_MS;
+    const recent = (await this.seq.numbersAfter(0)).filter((e) => e.lastModified.getTime() >= horizon - 60_000);
+    const index: NonNullable<ObjectEventLog['index']> = { upto: 0, archived: new Map(), retracted: new Set() };
+    const batches: [number, LogBatch | undefined][] = [];
+    for (let i = 0; i < recent.length; i += 16) {
+      const slice = recent.slice(i, i + 16);
+      batches.push(...(await Promise.all(slice.map(async (e) => [e.n, await this.batch(e.n)] as [number, LogBatch | undefined]))));
+    }
+    for (const [n, b] of batches) {
+      if (!b) continue;
+      b.features.forEach((_, i) => addToIndex(index, eventOf(n, i, b)));
+      index.upto = n * PER_BATCH + PER_BATCH - 1;
+    }
+    this.head = Math.max(this.head, recent.at(-1)?.n ?? 0);
+    this.index ??= index;
+  }
+
+  async createdBetween(fromMs: number, toMs: number, limit: number): Promise<StoredEvent[]> {
+    const index = await this.followIndex();
+    const out: StoredEvent[] = [];
+    for (const e of index.archived.values()) {
+      const created = Date.parse(e.feature.properties.created_at);
+      if (created >= fromMs && created <= toMs) out.push(e);
+    }
+    out.sort((a, b) => Date.parse(b.feature.properties.created_at) - Date.parse(a.feature.properties.created_at) || (a.pkey < b.pkey ? -1 : 1));
+    return out.slice(0, limit);
+  }
+
+  async archivedReport(pkey: string): Promise<StoredEvent | undefined> {
+    return (await this.followIndex()).archived.get(pkey);
+  }
+
+  async wasRetracted(pkey: string): Promise<boolean> {
+    return (await this.followIndex()).retracted.has(pkey);
+  }
+
+  async prune(retentionMs: number): Promise<number> {
+    return this.seq.prune(this.now() - retentionMs);
+  }
+}
+
+function eventOf(n: number, i: number, b: LogBatch): StoredEvent {
+  const feature = b.features[i]!;
+  return { seq: n * PER_BATCH + i, kind: b.kind, pkey: feature.properties.pkey, at_ms: b.at, feature };
+}
+
+function addToIndex(index: { archived: Map<string, StoredEvent>; retracted: Set<string> }, e: StoredEvent): void {
+  if (e.kind === 'archived') {
+    if (!index.retracted.has(e.pkey) && !index.archived.has(e.pkey)) index.archived.set(e.pkey, e);
+  } else {
+    index.archived.delete(e.pkey);
+    index.retracted.add(e.pkey);
+  }
+}

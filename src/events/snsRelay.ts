@@ -1,0 +1,48 @@
+// The SNS topic's outbox: the event log. The worker's flush only records its reports in the log
+// (the store it writes anyway); this relay, a log consumer stepped apart from the flushes,
+// publishes them, archived and retracted alike, retrying with backoff (up to five minutes
+// apart) for as long as the log keeps them. An SNS outage therefore never holds the archive:
+// announcements wait in the log and go out once SNS answers again. Its cursor lives in the
+// store (events/v1/consumers/sns/), so a restart or another worker carries on where it stopped.
+import { randomUUID } from 'node:crypto';
+import type { SNSClient } from '@aws-sdk/client-sns';
+import type { Logger } from '../log.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import { LogConsumer } from './consumer.js';
+import { DurableCursor } from './cursor.js';
+import type { EventFeed } from './events.js';
+import { ConsumerRunner } from './runner.js';
+import { publish } from './snsPublisher.js';
+
+export interface SnsRelayOptions {
+  topicArn: string;
+  /** First retry delay; each retry doubles it, up to `retryMaxMs`. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Longer than one publish can take (the SNS client's request bound). */
+  leaseMs: number;
+}
+
+export function snsRelay(feed: EventFeed, store: ObjectStore, sns: SNSClient, options: SnsRelayOptions, log: Logger): ConsumerRunner {
+  const consumer = new LogConsumer(
+    feed,
+    {
+      // A new relay starts with what the log keeps: nothing recorded before it is lost.
+      cursor: new DurableCursor(store, 'sns', async () => ({ upto: 0 })),
+      wants: () => true,
+      async send(batch) {
+        try {
+          await publish(sns, options.topicArn, batch.kind, batch.events.map((e) => e.feature), batch.events[0]!.at_ms);
+          log.debug({ reports: batch.events.length, kind: batch.kind }, 'published on SNS');
+          return { ok: true };
+        } catch (err) {
+          const error = err instanceof Error ? err.message : String(err);
+          log.warn({ reports: batch.events.length, attempt: batch.attempts + 1, err: error }, 'SNS publish failed; will retry');
+          return { ok: false, error };
+        }
+      },
+    },
+    { holder: randomUUID(), leaseMs: options.leaseMs, maxBatch: 500, retryBaseMs: options.retryBaseMs, retryMaxMs: options.retryMaxMs },
+  );
+  return new ConsumerRunner({ concurrency: 1, refreshMs: Number.MAX_SAFE_INTEGER, consumers: async () => [consumer] }, log, 'SNS relay');
+}

@@ -1,0 +1,266 @@
+// Webhooks on the AWS backend: subscriptions, the event log and each subscription's cursor are
+// objects in the bucket (fauxqs; moto where conditional writes decide who sends). A loopback
+// receiver (admitted by WEBHOOK_ALLOW_HOSTS) gets every archived report, signed, under one event
+// id per report, through failures, a worker restart mid-backoff, and workers racing or killed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { addSubscription } from '../../src/events/manage.js';
+import { ObjectSequence } from '../../src/events/sequence.js';
+import { S3ObjectStore } from '../../src/store/s3Store.js';
+import { CLI } from '../support/cli.js';
+import { allArchived, eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, API_KEY, type TestService } from '../support/env.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { freePort } from '../support/net.js';
+import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+import type { Config } from '../../src/config.js';
+
+const SECRET = 'a-webhook-secret-of-thirty-two-chars';
+const ENV = { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_RETRY_BASE_SECONDS: '0.05' };
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function emulator(): Promise<Emulator> {
+  const e = await startEmulator();
+  cleanups.push(() => e.stop());
+  return e;
+}
+
+async function service(config: Config, emu: Emulator, options: { worker?: boolean } = {}): Promise<TestService> {
+  const svc = await startTestService(await testRuntime(config, emu), options);
+  let stopped = false;
+  const stop = svc.stop.bind(svc);
+  svc.stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await stop();
+  };
+  cleanups.push(() => svc.stop());
+  return svc;
+}
+
+async function receiver(): Promise<Receiver> {
+  const r = await startReceiver();
+  cleanups.push(() => r.close());
+  return r;
+}
+
+/** Every pkey delivered, by the distinct event ids that carried it. */
+function deliveredByPkey(r: Receiver): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const got of r.received) {
+    if (got.headers['webhook-id'] === undefined || !got.body) continue;
+    const id = String(got.headers['webhook-id']);
+    for (const pkey of pkeysOf(got.body)) {
+      const ids = out.get(pkey) ?? new Set<string>();
+      ids.add(id);
+      out.set(pkey, ids);
+    }
+  }
+  return out;
+}
+
+async function postAll(url: string, ids: number[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 20) {
+    const results = await Promise.all(ids.slice(i, i + 20).map((id) => postReport(url, report(id))));
+    for (const r of results) expect(r.status).toBe(201);
+  }
+}
+
+describe('webhooks on AWS (fauxqs)', () => {
+  it('POSTs each archived report once, signed, to the subscriptions that filter for it; subscriptions are kept in the bucket', async () => {
+    const emu = await emulator();
+    const svc = await service(await testConfig('aws', emu, ENV), emu);
+    const all = await receiver();
+    const pg = await receiver();
+    const gone = await receiver();
+    const sub = await addSubscription(svc.rt, { url: all.url, secret: SECRET, admins: [], localAreas: [], events: ['archived'] });
+    await addSubscription(svc.rt, { url: pg.url, secret: SECRET, admins: ['PH-PG'], localAreas: [], events: [] });
+    const removed = await addSubscription(svc.rt, { url: gone.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    expect(await svc.rt.webhookAdmin.remove(removed.id)).toBe(true);
+    expect(await svc.rt.webhookAdmin.remove(removed.id)).toBe(false);
+    // Another process on the same bucket sees them: nothing is kept in one process's memory.
+    const other = await testRuntime(svc.rt.config, emu);
+    expect((await other.webhookAdmin.list()).map((s) => s.id).sort()).toEqual((await svc.rt.webhookAdmin.list()).map((s) => s.id).sort());
+    expect((await other.webhookAdmin.list())).toHaveLength(2);
+    await other.close();
+
+    await postAll(svc.url, [1, 2, 3]);
+    await postReport(svc.url, report(4, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
+    await allArchived(svc.rt);
+    await eventually(async () => (deliveredByPkey(all).size === 4 && deliveredByPkey(pg).size === 1 ? true : undefined), 15_000, 'the deliveries');
+    expect([...deliveredByPkey(pg).keys()]).toEqual(['partner-4']);
+    expect(gone.received).toHaveLength(0);
+    const event = JSON.parse(all.received[0]!.body);
+    expect(event).toMatchObject({ specversion: '1.0', source: '/reports', type: 'ph.floodarchive.report.archived.v1', datacontenttype: 'application/geo+json' });
+    expect(event.id).toBe(all.received[0]!.headers['webhook-id']);
+    for (const g of all.received) {
+      expect(verifies(g, sub.secret)).toBe(true);
+      expect(verifies({ ...g, body: g.body.replace('partner-', 'partner-9') }, sub.secret)).toBe(false);
+    }
+    for (const ids of deliveredByPkey(all).values()) expect(ids.size).toBe(1);
+  });
+
+  it('retries a failing receiver with backoff across a worker restart, under the same event id, until it recovers', async () => {
+    const emu = await emulator();
+    const config = await testConfig('aws', emu, { ...ENV, WEBHOOK_RETRY_BASE_SECONDS: '0.3' });
+    const first = await service(config, emu);
+    const hook = await receiver();
+    hook.answer = () => ({ status: 500 });
+    await addSubscription(first.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(first.url, [21, 22, 23]);
+    await allArchived(first.rt);
+    await eventually(async () => (hook.received.length >= 2 ? true : undefined), 15_000, 'failed attempts');
+    const failedId = hook.received[0]!.headers['webhook-id'];
+    const backlog = await first.rt.webhookAdmin.backlog(await first.rt.webhookAdmin.list());
+    expect([...backlog.values()][0]!.pending).toBe(3);
+    // The worker goes away mid-backoff; another one on the same bucket carries on.
+    await first.stop();
+    hook.answer = () => ({ status: 204 });
+    const before = hook.received.length;
+    await service(config, emu);
+    await eventually(async () => (hook.received.length > before && deliveredByPkey(hook).size === 3 ? true : undefined), 20_000, 'recovery');
+    // Every attempt carried the same batch under the same id: the receiver keeps it once.
+    expect(new Set(hook.received.map((g) => g.headers['webhook-id']))).toEqual(new Set([failedId]));
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-21', 'partner-22', 'partner-23']);
+  });
+
+  it('sets a batch aside after its retry period, lists it, and redrives it from the CLI', async () => {
+    const emu = await emulator();
+    const svc = await service(await testConfig('aws', emu, { ...ENV, WEBHOOK_RETRY_HOURS: '0.0005' }), emu); // 1.8 s
+    const hook = await receiver();
+    hook.answer = () => ({ status: 503 });
+    const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(svc.url, [31, 32]);
+    await allArchived(svc.rt);
+    const aside = await eventually(async () => {
+      const d = await svc.rt.webhookAdmin.failed();
+      return d.length > 0 ? d : undefined;
+    }, 15_000, 'set aside');
+    expect(aside[0]).toMatchObject({ subscriptionId: sub.id, state: 'set_aside', lastError: 'answered 503', count: 2 });
+    expect(aside[0]!.attempts).toBeGreaterThan(1);
+    await new Promise((r) => setTimeout(r, 700));
+    const before = hook.received.length;
+    await new Promise((r) => setTimeout(r, 700));
+    expect(hook.received.length).toBe(before); // set aside: no more attempts
+
+    hook.answer = () => ({ status: 200 });
+    const r = await svc.rt.webhookAdmin.redrive(sub.id, new (await import('../../src/events/hostPolicy.js')).HostPolicy(['127.0.0.1']), 5_000);
+    expect(r).toEqual({ redriven: 1, stillFailing: 0 });
+    expect(await svc.rt.webhookAdmin.failed()).toEqual([]);
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-31', 'partner-32']);
+    expect(hook.received.at(-1)!.headers['webhook-id']).toBe(aside[0]!.id);
+  });
+
+  it('records a repeated flush once, also from a fresh worker process after a crash', async () => {
+    const emu = await emulator();
+    const svc = await service(await testConfig('aws', emu, ENV), emu, { worker: false });
+    const row = {
+      pkey: 'partner-70', created_at_ms: Date.parse('2026-11-21T05:00:00Z'), source: 'partner', status: 'confirmed', url: null, image_url: null,
+      disaster_type: 'flood', report_data: null, instance_region_code: 'PH-QC', local_area_id: null, title: '', text: '', lng: 121.05, lat: 14.65,
+      post_id: 70, partner_city: 'Quezon City', received_at_ms: Date.now(), boundary_version: 'v',
+    };
+    await svc.rt.feed.archived([row]);
+    await svc.rt.feed.archived([row, { ...row, pkey: 'partner-71', post_id: 71 }]);
+    // A process that never saw the first recording (the worker restarted after a crash).
+    const fresh = await testRuntime(svc.rt.config, emu);
+    cleanups.push(() => fresh.close());
+    await fresh.feed.archived([row, { ...row, pkey: 'partner-71', post_id: 71 }, { ...row, pkey: 'partner-72', post_id: 72 }]);
+    expect((await svc.rt.feed.since(0)).map((e) => e.pkey)).toEqual(['partner-70', 'partner-71', 'partner-72']);
+  });
+});
+
+/** Posts as a partner does: a 503 (busy, nothing accepted) is retried. */
+async function postPatiently(url: string, ids: number[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 5) {
+    await Promise.all(ids.slice(i, i + 5).map(async (id) => {
+      for (let attempt = 0; ; attempt++) {
+        const r = await postReport(url, report(id));
+        if (r.status === 201 || r.status === 200) return;
+        if (r.status !== 503 || attempt >= 20) throw new Error(`post ${id}: ${r.status}`);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    }));
+  }
+}
+
+describe.skipIf(!HAS_MOTO)('several workers on S3 with conditional writes (moto)', () => {
+  it(`appends from racing writers make one gap-free sequence, each entry once ${HAS_MOTO ? '' : MOTO_MISSING}`, async () => {
+    const moto = await startMoto();
+    cleanups.push(() => moto.stop());
+    const bucket = `events-${randomBytes(4).toString('hex')}`;
+    const { CreateBucketCommand } = await import('@aws-sdk/client-s3');
+    await moto.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const writers = Array.from({ length: 4 }, () => new ObjectSequence<{ w: number; i: number }>(new S3ObjectStore(moto.s3, { bucket, prefix: 'p/' }), 'log/'));
+    const numbers = await Promise.all(writers.map(async (seq, w) => {
+      const got: number[] = [];
+      for (let i = 0; i < 15; i++) got.push(await seq.append({ w, i }));
+      return got;
+    }));
+    const flat = numbers.flat().sort((a, b) => a - b);
+    expect(flat).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    // Each entry holds what its writer appended there.
+    for (const [w, got] of numbers.entries()) {
+      for (const [i, n] of got.entries()) expect(await writers[0]!.get(n)).toEqual({ w, i });
+    }
+  });
+
+  it('two worker processes, one killed mid-stream: every report delivered, each under exactly one event id', { timeout: 180_000 }, async () => {
+    const moto = await startMoto();
+    cleanups.push(() => moto.stop());
+    const id = randomBytes(4).toString('hex');
+    const shared = {
+      PATH: process.env.PATH ?? '',
+      TZ: 'UTC',
+      STORAGE_URL: `s3://archive-${id}/flood`,
+      QUEUE_URL: moto.queueUrl(`reports-${id}`),
+      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      API_KEYS: API_KEY,
+      FLUSH_INTERVAL_SECONDS: '0.3',
+      LOG_LEVEL: 'silent',
+      WEBHOOK_TIMEOUT_SECONDS: '2',
+      ...ENV,
+    };
+    const children: ChildProcess[] = [];
+    cleanups.push(async () => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    });
+    const start = async (command: string, env: Record<string, string> = {}) => {
+      const child = spawn(process.execPath, [CLI, command], { env: { ...shared, DATA_DIR: await tempDir(), ...env }, stdio: 'ignore' });
+      children.push(child);
+      return child;
+    };
+    const boot = await start('bootstrap');
+    await new Promise((r) => boot.once('exit', r));
+    expect(boot.exitCode).toBe(0);
+
+    const hook = await receiver();
+    // Slow answers keep batches in flight, so the kill lands mid-delivery too.
+    hook.answer = () => ({ status: 204, delayMs: 50 });
+    const port = await freePort();
+    await start('serve', { PORT: String(port) });
+    const url = `http://127.0.0.1:${port}`;
+    await eventually(() => fetch(`${url}/health`).then((r) => (r.ok ? true : undefined)), 30_000, 'the API');
+    const add = spawn(process.execPath, [CLI, 'subscriptions', 'add', '--url', hook.url, '--secret', SECRET], { env: { ...shared, DATA_DIR: await tempDir() }, stdio: 'ignore' });
+    await new Promise((r) => add.once('exit', r));
+    expect(add.exitCode).toBe(0);
+
+    const victim = await start('worker');
+    await start('worker');
+    const ids = Array.from({ length: 200 }, (_, i) => 3000 + i);
+    await postPatiently(url, ids.slice(0, 100));
+    await eventually(async () => (hook.received.length > 0 ? true : undefined), 30_000, 'a first delivery');
+    victim.kill('SIGKILL');
+    await postPatiently(url, ids.slice(100));
+    await eventually(async () => (deliveredByPkey(hook).size === ids.length ? true : undefined), 150_000, 'all 200 reports delivered');
+    for (const [pkey, eventIds] of deliveredByPkey(hook)) expect(eventIds.size, pkey).toBe(1);
+    for (const g of hook.received) expect(verifies(g, SECRET)).toBe(true);
+  });
+});
