@@ -196,7 +196,7 @@ async function postPatiently(url: string, ids: number[]): Promise<void> {
 }
 
 describe.skipIf(!HAS_MOTO)('several workers on S3 with conditional writes (moto)', () => {
-  it(`appends from racing writers make one gap-free sequence, each entry once ${HAS_MOTO ? '' : MOTO_MISSING}`, async () => {
+  it(`appends from racing writers make one gap-free sequence, each entry once ${HAS_MOTO ? '' : MOTO_MISSING}`, { timeout: 90_000 }, async () => {
     const moto = await startMoto();
     cleanups.push(() => moto.stop());
     const bucket = `events-${randomBytes(4).toString('hex')}`;
