@@ -2,10 +2,30 @@
 // schema (the same columns and types as pyarrow reads them: created_at in microseconds,
 // report_data as arrow.json, the WKB geometry). The batches are assembled from buffers DuckDB
 // built (exports.ts), not value by value; the writer streams with Node back-pressure.
-import { PassThrough, Readable, type Duplex } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { Binary, Field, Float64, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
-import { STRING_COLUMNS, type ArrowDay, type StringColumn } from './exports.js';
+
+/** The answer's string columns, in the Parquet answer's order. */
+export const STRING_COLUMNS = ['pkey', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text'] as const;
+export type StringColumn = (typeof STRING_COLUMNS)[number];
+
+/** A string column as Arrow lays it out: UTF-8 bytes end to end, offsets, and which values are null. */
+export interface StringBuffers {
+  offsets: Int32Array;
+  data: Uint8Array;
+  /** Arrow validity bitmap (bit set: a value), undefined when nothing is null. */
+  validity: Uint8Array | undefined;
+  nullCount: number;
+}
+
+/** One UTC day of the window as Arrow buffers, newest first. */
+export interface ArrowDay {
+  length: number;
+  /** created_at, microseconds since the epoch. */
+  createdUs: BigInt64Array;
+  lng: Float64Array;
+  lat: Float64Array;
+  strings: Record<StringColumn, StringBuffers>;
+}
 
 /** The answer's fields, in the Parquet answer's order. */
 const FIELDS: Field[] = (
@@ -74,29 +94,43 @@ const EMPTY: ArrowDay = {
   strings: Object.fromEntries(STRING_COLUMNS.map((c) => [c, { offsets: new Int32Array(1), data: new Uint8Array(0), validity: undefined, nullCount: 0 }])) as ArrowDay['strings'],
 };
 
-async function* recordBatches(days: AsyncIterable<ArrowDay>): AsyncIterable<RecordBatch> {
-  let wrote = false;
-  for await (const day of days) {
-    if (day.length === 0) continue;
-    yield toBatch(day);
-    wrote = true;
-  }
-  // An empty window still carries the schema, so readers know the columns.
-  if (!wrote) yield toBatch(EMPTY);
+/** The stream's first message: the schema. */
+export const SCHEMA_MESSAGE: Uint8Array = (() => {
+  const stream = RecordBatchStreamWriter.writeAll([toBatch(EMPTY)]).toUint8Array(true);
+  // A message: 0xFFFFFFFF, the metadata's length, the metadata (a schema has no body).
+  const metadata = new DataView(stream.buffer, stream.byteOffset).getInt32(4, true);
+  return stream.slice(0, 8 + metadata);
+})();
+
+/** The end-of-stream marker. */
+export const END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+
+/** One record batch as its IPC message bytes: what follows the schema in a stream. */
+export function batchMessage(day: ArrowDay, from = 0, to = day.length): Uint8Array {
+  let batch = toBatch(day);
+  if (from !== 0 || to !== day.length) batch = batch.slice(from, to);
+  const stream = RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true);
+  return stream.slice(SCHEMA_MESSAGE.byteLength, stream.byteLength - END_OF_STREAM.byteLength);
 }
 
-/** The IPC stream bytes (Content-Type application/vnd.apache.arrow.stream). */
-export function arrowStream(days: AsyncIterable<ArrowDay>): Duplex {
-  const writer = RecordBatchStreamWriter.throughNode() as unknown as Duplex;
-  const out = new PassThrough();
-  // A failed query must fail the response, not leave it hanging.
-  pipeline(Readable.from(recordBatches(days)), writer).catch((err: unknown) => out.destroy(err as Error));
-  // Arrow's writer, destroyed with an error (as a pipeline does when its reader goes), leaves a
-  // rejected read nobody awaits: it is piped by hand, and closed without an error when the
-  // reader goes, which also ends the days' reads.
-  writer.pipe(out);
-  out.once('close', () => {
-    if (!writer.destroyed) writer.destroy();
-  });
-  return out;
+/**
+ * The IPC stream bytes (Content-Type application/vnd.apache.arrow.stream): the schema, the
+ * record batches (messages ready in the sidecars, or built from the days DuckDB reads), the end.
+ */
+export async function* arrowStream(batches: AsyncIterable<Uint8Array | ArrowDay>): AsyncIterable<Uint8Array> {
+  yield SCHEMA_MESSAGE;
+  let wrote = false;
+  for await (const batch of batches) {
+    if (batch instanceof Uint8Array) {
+      if (batch.byteLength === 0) continue;
+      yield batch;
+    } else {
+      if (batch.length === 0) continue;
+      yield batchMessage(batch);
+    }
+    wrote = true;
+  }
+  // An empty window still carries the schema and one empty batch, as it always has.
+  if (!wrote) yield batchMessage(EMPTY);
+  yield END_OF_STREAM;
 }

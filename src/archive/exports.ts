@@ -5,10 +5,14 @@ import { sqlString } from '../duckdb.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import type { WindowContext } from './context.js';
 import { bboxOf, GEOMETRY_SQL, geoCopyOption, prepareGeometry } from './geoparquet.js';
-import { isDayClean, partsOf, type DayPlan } from './plan.js';
-import type { WindowQuery } from './query.js';
+import { HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
+import { isUnfiltered, type WindowQuery } from './query.js';
+import { readHours, type ReadyFile } from './ready.js';
+import { STRING_COLUMNS, type ArrowDay, type StringBuffers, type StringColumn } from './arrow.js';
+import { candidatesOf, readyRuns, type ReadyRun } from './render.js';
 import { ARCHIVE_TABLE_DDL } from './row.js';
-import { EXPORT_COLUMNS, filteredRows } from './sql.js';
+import { EXPORT_COLUMNS, filteredRows, type Bound } from './sql.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 
 /**
  * Writes the window as one Parquet file (archive columns, newest first), by one streaming
@@ -68,61 +72,79 @@ export async function writeWindowParquet(ctx: WindowContext, query: WindowQuery,
   }
 }
 
-/** The answer's string columns, in the Parquet answer's order. */
-export const STRING_COLUMNS = ['pkey', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text'] as const;
-export type StringColumn = (typeof STRING_COLUMNS)[number];
-
-/** A string column as Arrow lays it out: UTF-8 bytes end to end, offsets, and which values are null. */
-export interface StringBuffers {
-  offsets: Int32Array;
-  data: Uint8Array;
-  /** Arrow validity bitmap (bit set: a value), undefined when nothing is null. */
-  validity: Uint8Array | undefined;
-  nullCount: number;
-}
-
-/** One UTC day of the window as Arrow buffers, newest first. */
-export interface ArrowDay {
-  length: number;
-  /** created_at, microseconds since the epoch. */
-  createdUs: BigInt64Array;
-  lng: Float64Array;
-  lat: Float64Array;
-  strings: Record<StringColumn, StringBuffers>;
-}
-
 const ANSWER_ORDER = 'ORDER BY created_at DESC, pkey DESC';
 const textOf = (c: StringColumn) => (c === 'report_data' ? 'report_data::VARCHAR' : c);
 
 /**
- * The window one UTC day at a time, newest first, as Arrow buffers built by DuckDB: one query
- * gives the fixed-width columns and each string's byte length (from the chunks' typed arrays,
- * no value converted in JS), another each string column's bytes end to end (string_agg in the
- * same order). JS only adds up offsets and marks nulls.
+ * One UTC day of the window as Arrow record batches, newest first: whole hours held in one
+ * sidecar are its ready batches, read as they are (consecutive hours of one sidecar: one
+ * range); the other hours (several parts, cut by the window, a retraction since) are built
+ * from the buffers DuckDB reads, a run of consecutive hours per query. Filtered windows are
+ * built by DuckDB a day at a time.
  */
-export async function* windowArrowDays(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[]): AsyncIterable<ArrowDay> {
+export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, day: DayPlan): AsyncIterable<Uint8Array | ArrowDay> {
+  const candidates = candidatesOf(day, query);
+  const runs = isUnfiltered(query) ? await readyRuns(ctx, day, candidates, query, 'arrow', '') : new Map<number, ReadyRun>();
+  const isReady = (h: number) => runs.has(h) && !runs.get(h)!.selection;
+  if (!candidates.some(isReady)) {
+    yield await windowArrowDay(ctx, query, day);
+    return;
+  }
+  const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h]));
+  for (let i = 0; i < candidates.length; ) {
+    let j = i;
+    while (j < candidates.length && isReady(candidates[j]!) === isReady(candidates[i]!)) j++;
+    const group = candidates.slice(i, j);
+    i = j;
+    if (isReady(group[0]!)) {
+      // Hours of one sidecar follow each other back to back in it.
+      let pending: { ready: ReadyFile; hours: number[] } | undefined;
+      const reads: (() => Uint8Array)[] = [];
+      for (const hourMs of group) {
+        const run = runs.get(hourMs)!;
+        if (!run.hour) continue;
+        if (pending?.ready === run.ready) pending.hours.push(hourMs);
+        else {
+          if (pending) reads.push(readHours(pending.ready, pending.hours, 'arrow', false));
+          pending = { ready: run.ready, hours: [hourMs] };
+        }
+      }
+      if (pending) reads.push(readHours(pending.ready, pending.hours, 'arrow', false));
+      for (const read of reads) yield read();
+      continue;
+    }
+    ctx.signal?.throwIfAborted();
+    const hours = group.flatMap((h) => partsOfHour.get(h) ?? []);
+    const narrowed = { ...query, startMs: Math.max(query.startMs, group[group.length - 1]!), endMs: Math.min(query.endMs, group[0]! + HOUR_MS - 1) };
+    const bound = filteredRows(await ctx.files([...day.whole, ...hours.flatMap((h) => h.parts)]), narrowed, isClean(day.whole, hours));
+    yield await ctx.db.withConnection((conn) => arrowDayOf(conn, bound), ctx.signal);
+  }
+}
+
+/** One UTC day of the window as Arrow buffers. */
+export async function windowArrowDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): Promise<ArrowDay> {
+  const bound = filteredRows(await ctx.files(partsOf(day)), query, isDayClean(day));
+  return ctx.db.withConnection((conn) => arrowDayOf(conn, bound), ctx.signal);
+}
+
+/** The rows of `bound` in answer order as Arrow buffers built by DuckDB. */
+export async function arrowDayOf(conn: DuckDBConnection, bound: Bound): Promise<ArrowDay> {
   const lengths = STRING_COLUMNS.map((c) => `coalesce(strlen(${textOf(c)}), -1)::INTEGER`);
   const bytes = STRING_COLUMNS.map((c) => `encode(coalesce(string_agg(${textOf(c)}, '' ${ANSWER_ORDER}), ''))`);
-  for (const day of days) {
-    ctx.signal?.throwIfAborted();
-    const bound = filteredRows(await ctx.files(partsOf(day)), query, isDayClean(day));
-    yield await ctx.db.withConnection(async (conn) => {
-      const fixed: { created: BigInt64Array[]; lng: Float64Array[]; lat: Float64Array[]; lens: Int32Array[][] } = { created: [], lng: [], lat: [], lens: STRING_COLUMNS.map(() => []) };
-      const result = await conn.stream(`SELECT epoch_us(created_at), lng, lat, ${lengths.join(', ')} FROM ${bound.sql} ${ANSWER_ORDER}`, bound.values, bound.types);
-      for await (const chunk of result) {
-        // The typed arrays are views on the chunk: copied before it goes.
-        const items = (i: number) => (chunk.getColumnVector(i) as unknown as { items: BigInt64Array | Float64Array | Int32Array }).items.slice(0, chunk.rowCount);
-        fixed.created.push(items(0) as BigInt64Array);
-        fixed.lng.push(items(1) as Float64Array);
-        fixed.lat.push(items(2) as Float64Array);
-        STRING_COLUMNS.forEach((_, c) => fixed.lens[c]!.push(items(3 + c) as Int32Array));
-      }
-      const texts = (await conn.runAndReadAll(`SELECT ${bytes.join(', ')} FROM ${bound.sql}`, bound.values, bound.types)).getRowsJS()[0] as Uint8Array[];
-      const length = fixed.created.reduce((n, a) => n + a.length, 0);
-      const strings = Object.fromEntries(STRING_COLUMNS.map((c, i) => [c, stringBuffers(concat(Int32Array, fixed.lens[i]!, length), texts[i]!)])) as Record<StringColumn, StringBuffers>;
-      return { length, createdUs: concat(BigInt64Array, fixed.created, length), lng: concat(Float64Array, fixed.lng, length), lat: concat(Float64Array, fixed.lat, length), strings };
-    }, ctx.signal);
+  const fixed: { created: BigInt64Array[]; lng: Float64Array[]; lat: Float64Array[]; lens: Int32Array[][] } = { created: [], lng: [], lat: [], lens: STRING_COLUMNS.map(() => []) };
+  const result = await conn.stream(`SELECT epoch_us(created_at), lng, lat, ${lengths.join(', ')} FROM ${bound.sql} ${ANSWER_ORDER}`, bound.values, bound.types);
+  for await (const chunk of result) {
+    // The typed arrays are views on the chunk: copied before it goes.
+    const items = (i: number) => (chunk.getColumnVector(i) as unknown as { items: BigInt64Array | Float64Array | Int32Array }).items.slice(0, chunk.rowCount);
+    fixed.created.push(items(0) as BigInt64Array);
+    fixed.lng.push(items(1) as Float64Array);
+    fixed.lat.push(items(2) as Float64Array);
+    STRING_COLUMNS.forEach((_, c) => fixed.lens[c]!.push(items(3 + c) as Int32Array));
   }
+  const texts = (await conn.runAndReadAll(`SELECT ${bytes.join(', ')} FROM ${bound.sql}`, bound.values, bound.types)).getRowsJS()[0] as Uint8Array[];
+  const length = fixed.created.reduce((n, a) => n + a.length, 0);
+  const strings = Object.fromEntries(STRING_COLUMNS.map((c, i) => [c, stringBuffers(concat(Int32Array, fixed.lens[i]!, length), texts[i]!)])) as Record<StringColumn, StringBuffers>;
+  return { length, createdUs: concat(BigInt64Array, fixed.created, length), lng: concat(Float64Array, fixed.lng, length), lat: concat(Float64Array, fixed.lat, length), strings };
 }
 
 function concat<T extends BigInt64Array | Float64Array | Int32Array>(Type: { new (n: number): T }, parts: T[], length: number): T {
@@ -152,3 +174,5 @@ function stringBuffers(lengths: Int32Array, data: Uint8Array): StringBuffers {
   if (offsets[lengths.length] !== data.length) throw new Error(`string bytes (${data.length}) do not match their lengths (${offsets[lengths.length]})`);
   return { offsets, data, validity, nullCount };
 }
+
+export type { ArrowDay } from './arrow.js';

@@ -18,6 +18,8 @@ import { sqlString, type DuckDb } from '../duckdb.js';
 import { REPORTS_PREFIX } from '../reports/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { HOUR_MS } from './plan.js';
+import { batchMessage } from './arrow.js';
+import { arrowDayOf } from './exports.js';
 import { ITEM_SQL, type FeatureShape } from './sql.js';
 
 const READY_PREFIX = 'ready/v2/';
@@ -48,6 +50,8 @@ export interface ReadyHour {
   geojson: ByteRange;
   topojson: ByteRange;
   csv: ByteRange;
+  /** Its reports as one Arrow IPC record batch message (the Arrow answer's schema). */
+  arrow: ByteRange;
 }
 
 /** The sidecar's first line. */
@@ -78,7 +82,7 @@ export function readyInfoOf(part: ObjectInfo): ObjectInfo {
 export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
   const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS ${shape}`);
   const from = `FROM read_parquet(${sqlString(partFile)}) WHERE status <> 'retracted'`;
-  const [rows, items] = await db.withConnection(async (conn) => {
+  const [rows, items, arrow] = await db.withConnection(async (conn) => {
     const hours = await conn.runAndReadAll(
       `SELECT epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS} AS hour_ms, count(*)::INTEGER AS n,
           min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
@@ -93,18 +97,23 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
     return [
       hours.getRowsJS() as [bigint, number, number, number, number, number, bigint, bigint, Uint8Array, Uint8Array, Uint8Array][],
       each.getRowsJS() as [number, number, number, string | null, number, number, number][],
+      await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }),
     ] as const;
   });
   // Offsets count from the end of the index line.
   const body: Uint8Array[] = [];
   let first = 0;
   const hours: ReadyHour[] = rows.map((r) => {
-    const hour: ReadyHour = { hourMs: Number(r[0]), count: r[1], first, bbox: [r[2], r[3], r[4], r[5]], minMs: Number(r[6]), maxMs: Number(r[7]), geojson: [0, 0], topojson: [0, 0], csv: [0, 0] };
+    const hour: ReadyHour = { hourMs: Number(r[0]), count: r[1], first, bbox: [r[2], r[3], r[4], r[5]], minMs: Number(r[6]), maxMs: Number(r[7]), geojson: [0, 0], topojson: [0, 0], csv: [0, 0], arrow: [0, 0] };
     first += r[1];
     return hour;
   });
   let at = 0;
   const starts = READY_TEXTS.map(({ shape, separator }, s) => {
+    // Sections start 8-byte aligned (the Arrow messages must be).
+    const pad = (8 - (at % 8)) % 8;
+    body.push(new Uint8Array(pad));
+    at += pad;
     const start = at;
     rows.forEach((r, i) => {
       if (i > 0) {
@@ -118,6 +127,13 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
     });
     return start;
   });
+  // Each hour's Arrow record batch, hours back to back (8-byte aligned, as IPC messages are).
+  for (const hour of hours) {
+    const message = batchMessage(arrow, hour.first, hour.first + hour.count);
+    hour.arrow = [at, at + message.byteLength];
+    body.push(message);
+    at += message.byteLength;
+  }
   // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
   // shape, its city (an index into `codes`; 255: none).
   const n = items.length;
@@ -262,7 +278,7 @@ function toCommas(out: Buffer): void {
 }
 
 /** The byte range of consecutive hours (newest first) of a sidecar in one shape; undefined when they hold no reports. */
-export function rangeOf(index: ReadyIndex, hours: readonly number[], shape: ReadyShape): ByteRange | undefined {
+export function rangeOf(index: ReadyIndex, hours: readonly number[], shape: ReadyShape | 'arrow'): ByteRange | undefined {
   const held = index.hours.filter((h) => hours.includes(h.hourMs));
   return held.length === 0 ? undefined : [held[0]![shape][0], held[held.length - 1]![shape][1]];
 }
@@ -276,7 +292,7 @@ export type ReadyShape = (typeof READY_TEXTS)[number]['shape'];
  * have rewritten the sidecar since its index was read, the range is taken from the file as it
  * now is, so the bytes always match their index.
  */
-export function readHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape, commas: boolean): () => Uint8Array {
+export function readHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', commas: boolean): () => Uint8Array {
   return () => {
     const fd = openSync(ready.file, 'r');
     try {

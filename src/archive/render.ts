@@ -80,7 +80,14 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
 }
 
 /** Hours answered from a part's ready texts: a byte range of its sidecar, or nothing for an hour without reports. */
-interface ReadyRun {
+/** The hours of a day that may hold reports of the window, newest first: a compacted day may hold any of its hours; otherwise only listed hours have reports. */
+export function candidatesOf(day: DayPlan, query: WindowQuery): number[] {
+  return day.whole.length > 0
+    ? Array.from({ length: 24 }, (_, i) => day.dayMs + (23 - i) * HOUR_MS).filter((h) => h + HOUR_MS - 1 >= query.startMs && h <= query.endMs)
+    : day.hours.map((h) => h.hourMs);
+}
+
+export interface ReadyRun {
   ready: ReadyFile;
   /** Undefined: the hour has no reports (or none the filters keep). */
   hour: ReadyHour | undefined;
@@ -99,10 +106,7 @@ interface ReadyRun {
 async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
   // A compacted day may hold any of its hours; otherwise only listed hours have reports.
-  const candidates =
-    day.whole.length > 0
-      ? Array.from({ length: 24 }, (_, i) => day.dayMs + (23 - i) * HOUR_MS).filter((h) => h + HOUR_MS - 1 >= query.startMs && h <= query.endMs)
-      : day.hours.map((h) => h.hourMs);
+  const candidates = candidatesOf(day, query);
   const filesOf = (hours: number[]) => ctx.files([...day.whole, ...hours.flatMap((h) => partsOfHour.get(h) ?? [])]);
   const clean = (hours: number[]) => isClean(day.whole, day.hours.filter((h) => hours.includes(h.hourMs)));
   // A DuckDB query's memory grows with the text it builds (several times over): a storm
@@ -213,9 +217,9 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
  * selects. Pages, syncs, tombstones and hours holding a retraction not yet purged are left to
  * DuckDB.
  */
-async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape, separator: string): Promise<Map<number, ReadyRun>> {
+export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): Promise<Map<number, ReadyRun>> {
   const out = new Map<number, ReadyRun>();
-  const text = READY_TEXTS.find((t) => t.shape === shape && (t.separator === separator || (shape === 'geojson' && separator === ',')));
+  const text = shape === 'arrow' || READY_TEXTS.some((t) => t.shape === shape && (t.separator === separator || (shape === 'geojson' && separator === ',')));
   const servable = query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined && !query.includeRetracted;
   if (!text || !servable) return out;
   const retracted = new Set((query.retracted ?? []).map((r) => hourOf(r.createdMs)));

@@ -2,13 +2,13 @@
 // day) and returns a `Window` that answers everything about it from that plan: its tag, its
 // serialised reports, its count and stats, its Parquet file and its Arrow stream.
 import { createHash } from 'node:crypto';
-import type { Duplex } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { DuckDb } from '../duckdb.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { SERVICE_VERSION } from '../version.js';
 import { arrowStream } from './arrow.js';
 import type { WindowContext } from './context.js';
-import { windowArrowDays, writeWindowParquet, type ArrowDay } from './exports.js';
+import { arrowDayBatches, writeWindowParquet, type ArrowDay } from './exports.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
 import { queryKey, type WindowQuery } from './query.js';
@@ -126,14 +126,20 @@ export class Window {
     return writeWindowParquet(this.ctx, this.query, this.days, out);
   }
 
-  /** The Parquet answer's columns as Arrow buffers, one UTC day at a time, newest first. */
-  arrowDays(): AsyncIterable<ArrowDay> {
-    return windowArrowDays(this.ctx, this.query, this.days);
+  /**
+   * The window as an Arrow IPC stream, with the Parquet answer's schema: a day whose hours are
+   * all whole in sidecars is their record batches read as they are; another is built from the
+   * buffers DuckDB reads.
+   */
+  arrow(): Readable {
+    return Readable.from(arrowStream(this.arrowBatches()));
   }
 
-  /** The window as an Arrow IPC stream, with the Parquet answer's schema. */
-  arrow(): Duplex {
-    return arrowStream(this.arrowDays());
+  private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay> {
+    for (const day of this.days) {
+      this.ctx.signal?.throwIfAborted();
+      yield* arrowDayBatches(this.ctx, this.query, day);
+    }
   }
 
   /** The filtered rows a month of days at a time: few round trips, bounded memory for de-duplication. */

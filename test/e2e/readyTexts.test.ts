@@ -1,6 +1,7 @@
 // Ready texts: every part the worker or compaction writes has its reports serialised beside it
 // (ready/v1/, outside the Parquet layout), and answers read from them are byte for byte the
 // answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
+import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/parts.js';
 import { readyKeyOf } from '../../src/archive/ready.js';
@@ -29,13 +30,31 @@ async function answers(): Promise<string[]> {
   return Promise.all(ANSWERS.map(text));
 }
 
+/** Arrow answers of whole windows (the day, a week around it), as tables. */
+const ARROW = [`${DAY}&format=arrow`, 'start=2026-11-15T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&format=arrow'];
+async function arrowAnswers(): Promise<Buffer[]> {
+  return Promise.all(
+    ARROW.map(async (q) => {
+      const res = await fetch(`${svc.url}/reports/archive?${q}`, { headers: UA });
+      expect(res.status).toBe(200);
+      return Buffer.from(await res.arrayBuffer());
+    }),
+  );
+}
+/** A table's schema and rows, comparable whatever its record batches. */
+function tableOf(bytes: Buffer): unknown {
+  const table = tableFromIPC(bytes);
+  const rows = table.toArray().map((r) => JSON.stringify(r.toJSON(), (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v)));
+  return { fields: table.schema.fields.map((f) => `${f.name}:${String(f.type)}:${JSON.stringify([...f.metadata])}`), rows };
+}
+
 /** The answers DuckDB builds when no part has ready texts. */
-async function withoutReadyTexts(): Promise<string[]> {
+async function withoutReadyTexts<T = string[]>(read: () => Promise<T> = answers as () => Promise<T>): Promise<T> {
   const ready = await keysUnder(svc.rt, 'ready/');
   const saved = await Promise.all(ready.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));
   await svc.rt.store.delete(ready);
   try {
-    return await answers();
+    return await read();
   } finally {
     for (const [k, body] of saved) await svc.rt.store.put(k, body);
   }
@@ -115,6 +134,29 @@ describe('ready texts', () => {
         expect(count(before[i]!, 'Hanggang tuhod'), query).toBe(48);
         expect(count(changed[i]!, 'Hanggang tuhod'), query).toBe(inShared);
       });
+    } finally {
+      for (const [k, body] of saved) await svc.rt.store.put(k, body);
+    }
+  });
+
+  it('answer Arrow with their record batches: the table DuckDB builds, read from the sidecars', async () => {
+    const ready = await arrowAnswers();
+    const built = await withoutReadyTexts(arrowAnswers);
+    expect(tableOf(ready[0]!)).toEqual(tableOf(built[0]!));
+    expect(tableOf(ready[1]!)).toEqual(tableOf(built[1]!));
+    expect((tableOf(ready[0]!) as { rows: unknown[] }).rows).toHaveLength(72);
+    // Read from the sidecars: a text changed in them (byte for byte) is in the answer.
+    const keys = await keysUnder(svc.rt, 'ready/');
+    const saved = await Promise.all(keys.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));
+    try {
+      for (const [k, body] of saved) {
+        const copy = Buffer.from(body);
+        for (let at = copy.indexOf('Hanggang tuhod'); at >= 0; at = copy.indexOf('Hanggang tuhod', at + 1)) copy.write('HANGGANG TUHOD', at);
+        await svc.rt.store.put(k, copy);
+      }
+      const changed = await arrowAnswers();
+      expect(changed[0]!.includes('HANGGANG TUHOD')).toBe(true);
+      expect(tableOf(changed[0]!)).not.toEqual(tableOf(ready[0]!));
     } finally {
       for (const [k, body] of saved) await svc.rt.store.put(k, body);
     }
