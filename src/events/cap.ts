@@ -1,7 +1,9 @@
 // CAP 1.2 alerts (OASIS Common Alerting Protocol) for archived reports, one alert per report, and
 // the Atom feed that carries them. The fixed values follow the reference deployment's CAP output
 // for floods: category Met, urgency Immediate (it is happening), certainty Observed (a person on
-// the ground reports it), severity Unknown (a report carries no depth or flood level to grade it).
+// the ground reports it), and severity from the flood depth as that deployment graded its flood
+// states: Minor up to 70 cm, Moderate from 71 to 150 cm, Severe above; Unknown when the report
+// carries no depth (`report_data.flood_depth`, centimetres), as partner reports today do.
 import { create } from 'xmlbuilder2';
 import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
 import type { ReportFeature } from './feature.js';
@@ -28,6 +30,18 @@ export interface CapAlert {
   sentMs: number;
   /** Absolute URL of the report's own `.cap` document. */
   url: string;
+}
+
+export type CapSeverity = 'Minor' | 'Moderate' | 'Severe' | 'Unknown';
+
+/** The reference deployment's grading of a flood depth in centimetres. */
+export function capSeverity(f: ReportFeature): CapSeverity {
+  const data = f.properties.report_data;
+  const depth = data !== null && typeof data === 'object' ? (data as { flood_depth?: unknown }).flood_depth : undefined;
+  if (typeof depth !== 'number' || !Number.isFinite(depth) || depth <= 0) return 'Unknown';
+  if (depth <= 70) return 'Minor';
+  if (depth <= 150) return 'Moderate';
+  return 'Severe';
 }
 
 export function capTime(ms: number): string {
@@ -65,7 +79,7 @@ function appendAlert(parent: XMLBuilder, alert: CapAlert, names: AreaNames): voi
   info.ele('category').txt('Met');
   info.ele('event').txt('Flood');
   info.ele('urgency').txt('Immediate');
-  info.ele('severity').txt('Unknown');
+  info.ele('severity').txt(capSeverity(f));
   info.ele('certainty').txt('Observed');
   info.ele('onset').txt(capTime(onset));
   info.ele('expires').txt(capTime(onset + EXPIRES_AFTER_MS));

@@ -640,7 +640,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           operationId: 'capFeed',
           summary: 'CAP 1.2 alerts of the last 24 hours, in an Atom feed',
           description:
-            'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, severity Unknown, certainty Observed, an area naming the barangay and city with a circle at the point. A retracted report leaves the feed.',
+            'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, certainty Observed, severity from the flood depth when a report carries one (up to 70 cm Minor, 71–150 Moderate, above Severe; else Unknown), an area naming the barangay and city with a circle at the point. A retracted report leaves the feed.',
           parameters: [{ name: 'admin', in: 'query', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] }, description: 'Only reports of this city code.' }],
           responses: {
             '200': { description: 'The feed.', content: { 'application/atom+xml': { schema: { type: 'string' } } } },
