@@ -2,6 +2,7 @@
 // keyed by (key, ETag). Parts are immutable, so an entry never goes stale; the files are kept
 // by the same byte-bounded LRU as the other local caches.
 import { createHash, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { Metrics } from '../metrics.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
@@ -55,7 +56,8 @@ export class PartCache {
    */
   async localFileIfPresent(info: ObjectInfo): Promise<string | undefined> {
     const direct = this.store.localPath(info.key);
-    if (direct) return fs.access(direct).then(() => direct, () => undefined);
+    // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
+    if (direct) return existsSync(direct) ? direct : undefined;
     const id = `${info.key}\n${info.etag}`;
     if (this.absent.has(id)) return undefined;
     try {
