@@ -5,7 +5,7 @@
 // and the server's peak RSS, count latency, ingest throughput with durable
 // acceptance (posts only), freshness (POST → visible, measured while posting
 // continues), storage bytes per report.
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -17,12 +17,11 @@ import { parseArgs } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, startServer, type Server } from './server.js';
+import { asServer, cliJson as cli, startServer, type Server } from './server.js';
 import { buildBenchStore, loadBenchBoundaries, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
-const CLI = path.join(root, 'dist', 'src', 'cli.js');
 const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
 
 const { values: args } = parseArgs({
@@ -80,16 +79,6 @@ function timedGet(url: string): Promise<{ ms: number; bytes: number; status: num
         res.on('error', reject);
       })
       .on('error', reject);
-  });
-}
-
-/** Runs a CLI command on the archive; its --json answer. */
-function cli(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args, '--json'], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, maxBuffer: 1 << 24 }, (err, stdout) => {
-      if (err) reject(err);
-      else resolve(JSON.parse(stdout) as Record<string, unknown>);
-    });
   });
 }
 

@@ -1,5 +1,5 @@
 // The compiled entry point as a child process, as every benchmark drives it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -63,4 +63,14 @@ export async function asServer(child: ChildProcess, listens = true): Promise<Ser
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** Runs an ops command of the CLI to its end; its --json answer. */
+export function cliJson(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [CLI, ...args, '--json'], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, maxBuffer: 1 << 24 }, (err, stdout) => {
+      if (err) reject(err);
+      else resolve(JSON.parse(stdout) as Record<string, unknown>);
+    });
+  });
 }
