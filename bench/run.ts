@@ -1,4 +1,4 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --hourly --quick --only archive,ingest,memory,backfill]
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --backfill 300000 --hourly --quick --only archive,ingest,memory,backfill]
 // Builds a synthetic archive of hourly parts, compacts its closed days with the
 // real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
@@ -29,6 +29,8 @@ const { values: args } = parseArgs({
     reports: { type: 'string', default: '2500000' },
     days: { type: 'string', default: '365' },
     ingest: { type: 'string', default: '20000' },
+    /** Reports over a year for the backfill scenario (the size of a real partner's backfill). */
+    backfill: { type: 'string', default: '300000' },
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
@@ -491,7 +493,7 @@ async function main(): Promise<void> {
   const storeDir = path.join(dataDir, 'store');
   await fsp.mkdir(storeDir, { recursive: true });
   if (ONLY.has('archive') || ONLY.has('stats')) await archiveBench(dir, dataDir, storeDir);
-  if (ONLY.has('backfill')) await backfillScenario(QUICK ? 20_000 : 100_000);
+  if (ONLY.has('backfill')) await backfillScenario(QUICK ? 20_000 : Number(args.backfill));
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
   if (ONLY.has('ingest')) {
     await ingestScenario(16, false);
