@@ -184,6 +184,8 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/ingest/*',
         's3:GetObject bucket/secrets/cursor-key',
         's3:PutObject bucket/secrets/cursor-key',
+        's3:GetObject bucket/events/v1/log/*',
+        's3:PutObject bucket/events/v1/log/*',
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
       ].sort(),
@@ -196,6 +198,11 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(api, 's3:PutObject', part)).toBe(false);
     expect(allows(api, 's3:PutObject', 'bucket/cities/current.json')).toBe(false);
     expect(allows(api, 'sqs:ReceiveMessage', 'queue')).toBe(false);
+    // It appends a partner's retraction to the event log, and reads the log (stream, CAP); the
+    // subscriptions (with their secrets) and the delivery state stay out of its reach.
+    expect(allows(api, 's3:PutObject', 'bucket/events/v1/log/0001.json')).toBe(true);
+    expect(allows(api, 's3:DeleteObject', 'bucket/events/v1/log/0001.json')).toBe(false);
+    expect(allows(api, 's3:GetObject', 'bucket/events/v1/subscriptions/x.json')).toBe(false);
   });
 
   it('worker: appends parts, clears markers, rebuilds missing keys, consumes the queue; cannot publish boundaries', () => {
@@ -210,6 +217,9 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/dead-letter/*',
         's3:PutObject bucket/ingest/pending/*',
         's3:PutObject bucket/ingest/keys/*',
+        's3:GetObject bucket/events/*',
+        's3:PutObject bucket/events/*',
+        's3:DeleteObject bucket/events/*',
         'sqs:ReceiveMessage queue',
         'sqs:DeleteMessage queue',
         'sqs:ChangeMessageVisibility queue',
@@ -235,7 +245,7 @@ describe('IAM: one least-privilege role per process', () => {
   });
 
   it('scheduler: read/write/delete on reports, ingest, cities and job leases; redrives the dead-letter queue', () => {
-    const objectGrants = ['reports', 'ready', 'ingest', 'cities', 'jobs'].flatMap((prefix) =>
+    const objectGrants = ['reports', 'ready', 'ingest', 'cities', 'jobs', 'events'].flatMap((prefix) =>
       ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'].map((action) => `${action} bucket/${prefix}/*`),
     );
     expect(grants(stack.taskRoles.scheduler)).toEqual(
@@ -262,7 +272,7 @@ describe('IAM: one least-privilege role per process', () => {
   it('no role can delete the bucket or act on all of S3', () => {
     for (const role of Object.values(stack.taskRoles)) {
       expect(allows(role, 's3:DeleteBucket', 'bucket')).toBe(false);
-      expect(grants(role).filter((line) => line.includes('*') && !/ bucket\/[a-z-]+(\/[a-z-]+)?\/\*$/.test(line))).toEqual([]);
+      expect(grants(role).filter((line) => line.includes('*') && !/ bucket\/[a-z-]+(\/[a-z0-9-]+){0,2}\/\*$/.test(line))).toEqual([]);
     }
   });
 });
