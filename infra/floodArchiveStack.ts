@@ -266,6 +266,8 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     // ListBucket also makes a HEAD on a missing key answer 404 rather than 403.
     allow(['s3:ListBucket'], [bucket.bucketArn]),
     allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'ready', 'cities')),
+    // The change logs and their retention record: what an updated_after sync reads.
+    allow(['s3:GetObject'], objects(bucket, 'changes')),
     allow(['s3:PutObject'], objects(bucket, 'ingest')),
     // The generated key of pagination cursors, created once by the first API task (src/cursorSecret.ts).
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
@@ -284,6 +286,8 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
     allow(['s3:GetObject'], objects(bucket, 'cities')),
     // Each part with its ready texts (ready/: the reports serialised once, for readers).
     allow(['s3:PutObject'], objects(bucket, 'reports', 'ready', 'dead-letter')),
+    // Each flush's change log (updated_after), once its parts are durable.
+    allow(['s3:PutObject'], objects(bucket, 'changes')),
     // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,
     // and creates (If-None-Match) an idempotency key the API never got to write.
     allow(['s3:PutObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`), bucket.arnForObjects(`${IDEMPOTENCY_PREFIX}*`)]),
@@ -302,6 +306,8 @@ function schedulerPermissions(bucket: s3.IBucket, queue: sqs.IQueue, deadLetterQ
   return [
     allow(['s3:ListBucket'], [bucket.bucketArn]),
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'ingest', 'cities', 'jobs', 'events')),
+    // Reprocessing logs what it re-tags; compaction prunes the change logs past SYNC_RETENTION_DAYS.
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'changes')),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
     // `dlq list` finds the queue by name and makes what it peeked at visible again; `dlq redrive` deletes.
     allow(

@@ -181,6 +181,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/reports/*',
         's3:GetObject bucket/ready/*',
         's3:GetObject bucket/cities/*',
+        's3:GetObject bucket/changes/*',
         's3:PutObject bucket/ingest/*',
         's3:GetObject bucket/secrets/cursor-key',
         's3:PutObject bucket/secrets/cursor-key',
@@ -203,6 +204,10 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(api, 's3:PutObject', 'bucket/events/v1/log/0001.json')).toBe(true);
     expect(allows(api, 's3:DeleteObject', 'bucket/events/v1/log/0001.json')).toBe(false);
     expect(allows(api, 's3:GetObject', 'bucket/events/v1/subscriptions/x.json')).toBe(false);
+    // An updated_after sync reads the change logs and their retention record; it writes neither.
+    expect(allows(api, 's3:GetObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(true);
+    expect(allows(api, 's3:GetObject', 'bucket/changes/retention.json')).toBe(true);
+    expect(allows(api, 's3:PutObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(false);
   });
 
   it('worker: appends parts, clears markers, rebuilds missing keys, consumes the queue; cannot publish boundaries', () => {
@@ -215,6 +220,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/reports/*',
         's3:PutObject bucket/ready/*',
         's3:PutObject bucket/dead-letter/*',
+        's3:PutObject bucket/changes/*',
         's3:PutObject bucket/ingest/pending/*',
         's3:PutObject bucket/ingest/keys/*',
         's3:GetObject bucket/events/*',
@@ -242,10 +248,13 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(worker, 's3:PutObject', 'bucket/cities/versions/abc.json')).toBe(false);
     expect(allows(worker, 's3:DeleteObject', part)).toBe(false);
     expect(allows(worker, 'sqs:ReceiveMessage', 'dlq')).toBe(false);
+    // Each flush logs what it wrote; pruning the logs is the scheduler's.
+    expect(allows(worker, 's3:PutObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(true);
+    expect(allows(worker, 's3:DeleteObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(false);
   });
 
   it('scheduler: read/write/delete on reports, ingest, cities and job leases; redrives the dead-letter queue', () => {
-    const objectGrants = ['reports', 'ready', 'ingest', 'cities', 'jobs', 'events'].flatMap((prefix) =>
+    const objectGrants = ['reports', 'ready', 'ingest', 'cities', 'jobs', 'events', 'changes'].flatMap((prefix) =>
       ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'].map((action) => `${action} bucket/${prefix}/*`),
     );
     expect(grants(stack.taskRoles.scheduler)).toEqual(
