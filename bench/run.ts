@@ -84,11 +84,12 @@ function timedGet(url: string): Promise<{ ms: number; bytes: number; status: num
   });
 }
 
-async function storeBytes(dir: string): Promise<{ files: number; bytes: number }> {
+/** Files under `dir` ending in `suffix` (parts: .parquet; their ready texts: .ready), and their bytes. */
+async function storeBytes(dir: string, suffix = '.parquet'): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
   for await (const file of walkFiles(dir)) {
-    if (!file.endsWith('.parquet')) continue;
+    if (!file.endsWith(suffix)) continue;
     files += 1;
     bytes += (await fsp.stat(file)).size;
   }
@@ -436,7 +437,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     const compacted = await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir });
     const seconds = (performance.now() - t) / 1000;
     const after = await storeBytes(path.join(storeDir, 'reports'));
-    const ready = await storeBytes(path.join(storeDir, 'ready'));
+    const ready = await storeBytes(path.join(storeDir, 'ready'), '.ready');
     results.push({
       scenario: 'compaction (closed days into one part each, with their ready texts)',
       rows: [
