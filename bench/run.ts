@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliJson as cli, startServer, type Server } from './server.js';
+import { asServer, cliChild, cliJson as cli, startServer, type Server } from './server.js';
 import { buildBenchStore, loadBenchBoundaries, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -61,6 +61,14 @@ function peakRssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
+function peakRssMbOrZero(pid: number | undefined): number {
+  try {
+    return pid === undefined ? 0 : peakRssMb(pid);
+  } catch {
+    return 0; // exited
+  }
+}
+
 function resetPeakRss(pid: number): void {
   try {
     fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -280,23 +288,30 @@ async function backfillScenario(reports: number): Promise<void> {
   const file = path.join(dataDir, 'backfill.ndjson');
   const yearStart = Date.UTC(2025, 0, 1);
   const spacing = (365 * 86_400_000) / reports;
-  const lines: string[] = [];
+  // Written as it is made: a year of millions of lines is larger than a JavaScript string may be.
+  const out = fs.createWriteStream(file);
   for (let i = 0; i < reports; i++) {
-    lines.push(
-      JSON.stringify({
-        post_id: 4_000_000 + i,
-        created_at: new Date(yearStart + Math.floor(i * spacing)).toISOString(),
-        partner_city: 'Quezon City',
-        disaster_type: 'flood',
-        location: { lat: 14.6516, lng: 121.0497 },
-        title: 'Baha sa kalsada',
-      }),
-    );
+    const line = JSON.stringify({
+      post_id: 4_000_000 + i,
+      created_at: new Date(yearStart + Math.floor(i * spacing)).toISOString(),
+      partner_city: 'Quezon City',
+      disaster_type: 'flood',
+      location: { lat: 14.6516, lng: 121.0497 },
+      title: 'Baha sa kalsada',
+    });
+    if (!out.write(`${line}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
   }
-  await fsp.writeFile(file, `${lines.join('\n')}\n`);
+  await new Promise<void>((resolve, reject) => {
+    out.on('error', reject);
+    out.end(() => resolve());
+  });
   const server = await startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { apiKey: API_KEY });
   const t0 = performance.now();
-  const imported = await cli(['import', '--file', file], { DATA_DIR: dataDir });
+  const importing = cliChild(['import', '--file', file], { DATA_DIR: dataDir });
+  let importRss = 0;
+  const importPeak = setInterval(() => (importRss = Math.max(importRss, peakRssMbOrZero(importing.pid))), 500);
+  const imported = await importing.result;
+  clearInterval(importPeak);
   const acceptSeconds = (performance.now() - t0) / 1000;
   const countUrl = `${server.url}/reports/archive/count?start=2025-01-01T00:00:00%2B0000&end=2025-12-31T23:59:59%2B0000`;
   let archived = 0;
@@ -319,6 +334,7 @@ async function backfillScenario(reports: number): Promise<void> {
         'all archived s': Math.round(archiveSeconds * 10) / 10,
         'archived/s': Math.round(reports / archiveSeconds),
         'service peak RSS MB': Math.round(rss),
+        'import peak RSS MB': Math.round(importRss),
       },
     ],
   });

@@ -67,10 +67,17 @@ export async function asServer(child: ChildProcess, listens = true): Promise<Ser
 
 /** Runs an ops command of the CLI to its end; its --json answer. */
 export function cliJson(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args, '--json'], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, maxBuffer: 1 << 24 }, (err, stdout) => {
+  return cliChild(args, env).result;
+}
+
+/** An ops command of the CLI as a child process (its pid, to sample its memory) and its --json answer. */
+export function cliChild(args: string[], env: Record<string, string>): { pid: number | undefined; result: Promise<Record<string, unknown>> } {
+  let child: ChildProcess | undefined;
+  const result = new Promise<Record<string, unknown>>((resolve, reject) => {
+    child = execFile(process.execPath, [CLI, ...args, '--json'], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, maxBuffer: 1 << 24 }, (err, stdout) => {
       if (err) reject(err);
       else resolve(JSON.parse(stdout) as Record<string, unknown>);
     });
   });
+  return { pid: child?.pid, result };
 }
