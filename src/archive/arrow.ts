@@ -2,7 +2,7 @@
 // schema (the same columns and types as pyarrow reads them: created_at in microseconds,
 // report_data as arrow.json, the WKB geometry). The batches are assembled from buffers DuckDB
 // built (exports.ts), not value by value; the writer streams with Node back-pressure.
-import { Binary, Field, Float64, makeData, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
+import { Binary, Field, Float64, makeData, Message, MessageHeader, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
 
 /** The answer's string columns, in the Parquet answer's order. */
 export const STRING_COLUMNS = ['pkey', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text'] as const;
@@ -111,6 +111,32 @@ export function batchMessage(day: ArrowDay, from = 0, to = day.length): Uint8Arr
   if (from !== 0 || to !== day.length) batch = batch.slice(from, to);
   const stream = RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true);
   return stream.slice(SCHEMA_MESSAGE.byteLength, stream.byteLength - END_OF_STREAM.byteLength);
+}
+
+/**
+ * Several slices of one day as record batch messages, one per [from, to) range: the day is made
+ * a batch once and the slices written as one stream, then cut at message boundaries. (A writer
+ * per slice re-encodes the schema each time: most of a busy part's flush time.)
+ */
+export function batchMessages(day: ArrowDay, ranges: readonly (readonly [number, number])[]): Uint8Array[] {
+  if (ranges.length === 0) return [];
+  const batch = toBatch(day);
+  const stream = RecordBatchStreamWriter.writeAll(ranges.map(([from, to]) => batch.slice(from, to))).toUint8Array(true);
+  const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
+  const out: Uint8Array[] = [];
+  let start = SCHEMA_MESSAGE.byteLength;
+  let at = start;
+  while (out.length < ranges.length) {
+    // A message: 0xFFFFFFFF, the metadata's length (padded), the metadata, then its body.
+    const metadataLength = view.getInt32(at + 4, true);
+    const message = Message.decode(stream.subarray(at + 8, at + 8 + metadataLength));
+    at += 8 + metadataLength + message.bodyLength;
+    // Anything before a record batch (dictionaries) belongs with it, as batchMessage keeps it.
+    if (message.headerType !== MessageHeader.RecordBatch) continue;
+    out.push(stream.slice(start, at));
+    start = at;
+  }
+  return out;
 }
 
 /**

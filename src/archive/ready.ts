@@ -18,7 +18,7 @@ import { sqlString, type DuckDb } from '../duckdb.js';
 import { REPORTS_PREFIX } from '../reports/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { HOUR_MS } from './plan.js';
-import { batchMessage } from './arrow.js';
+import { batchMessages } from './arrow.js';
 import { arrowDayOf } from './exports.js';
 import { ITEM_SQL, type FeatureShape } from './sql.js';
 
@@ -128,8 +128,9 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
     return start;
   });
   // Each hour's Arrow record batch, hours back to back (8-byte aligned, as IPC messages are).
-  for (const hour of hours) {
-    const message = batchMessage(arrow, hour.first, hour.first + hour.count);
+  const messages = batchMessages(arrow, hours.map((h) => [h.first, h.first + h.count] as const));
+  for (const [i, hour] of hours.entries()) {
+    const message = messages[i]!;
     hour.arrow = [at, at + message.byteLength];
     body.push(message);
     at += message.byteLength;
@@ -166,7 +167,8 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
   if (codes.length > 254) throw new Error('a part holds more than 254 cities');
   body.push(new Uint8Array(block));
   const index: ReadyIndex = { version: 2, hours, items: { at: itemsAt, count: n, codes } };
-  await fs.writeFile(out, [Buffer.from(`${JSON.stringify(index)}\n`), ...body]);
+  // One write: given the pieces, writeFile awaits a write per piece (thousands for a busy part).
+  await fs.writeFile(out, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]));
 }
 
 /** Bytes per report of the per-report index. */

@@ -181,6 +181,7 @@ describe('ready texts', () => {
 
   it('follow compaction: the day part gets its own, the hours lose theirs, answers unchanged', async () => {
     const before = await answers();
+    const arrowBefore = (await arrowAnswers()).map(tableOf);
     const result = await compact(svc.rt, { fromMs: FROM, toMs: FROM + 86_399_999, closedBeforeMs: Date.now() });
     expect(result.daysCompacted).toBe(1);
     const parts = (await listWindowParts(svc.rt.store, FROM, FROM + 86_399_999)).flatMap((h) => h.parts.map((p) => p.key));
@@ -188,5 +189,7 @@ describe('ready texts', () => {
     expect(await keysUnder(svc.rt, 'ready/')).toEqual([readyKeyOf(parts[0]!)]);
     expect(await answers()).toEqual(before);
     expect(await withoutReadyTexts()).toEqual(before);
+    // The day part's sidecar holds one Arrow record batch per hour, each its own hour's rows.
+    expect((await arrowAnswers()).map(tableOf)).toEqual(arrowBefore);
   });
 });
