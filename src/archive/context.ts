@@ -9,6 +9,8 @@ export interface WindowContext {
   files(parts: readonly ObjectInfo[]): Promise<string[]>;
   /** Local paths of the parts' ready texts, undefined for a part that has none. */
   readyFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
+  /** Local paths of the parts' stats sidecars (statsSidecar.ts), undefined for a part that has none. */
+  statsFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
   /** Rendered hours; without it every answer is built by DuckDB. */
   rendered: RenderCache | undefined;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */

@@ -21,6 +21,7 @@ import { HOUR_MS } from './plan.js';
 import { batchMessages } from './arrow.js';
 import { arrowDayOf } from './exports.js';
 import { ITEM_SQL, type FeatureShape } from './sql.js';
+import { statsKeyOf, writeStatsSidecar } from './statsSidecar.js';
 
 const READY_PREFIX = 'ready/v2/';
 /** Where sidecars were kept before v2 (zstd Parquet read back by DuckDB): deleted with their parts. */
@@ -183,6 +184,7 @@ export async function publishPart(deps: { store: ObjectStore; db: DuckDb }, key:
   } finally {
     await fs.rm(ready, { force: true });
   }
+  await writeStatsSidecar(deps, key, file);
   const body = await fs.readFile(file);
   await deps.store.put(key, body);
   return body;
@@ -208,7 +210,7 @@ export async function backfillReadyTexts(deps: { store: ObjectStore; db: DuckDb 
 /** Deletes parts, then their ready texts (a sidecar without its part is never read). */
 export async function deleteParts(store: ObjectStore, keys: readonly string[]): Promise<void> {
   await store.delete(keys);
-  await store.delete([...keys.map(readyKeyOf), ...keys.map((k) => OLD_READY_PREFIX + k.slice(REPORTS_PREFIX.length))]);
+  await store.delete([...keys.map(readyKeyOf), ...keys.map(statsKeyOf), ...keys.map((k) => OLD_READY_PREFIX + k.slice(REPORTS_PREFIX.length))]);
 }
 
 /** A sidecar file's index, and which version of the file it was read from. */

@@ -1,5 +1,15 @@
-// Counts of a window by time bucket and by place (GET /reports/archive/stats):
-// one GROUP BY over the window's rows, reading only the columns it needs.
+// Counts of a window by time bucket and by place (GET /reports/archive/stats). Parts with a
+// stats sidecar (statsSidecar.ts) are counted from it in JavaScript; what the sidecars cannot
+// answer (hours with several parts to de-duplicate, days holding a report retracted but not yet
+// purged, parts without a sidecar, syncs and tombstones) is one GROUP BY in DuckDB over the
+// rows the archive would answer, reading only the columns it needs.
+import type { WindowContext } from './context.js';
+import { HOUR_MS, isClean, isDayClean, type DayPlan } from './plan.js';
+import type { HourParts } from './parts.js';
+import type { WindowQuery } from './query.js';
+import { filteredRows } from './sql.js';
+import { firstAtOrAfter, NO_AREA, NO_CITY, readStatsSidecar, type StatsReports } from './statsSidecar.js';
+import type { ObjectInfo } from '../store/objectStore.js';
 export const STATS_INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type StatsInterval = (typeof STATS_INTERVALS)[number];
 export const STATS_BY = ['city', 'local_area', 'none'] as const;
@@ -48,22 +58,169 @@ export function statsSql(rows: string, spec: StatsSpec): string {
   return `SELECT ${bucket} AS bucket_ms, ${KEY_COLUMN[spec.by]} AS key, count(*)::BIGINT AS n FROM ${rows} GROUP BY ALL`;
 }
 
-/** Adds up per-chunk partial counts (a bucket can straddle two chunks of days) and orders them. */
-export function mergeStats(partials: Iterable<{ bucketMs: number; key: string | null; count: number }>, offsetMinutes: number): StatsRow[] {
+/** Counts by bucket, then by key, added up from any number of sources (sidecars, DuckDB chunks). */
+export class StatsTally {
   // By bucket, then by key: a year by barangay is tens of thousands of rows over a few dozen buckets.
-  const buckets = new Map<number, Map<string | null, number>>();
-  for (const p of partials) {
-    let keys = buckets.get(p.bucketMs);
-    if (!keys) buckets.set(p.bucketMs, (keys = new Map()));
-    keys.set(p.key, (keys.get(p.key) ?? 0) + p.count);
+  private readonly buckets = new Map<number, Map<string | null, number>>();
+
+  add(bucketMs: number, key: string | null, count: number): void {
+    let keys = this.buckets.get(bucketMs);
+    if (!keys) this.buckets.set(bucketMs, (keys = new Map()));
+    keys.set(key, (keys.get(key) ?? 0) + count);
   }
-  const rows: StatsRow[] = [];
-  for (const bucketMs of [...buckets.keys()].sort((a, b) => a - b)) {
-    const bucket = formatInstant(bucketMs, offsetMinutes);
-    const keys = buckets.get(bucketMs)!;
-    for (const key of [...keys.keys()].sort(compareKeys)) rows.push({ bucket, key, count: keys.get(key)! });
+
+  /** The tidy rows: oldest bucket first, then by key. */
+  rows(offsetMinutes: number): StatsRow[] {
+    const rows: StatsRow[] = [];
+    for (const bucketMs of [...this.buckets.keys()].sort((a, b) => a - b)) {
+      const bucket = formatInstant(bucketMs, offsetMinutes);
+      const keys = this.buckets.get(bucketMs)!;
+      for (const key of [...keys.keys()].sort(compareKeys)) rows.push({ bucket, key, count: keys.get(key)! });
+    }
+    return rows;
   }
-  return rows;
+}
+
+/**
+ * The bucket of a report created at `us` (epoch µs), as `statsSql` computes it in DuckDB: its
+ * integer division truncates, and epoch_ms truncates the microseconds.
+ */
+export function bucketer(spec: StatsSpec): (us: number) => number {
+  const off = spec.offsetMinutes * 60_000;
+  const len = FIXED_MS[spec.interval];
+  if (len !== undefined) {
+    const origin = spec.interval === 'week' ? WEEK_ORIGIN_MS : 0;
+    return (us) => Math.trunc((Math.trunc(us / 1000) + off - origin) / len) * len + origin - off;
+  }
+  // Months: the calendar once per month met, not per report ([lo, hi): created_at in ms).
+  let lo = 0;
+  let hi = -1;
+  return (us) => {
+    const ms = Math.floor(us / 1000);
+    if (ms < lo || ms >= hi) {
+      const local = new Date(ms + off);
+      lo = Date.UTC(local.getUTCFullYear(), local.getUTCMonth(), 1) - off;
+      hi = Date.UTC(local.getUTCFullYear(), local.getUTCMonth() + 1, 1) - off;
+    }
+    return lo;
+  };
+}
+
+/**
+ * Counts a window's reports by bucket and key (the same filters and answer as the archive's):
+ * parts with a sidecar that holds their reports as the answer would are counted from it, the
+ * rest by DuckDB, a month of days per query.
+ */
+export async function countStats(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec): Promise<StatsRow[]> {
+  const tally = new StatsTally();
+  const rest = await countSidecars(ctx, query, days, spec, tally);
+  for (let i = 0; i < rest.length; i += 31) {
+    const chunk = rest.slice(i, i + 31);
+    const bound = filteredRows(await ctx.files(chunk.flatMap((c) => c.parts)), query, chunk.every((c) => c.clean));
+    await ctx.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+      for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
+    }, ctx.signal);
+  }
+  return tally.rows(spec.offsetMinutes);
+}
+
+/** Parts of one day that DuckDB counts, and whether they hold each pkey once (see `filteredRows`). */
+interface DuckDbDay {
+  parts: ObjectInfo[];
+  clean: boolean;
+}
+
+/**
+ * Counts what the sidecars can answer into `tally`; returns the days' parts left to DuckDB. A
+ * sidecar answers for its part alone, so only where the answer needs no de-duplication: a day
+ * compacted into one part, or an hour with one part. A report the ledger retracted but whose part
+ * still holds it is in the sidecar too: its day (or hour) goes to DuckDB, which hides it by pkey.
+ */
+async function countSidecars(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec, tally: StatsTally): Promise<DuckDbDay[]> {
+  // Syncs, tombstones and pages select by what the sidecars do not hold (pkeys, received_at, status).
+  if (query.updatedAfterMs !== undefined || query.changed !== undefined || query.includeRetracted || query.after !== undefined || query.pkey !== undefined || query.receivedBeforeMs !== undefined) {
+    return days.map((day) => ({ parts: [...day.whole, ...day.hours.flatMap((h) => h.parts)], clean: isDayClean(day) }));
+  }
+  const retracted = query.retracted ?? [];
+  const holdsRetracted = (fromMs: number, toMs: number) => retracted.some((r) => r.createdMs >= fromMs && r.createdMs < toMs);
+  // Each day: the parts a sidecar may answer for (with their hour, for an hour part), and the
+  // hours left to DuckDB (undefined: the whole day).
+  const plans = days.map((day) => {
+    const candidates: { part: ObjectInfo; hour?: HourParts }[] = [];
+    let left: HourParts[] | undefined;
+    if (day.whole.length === 1 && day.hours.length === 0) {
+      if (!holdsRetracted(day.dayMs, day.dayMs + 24 * HOUR_MS)) candidates.push({ part: day.whole[0]!});
+      left = candidates.length > 0 ? [] : undefined;
+    } else if (day.whole.length === 0) {
+      left = [];
+      for (const hour of day.hours) {
+        if (hour.parts.length === 1 && !holdsRetracted(hour.hourMs, hour.hourMs + HOUR_MS)) candidates.push({ part: hour.parts[0]!, hour });
+        else left.push(hour);
+      }
+    }
+    return { day, candidates, left };
+  });
+  const files = await ctx.statsFiles(plans.flatMap((p) => p.candidates.map((c) => c.part)));
+  const count = sidecarCounter(query, spec, tally);
+  const rest: DuckDbDay[] = [];
+  let f = 0;
+  for (const { day, candidates, left } of plans) {
+    ctx.signal?.throwIfAborted();
+    let hours = left;
+    for (const { hour } of candidates) {
+      const file = files[f++];
+      if (file !== undefined) count(file);
+      else if (hour) hours?.push(hour);
+      else hours = undefined; // a compacted day without its sidecar
+    }
+    if (hours === undefined) rest.push({ parts: [...day.whole, ...day.hours.flatMap((h) => h.parts)], clean: isDayClean(day) });
+    else if (hours.length > 0) rest.push({ parts: hours.flatMap((h) => h.parts), clean: isClean([], hours) });
+  }
+  return rest;
+}
+
+/** Counts one sidecar's reports that the query keeps, as DuckDB's filters would (the same doubles compared; created_at to the microsecond). */
+function sidecarCounter(query: WindowQuery, spec: StatsSpec, tally: StatsTally): (file: string) => void {
+  const bucketOf = bucketer(spec);
+  const startUs = query.startMs * 1000;
+  const endUs = query.endMs * 1000;
+  const bbox = query.bbox;
+  const need = { place: bbox !== undefined, area: spec.by === 'local_area', city: spec.by === 'city' || query.admin !== undefined };
+  return (file) => {
+    const r: StatsReports = readStatsSidecar(file, need);
+    const admin = query.admin === undefined ? -1 : r.cities.indexOf(query.admin);
+    if (admin < 0 && query.admin !== undefined) return;
+    // Keys: indexes into the sidecar's codes, the last slot for reports outside every city or barangay.
+    const codes = spec.by === 'local_area' ? r.areas : spec.by === 'city' ? r.cities : [];
+    const keyOf = spec.by === 'local_area' ? (i: number) => (r.area[i] === NO_AREA ? codes.length : r.area[i]!) : spec.by === 'city' ? (i: number) => (r.city[i] === NO_CITY ? codes.length : r.city[i]!) : () => codes.length;
+    const counts = new Map<number, Int32Array>();
+    let bucket = NaN;
+    let row: Int32Array = new Int32Array(0);
+    for (let i = firstAtOrAfter(r.createdUs, startUs); i < r.count; i++) {
+      const t = r.createdUs[i]!;
+      if (t > endUs) break;
+      if (admin >= 0 && r.city[i] !== admin) continue;
+      if (bbox) {
+        const x = r.lng[i]!;
+        const y = r.lat[i]!;
+        if (x < bbox[0] || x > bbox[2] || y < bbox[1] || y > bbox[3]) continue;
+      }
+      const b = bucketOf(t);
+      if (b !== bucket) {
+        bucket = b;
+        let known = counts.get(b);
+        if (!known) counts.set(b, (known = new Int32Array(codes.length + 1)));
+        row = known;
+      }
+      row[keyOf(i)]! += 1;
+    }
+    for (const [b, keys] of counts) {
+      keys.forEach((n, k) => {
+        if (n > 0) tally.add(b, k < codes.length ? codes[k]! : null, n);
+      });
+    }
+  };
 }
 
 /** Nulls last, then code order. */

@@ -17,7 +17,8 @@ import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import type { RenderCache } from './renderCache.js';
 import { filteredRows, type FeatureShape } from './sql.js';
-import { mergeStats, statsSql, type StatsRow, type StatsSpec } from './stats.js';
+import { countStats, type StatsRow, type StatsSpec } from './stats.js';
+import { statsInfoOf } from './statsSidecar.js';
 
 /** A page of a window: its batches, and where the next page starts when there is one. */
 export interface Page {
@@ -108,17 +109,8 @@ export class Window {
   }
 
   /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
-  async stats(spec: StatsSpec): Promise<StatsRow[]> {
-    const partials: { bucketMs: number; key: string | null; count: number }[] = [];
-    for (const bound of await this.monthly()) {
-      await this.ctx.db.withConnection(async (conn) => {
-        const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
-        for (const row of reader.getRowObjectsJS()) {
-          partials.push({ bucketMs: Number(row.bucket_ms), key: row.key === null ? null : String(row.key), count: Number(row.n) });
-        }
-      }, this.ctx.signal);
-    }
-    return mergeStats(partials, spec.offsetMinutes);
+  stats(spec: StatsSpec): Promise<StatsRow[]> {
+    return countStats(this.ctx, this.query, this.days, spec);
   }
 
   /** Writes the window as one GeoParquet file (archive columns and WKB geometry, newest first). */
@@ -172,6 +164,7 @@ export class Archive {
       signal: undefined,
       files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
       readyFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(readyInfoOf(p)))),
+      statsFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p)))),
     };
   }
 

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { listWindowParts, type HourParts } from '../archive/parts.js';
 import { backfillReadyTexts, deleteParts, publishPart } from '../archive/ready.js';
+import { backfillStatsSidecar } from '../archive/statsSidecar.js';
 import { mergeParts } from '../archive/rows.js';
 import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
@@ -69,6 +70,7 @@ export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledg
         // Already one part: it only needs its ready texts if it was written before them.
         const part = parts[0];
         if (part) await backfillReadyTexts(rt, part, await rt.cache.localFile(part), path.join(tmpDir, `${randomUUID()}.ready`));
+        if (part) await backfillStatsSidecar(rt, part, await rt.cache.localFile(part));
         continue;
       }
       await merge(parts, newDayPartKey(dayMs), dayMs);
