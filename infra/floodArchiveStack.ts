@@ -265,7 +265,7 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
   return [
     // ListBucket also makes a HEAD on a missing key answer 404 rather than 403.
     allow(['s3:ListBucket'], [bucket.bucketArn]),
-    allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'ready', 'cities')),
+    allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'ready', 'stats', 'cities')),
     // The change logs and their retention record: what an updated_after sync reads.
     allow(['s3:GetObject'], objects(bucket, 'changes')),
     allow(['s3:PutObject'], objects(bucket, 'ingest')),
@@ -284,8 +284,9 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
     allow(['s3:GetObject'], objects(bucket, 'ingest')),
     allow(['s3:DeleteObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`)]),
     allow(['s3:GetObject'], objects(bucket, 'cities')),
-    // Each part with its ready texts (ready/: the reports serialised once, for readers).
-    allow(['s3:PutObject'], objects(bucket, 'reports', 'ready', 'dead-letter')),
+    // Each part with its ready texts (ready/: the reports serialised once, for readers) and its
+    // stats sidecar (stats/: the columns counts are made of).
+    allow(['s3:PutObject'], objects(bucket, 'reports', 'ready', 'stats', 'dead-letter')),
     // Each flush's change log (updated_after), once its parts are durable.
     allow(['s3:PutObject'], objects(bucket, 'changes')),
     // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,
@@ -305,7 +306,7 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
 function schedulerPermissions(bucket: s3.IBucket, queue: sqs.IQueue, deadLetterQueue: sqs.IQueue): iam.PolicyStatement[] {
   return [
     allow(['s3:ListBucket'], [bucket.bucketArn]),
-    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'ingest', 'cities', 'jobs', 'events')),
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events')),
     // Reprocessing logs what it re-tags; compaction prunes the change logs past SYNC_RETENTION_DAYS.
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'changes')),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),

@@ -180,6 +180,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/ingest/*',
         's3:GetObject bucket/reports/*',
         's3:GetObject bucket/ready/*',
+        's3:GetObject bucket/stats/*',
         's3:GetObject bucket/cities/*',
         's3:GetObject bucket/changes/*',
         's3:PutObject bucket/ingest/*',
@@ -219,6 +220,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/cities/*',
         's3:PutObject bucket/reports/*',
         's3:PutObject bucket/ready/*',
+        's3:PutObject bucket/stats/*',
         's3:PutObject bucket/dead-letter/*',
         's3:PutObject bucket/changes/*',
         's3:PutObject bucket/ingest/pending/*',
@@ -239,6 +241,9 @@ describe('IAM: one least-privilege role per process', () => {
     // A part's ready texts are written with it, and read by the API.
     expect(allows(worker, 's3:PutObject', part.replace('/reports/', '/ready/'))).toBe(true);
     expect(allows(stack.taskRoles.api, 's3:GetObject', part.replace('/reports/', '/ready/'))).toBe(true);
+    // And its stats sidecar.
+    expect(allows(worker, 's3:PutObject', part.replace('/reports/', '/stats/'))).toBe(true);
+    expect(allows(stack.taskRoles.api, 's3:GetObject', part.replace('/reports/', '/stats/'))).toBe(true);
     expect(allows(worker, 's3:DeleteObject', marker)).toBe(true);
     expect(allows(worker, 's3:PutObject', marker)).toBe(true);
     // Reconciliation creates a key the API never got to write; deleting one stays out of reach.
@@ -254,7 +259,7 @@ describe('IAM: one least-privilege role per process', () => {
   });
 
   it('scheduler: read/write/delete on reports, ingest, cities and job leases; redrives the dead-letter queue', () => {
-    const objectGrants = ['reports', 'ready', 'ingest', 'cities', 'jobs', 'events', 'changes'].flatMap((prefix) =>
+    const objectGrants = ['reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events', 'changes'].flatMap((prefix) =>
       ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'].map((action) => `${action} bucket/${prefix}/*`),
     );
     expect(grants(stack.taskRoles.scheduler)).toEqual(
@@ -273,6 +278,7 @@ describe('IAM: one least-privilege role per process', () => {
     const scheduler = stack.taskRoles.scheduler;
     expect(allows(scheduler, 's3:PutObject', 'bucket/cities/current.json')).toBe(true);
     expect(allows(scheduler, 's3:DeleteObject', part)).toBe(true);
+    expect(allows(scheduler, 's3:DeleteObject', part.replace('/reports/', '/stats/'))).toBe(true);
     expect(allows(scheduler, 's3:PutObject', 'bucket/jobs/compaction.lease')).toBe(true);
     expect(allows(scheduler, 'sqs:ReceiveMessage', 'queue')).toBe(false);
     expect(allows(scheduler, 's3:PutObject', 'bucket/dead-letter/x.json')).toBe(false);
