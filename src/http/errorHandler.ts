@@ -32,7 +32,7 @@ interface BodyParserError {
 
 export function errorHandler(baseLog: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
-    // The request's own logger (with its request id) when pino-http made one.
+    // The request's own logger (with its request id) when the access log gave it one.
     const log = (req as { log?: Logger }).log ?? baseLog;
     if (req.socket.destroyed) {
       // The client hung up and its work was stopped (or failed writing to it): nobody to answer.

@@ -98,6 +98,22 @@ function migrate(db: Db): void {
   }).immediate();
 }
 
+/**
+ * Runs `fn` (one transaction of the caller's) with synchronous=NORMAL: its commit is not
+ * fsynced on the event loop, only ordered in the write-ahead log. It becomes durable with the next
+ * FULL commit on the database (every acceptance is one, and an fsync of the log keeps all that
+ * came before it) or the next checkpoint; a power cut may undo it alone, never a later commit.
+ * Only for writes that may be lost that way (queue receives and deletes: delivery is at least once).
+ */
+export function withoutFsync<T>(db: Db, fn: () => T): T {
+  db.pragma('synchronous = NORMAL');
+  try {
+    return guardSync(fn);
+  } finally {
+    db.pragma('synchronous = FULL');
+  }
+}
+
 /** SQLite errors a client cannot cause: locked, full, read-only, corrupt, I/O. */
 export function guardSync<T>(fn: () => T): T {
   try {

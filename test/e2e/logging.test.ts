@@ -25,6 +25,14 @@ describe('request logs', () => {
       // The partner's key name, never the key.
       expect(logged.partner).toMatch(/^key-[0-9a-f]{8}$/);
       expect(lines.join('\n')).not.toContain(API_KEY);
+
+      // A handler's own line carries its request (the id the caller sent) as well as the access line.
+      const retraction = await fetch(`${svc.url}/feeds/partner/501`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY, 'X-Request-Id': 'retract-501' } });
+      expect(retraction.status).toBe(200);
+      expect(retraction.headers.get('x-request-id')).toBe('retract-501');
+      const retracted = lines.map((l) => JSON.parse(l)).filter((l) => l.req?.id === 'retract-501');
+      expect(retracted.map((l) => l.msg)).toEqual(['report retracted', 'request completed']);
+      expect(retracted[0]).toMatchObject({ req: { method: 'DELETE', url: '/feeds/partner/501' }, pkey: 'partner-501' });
     } finally {
       await svc.stop();
     }

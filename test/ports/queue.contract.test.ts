@@ -182,4 +182,20 @@ describe('the SQLite queue across processes', () => {
     setTimeout(() => void new SqliteQueue(openLedgerDb(dir), 5).send(['late']), 300);
     expect((await waiting).map((m) => m.body)).toEqual(['late']);
   });
+
+  it('receives and deletes without an fsync of their own, and leaves every other write on the connection durable on commit', async () => {
+    const db = openLedgerDb(await tempDir());
+    const queue = new SqliteQueue(db, 5);
+    const FULL = 2;
+    await queue.send(['a', 'b']);
+    const got = await queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 });
+    expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
+    await queue.delete(got.map((m) => m.receipt));
+    expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
+    expect(await queue.depth()).toEqual({ visible: 0, inFlight: 0 });
+    // A receive that fails (the database went away) restores it too.
+    db.exec('DROP TABLE queue');
+    await expect(queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 })).rejects.toBeInstanceOf(UnavailableError);
+    expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
+  });
 });
