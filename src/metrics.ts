@@ -75,17 +75,6 @@ export class Metrics {
     help: 'Bytes held in the local cache of rendered archive hours',
     registers: [this.registry],
   });
-  readonly answerCacheRequests = new Counter({
-    name: 'parquet_cache_requests_total',
-    help: 'Whole Parquet answer cache look-ups by result (hit, miss)',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly answerCacheBytes = new Gauge({
-    name: 'parquet_cache_bytes',
-    help: 'Bytes held in the local cache of whole Parquet answers',
-    registers: [this.registry],
-  });
   readonly jobRuns = new Counter({
     name: 'job_runs_total',
     help: 'Scheduled job runs by job and result (ok, failed)',

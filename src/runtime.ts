@@ -7,7 +7,6 @@ import type { SNSClient } from '@aws-sdk/client-sns';
 import { Archive } from './archive/window.js';
 import { PartCache } from './archive/partCache.js';
 import { RenderCache } from './archive/renderCache.js';
-import { AnswerCache } from './archive/answerCache.js';
 import { BoundaryRepository } from './boundaries/repository.js';
 import type { Config } from './config.js';
 import { DuckDb } from './duckdb.js';
@@ -61,8 +60,6 @@ export interface Runtime {
   intake: Intake;
   reconciler: Reconciler;
   archive: Archive;
-  /** Whole Parquet answers, by window validator. */
-  answers: AnswerCache;
   cache: PartCache;
   worker: Worker;
   /** The index of what changed when (updated_after): the worker and reprocess write it, the scheduler prunes it. */
@@ -199,7 +196,6 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     intake: new Intake(ledger),
     reconciler: new Reconciler(ledger, log),
     archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics), archiveStates(ledger, changes)),
-    answers: new AnswerCache(path.join(config.cacheDir, 'parquet'), config.parquetCacheMaxBytes, metrics),
     cache,
     worker,
     changes,

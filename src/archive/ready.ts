@@ -13,13 +13,14 @@
 // hours follow each other (newest first) with one separator between them, so consecutive hours
 // are one byte range.
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import fs, { type FileHandle } from 'node:fs/promises';
 import { sqlString, type DuckDb } from '../duckdb.js';
 import { REPORTS_PREFIX } from '../reports/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { HOUR_MS } from './plan.js';
 import { batchMessages } from './arrow.js';
 import { arrowDayOf } from './exports.js';
+import { copyAnswerParquet } from './parquetAnswer.js';
 import { ITEM_SQL, type FeatureShape } from './sql.js';
 import { statsKeyOf, writeStatsSidecar } from './statsSidecar.js';
 
@@ -62,6 +63,12 @@ export interface ReadyIndex {
   hours: ReadyHour[];
   /** Where the per-report index starts, how many reports it has, and the city codes it names. */
   items: { at: number; count: number; codes: string[] };
+  /**
+   * The part's reports as a Parquet file in the answer's form (export columns and WKB geometry,
+   * newest first): a window's Parquet answer splices its row groups. Absent from sidecars
+   * written before it existed.
+   */
+  parquet?: ByteRange;
 }
 
 /** Where a part's ready texts live. */
@@ -81,9 +88,19 @@ export function readyInfoOf(part: ObjectInfo): ObjectInfo {
  * answer read from them is byte for byte the one DuckDB would build.
  */
 export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
-  const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS ${shape}`);
   const from = `FROM read_parquet(${sqlString(partFile)}) WHERE status <> 'retracted'`;
+  const answerParquet = `${out}.parquet`;
+  try {
+    await writeReady(db, from, answerParquet, out);
+  } finally {
+    await fs.rm(answerParquet, { force: true });
+  }
+}
+
+async function writeReady(db: DuckDb, from: string, answerParquet: string, out: string): Promise<void> {
+  const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS ${shape}`);
   const [rows, items, arrow] = await db.withConnection(async (conn) => {
+    await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
     const hours = await conn.runAndReadAll(
       `SELECT epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS} AS hour_ms, count(*)::INTEGER AS n,
           min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
@@ -167,7 +184,10 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
   });
   if (codes.length > 254) throw new Error('a part holds more than 254 cities');
   body.push(new Uint8Array(block));
-  const index: ReadyIndex = { version: 2, hours, items: { at: itemsAt, count: n, codes } };
+  const parquetAt = itemsAt + block.byteLength;
+  const parquet = await fs.readFile(answerParquet);
+  body.push(parquet);
+  const index: ReadyIndex = { version: 2, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
   // One write: given the pieces, writeFile awaits a write per piece (thousands for a busy part).
   await fs.writeFile(out, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]));
 }
@@ -260,6 +280,20 @@ function readyFileOf(fd: number, file: string): ReadyFile {
     }
     if (got === 0) throw new Error(`ready texts without an index: ${file}`);
     if (n === buf.length) buf = Buffer.concat([buf, Buffer.allocUnsafe(buf.length)]);
+  }
+}
+
+/**
+ * A sidecar opened for reading later: the handle keeps this version of it readable (a purge
+ * replaces the file, never changes it in place), and the index is the one of that version.
+ */
+export async function openReady(file: string): Promise<{ handle: FileHandle; ready: ReadyFile }> {
+  const handle = await fs.open(file, 'r');
+  try {
+    return { handle, ready: current(handle.fd, readReadyIndex(file)) };
+  } catch (err) {
+    await handle.close();
+    throw err;
   }
 }
 

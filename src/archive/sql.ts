@@ -111,6 +111,9 @@ export const ITEM_SQL: Record<FeatureShape, string> = {
   topojson: `to_json({'type': 'Point', 'coordinates': [lng, lat], 'properties': ${PROPERTIES}})::VARCHAR`,
 };
 
+/** The order of every answer: newest first, ties by pkey. */
+export const ANSWER_ORDER = 'ORDER BY created_at DESC, pkey DESC';
+
 /** The archive columns researchers get in bulk formats (Parquet and Arrow), in order; then the WKB geometry. */
 export const EXPORT_COLUMNS = [
   'pkey',

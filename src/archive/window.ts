@@ -2,13 +2,18 @@
 // day) and returns a `Window` that answers everything about it from that plan: its tag, its
 // serialised reports, its count and stats, its Parquet file and its Arrow stream.
 import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { DuckDb } from '../duckdb.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { SERVICE_VERSION } from '../version.js';
 import { arrowStream } from './arrow.js';
 import type { WindowContext } from './context.js';
-import { arrowDayBatches, writeWindowParquet, type ArrowDay } from './exports.js';
+import { arrowDayBatches, type ArrowDay } from './exports.js';
+import { windowParquet } from './parquetAnswer.js';
+import type { ParquetAnswer } from './parquetSplice.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
 import { queryKey, type WindowQuery } from './query.js';
@@ -113,9 +118,18 @@ export class Window {
     return countStats(this.ctx, this.query, this.days, spec);
   }
 
-  /** Writes the window as one GeoParquet file (archive columns and WKB geometry, newest first). */
-  writeParquet(out: string): Promise<void> {
-    return writeWindowParquet(this.ctx, this.query, this.days, out);
+  /**
+   * The window as one GeoParquet file (archive columns and WKB geometry, newest first), its
+   * size known before it is sent. `tmpDir`: where DuckDB writes what cannot be copied.
+   */
+  parquet(tmpDir: string): Promise<ParquetAnswer> {
+    return windowParquet(this.ctx, this.query, this.days, tmpDir);
+  }
+
+  /** Writes the window's GeoParquet answer to `out`. */
+  async writeParquet(out: string): Promise<void> {
+    const answer = await this.parquet(path.dirname(out));
+    await pipeline(Readable.from(answer.chunks()), createWriteStream(out));
   }
 
   /**

@@ -100,7 +100,6 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
       maxWindowMs: rt.config.archiveMaxWindowMs,
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
       tmpDir: path.join(rt.config.dataDir, 'tmp', 'exports'),
-      answers: rt.answers,
       cursors,
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),

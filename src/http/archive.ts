@@ -1,12 +1,9 @@
 // GET /reports/archive (and /count): a time window of archived reports,
 // streamed newest first, as JSON (GeoJSON or TopoJSON) or in bulk formats.
-import { createHash, randomUUID } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
-import type { AnswerCache } from '../archive/answerCache.js';
 import type { Cursor, WindowQuery } from '../archive/query.js';
 import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../errors.js';
@@ -41,9 +38,8 @@ export interface ArchiveRouteDeps {
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
   closedAfterMs: number;
+  /** Where DuckDB writes the parts of Parquet answers it cannot copy from the store. */
   tmpDir: string;
-  /** Whole Parquet answers already written, by window validator. */
-  answers: AnswerCache;
   /** Signs and checks the cursors of pages. */
   cursors: CursorCodec;
 }
@@ -143,7 +139,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const inline = format === 'json' || format === 'geojson' || format === 'topojson';
     res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
 
-    if (format === 'parquet') return sendParquet(res, deps, window, tag);
+    if (format === 'parquet') return sendParquet(res, deps, window);
     if (format === 'arrow') {
       await send(window.arrow(), encoding, res);
       return;
@@ -191,28 +187,11 @@ async function* toAsync<T>(items: T[]): AsyncIterable<T> {
   yield* items;
 }
 
-/** A Parquet file by DuckDB, or the same bytes from the answer cache (same validator, same bytes). */
-async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window, tag: string): Promise<void> {
-  let answer = await deps.answers.open(tag);
-  if (!answer) {
-    await fs.mkdir(deps.tmpDir, { recursive: true });
-    const file = path.join(deps.tmpDir, `${randomUUID()}.parquet`);
-    try {
-      await window.writeParquet(file);
-      // Opened before it moves into the cache, so an eviction meanwhile cannot take it away.
-      const handle = await fs.open(file, 'r');
-      answer = { handle, size: (await handle.stat()).size };
-      // A cache that cannot keep it costs the next pull its time, not this one its answer.
-      await deps.answers.adopt(tag, file).catch(() => false);
-    } catch (err) {
-      await answer?.handle.close();
-      throw err;
-    } finally {
-      await fs.rm(file, { force: true });
-    }
-  }
+/** The window's Parquet file, its length known before the first byte. */
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window): Promise<void> {
+  const answer = await window.parquet(deps.tmpDir);
   res.set('Content-Length', String(answer.size));
-  await pipeline(answer.handle.createReadStream(), res);
+  await pipeline(Readable.from(answer.chunks()), res);
 }
 
 /** A sync's answer (updated_after) changes as changes arrive: never closed, never an ETag. */

@@ -3,7 +3,7 @@
 // file, fsync'd, renamed (or linked, for create-if-absent) into place, and its
 // directory fsync'd.
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, linkSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { constants as fsc, linkSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
@@ -95,7 +95,26 @@ export class FileObjectStore implements ObjectStore {
           }),
         ),
       );
+      for (const dir of new Set(files.map((f) => path.dirname(f)))) this.pruneEmpty(dir);
     });
+  }
+
+  /**
+   * Removes `dir` and its parents while they are empty (never the root), as S3 keeps no empty
+   * "folders": compaction empties 24 hour folders a day, and a listing of a year otherwise
+   * walks thousands of them. A writer racing the removal recreates the folder (`writeTemp`).
+   */
+  private pruneEmpty(dir: string): void {
+    for (let d = dir; d.startsWith(this.root + path.sep); d = path.dirname(d)) {
+      try {
+        rmdirSync(d);
+      } catch {
+        // Not empty, already gone, or not ours to remove (a read-only store): an empty folder
+        // costs a listing a little time, never a wrong answer.
+        return;
+      }
+      this.dirs.delete(d);
+    }
   }
 
   async *list(options: ListOptions): AsyncIterable<ObjectInfo> {
@@ -118,6 +137,9 @@ export class FileObjectStore implements ObjectStore {
       if (isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) return;
       throw new UnavailableError('storage', 'object store directory unreadable', { cause: err });
     }
+    // An empty folder (left by a release that did not prune, or by a crash between a delete
+    // and its pruning) is removed when met, so the next listing need not walk it.
+    if (entries.length === 0 && dirKey !== '') this.pruneEmpty(dir);
     // Sort as keys sort (a directory's keys continue with '/'), so the walk yields S3's order.
     const named = entries
       .filter((e) => !e.name.includes(TMP_MARK))
@@ -197,9 +219,18 @@ export class FileObjectStore implements ObjectStore {
   }
 
   private async writeTemp(file: string, body: Buffer | string): Promise<string> {
-    await this.ensureDir(path.dirname(file));
+    const dir = path.dirname(file);
+    await this.ensureDir(dir);
     const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
-    await writeDurably(tmp, 'wx', body);
+    try {
+      await writeDurably(tmp, 'wx', body);
+    } catch (err) {
+      if (!isCode(err, 'ENOENT')) throw err;
+      // The folder was pruned (by this process or another) since it was made: make it again.
+      this.dirs.delete(dir);
+      await this.ensureDir(dir);
+      await writeDurably(tmp, 'wx', body);
+    }
     return tmp;
   }
 }

@@ -147,3 +147,38 @@ describe('object store failures', () => {
     await expect(store.put('a/b', 'x')).rejects.toBeInstanceOf(UnavailableError);
   });
 });
+
+describe('file store folders', () => {
+  it('leaves no empty folder behind a delete (as S3 has none), and never removes its root', async () => {
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    await store.put('reports/v1/day=01/hour=00/part-a.parquet', 'x');
+    await store.put('reports/v1/day=01/hour=all/part-b.parquet', 'x');
+    await store.delete(['reports/v1/day=01/hour=00/part-a.parquet']);
+    expect(await fs.readdir(path.join(root, 'reports/v1/day=01'))).toEqual(['hour=all']);
+    await store.delete(['reports/v1/day=01/hour=all/part-b.parquet']);
+    expect(await fs.readdir(root)).toEqual([]);
+  });
+
+  it('a write into a folder another process pruned meanwhile still lands', async () => {
+    const root = await tempDir();
+    const writer = new FileObjectStore(root);
+    const other = new FileObjectStore(root);
+    await writer.put('ingest/pending/p/1.json', '1');
+    // `other` deletes the last key: the folder `writer` knows it made is gone.
+    await other.delete(['ingest/pending/p/1.json']);
+    await expect(fs.stat(path.join(root, 'ingest'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await writer.put('ingest/pending/p/2.json', '2');
+    expect(await writer.putIfAbsent('ingest/pending/p/3.json', '3')).toBe(true);
+    expect(await collect(other.list({ prefix: 'ingest/' }))).toEqual(['ingest/pending/p/2.json', 'ingest/pending/p/3.json']);
+  });
+
+  it('a listing removes the empty folders it meets (left by older releases)', async () => {
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    await store.put('reports/v1/day=01/hour=all/part-b.parquet', 'x');
+    for (const h of ['00', '01', '02']) await fs.mkdir(path.join(root, `reports/v1/day=01/hour=${h}`));
+    expect(await collect(store.list({ prefix: 'reports/' }))).toEqual(['reports/v1/day=01/hour=all/part-b.parquet']);
+    expect(await fs.readdir(path.join(root, 'reports/v1/day=01'))).toEqual(['hour=all']);
+  });
+});
