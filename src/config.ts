@@ -27,8 +27,6 @@ export interface Config {
   archiveMaxWindowMs: number;
   cacheDir: string;
   cacheMaxBytes: number;
-  /** Bound of the cache of rendered archive hours (under cacheDir); 0 turns it off. */
-  renderCacheMaxBytes: number;
   /** DuckDB's memory bound (it spills to disk beyond it), e.g. "256MB". */
   duckdbMemoryLimit: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -104,7 +102,6 @@ const envSchema = {
     EXPLORER_MAX_POINTS: { type: 'integer', minimum: 0, maximum: 200000 },
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
-    RENDER_CACHE_MAX_BYTES: { type: 'integer', minimum: 0 },
     DUCKDB_MEMORY_LIMIT: { type: 'string', pattern: '^[1-9]\\d*(KB|MB|GB)$' },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
@@ -200,7 +197,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
-    renderCacheMaxBytes: Number(v.RENDER_CACHE_MAX_BYTES ?? 3 * 1024 ** 3),
     duckdbMemoryLimit: String(v.DUCKDB_MEMORY_LIMIT ?? '256MB'),
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
     worker: { maxBufferedReports: 5000, maxReceives: 5 },

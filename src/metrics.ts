@@ -64,17 +64,6 @@ export class Metrics {
     help: 'Bytes held in the local archive part cache',
     registers: [this.registry],
   });
-  readonly renderCacheRequests = new Counter({
-    name: 'render_cache_requests_total',
-    help: 'Rendered-hour cache look-ups by result (hit, miss)',
-    labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly renderCacheBytes = new Gauge({
-    name: 'render_cache_bytes',
-    help: 'Bytes held in the local cache of rendered archive hours',
-    registers: [this.registry],
-  });
   readonly jobRuns = new Counter({
     name: 'job_runs_total',
     help: 'Scheduled job runs by job and result (ok, failed)',

@@ -6,7 +6,6 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SNSClient } from '@aws-sdk/client-sns';
 import { Archive } from './archive/window.js';
 import { PartCache } from './archive/partCache.js';
-import { RenderCache } from './archive/renderCache.js';
 import { BoundaryRepository } from './boundaries/repository.js';
 import type { Config } from './config.js';
 import { DuckDb } from './duckdb.js';
@@ -195,7 +194,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     boundaries,
     intake: new Intake(ledger),
     reconciler: new Reconciler(ledger, log),
-    archive: new Archive(store, cache, db, new RenderCache(path.join(config.cacheDir, 'rendered'), config.renderCacheMaxBytes, metrics), archiveStates(ledger, changes)),
+    archive: new Archive(store, cache, db, archiveStates(ledger, changes)),
     cache,
     worker,
     changes,

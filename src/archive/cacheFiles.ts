@@ -1,4 +1,4 @@
-// The files of one local cache directory (rendered hours, Parquet answers): their sizes
+// The files of one local cache directory (the part cache): their sizes
 // against a byte bound, least recently used first out, and adoption of what an earlier
 // run left, so a restart keeps its warm cache.
 import fs from 'node:fs/promises';

@@ -1,7 +1,6 @@
-// What the pieces of a window share: the engine, the local files of parts, the render cache.
+// What the pieces of a window share: the engine, the local files of parts and of their ready texts.
 import type { DuckDb } from '../duckdb.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import type { RenderCache } from './renderCache.js';
 
 export interface WindowContext {
   db: DuckDb;
@@ -11,8 +10,6 @@ export interface WindowContext {
   readyFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
   /** Local paths of the parts' stats sidecars (statsSidecar.ts), undefined for a part that has none. */
   statsFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
-  /** Rendered hours; without it every answer is built by DuckDB. */
-  rendered: RenderCache | undefined;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */
   signal: AbortSignal | undefined;
 }

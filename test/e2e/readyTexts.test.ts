@@ -61,8 +61,7 @@ async function withoutReadyTexts<T = string[]>(read: () => Promise<T> = answers 
 }
 
 beforeAll(async () => {
-  // No render cache: every answer is read from ready texts or built by DuckDB.
-  svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { RENDER_CACHE_MAX_BYTES: '0' })));
+  svc = await startTestService(await testRuntime(await testConfig('embedded')));
   // Three reports an hour, with texts that need escaping, two cities.
   for (let i = 0; i < 72; i++) {
     const qc = i % 2 === 0;
