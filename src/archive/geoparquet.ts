@@ -4,7 +4,7 @@
 // extension is downloaded at run time (impossible on locked-down hosts), so the
 // WKB is built in plain SQL: byte order 01, type 1 (Point), then x and y as
 // little-endian IEEE 754 doubles, whose bits come from exact arithmetic.
-import type { DuckDBConnection, DuckDBType, DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../duckdb.js';
 
 /** Macros (per connection, temporary) that turn lng/lat into the 21 bytes of a WKB Point. */
@@ -54,14 +54,6 @@ export function geoMetadata(bbox: Bbox | undefined): string {
 /** The options of a DuckDB COPY … (FORMAT parquet, …) that put the `geo` metadata in the file. */
 export function geoCopyOption(bbox: Bbox | undefined): string {
   return `KV_METADATA {geo: ${sqlString(geoMetadata(bbox))}}`;
-}
-
-/** The bbox of the rows a query selects (its lng and lat columns), undefined when there are none. */
-export async function bboxOf(conn: DuckDBConnection, from: string, values?: Record<string, DuckDBValue>, types?: Record<string, DuckDBType>): Promise<Bbox | undefined> {
-  const reader = await conn.runAndReadAll(`SELECT min(lng), min(lat), max(lng), max(lat) FROM ${from}`, values, types);
-  const row = reader.getRowsJS()[0] as (number | null)[] | undefined;
-  if (!row || row[0] === null) return undefined;
-  return row as Bbox;
 }
 
 /**
