@@ -465,21 +465,21 @@ async function load(state) {
     }
     const params = windowParams(range, state.admin);
     const interval = intervalFor(range);
-    const countAnswer = api(`/reports/archive/count?${params}`);
+    // The series' total is the window's count (the same filters): no separate /count request.
     const areaAnswer = api(`/reports/archive/stats?${params}&interval=month&by=local_area&tz=%2B0800`);
     const seriesAnswer = api(`/reports/archive/stats?${params}&interval=${interval}&tz=%2B0800`);
     // Each is awaited below; these handlers only keep a failure of one awaited later from being reported as unhandled.
-    for (const p of [countAnswer, areaAnswer, seriesAnswer]) p.catch(() => {});
+    for (const p of [areaAnswer, seriesAnswer]) p.catch(() => {});
     // The map first, as soon as its counts are in; the chart and the count follow.
     const byArea = await areaAnswer;
     if (mine !== generation) return;
     const perArea = new Map();
     for (const r of byArea.result.rows) if (r.key !== null) perArea.set(r.key, (perArea.get(r.key) ?? 0) + r.count);
     drawChoropleth(perArea);
-    const [count, series] = await Promise.all([countAnswer, seriesAnswer]);
+    const series = await seriesAnswer;
     if (mine !== generation) return;
     drawChart(series.result.rows, range, interval);
-    const n = count.result.count;
+    const n = series.result.total;
     drawDownloads(params, n);
     if (n === 0) {
       drawPoints([]);

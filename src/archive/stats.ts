@@ -82,27 +82,27 @@ export class StatsTally {
 }
 
 /**
- * The bucket of a report created at `us` (epoch µs), as `statsSql` computes it in DuckDB: its
- * integer division truncates, and epoch_ms truncates the microseconds.
+ * The bucket of a report created at `us` (epoch µs) as `statsSql` computes it in DuckDB (its
+ * integer division truncates, and epoch_ms truncates the microseconds), and the created_at
+ * range [fromUs, toUs) that shares it: reports come oldest first, so the bucket is worked out
+ * again only when one falls outside the last range.
  */
-export function bucketer(spec: StatsSpec): (us: number) => number {
+export function bucketer(spec: StatsSpec): (us: number) => { bucketMs: number; fromUs: number; toUs: number } {
   const off = spec.offsetMinutes * 60_000;
   const len = FIXED_MS[spec.interval];
   if (len !== undefined) {
     const origin = spec.interval === 'week' ? WEEK_ORIGIN_MS : 0;
-    return (us) => Math.trunc((Math.trunc(us / 1000) + off - origin) / len) * len + origin - off;
+    return (us) => {
+      const shifted = Math.trunc(us / 1000) + off - origin;
+      const bucketMs = Math.trunc(shifted / len) * len + origin - off;
+      // Before the first bucket past the epoch truncation is not flooring: that report's range is its own millisecond.
+      return shifted < 0 ? { bucketMs, fromUs: us, toUs: us } : { bucketMs, fromUs: bucketMs * 1000, toUs: (bucketMs + len) * 1000 };
+    };
   }
-  // Months: the calendar once per month met, not per report ([lo, hi): created_at in ms).
-  let lo = 0;
-  let hi = -1;
   return (us) => {
-    const ms = Math.floor(us / 1000);
-    if (ms < lo || ms >= hi) {
-      const local = new Date(ms + off);
-      lo = Date.UTC(local.getUTCFullYear(), local.getUTCMonth(), 1) - off;
-      hi = Date.UTC(local.getUTCFullYear(), local.getUTCMonth() + 1, 1) - off;
-    }
-    return lo;
+    const local = new Date(Math.floor(us / 1000) + off);
+    const bucketMs = Date.UTC(local.getUTCFullYear(), local.getUTCMonth(), 1) - off;
+    return { bucketMs, fromUs: bucketMs * 1000, toUs: (Date.UTC(local.getUTCFullYear(), local.getUTCMonth() + 1, 1) - off) * 1000 };
   };
 }
 
@@ -191,11 +191,13 @@ function sidecarCounter(query: WindowQuery, spec: StatsSpec, tally: StatsTally):
     const r: StatsReports = readStatsSidecar(file, need);
     const admin = query.admin === undefined ? -1 : r.cities.indexOf(query.admin);
     if (admin < 0 && query.admin !== undefined) return;
-    // Keys: indexes into the sidecar's codes, the last slot for reports outside every city or barangay.
+    // Keys: indexes into the sidecar's codes; the last slot for reports outside every city or barangay (and for by=none).
     const codes = spec.by === 'local_area' ? r.areas : spec.by === 'city' ? r.cities : [];
-    const keyOf = spec.by === 'local_area' ? (i: number) => (r.area[i] === NO_AREA ? codes.length : r.area[i]!) : spec.by === 'city' ? (i: number) => (r.city[i] === NO_CITY ? codes.length : r.city[i]!) : () => codes.length;
+    const column = spec.by === 'local_area' ? r.area : spec.by === 'city' ? r.city : undefined;
+    const none = spec.by === 'local_area' ? NO_AREA : NO_CITY;
     const counts = new Map<number, Int32Array>();
-    let bucket = NaN;
+    let fromUs = Infinity;
+    let toUs = -Infinity;
     let row: Int32Array = new Int32Array(0);
     for (let i = firstAtOrAfter(r.createdUs, startUs); i < r.count; i++) {
       const t = r.createdUs[i]!;
@@ -206,14 +208,15 @@ function sidecarCounter(query: WindowQuery, spec: StatsSpec, tally: StatsTally):
         const y = r.lat[i]!;
         if (x < bbox[0] || x > bbox[2] || y < bbox[1] || y > bbox[3]) continue;
       }
-      const b = bucketOf(t);
-      if (b !== bucket) {
-        bucket = b;
-        let known = counts.get(b);
-        if (!known) counts.set(b, (known = new Int32Array(codes.length + 1)));
+      if (t < fromUs || t >= toUs) {
+        const b = bucketOf(t);
+        ({ fromUs, toUs } = b);
+        let known = counts.get(b.bucketMs);
+        if (!known) counts.set(b.bucketMs, (known = new Int32Array(codes.length + 1)));
         row = known;
       }
-      row[keyOf(i)]! += 1;
+      const k = column === undefined ? none : column[i]!;
+      row[k === none ? codes.length : k]! += 1;
     }
     for (const [b, keys] of counts) {
       keys.forEach((n, k) => {

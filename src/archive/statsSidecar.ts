@@ -146,20 +146,26 @@ export function readStatsSidecar(file: string, need: StatsColumns): StatsReports
     if (header.version !== 1) throw new Error(`unknown stats sidecar version in ${file}`);
     const n = header.count;
     const base = align8(eol + 1);
-    const block = new ArrayBuffer(n * REPORT_BYTES);
-    const bytes = new Uint8Array(block);
-    const read = (from: number, to: number) => {
-      for (let off = from; off < to; ) {
-        const r = readSync(fd, bytes, off, to - off, base + off);
+    // Each column into its own array: the columns not asked for are never allocated.
+    const read = <T extends ArrayBufferView>(column: T, at: number): T => {
+      const bytes = new Uint8Array(column.buffer, column.byteOffset, column.byteLength);
+      for (let off = 0; off < bytes.byteLength; ) {
+        const r = readSync(fd, bytes, off, bytes.byteLength - off, base + at + off);
         if (r === 0) throw new Error(`stats sidecar truncated: ${file}`);
         off += r;
       }
+      return column;
     };
-    read(0, 8 * n);
-    if (need.place) read(8 * n, 24 * n);
-    if (need.area) read(24 * n, 26 * n);
-    if (need.city) read(26 * n, 27 * n);
-    return { count: n, cities: header.cities, areas: header.areas, ...columnsOf(block, 0, n) };
+    return {
+      count: n,
+      cities: header.cities,
+      areas: header.areas,
+      createdUs: read(new Float64Array(n), 0),
+      lng: need.place ? read(new Float64Array(n), 8 * n) : new Float64Array(0),
+      lat: need.place ? read(new Float64Array(n), 16 * n) : new Float64Array(0),
+      area: need.area ? read(new Uint16Array(n), 24 * n) : new Uint16Array(0),
+      city: need.city ? read(new Uint8Array(n), 26 * n) : new Uint8Array(0),
+    };
   } finally {
     closeSync(fd);
   }
