@@ -1,9 +1,11 @@
 // The request id and the access log: one short JSON line per request, written when its answer
 // is finished (or the client hung up), with the id the answer carries in X-Request-Id. A
-// request's own logger (`req.log`, the same id on each of its lines) is made only when a handler
-// logs something: most requests never do, and a child logger per request cost more than the line.
+// request's own logger (`req.log`, this request on each of its lines) is made only when a
+// handler logs something: most requests never do, and a child logger per request cost more
+// than the line.
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler, Response } from 'express';
+import type { IncomingMessage } from 'node:http';
+import type { Express, Response } from 'express';
 import type { Logger } from '../log.js';
 import { redactUrl } from './queryGuards.js';
 
@@ -17,6 +19,15 @@ declare module 'http' {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+const SEEN = Symbol('access log');
+
+interface Seen {
+  /** What ops read of the request: id, method, path, client; no headers (costly, and may carry secrets). */
+  described: () => object;
+  own: Logger | undefined;
+}
+
+type Tracked = IncomingMessage & { [SEEN]?: Seen };
 
 export interface AccessLogOptions {
   /** API keys: a key sent in a URL (refused by queryGuard) must not reach the log. */
@@ -25,15 +36,25 @@ export interface AccessLogOptions {
   quietPaths: ReadonlySet<string>;
 }
 
-export function accessLog(log: Logger, options: AccessLogOptions): RequestHandler {
-  return (req, res, next) => {
+/** Installs the access log as the app's first middleware. */
+export function useAccessLog(app: Express, log: Logger, options: AccessLogOptions): void {
+  // On the requests' prototype, once: a getter defined on each request would give every request
+  // object a shape of its own, and slow every later property read on it.
+  Object.defineProperty(app.request, 'log', {
+    configurable: true,
+    get(this: Tracked): Logger {
+      const seen = this[SEEN];
+      if (!seen) return log;
+      return (seen.own ??= log.child({ req: seen.described() }));
+    },
+  });
+  const lines = log.isLevelEnabled('info');
+  app.use((req, res, next) => {
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
     const startedAt = Date.now();
-    // What ops read (id, method, path, client), and no headers: they cost more to serialise than
-    // the rest of a post and may carry secrets.
     const described = () => ({
       id,
       method: req.method,
@@ -41,19 +62,11 @@ export function accessLog(log: Logger, options: AccessLogOptions): RequestHandle
       remoteAddress: req.socket?.remoteAddress,
       userAgent: req.headers['user-agent'],
     });
-    let own: Logger | undefined;
-    Object.defineProperty(req, 'log', { configurable: true, enumerable: false, get: () => (own ??= log.child({ req: described() })) });
-    if (log.isLevelEnabled('info') && !options.quietPaths.has(req.url)) {
-      const done = () => {
-        res.off('finish', done);
-        res.off('close', done);
-        line(log, res, described(), Date.now() - startedAt);
-      };
-      res.on('finish', done);
-      res.on('close', done);
-    }
+    (req as Tracked)[SEEN] = { described, own: undefined };
+    // 'close' comes after 'finish' on every answer, and alone when the client hung up first.
+    if (lines && !options.quietPaths.has(req.url)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
     next();
-  };
+  });
 }
 
 function line(log: Logger, res: Response, req: object, responseTime: number): void {

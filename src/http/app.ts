@@ -6,7 +6,7 @@ import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { accessLog } from './accessLog.js';
+import { useAccessLog } from './accessLog.js';
 import { archiveRouter } from './archive.js';
 import { cursorSecret } from '../cursorSecret.js';
 import { citiesRouter } from './cities.js';
@@ -69,7 +69,7 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
   app.set('trust proxy', rt.config.trustProxy);
 
   // A request id on every log line and in the X-Request-Id answer header.
-  app.use(accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']) }));
+  useAccessLog(app, rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']) });
   app.use(queryGuard);
   app.use(requestMetrics(rt));
   app.use(cors);

@@ -43,8 +43,10 @@ const commit = db.transaction((rows, now) =>
     return created;
   }),
 );
-parentPort.on('message', ({ id, rows, now }) => {
+parentPort.on('message', ({ id, flat, now }) => {
   try {
+    const rows = [];
+    for (let i = 0; i < flat.length; i += 5) rows.push({ source: flat[i], post_id: flat[i + 1], pkey: flat[i + 2], created_at_ms: flat[i + 3], body: flat[i + 4] });
     parentPort.postMessage({ id, created: commit.immediate(rows, now) });
   } catch (err) {
     parentPort.postMessage({ id, error: { code: err && err.code, message: String(err && err.message) } });
@@ -118,7 +120,10 @@ export class CommitThread {
     const worker = this.thread();
     // Held only while a commit is under way: an idle thread never keeps the process alive.
     worker.ref();
-    worker.postMessage({ id, rows: batch.map((w) => w.row), now: (this.options.now ?? Date.now)() });
+    // The rows as one flat array of their fields: cloned to the thread faster than objects.
+    const flat: (string | number)[] = [];
+    for (const { row } of batch) flat.push(row.source, row.post_id, row.pkey, row.created_at_ms, row.body);
+    worker.postMessage({ id, flat, now: (this.options.now ?? Date.now)() });
   }
 
   private thread(): Worker {
