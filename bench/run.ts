@@ -61,6 +61,11 @@ function peakRssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
+/** CPU time (user + system, ms) of a process's thread: its main thread when `tid` is its pid. */
+function threadCpuMs(pid: number, tid = pid): number {
+  const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
+}
 function peakRssMbOrZero(pid: number | undefined): number {
   try {
     return pid === undefined ? 0 : peakRssMb(pid);
@@ -209,15 +214,17 @@ function startFloor(file: string): Promise<Server> {
 
 /**
  * Ingest throughput and freshness with `clients` partners posting at once, against `all`, or
- * against `serve` and `worker` started apart on one DATA_DIR (they share the SQLite queue).
+ * against `serve` and `worker` started apart on one DATA_DIR (they share the SQLite queue), or
+ * against `serve` alone ('api-only': nothing archives, so no freshness; what the API costs
+ * without a worker on its event loop or its cores).
  */
-async function ingestScenario(clients: number, split: boolean): Promise<void> {
+async function ingestScenario(clients: number, split: boolean | 'api-only'): Promise<void> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-ingest-'));
   const flush = 5;
   // The freshness watchers poll often: the read limit would answer them 429 and skew the figure.
   const env = { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' };
   const server = await startServer(env, { role: split ? 'serve' : 'all', apiKey: API_KEY });
-  const worker = split ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY }) : undefined;
+  const worker = split === true ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY }) : undefined;
   const base = Date.UTC(2026, 10, 20, 0, 0, 0);
   let next = 0;
   /** 16 clients post reports until `end`; `accepted` hears of each 201. */
@@ -248,12 +255,19 @@ async function ingestScenario(clients: number, split: boolean): Promise<void> {
   // Throughput: partners posting, nobody else asking (as the reference figure was taken).
   const latencies: number[] = [];
   const t0 = performance.now();
+  // Where the CPU goes: the server's event loop (what bounds it), and this client, which runs on
+  // the same cores and is part of the figure.
+  const loop0 = threadCpuMs(server.pid);
+  const client0 = process.cpuUsage();
   await postUntil(INGEST, (_i, _c, sentAt, acceptedAt) => latencies.push(acceptedAt - sentAt));
   const seconds = (performance.now() - t0) / 1000;
+  const loopUs = Math.round(((threadCpuMs(server.pid) - loop0) * 1000) / INGEST);
+  const client = process.cpuUsage(client0);
+  const clientUs = Math.round((client.user + client.system) / INGEST);
 
   // Freshness under the same load: 40 of the next reports are watched until the archive shows them.
-  const freshnessReports = Math.max(400, Math.floor(INGEST / 2));
-  const every = Math.floor(freshnessReports / 40);
+  const freshnessReports = split === 'api-only' ? 0 : Math.max(400, Math.floor(INGEST / 2));
+  const every = Math.max(1, Math.floor(freshnessReports / 40));
   const freshness: number[] = [];
   const watchers: Promise<void>[] = [];
   await postUntil(INGEST + freshnessReports, (i, createdMs, _s, acceptedAt) => {
@@ -263,16 +277,18 @@ async function ingestScenario(clients: number, split: boolean): Promise<void> {
   await server.stop();
   await worker?.stop();
   results.push({
-    scenario: `ingest (embedded, durable acceptance, concurrency ${clients}${split ? ', serve and worker apart' : ''})`,
+    scenario: `ingest (embedded, durable acceptance, concurrency ${clients}${split === true ? ', serve and worker apart' : split ? ', serve alone: nothing archives' : ''})`,
     rows: [
       {
         reports: INGEST,
         'accepted/s': Math.round(INGEST / seconds),
         'p50 ms': Math.round(pct(latencies, 50) * 10) / 10,
         'p99 ms': Math.round(pct(latencies, 99) * 10) / 10,
+        'API event loop CPU µs/post': loopUs,
+        'bench client CPU µs/post': clientUs,
         'flush interval s': flush,
-        'freshness p50 s': Math.round(pct(freshness, 50) / 100) / 10,
-        'freshness p95 s': Math.round(pct(freshness, 95) / 100) / 10,
+        'freshness p50 s': freshness.length ? Math.round(pct(freshness, 50) / 100) / 10 : '-',
+        'freshness p95 s': freshness.length ? Math.round(pct(freshness, 95) / 100) / 10 : '-',
       },
     ],
   });
@@ -516,6 +532,7 @@ async function main(): Promise<void> {
     await ingestScenario(16, false);
     await ingestScenario(64, false);
     await ingestScenario(16, true);
+    await ingestScenario(16, 'api-only');
   }
 
   for (const r of results) printTable(r.scenario, r.rows);
