@@ -105,7 +105,8 @@ describe.skipIf(!HAS_SHARED_PH)('archive statistics and barangay boundaries', ()
   it('a closed window has a strong ETag and answers If-None-Match with 304', async () => {
     const first = await fetch(statsUrl(svc, 'interval=day&by=city'), { headers: { 'User-Agent': 't/1' } });
     const etag = first.headers.get('etag');
-    expect(etag).toMatch(/^"[^W]/);
+    // Strong: quoted, without the weak prefix W/.
+    expect(etag).toMatch(/^"[^"]+"$/);
     const again = await fetch(statsUrl(svc, 'interval=day&by=city'), { headers: { 'User-Agent': 't/1', 'If-None-Match': etag! } });
     expect(again.status).toBe(304);
     const other = await fetch(statsUrl(svc, 'interval=day&by=local_area'), { headers: { 'User-Agent': 't/1' } });

@@ -50,6 +50,9 @@ export async function stallableEndpoint(target: string): Promise<StallableEndpoi
     },
     resume: () => {
       stalled = false;
+      // As an endpoint that comes back resets the connections it left hanging: a request sent
+      // into the silence fails now rather than at its client's timeout, and is retried.
+      for (const s of sockets) s.destroy();
     },
     async close() {
       for (const s of sockets) s.destroy();
