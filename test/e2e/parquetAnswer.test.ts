@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { compact } from '../../src/ops/compact.js';
-import { HAS_OGR, HAS_PYARROW, gdal, python, PYARROW_MISSING } from '../support/clients.js';
+import { HAS_PYARROW, python, PYARROW_MISSING } from '../support/clients.js';
 import { allArchived, API_KEY, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = { 'User-Agent': 'parquet-answer-tests/1.0' };
@@ -19,9 +19,6 @@ const WHOLE = 'start=2026-11-14T00:00:00%2B0000&end=2026-11-17T23:59:59%2B0000';
 const CUT = 'start=2026-11-14T09:30:00%2B0000&end=2026-11-17T05:10:00%2B0000';
 const QC = `${WHOLE}&admin=PH-QC`;
 const COLUMNS = ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text', 'lng', 'lat', 'geometry'];
-
-/** Whether this GDAL was built with its Parquet driver (Debian's is not, everywhere). */
-const OGR_PARQUET = HAS_OGR && (await gdal('ogrinfo', ['--formats']).then((s) => /Parquet/.test(s), () => false));
 
 let svc: TestService;
 let dir: string;
@@ -169,15 +166,6 @@ print(json.dumps({'columns': t.column_names, 'rows': t.num_rows, 'groups': f.num
     expect(out.pkeys).toEqual(expected.map((f) => f.properties.pkey));
     expect(out.primary).toBe('geometry');
   });
-
-  it.skipIf(!HAS_OGR || !OGR_PARQUET)('GDAL reads it as a layer of points in EPSG:4326', async () => {
-    const file = await parquet(WHOLE, 'gdal.parquet');
-    const info = await gdal('ogrinfo', ['-so', '-al', file]);
-    expect(info).toContain(`Feature Count: ${(await features(WHOLE)).length}`);
-    expect(info).toMatch(/Geometry: Point/);
-    expect(info).toMatch(/ID\["EPSG",4326\]/);
-  });
 });
 
 if (!HAS_PYARROW) console.warn(PYARROW_MISSING);
-if (HAS_OGR && !OGR_PARQUET) console.warn('skipped: this GDAL has no Parquet driver (ogrinfo --formats lists none)');
