@@ -87,7 +87,6 @@ function required(values: Values, name: string): string {
 
 function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Command {
   const roles = {
-    all: { api: true, worker: true, reconcile: true },
     serve: { api: true, worker: false, reconcile: false },
     worker: { api: false, worker: true, reconcile: true },
   } as const;
@@ -98,9 +97,19 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
     async run({ config }) {
       const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
       await bootstrapIfLocal(config, rt);
-      const kept = roles[role].api ? (await rt.ledger.listKeys()).some((k) => !k.revoked_at) : false;
-      const keys = roles[role].api ? await resolveApiKeys(config.apiKeys, config.dataDir, kept) : { keys: [] };
-      const service = await deps.startService(rt, { ...roles[role], apiKeys: keys.keys });
+      const api = role !== 'worker';
+      const kept = api ? (await rt.ledger.listKeys()).some((k) => !k.revoked_at) : false;
+      const keys = api ? await resolveApiKeys(config.apiKeys, config.dataDir, kept) : { keys: [] };
+      // `all` is `serve` on this thread and `worker` on another (src/worker/thread.ts).
+      const thread = role === 'all' ? await deps.startWorkerThread(config) : undefined;
+      if (thread) rt.metrics.include(() => thread.metrics());
+      let service;
+      try {
+        service = await deps.startService(rt, { ...roles[role === 'all' ? 'serve' : role], apiKeys: keys.keys });
+      } catch (err) {
+        await thread?.stop();
+        throw err;
+      }
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
       if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
       if ('generated' in keys && keys.generated) {
@@ -109,26 +118,40 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
             'Set API_KEYS to use your own keys.\n\n',
         );
       }
-      await untilSignal(rt, () => service.stop());
+      const running = service;
+      const failure = await untilSignal(
+        rt,
+        async () => {
+          await running.stop();
+          await thread?.stop();
+        },
+        thread?.failed,
+      );
+      if (failure) throw new Error(`the worker thread stopped: ${failure.message}`);
       return 0;
     },
   };
 }
 
-/** Waits for SIGTERM/SIGINT, then stops gracefully (the worker flushes). */
-function untilSignal(rt: Runtime, stop: () => Promise<void>): Promise<void> {
+/**
+ * Waits for SIGTERM/SIGINT, then stops gracefully (the worker flushes); or for `failed` (a
+ * part of the process that ended on its own), then stops what remains and resolves with why.
+ */
+function untilSignal(rt: Runtime, stop: () => Promise<void>, failed?: Promise<Error>): Promise<Error | undefined> {
   return new Promise((resolve, reject) => {
     let stopping = false;
-    const onSignal = (signal: string) => {
+    const onStop = (reason: { signal: string } | { failure: Error }) => {
       if (stopping) return;
       stopping = true;
-      rt.log.info({ signal }, 'stopping');
+      if ('signal' in reason) rt.log.info(reason, 'stopping');
+      else rt.log.fatal({ err: reason.failure.message }, 'stopping: the worker thread ended unexpectedly');
       stop()
         .then(() => rt.close())
-        .then(resolve, reject);
+        .then(() => resolve('failure' in reason ? reason.failure : undefined), reject);
     };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.once('SIGTERM', () => onStop({ signal: 'SIGTERM' }));
+    process.once('SIGINT', () => onStop({ signal: 'SIGINT' }));
+    void failed?.then((failure) => onStop({ failure }));
   });
 }
 

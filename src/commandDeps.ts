@@ -14,3 +14,4 @@ export { createServiceLogger } from './log.js';
 export { createRuntime } from './runtime.js';
 export { startScheduler } from './scheduler.js';
 export { startService } from './service.js';
+export { startWorkerThread } from './worker/thread.js';

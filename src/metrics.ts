@@ -1,6 +1,8 @@
 // Prometheus metrics (prom-client), one registry per runtime so tests and
 // several runtimes in one process do not share counters.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+
+type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -71,7 +73,24 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Registries kept on other threads of this process (the worker thread of `all`). */
+  private readonly elsewhere: (() => Promise<MetricsJson>)[] = [];
+
   constructor(options: { defaults?: boolean } = {}) {
     if (options.defaults) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Adds another thread's metrics to what text() reports: same-named series are summed. */
+  include(source: () => Promise<MetricsJson>): void {
+    this.elsewhere.push(source);
+  }
+
+  /** The Prometheus text of this registry and of those include() added. */
+  async text(): Promise<string> {
+    if (this.elsewhere.length === 0) return this.registry.metrics();
+    const all = await Promise.all([this.registry.getMetricsAsJSON(), ...this.elsewhere.map((source) => source())]);
+    // Summed, every one: the aggregator prom-client gives a process metric (made for a cluster
+    // of processes) omits it, and here one thread alone reports the process.
+    return AggregatorRegistry.aggregate(all.map((metrics) => metrics.map((m) => ({ ...m, aggregator: 'sum' as const })))).metrics();
   }
 }

@@ -44,6 +44,8 @@ export interface RuntimeOverrides {
   log?: Logger;
   /** A store built by the caller (tests: a store that fails on purpose). */
   store?: ObjectStore;
+  /** Metrics of the caller's (default: a registry with the process's own metrics). */
+  metrics?: Metrics;
 }
 
 export interface Runtime {
@@ -144,7 +146,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     ledger = new ObjectLedger(store, queue);
   }
 
-  const metrics = new Metrics({ defaults: true });
+  const metrics = overrides.metrics ?? new Metrics({ defaults: true });
   const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });
   const boundaries = new BoundaryRepository(store);
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);

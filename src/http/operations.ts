@@ -30,7 +30,7 @@ export function operationsRouter(rt: Runtime): Router {
     } catch {
       // The queue being down is what /ready reports; metrics still answer.
     }
-    res.set('Content-Type', rt.metrics.registry.contentType).send(await rt.metrics.registry.metrics());
+    res.set('Content-Type', rt.metrics.registry.contentType).send(await rt.metrics.text());
   });
   return router;
 }

@@ -61,6 +61,27 @@ describe('the service process', () => {
     expect(await second.exited).toBe(0);
   });
 
+  it('runs the worker beside the API: what it archives is counted on the API\'s /metrics, with the process\'s own metrics once', async () => {
+    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef' });
+    const url = (await waitFor(svc.output, /listening on (http:\/\/\S+)/))[1]!;
+    for (const id of [1, 2, 3]) expect((await postReport(url, report(id), { key: 'key-0123456789abcdef' })).status).toBe(201);
+    let text = '';
+    const deadline = Date.now() + 20_000;
+    while (!/^worker_reports_archived_total 3$/m.test(text) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      text = await (await fetch(`${url}/metrics`)).text();
+    }
+    expect(text).toMatch(/^worker_reports_archived_total 3$/m);
+    expect(text).toMatch(/^reports_total\{outcome="accepted"\} 3$/m);
+    expect(text).toMatch(/^worker_flush_duration_seconds_count [1-9]\d*$/m);
+    expect(text.match(/^nodejs_version_info\{/gm)).toHaveLength(1);
+    // Summed over two threads it would be twice a date: it is when this process started.
+    const started = Number(text.match(/^process_start_time_seconds (\d+)$/m)?.[1]);
+    expect(Math.abs(started - Date.now() / 1000)).toBeLessThan(120);
+    svc.child.kill('SIGTERM');
+    expect(await svc.exited).toBe(0);
+  });
+
   it('stops with a message naming the variable when the config is bad', async () => {
     const bad = start({ DATA_DIR: await tempDir(), PORT: 'eighty', STORAGE_URL: 'ftp://nowhere' });
     expect(await bad.exited).toBe(78);

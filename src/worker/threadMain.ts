@@ -1,0 +1,41 @@
+// The worker thread of `all` (see thread.ts): the worker and reconciliation roles on a runtime
+// of their own, stopped and asked for metrics by the API's thread.
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import { UnavailableError } from '../errors.js';
+import { createServiceLogger } from '../log.js';
+import { Metrics } from '../metrics.js';
+import { createRuntime } from '../runtime.js';
+import { startService } from '../service.js';
+import type { FromThread, ToThread } from './thread.js';
+
+const port = parentPort!;
+const say = (message: FromThread) => port.postMessage(message);
+const { config } = workerData as { config: Config };
+
+try {
+  // No process metrics here: the API's thread reports them once for the whole process.
+  const rt = await createRuntime(config, { log: createServiceLogger(config.logLevel), metrics: new Metrics() });
+  const service = await startService(rt, { api: false, worker: true, reconcile: true, apiKeys: [] });
+  port.on('message', (m: ToThread) => {
+    if (m.type === 'metrics') {
+      void rt.metrics.registry.getMetricsAsJSON().then((metrics) => say({ type: 'metrics', id: m.id, metrics }));
+    } else if (m.type === 'stop') {
+      void service
+        .stop()
+        .then(() => rt.close())
+        .catch((err: unknown) => rt.log.error({ err: String(err) }, 'the worker did not stop cleanly'))
+        .finally(() => {
+          rt.log.flush();
+          say({ type: 'stopped' });
+          port.close();
+        });
+    }
+  });
+  rt.log.info({ role: 'worker (thread)', storage: rt.store.description, queue: rt.queue.description }, 'started');
+  say({ type: 'ready' });
+} catch (err) {
+  const e = err instanceof Error ? err : new Error(String(err));
+  say({ type: 'failed', error: { name: e.name, message: e.message, ...(err instanceof UnavailableError && { dependency: err.dependency }) } });
+  port.close();
+}
