@@ -1,4 +1,4 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --backfill 300000 --hourly --quick --only archive,ingest,memory,backfill]
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --backfill 300000 --hourly --quick --only archive,ingest,memory,backfill --windows day,week,month,year --formats geojson,parquet --answers-only --data DIR]
 // Builds a synthetic archive of hourly parts, compacts its closed days with the
 // real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
@@ -36,6 +36,14 @@ const { values: args } = parseArgs({
     hourly: { type: 'boolean', default: false },
     /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), backfill (import of a year). */
     only: { type: 'string', default: 'archive,ingest' },
+    /** Comma-separated archive windows to measure: day, week, month, year. */
+    windows: { type: 'string', default: 'day,week,month,year' },
+    /** Comma-separated archive formats to measure. */
+    formats: { type: 'string', default: 'geojson,topojson,csv,parquet,arrow' },
+    /** Archive answers alone: no stats or page scenarios after them. */
+    'answers-only': { type: 'boolean', default: false },
+    /** Keep the built archive in this directory and reuse it on the next run (skips building and compacting when it holds one). */
+    data: { type: 'string' },
   },
 });
 const ONLY = new Set(String(args.only).split(','));
@@ -131,12 +139,17 @@ async function floorFile(file: string, bytes: number): Promise<void> {
  * repeats that follow. Beside them, the wire floor for the same number of bytes.
  */
 async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string): Promise<void> {
-  const windows: [string, number, number][] = [
-    ['1 day', 86_400_000, QUICK ? 5 : 10],
-    ['1 week', 7 * 86_400_000, QUICK ? 5 : 10],
-    ['1 month', 30 * 86_400_000, QUICK ? 3 : 5],
-    [`${DAYS} days`, DAYS * 86_400_000, QUICK ? 2 : 3],
-  ];
+  const wanted = new Set(String(args.windows).split(','));
+  const windows = (
+    [
+      ['day', '1 day', 86_400_000, QUICK ? 5 : 10],
+      ['week', '1 week', 7 * 86_400_000, QUICK ? 5 : 10],
+      ['month', '1 month', 30 * 86_400_000, QUICK ? 3 : 5],
+      ['year', `${DAYS} days`, DAYS * 86_400_000, QUICK ? 2 : 3],
+    ] as const
+  )
+    .filter(([key]) => wanted.has(key))
+    .map(([, name, span, iterations]) => [name, span, iterations] as const);
   const rows: Row[] = [];
   const countRows: Row[] = [];
   const sizes: { row: Row; bytes: number; cold: number; warm: number }[] = [];
@@ -155,7 +168,8 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
       countTimes.push(performance.now() - t0);
     }
     countRows.push({ window: name, reports: count, 'p50 ms': Math.round(pct(countTimes, 50)), 'p95 ms': Math.round(pct(countTimes, 95)) });
-    for (const format of ['geojson', 'topojson', 'csv', 'parquet', 'arrow'] as const) {
+    const formats = String(args.formats).split(',');
+    for (const format of (['geojson', 'topojson', 'csv', 'parquet', 'arrow'] as const).filter((f) => formats.includes(f))) {
       const param = format === 'geojson' || format === 'topojson' ? `geoformat=${format}` : `format=${format}`;
       // Cold: a new process, every cache emptied.
       await server.stop();
@@ -453,6 +467,10 @@ function printTable(title: string, rows: Row[]): void {
 
 /** Builds the synthetic archive, compacts it, and measures reads (archive, count, stats, the page). */
 async function archiveBench(dir: string, dataDir: string, storeDir: string): Promise<void> {
+  if (fs.existsSync(path.join(storeDir, 'reports'))) {
+    log(`reusing the archive in ${dataDir}`);
+    return archiveReads(dir, dataDir, storeDir);
+  }
   const boundaries = await loadBenchBoundaries(SHARED_PH, log);
   log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days …`);
   let t = performance.now();
@@ -487,8 +505,14 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     });
   }
 
+  await archiveReads(dir, dataDir, storeDir);
+}
+
+/** The read scenarios over a built archive. */
+async function archiveReads(dir: string, dataDir: string, storeDir: string): Promise<void> {
   const serveEmbedded = () => startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
   if (ONLY.has('archive')) await archiveScenarios(serveEmbedded, path.join(dataDir, 'cache'), 'embedded');
+  if (args['answers-only']) return;
   results.push({ scenario: 'stats (embedded; cold: a new process, every cache emptied)', rows: await statsScenario(serveEmbedded, path.join(dataDir, 'cache'), START_MS, DAYS) });
   const embedded = await serveEmbedded();
   results.push({ scenario: 'explorer page load (embedded)', rows: await pageScenario(embedded.url, START_MS, DAYS) });
@@ -497,7 +521,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
   if (args.s3 && ONLY.has('archive')) {
     const { startFauxqs } = await import('fauxqs');
     const emulator = await startFauxqs({ port: 0, logger: false });
-    t = performance.now();
+    const t = performance.now();
     const uploaded = await uploadToS3(storeDir, emulator.address, 'flood-bench');
     log(`uploaded ${uploaded} objects to the emulator in ${Math.round((performance.now() - t) / 1000)} s`);
     const s3Data = path.join(dir, 's3-data');
@@ -521,7 +545,8 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
 }
 
 async function main(): Promise<void> {
-  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-'));
+  const kept = typeof args.data === 'string' ? path.resolve(args.data) : undefined;
+  const dir = kept ?? (await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-')));
   const dataDir = path.join(dir, 'data');
   const storeDir = path.join(dataDir, 'store');
   await fsp.mkdir(storeDir, { recursive: true });
@@ -544,7 +569,7 @@ async function main(): Promise<void> {
     JSON.stringify({ at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, options: { REPORTS, DAYS, INGEST, s3: args.s3, hourly: args.hourly }, results }, null, 2),
   );
   process.stdout.write(`\nfigures written to ${path.relative(root, file)}\n`);
-  await fsp.rm(dir, { recursive: true, force: true });
+  if (!kept) await fsp.rm(dir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {

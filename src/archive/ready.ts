@@ -21,6 +21,7 @@ import { HOUR_MS } from './plan.js';
 import { batchMessages } from './arrow.js';
 import { arrowDayOf } from './exports.js';
 import { copyAnswerParquet } from './parquetAnswer.js';
+import { CHUNK_BYTES, takeChunk } from './readBuffers.js';
 import { ITEM_SQL, type FeatureShape } from './sql.js';
 import { statsKeyOf, writeStatsSidecar } from './statsSidecar.js';
 
@@ -345,6 +346,53 @@ export function readHours(ready: ReadyFile, hours: readonly number[], shape: Rea
       closeSync(fd);
     }
   };
+}
+
+/**
+ * The items of consecutive `hours` of a sidecar in one text shape, as chunks read when the
+ * previous one has been taken (a reused buffer each: see readBuffers.ts), so an answer's memory
+ * stays a few chunks however many hours it reads. `commas`: a FeatureCollection's separators,
+ * put where the per-report index says the items end (no scan of the text). Should a purge have
+ * rewritten the sidecar since its index was read, the range is taken from the file as it now is.
+ */
+export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape, commas: boolean): () => Iterable<Uint8Array> {
+  return function* () {
+    const fd = openSync(ready.file, 'r');
+    try {
+      const now = current(fd, ready);
+      const held = now.index.hours.filter((h) => hours.includes(h.hourMs));
+      if (held.length === 0) return;
+      const last = held[held.length - 1]!;
+      const [from, to] = [held[0]![shape][0], last[shape][1]];
+      // Every item's end but the last one's is the separator after it.
+      const separators = commas ? itemEnds(fd, now, shape, held[0]!.first, last.first + last.count - 1) : undefined;
+      let next = 0;
+      for (let at = from; at < to; ) {
+        const piece = takeChunk().subarray(0, Math.min(CHUNK_BYTES, to - at));
+        readExactly(fd, piece, now.base + at, ready.file);
+        if (separators) {
+          for (; next < separators.length && separators[next]! < at + piece.byteLength; next++) {
+            const i = separators[next]! - at;
+            if (piece[i] !== 10) throw new Error(`ready texts out of step with their index: ${ready.file}`);
+            piece[i] = 44;
+          }
+        }
+        at += piece.byteLength;
+        yield piece;
+      }
+    } finally {
+      closeSync(fd);
+    }
+  };
+}
+
+/** Where items [from, to) of a sidecar end in one shape (positions in its body), from its per-report index. */
+function itemEnds(fd: number, ready: ReadyFile, shape: ReadyShape, from: number, to: number): Uint32Array {
+  const n = ready.index.items.count;
+  const s = READY_TEXTS.findIndex((t) => t.shape === shape);
+  const out = new Uint32Array(Math.max(0, to - from));
+  readExactly(fd, new Uint8Array(out.buffer), ready.base + ready.index.items.at + 24 * n + 4 * s * n + 4 * from, ready.file);
+  return out;
 }
 
 /** The per-report index of a sidecar: sort key, place, city, and where each report's items end. */

@@ -7,7 +7,7 @@ import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { READY_TEXTS, readHours, readItems, readReadyIndex, readSelection, selectItems, type ReadyFile, type ReadyHour, type ReadyItems, type ReadyShape, type Selection } from './ready.js';
+import { READY_TEXTS, readItems, readReadyIndex, readSelection, selectItems, streamHours, type ReadyFile, type ReadyHour, type ReadyItems, type ReadyShape, type Selection } from './ready.js';
 import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
 
 /** An hour's items as DuckDB built them, joined by the separator, newest first. */
@@ -17,8 +17,11 @@ interface RenderedHour {
   bbox: [number, number, number, number] | undefined;
 }
 
-/** Items already joined by the separator, or a function that reads them when they are about to be sent. */
-export type Run = Uint8Array | (() => Uint8Array);
+/**
+ * Items already joined by the separator, or a function that reads them when they are about to
+ * be sent, as chunks (which may be reused read buffers: see readBuffers.ts).
+ */
+export type Run = Uint8Array | (() => Iterable<Uint8Array>);
 
 /** Where a report sits in answer order, and its point. */
 export interface ItemKey {
@@ -137,7 +140,7 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const readyShape = shape as ReadyShape;
   const commas = shape === 'geojson' && separator === ',';
   const flush = () => {
-    if (pending) items.push(readHours(pending.ready, pending.hours, readyShape, commas));
+    if (pending) items.push(streamHours(pending.ready, pending.hours, readyShape, commas));
     pending = undefined;
   };
   for (const hourMs of candidates) {
@@ -146,7 +149,8 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
       if (!r.hour) continue;
       if (r.selection) {
         flush();
-        items.push(readSelection(r.ready, hourMs, r.selection, query, readyShape, commas));
+        const read = readSelection(r.ready, hourMs, r.selection, query, readyShape, commas);
+        items.push(() => [read()]);
         bbox = bbox ? unionBbox(bbox, r.selection.bbox!) : r.selection.bbox;
         continue;
       }

@@ -2,7 +2,8 @@
 // streamed newest first, as JSON (GeoJSON or TopoJSON) or in bulk formats.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Writable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import type { Cursor, WindowQuery } from '../archive/query.js';
 import type { Archive, Window } from '../archive/window.js';
@@ -10,6 +11,7 @@ import type { ErrorDetail } from '../errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
 import type { CursorCodec } from './cursor.js';
 import { STATS_BY, STATS_INTERVALS, StatsAnswers, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
+import { isLent, releaseChunk } from '../archive/readBuffers.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
@@ -147,7 +149,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await send(Readable.from(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res);
+      await sendPieces(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark), encoding, res);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.
@@ -181,6 +183,52 @@ async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Resp
   const e = encoder(encoding);
   if (e) await pipeline(source, e, res);
   else await pipeline(source, res);
+}
+
+/**
+ * Sends a text answer piece by piece, waiting for the client whenever it falls behind. Read
+ * buffers (readBuffers.ts) go back to their pool once the socket or the encoder has taken their
+ * bytes, so the next piece is read into memory already in use. A client that hangs up stops
+ * the reading (the pieces' source is closed) and fails the request as a pipeline would.
+ */
+async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response): Promise<void> {
+  const e = encoder(encoding);
+  const target: Writable = e ?? res;
+  const piped = e ? pipeline(e, res) : undefined;
+  try {
+    for await (const piece of pieces) {
+      if (target.destroyed || target.writableEnded) throw new Error('the client closed the connection');
+      const lent = typeof piece !== 'string' && isLent(piece);
+      const more = target.write(piece, lent ? (err) => err || releaseChunk(piece) : undefined);
+      if (!more) await drained(target);
+    }
+    target.end();
+    await (piped ?? finished(res));
+  } catch (err) {
+    target.destroy(err as Error);
+    await piped?.catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Resolves when `w` wants more, rejects when it closes or fails first. */
+function drained(w: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (w.destroyed) return reject(new Error('the client closed the connection'));
+    if (!w.writableNeedDrain) return resolve();
+    const done = (err?: Error) => {
+      w.off('drain', onDrain);
+      w.off('close', onClose);
+      w.off('error', done);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onDrain = () => done();
+    const onClose = () => done(new Error('the client closed the connection'));
+    w.on('drain', onDrain);
+    w.on('close', onClose);
+    w.on('error', done);
+  });
 }
 
 async function* toAsync<T>(items: T[]): AsyncIterable<T> {

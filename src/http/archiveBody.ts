@@ -52,7 +52,8 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, forma
       // Runs of joined items go out as they are: no copy into a JS string.
       for (const run of batch.items as Run[]) {
         if (!first && sep !== '\n') yield sep;
-        yield typeof run === 'function' ? run() : run;
+        if (typeof run === 'function') yield* run();
+        else yield run;
         if (sep === '\n') yield '\n';
         first = false;
       }

@@ -1,0 +1,140 @@
+// Text answers larger than a read buffer: ready texts are read a chunk at a time into buffers
+// that are reused once the socket (or the encoder) has taken their bytes. Answers made of many
+// chunks, pulled at once by fast and slow clients, and after clients that hung up, are byte
+// for byte the answers DuckDB builds from the parts.
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishPart } from '../../src/archive/ready.js';
+import { CHUNK_BYTES } from '../../src/archive/readBuffers.js';
+import { sqlString } from '../../src/duckdb.js';
+import { newDayPartKey, newPartKey } from '../../src/reports/layout.js';
+import { keysUnder, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const UA = { 'User-Agent': 'large-answers-tests/1.0' };
+const DAY_MS = Date.parse('2026-11-10T00:00:00Z');
+const WHOLE = 'start=2026-11-09T00:00:00Z&end=2026-11-10T23:59:59.999Z';
+// Cuts the compacted day's 05:00 and the hour part's 21:00 (the previous day).
+const CUT = 'start=2026-11-09T21:17:00Z&end=2026-11-10T05:42:00Z';
+const FORMATS = ['geoformat=geojson', 'format=geojson', 'format=ndjson', 'format=csv', 'geoformat=topojson'];
+const QUERIES = FORMATS.flatMap((f) => [WHOLE, CUT].map((w) => `${w}&${f}`));
+
+let svc: TestService;
+
+/**
+ * `n` reports from `fromMs`, one every `stepMs`, with texts that need escaping and some
+ * report_data, written by DuckDB newest first as a part is.
+ */
+async function partFile(file: string, first: number, n: number, fromMs: number, stepMs: number): Promise<void> {
+  await svc.rt.db.withConnection((conn) =>
+    conn.run(
+      `COPY (SELECT 'partner-' || i AS pkey, make_timestamptz(${fromMs * 1000}::BIGINT + (i - ${first}) * ${stepMs * 1000}::BIGINT) AS created_at,
+                    'partner' AS source, 'confirmed' AS status, CASE WHEN i % 7 = 0 THEN 'https://example.org/r/' || i END AS url, NULL::VARCHAR AS image_url,
+                    'flood' AS disaster_type, CASE WHEN i % 5 = 0 THEN ('{"depth_cm":' || (i % 120) || ',"note":"ulan \\"malakas\\""}')::JSON END AS report_data,
+                    CASE WHEN i % 2 = 0 THEN 'PH-QC' ELSE 'PH-PG' END AS instance_region_code, NULL::VARCHAR AS local_area_id,
+                    'Baha "' || i || '" sa kalsada, ñ' AS title, CASE WHEN i % 3 = 0 THEN 'Line one' || chr(10) || 'line two\\ and a tab' || chr(9) ELSE repeat('Hanggang tuhod. ', 1 + i % 9) END AS text,
+                    (121.0 + (i % 1000) * 0.0001)::DOUBLE AS lng, (14.6 + (i % 777) * 0.0001)::DOUBLE AS lat, i::BIGINT AS post_id, 'Quezon City' AS partner_city,
+                    make_timestamptz(${fromMs * 1000}::BIGINT + (i - ${first}) * ${stepMs * 1000}::BIGINT + 60000000) AS received_at, 'v0' AS boundary_version, 'alpha' AS key_name
+             FROM range(${first}, ${first + n}) t(i) ORDER BY created_at DESC, pkey DESC)
+       TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
+    ),
+  );
+}
+
+/** An answer read whole; `slow`: read in small bites with pauses, so the server waits on the client. */
+function pull(query: string, options: { slow?: boolean; gzip?: boolean } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const headers = { ...UA, ...(options.gzip ? { 'Accept-Encoding': 'gzip' } : {}) };
+    http
+      .get(`${svc.url}/reports/archive?${query}`, { headers }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode} for ${query}`));
+        const chunks: Buffer[] = [];
+        const body = options.gzip ? res.pipe(zlib.createGunzip()) : res;
+        body.on('data', (c: Buffer) => {
+          chunks.push(c);
+          if (options.slow) {
+            res.pause();
+            setTimeout(() => res.resume(), 5);
+          }
+        });
+        body.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        body.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+/** Starts an answer and hangs up once its first bytes arrived. */
+function hangUp(query: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${svc.url}/reports/archive?${query}`, { headers: UA }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', (err) => (req.destroyed ? resolve() : reject(err)));
+  });
+}
+
+/** The answers DuckDB builds when no part has ready texts. */
+async function builtByDuckDb(): Promise<string[]> {
+  const ready = await keysUnder(svc.rt, 'ready/');
+  const saved = await Promise.all(ready.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));
+  await svc.rt.store.delete(ready);
+  try {
+    const out: string[] = [];
+    for (const q of QUERIES) out.push(await pull(q));
+    return out;
+  } finally {
+    for (const [k, body] of saved) await svc.rt.store.put(k, body);
+  }
+}
+
+let expected: string[];
+
+beforeAll(async () => {
+  svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+  const dir = path.join(svc.rt.config.dataDir, 'parts');
+  await fs.mkdir(dir, { recursive: true });
+  // A compacted day of 9,000 reports (one every 9.6 s), and 3,000 in one hour part the day before.
+  await partFile(path.join(dir, 'day.parquet'), 0, 9_000, DAY_MS, 9_600);
+  await publishPart(svc.rt, newDayPartKey(DAY_MS), path.join(dir, 'day.parquet'));
+  await partFile(path.join(dir, 'hour.parquet'), 9_000, 3_000, DAY_MS - 3 * 3_600_000, 1_200);
+  await publishPart(svc.rt, newPartKey(DAY_MS - 3 * 3_600_000), path.join(dir, 'hour.parquet'));
+  expected = await builtByDuckDb();
+}, 120_000);
+afterAll(async () => {
+  await svc?.stop();
+});
+
+describe('text answers larger than a read buffer', () => {
+  it('are many chunks each, and byte for byte what DuckDB builds', async () => {
+    const whole = expected[0]!;
+    expect(Buffer.byteLength(whole)).toBeGreaterThan(6 * CHUNK_BYTES);
+    expect(JSON.parse(whole).result.features).toHaveLength(12_000);
+    const cut = JSON.parse(expected[1]!).result.features.map((f: { properties: { created_at: string } }) => Date.parse(f.properties.created_at));
+    expect(Math.max(...cut)).toBeLessThanOrEqual(Date.parse('2026-11-10T05:42:00Z'));
+    expect(Math.min(...cut)).toBeGreaterThanOrEqual(Date.parse('2026-11-09T21:17:00Z'));
+    for (const [i, q] of QUERIES.entries()) expect(await pull(q), q).toBe(expected[i]);
+  });
+
+  it('stay whole when pulled at once, by slow and fast clients, plain and gzipped', async () => {
+    const runs = await Promise.all(
+      QUERIES.flatMap((q, i) => [
+        pull(q, { slow: i % 2 === 0 }).then((body) => [i, body] as const),
+        pull(q, { gzip: true, slow: i % 3 === 0 }).then((body) => [i, body] as const),
+      ]),
+    );
+    for (const [i, body] of runs) expect(body, QUERIES[i]).toBe(expected[i]);
+  });
+
+  it('stay whole after clients hung up in the middle of theirs', async () => {
+    await Promise.all(QUERIES.map((q) => hangUp(q)));
+    const runs = await Promise.all(QUERIES.map((q) => pull(q)));
+    runs.forEach((body, i) => expect(body, QUERIES[i]).toBe(expected[i]));
+    expect((await fetch(`${svc.url}/health`)).status).toBe(200);
+  });
+});
