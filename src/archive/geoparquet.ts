@@ -3,26 +3,21 @@
 // geopandas, GDAL, QGIS and DuckDB's spatial extension read. DuckDB's spatial
 // extension is downloaded at run time (impossible on locked-down hosts), so the
 // WKB is built in plain SQL: byte order 01, type 1 (Point), then x and y as
-// little-endian IEEE 754 doubles, whose bits come from exact arithmetic.
+// little-endian IEEE 754 doubles.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../duckdb.js';
 
-/** Macros (per connection, temporary) that turn lng/lat into the 21 bytes of a WKB Point. */
+/**
+ * Macros (per connection, temporary) that turn lng/lat into the 21 bytes of a WKB Point. A
+ * DOUBLE cast to BIT is its IEEE 754 bits, most significant first: as an unsigned integer,
+ * byte-swapped with shifts and masks (cheap, vectorised), then back to 8 bytes, it is the
+ * little-endian double WKB wants. -0 is written as 0.
+ */
 const MACROS = [
-  // floor(log2) can be one off next to a power of two: corrected against pow(2, e).
-  `CREATE OR REPLACE TEMP MACRO fa_exp0(x) AS floor(log2(abs(x)))::INTEGER`,
-  `CREATE OR REPLACE TEMP MACRO fa_exp(x) AS CASE WHEN pow(2, fa_exp0(x)) > abs(x) THEN fa_exp0(x) - 1
-     WHEN pow(2, fa_exp0(x) + 1) <= abs(x) THEN fa_exp0(x) + 1 ELSE fa_exp0(x) END`,
-  // Sign, biased exponent and the 52 bits of the mantissa (abs(x) / 2^e - 1 is exact, and so is its scaling).
-  `CREATE OR REPLACE TEMP MACRO fa_bits(x) AS CASE WHEN x = 0 THEN 0::UBIGINT ELSE
-     (CASE WHEN x < 0 THEN 9223372036854775808::UBIGINT ELSE 0::UBIGINT END)
-     | ((fa_exp(x) + 1023)::UBIGINT << 52)
-     | ((abs(x) / pow(2, fa_exp(x)) - 1) * 4503599627370496)::UBIGINT END`,
-  // Little-endian: the bytes swapped with shifts and masks (cheap, vectorised), then one hex string.
   `CREATE OR REPLACE TEMP MACRO fa_bswap(b) AS ((b & 255) << 56) | (((b >> 8) & 255) << 48) | (((b >> 16) & 255) << 40)
      | (((b >> 24) & 255) << 32) | (((b >> 32) & 255) << 24) | (((b >> 40) & 255) << 16) | (((b >> 48) & 255) << 8) | (b >> 56)`,
-  `CREATE OR REPLACE TEMP MACRO fa_hex_le(x) AS lpad(to_hex(fa_bswap(fa_bits(x))), 16, '0')`,
-  `CREATE OR REPLACE TEMP MACRO fa_wkb_point(x, y) AS unhex('0101000000' || fa_hex_le(x) || fa_hex_le(y))`,
+  `CREATE OR REPLACE TEMP MACRO fa_le(x) AS fa_bswap((CASE WHEN x = 0 THEN 0::DOUBLE ELSE x END)::BIT::UBIGINT)::BIT::BLOB`,
+  `CREATE OR REPLACE TEMP MACRO fa_wkb_point(x, y) AS '\\x01\\x01\\x00\\x00\\x00'::BLOB || fa_le(x) || fa_le(y)`,
 ];
 
 /** The geometry column's SQL, once `prepareGeometry` ran on the connection. */
