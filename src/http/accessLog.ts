@@ -4,9 +4,10 @@
 // handler logs something: most requests never do, and a child logger per request cost more
 // than the line.
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
-import type { Express, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Express } from 'express';
 import type { Logger } from '../log.js';
+import { partnerIfAny } from './auth.js';
 import { redactUrl } from './queryGuards.js';
 
 declare module 'http' {
@@ -36,8 +37,34 @@ export interface AccessLogOptions {
   quietPaths: ReadonlySet<string>;
 }
 
-/** Installs the access log as the app's first middleware. */
-export function useAccessLog(app: Express, log: Logger, options: AccessLogOptions): void {
+/** Starts a request's access log: its id (X-Request-Id), and its line once the answer is done. */
+export type StartAccessLog = (req: IncomingMessage, res: ServerResponse) => void;
+
+export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLog {
+  const lines = log.isLevelEnabled('info');
+  return (req, res) => {
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    req.id = id;
+    res.setHeader('X-Request-Id', id);
+    const startedAt = Date.now();
+    // Before any router rewrites req.url for a mounted path.
+    const url = req.url ?? '';
+    const described = () => ({
+      id,
+      method: req.method,
+      url: redactUrl(url, options.knownKeys),
+      remoteAddress: req.socket?.remoteAddress,
+      userAgent: req.headers['user-agent'],
+    });
+    (req as Tracked)[SEEN] = { described, own: undefined };
+    // 'close' comes after 'finish' on every answer, and alone when the client hung up first.
+    if (lines && !options.quietPaths.has(url)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
+  };
+}
+
+/** Installs the access log as the app's first middleware, with `req.log` for the routes. */
+export function useAccessLog(app: Express, log: Logger, start: StartAccessLog): void {
   // On the requests' prototype, once: a getter defined on each request would give every request
   // object a shape of its own, and slow every later property read on it.
   Object.defineProperty(app.request, 'log', {
@@ -48,30 +75,15 @@ export function useAccessLog(app: Express, log: Logger, options: AccessLogOption
       return (seen.own ??= log.child({ req: seen.described() }));
     },
   });
-  const lines = log.isLevelEnabled('info');
   app.use((req, res, next) => {
-    const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    req.id = id;
-    res.setHeader('X-Request-Id', id);
-    const startedAt = Date.now();
-    const described = () => ({
-      id,
-      method: req.method,
-      url: redactUrl(req.originalUrl, options.knownKeys),
-      remoteAddress: req.socket?.remoteAddress,
-      userAgent: req.headers['user-agent'],
-    });
-    (req as Tracked)[SEEN] = { described, own: undefined };
-    // 'close' comes after 'finish' on every answer, and alone when the client hung up first.
-    if (lines && !options.quietPaths.has(req.url)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
+    start(req, res);
     next();
   });
 }
 
-function line(log: Logger, res: Response, req: object, responseTime: number): void {
+function line(log: Logger, res: ServerResponse, req: object, responseTime: number): void {
   // The name of the partner key that authenticated the request (never the key).
-  const partner = (res.locals as { partner?: string }).partner;
+  const partner = partnerIfAny(res);
   const fields = { req, ...(partner !== undefined && { partner }), res: { statusCode: res.statusCode }, responseTime };
   if (!res.writableFinished) log.info({ ...fields, aborted: true }, 'client closed the connection before the answer was complete');
   else if (res.statusCode >= 500) log.error(fields, 'request errored');

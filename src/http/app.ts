@@ -1,12 +1,14 @@
-// createApp: the one Express app every entry point serves.
+// createApp: what every entry point serves: the feed's posts (feedPost.ts) and the Express app
+// for everything else, with one access log, one set of metrics and one error handler.
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { useAccessLog } from './accessLog.js';
+import { accessLog, useAccessLog } from './accessLog.js';
 import { archiveRouter } from './archive.js';
 import { cursorSecret } from '../cursorSecret.js';
 import { citiesRouter } from './cities.js';
@@ -15,6 +17,7 @@ import { errorHandler } from './errorHandler.js';
 import { explorerRouter } from './explorer.js';
 import { partnerOf } from './auth.js';
 import { feedsRouter } from './feeds.js';
+import { feedPost, isFeedPost } from './feedPost.js';
 import { openApiDocument } from './openapi.js';
 import { ogcRouter } from './ogc/router.js';
 import { operationsRouter } from './operations.js';
@@ -58,7 +61,7 @@ const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, X-A
 /** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
-export function createApp(rt: Runtime, options: AppOptions): Express {
+export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   const app = express();
   const knownKeys = new Set(options.apiKeys.map((k) => k.key));
   // One key for every paged route's cursors, loaded on first use.
@@ -69,26 +72,21 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
   app.set('trust proxy', rt.config.trustProxy);
 
   // A request id on every log line and in the X-Request-Id answer header.
-  useAccessLog(app, rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']) });
+  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']) });
+  const observe = requestMetrics(rt);
+  useAccessLog(app, rt.log, startLog);
   app.use(queryGuard);
-  app.use(requestMetrics(rt));
+  app.use((req, res, next) => {
+    observe(req, res, () => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : ROUTES[req.path] ? req.path : 'unmatched'));
+    next();
+  });
   app.use(cors);
 
   app.use(operationsRouter(rt));
   const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client');
-  app.use(
-    feedsRouter({
-      intake: rt.intake,
-      metrics: rt.metrics,
-      apiKeys: options.apiKeys,
-      ledger: rt.ledger,
-      acceptDeadlineMs: rt.config.acceptDeadlineMs,
-      acceptMaxInFlight: rt.config.acceptMaxInFlight,
-      log: rt.log,
-      // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
-      rateLimit: limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key'),
-    }),
-  );
+  // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
+  const feedLimit = limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key');
+  app.use(feedsRouter({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit }));
   app.use(['/cities', '/reports', '/ogc'], readLimit);
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
@@ -131,8 +129,25 @@ export function createApp(rt: Runtime, options: AppOptions): Express {
   app.use((req) => {
     throw new HttpError(404, `No resource at ${req.path.slice(0, 200)}. Known paths: ${Object.keys(ROUTES).join(', ')}, /docs.`);
   });
-  app.use(errorHandler(rt.log));
-  return app;
+  const errorAnswer = errorHandler(rt.log);
+  app.use(errorAnswer);
+
+  const post = feedPost({
+    intake: rt.intake,
+    metrics: rt.metrics,
+    apiKeys: options.apiKeys,
+    ledger: rt.ledger,
+    rateLimit: feedLimit,
+    acceptDeadlineMs: rt.config.acceptDeadlineMs,
+    acceptMaxInFlight: rt.config.acceptMaxInFlight,
+    log: rt.log,
+    start: (req, res, route) => {
+      startLog(req, res);
+      observe(req, res, () => route);
+    },
+    errorAnswer,
+  });
+  return (req, res) => (isFeedPost(req) ? post(req, res) : app(req, res));
 }
 
 /** CORS for the public GET endpoints, with preflight; the feed is for servers, not browsers. */
@@ -173,15 +188,16 @@ function limiter(perMinute: number, key: (req: Request, res: Response) => string
   });
 }
 
-function requestMetrics(rt: Runtime): RequestHandler {
-  return (req, res, next) => {
+/** Counts a request and times it to its last byte, under its route (`routeOf`, asked when it is answered). */
+function requestMetrics(rt: Runtime): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
+  return (req, res, routeOf) => {
     const end = rt.metrics.httpDuration.startTimer();
     res.on('finish', () => {
       // The matched route, never the raw path: labels stay few whatever clients send.
-      const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : ROUTES[req.path] ? req.path : 'unmatched';
-      rt.metrics.httpRequests.inc({ route, method: req.method, status: String(res.statusCode) });
-      end({ route, method: req.method });
+      const route = routeOf();
+      const method = req.method ?? 'unknown';
+      rt.metrics.httpRequests.inc({ route, method, status: String(res.statusCode) });
+      end({ route, method });
     });
-    next();
   };
 }

@@ -1,25 +1,36 @@
 // X-Api-Key check: 401 when missing, 403 when unknown or revoked. Keys from API_KEYS are
 // compared as SHA-256 digests in constant time, against every key, so timing reveals nothing;
 // any other key is looked up by its digest in the ledger on every request, so a revocation
-// counts at once on every API process. The accepted key's name goes to res.locals.partner
-// (and from there to the request's log line); the key itself never leaves this function.
+// counts at once on every API process. The accepted key's name is kept on the response (for the
+// handlers and the request's log line); the key itself never leaves this function.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
 import type { IngestLedger } from '../ledger/ledger.js';
 
 export type KeyLookup = Pick<IngestLedger, 'keyByDigest'>;
 
-/** The name of the key that authenticated the request. */
-export function partnerOf(res: Response): string {
-  return (res.locals as { partner: string }).partner;
+const PARTNER = Symbol('partner');
+type Authenticated = ServerResponse & { [PARTNER]?: string };
+
+/** The name of the key that authenticated the request (after authentication). */
+export function partnerOf(res: ServerResponse): string {
+  return (res as Authenticated)[PARTNER]!;
 }
 
-export function requireApiKey(keys: readonly ApiKey[], ledger: KeyLookup): RequestHandler {
+/** The name of the key that authenticated the request, if one did. */
+export function partnerIfAny(res: ServerResponse): string | undefined {
+  return (res as Authenticated)[PARTNER];
+}
+
+/** Checks the request's key: 401 or 403 (thrown), or its name kept for partnerOf(). */
+export function apiKeyCheck(keys: readonly ApiKey[], ledger: KeyLookup): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const configured = keys.map((k) => ({ name: k.name, digest: createHash('sha256').update(k.key).digest() }));
-  return async (req, res, next) => {
-    const presented = req.get('x-api-key');
+  return async (req, res) => {
+    const header = req.headers['x-api-key'];
+    const presented = Array.isArray(header) ? header.join(', ') : header;
     if (presented === undefined || presented === '') {
       throw new HttpError(401, 'An API key is required in the X-Api-Key header.', [
         { in: 'header', field: 'X-Api-Key', message: 'is required' },
@@ -38,8 +49,14 @@ export function requireApiKey(keys: readonly ApiKey[], ledger: KeyLookup): Reque
     if (name === undefined) {
       throw new HttpError(403, 'The API key is not recognised.', [{ in: 'header', field: 'X-Api-Key', message: 'is not a valid key' }]);
     }
-    // The access log line takes it from here (app.ts).
-    res.locals.partner = name;
-    next();
+    (res as Authenticated)[PARTNER] = name;
+  };
+}
+
+/** apiKeyCheck as Express middleware. */
+export function requireApiKey(keys: readonly ApiKey[], ledger: KeyLookup): RequestHandler {
+  const check = apiKeyCheck(keys, ledger);
+  return (req, res, next) => {
+    check(req, res).then(() => next(), next);
   };
 }

@@ -1,6 +1,7 @@
 // The one place where errors become HTTP answers, in the contract's shape:
-// {statusCode, error, message, details}. Nothing internal reaches a body.
-import type { ErrorRequestHandler, Response } from 'express';
+// {statusCode, error, message, details}. Nothing internal reaches a body. On Node's own request
+// and response, so the feed's intake (which does not go through Express) answers the same way.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError, reasonPhrase, UnavailableError, type ErrorDetail } from '../errors.js';
 import type { Logger } from '../log.js';
 import { InvalidReportError } from '../reports/partnerReport.js';
@@ -11,7 +12,7 @@ export const RETRY_AFTER_SECONDS = 5;
 const REPRESENTATION_HEADERS = ['Content-Encoding', 'Content-Disposition', 'ETag', 'Link', 'Cache-Control', 'X-Archive-Watermark'];
 
 export function sendError(
-  res: Response,
+  res: ServerResponse,
   status: number,
   message: string,
   details: ErrorDetail[] = [],
@@ -20,9 +21,12 @@ export function sendError(
   // A route may have described its answer before failing (stats sets its encoding first): the
   // error body is plain JSON, neither compressed nor cacheable as that answer.
   for (const name of REPRESENTATION_HEADERS) res.removeHeader(name);
-  res.status(status).set(headers).type('application/json').send(
-    JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details }),
-  );
+  const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details });
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 interface BodyParserError {
@@ -30,19 +34,23 @@ interface BodyParserError {
   status?: number;
 }
 
-export function errorHandler(baseLog: Logger): ErrorRequestHandler {
+/** Express's error middleware (four parameters, as Express tells them apart), also called directly. */
+export type ErrorAnswer = (err: unknown, req: IncomingMessage, res: ServerResponse, next?: unknown) => void;
+
+export function errorHandler(baseLog: Logger): ErrorAnswer {
   return (err, req, res, _next) => {
+    const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?', 1)[0]!.slice(0, 200);
     // The request's own logger (with its request id) when the access log gave it one.
     const log = (req as { log?: Logger }).log ?? baseLog;
     if (req.socket.destroyed) {
       // The client hung up and its work was stopped (or failed writing to it): nobody to answer.
-      log.info({ path: req.path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
+      log.info({ path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
       res.destroy();
       return;
     }
     if (res.headersSent) {
       // Mid-stream failure: cut the connection so the client sees a truncated answer, never a silently short one.
-      log.error({ err, path: req.path }, 'failed while streaming a response');
+      log.error({ err, path }, 'failed while streaming a response');
       res.destroy();
       return;
     }
@@ -82,7 +90,7 @@ export function errorHandler(baseLog: Logger): ErrorRequestHandler {
     if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
       return sendError(res, parserError.status, 'The request could not be read.');
     }
-    log.error({ err, path: req.path }, 'unhandled error');
+    log.error({ err, path }, 'unhandled error');
     sendError(res, 500, 'Internal error; it has been logged.');
   };
 }

@@ -3,7 +3,7 @@
 import { partnerReportSchema, QUERY_DATE_TIME_PATTERN } from '../reports/partnerReport.js';
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
-import { MAX_BODY_BYTES } from './feeds.js';
+import { MAX_BODY_BYTES } from './feedPost.js';
 import { BBOX_PATTERN } from './query.js';
 import { ogcPaths, ogcSchemas } from './ogc/openapi.js';
 

@@ -48,7 +48,13 @@ function parameterNames(search: string): string[] {
 
 /** 400 for too many parameters or a credential in the URL, before any route reads it. */
 export const queryGuard: RequestHandler = (req, _res, next) => {
-  const names = parameterNames(searchOf(req.originalUrl));
+  checkQueryString(req.originalUrl);
+  next();
+};
+
+/** Throws the 400 for too many parameters or a credential in `url`'s query string. */
+export function checkQueryString(url: string): void {
+  const names = parameterNames(searchOf(url));
   if (names.length > MAX_QUERY_PARAMETERS) {
     throw new BadRequestError(`The query string has ${names.length} parameters; at most ${MAX_QUERY_PARAMETERS} are read.`, [
       { in: 'query', field: '(query)', message: `has more than ${MAX_QUERY_PARAMETERS} parameters` },
@@ -61,8 +67,7 @@ export const queryGuard: RequestHandler = (req, _res, next) => {
       credentials.map((field) => ({ in: 'query' as const, field: field.slice(0, 100), message: 'looks like a credential; it is refused and was not logged' })),
     );
   }
-  next();
-};
+}
 
 /** The URL with the value of every credential-like parameter, and of any parameter whose value is a known key, replaced. */
 export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {

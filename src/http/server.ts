@@ -1,7 +1,6 @@
 // The HTTP server around the app: Node's limits set for a service whose largest request is
 // a 64 KiB feed body, and what Node refuses itself answered in the error shape.
 import http from 'node:http';
-import type { Express } from 'express';
 import type { Config } from '../config.js';
 import { reasonPhrase } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -10,7 +9,7 @@ import { onClientError } from './clientErrors.js';
 /** How often Node looks for connections past their header or request timeout (its default, 30 s, would let a slow client outlive both by as much). */
 const CHECK_TIMEOUTS_EVERY_MS = 1_000;
 
-export function createHttpServer(app: Express, limits: Config['http'], log: Logger): http.Server {
+export function createHttpServer(app: http.RequestListener, limits: Config['http'], log: Logger): http.Server {
   const server = http.createServer(
     {
       // Headers (and the request line) must arrive within this; then the body too within requestTimeout.
