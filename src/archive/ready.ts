@@ -213,11 +213,12 @@ export async function publishPart(deps: { store: ObjectStore; db: DuckDb }, key:
 
 /**
  * Writes the ready texts of a part stored without them (written before they existed, or
- * before this version of them): a compaction pass brings an older archive to cold reads at
- * ready-text speed. True if written.
+ * before this version of them), or whose sidecar has no answer-form Parquet yet (written
+ * before it existed): a compaction pass brings an older archive to cold reads at ready-text
+ * speed, and its days to spliced Parquet answers. True if written.
  */
 export async function backfillReadyTexts(deps: { store: ObjectStore; db: DuckDb }, part: ObjectInfo, partFile: string, out: string): Promise<boolean> {
-  if (await deps.store.head(readyKeyOf(part.key))) return false;
+  if ((await storedIndex(deps.store, readyKeyOf(part.key)))?.parquet) return false;
   try {
     await writeReadyTexts(deps.db, partFile, out);
     await deps.store.put(readyKeyOf(part.key), await fs.readFile(out));
@@ -226,6 +227,22 @@ export async function backfillReadyTexts(deps: { store: ObjectStore; db: DuckDb 
   }
   await deps.store.delete([OLD_READY_PREFIX + part.key.slice(REPORTS_PREFIX.length)]);
   return true;
+}
+
+/** The index of a stored sidecar, read from its first bytes alone; undefined when there is none (or none this version reads). */
+export async function storedIndex(store: ObjectStore, key: string): Promise<ReadyIndex | undefined> {
+  for (let length = 64 * 1024; ; length *= 4) {
+    const head = await store.getRange(key, 0, length);
+    if (!head) return undefined;
+    const eol = head.indexOf(10);
+    if (eol < 0 && head.length === length) continue;
+    try {
+      const index = JSON.parse(head.subarray(0, eol).toString('utf8')) as ReadyIndex;
+      return index.version === 2 ? index : undefined;
+    } catch {
+      return undefined;
+    }
+  }
 }
 
 /** Deletes parts, then their ready texts (a sidecar without its part is never read). */

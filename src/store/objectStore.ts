@@ -24,6 +24,8 @@ export interface ObjectStore {
   readonly description: string;
   get(key: string): Promise<StoredObject | undefined>;
   head(key: string): Promise<ObjectInfo | undefined>;
+  /** Bytes [start, start + length) of an object (fewer past its end); undefined when it is absent. */
+  getRange(key: string, start: number, length: number): Promise<Buffer | undefined>;
   /** Durable once it resolves. */
   put(key: string, body: Buffer | string): Promise<void>;
   /** Creates the object only if the key is free, durable once it resolves; false when it already existed. */

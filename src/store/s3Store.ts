@@ -49,6 +49,19 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  async getRange(key: string, start: number, length: number): Promise<Buffer | undefined> {
+    if (length <= 0) return (await this.head(key)) ? Buffer.alloc(0) : undefined;
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}` }));
+      return Buffer.from(await out.Body!.transformToByteArray());
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      // A range that starts past the end (InvalidRange, 416): nothing there.
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) return Buffer.alloc(0);
+      throw unavailable(err);
+    }
+  }
+
   async head(key: string): Promise<ObjectInfo | undefined> {
     try {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));

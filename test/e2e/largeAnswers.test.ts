@@ -9,8 +9,8 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishPart } from '../../src/archive/ready.js';
 import { CHUNK_BYTES } from '../../src/archive/readBuffers.js';
-import { sqlString } from '../../src/duckdb.js';
 import { newDayPartKey, newPartKey } from '../../src/reports/layout.js';
+import { writePartFile } from '../support/parts.js';
 import { keysUnder, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = { 'User-Agent': 'large-answers-tests/1.0' };
@@ -22,26 +22,6 @@ const FORMATS = ['geoformat=geojson', 'format=geojson', 'format=ndjson', 'format
 const QUERIES = FORMATS.flatMap((f) => [WHOLE, CUT].map((w) => `${w}&${f}`));
 
 let svc: TestService;
-
-/**
- * `n` reports from `fromMs`, one every `stepMs`, with texts that need escaping and some
- * report_data, written by DuckDB newest first as a part is.
- */
-async function partFile(file: string, first: number, n: number, fromMs: number, stepMs: number): Promise<void> {
-  await svc.rt.db.withConnection((conn) =>
-    conn.run(
-      `COPY (SELECT 'partner-' || i AS pkey, make_timestamptz(${fromMs * 1000}::BIGINT + (i - ${first}) * ${stepMs * 1000}::BIGINT) AS created_at,
-                    'partner' AS source, 'confirmed' AS status, CASE WHEN i % 7 = 0 THEN 'https://example.org/r/' || i END AS url, NULL::VARCHAR AS image_url,
-                    'flood' AS disaster_type, CASE WHEN i % 5 = 0 THEN ('{"depth_cm":' || (i % 120) || ',"note":"ulan \\"malakas\\""}')::JSON END AS report_data,
-                    CASE WHEN i % 2 = 0 THEN 'PH-QC' ELSE 'PH-PG' END AS instance_region_code, NULL::VARCHAR AS local_area_id,
-                    'Baha "' || i || '" sa kalsada, ñ' AS title, CASE WHEN i % 3 = 0 THEN 'Line one' || chr(10) || 'line two\\ and a tab' || chr(9) ELSE repeat('Hanggang tuhod. ', 1 + i % 9) END AS text,
-                    (121.0 + (i % 1000) * 0.0001)::DOUBLE AS lng, (14.6 + (i % 777) * 0.0001)::DOUBLE AS lat, i::BIGINT AS post_id, 'Quezon City' AS partner_city,
-                    make_timestamptz(${fromMs * 1000}::BIGINT + (i - ${first}) * ${stepMs * 1000}::BIGINT + 60000000) AS received_at, 'v0' AS boundary_version, 'alpha' AS key_name
-             FROM range(${first}, ${first + n}) t(i) ORDER BY created_at DESC, pkey DESC)
-       TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
-    ),
-  );
-}
 
 /** An answer read whole; `slow`: read in small bites with pauses, so the server waits on the client. */
 function pull(query: string, options: { slow?: boolean; gzip?: boolean } = {}): Promise<string> {
@@ -100,9 +80,9 @@ beforeAll(async () => {
   const dir = path.join(svc.rt.config.dataDir, 'parts');
   await fs.mkdir(dir, { recursive: true });
   // A compacted day of 9,000 reports (one every 9.6 s), and 3,000 in one hour part the day before.
-  await partFile(path.join(dir, 'day.parquet'), 0, 9_000, DAY_MS, 9_600);
+  await writePartFile(svc.rt.db, path.join(dir, 'day.parquet'), 0, 9_000, DAY_MS, 9_600);
   await publishPart(svc.rt, newDayPartKey(DAY_MS), path.join(dir, 'day.parquet'));
-  await partFile(path.join(dir, 'hour.parquet'), 9_000, 3_000, DAY_MS - 3 * 3_600_000, 1_200);
+  await writePartFile(svc.rt.db, path.join(dir, 'hour.parquet'), 9_000, 3_000, DAY_MS - 3 * 3_600_000, 1_200);
   await publishPart(svc.rt, newPartKey(DAY_MS - 3 * 3_600_000), path.join(dir, 'hour.parquet'));
   expected = await builtByDuckDb();
 }, 120_000);

@@ -59,6 +59,17 @@ describe.each(adapters)('object store contract: $name', ({ make }) => {
     expect(head2?.etag).not.toBe(head1?.etag);
   });
 
+  it('reads a byte range of an object, shorter at its end, empty past it', async () => {
+    const store = await make();
+    expect(await store.getRange('r/x.bin', 0, 4)).toBeUndefined();
+    const body = Buffer.from(Array.from({ length: 300 }, (_, i) => i % 251));
+    await store.put('r/x.bin', body);
+    expect(await store.getRange('r/x.bin', 0, 10)).toEqual(body.subarray(0, 10));
+    expect(await store.getRange('r/x.bin', 120, 50)).toEqual(body.subarray(120, 170));
+    expect(await store.getRange('r/x.bin', 290, 64)).toEqual(body.subarray(290));
+    expect((await store.getRange('r/x.bin', 400, 8))?.length).toBe(0);
+  });
+
   it('creates only if absent, and keeps the first content', async () => {
     const store = await make();
     expect(await store.putIfAbsent('k/1.json', 'first')).toBe(true);

@@ -1,0 +1,21 @@
+// Parts written straight by DuckDB, as the worker writes them (newest first), with texts that
+// need escaping and some report_data: for tests that need many reports or older sidecars.
+import { sqlString, type DuckDb } from '../../src/duckdb.js';
+
+/** Reports `first` … `first + n - 1`, the first at `fromMs`, one every `stepMs`, written to `file` as a part. */
+export async function writePartFile(db: DuckDb, file: string, first: number, n: number, fromMs: number, stepMs: number): Promise<void> {
+  const at = (plusUs: number) => `make_timestamptz(${fromMs * 1000}::BIGINT + (i - ${first}) * ${stepMs * 1000}::BIGINT + ${plusUs})`;
+  await db.withConnection((conn) =>
+    conn.run(
+      `COPY (SELECT 'partner-' || i AS pkey, ${at(0)} AS created_at,
+                    'partner' AS source, 'confirmed' AS status, CASE WHEN i % 7 = 0 THEN 'https://example.org/r/' || i END AS url, NULL::VARCHAR AS image_url,
+                    'flood' AS disaster_type, CASE WHEN i % 5 = 0 THEN ('{"depth_cm":' || (i % 120) || ',"note":"ulan \\"malakas\\""}')::JSON END AS report_data,
+                    CASE WHEN i % 2 = 0 THEN 'PH-QC' ELSE 'PH-PG' END AS instance_region_code, NULL::VARCHAR AS local_area_id,
+                    'Baha "' || i || '" sa kalsada, ñ' AS title, CASE WHEN i % 3 = 0 THEN 'Line one' || chr(10) || 'line two\\ and a tab' || chr(9) ELSE repeat('Hanggang tuhod. ', 1 + i % 9) END AS text,
+                    (121.0 + (i % 1000) * 0.0001)::DOUBLE AS lng, (14.6 + (i % 777) * 0.0001)::DOUBLE AS lat, i::BIGINT AS post_id, 'Quezon City' AS partner_city,
+                    ${at(60_000_000)} AS received_at, 'v0' AS boundary_version, 'alpha' AS key_name
+             FROM range(${first}, ${first + n}) t(i) ORDER BY created_at DESC, pkey DESC)
+       TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
+    ),
+  );
+}
