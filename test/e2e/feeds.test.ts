@@ -1,4 +1,5 @@
 // POST /feeds/partner: every bad input gets a clear 4xx in the error shape and stores nothing.
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_KEY,
@@ -146,6 +147,21 @@ describe('POST /feeds/partner accepts', () => {
     // Exactly one idempotency key and one pending marker, and one message.
     expect(await acceptedPkeys(svc.rt)).toEqual(['partner-500']);
     expect(await svc.rt.queue.depth()).toEqual({ visible: 1, inFlight: 0 });
+  });
+
+  it('at any case of its path, with a trailing slash or a query string, gzip-encoded; a credential in the query is refused', async () => {
+    const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
+      fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json', ...headers }, body });
+    expect((await post('/FEEDS/Partner/', JSON.stringify(report(700)))).status).toBe(201);
+    expect((await post('/feeds/partner?source=app', JSON.stringify(report(701)))).status).toBe(201);
+    const zipped = await post('/feeds/partner', gzipSync(JSON.stringify(report(702))), { 'Content-Encoding': 'gzip' });
+    expect(zipped.status).toBe(201);
+    expect(await zipped.json()).toEqual({ post_id: 702, created: true, pkey: 'partner-702' });
+    const leaked = await post(`/feeds/partner?api_key=${API_KEY}`, JSON.stringify(report(703)));
+    expect(leaked.status).toBe(400);
+    expectErrorShape(await leaked.json(), 400);
+    expect(await acceptedPkeys(svc.rt)).not.toContain('partner-703');
+    for (const id of [700, 701, 702]) expect(await acceptedPkeys(svc.rt)).toContain(`partner-${id}`);
   });
 
   it('a post_id sent as a string of digits is the same report as the number', async () => {
