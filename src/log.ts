@@ -17,5 +17,20 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
  * loses at most the lines of the last write in flight.
  */
 export function createServiceLogger(level: string): Logger {
-  return createLogger(level, pino.destination({ dest: 1, sync: false }));
+  return createLogger(level, serviceOutput());
+}
+
+let output: DestinationStream | undefined;
+/** The process's one buffer to stdout, shared by its service loggers. */
+function serviceOutput(): DestinationStream {
+  return (output ??= pino.destination({ dest: 1, sync: false }));
+}
+
+/**
+ * Writes log lines made on another thread (the worker thread of `all`) through this thread's
+ * buffer: two threads writing to one pipe could split each other's lines (a write to a pipe
+ * is whole only up to 4 KiB, and a buffer under load is larger).
+ */
+export function writeLogLines(lines: string): void {
+  serviceOutput().write(lines);
 }

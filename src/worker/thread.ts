@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Config } from '../config.js';
 import { UnavailableError } from '../errors.js';
+import { writeLogLines } from '../log.js';
 
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -16,6 +17,7 @@ export type FromThread =
   | { type: 'ready' }
   | { type: 'failed'; error: { name: string; message: string; dependency?: 'storage' | 'queue' } }
   | { type: 'metrics'; id: number; metrics: MetricsJson }
+  | { type: 'log'; lines: string }
   | { type: 'stopped' };
 
 /** What the API's thread asks of it. */
@@ -84,6 +86,7 @@ export function startWorkerThread(config: Config): Promise<WorkerThread> {
       if (m.type === 'ready') resolve(handle);
       else if (m.type === 'failed') reject(m.error.dependency ? new UnavailableError(m.error.dependency, m.error.message) : new Error(m.error.message));
       else if (m.type === 'metrics') waiting.get(m.id)?.(m.metrics);
+      else if (m.type === 'log') writeLogLines(m.lines);
     });
     void failed.then(reject);
   });

@@ -3,7 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { UnavailableError } from '../errors.js';
-import { createServiceLogger } from '../log.js';
+import { createLogger } from '../log.js';
 import { Metrics } from '../metrics.js';
 import { createRuntime } from '../runtime.js';
 import { startService } from '../service.js';
@@ -14,8 +14,10 @@ const say = (message: FromThread) => port.postMessage(message);
 const { config } = workerData as { config: Config };
 
 try {
-  // No process metrics here: the API's thread reports them once for the whole process.
-  const rt = await createRuntime(config, { log: createServiceLogger(config.logLevel), metrics: new Metrics() });
+  // Log lines go to the API's thread, which writes them with its own (see writeLogLines); no
+  // process metrics here: the API's thread reports them once for the whole process.
+  const log = createLogger(config.logLevel, { write: (lines: string) => say({ type: 'log', lines }) });
+  const rt = await createRuntime(config, { log, metrics: new Metrics() });
   const service = await startService(rt, { api: false, worker: true, reconcile: true, apiKeys: [] });
   port.on('message', (m: ToThread) => {
     if (m.type === 'metrics') {
@@ -26,7 +28,6 @@ try {
         .then(() => rt.close())
         .catch((err: unknown) => rt.log.error({ err: String(err) }, 'the worker did not stop cleanly'))
         .finally(() => {
-          rt.log.flush();
           say({ type: 'stopped' });
           port.close();
         });

@@ -62,7 +62,7 @@ describe('the service process', () => {
   });
 
   it('runs the worker beside the API: what it archives is counted on the API\'s /metrics, with the process\'s own metrics once', async () => {
-    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef' });
+    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
     const url = (await waitFor(svc.output, /listening on (http:\/\/\S+)/))[1]!;
     for (const id of [1, 2, 3]) expect((await postReport(url, report(id), { key: 'key-0123456789abcdef' })).status).toBe(201);
     let text = '';
@@ -80,6 +80,11 @@ describe('the service process', () => {
     expect(Math.abs(started - Date.now() / 1000)).toBeLessThan(120);
     svc.child.kill('SIGTERM');
     expect(await svc.exited).toBe(0);
+    // The worker's lines reach stdout through the API thread's writer, whole.
+    const lines = svc.output().split('\n').filter((l) => l.startsWith('{'));
+    const records = lines.map((l) => JSON.parse(l) as { msg: string; reports?: number });
+    expect(records.filter((r) => r.msg === 'flushed').reduce((n, r) => n + (r.reports ?? 0), 0)).toBe(3);
+    expect(records.some((r) => r.msg === 'request completed')).toBe(true);
   });
 
   it('stops with a message naming the variable when the config is bad', async () => {
