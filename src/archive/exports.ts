@@ -3,7 +3,7 @@
 import type { WindowContext } from './context.js';
 import { HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
-import { readHours, type ReadyFile } from './ready.js';
+import { streamHours, type ReadyFile } from './ready.js';
 import { STRING_COLUMNS, type ArrowDay, type StringBuffers, type StringColumn } from './arrow.js';
 import { candidatesOf, readyRuns, type ReadyRun } from './render.js';
 import { ANSWER_ORDER, filteredRows, type Bound } from './sql.js';
@@ -35,18 +35,18 @@ export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, d
     if (isReady(group[0]!)) {
       // Hours of one sidecar follow each other back to back in it.
       let pending: { ready: ReadyFile; hours: number[] } | undefined;
-      const reads: (() => Uint8Array)[] = [];
+      const reads: (() => Iterable<Uint8Array>)[] = [];
       for (const hourMs of group) {
         const run = runs.get(hourMs)!;
         if (!run.hour) continue;
         if (pending?.ready === run.ready) pending.hours.push(hourMs);
         else {
-          if (pending) reads.push(readHours(pending.ready, pending.hours, 'arrow', false));
+          if (pending) reads.push(streamHours(pending.ready, pending.hours, 'arrow', false));
           pending = { ready: run.ready, hours: [hourMs] };
         }
       }
-      if (pending) reads.push(readHours(pending.ready, pending.hours, 'arrow', false));
-      for (const read of reads) yield read();
+      if (pending) reads.push(streamHours(pending.ready, pending.hours, 'arrow', false));
+      for (const read of reads) yield* read();
       continue;
     }
     ctx.signal?.throwIfAborted();

@@ -12,8 +12,12 @@ const KEEP = 8;
 const PREPARED = 4;
 
 const free: ArrayBuffer[] = [];
-/** Chunks handed out and not yet given back: only these are taken back, once each. */
-const lent = new Set<ArrayBuffer>();
+/**
+ * Chunks handed out and not yet given back: only these are taken back, once each. Weak: a chunk
+ * its reader never gives back (an export written to a file, a write that failed) is garbage
+ * like any other buffer.
+ */
+const lent = new WeakSet<ArrayBuffer>();
 
 for (let i = 0; i < PREPARED; i++) free.push(new Uint8Array(CHUNK_BYTES).fill(1).buffer);
 

@@ -333,46 +333,18 @@ function toCommas(out: Buffer): void {
   for (let at = out.indexOf(10); at >= 0; at = out.indexOf(10, at + 1)) out[at] = 44;
 }
 
-/** The byte range of consecutive hours (newest first) of a sidecar in one shape; undefined when they hold no reports. */
-export function rangeOf(index: ReadyIndex, hours: readonly number[], shape: ReadyShape | 'arrow'): ByteRange | undefined {
-  const held = index.hours.filter((h) => hours.includes(h.hourMs));
-  return held.length === 0 ? undefined : [held[0]![shape][0], held[held.length - 1]![shape][1]];
-}
-
 export type ReadyShape = (typeof READY_TEXTS)[number]['shape'];
 
 /**
- * Reads the items of consecutive `hours` of a sidecar when called (synchronously: a
- * page-cached read of a few MB takes well under a millisecond, and a thread-pool round trip
- * per range would mostly wait). `commas`: a FeatureCollection's separators. Should a purge
- * have rewritten the sidecar since its index was read, the range is taken from the file as it
- * now is, so the bytes always match their index.
+ * The items of consecutive `hours` of a sidecar in one shape (their Arrow record batches for
+ * 'arrow'), as chunks read when the previous one has been taken (synchronously: a page-cached
+ * read takes well under a millisecond, and a thread-pool round trip per chunk would mostly
+ * wait), each into a reused buffer (readBuffers.ts), so an answer's memory stays a few chunks
+ * however many hours it reads. `commas`: a FeatureCollection's separators, put where the
+ * per-report index says the items end (no scan of the text). Should a purge have rewritten the
+ * sidecar since its index was read, the range is taken from the file as it now is.
  */
-export function readHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', commas: boolean): () => Uint8Array {
-  return () => {
-    const fd = openSync(ready.file, 'r');
-    try {
-      const now = current(fd, ready);
-      const range = rangeOf(now.index, hours, shape);
-      if (!range) return new Uint8Array(0);
-      const out = Buffer.allocUnsafe(range[1] - range[0]);
-      readExactly(fd, out, now.base + range[0], ready.file);
-      if (commas) toCommas(out);
-      return out;
-    } finally {
-      closeSync(fd);
-    }
-  };
-}
-
-/**
- * The items of consecutive `hours` of a sidecar in one text shape, as chunks read when the
- * previous one has been taken (a reused buffer each: see readBuffers.ts), so an answer's memory
- * stays a few chunks however many hours it reads. `commas`: a FeatureCollection's separators,
- * put where the per-report index says the items end (no scan of the text). Should a purge have
- * rewritten the sidecar since its index was read, the range is taken from the file as it now is.
- */
-export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape, commas: boolean): () => Iterable<Uint8Array> {
+export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', commas: boolean): () => Iterable<Uint8Array> {
   return function* () {
     const fd = openSync(ready.file, 'r');
     try {
@@ -382,7 +354,7 @@ export function streamHours(ready: ReadyFile, hours: readonly number[], shape: R
       const last = held[held.length - 1]!;
       const [from, to] = [held[0]![shape][0], last[shape][1]];
       // Every item's end but the last one's is the separator after it.
-      const separators = commas ? itemEnds(fd, now, shape, held[0]!.first, last.first + last.count - 1) : undefined;
+      const separators = commas && shape !== 'arrow' ? itemEnds(fd, now, shape, held[0]!.first, last.first + last.count - 1) : undefined;
       let next = 0;
       for (let at = from; at < to; ) {
         const piece = takeChunk().subarray(0, Math.min(CHUNK_BYTES, to - at));

@@ -136,8 +136,8 @@ export class Window {
    * all whole in sidecars is their record batches read as they are; another is built from the
    * buffers DuckDB reads.
    */
-  arrow(): Readable {
-    return Readable.from(arrowStream(this.arrowBatches()));
+  arrow(): AsyncIterable<Uint8Array> {
+    return arrowStream(this.arrowBatches());
   }
 
   private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay> {

@@ -143,7 +143,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
 
     if (format === 'parquet') return sendParquet(res, deps, window);
     if (format === 'arrow') {
-      await send(window.arrow(), encoding, res);
+      await sendPieces(window.arrow(), encoding, res);
       return;
     }
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
@@ -186,10 +186,10 @@ async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Resp
 }
 
 /**
- * Sends a text answer piece by piece, waiting for the client whenever it falls behind. Read
- * buffers (readBuffers.ts) go back to their pool once the socket or the encoder has taken their
- * bytes, so the next piece is read into memory already in use. A client that hangs up stops
- * the reading (the pieces' source is closed) and fails the request as a pipeline would.
+ * Sends an answer (text or Arrow) piece by piece, waiting for the client whenever it falls
+ * behind. Read buffers (readBuffers.ts) go back to their pool once the socket or the encoder has
+ * taken their bytes, so the next piece is read into memory already in use. A client that hangs
+ * up stops the reading (the pieces' source is closed) and fails the request as a pipeline would.
  */
 async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response): Promise<void> {
   const e = encoder(encoding);

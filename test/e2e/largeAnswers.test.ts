@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishPart } from '../../src/archive/ready.js';
 import { CHUNK_BYTES } from '../../src/archive/readBuffers.js';
@@ -25,6 +26,10 @@ let svc: TestService;
 
 /** An answer read whole; `slow`: read in small bites with pauses, so the server waits on the client. */
 function pull(query: string, options: { slow?: boolean; gzip?: boolean } = {}): Promise<string> {
+  return pullBytes(query, options).then((b) => b.toString('utf8'));
+}
+
+function pullBytes(query: string, options: { slow?: boolean; gzip?: boolean } = {}): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const headers = { ...UA, ...(options.gzip ? { 'Accept-Encoding': 'gzip' } : {}) };
     http
@@ -39,7 +44,7 @@ function pull(query: string, options: { slow?: boolean; gzip?: boolean } = {}): 
             setTimeout(() => res.resume(), 5);
           }
         });
-        body.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+        body.on('end', () => resolve(Buffer.concat(chunks)));
         body.on('error', reject);
       })
       .on('error', reject);
@@ -59,6 +64,13 @@ function hangUp(query: string): Promise<void> {
   });
 }
 
+/** An Arrow answer's schema and rows, comparable whatever its record batches. */
+function tableOf(bytes: Buffer): unknown {
+  const table = tableFromIPC(bytes);
+  const rows = table.toArray().map((r) => JSON.stringify(r.toJSON(), (_, v) => (typeof v === 'bigint' ? String(v) : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v)));
+  return { fields: table.schema.fields.map((f) => `${f.name}:${String(f.type)}`), rows };
+}
+
 /** The answers DuckDB builds when no part has ready texts. */
 async function builtByDuckDb(): Promise<string[]> {
   const ready = await keysUnder(svc.rt, 'ready/');
@@ -67,6 +79,7 @@ async function builtByDuckDb(): Promise<string[]> {
   try {
     const out: string[] = [];
     for (const q of QUERIES) out.push(await pull(q));
+    arrowBuilt = tableOf(await pullBytes(ARROW));
     return out;
   } finally {
     for (const [k, body] of saved) await svc.rt.store.put(k, body);
@@ -74,6 +87,9 @@ async function builtByDuckDb(): Promise<string[]> {
 }
 
 let expected: string[];
+/** The whole window as Arrow, built by DuckDB. */
+const ARROW = `${WHOLE}&format=arrow`;
+let arrowBuilt: unknown;
 
 beforeAll(async () => {
   svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
@@ -111,8 +127,16 @@ describe('text answers larger than a read buffer', () => {
     for (const [i, body] of runs) expect(body, QUERIES[i]).toBe(expected[i]);
   });
 
+  it('as Arrow, are stored record batches read a chunk at a time: the table DuckDB builds, the same bytes pulled at once, plain and gzipped', async () => {
+    const alone = await pullBytes(ARROW);
+    expect(alone.byteLength).toBeGreaterThan(3 * CHUNK_BYTES);
+    expect(tableOf(alone)).toEqual(arrowBuilt);
+    const runs = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => pullBytes(ARROW, { slow: i % 3 === 0, gzip: i % 2 === 1 })));
+    for (const body of runs) expect(body.equals(alone)).toBe(true);
+  });
+
   it('stay whole after clients hung up in the middle of theirs', async () => {
-    await Promise.all(QUERIES.map((q) => hangUp(q)));
+    await Promise.all([...QUERIES, ARROW].map((q) => hangUp(q)));
     const runs = await Promise.all(QUERIES.map((q) => pull(q)));
     runs.forEach((body, i) => expect(body, QUERIES[i]).toBe(expected[i]));
     expect((await fetch(`${svc.url}/health`)).status).toBe(200);
