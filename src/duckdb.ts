@@ -52,7 +52,7 @@ export class DuckDb {
     signal?.addEventListener('abort', interrupt, { once: true });
     try {
       await conn.run("SET TimeZone = 'UTC'");
-      const result = await fn(conn);
+      const result = await fn(signal ? abortable(conn, signal) : conn);
       // Aborted between two of fn's queries: its answer is not wanted either.
       signal?.throwIfAborted();
       return result;
@@ -68,6 +68,27 @@ export class DuckDb {
   close(): void {
     this.instance.closeSync();
   }
+}
+
+/**
+ * The connection, refusing to start anything once `signal` has aborted: the abort interrupts
+ * the query running then, and fn's next query (a COPY after its set-up statements) must not
+ * start in its place and run to its end. A query started just as the abort fired is
+ * interrupted again.
+ */
+function abortable(conn: DuckDBConnection, signal: AbortSignal): DuckDBConnection {
+  return new Proxy(conn, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || property === 'interrupt') return value;
+      return (...args: unknown[]) => {
+        signal.throwIfAborted();
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (signal.aborted) target.interrupt();
+        return result;
+      };
+    },
+  });
 }
 
 /** A SQL string literal; used only for paths the service itself built. */

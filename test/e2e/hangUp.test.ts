@@ -94,6 +94,22 @@ describe('a client that hangs up', () => {
     }
   }, 60_000);
 
+  it('starts no further query of an answer abandoned between two of its queries', async () => {
+    const controller = new AbortController();
+    let finished = false;
+    const work = svc.rt.db.withConnection(async (conn) => {
+      await conn.run('SELECT 1');
+      // The client leaves while nothing runs: there is nothing to interrupt yet.
+      controller.abort();
+      // Minutes of work, were it allowed to start.
+      await conn.run('SELECT count(*) FROM range(100000000000)');
+      finished = true;
+    }, controller.signal);
+    await expect(work).rejects.toThrow(/abort/i);
+    expect(finished).toBe(false);
+    expect(svc.rt.db.openConnections).toBe(0);
+  }, 30_000);
+
   it('answers in full afterwards', async () => {
     const res = await fetch(`${svc.url}/reports/archive/count?${YEAR}`, { headers: { 'User-Agent': 'hang-up-tests/1.0' } });
     expect(((await res.json()) as { result: { count: number } }).result.count).toBe(REPORTS);
