@@ -45,6 +45,8 @@ const { values: args } = parseArgs({
     'answers-only': { type: 'boolean', default: false },
     /** Keep the built archive in this directory and reuse it on the next run (skips building and compacting when it holds one). */
     data: { type: 'string' },
+    /** The ingest scenarios against another build's dist/src/cli.js (the same client, to compare releases). */
+    cli: { type: 'string' },
   },
 });
 const ONLY = new Set(String(args.only).split(','));
@@ -238,8 +240,9 @@ async function ingestScenario(clients: number, split: boolean | 'api-only'): Pro
   const flush = 5;
   // The freshness watchers poll often: the read limit would answer them 429 and skew the figure.
   const env = { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' };
-  const server = await startServer(env, { role: split ? 'serve' : 'all', apiKey: API_KEY });
-  const worker = split === true ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY }) : undefined;
+  const cli = args.cli;
+  const server = await startServer(env, { role: split ? 'serve' : 'all', apiKey: API_KEY, ...(cli && { cli }) });
+  const worker = split === true ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY, ...(cli && { cli }) }) : undefined;
   const base = Date.UTC(2026, 10, 20, 0, 0, 0);
   let next = 0;
   const bodyOf = (i: number) =>
