@@ -1,7 +1,7 @@
 // POST /feeds/partner: authenticate, rate-limit, validate, accept durably, answer. The busiest
 // route by far, served on Node's own request and response rather than through Express: its
 // router, request/response prototypes and answer helpers cost more CPU per post than all of
-// this (about 280 µs of 390 on the benchmark), and every post paid them. The middleware it
+// this (about 250 µs of 390 on the benchmark), and every post paid them. The middleware it
 // needs are Express-independent libraries (body-parser, express-rate-limit) and run as they
 // would there; errors are answered by the same errorHandler as every other route's.
 import type { IncomingMessage, ServerResponse } from 'node:http';
