@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import type { ApiKey } from './apiKeys.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/server.js';
+import { WarmUp } from './http/warmUp.js';
 import type { Runtime } from './runtime.js';
 import { sweepCrashLeftovers } from './store/leftovers.js';
 
@@ -15,6 +16,8 @@ export interface ServiceOptions {
   port?: number;
   host?: string;
   apiKeys: readonly ApiKey[];
+  /** Whether the API asks itself for a short window before it resolves (http/warmUp.ts); default true. */
+  warmUp?: boolean;
 }
 
 export interface RunningService {
@@ -26,6 +29,13 @@ export interface RunningService {
 
 /** How long a stop waits for requests under way (an ECS task gets 30 s after SIGTERM). */
 const STOP_GRACE_MS = 20_000;
+
+/** Where the server can be reached from this process: its own address, or loopback when it listens on every interface. */
+function loopbackOf(host: string | undefined): string {
+  if (!host || host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
 
 export async function startService(rt: Runtime, options: ServiceOptions): Promise<RunningService> {
   // Only a process allowed to write cities/ can seed it (on AWS: bootstrap or the scheduler);
@@ -58,7 +68,8 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   let server: Server | undefined;
   let url: string | undefined;
   if (options.api) {
-    const app = createApp(rt, { apiKeys: options.apiKeys });
+    const warmUp = options.warmUp === false ? undefined : new WarmUp();
+    const app = createApp(rt, { apiKeys: options.apiKeys, ...(warmUp && { warmUp }) });
     const s = createHttpServer(app, rt.config.http, rt.log);
     server = await new Promise<Server>((resolve, reject) => {
       s.once('error', reject);
@@ -69,6 +80,7 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
     });
     const { port } = server.address() as AddressInfo;
     url = `http://${options.host && options.host !== '0.0.0.0' ? options.host : 'localhost'}:${port}`;
+    await warmUp?.run(`http://${loopbackOf(options.host)}:${port}`, rt.log);
   }
 
   return {

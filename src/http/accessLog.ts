@@ -35,6 +35,8 @@ export interface AccessLogOptions {
   knownKeys: ReadonlySet<string>;
   /** Paths polled by probes and scrapers: no access line (their errors are still logged). */
   quietPaths: ReadonlySet<string>;
+  /** Requests with no access line at all (the process's own warm-up). */
+  quiet?: (req: IncomingMessage) => boolean;
 }
 
 /** Starts a request's access log: its id (X-Request-Id), and its line once the answer is done. */
@@ -59,7 +61,7 @@ export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLo
     });
     (req as Tracked)[SEEN] = { described, own: undefined };
     // 'close' comes after 'finish' on every answer, and alone when the client hung up first.
-    if (lines && !options.quietPaths.has(url)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
+    if (lines && !options.quietPaths.has(url) && !options.quiet?.(req)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
   };
 }
 

@@ -25,9 +25,12 @@ import { reportsRouter } from './reports.js';
 import { parseQuery, queryGuard } from './queryGuards.js';
 import { streamRouter } from './stream.js';
 import { capRouter } from './cap.js';
+import type { WarmUp } from './warmUp.js';
 
 export interface AppOptions {
   apiKeys: readonly ApiKey[];
+  /** The process's own start-up requests: left out of the access log, the metrics and the rate limits. */
+  warmUp?: WarmUp;
 }
 
 /** Paths the service answers, with the methods each allows (for 405 + Allow). */
@@ -72,8 +75,9 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   app.set('trust proxy', rt.config.trustProxy);
 
   // A request id on every log line and in the X-Request-Id answer header.
-  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']) });
-  const observe = requestMetrics(rt);
+  const own = (req: IncomingMessage) => options.warmUp?.is(req) === true;
+  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']), quiet: own });
+  const observe = requestMetrics(rt, own);
   useAccessLog(app, rt.log, startLog);
   app.use(queryGuard);
   app.use((req, res, next) => {
@@ -83,7 +87,7 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   app.use(cors);
 
   app.use(operationsRouter(rt));
-  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client');
+  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', own);
   // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
   const feedLimit = limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key');
   app.use(feedsRouter({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit }));
@@ -167,8 +171,9 @@ const cors: RequestHandler = (req, res, next) => {
   next();
 };
 
-function limiter(perMinute: number, key: (req: Request, res: Response) => string, per: string): RequestHandler {
+function limiter(perMinute: number, key: (req: Request, res: Response) => string, per: string, skip?: (req: Request) => boolean): RequestHandler {
   return rateLimit({
+    ...(skip && { skip }),
     windowMs: 60_000,
     limit: perMinute,
     // RateLimit and RateLimit-Policy as draft 7 words them: draft 8's partition key is a hash of
@@ -189,8 +194,9 @@ function limiter(perMinute: number, key: (req: Request, res: Response) => string
 }
 
 /** Counts a request and times it to its last byte, under its route (`routeOf`, asked when it is answered). */
-function requestMetrics(rt: Runtime): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
+function requestMetrics(rt: Runtime, skip: (req: IncomingMessage) => boolean): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
   return (req, res, routeOf) => {
+    if (skip(req)) return;
     const end = rt.metrics.httpDuration.startTimer();
     res.on('finish', () => {
       // The matched route, never the raw path: labels stay few whatever clients send.
