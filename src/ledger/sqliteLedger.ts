@@ -2,7 +2,7 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { guardSync, type Db } from './database.js';
+import { guardSync, inTurns, type Db } from './database.js';
 import { CommitThread } from './commitThread.js';
 import { QUEUE_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, LedgerEntry, QueueEnvelope, ReportId, RetractResult, Retraction, RetractionFilter, RetractionRef, StoredKey } from './ledger.js';
@@ -99,7 +99,7 @@ export class SqliteLedger implements IngestLedger {
 
   async markArchived(ids: readonly ReportId[]): Promise<void> {
     const now = this.now();
-    guardSync(() => this.db.transaction(() => ids.forEach((id) => this.stmts.archive.run(now, id.source, id.post_id))).immediate());
+    await inTurns(ids, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((id) => this.stmts.archive.run(now, id.source, id.post_id))).immediate()));
   }
 
   async requeueStale(beforeMs: number): Promise<number> {
@@ -163,7 +163,7 @@ export class SqliteLedger implements IngestLedger {
 
   async markPurged(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
-    guardSync(() => this.db.transaction(() => pkeys.forEach((p) => this.stmts.purged.run(now, p))).immediate());
+    await inTurns(pkeys, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((p) => this.stmts.purged.run(now, p))).immediate()));
   }
 
   async keyByDigest(digest: string): Promise<StoredKey | undefined> {

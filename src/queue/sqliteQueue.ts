@@ -2,7 +2,7 @@
 // (visibility timeout, receive count, dead letters after N receives, batch receive and
 // delete), for any number of consumers in any number of processes on one DATA_DIR.
 import { randomBytes } from 'node:crypto';
-import { guardSync, withoutFsync, type Db } from '../ledger/database.js';
+import { guardSync, inTurns, withoutFsync, type Db } from '../ledger/database.js';
 import { pause } from '../pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
@@ -105,7 +105,7 @@ export class SqliteQueue implements Queue {
   async delete(receipts: readonly string[]): Promise<void> {
     // Without an fsync of its own: a delete lost to a power cut redelivers messages whose reports
     // the ledger already marks archived (durably, before the delete), and the worker drops them.
-    withoutFsync(this.db, () => this.db.transaction(() => receipts.forEach((r) => this.stmts.delete.run(r)))());
+    await inTurns(receipts, (turn) => withoutFsync(this.db, () => this.db.transaction(() => turn.forEach((r) => this.stmts.delete.run(r))).immediate()));
   }
 
   async changeVisibility(receipt: string, seconds: number): Promise<void> {

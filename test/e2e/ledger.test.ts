@@ -59,6 +59,32 @@ describe('the SQLite ledger shared by processes', () => {
     }, 15_000, 'the report archived by the separate worker');
     expect(got).toEqual([{ pkey: 'partner-1', title: 'apart' }]);
   });
+
+  it("a flush's bookkeeping takes the write lock in short turns: an acceptance commits while thousands of reports are being marked archived", async () => {
+    const config = await testConfig('embedded');
+    const rt = await testRuntime(config);
+    try {
+      const records = Array.from({ length: 20_000 }, (_, i) => {
+        const r = parsePartnerReport(report(i + 1));
+        return { v: 1 as const, pkey: `partner-${i + 1}`, source: 'partner', post_id: i + 1, received_at: new Date().toISOString(), report: r };
+      });
+      for (let i = 0; i < records.length; i += 2_000) await Promise.all(records.slice(i, i + 2_000).map((r) => rt.ledger.accept(r)));
+      const done: string[] = [];
+      const marking = rt.ledger.markArchived(records.map((r) => ({ source: r.source, post_id: r.post_id }))).then(() => done.push('marked'));
+      const late = parsePartnerReport(report(30_000));
+      const accepting = rt.ledger
+        .accept({ v: 1, pkey: 'partner-30000', source: 'partner', post_id: 30_000, received_at: new Date().toISOString(), report: late })
+        .then((r) => done.push(r.created ? 'accepted' : 'duplicate'));
+      await Promise.all([marking, accepting]);
+      // Behind one transaction of 20,000 rows the acceptance would have waited for all of them.
+      expect(done).toEqual(['accepted', 'marked']);
+      expect(await rt.ledger.isPending({ source: 'partner', post_id: 1 })).toBe(false);
+      expect(await rt.ledger.isPending({ source: 'partner', post_id: 20_000 })).toBe(false);
+      expect(await rt.ledger.isPending({ source: 'partner', post_id: 30_000 })).toBe(true);
+    } finally {
+      await rt.close();
+    }
+  });
 });
 
 describe('upgrading a DATA_DIR of the release with ingest files and a journal', () => {
