@@ -4,15 +4,21 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { API_KEY, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
 
+/** A log destination that keeps its lines. */
+function logSink(): { lines: string[]; sink: Writable } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { lines, sink };
+}
+
 describe('request logs', () => {
   it('log each request with its id, method, path, status and client, and no headers (the key never appears)', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { lines, sink } = logSink();
     const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
     const svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', sink) }), { worker: false, reconcile: false });
     try {
@@ -39,13 +45,7 @@ describe('request logs', () => {
   });
 
   it("leave out the API's own start-up requests: no access line, no request metric, nothing counted against loopback's rate limit", async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { lines, sink } = logSink();
     const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'debug', RATE_LIMIT_READ_PER_MINUTE: '50' });
     const svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('debug', sink) }), { worker: false, reconcile: false });
     try {
