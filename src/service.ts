@@ -16,8 +16,6 @@ export interface ServiceOptions {
   port?: number;
   host?: string;
   apiKeys: readonly ApiKey[];
-  /** Whether the API asks itself for a short window before it resolves (http/warmUp.ts); default true. */
-  warmUp?: boolean;
 }
 
 export interface RunningService {
@@ -68,8 +66,9 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   let server: Server | undefined;
   let url: string | undefined;
   if (options.api) {
-    const warmUp = options.warmUp === false ? undefined : new WarmUp();
-    const app = createApp(rt, { apiKeys: options.apiKeys, ...(warmUp && { warmUp }) });
+    // The API asks itself for a short window before it resolves (http/warmUp.ts).
+    const warmUp = new WarmUp();
+    const app = createApp(rt, { apiKeys: options.apiKeys, warmUp });
     const s = createHttpServer(app, rt.config.http, rt.log);
     server = await new Promise<Server>((resolve, reject) => {
       s.once('error', reject);
@@ -80,7 +79,7 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
     });
     const { port } = server.address() as AddressInfo;
     url = `http://${options.host && options.host !== '0.0.0.0' ? options.host : 'localhost'}:${port}`;
-    await warmUp?.run(`http://${loopbackOf(options.host)}:${port}`, rt.log);
+    await warmUp.run(`http://${loopbackOf(options.host)}:${port}`, rt.log);
   }
 
   return {
