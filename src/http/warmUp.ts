@@ -26,7 +26,7 @@ export class WarmUp {
   async run(base: string, log: Logger, now = Date.now()): Promise<void> {
     const started = performance.now();
     const hour = `start=${new Date(now - HOUR_MS).toISOString()}&end=${new Date(now).toISOString()}`;
-    const paths = [`/reports/archive?${hour}`, `/reports/archive?${hour}&format=csv`, `/reports/archive/count?${hour}`];
+    const paths = [`/reports/archive?${hour}&geoformat=geojson`, `/reports/archive?${hour}&format=csv`, `/reports/archive/count?${hour}`];
     try {
       for (const path of paths) await this.get(`${base}${path}`);
       log.debug({ ms: Math.round(performance.now() - started) }, 'request path warmed up');
