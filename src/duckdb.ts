@@ -48,7 +48,14 @@ export class DuckDb {
     signal?.throwIfAborted();
     const conn = await this.instance.connect();
     this.open += 1;
-    const interrupt = () => conn.interrupt();
+    // Once aborted, interrupted again and again until fn is done: one call of the client
+    // (a statement with parameters) is several steps (parse, prepare, run), and an interrupt
+    // that lands before the last one is forgotten when it starts.
+    let again: NodeJS.Timeout | undefined;
+    const interrupt = () => {
+      conn.interrupt();
+      again = setInterval(() => conn.interrupt(), INTERRUPT_AGAIN_MS);
+    };
     signal?.addEventListener('abort', interrupt, { once: true });
     try {
       await conn.run("SET TimeZone = 'UTC'");
@@ -58,6 +65,7 @@ export class DuckDb {
       return result;
     } finally {
       signal?.removeEventListener('abort', interrupt);
+      clearInterval(again);
       this.open -= 1;
       conn.closeSync();
       // The results' native memory goes when their wrappers do: see memory.ts.
@@ -69,6 +77,9 @@ export class DuckDb {
     this.instance.closeSync();
   }
 }
+
+/** How often an abandoned connection is interrupted until its work has stopped. */
+const INTERRUPT_AGAIN_MS = 20;
 
 /**
  * The connection, refusing to start anything once `signal` has aborted: the abort interrupts

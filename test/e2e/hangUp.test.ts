@@ -110,6 +110,23 @@ describe('a client that hangs up', () => {
     expect(svc.rt.db.openConnections).toBe(0);
   }, 30_000);
 
+  it('stops a statement with parameters abandoned while it is being prepared', async () => {
+    const controller = new AbortController();
+    let finished = false;
+    // Thousands of literals to parse and bind, then minutes of work, were it allowed to run.
+    const sql = `SELECT count(*) FROM range(100000000000) t(i) WHERE i <> $1 AND i NOT IN (${Array.from({ length: 20_000 }, (_, i) => -1 - i).join(', ')})`;
+    const work = svc.rt.db.withConnection(async (conn) => {
+      const running = conn.run(sql, [7]);
+      // The client leaves while the statement is parsed and prepared, before it runs.
+      setImmediate(() => controller.abort());
+      await running;
+      finished = true;
+    }, controller.signal);
+    await expect(work).rejects.toThrow(/interrupt|abort/i);
+    expect(finished).toBe(false);
+    expect(svc.rt.db.openConnections).toBe(0);
+  }, 30_000);
+
   it('answers in full afterwards', async () => {
     const res = await fetch(`${svc.url}/reports/archive/count?${YEAR}`, { headers: { 'User-Agent': 'hang-up-tests/1.0' } });
     expect(((await res.json()) as { result: { count: number } }).result.count).toBe(REPORTS);
