@@ -1,7 +1,7 @@
 // A new process's first answers pay for compiling the code on their way (the HTTP parser and
 // writer, Express's router, the rate limiter's address checks, the access log, the archive's
-// planning and reading loop): about 30–50 ms on the first window a researcher pulls after a
-// restart or a deploy. The API asks itself for a short window once, over loopback, before it
+// planning and reading loop, DuckDB's first query): 30–50 ms on the first window a researcher
+// pulls after a restart or a deploy, about as much again on a first Parquet answer. The API asks itself for a short window once, over loopback, before it
 // says it listens, so no client pays that. These requests carry a token of this process
 // alone; the access log, the request metrics and the rate limits leave them out.
 import { randomUUID } from 'node:crypto';
@@ -20,13 +20,14 @@ export class WarmUp {
   }
 
   /**
-   * Asks the API at `base` for the last hour of the archive in its main shapes. Never fails:
-   * a warm-up that goes wrong leaves a process as cold as it would be without one.
+   * Asks the API at `base` for the last hour of the archive as GeoJSON, CSV and Parquet (the
+   * process's first DuckDB query), and for its count. Never fails: a warm-up that goes wrong
+   * leaves a process as cold as it would be without one.
    */
   async run(base: string, log: Logger, now = Date.now()): Promise<void> {
     const started = performance.now();
     const hour = `start=${new Date(now - HOUR_MS).toISOString()}&end=${new Date(now).toISOString()}`;
-    const paths = [`/reports/archive?${hour}&geoformat=geojson`, `/reports/archive?${hour}&format=csv`, `/reports/archive/count?${hour}`];
+    const paths = [`/reports/archive?${hour}&geoformat=geojson`, `/reports/archive?${hour}&format=csv`, `/reports/archive?${hour}&format=parquet`, `/reports/archive/count?${hour}`];
     try {
       for (const path of paths) await this.get(`${base}${path}`);
       log.debug({ ms: Math.round(performance.now() - started) }, 'request path warmed up');
