@@ -84,8 +84,7 @@ const INTERRUPT_AGAIN_MS = 20;
 /**
  * The connection, refusing to start anything once `signal` has aborted: the abort interrupts
  * the query running then, and fn's next query (a COPY after its set-up statements) must not
- * start in its place and run to its end. A query started just as the abort fired is
- * interrupted again.
+ * start in its place and run to its end.
  */
 function abortable(conn: DuckDBConnection, signal: AbortSignal): DuckDBConnection {
   return new Proxy(conn, {
@@ -94,9 +93,7 @@ function abortable(conn: DuckDBConnection, signal: AbortSignal): DuckDBConnectio
       if (typeof value !== 'function' || property === 'interrupt') return value;
       return (...args: unknown[]) => {
         signal.throwIfAborted();
-        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
-        if (signal.aborted) target.interrupt();
-        return result;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });

@@ -1,9 +1,10 @@
 // A new process's first answers pay for compiling the code on their way (the HTTP parser and
 // writer, Express's router, the rate limiter's address checks, the access log, the archive's
 // planning and reading loop, DuckDB's first query): 30–50 ms on the first window a researcher
-// pulls after a restart or a deploy, about as much again on a first Parquet answer. The API asks itself for a short window once, over loopback, before it
-// says it listens, so no client pays that. These requests carry a token of this process
-// alone; the access log, the request metrics and the rate limits leave them out.
+// pulls after a restart or a deploy, about as much again on a first Parquet answer. The API
+// asks itself for a short window once, over loopback, before it says it listens, so no client
+// pays that. These requests carry a token of this process alone; the access log, the request
+// metrics and the rate limits leave them out.
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import type { Logger } from '../log.js';
