@@ -200,7 +200,9 @@ async function crashRun(commands: string[]): Promise<void> {
   expect(acked.size, diagnose()).toBe(ids.length);
   expect(kills()).toBeGreaterThanOrEqual(MIN_KILLS);
 
-  // A second version of every report, after its first was acknowledged: never archived.
+  // A second version of every report, after its first was acknowledged: never archived. (A kill
+  // just as the posting ended may still have the API starting again.)
+  await eventually(() => fetch(`${url}/health`).then((r) => (r.ok ? true : undefined)), 30_000, 'the API to listen again');
   for (const id of ids.slice(0, 50)) {
     const res = await fetch(`${url}/feeds/partner`, {
       method: 'POST',
