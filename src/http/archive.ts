@@ -194,19 +194,24 @@ async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Resp
 async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response): Promise<void> {
   const e = encoder(encoding);
   const target: Writable = e ?? res;
-  const piped = e ? pipeline(e, res) : undefined;
+  // Listened to as it is created: a client may hang up while the next piece is still being
+  // read (a query of many parts), and a rejection nobody awaits yet would stop the process.
+  let pipeError: Error | undefined;
+  const piped = e ? pipeline(e, res).catch((err: Error) => void (pipeError = err)) : undefined;
   try {
     for await (const piece of pieces) {
-      if (target.destroyed || target.writableEnded) throw new Error('the client closed the connection');
+      if (pipeError || target.destroyed || target.writableEnded) throw pipeError ?? new Error('the client closed the connection');
       const lent = typeof piece !== 'string' && isLent(piece);
       const more = target.write(piece, lent ? (err) => err || releaseChunk(piece) : undefined);
       if (!more) await drained(target);
     }
     target.end();
-    await (piped ?? finished(res));
+    if (piped) await piped;
+    else await finished(res);
+    if (pipeError) throw pipeError;
   } catch (err) {
     target.destroy(err as Error);
-    await piped?.catch(() => undefined);
+    await piped;
     throw err;
   }
 }
