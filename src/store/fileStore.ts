@@ -236,6 +236,8 @@ export class FileObjectStore implements ObjectStore {
       return;
     }
     const running = state.next.finally(() => this.afterDirSync(dir));
+    // Its callers hold `state.next` and see a failure there; this copy only chains the next fsync.
+    running.catch(() => undefined);
     this.dirSyncs.set(dir, { running });
   }
 
