@@ -1,4 +1,4 @@
-// One archived report: the Parquet columns of DESIGN.md "Data layout".
+// One archived report: the Parquet columns of docs/architecture.md, "The store's layout".
 
 export interface ArchiveRow {
   pkey: string;
@@ -24,7 +24,7 @@ export interface ArchiveRow {
   key_name?: string | null;
 }
 
-/** The columns every part holds, hourly or compacted, whatever release wrote it, in order (DESIGN.md "Data layout"). */
+/** The columns every part holds, hourly or compacted, whatever release wrote it, in order (docs/architecture.md, "The store's layout"). */
 export const ARCHIVE_COLUMNS = [
   'pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code',
   'local_area_id', 'title', 'text', 'lng', 'lat', 'post_id', 'partner_city', 'received_at', 'boundary_version',

@@ -93,7 +93,7 @@ export function TOMBSTONE(retracted: string): string {
 
 const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
 
-/** SPEC 2.3 properties in their published order, as a DuckDB struct (to_json keeps the order). */
+/** The report properties in their published order (docs/http.md, "Archived report fields"), as a DuckDB struct (to_json keeps the order). */
 const PROPERTIES = `{'pkey': pkey, 'created_at': ${ISO_MS}, 'source': source, 'status': status, 'url': url,
   'image_url': image_url, 'disaster_type': disaster_type, 'report_data': report_data,
   'tags': {'instance_region_code': instance_region_code, 'local_area_id': local_area_id}, 'title': title, 'text': text}`;

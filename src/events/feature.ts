@@ -1,4 +1,5 @@
-// An archived report as the GeoJSON Feature the archive answers with (SPEC 2.3), which is what
+// An archived report as the GeoJSON Feature the archive answers with (docs/http.md, "Archived
+// report fields"), which is what
 // webhooks, the live stream and SNS carry.
 import type { Feature, Point } from 'geojson';
 import type { ArchiveRow } from '../archive/row.js';

@@ -19,7 +19,7 @@ import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './
 const BBOX = new RegExp(BBOX_PATTERN);
 
 export const MAX_PAGE = 10_000;
-/** json is the SPEC's envelope (GeoJSON or TopoJSON by geoformat); geojson and topojson are the same without it. */
+/** json is the {statusCode, result} envelope (GeoJSON or TopoJSON by geoformat; docs/http.md); geojson and topojson are the same without it. */
 export const ARCHIVE_FORMATS = ['json', 'geojson', 'topojson', 'csv', 'ndjson', 'parquet', 'arrow'] as const;
 export type ArchiveFormat = (typeof ARCHIVE_FORMATS)[number];
 

@@ -1,11 +1,11 @@
-// The body of a text archive answer around a window's serialised reports: the SPEC's
-// {statusCode, result} envelope, the FeatureCollection or TopoJSON Topology that frames the
+// The body of a text archive answer around a window's serialised reports: the
+// {statusCode, result} envelope (docs/http.md), the FeatureCollection or TopoJSON Topology that frames the
 // items, the CSV header, and what separates two items.
 import type { Bbox } from '../archive/query.js';
 import { unionBbox, type FeatureBatch, type Run } from '../archive/render.js';
 import type { FeatureShape } from '../archive/sql.js';
 
-/** geojson and topojson: in the SPEC's envelope; featurecollection and topology: the same without it. */
+/** geojson and topojson: in the {statusCode, result} envelope; featurecollection and topology: the same without it. */
 export type TextFormat = 'geojson' | 'topojson' | 'ndjson' | 'csv' | 'featurecollection' | 'topology';
 
 export const CSV_HEADER =

@@ -1,5 +1,6 @@
-// Durable acceptance of partner reports (invariants 1 and 2): the ledger records the report
-// (first version wins) and queues it, and only then does the caller answer 2xx.
+// Durable acceptance of partner reports (invariants 1 and 2 of docs/architecture.md): the
+// ledger records the report (first version wins) and queues it, and only then does the caller
+// answer 2xx.
 import type { IngestLedger } from '../ledger/ledger.js';
 import type { PartnerReport } from '../reports/partnerReport.js';
 import { pkeyOf, SOURCE } from '../reports/layout.js';

@@ -1,6 +1,6 @@
-// Reconciliation (invariant 3): an accepted report still pending after a few flush intervals,
-// whose message is gone (lost, or a queue outage during its acceptance), is queued again, so a
-// crash or an outage delays a report but never drops it.
+// Reconciliation (invariant 3 of docs/architecture.md): an accepted report still pending after
+// a few flush intervals, whose message is gone (lost, or a queue outage during its acceptance), is
+// queued again, so a crash or an outage delays a report but never drops it.
 import type { IngestLedger } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 

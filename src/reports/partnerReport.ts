@@ -1,4 +1,4 @@
-// The partner report of SPEC 2.1: its JSON schema (ajv) and its normal form.
+// The partner report (docs/http.md, "POST /feeds/partner"): its JSON schema (ajv) and its normal form.
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { ErrorDetail } from '../errors.js';

@@ -1,4 +1,4 @@
-// Invariants 1-3 under failure: outages answer 503 and lose nothing; crashes
+// Invariants 1-3 (docs/architecture.md) under failure: outages answer 503 and lose nothing; crashes
 // of the worker at its kill points lose nothing and duplicate nothing in answers;
 // a repeated post_id is "already exists" before a flush, after it, and after a restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
-// format=geojson and format=topojson: the archive answer without the SPEC's
+// format=geojson and format=topojson: the archive answer without the
 // {statusCode, result} envelope, so researchers' tools read the URL as it is
-// (geopandas.read_file, ogrinfo), while format=json + geoformat stays SPEC 4.3.
+// (geopandas.read_file, ogrinfo), while format=json + geoformat keeps the envelope (docs/http.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gdal, GEOPANDAS_MISSING, HAS_GEOPANDAS, HAS_OGR, OGR_MISSING, python } from '../support/clients.js';
 import { allArchived, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
@@ -90,7 +90,7 @@ print(json.dumps({'rows': len(gdf), 'pkeys': gdf['pkey'].tolist(), 'epsg': gdf.c
   });
 
   it.skipIf(!HAS_OGR)('ogrinfo reads both URLs (GeoJSON and TopoJSON drivers), naming itself as SPEC 4.3 asks', async () => {
-    // GDAL 3.6 sends no User-Agent unless told; the archive endpoint requires one (SPEC 4.3), /ogc does not.
+    // GDAL 3.6 sends no User-Agent unless told; the archive endpoint requires one (docs/http.md), /ogc does not.
     const ua = ['--config', 'GDAL_HTTP_USERAGENT', 'ogrinfo-tests/1.0'];
     const geo = await gdal('ogrinfo', [...ua, '-so', '-al', `${svc.url}/reports/archive?${WINDOW}&format=geojson`]);
     expect(geo).toMatch(/Feature Count: 30\b/);

@@ -51,7 +51,7 @@ async function duck<T>(fn: (run: (sql: string) => Promise<Record<string, unknown
   }
 }
 
-/** The file's reports as the GeoJSON answer states them (properties in SPEC order, and the point). */
+/** The file's reports as the GeoJSON answer states them (properties in their published order, and the point). */
 async function asFeatures(file: string): Promise<unknown[]> {
   return duck(async (run) => {
     const rows = await run(`SELECT *, strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS iso, hex(geometry) AS wkb FROM read_parquet('${file}')`);

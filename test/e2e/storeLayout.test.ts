@@ -9,7 +9,7 @@ import { compact } from '../../src/ops/compact.js';
 import { HAS_PYARROW, PYARROW_MISSING, python } from '../support/clients.js';
 import { allArchived, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
-/** DESIGN.md "Data layout": the columns of every part, in order. */
+/** docs/architecture.md, "The store's layout": the columns of every part, in order. */
 const DOCUMENTED = [
   'pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code',
   'local_area_id', 'title', 'text', 'lng', 'lat', 'post_id', 'partner_city', 'received_at', 'boundary_version', 'key_name',

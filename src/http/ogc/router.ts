@@ -1,8 +1,8 @@
 // OGC API – Features – Part 1 (Core, GeoJSON, OpenAPI 3.0) under /ogc: the
 // landing page, conformance, the collections `reports` (the archive), `cities`
 // and `local-areas`, their items and single items. Plain JSON and GeoJSON, no
-// envelope, and no User-Agent requirement (SPEC 4.3 binds the archive endpoint
-// only; GDAL and QGIS send none or their own).
+// envelope, and no User-Agent requirement (docs/http.md: the archive endpoint
+// requires one, /ogc does not; GDAL and QGIS send none or their own).
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
