@@ -197,13 +197,15 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
 const ITEM_BYTES = 37;
 
 /** Stores a part written to `file` under `key`, its ready texts first. */
-export async function publishPart(deps: { store: ObjectStore; db: DuckDb }, key: string, file: string): Promise<Buffer> {
-  const ready = `${file}.ready`;
-  try {
-    await writeReadyTexts(deps.db, file, ready);
-    await deps.store.put(readyKeyOf(key), await fs.readFile(ready));
-  } finally {
-    await fs.rm(ready, { force: true });
+export async function publishPart(deps: { store: ObjectStore; db: DuckDb }, key: string, file: string, options: { readyTexts?: boolean } = {}): Promise<Buffer> {
+  if (options.readyTexts ?? true) {
+    const ready = `${file}.ready`;
+    try {
+      await writeReadyTexts(deps.db, file, ready);
+      await deps.store.put(readyKeyOf(key), await fs.readFile(ready));
+    } finally {
+      await fs.rm(ready, { force: true });
+    }
   }
   await writeStatsSidecar(deps, key, file);
   const body = await fs.readFile(file);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import type { ArchiveRow } from '../archive/row.js';
-import { guardSync } from '../ledger/database.js';
+import { CONNECTION_PRAGMAS, guardSync } from '../ledger/database.js';
 import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
@@ -93,8 +93,7 @@ export class EventLog implements EventFeed {
     this.db = guardSync(() => {
       fs.mkdirSync(dataDir, { recursive: true });
       const db = new Database(path.join(dataDir, 'events.sqlite'), { timeout: 2_000 });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
+      for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
       db.pragma('foreign_keys = ON');
       db.transaction(() => {
         const version = db.pragma('user_version', { simple: true }) as number;

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../errors.js';
+import { CONNECTION_PRAGMAS } from './database.js';
 
 /** One acceptance: the report's ledger row, and the queue message sent if the row is new. */
 export interface AcceptRow {
@@ -12,7 +13,7 @@ export interface AcceptRow {
   post_id: number;
   pkey: string;
   created_at_ms: number;
-  /** The IngestRecord as JSON: the row's record and the message's body. */
+  /** The IngestRecord as JSON: the row's record (its message reads it from there). */
   body: string;
 }
 
@@ -21,7 +22,7 @@ export interface CommitThreadOptions {
   busyTimeoutMs: number;
   /** INSERT … ON CONFLICT DO NOTHING into reports: (source, post_id, pkey, created_at_ms, record, accepted_at_ms, enqueued_at_ms). */
   insertSql: string;
-  /** INSERT into queue: (body, pkey, sent_at_ms, visible_at_ms). */
+  /** INSERT into queue of an accepted report's message: (pkey, sent_at_ms, visible_at_ms); its body is the row's record. */
   sendSql: string;
   now?: () => number;
 }
@@ -32,14 +33,13 @@ const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = FULL');
+for (const pragma of workerData.pragmas) db.pragma(pragma);
 const insert = db.prepare(workerData.insertSql);
 const send = db.prepare(workerData.sendSql);
 const commit = db.transaction((rows, now) =>
   rows.map((r) => {
     const created = insert.run(r.source, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1;
-    if (created) send.run(r.body, r.pkey, now, now);
+    if (created) send.run(r.pkey, now, now);
     return created;
   }),
 );
@@ -129,7 +129,7 @@ export class CommitThread {
   private thread(): Worker {
     if (this.worker) return this.worker;
     const { file, busyTimeoutMs, insertSql, sendSql } = this.options;
-    const worker = new Worker(THREAD, { eval: true, workerData: { driver: DRIVER, file, busyTimeoutMs, insertSql, sendSql } });
+    const worker = new Worker(THREAD, { eval: true, workerData: { driver: DRIVER, file, busyTimeoutMs, insertSql, sendSql, pragmas: CONNECTION_PRAGMAS } });
     worker.on('message', (reply: Reply) => this.settle(reply));
     // A thread that dies (it cannot open the file, or crashed) fails what it held; the next
     // acceptance starts another.

@@ -10,6 +10,13 @@ import { pause } from '../pause.js';
 
 export type Db = Database.Database;
 
+/**
+ * Every connection to a database here (ledger, queue, event log, the commit thread): WAL with
+ * synchronous=FULL, and the log truncated back to 1 MiB after each checkpoint, so a burst does
+ * not leave a log of megabytes on a disk that may be nearly full.
+ */
+export const CONNECTION_PRAGMAS = ['journal_mode = WAL', 'synchronous = FULL', 'journal_size_limit = 1048576'] as const;
+
 /** How long a write waits for another process's transaction before it fails. */
 const BUSY_TIMEOUT_MS = 2_000;
 
@@ -78,8 +85,7 @@ export function openLedgerDb(dataDir: string): Db {
     fs.mkdirSync(dataDir, { recursive: true });
     const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     try {
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
+      for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
       db.pragma('foreign_keys = ON');
       migrate(db);
       return db;

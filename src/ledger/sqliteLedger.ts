@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { guardSync, inTurns, type Db } from './database.js';
 import { CommitThread } from './commitThread.js';
-import { QUEUE_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
+import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, LedgerEntry, QueueEnvelope, ReportId, RetractResult, Retraction, RetractionFilter, RetractionRef, StoredKey } from './ledger.js';
 
 interface ReportRow {
@@ -48,7 +48,12 @@ export class SqliteLedger implements IngestLedger {
     this.stmts = {
       state: db.prepare('SELECT state FROM reports WHERE source = ? AND post_id = ?'),
       record: db.prepare('SELECT record FROM reports WHERE source = ? AND post_id = ?'),
-      archive: db.prepare("UPDATE reports SET state = 'archived', archived_at_ms = ? WHERE source = ? AND post_id = ? AND state = 'pending'"),
+      // Once archived, the parts hold the report: the row keeps what idempotency, retraction and
+      // a lookup need (its identity, time, place, partner), not the title, text and image URL.
+      archive: db.prepare(
+        `UPDATE reports SET state = 'archived', archived_at_ms = ?, record = json_remove(record, '$.report.title', '$.report.text', '$.report.image_url')
+         WHERE source = ? AND post_id = ? AND state = 'pending'`,
+      ),
       stale: db.prepare(
         `SELECT r.source, r.post_id, r.record FROM reports r
          WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
@@ -72,7 +77,7 @@ export class SqliteLedger implements IngestLedger {
       listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
     };
-    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, sendSql: QUEUE_SEND_SQL, now });
+    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, sendSql: ACCEPTED_SEND_SQL, now });
   }
 
   /** The row, and its message only if the row is new (first version wins), in one transaction. */

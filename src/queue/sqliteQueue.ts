@@ -9,6 +9,12 @@ import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js
 /** Sends one message: (body, pkey, sent_at_ms, visible_at_ms). The ledger's acceptances use it too. */
 export const QUEUE_SEND_SQL = 'INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES (?, ?, ?, ?)';
 
+/**
+ * An accepted report's message: (pkey, sent_at_ms, visible_at_ms). Its body is empty, and a
+ * receive reads the report's record row instead, so a pending report's body is stored once.
+ */
+export const ACCEPTED_SEND_SQL = "INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES ('', ?, ?, ?)";
+
 /** How often a waiting receive looks again (other processes' sends wake nobody). */
 const POLL_MS = 100;
 
@@ -34,7 +40,12 @@ export class SqliteQueue implements Queue {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
       send: db.prepare(QUEUE_SEND_SQL),
-      due: db.prepare('SELECT id, body, pkey, sent_at_ms, receive_count FROM queue WHERE visible_at_ms <= ? ORDER BY visible_at_ms, id LIMIT ?'),
+      // An empty body is an accepted report's message (ACCEPTED_SEND_SQL): its record is the body.
+      due: db.prepare(
+        `SELECT q.id, CASE WHEN q.body = '' THEN coalesce(r.record, '') ELSE q.body END AS body, q.pkey, q.sent_at_ms, q.receive_count
+         FROM queue q LEFT JOIN reports r ON q.body = '' AND r.pkey = q.pkey
+         WHERE q.visible_at_ms <= ? ORDER BY q.visible_at_ms, q.id LIMIT ?`,
+      ),
       take: db.prepare('UPDATE queue SET receive_count = receive_count + 1, visible_at_ms = ?, receipt = ? WHERE id = ?'),
       bury: db.prepare('INSERT INTO dead_letters (id, body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, ?, ?, ?)'),
       drop: db.prepare('DELETE FROM queue WHERE id = ?'),

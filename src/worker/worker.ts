@@ -92,6 +92,19 @@ export class Worker {
   /** Ends the current long poll when stop() is called, instead of waiting it out. */
   private polling = new AbortController();
   private failures = 0;
+  /**
+   * How many buffered reports the next flush takes: all of them, until a flush fails; then half
+   * as many after each failure, and twice as many after each success, back up to all.
+   */
+  private flushStep = Infinity;
+  /**
+   * The partitions (hour or day folders) this worker wrote a part to, and when. Ready texts
+   * serve an hour that is one part; a second part makes readers de-duplicate with the query
+   * engine until compaction merges them (with texts of its own). So only a partition's first
+   * part here gets them: the parts of an hour flushed every few seconds would otherwise each
+   * store every text format of their reports, several times the reports' size.
+   */
+  private readonly partitionsWritten = new Map<string, number>();
 
   constructor(
     private readonly deps: WorkerDeps,
@@ -128,7 +141,7 @@ export class Worker {
     } catch (err) {
       this.deps.log.warn({ err: describe(err) }, 'last receive before stopping failed; the queue keeps those reports');
     }
-    if (this.buffer.size > 0) await this.flush();
+    while (this.buffer.size > 0) await this.flush();
   }
 
   private async loop(): Promise<void> {
@@ -274,8 +287,20 @@ export class Worker {
 
   /** Writes one part per hour touched, then acknowledges. */
   async flush(): Promise<FlushResult> {
-    const entries = [...this.buffer.values()];
+    const entries = [...this.buffer.values()].slice(0, this.flushStep);
     if (entries.length === 0) return { reports: 0, parts: [] };
+    try {
+      const result = await this.flushEntries(entries);
+      this.flushStep = this.flushStep * 2 >= this.buffer.size ? Infinity : this.flushStep * 2;
+      return result;
+    } catch (err) {
+      // A nearly full disk (or a store refusing large writes) still lets small flushes through.
+      this.flushStep = Math.max(1, Math.floor(entries.length / 2));
+      throw err;
+    }
+  }
+
+  private async flushEntries(entries: Buffered[]): Promise<FlushResult> {
     const started = Date.now();
     await this.tombstoneRetracted(entries);
     const byHour = new Map<number, ArchiveRow[]>();
@@ -293,8 +318,10 @@ export class Worker {
       const file = path.join(this.deps.tmpDir, `flush-${randomUUID()}.parquet`);
       try {
         await writeParquet(this.deps.db, rows, file);
-        // The part and its ready texts (GeoJSON and TopoJSON serialised once, for readers).
-        const body = await publishPart(this.deps, key, file);
+        // The part, its stats and (the partition's first here) its ready texts.
+        const partition = key.slice(0, key.lastIndexOf('/'));
+        const body = await publishPart(this.deps, key, file, { readyTexts: !this.partitionsWritten.has(partition) });
+        this.partitionsWritten.set(partition, Date.now());
         this.deps.metrics?.partBytes.observe(body.length);
         return key;
       } finally {
@@ -308,8 +335,11 @@ export class Worker {
     await this.deps.events?.archived(entries.filter((e) => e.row.status !== 'retracted').map((e) => e.row));
     await this.deps.ledger.markArchived(entries.map((e) => e.id));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
+    for (const [partition, at] of this.partitionsWritten) if (at < started - 2 * DAY_MS) this.partitionsWritten.delete(partition);
+    const partial = this.buffer.size > entries.length;
     for (const e of entries) this.buffer.delete(e.row.pkey);
-    this.firstBufferedAt = this.buffer.size > 0 ? Date.now() : undefined;
+    // What a partial flush left is due at once; what arrived meanwhile waits its interval.
+    this.firstBufferedAt = this.buffer.size === 0 ? undefined : partial ? this.firstBufferedAt : Date.now();
     this.deps.metrics?.flushDuration.observe((Date.now() - started) / 1000);
     this.deps.metrics?.flushedReports.inc(entries.length);
     this.deps.log.info({ reports: entries.length, parts: parts.length, ms: Date.now() - started }, 'flushed');

@@ -1,0 +1,90 @@
+// What a report costs on the ledger's disk, and a worker that still makes progress when the
+// disk is nearly full: a pending report's body is kept once (its queue message reads the
+// ledger row), its title and text leave the ledger once the parts hold them, and a flush
+// that does not fit is retried in smaller steps instead of all at once, forever.
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { UnavailableError } from '../../src/errors.js';
+import { FileObjectStore } from '../../src/store/fileStore.js';
+import type { ObjectStore } from '../../src/store/objectStore.js';
+import { allArchived, API_KEY, getJson, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+});
+
+/** Text that does not compress: its bytes are what a part and its sidecars must hold. */
+const noise = (bytes: number) => randomBytes(Math.ceil((bytes * 3) / 4)).toString('base64').slice(0, bytes);
+
+describe("the ledger's footprint", () => {
+  it("keeps a pending report's body once, and drops its title and text once the parts hold them", async () => {
+    const config = await testConfig('embedded');
+    const svc = await startTestService(await testRuntime(config), { worker: false, reconcile: false });
+    cleanups.push(() => svc.stop());
+    const texts = new Map<string, string>();
+    for (let i = 0; i < 20; i++) {
+      const text = noise(3000);
+      const res = await postReport(svc.url, report(500 + i, { title: `Baha ${i}`, text }));
+      expect(res.status).toBe(201);
+      texts.set(res.body.pkey, text);
+    }
+    const ledger = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true });
+    cleanups.push(async () => void ledger.close());
+    const sizes = () => ledger.prepare('SELECT sum(length(record)) AS records, max(length(record)) AS largest FROM reports').get() as { records: number; largest: number };
+    const queued = ledger.prepare("SELECT count(*) AS n, sum(length(body)) AS bytes FROM queue WHERE body <> ''").get() as { n: number; bytes: number | null };
+    // Each body is in its ledger row; the messages carry none of it.
+    expect(queued.n).toBe(0);
+    expect(sizes().records).toBeGreaterThan(20 * 3000);
+
+    svc.rt.worker.start();
+    await allArchived(svc.rt);
+    // Once archived, a row keeps the report's identity, time and place, not its text.
+    expect(sizes().largest).toBeLessThan(600);
+    for (const [pkey, text] of texts) {
+      const back = await getJson(`${svc.url}/reports/${pkey}`);
+      expect(back.status).toBe(200);
+      expect(back.body.result.properties.text).toBe(text);
+    }
+    // Idempotency and the owner's retraction still hold on the slimmed rows.
+    expect((await postReport(svc.url, report(500, { text: 'a second version' }))).status).toBe(200);
+    expect((await fetch(`${svc.url}/feeds/partner/501`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+  });
+
+  it('archives a backlog in smaller flushes when the store cannot take one large write', async () => {
+    const config = await testConfig('embedded');
+    const real = new FileObjectStore(config.storageUrl.slice('file://'.length));
+    // A nearly full disk: a write larger than what is left fails as a full disk fails it.
+    const FREE_BYTES = 64 * 1024;
+    let refused = 0;
+    const store = new Proxy(real, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (['put', 'putIfAbsent'].includes(String(prop))) {
+          return async (key: string, body: Buffer | string, ...rest: unknown[]) => {
+            if (Buffer.byteLength(body) > FREE_BYTES) {
+              refused += 1;
+              throw new UnavailableError('storage', 'ENOSPC: no space left on device, write');
+            }
+            return (value as (...args: unknown[]) => Promise<unknown>).call(target, key, body, ...rest);
+          };
+        }
+        return (value as (...args: unknown[]) => unknown).bind(target);
+      },
+    }) as ObjectStore;
+    const svc = await startTestService(await testRuntime(config, undefined, { store }), { worker: false, reconcile: false });
+    cleanups.push(() => svc.stop());
+    // 150 reports of one hour: their part and sidecars at once are far larger than what is free.
+    for (let i = 0; i < 150; i++) {
+      expect((await postReport(svc.url, report(700 + i, { created_at: `2026-11-21T13:${String(i % 60).padStart(2, '0')}:00+08:00`, text: noise(1500) }))).status).toBe(201);
+    }
+    svc.rt.worker.start();
+    await allArchived(svc.rt, 90_000);
+    expect(refused).toBeGreaterThan(0);
+    const day = await getJson(`${svc.url}/reports/archive/count?start=2026-11-21T00:00:00%2B0800&end=2026-11-21T23:59:59%2B0800`);
+    expect(day.body.result.count).toBe(150);
+  }, 120_000);
+});
