@@ -62,6 +62,17 @@ describe('flood-archive CLI', () => {
     expect(JSON.stringify(listed)).not.toContain('alpha-key-0123456789abcdef');
     expect(JSON.parse((await run(['keys', 'revoke', '--name', 'beta', '--json'], env)).stdout)).toEqual({ name: 'beta', revoked: 1 });
     expect((await run(['keys', 'add', '--name', 'Bad Name!'], env)).code).toBe(2);
+    // A partner's reports and rights follow its key's name: a new key may not take one in use,
+    // revoked or configured; only a rotation keeps a name.
+    for (const name of ['beta', 'alpha']) {
+      const refused = await run(['keys', 'add', '--name', name], env);
+      expect([name, refused.code, refused.stdout]).toEqual([name, 1, '']);
+      expect(refused.stderr).toMatch(name === 'beta' ? /beta already has a key.*keys rotate --name beta/ : /alpha is a key in API_KEYS/);
+    }
+    const unknown = await run(['keys', 'rotate', '--name', 'gamma'], env);
+    expect([unknown.code, unknown.stderr]).toEqual([1, 'no key is named gamma: add one with keys add --name gamma\n']);
+    expect(JSON.parse((await run(['keys', 'rotate', '--name', 'beta', '--json'], env)).stdout)).toMatchObject({ name: 'beta', revoked: 0 });
+    expect(db.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 3 });
     db.close();
   });
 
