@@ -67,20 +67,20 @@ export class ObjectLedger implements IngestLedger {
       this.store.head(key),
       slot.partner !== undefined ? this.recordAt(sharedSlot(id)) : undefined,
     ]);
-    if (own) return this.repeatOf(id, key, record.pkey);
+    if (own) return this.repeatOf(id, record.pkey);
     if (shared && shared.partner === record.partner) return { created: false, pkey: shared.pkey };
     const body = JSON.stringify(record);
     // Lost only to an acceptance of the same report since the HEAD above (or, for a report of
     // no partner, to the older report that holds its key): ours is then a repeat, and its marker
     // is left for reconciliation, which sends the key's (first) version again.
-    if (!(await this.store.putIfAbsent(pendingKey(slot), body))) return this.repeatOf(id, key, record.pkey);
-    if (!(await this.store.putIfAbsent(key, body))) return this.repeatOf(id, key, record.pkey);
+    if (!(await this.store.putIfAbsent(pendingKey(slot), body))) return this.repeatOf(id, record.pkey);
+    if (!(await this.store.putIfAbsent(key, body))) return this.repeatOf(id, record.pkey);
     await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
   }
 
   /** The answer to an acceptance whose key is held: a repeat, or (no partner) another partner's report in the way. */
-  private async repeatOf(id: ReportId, key: string, pkey: string): Promise<AcceptResult> {
+  private async repeatOf(id: ReportId, pkey: string): Promise<AcceptResult> {
     if (id.partner !== undefined) return { created: false, pkey };
     const held = await this.recordAt(sharedSlot(id));
     if (held && held.partner !== undefined) throw new PkeyTakenError(pkey);
