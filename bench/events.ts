@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startServer } from './server.js';
+import { nameOfBareKey } from '../src/apiKeys.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli.js');
 const args = parseArgs({ options: { reports: { type: 'string', default: '10000' }, quick: { type: 'boolean', default: false }, backend: { type: 'string', default: 'both' } } }).values;
@@ -161,7 +162,7 @@ async function latency(backend: Backend): Promise<Record<string, number>> {
         let status = await post(server.url, body(i));
         for (let retry = 0; status === 503 && retry < 20; retry++) status = await post(server.url, body(i));
         if (status !== 201) throw new Error(`POST answered ${status}`);
-        accepted.set(`partner-${1_000_000 + i}`, performance.now());
+        accepted.set(`partner-${nameOfBareKey(API_KEY)}-${1_000_000 + i}`, performance.now());
         await new Promise((r) => setTimeout(r, 40));
       }
     }),

@@ -15,7 +15,7 @@ import type { ExportFormat } from './ops/exportWindow.js';
 import type { ImportFormat } from './ops/importFile.js';
 import { createProgress } from './ops/progress.js';
 import { listOption, SubscriptionError } from './events/subscriptions.js';
-import { pkeyOf, SOURCE } from './reports/layout.js';
+import { parsePkey, SOURCE } from './reports/layout.js';
 import type { Runtime } from './runtime.js';
 
 class UsageError extends Error {}
@@ -77,6 +77,14 @@ function instant(value: string | boolean | undefined, name: string, fallback: nu
   const ms = deps.parseOffsetDateTime(text);
   if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
   return ms;
+}
+
+/** `--partner NAME`, checked as a key name; undefined when not given. */
+function partnerOption(values: Values): string | undefined {
+  const name = values.partner;
+  if (name === undefined) return undefined;
+  if (typeof name !== 'string' || !isKeyName(name)) throw new UsageError('--partner must be a key name: 1 to 64 characters of a-z 0-9 . _ - starting with a letter or digit');
+  return name;
 }
 
 function required(values: Values, name: string): string {
@@ -248,18 +256,20 @@ const COMMANDS: Record<string, Command> = {
   },
   import: {
     summary: 'backfill from NDJSON, GeoJSON or CSV (partner bodies or CogniCity rows); idempotent, resumable',
-    usage: 'import --file F [--format ndjson|geojson|csv] [--rejects F] [--restart] [--json]',
-    options: { ...common, file: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, restart: { type: 'boolean' } },
+    usage: 'import --file F [--partner NAME] [--format ndjson|geojson|csv] [--rejects F] [--restart] [--json]',
+    options: { ...common, file: { type: 'string' }, partner: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, restart: { type: 'boolean' } },
     run: ({ config, values }) =>
       withRuntime(config, async (rt) => {
         const format = values.format as ImportFormat | undefined;
         if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
+        const partner = partnerOption(values);
         const result = await deps.importFile(
           rt,
           {
             file: required(values, 'file'),
             ...(format && { format }),
             ...(typeof values.rejects === 'string' && { rejectsFile: values.rejects }),
+            ...(partner !== undefined && { partner }),
             restart: values.restart === true,
           },
           values.json ? undefined : createProgress('import'),
@@ -353,28 +363,41 @@ const COMMANDS: Record<string, Command> = {
   },
   retract: {
     summary: "retract a report (any partner's): hidden at once, its personal fields purged from the parts by the next compaction",
-    usage: 'retract --post-id N --reason TEXT [--json]',
-    options: { ...common, 'post-id': { type: 'string' }, reason: { type: 'string' } },
+    usage: 'retract (--pkey PKEY | --post-id N [--partner NAME]) --reason TEXT [--json]',
+    options: { ...common, pkey: { type: 'string' }, 'post-id': { type: 'string' }, partner: { type: 'string' }, reason: { type: 'string' } },
     run: ({ config, values }) =>
       withRuntime(config, async (rt) => {
-        const raw = required(values, 'post-id');
-        if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
         const reason = required(values, 'reason');
         if (reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
-        const pkey = pkeyOf(SOURCE, Number(raw));
-        const result = await rt.ledger.retract(pkey, 'ops', reason);
+        let pkey: string | undefined;
+        let postId: number;
+        if (typeof values.pkey === 'string') {
+          if (values['post-id'] !== undefined || values.partner !== undefined) throw new UsageError('give --pkey, or --post-id with --partner, not both');
+          const parts = parsePkey(values.pkey);
+          if (!parts) throw new UsageError('--pkey must be a report key such as partner-123 or partner-alpha-123');
+          pkey = values.pkey;
+          postId = parts.post_id;
+        } else {
+          const raw = required(values, 'post-id');
+          if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
+          postId = Number(raw);
+          // A post_id is a partner's own; without --partner, the report of no partner (partner-N).
+          const partner = partnerOption(values);
+          pkey = (await rt.ledger.get({ source: SOURCE, post_id: postId, ...(partner !== undefined && { partner }) }))?.pkey;
+        }
+        const result = pkey === undefined ? ({ found: false } as const) : await rt.ledger.retract(pkey, 'ops', reason);
         if (!result.found) {
-          print(values, { post_id: Number(raw), found: false }, () => `no report with post_id ${raw} was accepted`);
+          print(values, { post_id: postId, found: false }, () => `no such report was accepted`);
           return 1;
         }
-        const answer = { post_id: Number(raw), retracted: true, first: result.first, ...result.retraction };
+        const answer = { post_id: postId, retracted: true, first: result.first, ...result.retraction };
         print(values, answer, () => (result.first ? `retracted ${pkey} at ${result.retraction.retracted_at}` : `${pkey} was already retracted at ${result.retraction.retracted_at} (by ${result.retraction.by}: ${result.retraction.reason})`));
         return 0;
       }),
   },
   keys: {
     summary: 'partner API keys kept in the ledger (hashed): list, add, rotate, revoke',
-    usage: 'keys list | keys add --name NAME | keys rotate --name NAME | keys revoke --name NAME  [--json]',
+    usage: 'keys list | keys add --name NAME (a name no key has had) | keys rotate --name NAME | keys revoke --name NAME  [--json]',
     options: { ...common, name: { type: 'string' } },
     run: ({ config, values, positionals }) =>
       withRuntime(config, async (rt) => {
@@ -393,9 +416,25 @@ const COMMANDS: Record<string, Command> = {
           print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
           return n > 0 ? 0 : 1;
         }
+        // A partner's reports and rights follow its key's name: a new key takes a name of its own.
+        const configured = config.apiKeys.some((k) => k.name === name);
+        if (sub === 'add' && configured) {
+          process.stderr.write(`the name ${name} is a key in API_KEYS, and its reports and rights follow the name: choose another name\n`);
+          return 1;
+        }
+        if (sub === 'rotate' && !configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) {
+          process.stderr.write(`no key is named ${name}: add one with keys add --name ${name}\n`);
+          return 1;
+        }
         // The key is shown once; the ledger keeps only its digest.
         const key = newKey();
-        await rt.ledger.addKey(name, keyDigest(key));
+        try {
+          await rt.ledger.addKey(name, keyDigest(key), sub === 'rotate');
+        } catch (err) {
+          if (!(err instanceof deps.KeyNameInUseError)) throw err;
+          process.stderr.write(`${err.message}\n`);
+          return 1;
+        }
         const revoked = sub === 'rotate' ? await rt.ledger.revokeKeys(name, keyDigest(key)) : 0;
         print(values, { name, key, revoked }, () => `${name}: ${key}${sub === 'rotate' ? `\n(revoked ${revoked} earlier key(s) of ${name})` : ''}\nKeep it now: it is not shown again.`);
         return 0;

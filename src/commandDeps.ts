@@ -5,6 +5,7 @@ export { closedBefore, compact } from './ops/compact.js';
 export { purgeRetracted } from './ops/purge.js';
 export { exportWindow } from './ops/exportWindow.js';
 export { importFile } from './ops/importFile.js';
+export { KeyNameInUseError } from './ledger/ledger.js';
 export { reprocess } from './ops/reprocess.js';
 export { verify } from './ops/verify.js';
 export { addSubscription, adminOf, findSubscription, shown, testSubscription } from './events/manage.js';

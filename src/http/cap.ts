@@ -6,12 +6,13 @@ import type { BoundaryRepository } from '../boundaries/repository.js';
 import { HttpError } from '../errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
+import { parsePkey } from '../reports/layout.js';
 import { readQuery, throwIfAny } from './query.js';
+import { PKEY_MESSAGE } from './reports.js';
 
 const DAY_MS = 86_400_000;
 /** Entries a feed carries at most (the newest). */
 const FEED_LIMIT = 1000;
-const PKEY = /^[a-z][a-z0-9_]{0,31}-\d{1,16}$/;
 
 export interface CapDeps {
   events: EventFeed;
@@ -45,8 +46,8 @@ export function capRouter(deps: CapDeps): Router {
 
   router.get('/reports/:pkey.cap', async (req, res) => {
     const pkey = String(req.params.pkey);
-    if (!PKEY.test(pkey)) {
-      throw new HttpError(400, 'The path does not name a report.', [{ in: 'path', field: 'pkey', message: 'must be a report key such as partner-123 (a source, a hyphen, a post_id)' }]);
+    if (!parsePkey(pkey)) {
+      throw new HttpError(400, 'The path does not name a report.', [{ in: 'path', field: 'pkey', message: PKEY_MESSAGE }]);
     }
     const events = deps.events;
     const event = await events.archivedReport(pkey);

@@ -131,6 +131,7 @@ export function feedPost(deps: FeedPostDeps): (req: IncomingMessage, res: Server
     answer(res, 200, {
       post_id: report.post_id,
       created: false,
+      pkey: result.pkey,
       ...(retraction
         ? { retracted: true, message: `post_id ${report.post_id} already exists and was retracted at ${retraction.retracted_at}; it is not archived again` }
         : { message: `post_id ${report.post_id} already exists` }),

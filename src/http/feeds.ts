@@ -5,7 +5,7 @@ import { HttpError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ApiKey } from '../apiKeys.js';
 import type { IngestLedger } from '../ledger/ledger.js';
-import { pkeyOf, SOURCE } from '../reports/layout.js';
+import { SOURCE } from '../reports/layout.js';
 import { partnerOf, requireApiKey } from './auth.js';
 
 export interface FeedsDeps {
@@ -26,21 +26,14 @@ export function feedsRouter(deps: FeedsDeps): Router {
       throw new HttpError(400, 'The post_id in the path must be a non-negative integer.', [{ in: 'path', field: 'post_id', message: `must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}` }]);
     }
     const postId = Number(raw);
-    const pkey = pkeyOf(SOURCE, postId);
-    const entry = await deps.ledger.lookup(pkey);
-    if (!entry) throw new HttpError(404, `No report with post_id ${postId} was accepted.`, [{ in: 'path', field: 'post_id', message: 'is unknown' }]);
     const partner = partnerOf(res);
-    if (entry.record.partner !== partner) {
-      throw new HttpError(
-        403,
-        entry.record.partner === undefined
-          ? `post_id ${postId} was accepted before keys had names; only the operators can retract it.`
-          : `post_id ${postId} was posted with another partner's key; only that partner may retract it.`,
-        [{ in: 'header', field: 'X-Api-Key', message: 'is not the key of the partner that posted this report' }],
-      );
-    }
+    // The post_id is this partner's own: another partner's report of the same post_id is not
+    // found here (404, as for an unknown one: nothing says another partner used it).
+    const record = await deps.ledger.get({ source: SOURCE, partner, post_id: postId });
+    if (!record) throw new HttpError(404, `This partner posted no report with post_id ${postId}.`, [{ in: 'path', field: 'post_id', message: 'is unknown' }]);
+    const { pkey } = record;
     const result = await deps.ledger.retract(pkey, partner, 'withdrawn by the partner');
-    if (!result.found) throw new HttpError(404, `No report with post_id ${postId} was accepted.`);
+    if (!result.found) throw new HttpError(404, `This partner posted no report with post_id ${postId}.`);
     if (result.first) {
       deps.metrics.partnerReports.inc({ partner, outcome: 'retracted' });
       req.log.info({ pkey, partner }, 'report retracted');

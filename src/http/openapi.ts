@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 description of the service, built from the same schemas
 // and parameter lists that validate requests, served at /openapi.json.
+import { PKEY_PATTERN } from '../reports/layout.js';
 import { partnerReportSchema, QUERY_DATE_TIME_PATTERN } from '../reports/partnerReport.js';
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
@@ -134,10 +135,11 @@ const schemas = {
   AlreadyExists: {
     type: 'object',
     additionalProperties: false,
-    required: ['post_id', 'created', 'message'],
+    required: ['post_id', 'created', 'pkey', 'message'],
     properties: {
       post_id: { type: 'integer' },
       created: { const: false },
+      pkey: { type: 'string', description: 'The key of the report this partner posted first with this post_id.' },
       retracted: { const: true, description: 'Present when the report with this post_id was retracted: it is not archived again.' },
       message: { type: 'string' },
     },
@@ -390,7 +392,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         post: {
           operationId: 'postPartnerReport',
           summary: 'Add one flood report from a partner',
-          description: `Accepted durably before the answer: a 2xx means the report is kept. The same post_id is "already exists" ever after; the first version is kept. Bodies up to ${MAX_BODY_BYTES / 1024} KiB.`,
+          description: `Accepted durably before the answer: a 2xx means the report is kept. The same post_id from the same partner (the name of its key) is "already exists" ever after; the first version is kept. Each partner's post_ids are its own: another partner's same post_id is another report, with a pkey of its own (partner-<key name>-<post_id>; reports accepted before post_ids were per partner keep partner-<post_id>). Bodies up to ${MAX_BODY_BYTES / 1024} KiB.`,
           security: [{ ApiKey: [] }],
           requestBody: {
             required: true,
@@ -412,14 +414,14 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           responses: {
             '201': {
               description: 'Created.',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Created' }, example: { post_id: 1, created: true, pkey: 'partner-1' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Created' }, example: { post_id: 1, created: true, pkey: 'partner-alpha-1' } } },
             },
             '200': {
-              description: 'A report with this post_id already exists; nothing changed.',
+              description: 'This partner already posted a report with this post_id; nothing changed.',
               content: {
                 'application/json': {
                   schema: { $ref: '#/components/schemas/AlreadyExists' },
-                  example: { post_id: 1, created: false, message: 'post_id 1 already exists' },
+                  example: { post_id: 1, created: false, pkey: 'partner-alpha-1', message: 'post_id 1 already exists' },
                 },
               },
             },
@@ -474,18 +476,18 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           operationId: 'retractPartnerReport',
           summary: 'Retract a report the same partner posted',
           description:
-            'States: a report is `confirmed` when accepted and `retracted` once withdrawn; retraction is final (a later post of the post_id answers 200 "already exists" with `retracted: true`). Only the partner whose key (by name) posted it may retract it here; the operators may retract any report (`flood-archive retract`). Durable before the answer; a repeat answers 200 again with the first retraction\'s time. The report leaves every archive answer at once, and its title, text and URLs are purged from storage by the next compaction.',
+            'States: a report is `confirmed` when accepted and `retracted` once withdrawn; retraction is final (a later post of the post_id answers 200 "already exists" with `retracted: true`). Only the partner whose key (by name) posted it may retract it here: the post_id is the calling partner\'s own, so another partner\'s report of the same post_id is not found (404) and never touched; the operators may retract any report (`flood-archive retract`). Durable before the answer; a repeat answers 200 again with the first retraction\'s time. The report leaves every archive answer at once, and its title, text and URLs are purged from storage by the next compaction.',
           security: [{ ApiKey: [] }],
           parameters: [{ name: 'post_id', in: 'path', required: true, schema: { type: 'string', pattern: '^(0|[1-9]\\d{0,15})$' } }],
           responses: {
             '200': {
               description: 'Retracted (now or before).',
-              content: { 'application/json': { schema: { $ref: '#/components/schemas/Retracted' }, example: { post_id: 1, pkey: 'partner-1', retracted: true, retracted_at: '2026-11-22T01:00:00.000Z' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Retracted' }, example: { post_id: 1, pkey: 'partner-alpha-1', retracted: true, retracted_at: '2026-11-22T01:00:00.000Z' } } },
             },
             '400': error('The post_id is not a non-negative integer.'),
             '401': error('X-Api-Key is missing.'),
-            '403': error('X-Api-Key is not a valid key, was revoked, or is not the key of the partner that posted the report.'),
-            '404': error('No report with this post_id was accepted.'),
+            '403': error('X-Api-Key is not a valid key, or was revoked.'),
+            '404': error('This partner posted no report with this post_id.'),
             '429': tooMany,
             '503': unavailable,
           },
@@ -497,7 +499,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           summary: 'One report by its key',
           description: 'Read from the hour the report belongs to (its key is looked up in the ledger). 410 once retracted; 404 when unknown, or accepted and not archived yet (then with Retry-After).',
           parameters: [
-            { name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}-(0|[1-9]\\d{0,15})$' }, example: 'partner-1' },
+            { name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, example: 'partner-alpha-1' },
             { name: 'geoformat', in: 'query', description: 'geojson: the Feature; topojson: a Topology holding its one geometry.', schema: { type: 'string', enum: ['geojson', 'topojson'], default: 'geojson' } },
           ],
           responses: {
@@ -654,7 +656,7 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
         get: {
           operationId: 'capAlert',
           summary: 'One report as a CAP 1.2 alert',
-          parameters: [{ name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}-\\d{1,16}$' }, example: 'partner-1' }],
+          parameters: [{ name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, example: 'partner-alpha-1' }],
           responses: {
             '200': { description: 'The alert.', content: { 'application/cap+xml': { schema: { type: 'string' } } } },
             '400': error('The path does not name a report.'),

@@ -3,9 +3,13 @@
 import { Router } from 'express';
 import type { Archive } from '../archive/window.js';
 import { HttpError } from '../errors.js';
-import { idOfPkey, type IngestLedger } from '../ledger/ledger.js';
+import type { IngestLedger } from '../ledger/ledger.js';
+import { parsePkey } from '../reports/layout.js';
 import { renderArchive } from './archiveBody.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
+
+/** What a path's report key must be. */
+export const PKEY_MESSAGE = 'must be a report key such as partner-123 or partner-alpha-123 (a source, the partner\'s key name if any, a post_id, joined by hyphens)';
 
 export interface ReportRouteDeps {
   archive: Archive;
@@ -21,7 +25,7 @@ export function reportsRouter(deps: ReportRouteDeps): Router {
     const { values, details } = readQuery(req, ['geoformat']);
     const geoformat = oneOf(values, 'geoformat', ['geojson', 'topojson'], 'geojson', details) as 'geojson' | 'topojson';
     const pkey = String(req.params.pkey);
-    if (!idOfPkey(pkey)) details.push({ in: 'path', field: 'pkey', message: 'must be a report key such as partner-123 (a source, a hyphen, a post_id)' });
+    if (!parsePkey(pkey)) details.push({ in: 'path', field: 'pkey', message: PKEY_MESSAGE });
     throwIfAny(details);
     const entry = await deps.ledger.lookup(pkey);
     if (!entry) throw new HttpError(404, `No report has the key ${pkey}.`, [{ in: 'path', field: 'pkey', message: 'is unknown' }]);

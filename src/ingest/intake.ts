@@ -15,11 +15,14 @@ export class Intake {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** `partner`: the name of the key that posted it (the only partner that may retract it). */
+  /**
+   * `partner`: the name of the key that posted it (the only partner that may retract it, and whose
+   * post_ids these are); none for an operators' import. Throws PkeyTakenError (no partner only).
+   */
   accept(report: PartnerReport, partner?: string, source = SOURCE): Promise<AcceptResult> {
     return this.ledger.accept({
       v: 1,
-      pkey: pkeyOf(source, report.post_id),
+      pkey: pkeyOf(source, report.post_id, partner),
       source,
       post_id: report.post_id,
       received_at: new Date(this.now()).toISOString(),

@@ -10,6 +10,8 @@ import { CONNECTION_PRAGMAS } from './database.js';
 /** One acceptance: the report's ledger row, and the queue message sent if the row is new. */
 export interface AcceptRow {
   source: string;
+  /** The posting key's name, '' for none. */
+  partner: string;
   post_id: number;
   pkey: string;
   created_at_ms: number;
@@ -20,8 +22,10 @@ export interface AcceptRow {
 export interface CommitThreadOptions {
   file: string;
   busyTimeoutMs: number;
-  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, post_id, pkey, created_at_ms, record, accepted_at_ms, enqueued_at_ms). */
+  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, partner, post_id, pkey, created_at_ms, record, accepted_at_ms, enqueued_at_ms). */
   insertSql: string;
+  /** The pkey of the report (source, partner, post_id), when the insert found one. */
+  existingSql: string;
   /** INSERT into queue of an accepted report's message: (pkey, sent_at_ms, visible_at_ms); its body is the row's record. */
   sendSql: string;
   now?: () => number;
@@ -36,17 +40,21 @@ const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
 for (const pragma of workerData.pragmas) db.pragma(pragma);
 const insert = db.prepare(workerData.insertSql);
 const send = db.prepare(workerData.sendSql);
+const existing = db.prepare(workerData.existingSql).pluck();
+// Per row: true (new), the pkey of the report it repeats, or null (its pkey is another report's).
 const commit = db.transaction((rows, now) =>
   rows.map((r) => {
-    const created = insert.run(r.source, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1;
-    if (created) send.run(r.pkey, now, now);
-    return created;
+    if (insert.run(r.source, r.partner, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1) {
+      send.run(r.pkey, now, now);
+      return true;
+    }
+    return existing.get(r.source, r.partner, r.post_id) ?? null;
   }),
 );
 parentPort.on('message', ({ id, flat, now }) => {
   try {
     const rows = [];
-    for (let i = 0; i < flat.length; i += 5) rows.push({ source: flat[i], post_id: flat[i + 1], pkey: flat[i + 2], created_at_ms: flat[i + 3], body: flat[i + 4] });
+    for (let i = 0; i < flat.length; i += 6) rows.push({ source: flat[i], partner: flat[i + 1], post_id: flat[i + 2], pkey: flat[i + 3], created_at_ms: flat[i + 4], body: flat[i + 5] });
     parentPort.postMessage({ id, created: commit.immediate(rows, now) });
   } catch (err) {
     parentPort.postMessage({ id, error: { code: err && err.code, message: String(err && err.message) } });
@@ -65,13 +73,16 @@ const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
 const GATHER_AFTER_MS = 10;
 const GATHER_MAX_MS = 20;
 
+/** What a commit made of a row: true (new), the pkey of the report it repeats, or null (its pkey is another report's). */
+export type Committed = true | string | null;
+
 interface Waiting {
   row: AcceptRow;
-  resolve: (created: boolean) => void;
+  resolve: (outcome: Committed) => void;
   reject: (err: unknown) => void;
 }
 
-type Reply = { id: number; created: boolean[] } | { id: number; error: { code?: string; message: string } };
+type Reply = { id: number; created: Committed[] } | { id: number; error: { code?: string; message: string } };
 
 export class CommitThread {
   private worker: Worker | undefined;
@@ -84,10 +95,10 @@ export class CommitThread {
 
   constructor(private readonly options: CommitThreadOptions) {}
 
-  /** Resolves after the row (and its message, if new) are committed: true if the row is new. */
-  submit(row: AcceptRow): Promise<boolean> {
+  /** Resolves after the row (and its message, if new) are committed. */
+  submit(row: AcceptRow): Promise<Committed> {
     if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));
-    return new Promise<boolean>((resolve, reject) => {
+    return new Promise<Committed>((resolve, reject) => {
       this.queued.push({ row, resolve, reject });
       this.pump();
     });
@@ -122,14 +133,14 @@ export class CommitThread {
     worker.ref();
     // The rows as one flat array of their fields: cloned to the thread faster than objects.
     const flat: (string | number)[] = [];
-    for (const { row } of batch) flat.push(row.source, row.post_id, row.pkey, row.created_at_ms, row.body);
+    for (const { row } of batch) flat.push(row.source, row.partner, row.post_id, row.pkey, row.created_at_ms, row.body);
     worker.postMessage({ id, flat, now: (this.options.now ?? Date.now)() });
   }
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const { file, busyTimeoutMs, insertSql, sendSql } = this.options;
-    const worker = new Worker(THREAD, { eval: true, workerData: { driver: DRIVER, file, busyTimeoutMs, insertSql, sendSql, pragmas: CONNECTION_PRAGMAS } });
+    const { file, busyTimeoutMs, insertSql, sendSql, existingSql } = this.options;
+    const worker = new Worker(THREAD, { eval: true, workerData: { driver: DRIVER, file, busyTimeoutMs, insertSql, sendSql, existingSql, pragmas: CONNECTION_PRAGMAS } });
     worker.on('message', (reply: Reply) => this.settle(reply));
     // A thread that dies (it cannot open the file, or crashed) fails what it held; the next
     // acceptance starts another.
@@ -157,7 +168,7 @@ export class CommitThread {
       const err = typeof code === 'string' && /^(SQLITE_|E[A-Z]+$)/.test(code) ? new UnavailableError('storage', `ledger unavailable (${code})`) : new Error(message);
       for (const w of flight.batch) w.reject(err);
     } else {
-      flight.batch.forEach((w, i) => w.resolve(reply.created[i]!));
+      flight.batch.forEach((w, i) => w.resolve(reply.created[i] as Committed));
     }
     this.pump();
   }

@@ -76,6 +76,36 @@ const MIGRATIONS: string[] = [
      revoked_at_ms INTEGER
    ) WITHOUT ROWID;
    CREATE INDEX api_keys_name ON api_keys (name);`,
+  // post_ids are each partner's own: a report is (source, partner, post_id), the partner being the
+  // name of the key that posted it ('' for none: imports without a partner, reports from before
+  // keys had names). Rows keep their pkeys; their partner comes from the record they hold.
+  `CREATE TABLE reports_by_partner (
+     source TEXT NOT NULL,
+     partner TEXT NOT NULL,
+     post_id INTEGER NOT NULL,
+     pkey TEXT NOT NULL UNIQUE,
+     created_at_ms INTEGER NOT NULL,
+     record TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'archived')),
+     accepted_at_ms INTEGER NOT NULL,
+     enqueued_at_ms INTEGER NOT NULL,
+     archived_at_ms INTEGER,
+     retracted_at_ms INTEGER,
+     retracted_by TEXT,
+     retraction_reason TEXT,
+     purged_at_ms INTEGER,
+     PRIMARY KEY (source, partner, post_id)
+   ) WITHOUT ROWID;
+   INSERT INTO reports_by_partner
+     SELECT source, coalesce(json_extract(record, '$.partner'), ''), post_id, pkey, created_at_ms, record, state, accepted_at_ms,
+            enqueued_at_ms, archived_at_ms, retracted_at_ms, retracted_by, retraction_reason, purged_at_ms
+     FROM reports;
+   DROP TABLE reports;
+   ALTER TABLE reports_by_partner RENAME TO reports;
+   CREATE INDEX reports_pending ON reports (enqueued_at_ms) WHERE state = 'pending';
+   CREATE INDEX reports_created ON reports (created_at_ms);
+   CREATE INDEX reports_retracted ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL;
+   CREATE INDEX reports_unpurged ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL AND purged_at_ms IS NULL;`,
 ];
 
 /** Opens (creating if needed) and migrates the database; disk errors become UnavailableError. */

@@ -21,12 +21,36 @@ export interface QueueEnvelope extends IngestRecord {
   redelivery?: boolean;
 }
 
+/** `pkey`: the new report's, or on a repeat the first one's (which may be of the older form). */
 export type AcceptResult = { created: true; pkey: string } | { created: false; pkey: string };
 
-/** A report by its identity at the source. */
+/**
+ * A report by its identity at the source: the partner that posted it (its key's name; absent for
+ * reports of no partner) and that partner's post_id. Two partners' same post_id are two reports.
+ */
 export interface ReportId {
   source: string;
+  partner?: string;
   post_id: number;
+}
+
+/** A new key asked for under a name that already has one (see addKey). */
+export class KeyNameInUseError extends Error {
+  override name = 'KeyNameInUseError';
+  constructor(readonly keyName: string) {
+    super(`the name ${keyName} already has a key, and its reports and rights follow the name: rotate its key with keys rotate --name ${keyName}, or choose another name`);
+  }
+}
+
+/**
+ * An acceptance of no partner whose `<source>-<post_id>` key is already another partner's report
+ * (one accepted before post_ids were per partner): it cannot be archived under that key.
+ */
+export class PkeyTakenError extends Error {
+  override name = 'PkeyTakenError';
+  constructor(readonly pkey: string) {
+    super(`${pkey} is already the key of a partner's report`);
+  }
 }
 
 export interface AcceptedReport {
@@ -81,17 +105,18 @@ export interface StoredKey {
 export interface IngestLedger {
   readonly description: string;
   /**
-   * Records the report if its (source, post_id) is new and sends it to the queue. Resolves once
-   * both are durable; `created: false` when the post_id was accepted before (its first version
-   * stays).
+   * Records the report under `record.pkey` if its (source, partner, post_id) is new and sends it
+   * to the queue. Resolves once both are durable; `created: false` when that partner's post_id was
+   * accepted before (its first version stays, with its pkey). Throws PkeyTakenError when a report
+   * of no partner would take the key of another partner's report.
    */
   accept(record: IngestRecord): Promise<AcceptResult>;
   /** The first accepted version of a report, or undefined when it was never accepted. */
   get(id: ReportId): Promise<IngestRecord | undefined>;
   /** Whether the report still waits to be archived. */
-  isPending(id: ReportId): Promise<boolean>;
+  isPending(pkey: string): Promise<boolean>;
   /** Marks reports archived: their parts are durable. */
-  markArchived(ids: readonly ReportId[]): Promise<void>;
+  markArchived(pkeys: readonly string[]): Promise<void>;
   /**
    * Pending reports last enqueued before `beforeMs` and no longer on their way (lost message,
    * queue outage): sent to the queue again, their age restarted. Returns how many.
@@ -112,7 +137,12 @@ export interface IngestLedger {
   markPurged(pkeys: readonly string[]): Promise<void>;
   /** A kept API key by its digest (revoked ones too), read afresh: a revocation counts at once. */
   keyByDigest(digest: string): Promise<StoredKey | undefined>;
-  addKey(name: string, digest: string): Promise<void>;
+  /**
+   * Keeps a key. A partner's rights (its reports, its post_ids) follow its key's name, so a key
+   * under a name that has one already (revoked or not) is only a rotation's: otherwise
+   * KeyNameInUseError, decided atomically with the write.
+   */
+  addKey(name: string, digest: string, rotation?: boolean): Promise<void>;
   /** Revokes every key of `name` but `keep`; returns how many. */
   revokeKeys(name: string, keep?: string): Promise<number>;
   listKeys(): Promise<StoredKey[]>;
@@ -129,12 +159,4 @@ export function parseRecord(body: Buffer | string): IngestRecord | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The source and post_id a pkey names (`<source>-<post_id>`), or undefined for anything else. */
-export function idOfPkey(pkey: string): ReportId | undefined {
-  const m = /^([a-z][a-z0-9_]{0,31})-(0|[1-9]\d{0,15})$/.exec(pkey);
-  if (!m) return undefined;
-  const post_id = Number(m[2]);
-  return Number.isSafeInteger(post_id) ? { source: m[1]!, post_id } : undefined;
 }

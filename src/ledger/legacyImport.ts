@@ -47,8 +47,8 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
   const markers = read(PENDING_PREFIX);
 
   const insert = db.prepare(
-    `INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
   const result: LegacyImport = { accepted: 0, pending: 0, unreadable: 0 };
   guardSync(() =>
@@ -65,7 +65,7 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
           const pending = markers.get(id) !== undefined;
           const body = JSON.stringify(record);
           const created = insert.run(
-            record.source, record.post_id, record.pkey, Date.parse(record.report.created_at), body,
+            record.source, record.partner ?? '', record.post_id, record.pkey, Date.parse(record.report.created_at), body,
             pending ? 'pending' : 'archived', Date.parse(record.received_at) || now, now, pending ? null : now,
           ).changes === 1;
           result.accepted += 1;

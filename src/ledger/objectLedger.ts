@@ -1,6 +1,9 @@
 // The ledger on an object store (S3): a pending marker per accepted, not yet archived report,
-// and an idempotency key per (source, post_id) holding its first version, both created with
-// a conditional PUT (If-None-Match: *, which S3, LocalStack, MinIO and moto enforce).
+// and an idempotency key per pkey holding its first version, both created with a conditional PUT
+// (If-None-Match: *, which S3, LocalStack, MinIO and moto enforce). A partner's reports are under
+// a folder of its own (ingest/keys/partner/<name>/<post_id>.json); ingest/keys/partner/<post_id>.json
+// holds reports of no partner and those accepted before post_ids were per partner, whose record
+// names the partner that owns them.
 //
 // Order of writes on acceptance:
 //   1. the marker (holds the record): once it exists the report is accepted;
@@ -9,12 +12,15 @@
 // A crash between 1 and 2 is rolled forward by reconciliation (the key from the marker);
 // a failed 3 too (the marker outlives its message).
 import {
+  API_KEY_NAMES_PREFIX,
   API_KEYS_PREFIX,
   IDEMPOTENCY_PREFIX,
   idempotencyKey,
   keyOfMarker,
+  parsePkey,
   parseRetractionName,
   pendingKey,
+  type PkeyParts,
   PENDING_PREFIX,
   retractionName,
   RETRACTIONS_PREFIX,
@@ -24,8 +30,9 @@ import type { Queue } from '../queue/queue.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
 import {
-  idOfPkey,
+  KeyNameInUseError,
   parseRecord,
+  PkeyTakenError,
   type AcceptedReport,
   type AcceptResult,
   type IngestLedger,
@@ -51,32 +58,61 @@ export class ObjectLedger implements IngestLedger {
   }
 
   async accept(record: IngestRecord): Promise<AcceptResult> {
-    const { pkey } = record;
-    const key = idempotencyKey(record.source, record.post_id);
-    if (await this.store.head(key)) return { created: false, pkey };
+    const id: ReportId = { source: record.source, post_id: record.post_id, ...(record.partner !== undefined && { partner: record.partner }) };
+    const slot = parsePkey(record.pkey)!;
+    const key = idempotencyKey(slot);
+    // A partner's repeat is found in its folder, or (reports it posted before post_ids were per
+    // partner) at the shared key: both read at once, so the acceptance waits for one round trip.
+    const [own, shared] = await Promise.all([
+      this.store.head(key),
+      slot.partner !== undefined ? this.recordAt(sharedSlot(id)) : undefined,
+    ]);
+    if (own) return this.repeatOf(id, record.pkey);
+    if (shared && shared.partner === record.partner) return { created: false, pkey: shared.pkey };
     const body = JSON.stringify(record);
-    if (!(await this.store.putIfAbsent(pendingKey(record.source, record.post_id), body))) return { created: false, pkey };
-    // Lost only to an acceptance archived since the HEAD above: ours is then a repeat, and
-    // its marker is left for reconciliation, which sends the key's (first) version again.
-    if (!(await this.store.putIfAbsent(key, body))) return { created: false, pkey };
+    // Lost only to an acceptance of the same report since the HEAD above (or, for a report of
+    // no partner, to the older report that holds its key): ours is then a repeat, and its marker
+    // is left for reconciliation, which sends the key's (first) version again.
+    if (!(await this.store.putIfAbsent(pendingKey(slot), body))) return this.repeatOf(id, record.pkey);
+    if (!(await this.store.putIfAbsent(key, body))) return this.repeatOf(id, record.pkey);
     await this.queue.send([body]);
-    return { created: true, pkey };
+    return { created: true, pkey: record.pkey };
   }
 
-  async get(id: ReportId): Promise<IngestRecord | undefined> {
-    const key = await this.store.get(idempotencyKey(id.source, id.post_id));
+  /** The answer to an acceptance whose key is held: a repeat, or (no partner) another partner's report in the way. */
+  private async repeatOf(id: ReportId, pkey: string): Promise<AcceptResult> {
+    if (id.partner !== undefined) return { created: false, pkey };
+    const held = await this.recordAt(sharedSlot(id));
+    if (held && held.partner !== undefined) throw new PkeyTakenError(pkey);
+    return { created: false, pkey: held?.pkey ?? pkey };
+  }
+
+  /** The first version under a pkey's objects: its key, or its marker when a crash lost the key before reconciliation rebuilt it. */
+  private async recordAt(slot: PkeyParts): Promise<IngestRecord | undefined> {
+    const key = await this.store.get(idempotencyKey(slot));
     if (key) return parseRecord(key.body);
-    // Accepted, its key lost in a crash before reconciliation rebuilt it.
-    const marker = await this.store.get(pendingKey(id.source, id.post_id));
+    const marker = await this.store.get(pendingKey(slot));
     return marker && parseRecord(marker.body);
   }
 
-  async isPending(id: ReportId): Promise<boolean> {
-    return (await this.store.head(pendingKey(id.source, id.post_id))) !== undefined;
+  async get(id: ReportId): Promise<IngestRecord | undefined> {
+    const [own, shared] = await Promise.all([
+      id.partner !== undefined ? this.recordAt({ ...id, partner: id.partner }) : undefined,
+      this.recordAt(sharedSlot(id)),
+    ]);
+    return own ?? (shared?.partner === id.partner ? shared : undefined);
   }
 
-  async markArchived(ids: readonly ReportId[]): Promise<void> {
-    await this.store.delete(ids.map((id) => pendingKey(id.source, id.post_id)));
+  async isPending(pkey: string): Promise<boolean> {
+    const slot = parsePkey(pkey);
+    return slot !== undefined && (await this.store.head(pendingKey(slot))) !== undefined;
+  }
+
+  async markArchived(pkeys: readonly string[]): Promise<void> {
+    await this.store.delete(pkeys.flatMap((pkey) => {
+      const slot = parsePkey(pkey);
+      return slot ? [pendingKey(slot)] : [];
+    }));
   }
 
   async requeueStale(beforeMs: number): Promise<number> {
@@ -134,10 +170,10 @@ export class ObjectLedger implements IngestLedger {
   }
 
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {
-    const id = idOfPkey(pkey);
-    const record = id && (await this.get(id));
-    if (!id || !record || record.pkey !== pkey) return undefined;
-    const [pending, retraction] = await Promise.all([this.isPending(id), this.retractionOf(record)]);
+    const slot = parsePkey(pkey);
+    const record = slot && (await this.recordAt(slot));
+    if (!record || record.pkey !== pkey) return undefined;
+    const [pending, retraction] = await Promise.all([this.isPending(pkey), this.retractionOf(record)]);
     return { record, pending, state: retraction ? 'retracted' : 'confirmed', ...(retraction && { retraction }) };
   }
 
@@ -180,8 +216,8 @@ export class ObjectLedger implements IngestLedger {
   async markPurged(pkeys: readonly string[]): Promise<void> {
     const markers: string[] = [];
     await mapLimit(pkeys, 16, async (pkey) => {
-      const id = idOfPkey(pkey);
-      const record = id && (await this.get(id));
+      const slot = parsePkey(pkey);
+      const record = slot && (await this.recordAt(slot));
       if (record) markers.push(UNPURGED_PREFIX + retractionName(Date.parse(record.report.created_at), pkey));
     });
     await this.store.delete(markers);
@@ -193,8 +229,20 @@ export class ObjectLedger implements IngestLedger {
     return held && (JSON.parse(held.body.toString('utf8')) as StoredKey);
   }
 
-  async addKey(name: string, digest: string): Promise<void> {
+  /**
+   * A name is claimed by an object created with If-None-Match (`ingest/api-key-names/<name>.json`),
+   * so of two keys added under one new name at once only one is kept; names whose keys were kept
+   * before the claims existed are found by listing the keys.
+   */
+  async addKey(name: string, digest: string, rotation = false): Promise<void> {
     const key: StoredKey = { name, digest, created_at: new Date().toISOString() };
+    const claim = `${API_KEY_NAMES_PREFIX}${name}.json`;
+    if (!rotation) {
+      if ((await this.listKeys()).some((k) => k.name === name)) throw new KeyNameInUseError(name);
+      if (!(await this.store.putIfAbsent(claim, JSON.stringify({ name, created_at: key.created_at })))) throw new KeyNameInUseError(name);
+    } else {
+      await this.store.putIfAbsent(claim, JSON.stringify({ name, created_at: key.created_at }));
+    }
     await this.store.putIfAbsent(`${API_KEYS_PREFIX}${digest}.json`, JSON.stringify(key));
   }
 
@@ -221,4 +269,9 @@ export class ObjectLedger implements IngestLedger {
   }
 
   close(): void {}
+}
+
+/** The `<source>-<post_id>` key's objects: reports of no partner, and every report accepted before post_ids were per partner. */
+function sharedSlot(id: ReportId): PkeyParts {
+  return { source: id.source, post_id: id.post_id };
 }

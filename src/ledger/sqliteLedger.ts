@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { guardSync, inTurns, type Db } from './database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
-import type { AcceptedReport, AcceptResult, IngestLedger, IngestRecord, LedgerEntry, QueueEnvelope, ReportId, RetractResult, Retraction, RetractionFilter, RetractionRef, StoredKey } from './ledger.js';
+import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
 
 interface ReportRow {
   record: string;
@@ -31,8 +31,9 @@ interface KeyRow {
  */
 const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
 
-const INSERT_REPORT_SQL = `INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms)
-  VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
+const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms)
+  VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
+const EXISTING_PKEY_SQL = 'SELECT pkey FROM reports WHERE source = ? AND partner = ? AND post_id = ?';
 
 export class SqliteLedger implements IngestLedger {
   readonly description: string;
@@ -46,23 +47,23 @@ export class SqliteLedger implements IngestLedger {
   ) {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
-      state: db.prepare('SELECT state FROM reports WHERE source = ? AND post_id = ?'),
-      record: db.prepare('SELECT record FROM reports WHERE source = ? AND post_id = ?'),
+      state: db.prepare('SELECT state FROM reports WHERE pkey = ?'),
+      record: db.prepare('SELECT record FROM reports WHERE source = ? AND partner = ? AND post_id = ?'),
       // Once archived, the parts hold the report: the row keeps what idempotency, retraction and
       // a lookup need (its identity, time, place, partner), not the title, text and image URL.
       archive: db.prepare(
         `UPDATE reports SET state = 'archived', archived_at_ms = ?, record = json_remove(record, '$.report.title', '$.report.text', '$.report.image_url')
-         WHERE source = ? AND post_id = ? AND state = 'pending'`,
+         WHERE pkey = ? AND state = 'pending'`,
       ),
       stale: db.prepare(
-        `SELECT r.source, r.post_id, r.record FROM reports r
+        `SELECT r.pkey, r.record FROM reports r
          WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
            -- A message waiting in line will get there; one in flight this long lost its worker.
            AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
            AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
          LIMIT 500`,
       ),
-      touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE source = ? AND post_id = ?'),
+      touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE pkey = ?'),
       accepted: db.prepare('SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms BETWEEN ? AND ?'),
       byPkey: db.prepare('SELECT pkey, record, state, created_at_ms, retracted_at_ms, retracted_by, retraction_reason FROM reports WHERE pkey = ?'),
       retract: db.prepare('UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE pkey = ? AND retracted_at_ms IS NULL'),
@@ -73,38 +74,42 @@ export class SqliteLedger implements IngestLedger {
       purged: db.prepare('UPDATE reports SET purged_at_ms = ? WHERE pkey = ? AND retracted_at_ms IS NOT NULL'),
       keyByDigest: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys WHERE digest = ?'),
       addKey: db.prepare('INSERT INTO api_keys (digest, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+      nameHasKey: db.prepare('SELECT 1 FROM api_keys WHERE name = ? LIMIT 1'),
       revokeKeys: db.prepare('UPDATE api_keys SET revoked_at_ms = ? WHERE name = ? AND digest <> ? AND revoked_at_ms IS NULL'),
       listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
     };
-    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, sendSql: ACCEPTED_SEND_SQL, now });
+    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, sendSql: ACCEPTED_SEND_SQL, existingSql: EXISTING_PKEY_SQL, now });
   }
 
   /** The row, and its message only if the row is new (first version wins), in one transaction. */
   async accept(record: IngestRecord): Promise<AcceptResult> {
-    const created = await this.accepts.submit({
+    const outcome = await this.accepts.submit({
       source: record.source,
+      partner: record.partner ?? '',
       post_id: record.post_id,
       pkey: record.pkey,
       created_at_ms: Date.parse(record.report.created_at),
       body: JSON.stringify(record),
     });
-    return { created, pkey: record.pkey } as AcceptResult;
+    if (outcome === true) return { created: true, pkey: record.pkey };
+    if (outcome === null) throw new PkeyTakenError(record.pkey);
+    return { created: false, pkey: outcome };
   }
 
   async get(id: ReportId): Promise<IngestRecord | undefined> {
-    const row = guardSync(() => this.stmts.record.get(id.source, id.post_id)) as { record: string } | undefined;
+    const row = guardSync(() => this.stmts.record.get(id.source, id.partner ?? '', id.post_id)) as { record: string } | undefined;
     return row ? (JSON.parse(row.record) as IngestRecord) : undefined;
   }
 
-  async isPending(id: ReportId): Promise<boolean> {
-    const row = guardSync(() => this.stmts.state.get(id.source, id.post_id)) as { state: string } | undefined;
+  async isPending(pkey: string): Promise<boolean> {
+    const row = guardSync(() => this.stmts.state.get(pkey)) as { state: string } | undefined;
     return row?.state === 'pending';
   }
 
-  async markArchived(ids: readonly ReportId[]): Promise<void> {
+  async markArchived(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
-    await inTurns(ids, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((id) => this.stmts.archive.run(now, id.source, id.post_id))).immediate()));
+    await inTurns(pkeys, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate()));
   }
 
   async requeueStale(beforeMs: number): Promise<number> {
@@ -113,12 +118,12 @@ export class SqliteLedger implements IngestLedger {
       const moved = guardSync(() =>
         this.db
           .transaction(() => {
-            const rows = this.stmts.stale.all(beforeMs, this.now()) as { source: string; post_id: number; record: string }[];
+            const rows = this.stmts.stale.all(beforeMs, this.now()) as { pkey: string; record: string }[];
             const now = this.now();
             for (const row of rows) {
               const envelope: QueueEnvelope = { ...(JSON.parse(row.record) as IngestRecord), redelivery: true };
               this.queue.insert(JSON.stringify(envelope), envelope.pkey, now);
-              this.stmts.touch.run(now, row.source, row.post_id);
+              this.stmts.touch.run(now, row.pkey);
             }
             return rows.length;
           })
@@ -176,8 +181,15 @@ export class SqliteLedger implements IngestLedger {
     return row && storedKey(row);
   }
 
-  async addKey(name: string, digest: string): Promise<void> {
-    guardSync(() => this.stmts.addKey.run(digest, name, this.now()));
+  async addKey(name: string, digest: string, rotation = false): Promise<void> {
+    guardSync(() =>
+      this.db
+        .transaction(() => {
+          if (!rotation && this.stmts.nameHasKey.get(name)) throw new KeyNameInUseError(name);
+          this.stmts.addKey.run(digest, name, this.now());
+        })
+        .immediate(),
+    );
   }
 
   async revokeKeys(name: string, keep = ''): Promise<number> {

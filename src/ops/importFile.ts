@@ -2,10 +2,13 @@
 // CogniCity-style export rows (point as GeoJSON or WKT). Every record is
 // validated like the feed and accepted through the same idempotency keys, so
 // re-running an import adds nothing. A checkpoint file makes it resumable.
+// An import runs as one partner (its post_ids, its pkeys, its right to retract)
+// or, by default, as none: the operators' own reports, keyed partner-<post_id>.
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import readline from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
+import { PkeyTakenError } from '../ledger/ledger.js';
 import { InvalidReportError, PARTNER_CITIES, parsePartnerReport } from '../reports/partnerReport.js';
 import type { Runtime } from '../runtime.js';
 import type { Progress } from './progress.js';
@@ -19,6 +22,8 @@ export interface ImportOptions {
   stateFile?: string;
   /** Ignore a checkpoint and start from the first record. */
   restart?: boolean;
+  /** The key name whose reports these are (as if that partner had posted them); none: the operators'. */
+  partner?: string;
 }
 
 export interface ImportResult {
@@ -38,6 +43,7 @@ interface Checkpoint {
   duplicate: number;
   rejected: number;
   complete: boolean;
+  partner?: string;
 }
 
 const BATCH = 32;
@@ -55,10 +61,12 @@ export async function importFile(rt: Pick<Runtime, 'intake' | 'boundaries'>, opt
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
   const rejectsFile = options.rejectsFile ?? `${options.file}.rejected.ndjson`;
-  let checkpoint: Checkpoint = { size: stat.size, mtimeMs: stat.mtimeMs, processed: 0, accepted: 0, duplicate: 0, rejected: 0, complete: false };
+  const partner = options.partner;
+  let checkpoint: Checkpoint = { size: stat.size, mtimeMs: stat.mtimeMs, processed: 0, accepted: 0, duplicate: 0, rejected: 0, complete: false, ...(partner !== undefined && { partner }) };
   if (!options.restart) {
     const saved = await readCheckpoint(stateFile);
-    if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs) checkpoint = saved;
+    // A run as another partner starts over: the records done so far are not that partner's.
+    if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs && saved.partner === partner) checkpoint = saved;
   }
   const resumedFrom = checkpoint.processed;
   if (resumedFrom === 0) await fs.writeFile(rejectsFile, '');
@@ -75,10 +83,15 @@ export async function importFile(rt: Pick<Runtime, 'intake' | 'boundaries'>, opt
         try {
           const input = toPartnerInput(record, (lng, lat) => cities.get(tagger.tag(lng, lat).instance_region_code ?? '') ?? null);
           const report = parsePartnerReport(input);
-          return { outcome: (await rt.intake.accept(report)).created ? 'accepted' : 'duplicate' };
+          return { outcome: (await rt.intake.accept(report, partner)).created ? 'accepted' : 'duplicate' };
         } catch (err) {
-          if (err instanceof InvalidReportError || err instanceof RecordError) {
-            const reasons = err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message];
+          if (err instanceof InvalidReportError || err instanceof RecordError || err instanceof PkeyTakenError) {
+            const reasons =
+              err instanceof InvalidReportError
+                ? err.details.map((d) => `${d.field}: ${d.message}`)
+                : err instanceof PkeyTakenError
+                  ? [`post_id: ${err.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`]
+                  : [err.message];
             return { outcome: 'rejected', reject: JSON.stringify({ record: n + 1, reasons, input: record }) };
           }
           throw err; // storage or queue down: stop, the checkpoint lets a re-run resume

@@ -3,6 +3,7 @@
 // compacted closed day: reports/v1/year=YYYY/month=MM/day=DD/hour=all/part-<ulid>.parquet
 // ("all" sorts after "23", so a day's keys stay together and in time order).
 import { ulid } from 'ulid';
+import { KEY_NAME_PATTERN } from '../apiKeys.js';
 
 export const SOURCE = 'partner';
 export const REPORTS_PREFIX = 'reports/v1/';
@@ -11,17 +12,50 @@ const PART_KEY = /^reports\/v1\/year=(\d{4})\/month=(\d{2})\/day=(\d{2})\/hour=(
 export const WHOLE_DAY = 'all';
 export const DAY_MS = 86_400_000;
 
-/** The archive key of a report, fixed at acceptance: no retry can mint another. */
-export function pkeyOf(source: string, postId: number): string {
-  return `${source}-${postId}`;
+/**
+ * A report's key, fixed at acceptance, so no retry can mint another: `<source>-<partner>-<post_id>`
+ * for a report posted with a named key (each partner's post_ids are its own), `<source>-<post_id>`
+ * for one of no partner (an import without --partner) and for every report accepted before
+ * post_ids were per partner (they keep it). A post_id is digits only and a name starts with a
+ * letter or digit, so the two forms never meet and a key reads back one way.
+ */
+export function pkeyOf(source: string, postId: number, partner?: string): string {
+  return partner === undefined ? `${source}-${postId}` : `${source}-${partner}-${postId}`;
 }
 
-export function idempotencyKey(source: string, postId: number): string {
-  return `ingest/keys/${source}/${postId}.json`;
+/** A pkey, unanchored (to sit inside other patterns: the OGC feature id): source, optional partner, post_id. */
+export const PKEY_PATTERN_BODY = `[a-z][a-z0-9_]{0,31}-(?:${KEY_NAME_PATTERN}-)?(?:0|[1-9]\\d{0,15})`;
+/** A pkey, as the HTTP routes and the OpenAPI document state it. */
+export const PKEY_PATTERN = `^${PKEY_PATTERN_BODY}$`;
+const PKEY = new RegExp(`^([a-z][a-z0-9_]{0,31})-(?:(${KEY_NAME_PATTERN})-)?(0|[1-9]\\d{0,15})$`);
+
+/** What a pkey names: its source, the partner in it (absent in the `<source>-<post_id>` form), its post_id. */
+export interface PkeyParts {
+  source: string;
+  partner?: string;
+  post_id: number;
 }
 
-export function pendingKey(source: string, postId: number): string {
-  return `ingest/pending/${source}/${postId}.json`;
+/** The parts of a pkey, or undefined for anything that is not one. */
+export function parsePkey(pkey: string): PkeyParts | undefined {
+  const m = PKEY.exec(pkey);
+  if (!m) return undefined;
+  const post_id = Number(m[3]);
+  if (!Number.isSafeInteger(post_id)) return undefined;
+  return { source: m[1]!, ...(m[2] !== undefined && { partner: m[2] }), post_id };
+}
+
+/** Where the S3 ledger keeps a report's first version: one object per pkey (a partner's under its own folder). */
+export function idempotencyKey(parts: PkeyParts): string {
+  return `${IDEMPOTENCY_PREFIX}${slot(parts)}`;
+}
+
+export function pendingKey(parts: PkeyParts): string {
+  return `${PENDING_PREFIX}${slot(parts)}`;
+}
+
+function slot({ source, partner, post_id }: PkeyParts): string {
+  return partner === undefined ? `${source}/${post_id}.json` : `${source}/${partner}/${post_id}.json`;
 }
 
 export const PENDING_PREFIX = 'ingest/pending/';
@@ -29,6 +63,8 @@ export const PENDING_PREFIX = 'ingest/pending/';
 export const RETRACTIONS_PREFIX = 'ingest/retractions/';
 export const UNPURGED_PREFIX = 'ingest/unpurged/';
 export const API_KEYS_PREFIX = 'ingest/api-keys/';
+/** One object per key name ever given, created with If-None-Match: a new key cannot take a name in use. */
+export const API_KEY_NAMES_PREFIX = 'ingest/api-key-names/';
 
 /** `<created_at ms, 15 digits>-<pkey>.json`: sorts by created_at. */
 export function retractionName(createdMs: number, pkey: string): string {

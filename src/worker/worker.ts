@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { DuckDb } from '../duckdb.js';
 import { UnavailableError } from '../errors.js';
-import type { IngestLedger, QueueEnvelope, ReportId } from '../ledger/ledger.js';
+import type { IngestLedger, QueueEnvelope } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { mapLimit } from '../ops/concurrency.js';
@@ -46,7 +46,6 @@ export interface WorkerOptions {
 
 interface Buffered {
   row: ArchiveRow;
-  id: ReportId;
   receipts: string[];
 }
 
@@ -248,18 +247,17 @@ export class Worker {
       return 'rejected';
     }
 
-    const id: ReportId = { source: envelope.source, post_id: envelope.post_id };
     const existing = this.buffer.get(row.pkey);
     if (existing) {
       existing.receipts.push(message.receipt);
       return 'buffered';
     }
     // A redelivery of a report no longer pending was archived by an earlier flush.
-    if ((envelope.redelivery || message.receiveCount > 1) && !(await this.deps.ledger.isPending(id))) {
+    if ((envelope.redelivery || message.receiveCount > 1) && !(await this.deps.ledger.isPending(row.pkey))) {
       return 'archived-already';
     }
     if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
-    this.buffer.set(row.pkey, { row, id, receipts: [message.receipt] });
+    this.buffer.set(row.pkey, { row, receipts: [message.receipt] });
     return 'buffered';
   }
 
@@ -333,7 +331,7 @@ export class Worker {
     await this.deps.changes?.record(entries.map((e) => ({ pkey: e.row.pkey, createdMs: e.row.created_at_ms })));
     // A report retracted before it was archived is announced by its retraction alone.
     await this.deps.events?.archived(entries.filter((e) => e.row.status !== 'retracted').map((e) => e.row));
-    await this.deps.ledger.markArchived(entries.map((e) => e.id));
+    await this.deps.ledger.markArchived(entries.map((e) => e.row.pkey));
     await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
     for (const [partition, at] of this.partitionsWritten) if (at < started - 2 * DAY_MS) this.partitionsWritten.delete(partition);
     const partial = this.buffer.size > entries.length;

@@ -11,7 +11,7 @@ import { UnavailableError } from '../../src/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { CLI } from '../support/cli.js';
-import { allArchived, eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, API_KEY, type TestService } from '../support/env.js';
+import { allArchived, eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, API_KEY, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
@@ -95,7 +95,7 @@ describe('webhooks on AWS (fauxqs)', () => {
     await postReport(svc.url, report(4, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
     await allArchived(svc.rt);
     await eventually(async () => (deliveredByPkey(all).size === 4 && deliveredByPkey(pg).size === 1 ? true : undefined), 15_000, 'the deliveries');
-    expect([...deliveredByPkey(pg).keys()]).toEqual(['partner-4']);
+    expect([...deliveredByPkey(pg).keys()]).toEqual([pkeyOf(4)]);
     expect(gone.received).toHaveLength(0);
     const event = JSON.parse(all.received[0]!.body);
     expect(event).toMatchObject({ specversion: '1.0', source: '/reports', type: 'ph.floodarchive.report.archived.v1', datacontenttype: 'application/geo+json' });
@@ -128,7 +128,7 @@ describe('webhooks on AWS (fauxqs)', () => {
     await eventually(async () => (hook.received.length > before && deliveredByPkey(hook).size === 3 ? true : undefined), 20_000, 'recovery');
     // Every attempt carried the same batch under the same id: the receiver keeps it once.
     expect(new Set(hook.received.map((g) => g.headers['webhook-id']))).toEqual(new Set([failedId]));
-    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-21', 'partner-22', 'partner-23']);
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual([pkeyOf(21), pkeyOf(22), pkeyOf(23)]);
   });
 
   it('sets a batch aside after its retry period, lists it, and redrives it from the CLI', async () => {
@@ -154,7 +154,7 @@ describe('webhooks on AWS (fauxqs)', () => {
     const r = await svc.rt.webhookAdmin.redrive(sub.id, new (await import('../../src/events/hostPolicy.js')).HostPolicy(['127.0.0.1']), 5_000);
     expect(r).toEqual({ redriven: 1, stillFailing: 0 });
     expect(await svc.rt.webhookAdmin.failed()).toEqual([]);
-    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-31', 'partner-32']);
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual([pkeyOf(31), pkeyOf(32)]);
     expect(hook.received.at(-1)!.headers['webhook-id']).toBe(aside[0]!.id);
   });
 

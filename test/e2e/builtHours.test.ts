@@ -12,7 +12,7 @@ import { listWindowParts } from '../../src/archive/parts.js';
 import { readRows } from '../../src/archive/rows.js';
 import { newPartKey } from '../../src/reports/layout.js';
 import { SERVICE_VERSION } from '../../src/version.js';
-import { allArchived, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 const UA = { 'User-Agent': 'render-cache-tests/1.0' };
 const FROM = Date.UTC(2026, 10, 20, 0, 0, 0);
@@ -61,7 +61,7 @@ describe('hours built by DuckDB', () => {
     expect((await postReport(svc.url, report(7100, { created_at: new Date(FROM + 5 * 3_600_000 + 59_000).toISOString() }))).status).toBe(201);
     await allArchived(svc.rt);
     const geo = JSON.parse(await text(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`));
-    expect(geo.result.features.map((f: any) => f.properties.pkey)).toContain('partner-7100');
+    expect(geo.result.features.map((f: any) => f.properties.pkey)).toContain(pkeyOf(7100));
     expect(geo.result.features).toHaveLength(49);
   });
 
@@ -90,7 +90,7 @@ describe('hours built by DuckDB', () => {
     const pkeys = (await conn.runAndReadAll(`SELECT pkey FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => r.pkey);
     conn.closeSync();
     instance.closeSync();
-    expect(pkeys).toEqual(['partner-7201', 'partner-7200']);
+    expect(pkeys).toEqual([pkeyOf(7201), pkeyOf(7200)]);
   });
 
   it('answers a window that cuts an hour, or filters it, with exactly its reports', async () => {

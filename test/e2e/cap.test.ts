@@ -74,8 +74,8 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     const feed = convert(res.text, { format: 'object' }) as any;
     expect(feed.feed['@xmlns']).toBe('http://www.w3.org/2005/Atom');
     const entries = [feed.feed.entry].flat();
-    expect(entries.map((e: any) => e.content.alert.identifier)).toEqual(['partner-5', 'partner-1', 'partner-3', 'partner-2']);
-    expect(entries[0].link['@href']).toBe(`${svc.url}/reports/partner-5.cap`);
+    expect(entries.map((e: any) => e.content.alert.identifier)).toEqual(['partner-alpha-5', 'partner-alpha-1', 'partner-alpha-3', 'partner-alpha-2']);
+    expect(entries[0].link['@href']).toBe(`${svc.url}/reports/partner-alpha-5.cap`);
     expect(feed.feed.link['@rel']).toBe('self');
     const alerts = alertsOf(res.text);
     expect(alerts).toHaveLength(4);
@@ -85,16 +85,16 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
       expect(check.valid).toBe(true);
     }
     const cityOnly = await getText(`${svc.url}/reports/cap.atom?admin=PH-PG`);
-    expect(alertsOf(cityOnly.text).map((a) => /<identifier>(.*)<\/identifier>/.exec(a)![1])).toEqual(['partner-3']);
+    expect(alertsOf(cityOnly.text).map((a) => /<identifier>(.*)<\/identifier>/.exec(a)![1])).toEqual(['partner-alpha-3']);
   });
 
   it('serves each report as a .cap document with the reference deployment\'s values', async () => {
-    const res = await getText(`${svc.url}/reports/partner-1.cap`);
+    const res = await getText(`${svc.url}/reports/partner-alpha-1.cap`);
     expect(res.status).toBe(200);
     expect(res.type).toBe('application/cap+xml; charset=utf-8');
     expect((await validCap(res.text)).valid).toBe(true);
     const alert = (convert(res.text, { format: 'object' }) as any).alert;
-    expect(alert).toMatchObject({ identifier: 'partner-1', sender: 'flood-archive', status: 'Actual', msgType: 'Alert', scope: 'Public' });
+    expect(alert).toMatchObject({ identifier: 'partner-alpha-1', sender: 'flood-archive', status: 'Actual', msgType: 'Alert', scope: 'Public' });
     expect(alert.sent).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00$/);
     expect(alert.info).toMatchObject({ category: 'Met', event: 'Flood', urgency: 'Immediate', severity: 'Unknown', certainty: 'Observed', description: 'Knee-deep water\nnear the school' });
     // Markup in a partner's title is text, escaped.
@@ -106,15 +106,15 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     } else {
       expect(alert.info.area.areaDesc).toBe('Quezon City');
     }
-    const outside = (convert((await getText(`${svc.url}/reports/partner-5.cap`)).text, { format: 'object' }) as any).alert;
+    const outside = (convert((await getText(`${svc.url}/reports/partner-alpha-5.cap`)).text, { format: 'object' }) as any).alert;
     expect(outside.info.area.areaDesc).toBe('Outside the covered cities (14.5896, 120.9812)');
-    const photo = await getText(`${svc.url}/reports/partner-2.cap`);
+    const photo = await getText(`${svc.url}/reports/partner-alpha-2.cap`);
     expect((await validCap(photo.text)).valid).toBe(true);
     expect(photo.text).toContain('<uri>https://images.example.org/2.jpg</uri>');
   });
 
   it('the schema check fails a document that breaks CAP 1.2', async () => {
-    const good = (await getText(`${svc.url}/reports/partner-3.cap`)).text;
+    const good = (await getText(`${svc.url}/reports/partner-alpha-3.cap`)).text;
     expect((await validCap(good)).valid).toBe(true);
     expect((await validCap(good.replace('<status>Actual</status>', '<status>Real</status>'))).valid).toBe(false);
     expect((await validCap(good.replace(/<sent>[^<]+<\/sent>/, '<sent>2026-11-21T05:05:00.123Z</sent>'))).valid).toBe(false);
@@ -124,7 +124,7 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     const bad = await getJson(`${svc.url}/reports/cap.atom?admin=PH-XX&since=1`);
     expect(bad.status).toBe(400);
     expect(bad.body.details.map((d: any) => d.field).sort()).toEqual(['admin', 'since']);
-    expect((await getJson(`${svc.url}/reports/partner-999.cap`)).status).toBe(404);
+    expect((await getJson(`${svc.url}/reports/partner-alpha-999.cap`)).status).toBe(404);
     expect((await getJson(`${svc.url}/reports/..%2Fetc.cap`)).status).toBe(400);
     expect((await fetch(`${svc.url}/reports/cap.atom`, { method: 'POST' })).status).toBe(405);
   });
@@ -132,12 +132,12 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
   it('drops a retracted report from the feed (410 on its .cap) and announces the retraction without its personal fields', async () => {
     const del = await fetch(`${svc.url}/feeds/partner/1`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
     expect(del.status).toBe(200);
-    expect((await getJson(`${svc.url}/reports/partner-1.cap`)).status).toBe(410);
+    expect((await getJson(`${svc.url}/reports/partner-alpha-1.cap`)).status).toBe(410);
     const feed = await getText(`${svc.url}/reports/cap.atom`);
-    expect(feed.text).not.toContain('partner-1');
+    expect(feed.text).not.toContain('partner-alpha-1');
     expect(feed.text).not.toContain('Knee-deep');
     const got = await eventually(async () => (hook.received.length > 0 ? hook.received : undefined), 10_000, 'the retraction webhook');
-    expect(pkeysOf(got[0]!.body)).toEqual(['partner-1']);
+    expect(pkeysOf(got[0]!.body)).toEqual(['partner-alpha-1']);
     const event = JSON.parse(got[0]!.body);
     expect(event.type).toBe('ph.floodarchive.report.retracted.v1');
     expect(event.data.features[0].properties).toMatchObject({ status: 'retracted', title: '', text: '', image_url: null });

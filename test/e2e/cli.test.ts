@@ -48,6 +48,22 @@ describe('flood-archive CLI', () => {
     for (const bad of [['--post-id', 'x', '--reason', 'r'], ['--post-id', '1'], ['--reason', 'r']]) expect((await run(['retract', ...bad], env)).code).toBe(2);
     const db = new Database(path.join(dataDir, 'ledger.sqlite'), { readonly: true });
     expect(db.prepare("SELECT pkey, retracted_by FROM reports WHERE retracted_at_ms IS NOT NULL").all()).toEqual([{ pkey: 'partner-1', retracted_by: 'ops' }]);
+    // An import as a partner: its post_ids are that partner's own, beside the operators' same ones.
+    const asAlpha = await run(['import', '--file', file, '--partner', 'alpha', '--restart', '--json'], env);
+    expect([asAlpha.code, JSON.parse(asAlpha.stdout)]).toEqual([0, expect.objectContaining({ records: 2, accepted: 2, duplicate: 0 })]);
+    const byPartner = await run(['retract', '--post-id', '2', '--partner', 'alpha', '--reason', 'r', '--json'], env);
+    expect(JSON.parse(byPartner.stdout)).toMatchObject({ post_id: 2, pkey: 'partner-alpha-2', first: true });
+    const byPkey = await run(['retract', '--pkey', 'partner-2', '--reason', 'r', '--json'], env);
+    expect(JSON.parse(byPkey.stdout)).toMatchObject({ post_id: 2, pkey: 'partner-2', first: true });
+    for (const bad of [['import', '--file', file, '--partner', 'Not A Name'], ['retract', '--pkey', 'partner-02', '--reason', 'r'], ['retract', '--pkey', 'partner-2', '--post-id', '2', '--reason', 'r']]) {
+      expect((await run(bad, env)).code).toBe(2);
+    }
+    expect(db.prepare('SELECT partner, pkey FROM reports ORDER BY pkey').all()).toEqual([
+      { partner: '', pkey: 'partner-1' },
+      { partner: '', pkey: 'partner-2' },
+      { partner: 'alpha', pkey: 'partner-alpha-1' },
+      { partner: 'alpha', pkey: 'partner-alpha-2' },
+    ]);
 
     const added = JSON.parse((await run(['keys', 'add', '--name', 'beta', '--json'], env)).stdout);
     expect(added).toMatchObject({ name: 'beta', key: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) });
@@ -62,6 +78,17 @@ describe('flood-archive CLI', () => {
     expect(JSON.stringify(listed)).not.toContain('alpha-key-0123456789abcdef');
     expect(JSON.parse((await run(['keys', 'revoke', '--name', 'beta', '--json'], env)).stdout)).toEqual({ name: 'beta', revoked: 1 });
     expect((await run(['keys', 'add', '--name', 'Bad Name!'], env)).code).toBe(2);
+    // A partner's reports and rights follow its key's name: a new key may not take one in use,
+    // revoked or configured; only a rotation keeps a name.
+    for (const name of ['beta', 'alpha']) {
+      const refused = await run(['keys', 'add', '--name', name], env);
+      expect([name, refused.code, refused.stdout]).toEqual([name, 1, '']);
+      expect(refused.stderr).toMatch(name === 'beta' ? /beta already has a key.*keys rotate --name beta/ : /alpha is a key in API_KEYS/);
+    }
+    const unknown = await run(['keys', 'rotate', '--name', 'gamma'], env);
+    expect([unknown.code, unknown.stderr]).toEqual([1, 'no key is named gamma: add one with keys add --name gamma\n']);
+    expect(JSON.parse((await run(['keys', 'rotate', '--name', 'beta', '--json'], env)).stdout)).toMatchObject({ name: 'beta', revoked: 0 });
+    expect(db.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 3 });
     db.close();
   });
 

@@ -5,7 +5,7 @@ import { gunzipSync, brotliDecompressSync } from 'node:zlib';
 import { request as httpRequest } from 'node:http';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { startEmulator } from '../support/fauxqs.js';
-import { acceptedPkeys, allArchived, API_KEY, eventually, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptedPkeys, allArchived, API_KEY, eventually, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { OpenApiChecker } from '../support/openapi.js';
 
 let svc: TestService;
@@ -228,7 +228,7 @@ describe('rate limits', () => {
       }
     }
     expect(outcomes).toEqual([201, 201, 201, 201, 201, 429, 429, 429]);
-    expect(await acceptedPkeys(limited.rt)).toEqual([100, 101, 102, 103, 104].map((id) => `partner-${id}`));
+    expect(await acceptedPkeys(limited.rt)).toEqual([100, 101, 102, 103, 104].map((id) => pkeyOf(id)));
     // Another key has its own budget.
     const other = await call(limited.url, 'POST', '/feeds/partner', { ...json, 'X-Api-Key': 'other-key-0123456789abcdef' }, JSON.stringify(report(200)));
     expect(other.status).toBe(201);

@@ -12,6 +12,7 @@ import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { failAfterPuts } from '../support/faultyStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { acceptedPkeys,
+  API_KEY_NAME,
   allArchived,
   BACKENDS,
   eventually,
@@ -23,6 +24,7 @@ import { acceptedPkeys,
   startTestService,
   testConfig,
   testRuntime,
+  pkeyOf,
 } from '../support/env.js';
 
 const WINDOW = 'start=2026-11-01T00:00:00%2B0000&end=2026-11-30T23:59:59%2B0000&geoformat=geojson';
@@ -67,9 +69,9 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     svc = await startTestService(await testRuntime(config, emulator));
     const afterRestart = await postReport(svc.url, report(1, { title: 'fourth' }));
     expect(afterRestart.status).toBe(200);
-    expect(afterRestart.body).toEqual({ post_id: 1, created: false, message: 'post_id 1 already exists' });
+    expect(afterRestart.body).toEqual({ post_id: 1, created: false, pkey: pkeyOf(1), message: 'post_id 1 already exists' });
     const res = await getJson(`${svc.url}/reports/archive?${WINDOW}`);
-    expect(res.body.result.features.map((f: any) => [f.properties.pkey, f.properties.title])).toEqual([['partner-1', 'first']]);
+    expect(res.body.result.features.map((f: any) => [f.properties.pkey, f.properties.title])).toEqual([[pkeyOf(1), 'first']]);
     await svc.stop();
   });
 
@@ -96,7 +98,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     await allArchived(next.rt);
     // Every report now sits in two parts; the answer still has each exactly once.
     expect((await keysUnder(next.rt, 'reports/v1/')).length).toBe(2 * ids.length);
-    expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => `partner-${id}`).sort());
+    expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => pkeyOf(id)).sort());
     await next.stop();
   });
 
@@ -112,7 +114,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     const next = await startTestService(await testRuntime(config, emulator));
     await next.rt.reconciler.run(0);
     await eventually(async () => ((await archivedPkeys(next.url)).length === ids.length ? true : undefined), 15_000, 'reports archived');
-    expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => `partner-${id}`).sort());
+    expect((await archivedPkeys(next.url)).sort()).toEqual(ids.map((id) => pkeyOf(id)).sort());
     expect(await pendingCount(next.rt)).toBe(0);
     await next.stop();
   });
@@ -149,18 +151,18 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     const svc = await startTestService(rt, { worker: false, reconcile: false });
     expect((await postReport(svc.url, report(71, { title: 'first' }))).status).toBe(201);
     // The crash: the marker is durable, the key never made it.
-    await rt.store.delete(['ingest/keys/partner/71.json']);
+    await rt.store.delete([`ingest/keys/partner/${API_KEY_NAME}/71.json`]);
     const retry = await postReport(svc.url, report(71, { title: 'second' }));
     expect(retry.status).toBe(200);
     expect(retry.body.created).toBe(false);
 
     expect(await rt.reconciler.run(0)).toEqual({ requeued: 1 });
-    expect((await rt.ledger.get({ source: 'partner', post_id: 71 }))!.report.title).toBe('first');
-    expect(JSON.parse((await rt.store.get('ingest/keys/partner/71.json'))!.body.toString()).report.title).toBe('first');
+    expect((await rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: 71 }))!.report.title).toBe('first');
+    expect(JSON.parse((await rt.store.get(`ingest/keys/partner/${API_KEY_NAME}/71.json`))!.body.toString()).report.title).toBe('first');
     rt.worker.start();
     await allArchived(rt);
     const res = await getJson(`${svc.url}/reports/archive?${WINDOW}`);
-    expect(res.body.result.features.map((f: any) => [f.properties.pkey, f.properties.title])).toEqual([['partner-71', 'first']]);
+    expect(res.body.result.features.map((f: any) => [f.properties.pkey, f.properties.title])).toEqual([[pkeyOf(71), 'first']]);
     await rt.worker.stop();
     await svc.stop();
   });
@@ -181,7 +183,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     expect(await rt.reconciler.run(60_000)).toEqual({ requeued: 0 });
     rt.worker.start();
     await allArchived(rt);
-    expect((await archivedPkeys(svc.url)).sort()).toEqual(['partner-75', 'partner-76']);
+    expect((await archivedPkeys(svc.url)).sort()).toEqual([pkeyOf(75), pkeyOf(76)]);
     await rt.worker.stop();
     await svc.stop();
   });
@@ -239,7 +241,7 @@ describe('outages answer 503 with Retry-After and lose nothing', () => {
     expect(result.requeued).toBe(1);
     rt.worker.start();
     await eventually(async () => ((await archivedPkeys(svc.url)).length === 1 ? true : undefined), 15_000, 'the report archived');
-    expect(await archivedPkeys(svc.url)).toEqual(['partner-61']);
+    expect(await archivedPkeys(svc.url)).toEqual([pkeyOf(61)]);
     await svc.stop();
     await rt.worker.stop();
     await s3.stop();

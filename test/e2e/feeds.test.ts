@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   API_KEY,
   OTHER_KEY,
+  OTHER_KEY_NAME,
   acceptedPkeys,
   postReport,
   report,
@@ -11,6 +12,7 @@ import {
   testConfig,
   testRuntime,
   type TestService,
+  pkeyOf,
 } from '../support/env.js';
 
 let svc: TestService;
@@ -137,16 +139,18 @@ describe('routing', () => {
 });
 
 describe('POST /feeds/partner accepts', () => {
-  it('with either configured key, 201 then 200 for the same post_id', async () => {
+  it("with either configured key, 201 then 200 for the same partner's post_id; the other key's same post_id is its own report", async () => {
     const first = await postReport(svc.url, report(500), { key: API_KEY });
     expect(first.status).toBe(201);
-    expect(first.body).toEqual({ post_id: 500, created: true, pkey: 'partner-500' });
-    const second = await postReport(svc.url, report(500, { title: 'changed' }), { key: OTHER_KEY });
+    expect(first.body).toEqual({ post_id: 500, created: true, pkey: pkeyOf(500) });
+    const second = await postReport(svc.url, report(500, { title: 'changed' }), { key: API_KEY });
     expect(second.status).toBe(200);
-    expect(second.body).toEqual({ post_id: 500, created: false, message: 'post_id 500 already exists' });
-    // Exactly one idempotency key and one pending marker, and one message.
-    expect(await acceptedPkeys(svc.rt)).toEqual(['partner-500']);
-    expect(await svc.rt.queue.depth()).toEqual({ visible: 1, inFlight: 0 });
+    expect(second.body).toEqual({ post_id: 500, created: false, pkey: pkeyOf(500), message: 'post_id 500 already exists' });
+    const other = await postReport(svc.url, report(500, { title: 'the other partner' }), { key: OTHER_KEY });
+    expect(other.body).toEqual({ post_id: 500, created: true, pkey: pkeyOf(500, OTHER_KEY_NAME) });
+    // Exactly one idempotency key and one message per partner's report.
+    expect(await acceptedPkeys(svc.rt)).toEqual([pkeyOf(500), pkeyOf(500, OTHER_KEY_NAME)].sort());
+    expect(await svc.rt.queue.depth()).toEqual({ visible: 2, inFlight: 0 });
   });
 
   it('at any case of its path, with a trailing slash or a query string, gzip-encoded; a credential in the query is refused', async () => {
@@ -156,12 +160,12 @@ describe('POST /feeds/partner accepts', () => {
     expect((await post('/feeds/partner?source=app', JSON.stringify(report(701)))).status).toBe(201);
     const zipped = await post('/feeds/partner', gzipSync(JSON.stringify(report(702))), { 'Content-Encoding': 'gzip' });
     expect(zipped.status).toBe(201);
-    expect(await zipped.json()).toEqual({ post_id: 702, created: true, pkey: 'partner-702' });
+    expect(await zipped.json()).toEqual({ post_id: 702, created: true, pkey: pkeyOf(702) });
     const leaked = await post(`/feeds/partner?api_key=${API_KEY}`, JSON.stringify(report(703)));
     expect(leaked.status).toBe(400);
     expectErrorShape(await leaked.json(), 400);
-    expect(await acceptedPkeys(svc.rt)).not.toContain('partner-703');
-    for (const id of [700, 701, 702]) expect(await acceptedPkeys(svc.rt)).toContain(`partner-${id}`);
+    expect(await acceptedPkeys(svc.rt)).not.toContain(pkeyOf(703));
+    for (const id of [700, 701, 702]) expect(await acceptedPkeys(svc.rt)).toContain(pkeyOf(id));
   });
 
   it('a post_id sent as a string of digits is the same report as the number', async () => {

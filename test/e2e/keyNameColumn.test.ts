@@ -117,16 +117,16 @@ describe.each(BACKENDS)('key_name in the parts (%s)', (kind) => {
 
     expect(await keyNames(svc.rt)).toEqual([
       { 'partner-1': 'absent', 'partner-2': 'absent', 'partner-3': 'absent' },
-      { 'partner-11': 'alpha', 'partner-12': 'alpha' },
-      { 'partner-13': 'beta' },
+      { 'partner-alpha-11': 'alpha', 'partner-alpha-12': 'alpha' },
+      { 'partner-beta-13': 'beta' },
     ]);
-    const all = ['partner-1', 'partner-11', 'partner-12', 'partner-13', 'partner-2', 'partner-3'];
+    const all = ['partner-1', 'partner-2', 'partner-3', 'partner-alpha-11', 'partner-alpha-12', 'partner-beta-13'];
     const expected = { lines: Object.fromEntries(['format=ndjson', 'format=csv', 'format=ndjson&include_retracted=true', 'format=ndjson&admin=PH-QC', 'format=ndjson&bbox=120,14,122,15'].map((q) => [q, all])), count: 6, total: 6, parquetRows: 6, paged: all };
     expect(await answers()).toEqual(expected);
 
     // Compaction merges both kinds into one part with the column: null where no name was known.
     expect((await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
-    expect(await keyNames(svc.rt)).toEqual([{ 'partner-1': null, 'partner-11': 'alpha', 'partner-12': 'alpha', 'partner-13': 'beta', 'partner-2': null, 'partner-3': null }]);
+    expect(await keyNames(svc.rt)).toEqual([{ 'partner-1': null, 'partner-2': null, 'partner-3': null, 'partner-alpha-11': 'alpha', 'partner-alpha-12': 'alpha', 'partner-beta-13': 'beta' }]);
     expect(await answers()).toEqual(expected);
   });
 });
@@ -161,7 +161,7 @@ print(json.dumps(sorted([[p, None if pd.isna(k) else k] for p, k in zip(frame['p
 `,
       path.join(svc.rt.config.storageUrl.slice('file://'.length), 'reports', 'v1'),
     );
-    expect(out).toEqual([['partner-1', null], ['partner-2', null], ['partner-21', 'alpha'], ['partner-3', null]]);
+    expect(out).toEqual([['partner-1', null], ['partner-2', null], ['partner-3', null], ['partner-alpha-21', 'alpha']]);
   });
 });
 

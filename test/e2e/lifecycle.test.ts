@@ -56,24 +56,25 @@ describe.each(BACKENDS)('report lifecycle (%s)', (kind) => {
     expect((await postReport(svc.url, report(1, { title: 'Juan dela Cruz, 09171234567', text: 'his house' }))).status).toBe(201);
     expect((await postReport(svc.url, report(2, { title: 'Baha sa QMC' }), { key: OTHER_KEY })).status).toBe(201);
     await allArchived(svc.rt);
-    expect((await svc.rt.ledger.lookup('partner-1'))!.record.partner).toBe('alpha');
-    expect((await svc.rt.ledger.lookup('partner-2'))!.record.partner).toBe('beta');
+    expect((await svc.rt.ledger.lookup('partner-alpha-1'))!.record.partner).toBe('alpha');
+    expect((await svc.rt.ledger.lookup('partner-beta-2'))!.record.partner).toBe('beta');
 
     // Bad requests change nothing.
     expectError(await del(svc.url, '1', null), 401);
     expectError(await del(svc.url, '1', 'not-a-real-key-000000'), 403);
+    // Another partner's post_id 1 is its own (it has none): the report is not found for it.
     const other = await del(svc.url, '1', OTHER_KEY);
-    expectError(other, 403);
-    expect(other.body.message).toMatch(/another partner/);
+    expectError(other, 404);
+    expect(other.body.message).toBe('This partner posted no report with post_id 1.');
     expectError(await del(svc.url, '999', API_KEY), 404);
     for (const bad of ['abc', '-1', '1.5', '12345678901234567890', '..%2F..%2Fetc']) expectError(await del(svc.url, bad, API_KEY), 400);
-    expect((await svc.rt.ledger.lookup('partner-1'))!.state).toBe('confirmed');
-    expect((await getJson(`${svc.url}/reports/partner-1`)).status).toBe(200);
+    expect((await svc.rt.ledger.lookup('partner-alpha-1'))!.state).toBe('confirmed');
+    expect((await getJson(`${svc.url}/reports/partner-alpha-1`)).status).toBe(200);
 
     const retracted = await del(svc.url, '1', API_KEY);
-    expect(retracted).toMatchObject({ status: 200, body: { post_id: 1, pkey: 'partner-1', retracted: true, retracted_at: expect.any(String) } });
+    expect(retracted).toMatchObject({ status: 200, body: { post_id: 1, pkey: 'partner-alpha-1', retracted: true, retracted_at: expect.any(String) } });
     // Durable before the answer: the other process reads it from the ledger at once.
-    expect((await second.rt.ledger.lookup('partner-1'))!.retraction).toMatchObject({ by: 'alpha' });
+    expect((await second.rt.ledger.lookup('partner-alpha-1'))!.retraction).toMatchObject({ by: 'alpha' });
     const again = await del(second.url, '1', API_KEY);
     expect(again).toMatchObject({ status: 200, body: { post_id: 1, retracted: true, retracted_at: retracted.body.retracted_at } });
   });
@@ -83,32 +84,32 @@ describe.each(BACKENDS)('report lifecycle (%s)', (kind) => {
     expect(repost.status).toBe(200);
     expect(repost.body).toMatchObject({ post_id: 1, created: false, retracted: true, message: expect.stringMatching(/already exists.*retracted/) });
     const plain = await postReport(svc.url, report(2, { title: 'again' }), { key: OTHER_KEY });
-    expect(plain.body).toEqual({ post_id: 2, created: false, message: 'post_id 2 already exists' });
-    expect((await svc.rt.ledger.lookup('partner-1'))!.state).toBe('retracted');
+    expect(plain.body).toEqual({ post_id: 2, created: false, pkey: 'partner-beta-2', message: 'post_id 2 already exists' });
+    expect((await svc.rt.ledger.lookup('partner-alpha-1'))!.state).toBe('retracted');
   });
 
   it('GET /reports/{pkey}: the Feature from its hour, 410 once retracted, 404 unknown, 400 for a bad key', async () => {
-    const one = await getJson(`${second.url}/reports/partner-2`);
+    const one = await getJson(`${second.url}/reports/partner-beta-2`);
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({
       statusCode: 200,
-      result: { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { pkey: 'partner-2', title: 'Baha sa QMC', created_at: '2026-11-21T05:05:00.000Z' } },
+      result: { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { pkey: 'partner-beta-2', title: 'Baha sa QMC', created_at: '2026-11-21T05:05:00.000Z' } },
     });
-    const topo = await getJson(`${second.url}/reports/partner-2?geoformat=topojson`);
+    const topo = await getJson(`${second.url}/reports/partner-beta-2?geoformat=topojson`);
     expect(topo.body.result.type).toBe('Topology');
-    expect(topo.body.result.objects.output.geometries.map((g: any) => g.properties.pkey)).toEqual(['partner-2']);
+    expect(topo.body.result.objects.output.geometries.map((g: any) => g.properties.pkey)).toEqual(['partner-beta-2']);
 
-    const gone = await getJson(`${second.url}/reports/partner-1`);
+    const gone = await getJson(`${second.url}/reports/partner-alpha-1`);
     expectError(gone, 410);
     expect(gone.body.message).toMatch(/retracted/);
     expect(JSON.stringify(gone.body)).not.toMatch(/Juan/);
     expectError(await getJson(`${second.url}/reports/partner-999`), 404);
-    for (const bad of ['..%2F..%2Fetc%2Fpasswd', 'partner-01', 'partner-', 'partner-2%2F..', 'partner-1;drop', 'PARTNER-2']) {
+    for (const bad of ['..%2F..%2Fetc%2Fpasswd', 'partner-01', 'partner-', 'partner-2%2F..', 'partner-1;drop', 'PARTNER-2', 'partner-Alpha-1', 'partner-alpha-', 'partner--1', 'partner-alpha-1-']) {
       const res = await getJson(`${second.url}/reports/${bad}`);
       expect([bad, res.status]).toEqual([bad, 400]);
       expectError(res, 400);
     }
-    expectError(await getJson(`${second.url}/reports/partner-2?geoformat=wkt`), 400);
+    expectError(await getJson(`${second.url}/reports/partner-beta-2?geoformat=wkt`), 400);
   });
 
   it('kept keys: a new one works on every API process, and a revoked one gets 403 at once on all of them', async () => {
@@ -117,11 +118,11 @@ describe.each(BACKENDS)('report lifecycle (%s)', (kind) => {
     await svc.rt.ledger.addKey('gamma', keyDigest(key));
     expect((await postReport(second.url, report(30), { key })).status).toBe(201);
     expect((await postReport(svc.url, report(31), { key })).status).toBe(201);
-    expect((await second.rt.ledger.lookup('partner-30'))!.record.partner).toBe('gamma');
+    expect((await second.rt.ledger.lookup('partner-gamma-30'))!.record.partner).toBe('gamma');
 
     // Rotation: the new key works, the old one is refused everywhere, with no restart.
     const rotated = 'gamma-key-rotated-0123456789';
-    await svc.rt.ledger.addKey('gamma', keyDigest(rotated));
+    await svc.rt.ledger.addKey('gamma', keyDigest(rotated), true);
     expect(await svc.rt.ledger.revokeKeys('gamma', keyDigest(rotated))).toBe(1);
     for (const url of [svc.url, second.url]) {
       const refused = await postReport(url, report(32), { key });

@@ -2,7 +2,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { API_KEY, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
+import { API_KEY, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
 /** A log destination that keeps its lines. */
 function logSink(): { lines: string[]; sink: Writable } {
@@ -38,7 +38,7 @@ describe('request logs', () => {
       expect(retraction.headers.get('x-request-id')).toBe('retract-501');
       const retracted = lines.map((l) => JSON.parse(l)).filter((l) => l.req?.id === 'retract-501');
       expect(retracted.map((l) => l.msg)).toEqual(['report retracted', 'request completed']);
-      expect(retracted[0]).toMatchObject({ req: { method: 'DELETE', url: '/feeds/partner/501' }, pkey: 'partner-501' });
+      expect(retracted[0]).toMatchObject({ req: { method: 'DELETE', url: '/feeds/partner/501' }, pkey: pkeyOf(501) });
     } finally {
       await svc.stop();
     }

@@ -34,6 +34,7 @@ import { allArchived,
   testConfig,
   testRuntime,
   type TestService,
+  pkeyOf,
 } from '../support/env.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
 
@@ -239,7 +240,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
       // Accepted and pending, its message dead-lettered: as another process on DATA_DIR sees the ledger.
       const db = new Database(path.join(svc.rt.config.dataDir, 'ledger.sqlite'));
       const now = Date.now();
-      db.prepare(`INSERT INTO reports (source, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', 9301, 'partner-9301', ?, ?, 'pending', ?, ?)`)
+      db.prepare(`INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', '', 9301, 'partner-9301', ?, ?, 'pending', ?, ?)`)
         .run(Date.parse(record.report.created_at), JSON.stringify(record), now, now);
       db.prepare('INSERT INTO dead_letters (body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, 5, ?)').run(JSON.stringify(record), record.pkey, now, now);
       db.close();
@@ -316,7 +317,7 @@ describe.skipIf(!HAS_SHARED_PH).each(BACKENDS)('publishing PSA/NAMRIA boundaries
       const [lng, lat] = f.geometry.coordinates;
       expect(f.properties.tags).toEqual(newTagger.tag(lng, lat));
     }
-    expect(body.result.features.find((f: any) => f.properties.pkey === 'partner-9400').properties.tags).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020' });
+    expect(body.result.features.find((f: any) => f.properties.pkey === pkeyOf(9400)).properties.tags).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020' });
     const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
     expect(hours.map((h) => h.parts.length)).toEqual([1]);
     expect(version).toHaveLength(24);

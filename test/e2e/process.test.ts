@@ -55,7 +55,7 @@ describe('the service process', () => {
     const url2 = (await waitFor(second.output, /listening on (http:\/\/\S+)/))[1]!;
     expect((await waitFor(second.output, /Partner API key \(read [^)]+\): (\S+)/))[1]).toBe(key);
     const res = await getJson(`${url2}/reports/archive?start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&geoformat=geojson`);
-    expect(res.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-7']);
+    expect(res.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-local-7']);
     expect((await postReport(url2, report(7), { key })).status).toBe(200);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);

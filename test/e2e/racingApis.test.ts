@@ -6,7 +6,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { API_KEY, eventually, report, tempDir } from '../support/env.js';
+import { API_KEY, eventually, report, tempDir, pkeyOf } from '../support/env.js';
 import type { Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
@@ -100,6 +100,6 @@ describe.skipIf(!HAS_MOTO)('two API processes on S3 and SQS (moto)', () => {
     ).catch((err) => {
       throw new Error(`${String(err)}\n${worker.output()}\n${apis.map((a) => a.p.output()).join('\n')}`);
     });
-    for (const [postId, title] of winners) expect(titles.get(`partner-${postId}`)).toBe(title);
+    for (const [postId, title] of winners) expect(titles.get(pkeyOf(postId))).toBe(title);
   }, 180_000);
 });

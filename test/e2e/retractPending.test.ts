@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import path from 'node:path';
-import { API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
+import { API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -47,14 +47,14 @@ describe.each(BACKENDS)('a report retracted before it is archived (%s)', (kind) 
         return reader.getRowObjectsJS() as { pkey: string; status: string; title: string; text: string; image_url: string | null }[];
       });
       expect(rows).toEqual([
-        { pkey: 'partner-61', status: 'retracted', title: '', text: '', image_url: null },
-        { pkey: 'partner-62', status: 'confirmed', title: 'Baha sa España', text: '', image_url: null },
+        { pkey: pkeyOf(61), status: 'retracted', title: '', text: '', image_url: null },
+        { pkey: pkeyOf(62), status: 'confirmed', title: 'Baha sa España', text: '', image_url: null },
       ]);
 
       const answer = await getJson(`${svc.url}/reports/archive?${W}&geoformat=geojson`);
-      expect(answer.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-62']);
+      expect(answer.body.result.features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(62)]);
       const withTombstones = await getJson(`${svc.url}/reports/archive?${W}&geoformat=geojson&include_retracted=true`);
-      const tombstone = withTombstones.body.result.features.find((f: any) => f.properties.pkey === 'partner-61');
+      const tombstone = withTombstones.body.result.features.find((f: any) => f.properties.pkey === pkeyOf(61));
       expect(tombstone.properties).toMatchObject({ status: 'retracted', title: '', text: '', image_url: null });
       expect(JSON.stringify(withTombstones.body)).not.toContain('Maria');
     } finally {

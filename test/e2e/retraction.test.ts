@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { compact } from '../../src/ops/compact.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -76,26 +76,26 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
       const res = await fetchText(url(`format=${format}`), { 'If-None-Match': etags.get(format)! });
       expect(res.status, format).toBe(200);
       expect(res.etag, format).not.toBe(etags.get(format));
-      if (format === 'parquet') expect((await parquetRows(res.bytes)).map((r) => r.pkey)).toEqual(['partner-2', 'partner-3']);
+      if (format === 'parquet') expect((await parquetRows(res.bytes)).map((r) => r.pkey)).toEqual([pkeyOf(2), pkeyOf(3)]);
       else {
         expect(res.bytes.includes(SECRET), format).toBe(false);
-        expect(res.bytes.includes('partner-1'), format).toBe(false);
-        expect(res.bytes.includes('partner-2'), format).toBe(true);
+        expect(res.bytes.includes(pkeyOf(1)), format).toBe(false);
+        expect(res.bytes.includes(pkeyOf(2)), format).toBe(true);
       }
     }
     const page = await getJson(url('geoformat=geojson&limit=1'));
-    expect(page.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-3']);
+    expect(page.body.result.features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(3)]);
     const next = page.headers.get('link')!.match(/<([^>]+)>/)![1]!;
-    expect((await getJson(next)).body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-2']);
+    expect((await getJson(next)).body.result.features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(2)]);
     expect((await getJson(`${svc.url}/reports/archive/count?${W}`)).body.result.count).toBe(2);
     expect((await getJson(`${svc.url}/reports/archive/stats?${W}&interval=hour`)).body.result.total).toBe(2);
     const ogc = await getJson(`${svc.url}/ogc/collections/reports/items?datetime=2026-11-21T00:00:00Z/2026-11-21T23:59:59Z`);
-    expect(ogc.body.features.map((f: any) => f.properties.pkey).sort()).toEqual(['partner-2', 'partner-3']);
-    expect((await getJson(`${svc.url}/reports/partner-1`)).status).toBe(410);
+    expect(ogc.body.features.map((f: any) => f.properties.pkey).sort()).toEqual([pkeyOf(2), pkeyOf(3)]);
+    expect((await getJson(`${svc.url}/reports/${pkeyOf(1)}`)).status).toBe(410);
 
     // Tombstones on request: place and time kept, the personal fields empty, counted.
     const all = await getJson(url('geoformat=geojson&include_retracted=true'));
-    const tomb = all.body.result.features.find((f: any) => f.properties.pkey === 'partner-1');
+    const tomb = all.body.result.features.find((f: any) => f.properties.pkey === pkeyOf(1));
     expect(tomb).toMatchObject({
       geometry: { coordinates: [121.0497, 14.6516] },
       properties: { status: 'retracted', title: '', text: '', image_url: null, url: null, created_at: '2026-11-21T05:05:00.000Z', tags: { instance_region_code: 'PH-QC' } },
@@ -103,7 +103,7 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     expect(JSON.stringify(all.body)).not.toContain(SECRET);
     expect(all.body.result.features.filter((f: any) => f.properties.status === 'confirmed')).toHaveLength(2);
     const tombParquet = await fetchText(url('format=parquet&include_retracted=true'));
-    expect((await parquetRows(tombParquet.bytes)).find((r) => r.pkey === 'partner-1')).toEqual({ pkey: 'partner-1', status: 'retracted', title: '', text: '', image_url: null });
+    expect((await parquetRows(tombParquet.bytes)).find((r) => r.pkey === pkeyOf(1))).toEqual({ pkey: pkeyOf(1), status: 'retracted', title: '', text: '', image_url: null });
     expect((await fetchText(url('format=csv&include_retracted=true'))).text).not.toContain(SECRET);
     expect((await getJson(`${svc.url}/reports/archive/count?${W}&include_retracted=true`)).body.result.count).toBe(3);
     expect((await getJson(`${svc.url}/reports/archive/count?${W}&include_retracted=maybe`)).status).toBe(400);
@@ -134,7 +134,7 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     for await (const r of svc.rt.ledger.retractions({ unpurgedOnly: true })) unpurged.push(r);
     expect(unpurged).toEqual([]);
     const rows = await partRows();
-    expect(rows.find((r) => r.pkey === 'partner-1')).toEqual({ pkey: 'partner-1', status: 'retracted', title: '', text: '', image_url: null });
+    expect(rows.find((r) => r.pkey === pkeyOf(1))).toEqual({ pkey: pkeyOf(1), status: 'retracted', title: '', text: '', image_url: null });
     expect(JSON.stringify(rows)).not.toContain('Juan');
     // Once purged the reader knows it by its status: the same answers as before.
     await expectGone();

@@ -66,8 +66,8 @@ describe('SNS topic of archived reports', () => {
       await drain(queues.pampanga!, pampanga);
       return pkeys(all).length === 4 && pampanga.length === 1 ? true : undefined;
     }, 15_000, 'the announcements');
-    expect(pkeys(all)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-4']);
-    expect(pkeys(pampanga)).toEqual(['partner-4']);
+    expect(pkeys(all)).toEqual(['partner-alpha-1', 'partner-alpha-2', 'partner-alpha-3', 'partner-alpha-4']);
+    expect(pkeys(pampanga)).toEqual(['partner-alpha-4']);
     const qc = all.find((n) => n.MessageAttributes.city.Value === 'PH-QC');
     expect(qc.MessageAttributes).toMatchObject({
       city: { Type: 'String', Value: 'PH-QC' },
@@ -99,12 +99,12 @@ describe('SNS topic of archived reports', () => {
     expect(message.MessageAttributes.city).toEqual({ Type: 'String', Value: 'PH-PG' });
     expect(message.MessageAttributes.local_area.Type).toBe('String');
     const feature = JSON.parse(message.Message).data.features[0];
-    expect(feature.properties).toMatchObject({ pkey: 'partner-4', status: 'retracted', title: '', text: '' });
+    expect(feature.properties).toMatchObject({ pkey: 'partner-alpha-4', status: 'retracted', title: '', text: '' });
     // A repeated DELETE announces nothing new.
     await fetch(`${svc.url}/feeds/partner/4`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
     await new Promise((r) => setTimeout(r, 1_500));
     await drain(queues.all!, all);
-    expect(typesAndPkeys(all)).toEqual(['retracted partner-4']);
+    expect(typesAndPkeys(all)).toEqual(['retracted partner-alpha-4']);
   });
 
   it('never holds a flush while SNS is stalled, and publishes what waited once it answers', async () => {
@@ -126,6 +126,6 @@ describe('SNS topic of archived reports', () => {
     }, 30_000, 'the announcements that waited');
     await new Promise((r) => setTimeout(r, 1_000));
     await drain(queues.all!, all);
-    expect(typesAndPkeys(all)).toEqual(['archived partner-20', 'archived partner-21', 'archived partner-22', 'archived partner-23']);
+    expect(typesAndPkeys(all)).toEqual(['archived partner-alpha-20', 'archived partner-alpha-21', 'archived partner-alpha-22', 'archived partner-alpha-23']);
   });
 });

@@ -19,6 +19,7 @@ import { allArchived,
   testConfig,
   testRuntime,
   type TestService,
+  pkeyOf,
 } from '../support/env.js';
 
 const QMC = { lat: 14.6516, lng: 121.0497 };
@@ -71,7 +72,7 @@ function expectedFeature(c: Case) {
     type: 'Feature',
     geometry: { type: 'Point', coordinates: [b.location.lng, b.location.lat] },
     properties: {
-      pkey: `partner-${Number(b.post_id)}`,
+      pkey: pkeyOf(Number(b.post_id)),
       created_at: c.createdUtc,
       source: 'partner',
       status: 'confirmed',
@@ -116,12 +117,12 @@ describe.each(RUNS)('spine on the $name backend', ({ kind, start }) => {
     for (const c of cases) {
       const res = await postReport(svc.url, c.body);
       expect(res.status, JSON.stringify(res.body)).toBe(201);
-      expect(res.body).toEqual({ post_id: Number(c.body.post_id), created: true, pkey: `partner-${Number(c.body.post_id)}` });
+      expect(res.body).toEqual({ post_id: Number(c.body.post_id), created: true, pkey: pkeyOf(Number(c.body.post_id)) });
     }
     // The same post_id again, with other content: "already exists", and the first version is kept.
     const again = await postReport(svc.url, { ...cases[0]!.body, title: 'second version' });
     expect(again.status).toBe(200);
-    expect(again.body).toEqual({ post_id: 1001, created: false, message: 'post_id 1001 already exists' });
+    expect(again.body).toEqual({ post_id: 1001, created: false, pkey: pkeyOf(1001), message: 'post_id 1001 already exists' });
 
     const expected = cases.filter((c) => c.inWindow).map(expectedFeature).sort(newestFirst);
     const body = await eventually(async () => {

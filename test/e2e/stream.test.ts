@@ -5,7 +5,7 @@ import { createRuntime } from '../../src/runtime.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type RunningService } from '../../src/service.js';
 import type { Config } from '../../src/config.js';
-import { BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService } from '../support/env.js';
+import { BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { openStream, type SseClient } from '../support/sse.js';
 
@@ -53,7 +53,7 @@ describe('GET /reports/stream', () => {
     expect(s.headers.get('cache-control')).toBe('no-store');
     for (const id of [1, 2, 3]) expect((await postReport(svc.url, report(id))).status).toBe(201);
     await eventually(async () => (s.events.length === 3 ? true : undefined), 10_000, 'three events');
-    expect(pkeys(s).sort()).toEqual(['partner-1', 'partner-2', 'partner-3']);
+    expect(pkeys(s).sort()).toEqual([pkeyOf(1), pkeyOf(2), pkeyOf(3)]);
     expect(s.events.every((e) => e.event === 'archived')).toBe(true);
     const ids = s.events.map((e) => Number(e.id));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
@@ -74,8 +74,8 @@ describe('GET /reports/stream', () => {
     await postReport(svc.url, report(12, { location: { lat: 14.5896, lng: 120.9812 } }));
     await eventually(async () => (pg.events.length === 1 && box.events.length === 1 ? true : undefined), 10_000, 'filtered events');
     await new Promise((r) => setTimeout(r, 500));
-    expect(pkeys(pg)).toEqual(['partner-11']);
-    expect(pkeys(box)).toEqual(['partner-10']);
+    expect(pkeys(pg)).toEqual([pkeyOf(11)]);
+    expect(pkeys(box)).toEqual([pkeyOf(10)]);
   });
 
   it('answers 429 past the bound on clients, and 400 on bad parameters', async () => {
@@ -128,7 +128,7 @@ describe.each(BACKENDS)('GET /reports/stream across processes (%s)', (backend: B
     const resumed = await stream(`${api2.url}/reports/stream`, { 'Last-Event-ID': lastSeen });
     for (const id of [106]) expect((await postReport(api2.url!, report(id))).status).toBe(201);
     await eventually(async () => (resumed.events.length === 3 ? true : undefined), 10_000, 'the rest');
-    expect(pkeys(resumed).sort()).toEqual(['partner-104', 'partner-105', 'partner-106']);
+    expect(pkeys(resumed).sort()).toEqual([pkeyOf(104), pkeyOf(105), pkeyOf(106)]);
     expect([...pkeys(first), ...pkeys(resumed)]).toHaveLength(6);
     // From the beginning of what is kept: everything, once.
     const all = await stream(`${api2.url}/reports/stream?lastEventId=0`);

@@ -9,7 +9,7 @@ import { ulid } from 'ulid';
 import { compaction } from '../../jobs/compaction.js';
 import { CHANGES_PREFIX } from '../../src/archive/changes.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -119,7 +119,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const since = encodeURIComponent(first.watermark);
     const changes = await getJson(`${svc.url}/reports/archive?updated_after=${since}&geoformat=geojson`, UA);
     const byStatus = (s: string) => changes.body.result.features.filter((f: any) => f.properties.status === s).map((f: any) => f.properties.pkey).sort();
-    expect(byStatus('retracted')).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-4']);
+    expect(byStatus('retracted')).toEqual([pkeyOf(1), pkeyOf(2), pkeyOf(3), pkeyOf(4)]);
     expect(changes.body.result.features.find((f: any) => f.properties.status === 'retracted').properties.title).toBe('');
     expect(byStatus('confirmed')).toHaveLength(8);
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=${since}`, UA)).body).toMatchObject({ watermark: expect.any(String), result: { count: 12 } });
@@ -181,7 +181,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const sync = await pull(`updated_after=${encodeURIComponent(first.watermark)}&${window}`);
     expect(sync.status).toBe(200);
     expect(apply(mirror, sync.text)).toBe(1);
-    expect(JSON.parse(sync.text.trim()).properties).toMatchObject({ pkey: 'partner-700', tags: { instance_region_code: null, local_area_id: null } });
+    expect(JSON.parse(sync.text.trim()).properties).toMatchObject({ pkey: pkeyOf(700), tags: { instance_region_code: null, local_area_id: null } });
     const full: Mirror = new Map();
     apply(full, (await pull(window)).text);
     expect(mirror).toEqual(full);
@@ -256,19 +256,19 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
       }
     }
     // One set of changes, newest first, each once, all pages under the first page's watermark.
-    expect(pages).toEqual([['partner-804', 'partner-803'], ['partner-802', 'partner-801'], ['partner-800']]);
+    expect(pages).toEqual([[pkeyOf(804), pkeyOf(803)], [pkeyOf(802), pkeyOf(801)], [pkeyOf(800)]]);
     expect(watermarks.size).toBe(1);
     const [watermark] = [...watermarks];
     // The page that met the retraction shows it as a tombstone; the next sync from the watermark brings the rest.
     const next = await pull(`updated_after=${encodeURIComponent(watermark!)}&${window}`);
     expect(next.text.trim().split('\n').map((l) => [JSON.parse(l).properties.pkey, JSON.parse(l).properties.status])).toEqual([
-      ['partner-805', 'confirmed'],
-      ['partner-800', 'retracted'],
+      [pkeyOf(805), 'confirmed'],
+      [pkeyOf(800), 'retracted'],
     ]);
     apply(mirror, next.text);
     const full: Mirror = new Map();
     apply(full, (await pull(window)).text);
-    expect([...mirror.keys()].sort()).toEqual(['partner-801', 'partner-802', 'partner-803', 'partner-804', 'partner-805']);
+    expect([...mirror.keys()].sort()).toEqual([pkeyOf(801), pkeyOf(802), pkeyOf(803), pkeyOf(804), pkeyOf(805)]);
     expect(mirror).toEqual(full);
 
     // A sync's cursor is bound to its updated_after like any filter.

@@ -17,6 +17,7 @@ import {
   testConfig,
   testRuntime,
   type TestService,
+  pkeyOf,
 } from '../support/env.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
 
@@ -80,9 +81,9 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       }, 20_000, 'tagged reports in the archive');
       const tags = Object.fromEntries(features.map((f: any) => [f.properties.pkey, f.properties.tags]));
       expect(tags).toEqual({
-        'partner-100': { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
-        'partner-101': { instance_region_code: 'PH-PG', local_area_id: '0305416013' },
-        'partner-102': { instance_region_code: null, local_area_id: null },
+        [pkeyOf(100)]: { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
+        [pkeyOf(101)]: { instance_region_code: 'PH-PG', local_area_id: '0305416013' },
+        [pkeyOf(102)]: { instance_region_code: null, local_area_id: null },
       });
     });
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { addSubscription } from '../../src/events/manage.js';
 import { SubscriptionError } from '../../src/events/subscriptions.js';
-import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
@@ -70,11 +70,11 @@ describe('webhooks', () => {
     expect(event.id).toBe(first.headers['webhook-id']);
     expect(Number.isNaN(Date.parse(event.time))).toBe(false);
     expect(event.data.type).toBe('FeatureCollection');
-    const qmc = got.flatMap((g) => JSON.parse(g.body).data.features).find((f: any) => f.properties.pkey === 'partner-1');
+    const qmc = got.flatMap((g) => JSON.parse(g.body).data.features).find((f: any) => f.properties.pkey === pkeyOf(1));
     expect(qmc).toMatchObject({
       type: 'Feature',
       geometry: { type: 'Point', coordinates: [121.0497, 14.6516] },
-      properties: { pkey: 'partner-1', created_at: '2026-11-21T05:05:00.000Z', disaster_type: 'flood', tags: { instance_region_code: 'PH-QC' } },
+      properties: { pkey: pkeyOf(1), created_at: '2026-11-21T05:05:00.000Z', disaster_type: 'flood', tags: { instance_region_code: 'PH-QC' } },
     });
 
     for (const g of got) {
@@ -99,7 +99,7 @@ describe('webhooks', () => {
     await postReport(svc.url, report(12, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
     await allArchived(svc.rt);
     await eventually(async () => (deliveredByPkey(pg).size === 1 ? true : undefined), 10_000, 'the Pampanga report');
-    expect([...deliveredByPkey(pg).keys()]).toEqual(['partner-12']);
+    expect([...deliveredByPkey(pg).keys()]).toEqual([pkeyOf(12)]);
     expect(gone.received).toHaveLength(0);
   });
 
@@ -111,7 +111,7 @@ describe('webhooks', () => {
     await postAll(svc.url, [21, 22, 23]);
     await allArchived(svc.rt);
     await eventually(async () => (hook.received.length >= 5 && svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 20_000, 'recovery');
-    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-21', 'partner-22', 'partner-23']);
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual([pkeyOf(21), pkeyOf(22), pkeyOf(23)]);
     // The retries of one batch repeat its id: the receiver de-duplicates by it.
     const ids = hook.received.map((g) => g.headers['webhook-id']);
     expect(new Set(ids).size).toBeLessThan(ids.length);
@@ -138,7 +138,7 @@ describe('webhooks', () => {
     hook.answer = () => ({ status: 200 });
     expect(svc.rt.events!.redrive(sub.id)).toBe(aside.length);
     await eventually(async () => (svc.rt.events!.deliveries('set_aside').length === 0 && svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 10_000, 'redriven');
-    expect([...deliveredByPkey(hook).keys()].sort()).toEqual(['partner-31', 'partner-32']);
+    expect([...deliveredByPkey(hook).keys()].sort()).toEqual([pkeyOf(31), pkeyOf(32)]);
   });
 
   it('a receiver that never answers delays neither the archive nor another subscriber', async () => {
@@ -151,7 +151,7 @@ describe('webhooks', () => {
     for (const batch of [[41, 42], [43, 44], [45, 46]]) {
       await postAll(svc.url, batch);
       await allArchived(svc.rt, 5_000);
-      await eventually(async () => (batch.every((id) => deliveredByPkey(fast).has(`partner-${id}`)) ? true : undefined), 5_000, 'the fast receiver');
+      await eventually(async () => (batch.every((id) => deliveredByPkey(fast).has(pkeyOf(id))) ? true : undefined), 5_000, 'the fast receiver');
     }
     expect(stuck.received).toHaveLength(1); // its first batch, still unanswered
   });

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../src/errors.js';
-import { postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
+import { pkeyOf, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
 
 type ThreadModule = typeof import('../../src/worker/thread.js');
 const compiled = (): Promise<ThreadModule> => import(path.resolve(import.meta.dirname, '../../dist/src/worker/thread.js')) as Promise<ThreadModule>;
@@ -22,11 +22,11 @@ describe('the worker thread of all', () => {
       const deadline = Date.now() + 20_000;
       while ((await rt.queue.depth()).inFlight === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(await rt.queue.depth()).toEqual({ visible: 0, inFlight: 1 });
-      expect(await rt.ledger.isPending({ source: 'partner', post_id: 11 })).toBe(true);
+      expect(await rt.ledger.isPending(pkeyOf(11))).toBe(true);
       const metrics = await thread.metrics();
       expect(metrics.find((m) => m.name === 'worker_reports_archived_total')?.values).toEqual([{ value: 0, labels: {} }]);
       await thread.stop();
-      expect(await rt.ledger.isPending({ source: 'partner', post_id: 11 })).toBe(false);
+      expect(await rt.ledger.isPending(pkeyOf(11))).toBe(false);
       const hour = path.join(config.dataDir, 'store/reports/v1/year=2026/month=11/day=21/hour=05');
       expect((await fs.readdir(hour)).filter((f) => f.endsWith('.parquet'))).toHaveLength(1);
     } finally {

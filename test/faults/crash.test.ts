@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { API_KEY, eventually, report, tempDir } from '../support/env.js';
+import { API_KEY, eventually, report, tempDir, pkeyOf } from '../support/env.js';
 import { freePort } from '../support/net.js';
 import { CLI, runCli } from '../support/cli.js';
 
@@ -224,7 +224,7 @@ async function crashRun(commands: string[]): Promise<void> {
   ).catch((err) => {
     throw new Error(`${String(err)}\n${diagnose()}`);
   });
-  for (const id of ids) expect(titles.get(`partner-${id}`)).toEqual([`first ${id}`]);
+  for (const id of ids) expect(titles.get(pkeyOf(id))).toEqual([`first ${id}`]);
 
   await Promise.all(processes.map((p) => p.stop()));
   const verified = await runCli(['verify', '--from', '2026-11-20', '--to', '2026-11-20'], env);

@@ -7,7 +7,7 @@ import { cursorFingerprint } from '../../src/http/archive.js';
 import { CursorCodec } from '../../src/http/cursor.js';
 import { fingerprintOf } from '../../src/http/ogc/reportsItems.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { expectErrorShape } from './support.js';
 
 const START = '2026-11-20T00:00:00+0000';
@@ -101,9 +101,9 @@ describe('pagination cursors (embedded, CURSOR_SECRET set)', () => {
       expect(body.details[0].message).toMatch(/outside/);
     }
     // The same check with good values passes: the 400s above are the range check, not the MAC.
-    const good = await page(svc.url, await signed.encode({ createdMs: Date.UTC(2026, 10, 20, 3, 3), pkey: 'partner-703', receivedBeforeMs: now }, FINGERPRINT));
+    const good = await page(svc.url, await signed.encode({ createdMs: Date.UTC(2026, 10, 20, 3, 3), pkey: pkeyOf(703), receivedBeforeMs: now }, FINGERPRINT));
     expect(good.status).toBe(200);
-    expect(good.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-702', 'partner-701']);
+    expect(good.body.result.features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(702), pkeyOf(701)]);
   });
 });
 
@@ -126,7 +126,7 @@ describe('OGC API – Features cursors are signed with the same key', () => {
 
     // The unsigned form: every field in range and the right filters, only not issued here.
     const now = Date.now();
-    const unsigned = Buffer.from(JSON.stringify([now - 300 * 86_400_000, now, Date.UTC(2026, 10, 20, 3, 3), 'partner-703', now, fingerprintOf(undefined, undefined)])).toString('base64url');
+    const unsigned = Buffer.from(JSON.stringify([now - 300 * 86_400_000, now, Date.UTC(2026, 10, 20, 3, 3), pkeyOf(703), now, fingerprintOf(undefined, undefined)])).toString('base64url');
     const altered = `${next.slice(0, -1)}${next.endsWith('A') ? 'B' : 'A'}`;
     const foreign = await new CursorCodec(async () => Buffer.from('another-deployment-secret-0123456789')).seal(unsigned);
     for (const cursor of [unsigned, altered, foreign, next.slice(0, 30)]) {

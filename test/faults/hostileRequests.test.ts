@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { acceptedPkeys, API_KEY, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptedPkeys, API_KEY, API_KEY_NAME, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape, rawRequest } from './support.js';
 
 const WINDOW = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
@@ -144,7 +144,7 @@ describe('invalid UTF-8 in a feed body', () => {
   it('valid UTF-8, U+FFFD and astral characters included, is accepted and kept as sent', async () => {
     const title = 'Baha \uFFFD sa Espa\u00f1a \u{1F30A}';
     expect((await postReport(svc.url, report(22, { title }))).status).toBe(201);
-    const kept = await svc.rt.ledger.get({ source: 'partner', post_id: 22 });
+    const kept = await svc.rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: 22 });
     expect(kept!.report.title).toBe(title);
   });
 });

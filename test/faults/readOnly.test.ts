@@ -5,7 +5,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acceptedPkeys, postReport, report, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
+import { acceptedPkeys, postReport, report, startTestService, tempDir, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
 
@@ -49,7 +49,7 @@ describe('a read-only DATA_DIR', () => {
     expect(mount(['-o', 'remount,rw', dir])).toBe(true);
     const rt = await testRuntime(config);
     try {
-      expect(await acceptedPkeys(rt)).toEqual(['partner-1']);
+      expect(await acceptedPkeys(rt)).toEqual([pkeyOf(1)]);
     } finally {
       await rt.close();
     }

@@ -6,7 +6,7 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrap } from '../../src/bootstrap.js';
 import { openLedgerDb } from '../../src/ledger/database.js';
-import type { IngestLedger, IngestRecord } from '../../src/ledger/ledger.js';
+import { KeyNameInUseError, PkeyTakenError, type IngestLedger, type IngestRecord } from '../../src/ledger/ledger.js';
 import { ObjectLedger } from '../../src/ledger/objectLedger.js';
 import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
 import type { Queue } from '../../src/queue/queue.js';
@@ -76,6 +76,12 @@ const record = (id: number, title: string): IngestRecord => ({
   report: parsePartnerReport(report(id, { title, created_at: '2026-11-21T05:00:00Z' }), Date.now()),
 });
 
+/** A partner's report, as the intake makes it: its pkey names the partner. */
+const partners = (partner: string, id: number, title: string): IngestRecord => ({ ...record(id, title), pkey: `partner-${partner}-${id}`, partner });
+
+/** A partner's report as releases before per-partner post_ids wrote it: the shared pkey form, the partner in the record. */
+const older = (partner: string, id: number, title: string): IngestRecord => ({ ...record(id, title), partner });
+
 async function drain(queue: Queue): Promise<string[]> {
   const bodies: string[] = [];
   for (let i = 0; i < 10; i++) {
@@ -91,17 +97,18 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
   it('accepts a post_id once, keeps its first version, queues it, and tracks it until archived', async () => {
     const { ledgers: [ledger], queue } = await make();
     const id = { source: 'partner', post_id: 1 };
+    const pkey = 'partner-1';
     expect(await ledger.accept(record(1, 'first'))).toEqual({ created: true, pkey: 'partner-1' });
     expect(await ledger.accept(record(1, 'second'))).toEqual({ created: false, pkey: 'partner-1' });
     expect((await ledger.get(id))!.report.title).toBe('first');
     expect(await ledger.get({ source: 'partner', post_id: 2 })).toBeUndefined();
     expect((await drain(queue)).map((b) => JSON.parse(b).report.title)).toEqual(['first']);
-    expect(await ledger.isPending(id)).toBe(true);
+    expect(await ledger.isPending(pkey)).toBe(true);
     const listed = [];
     for await (const r of ledger.accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) listed.push(r);
     expect(listed).toEqual([{ pkey: 'partner-1', created_at: '2026-11-21T05:00:00.000Z', pending: true }]);
-    await ledger.markArchived([id]);
-    expect(await ledger.isPending(id)).toBe(false);
+    await ledger.markArchived([pkey]);
+    expect(await ledger.isPending(pkey)).toBe(false);
     expect(await ledger.accept(record(1, 'third'))).toEqual({ created: false, pkey: 'partner-1' });
   });
 
@@ -113,13 +120,13 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     const again = (await drain(queue)).map((b) => JSON.parse(b));
     expect(again.map((e) => [e.pkey, e.report.title, e.redelivery])).toEqual([['partner-3', 'first', true]]);
     expect(await ledger.requeueStale(Date.now() - 60_000)).toBe(0);
-    await ledger.markArchived([{ source: 'partner', post_id: 3 }]);
+    await ledger.markArchived(['partner-3']);
     expect(await ledger.requeueStale(Date.now() + 60_000)).toBe(0);
   });
 
   it('retracts a report once: its state, the first retraction kept, listed by created_at until purged', async () => {
     const { ledgers: [ledger, other] } = await make();
-    await ledger.accept({ ...record(20, 'to retract'), partner: 'alpha' });
+    await ledger.accept(older('alpha', 20, 'to retract'));
     await ledger.accept(record(21, 'kept'));
     const entry = await other.lookup('partner-20');
     expect(entry).toMatchObject({ state: 'confirmed', pending: true, record: { partner: 'alpha', report: { title: 'to retract' } } });
@@ -149,7 +156,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect(await list({ ...day, unpurgedOnly: true })).toEqual([]);
     expect(await list(day)).toEqual(['partner-20']);
     // The accepted version is still there (idempotency), its state retracted for good.
-    expect(await ledger.accept(record(20, 'repost'))).toEqual({ created: false, pkey: 'partner-20' });
+    expect(await ledger.accept(partners('alpha', 20, 'repost'))).toEqual({ created: false, pkey: 'partner-20' });
     expect((await ledger.lookup('partner-20'))!.state).toBe('retracted');
   });
 
@@ -160,7 +167,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     await ledger.addKey('beta', digest(2));
     expect(await other.keyByDigest(digest(1))).toMatchObject({ name: 'alpha', digest: digest(1) });
     expect(await other.keyByDigest(digest(3))).toBeUndefined();
-    await ledger.addKey('alpha', digest(3));
+    await ledger.addKey('alpha', digest(3), true);
     expect(await ledger.revokeKeys('alpha', digest(3))).toBe(1);
     expect((await other.keyByDigest(digest(1)))!.revoked_at).toEqual(expect.any(String));
     expect((await other.keyByDigest(digest(3)))!.revoked_at).toBeUndefined();
@@ -173,7 +180,64 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect(await ledger.revokeKeys('beta')).toBe(0);
   });
 
+  it("keeps each partner's post_ids apart: the same post_id from two partners is two reports, each one's repeats find its own", async () => {
+    const { ledgers: [ledger, other], queue } = await make();
+    expect(await ledger.accept(partners('beta', 40, "beta's"))).toEqual({ created: true, pkey: 'partner-beta-40' });
+    expect(await other.accept(partners('alpha', 40, "alpha's"))).toEqual({ created: true, pkey: 'partner-alpha-40' });
+    expect(await ledger.accept(partners('alpha', 40, 'again'))).toEqual({ created: false, pkey: 'partner-alpha-40' });
+    expect(await other.accept(partners('beta', 40, 'again'))).toEqual({ created: false, pkey: 'partner-beta-40' });
+    expect((await drain(queue)).map((b) => JSON.parse(b).report.title).sort()).toEqual(["alpha's", "beta's"]);
+    expect((await other.get({ source: 'partner', partner: 'alpha', post_id: 40 }))!.report.title).toBe("alpha's");
+    expect((await other.get({ source: 'partner', partner: 'beta', post_id: 40 }))!.report.title).toBe("beta's");
+    expect(await other.get({ source: 'partner', partner: 'gamma', post_id: 40 })).toBeUndefined();
+    expect(await other.get({ source: 'partner', post_id: 40 })).toBeUndefined();
+    expect(await other.lookup('partner-40')).toBeUndefined();
+    expect((await other.lookup('partner-alpha-40'))!.record.partner).toBe('alpha');
+    await ledger.markArchived(['partner-alpha-40']);
+    expect([await other.isPending('partner-alpha-40'), await other.isPending('partner-beta-40')]).toEqual([false, true]);
+    // A report of no partner takes the shared form, apart from both.
+    expect(await ledger.accept(record(40, 'operators'))).toEqual({ created: true, pkey: 'partner-40' });
+    expect(await other.accept(record(40, 'again'))).toEqual({ created: false, pkey: 'partner-40' });
+  });
+
+  it("keeps a report accepted before post_ids were per partner its partner's: its retries find it, another partner's same post_id is new", async () => {
+    const { ledgers: [ledger, other] } = await make();
+    expect(await ledger.accept(older('alpha', 50, 'from before'))).toEqual({ created: true, pkey: 'partner-50' });
+    expect(await other.accept(partners('alpha', 50, 'retry'))).toEqual({ created: false, pkey: 'partner-50' });
+    expect((await other.get({ source: 'partner', partner: 'alpha', post_id: 50 }))!.pkey).toBe('partner-50');
+    expect(await other.accept(partners('beta', 50, "beta's"))).toEqual({ created: true, pkey: 'partner-beta-50' });
+    expect((await other.get({ source: 'partner', partner: 'beta', post_id: 50 }))!.pkey).toBe('partner-beta-50');
+    // Reports of no partner cannot take its key; the older report stays as it was.
+    await expect(other.accept(record(50, 'operators'))).rejects.toBeInstanceOf(PkeyTakenError);
+    expect(await other.get({ source: 'partner', post_id: 50 })).toBeUndefined();
+    expect((await ledger.lookup('partner-50'))!.record.report.title).toBe('from before');
+  });
+
+  it('gives a new key only a name no key has had; a rotation keeps the name', async () => {
+    const { ledgers: [ledger, other] } = await make();
+    const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+    await ledger.addKey('delta', digest(4));
+    await expect(other.addKey('delta', digest(5))).rejects.toBeInstanceOf(KeyNameInUseError);
+    await ledger.revokeKeys('delta');
+    // Revoked, the name still holds its reports: still refused.
+    await expect(other.addKey('delta', digest(6))).rejects.toBeInstanceOf(KeyNameInUseError);
+    await other.addKey('delta', digest(7), true);
+    expect((await ledger.listKeys()).map((k) => [k.digest, Boolean(k.revoked_at)]).sort()).toEqual([
+      [digest(4), true],
+      [digest(7), false],
+    ]);
+  });
+
   if (enforcesConditions) {
+    it('two processes adding a key under one new name at once: exactly one is kept', async () => {
+      const { ledgers } = await make();
+      const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+      const results = await Promise.allSettled([1, 2, 3, 4].map((n) => ledgers[n % 2]!.addKey('epsilon', digest(n))));
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(KeyNameInUseError), expect.any(KeyNameInUseError), expect.any(KeyNameInUseError)]);
+      expect(await ledgers[0].listKeys()).toHaveLength(1);
+    });
+
     it('two processes racing the first post of a post_id: exactly one is created, and its version kept', async () => {
       const { ledgers, queue } = await make();
       for (const id of [10, 11, 12, 13, 14]) {

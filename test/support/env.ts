@@ -6,6 +6,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nameOfBareKey } from '../../src/apiKeys.js';
 import { bootstrap } from '../../src/bootstrap.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
@@ -15,6 +16,14 @@ import type { Emulator } from './fauxqs.js';
 
 export const API_KEY = 'test-key-0123456789abcdef';
 export const OTHER_KEY = 'other-key-0123456789abcdef';
+/** The names the service gives these keys (bare in API_KEYS): a partner's post_ids and pkeys are under its key's name. */
+export const API_KEY_NAME = nameOfBareKey(API_KEY);
+export const OTHER_KEY_NAME = nameOfBareKey(OTHER_KEY);
+
+/** The pkey of a report posted with a named key (by default API_KEY's). */
+export function pkeyOf(postId: number, partner = API_KEY_NAME): string {
+  return `partner-${partner}-${postId}`;
+}
 
 export type BackendKind = 'embedded' | 'aws';
 export const BACKENDS: BackendKind[] = ['embedded', 'aws'];

@@ -1,6 +1,7 @@
 // The OGC routes in the OpenAPI document: written once (OpenAPI 3.1 style, as the
 // service's document), and converted to OpenAPI 3.0 for /ogc/api, the definition
 // the OGC "oas30" conformance class asks for (GDAL and QGIS read it).
+import { PKEY_PATTERN_BODY } from '../../reports/layout.js';
 import { OGC_DATETIME_PATTERN } from '../../reports/partnerReport.js';
 import { CONFORMS_TO } from './conformance.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
@@ -69,7 +70,7 @@ const featureCollection = (item: object) => ({
   },
 });
 
-export const REPORT_FEATURE_ID = '^[a-z]{1,32}-\\d{1,16}@\\d{8}T\\d{6}\\.\\d{3}Z$';
+export const REPORT_FEATURE_ID = `^${PKEY_PATTERN_BODY}@\\d{8}T\\d{6}\\.\\d{3}Z$`;
 
 export const ogcSchemas = {
   OgcLink: link,

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type { WindowQuery } from '../../archive/query.js';
 import type { Archive } from '../../archive/window.js';
 import type { ErrorDetail } from '../../errors.js';
+import { parsePkey, PKEY_PATTERN_BODY } from '../../reports/layout.js';
 import { EARLIEST_MS, LATEST_MS } from '../../reports/partnerReport.js';
 import type { Bbox } from './params.js';
 
@@ -29,9 +30,8 @@ export interface ReportsPage {
   numberMatched: number;
 }
 
-const PKEY = /^[a-z]{1,32}-\d{1,16}$/;
 /** A feature id: the report's pkey and its created_at, so an item is found without an index. */
-const FEATURE_ID = /^([a-z]{1,32}-\d{1,16})@(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})\.(\d{3})Z$/;
+const FEATURE_ID = new RegExp(`^(${PKEY_PATTERN_BODY})@(\\d{4})(\\d{2})(\\d{2})T(\\d{2})(\\d{2})(\\d{2})\\.(\\d{3})Z$`);
 
 export function featureId(pkey: string, createdMs: number): string {
   return `${pkey}@${new Date(createdMs).toISOString().replace(/[-:]/g, '')}`;
@@ -68,7 +68,7 @@ export function decodeCursor(raw: string, fingerprint: string, details: ErrorDet
     return bad('is not a cursor this service issued (follow the next link)');
   }
   const inRange = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= EARLIEST_MS && (n as number) <= LATEST_MS;
-  if (!Array.isArray(v) || v.length !== 7 || (v[6] !== 'a' && v[6] !== 'b') || !inRange(v[0]) || !inRange(v[1]) || !inRange(v[2]) || typeof v[3] !== 'string' || !PKEY.test(v[3]) || !inRange(v[4]) || typeof v[5] !== 'string') {
+  if (!Array.isArray(v) || v.length !== 7 || (v[6] !== 'a' && v[6] !== 'b') || !inRange(v[0]) || !inRange(v[1]) || !inRange(v[2]) || typeof v[3] !== 'string' || !parsePkey(v[3]) || !inRange(v[4]) || typeof v[5] !== 'string') {
     return bad('is not a cursor this service issued (follow the next link)');
   }
   if (v[5] !== fingerprint) return bad('belongs to another query: keep datetime and bbox as they were');
