@@ -2,59 +2,30 @@
 // synchronous=FULL a commit waits for the disk; on the event loop that wait stalled every
 // request in the process. Here it does not: acceptances that arrive while one commit is on its
 // way to the disk form the next batch (group commit), so a flush costs one fsync per batch.
-import { createRequire } from 'node:module';
+import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../errors.js';
+import { flatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData } from './commitMessages.js';
 
-/** One acceptance: the report's ledger row, and the queue message sent if the row is new. */
-export interface AcceptRow {
-  source: string;
-  post_id: number;
-  pkey: string;
-  created_at_ms: number;
-  /** The IngestRecord as JSON: the row's record and the message's body. */
-  body: string;
-}
-
-export interface CommitThreadOptions {
-  file: string;
-  busyTimeoutMs: number;
-  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, post_id, pkey, created_at_ms, record, accepted_at_ms, enqueued_at_ms). */
-  insertSql: string;
-  /** INSERT into queue: (body, pkey, sent_at_ms, visible_at_ms). */
-  sendSql: string;
+export interface CommitThreadOptions extends CommitWorkerData {
   now?: () => number;
 }
 
-// Plain JavaScript, evaluated in the thread: the same code runs under the compiled service and
-// under the test runner, which cannot hand TypeScript to a worker thread.
-const THREAD = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.file, { timeout: workerData.busyTimeoutMs });
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = FULL');
-const insert = db.prepare(workerData.insertSql);
-const send = db.prepare(workerData.sendSql);
-const commit = db.transaction((rows, now) =>
-  rows.map((r) => {
-    const created = insert.run(r.source, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1;
-    if (created) send.run(r.body, r.pkey, now, now);
-    return created;
-  }),
-);
-parentPort.on('message', ({ id, flat, now }) => {
-  try {
-    const rows = [];
-    for (let i = 0; i < flat.length; i += 5) rows.push({ source: flat[i], post_id: flat[i + 1], pkey: flat[i + 2], created_at_ms: flat[i + 3], body: flat[i + 4] });
-    parentPort.postMessage({ id, created: commit.immediate(rows, now) });
-  } catch (err) {
-    parentPort.postMessage({ id, error: { code: err && err.code, message: String(err && err.message) } });
+/**
+ * The thread's script, commitWorker.ts compiled: worker threads run JavaScript only. Beside
+ * this module in the build; when this module runs as TypeScript (under the test runner), the
+ * build's copy, refused if older than its sources (it would run code that is no longer there).
+ */
+function workerScript(): URL {
+  if (!import.meta.url.endsWith('.ts')) return new URL('./commitWorker.js', import.meta.url);
+  for (const name of ['commitWorker', 'commitMessages']) {
+    const built = statSync(new URL(`../../dist/src/ledger/${name}.js`, import.meta.url), { throwIfNoEntry: false });
+    if (!built || built.mtimeMs < statSync(new URL(`./${name}.ts`, import.meta.url)).mtimeMs) {
+      throw new Error(`the commit thread runs the build's ${name}.js, ${built ? 'older than its source' : 'not built'}: npm run build`);
+    }
   }
-});
-`;
-
-const DRIVER = createRequire(import.meta.url).resolve('better-sqlite3');
+  return new URL('../../dist/src/ledger/commitWorker.js', import.meta.url);
+}
 
 /**
  * After a slow commit (a busy disk: a few hundred ms is common while large files are written),
@@ -70,8 +41,6 @@ interface Waiting {
   resolve: (created: boolean) => void;
   reject: (err: unknown) => void;
 }
-
-type Reply = { id: number; created: boolean[] } | { id: number; error: { code?: string; message: string } };
 
 export class CommitThread {
   private worker: Worker | undefined;
@@ -113,24 +82,29 @@ export class CommitThread {
       }, Math.min(GATHER_MAX_MS, this.lastCommitMs / 10));
       return;
     }
+    let worker: Worker;
+    try {
+      worker = this.thread();
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
     const batch = this.queued;
     this.queued = [];
     const id = this.nextId++;
     this.inFlight = { id, batch, startedAt: performance.now() };
-    const worker = this.thread();
     // Held only while a commit is under way: an idle thread never keeps the process alive.
     worker.ref();
-    // The rows as one flat array of their fields: cloned to the thread faster than objects.
-    const flat: (string | number)[] = [];
-    for (const { row } of batch) flat.push(row.source, row.post_id, row.pkey, row.created_at_ms, row.body);
-    worker.postMessage({ id, flat, now: (this.options.now ?? Date.now)() });
+    const request: CommitRequest = { id, flat: flatten(batch.map((w) => w.row)), now: (this.options.now ?? Date.now)() };
+    worker.postMessage(request);
   }
 
   private thread(): Worker {
     if (this.worker) return this.worker;
     const { file, busyTimeoutMs, insertSql, sendSql } = this.options;
-    const worker = new Worker(THREAD, { eval: true, workerData: { driver: DRIVER, file, busyTimeoutMs, insertSql, sendSql } });
-    worker.on('message', (reply: Reply) => this.settle(reply));
+    const workerData: CommitWorkerData = { file, busyTimeoutMs, insertSql, sendSql };
+    const worker = new Worker(workerScript(), { workerData });
+    worker.on('message', (reply: CommitReply) => this.settle(reply));
     // A thread that dies (it cannot open the file, or crashed) fails what it held; the next
     // acceptance starts another.
     const lost = (err: unknown) => {
@@ -144,7 +118,7 @@ export class CommitThread {
     return worker;
   }
 
-  private settle(reply: Reply): void {
+  private settle(reply: CommitReply): void {
     const flight = this.inFlight;
     if (!flight || flight.id !== reply.id) return;
     this.inFlight = undefined;
