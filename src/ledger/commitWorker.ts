@@ -1,0 +1,34 @@
+// The embedded ledger's commit thread (see commitThread.ts): each batch of acceptances is one
+// immediate transaction, so one wait for the disk (synchronous=FULL) commits them all.
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { unflatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
+
+const port = parentPort!;
+const { file, busyTimeoutMs, insertSql, existingSql, sendSql, pragmas } = workerData as CommitWorkerData;
+const db = new Database(file, { timeout: busyTimeoutMs });
+for (const pragma of pragmas) db.pragma(pragma);
+const insert = db.prepare<[string, string, number, string, number, string, number, number]>(insertSql);
+const existing = db.prepare<[string, string, number], string>(existingSql).pluck();
+const send = db.prepare<[string, number, number]>(sendSql);
+const commit = db.transaction((rows: AcceptRow[], now: number): Committed[] =>
+  rows.map((r) => {
+    if (insert.run(r.source, r.partner, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1) {
+      send.run(r.pkey, now, now);
+      return true;
+    }
+    return existing.get(r.source, r.partner, r.post_id) ?? null;
+  }),
+);
+
+port.on('message', ({ id, flat, now }: CommitRequest) => {
+  let reply: CommitReply;
+  try {
+    reply = { id, created: commit.immediate(unflatten(flat), now) };
+  } catch (err) {
+    // The code (SQLITE_BUSY, SQLITE_FULL, EACCES…) is what the owner decides by.
+    const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+    reply = { id, error: { code: typeof code === 'string' ? code : undefined, message: String(message) } };
+  }
+  port.postMessage(reply);
+});
