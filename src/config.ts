@@ -39,8 +39,11 @@ export interface Config {
   /** Pending markers older than this are re-enqueued by reconciliation. */
   reconcileAfterSeconds: number;
   reconcileEverySeconds: number;
-  /** Requests a minute: per API key on the feed, per client address on the GET endpoints. */
-  rateLimits: { feedPerMinute: number; readPerMinute: number };
+  /**
+   * Requests a minute: per API key on the feed, per client address on the GET endpoints; and failed
+   * authentications a minute per client address, past which its requests are refused unread.
+   */
+  rateLimits: { feedPerMinute: number; readPerMinute: number; authFailuresPerMinute: number };
   /** Express "trust proxy": how many proxies (load balancers) sit in front. */
   trustProxy: number;
   /** Timeouts of the S3 and SQS clients: a silent endpoint fails a call instead of hanging it. */
@@ -106,6 +109,7 @@ const envSchema = {
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
+    RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 1 },
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
     CURSOR_SECRET: { type: 'string', minLength: 32 },
     AWS_CONNECT_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
@@ -206,6 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     rateLimits: {
       feedPerMinute: Number(v.RATE_LIMIT_FEED_PER_MINUTE ?? 60_000),
       readPerMinute: Number(v.RATE_LIMIT_READ_PER_MINUTE ?? 600),
+      authFailuresPerMinute: Number(v.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE ?? 30),
     },
     trustProxy: Number(v.TRUST_PROXY ?? 0),
     cursorSecret: v.CURSOR_SECRET === undefined ? undefined : String(v.CURSOR_SECRET),
