@@ -52,6 +52,9 @@ export interface FloodArchiveStackProps extends StackProps {
 
 type Process = 'api' | 'worker' | 'scheduler';
 
+/** Where the API serves Prometheus metrics: not the port the load balancer forwards to. */
+export const METRICS_PORT = 9464;
+
 export class FloodArchiveStack extends Stack {
   readonly bucket: s3.Bucket;
   readonly queue: sqs.Queue;
@@ -126,7 +129,12 @@ export class FloodArchiveStack extends Stack {
       taskRole: this.taskRoles.api,
       // Behind the load balancer: trust one proxy hop, so rate limits key on the client's address.
       // Keep-alive connections outlive the load balancer's (60 s idle), so it never reuses one the API just closed.
-      container: { ...container('api', 'serve'), environment: { ...environment, TRUST_PROXY: '1', HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '65' } },
+      // Metrics on a port of their own, which the load balancer never reaches (it forwards to 8080,
+      // and the tasks admit it on 8080 alone): a scraper in the task or the VPC reads them.
+      container: {
+        ...container('api', 'serve'),
+        environment: { ...environment, TRUST_PROXY: '1', HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '65', METRICS_PORT: String(METRICS_PORT) },
+      },
       secrets: { API_KEYS: ecs.Secret.fromSecretsManager(this.apiKeys) },
       ...(props.certificateArn && {
         certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),

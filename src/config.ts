@@ -10,6 +10,11 @@ const API_KEY_ENTRY = `(?:${KEY_NAME_PATTERN}:)?${KEY_PATTERN}`;
 
 export interface Config {
   port: number;
+  /**
+   * Prometheus /metrics, served apart from the public port (it names partners): its port
+   * (undefined: not served) and the address it is bound to.
+   */
+  metrics: { port: number | undefined; host: string };
   dataDir: string;
   /** `file:///abs/dir` (embedded default) or `s3://bucket/optional/prefix`. */
   storageUrl: string;
@@ -92,6 +97,8 @@ const envSchema = {
   type: 'object',
   properties: {
     PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    METRICS_HOST: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9.:-]+$' },
     DATA_DIR: { type: 'string', minLength: 1 },
     STORAGE_URL: { type: 'string', pattern: '^(file://.+|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$' },
     QUEUE_URL: { type: 'string', pattern: '^(sqlite:|https?://.+)$' },
@@ -136,6 +143,7 @@ const envSchema = {
 } as const;
 
 const messages: Record<string, string> = {
+  METRICS_HOST: 'must be a host name or IP address to bind to, such as 127.0.0.1 or 0.0.0.0',
   STORAGE_URL: 'must be file:///absolute/dir or s3://bucket[/prefix]',
   QUEUE_URL: 'must be "sqlite:" (the ledger database under DATA_DIR) or an SQS queue URL (http or https)',
   AWS_REGION: 'must be an AWS region such as ap-southeast-1',
@@ -187,8 +195,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
   }
+  const port = Number(v.PORT ?? 8080);
+  const metricsPort = v.METRICS_PORT === undefined ? undefined : Number(v.METRICS_PORT);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError(`invalid configuration: METRICS_PORT=${metricsPort}: must differ from PORT, as /metrics is kept off the public port`);
+  }
   return {
-    port: Number(v.PORT ?? 8080),
+    port,
+    metrics: { port: metricsPort, host: String(v.METRICS_HOST ?? '0.0.0.0') },
     dataDir,
     storageUrl,
     queueUrl: String(v.QUEUE_URL ?? 'sqlite:'),

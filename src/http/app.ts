@@ -52,7 +52,6 @@ const ROUTES: Record<string, string> = {
   '/openapi.json': 'GET, HEAD, OPTIONS',
   '/health': 'GET, HEAD',
   '/ready': 'GET, HEAD',
-  '/metrics': 'GET, HEAD',
   '/ogc': 'GET, HEAD, OPTIONS',
   '/ogc/conformance': 'GET, HEAD, OPTIONS',
   '/ogc/api': 'GET, HEAD, OPTIONS',
@@ -78,7 +77,7 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
 
   // A request id on every log line and in the X-Request-Id answer header.
   const own = (req: IncomingMessage) => options.warmUp?.is(req) === true;
-  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']), quiet: own });
+  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health']), quiet: own });
   const observe = requestMetrics(rt, own);
   useAccessLog(app, rt.log, startLog);
   app.use(queryGuard);

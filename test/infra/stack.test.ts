@@ -9,7 +9,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defineApp } from '../../infra/app.js';
-import { FloodArchiveStack, glueColumns } from '../../infra/floodArchiveStack.js';
+import { FloodArchiveStack, glueColumns, METRICS_PORT } from '../../infra/floodArchiveStack.js';
 import { QUEUE_SETTINGS } from '../../src/bootstrap.js';
 
 // Not the default (30), so a formula that ignored the setting would show.
@@ -338,7 +338,11 @@ describe('ECS: one image, three processes', () => {
     ];
     for (const [name, { container }] of Object.entries(containers())) {
       const own: Record<string, unknown[]> = {
-        api: [{ Name: 'TRUST_PROXY', Value: '1' }, { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' }],
+        api: [
+          { Name: 'TRUST_PROXY', Value: '1' },
+          { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' },
+          { Name: 'METRICS_PORT', Value: '9464' },
+        ],
         worker: [{ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } }],
       };
       expect(container.Environment).toEqual([...common, ...(own[name] ?? [])]);
@@ -371,6 +375,29 @@ describe('ECS: one image, three processes', () => {
     expect(propertiesOf(stack.api.service).LoadBalancers).toEqual([
       { ContainerName: 'api', ContainerPort: 8080, TargetGroupArn: { Ref: logicalId(stack.api.targetGroup) } },
     ]);
+  });
+
+  it('keeps the metrics port (partner names and volumes) out of the load balancer\'s reach', () => {
+    // One target group, whose targets are the API containers' port 8080.
+    template.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 1);
+    expect(propertiesOf(stack.api.service).LoadBalancers.map((l: any) => l.ContainerPort)).toEqual([8080]);
+    for (const listener of ofType('AWS::ElasticLoadBalancingV2::Listener')) {
+      for (const action of listener.Properties.DefaultActions) {
+        if (action.Type === 'forward') expect(action.TargetGroupArn).toEqual({ Ref: logicalId(stack.api.targetGroup) });
+        else expect(action.Type).toBe('redirect');
+      }
+    }
+    template.resourceCountIs('AWS::ElasticLoadBalancingV2::ListenerRule', 0);
+    // The API tasks admit the load balancer on 8080 only, and nothing else at all.
+    const serviceGroups = propertiesOf(stack.api.service).NetworkConfiguration.AwsvpcConfiguration.SecurityGroups;
+    const ingress = ofType('AWS::EC2::SecurityGroupIngress').filter((i) =>
+      serviceGroups.some((g: unknown) => isDeepStrictEqual(g, i.Properties.GroupId)),
+    );
+    expect(ingress.map((i) => [i.Properties.FromPort, i.Properties.ToPort])).toEqual([[8080, 8080]]);
+    for (const group of ofType('AWS::EC2::SecurityGroup')) {
+      for (const rule of group.Properties.SecurityGroupIngress ?? []) expect([rule.FromPort, rule.ToPort]).not.toContain(METRICS_PORT);
+    }
+    expect(containers().api!.container.PortMappings.map((m: any) => m.ContainerPort)).toEqual([8080]);
   });
 
   it('runs exactly one scheduler, also during deployments', () => {
