@@ -82,6 +82,10 @@ export interface EventsConfig {
   retentionMs: number;
   /** Open live-stream connections per API process; past it, 429. */
   streamMaxClients: number;
+  /** Open live-stream connections per client address and API process; past it, 429. */
+  streamMaxClientsPerAddress: number;
+  /** A stream is ended after this long; its client reconnects with Last-Event-ID, losing nothing. */
+  streamMaxLifetimeMs: number;
   streamHeartbeatMs: number;
   /** AWS: the SNS topic the worker publishes archived batches to; undefined: none. */
   snsTopicArn: string | undefined;
@@ -136,6 +140,8 @@ const envSchema = {
     WEBHOOK_RETRY_HOURS: { type: 'number', exclusiveMinimum: 0, maximum: 720 },
     EVENTS_RETENTION_HOURS: { type: 'number', minimum: 24, maximum: 8760 },
     STREAM_MAX_CLIENTS: { type: 'integer', minimum: 1, maximum: 100000 },
+    STREAM_MAX_CLIENTS_PER_ADDRESS: { type: 'integer', minimum: 1, maximum: 100000 },
+    STREAM_MAX_LIFETIME_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 604800 },
     STREAM_HEARTBEAT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
     SNS_TOPIC_ARN: { type: 'string', pattern: '^arn:aws[a-z-]*:sns:[a-z0-9-]+:\\d{12}:[A-Za-z0-9_-]{1,256}$' },
     SNS_RETRY_BASE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
@@ -252,6 +258,8 @@ function eventsConfig(v: Record<string, string | number | undefined>): EventsCon
     webhookRetryForMs: seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600,
     retentionMs: seconds(v.EVENTS_RETENTION_HOURS, 7 * 24) * 3600,
     streamMaxClients: Number(v.STREAM_MAX_CLIENTS ?? 200),
+    streamMaxClientsPerAddress: Number(v.STREAM_MAX_CLIENTS_PER_ADDRESS ?? 4),
+    streamMaxLifetimeMs: seconds(v.STREAM_MAX_LIFETIME_SECONDS, 3600),
     streamHeartbeatMs: seconds(v.STREAM_HEARTBEAT_SECONDS, 15),
     snsTopicArn: v.SNS_TOPIC_ARN === undefined ? undefined : String(v.SNS_TOPIC_ARN),
     snsRetryBaseMs: seconds(v.SNS_RETRY_BASE_SECONDS, 2),

@@ -100,7 +100,7 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   app.use(['/cities', '/reports', '/ogc'], readLimit);
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
-  app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes }));
+  app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes, clientOf: (req) => clientKey(req, rt.config.trustProxy) }));
   app.use(capRouter({ events: rt.feed, boundaries: rt.boundaries }));
   app.use(
     archiveRouter({
