@@ -28,7 +28,7 @@ export class AuthFailureLimiter {
     const seconds = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
     throw new HttpError(
       429,
-      `More than ${this.perMinute} failed authentications a minute from this address; retry after ${seconds} seconds with a valid X-Api-Key.`,
+      `${this.perMinute} failed authentications from this address within a minute; retry after ${seconds} seconds with a valid X-Api-Key.`,
       [{ in: 'header', field: 'X-Api-Key', message: 'failed too often from this address' }],
       { 'Retry-After': String(seconds) },
     );
