@@ -1,6 +1,7 @@
 // The CDK app: one FloodArchive stack, configured from context, e.g.
 //   -c imageTag=<commit> -c imageRepository=flood-archive -c flushIntervalSeconds=30
 //   -c certificateArn=arn:aws:acm:... -c account=123456789012 -c region=ap-southeast-1
+// A certificate is required; -c allowPlainHttp=true serves plain HTTP instead (a trial only).
 // Without account/region the template is environment-agnostic.
 import { pathToFileURL } from 'node:url';
 import { App } from 'aws-cdk-lib';
@@ -19,6 +20,8 @@ export function defineApp(app: App): App {
   const account = context('account');
   const region = context('region');
   const certificateArn = context('certificateArn');
+  const plain = context('allowPlainHttp') ?? 'false';
+  if (plain !== 'true' && plain !== 'false') throw new Error(`context allowPlainHttp must be true or false, not ${plain}`);
   new FloodArchiveStack(app, 'FloodArchive', {
     description: 'Flood report archive: S3 Parquet archive, SQS intake queue, API/worker/scheduler on Fargate',
     ...((account || region) && { env: { account, region } }),
@@ -27,6 +30,7 @@ export function defineApp(app: App): App {
     imageTag: context('imageTag') ?? 'latest',
     flushIntervalSeconds,
     ...(certificateArn && { certificateArn }),
+    allowPlainHttp: plain === 'true',
   });
   return app;
 }

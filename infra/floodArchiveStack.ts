@@ -23,7 +23,8 @@ import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/bootstrap.js';
 import { CURSOR_SECRET_KEY } from '../src/cursorSecret.js';
 import { EVENT_LOG_PREFIX } from '../src/events/objectEventLog.js';
-import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
+import { WRITE_PROBE_KEY } from '../src/readiness.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
   /** ECR repository holding the service image (one image runs every process). */
@@ -36,8 +37,13 @@ export interface FloodArchiveStackProps extends StackProps {
   queueName?: string;
   apiDesiredCount?: number;
   workerDesiredCount?: number;
-  /** ACM certificate for HTTPS on the load balancer. Without it the API is plain HTTP: fine for a trial, not for partner keys. */
+  /** ACM certificate for HTTPS on the load balancer (443; port 80 redirects to it). Required unless `allowPlainHttp`. */
   certificateArn?: string;
+  /**
+   * Serve plain HTTP on port 80 when no certificate is given: partner keys and reports then cross
+   * the internet in clear. Only for a trial without real keys; the stack refuses otherwise.
+   */
+  allowPlainHttp?: boolean;
   /** First and last year Athena's partition projection enumerates. Default [2020, 2050]. */
   archiveYears?: [number, number];
   /** Glue database that holds the `reports` table. Default `flood_archive`. */
@@ -45,6 +51,9 @@ export interface FloodArchiveStackProps extends StackProps {
 }
 
 type Process = 'api' | 'worker' | 'scheduler';
+
+/** Where the API serves Prometheus metrics: not the port the load balancer forwards to. */
+export const METRICS_PORT = 9464;
 
 export class FloodArchiveStack extends Stack {
   readonly bucket: s3.Bucket;
@@ -60,6 +69,12 @@ export class FloodArchiveStack extends Stack {
 
   constructor(scope: Construct, id: string, props: FloodArchiveStackProps) {
     super(scope, id, props);
+    if (!props.certificateArn && props.allowPlainHttp !== true) {
+      throw new Error(
+        'The API needs a TLS certificate: give certificateArn (an ACM certificate ARN; the load balancer then serves HTTPS on 443 and redirects 80 to it). ' +
+          'To serve partner keys over plain HTTP anyway (a trial without real keys), set allowPlainHttp.',
+      );
+    }
     const flushIntervalSeconds = props.flushIntervalSeconds ?? 30;
 
     this.bucket = archiveBucket(this);
@@ -114,7 +129,12 @@ export class FloodArchiveStack extends Stack {
       taskRole: this.taskRoles.api,
       // Behind the load balancer: trust one proxy hop, so rate limits key on the client's address.
       // Keep-alive connections outlive the load balancer's (60 s idle), so it never reuses one the API just closed.
-      container: { ...container('api', 'serve'), environment: { ...environment, TRUST_PROXY: '1', HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '65' } },
+      // Metrics on a port of their own, which the load balancer never reaches (it forwards to 8080,
+      // and the tasks admit it on 8080 alone): a scraper in the task or the VPC reads them.
+      container: {
+        ...container('api', 'serve'),
+        environment: { ...environment, TRUST_PROXY: '1', HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: '65', METRICS_PORT: String(METRICS_PORT) },
+      },
       secrets: { API_KEYS: ecs.Secret.fromSecretsManager(this.apiKeys) },
       ...(props.certificateArn && {
         certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
@@ -260,7 +280,7 @@ function objects(bucket: s3.IBucket, ...prefixes: string[]): string[] {
   return prefixes.map((prefix) => bucket.arnForObjects(`${prefix}/*`));
 }
 
-/** Accepts reports (ingest/ only) and answers reads; never deletes, never writes the archive. */
+/** Accepts and retracts reports (under ingest/) and answers reads; never deletes, never writes the archive or the partner keys. */
 function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatement[] {
   return [
     // ListBucket also makes a HEAD on a missing key answer 404 rather than 403.
@@ -268,7 +288,15 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'ready', 'stats', 'cities')),
     // The change logs and their retention record: what an updated_after sync reads.
     allow(['s3:GetObject'], objects(bucket, 'changes')),
-    allow(['s3:PutObject'], objects(bucket, 'ingest')),
+    // Under ingest/, only what accepting and retracting write (src/ledger/objectLedger.ts) and the
+    // readiness probe; never ingest/api-keys/, which the keys command alone writes.
+    allow(
+      ['s3:PutObject'],
+      [
+        ...[PENDING_PREFIX, IDEMPOTENCY_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX].map((prefix) => bucket.arnForObjects(`${prefix}*`)),
+        bucket.arnForObjects(WRITE_PROBE_KEY),
+      ],
+    ),
     // The generated key of pagination cursors, created once by the first API task (src/cursorSecret.ts).
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
     // The event log: read for the live stream and CAP, appended to when a partner retracts.

@@ -120,6 +120,7 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
       }
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
       if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
+      if (service.metricsUrl) process.stdout.write(`Prometheus metrics on ${service.metricsUrl}\n`);
       if ('generated' in keys && keys.generated) {
         process.stdout.write(
           `Partner API key (${keys.generated.created ? 'created' : 'read'} ${keys.generated.file}): ${keys.generated.key}\n` +

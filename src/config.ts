@@ -10,6 +10,11 @@ const API_KEY_ENTRY = `(?:${KEY_NAME_PATTERN}:)?${KEY_PATTERN}`;
 
 export interface Config {
   port: number;
+  /**
+   * Prometheus /metrics, served apart from the public port (it names partners): its port
+   * (undefined: not served) and the address it is bound to.
+   */
+  metrics: { port: number | undefined; host: string };
   dataDir: string;
   /** `file:///abs/dir` (embedded default) or `s3://bucket/optional/prefix`. */
   storageUrl: string;
@@ -39,8 +44,11 @@ export interface Config {
   /** Pending markers older than this are re-enqueued by reconciliation. */
   reconcileAfterSeconds: number;
   reconcileEverySeconds: number;
-  /** Requests a minute: per API key on the feed, per client address on the GET endpoints. */
-  rateLimits: { feedPerMinute: number; readPerMinute: number };
+  /**
+   * Requests a minute: per API key on the feed, per client address on the GET endpoints; and failed
+   * authentications a minute per client address, past which its requests are refused unread.
+   */
+  rateLimits: { feedPerMinute: number; readPerMinute: number; authFailuresPerMinute: number };
   /** Express "trust proxy": how many proxies (load balancers) sit in front. */
   trustProxy: number;
   /** Timeouts of the S3 and SQS clients: a silent endpoint fails a call instead of hanging it. */
@@ -74,6 +82,10 @@ export interface EventsConfig {
   retentionMs: number;
   /** Open live-stream connections per API process; past it, 429. */
   streamMaxClients: number;
+  /** Open live-stream connections per client address and API process; past it, 429. */
+  streamMaxClientsPerAddress: number;
+  /** A stream is ended after this long; its client reconnects with Last-Event-ID, losing nothing. */
+  streamMaxLifetimeMs: number;
   streamHeartbeatMs: number;
   /** AWS: the SNS topic the worker publishes archived batches to; undefined: none. */
   snsTopicArn: string | undefined;
@@ -89,6 +101,8 @@ const envSchema = {
   type: 'object',
   properties: {
     PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535 },
+    METRICS_HOST: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9.:-]+$' },
     DATA_DIR: { type: 'string', minLength: 1 },
     STORAGE_URL: { type: 'string', pattern: '^(file://.+|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$' },
     QUEUE_URL: { type: 'string', pattern: '^(sqlite:|https?://.+)$' },
@@ -106,6 +120,7 @@ const envSchema = {
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
+    RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 1 },
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
     CURSOR_SECRET: { type: 'string', minLength: 32 },
     AWS_CONNECT_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
@@ -125,6 +140,8 @@ const envSchema = {
     WEBHOOK_RETRY_HOURS: { type: 'number', exclusiveMinimum: 0, maximum: 720 },
     EVENTS_RETENTION_HOURS: { type: 'number', minimum: 24, maximum: 8760 },
     STREAM_MAX_CLIENTS: { type: 'integer', minimum: 1, maximum: 100000 },
+    STREAM_MAX_CLIENTS_PER_ADDRESS: { type: 'integer', minimum: 1, maximum: 100000 },
+    STREAM_MAX_LIFETIME_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 604800 },
     STREAM_HEARTBEAT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
     SNS_TOPIC_ARN: { type: 'string', pattern: '^arn:aws[a-z-]*:sns:[a-z0-9-]+:\\d{12}:[A-Za-z0-9_-]{1,256}$' },
     SNS_RETRY_BASE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
@@ -132,6 +149,7 @@ const envSchema = {
 } as const;
 
 const messages: Record<string, string> = {
+  METRICS_HOST: 'must be a host name or IP address to bind to, such as 127.0.0.1 or 0.0.0.0',
   STORAGE_URL: 'must be file:///absolute/dir or s3://bucket[/prefix]',
   QUEUE_URL: 'must be "sqlite:" (the ledger database under DATA_DIR) or an SQS queue URL (http or https)',
   AWS_REGION: 'must be an AWS region such as ap-southeast-1',
@@ -183,8 +201,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
   }
+  const port = Number(v.PORT ?? 8080);
+  const metricsPort = v.METRICS_PORT === undefined ? undefined : Number(v.METRICS_PORT);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError(`invalid configuration: METRICS_PORT=${metricsPort}: must differ from PORT, as /metrics is kept off the public port`);
+  }
   return {
-    port: Number(v.PORT ?? 8080),
+    port,
+    metrics: { port: metricsPort, host: String(v.METRICS_HOST ?? '0.0.0.0') },
     dataDir,
     storageUrl,
     queueUrl: String(v.QUEUE_URL ?? 'sqlite:'),
@@ -206,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     rateLimits: {
       feedPerMinute: Number(v.RATE_LIMIT_FEED_PER_MINUTE ?? 60_000),
       readPerMinute: Number(v.RATE_LIMIT_READ_PER_MINUTE ?? 600),
+      authFailuresPerMinute: Number(v.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE ?? 30),
     },
     trustProxy: Number(v.TRUST_PROXY ?? 0),
     cursorSecret: v.CURSOR_SECRET === undefined ? undefined : String(v.CURSOR_SECRET),
@@ -233,6 +258,8 @@ function eventsConfig(v: Record<string, string | number | undefined>): EventsCon
     webhookRetryForMs: seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600,
     retentionMs: seconds(v.EVENTS_RETENTION_HOURS, 7 * 24) * 3600,
     streamMaxClients: Number(v.STREAM_MAX_CLIENTS ?? 200),
+    streamMaxClientsPerAddress: Number(v.STREAM_MAX_CLIENTS_PER_ADDRESS ?? 4),
+    streamMaxLifetimeMs: seconds(v.STREAM_MAX_LIFETIME_SECONDS, 3600),
     streamHeartbeatMs: seconds(v.STREAM_HEARTBEAT_SECONDS, 15),
     snsTopicArn: v.SNS_TOPIC_ARN === undefined ? undefined : String(v.SNS_TOPIC_ARN),
     snsRetryBaseMs: seconds(v.SNS_RETRY_BASE_SECONDS, 2),

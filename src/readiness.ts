@@ -1,9 +1,10 @@
 // Whether this instance can accept reports now: the object store and the queue answer,
 // the boundaries are loaded, and a write goes through (a full disk or a read-only store
 // answers pings but refuses every report). Each check has the acceptance deadline, so a
-// stalled dependency makes /ready answer 503 promptly instead of hanging with it. The write
-// probe costs a durable write, so its result is kept for a few seconds and concurrent
-// probes share one.
+// stalled dependency makes /ready answer 503 promptly instead of hanging with it. Each check
+// costs calls to the store and the queue (on AWS, S3 and SQS requests), so probes arriving while
+// one runs share it and its answer stands for a second: a flood of probes makes at most one
+// check a second. The write probe costs a durable write: its result stands a few seconds.
 import { hostname } from 'node:os';
 import { withDeadline } from './deadline.js';
 import type { BoundaryRepository } from './boundaries/repository.js';
@@ -16,6 +17,8 @@ import type { ObjectStore } from './store/objectStore.js';
 export const WRITE_PROBE_KEY = 'ingest/probe/ready';
 /** How long a write probe's result stands. */
 export const WRITE_PROBE_TTL_MS = 5_000;
+/** How long a whole check's answer stands once it is complete. */
+export const READY_TTL_MS = 1_000;
 
 export type CheckResult = { ok: true; detail?: string } | { ok: false; problem: string };
 
@@ -37,13 +40,27 @@ export interface ReadinessDeps {
 
 export class Readiness {
   private lastWrite: { at: number; result: Promise<CheckResult> } | undefined;
+  /** The check under way (doneAt undefined) or the last one. */
+  private last: { doneAt: number | undefined; report: Promise<ReadinessReport> } | undefined;
   private readonly now: () => number;
 
   constructor(private readonly deps: ReadinessDeps) {
     this.now = deps.now ?? Date.now;
   }
 
-  async check(): Promise<ReadinessReport> {
+  check(): Promise<ReadinessReport> {
+    const last = this.last;
+    if (last && (last.doneAt === undefined || this.now() - last.doneAt < READY_TTL_MS)) return last.report;
+    const entry: { doneAt: number | undefined; report: Promise<ReadinessReport> } = { doneAt: undefined, report: this.run() };
+    const done = () => {
+      entry.doneAt = this.now();
+    };
+    entry.report.then(done, done);
+    this.last = entry;
+    return entry.report;
+  }
+
+  private async run(): Promise<ReadinessReport> {
     const { store, queue, boundaries } = this.deps;
     const [storage, queued, loaded, writes] = await Promise.all([
       this.bounded(store.ping(), 'object store unreachable'),

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { ApiKey } from './apiKeys.js';
 import { createApp } from './http/app.js';
+import { metricsListener } from './http/metricsEndpoint.js';
 import { createHttpServer } from './http/server.js';
 import { WarmUp } from './http/warmUp.js';
 import type { Runtime } from './runtime.js';
@@ -21,6 +22,8 @@ export interface ServiceOptions {
 export interface RunningService {
   url: string | undefined;
   server: Server | undefined;
+  /** Where Prometheus scrapes this process (METRICS_PORT), if it is served. */
+  metricsUrl: string | undefined;
   /** Graceful stop: no new requests, worker flushes, timers end. */
   stop(): Promise<void>;
 }
@@ -70,24 +73,47 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
     const warmUp = new WarmUp();
     const app = createApp(rt, { apiKeys: options.apiKeys, warmUp });
     const s = createHttpServer(app, rt.config.http, rt.log);
-    server = await new Promise<Server>((resolve, reject) => {
-      s.once('error', reject);
-      s.listen(options.port ?? rt.config.port, options.host ?? '0.0.0.0', () => {
-        s.off('error', reject);
-        resolve(s);
-      });
-    });
+    server = await listen(s, options.port ?? rt.config.port, options.host ?? '0.0.0.0');
     const { port } = server.address() as AddressInfo;
     url = `http://${options.host && options.host !== '0.0.0.0' ? options.host : 'localhost'}:${port}`;
     await warmUp.run(`http://${loopbackOf(options.host)}:${port}`, rt.log);
   }
 
+  let metricsServer: Server | undefined;
+  let metricsUrl: string | undefined;
+  if (rt.config.metrics.port !== undefined) {
+    const { host } = rt.config.metrics;
+    const s = createHttpServer(metricsListener(rt), rt.config.http, rt.log);
+    try {
+      metricsServer = await listen(s, rt.config.metrics.port, host);
+    } catch (err) {
+      // The API listens already: let it go, or a failed start would leave the process serving.
+      const api = server;
+      await new Promise<void>((resolve) => {
+        if (!api) return resolve();
+        api.close(() => resolve());
+        api.closeAllConnections();
+      });
+      throw err;
+    }
+    const { port } = metricsServer.address() as AddressInfo;
+    metricsUrl = `http://${loopbackOf(host)}:${port}/metrics`;
+  }
+
   return {
     url,
     server,
+    metricsUrl,
     async stop() {
       if (timer) clearInterval(timer);
       if (first) clearImmediate(first);
+      if (metricsServer) {
+        const m = metricsServer;
+        await new Promise<void>((resolve) => {
+          m.close(() => resolve());
+          m.closeAllConnections();
+        });
+      }
       if (server) {
         const s = server;
         await new Promise<void>((resolve) => {
@@ -111,4 +137,14 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
       }
     },
   };
+}
+
+function listen(server: Server, port: number, host: string): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
 }

@@ -15,7 +15,9 @@ import { citiesRouter } from './cities.js';
 import { CursorCodec } from './cursor.js';
 import { errorHandler } from './errorHandler.js';
 import { explorerRouter } from './explorer.js';
-import { partnerOf } from './auth.js';
+import { partnerOf, type AuthFailureGuard } from './auth.js';
+import { AuthFailureLimiter } from './authFailures.js';
+import { clientKey } from './clientAddress.js';
 import { feedsRouter } from './feeds.js';
 import { feedPost, isFeedPost } from './feedPost.js';
 import { openApiDocument } from './openapi.js';
@@ -50,7 +52,6 @@ const ROUTES: Record<string, string> = {
   '/openapi.json': 'GET, HEAD, OPTIONS',
   '/health': 'GET, HEAD',
   '/ready': 'GET, HEAD',
-  '/metrics': 'GET, HEAD',
   '/ogc': 'GET, HEAD, OPTIONS',
   '/ogc/conformance': 'GET, HEAD, OPTIONS',
   '/ogc/api': 'GET, HEAD, OPTIONS',
@@ -76,7 +77,7 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
 
   // A request id on every log line and in the X-Request-Id answer header.
   const own = (req: IncomingMessage) => options.warmUp?.is(req) === true;
-  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health', '/metrics']), quiet: own });
+  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health']), quiet: own });
   const observe = requestMetrics(rt, own);
   useAccessLog(app, rt.log, startLog);
   app.use(queryGuard);
@@ -90,11 +91,16 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', own);
   // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
   const feedLimit = limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key');
-  app.use(feedsRouter({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit }));
+  // One count of failed authentications per client address, for every authenticated route.
+  const authFailures: AuthFailureGuard = {
+    limiter: new AuthFailureLimiter(rt.config.rateLimits.authFailuresPerMinute),
+    clientOf: (req) => clientKey(req, rt.config.trustProxy),
+  };
+  app.use(feedsRouter({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }));
   app.use(['/cities', '/reports', '/ogc'], readLimit);
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
-  app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes }));
+  app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes, clientOf: (req) => clientKey(req, rt.config.trustProxy) }));
   app.use(capRouter({ events: rt.feed, boundaries: rt.boundaries }));
   app.use(
     archiveRouter({
@@ -142,6 +148,7 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
     apiKeys: options.apiKeys,
     ledger: rt.ledger,
     rateLimit: feedLimit,
+    authFailures,
     acceptDeadlineMs: rt.config.acceptDeadlineMs,
     acceptMaxInFlight: rt.config.acceptMaxInFlight,
     log: rt.log,

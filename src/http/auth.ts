@@ -2,13 +2,21 @@
 // compared as SHA-256 digests in constant time, against every key, so timing reveals nothing;
 // any other key is looked up by its digest in the ledger on every request, so a revocation
 // counts at once on every API process. The accepted key's name is kept on the response (for the
-// handlers and the request's log line); the key itself never leaves this function.
+// handlers and the request's log line); the key itself never leaves this function. Failures are
+// counted per client address, and an address past its limit is refused before its key is read.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
 import type { IngestLedger } from '../ledger/ledger.js';
+import type { AuthFailureLimiter } from './authFailures.js';
+
+/** Who failed to authenticate too often: the limiter, and the key of a request's client. */
+export interface AuthFailureGuard {
+  limiter: AuthFailureLimiter;
+  clientOf: (req: IncomingMessage) => string;
+}
 
 export type KeyLookup = Pick<IngestLedger, 'keyByDigest'>;
 
@@ -25,10 +33,14 @@ export function partnerIfAny(res: ServerResponse): string | undefined {
   return (res as Authenticated)[PARTNER];
 }
 
-/** Checks the request's key: 401 or 403 (thrown), or its name kept for partnerOf(). */
-export function apiKeyCheck(keys: readonly ApiKey[], ledger: KeyLookup): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+/** Checks the request's key: 429, 401 or 403 (thrown), or its name kept for partnerOf(). */
+export function apiKeyCheck(
+  keys: readonly ApiKey[],
+  ledger: KeyLookup,
+  guard: AuthFailureGuard,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const configured = keys.map((k) => ({ name: k.name, digest: createHash('sha256').update(k.key).digest() }));
-  return async (req, res) => {
+  const identify = async (req: IncomingMessage): Promise<string> => {
     const header = req.headers['x-api-key'];
     const presented = Array.isArray(header) ? header.join(', ') : header;
     if (presented === undefined || presented === '') {
@@ -49,13 +61,23 @@ export function apiKeyCheck(keys: readonly ApiKey[], ledger: KeyLookup): (req: I
     if (name === undefined) {
       throw new HttpError(403, 'The API key is not recognised.', [{ in: 'header', field: 'X-Api-Key', message: 'is not a valid key' }]);
     }
-    (res as Authenticated)[PARTNER] = name;
+    return name;
+  };
+  return async (req, res) => {
+    const client = guard.clientOf(req);
+    guard.limiter.check(client);
+    try {
+      (res as Authenticated)[PARTNER] = await identify(req);
+    } catch (err) {
+      if (err instanceof HttpError) guard.limiter.fail(client);
+      throw err;
+    }
   };
 }
 
 /** apiKeyCheck as Express middleware. */
-export function requireApiKey(keys: readonly ApiKey[], ledger: KeyLookup): RequestHandler {
-  const check = apiKeyCheck(keys, ledger);
+export function requireApiKey(keys: readonly ApiKey[], ledger: KeyLookup, guard: AuthFailureGuard): RequestHandler {
+  const check = apiKeyCheck(keys, ledger, guard);
   return (req, res, next) => {
     check(req, res).then(() => next(), next);
   };

@@ -15,7 +15,7 @@ import type { IngestLedger } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { InvalidReportError, parsePartnerReport } from '../reports/partnerReport.js';
-import { apiKeyCheck, partnerOf } from './auth.js';
+import { apiKeyCheck, partnerOf, type AuthFailureGuard } from './auth.js';
 import type { ErrorAnswer } from './errorHandler.js';
 import { RETRY_AFTER_SECONDS } from './errorHandler.js';
 import { checkQueryString } from './queryGuards.js';
@@ -31,6 +31,8 @@ export interface FeedPostDeps {
   ledger: IngestLedger;
   /** Runs after authentication, so limits are per API key. */
   rateLimit: RequestHandler;
+  /** Failed authentications per client address, checked before the key is. */
+  authFailures: AuthFailureGuard;
   /** Longest an acceptance may take before the answer is 503 (a stalled store or queue). */
   acceptDeadlineMs: number;
   /** Acceptances under way, late ones included, beyond which a post is refused at once (a stalled store must not pile them up). */
@@ -59,7 +61,7 @@ const run = (middleware: Middleware, req: IncomingMessage, res: ServerResponse) 
 /** The handler of POST /feeds/partner on Node's request and response. */
 export function feedPost(deps: FeedPostDeps): (req: IncomingMessage, res: ServerResponse) => void {
   let inFlight = 0;
-  const authenticate = apiKeyCheck(deps.apiKeys, deps.ledger);
+  const authenticate = apiKeyCheck(deps.apiKeys, deps.ledger, deps.authFailures);
   const rateLimit = deps.rateLimit as unknown as Middleware;
   const parseJson = express.json({
     limit: MAX_BODY_BYTES,

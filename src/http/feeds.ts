@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics.js';
 import type { ApiKey } from '../apiKeys.js';
 import type { IngestLedger } from '../ledger/ledger.js';
 import { SOURCE } from '../reports/layout.js';
-import { partnerOf, requireApiKey } from './auth.js';
+import { partnerOf, requireApiKey, type AuthFailureGuard } from './auth.js';
 
 export interface FeedsDeps {
   metrics: Metrics;
@@ -15,11 +15,13 @@ export interface FeedsDeps {
   ledger: IngestLedger;
   /** Runs after authentication, so limits are per API key. */
   rateLimit: RequestHandler;
+  /** Failed authentications per client address, shared with the feed's posts. */
+  authFailures: AuthFailureGuard;
 }
 
 export function feedsRouter(deps: FeedsDeps): Router {
   const router = Router();
-  const auth = requireApiKey(deps.apiKeys, deps.ledger);
+  const auth = requireApiKey(deps.apiKeys, deps.ledger, deps.authFailures);
   router.delete('/feeds/partner/:postId', auth, deps.rateLimit, async (req, res) => {
     const raw = String(req.params.postId);
     if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) {

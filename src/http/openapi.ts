@@ -761,13 +761,6 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
           },
         },
       },
-      '/metrics': {
-        get: {
-          operationId: 'metrics',
-          summary: 'Prometheus metrics',
-          responses: { '200': { description: 'Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } } },
-        },
-      },
     },
   };
 }

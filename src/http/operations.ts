@@ -1,4 +1,5 @@
-// /health (liveness), /ready (reports can be accepted now: src/readiness.ts), /metrics (Prometheus).
+// /health (liveness), /ready (reports can be accepted now: src/readiness.ts). /metrics is served on
+// a port of its own (metricsEndpoint.ts).
 import { Router } from 'express';
 import type { Runtime } from '../runtime.js';
 import { Readiness } from '../readiness.js';
@@ -22,15 +23,5 @@ export function operationsRouter(rt: Runtime): Router {
     sendError(res, 503, `Not ready: ${failing.join(', ')}.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
   });
 
-  router.get('/metrics', async (_req, res) => {
-    try {
-      const depth = await rt.queue.depth();
-      rt.metrics.queueMessages.set({ state: 'visible' }, depth.visible);
-      rt.metrics.queueMessages.set({ state: 'in_flight' }, depth.inFlight);
-    } catch {
-      // The queue being down is what /ready reports; metrics still answer.
-    }
-    res.set('Content-Type', rt.metrics.registry.contentType).send(await rt.metrics.text());
-  });
   return router;
 }

@@ -3,7 +3,9 @@
 // on the embedded backend, events/v1/log/ in the bucket on AWS), not from the worker's memory,
 // so any number of API processes serve it. Each event's id is its position in that log: a client
 // reconnecting with Last-Event-ID gets exactly what came after it, across API restarts, as long
-// as the log keeps it (EVENTS_RETENTION_HOURS).
+// as the log keeps it (EVENTS_RETENTION_HOURS). So a stream can be ended at any time without
+// loss: each ends after STREAM_MAX_LIFETIME_SECONDS, and one client address may hold only a few,
+// so no client keeps a slot for ever or takes them all.
 import type { Socket } from 'node:net';
 import { Router, type Request } from 'express';
 import type { EventsConfig } from '../config.js';
@@ -17,8 +19,10 @@ const BBOX = new RegExp(BBOX_PATTERN);
 
 export interface StreamDeps {
   events: EventFeed;
-  config: Pick<EventsConfig, 'streamMaxClients' | 'streamHeartbeatMs'>;
+  config: Pick<EventsConfig, 'streamMaxClients' | 'streamHeartbeatMs' | 'streamMaxClientsPerAddress' | 'streamMaxLifetimeMs'>;
   cityCodes: () => Promise<string[]>;
+  /** The key a request's client is counted under: its address, as the rate limits see it. */
+  clientOf: (req: Request) => string;
 }
 
 interface Filter {
@@ -29,6 +33,13 @@ interface Filter {
 export function streamRouter(deps: StreamDeps): Router {
   const router = Router();
   let clients = 0;
+  const byClient = new Map<string, number>();
+  const release = (client: string) => {
+    clients -= 1;
+    const left = (byClient.get(client) ?? 1) - 1;
+    if (left > 0) byClient.set(client, left);
+    else byClient.delete(client);
+  };
 
   router.get('/reports/stream', async (req, res) => {
     const filter = await readFilter(req, deps);
@@ -38,14 +49,20 @@ export function streamRouter(deps: StreamDeps): Router {
     if (clients >= deps.config.streamMaxClients) {
       throw new HttpError(429, `This server already streams to ${deps.config.streamMaxClients} clients; retry later.`, [], { 'Retry-After': '30' });
     }
+    const client = deps.clientOf(req);
+    const perClient = deps.config.streamMaxClientsPerAddress;
+    if ((byClient.get(client) ?? 0) >= perClient) {
+      throw new HttpError(429, `This address already has ${perClient} open streams on this server; close one, or retry later.`, [], { 'Retry-After': '30' });
+    }
     clients += 1;
+    byClient.set(client, (byClient.get(client) ?? 0) + 1);
     let cursor: number;
     try {
       cursor = lastId ?? (await events.lastSeq());
       // Before the oldest event kept, resume from the oldest: what was pruned cannot be sent.
       if (lastId !== undefined) cursor = Math.max(cursor, (await events.firstSeq()) - 1);
     } catch (err) {
-      clients -= 1;
+      release(client);
       throw err;
     }
     res.writeHead(200, {
@@ -54,19 +71,29 @@ export function streamRouter(deps: StreamDeps): Router {
       'X-Accel-Buffering': 'no',
       Connection: 'keep-alive',
     });
-    res.write(`retry: 2000\n: stream of archived reports after event ${cursor}\n\n`);
+    // The id (with no data) is where a reconnect resumes, even for a client sent no event yet.
+    res.write(`retry: 2000\nid: ${cursor}\n: stream of archived reports after event ${cursor}\n\n`);
 
     let closed = false;
     let lastWrite = Date.now();
+    // Past its lifetime the stream ends between two writes: what it sent is whole, and the
+    // client's Last-Event-ID resumes after it. `wake` cuts short a wait for a slow reader.
+    let expired = false;
+    let wake: (() => void) | undefined;
+    const lifetime = setTimeout(() => {
+      expired = true;
+      wake?.();
+    }, deps.config.streamMaxLifetimeMs);
     const finish = () => {
+      clearTimeout(lifetime);
       if (closed) return;
       closed = true;
-      clients -= 1;
+      release(client);
     };
     res.on('close', finish);
     const socket = req.socket as Socket & { server?: { listening: boolean } };
 
-    while (!closed) {
+    while (!closed && !expired) {
       // The server is shutting down: end the stream so the process can stop (clients reconnect).
       if (socket.server && !socket.server.listening) break;
       let batch: StoredEvent[] = [];
@@ -88,14 +115,18 @@ export function streamRouter(deps: StreamDeps): Router {
           await new Promise<void>((resolve) => {
             const done = () => {
               res.off('drain', done).off('close', done);
+              wake = undefined;
               resolve();
             };
             res.on('drain', done).on('close', done);
+            wake = done;
           });
         }
       }
       if (batch.length < 500) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
+    // The position read up to, past events the filter left out: the reconnect resumes there.
+    if (expired && !closed) res.write(`id: ${cursor}\n: this stream ends after ${deps.config.streamMaxLifetimeMs / 1000} s; reconnect with Last-Event-ID\n\n`);
     finish();
     res.end();
   });

@@ -46,14 +46,14 @@ describe('request logs', () => {
 
   it("leave out the API's own start-up requests: no access line, no request metric, nothing counted against loopback's rate limit", async () => {
     const { lines, sink } = logSink();
-    const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'debug', RATE_LIMIT_READ_PER_MINUTE: '50' });
+    const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'debug', RATE_LIMIT_READ_PER_MINUTE: '50', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
     const svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('debug', sink) }), { worker: false, reconcile: false });
     try {
       // The warm-up ran (its requests answered) before the service said it listens…
       expect(lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'request path warmed up')).toMatchObject({ ms: expect.any(Number) });
       // …and left no trace a user or an operator would count.
       expect(lines.filter((l) => JSON.parse(l).msg === 'request completed')).toEqual([]);
-      const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+      const metrics = await (await fetch(svc.metricsUrl!)).text();
       expect(metrics).not.toMatch(/http_requests_total\{[^}]*route="\/reports\/archive/);
       const res = await fetch(`${svc.url}/reports/archive/count?start=2026-11-21T00:00:00Z&end=2026-11-21T01:00:00Z`);
       expect(res.status).toBe(200);

@@ -1,17 +1,19 @@
-// /metrics: Prometheus counters move with what happens.
+// /metrics: Prometheus counters move with what happens. They are served on a port of their own
+// (METRICS_PORT), never on the public one: they name partners and their volumes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { API_KEY, eventually, OTHER_KEY, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService(await testRuntime(await testConfig('embedded')));
+  const env = { METRICS_PORT: '0', METRICS_HOST: '127.0.0.1', API_KEYS: `acme-floods:${API_KEY},${OTHER_KEY}` };
+  svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, env)));
 });
 afterAll(async () => {
   await svc?.stop();
 });
 
 async function scrape(): Promise<string> {
-  const res = await fetch(`${svc.url}/metrics`);
+  const res = await fetch(svc.metricsUrl!);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
   return res.text();
@@ -50,5 +52,37 @@ describe('/metrics', () => {
     const text = await scrape();
     expect(text).toMatch(/http_requests_total\{route="unmatched",method="GET",status="404"\} [1-9]/);
     expect(text).not.toMatch(/route="\/random-/);
+  });
+});
+
+describe('/metrics on the public port', () => {
+  it('is not served there: 404 in the error shape, with no partner name or count in it', async () => {
+    expect((await postReport(svc.url, report(50))).status).toBe(201);
+    expect(await scrape()).toMatch(/partner_reports_total\{partner="acme-floods",outcome="accepted"\} [1-9]/);
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(`${svc.url}/metrics`, { method });
+      const text = await res.text();
+      expect(res.status).toBe(404);
+      expect(text).not.toMatch(/acme-floods|partner_reports_total|reports_total/);
+      if (method === 'GET') expect(JSON.parse(text)).toMatchObject({ statusCode: 404, error: 'Not Found' });
+    }
+  });
+
+  it('nor anywhere when METRICS_PORT is unset', async () => {
+    const plain = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+    try {
+      expect(plain.metricsUrl).toBeUndefined();
+      expect((await fetch(`${plain.url}/metrics`)).status).toBe(404);
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  it('the metrics port serves /metrics alone', async () => {
+    const other = await fetch(svc.metricsUrl!.replace('/metrics', '/reports/archive'));
+    expect(other.status).toBe(404);
+    const post = await fetch(svc.metricsUrl!, { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET, HEAD');
   });
 });

@@ -62,14 +62,15 @@ describe('the service process', () => {
   });
 
   it('runs the worker beside the API: what it archives is counted on the API\'s /metrics, with the process\'s own metrics once', async () => {
-    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
+    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', METRICS_PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
     const url = (await waitFor(svc.output, /listening on (http:\/\/\S+)/))[1]!;
+    const metricsUrl = (await waitFor(svc.output, /Prometheus metrics on (http:\/\/\S+)/))[1]!;
     for (const id of [1, 2, 3]) expect((await postReport(url, report(id), { key: 'key-0123456789abcdef' })).status).toBe(201);
     let text = '';
     const deadline = Date.now() + 20_000;
     while (!/^worker_reports_archived_total 3$/m.test(text) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
-      text = await (await fetch(`${url}/metrics`)).text();
+      text = await (await fetch(metricsUrl)).text();
     }
     expect(text).toMatch(/^worker_reports_archived_total 3$/m);
     expect(text).toMatch(/^reports_total\{outcome="accepted"\} 3$/m);

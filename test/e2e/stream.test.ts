@@ -105,6 +105,72 @@ describe('GET /reports/stream', () => {
   });
 });
 
+describe('GET /reports/stream, one client among many', () => {
+  it('allows an address only so many streams: past them 429, while another address still connects', async () => {
+    const svc = await service({ TRUST_PROXY: '1', STREAM_MAX_CLIENTS_PER_ADDRESS: '2' });
+    const from = (address: string) => ({ 'X-Forwarded-For': address });
+    const held = [await stream(`${svc.url}/reports/stream`, from('203.0.113.5')), await stream(`${svc.url}/reports/stream`, from('203.0.113.5'))];
+    expect(held.map((s) => s.status)).toEqual([200, 200]);
+    const third = await fetch(`${svc.url}/reports/stream`, { headers: from('203.0.113.5') });
+    // (A stream, were it opened, is not read to its end.)
+    const body = third.status === 429 ? await third.json() : await third.body?.cancel();
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('30');
+    expect(body).toMatchObject({ statusCode: 429, error: 'Too Many Requests', message: expect.stringMatching(/this address/i), details: [] });
+    const other = await stream(`${svc.url}/reports/stream`, from('198.51.100.9'));
+    expect(other.status).toBe(200);
+    // A closed stream gives its address the slot back.
+    held[0]!.close();
+    const again = await eventually(async () => {
+      const s = await stream(`${svc.url}/reports/stream`, from('203.0.113.5'));
+      return s.status === 200 ? s : undefined;
+    }, 5_000, 'a freed slot');
+    expect(again.status).toBe(200);
+  });
+
+  it('ends a stream at its lifetime; the client reconnecting with Last-Event-ID gets every report once', async () => {
+    const svc = await service({ STREAM_MAX_LIFETIME_SECONDS: '0.5', FLUSH_INTERVAL_SECONDS: '0.1' });
+    // A client as EventSource is: on the end of a stream, reconnect with the last id it was sent.
+    let current = await stream(`${svc.url}/reports/stream`);
+    expect(current.status).toBe(200);
+    const earlier: string[] = [];
+    let connections = 1;
+    let following = true;
+    let followFailed: unknown;
+    const follow = (async () => {
+      while (following) {
+        await current.ended;
+        if (!following) return;
+        earlier.push(...pkeys(current));
+        const lastEventId = current.lastEventId;
+        expect(lastEventId).toMatch(/^\d+$/);
+        current = await stream(`${svc.url}/reports/stream`, { 'Last-Event-ID': lastEventId! });
+        expect(current.status).toBe(200);
+        connections += 1;
+      }
+    })().catch((err: unknown) => {
+      followFailed = err;
+    });
+    const first = current;
+    const posted: string[] = [];
+    for (let id = 300; id < 316; id++) {
+      expect((await postReport(svc.url, report(id))).status).toBe(201);
+      posted.push(`partner-${id}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await eventually(async () => (followFailed || earlier.length + pkeys(current).length >= posted.length ? true : undefined), 15_000, 'every report');
+    following = false;
+    current.close();
+    await follow;
+    if (followFailed) throw followFailed;
+    // The first stream was ended by the server, not by the client.
+    expect(first.comments.some((c) => /ends after 0.5 s/.test(c))).toBe(true);
+    expect(connections).toBeGreaterThan(1);
+    const received = [...earlier, ...pkeys(current)];
+    expect(received.sort()).toEqual(posted.sort());
+  });
+});
+
 // The API learns of new reports from the event log alone: SQLite on the embedded backend, the
 // bucket's events/v1/log/ on AWS (fauxqs), with the worker in a process of its own.
 describe.each(BACKENDS)('GET /reports/stream across processes (%s)', (backend: BackendKind) => {

@@ -20,7 +20,7 @@ afterAll(async () => {
 
 describe('bootstrap and the CDK app agree', () => {
   it('on the queue and dead-letter queue attributes and the redrive policy, and bootstrap is idempotent', async () => {
-    const stack = new FloodArchiveStack(new App(), 'Parity', { imageRepositoryName: 'flood-archive', imageTag: 't', flushIntervalSeconds: FLUSH });
+    const stack = new FloodArchiveStack(new App(), 'Parity', { imageRepositoryName: 'flood-archive', imageTag: 't', flushIntervalSeconds: FLUSH, allowPlainHttp: true });
     const queues = Object.values(Template.fromStack(stack).toJSON().Resources as Record<string, any>).filter((r) => r.Type === 'AWS::SQS::Queue');
     const main = queues.find((q) => q.Properties.RedrivePolicy)!.Properties;
     const dlq = queues.find((q) => !q.Properties.RedrivePolicy)!.Properties;

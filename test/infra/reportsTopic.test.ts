@@ -12,7 +12,7 @@ let template: Template;
 let resources: Record<string, any>;
 
 beforeAll(() => {
-  stack = new FloodArchiveStack(new App(), 'Test', { imageRepositoryName: 'flood-archive', imageTag: 'abc123' });
+  stack = new FloodArchiveStack(new App(), 'Test', { imageRepositoryName: 'flood-archive', imageTag: 'abc123', allowPlainHttp: true });
   template = Template.fromStack(stack);
   resources = template.toJSON().Resources;
 });

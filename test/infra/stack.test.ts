@@ -9,11 +9,12 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defineApp } from '../../infra/app.js';
-import { FloodArchiveStack, glueColumns } from '../../infra/floodArchiveStack.js';
+import { FloodArchiveStack, glueColumns, METRICS_PORT } from '../../infra/floodArchiveStack.js';
 import { QUEUE_SETTINGS } from '../../src/bootstrap.js';
 
 // Not the default (30), so a formula that ignored the setting would show.
 const FLUSH = 45;
+const CERTIFICATE_ARN = 'arn:aws:acm:ap-southeast-1:123456789012:certificate/abc';
 
 let app: App;
 let stack: FloodArchiveStack;
@@ -22,7 +23,12 @@ let resources: Record<string, any>;
 
 beforeAll(() => {
   app = new App();
-  stack = new FloodArchiveStack(app, 'Test', { imageRepositoryName: 'flood-archive', imageTag: 'abc123', flushIntervalSeconds: FLUSH });
+  stack = new FloodArchiveStack(app, 'Test', {
+    imageRepositoryName: 'flood-archive',
+    imageTag: 'abc123',
+    flushIntervalSeconds: FLUSH,
+    certificateArn: CERTIFICATE_ARN,
+  });
   template = Template.fromStack(stack);
   resources = template.toJSON().Resources;
 });
@@ -173,7 +179,7 @@ describe('IAM: one least-privilege role per process', () => {
     }
   });
 
-  it('API: reads, and writes ingest/ only; sends to the queue', () => {
+  it('API: reads, and writes only what accepting and retracting reports write under ingest/; sends to the queue', () => {
     expect(grants(stack.taskRoles.api)).toEqual(
       [
         's3:ListBucket bucket',
@@ -183,7 +189,11 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/stats/*',
         's3:GetObject bucket/cities/*',
         's3:GetObject bucket/changes/*',
-        's3:PutObject bucket/ingest/*',
+        's3:PutObject bucket/ingest/pending/*',
+        's3:PutObject bucket/ingest/keys/*',
+        's3:PutObject bucket/ingest/retractions/*',
+        's3:PutObject bucket/ingest/unpurged/*',
+        's3:PutObject bucket/ingest/probe/ready',
         's3:GetObject bucket/secrets/cursor-key',
         's3:PutObject bucket/secrets/cursor-key',
         's3:GetObject bucket/events/v1/log/*',
@@ -194,6 +204,12 @@ describe('IAM: one least-privilege role per process', () => {
     );
     const api = stack.taskRoles.api;
     expect(allows(api, 's3:PutObject', marker)).toBe(true);
+    expect(allows(api, 's3:PutObject', 'bucket/ingest/keys/partner/1.json')).toBe(true);
+    expect(allows(api, 's3:PutObject', 'bucket/ingest/retractions/001763730300000-partner-1.json')).toBe(true);
+    // Partner keys: read to authenticate, written only by ops (`flood-archive keys`, the scheduler's role).
+    expect(allows(api, 's3:GetObject', `bucket/ingest/api-keys/${'a'.repeat(64)}.json`)).toBe(true);
+    expect(allows(api, 's3:PutObject', `bucket/ingest/api-keys/${'a'.repeat(64)}.json`)).toBe(false);
+    expect(allows(stack.taskRoles.scheduler, 's3:PutObject', `bucket/ingest/api-keys/${'a'.repeat(64)}.json`)).toBe(true);
     expect(allows(api, 's3:GetObject', part)).toBe(true);
     expect(allows(api, 's3:DeleteObject', part)).toBe(false);
     expect(allows(api, 's3:DeleteObject', marker)).toBe(false);
@@ -322,7 +338,11 @@ describe('ECS: one image, three processes', () => {
     ];
     for (const [name, { container }] of Object.entries(containers())) {
       const own: Record<string, unknown[]> = {
-        api: [{ Name: 'TRUST_PROXY', Value: '1' }, { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' }],
+        api: [
+          { Name: 'TRUST_PROXY', Value: '1' },
+          { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' },
+          { Name: 'METRICS_PORT', Value: '9464' },
+        ],
         worker: [{ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } }],
       };
       expect(container.Environment).toEqual([...common, ...(own[name] ?? [])]);
@@ -347,7 +367,6 @@ describe('ECS: one image, three processes', () => {
   it('serves the API on 8080 behind a public load balancer that checks /health', () => {
     expect(containers().api!.container.PortMappings).toEqual([{ ContainerPort: 8080, Protocol: 'tcp' }]);
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', { Scheme: 'internet-facing', Type: 'application' });
-    template.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', { Port: 80, Protocol: 'HTTP' });
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', {
       HealthCheckPath: '/health',
       Matcher: { HttpCode: '200' },
@@ -356,6 +375,29 @@ describe('ECS: one image, three processes', () => {
     expect(propertiesOf(stack.api.service).LoadBalancers).toEqual([
       { ContainerName: 'api', ContainerPort: 8080, TargetGroupArn: { Ref: logicalId(stack.api.targetGroup) } },
     ]);
+  });
+
+  it('keeps the metrics port (partner names and volumes) out of the load balancer\'s reach', () => {
+    // One target group, whose targets are the API containers' port 8080.
+    template.resourceCountIs('AWS::ElasticLoadBalancingV2::TargetGroup', 1);
+    expect(propertiesOf(stack.api.service).LoadBalancers.map((l: any) => l.ContainerPort)).toEqual([8080]);
+    for (const listener of ofType('AWS::ElasticLoadBalancingV2::Listener')) {
+      for (const action of listener.Properties.DefaultActions) {
+        if (action.Type === 'forward') expect(action.TargetGroupArn).toEqual({ Ref: logicalId(stack.api.targetGroup) });
+        else expect(action.Type).toBe('redirect');
+      }
+    }
+    template.resourceCountIs('AWS::ElasticLoadBalancingV2::ListenerRule', 0);
+    // The API tasks admit the load balancer on 8080 only, and nothing else at all.
+    const serviceGroups = propertiesOf(stack.api.service).NetworkConfiguration.AwsvpcConfiguration.SecurityGroups;
+    const ingress = ofType('AWS::EC2::SecurityGroupIngress').filter((i) =>
+      serviceGroups.some((g: unknown) => isDeepStrictEqual(g, i.Properties.GroupId)),
+    );
+    expect(ingress.map((i) => [i.Properties.FromPort, i.Properties.ToPort])).toEqual([[8080, 8080]]);
+    for (const group of ofType('AWS::EC2::SecurityGroup')) {
+      for (const rule of group.Properties.SecurityGroupIngress ?? []) expect([rule.FromPort, rule.ToPort]).not.toContain(METRICS_PORT);
+    }
+    expect(containers().api!.container.PortMappings.map((m: any) => m.ContainerPort)).toEqual([8080]);
   });
 
   it('runs exactly one scheduler, also during deployments', () => {
@@ -521,7 +563,7 @@ describe('outputs and synthesis', () => {
     expect(outputs.QueueUrl!.Value).toEqual({ Ref: logicalId(stack.queue) });
     expect(outputs.DeadLetterQueueUrl!.Value).toEqual({ Ref: logicalId(stack.deadLetterQueue) });
     expect(outputs.LoadBalancerUrl!.Value).toEqual({
-      'Fn::Join': ['', ['http://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]],
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]],
     });
   });
 
@@ -532,29 +574,40 @@ describe('outputs and synthesis', () => {
     expect(Object.values(manifest.files).map((f: any) => f.source.path)).toEqual(['Test.template.json']);
   });
 
-  it('serves HTTPS, redirecting HTTP, when given a certificate', () => {
-    const certificateArn = 'arn:aws:acm:ap-southeast-1:123456789012:certificate/abc';
-    const tls = Template.fromStack(
-      new FloodArchiveStack(new App(), 'Tls', { imageRepositoryName: 'flood-archive', imageTag: 'abc123', certificateArn }),
-    );
-    tls.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', {
-      Port: 443,
-      Protocol: 'HTTPS',
-      Certificates: [{ CertificateArn: certificateArn }],
-    });
-    tls.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', {
-      Port: 80,
-      DefaultActions: [Match.objectLike({ Type: 'redirect', RedirectConfig: Match.objectLike({ Protocol: 'HTTPS', Port: '443' }) })],
-    });
-    expect(tls.findOutputs('LoadBalancerUrl').LoadBalancerUrl!.Value['Fn::Join'][1][0]).toBe('https://');
+  it('serves HTTPS on 443 with the certificate, and port 80 only redirects to it', () => {
+    const listeners = ofType('AWS::ElasticLoadBalancingV2::Listener').map((l) => l.Properties);
+    expect(listeners.map((l) => `${l.Port} ${l.Protocol}`).sort()).toEqual(['443 HTTPS', '80 HTTP']);
+    const https = listeners.find((l) => l.Port === 443);
+    expect(https.Certificates).toEqual([{ CertificateArn: CERTIFICATE_ARN }]);
+    expect(https.DefaultActions).toEqual([{ Type: 'forward', TargetGroupArn: { Ref: logicalId(stack.api.targetGroup) } }]);
+    const http = listeners.find((l) => l.Port === 80);
+    expect(http.DefaultActions).toEqual([
+      { Type: 'redirect', RedirectConfig: { Protocol: 'HTTPS', Port: '443', StatusCode: 'HTTP_301' } },
+    ]);
+  });
+
+  it('refuses to synthesise without a certificate, unless plain HTTP is asked for by name', () => {
+    const props = { imageRepositoryName: 'flood-archive', imageTag: 'abc123' };
+    expect(() => new FloodArchiveStack(new App(), 'NoTls', props)).toThrow(/certificateArn.*allowPlainHttp/s);
+    expect(() => defineApp(new App())).toThrow(/certificateArn/);
+    expect(() => defineApp(new App({ context: { allowPlainHttp: 'yes' } }))).toThrow(/allowPlainHttp/);
+
+    const plain = Template.fromStack(new FloodArchiveStack(new App(), 'Plain', { ...props, allowPlainHttp: true }));
+    const listeners = Object.values(plain.findResources('AWS::ElasticLoadBalancingV2::Listener')).map((l: any) => l.Properties);
+    expect(listeners.map((l) => `${l.Port} ${l.Protocol}`)).toEqual(['80 HTTP']);
+    expect(plain.findOutputs('LoadBalancerUrl').LoadBalancerUrl!.Value['Fn::Join'][1][0]).toBe('http://');
+    const fromContext = defineApp(new App({ context: { allowPlainHttp: 'true' } })).node.findChild('FloodArchive') as FloodArchiveStack;
+    expect(fromContext.api.listener.port).toBe(80);
   });
 
   it('the app reads its settings from context and rejects a bad flush interval', () => {
-    const configured = defineApp(new App({ context: { imageTag: 'deadbeef', flushIntervalSeconds: '60', region: 'ap-southeast-1' } }));
+    const configured = defineApp(
+      new App({ context: { imageTag: 'deadbeef', flushIntervalSeconds: '60', region: 'ap-southeast-1', certificateArn: CERTIFICATE_ARN } }),
+    );
     const built = configured.node.findChild('FloodArchive') as FloodArchiveStack;
     expect(built.region).toBe('ap-southeast-1');
     const queue = Template.fromStack(built).toJSON().Resources[built.getLogicalId(built.queue.node.defaultChild as CfnElement)];
     expect(queue.Properties.VisibilityTimeout).toBe(150);
-    expect(() => defineApp(new App({ context: { flushIntervalSeconds: 'soon' } }))).toThrow(/flushIntervalSeconds/);
+    expect(() => defineApp(new App({ context: { flushIntervalSeconds: 'soon', certificateArn: CERTIFICATE_ARN } }))).toThrow(/flushIntervalSeconds/);
   });
 });

@@ -74,6 +74,8 @@ export interface TestService {
   rt: Runtime;
   service: RunningService;
   url: string;
+  /** Prometheus /metrics on its own port, when the config sets METRICS_PORT. */
+  metricsUrl: string | undefined;
   stop(): Promise<void>;
 }
 
@@ -93,6 +95,7 @@ export async function startTestService(
     rt,
     service,
     url: service.url!,
+    metricsUrl: service.metricsUrl,
     async stop() {
       await service.stop();
       await rt.close();

@@ -11,6 +11,8 @@ export interface SseClient {
   events: SseEvent[];
   /** Comment lines (heartbeats) seen. */
   comments: string[];
+  /** The last id the server sent, with an event or alone: what EventSource reconnects with. */
+  lastEventId: string | undefined;
   /** Resolves when the server ends the stream. */
   ended: Promise<void>;
   close(): void;
@@ -19,7 +21,7 @@ export interface SseClient {
 export async function openStream(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
   const controller = new AbortController();
   const res = await fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal: controller.signal });
-  const client: SseClient = { status: res.status, headers: res.headers, events: [], comments: [], ended: Promise.resolve(), close: () => controller.abort() };
+  const client: SseClient = { status: res.status, headers: res.headers, events: [], comments: [], lastEventId: undefined, ended: Promise.resolve(), close: () => controller.abort() };
   if (res.status !== 200 || !res.body) {
     await res.text().catch(() => undefined);
     return client;
@@ -47,6 +49,7 @@ export async function openStream(url: string, headers: Record<string, string> = 
               hasData = true;
             }
           }
+          if (event.id !== undefined) client.lastEventId = event.id;
           if (hasData) client.events.push(event);
         }
       }

@@ -65,6 +65,10 @@ describe('config', () => {
     ['CACHE_MAX_BYTES', '10'],
     ['LOG_LEVEL', 'loud'],
     ['AWS_REGION', 'mars'],
+    ['METRICS_PORT', 'nine'],
+    ['METRICS_PORT', '8080'],
+    ['METRICS_HOST', 'a host'],
+    ['RATE_LIMIT_AUTH_FAILURES_PER_MINUTE', '0'],
   ])('rejects %s=%s naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
