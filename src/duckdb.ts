@@ -106,7 +106,7 @@ export class DuckDb {
  */
 function overloaded(err: unknown, signal: AbortSignal | undefined): unknown {
   if (signal?.aborted || !(err instanceof Error) || !/^Out of Memory Error/.test(err.message)) return err;
-  return new OverloadedError('the query engine is out of memory or temporary space', { cause: err });
+  return new OverloadedError('The query engine is out of memory or temporary space for the answers under way', { cause: err });
 }
 
 /** How often an abandoned connection is interrupted until its work has stopped. */

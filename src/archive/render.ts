@@ -62,21 +62,23 @@ export function unionBbox(a: Bbox, b: Bbox): Bbox {
  */
 export async function* renderBatches(ctx: WindowContext, query: WindowQuery, plan: readonly DayPlan[], shape: FeatureShape, separator: string): AsyncIterable<FeatureBatch> {
   if (query.limit === undefined) {
-    const run = (i: number) => renderDay(ctx, plan[i]!, query, shape, separator);
+    const run = (i: number) => {
+      const day = renderDay(ctx, plan[i]!, query, shape, separator);
+      // Handled from the start: a day that fails while the one before is still being sent is
+      // awaited (and fails the answer) only then, and must not crash the process meanwhile.
+      day.catch(() => undefined);
+      return day;
+    };
     // The next days are prepared (their sidecars' indexes read, or DuckDB queried) while one
     // is sent. Memory: READ_AHEAD days in preparation; sidecar ranges are read as they are sent.
     const inFlight: Promise<FeatureBatch>[] = [];
     for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
-    try {
-      for (let i = 0; i < plan.length; i++) {
-        const batch = await inFlight.shift()!;
-        // Nothing more is read ahead for a client that hung up.
-        ctx.signal?.throwIfAborted();
-        if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
-        yield batch;
-      }
-    } finally {
-      for (const p of inFlight) p.catch(() => undefined);
+    for (let i = 0; i < plan.length; i++) {
+      const batch = await inFlight.shift()!;
+      // Nothing more is read ahead for a client that hung up.
+      ctx.signal?.throwIfAborted();
+      if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
+      yield batch;
     }
     return;
   }
@@ -303,10 +305,10 @@ async function timeSlices(ctx: WindowContext, files: string[], query: WindowQuer
 /** Up to `limit` reports of one day, item by item, with their keys when paging. */
 async function queryDay(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, limit: number, clean: boolean): Promise<FeatureBatch> {
   const bound = filteredRows(files, query, clean);
+  // The page's reports first (DuckDB keeps the top `limit` alone), then their items.
   const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
-    FROM ${bound.sql}
-    ORDER BY created_at DESC, pkey DESC
-    ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''}`;
+    FROM (SELECT * FROM ${bound.sql} ${ANSWER_ORDER} ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''})
+    ${ANSWER_ORDER}`;
   return ctx.db.withConnection(async (conn) => {
     const result = await conn.stream(sql, bound.values, bound.types);
     const items: string[] = [];
