@@ -72,7 +72,7 @@ describe('request logs', () => {
     const { lines, sink } = logSink();
     const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
     const rt = await testRuntime(config, undefined, { log: createLogger('info', sink) });
-    // Reports of the last minutes, one every 100 ms (one part per hour they fall in): the warm-up's
+    // Reports of the last minutes, one every 50 ms (one part per hour they fall in): the warm-up's
     // window holds them, and its Parquet answer is streamed as any other.
     const now = Date.now();
     const from = now - 240_000;
@@ -81,10 +81,10 @@ describe('request logs', () => {
     await fs.mkdir(dir, { recursive: true });
     let first = 0;
     for (const [a, b] of hour > from ? [[from, hour], [hour, now]] : [[from, now]]) {
-      const n = Math.floor((b! - a!) / 100);
+      const n = Math.floor((b! - a!) / 50);
       if (n === 0) continue;
       const file = path.join(dir, `${first}.parquet`);
-      await writePartFile(rt.db, file, first, n, a!, 100);
+      await writePartFile(rt.db, file, first, n, a!, 50);
       await rt.store.put(newPartKey(a!), await fs.readFile(file));
       first += n;
     }
