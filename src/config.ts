@@ -34,6 +34,12 @@ export interface Config {
   cacheMaxBytes: number;
   /** DuckDB's memory bound (it spills to disk beyond it), e.g. "256MB". */
   duckdbMemoryLimit: string;
+  /** DuckDB's bound on its spill files, e.g. "4GB": past it a query fails (503) instead of filling the disk. */
+  duckdbMaxTempSize: string;
+  /** The API's temporary files (DuckDB's spills, Parquet answers being written); off the ledger's volume where configured. */
+  tmpDir: string;
+  /** Whole-window archive answers at once (admission), and how long one more waits for a turn before a 503. */
+  heavyAnswers: { maxConcurrent: number; queueMs: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   worker: {
     /** Flush early when this many reports are buffered. */
@@ -117,6 +123,10 @@ const envSchema = {
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
     DUCKDB_MEMORY_LIMIT: { type: 'string', pattern: '^[1-9]\\d*(KB|MB|GB)$' },
+    DUCKDB_MAX_TEMP_SIZE: { type: 'string', pattern: '^[1-9]\\d*(MB|GB)$' },
+    TMP_DIR: { type: 'string', minLength: 1 },
+    ARCHIVE_MAX_CONCURRENT: { type: 'integer', minimum: 1, maximum: 1000 },
+    ARCHIVE_QUEUE_SECONDS: { type: 'number', minimum: 0, maximum: 300 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
@@ -196,6 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     .filter(([, expr]) => !validCron(expr))
     .map(([job, expr]) => `SCHEDULE_${job.toUpperCase()}=${JSON.stringify(expr)}: must be a cron expression, e.g. "5 * * * *"`);
   if (badCron.length > 0) throw new ConfigError(`invalid configuration: ${badCron.join('; ')}`);
+  const duckdbMemoryLimit = String(v.DUCKDB_MEMORY_LIMIT ?? '256MB');
   const headersTimeoutMs = seconds(v.HTTP_HEADERS_TIMEOUT_SECONDS, 10);
   const requestTimeoutMs = seconds(v.HTTP_REQUEST_TIMEOUT_SECONDS, 30);
   if (headersTimeoutMs > requestTimeoutMs) {
@@ -221,7 +232,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
-    duckdbMemoryLimit: String(v.DUCKDB_MEMORY_LIMIT ?? '256MB'),
+    duckdbMemoryLimit,
+    duckdbMaxTempSize: String(v.DUCKDB_MAX_TEMP_SIZE ?? '4GB'),
+    tmpDir: path.resolve(cwd, String(v.TMP_DIR ?? path.join(dataDir, 'tmp'))),
+    heavyAnswers: {
+      // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a
+      // storm hour's slice need, measured, with room to spare.
+      maxConcurrent: Number(v.ARCHIVE_MAX_CONCURRENT ?? Math.max(1, Math.floor(bytesOf(duckdbMemoryLimit) / (64 * 1024 ** 2)))),
+      queueMs: seconds(v.ARCHIVE_QUEUE_SECONDS, 10),
+    },
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
     worker: { maxBufferedReports: 5000, maxReceives: 5 },
     reconcileAfterSeconds: Math.max(60, flushIntervalSeconds * 4),
@@ -271,6 +290,12 @@ function isCidr(text: string): boolean {
   if (!ip || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
   const kind = isIP(ip);
   return kind !== 0 && Number(bits) <= (kind === 4 ? 32 : 128);
+}
+
+/** Bytes of a DuckDB size such as "256MB" (validated by the schema). */
+function bytesOf(size: string): number {
+  const units: Record<string, number> = { KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
+  return Number.parseInt(size, 10) * units[size.slice(-2)]!;
 }
 
 function seconds(value: string | number | undefined, fallback: number): number {

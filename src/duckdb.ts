@@ -1,12 +1,15 @@
 // One DuckDB instance per process, in memory, spilling to a temp directory.
 import fs from 'node:fs/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { OverloadedError } from './errors.js';
 import { releaseMemory } from './memory.js';
 
 export interface DuckDbOptions {
   tempDir: string;
   threads?: number;
   memoryLimit?: string;
+  /** Bound of the spill files under tempDir, e.g. "4GB" (DuckDB's own default is 90% of the disk). */
+  maxTempSize?: string;
 }
 
 export class DuckDb {
@@ -18,6 +21,7 @@ export class DuckDb {
       threads: String(options.threads ?? 2),
       memory_limit: options.memoryLimit ?? '512MB',
       temp_directory: options.tempDir,
+      max_temp_directory_size: options.maxTempSize ?? '4GB',
       // Extensions cannot be fetched in locked-down deployments; the ones we use are built in.
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
@@ -45,10 +49,25 @@ export class DuckDb {
    * the query's memory and temporary files instead of finishing work nobody will read.
    */
   async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const { conn, release } = await this.acquire(signal);
+    try {
+      const result = await fn(signal ? abortable(conn, signal) : conn);
+      // Aborted between two of fn's queries: its answer is not wanted either.
+      signal?.throwIfAborted();
+      return result;
+    } catch (err) {
+      throw overloaded(err, signal);
+    } finally {
+      release();
+    }
+  }
+
+  /** A fresh connection pinned to UTC, interrupted when `signal` aborts; `release` closes it. */
+  private async acquire(signal: AbortSignal | undefined): Promise<{ conn: DuckDBConnection; release: () => void }> {
     signal?.throwIfAborted();
     const conn = await this.instance.connect();
     this.open += 1;
-    // Once aborted, interrupted again and again until fn is done: one call of the client
+    // Once aborted, interrupted again and again until the work is done: one call of the client
     // (a statement with parameters) is several steps (parse, prepare, run), and an interrupt
     // that lands before the last one is forgotten when it starts.
     let again: NodeJS.Timeout | undefined;
@@ -57,25 +76,37 @@ export class DuckDb {
       again = setInterval(() => conn.interrupt(), INTERRUPT_AGAIN_MS);
     };
     signal?.addEventListener('abort', interrupt, { once: true });
-    try {
-      await conn.run("SET TimeZone = 'UTC'");
-      const result = await fn(signal ? abortable(conn, signal) : conn);
-      // Aborted between two of fn's queries: its answer is not wanted either.
-      signal?.throwIfAborted();
-      return result;
-    } finally {
+    const release = () => {
       signal?.removeEventListener('abort', interrupt);
       clearInterval(again);
       this.open -= 1;
       conn.closeSync();
       // The results' native memory goes when their wrappers do: see memory.ts.
       releaseMemory();
+    };
+    try {
+      await conn.run("SET TimeZone = 'UTC'");
+    } catch (err) {
+      release();
+      throw err;
     }
+    return { conn, release };
   }
 
   close(): void {
     this.instance.closeSync();
   }
+}
+
+/**
+ * DuckDB out of memory, or out of temp space (`max_temp_directory_size`), for a query still
+ * wanted: the engine is overloaded by the work under way, not broken, and the same query is
+ * likely to succeed shortly (an OverloadedError, a 503 with Retry-After before an answer's
+ * first byte). Anything else passes unchanged.
+ */
+function overloaded(err: unknown, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted || !(err instanceof Error) || !/^Out of Memory Error/.test(err.message)) return err;
+  return new OverloadedError('The query engine is out of memory or temporary space for the answers under way', { cause: err });
 }
 
 /** How often an abandoned connection is interrupted until its work has stopped. */

@@ -62,3 +62,29 @@ export class UnavailableError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * More work under way than the service can take on now (heavy answers at their cap, the query
+ * engine out of memory or temporary space): a 503 with Retry-After; the same request is likely
+ * to succeed shortly.
+ */
+export class OverloadedError extends Error {
+  override name = 'OverloadedError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * An answer that failed on the server after its first byte was sent: it can only be cut short.
+ * The server's fault, never the client's; `request` says which answer (path and query).
+ */
+export class AnswerFailedError extends Error {
+  override name = 'AnswerFailedError';
+  constructor(
+    readonly request: string,
+    options: { cause: unknown },
+  ) {
+    super(`the answer failed after its first byte: ${String((options.cause as Error)?.message ?? options.cause)}`, options);
+  }
+}

@@ -147,7 +147,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   }
 
   const metrics = overrides.metrics ?? new Metrics({ defaults: true });
-  const db = await DuckDb.open({ tempDir: path.join(config.dataDir, 'tmp', 'duckdb'), memoryLimit: config.duckdbMemoryLimit });
+  const db = await DuckDb.open({ tempDir: path.join(config.tmpDir, 'duckdb'), memoryLimit: config.duckdbMemoryLimit, maxTempSize: config.duckdbMaxTempSize });
   const boundaries = new BoundaryRepository(store);
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
   // The event log: SQLite beside the ledger on the embedded backend, numbered objects in the

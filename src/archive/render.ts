@@ -8,11 +8,12 @@ import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from
 import type { Bbox, WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import { READY_TEXTS, readItems, readReadyIndex, readSelection, selectItems, streamHours, type ReadyFile, type ReadyHour, type ReadyItems, type ReadyShape, type Selection } from './ready.js';
-import { filteredRows, ITEM_SQL, type FeatureShape } from './sql.js';
+import { LIST, listValue, TIMESTAMPTZ, VARCHAR } from '@duckdb/node-api';
+import { ANSWER_ORDER, filteredRows, ITEM_SQL, micros, type Bound, type FeatureShape } from './sql.js';
 
 /** An hour's items as DuckDB built them, joined by the separator, newest first. */
 interface RenderedHour {
-  text: Uint8Array;
+  text: Run;
   /** [minLng, minLat, maxLng, maxLat] of its points; undefined for an hour without reports. */
   bbox: [number, number, number, number] | undefined;
 }
@@ -21,7 +22,7 @@ interface RenderedHour {
  * Items already joined by the separator, or a function that reads them when they are about to
  * be sent, as chunks (which may be reused read buffers: see readBuffers.ts).
  */
-export type Run = Uint8Array | (() => Iterable<Uint8Array>);
+export type Run = Uint8Array | (() => Iterable<Uint8Array> | AsyncIterable<Uint8Array>);
 
 /** Where a report sits in answer order, and its point. */
 export interface ItemKey {
@@ -61,21 +62,23 @@ export function unionBbox(a: Bbox, b: Bbox): Bbox {
  */
 export async function* renderBatches(ctx: WindowContext, query: WindowQuery, plan: readonly DayPlan[], shape: FeatureShape, separator: string): AsyncIterable<FeatureBatch> {
   if (query.limit === undefined) {
-    const run = (i: number) => renderDay(ctx, plan[i]!, query, shape, separator);
+    const run = (i: number) => {
+      const day = renderDay(ctx, plan[i]!, query, shape, separator);
+      // Handled from the start: a day that fails while the one before is still being sent is
+      // awaited (and fails the answer) only then, and must not crash the process meanwhile.
+      day.catch(() => undefined);
+      return day;
+    };
     // The next days are prepared (their sidecars' indexes read, or DuckDB queried) while one
     // is sent. Memory: READ_AHEAD days in preparation; sidecar ranges are read as they are sent.
     const inFlight: Promise<FeatureBatch>[] = [];
     for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
-    try {
-      for (let i = 0; i < plan.length; i++) {
-        const batch = await inFlight.shift()!;
-        // Nothing more is read ahead for a client that hung up.
-        ctx.signal?.throwIfAborted();
-        if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
-        yield batch;
-      }
-    } finally {
-      for (const p of inFlight) p.catch(() => undefined);
+    for (let i = 0; i < plan.length; i++) {
+      const batch = await inFlight.shift()!;
+      // Nothing more is read ahead for a client that hung up.
+      ctx.signal?.throwIfAborted();
+      if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
+      yield batch;
     }
     return;
   }
@@ -125,6 +128,10 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
     for (const group of groupBySize(hours, bytesOf, QUERY_BYTES)) {
       ctx.signal?.throwIfAborted();
       const narrowed = { ...query, startMs: Math.max(query.startMs, Math.min(...group)), endMs: Math.min(query.endMs, Math.max(...group) + HOUR_MS - 1) };
+      if (group.length === 1 && bytesOf(group[0]!) > QUERY_BYTES) {
+        built.set(group[0]!, await slicedHour(ctx, await filesOf(group), narrowed, shape, separator, clean(group)));
+        continue;
+      }
       for (const [hourMs, rendered] of await queryHours(ctx, await filesOf(group), narrowed, shape, separator, clean(group))) built.set(hourMs, rendered);
     }
     return built;
@@ -244,13 +251,64 @@ async function queryHours(ctx: WindowContext, files: string[], query: WindowQuer
   }, ctx.signal);
 }
 
+/**
+ * An hour too large to build in one query (a storm hour of many parts not yet compacted: its
+ * text alone may be tens of MB, and DuckDB's working memory several times that, whether it
+ * aggregates or sorts), built in slices of its time of about SLICE_ROWS reports each: memory
+ * is bounded by a slice however large the hour. A pkey lives at one instant, so each slice is
+ * de-duplicated on its own; parts are written in time order, so a slice reads only the row
+ * groups of the parts that overlap it. Each slice's bbox is counted now (empty slices are left
+ * out, so the run is never empty); its items are built when they are sent, one slice at a time.
+ * The same bytes as `queryHours` builds for the hour.
+ */
+async function slicedHour(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, separator: string, clean: boolean): Promise<RenderedHour> {
+  const slices: { bound: Bound; bbox: Bbox }[] = [];
+  for (const [startMs, endMs] of await timeSlices(ctx, files, query)) {
+    const bound = filteredRows(files, { ...query, startMs, endMs }, clean);
+    const bbox = await ctx.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(`SELECT min(lng), min(lat), max(lng), max(lat) FROM ${bound.sql}`, bound.values, bound.types);
+      const row = reader.getRowsJS()[0] as [number | null, number, number, number];
+      return row[0] === null ? undefined : (row as Bbox);
+    }, ctx.signal);
+    if (bbox) slices.push({ bound, bbox });
+  }
+  if (slices.length === 0) return { text: new Uint8Array(), bbox: undefined };
+  const bbox = slices.map((s) => s.bbox).reduce(unionBbox);
+  const sql = `SELECT encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ${ANSWER_ORDER})) FROM `;
+  async function* text(): AsyncIterable<Uint8Array> {
+    for (const [i, { bound }] of slices.entries()) {
+      if (i > 0) yield Buffer.from(separator);
+      yield await ctx.db.withConnection(async (conn) => (await conn.runAndReadAll(sql + bound.sql, bound.values, bound.types)).getRowsJS()[0]![0] as Uint8Array, ctx.signal);
+    }
+  }
+  return { text, bbox };
+}
+
+/** Reports (copies counted) in a built slice of a storm hour, at most (unless one second alone holds more). */
+const SLICE_ROWS = 4096;
+
+/** The window's time in the files as [startMs, endMs] slices of about SLICE_ROWS reports each, newest first (by whole seconds). */
+async function timeSlices(ctx: WindowContext, files: string[], query: WindowQuery): Promise<[number, number][]> {
+  const seconds = await ctx.db.withConnection(async (conn) => {
+    const reader = await conn.runAndReadAll(
+      `SELECT epoch_ms(created_at) // 1000 AS s, count(*)::INTEGER AS n FROM read_parquet($files) WHERE created_at BETWEEN $start AND $end GROUP BY 1 ORDER BY 1 DESC`,
+      { files: listValue(files), start: micros(query.startMs), end: micros(query.endMs) },
+      { files: LIST(VARCHAR), start: TIMESTAMPTZ, end: TIMESTAMPTZ },
+    );
+    return reader.getRowsJS() as [bigint, number][];
+  }, ctx.signal);
+  const groups = groupBySize(seconds, ([, n]) => n, SLICE_ROWS);
+  // Newest first: a slice runs from its oldest second's start to its newest second's end.
+  return groups.map((g) => [Math.max(query.startMs, Number(g[g.length - 1]![0]) * 1000), Math.min(query.endMs, Number(g[0]![0]) * 1000 + 999)]);
+}
+
 /** Up to `limit` reports of one day, item by item, with their keys when paging. */
 async function queryDay(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, limit: number, clean: boolean): Promise<FeatureBatch> {
   const bound = filteredRows(files, query, clean);
+  // The page's reports first (DuckDB keeps the top `limit` alone), then their items.
   const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
-    FROM ${bound.sql}
-    ORDER BY created_at DESC, pkey DESC
-    ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''}`;
+    FROM (SELECT * FROM ${bound.sql} ${ANSWER_ORDER} ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''})
+    ${ANSWER_ORDER}`;
   return ctx.db.withConnection(async (conn) => {
     const result = await conn.stream(sql, bound.values, bound.types);
     const items: string[] = [];

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Express } from 'express';
 import type { Logger } from '../log.js';
+import { isCutShort } from './answerStart.js';
 import { partnerIfAny } from './auth.js';
 import { redactUrl } from './queryGuards.js';
 
@@ -87,7 +88,9 @@ function line(log: Logger, res: ServerResponse, req: object, responseTime: numbe
   // The name of the partner key that authenticated the request (never the key).
   const partner = partnerIfAny(res);
   const fields = { req, ...(partner !== undefined && { partner }), res: { statusCode: res.statusCode }, responseTime };
-  if (!res.writableFinished) log.info({ ...fields, aborted: true }, 'client closed the connection before the answer was complete');
+  if (isCutShort(res)) log.error({ ...fields, aborted: true }, 'answer cut short by a server error');
+  // Ended but not flushed: every byte was handed over as the connection closed.
+  else if (!res.writableFinished && !res.writableEnded) log.info({ ...fields, aborted: true }, 'client closed the connection before the answer was complete');
   else if (res.statusCode >= 500) log.error(fields, 'request errored');
   else log.info(fields, 'request completed');
 }

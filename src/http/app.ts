@@ -9,6 +9,7 @@ import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { accessLog, useAccessLog } from './accessLog.js';
+import { Admission } from './admission.js';
 import { archiveRouter } from './archive.js';
 import { cursorSecret } from '../cursorSecret.js';
 import { citiesRouter } from './cities.js';
@@ -107,8 +108,9 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
       archive: rt.archive,
       maxWindowMs: rt.config.archiveMaxWindowMs,
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
-      tmpDir: path.join(rt.config.dataDir, 'tmp', 'exports'),
+      tmpDir: path.join(rt.config.tmpDir, 'exports'),
       cursors,
+      admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.queueMs),
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );

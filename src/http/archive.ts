@@ -9,6 +9,8 @@ import type { Cursor, WindowQuery } from '../archive/query.js';
 import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../reports/partnerReport.js';
+import type { Admission } from './admission.js';
+import { startAnswer } from './answerStart.js';
 import type { CursorCodec } from './cursor.js';
 import { STATS_BY, STATS_INTERVALS, StatsAnswers, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { isLent, releaseChunk } from '../archive/readBuffers.js';
@@ -44,6 +46,8 @@ export interface ArchiveRouteDeps {
   tmpDir: string;
   /** Signs and checks the cursors of pages. */
   cursors: CursorCodec;
+  /** Turns of heavy answers (whole windows): a bounded number at once. */
+  admission: Admission;
 }
 
 interface ArchiveRequest {
@@ -123,7 +127,8 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   router.get('/reports/archive', async (req, res) => {
     const request = await parseArchiveRequest(req, deps);
     const { query, format } = request;
-    const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
+    const hungUp = hangUpSignal(res);
+    const window = await deps.archive.open(query, { signal: hungUp });
     const tag = window.tag(format, request.geoformat);
     const closed = isClosed(query, deps);
     const encoding = negotiateEncoding(req, format !== 'parquet');
@@ -137,19 +142,27 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
         return;
       }
     }
+    // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end.
+    if (query.limit === undefined) {
+      const leave = await deps.admission.enter(hungUp);
+      if (res.writableFinished || res.closed) leave();
+      res.once('finish', leave).once('close', leave);
+    }
     res.status(200).type(CONTENT_TYPES[format]);
     const inline = format === 'json' || format === 'geojson' || format === 'topojson';
     res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
 
     if (format === 'parquet') return sendParquet(res, deps, window);
+    // The first pieces are read before the status line: a failure there is an answer of its own.
+    const started = <T>(pieces: AsyncIterable<T>) => startAnswer(pieces, res, hungUp, req.originalUrl.slice(0, 500));
     if (format === 'arrow') {
-      await sendPieces(window.arrow(), encoding, res);
+      await sendPieces(await started(window.arrow()), encoding, res);
       return;
     }
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await sendPieces(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark), encoding, res);
+      await sendPieces(await started(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.

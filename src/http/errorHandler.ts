@@ -2,10 +2,11 @@
 // {statusCode, error, message, details}. Nothing internal reaches a body. On Node's own request
 // and response, so the feed's intake (which does not go through Express) answers the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError, reasonPhrase, UnavailableError, type ErrorDetail } from '../errors.js';
+import { AnswerFailedError, HttpError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../errors.js';
 import type { Logger } from '../log.js';
 import { InvalidReportError } from '../reports/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
+import { isCutShort } from './answerStart.js';
 
 export const RETRY_AFTER_SECONDS = 5;
 
@@ -42,9 +43,22 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
     const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?', 1)[0]!.slice(0, 200);
     // The request's own logger (with its request id) when the access log gave it one.
     const log = (req as { log?: Logger }).log ?? baseLog;
+    if (err instanceof AnswerFailedError || isCutShort(res)) {
+      // The server's own failure after the first byte: the answer is cut short, the client not to blame.
+      const cause = err instanceof AnswerFailedError ? err.cause : err;
+      log.error({ err: cause, path, request: err instanceof AnswerFailedError ? err.request : undefined }, 'answer cut short: the server failed after its first byte');
+      res.destroy();
+      return;
+    }
     if (req.socket.destroyed) {
-      // The client hung up and its work was stopped (or failed writing to it): nobody to answer.
-      log.info({ path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
+      if (res.writableEnded) {
+        // Every byte was handed over; the connection closed as the last ones were flushed
+        // (a client that sent Connection: close and hung up once it had them all).
+        log.debug({ path }, 'connection closed as a complete answer was being flushed');
+      } else {
+        // The client hung up and its work was stopped (or failed writing to it): nobody to answer.
+        log.info({ path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
+      }
       res.destroy();
       return;
     }
@@ -64,6 +78,10 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       return sendError(res, 410, `Changes before ${horizon} are no longer kept (${days} days): pull the window in full, then sync with updated_after set to that answer's X-Archive-Watermark.`, [
         { in: 'query', field: 'updated_after', message: `must not be before ${horizon}: change logs are kept ${days} days` },
       ]);
+    }
+    if (err instanceof OverloadedError) {
+      log.warn({ err: err.message, cause: err.cause === undefined ? undefined : String(err.cause) }, 'overloaded: answered 503');
+      return sendError(res, 503, `${err.message}; retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     }
     if (err instanceof UnavailableError) {
       log.warn({ dependency: err.dependency, err: err.message, cause: String(err.cause) }, 'dependency unavailable');

@@ -10,7 +10,8 @@ import http, { type IncomingMessage } from 'node:http';
 import type { Logger } from '../log.js';
 
 const HEADER = 'x-flood-warm-up';
-const HOUR_MS = 3_600_000;
+/** The window asked for: the newest minutes (a storm's open hour can be tens of MB, not a warm-up's business). */
+const WINDOW_MS = 5 * 60_000;
 
 export class WarmUp {
   private readonly token = randomUUID();
@@ -21,25 +22,31 @@ export class WarmUp {
   }
 
   /**
-   * Asks the API at `base` for the last hour of the archive as GeoJSON, CSV and Parquet (the
+   * Asks the API at `base` for the last minutes of the archive as GeoJSON, CSV and Parquet (the
    * process's first DuckDB query), and for its count. Never fails: a warm-up that goes wrong
    * leaves a process as cold as it would be without one.
    */
   async run(base: string, log: Logger, now = Date.now()): Promise<void> {
     const started = performance.now();
-    const hour = `start=${new Date(now - HOUR_MS).toISOString()}&end=${new Date(now).toISOString()}`;
-    const paths = [`/reports/archive?${hour}&geoformat=geojson`, `/reports/archive?${hour}&format=csv`, `/reports/archive?${hour}&format=parquet`, `/reports/archive/count?${hour}`];
+    const window = `start=${new Date(now - WINDOW_MS).toISOString()}&end=${new Date(now).toISOString()}`;
+    const paths = [`/reports/archive?${window}&geoformat=geojson`, `/reports/archive?${window}&format=csv`, `/reports/archive?${window}&format=parquet`, `/reports/archive/count?${window}`];
+    // One kept-alive connection, closed once the last (short) answer is in: a client that
+    // closes as it reads an answer's last bytes (Connection: close) may do so before the
+    // server has finished its side, which the server must then read as a hang-up.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
-      for (const path of paths) await this.get(`${base}${path}`);
+      for (const path of paths) await this.get(`${base}${path}`, agent);
       log.debug({ ms: Math.round(performance.now() - started) }, 'request path warmed up');
     } catch (err) {
       log.debug({ err: String(err) }, 'request path warm-up failed');
+    } finally {
+      agent.destroy();
     }
   }
 
-  private get(url: string): Promise<void> {
+  private get(url: string, agent: http.Agent): Promise<void> {
     return new Promise((resolve, reject) => {
-      const req = http.get(url, { headers: { [HEADER]: this.token, 'user-agent': 'flood-archive warm-up' }, agent: false, timeout: 5_000 }, (res) => {
+      const req = http.get(url, { headers: { [HEADER]: this.token, 'user-agent': 'flood-archive warm-up' }, agent, timeout: 5_000 }, (res) => {
         res.resume();
         res.on('end', resolve);
         res.on('error', reject);

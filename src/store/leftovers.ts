@@ -50,9 +50,13 @@ export async function sweepLeftovers(
   return result;
 }
 
-/** The store's temporary files (embedded backend) and everything stale under DATA_DIR/tmp. */
+/**
+ * The store's temporary files (embedded backend) and everything stale under DATA_DIR/tmp, and
+ * under the API's own folders of TMP_DIR (never TMP_DIR itself: it may be shared, e.g. /tmp).
+ */
 export function sweepCrashLeftovers(config: Config, olderThanMs = LEFTOVER_AGE_MS): Promise<SweepResult> {
   const tmp = path.join(config.dataDir, 'tmp');
-  const roots = [tmp, ...(config.storageUrl.startsWith('file://') ? [config.storageUrl.slice('file://'.length)] : [])];
-  return sweepLeftovers(roots, (name, dir) => isTemporaryName(name) || dir === tmp || dir.startsWith(tmp + path.sep), olderThanMs);
+  const own = [tmp, ...(config.tmpDir === tmp ? [] : [path.join(config.tmpDir, 'duckdb'), path.join(config.tmpDir, 'exports')])];
+  const roots = [...own, ...(config.storageUrl.startsWith('file://') ? [config.storageUrl.slice('file://'.length)] : [])];
+  return sweepLeftovers(roots, (name, dir) => isTemporaryName(name) || own.some((t) => dir === t || dir.startsWith(t + path.sep)), olderThanMs);
 }

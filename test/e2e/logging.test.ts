@@ -1,7 +1,11 @@
 // Request logs: one short JSON line per request with its id, and never a partner's API key.
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
+import { newPartKey } from '../../src/reports/layout.js';
+import { writePartFile } from '../support/parts.js';
 import { API_KEY, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
 /** A log destination that keeps its lines. */
@@ -59,6 +63,35 @@ describe('request logs', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('ratelimit')).toMatch(/remaining=49\b/);
       expect(lines.filter((l) => JSON.parse(l).msg === 'request completed')).toHaveLength(1);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('log nothing at info or above for the start-up warm-up, over reports: no client hang-up, no error', async () => {
+    const { lines, sink } = logSink();
+    const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
+    const rt = await testRuntime(config, undefined, { log: createLogger('info', sink) });
+    // Reports of the last minutes, one every 50 ms (one part per hour they fall in): the warm-up's
+    // window holds them, and its Parquet answer is streamed as any other.
+    const now = Date.now();
+    const from = now - 240_000;
+    const hour = Math.floor(now / 3_600_000) * 3_600_000;
+    const dir = path.join(config.dataDir, 'parts');
+    await fs.mkdir(dir, { recursive: true });
+    let first = 0;
+    for (const [a, b] of hour > from ? [[from, hour], [hour, now]] : [[from, now]]) {
+      const n = Math.floor((b! - a!) / 50);
+      if (n === 0) continue;
+      const file = path.join(dir, `${first}.parquet`);
+      await writePartFile(rt.db, file, first, n, a!, 50);
+      await rt.store.put(newPartKey(a!), await fs.readFile(file));
+      first += n;
+    }
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    try {
+      expect(lines.map((l) => JSON.parse(l).msg)).not.toContainEqual(expect.stringMatching(/closed the connection|failed|error/i));
+      expect(lines.filter((l) => JSON.parse(l).level >= 40)).toEqual([]);
     } finally {
       await svc.stop();
     }
