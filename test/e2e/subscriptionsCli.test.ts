@@ -66,4 +66,26 @@ describe('flood-archive subscriptions', () => {
     expect(badConfig.code).toBe(78);
     expect(badConfig.stderr).toMatch(/WEBHOOK_ALLOW_HOSTS/);
   });
+
+  it('refuses at registration the local and metadata hosts that delivery would refuse', async () => {
+    const env = { DATA_DIR: await tempDir() };
+    const refused: [string, RegExp][] = [
+      // IPv4-compatible IPv6 (::/96): 127.0.0.1 and the metadata address in another form.
+      ['https://[::7f00:1]/hook', /::7f00:1 is a private, loopback, link-local or reserved address/],
+      ['https://[::a9fe:a9fe]/hook', /::a9fe:a9fe is a private, loopback, link-local or reserved address/],
+      ['https://localhost./hook', /names a local or cloud metadata host \(localhost\.\)/],
+      ['https://metadata.google.internal/computeMetadata/v1/', /names a local or cloud metadata host \(metadata\.google\.internal\)/],
+      ['https://metadata.google.internal./computeMetadata/v1/', /names a local or cloud metadata host/],
+      ['https://metadata.goog/computeMetadata/v1/', /names a local or cloud metadata host \(metadata\.goog\)/],
+      ['https://instance-data.ec2.internal/latest/meta-data/', /names a local or cloud metadata host/],
+    ];
+    for (const [url, why] of refused) {
+      const added = await run(['subscriptions', 'add', '--url', url, '--secret', SECRET], env);
+      expect(added.code, url).toBe(2);
+      expect(added.stderr, url).toMatch(why);
+    }
+    expect(JSON.parse((await run(['subscriptions', 'list', '--json'], env)).stdout)).toEqual([]);
+    // A public name is still accepted.
+    expect((await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET], env)).code).toBe(0);
+  });
 });
