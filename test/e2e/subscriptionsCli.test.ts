@@ -17,8 +17,10 @@ describe('flood-archive subscriptions', () => {
   it('adds, lists (without secrets), tests and removes a subscription', async () => {
     hook = await startReceiver();
     const env = { DATA_DIR: await tempDir(), WEBHOOK_ALLOW_HOSTS: '127.0.0.1' };
-    const added = await run(['subscriptions', 'add', '--url', hook.url, '--secret', SECRET, '--admin', 'PH-QC', '--events', 'archived,retracted', '--json'], env);
+    // The secret from standard input: never in the process list or the shell history.
+    const added = await run(['subscriptions', 'add', '--url', hook.url, '--secret-file', '-', '--admin', 'PH-QC', '--events', 'archived,retracted', '--json'], env, `${SECRET}\n`);
     expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toBe('');
     const sub = JSON.parse(added.stdout);
     expect(sub).toMatchObject({ url: hook.url, admins: ['PH-QC'], localAreas: [], events: ['archived', 'retracted'] });
     expect(sub.secret).toBeUndefined();
@@ -85,7 +87,18 @@ describe('flood-archive subscriptions', () => {
       expect(added.stderr, url).toMatch(why);
     }
     expect(JSON.parse((await run(['subscriptions', 'list', '--json'], env)).stdout)).toEqual([]);
-    // A public name is still accepted.
-    expect((await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET], env)).code).toBe(0);
+    // A public name is still accepted; --secret still works, with a warning.
+    const plain = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET], env);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr).toMatch(/warning: --secret leaves the secret in the process list/);
+    const both = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET, '--secret-file', '-'], env, SECRET);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--secret-file or --secret, not both/);
+    const none = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood'], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/--secret-file is required/);
+    const missing = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret-file', '/nonexistent/secret'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read --secret-file \/nonexistent\/secret/);
   });
 });
