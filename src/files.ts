@@ -59,7 +59,8 @@ export function privateDatabaseFile(file: string): void {
     try {
       chmodSync(f, 0o600);
     } catch (err) {
-      if (!isCode(err, 'ENOENT')) throw err;
+      // EPERM: another user's file, shared through the group; only its owner can narrow it.
+      if (!isCode(err, 'ENOENT') && !isCode(err, 'EPERM')) throw err;
     }
   }
 }
