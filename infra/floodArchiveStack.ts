@@ -44,6 +44,12 @@ export interface FloodArchiveStackProps extends StackProps {
    * the internet in clear. Only for a trial without real keys; the stack refuses otherwise.
    */
   allowPlainHttp?: boolean;
+  /**
+   * The address clients reach the API at (e.g. `https://floods.example.org`): the base of the
+   * absolute URLs in answers (PUBLIC_BASE_URL). Default: the load balancer's own name (https with
+   * a certificate); set it to the certificate's domain name.
+   */
+  publicBaseUrl?: string;
   /** First and last year Athena's partition projection enumerates. Default [2020, 2050]. */
   archiveYears?: [number, number];
   /** Glue database that holds the `reports` table. Default `flood_archive`. */
@@ -140,6 +146,9 @@ export class FloodArchiveStack extends Stack {
         certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
       }),
     });
+    // After the load balancer exists: its name is the default public address.
+    const balancer = `${props.certificateArn ? 'https' : 'http'}://${this.api.loadBalancer.loadBalancerDnsName}`;
+    this.api.taskDefinition.defaultContainer!.addEnvironment('PUBLIC_BASE_URL', props.publicBaseUrl ?? balancer);
     this.worker = backgroundService(this, 'Worker', {
       cluster,
       desiredCount: props.workerDesiredCount ?? 1,

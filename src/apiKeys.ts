@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fsyncDir, isCode, writeDurably } from './files.js';
+import { ensureDataDir, fsyncDir, isCode, writeDurably } from './files.js';
 
 export interface ApiKey {
   name: string;
@@ -56,7 +56,7 @@ export async function resolveApiKeys(
 ): Promise<{ keys: ApiKey[]; generated?: { file: string; key: string; created: boolean } }> {
   if (configured.length > 0 || ledgerHasKeys) return { keys: configured };
   const file = path.join(dataDir, 'api-key');
-  await fs.mkdir(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
   try {
     const key = (await fs.readFile(file, 'utf8')).trim();
     if (key.length >= 16) return { keys: [{ name: 'local', key }], generated: { file, key, created: false } };

@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from './config.js';
+import { ensureDataDir } from './files.js';
 import { parseS3Url } from './store/s3Location.js';
 
 /** Queue settings shared with the infrastructure code: keep both in step. */
@@ -30,6 +31,7 @@ export async function bootstrap(
   clients: { s3?: S3Client; sqs?: SQSClient },
 ): Promise<BootstrapResult> {
   const result: BootstrapResult = { storage: config.storageUrl };
+  ensureDataDir(config.dataDir);
   if (config.storageUrl.startsWith('file://')) {
     await fs.mkdir(config.storageUrl.slice('file://'.length), { recursive: true });
   } else {

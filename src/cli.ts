@@ -62,6 +62,28 @@ async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): 
   }
 }
 
+/**
+ * A webhook secret: from --secret-file (a file, or - for standard input; one trailing newline
+ * dropped), or from --secret, which leaves it in the process list and the shell's history.
+ */
+async function secretOption(values: Values): Promise<string> {
+  const file = values['secret-file'];
+  if (typeof values.secret === 'string') {
+    if (file !== undefined) throw new UsageError('give --secret-file or --secret, not both');
+    process.stderr.write('warning: --secret leaves the secret in the process list and the shell history; use --secret-file F (- for standard input)\n');
+    return values.secret;
+  }
+  if (typeof file !== 'string' || file === '') throw new UsageError('--secret-file is required (a file holding the secret, or - to read it from standard input)');
+  let text = '';
+  try {
+    if (file === '-') for await (const chunk of process.stdin) text += String(chunk);
+    else text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read --secret-file ${file}: ${(err as Error).message}`);
+  }
+  return text.replace(/\r?\n$/, '');
+}
+
 function print(values: Values, result: unknown, human: () => string): void {
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human()}\n`);
 }
@@ -121,9 +143,10 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
       if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
       if (service.metricsUrl) process.stdout.write(`Prometheus metrics on ${service.metricsUrl}\n`);
+      // The key itself only when it is created: output is kept in logs, and every start would copy it there.
       if ('generated' in keys && keys.generated) {
         process.stdout.write(
-          `Partner API key (${keys.generated.created ? 'created' : 'read'} ${keys.generated.file}): ${keys.generated.key}\n` +
+          (keys.generated.created ? `Partner API key (created ${keys.generated.file}): ${keys.generated.key}\n` : `Partner API key: in ${keys.generated.file}\n`) +
             'Set API_KEYS to use your own keys.\n\n',
         );
       }
@@ -467,21 +490,37 @@ const COMMANDS: Record<string, Command> = {
   subscriptions: {
     summary: 'webhook subscriptions: add, list, remove, test; deliveries set aside: failed, redrive',
     usage:
-      'subscriptions add --url URL --secret S [--admin CODES] [--local-area PSGCS] [--events archived,retracted] | list | remove --id ID | test --id ID | failed | redrive [--id ID]  [--json]',
-    options: { ...common, url: { type: 'string' }, secret: { type: 'string' }, admin: { type: 'string' }, 'local-area': { type: 'string' }, events: { type: 'string' }, id: { type: 'string' } },
+      'subscriptions add --url URL --secret-file F|- [--admin CODES] [--local-area PSGCS] [--events archived,retracted] | rotate-secret --id ID --secret-file F|- | list | remove --id ID | test --id ID | failed | redrive [--id ID]  [--json]',
+    options: {
+      ...common,
+      url: { type: 'string' },
+      'secret-file': { type: 'string' },
+      secret: { type: 'string' },
+      admin: { type: 'string' },
+      'local-area': { type: 'string' },
+      events: { type: 'string' },
+      id: { type: 'string' },
+    },
     run: ({ config, values, positionals }) =>
       withRuntime(config, async (rt) => {
         try {
           const sub = positionals[0];
           if (sub === 'add') {
+            const url = required(values, 'url');
             const s = await deps.addSubscription(rt, {
-              url: required(values, 'url'),
-              secret: required(values, 'secret'),
+              url,
+              secret: await secretOption(values),
               admins: listOption(values.admin),
               localAreas: listOption(values['local-area']),
               events: listOption(values.events),
             });
             print(values, deps.shown(s), () => `added ${s.id} → ${s.url} (${s.events.join(', ')})`);
+            return 0;
+          }
+          if (sub === 'rotate-secret') {
+            const id = required(values, 'id');
+            await deps.rotateSecret(rt, id, await secretOption(values));
+            print(values, { rotated: id }, () => `${id} signs with the new secret from now on, its undelivered events included`);
             return 0;
           }
           if (sub === 'list') {
@@ -525,7 +564,7 @@ const COMMANDS: Record<string, Command> = {
             if (r.stillFailing > 0) return 1;
             return 0;
           }
-          throw new UsageError('subscriptions needs one of: add, list, remove, test, failed, redrive');
+          throw new UsageError('subscriptions needs one of: add, rotate-secret, list, remove, test, failed, redrive');
         } catch (err) {
           if (err instanceof SubscriptionError) throw new UsageError(err.problems.join('\n'));
           throw err;

@@ -8,7 +8,7 @@ export { importFile } from './ops/importFile.js';
 export { KeyNameInUseError } from './ledger/ledger.js';
 export { reprocess } from './ops/reprocess.js';
 export { verify } from './ops/verify.js';
-export { addSubscription, adminOf, findSubscription, shown, testSubscription } from './events/manage.js';
+export { addSubscription, adminOf, findSubscription, rotateSecret, shown, testSubscription } from './events/manage.js';
 export { HostPolicy } from './events/hostPolicy.js';
 export { parseOffsetDateTime } from './reports/partnerReport.js';
 export { createServiceLogger } from './log.js';

@@ -57,6 +57,12 @@ export interface Config {
   rateLimits: { feedPerMinute: number; readPerMinute: number; authFailuresPerMinute: number };
   /** Express "trust proxy": how many proxies (load balancers) sit in front. */
   trustProxy: number;
+  /**
+   * The service's public address, the base of every absolute URL it writes (paging links, OGC
+   * and CAP links), never the request's Host (a cache would keep a forged one for everybody).
+   * Undefined: the address the API listens on, as it prints it (http://localhost:PORT).
+   */
+  publicBaseUrl: string | undefined;
   /** Timeouts of the S3 and SQS clients: a silent endpoint fails a call instead of hanging it. */
   aws: { connectTimeoutMs: number; requestTimeoutMs: number; maxAttempts: number };
   /** Longest a report's acceptance may take before the feed answers 503 (and a /ready probe, before it counts as failed). */
@@ -132,6 +138,7 @@ const envSchema = {
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 1 },
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
+    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[A-Za-z0-9.\\[\\]:-]+(/[A-Za-z0-9._~!$&\'()*+,;=:@%/-]*)?$' },
     CURSOR_SECRET: { type: 'string', minLength: 32 },
     AWS_CONNECT_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
     AWS_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
@@ -169,6 +176,7 @@ const messages: Record<string, string> = {
   ARCHIVE_MAX_WINDOW: 'must be a number of days (366 or 366d) or hours (72h)',
   WEBHOOK_ALLOW_HOSTS: 'must be a comma-separated list of host names, IP addresses or CIDRs (e.g. hooks.example.org,10.1.0.0/16)',
   SNS_TOPIC_ARN: 'must be an SNS topic ARN (arn:aws:sns:region:account:name)',
+  PUBLIC_BASE_URL: 'must be the http(s) address clients reach the service at, without query or fragment (e.g. https://floods.example.org)',
 };
 
 const ajv = new Ajv({ allErrors: true, coerceTypes: true });
@@ -252,6 +260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       authFailuresPerMinute: Number(v.RATE_LIMIT_AUTH_FAILURES_PER_MINUTE ?? 30),
     },
     trustProxy: Number(v.TRUST_PROXY ?? 0),
+    publicBaseUrl: v.PUBLIC_BASE_URL === undefined ? undefined : String(v.PUBLIC_BASE_URL).replace(/\/+$/, ''),
     cursorSecret: v.CURSOR_SECRET === undefined ? undefined : String(v.CURSOR_SECRET),
     aws: {
       connectTimeoutMs: seconds(v.AWS_CONNECT_TIMEOUT_SECONDS, 1),

@@ -2,7 +2,7 @@
 // embedded object store, the generated keys, the local caches. Writing and closing are
 // page-cache operations of microseconds, done synchronously; flushing, which waits for the
 // disk, goes to the thread pool.
-import { closeSync, fsync, open, openSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 const fsyncFd = promisify(fsync);
@@ -37,5 +37,30 @@ export async function fsyncDir(dir: string): Promise<void> {
     await fsyncFd(fd);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * DATA_DIR (keys, the ledger, webhook secrets) is created readable by its owner alone (0700).
+ * One that exists already is left as the operator made it; the secrets in it are 0600 anyway.
+ */
+export function ensureDataDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
+/**
+ * Makes an SQLite database file private (0600) before SQLite opens it: created with that mode
+ * when absent (SQLite gives its -wal and -shm files the database file's mode), and narrowed,
+ * with its -wal and -shm, when an earlier release left it readable by others.
+ */
+export function privateDatabaseFile(file: string): void {
+  closeSync(openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(f, 0o600);
+    } catch (err) {
+      // EPERM: another user's file, shared through the group; only its owner can narrow it.
+      if (!isCode(err, 'ENOENT') && !isCode(err, 'EPERM')) throw err;
+    }
   }
 }

@@ -9,6 +9,7 @@ import { PartCache } from './archive/partCache.js';
 import { BoundaryRepository } from './boundaries/repository.js';
 import type { Config } from './config.js';
 import { DuckDb } from './duckdb.js';
+import { ensureDataDir } from './files.js';
 import { Intake } from './ingest/intake.js';
 import { Reconciler } from './ingest/reconciler.js';
 import { createLogger, type Logger } from './log.js';
@@ -117,6 +118,8 @@ export async function awsClients(config: Config): Promise<{ s3?: S3Client; sqs?:
 
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const log = overrides.log ?? createLogger(config.logLevel);
+  // Before anything below makes it as a parent of its own directory (the store, the caches).
+  ensureDataDir(config.dataDir);
   const defaults = overrides.s3 || overrides.sqs ? {} : await awsClients(config);
   const s3 = overrides.s3 ?? defaults.s3;
   const sqs = overrides.sqs ?? defaults.sqs;

@@ -71,7 +71,7 @@ export async function startService(rt: Runtime, options: ServiceOptions): Promis
   if (options.api) {
     // The API asks itself for a short window before it resolves (http/warmUp.ts).
     const warmUp = new WarmUp();
-    const app = createApp(rt, { apiKeys: options.apiKeys, warmUp });
+    const app = createApp(rt, { apiKeys: options.apiKeys, warmUp, listeningUrl: () => url });
     const s = createHttpServer(app, rt.config.http, rt.log);
     server = await listen(s, options.port ?? rt.config.port, options.host ?? '0.0.0.0');
     const { port } = server.address() as AddressInfo;

@@ -209,13 +209,21 @@ async function loadBoundaries() {
     style: { color: '#7f8c8d', weight: 0.6, fillOpacity: 0 },
     onEachFeature: (f, layer) => {
       layer.options.className = `area area-${f.properties.psgc}`;
-      layer.bindTooltip(() => `${f.properties.name}: ${layer.count ?? 0} report${layer.count === 1 ? '' : 's'}`, { sticky: true });
+      // An element, not a string: Leaflet puts a string in as HTML, and names come from data.
+      layer.bindTooltip(() => textElement(`${f.properties.name}: ${layer.count ?? 0} report${layer.count === 1 ? '' : 's'}`), { sticky: true });
     },
   }).addTo(map);
   citiesLayer.bringToFront();
   map.fitBounds(citiesLayer.getBounds(), { padding: [10, 10] });
   document.getElementById('boundary-label').textContent = `${cities.features.length} cities, ${features.length} barangays`;
   return { cities, features };
+}
+
+/** A span holding `text` as text (never parsed as markup). */
+function textElement(text) {
+  const span = document.createElement('span');
+  span.textContent = text;
+  return span;
 }
 
 /** Five classes over the barangays' counts (quantiles of the non-zero ones). */

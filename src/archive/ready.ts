@@ -1,5 +1,5 @@
 // Ready texts: when a part is written (by the worker, compaction, reprocessing or a purge), its
-// reports are also serialised once into a sidecar object beside it under `ready/v2/` (same
+// reports are also serialised once into a sidecar object beside it under `ready/v3/` (same
 // path, outside the Parquet layout that Athena and pyarrow read): the GeoJSON Features, the
 // TopoJSON geometries and the CSV lines of every report, in answer order. A cold read of whole
 // hours is then a plain byte read of the sidecar streamed to the client: no DuckDB, no per-row
@@ -25,9 +25,16 @@ import { CHUNK_BYTES, takeChunk } from './readBuffers.js';
 import { ITEM_SQL, type FeatureShape } from './sql.js';
 import { statsKeyOf, writeStatsSidecar } from './statsSidecar.js';
 
-const READY_PREFIX = 'ready/v2/';
-/** Where sidecars were kept before v2 (zstd Parquet read back by DuckDB): deleted with their parts. */
-const OLD_READY_PREFIX = 'ready/v1/';
+const READY_PREFIX = 'ready/v3/';
+/**
+ * Where sidecars were kept before, by part key: v1 (zstd Parquet read back by DuckDB), v2 (CSV
+ * cells not yet guarded against formulas). Never read: a part whose sidecar is only there is
+ * answered by DuckDB until compaction writes its v3 one; they are deleted with their parts.
+ */
+function oldReadyKeysOf(partKey: string): string[] {
+  const rest = partKey.slice(REPORTS_PREFIX.length);
+  return [`ready/v1/${rest}`, `ready/v2/${rest.replace(/\.parquet$/, '')}.ready`];
+}
 
 /** The texts kept ready: a shape and the separator its items are joined by. */
 export const READY_TEXTS = [
@@ -59,7 +66,7 @@ export interface ReadyHour {
 
 /** The sidecar's first line. */
 export interface ReadyIndex {
-  version: 2;
+  version: 3;
   /** Hours with reports, newest first. Byte offsets count from the end of this line. */
   hours: ReadyHour[];
   /** Where the per-report index starts, how many reports it has, and the city codes it names. */
@@ -188,7 +195,7 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
   const parquetAt = itemsAt + block.byteLength;
   const parquet = await fs.readFile(answerParquet);
   body.push(parquet);
-  const index: ReadyIndex = { version: 2, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
+  const index: ReadyIndex = { version: 3, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
   // One write: given the pieces, writeFile awaits a write per piece (thousands for a busy part).
   await fs.writeFile(out, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]));
 }
@@ -227,7 +234,7 @@ export async function backfillReadyTexts(deps: { store: ObjectStore; db: DuckDb 
   } finally {
     await fs.rm(out, { force: true });
   }
-  await deps.store.delete([OLD_READY_PREFIX + part.key.slice(REPORTS_PREFIX.length)]);
+  await deps.store.delete(oldReadyKeysOf(part.key));
   return true;
 }
 
@@ -240,7 +247,7 @@ export async function storedIndex(store: ObjectStore, key: string): Promise<Read
     if (eol < 0 && head.length === length) continue;
     try {
       const index = JSON.parse(head.subarray(0, eol).toString('utf8')) as ReadyIndex;
-      return index.version === 2 ? index : undefined;
+      return index.version === 3 ? index : undefined;
     } catch {
       return undefined;
     }
@@ -250,7 +257,7 @@ export async function storedIndex(store: ObjectStore, key: string): Promise<Read
 /** Deletes parts, then their ready texts (a sidecar without its part is never read). */
 export async function deleteParts(store: ObjectStore, keys: readonly string[]): Promise<void> {
   await store.delete(keys);
-  await store.delete([...keys.map(readyKeyOf), ...keys.map(statsKeyOf), ...keys.map((k) => OLD_READY_PREFIX + k.slice(REPORTS_PREFIX.length))]);
+  await store.delete([...keys.map(readyKeyOf), ...keys.map(statsKeyOf), ...keys.flatMap(oldReadyKeysOf)]);
 }
 
 /** A sidecar file's index, and which version of the file it was read from. */
@@ -295,7 +302,7 @@ function readyFileOf(fd: number, file: string): ReadyFile {
     const eol = buf.subarray(0, n).indexOf(10);
     if (eol >= 0) {
       const index = JSON.parse(buf.subarray(0, eol).toString('utf8')) as ReadyIndex;
-      if (index.version !== 2) throw new Error(`unknown ready-text version in ${file}`);
+      if (index.version !== 3) throw new Error(`unknown ready-text version in ${file}`);
       return { file, version, base: eol + 1, index };
     }
     if (got === 0) throw new Error(`ready texts without an index: ${file}`);

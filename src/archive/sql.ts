@@ -98,7 +98,13 @@ const PROPERTIES = `{'pkey': pkey, 'created_at': ${ISO_MS}, 'source': source, 's
   'image_url': image_url, 'disaster_type': disaster_type, 'report_data': report_data,
   'tags': {'instance_region_code': instance_region_code, 'local_area_id': local_area_id}, 'title': title, 'text': text}`;
 
-const csv = (col: string) => `coalesce('"' || replace(${col}::VARCHAR, '"', '""') || '"', '')`;
+/**
+ * A text cell, quoted. One that begins with = + - @ tab or carriage return would be read as a
+ * formula by spreadsheets (CSV injection): it gets a leading ' inside the quotes, as OWASP
+ * advises. Only text columns pass here; lng/lat stay plain numbers.
+ */
+const csv = (col: string) =>
+  `coalesce('"' || CASE WHEN left(${col}::VARCHAR, 1) IN ('=', '+', '-', '@', chr(9), chr(13)) THEN '''' ELSE '' END || replace(${col}::VARCHAR, '"', '""') || '"', '')`;
 
 /** One report serialised in each shape, as a SQL expression over an archive row. */
 export const ITEM_SQL: Record<FeatureShape, string> = {

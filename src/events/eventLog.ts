@@ -4,11 +4,11 @@
 // monotonic sequence number (the stream's event id); recording an event also queues, in the same
 // transaction, one delivery per matching webhook subscription, so no event can be recorded
 // without its deliveries, nor announced twice after a crash (events are unique per report).
-import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import type { ArchiveRow } from '../archive/row.js';
+import { ensureDataDir, privateDatabaseFile } from '../files.js';
 import { CONNECTION_PRAGMAS, guardSync } from '../ledger/database.js';
 import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
@@ -91,8 +91,11 @@ export class EventLog implements EventFeed {
 
   constructor(dataDir: string, private readonly now: () => number = Date.now) {
     this.db = guardSync(() => {
-      fs.mkdirSync(dataDir, { recursive: true });
-      const db = new Database(path.join(dataDir, 'events.sqlite'), { timeout: 2_000 });
+      ensureDataDir(dataDir);
+      const file = path.join(dataDir, 'events.sqlite');
+      // It holds the webhook secrets.
+      privateDatabaseFile(file);
+      const db = new Database(file, { timeout: 2_000 });
       for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
       db.pragma('foreign_keys = ON');
       db.transaction(() => {
@@ -112,6 +115,7 @@ export class EventLog implements EventFeed {
       subscription: db.prepare('SELECT * FROM subscriptions WHERE id = ?'),
       addSubscription: db.prepare('INSERT INTO subscriptions (id, url, secret, admins, local_areas, kinds, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       removeSubscription: db.prepare('DELETE FROM subscriptions WHERE id = ?'),
+      setSecret: db.prepare('UPDATE subscriptions SET secret = ? WHERE id = ?'),
       addDelivery: db.prepare(
         `INSERT INTO deliveries (id, subscription_id, kind, at_ms, features, count, next_attempt_ms, state)
          VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')`,
@@ -212,6 +216,11 @@ export class EventLog implements EventFeed {
     guardSync(() =>
       this.stmts.addSubscription.run(s.id, s.url, s.secret, JSON.stringify(s.admins), JSON.stringify(s.localAreas), JSON.stringify(s.events), Date.parse(s.createdAt)),
     );
+  }
+
+  /** Replaces a subscription's signing secret; deliveries not yet made are signed with it (claims read it). False when there is none. */
+  setSecret(id: string, secret: string): boolean {
+    return guardSync(() => this.stmts.setSecret.run(secret, id).changes === 1);
   }
 
   /** Removes a subscription and what was waiting to be sent to it; false when there was none. */

@@ -54,8 +54,10 @@ export class HostPolicy {
     if (url.protocol === 'http:' && !allowed) return `must be https (http only for hosts in WEBHOOK_ALLOW_HOSTS)`;
     const host = bare(url.hostname);
     if (isIP(host)) return this.refuseAddress(host, host);
-    if (!allowed && (host === 'localhost' || host.endsWith('.localhost') || !host.includes('.'))) {
-      return `names a local host (${host}); add it to WEBHOOK_ALLOW_HOSTS to allow it`;
+    // A name's trailing dot (the DNS root) names the same host: `localhost.` is localhost.
+    const name = host.replace(/\.+$/, '');
+    if (!allowed && !this.allows(name) && isLocalName(name)) {
+      return `names a local or cloud metadata host (${host}); add it to WEBHOOK_ALLOW_HOSTS to allow it`;
     }
     return undefined;
   }
@@ -79,11 +81,24 @@ export class HostPolicy {
   }
 }
 
-/** Public unicast only: everything ipaddr.js does not class as plain "unicast" is refused. */
+/** Names that only mean something inside a network: special-use suffixes, and cloud metadata services. */
+const LOCAL_SUFFIXES = ['localhost', 'local', 'localdomain', 'internal', 'intranet', 'lan', 'home.arpa'];
+const METADATA_NAMES = new Set(['metadata.goog', 'metadata.google.internal', 'instance-data.ec2.internal', 'metadata.tencentyun.com', 'metadata.platformequinix.com']);
+
+function isLocalName(name: string): boolean {
+  return !name.includes('.') || METADATA_NAMES.has(name) || LOCAL_SUFFIXES.some((s) => name === s || name.endsWith(`.${s}`));
+}
+
+/**
+ * Public unicast only: everything ipaddr.js does not class as plain "unicast" is refused, and so
+ * is ::/96 (IPv4-compatible IPv6, deprecated), which it calls unicast though `::7f00:1` is
+ * 127.0.0.1 to some stacks.
+ */
 export function isPublic(address: string): boolean {
   try {
     let ip = ipaddr.parse(address);
     if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    if (ip.kind() === 'ipv6' && ip.match(ipaddr.parseCIDR('::/96'))) return false;
     return ip.range() === 'unicast';
   } catch {
     return false;

@@ -6,7 +6,7 @@ import { CLOUDEVENT_TYPE } from './events.js';
 import type { Delivery, EventLog } from './eventLog.js';
 import { HostPolicy } from './hostPolicy.js';
 import type { ObjectWebhooks } from './objectWebhooks.js';
-import { newSubscription, SubscriptionError, type Subscription, type SubscriptionInput } from './subscriptions.js';
+import { newSubscription, secretProblems, SubscriptionError, type Subscription, type SubscriptionInput } from './subscriptions.js';
 import { cloudEventBody, post, signedHeaders, type Attempt } from './webhook.js';
 
 export const TEST_EVENT_TYPE = 'ph.floodarchive.test.v1';
@@ -24,6 +24,8 @@ export interface WebhookAdmin {
   list(): Promise<Subscription[]>;
   get(id: string): Promise<Subscription | undefined>;
   remove(id: string): Promise<boolean>;
+  /** Replaces the signing secret, keeping what waits to be delivered; false when there is no such subscription. */
+  setSecret(id: string, secret: string): Promise<boolean>;
   backlog(subs: readonly Subscription[]): Promise<Map<string, { pending: number; setAside: number }>>;
   failed(): Promise<Delivery[]>;
   redrive(subscriptionId: string | undefined, policy: HostPolicy, timeoutMs: number): Promise<RedriveResult>;
@@ -35,6 +37,7 @@ export function sqliteAdmin(log: EventLog): WebhookAdmin {
     list: async () => log.subscriptions(),
     get: async (id) => log.subscription(id),
     remove: async (id) => log.removeSubscription(id),
+    setSecret: async (id, secret) => log.setSecret(id, secret),
     backlog: async () => log.backlog(),
     failed: async () => log.deliveries('set_aside'),
     // The dispatcher sends them again from a fresh start, with its backoff.
@@ -48,6 +51,7 @@ export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
     list: () => hooks.list(),
     get: (id) => hooks.get(id),
     remove: (id) => hooks.remove(id),
+    setSecret: (id, secret) => hooks.setSecret(id, secret),
     backlog: async (subs) => hooks.backlog(await Promise.all(subs.map(async (s) => (await hooks.get(s.id))!))),
     failed: async () => (await hooks.setAsideBatches()).map(({ features: _features, ...d }) => d),
     // Each set-aside batch is sent now, once, under its own id; those delivered are dropped.
@@ -97,6 +101,13 @@ export async function findSubscription(rt: Runtime, id: string): Promise<Subscri
   const sub = await adminOf(rt).get(id);
   if (!sub) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
   return sub;
+}
+
+/** Gives a subscription a new signing secret; its undelivered events are kept and signed with it. */
+export async function rotateSecret(rt: Runtime, id: string, secret: string): Promise<void> {
+  const problems = secretProblems(secret);
+  if (problems.length > 0) throw new SubscriptionError(problems);
+  if (!(await adminOf(rt).setSecret(id, secret))) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
 }
 
 /** Sends a signed test event (an empty FeatureCollection) to a subscription now. */

@@ -71,6 +71,14 @@ export class ObjectWebhooks {
     return o ? (JSON.parse(o.body.toString('utf8')) as StoredSubscription) : undefined;
   }
 
+  /** Replaces a subscription's signing secret (its cursor, so what waits, is kept); false when there is none. */
+  async setSecret(id: string, secret: string): Promise<boolean> {
+    const s = await this.get(id);
+    if (!s) return false;
+    await this.store.put(this.key(id), JSON.stringify({ ...s, secret }));
+    return true;
+  }
+
   /** Removes a subscription, its cursor and what was set aside for it; false when there was none. */
   async remove(id: string): Promise<boolean> {
     const s = await this.get(id);
@@ -169,7 +177,12 @@ export function objectWebhookDispatcher(hooks: ObjectWebhooks, feed: EventFeed, 
         const subs = await hooks.list();
         const ids = new Set(subs.map((s) => s.id));
         for (const id of consumers.keys()) if (!ids.has(id)) consumers.delete(id);
-        for (const sub of subs) if (!consumers.has(sub.id)) consumers.set(sub.id, { sub, consumer: consumerOf(sub) });
+        for (const sub of subs) {
+          const known = consumers.get(sub.id);
+          // A rotated secret signs the next attempt (the consumer holds this object).
+          if (known) known.sub.secret = sub.secret;
+          else consumers.set(sub.id, { sub, consumer: consumerOf(sub) });
+        }
         return [...consumers.values()].map((c) => c.consumer);
       },
       async housekeeping() {

@@ -39,13 +39,19 @@ export class SubscriptionError extends Error {
   }
 }
 
+/** What is wrong with a signing secret (nothing: empty). */
+export function secretProblems(secret: string): string[] {
+  if (secret.length < MIN_SECRET_LENGTH) return [`the secret must be at least ${MIN_SECRET_LENGTH} characters (e.g. openssl rand -hex 32)`];
+  if (secret.length > 512) return ['the secret must be at most 512 characters'];
+  return [];
+}
+
 /** A new subscription from ops' input, or SubscriptionError listing every problem. */
 export function newSubscription(input: SubscriptionInput, policy: HostPolicy, known: KnownAreas, now = new Date()): Subscription {
   const problems: string[] = [];
   const whyUrl = policy.refuseUrl(input.url);
   if (whyUrl) problems.push(`--url ${JSON.stringify(input.url.slice(0, 200))} ${whyUrl}`);
-  if (input.secret.length < MIN_SECRET_LENGTH) problems.push(`--secret must be at least ${MIN_SECRET_LENGTH} characters (e.g. openssl rand -hex 32)`);
-  else if (input.secret.length > 512) problems.push('--secret must be at most 512 characters');
+  problems.push(...secretProblems(input.secret));
   for (const code of input.admins) if (!known.cities.has(code)) problems.push(`--admin ${JSON.stringify(code)} is not a city code of the current boundaries (${[...known.cities].join(', ')})`);
   for (const code of input.localAreas) if (!known.localAreas.has(code)) problems.push(`--local-area ${JSON.stringify(code)} is not a barangay PSGC code of the current boundaries`);
   const events = input.events.length === 0 ? ['archived'] : input.events;

@@ -34,6 +34,8 @@ export interface AppOptions {
   apiKeys: readonly ApiKey[];
   /** The process's own start-up requests: left out of the access log, the metrics and the rate limits. */
   warmUp?: WarmUp;
+  /** The address the API listens on, once it does: the public base when PUBLIC_BASE_URL is unset. */
+  listeningUrl?: () => string | undefined;
 }
 
 /** Paths the service answers, with the methods each allows (for 405 + Allow). */
@@ -69,6 +71,8 @@ const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swag
 export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   const app = express();
   const knownKeys = new Set(options.apiKeys.map((k) => k.key));
+  // Absolute URLs in answers start here, whatever Host a request names.
+  const publicBase = () => rt.config.publicBaseUrl ?? options.listeningUrl?.() ?? `http://localhost:${rt.config.port}`;
   // One key for every paged route's cursors, loaded on first use.
   const cursors = new CursorCodec(() => cursorSecret(rt.config, rt.store));
   app.disable('x-powered-by');
@@ -102,7 +106,7 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
   app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes, clientOf: (req) => clientKey(req, rt.config.trustProxy) }));
-  app.use(capRouter({ events: rt.feed, boundaries: rt.boundaries }));
+  app.use(capRouter({ events: rt.feed, boundaries: rt.boundaries, publicBase }));
   app.use(
     archiveRouter({
       archive: rt.archive,
@@ -111,13 +115,14 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
       tmpDir: path.join(rt.config.tmpDir, 'exports'),
       cursors,
       admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.queueMs),
+      publicBase,
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
   );
 
   app.use(reportsRouter({ archive: rt.archive, ledger: rt.ledger }));
 
-  app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors }));
+  app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }));
 
   const document = JSON.stringify(openApiDocument());
   app.get('/openapi.json', (_req, res) => {

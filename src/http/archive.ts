@@ -48,6 +48,8 @@ export interface ArchiveRouteDeps {
   cursors: CursorCodec;
   /** Turns of heavy answers (whole windows): a bounded number at once. */
   admission: Admission;
+  /** The base of the absolute URLs of paging links (config, never the request's Host). */
+  publicBase: () => string;
 }
 
 interface ArchiveRequest {
@@ -171,7 +173,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
       // A sync's pages all hold the changes up to the first page's watermark, which its cursor carries.
       const receivedBeforeMs = query.updatedAfterMs !== undefined ? window.watermarkMs : (query.after?.receivedBeforeMs ?? query.receivedBeforeMs!);
       const cursor: Cursor = { ...page.next, receivedBeforeMs };
-      res.set('Link', `<${nextUrl(req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
+      res.set('Link', `<${nextUrl(deps.publicBase(), req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
     }
     await send(Readable.from(renderArchive(toAsync(page.batches), text, watermarkField(query, window).watermark)), encoding, res);
   });
@@ -282,11 +284,11 @@ function fileName(query: WindowQuery, format: ArchiveFormat): string {
   return `flood-reports_${stamp(query.startMs)}_${stamp(query.endMs)}${query.admin ? `_${query.admin}` : ''}.${ext}`;
 }
 
-function nextUrl(req: Request, cursor: string): string {
+function nextUrl(base: string, req: Request, cursor: string): string {
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(req.query as Record<string, string>)) if (k !== 'cursor') params.set(k, v);
   params.set('cursor', cursor);
-  return `${req.protocol}://${req.get('host')}${req.baseUrl}${req.path}?${params.toString().replace(/\+/g, '%20')}`;
+  return `${base}${req.baseUrl}${req.path}?${params.toString().replace(/\+/g, '%20')}`;
 }
 
 /** The filters a page cursor is bound to: a cursor used with other filters is refused. */

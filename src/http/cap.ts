@@ -1,7 +1,7 @@
 // CAP 1.2 for alerting systems: GET /reports/cap.atom (an Atom feed of one alert per report created
 // in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
 // the event log the worker writes (on either backend), so they need no archive query.
-import { Router, type Request } from 'express';
+import { Router } from 'express';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { HttpError } from '../errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
@@ -17,6 +17,8 @@ const FEED_LIMIT = 1000;
 export interface CapDeps {
   events: EventFeed;
   boundaries: BoundaryRepository;
+  /** The base of the alerts' ids and links (config, never the request's Host: these answers are cached publicly). */
+  publicBase: () => string;
 }
 
 export function capRouter(deps: CapDeps): Router {
@@ -32,7 +34,7 @@ export function capRouter(deps: CapDeps): Router {
     throwIfAny(details);
     const events = deps.events;
     const now = Date.now();
-    const base = baseUrl(req);
+    const base = deps.publicBase();
     const names = await areaNames(deps);
     const alerts = (await events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
       .filter((e) => values.admin === undefined || e.feature.properties.tags.instance_region_code === values.admin)
@@ -56,7 +58,7 @@ export function capRouter(deps: CapDeps): Router {
       throw new HttpError(404, `No alert for ${pkey}: it is not archived, or older than the events kept.`, [{ in: 'path', field: 'pkey', message: 'has no alert' }]);
     }
     res.set('Cache-Control', 'public, max-age=300').type('application/cap+xml; charset=utf-8');
-    res.send(capDocument(alertOf(event, baseUrl(req)), await areaNames(deps)));
+    res.send(capDocument(alertOf(event, deps.publicBase()), await areaNames(deps)));
   });
 
   return router;
@@ -64,10 +66,6 @@ export function capRouter(deps: CapDeps): Router {
 
 function alertOf(e: StoredEvent, base: string): CapAlert {
   return { feature: e.feature, sentMs: e.at_ms, url: `${base}/reports/${encodeURIComponent(e.pkey)}.cap` };
-}
-
-function baseUrl(req: Request): string {
-  return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 }
 
 async function areaNames(deps: CapDeps): Promise<AreaNames> {

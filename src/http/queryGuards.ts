@@ -4,9 +4,12 @@
 // histories, so it is refused, and redacted from our own request log.
 import querystring from 'node:querystring';
 import type { RequestHandler } from 'express';
+import { KEY_PATTERN } from '../apiKeys.js';
 import { BadRequestError } from '../errors.js';
 
 export const MAX_QUERY_PARAMETERS = 100;
+
+const KEY_SHAPED = new RegExp(`^${KEY_PATTERN}$`);
 
 /** Words that make a parameter name a credential's: api_key, apiKey, X-Api-Key, access_token, sig, password… (not "keyword", "author"). */
 const CREDENTIAL_WORDS = new Set([
@@ -69,7 +72,11 @@ export function checkQueryString(url: string): void {
   }
 }
 
-/** The URL with the value of every credential-like parameter, and of any parameter whose value is a known key, replaced. */
+/**
+ * The URL with the value of every credential-like parameter, and of every parameter whose value
+ * has the shape of a key (KEY_PATTERN: any key, configured, kept in the ledger or not yet
+ * known), replaced. Cursors have that shape too: they go as well, being opaque to a reader.
+ */
 export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {
   const at = url.indexOf('?');
   if (at < 0) return url;
@@ -94,5 +101,6 @@ function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<stri
       return s;
     }
   };
-  return isCredentialName(decode(rawName)) || knownKeys.has(decode(rawValue));
+  const value = decode(rawValue);
+  return isCredentialName(decode(rawName)) || knownKeys.has(value) || KEY_SHAPED.test(value);
 }

@@ -2,10 +2,10 @@
 // durable queue, shared by every process on that directory (serve, worker, scheduler, CLI).
 // WAL with synchronous=FULL: a commit is on disk before it returns, and readers never block
 // the writer. Writers from several processes take turns through SQLite's own lock.
-import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { UnavailableError } from '../errors.js';
+import { ensureDataDir, privateDatabaseFile } from '../files.js';
 import { pause } from '../pause.js';
 
 export type Db = Database.Database;
@@ -112,7 +112,8 @@ const MIGRATIONS: string[] = [
 export function openLedgerDb(dataDir: string): Db {
   const file = path.join(dataDir, 'ledger.sqlite');
   return guardSync(() => {
-    fs.mkdirSync(dataDir, { recursive: true });
+    ensureDataDir(dataDir);
+    privateDatabaseFile(file);
     const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     try {
       for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);

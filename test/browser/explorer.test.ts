@@ -344,6 +344,37 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
+  it('shows a barangay name from the data as text in its tooltip, never as markup', async () => {
+    const hostile = '<img src=x onerror="window.__injected=1">';
+    const before = await svc.rt.boundaries.current();
+    const [lat, lng] = PLACES[0]!;
+    const psgc = before.tagger.tag(lng, lat).local_area_id!;
+    const set = await loadPsaBoundaries();
+    for (const f of set.localAreas.features) if (f.properties.psgc === psgc) f.properties.name = hostile;
+    await svc.rt.boundaries.publish({ ...set, label: `${set.label}, one name hostile` });
+    const { page, errors, close } = await openPage();
+    try {
+      // An empty window: no report points lie over the barangays, the pointer reaches them.
+      await page.goto(`${svc.url}/?w=custom&start=2024-01-01T00%3A00&end=2024-01-31T23%3A59`);
+      expect(await settled(page)).toBe('empty');
+      const xy = await page.evaluate(([la, ln]) => {
+        const p = (window as any).floodExplorer.map.latLngToContainerPoint([la, ln]);
+        const box = document.getElementById('map')!.getBoundingClientRect();
+        return { x: box.left + p.x, y: box.top + p.y };
+      }, [lat, lng]);
+      await page.mouse.move(xy.x, xy.y);
+      const tooltip = page.locator('.leaflet-tooltip');
+      await tooltip.waitFor({ timeout: 5_000 });
+      expect(await tooltip.innerText()).toBe(`${hostile}: 0 reports`);
+      expect(await page.locator('.leaflet-tooltip img').count()).toBe(0);
+      expect(await page.evaluate(() => (window as any).__injected)).toBeUndefined();
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+      await svc.rt.boundaries.rollback(before.version);
+    }
+  });
+
   it('says so when the window is empty', async () => {
     const { page, close } = await openPage();
     try {

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { addSubscription } from '../../src/events/manage.js';
+import { addSubscription, rotateSecret } from '../../src/events/manage.js';
 import { ObjectSequence } from '../../src/events/sequence.js';
 import { UnavailableError } from '../../src/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
@@ -74,6 +74,30 @@ async function postAll(url: string, ids: number[]): Promise<void> {
 }
 
 describe('webhooks on AWS (fauxqs)', () => {
+  it('signs what waits with a rotated secret, keeping its event ids', async () => {
+    const emu = await emulator();
+    const svc = await service(await testConfig('aws', emu, ENV), emu);
+    const hook = await receiver();
+    const rotated = 'a-rotated-secret-of-thirty-two-chars';
+    // The receiver already holds the new secret: it refuses anything signed otherwise.
+    hook.answer = (req, _n, body) => ({ status: verifies({ headers: req.headers, body }, rotated) ? 204 : 503 });
+    const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(svc.url, [61, 62]);
+    await allArchived(svc.rt);
+    await eventually(async () => (hook.received.length >= 2 ? true : undefined), 15_000, 'attempts signed with the first secret');
+    const first = hook.received[0]!;
+    expect(verifies(first, SECRET)).toBe(true);
+
+    await rotateSecret(svc.rt, sub.id, rotated);
+    expect((await svc.rt.webhookAdmin.get(sub.id))?.secret).toBe(rotated);
+    const delivered = await eventually(async () => {
+      const ok = hook.received.filter((g) => verifies(g, rotated));
+      return ok.flatMap((g) => pkeysOf(g.body)).length >= 2 ? ok : undefined;
+    }, 30_000, 'delivered with the new secret');
+    expect(delivered.flatMap((g) => pkeysOf(g.body)).sort()).toEqual(['partner-61', 'partner-62']);
+    expect(delivered.map((g) => g.headers['webhook-id'])).toContain(first.headers['webhook-id']);
+  }, 60_000);
+
   it('POSTs each archived report once, signed, to the subscriptions that filter for it; subscriptions are kept in the bucket', async () => {
     const emu = await emulator();
     const svc = await service(await testConfig('aws', emu, ENV), emu);

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { keyDigest, newKey } from '../../src/apiKeys.js';
 import { createLogger } from '../../src/log.js';
 import { newPartKey } from '../../src/reports/layout.js';
 import { writePartFile } from '../support/parts.js';
@@ -43,6 +44,26 @@ describe('request logs', () => {
       const retracted = lines.map((l) => JSON.parse(l)).filter((l) => l.req?.id === 'retract-501');
       expect(retracted.map((l) => l.msg)).toEqual(['report retracted', 'request completed']);
       expect(retracted[0]).toMatchObject({ req: { method: 'DELETE', url: '/feeds/partner/501' }, pkey: pkeyOf(501) });
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('redact from logged URLs every value shaped like a key: ledger keys, unknown ones, cursors', async () => {
+    const { lines, sink } = logSink();
+    const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
+    const svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', sink) }), { worker: false, reconcile: false });
+    try {
+      // A key kept in the ledger (`flood-archive keys add`), not in API_KEYS; and one this service never saw.
+      const ledgerKey = newKey();
+      await svc.rt.ledger.addKey('partner-b', keyDigest(ledgerKey));
+      const stranger = 'Zx9-abcdefghijklmnop_QRSTUV.0123';
+      for (const q of [`q=${ledgerKey}`, `note=${encodeURIComponent(stranger)}`]) expect((await fetch(`${svc.url}/health?${q}`)).status).toBeLessThan(500);
+      const page = await fetch(`${svc.url}/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=${'A'.repeat(40)}`, { headers: { 'User-Agent': 'log-tests/1.0' } });
+      expect(page.status).toBe(400);
+      const urls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed').map((l) => l.req.url as string);
+      expect(urls).toEqual(['/health?q=[redacted]', '/health?note=[redacted]', '/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=[redacted]']);
+      expect(lines.join('\n')).not.toContain(ledgerKey);
     } finally {
       await svc.stop();
     }

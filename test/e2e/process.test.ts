@@ -37,13 +37,18 @@ async function waitFor(output: () => string, pattern: RegExp, ms = 20_000): Prom
 
 describe('the service process', () => {
   it('creates an API key once (mode 0600), flushes buffered reports on SIGTERM, and serves them after a restart', async () => {
-    const dataDir = await tempDir();
+    // A DATA_DIR that does not exist yet: the service makes it.
+    const dataDir = path.join(await tempDir(), 'data');
     const env = { DATA_DIR: dataDir, PORT: '0', FLUSH_INTERVAL_SECONDS: '600' };
     const first = start(env);
     const url = (await waitFor(first.output, /listening on (http:\/\/\S+)/))[1]!;
     const key = (await waitFor(first.output, /Partner API key \(created [^)]+\): (\S+)/))[1]!;
-    const stat = await fs.stat(path.join(dataDir, 'api-key'));
-    expect(stat.mode & 0o777).toBe(0o600);
+    // Keys, the ledger and the webhook secrets are the owner's alone, the databases' journals too.
+    const mode = async (name: string) => (await fs.stat(path.join(dataDir, name))).mode & 0o777;
+    expect(await mode('.')).toBe(0o700);
+    for (const name of ['api-key', 'ledger.sqlite', 'ledger.sqlite-wal', 'ledger.sqlite-shm', 'events.sqlite', 'events.sqlite-wal', 'events.sqlite-shm']) {
+      expect(await mode(name), name).toBe(0o600);
+    }
 
     expect((await postReport(url, report(7), { key })).status).toBe(201);
     first.child.kill('SIGTERM');
@@ -51,9 +56,14 @@ describe('the service process', () => {
     const hour = path.join(dataDir, 'store/reports/v1/year=2026/month=11/day=21/hour=05');
     expect((await fs.readdir(hour)).filter((f) => f.endsWith('.parquet'))).toHaveLength(1);
 
+    // A database an earlier release left readable by others is made private at the next start.
+    await fs.chmod(path.join(dataDir, 'ledger.sqlite'), 0o644);
     const second = start(env);
     const url2 = (await waitFor(second.output, /listening on (http:\/\/\S+)/))[1]!;
-    expect((await waitFor(second.output, /Partner API key \(read [^)]+\): (\S+)/))[1]).toBe(key);
+    // The key is printed when it is created, never again: output ends up in logs.
+    await waitFor(second.output, /Partner API key: in \S+api-key/);
+    expect(second.output()).not.toContain(key);
+    expect(await mode('ledger.sqlite')).toBe(0o600);
     const res = await getJson(`${url2}/reports/archive?start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&geoformat=geojson`);
     expect(res.body.result.features.map((f: any) => f.properties.pkey)).toEqual(['partner-local-7']);
     expect((await postReport(url2, report(7), { key })).status).toBe(200);

@@ -17,8 +17,10 @@ describe('flood-archive subscriptions', () => {
   it('adds, lists (without secrets), tests and removes a subscription', async () => {
     hook = await startReceiver();
     const env = { DATA_DIR: await tempDir(), WEBHOOK_ALLOW_HOSTS: '127.0.0.1' };
-    const added = await run(['subscriptions', 'add', '--url', hook.url, '--secret', SECRET, '--admin', 'PH-QC', '--events', 'archived,retracted', '--json'], env);
+    // The secret from standard input: never in the process list or the shell history.
+    const added = await run(['subscriptions', 'add', '--url', hook.url, '--secret-file', '-', '--admin', 'PH-QC', '--events', 'archived,retracted', '--json'], env, `${SECRET}\n`);
     expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toBe('');
     const sub = JSON.parse(added.stdout);
     expect(sub).toMatchObject({ url: hook.url, admins: ['PH-QC'], localAreas: [], events: ['archived', 'retracted'] });
     expect(sub.secret).toBeUndefined();
@@ -65,5 +67,38 @@ describe('flood-archive subscriptions', () => {
     const badConfig = await run(['subscriptions', 'list'], { ...env, WEBHOOK_ALLOW_HOSTS: '10.0.0.0/99' });
     expect(badConfig.code).toBe(78);
     expect(badConfig.stderr).toMatch(/WEBHOOK_ALLOW_HOSTS/);
+  });
+
+  it('refuses at registration the local and metadata hosts that delivery would refuse', async () => {
+    const env = { DATA_DIR: await tempDir() };
+    const refused: [string, RegExp][] = [
+      // IPv4-compatible IPv6 (::/96): 127.0.0.1 and the metadata address in another form.
+      ['https://[::7f00:1]/hook', /::7f00:1 is a private, loopback, link-local or reserved address/],
+      ['https://[::a9fe:a9fe]/hook', /::a9fe:a9fe is a private, loopback, link-local or reserved address/],
+      ['https://localhost./hook', /names a local or cloud metadata host \(localhost\.\)/],
+      ['https://metadata.google.internal/computeMetadata/v1/', /names a local or cloud metadata host \(metadata\.google\.internal\)/],
+      ['https://metadata.google.internal./computeMetadata/v1/', /names a local or cloud metadata host/],
+      ['https://metadata.goog/computeMetadata/v1/', /names a local or cloud metadata host \(metadata\.goog\)/],
+      ['https://instance-data.ec2.internal/latest/meta-data/', /names a local or cloud metadata host/],
+    ];
+    for (const [url, why] of refused) {
+      const added = await run(['subscriptions', 'add', '--url', url, '--secret', SECRET], env);
+      expect(added.code, url).toBe(2);
+      expect(added.stderr, url).toMatch(why);
+    }
+    expect(JSON.parse((await run(['subscriptions', 'list', '--json'], env)).stdout)).toEqual([]);
+    // A public name is still accepted; --secret still works, with a warning.
+    const plain = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET], env);
+    expect(plain.code).toBe(0);
+    expect(plain.stderr).toMatch(/warning: --secret leaves the secret in the process list/);
+    const both = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET, '--secret-file', '-'], env, SECRET);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--secret-file or --secret, not both/);
+    const none = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood'], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/--secret-file is required/);
+    const missing = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret-file', '/nonexistent/secret'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read --secret-file \/nonexistent\/secret/);
   });
 });

@@ -2,11 +2,13 @@
 // WEBHOOK_ALLOW_HOSTS) gets every archived report, signed, exactly once by event id, through
 // failures, a slow neighbour and a worker killed mid-stream; bad subscriptions store nothing.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { addSubscription } from '../../src/events/manage.js';
 import { SubscriptionError } from '../../src/events/subscriptions.js';
+import { runCli } from '../support/cli.js';
 import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 
@@ -117,6 +119,45 @@ describe('webhooks', () => {
     expect(new Set(ids).size).toBeLessThan(ids.length);
     for (const g of hook.received) expect(verifies(g, SECRET)).toBe(true);
   });
+
+  it('rotates a secret read from a file or standard input: undelivered events are kept and signed with the new one', async () => {
+    const svc = await service();
+    const hook = await receiver();
+    const rotatedSecret = 'a-rotated-secret-of-thirty-two-chars';
+    // The receiver already holds the new secret: it refuses anything signed otherwise.
+    hook.answer = (req, _n, body) => ({ status: verifies({ headers: req.headers, body }, rotatedSecret) ? 204 : 503 });
+    const env = { ...ENV, DATA_DIR: svc.rt.config.dataDir };
+    const file = path.join(svc.rt.config.dataDir, 'webhook-secret');
+    await fs.writeFile(file, `${SECRET}\n`, { mode: 0o600 });
+    const added = await runCli(['subscriptions', 'add', '--url', hook.url, '--secret-file', file, '--json'], env);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toBe('');
+    const id = JSON.parse(added.stdout).id as string;
+
+    await postAll(svc.url, [41, 42]);
+    await allArchived(svc.rt);
+    await eventually(async () => (hook.received.length >= 2 ? true : undefined), 10_000, 'attempts signed with the first secret');
+    const first = hook.received[0]!;
+    expect(verifies(first, SECRET)).toBe(true);
+
+    const rotated = await runCli(['subscriptions', 'rotate-secret', '--id', id, '--secret-file', '-'], env, `${rotatedSecret}\n`);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.stdout).toContain(id);
+    await eventually(async () => (svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 15_000, 'delivered after the rotation');
+    const delivered = hook.received.filter((g) => verifies(g, rotatedSecret));
+    expect(delivered.map((g) => pkeysOf(g.body)).flat().sort()).toEqual(['partner-41', 'partner-42']);
+    // The same events as those refused before: kept, not dropped or re-minted.
+    expect(delivered.map((g) => g.headers['webhook-id'])).toContain(first.headers['webhook-id']);
+    expect(delivered.every((g) => !verifies(g, SECRET))).toBe(true);
+    expect(svc.rt.events!.deliveries('set_aside')).toEqual([]);
+
+    const unknown = await runCli(['subscriptions', 'rotate-secret', '--id', 'sub_nope', '--secret-file', '-'], env, rotatedSecret);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no subscription "sub_nope"/);
+    const short = await runCli(['subscriptions', 'rotate-secret', '--id', id, '--secret-file', '-'], env, 'short\n');
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/at least 24 characters/);
+  }, 60_000);
 
   it('sets a delivery aside after its retry period, lists it, and redrives it', async () => {
     const svc = await service({ WEBHOOK_RETRY_HOURS: '0.0005' }); // 1.8 s

@@ -329,7 +329,7 @@ describe('ECS: one image, three processes', () => {
     expect(ofType('AWS::ECS::Service')).toHaveLength(3);
   });
 
-  it('gives every process the storage, queue, region and flush interval, and the API one proxy hop to trust', () => {
+  it('gives every process the storage, queue, region and flush interval, and the API one proxy hop to trust and its public address', () => {
     const common = [
       { Name: 'STORAGE_URL', Value: { 'Fn::Join': ['', ['s3://', { Ref: logicalId(stack.bucket) }, '/']] } },
       { Name: 'QUEUE_URL', Value: { Ref: logicalId(stack.queue) } },
@@ -342,6 +342,8 @@ describe('ECS: one image, three processes', () => {
           { Name: 'TRUST_PROXY', Value: '1' },
           { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' },
           { Name: 'METRICS_PORT', Value: '9464' },
+          // Links in answers are built on the load balancer's name, never on a request's Host.
+          { Name: 'PUBLIC_BASE_URL', Value: { 'Fn::Join': ['', ['http://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]] } },
         ],
         worker: [{ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } }],
       };

@@ -12,8 +12,8 @@ export interface Received {
 export interface Receiver {
   url: string;
   received: Received[];
-  /** How the next request is answered (status, and an optional delay before answering). */
-  answer: (req: http.IncomingMessage, n: number) => { status: number; delayMs?: number; headers?: Record<string, string> };
+  /** How the next request is answered (status, and an optional delay before answering); `body` is what it sent. */
+  answer: (req: http.IncomingMessage, n: number, body: string) => { status: number; delayMs?: number; headers?: Record<string, string> };
   close(): Promise<void>;
 }
 
@@ -36,7 +36,7 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
     req.setEncoding('utf8');
     req.on('data', (c: string) => (body += c));
     req.on('end', () => {
-      const a = receiver.answer(req, n++);
+      const a = receiver.answer(req, n++, body);
       received.push({ headers: req.headers, body, at: Date.now() });
       const reply = () => {
         if (res.destroyed) return;

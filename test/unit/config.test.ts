@@ -14,6 +14,14 @@ describe('config', () => {
     expect(c.cacheDir).toBe('/srv/app/data/cache');
   });
 
+  it('takes PUBLIC_BASE_URL without its trailing slash, and refuses one with a query or no scheme', () => {
+    expect(loadConfig({}, '/').publicBaseUrl).toBeUndefined();
+    expect(loadConfig({ PUBLIC_BASE_URL: 'https://floods.example.org/archive/' }, '/').publicBaseUrl).toBe('https://floods.example.org/archive');
+    for (const bad of ['floods.example.org', 'https://floods.example.org/?a=1', 'https://floods.example.org/#x', 'ftp://floods.example.org']) {
+      expect(() => loadConfig({ PUBLIC_BASE_URL: bad }, '/'), bad).toThrow(/PUBLIC_BASE_URL/);
+    }
+  });
+
   it('reads every documented variable', () => {
     const c = loadConfig(
       {

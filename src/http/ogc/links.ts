@@ -1,5 +1,5 @@
 // Links of OGC API – Features (in bodies and as RFC 8288 Link headers).
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 
 export interface Link {
   href: string;
@@ -12,9 +12,9 @@ export const GEOJSON = 'application/geo+json';
 export const JSON_TYPE = 'application/json';
 export const OPENAPI_30 = 'application/vnd.oai.openapi+json;version=3.0';
 
-/** The absolute base of the OGC API as the client addressed it (trust proxy decides protocol and host). */
-export function baseUrl(req: Request): string {
-  return `${req.protocol}://${req.get('host') ?? 'localhost'}/ogc`;
+/** The absolute base of the OGC API, from the configured public base (never the request's Host). */
+export function ogcBase(publicBase: string): string {
+  return `${publicBase}/ogc`;
 }
 
 /** A query string from parameters, `+` never used for spaces (RFC 3986, as the archive's links). */

@@ -15,7 +15,7 @@ import { applyEncoding, encoder, negotiateEncoding } from '../encoding.js';
 import { readQuery, throwIfAny } from '../query.js';
 import { BoundaryItems, type BoundaryCollection } from './boundaryItems.js';
 import { CONFORMS_TO, CRS84, GREGORIAN } from './conformance.js';
-import { baseUrl, GEOJSON, JSON_TYPE, OPENAPI_30, queryString, setLinkHeader, type Link } from './links.js';
+import { GEOJSON, ogcBase, JSON_TYPE, OPENAPI_30, queryString, setLinkHeader, type Link } from './links.js';
 import { openApiDocument } from '../openapi.js';
 import { ogcOpenApi30From } from './openapi.js';
 import { readBbox, readDatetime, readLimit, type Bbox } from './params.js';
@@ -29,6 +29,8 @@ export interface OgcDeps {
   maxWindowMs: number;
   /** Signs the reports' cursors (src/http/cursor.ts): one not issued here fails before a field is read. */
   cursors: CursorCodec;
+  /** The base of every link (config, never the request's Host). */
+  publicBase: () => string;
   now?: () => number;
 }
 
@@ -67,7 +69,7 @@ export function ogcRouter(deps: OgcDeps): Router {
 
   router.get(['/ogc', '/ogc/'], async (req, res) => {
     throwIfAny(query(req).details);
-    const base = baseUrl(req);
+    const base = ogcBase(deps.publicBase());
     await sendJson(req, res, JSON_TYPE, {
       title: 'Flood report archive – OGC API – Features',
       description: 'Flood reports in the Philippines, their cities and barangays, as OGC API – Features (Part 1: Core, GeoJSON, OpenAPI 3.0).',
@@ -94,7 +96,7 @@ export function ogcRouter(deps: OgcDeps): Router {
   });
 
   const collectionOf = async (req: Request, id: CollectionId) => {
-    const base = baseUrl(req);
+    const base = ogcBase(deps.publicBase());
     let bbox: Bbox | undefined;
     let interval: [string | null, string | null] = [null, null];
     if (id === 'reports') {
@@ -122,7 +124,7 @@ export function ogcRouter(deps: OgcDeps): Router {
 
   router.get('/ogc/collections', async (req, res) => {
     throwIfAny(query(req).details);
-    const base = baseUrl(req);
+    const base = ogcBase(deps.publicBase());
     await sendJson(req, res, JSON_TYPE, {
       links: [{ href: `${base}/collections`, rel: 'self', type: JSON_TYPE, title: 'The collections' }],
       collections: await Promise.all(COLLECTION_IDS.map((id) => collectionOf(req, id))),
@@ -141,7 +143,7 @@ export function ogcRouter(deps: OgcDeps): Router {
     const bbox = readBbox(values.bbox, details);
     const limit = readLimit(values.limit, details);
     const interval = readDatetime(values.datetime, deps.maxWindowMs, details, now());
-    const base = `${baseUrl(req)}/collections/${id}/items`;
+    const base = `${ogcBase(deps.publicBase())}/collections/${id}/items`;
     const keep = { bbox: values.bbox, datetime: values.datetime, limit: values.limit, f: values.f };
     const links: Link[] = [{ href: `${base}${queryString({ ...keep, cursor: values.cursor, offset: values.offset })}`, rel: 'self', type: GEOJSON, title: 'This page' }];
     let features: string[];
@@ -176,7 +178,7 @@ export function ogcRouter(deps: OgcDeps): Router {
         links.push({ href: `${base}${queryString({ ...keep, offset: offset - limit > 0 ? String(offset - limit) : undefined })}`, rel: 'prev', type: GEOJSON, title: 'The previous page' });
       }
     }
-    links.push({ href: `${baseUrl(req)}/collections/${id}`, rel: 'collection', type: JSON_TYPE, title: 'The collection' });
+    links.push({ href: `${ogcBase(deps.publicBase())}/collections/${id}`, rel: 'collection', type: JSON_TYPE, title: 'The collection' });
     setLinkHeader(res, links);
     res.set('Cache-Control', id === 'reports' ? 'public, max-age=10' : 'public, max-age=300');
     const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${JSON.stringify(links)},"features":[`;
@@ -191,7 +193,7 @@ export function ogcRouter(deps: OgcDeps): Router {
     if (found === undefined) {
       throw new HttpError(404, `No item ${JSON.stringify(featureId.slice(0, 100))} in the collection ${id}.`, [{ in: 'path', field: 'featureId', message: 'is not an item of this collection' }]);
     }
-    const base = `${baseUrl(req)}/collections/${id}`;
+    const base = `${ogcBase(deps.publicBase())}/collections/${id}`;
     const links: Link[] = [
       { href: `${base}/items/${encodeURIComponent(featureId)}`, rel: 'self', type: GEOJSON, title: 'This item' },
       { href: base, rel: 'collection', type: JSON_TYPE, title: 'The collection' },
