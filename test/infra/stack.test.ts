@@ -343,7 +343,7 @@ describe('ECS: one image, three processes', () => {
           { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' },
           { Name: 'METRICS_PORT', Value: '9464' },
           // Links in answers are built on the load balancer's name, never on a request's Host.
-          { Name: 'PUBLIC_BASE_URL', Value: { 'Fn::Join': ['', ['http://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]] } },
+          { Name: 'PUBLIC_BASE_URL', Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]] } },
         ],
         worker: [{ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } }],
       };
