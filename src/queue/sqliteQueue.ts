@@ -2,6 +2,7 @@
 // (visibility timeout, receive count, dead letters after N receives, batch receive and
 // delete), for any number of consumers in any number of processes on one DATA_DIR.
 import { randomBytes } from 'node:crypto';
+import { UnavailableError } from '../errors.js';
 import { guardSync, inTurns, withoutFsync, type Db } from '../ledger/database.js';
 import { pause } from '../pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
@@ -77,7 +78,9 @@ export class SqliteQueue implements Queue {
     const since = performance.now() - this.lastShortTake;
     if (options.waitSeconds > 0 && since < POLL_MS) await pause(Math.min(POLL_MS - since, options.waitSeconds * 1000), options.signal);
     for (;;) {
-      if (this.closed || options.signal?.aborted) return [];
+      // Closed: an error, not an empty batch, or a consumer polling in a loop would spin on it.
+      if (this.closed) throw new UnavailableError('queue', 'queue closed');
+      if (options.signal?.aborted) return [];
       const got = this.take(options);
       if (got.length < options.maxMessages) this.lastShortTake = performance.now();
       if (got.length > 0 || this.now() >= deadline) return got;

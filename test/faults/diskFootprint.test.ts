@@ -31,15 +31,24 @@ describe("the ledger's footprint", () => {
       expect(res.status).toBe(201);
       texts.set(res.body.pkey, text);
     }
-    const ledger = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true });
-    cleanups.push(async () => void ledger.close());
-    const sizes = () => ledger.prepare('SELECT sum(length(record)) AS records, max(length(record)) AS largest FROM reports').get() as { records: number; largest: number };
-    const queued = ledger.prepare("SELECT count(*) AS n, sum(length(body)) AS bytes FROM queue WHERE body <> ''").get() as { n: number; bytes: number | null };
+    // The ledger's own file, opened read-only for each look and closed at once.
+    const look = <T,>(sql: string): T => {
+      const ledger = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true, timeout: 5_000 });
+      try {
+        return ledger.prepare(sql).get() as T;
+      } finally {
+        ledger.close();
+      }
+    };
+    const sizes = () => look<{ records: number; largest: number }>('SELECT sum(length(record)) AS records, max(length(record)) AS largest FROM reports');
+    const queued = look<{ n: number }>("SELECT count(*) AS n FROM queue WHERE body <> ''");
     // Each body is in its ledger row; the messages carry none of it.
     expect(queued.n).toBe(0);
+    expect(look<{ n: number }>('SELECT count(*) AS n FROM queue').n).toBe(20);
     expect(sizes().records).toBeGreaterThan(20 * 3000);
 
     svc.rt.worker.start();
+    cleanups.unshift(() => svc.rt.worker.stop());
     await allArchived(svc.rt);
     // Once archived, a row keeps the report's identity, time and place, not its text.
     expect(sizes().largest).toBeLessThan(600);
@@ -82,6 +91,7 @@ describe("the ledger's footprint", () => {
       expect((await postReport(svc.url, report(700 + i, { created_at: `2026-11-21T13:${String(i % 60).padStart(2, '0')}:00+08:00`, text: noise(1500) }))).status).toBe(201);
     }
     svc.rt.worker.start();
+    cleanups.unshift(() => svc.rt.worker.stop());
     await allArchived(svc.rt, 90_000);
     expect(refused).toBeGreaterThan(0);
     const day = await getJson(`${svc.url}/reports/archive/count?start=2026-11-21T00:00:00%2B0800&end=2026-11-21T23:59:59%2B0800`);
