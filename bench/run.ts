@@ -111,6 +111,30 @@ function timedGet(url: string): Promise<{ ms: number; bytes: number; status: num
   });
 }
 
+/**
+ * Bytes a report costs in each store of an embedded data dir: the ledger and the event log
+ * (databases with their write-ahead logs), and the parts, ready texts, stats sidecars and change
+ * logs of the store.
+ */
+async function footprint(dataDir: string, reports: number): Promise<Row[]> {
+  const fileBytes = async (name: string) => {
+    let bytes = 0;
+    for (const suffix of ['', '-wal', '-shm']) bytes += (await fsp.stat(path.join(dataDir, name + suffix)).catch(() => ({ size: 0 }))).size;
+    return bytes;
+  };
+  const store = (sub: string) => storeBytes(path.join(dataDir, 'store', sub), '').catch(() => ({ files: 0, bytes: 0 }));
+  const stores: [string, number][] = [
+    ['ledger (SQLite, with WAL)', await fileBytes('ledger.sqlite')],
+    ['event log (SQLite, with WAL)', await fileBytes('events.sqlite')],
+    ['parts', (await store('reports')).bytes],
+    ['ready texts', (await store('ready')).bytes],
+    ['stats sidecars', (await store('stats')).bytes],
+    ['change logs', (await store('changes')).bytes],
+  ];
+  const total = stores.reduce((n, [, b]) => n + b, 0);
+  return [...stores, ['total', total] as [string, number]].map(([name, bytes]) => ({ store: name, reports, MB: Math.round(bytes / 1e5) / 10, 'bytes/report': Math.round(bytes / reports) }));
+}
+
 /** Files under `dir` ending in `suffix` (parts: .parquet; their ready texts: .ready), and their bytes. */
 async function storeBytes(dir: string, suffix = '.parquet'): Promise<{ files: number; bytes: number }> {
   let files = 0;
@@ -305,6 +329,7 @@ async function ingestScenario(clients: number, split: boolean | 'api-only'): Pro
   await Promise.all(watchers);
   await server.stop();
   await worker?.stop();
+  if (!split || split === true) results.push({ scenario: `storage after ingest, by store (concurrency ${clients}${split ? ', apart' : ''})`, rows: await footprint(dataDir, INGEST + freshnessReports) });
   results.push({
     scenario: `ingest (embedded, durable acceptance, concurrency ${clients}${split === true ? ', serve and worker apart' : split ? ', serve alone: nothing archives' : ''})`,
     rows: [
