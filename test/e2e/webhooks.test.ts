@@ -241,7 +241,7 @@ describe('webhooks', () => {
     await bad({ url: 'https://169.254.169.254/latest/meta-data' }, /private, loopback, link-local or reserved/);
     await bad({ url: 'https://[::1]/hook' }, /private, loopback, link-local or reserved/);
     await bad({ url: 'https://[::ffff:192.168.1.1]/hook' }, /private, loopback, link-local or reserved/);
-    await bad({ url: 'https://localhost/hook' }, /local host/);
+    await bad({ url: 'https://localhost/hook' }, /local or cloud metadata host/);
     await bad({ url: 'https://user:pw@hooks.example.org/x' }, /credentials/);
     await bad({ secret: 'short' }, /at least 24 characters/);
     await bad({ admins: ['PH-XX'] }, /not a city code/);
