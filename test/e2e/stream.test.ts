@@ -155,7 +155,7 @@ describe('GET /reports/stream, one client among many', () => {
     const posted: string[] = [];
     for (let id = 300; id < 316; id++) {
       expect((await postReport(svc.url, report(id))).status).toBe(201);
-      posted.push(`partner-${id}`);
+      posted.push(pkeyOf(id));
       await new Promise((r) => setTimeout(r, 100));
     }
     await eventually(async () => (followFailed || earlier.length + pkeys(current).length >= posted.length ? true : undefined), 15_000, 'every report');
