@@ -134,7 +134,7 @@ describe('Parquet answers spliced from stored row groups', () => {
 
   it('a retraction not yet purged leaves the answer at once (its day written by DuckDB)', async () => {
     const victim = (await features(WHOLE))[40].properties.pkey as string;
-    const postId = Number(victim.split('-')[1]);
+    const postId = Number(victim.slice(victim.lastIndexOf('-') + 1));
     const res = await fetch(`${svc.url}/feeds/partner/${postId}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY, ...UA } });
     expect(res.status).toBe(200);
     const file = await parquet(WHOLE, 'retracted.parquet');
