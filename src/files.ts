@@ -4,6 +4,7 @@
 // disk, goes to the thread pool.
 import { chmodSync, closeSync, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { UnavailableError } from './errors.js';
 
 const fsyncFd = promisify(fsync);
 const openFd = promisify(open);
@@ -45,7 +46,13 @@ export async function fsyncDir(dir: string): Promise<void> {
  * One that exists already is left as the operator made it; the secrets in it are 0600 anyway.
  */
 export function ensureDataDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    // A file where the directory should be, a read-only mount, no permission: storage the
+    // process cannot use (the exit code and message a start reports), not a fault in this code.
+    throw new UnavailableError('storage', `data directory unavailable (${(err as { code?: string }).code ?? 'error'}): ${dir}`, { cause: err });
+  }
 }
 
 /**

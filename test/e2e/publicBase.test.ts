@@ -3,7 +3,7 @@
 // forged Host would otherwise be served to everybody who asks after (cache poisoning).
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allArchived, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 const FORGED = 'evil.example';
 
@@ -33,7 +33,7 @@ async function links(svc: TestService): Promise<string[]> {
   const next = /^<([^>]+)>; rel="next"$/.exec(String(page.headers.link))![1]!;
   const atom = await get(`${svc.url}/reports/cap.atom`);
   expect(atom.status).toBe(200);
-  const cap = await get(`${svc.url}/reports/partner-2.cap`);
+  const cap = await get(`${svc.url}/reports/${pkeyOf(2)}.cap`);
   expect(cap.status).toBe(200);
   const landing = await get(`${svc.url}/ogc`);
   const items = await get(`${svc.url}/ogc/collections/reports/items?limit=1`);
