@@ -3,6 +3,7 @@
 // Retry-After before any byte; the engine out of memory before the first byte is a 503 too; a
 // failure after the first byte cuts the answer and is logged as the server's error, never as a
 // client hang-up. DuckDB's spills live under TMP_DIR, bounded by DUCKDB_MAX_TEMP_SIZE.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -96,6 +97,48 @@ function held(query: string, base = svc.url): Promise<{ status: number; headers:
 
 const pull = async (query: string, base = svc.url) => (await held(query, base)).read();
 
+/**
+ * A client that takes an answer's headers, then reads nothing until `read` is called, with a
+ * small receive buffer (Python sets SO_RCVBUF before connecting, which Node cannot): loopback's
+ * buffers grow to tens of MB otherwise, and would take a whole answer while the client "waits",
+ * ending it (and giving its turn back) at once.
+ */
+function stalled(query: string): Promise<{ status: number; read: () => Promise<Pulled> }> {
+  const { hostname, port } = new URL(svc.url);
+  const script = `
+import http.client, socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768); s.connect((sys.argv[1], int(sys.argv[2])))
+c = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2])); c.sock = s
+c.request('GET', sys.argv[3], headers={'User-Agent': 'engine-memory-tests/1.0', 'Accept-Encoding': 'identity'})
+r = c.getresponse(); print(r.status, flush=True)
+sys.stdin.readline()
+try:
+  body = r.read(); cut = 0
+except http.client.IncompleteRead as e:
+  body = e.partial; cut = 1
+open(sys.argv[4], 'wb').write(body); print(cut, flush=True)
+`;
+  const out = path.join(tmpDir, `stalled-${Math.random().toString(36).slice(2)}.body`);
+  const child = spawn('python3', ['-c', script, hostname, port, `/reports/archive?${query}`, out], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let text = '';
+  const lines = (n: number) => new Promise<string[]>((resolve, reject) => {
+    const check = () => {
+      const got = text.split('\n').filter(Boolean);
+      if (got.length >= n) resolve(got);
+    };
+    child.stdout!.on('data', (d) => ((text += d), check()));
+    child.on('exit', (code) => (text.split('\n').filter(Boolean).length >= n ? check() : reject(new Error(`client exited ${code}`))));
+  });
+  return lines(1).then(([status]) => ({
+    status: Number(status),
+    read: async () => {
+      child.stdin!.end('\n');
+      const [, cut] = await lines(2);
+      return { status: Number(status), headers: {}, body: await fs.readFile(out, 'utf8'), cut: cut === '1' };
+    },
+  }));
+}
+
 /** The features of a whole GeoJSON answer: every report once, newest first. */
 function expectWhole(pulled: Pulled): void {
   expect(pulled.cut).toBe(false);
@@ -115,10 +158,10 @@ describe('a storm hour under a small DuckDB memory limit', () => {
   });
 
   it('gives a pull past the cap on heavy answers a 503 with Retry-After before any byte, while the pulls under way complete', async () => {
-    // Two answers under way (the cap), their clients not reading yet: 12 MB each cannot all
-    // sit in socket buffers, so each holds its turn until read.
-    const first = await held(`${hour}&format=geojson`);
-    const second = await held(`${hour}&format=geojson`);
+    // Two answers under way (the cap), their clients not reading yet, with small receive
+    // buffers: 12 MB each cannot sit in socket buffers, so each holds its turn until read.
+    const first = await stalled(`${hour}&format=geojson`);
+    const second = await stalled(`${hour}&format=geojson`);
     expect([first.status, second.status]).toEqual([200, 200]);
     const refused = await fetch(`${svc.url}/reports/archive?${hour}&format=csv`, { headers: UA });
     expect(refused.status).toBe(503);
