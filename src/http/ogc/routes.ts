@@ -1,0 +1,144 @@
+// The OGC API – Features routes under /ogc, declared once: what Express matches and the
+// handler of each (ogc/router.ts), and their part of the OpenAPI document (written as the
+// service's, OpenAPI 3.1, and converted to 3.0 for /ogc/api by ogc/openapi.ts). A collection's
+// routes take its id as a parameter; the document names each collection's paths.
+import { OGC_DATETIME_PATTERN } from '../../reports/partnerReport.js';
+import type { Route } from '../route.js';
+import { REPORT_FEATURE_ID } from './openapi.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
+
+export const COLLECTION_IDS = ['reports', 'cities', 'local-areas'] as const;
+
+const json = (schema: string, type = 'application/json') => ({ content: { [type]: { schema: { $ref: `#/components/schemas/${schema}` } } } });
+const err = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const f = (values: string[]) => ({ name: 'f', in: 'query', description: 'The encoding (JSON only; there is no HTML one).', schema: { type: 'string', enum: values } });
+const linkHeader = { Link: { description: 'The self, next, prev and collection links (RFC 8288).', schema: { type: 'string' } } };
+
+const itemsParams = (paging: object) => [
+  {
+    name: 'bbox',
+    in: 'query',
+    description:
+      'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84 (six numbers with heights are taken too); latitudes within ±90, minimums not above maximums.',
+    style: 'form',
+    explode: false,
+    schema: {
+      type: 'array',
+      oneOf: [
+        { minItems: 4, maxItems: 4 },
+        { minItems: 6, maxItems: 6 },
+      ],
+      items: { type: 'number', minimum: -180, maximum: 180 },
+    },
+  },
+  {
+    name: 'datetime',
+    in: 'query',
+    description:
+      'An RFC 3339 date-time, a date, or an interval a/b (`..` or nothing for an open end) that does not end before it starts, each end from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. Reports: an interval spans at most ARCHIVE_MAX_WINDOW (366 days by default); an open end is an hour from now, an open start ARCHIVE_MAX_WINDOW before the end; without datetime, the newest ARCHIVE_MAX_WINDOW. Cities and barangays have no time: every one matches.',
+    schema: { type: 'string', pattern: OGC_DATETIME_PATTERN },
+  },
+  { name: 'limit', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
+  paging,
+  f(['json', 'geojson']),
+];
+
+const items = (id: string, schema: string, paging: object, summary: string) => ({
+  get: {
+    operationId: `ogcItems_${id.replace('-', '_')}`,
+    summary,
+    tags: ['OGC API – Features'],
+    parameters: itemsParams(paging),
+    responses: {
+      '200': { description: 'A page of items, with next (and prev) links in the body and the Link header.', headers: linkHeader, ...json(schema, 'application/geo+json') },
+      '400': err('A parameter is malformed, unknown or out of range; every problem is listed.'),
+      '429': err('Past the rate limit.'),
+      '503': err('The object store is unreachable.'),
+    },
+  },
+});
+
+const item = (id: string, schema: string, idSchema: object, summary: string) => ({
+  get: {
+    operationId: `ogcItem_${id.replace('-', '_')}`,
+    summary,
+    tags: ['OGC API – Features'],
+    parameters: [{ name: 'featureId', in: 'path', required: true, schema: idSchema }, f(['json', 'geojson'])],
+    responses: {
+      '200': { description: 'The item.', headers: linkHeader, ...json(schema, 'application/geo+json') },
+      '400': err('A query parameter is unknown or malformed.'),
+      '404': err('No such item.'),
+      '429': err('Past the rate limit.'),
+      '503': err('The object store is unreachable.'),
+    },
+  },
+});
+
+const meta = (operationId: string, summary: string, schema: string, type = 'application/json') => ({
+  get: {
+    operationId,
+    summary,
+    tags: ['OGC API – Features'],
+    parameters: [f(['json'])],
+    responses: { '200': { description: summary, ...json(schema, type) }, '400': err('A query parameter is unknown or malformed.'), '429': err('Past the rate limit.') },
+  },
+});
+
+const cursor = () => ({ name: 'cursor', in: 'query', description: 'Opaque: where the page starts. Follow the next link.', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,512}$' } });
+const offset = () => ({ name: 'offset', in: 'query', description: 'Items skipped. Follow the next and prev links.', schema: { type: 'integer', minimum: 0, maximum: 9_999_999 } });
+const READ = { readLimit: true, preflight: true } as const;
+
+export const OGC_ROUTES: readonly Route[] = [
+  { path: '/ogc', serve: { get: 'ogcLandingPage' }, ...READ, doc: () => ({ '/ogc': meta('ogcLandingPage', 'The OGC API – Features landing page', 'OgcLandingPage') }) },
+  { path: '/ogc/conformance', serve: { get: 'ogcConformance' }, ...READ, doc: () => ({ '/ogc/conformance': meta('ogcConformance', 'The conformance classes implemented', 'OgcConformance') }) },
+  {
+    path: '/ogc/api',
+    serve: { get: 'ogcApiDefinition' },
+    ...READ,
+    doc: () => ({
+      '/ogc/api': {
+        get: {
+          operationId: 'ogcApiDefinition',
+          summary: 'The OGC API definition (OpenAPI 3.0)',
+          tags: ['OGC API – Features'],
+          parameters: [f(['json'])],
+          responses: {
+            '200': { description: 'OpenAPI 3.0', content: { 'application/vnd.oai.openapi+json;version=3.0': { schema: { type: 'object' } } } },
+            '400': err('A query parameter is unknown or malformed.'),
+          },
+        },
+      },
+    }),
+  },
+  { path: '/ogc/collections', serve: { get: 'ogcCollections' }, ...READ, doc: () => ({ '/ogc/collections': meta('ogcCollections', 'The collections: reports, cities, local-areas', 'OgcCollections') }) },
+  {
+    path: '/ogc/collections/:collectionId',
+    serve: { get: 'ogcCollection' },
+    ...READ,
+    doc: () => ({
+      '/ogc/collections/reports': meta('ogcCollection_reports', 'The reports collection', 'OgcCollection'),
+      '/ogc/collections/cities': meta('ogcCollection_cities', 'The cities collection', 'OgcCollection'),
+      '/ogc/collections/local-areas': meta('ogcCollection_local_areas', 'The barangays collection', 'OgcCollection'),
+    }),
+  },
+  {
+    path: '/ogc/collections/:collectionId/items',
+    serve: { get: 'ogcItems' },
+    ...READ,
+    doc: () => ({
+      '/ogc/collections/reports/items': items('reports', 'OgcReports', cursor(), 'Flood reports, newest first'),
+      '/ogc/collections/cities/items': items('cities', 'OgcCities', offset(), 'Cities and their boundaries'),
+      '/ogc/collections/local-areas/items': items('local-areas', 'OgcLocalAreas', offset(), 'Barangays and their boundaries'),
+    }),
+  },
+  {
+    path: '/ogc/collections/:collectionId/items/:featureId',
+    serve: { get: 'ogcItem' },
+    ...READ,
+    doc: () => ({
+      '/ogc/collections/reports/items/{featureId}': item('reports', 'OgcReport', { type: 'string', pattern: REPORT_FEATURE_ID }, 'One report (its id: pkey@created_at)'),
+      '/ogc/collections/cities/items/{featureId}': item('cities', 'OgcCity', { type: 'string' }, 'One city, by code'),
+      '/ogc/collections/local-areas/items/{featureId}': item('local-areas', 'OgcLocalArea', { type: 'string', pattern: '^\\d{10}$' }, 'One barangay, by PSGC code'),
+    }),
+  },
+];

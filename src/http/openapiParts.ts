@@ -1,0 +1,100 @@
+// Pieces of the OpenAPI document shared by the schemas (openapi.ts) and the route table's
+// operations (routes.ts): the answer envelope, error answers, the archive window's parameters.
+import { QUERY_DATE_TIME_PATTERN } from '../reports/partnerReport.js';
+import { BBOX_PATTERN } from './query.js';
+
+/** The {statusCode: 200, result} envelope of every GET answer. */
+export const envelope = (result: object) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['statusCode', 'result'],
+  properties: {
+    statusCode: { const: 200 },
+    watermark: { type: 'string', format: 'date-time', description: 'In answers to updated_after: the instant up to which the answer holds every change (the next updated_after).' },
+    result,
+  },
+});
+
+export const error = (description: string, example?: unknown) => ({
+  description,
+  content: {
+    'application/json': {
+      schema: { $ref: '#/components/schemas/Error' },
+      ...(example ? { example } : {}),
+    },
+  },
+});
+
+export const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
+
+export const exampleFeature = {
+  type: 'Feature',
+  geometry: { type: 'Point', coordinates: [121.0497, 14.6516] },
+  properties: {
+    pkey: 'partner-1',
+    created_at: '2026-11-21T05:05:00.000Z',
+    source: 'partner',
+    status: 'confirmed',
+    url: null,
+    image_url: null,
+    disaster_type: 'flood',
+    report_data: null,
+    tags: { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
+    title: 'Baha sa QMC',
+    text: 'Hanggang tuhod',
+  },
+};
+
+export const windowParams = [
+  {
+    name: 'start',
+    in: 'query',
+    required: true,
+    description:
+      'Start of the window, inclusive: ISO 8601 with a UTC offset, from 1970-01-01T00:00:00Z (in UTC, once the offset is applied) to 9999-12-31T23:59:59Z. Send `+` as `%2B` (a space before the offset digits is read as `+`). With end not before start, the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+    schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
+    example: '2026-11-21T00:00:00+0800',
+  },
+  {
+    name: 'end',
+    in: 'query',
+    required: true,
+    description:
+      'End of the window, inclusive, in the same form and range as start; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+    schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
+    example: '2026-11-21T23:59:59+0800',
+  },
+  { name: 'admin', in: 'query', description: 'Only reports tagged with this city code.', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] } },
+  {
+    name: 'bbox',
+    in: 'query',
+    description: 'Only reports inside minLng,minLat,maxLng,maxLat (inclusive; decimal degrees, up to 15 decimals; longitudes within ±180, latitudes within ±90); minimums must not exceed maximums.',
+    schema: { type: 'string', pattern: BBOX_PATTERN },
+    example: '121.0,14.6,121.1,14.7',
+  },
+  {
+    name: 'include_retracted',
+    in: 'query',
+    description: 'true: retracted reports as tombstones (status retracted, title and text "", url and image_url null, place and time kept); false (default): left out.',
+    schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
+  },
+  {
+    name: 'updated_after',
+    in: 'query',
+    description:
+      'Incremental sync: only the reports whose archived row or state changed after this instant (late arrivals and retractions included, retractions as tombstones), whatever their created_at inside start and end. Same form as start, from 1970-01-01T00:00:00Z once the offset is applied, and not in the future. start and end may then be left out together, when updated_after is at most ARCHIVE_MAX_WINDOW ago. The answer carries no ETag, and tells in the X-Archive-Watermark header (and `watermark` in the JSON envelope) the instant up to which it holds every change: send it as the next updated_after. With limit, every page holds the changes up to the watermark of the first page (its cursor carries it). Changes are kept SYNC_RETENTION_DAYS (30 by default): an updated_after before that is a 410 naming the oldest instant served; pull the window in full, then sync from its watermark.',
+    schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
+    example: '2026-11-22T00:00:00Z',
+  },
+  { name: 'User-Agent', in: 'header', required: true, description: 'Identifies your client.', schema: { type: 'string', minLength: 1 } },
+];
+
+export const badQuery = error('A query parameter is missing, malformed, unknown or out of range; every problem is listed.', {
+  statusCode: 400,
+  error: 'Bad Request',
+  message: 'The query is invalid; see details for each problem.',
+  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, limit, cursor)' }],
+});
+export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
+export const syncGone = error('updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark.');
+export const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
