@@ -36,8 +36,6 @@ export interface AccessLogOptions {
   knownKeys: ReadonlySet<string>;
   /** Paths polled by probes and scrapers: no access line (their errors are still logged). */
   quietPaths: ReadonlySet<string>;
-  /** Requests with no access line at all (the process's own warm-up). */
-  quiet?: (req: IncomingMessage) => boolean;
 }
 
 /** Starts a request's access log: its id (X-Request-Id), and its line once the answer is done. */
@@ -62,12 +60,12 @@ export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLo
     });
     (req as Tracked)[SEEN] = { described, own: undefined };
     // 'close' comes after 'finish' on every answer, and alone when the client hung up first.
-    if (lines && !options.quietPaths.has(url) && !options.quiet?.(req)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
+    if (lines && !options.quietPaths.has(url)) res.once('close', () => line(log, res, described(), Date.now() - startedAt));
   };
 }
 
-/** Installs the access log as the app's first middleware, with `req.log` for the routes. */
-export function useAccessLog(app: Express, log: Logger, start: StartAccessLog): void {
+/** Gives the app's requests `req.log`, for the routes (the request layer starts each request's access log). */
+export function useAccessLog(app: Express, log: Logger): void {
   // On the requests' prototype, once: a getter defined on each request would give every request
   // object a shape of its own, and slow every later property read on it.
   Object.defineProperty(app.request, 'log', {
@@ -77,10 +75,6 @@ export function useAccessLog(app: Express, log: Logger, start: StartAccessLog): 
       if (!seen) return log;
       return (seen.own ??= log.child({ req: seen.described() }));
     },
-  });
-  app.use((req, res, next) => {
-    start(req, res);
-    next();
   });
 }
 

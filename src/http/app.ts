@@ -1,7 +1,7 @@
-// createApp: what every entry point serves: the feed's posts (feedPost.ts) and the Express app
-// for everything else, with one access log, one set of metrics and one error handler.
+// createApp: what every entry point serves. The request layer (layer.ts) gives every request its
+// id, access log line, metrics and query guard, serves the feed's posts itself and hands the rest
+// to Express; the routes, their 404s and 405s are mounted from the route table (routes.ts).
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
@@ -10,63 +10,38 @@ import { HttpError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { accessLog, useAccessLog } from './accessLog.js';
 import { Admission } from './admission.js';
-import { archiveRouter } from './archive.js';
+import { apiDocsHandlers } from './apiDocs.js';
+import { archiveHandlers } from './archive.js';
 import { cursorSecret } from '../cursorSecret.js';
-import { citiesRouter } from './cities.js';
+import { citiesHandlers } from './cities.js';
 import { CursorCodec } from './cursor.js';
 import { errorHandler } from './errorHandler.js';
-import { explorerRouter } from './explorer.js';
+import { explorerHandlers } from './explorer.js';
 import { partnerOf, type AuthFailureGuard } from './auth.js';
 import { AuthFailureLimiter } from './authFailures.js';
 import { clientKey } from './clientAddress.js';
-import { feedsRouter } from './feeds.js';
-import { feedPost, isFeedPost } from './feedPost.js';
-import { openApiDocument } from './openapi.js';
-import { ogcRouter } from './ogc/router.js';
+import { feedsHandlers } from './feeds.js';
+import { feedPost } from './feedPost.js';
+import { isOwnRequest, requestLayer } from './layer.js';
+import { ogcHandlers } from './ogc/router.js';
 import { operationsRouter } from './operations.js';
-import { reportsRouter } from './reports.js';
-import { parseQuery, queryGuard } from './queryGuards.js';
-import { streamRouter } from './stream.js';
-import { capRouter } from './cap.js';
+import { reportsHandlers } from './reports.js';
+import { parseQuery } from './queryGuards.js';
+import { allowOf, type Handlers } from './route.js';
+import { MOUNTS, ROUTES } from './routes.js';
+import { streamHandlers } from './stream.js';
+import { capHandlers } from './cap.js';
 import type { WarmUp } from './warmUp.js';
 
 export interface AppOptions {
   apiKeys: readonly ApiKey[];
-  /** The process's own start-up requests: left out of the access log, the metrics and the rate limits. */
+  /** The process's own start-up requests: the request layer leaves them out of the access log, the metrics and the rate limits. */
   warmUp?: WarmUp;
   /** The address the API listens on, once it does: the public base when PUBLIC_BASE_URL is unset. */
   listeningUrl?: () => string | undefined;
 }
 
-/** Paths the service answers, with the methods each allows (for 405 + Allow). */
-const ROUTES: Record<string, string> = {
-  '/': 'GET, HEAD',
-  '/feeds/partner': 'POST',
-  '/feeds/partner/:postId': 'DELETE',
-  '/cities': 'GET, HEAD, OPTIONS',
-  '/reports/archive': 'GET, HEAD, OPTIONS',
-  '/reports/stream': 'GET, OPTIONS',
-  '/reports/cap.atom': 'GET, HEAD, OPTIONS',
-  '/reports/archive/count': 'GET, HEAD, OPTIONS',
-  '/reports/archive/stats': 'GET, HEAD, OPTIONS',
-  '/reports/archive/extent': 'GET, HEAD, OPTIONS',
-  '/reports/:pkey': 'GET, HEAD, OPTIONS',
-  '/cities/:code/local-areas': 'GET, HEAD, OPTIONS',
-  '/openapi.json': 'GET, HEAD, OPTIONS',
-  '/health': 'GET, HEAD',
-  '/ready': 'GET, HEAD',
-  '/ogc': 'GET, HEAD, OPTIONS',
-  '/ogc/conformance': 'GET, HEAD, OPTIONS',
-  '/ogc/api': 'GET, HEAD, OPTIONS',
-  '/ogc/collections': 'GET, HEAD, OPTIONS',
-  '/ogc/collections/:collectionId': 'GET, HEAD, OPTIONS',
-  '/ogc/collections/:collectionId/items': 'GET, HEAD, OPTIONS',
-  '/ogc/collections/:collectionId/items/:featureId': 'GET, HEAD, OPTIONS',
-};
-
 const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
-/** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
-const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
 export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   const app = express();
@@ -79,21 +54,10 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
   app.set('etag', false);
   app.set('query parser', parseQuery);
   app.set('trust proxy', rt.config.trustProxy);
-
-  // A request id on every log line and in the X-Request-Id answer header.
-  const own = (req: IncomingMessage) => options.warmUp?.is(req) === true;
-  const startLog = accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health']), quiet: own });
-  const observe = requestMetrics(rt, own);
-  useAccessLog(app, rt.log, startLog);
-  app.use(queryGuard);
-  app.use((req, res, next) => {
-    observe(req, res, () => (req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : ROUTES[req.path] ? req.path : 'unmatched'));
-    next();
-  });
+  useAccessLog(app, rt.log);
   app.use(cors);
 
-  app.use(operationsRouter(rt));
-  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', own);
+  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', isOwnRequest);
   // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
   const feedLimit = limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key');
   // One count of failed authentications per client address, for every authenticated route.
@@ -101,14 +65,14 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
     limiter: new AuthFailureLimiter(rt.config.rateLimits.authFailuresPerMinute),
     clientOf: (req) => clientKey(req, rt.config.trustProxy),
   };
-  app.use(feedsRouter({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }));
-  app.use(['/cities', '/reports', '/ogc'], readLimit);
-  app.use(citiesRouter({ boundaries: rt.boundaries }));
   const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
-  app.use(streamRouter({ events: rt.feed, config: rt.config.events, cityCodes, clientOf: (req) => clientKey(req, rt.config.trustProxy) }));
-  app.use(capRouter({ events: rt.feed, boundaries: rt.boundaries, publicBase }));
-  app.use(
-    archiveRouter({
+  const operations = operationsRouter(rt);
+  const handlers: Handlers = {
+    ...feedsHandlers({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }),
+    ...citiesHandlers({ boundaries: rt.boundaries }),
+    ...streamHandlers({ events: rt.feed, config: rt.config.events, cityCodes, clientOf: (req) => clientKey(req, rt.config.trustProxy) }),
+    ...capHandlers({ events: rt.feed, boundaries: rt.boundaries, publicBase }),
+    ...archiveHandlers({
       archive: rt.archive,
       maxWindowMs: rt.config.archiveMaxWindowMs,
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
@@ -118,38 +82,41 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
       publicBase,
       cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
     }),
-  );
+    ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
+    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }),
+    ...apiDocsHandlers(),
+    ...explorerHandlers({ maxPoints: rt.config.explorerMaxPoints }),
+    // The operations router answers both of its paths itself.
+    health: operations,
+    ready: operations,
+  };
+  const handler = (name: string) => {
+    const found = handlers[name];
+    if (!found) throw new Error(`The route table names a handler ${name} that no module supplies.`);
+    return found;
+  };
 
-  app.use(reportsRouter({ archive: rt.archive, ledger: rt.ledger }));
-
-  app.use(ogcRouter({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }));
-
-  const document = JSON.stringify(openApiDocument());
-  app.get('/openapi.json', (_req, res) => {
-    res.set('Cache-Control', 'public, max-age=300').type('application/json').send(document);
-  });
-  // Swagger UI from its npm package, served offline; our initializer points it at /openapi.json.
-  app.get('/docs', (req, res, next) => (req.path === '/docs' && !req.originalUrl.endsWith('/') ? res.redirect(301, '/docs/') : next()));
-  app.get('/docs/swagger-initializer.js', (_req, res) => {
-    res.type('application/javascript').send(
-      "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
-    );
-  });
-  app.use('/docs', express.static(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
-  app.use(explorerRouter({ maxPoints: rt.config.explorerMaxPoints }));
-
-  for (const [route, allow] of Object.entries(ROUTES)) {
-    app.all(route, () => {
-      throw new HttpError(405, `${route} allows ${allow} only.`, [], { Allow: allow });
+  app.use([...new Set(ROUTES.filter((r) => r.readLimit).map((r) => `/${r.path.split('/')[1]}`))], readLimit);
+  for (const route of ROUTES) {
+    if (route.direct) continue;
+    for (const [verb, name] of Object.entries(route.serve)) app[verb as 'get' | 'post' | 'delete'](route.path, handler(name));
+  }
+  for (const mount of MOUNTS) app.use(mount.prefix, handler(mount.serve));
+  for (const route of ROUTES) {
+    if (route.unlisted) continue;
+    const allow = allowOf(route);
+    app.all(route.path, () => {
+      throw new HttpError(405, `${route.path} allows ${allow} only.`, [], { Allow: allow });
     });
   }
+  const known = [...ROUTES.filter((r) => !r.unlisted).map((r) => r.path), ...MOUNTS.filter((m) => m.listed).map((m) => m.prefix)].join(', ');
   app.use((req) => {
-    throw new HttpError(404, `No resource at ${req.path.slice(0, 200)}. Known paths: ${Object.keys(ROUTES).join(', ')}, /docs.`);
+    throw new HttpError(404, `No resource at ${req.path.slice(0, 200)}. Known paths: ${known}.`);
   });
   const errorAnswer = errorHandler(rt.log);
   app.use(errorAnswer);
 
-  const post = feedPost({
+  const postReport = feedPost({
     intake: rt.intake,
     metrics: rt.metrics,
     apiKeys: options.apiKeys,
@@ -159,13 +126,17 @@ export function createApp(rt: Runtime, options: AppOptions): RequestListener {
     acceptDeadlineMs: rt.config.acceptDeadlineMs,
     acceptMaxInFlight: rt.config.acceptMaxInFlight,
     log: rt.log,
-    start: (req, res, route) => {
-      startLog(req, res);
-      observe(req, res, () => route);
-    },
-    errorAnswer,
   });
-  return (req, res) => (isFeedPost(req) ? post(req, res) : app(req, res));
+  return requestLayer({
+    routes: ROUTES,
+    direct: { postPartnerReport: postReport },
+    app,
+    // A request id on every log line and in the X-Request-Id answer header.
+    startLog: accessLog(rt.log, { knownKeys, quietPaths: new Set(['/health']) }),
+    observe: requestMetrics(rt),
+    errorAnswer,
+    isOwn: options.warmUp && ((req) => options.warmUp!.is(req)),
+  });
 }
 
 /** CORS for the public GET endpoints, with preflight; the feed is for servers, not browsers. */
@@ -208,12 +179,10 @@ function limiter(perMinute: number, key: (req: Request, res: Response) => string
 }
 
 /** Counts a request and times it to its last byte, under its route (`routeOf`, asked when it is answered). */
-function requestMetrics(rt: Runtime, skip: (req: IncomingMessage) => boolean): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
+function requestMetrics(rt: Runtime): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
   return (req, res, routeOf) => {
-    if (skip(req)) return;
     const end = rt.metrics.httpDuration.startTimer();
     res.on('finish', () => {
-      // The matched route, never the raw path: labels stay few whatever clients send.
       const route = routeOf();
       const method = req.method ?? 'unknown';
       rt.metrics.httpRequests.inc({ route, method, status: String(res.statusCode) });

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import { Router, type Request, type Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Cursor, WindowQuery } from '../archive/query.js';
 import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../errors.js';
@@ -17,6 +17,7 @@ import { isLent, releaseChunk } from '../archive/readBuffers.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
+import { handlerSet, type Handlers } from './route.js';
 
 const BBOX = new RegExp(BBOX_PATTERN);
 
@@ -60,11 +61,11 @@ interface ArchiveRequest {
   fingerprint: string;
 }
 
-export function archiveRouter(deps: ArchiveRouteDeps): Router {
-  const router = Router();
+export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
+  const { handlers, serve } = handlerSet<'countArchive' | 'archiveExtent' | 'statsArchive' | 'getArchive'>();
   const statsAnswers = new StatsAnswers();
 
-  router.get('/reports/archive/count', async (req, res) => {
+  serve('countArchive', async (req, res) => {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after']);
     const query = await parseFilters(req, values, details, deps);
     throwIfAny(details);
@@ -75,7 +76,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
   });
 
   // What the archive holds at all: "no reports in my window" and "no data yet" told apart.
-  router.get('/reports/archive/extent', async (req, res) => {
+  serve('archiveExtent', async (req, res) => {
     const { details } = readQuery(req, []);
     throwIfAny(details);
     const window = await deps.archive.open({ startMs: EARLIEST_MS, endMs: LATEST_MS, admin: undefined }, { signal: hangUpSignal(res) });
@@ -86,7 +87,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     res.json({ statusCode: 200, result: { first_created_at: iso(firstMs), last_created_at: iso(lastMs), count, watermark: iso(window.watermarkMs) } });
   });
 
-  router.get('/reports/archive/stats', async (req, res) => {
+  serve('statsArchive', async (req, res) => {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after', 'interval', 'by', 'tz']);
     const query = await parseFilters(req, values, details, deps);
     const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
@@ -126,7 +127,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     await send(Readable.from([body]), encoding, res);
   });
 
-  router.get('/reports/archive', async (req, res) => {
+  serve('getArchive', async (req, res) => {
     const request = await parseArchiveRequest(req, deps);
     const { query, format } = request;
     const hungUp = hangUpSignal(res);
@@ -178,7 +179,7 @@ export function archiveRouter(deps: ArchiveRouteDeps): Router {
     await send(Readable.from(renderArchive(toAsync(page.batches), text, watermarkField(query, window).watermark)), encoding, res);
   });
 
-  return router;
+  return handlers;
 }
 
 /**

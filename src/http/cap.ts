@@ -1,7 +1,6 @@
 // CAP 1.2 for alerting systems: GET /reports/cap.atom (an Atom feed of one alert per report created
 // in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
 // the event log the worker writes (on either backend), so they need no archive query.
-import { Router } from 'express';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { HttpError } from '../errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
@@ -9,6 +8,7 @@ import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../reports/layout.js';
 import { readQuery, throwIfAny } from './query.js';
 import { PKEY_MESSAGE } from './reports.js';
+import { handlerSet, type Handlers } from './route.js';
 
 const DAY_MS = 86_400_000;
 /** Entries a feed carries at most (the newest). */
@@ -21,10 +21,10 @@ export interface CapDeps {
   publicBase: () => string;
 }
 
-export function capRouter(deps: CapDeps): Router {
-  const router = Router();
+export function capHandlers(deps: CapDeps): Handlers {
+  const { handlers, serve } = handlerSet<'capFeed' | 'capAlert'>();
 
-  router.get('/reports/cap.atom', async (req, res) => {
+  serve('capFeed', async (req, res) => {
     const { values, details } = readQuery(req, ['admin']);
     const set = (await deps.boundaries.current()).set;
     const codes = set.cities.features.map((f) => f.properties.code);
@@ -46,7 +46,7 @@ export function capRouter(deps: CapDeps): Router {
     res.send(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, names, now));
   });
 
-  router.get('/reports/:pkey.cap', async (req, res) => {
+  serve('capAlert', async (req, res) => {
     const pkey = String(req.params.pkey);
     if (!parsePkey(pkey)) {
       throw new HttpError(400, 'The path does not name a report.', [{ in: 'path', field: 'pkey', message: PKEY_MESSAGE }]);
@@ -61,7 +61,7 @@ export function capRouter(deps: CapDeps): Router {
     res.send(capDocument(alertOf(event, deps.publicBase()), await areaNames(deps)));
   });
 
-  return router;
+  return handlers;
 }
 
 function alertOf(e: StoredEvent, base: string): CapAlert {

@@ -1,17 +1,18 @@
 // GET /cities: the current boundary version's cities, as TopoJSON (default) or GeoJSON;
 // GET /cities/{code}/local-areas: that city's barangays in the same version.
-import { Router, type Request, type Response } from 'express';
+import type { Request, Response } from 'express';
 import { topology } from 'topojson-server';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../errors.js';
 import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
+import { handlerSet, type Handlers } from './route.js';
 
 /** Quantization of the local areas' TopoJSON: about a metre over a province's extent. */
 const LOCAL_AREAS_QUANTIZATION = 1e5;
 
-export function citiesRouter(deps: { boundaries: BoundaryRepository }): Router {
-  const router = Router();
+export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handlers {
+  const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas'>();
   // Bodies are immutable per version: build and compress each once, keep the current version's.
   let cache: { version: string; bodies: Map<string, Buffer> } | undefined;
   const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Buffer => {
@@ -37,7 +38,7 @@ export function citiesRouter(deps: { boundaries: BoundaryRepository }): Router {
     res.type('application/json').send(body(current, key, build, encoding));
   };
 
-  router.get('/cities', async (req, res) => {
+  serve('getCities', async (req, res) => {
     const { values, details } = readQuery(req, ['format', 'geoformat']);
     oneOf(values, 'format', ['json'], 'json', details);
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
@@ -46,7 +47,7 @@ export function citiesRouter(deps: { boundaries: BoundaryRepository }): Router {
     sendVersioned(req, res, current, geoformat, () => (geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson));
   });
 
-  router.get('/cities/:code/local-areas', async (req, res) => {
+  serve('getLocalAreas', async (req, res) => {
     const { values, details } = readQuery(req, ['geoformat']);
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
     throwIfAny(details);
@@ -67,5 +68,5 @@ export function citiesRouter(deps: { boundaries: BoundaryRepository }): Router {
       return JSON.stringify({ statusCode: 200, result });
     });
   });
-  return router;
+  return handlers;
 }

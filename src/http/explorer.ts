@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express, { Router } from 'express';
+import express, { Router, type RequestHandler } from 'express';
+import type { Handlers } from './route.js';
 
 const require = createRequire(import.meta.url);
 const packageDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
@@ -50,13 +51,13 @@ export interface ExplorerOptions {
   maxPoints: number;
 }
 
-export function explorerRouter(options: ExplorerOptions): Router {
-  const router = Router();
+/** The page or index at `/` (explorer), and the page's files under /explorer (explorerAssets). */
+export function explorerHandlers(options: ExplorerOptions): Handlers {
   const web = webDir();
   const page = fs
     .readFileSync(path.join(web, 'index.html'), 'utf8')
     .replace(/(<meta name="explorer-max-points" content=")\d+(">)/, `$1${Math.trunc(options.maxPoints)}$2`);
-  router.get('/', (req, res) => {
+  const explorer: RequestHandler = (req, res) => {
     res.vary('Accept');
     if (req.accepts(['application/json', 'text/html']) !== 'text/html') {
       res.json(INDEX);
@@ -64,10 +65,11 @@ export function explorerRouter(options: ExplorerOptions): Router {
     }
     res.set({ 'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
     res.type('html').send(page);
-  });
+  };
   const assets = { maxAge: '1h', index: false } as const;
-  router.use('/explorer/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
-  router.use('/explorer/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
-  router.use('/explorer', express.static(web, assets));
-  return router;
+  const explorerAssets = Router();
+  explorerAssets.use('/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
+  explorerAssets.use('/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
+  explorerAssets.use(express.static(web, assets));
+  return { explorer, explorerAssets };
 }

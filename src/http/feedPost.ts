@@ -1,9 +1,9 @@
 // POST /feeds/partner: authenticate, rate-limit, validate, accept durably, answer. The busiest
-// route by far, served on Node's own request and response rather than through Express: its
-// router, request/response prototypes and answer helpers cost more CPU per post than all of
-// this (about 250 µs of 390 on the benchmark), and every post paid them. The middleware it
-// needs are Express-independent libraries (body-parser, express-rate-limit) and run as they
-// would there; errors are answered by the same errorHandler as every other route's.
+// route by far, a direct route of the request layer (layer.ts): served on Node's own request and
+// response rather than through Express, whose router, request/response prototypes and answer
+// helpers cost more CPU per post than all of this (about 250 µs of 390 on the benchmark). The
+// layer gives it the access log, metrics, query guard and error answers every route gets; the
+// middleware it needs are Express-independent libraries (body-parser, express-rate-limit).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import typeIs from 'type-is';
@@ -16,9 +16,8 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { InvalidReportError, parsePartnerReport } from '../reports/partnerReport.js';
 import { apiKeyCheck, partnerOf, type AuthFailureGuard } from './auth.js';
-import type { ErrorAnswer } from './errorHandler.js';
 import { RETRY_AFTER_SECONDS } from './errorHandler.js';
-import { checkQueryString } from './queryGuards.js';
+import type { DirectHandler } from './route.js';
 import { invalidUtf8 } from './utf8.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -38,20 +37,6 @@ export interface FeedPostDeps {
   /** Acceptances under way, late ones included, beyond which a post is refused at once (a stalled store must not pile them up). */
   acceptMaxInFlight: number;
   log: Logger;
-  /** Every request's start: its id and access log line, its metrics. */
-  start: (req: IncomingMessage, res: ServerResponse, route: string) => void;
-  errorAnswer: ErrorAnswer;
-}
-
-export const FEED_PATH = '/feeds/partner';
-
-/** Whether the request is a post of a report (as Express would route it: any case, an optional trailing slash). */
-export function isFeedPost(req: IncomingMessage): boolean {
-  if (req.method !== 'POST') return false;
-  const url = req.url ?? '';
-  const end = url.indexOf('?');
-  const path = end < 0 ? url : url.slice(0, end);
-  return path === FEED_PATH || /^\/feeds\/partner\/?$/i.test(path);
 }
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -59,7 +44,7 @@ const run = (middleware: Middleware, req: IncomingMessage, res: ServerResponse) 
   new Promise<void>((resolve, reject) => middleware(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
 
 /** The handler of POST /feeds/partner on Node's request and response. */
-export function feedPost(deps: FeedPostDeps): (req: IncomingMessage, res: ServerResponse) => void {
+export function feedPost(deps: FeedPostDeps): DirectHandler {
   let inFlight = 0;
   const authenticate = apiKeyCheck(deps.apiKeys, deps.ledger, deps.authFailures);
   const rateLimit = deps.rateLimit as unknown as Middleware;
@@ -85,8 +70,7 @@ export function feedPost(deps: FeedPostDeps): (req: IncomingMessage, res: Server
     res.end(text);
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if ((req.url ?? '').includes('?')) checkQueryString(req.url!);
+  return async (req, res) => {
     await authenticate(req, res);
     await run(rateLimit, req, res);
     if (!typeIs(req, ['application/json', 'application/*+json'])) {
@@ -138,10 +122,5 @@ export function feedPost(deps: FeedPostDeps): (req: IncomingMessage, res: Server
         ? { retracted: true, message: `post_id ${report.post_id} already exists and was retracted at ${retraction.retracted_at}; it is not archived again` }
         : { message: `post_id ${report.post_id} already exists` }),
     });
-  };
-
-  return (req, res) => {
-    deps.start(req, res, FEED_PATH);
-    handle(req, res).catch((err: unknown) => deps.errorAnswer(err, req, res));
   };
 }

@@ -1,12 +1,13 @@
 // DELETE /feeds/partner/{post_id}: the partner that posted a report retracts it, durably.
 // (POST /feeds/partner is served apart from Express: feedPost.ts.)
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { HttpError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ApiKey } from '../apiKeys.js';
 import type { IngestLedger } from '../ledger/ledger.js';
 import { SOURCE } from '../reports/layout.js';
 import { partnerOf, requireApiKey, type AuthFailureGuard } from './auth.js';
+import { handlerSet, type Handlers } from './route.js';
 
 export interface FeedsDeps {
   metrics: Metrics;
@@ -19,10 +20,10 @@ export interface FeedsDeps {
   authFailures: AuthFailureGuard;
 }
 
-export function feedsRouter(deps: FeedsDeps): Router {
-  const router = Router();
+export function feedsHandlers(deps: FeedsDeps): Handlers {
+  const { handlers, serve } = handlerSet<'retractPartnerReport'>();
   const auth = requireApiKey(deps.apiKeys, deps.ledger, deps.authFailures);
-  router.delete('/feeds/partner/:postId', auth, deps.rateLimit, async (req, res) => {
+  serve('retractPartnerReport', auth, deps.rateLimit, async (req, res) => {
     const raw = String(req.params.postId);
     if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
       throw new HttpError(400, 'The post_id in the path must be a non-negative integer.', [{ in: 'path', field: 'post_id', message: `must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}` }]);
@@ -42,5 +43,5 @@ export function feedsRouter(deps: FeedsDeps): Router {
     }
     res.status(200).json({ post_id: postId, pkey, retracted: true, retracted_at: result.retraction.retracted_at });
   });
-  return router;
+  return handlers;
 }

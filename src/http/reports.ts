@@ -1,12 +1,12 @@
 // GET /reports/{pkey}: one report by its key. Its hour comes from the ledger (the report's
 // created_at), so the answer reads that hour's parts alone, never the archive at large.
-import { Router } from 'express';
 import type { Archive } from '../archive/window.js';
 import { HttpError } from '../errors.js';
 import type { IngestLedger } from '../ledger/ledger.js';
 import { parsePkey } from '../reports/layout.js';
 import { renderArchive } from './archiveBody.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
+import { handlerSet, type Handlers } from './route.js';
 
 /** What a path's report key must be. */
 export const PKEY_MESSAGE = 'must be a report key such as partner-123 or partner-alpha-123 (a source, the partner\'s key name if any, a post_id, joined by hyphens)';
@@ -19,9 +19,9 @@ export interface ReportRouteDeps {
 /** A pending report is archived within about this long: a client may retry after it. */
 const RETRY_AFTER_SECONDS = 60;
 
-export function reportsRouter(deps: ReportRouteDeps): Router {
-  const router = Router();
-  router.get('/reports/:pkey', async (req, res) => {
+export function reportsHandlers(deps: ReportRouteDeps): Handlers {
+  const { handlers, serve } = handlerSet<'getReport'>();
+  serve('getReport', async (req, res) => {
     const { values, details } = readQuery(req, ['geoformat']);
     const geoformat = oneOf(values, 'geoformat', ['geojson', 'topojson'], 'geojson', details) as 'geojson' | 'topojson';
     const pkey = String(req.params.pkey);
@@ -52,5 +52,5 @@ export function reportsRouter(deps: ReportRouteDeps): Router {
     for await (const piece of renderArchive((async function* () { yield* page.batches; })(), 'topojson')) body += typeof piece === 'string' ? piece : Buffer.from(piece).toString('utf8');
     res.send(body);
   });
-  return router;
+  return handlers;
 }

@@ -7,12 +7,13 @@
 // loss: each ends after STREAM_MAX_LIFETIME_SECONDS, and one client address may hold only a few,
 // so no client keeps a slot for ever or takes them all.
 import type { Socket } from 'node:net';
-import { Router, type Request } from 'express';
+import type { Request } from 'express';
 import type { EventsConfig } from '../config.js';
 import type { ErrorDetail } from '../errors.js';
 import { HttpError } from '../errors.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { BBOX_PATTERN, readQuery, throwIfAny } from './query.js';
+import { handlerSet, type Handlers } from './route.js';
 
 const POLL_MS = 200;
 const BBOX = new RegExp(BBOX_PATTERN);
@@ -30,8 +31,8 @@ interface Filter {
   bbox: [number, number, number, number] | undefined;
 }
 
-export function streamRouter(deps: StreamDeps): Router {
-  const router = Router();
+export function streamHandlers(deps: StreamDeps): Handlers {
+  const { handlers, serve } = handlerSet<'streamReports'>();
   let clients = 0;
   const byClient = new Map<string, number>();
   const release = (client: string) => {
@@ -41,7 +42,7 @@ export function streamRouter(deps: StreamDeps): Router {
     else byClient.delete(client);
   };
 
-  router.get('/reports/stream', async (req, res) => {
+  serve('streamReports', async (req, res) => {
     const filter = await readFilter(req, deps);
     const events = deps.events;
     if (req.method === 'HEAD') throw new HttpError(405, '/reports/stream allows GET, OPTIONS only.', [], { Allow: 'GET, OPTIONS' });
@@ -130,7 +131,7 @@ export function streamRouter(deps: StreamDeps): Router {
     finish();
     res.end();
   });
-  return router;
+  return handlers;
 }
 
 function matches(filter: Filter, e: StoredEvent): boolean {

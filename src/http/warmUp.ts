@@ -3,11 +3,13 @@
 // planning and reading loop, DuckDB's first query): 30–50 ms on the first window a researcher
 // pulls after a restart or a deploy, about as much again on a first Parquet answer. The API
 // asks itself for a short window once, over loopback, before it says it listens, so no client
-// pays that. These requests carry a token of this process alone; the access log, the request
-// metrics and the rate limits leave them out.
+// pays that. What it asks for is declared by the routes it warms (routes.ts). These requests
+// carry a token of this process alone; the request layer tells them apart (layer.ts), and leaves
+// them out of the access log, the request metrics and the rate limits.
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import type { Logger } from '../log.js';
+import { ROUTES } from './routes.js';
 
 const HEADER = 'x-flood-warm-up';
 /** The window asked for: the newest minutes (a storm's open hour can be tens of MB, not a warm-up's business). */
@@ -22,14 +24,14 @@ export class WarmUp {
   }
 
   /**
-   * Asks the API at `base` for the last minutes of the archive as GeoJSON, CSV and Parquet (the
-   * process's first DuckDB query), and for its count. Never fails: a warm-up that goes wrong
-   * leaves a process as cold as it would be without one.
+   * Asks the API at `base` for what the routes declare, over the last minutes (the archive as
+   * GeoJSON, CSV and Parquet, the process's first DuckDB query, and its count). Never fails: a
+   * warm-up that goes wrong leaves a process as cold as it would be without one.
    */
   async run(base: string, log: Logger, now = Date.now()): Promise<void> {
     const started = performance.now();
     const window = `start=${new Date(now - WINDOW_MS).toISOString()}&end=${new Date(now).toISOString()}`;
-    const paths = [`/reports/archive?${window}&geoformat=geojson`, `/reports/archive?${window}&format=csv`, `/reports/archive?${window}&format=parquet`, `/reports/archive/count?${window}`];
+    const paths = ROUTES.flatMap((route) => (route.warmUp?.(window) ?? []).map((query) => `${route.path}?${query}`));
     // One kept-alive connection, closed once the last (short) answer is in: a client that
     // closes as it reads an answer's last bytes (Connection: close) may do so before the
     // server has finished its side, which the server must then read as a hang-up.

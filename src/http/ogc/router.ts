@@ -5,7 +5,7 @@
 // requires one, /ogc does not; GDAL and QGIS send none or their own).
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Router, type Request, type Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Archive } from '../../archive/window.js';
 import type { BoundaryRepository } from '../../boundaries/repository.js';
 import { HttpError } from '../../errors.js';
@@ -21,6 +21,8 @@ import { ogcOpenApi30From } from './openapi.js';
 import { readBbox, readDatetime, readLimit, type Bbox } from './params.js';
 import type { CursorCodec } from '../cursor.js';
 import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
+import { handlerSet, type Handlers } from '../route.js';
+import { COLLECTION_IDS } from './routes.js';
 
 export interface OgcDeps {
   archive: Archive;
@@ -34,7 +36,6 @@ export interface OgcDeps {
   now?: () => number;
 }
 
-export const COLLECTION_IDS = ['reports', 'cities', 'local-areas'] as const;
 type CollectionId = (typeof COLLECTION_IDS)[number];
 
 const TITLES: Record<CollectionId, { title: string; description: string }> = {
@@ -50,8 +51,8 @@ const TITLES: Record<CollectionId, { title: string; description: string }> = {
 /** Accepted `f` values: the JSON encodings this API has (there is no HTML one). */
 const F_VALUES = ['json', 'geojson'];
 
-export function ogcRouter(deps: OgcDeps): Router {
-  const router = Router();
+export function ogcHandlers(deps: OgcDeps): Handlers {
+  const { handlers, serve } = handlerSet<'ogcLandingPage' | 'ogcConformance' | 'ogcApiDefinition' | 'ogcCollections' | 'ogcCollection' | 'ogcItems' | 'ogcItem'>();
   const now = deps.now ?? Date.now;
   const reports = new ReportsItems(deps.archive);
   const boundaries = new BoundaryItems(deps.boundaries);
@@ -67,7 +68,7 @@ export function ogcRouter(deps: OgcDeps): Router {
     return { values, details };
   };
 
-  router.get(['/ogc', '/ogc/'], async (req, res) => {
+  serve('ogcLandingPage', async (req, res) => {
     throwIfAny(query(req).details);
     const base = ogcBase(deps.publicBase());
     await sendJson(req, res, JSON_TYPE, {
@@ -85,12 +86,12 @@ export function ogcRouter(deps: OgcDeps): Router {
     });
   });
 
-  router.get('/ogc/conformance', async (req, res) => {
+  serve('ogcConformance', async (req, res) => {
     throwIfAny(query(req).details);
     await sendJson(req, res, JSON_TYPE, { conformsTo: CONFORMS_TO }, 'public, max-age=3600');
   });
 
-  router.get('/ogc/api', (req, res) => {
+  serve('ogcApiDefinition', (req, res) => {
     throwIfAny(query(req).details);
     res.set('Cache-Control', 'public, max-age=300').type(OPENAPI_30).send(document);
   });
@@ -122,7 +123,7 @@ export function ogcRouter(deps: OgcDeps): Router {
     };
   };
 
-  router.get('/ogc/collections', async (req, res) => {
+  serve('ogcCollections', async (req, res) => {
     throwIfAny(query(req).details);
     const base = ogcBase(deps.publicBase());
     await sendJson(req, res, JSON_TYPE, {
@@ -131,13 +132,13 @@ export function ogcRouter(deps: OgcDeps): Router {
     });
   });
 
-  router.get('/ogc/collections/:collectionId', async (req, res) => {
+  serve('ogcCollection', async (req, res) => {
     const id = collectionId(req);
     throwIfAny(query(req).details);
     await sendJson(req, res, JSON_TYPE, await collectionOf(req, id));
   });
 
-  router.get('/ogc/collections/:collectionId/items', async (req, res) => {
+  serve('ogcItems', async (req, res) => {
     const id = collectionId(req);
     const { values, details } = query(req, ['bbox', 'datetime', 'limit', id === 'reports' ? 'cursor' : 'offset']);
     const bbox = readBbox(values.bbox, details);
@@ -185,7 +186,7 @@ export function ogcRouter(deps: OgcDeps): Router {
     await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'));
   });
 
-  router.get('/ogc/collections/:collectionId/items/:featureId', async (req, res) => {
+  serve('ogcItem', async (req, res) => {
     const id = collectionId(req);
     throwIfAny(query(req).details);
     const featureId = String(req.params.featureId);
@@ -204,7 +205,7 @@ export function ogcRouter(deps: OgcDeps): Router {
     await sendPieces(req, res, GEOJSON, [`${found.slice(0, -1)},"links":${JSON.stringify(links)}}`]);
   });
 
-  return router;
+  return handlers;
 }
 
 function collectionId(req: Request): CollectionId {

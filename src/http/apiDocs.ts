@@ -1,0 +1,27 @@
+// The API's own description: /openapi.json (generated from the route table and the schemas,
+// openapi.ts) and Swagger UI under /docs, from its npm package, served offline.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import express, { Router, type RequestHandler } from 'express';
+import { openApiDocument } from './openapi.js';
+import type { Handlers } from './route.js';
+
+/** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
+const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+export function apiDocsHandlers(): Handlers {
+  const document = JSON.stringify(openApiDocument());
+  const openApiJson: RequestHandler = (_req, res) => {
+    res.set('Cache-Control', 'public, max-age=300').type('application/json').send(document);
+  };
+  const docs = Router();
+  docs.get('/', (req, res, next) => (req.originalUrl.split('?', 1)[0] === '/docs' && !req.originalUrl.endsWith('/') ? res.redirect(301, '/docs/') : next()));
+  // Our initializer points Swagger UI at /openapi.json.
+  docs.get('/swagger-initializer.js', (_req, res) => {
+    res.type('application/javascript').send(
+      "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
+    );
+  });
+  docs.use(express.static(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
+  return { openApiJson, docs };
+}

@@ -1,0 +1,76 @@
+// The request layer: every request, whichever handler serves it, first gets its request id and
+// access log line, its request metrics under its route's path, and the query string's guard;
+// then the route table's direct routes (the feed's posts, the busiest route) are served on Node's
+// own request and response, and everything else by Express. Errors of both are answered by the
+// one error handler. The process's own warm-up requests are told apart here, once: they get no
+// access line and no metrics, and the rate limits skip them (isOwnRequest).
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Request } from 'express';
+import type { StartAccessLog } from './accessLog.js';
+import type { ErrorAnswer } from './errorHandler.js';
+import { checkQueryString } from './queryGuards.js';
+import type { DirectHandler, Route } from './route.js';
+
+export interface LayerOptions {
+  routes: readonly Route[];
+  /** The handlers of the direct routes, by name. */
+  direct: Record<string, DirectHandler>;
+  /** Everything that is not a direct route. */
+  app: RequestListener;
+  startLog: StartAccessLog;
+  /** Counts and times a request under the label `routeOf` gives once it is answered. */
+  observe: (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void;
+  errorAnswer: ErrorAnswer;
+  /** Whether a request is the process's own (its warm-up). */
+  isOwn?: (req: IncomingMessage) => boolean;
+}
+
+const own = new WeakSet<IncomingMessage>();
+
+/** Whether the request layer found `req` to be the process's own. */
+export function isOwnRequest(req: IncomingMessage): boolean {
+  return own.has(req);
+}
+
+export function requestLayer(options: LayerOptions): RequestListener {
+  const known = new Set(options.routes.filter((r) => !r.unlisted).map((r) => r.path));
+  const direct = options.routes
+    .filter((r) => r.direct)
+    .flatMap((r) =>
+      Object.entries(r.serve).map(([verb, name]) => {
+        const handler = options.direct[name];
+        if (!handler || r.path.includes(':')) throw new Error(`The direct route ${verb.toUpperCase()} ${r.path} needs a handler named ${name} and no path parameters.`);
+        // As Express matches a path: in any case, with an optional trailing slash.
+        const pattern = new RegExp(`^${r.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/?$`, 'i');
+        return { method: verb.toUpperCase(), path: r.path, pattern, handler, label: () => r.path };
+      }),
+    );
+  /** The matched route's path, never the raw path: labels stay few whatever clients send. */
+  const labelOf = (req: IncomingMessage) => () => {
+    const { route, baseUrl, originalUrl } = req as Partial<Request>;
+    if (route?.path) return `${baseUrl ?? ''}${String(route.path)}`;
+    const path = (originalUrl ?? req.url ?? '').split('?', 1)[0]!;
+    return known.has(path) ? path : 'unmatched';
+  };
+
+  return (req, res) => {
+    const url = req.url ?? '';
+    const query = url.indexOf('?');
+    const path = query < 0 ? url : url.slice(0, query);
+    let served: (typeof direct)[number] | undefined;
+    for (const d of direct) if (d.method === req.method && (d.path === path || d.pattern.test(path))) served = d;
+    if (options.isOwn?.(req)) own.add(req);
+    else {
+      options.startLog(req, res);
+      options.observe(req, res, served ? served.label : labelOf(req));
+    }
+    try {
+      if (query >= 0) checkQueryString(url);
+    } catch (err) {
+      options.errorAnswer(err, req, res);
+      return;
+    }
+    if (served) served.handler(req, res).catch((err: unknown) => options.errorAnswer(err, req, res));
+    else options.app(req, res);
+  };
+}
