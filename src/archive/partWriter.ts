@@ -1,7 +1,7 @@
 // Writes archive rows as one zstd Parquet file via DuckDB.
 import { timestampTZValue, type DuckDBAppender } from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../duckdb.js';
-import { COLUMNS, rowKeyOf, tableDdl, type ArchiveRow, type ColumnSpec, type Columns, type Kind } from './schema.js';
+import { checkedNames, COLUMNS, rowKeyOf, tableDdl, type ArchiveRow, type ColumnSpec, type Columns, type Kind } from './schema.js';
 
 /**
  * Every part holds each pkey once (the last of `rows` wins) and is sorted newest first:
@@ -27,33 +27,25 @@ export async function writeParquet(db: DuckDb, input: readonly ArchiveRow[], fil
   });
 }
 
-type Append = (a: DuckDBAppender, value: unknown) => void;
-
-const APPEND: Record<Kind, Append> = {
-  text: (a, v) => a.appendVarchar(v as string),
-  json: (a, v) => a.appendVarchar(v as string),
-  timestamp: (a, v) => a.appendTimestampTZ(timestampTZValue(BigInt(v as number) * 1000n)),
-  double: (a, v) => a.appendDouble(v as number),
-  bigint: (a, v) => a.appendBigInt(BigInt(v as number)),
+const APPEND: Record<Kind, (value: string) => string> = {
+  text: (v) => `a.appendVarchar(${v})`,
+  json: (v) => `a.appendVarchar(${v})`,
+  timestamp: (v) => `a.appendTimestampTZ(timestampTZValue(BigInt(${v}) * 1000n))`,
+  double: (v) => `a.appendDouble(${v})`,
+  bigint: (v) => `a.appendBigInt(BigInt(${v}))`,
 };
 
-function appenderOf(c: ColumnSpec): (a: DuckDBAppender, row: Record<string, unknown>) => void {
-  const key = rowKeyOf(c);
-  const append = APPEND[c.kind];
-  if (!c.nullable) return (a, row) => append(a, row[key]);
+function appendSql(c: ColumnSpec): string {
+  const value = `r[${JSON.stringify(rowKeyOf(c))}]`;
   // A later column may be absent from rows made before it (undefined): null.
-  return (a, row) => {
-    const value = row[key];
-    if (value === null || value === undefined) a.appendNull();
-    else append(a, value);
-  };
+  return c.nullable ? `{ const v = ${value}; if (v === null || v === undefined) a.appendNull(); else ${APPEND[c.kind]('v')}; }` : `${APPEND[c.kind](value)};`;
 }
 
-/** Appends a row's columns in the table's order, then ends the row. */
+/**
+ * Appends a row's columns in the table's order, then ends the row. Compiled from the table into
+ * straight-line code: a loop of a closure per column made flushes a quarter slower.
+ */
 export function rowAppender(table: Columns = COLUMNS): (a: DuckDBAppender, row: object) => void {
-  const steps = table.map(appenderOf);
-  return (a, row) => {
-    for (const step of steps) step(a, row as Record<string, unknown>);
-    a.endRow();
-  };
+  const body = `return (a, r) => { ${checkedNames(table).map(appendSql).join(' ')} a.endRow(); };`;
+  return new Function('timestampTZValue', body)(timestampTZValue) as (a: DuckDBAppender, row: object) => void;
 }

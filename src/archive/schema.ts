@@ -92,6 +92,12 @@ export type PropertiesOf<T extends Columns> = Flat<
 
 export type ReportProperties = PropertiesOf<Table>;
 
+/** The table, once its names are checked to be plain identifiers (they are written into SQL and generated code). */
+export function checkedNames<T extends Columns>(table: T): T {
+  for (const c of table) if (!/^[a-z][a-z0-9_]*$/.test(c.name)) throw new Error(`not a column name: ${JSON.stringify(c.name)}`);
+  return table;
+}
+
 export function rowKeyOf(c: ColumnSpec): string {
   return c.kind === 'timestamp' ? `${c.name}_ms` : c.name;
 }

@@ -3,38 +3,35 @@
 // columns in the order of the answers' SQL (sql.ts, propertiesSql), so its properties serialise to
 // the same bytes.
 import type { Feature, Point } from 'geojson';
-import { COLUMNS, pointColumns, propertyLayout, rowKeyOf, type ArchiveRow, type ColumnSpec, type Columns, type ReportProperties } from '../archive/schema.js';
+import { checkedNames, COLUMNS, pointColumns, propertyLayout, rowKeyOf, type ArchiveRow, type ColumnSpec, type Columns, type ReportProperties } from '../archive/schema.js';
 
 export type { ReportProperties } from '../archive/schema.js';
 
 export type ReportFeature = Feature<Point, ReportProperties>;
 
-type Row = Record<string, unknown>;
+const key = (name: string) => JSON.stringify(name);
 
-/** A column's property value from a row: timestamps as answers write them, JSON parsed. */
-function valueOf(c: ColumnSpec): (row: Row) => unknown {
-  const key = rowKeyOf(c);
-  if (c.kind === 'timestamp') return (row) => (row[key] === null ? null : new Date(row[key] as number).toISOString());
-  if (c.kind === 'json') return (row) => (row[key] === null ? null : (JSON.parse(row[key] as string) as unknown));
-  return (row) => row[key];
+/** A column's property value from row `r`, as code: timestamps as answers write them, JSON parsed. */
+function valueCode(c: ColumnSpec): string {
+  const value = `r[${key(rowKeyOf(c))}]`;
+  if (c.kind === 'timestamp') return `(${value} === null ? null : new Date(${value}).toISOString())`;
+  if (c.kind === 'json') return `(${value} === null ? null : JSON.parse(${value}))`;
+  return value;
 }
 
-/** The Feature builder of a table. */
+/**
+ * The Feature builder of a table, compiled from it into one object literal: properties in the
+ * order of the answers' SQL (a loop over the columns made the event log's work twice as slow).
+ */
 export function featureBuilder(table: Columns = COLUMNS): (row: object) => Feature<Point, Record<string, unknown>> {
-  const [x, y] = pointColumns(table).map(rowKeyOf) as [string, string];
-  const entries = propertyLayout(table).map((e) =>
-    'column' in e
-      ? ([e.column.name, valueOf(e.column)] as const)
-      : ([e.group, ((values) => (row: Row) => Object.fromEntries(values.map(([name, of]) => [name, of(row)])))(e.columns.map((c) => [c.name, valueOf(c)] as const))] as const),
+  const [x, y] = pointColumns(checkedNames(table)).map((c) => `r[${key(rowKeyOf(c))}]`);
+  const properties = propertyLayout(table).map((e) =>
+    'column' in e ? `${key(e.column.name)}: ${valueCode(e.column)}` : `${key(e.group)}: { ${e.columns.map((c) => `${key(c.name)}: ${valueCode(c)}`).join(', ')} }`,
   );
-  return (input) => {
-    const row = input as Row;
-    const properties: Record<string, unknown> = {};
-    for (const [name, of] of entries) properties[name] = of(row);
-    return { type: 'Feature', geometry: { type: 'Point', coordinates: [row[x] as number, row[y] as number] }, properties };
-  };
+  return new Function(`return (r) => ({ type: 'Feature', geometry: { type: 'Point', coordinates: [${x}, ${y}] }, properties: { ${properties.join(', ')} } });`)() as (
+    row: object,
+  ) => Feature<Point, Record<string, unknown>>;
 }
-
 const build = featureBuilder();
 
 export function featureOf(row: ArchiveRow): ReportFeature {
