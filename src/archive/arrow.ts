@@ -2,11 +2,26 @@
 // schema (the same columns and types as pyarrow reads them: created_at in microseconds,
 // report_data as arrow.json, the WKB geometry). The batches are assembled from buffers DuckDB
 // built (exports.ts), not value by value; the writer streams with Node back-pressure.
-import { Binary, Field, Float64, makeData, Message, MessageHeader, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
+import { Binary, Field, Float64, Int64, makeData, Message, MessageHeader, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
+import { wkbPoints } from './geoparquet.js';
+import { answerColumns, COLUMNS, pointColumns, type ColumnSpec, type Columns, type Kind, type Placement } from './schema.js';
 
-/** The answer's string columns, in the Parquet answer's order. */
-export const STRING_COLUMNS = ['pkey', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text'] as const;
-export type StringColumn = (typeof STRING_COLUMNS)[number];
+const isString = (c: ColumnSpec) => c.kind === 'text' || c.kind === 'json';
+
+/** The answer's string columns (text and JSON), in the Parquet answer's order. */
+export function stringColumns(table: Columns = COLUMNS): string[] {
+  return answerColumns(table)
+    .filter(isString)
+    .map((c) => c.name);
+}
+
+export type StringColumn = Extract<(typeof COLUMNS)[number], { answer: Placement; kind: 'text' | 'json' }>['name'];
+export const STRING_COLUMNS = stringColumns() as readonly StringColumn[];
+
+/** A string column as DuckDB gives its text (JSON as its text). */
+export function stringSqlOf(name: string, table: Columns = COLUMNS): string {
+  return table.find((c) => c.name === name)?.kind === 'json' ? `${name}::VARCHAR` : name;
+}
 
 /** A string column as Arrow lays it out: UTF-8 bytes end to end, offsets, and which values are null. */
 export interface StringBuffers {
@@ -17,7 +32,7 @@ export interface StringBuffers {
   nullCount: number;
 }
 
-/** One UTC day of the window as Arrow buffers, newest first. */
+/** One UTC day of the window as Arrow buffers, newest first: the time, the point, the strings. */
 export interface ArrowDay {
   length: number;
   /** created_at, microseconds since the epoch. */
@@ -27,58 +42,49 @@ export interface ArrowDay {
   strings: Record<StringColumn, StringBuffers>;
 }
 
-/** The answer's fields, in the Parquet answer's order. */
-const FIELDS: Field[] = (
-  [
-    ['pkey', new Utf8()],
-    ['created_at', new TimestampMicrosecond('UTC')],
-    ['source', new Utf8()],
-    ['status', new Utf8()],
-    ['url', new Utf8()],
-    ['image_url', new Utf8()],
-    ['disaster_type', new Utf8()],
-    ['report_data', new Utf8()],
-    ['instance_region_code', new Utf8()],
-    ['local_area_id', new Utf8()],
-    ['title', new Utf8()],
-    ['text', new Utf8()],
-    ['lng', new Float64()],
-    ['lat', new Float64()],
-    ['geometry', new Binary()],
-  ] as [string, DataType][]
-).map(([name, type]) => {
-  // Parquet's JSON logical type reads as Arrow's canonical JSON extension.
-  const metadata = name === 'report_data' ? new Map([['ARROW:extension:name', 'arrow.json']]) : undefined;
-  // Nullable, as in the Parquet answer (DuckDB writes every column optional).
-  return new Field(name, type, true, metadata);
-});
-const SCHEMA = new Schema(FIELDS);
+const ARROW_TYPE: Record<Kind, () => DataType> = {
+  text: () => new Utf8(),
+  json: () => new Utf8(),
+  timestamp: () => new TimestampMicrosecond('UTC'),
+  double: () => new Float64(),
+  bigint: () => new Int64(),
+};
 
-/** 21 bytes a point: little-endian byte order, type 1 (Point), x, y (what GEOMETRY_SQL writes). */
-function wkbPoints(lng: Float64Array, lat: Float64Array): { offsets: Int32Array; data: Uint8Array } {
-  const data = new Uint8Array(lng.length * 21);
-  const view = new DataView(data.buffer);
-  const offsets = new Int32Array(lng.length + 1);
-  for (let i = 0; i < lng.length; i++) {
-    const at = i * 21;
-    data[at] = 1;
-    view.setUint32(at + 1, 1, true);
-    view.setFloat64(at + 5, lng[i]!, true);
-    view.setFloat64(at + 13, lat[i]!, true);
-    offsets[i + 1] = at + 21;
-  }
-  return { offsets, data };
+/** The answer's fields, in the Parquet answer's order: the answered columns, then the WKB geometry. */
+export function arrowFields(table: Columns = COLUMNS): Field[] {
+  return [
+    ...answerColumns(table).map((c) => {
+      // Parquet's JSON logical type reads as Arrow's canonical JSON extension.
+      const metadata = c.kind === 'json' ? new Map([['ARROW:extension:name', 'arrow.json']]) : undefined;
+      // Nullable, as in the Parquet answer (DuckDB writes every column optional).
+      return new Field(c.name, ARROW_TYPE[c.kind](), true, metadata);
+    }),
+    new Field('geometry', new Binary(), true),
+  ];
 }
+
+const FIELDS = arrowFields();
+const [X, Y] = pointColumns();
+/** The fixed-width buffers an ArrowDay carries, by column. */
+const FIXED: Record<string, (day: ArrowDay) => BigInt64Array | Float64Array> = { created_at: (d) => d.createdUs, [X.name]: (d) => d.lng, [Y.name]: (d) => d.lat };
+for (const c of answerColumns()) {
+  if (!isString(c) && !FIXED[c.name]) throw new Error(`Arrow days carry no buffer for column ${c.name}`);
+}
+const SCHEMA = new Schema(FIELDS);
 
 function toBatch(day: ArrowDay): RecordBatch {
   const { length } = day;
   const children: Data[] = FIELDS.map((field) => {
     const name = field.name;
-    if (name === 'created_at') return makeData({ type: field.type as TimestampMicrosecond, length, nullCount: 0, data: day.createdUs });
-    if (name === 'lng' || name === 'lat') return makeData({ type: new Float64(), length, nullCount: 0, data: day[name] });
     if (name === 'geometry') {
       const wkb = wkbPoints(day.lng, day.lat);
       return makeData({ type: new Binary(), length, nullCount: 0, valueOffsets: wkb.offsets, data: wkb.data });
+    }
+    const fixed = FIXED[name];
+    if (fixed) {
+      const data = fixed(day);
+      if (data instanceof BigInt64Array) return makeData({ type: field.type as TimestampMicrosecond, length, nullCount: 0, data });
+      return makeData({ type: field.type as Float64, length, nullCount: 0, data });
     }
     const s = day.strings[name as StringColumn];
     return makeData({ type: new Utf8(), length, nullCount: s.nullCount, nullBitmap: s.validity, valueOffsets: s.offsets, data: s.data });

@@ -4,12 +4,12 @@ import type { WindowContext } from './context.js';
 import { HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import { streamHours, type ReadyFile } from './ready.js';
-import { STRING_COLUMNS, type ArrowDay, type StringBuffers, type StringColumn } from './arrow.js';
+import { STRING_COLUMNS, stringSqlOf, type ArrowDay, type StringBuffers, type StringColumn } from './arrow.js';
 import { candidatesOf, readyRuns, type ReadyRun } from './render.js';
 import { ANSWER_ORDER, filteredRows, type Bound } from './sql.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 
-const textOf = (c: StringColumn) => (c === 'report_data' ? 'report_data::VARCHAR' : c);
+const textOf = (c: StringColumn) => stringSqlOf(c);
 
 /**
  * One UTC day of the window as Arrow record batches, newest first: whole hours held in one

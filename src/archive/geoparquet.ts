@@ -27,6 +27,28 @@ export async function prepareGeometry(conn: DuckDBConnection): Promise<void> {
   for (const sql of MACROS) await conn.run(sql);
 }
 
+/**
+ * The same 21 bytes a point for Arrow batches, whose lng/lat DuckDB already gave as typed
+ * arrays: writing them here costs a hundredth of having DuckDB build and hand over the blobs.
+ * It must agree with the macros byte for byte (-0 written as 0 too); a unit test holds both to it.
+ */
+export function wkbPoints(lng: Float64Array, lat: Float64Array): { offsets: Int32Array; data: Uint8Array } {
+  const data = new Uint8Array(lng.length * 21);
+  const view = new DataView(data.buffer);
+  const offsets = new Int32Array(lng.length + 1);
+  for (let i = 0; i < lng.length; i++) {
+    const at = i * 21;
+    const x = lng[i]!;
+    const y = lat[i]!;
+    data[at] = 1;
+    view.setUint32(at + 1, 1, true);
+    view.setFloat64(at + 5, x === 0 ? 0 : x, true);
+    view.setFloat64(at + 13, y === 0 ? 0 : y, true);
+    offsets[i + 1] = at + 21;
+  }
+  return { offsets, data };
+}
+
 export type Bbox = [number, number, number, number];
 
 /** The GeoParquet 1.1 `geo` metadata of a file of points with this bbox (none for an empty file). */

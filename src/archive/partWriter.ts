@@ -1,19 +1,20 @@
 // Writes archive rows as one zstd Parquet file via DuckDB.
 import { timestampTZValue, type DuckDBAppender } from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../duckdb.js';
-import { ARCHIVE_TABLE_DDL, type ArchiveRow } from './row.js';
+import { checkedNames, COLUMNS, rowKeyOf, tableDdl, type ArchiveRow, type ColumnSpec, type Columns, type Kind } from './schema.js';
 
 /**
  * Every part holds each pkey once (the last of `rows` wins) and is sorted newest first:
  * readers rely on both for hours with a single part.
  */
-export async function writeParquet(db: DuckDb, input: readonly ArchiveRow[], file: string): Promise<void> {
+export async function writeParquet(db: DuckDb, input: readonly ArchiveRow[], file: string, table: Columns = COLUMNS): Promise<void> {
   const rows = new Map(input.map((r) => [r.pkey, r])).values();
+  const append = rowAppender(table);
   await db.withConnection(async (conn) => {
-    await conn.run(`CREATE TEMP TABLE "part" ${ARCHIVE_TABLE_DDL}`);
+    await conn.run(`CREATE TEMP TABLE "part" ${tableDdl(table)}`);
     const appender = await conn.createAppender('part');
     try {
-      for (const row of rows) appendRow(appender, row);
+      for (const row of rows) append(appender, row);
       appender.flushSync();
     } finally {
       appender.closeSync();
@@ -26,30 +27,25 @@ export async function writeParquet(db: DuckDb, input: readonly ArchiveRow[], fil
   });
 }
 
-function appendRow(a: DuckDBAppender, r: ArchiveRow): void {
-  a.appendVarchar(r.pkey);
-  a.appendTimestampTZ(timestampTZValue(BigInt(r.created_at_ms) * 1000n));
-  a.appendVarchar(r.source);
-  a.appendVarchar(r.status);
-  appendNullable(a, r.url);
-  appendNullable(a, r.image_url);
-  a.appendVarchar(r.disaster_type);
-  appendNullable(a, r.report_data);
-  appendNullable(a, r.instance_region_code);
-  appendNullable(a, r.local_area_id);
-  a.appendVarchar(r.title);
-  a.appendVarchar(r.text);
-  a.appendDouble(r.lng);
-  a.appendDouble(r.lat);
-  a.appendBigInt(BigInt(r.post_id));
-  a.appendVarchar(r.partner_city);
-  a.appendTimestampTZ(timestampTZValue(BigInt(r.received_at_ms) * 1000n));
-  a.appendVarchar(r.boundary_version);
-  appendNullable(a, r.key_name ?? null);
-  a.endRow();
+const APPEND: Record<Kind, (value: string) => string> = {
+  text: (v) => `a.appendVarchar(${v})`,
+  json: (v) => `a.appendVarchar(${v})`,
+  timestamp: (v) => `a.appendTimestampTZ(timestampTZValue(BigInt(${v}) * 1000n))`,
+  double: (v) => `a.appendDouble(${v})`,
+  bigint: (v) => `a.appendBigInt(BigInt(${v}))`,
+};
+
+function appendSql(c: ColumnSpec): string {
+  const value = `r[${JSON.stringify(rowKeyOf(c))}]`;
+  // A later column may be absent from rows made before it (undefined): null.
+  return c.nullable ? `{ const v = ${value}; if (v === null || v === undefined) a.appendNull(); else ${APPEND[c.kind]('v')}; }` : `${APPEND[c.kind](value)};`;
 }
 
-function appendNullable(a: DuckDBAppender, value: string | null): void {
-  if (value === null) a.appendNull();
-  else a.appendVarchar(value);
+/**
+ * Appends a row's columns in the table's order, then ends the row. Compiled from the table into
+ * straight-line code: a loop of a closure per column made flushes a quarter slower.
+ */
+export function rowAppender(table: Columns = COLUMNS): (a: DuckDBAppender, row: object) => void {
+  const body = `return (a, r) => { ${checkedNames(table).map(appendSql).join(' ')} a.endRow(); };`;
+  return new Function('timestampTZValue', body)(timestampTZValue) as (a: DuckDBAppender, row: object) => void;
 }

@@ -2,8 +2,7 @@
 // archive query does it (first received wins, then boundary version).
 import type { DuckDb } from '../duckdb.js';
 import { sqlString } from '../duckdb.js';
-import { PART_COLUMNS, type ArchiveRow } from './row.js';
-import { TOMBSTONE } from './sql.js';
+import { COLUMNS, laterColumns, partColumns, rowKeyOf, sqlTypeOf, tombstoneSql, type ArchiveRow, type Columns } from './schema.js';
 
 /**
  * Which copy of a duplicated pkey wins: the one in the newest part (part
@@ -20,29 +19,32 @@ export const DEDUPE_WINDOW = `row_number() OVER (PARTITION BY pkey ORDER BY rege
  * (union_by_name), and an empty relation that has it makes it null there, even when no file
  * has it. Answers never read it (see LATER_COLUMNS), so this costs the rewriters alone.
  */
-export function dedupedPartsSql(files: readonly string[]): string {
+export function dedupedPartsSql(files: readonly string[], table: Columns = COLUMNS): string {
   const list = `[${files.map(sqlString).join(', ')}]`;
-  return `SELECT ${PART_COLUMNS.join(', ')}
+  const later = laterColumns(table).map((c) => `NULL::${sqlTypeOf(c)} AS ${c.name}`);
+  return `SELECT ${partColumns(table).join(', ')}
     FROM (SELECT * FROM read_parquet(${list}, filename = true, hive_partitioning = false, union_by_name = true)
-          UNION ALL BY NAME SELECT NULL::VARCHAR AS key_name WHERE false)
+          ${later.length > 0 ? `UNION ALL BY NAME SELECT ${later.join(', ')} WHERE false` : ''})
     QUALIFY ${DEDUPE_WINDOW}`;
 }
 
-export async function readRows(db: DuckDb, files: readonly string[]): Promise<ArchiveRow[]> {
+/** Each column as its row field: timestamps as epoch ms, JSON as its text. */
+const readSql = (table: Columns) =>
+  table
+    .map((c) => (c.kind === 'timestamp' ? `epoch_ms(${c.name}) AS ${rowKeyOf(c)}` : c.kind === 'json' ? `${c.name}::VARCHAR AS ${c.name}` : c.name))
+    .join(', ');
+
+export async function readRows(db: DuckDb, files: readonly string[], table: Columns = COLUMNS): Promise<ArchiveRow[]> {
   if (files.length === 0) return [];
+  // DuckDB gives BIGINTs (epoch_ms too) as bigint: rows hold numbers.
+  const numbers = table.filter((c) => c.kind === 'timestamp' || c.kind === 'bigint').map(rowKeyOf);
   return db.withConnection(async (conn) => {
-    const reader = await conn.runAndReadAll(
-      `SELECT pkey, epoch_ms(created_at) AS created_at_ms, source, status, url, image_url, disaster_type,
-              report_data::VARCHAR AS report_data, instance_region_code, local_area_id, title, text, lng, lat,
-              post_id, partner_city, epoch_ms(received_at) AS received_at_ms, boundary_version, key_name
-       FROM (${dedupedPartsSql(files)}) ORDER BY created_at, pkey`,
-    );
-    return reader.getRowObjectsJS().map((r) => ({
-      ...(r as unknown as ArchiveRow),
-      created_at_ms: Number(r.created_at_ms),
-      received_at_ms: Number(r.received_at_ms),
-      post_id: Number(r.post_id),
-    }));
+    const reader = await conn.runAndReadAll(`SELECT ${readSql(table)} FROM (${dedupedPartsSql(files, table)}) ORDER BY created_at, pkey`);
+    return reader.getRowObjectsJS().map((r) => {
+      const row: Record<string, unknown> = { ...r };
+      for (const key of numbers) if (row[key] !== null) row[key] = Number(row[key]);
+      return row as unknown as ArchiveRow;
+    });
   });
 }
 
@@ -51,7 +53,7 @@ export async function readRows(db: DuckDb, files: readonly string[]): Promise<Ar
  * `retracted` pkeys as tombstones (their personal fields dropped).
  */
 export async function mergeParts(db: DuckDb, files: readonly string[], out: string, retracted: readonly string[] = []): Promise<number> {
-  const select = retracted.length > 0 ? TOMBSTONE(`pkey IN (${retracted.map(sqlString).join(', ')})`) : '*';
+  const select = retracted.length > 0 ? tombstoneSql(`pkey IN (${retracted.map(sqlString).join(', ')})`) : '*';
   return db.withConnection(async (conn) => {
     await conn.run(
       `COPY (SELECT ${select} FROM (${dedupedPartsSql(files)}) ORDER BY created_at DESC, pkey DESC)

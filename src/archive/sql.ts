@@ -3,6 +3,7 @@
 import { DOUBLE, LIST, TIMESTAMPTZ, VARCHAR, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { WindowQuery } from './query.js';
 import { DEDUPE_WINDOW } from './rows.js';
+import { answerColumns, COLUMNS, pointColumns, propertyLayout, tombstoneSql, type Columns, type ColumnSpec } from './schema.js';
 
 /** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */
 export type FeatureShape = 'geojson' | 'topojson' | 'csv';
@@ -82,58 +83,64 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
   return { sql: `(SELECT ${TOMBSTONE(hidden.length > 0 ? `status = 'retracted' OR list_contains($retracted, pkey)` : `status = 'retracted'`)} FROM ${rows})`, values, types };
 }
 
-/**
- * Every column, a retracted report's as its tombstone: status `retracted`, title and text "",
- * URLs null; place, time and tags kept. `retracted` is the SQL condition that says which.
- */
-export function TOMBSTONE(retracted: string): string {
-  const when = (col: string, value: string) => `CASE WHEN ${retracted} THEN ${value} ELSE ${col} END AS ${col}`;
-  return `* REPLACE (${when('status', `'retracted'`)}, ${when('title', `''`)}, ${when('text', `''`)}, ${when('url', 'NULL')}, ${when('image_url', 'NULL')})`;
-}
+/** A retracted report's columns as its tombstone (schema.ts); `retracted` is the SQL condition that says which. */
+export const TOMBSTONE = (retracted: string): string => tombstoneSql(retracted);
 
-const ISO_MS = `strftime(created_at, '%Y-%m-%dT%H:%M:%S.%gZ')`;
+/** A timestamp column as answers write it: ISO 8601 in UTC with milliseconds. */
+const isoMs = (col: string) => `strftime(${col}, '%Y-%m-%dT%H:%M:%S.%gZ')`;
+
+/** A column's value in a report's properties, as SQL. */
+const propertySql = (c: ColumnSpec) => (c.kind === 'timestamp' ? isoMs(c.name) : c.name);
 
 /** The report properties in their published order (docs/http.md, "Archived report fields"), as a DuckDB struct (to_json keeps the order). */
-const PROPERTIES = `{'pkey': pkey, 'created_at': ${ISO_MS}, 'source': source, 'status': status, 'url': url,
-  'image_url': image_url, 'disaster_type': disaster_type, 'report_data': report_data,
-  'tags': {'instance_region_code': instance_region_code, 'local_area_id': local_area_id}, 'title': title, 'text': text}`;
+export function propertiesSql(table: Columns = COLUMNS): string {
+  const field = (c: ColumnSpec) => `'${c.name}': ${propertySql(c)}`;
+  return `{${propertyLayout(table)
+    .map((e) => ('column' in e ? field(e.column) : `'${e.group}': {${e.columns.map(field).join(', ')}}`))
+    .join(', ')}}`;
+}
 
 /**
  * A text cell, quoted. One that begins with = + - @ tab or carriage return would be read as a
  * formula by spreadsheets (CSV injection): it gets a leading ' inside the quotes, as OWASP
- * advises. Only text columns pass here; lng/lat stay plain numbers.
+ * advises. Only text columns pass here; numbers and times stay plain.
  */
-const csv = (col: string) =>
+const csvText = (col: string) =>
   `coalesce('"' || CASE WHEN left(${col}::VARCHAR, 1) IN ('=', '+', '-', '@', chr(9), chr(13)) THEN '''' ELSE '' END || replace(${col}::VARCHAR, '"', '""') || '"', '')`;
 
+/** A column's CSV cell; a null is an empty cell (concat_ws would drop it). */
+function csvCell(c: ColumnSpec): string {
+  if (c.kind === 'text' || c.kind === 'json') return csvText(c.name);
+  const plain = c.kind === 'timestamp' ? isoMs(c.name) : `to_json(${c.name})::VARCHAR`;
+  return c.nullable ? `coalesce(${plain}, '')` : plain;
+}
+
 /** One report serialised in each shape, as a SQL expression over an archive row. */
-export const ITEM_SQL: Record<FeatureShape, string> = {
-  csv: `concat_ws(',', ${csv('pkey')}, ${ISO_MS}, ${csv('source')}, ${csv('status')},
-    ${csv('url')}, ${csv('image_url')}, ${csv('disaster_type')}, ${csv('report_data')}, ${csv('instance_region_code')},
-    ${csv('local_area_id')}, ${csv('title')}, ${csv('text')}, to_json(lng)::VARCHAR, to_json(lat)::VARCHAR)`,
-  // DuckDB serialises the whole struct in one call: cheaper than concatenating pieces.
-  geojson: `to_json({'type': 'Feature', 'geometry': {'type': 'Point', 'coordinates': [lng, lat]}, 'properties': ${PROPERTIES}})::VARCHAR`,
-  // What topojson-server makes of a Point feature: {type, coordinates, properties}.
-  topojson: `to_json({'type': 'Point', 'coordinates': [lng, lat], 'properties': ${PROPERTIES}})::VARCHAR`,
-};
+export function itemSql(table: Columns = COLUMNS): Record<FeatureShape, string> {
+  const properties = propertiesSql(table);
+  const [x, y] = pointColumns(table);
+  const coordinates = `[${x.name}, ${y.name}]`;
+  return {
+    csv: `concat_ws(',', ${answerColumns(table).map(csvCell).join(', ')})`,
+    // DuckDB serialises the whole struct in one call: cheaper than concatenating pieces.
+    geojson: `to_json({'type': 'Feature', 'geometry': {'type': 'Point', 'coordinates': ${coordinates}}, 'properties': ${properties}})::VARCHAR`,
+    // What topojson-server makes of a Point feature: {type, coordinates, properties}.
+    topojson: `to_json({'type': 'Point', 'coordinates': ${coordinates}, 'properties': ${properties}})::VARCHAR`,
+  };
+}
+
+/** One report serialised in each shape, as a SQL expression over an archive row. */
+export const ITEM_SQL: Record<FeatureShape, string> = itemSql();
+
+/** The CSV answer's header line (without its newline). */
+export function csvHeader(table: Columns = COLUMNS): string {
+  return answerColumns(table)
+    .map((c) => c.name)
+    .join(',');
+}
 
 /** The order of every answer: newest first, ties by pkey. */
 export const ANSWER_ORDER = 'ORDER BY created_at DESC, pkey DESC';
 
 /** The archive columns researchers get in bulk formats (Parquet and Arrow), in order; then the WKB geometry. */
-export const EXPORT_COLUMNS = [
-  'pkey',
-  'created_at',
-  'source',
-  'status',
-  'url',
-  'image_url',
-  'disaster_type',
-  'report_data',
-  'instance_region_code',
-  'local_area_id',
-  'title',
-  'text',
-  'lng',
-  'lat',
-] as const;
+export const EXPORT_COLUMNS: readonly string[] = answerColumns().map((c) => c.name);

@@ -3,13 +3,12 @@
 // items, the CSV header, and what separates two items.
 import type { Bbox } from '../archive/query.js';
 import { unionBbox, type FeatureBatch, type Run } from '../archive/render.js';
-import type { FeatureShape } from '../archive/sql.js';
+import { csvHeader, type FeatureShape } from '../archive/sql.js';
 
 /** geojson and topojson: in the {statusCode, result} envelope; featurecollection and topology: the same without it. */
 export type TextFormat = 'geojson' | 'topojson' | 'ndjson' | 'csv' | 'featurecollection' | 'topology';
 
-export const CSV_HEADER =
-  'pkey,created_at,source,status,url,image_url,disaster_type,report_data,instance_region_code,local_area_id,title,text,lng,lat';
+export const CSV_HEADER = csvHeader();
 
 const SHAPE_OF: Record<TextFormat, FeatureShape> = {
   geojson: 'geojson',

@@ -2,6 +2,7 @@
 // the same schemas that validate requests, and its paths, generated from the route table
 // (routes.ts), whose operations name their parameters and answers.
 import { partnerReportSchema } from '../reports/partnerReport.js';
+import { reportPropertiesSchema } from '../archive/schema.js';
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ogcSchemas } from './ogc/openapi.js';
 import { envelope } from './openapiParts.js';
@@ -33,7 +34,6 @@ const errorSchema = {
   },
 } as const;
 
-const nullableString = { type: ['string', 'null'] } as const;
 
 /** A TopoJSON Topology with its geometries under object `output`. */
 const topology = (geometry: object, extra: Record<string, object>, required: string[]) => ({
@@ -80,37 +80,7 @@ const featureCollection = (geometry: object, properties: object) => ({
 });
 const position = { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } } as const;
 
-const reportProperties = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'tags', 'title', 'text'],
-  properties: {
-    pkey: { type: 'string', description: 'The report key, fixed at acceptance: `<source>-<post_id>`.' },
-    created_at: { type: 'string', format: 'date-time', description: 'ISO 8601 in UTC with milliseconds.' },
-    source: { type: 'string', enum: ['partner'] },
-    status: {
-      type: 'string',
-      enum: ['confirmed', 'retracted'],
-      description:
-        'confirmed: as accepted. retracted: withdrawn by the partner that posted it (DELETE /feeds/partner/{post_id}) or by the operators; final. Retracted reports are left out of every answer unless include_retracted=true, where they are tombstones: title and text "", url and image_url null, place and time kept.',
-    },
-    url: nullableString,
-    image_url: nullableString,
-    disaster_type: { type: 'string', enum: ['flood'] },
-    report_data: { description: 'Not typed; null for partner reports.' },
-    tags: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['instance_region_code', 'local_area_id'],
-      properties: {
-        instance_region_code: { ...nullableString, description: 'Code of the city whose boundary contains the point.' },
-        local_area_id: { ...nullableString, description: 'PSGC code (10 digits) of the barangay that contains the point.' },
-      },
-    },
-    title: { type: 'string' },
-    text: { type: 'string' },
-  },
-} as const;
+const reportProperties = reportPropertiesSchema();
 
 const schemas = {
   PartnerReport: (({ $id: _id, ...rest }) => rest)(partnerReportSchema),

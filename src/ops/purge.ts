@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
 import { listWindowParts } from '../archive/parts.js';
 import { publishPart } from '../archive/ready.js';
+import { notTombstoneSql } from '../archive/schema.js';
 import { TOMBSTONE } from '../archive/sql.js';
 import { sqlString } from '../duckdb.js';
 import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
@@ -26,7 +27,7 @@ export interface PurgeResult {
 
 /** The condition a part's rows are tombstoned by, and the check that a part still holds one as it was. */
 const NAMED = 'list_contains($pkeys, pkey)';
-const STILL_THERE = `${NAMED} AND (status <> 'retracted' OR title <> '' OR text <> '' OR url IS NOT NULL OR image_url IS NOT NULL)`;
+const STILL_THERE = `${NAMED} AND ${notTombstoneSql()}`;
 
 /** What the purge uses of the runtime. */
 type Purging = Pick<Runtime, 'ledger' | 'store' | 'cache' | 'db' | 'config'>;

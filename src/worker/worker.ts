@@ -21,6 +21,7 @@ import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
 import { publishPart } from '../archive/ready.js';
 import type { ArchiveRow } from '../archive/row.js';
+import { tombstoneRow } from '../archive/schema.js';
 import type { ArchiveEvents } from '../events/events.js';
 import type { ChangeLog } from '../archive/changes.js';
 
@@ -279,7 +280,7 @@ export class Worker {
     if (retracted.size === 0) return;
     for (const entry of entries) {
       if (!retracted.has(entry.row.pkey)) continue;
-      entry.row = { ...entry.row, status: 'retracted', title: '', text: '', url: null, image_url: null };
+      entry.row = tombstoneRow(entry.row);
     }
   }
 
