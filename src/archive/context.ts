@@ -8,7 +8,7 @@ export interface WindowContext {
   files(parts: readonly ObjectInfo[]): Promise<string[]>;
   /** Local paths of the parts' ready texts, undefined for a part that has none. */
   readyFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
-  /** Local paths of the parts' stats sidecars (statsSidecar.ts), undefined for a part that has none. */
+  /** Local paths of the parts' stats sidecars (sidecars/), undefined for a part that has none. */
   statsFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */
   signal: AbortSignal | undefined;

@@ -4,7 +4,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../duckdb.js';
 import { DAY_MS } from '../reports/layout.js';
 import type { ObjectInfo } from '../store/objectStore.js';
@@ -13,25 +12,9 @@ import { GEOMETRY_SQL, geoCopyOption, prepareGeometry } from './geoparquet.js';
 import { closeAll, readFooter, rowsOf, schemaOf, spliceParquet, type Footer, type ParquetAnswer } from './parquetSplice.js';
 import { isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
-import { openReady } from './ready.js';
+import { openStoredParquet, type StoredParquet } from './sidecars/index.js';
 import { ARCHIVE_TABLE_DDL } from './row.js';
-import { ANSWER_ORDER, EXPORT_COLUMNS, filteredRows, type Bound } from './sql.js';
-
-/** Rows per row group of an answer-form file: a part's (or a day's) rows in one. */
-const PIECE_ROW_GROUP = 1_000_000;
-
-/**
- * Writes the rows of `from` (a subquery of archive rows) as a Parquet file in the answer's form:
- * the export columns and the WKB geometry, newest first, one row group.
- */
-export async function copyAnswerParquet(conn: DuckDBConnection, from: string, out: string, bound?: Omit<Bound, 'sql'>): Promise<void> {
-  await prepareGeometry(conn);
-  await conn.run(
-    `COPY (SELECT ${EXPORT_COLUMNS.join(', ')}, ${GEOMETRY_SQL} FROM ${from} ${ANSWER_ORDER}) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${PIECE_ROW_GROUP})`,
-    bound?.values,
-    bound?.types,
-  );
-}
+import { EXPORT_COLUMNS, filteredRows } from './sql.js';
 
 /**
  * The window as one GeoParquet answer, newest first, spliced from row groups copied as they
@@ -99,20 +82,17 @@ async function storedDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): 
   if (!sources || (query.retracted ?? []).some((r) => r.createdMs >= day.dayMs && r.createdMs < day.dayMs + DAY_MS)) return undefined;
   const files = await ctx.readyFiles(sources);
   if (files.some((f) => f === undefined)) return undefined;
-  const opened: Awaited<ReturnType<typeof openReady>>[] = [];
+  const opened: StoredParquet[] = [];
   try {
-    for (const file of files) opened.push(await openReady(file!));
-    const whole = opened.every(({ ready }) => ready.index.parquet && ready.index.hours.every((h) => h.minMs >= query.startMs && h.maxMs <= query.endMs));
-    if (!whole) {
-      await closeAll(opened.map((o) => o.handle));
-      return undefined;
+    for (const file of files) {
+      const stored = await openStoredParquet(file!, query.startMs, query.endMs);
+      if (!stored) {
+        await closeAll(opened.map((o) => o.handle));
+        return undefined;
+      }
+      opened.push(stored);
     }
-    return await Promise.all(
-      opened.map(({ handle, ready }) => {
-        const [start, end] = ready.index.parquet!;
-        return readFooter({ handle, offset: ready.base + start, length: end - start });
-      }),
-    );
+    return await Promise.all(opened.map((stored) => readFooter(stored)));
   } catch (err) {
     await closeAll(opened.map((o) => o.handle));
     throw err;

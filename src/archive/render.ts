@@ -7,7 +7,7 @@ import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { READY_TEXTS, readItems, readReadyIndex, readSelection, selectItems, streamHours, type ReadyFile, type ReadyHour, type ReadyItems, type ReadyShape, type Selection } from './ready.js';
+import { readyReads, readyRunsOf, servesText, type ReadyRun } from './sidecars/index.js';
 import { LIST, listValue, TIMESTAMPTZ, VARCHAR } from '@duckdb/node-api';
 import { ANSWER_ORDER, filteredRows, ITEM_SQL, micros, type Bound, type FeatureShape } from './sql.js';
 
@@ -20,7 +20,7 @@ interface RenderedHour {
 
 /**
  * Items already joined by the separator, or a function that reads them when they are about to
- * be sent, as chunks (which may be reused read buffers: see readBuffers.ts).
+ * be sent, as chunks (which may be buffers the sidecars' reader lends: see `Window.written`).
  */
 export type Run = Uint8Array | (() => Iterable<Uint8Array> | AsyncIterable<Uint8Array>);
 
@@ -91,20 +91,11 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
   }
 }
 
-/** Hours answered from a part's ready texts: a byte range of its sidecar, or nothing for an hour without reports. */
 /** The hours of a day that may hold reports of the window, newest first: a compacted day may hold any of its hours; otherwise only listed hours have reports. */
 export function candidatesOf(day: DayPlan, query: WindowQuery): number[] {
   return day.whole.length > 0
     ? Array.from({ length: 24 }, (_, i) => day.dayMs + (23 - i) * HOUR_MS).filter((h) => h + HOUR_MS - 1 >= query.startMs && h <= query.endMs)
     : day.hours.map((h) => h.hourMs);
-}
-
-export interface ReadyRun {
-  ready: ReadyFile;
-  /** Undefined: the hour has no reports (or none the filters keep). */
-  hour: ReadyHour | undefined;
-  /** The reports kept, when not the whole hour. */
-  selection?: Selection;
 }
 
 /**
@@ -142,34 +133,17 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const runs = rest.length > 0 ? await build(rest) : new Map<number, RenderedHour>();
   const items: Run[] = [];
   let bbox: FeatureBatch['bbox'];
-  // Consecutive hours of one sidecar: one range (the separator between them is in it).
-  let pending: { ready: ReadyFile; hours: number[]; end: number } | undefined;
-  const readyShape = shape as ReadyShape;
-  const commas = shape === 'geojson' && separator === ',';
+  // Ready hours with no other hour between them: their reads (consecutive hours of one sidecar: one range).
+  let pending: ReadyRun[] = [];
   const flush = () => {
-    if (pending) items.push(streamHours(pending.ready, pending.hours, readyShape, commas));
-    pending = undefined;
+    items.push(...readyReads(pending, shape, separator));
+    pending = [];
   };
   for (const hourMs of candidates) {
     const r = ready.get(hourMs);
     if (r) {
-      if (!r.hour) continue;
-      if (r.selection) {
-        flush();
-        const read = readSelection(r.ready, hourMs, r.selection, query, readyShape, commas);
-        items.push(() => [read()]);
-        bbox = bbox ? unionBbox(bbox, r.selection.bbox!) : r.selection.bbox;
-        continue;
-      }
-      const [start, end] = r.hour[readyShape];
-      if (pending && pending.ready === r.ready && pending.end + 1 === start) {
-        pending.hours.push(hourMs);
-        pending.end = end;
-      } else {
-        flush();
-        pending = { ready: r.ready, hours: [hourMs], end };
-      }
-      bbox = bbox ? unionBbox(bbox, r.hour.bbox) : r.hour.bbox;
+      pending.push(r);
+      if (r.bbox) bbox = bbox ? unionBbox(bbox, r.bbox) : r.bbox;
       continue;
     }
     const run = runs.get(hourMs);
@@ -193,7 +167,7 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
  */
 export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): Promise<Map<number, ReadyRun>> {
   const out = new Map<number, ReadyRun>();
-  const text = shape === 'arrow' || READY_TEXTS.some((t) => t.shape === shape && (t.separator === separator || (shape === 'geojson' && separator === ',')));
+  const text = shape === 'arrow' || servesText(shape, separator);
   const servable = query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined && !query.includeRetracted;
   if (!text || !servable) return out;
   const retracted = new Set((query.retracted ?? []).map((r) => hourOf(r.createdMs)));
@@ -211,23 +185,10 @@ export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: re
   if (byPart.size === 0) return out;
   const parts = [...byPart.keys()];
   const files = await ctx.readyFiles(parts);
-  const filtered = query.admin !== undefined || query.bbox !== undefined;
   parts.forEach((part, i) => {
     const file = files[i];
     if (!file) return;
-    const ready = readReadyIndex(file);
-    const index = new Map(ready.index.hours.map((h) => [h.hourMs, h]));
-    let items: ReadyItems | undefined;
-    for (const hourMs of byPart.get(part)!) {
-      const hour = index.get(hourMs);
-      if (!hour || (!filtered && hour.minMs >= query.startMs && hour.maxMs <= query.endMs)) {
-        out.set(hourMs, { ready, hour });
-        continue;
-      }
-      const selection = selectItems(ready, (items ??= readItems(ready)), hour, query);
-      if (selection.count === hour.count) out.set(hourMs, { ready, hour });
-      else out.set(hourMs, { ready, hour: selection.count === 0 ? undefined : hour, selection });
-    }
+    for (const [hourMs, run] of readyRunsOf(file, byPart.get(part)!, query)) out.set(hourMs, run);
   });
   return out;
 }

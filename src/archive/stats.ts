@@ -1,5 +1,5 @@
 // Counts of a window by time bucket and by place (GET /reports/archive/stats). Parts with a
-// stats sidecar (statsSidecar.ts) are counted from it in JavaScript; what the sidecars cannot
+// stats sidecar (sidecars/) are counted from it in JavaScript; what the sidecars cannot
 // answer (hours with several parts to de-duplicate, days holding a report retracted but not yet
 // purged, parts without a sidecar, syncs and tombstones) is one GROUP BY in DuckDB over the
 // rows the archive would answer, reading only the columns it needs.
@@ -8,7 +8,7 @@ import { HOUR_MS, isClean, isDayClean, type DayPlan } from './plan.js';
 import type { HourParts } from './parts.js';
 import type { WindowQuery } from './query.js';
 import { filteredRows } from './sql.js';
-import { firstAtOrAfter, NO_AREA, NO_CITY, readStatsSidecar, type StatsReports } from './statsSidecar.js';
+import { sidecarCounter } from './sidecars/index.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 export const STATS_INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type StatsInterval = (typeof STATS_INTERVALS)[number];
@@ -162,7 +162,7 @@ async function countSidecars(ctx: WindowContext, query: WindowQuery, days: reado
     return { day, candidates, left };
   });
   const files = await ctx.statsFiles(plans.flatMap((p) => p.candidates.map((c) => c.part)));
-  const count = sidecarCounter(query, spec, tally);
+  const count = sidecarCounter(query, spec.by, bucketer(spec), (bucketMs, key, n) => tally.add(bucketMs, key, n));
   const rest: DuckDbDay[] = [];
   let f = 0;
   for (const { day, candidates, left } of plans) {
@@ -178,52 +178,6 @@ async function countSidecars(ctx: WindowContext, query: WindowQuery, days: reado
     else if (hours.length > 0) rest.push({ parts: hours.flatMap((h) => h.parts), clean: isClean([], hours) });
   }
   return rest;
-}
-
-/** Counts one sidecar's reports that the query keeps, as DuckDB's filters would (the same doubles compared; created_at to the microsecond). */
-function sidecarCounter(query: WindowQuery, spec: StatsSpec, tally: StatsTally): (file: string) => void {
-  const bucketOf = bucketer(spec);
-  const startUs = query.startMs * 1000;
-  const endUs = query.endMs * 1000;
-  const bbox = query.bbox;
-  const need = { place: bbox !== undefined, area: spec.by === 'local_area', city: spec.by === 'city' || query.admin !== undefined };
-  return (file) => {
-    const r: StatsReports = readStatsSidecar(file, need);
-    const admin = query.admin === undefined ? -1 : r.cities.indexOf(query.admin);
-    if (admin < 0 && query.admin !== undefined) return;
-    // Keys: indexes into the sidecar's codes; the last slot for reports outside every city or barangay (and for by=none).
-    const codes = spec.by === 'local_area' ? r.areas : spec.by === 'city' ? r.cities : [];
-    const column = spec.by === 'local_area' ? r.area : spec.by === 'city' ? r.city : undefined;
-    const none = spec.by === 'local_area' ? NO_AREA : NO_CITY;
-    const counts = new Map<number, Int32Array>();
-    let fromUs = Infinity;
-    let toUs = -Infinity;
-    let row: Int32Array = new Int32Array(0);
-    for (let i = firstAtOrAfter(r.createdUs, startUs); i < r.count; i++) {
-      const t = r.createdUs[i]!;
-      if (t > endUs) break;
-      if (admin >= 0 && r.city[i] !== admin) continue;
-      if (bbox) {
-        const x = r.lng[i]!;
-        const y = r.lat[i]!;
-        if (x < bbox[0] || x > bbox[2] || y < bbox[1] || y > bbox[3]) continue;
-      }
-      if (t < fromUs || t >= toUs) {
-        const b = bucketOf(t);
-        ({ fromUs, toUs } = b);
-        let known = counts.get(b.bucketMs);
-        if (!known) counts.set(b.bucketMs, (known = new Int32Array(codes.length + 1)));
-        row = known;
-      }
-      const k = column === undefined ? none : column[i]!;
-      row[k === none ? codes.length : k]! += 1;
-    }
-    for (const [b, keys] of counts) {
-      keys.forEach((n, k) => {
-        if (n > 0) tally.add(b, k < codes.length ? codes[k]! : null, n);
-      });
-    }
-  };
 }
 
 /** Nulls last, then code order. */

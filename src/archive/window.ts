@@ -17,12 +17,11 @@ import type { ParquetAnswer } from './parquetSplice.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
 import { queryKey, type WindowQuery } from './query.js';
-import { readyInfoOf } from './ready.js';
 import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
-import { statsInfoOf } from './statsSidecar.js';
+import { pieceWritten, readyInfoOf, statsInfoOf } from './sidecars/index.js';
 
 /** A page of a window: its batches, and where the next page starts when there is one. */
 export interface Page {
@@ -138,6 +137,15 @@ export class Window {
    */
   arrow(): AsyncIterable<Uint8Array> {
     return arrowStream(this.arrowBatches());
+  }
+
+  /**
+   * Says a piece of this window's answer has been written out (its bytes taken by the socket or
+   * encoder): a read buffer it was lent in goes back to its reader. Pieces never said written
+   * are garbage like any other buffer.
+   */
+  written(piece: Uint8Array): void {
+    pieceWritten(piece);
   }
 
   private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay> {

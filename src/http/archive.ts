@@ -13,7 +13,6 @@ import type { Admission } from './admission.js';
 import { startAnswer } from './answerStart.js';
 import type { CursorCodec } from './cursor.js';
 import { STATS_BY, STATS_INTERVALS, StatsAnswers, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
-import { isLent, releaseChunk } from '../archive/readBuffers.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
@@ -159,13 +158,13 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     // The first pieces are read before the status line: a failure there is an answer of its own.
     const started = <T>(pieces: AsyncIterable<T>) => startAnswer(pieces, res, hungUp, req.originalUrl.slice(0, 500));
     if (format === 'arrow') {
-      await sendPieces(await started(window.arrow()), encoding, res);
+      await sendPieces(await started(window.arrow()), encoding, res, window);
       return;
     }
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await sendPieces(await started(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res);
+      await sendPieces(await started(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res, window);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.
@@ -203,11 +202,12 @@ async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Resp
 
 /**
  * Sends an answer (text or Arrow) piece by piece, waiting for the client whenever it falls
- * behind. Read buffers (readBuffers.ts) go back to their pool once the socket or the encoder has
- * taken their bytes, so the next piece is read into memory already in use. A client that hangs
- * up stops the reading (the pieces' source is closed) and fails the request as a pipeline would.
+ * behind, and tells the window each piece it has written (the socket or the encoder has taken
+ * its bytes), so the window may read its next piece into memory already in use. A client that
+ * hangs up stops the reading (the pieces' source is closed) and fails the request as a pipeline
+ * would.
  */
-async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response): Promise<void> {
+async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response, window: Pick<Window, 'written'>): Promise<void> {
   const e = encoder(encoding);
   const target: Writable = e ?? res;
   // Listened to as it is created: a client may hang up while the next piece is still being
@@ -217,8 +217,7 @@ async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: 
   try {
     for await (const piece of pieces) {
       if (pipeError || target.destroyed || target.writableEnded) throw pipeError ?? new Error('the client closed the connection');
-      const lent = typeof piece !== 'string' && isLent(piece);
-      const more = target.write(piece, lent ? (err) => err || releaseChunk(piece) : undefined);
+      const more = typeof piece === 'string' ? target.write(piece) : target.write(piece, (err) => err || window.written(piece));
       if (!more) await drained(target);
     }
     target.end();

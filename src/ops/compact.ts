@@ -7,8 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { listWindowParts, type HourParts } from '../archive/parts.js';
-import { backfillReadyTexts, deleteParts, publishPart } from '../archive/ready.js';
-import { backfillStatsSidecar } from '../archive/statsSidecar.js';
+import { storePartPublisher } from '../archive/partPublisher.js';
 import { mergeParts } from '../archive/rows.js';
 import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
 import type { Runtime } from '../runtime.js';
@@ -41,10 +40,11 @@ export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledg
     else days.set(day, [p]);
   }
   const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0 };
+  const publisher = storePartPublisher(rt);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
-  const merge = async (parts: ObjectInfo[], key: string, dayMs: number) => {
-    const files = await Promise.all(parts.map((p) => rt.cache.localFile(p)));
+  const merge = async (inputs: ObjectInfo[], key: string, dayMs: number) => {
+    const files = await Promise.all(inputs.map((p) => rt.cache.localFile(p)));
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
     // Retracted reports go in as tombstones: a merged file never brings personal fields back.
     const retracted: string[] = [];
@@ -52,9 +52,9 @@ export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledg
     try {
       result.rows += await mergeParts(rt.db, files, out, retracted);
       // New file first, then the old ones go.
-      await publishPart(rt, key, out);
-      await deleteParts(rt.store, parts.map((p) => p.key));
-      result.partsRemoved += parts.length;
+      await publisher.publish(key, out);
+      await publisher.retire(inputs.map((p) => p.key));
+      result.partsRemoved += inputs.length;
     } finally {
       await fs.rm(out, { force: true });
     }
@@ -67,10 +67,9 @@ export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledg
     const parts = dayPartitions.flatMap((p) => p.parts);
     if (dayMs + DAY_MS <= options.closedBeforeMs) {
       if (parts.length < 2) {
-        // Already one part: it only needs its ready texts if it was written before them.
+        // Already one part: it only needs its sidecars if it was written before them (or before their versions).
         const part = parts[0];
-        if (part) await backfillReadyTexts(rt, part, await rt.cache.localFile(part), path.join(tmpDir, `${randomUUID()}.ready`));
-        if (part) await backfillStatsSidecar(rt, part, await rt.cache.localFile(part));
+        if (part) await publisher.upgrade(part, await rt.cache.localFile(part), path.join(tmpDir, `${randomUUID()}.ready`));
         continue;
       }
       await merge(parts, newDayPartKey(dayMs), dayMs);

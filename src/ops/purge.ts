@@ -9,7 +9,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
 import { listWindowParts } from '../archive/parts.js';
-import { publishPart } from '../archive/ready.js';
+import { storePartPublisher } from '../archive/partPublisher.js';
 import { notTombstoneSql } from '../archive/schema.js';
 import { TOMBSTONE } from '../archive/sql.js';
 import { sqlString } from '../duckdb.js';
@@ -81,7 +81,7 @@ async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: s
     });
     if (!holds) return false;
     // With its ready texts rewritten first: they never hold a purged report's text.
-    await publishPart(rt, part.key, out);
+    await storePartPublisher(rt).publish(part.key, out);
     return true;
   } finally {
     await fs.rm(out, { force: true });

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeParquet } from '../archive/partWriter.js';
-import { deleteParts, publishPart } from '../archive/ready.js';
+import { storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts } from '../archive/parts.js';
 import { readRows } from '../archive/rows.js';
 import type { ArchiveRow } from '../archive/row.js';
@@ -40,6 +40,7 @@ export async function reprocess(
     hoursRewritten: 0,
     dryRun: options.dryRun,
   };
+  const publisher = storePartPublisher(rt);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'reprocess');
   await fs.mkdir(tmpDir, { recursive: true });
   progress?.start(hours.length);
@@ -77,9 +78,9 @@ export async function reprocess(
       // lists it only a settling time after it was named, by when the part is readable unless its
       // PUT took that long, which the second log covers.
       await rt.changes.record(moved);
-      await publishPart(rt, hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), out);
+      await publisher.publish(hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), out);
       await rt.changes.record(moved);
-      await deleteParts(rt.store, hour.parts.map((p) => p.key));
+      await publisher.retire(hour.parts.map((p) => p.key));
       result.hoursRewritten += 1;
     } finally {
       await fs.rm(out, { force: true });

@@ -19,7 +19,7 @@ import { closedBefore, DAY_MS, dayStart, hourStart, newDayPartKey, newPartKey } 
 import { parsePartnerReport } from '../reports/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
-import { publishPart } from '../archive/ready.js';
+import { storePartPublisher, type PartPublisher } from '../archive/partPublisher.js';
 import type { ArchiveRow } from '../archive/row.js';
 import { tombstoneRow } from '../archive/schema.js';
 import type { ArchiveEvents } from '../events/events.js';
@@ -38,6 +38,8 @@ export interface WorkerDeps {
   events?: ArchiveEvents;
   /** The index of what changed when (updated_after), written once the parts are durable. */
   changes?: ChangeLog;
+  /** Stores parts with their sidecars; by default in `store`, the sidecars built by `db`. */
+  parts?: PartPublisher;
 }
 
 export interface WorkerOptions {
@@ -106,10 +108,15 @@ export class Worker {
    */
   private readonly partitionsWritten = new Map<string, number>();
 
+  /** Where parts are stored, with their sidecars. */
+  private readonly parts: PartPublisher;
+
   constructor(
     private readonly deps: WorkerDeps,
     private readonly options: WorkerOptions,
-  ) {}
+  ) {
+    this.parts = deps.parts ?? storePartPublisher(deps);
+  }
 
   get buffered(): number {
     return this.buffer.size;
@@ -319,7 +326,7 @@ export class Worker {
         await writeParquet(this.deps.db, rows, file);
         // The part, its stats and (the partition's first here) its ready texts.
         const partition = key.slice(0, key.lastIndexOf('/'));
-        const body = await publishPart(this.deps, key, file, { readyTexts: !this.partitionsWritten.has(partition) });
+        const body = await this.parts.publish(key, file, { readyTexts: !this.partitionsWritten.has(partition) });
         this.partitionsWritten.set(partition, Date.now());
         this.deps.metrics?.partBytes.observe(body.length);
         return key;

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readyKeyOf, storedIndex } from '../../src/archive/ready.js';
+import { readyKeyOf, storedIndex } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { REPORTS_PREFIX } from '../../src/reports/layout.js';
 import { runCli } from '../support/cli.js';

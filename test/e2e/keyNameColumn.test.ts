@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/parts.js';
-import { publishPart } from '../../src/archive/ready.js';
+import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import { sqlString } from '../../src/duckdb.js';
 import { compact } from '../../src/ops/compact.js';
 import { newPartKey } from '../../src/reports/layout.js';
@@ -62,7 +62,7 @@ async function publishOlderPart(rt: Runtime, dir: string): Promise<void> {
        TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
     ),
   );
-  await publishPart(rt, newPartKey(Date.parse('2026-11-20T03:00:00Z')), file);
+  await storePartPublisher(rt).publish(newPartKey(Date.parse('2026-11-20T03:00:00Z')), file);
 }
 
 describe.each(BACKENDS)('key_name in the parts (%s)', (kind) => {

@@ -8,8 +8,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishPart } from '../../src/archive/ready.js';
-import { CHUNK_BYTES } from '../../src/archive/readBuffers.js';
+import { storePartPublisher } from '../../src/archive/partPublisher.js';
+import { CHUNK_BYTES } from '../../src/archive/sidecars/index.js';
 import { newDayPartKey, newPartKey } from '../../src/reports/layout.js';
 import { writePartFile } from '../support/parts.js';
 import { keysUnder, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
@@ -97,9 +97,9 @@ beforeAll(async () => {
   await fs.mkdir(dir, { recursive: true });
   // A compacted day of 9,000 reports (one every 9.6 s), and 3,000 in one hour part the day before.
   await writePartFile(svc.rt.db, path.join(dir, 'day.parquet'), 0, 9_000, DAY_MS, 9_600);
-  await publishPart(svc.rt, newDayPartKey(DAY_MS), path.join(dir, 'day.parquet'));
+  await storePartPublisher(svc.rt).publish(newDayPartKey(DAY_MS), path.join(dir, 'day.parquet'));
   await writePartFile(svc.rt.db, path.join(dir, 'hour.parquet'), 9_000, 3_000, DAY_MS - 3 * 3_600_000, 1_200);
-  await publishPart(svc.rt, newPartKey(DAY_MS - 3 * 3_600_000), path.join(dir, 'hour.parquet'));
+  await storePartPublisher(svc.rt).publish(newPartKey(DAY_MS - 3 * 3_600_000), path.join(dir, 'hour.parquet'));
   expected = await builtByDuckDb();
 }, 120_000);
 afterAll(async () => {

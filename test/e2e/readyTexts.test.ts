@@ -4,7 +4,7 @@
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/parts.js';
-import { readyKeyOf } from '../../src/archive/ready.js';
+import { readyKeyOf } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { allArchived, API_KEY, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';

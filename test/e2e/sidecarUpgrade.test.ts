@@ -4,7 +4,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishPart, readyKeyOf, storedIndex, type ReadyIndex } from '../../src/archive/ready.js';
+import { storePartPublisher } from '../../src/archive/partPublisher.js';
+import { readyKeyOf, storedIndex, type ReadyIndex } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { newDayPartKey } from '../../src/reports/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -31,7 +32,7 @@ describe.each(BACKENDS)('a sidecar without its Parquet section (%s)', (kind) => 
     const file = path.join(svc.rt.config.dataDir, 'day.parquet');
     await writePartFile(svc.rt.db, file, 0, 2_000, DAY_MS, 40_000);
     partKey = newDayPartKey(DAY_MS);
-    await publishPart(svc.rt, partKey, file);
+    await storePartPublisher(svc.rt).publish(partKey, file);
     await fs.rm(file);
   }, 60_000);
   afterAll(async () => {

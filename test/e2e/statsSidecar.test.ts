@@ -8,7 +8,7 @@ import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { filteredRows } from '../../src/archive/sql.js';
 import { StatsTally, statsSql, STATS_BY, STATS_INTERVALS, type StatsRow, type StatsSpec } from '../../src/archive/stats.js';
-import { statsKeyOf } from '../../src/archive/statsSidecar.js';
+import { statsKeyOf } from '../../src/archive/sidecars/index.js';
 import type { WindowQuery } from '../../src/archive/query.js';
 import type { Runtime } from '../../src/runtime.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';

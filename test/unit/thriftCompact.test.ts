@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyAnswerParquet } from '../../src/archive/parquetAnswer.js';
+import { copyAnswerParquet } from '../../src/archive/answerFormParquet.js';
 import { geoCopyOption } from '../../src/archive/geoparquet.js';
 import { ARCHIVE_TABLE_DDL } from '../../src/archive/row.js';
 import { EXPORT_COLUMNS } from '../../src/archive/sql.js';

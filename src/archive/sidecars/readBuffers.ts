@@ -1,9 +1,10 @@
-// Buffers that ready texts are read into on their way to a client, reused once written. A
-// fresh multi-megabyte buffer costs a page fault per 4 KB the first time it is filled (about
-// 1 ms per MB here, more than the copy from the page cache): a new process paid that for
-// every byte of its first answers, and a year's text answer made a gigabyte of garbage. A few
-// chunks, written one after another, carry any answer instead; they are allocated and touched
-// when this module loads, before the server listens.
+// Buffers that ready texts are read into on their way to a client, reused once the consumer
+// says their bytes are written (`releaseChunk`, exported as `pieceWritten`). A fresh
+// multi-megabyte buffer costs a page fault per 4 KB the first time it is filled (about 1 ms per
+// MB here, more than the copy from the page cache): a new process paid that for every byte of
+// its first answers, and a year's text answer made a gigabyte of garbage. A few chunks, written
+// one after another, carry any answer instead; they are allocated and touched when this module
+// loads, before the server listens.
 /** Bytes per chunk: large enough that a year is a few thousand writes, small enough to keep a few. */
 export const CHUNK_BYTES = 512 * 1024;
 /** Chunks kept for reuse (a response holds one or two in flight; the rest serve concurrent answers). */
@@ -21,16 +22,11 @@ const lent = new WeakSet<ArrayBuffer>();
 
 for (let i = 0; i < PREPARED; i++) free.push(new Uint8Array(CHUNK_BYTES).fill(1).buffer);
 
-/** A chunk of CHUNK_BYTES to read into; give it back with `releaseChunk` once it is written. */
+/** A chunk of CHUNK_BYTES to read into; it comes back through `releaseChunk` once it is written. */
 export function takeChunk(): Buffer {
   const buffer = free.pop() ?? new ArrayBuffer(CHUNK_BYTES);
   lent.add(buffer);
   return Buffer.from(buffer, 0, CHUNK_BYTES);
-}
-
-/** Whether `piece` is (part of) a chunk that is out on loan. */
-export function isLent(piece: Uint8Array): boolean {
-  return lent.has(piece.buffer as ArrayBuffer);
 }
 
 /**

@@ -1,0 +1,55 @@
+// A window's rows as Arrow buffers built by DuckDB: typed arrays for the fixed-width columns, one
+// string_agg per string column, not value by value.
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { STRING_COLUMNS, stringSqlOf, type ArrowDay, type StringBuffers, type StringColumn } from './arrow.js';
+import { ANSWER_ORDER, type Bound } from './sql.js';
+
+const textOf = (c: StringColumn) => stringSqlOf(c);
+
+/** The rows of `bound` in answer order as Arrow buffers built by DuckDB. */
+export async function arrowDayOf(conn: DuckDBConnection, bound: Bound): Promise<ArrowDay> {
+  const lengths = STRING_COLUMNS.map((c) => `coalesce(strlen(${textOf(c)}), -1)::INTEGER`);
+  const bytes = STRING_COLUMNS.map((c) => `encode(coalesce(string_agg(${textOf(c)}, '' ${ANSWER_ORDER}), ''))`);
+  const fixed: { created: BigInt64Array[]; lng: Float64Array[]; lat: Float64Array[]; lens: Int32Array[][] } = { created: [], lng: [], lat: [], lens: STRING_COLUMNS.map(() => []) };
+  const result = await conn.stream(`SELECT epoch_us(created_at), lng, lat, ${lengths.join(', ')} FROM ${bound.sql} ${ANSWER_ORDER}`, bound.values, bound.types);
+  for await (const chunk of result) {
+    // The typed arrays are views on the chunk: copied before it goes.
+    const items = (i: number) => (chunk.getColumnVector(i) as unknown as { items: BigInt64Array | Float64Array | Int32Array }).items.slice(0, chunk.rowCount);
+    fixed.created.push(items(0) as BigInt64Array);
+    fixed.lng.push(items(1) as Float64Array);
+    fixed.lat.push(items(2) as Float64Array);
+    STRING_COLUMNS.forEach((_, c) => fixed.lens[c]!.push(items(3 + c) as Int32Array));
+  }
+  const texts = (await conn.runAndReadAll(`SELECT ${bytes.join(', ')} FROM ${bound.sql}`, bound.values, bound.types)).getRowsJS()[0] as Uint8Array[];
+  const length = fixed.created.reduce((n, a) => n + a.length, 0);
+  const strings = Object.fromEntries(STRING_COLUMNS.map((c, i) => [c, stringBuffers(concat(Int32Array, fixed.lens[i]!, length), texts[i]!)])) as Record<StringColumn, StringBuffers>;
+  return { length, createdUs: concat(BigInt64Array, fixed.created, length), lng: concat(Float64Array, fixed.lng, length), lat: concat(Float64Array, fixed.lat, length), strings };
+}
+
+function concat<T extends BigInt64Array | Float64Array | Int32Array>(Type: { new (n: number): T }, parts: T[], length: number): T {
+  const out = new Type(length);
+  let at = 0;
+  for (const p of parts) {
+    (out as unknown as { set(a: T, at: number): void }).set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Offsets and validity from byte lengths (-1: null). */
+function stringBuffers(lengths: Int32Array, data: Uint8Array): StringBuffers {
+  const offsets = new Int32Array(lengths.length + 1);
+  let validity: Uint8Array | undefined;
+  let nullCount = 0;
+  for (let i = 0; i < lengths.length; i++) {
+    const n = lengths[i]!;
+    if (n < 0) {
+      if (!validity) validity = new Uint8Array((lengths.length + 7) >> 3).fill(0xff);
+      validity[i >> 3]! &= ~(1 << (i & 7));
+      nullCount += 1;
+      offsets[i + 1] = offsets[i]!;
+    } else offsets[i + 1] = offsets[i]! + n;
+  }
+  if (offsets[lengths.length] !== data.length) throw new Error(`string bytes (${data.length}) do not match their lengths (${offsets[lengths.length]})`);
+  return { offsets, data, validity, nullCount };
+}

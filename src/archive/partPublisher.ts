@@ -1,0 +1,46 @@
+// A part and its derived objects (ready texts, stats sidecar) appear and vanish together. Every
+// writer of parts (the worker, compaction, reprocessing, the purge) goes through this port, so
+// the order that makes a crash harmless is kept in one place: the sidecars are stored before
+// their part, so a listed part's sidecars never hold what it no longer holds (a purge rewrites
+// both under the same keys), and deleted after it, as a sidecar is only read through its listed
+// part.
+import fs from 'node:fs/promises';
+import type { DuckDb } from '../duckdb.js';
+import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar } from './sidecars/index.js';
+
+export interface PartPublisher {
+  /**
+   * Stores the part written to `file` under `key`, its derived objects first (ready texts unless
+   * `readyTexts` is false). Returns the part's bytes.
+   */
+  publish(key: string, file: string, options?: { readyTexts?: boolean }): Promise<Buffer>;
+  /** Deletes parts, then their derived objects (of any version). */
+  retire(keys: readonly string[]): Promise<void>;
+  /**
+   * Writes the derived objects a stored part lacks, or holds only in an older version (written
+   * by an earlier release). `scratch`: a local path to build them at. True if any was written.
+   */
+  upgrade(part: ObjectInfo, file: string, scratch: string): Promise<boolean>;
+}
+
+/** The publisher over an object store, its sidecars built by DuckDB. */
+export function storePartPublisher(deps: { store: ObjectStore; db: DuckDb }): PartPublisher {
+  return {
+    async publish(key, file, options = {}) {
+      await storeSidecars(deps, key, file, { readyTexts: options.readyTexts ?? true });
+      const body = await fs.readFile(file);
+      await deps.store.put(key, body);
+      return body;
+    },
+    async retire(keys) {
+      await deps.store.delete(keys);
+      await deps.store.delete(sidecarKeysOf(keys));
+    },
+    async upgrade(part, file, scratch) {
+      const ready = await upgradeReadyTexts(deps, part.key, file, scratch);
+      const stats = await upgradeStatsSidecar(deps, part.key, file);
+      return ready || stats;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// The window's filters (time, city, bbox) applied to a ready text's per-report index, so an hour
+// the window cuts, or a filtered window, is still read from the texts. It must select exactly
+// what `filteredRows` (sql.ts) selects from the part: the same doubles compared the same way,
+// created_at to the microsecond. test/unit/itemFilter.test.ts proves it on random windows.
+import type { ReadyFile } from './readyIndex.js';
+import type { ReadyHour, ReadyItems } from './readyFormat.js';
+
+/** What a window keeps of an hour: created_at within [startMs, endMs], and its city and bbox filters. */
+export interface ItemFilter {
+  startMs: number;
+  endMs: number;
+  admin: string | undefined;
+  bbox?: [number, number, number, number] | undefined;
+}
+
+/** The reports of an hour a filter keeps: runs of consecutive positions [from, to), and their bbox. */
+export interface Selection {
+  runs: [number, number][];
+  count: number;
+  bbox: [number, number, number, number] | undefined;
+}
+
+/** Selects an hour's reports as DuckDB's filters would (the same doubles compared; created_at to the microsecond). */
+export function selectItems(ready: ReadyFile, items: ReadyItems, hour: ReadyHour, filter: ItemFilter): Selection {
+  const startUs = filter.startMs * 1000;
+  const endUs = filter.endMs * 1000;
+  const code = filter.admin === undefined ? -1 : ready.index.items.codes.indexOf(filter.admin);
+  const runs: [number, number][] = [];
+  let count = 0;
+  let minX = Infinity;
+  let minY = Infinity;
+  let maxX = -Infinity;
+  let maxY = -Infinity;
+  for (let i = hour.first; i < hour.first + hour.count; i++) {
+    const t = items.createdUs[i]!;
+    const x = items.lng[i]!;
+    const y = items.lat[i]!;
+    if (t < startUs || t > endUs) continue;
+    if (filter.admin !== undefined && items.city[i] !== code) continue;
+    if (filter.bbox && (x < filter.bbox[0] || x > filter.bbox[2] || y < filter.bbox[1] || y > filter.bbox[3])) continue;
+    const last = runs[runs.length - 1];
+    if (last && last[1] === i) last[1] = i + 1;
+    else runs.push([i, i + 1]);
+    count += 1;
+    if (x < minX) minX = x;
+    if (x > maxX) maxX = x;
+    if (y < minY) minY = y;
+    if (y > maxY) maxY = y;
+  }
+  return { runs, count, bbox: count > 0 ? [minX, minY, maxX, maxY] : undefined };
+}

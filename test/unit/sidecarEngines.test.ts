@@ -1,0 +1,99 @@
+// The sidecars answer two questions in JavaScript that DuckDB also answers from the parts:
+// which reports a window keeps (the per-report index of ready texts) and how many fall in each
+// bucket (stats sidecars). Both must agree with the SQL to the report, so each is compared with
+// DuckDB over the same part on random reports, windows, cities, bboxes, intervals and offsets.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeParquet } from '../../src/archive/partWriter.js';
+import type { ArchiveRow } from '../../src/archive/row.js';
+import { readReadyIndex, readyReads, readyRunsOf, sidecarCounter, statsSidecarOf, writeReadyTexts } from '../../src/archive/sidecars/index.js';
+import { filteredRows, ITEM_SQL } from '../../src/archive/sql.js';
+import { bucketer, STATS_BY, STATS_INTERVALS, StatsTally, statsSql, type StatsSpec } from '../../src/archive/stats.js';
+import { DuckDb, sqlString } from '../../src/duckdb.js';
+import { random, randomFilter, randomReports } from '../support/randomReports.js';
+
+const HOUR = 3_600_000;
+/** Across a month's end and a Monday in Manila (2025-06-02 starts at 2025-06-01T16:00Z). */
+const FROM = Date.UTC(2025, 4, 31, 10);
+const SPAN = 36 * HOUR;
+const OFFSETS = [0, 480, -330, 345, -720, 840, 60];
+const WINDOWS = 150;
+
+let dir: string;
+let db: DuckDb;
+let rows: ArchiveRow[];
+let part: string;
+let ready: string;
+let stats: string;
+
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'sidecar-engines-'));
+  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
+  rows = randomReports(random(11), 1_500, FROM, SPAN);
+  part = path.join(dir, 'part.parquet');
+  await writeParquet(db, rows, part);
+  ready = path.join(dir, 'part.ready');
+  await writeReadyTexts(db, part, ready);
+  stats = path.join(dir, 'part.stats');
+  await fs.writeFile(stats, (await statsSidecarOf(db, part))!);
+}, 60_000);
+afterAll(async () => {
+  db?.close();
+  if (dir) await fs.rm(dir, { recursive: true, force: true });
+});
+
+describe('the ready texts\' selection', () => {
+  it('keeps exactly the reports, bboxes and bytes the SQL filters keep', async () => {
+    const next = random(12);
+    const hours = readReadyIndex(ready).index.hours.map((h) => h.hourMs);
+    for (let w = 0; w < WINDOWS; w++) {
+      const filter = randomFilter(next, rows, FROM, SPAN);
+      const shape = (['geojson', 'csv', 'topojson'] as const)[w % 3]!;
+      // The separators ready texts serve: GeoJSON's newlines or a FeatureCollection's commas.
+      const separator = shape === 'topojson' || (shape === 'geojson' && next() < 0.5) ? ',' : '\n';
+      const bound = filteredRows([part], filter, true);
+      const sql = await db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(
+          `SELECT epoch_ms(created_at) // ${HOUR} * ${HOUR}, count(*)::INTEGER, min(lng), min(lat), max(lng), max(lat),
+              encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC))
+            FROM ${bound.sql} GROUP BY 1`,
+          bound.values,
+          bound.types,
+        );
+        return new Map((reader.getRowsJS() as [bigint, number, number, number, number, number, Uint8Array][]).map((r) => [Number(r[0]), { count: r[1], bbox: [r[2], r[3], r[4], r[5]], text: Buffer.from(r[6]).toString('utf8') }]));
+      });
+      const runs = readyRunsOf(ready, hours, filter);
+      const label = `window ${w}: ${JSON.stringify(filter)}`;
+      for (const hourMs of hours) {
+        const run = runs.get(hourMs)!;
+        const want = sql.get(hourMs);
+        const count = run.hour ? (run.selection?.count ?? run.hour.count) : 0;
+        expect(count, label).toBe(want?.count ?? 0);
+        expect(run.bbox, label).toEqual(want?.bbox);
+        const text = Buffer.concat(readyReads([run], shape, separator).flatMap((read) => [...read()].map((c) => Buffer.from(c)))).toString('utf8');
+        expect(text, label).toBe(want?.text ?? '');
+      }
+    }
+  }, 120_000);
+});
+
+describe('the stats sidecars\' count', () => {
+  it('counts what statsSql counts, for every interval, grouping and offset', async () => {
+    const next = random(13);
+    for (let w = 0; w < WINDOWS; w++) {
+      const filter = randomFilter(next, rows, FROM, SPAN);
+      const spec: StatsSpec = { interval: STATS_INTERVALS[w % STATS_INTERVALS.length]!, by: STATS_BY[Math.floor(w / STATS_INTERVALS.length) % STATS_BY.length]!, offsetMinutes: OFFSETS[w % OFFSETS.length]! };
+      const js = new StatsTally();
+      sidecarCounter(filter, spec.by, bucketer(spec), (b, k, n) => js.add(b, k, n))(stats);
+      const duck = new StatsTally();
+      const bound = filteredRows([part], filter, true);
+      await db.withConnection(async (conn) => {
+        const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+        for (const row of reader.getRowObjectsJS()) duck.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
+      });
+      expect(js.rows(spec.offsetMinutes), `window ${w}: ${JSON.stringify({ filter, spec })}`).toEqual(duck.rows(spec.offsetMinutes));
+    }
+  }, 120_000);
+});

@@ -1,0 +1,258 @@
+// The sidecars' writer and readers on real files and a real DuckDB: what a ready text holds is
+// byte for byte what DuckDB builds from its part, in every shape, whole or cut; its index is
+// read once and again after a rewrite; a text of an older version is read (or refused) as
+// FORMAT.md says, and compaction's upgrade writes today's; the stats sidecar holds the part's
+// reports; read buffers come back to the reader once written.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { tableFromIPC } from 'apache-arrow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { arrowStream } from '../../src/archive/arrow.js';
+import { writeParquet } from '../../src/archive/partWriter.js';
+import { storePartPublisher } from '../../src/archive/partPublisher.js';
+import type { ArchiveRow } from '../../src/archive/row.js';
+import {
+  openStoredParquet,
+  pieceWritten,
+  readReadyIndex,
+  readStatsSidecar,
+  readyKeyOf,
+  readyReads,
+  readyRunsOf,
+  statsKeyOf,
+  statsSidecarOf,
+  storedIndex,
+  writeReadyTexts,
+} from '../../src/archive/sidecars/index.js';
+import { ITEM_SQL, type FeatureShape } from '../../src/archive/sql.js';
+import { DuckDb, sqlString } from '../../src/duckdb.js';
+import { newDayPartKey } from '../../src/reports/layout.js';
+import { FileObjectStore } from '../../src/store/fileStore.js';
+import { random, randomReports } from '../support/randomReports.js';
+
+const HOUR = 3_600_000;
+const FROM = Date.UTC(2026, 10, 12, 5);
+const SPAN = 6 * HOUR;
+const SEPARATORS: Record<FeatureShape, string> = { geojson: '\n', topojson: ',', csv: '\n' };
+
+let dir: string;
+let db: DuckDb;
+let rows: ArchiveRow[];
+let part: string;
+let ready: string;
+
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'sidecars-'));
+  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
+  rows = randomReports(random(7), 600, FROM, SPAN);
+  part = path.join(dir, 'part.parquet');
+  await writeParquet(db, rows, part);
+  ready = path.join(dir, 'part.ready');
+  await writeReadyTexts(db, part, ready);
+}, 60_000);
+afterAll(async () => {
+  db?.close();
+  if (dir) await fs.rm(dir, { recursive: true, force: true });
+});
+
+/** Every chunk of the reads, joined, each chunk handed back as a consumer would once written. */
+function readAll(reads: (() => Iterable<Uint8Array>)[]): Buffer {
+  const out: Buffer[] = [];
+  for (const read of reads) {
+    for (const chunk of read()) {
+      out.push(Buffer.from(chunk));
+      pieceWritten(chunk);
+    }
+  }
+  return Buffer.concat(out);
+}
+
+/** What DuckDB builds of the part's kept reports by hour (newest first): the items joined by `separator`, and the count. */
+async function duckdbHours(shape: FeatureShape, separator: string, where = 'TRUE'): Promise<{ hourMs: number; text: string; n: number }[]> {
+  return db.withConnection(async (conn) => {
+    const reader = await conn.runAndReadAll(
+      `SELECT epoch_ms(created_at) // ${HOUR} * ${HOUR} AS h, encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS t, count(*)::INTEGER AS n
+        FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' AND ${where} GROUP BY 1 ORDER BY 1 DESC`,
+    );
+    return (reader.getRowsJS() as [bigint, Uint8Array, number][]).map(([h, t, n]) => ({ hourMs: Number(h), text: Buffer.from(t).toString('utf8'), n }));
+  });
+}
+
+const WHOLE = { startMs: 0, endMs: 8.64e15, admin: undefined };
+
+describe('a ready text', () => {
+  it('indexes the part\'s hours, newest first, with their counts, bboxes and instants', async () => {
+    const { index } = readReadyIndex(ready);
+    expect(index.version).toBe(3);
+    const kept = rows.filter((r) => r.status !== 'retracted');
+    expect(index.items.count).toBe(kept.length);
+    const hours = [...new Set(kept.map((r) => Math.floor(r.created_at_ms / HOUR) * HOUR))].sort((a, b) => b - a);
+    expect(index.hours.map((h) => h.hourMs)).toEqual(hours);
+    for (const hour of index.hours) {
+      const own = kept.filter((r) => Math.floor(r.created_at_ms / HOUR) * HOUR === hour.hourMs);
+      expect(hour.count).toBe(own.length);
+      expect(hour.minMs).toBe(Math.min(...own.map((r) => r.created_at_ms)));
+      expect(hour.maxMs).toBe(Math.max(...own.map((r) => r.created_at_ms)));
+      expect(hour.bbox).toEqual([Math.min(...own.map((r) => r.lng)), Math.min(...own.map((r) => r.lat)), Math.max(...own.map((r) => r.lng)), Math.max(...own.map((r) => r.lat))]);
+    }
+  });
+
+  it('holds, hour by hour and all hours as one range, the bytes DuckDB builds in every shape', async () => {
+    const hours = readReadyIndex(ready).index.hours.map((h) => h.hourMs);
+    for (const shape of ['geojson', 'topojson', 'csv'] as const) {
+      // A FeatureCollection's commas are put in as the text is read.
+      for (const separator of shape === 'geojson' ? ['\n', ','] : [SEPARATORS[shape]]) {
+        const built = await duckdbHours(shape, separator);
+        const runs = readyRunsOf(ready, hours, WHOLE);
+        for (const b of built) expect(readAll(readyReads([runs.get(b.hourMs)!], shape, separator)).toString('utf8')).toBe(b.text);
+        const reads = readyReads(hours.map((h) => runs.get(h)!), shape, separator);
+        expect(reads).toHaveLength(1);
+        expect(readAll(reads).toString('utf8')).toBe(built.map((b) => b.text).join(separator));
+      }
+    }
+  });
+
+  it('holds each hour\'s reports as an Arrow record batch, in answer order', async () => {
+    const { index } = readReadyIndex(ready);
+    const runs = readyRunsOf(ready, index.hours.map((h) => h.hourMs), WHOLE);
+    const pieces: Uint8Array[] = [];
+    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) for (const chunk of read()) yield Uint8Array.from(chunk); })())) pieces.push(piece);
+    const table = tableFromIPC(Buffer.concat(pieces));
+    const order = rows.filter((r) => r.status !== 'retracted').sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
+    expect(table.getChild('pkey')!.toArray()).toEqual(order.map((r) => r.pkey));
+    expect(table.batches.map((b) => b.numRows)).toEqual(index.hours.map((h) => h.count));
+  });
+
+  it('holds the part\'s reports as a Parquet file in the answer\'s form, opened only for a window that holds them all', async () => {
+    const { index } = readReadyIndex(ready);
+    const minMs = Math.min(...index.hours.map((h) => h.minMs));
+    const maxMs = Math.max(...index.hours.map((h) => h.maxMs));
+    expect(await openStoredParquet(ready, minMs + 1, maxMs)).toBeUndefined();
+    expect(await openStoredParquet(ready, minMs, maxMs - 1)).toBeUndefined();
+    const stored = (await openStoredParquet(ready, minMs, maxMs))!;
+    const bytes = Buffer.alloc(stored.length);
+    await stored.handle.read(bytes, 0, stored.length, stored.offset);
+    await stored.handle.close();
+    const file = path.join(dir, 'section.parquet');
+    await fs.writeFile(file, bytes);
+    const got = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet(${sqlString(file)})`)).getRowsJS().map((r) => r[0]));
+    const want = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' ORDER BY created_at DESC, pkey DESC`)).getRowsJS().map((r) => r[0]));
+    expect(got).toEqual(want);
+  });
+
+  it('is read from its index once, and again once rewritten (a purge): reads made before take the file as it now is', async () => {
+    const copy = path.join(dir, 'rewritten.ready');
+    await fs.copyFile(ready, copy);
+    const first = readReadyIndex(copy);
+    expect(readReadyIndex(copy)).toBe(first);
+    const hours = first.index.hours.map((h) => h.hourMs);
+    const reads = readyReads(hours.map((h) => readyRunsOf(copy, hours, WHOLE).get(h)!), 'csv', '\n');
+    // The part rewritten with fewer reports: a new file under the same name.
+    const fewer = rows.filter((r) => r.post_id % 3 !== 0);
+    const smaller = path.join(dir, 'smaller.parquet');
+    await writeParquet(db, fewer, smaller);
+    await writeReadyTexts(db, smaller, `${copy}.new`);
+    await fs.rename(`${copy}.new`, copy);
+    const second = readReadyIndex(copy);
+    expect(second).not.toBe(first);
+    expect(second.index.items.count).toBe(fewer.filter((r) => r.status !== 'retracted').length);
+    const want = await db.withConnection(async (conn) =>
+      Buffer.from((await conn.runAndReadAll(`SELECT encode(string_agg(${ITEM_SQL.csv}, chr(10) ORDER BY created_at DESC, pkey DESC)) FROM read_parquet(${sqlString(smaller)}) WHERE status <> 'retracted'`)).getRowsJS()[0]![0] as Uint8Array).toString('utf8'),
+    );
+    expect(readAll(reads).toString('utf8')).toBe(want);
+  });
+
+  it('lends its read buffers and takes each back once the consumer says it is written', () => {
+    const hours = readReadyIndex(ready).index.hours.map((h) => h.hourMs);
+    const runs = readyRunsOf(ready, hours, WHOLE);
+    const buffersOf = (written: boolean) => {
+      const seen: ArrayBufferLike[] = [];
+      for (const read of readyReads([...runs.values()], 'geojson', '\n')) {
+        for (const chunk of read()) {
+          seen.push(chunk.buffer);
+          if (written) pieceWritten(chunk);
+        }
+      }
+      return seen;
+    };
+    const kept = buffersOf(false);
+    // Not given back: every later read gets other memory.
+    expect(buffersOf(true).some((b) => kept.includes(b))).toBe(false);
+    // Given back: the next read reuses them.
+    const reused = buffersOf(true);
+    expect(buffersOf(true).some((b) => reused.includes(b))).toBe(true);
+  });
+});
+
+describe('an older ready text', () => {
+  /** The index line and body of a text. */
+  async function split(file: string): Promise<{ index: Record<string, unknown> & { parquet?: [number, number] }; body: Buffer }> {
+    const bytes = await fs.readFile(file);
+    const eol = bytes.indexOf(10);
+    return { index: JSON.parse(bytes.subarray(0, eol).toString('utf8')), body: bytes.subarray(eol + 1) };
+  }
+
+  it('without its Parquet section (v3 before it) is read as it is, and spliced from nowhere', async () => {
+    const { index, body } = await split(ready);
+    const { parquet, ...older } = index;
+    const file = path.join(dir, 'older.ready');
+    await fs.writeFile(file, Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), body.subarray(0, parquet![0])]));
+    const hours = readReadyIndex(file).index.hours.map((h) => h.hourMs);
+    expect(readReadyIndex(file).index.parquet).toBeUndefined();
+    const runs = readyRunsOf(file, hours, WHOLE);
+    expect(readAll(readyReads(hours.map((h) => runs.get(h)!), 'csv', '\n')).toString('utf8')).toBe((await duckdbHours('csv', '\n')).map((b) => b.text).join('\n'));
+    expect(await openStoredParquet(file, 0, 8.64e15)).toBeUndefined();
+  });
+
+  it('of another version is never read', async () => {
+    const { index, body } = await split(ready);
+    const file = path.join(dir, 'v2.ready');
+    await fs.writeFile(file, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 2 })}\n`), body]));
+    expect(() => readReadyIndex(file)).toThrow(/unknown ready-text version/);
+  });
+
+  it('is rewritten by the upgrade, and older versions\' objects deleted; a second upgrade writes nothing', async () => {
+    const store = new FileObjectStore(path.join(dir, 'store'));
+    const key = newDayPartKey(Date.UTC(2026, 10, 12));
+    await store.put(key, await fs.readFile(part));
+    const { index, body } = await split(ready);
+    const { parquet, ...older } = index;
+    await store.put(readyKeyOf(key), Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), body.subarray(0, parquet![0])]));
+    const v2 = readyKeyOf(key).replace(/^ready\/v3\//, 'ready/v2/');
+    await store.put(v2, Buffer.from('{"version":2}\n'));
+    expect(await storedIndex(store, v2)).toBeUndefined();
+    expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeUndefined();
+
+    const publisher = storePartPublisher({ store, db });
+    expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(true);
+    expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeDefined();
+    expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
+    expect(await store.head(v2)).toBeUndefined();
+    expect(await store.head(statsKeyOf(key))).toBeDefined();
+    expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(false);
+
+    // Retired with its part: every sidecar of any version goes, after the part.
+    await store.put(v2, Buffer.from('{"version":2}\n'));
+    await publisher.retire([key]);
+    for (const k of [key, readyKeyOf(key), statsKeyOf(key), v2]) expect(await store.head(k)).toBeUndefined();
+  });
+});
+
+describe('a stats sidecar', () => {
+  it('holds the part\'s kept reports, oldest first, with their places and codes', async () => {
+    const file = path.join(dir, 'part.stats');
+    await fs.writeFile(file, (await statsSidecarOf(db, part))!);
+    const got = readStatsSidecar(file, { place: true, area: true, city: true });
+    const kept = rows.filter((r) => r.status !== 'retracted').sort((a, b) => a.created_at_ms - b.created_at_ms);
+    expect(got.count).toBe(kept.length);
+    expect([...got.createdUs]).toEqual(kept.map((r) => r.created_at_ms * 1000));
+    const byTime = (list: { t: number; v: string }[]) => list.sort((a, b) => a.t - b.t || (a.v < b.v ? -1 : 1)).map((x) => x.v);
+    // Ties in created_at come in no set order: compared as sorted (instant, value) pairs.
+    const place = (i: number) => `${got.lng[i]},${got.lat[i]},${got.city[i] === 255 ? null : got.cities[got.city[i]!]},${got.area[i] === 65_535 ? null : got.areas[got.area[i]!]}`;
+    expect(byTime(kept.map((_, i) => ({ t: got.createdUs[i]!, v: place(i) })))).toEqual(byTime(kept.map((r) => ({ t: r.created_at_ms * 1000, v: `${r.lng},${r.lat},${r.instance_region_code},${r.local_area_id}` }))));
+    // Only the columns asked for are read.
+    const lean = readStatsSidecar(file, { place: false, area: false, city: false });
+    expect([lean.lng.length, lean.area.length, lean.city.length]).toEqual([0, 0, 0]);
+  });
+});
