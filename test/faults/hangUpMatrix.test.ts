@@ -78,7 +78,7 @@ beforeAll(async () => {
   expect(compacted.code, compacted.stderr).toBe(0);
 
   // A group of six may be all streams, from one address: above the default per-address cap of
-  // four (tested in abuse.test.ts), which would answer some of them 429 instead of streaming.
+  // four (tested in stream.test.ts), which would answer some of them 429 instead of streaming.
   child = spawn(process.execPath, [CLI, 'all'], {
     env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'info', ...env, PORT: '0', FLUSH_INTERVAL_SECONDS: '0.3', RATE_LIMIT_READ_PER_MINUTE: '1000000', STREAM_MAX_CLIENTS_PER_ADDRESS: '16' },
     stdio: ['ignore', 'pipe', 'pipe'],
