@@ -7,7 +7,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { deadLetterQueueName } from '../bootstrap.js';
+import { deadLetterQueueName } from '../queue/settings.js';
 import type { Queue } from '../queue/queue.js';
 import { SqliteQueue } from '../queue/sqliteQueue.js';
 import type { Config } from '../config.js';
