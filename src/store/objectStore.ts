@@ -1,6 +1,6 @@
 // The object store port: blobs by key. Keys are '/'-separated; listing is in key order,
 // which the archive layout relies on (a time window is one key range).
-import { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 
 export interface ObjectInfo {
   key: string;
@@ -54,18 +54,15 @@ export interface LocalFiles {
   fileOf(key: string): string;
 }
 
-/** A body whose read errors are the store's (`translate` names them), as every other call's are. */
-export function storeStream(body: AsyncIterable<Buffer>, translate: (err: unknown) => Error): Readable {
-  return Readable.from(
-    (async function* () {
-      try {
-        yield* body;
-      } catch (err) {
-        throw translate(err);
-      }
-    })(),
-    { objectMode: false },
-  );
+/**
+ * A body whose read errors are the store's (`translate` names them), as every other call's are;
+ * the source (a file, a socket) is released once the body is read or destroyed.
+ */
+export function storeStream(source: Readable, translate: (err: unknown) => Error): Readable {
+  const body = new PassThrough();
+  source.once('error', (err) => body.destroy(translate(err)));
+  body.once('close', () => source.destroy());
+  return source.pipe(body);
 }
 
 const keyPattern = /^[A-Za-z0-9=._-]+(\/[A-Za-z0-9=._-]+)*$/;

@@ -1,6 +1,7 @@
 // Object store on S3 (or anything speaking its protocol). SDK errors are
 // translated here: "not found" and "precondition failed" are answers, every
 // other failure is UnavailableError.
+import type { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -142,7 +143,7 @@ export class S3ObjectStore implements ObjectStore {
   async getStream(key: string): Promise<StreamedObject | undefined> {
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
-      const body = storeStream(out.Body as AsyncIterable<Buffer>, unavailable);
+      const body = storeStream(out.Body as Readable, unavailable);
       return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0), body };
     } catch (err) {
       if (isNotFound(err)) return undefined;
