@@ -16,6 +16,11 @@ export default tseslint.config(
     rules: { 'no-restricted-properties': 'off' },
   },
   {
+    // CommonJS configuration files (dependency-cruiser's).
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     // The explorer page's script runs in browsers, with Leaflet and uPlot loaded before it.
     files: ['web/**/*.js'],
     languageOptions: {

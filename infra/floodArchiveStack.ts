@@ -20,7 +20,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
-import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/bootstrap.js';
+import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/queue/settings.js';
 import { CURSOR_SECRET_KEY } from '../src/cursorSecret.js';
 import { EVENT_LOG_PREFIX } from '../src/events/objectEventLog.js';
 import { WRITE_PROBE_KEY } from '../src/readiness.js';

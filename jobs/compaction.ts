@@ -2,14 +2,22 @@
 // closed hours of the current day hour by hour; then rewrite the parts that still hold
 // retracted reports without their personal fields (so a retraction is purged within the hour);
 // and delete the change logs older than SYNC_RETENTION_DAYS.
-import { closedBefore, compact } from '../src/ops/compact.js';
-import { purgeRetracted } from '../src/ops/purge.js';
-import type { JobDefinition } from '../src/scheduler.js';
+import type { ChangeLog } from '../src/archive/changes.js';
+import type { Config } from '../src/config.js';
+import { closedBefore, compact, type CompactDeps } from '../src/ops/compact.js';
+import { purgeRetracted, type PurgeDeps } from '../src/ops/purge.js';
+import type { JobDefinition } from './job.js';
 
 /** Compaction looks back this far; older days were compacted by earlier runs (backfills: run `compact` by hand). */
 const LOOKBACK_MS = 7 * 86_400_000;
 
-export const compaction: JobDefinition = {
+export type CompactionDeps = CompactDeps &
+  PurgeDeps & {
+    changes: Pick<ChangeLog, 'prune'>;
+    config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
+  };
+
+export const compaction: JobDefinition<CompactionDeps> = {
   name: 'compaction',
   schedule: (config) => config.schedules.compact,
   run: async (rt) => {

@@ -1,7 +1,12 @@
-// The scheduled jobs, each a small module: (name, schedule, handler).
-import type { JobDefinition } from '../src/scheduler.js';
-import { compaction } from './compaction.js';
-import { reconciliation } from './reconciliation.js';
-import { verification } from './verification.js';
+// The scheduled jobs, each a small module: (name, schedule, handler over the deps it declares).
+import { compaction, type CompactionDeps } from './compaction.js';
+import type { JobDefinition } from './job.js';
+import { reconciliation, type ReconciliationDeps } from './reconciliation.js';
+import { verification, type VerificationDeps } from './verification.js';
 
-export const JOBS: readonly JobDefinition[] = [compaction, reconciliation, verification];
+export type { JobDefinition } from './job.js';
+
+/** What the scheduled jobs use together: the scheduler's wiring passes it to each. */
+export type JobsDeps = CompactionDeps & ReconciliationDeps & VerificationDeps;
+
+export const JOBS: readonly JobDefinition<JobsDeps>[] = [compaction, reconciliation, verification];

@@ -1,10 +1,13 @@
 // Daily: accepted versus archived over the last days; a loss is logged as an error.
-import { verify } from '../src/ops/verify.js';
-import type { JobDefinition } from '../src/scheduler.js';
+import type { Logger } from '../src/log.js';
+import { verify, type VerifyDeps } from '../src/ops/verify.js';
+import type { JobDefinition } from './job.js';
 
 const LOOKBACK_MS = 3 * 86_400_000;
 
-export const verification: JobDefinition = {
+export type VerificationDeps = VerifyDeps & { log: Logger };
+
+export const verification: JobDefinition<VerificationDeps> = {
   name: 'verification',
   schedule: (config) => config.schedules.verify,
   run: async (rt) => {

@@ -7,18 +7,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from './config.js';
 import { ensureDataDir } from './files.js';
+import { deadLetterQueueName, QUEUE_SETTINGS } from './queue/settings.js';
 import { parseS3Url } from './store/s3Location.js';
-
-/** Queue settings shared with the infrastructure code: keep both in step. */
-export const QUEUE_SETTINGS = {
-  maxReceiveCount: 5,
-  retentionSeconds: 14 * 24 * 3600,
-  visibilityTimeoutSeconds: (flushIntervalSeconds: number) => Math.ceil(flushIntervalSeconds * 2 + 30),
-};
-
-export function deadLetterQueueName(queueName: string): string {
-  return `${queueName}-dlq`;
-}
 
 export interface BootstrapResult {
   storage: string;

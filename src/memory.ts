@@ -16,6 +16,15 @@ let rssAfterFullCollection = 0;
 /**
  * Collects what a finished step left behind: the young generation (about a millisecond),
  * and everything once the process has grown by RSS_SLACK since the last full collection.
+ *
+ * Measured with `npm run bench -- --quick --hourly --only archive --answers-only --windows month
+ * --formats geojson,csv,parquet,arrow` (a month of 50,000 reports in 720 hourly parts, every hour
+ * built by DuckDB), cold peak RSS of the server, two runs each, in MB:
+ *   GeoJSON 198, 196 as here; 256, 242 with no forced collection; 241, 233 with the full one only.
+ *   CSV     176, 182;         203, 207;                          212, 215.
+ *   Arrow   197, 176;         205, 216;                          201, 217.
+ * (Parquet, 340 to 356, is the same either way.) The young collection at each connection's close
+ * is what frees DuckDB's results: without it the peak is 25 to 60 MB higher.
  */
 export function releaseMemory(young = true): void {
   if (young) collect({ type: 'minor', execution: 'sync' });

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { withDeadline } from './deadline.js';
 import type { BoundaryRepository } from './boundaries/repository.js';
 import type { Logger } from './log.js';
-import type { IngestLedger } from './ledger/ledger.js';
+import type { LedgerLifecycle } from './ledger/ledger.js';
 import type { Queue } from './queue/queue.js';
 import type { ObjectStore } from './store/objectStore.js';
 
@@ -31,7 +31,7 @@ export interface ReadinessDeps {
   store: ObjectStore;
   queue: Queue;
   /** Where acceptances are recorded: its write is probed too (on the embedded backend, the SQLite file). */
-  ledger: IngestLedger;
+  ledger: Pick<LedgerLifecycle, 'ping'>;
   boundaries: BoundaryRepository;
   log: Logger;
   deadlineMs: number;

@@ -1,5 +1,8 @@
-// Builds the service's parts from a Config: adapters for the configured
-// backends, the ledger, the DuckDB instance, intake, worker, reconciler and reader.
+// Builds the service's parts from a Config: adapters for the configured backends, the ledger,
+// the DuckDB instance, the event log; and, each on first use, what only some roles use: the
+// intake and the archive reader (the API), the worker, webhooks and SNS relay (the worker role),
+// the reconciler, the webhook administration (the CLI). The modules below take narrow deps
+// of their own, which a Runtime satisfies.
 import path from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -22,7 +25,7 @@ import { ObjectLedger } from './ledger/objectLedger.js';
 import { SqliteLedger } from './ledger/sqliteLedger.js';
 import type { Queue } from './queue/queue.js';
 import { SqliteQueue } from './queue/sqliteQueue.js';
-import { FileObjectStore } from './store/fileStore.js';
+import { FileObjectStore, localFiles } from './store/fileStore.js';
 import type { ObjectStore } from './store/objectStore.js';
 import { parseS3Url } from './store/s3Location.js';
 import { Worker } from './worker/worker.js';
@@ -49,33 +52,41 @@ export interface RuntimeOverrides {
   metrics?: Metrics;
 }
 
+/**
+ * A process's parts, for the entry points to hand to the roles and commands they start (each
+ * takes the narrow deps it declares). The members marked "on first use" are built when first read.
+ */
 export interface Runtime {
   config: Config;
   log: Logger;
   metrics: Metrics;
   store: ObjectStore;
   queue: Queue;
-  /** What was accepted and what still waits to be archived. */
+  /** Every role of the ledger (acceptance, lookups, pending, retractions announced on the event log, keys, lifecycle). */
   ledger: IngestLedger;
   db: DuckDb;
   boundaries: BoundaryRepository;
-  intake: Intake;
-  reconciler: Reconciler;
-  archive: Archive;
+  /** On first use (the API, imports). */
+  readonly intake: Intake;
+  /** On first use (the worker role, the scheduler, `reconcile`). */
+  readonly reconciler: Reconciler;
+  /** On first use (the API, `export`). */
+  readonly archive: Archive;
   cache: PartCache;
-  worker: Worker;
+  /** On first use (the worker role). */
+  readonly worker: Worker;
   /** The index of what changed when (updated_after): the worker and reprocess write it, the scheduler prunes it. */
   changes: ChangeLog;
   /** Embedded backend: the event log (webhook subscriptions and deliveries, the live stream, CAP). */
   events: EventLog | undefined;
   /** The event log on either backend (SQLite embedded, the bucket on AWS): stream, CAP, SNS. */
   feed: EventFeed;
-  /** Webhook subscriptions and their set-aside deliveries, on either backend (the CLI). */
-  webhookAdmin: WebhookAdmin;
-  /** Sends webhook deliveries; the worker role starts it. */
-  webhooks: WebhookDispatcher | ConsumerRunner;
-  /** Publishes the log on SNS_TOPIC_ARN apart from the flushes; the worker role starts it. */
-  snsRelay: ConsumerRunner | undefined;
+  /** Webhook subscriptions and their set-aside deliveries, on either backend (the CLI); on first use. */
+  readonly webhookAdmin: WebhookAdmin;
+  /** Sends webhook deliveries; the worker role starts it; on first use. */
+  readonly webhooks: WebhookDispatcher | ConsumerRunner;
+  /** Publishes the log on SNS_TOPIC_ARN apart from the flushes; the worker role starts it; on first use. */
+  readonly snsRelay: ConsumerRunner | undefined;
   s3: S3Client | undefined;
   sqs: SQSClient | undefined;
   close(): Promise<void>;
@@ -125,11 +136,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const sqs = overrides.sqs ?? defaults.sqs;
   const sns = overrides.sns ?? defaults.sns;
 
+  const storeRoot = config.storageUrl.startsWith('file://') ? config.storageUrl.slice('file://'.length) : undefined;
   const store: ObjectStore =
     overrides.store ??
-    (config.storageUrl.startsWith('file://')
-    ? new FileObjectStore(config.storageUrl.slice('file://'.length))
-    : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
+    (storeRoot !== undefined ? new FileObjectStore(storeRoot) : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
 
   // Embedded: one SQLite database holds the ledger and the queue, shared by every process on
   // DATA_DIR. AWS: the ledger is objects in the bucket, the queue SQS.
@@ -152,18 +162,25 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const metrics = overrides.metrics ?? new Metrics({ defaults: true });
   const db = await DuckDb.open({ tempDir: path.join(config.tmpDir, 'duckdb'), memoryLimit: config.duckdbMemoryLimit, maxTempSize: config.duckdbMaxTempSize });
   const boundaries = new BoundaryRepository(store);
-  const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics);
+  // On the embedded store DuckDB reads the store's own files: the cache copies nothing.
+  const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics, storeRoot !== undefined ? localFiles(storeRoot) : undefined);
   // The event log: SQLite beside the ledger on the embedded backend, numbered objects in the
   // bucket on AWS. The worker records into it; webhooks, the stream, CAP and SNS read it.
   const events = config.queueUrl === 'sqlite:' ? new EventLog(config.dataDir) : undefined;
   const feed: EventFeed = events ?? new ObjectEventLog(store);
   ledger = announcingRetractions(ledger, feed, async (lng, lat) => (await boundaries.current()).tagger.tag(lng, lat));
+  const changes = new ChangeLog(store, config.syncSettleMs, config.syncRetentionMs);
+
   const policy = new HostPolicy(config.events.webhookAllowHosts);
-  const objectHooks = events ? undefined : new ObjectWebhooks(store, feed);
-  const webhooks = events
-    ? new WebhookDispatcher(events, policy, { ...config.events, concurrency: 16 }, log)
-    : objectWebhookDispatcher(objectHooks!, feed, policy, { ...config.events, concurrency: 16 }, log);
-  const relay =
+
+  // Built on first use: a role that never asks for one never builds it.
+  const objectHooks = once(() => new ObjectWebhooks(store, feed));
+  const webhooks = once(() =>
+    events
+      ? new WebhookDispatcher(events, policy, { ...config.events, concurrency: 16 }, log)
+      : objectWebhookDispatcher(objectHooks(), feed, policy, { ...config.events, concurrency: 16 }, log),
+  );
+  const relay = once(() =>
     config.events.snsTopicArn && sns
       ? snsRelay(feed, store, sns, {
           topicArn: config.events.snsTopicArn,
@@ -171,23 +188,30 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           retryMaxMs: 300_000,
           leaseMs: config.aws.requestTimeoutMs * config.aws.maxAttempts * 2 + 30_000,
         }, log)
-      : undefined;
-  const changes = new ChangeLog(store, config.syncSettleMs, config.syncRetentionMs);
-  const worker = new Worker(
-    {
-      store,
-      queue,
-      ledger,
-      boundaries,
-      db,
-      tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
-      log,
-      metrics,
-      events: feed,
-      changes,
-    },
-    { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
+      : undefined,
   );
+  const worker = once(
+    () =>
+      new Worker(
+        {
+          store,
+          queue,
+          ledger,
+          boundaries,
+          db,
+          tmpDir: path.join(config.dataDir, 'tmp', 'worker'),
+          log,
+          metrics,
+          events: feed,
+          changes,
+        },
+        { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
+      ),
+  );
+  const intake = once(() => new Intake(ledger));
+  const reconciler = once(() => new Reconciler(ledger, log));
+  const archive = once(() => new Archive(store, cache, db, archiveStates(ledger, changes)));
+  const webhookAdmin = once(() => (events ? sqliteAdmin(events) : objectAdmin(objectHooks())));
   return {
     config,
     log,
@@ -197,26 +221,46 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     ledger,
     db,
     boundaries,
-    intake: new Intake(ledger),
-    reconciler: new Reconciler(ledger, log),
-    archive: new Archive(store, cache, db, archiveStates(ledger, changes)),
+    get intake() {
+      return intake();
+    },
+    get reconciler() {
+      return reconciler();
+    },
+    get archive() {
+      return archive();
+    },
     cache,
-    worker,
+    get worker() {
+      return worker();
+    },
     changes,
     events,
     feed,
-    webhookAdmin: events ? sqliteAdmin(events) : objectAdmin(objectHooks!),
-    webhooks,
-    snsRelay: relay,
+    get webhookAdmin() {
+      return webhookAdmin();
+    },
+    get webhooks() {
+      return webhooks();
+    },
+    get snsRelay() {
+      return relay();
+    },
     s3,
     sqs,
     async close() {
-      await webhooks.stop();
-      await relay?.stop();
+      await webhooks.built()?.stop();
+      await relay.built()?.stop();
       events?.close();
       queue.close();
       ledger.close();
       db.close();
     },
   };
+}
+
+/** `build()` on the first call, its value after; `built()` is that value, or undefined before. */
+function once<T>(build: () => T): (() => T) & { built(): T | undefined } {
+  let value: { v: T } | undefined;
+  return Object.assign(() => (value ??= { v: build() }).v, { built: () => value?.v });
 }

@@ -3,16 +3,20 @@
 // run, each tick of a job runs once (create-if-absent of a tick key) and a run
 // never overlaps a previous one still going elsewhere (a lease object).
 import cron, { type RunCoordinator, type ScheduledTask } from 'node-cron';
+import type { JobDefinition } from '../jobs/job.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import type { Runtime } from './runtime.js';
+import type { Metrics } from './metrics.js';
 import type { ObjectStore } from './store/objectStore.js';
 
-export interface JobDefinition {
-  name: string;
-  /** The node-cron expression for this job, from the config. */
-  schedule(config: Config): string;
-  run(rt: Runtime): Promise<unknown>;
+export type { JobDefinition } from '../jobs/job.js';
+
+/** What the scheduler itself uses: the store (its run coordinator), the log, the job metrics, the schedules. */
+export interface SchedulerDeps {
+  store: ObjectStore;
+  log: Logger;
+  metrics: Pick<Metrics, 'jobRuns'>;
+  config: Pick<Config, 'schedules'>;
 }
 
 const RUNS_PREFIX = 'jobs/runs/';
@@ -69,7 +73,8 @@ export interface RunningScheduler {
   stop(): Promise<void>;
 }
 
-export function startScheduler(rt: Runtime, jobs: readonly JobDefinition[], owner: string): RunningScheduler {
+/** Runs `jobs` on their schedules, each with `rt` (the scheduler's own deps and the jobs'). */
+export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefinition<D>[], owner: string): RunningScheduler {
   const coordinator = new StoreRunCoordinator(rt.store, owner, rt.log);
   const running = new Set<Promise<unknown>>();
   const tasks = jobs.map((job) =>

@@ -1,14 +1,36 @@
-// Starts the processes of a runtime: the HTTP API, the worker, and the
-// reconciliation timer, in any combination. main.ts and the tests share it.
+// Starts the roles of a process: the HTTP API, the worker, and the reconciliation timer, in
+// any combination. The command line, the worker thread and the tests share it.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { ApiKey } from './apiKeys.js';
-import { createApp } from './http/app.js';
+import type { Config } from './config.js';
+import { createApp, type AppDeps } from './http/app.js';
 import { metricsListener } from './http/metricsEndpoint.js';
 import { createHttpServer } from './http/server.js';
 import { WarmUp } from './http/warmUp.js';
-import type { Runtime } from './runtime.js';
+import type { Reconciler } from './ingest/reconciler.js';
+import type { Logger } from './log.js';
 import { sweepCrashLeftovers } from './store/leftovers.js';
+
+/** A part of a role that runs in the background until stopped. */
+interface Background {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * What the roles use. Each is read only when its role starts (`api`: the app's deps; `worker`:
+ * the worker, webhooks and the SNS relay; `reconcile`: the reconciler), so a caller may build
+ * each on first use.
+ */
+export interface ServiceDeps extends AppDeps {
+  config: Config;
+  log: Logger;
+  reconciler: Pick<Reconciler, 'run'>;
+  worker: Background;
+  webhooks: Background;
+  snsRelay: Background | undefined;
+}
 
 export interface ServiceOptions {
   api: boolean;
@@ -38,7 +60,7 @@ function loopbackOf(host: string | undefined): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-export async function startService(rt: Runtime, options: ServiceOptions): Promise<RunningService> {
+export async function startService(rt: ServiceDeps, options: ServiceOptions): Promise<RunningService> {
   // Only a process allowed to write cities/ can seed it (on AWS: bootstrap or the scheduler);
   // the others wait for a version to appear, and /ready says so meanwhile.
   await rt.boundaries.seedIfEmpty().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not seed the boundary outlines'));

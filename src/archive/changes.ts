@@ -16,7 +16,7 @@
 // as recorded in changes/retention.json before anything is deleted) is refused with a
 // ChangesPrunedError (410): the client pulls the window in full and syncs from its watermark.
 import { ulid } from 'ulid';
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { RetractionLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
 import { listWindowParts } from './parts.js';
@@ -131,7 +131,7 @@ export interface ArchiveStates {
   watermark(): number;
 }
 
-export function archiveStates(ledger: Pick<IngestLedger, 'retractions'>, log: ChangeLog, now: () => number = Date.now): ArchiveStates {
+export function archiveStates(ledger: Pick<RetractionLedger, 'retractions'>, log: ChangeLog, now: () => number = Date.now): ArchiveStates {
   return {
     async retracted(fromMs, toMs) {
       const out: RetractedReport[] = [];

@@ -1,11 +1,13 @@
 // Local cache of archive parts (and their ready-text sidecars) fetched from a remote store,
 // keyed by (key, ETag). Parts are immutable, so an entry never goes stale; the files are kept
-// by the same byte-bounded LRU as the other local caches.
+// by the same byte-bounded LRU as the other local caches. A store on a local directory is read
+// in place (its LocalFiles), never copied.
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import type { Metrics } from '../metrics.js';
-import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
 
 class VanishedError extends Error {}
@@ -20,18 +22,19 @@ export class PartCache {
   private ready: Promise<void> | undefined;
 
   constructor(
-    private readonly store: ObjectStore,
+    private readonly store: Pick<ObjectStore, 'getStream'>,
     dir: string,
     maxBytes: number,
-    private readonly metrics?: Metrics,
+    private readonly metrics?: Pick<Metrics, 'cacheRequests' | 'cacheBytes'>,
+    /** The store's own files, when it is a local directory: read where they are. */
+    private readonly local?: LocalFiles,
   ) {
     this.files = new CacheFiles(dir, SUFFIX, maxBytes);
   }
 
   /** A local file with the part's content: the store's own file, or a cached copy. */
   async localFile(info: ObjectInfo): Promise<string> {
-    const direct = this.store.localPath(info.key);
-    if (direct) return direct;
+    if (this.local) return this.local.fileOf(info.key);
     await (this.ready ??= this.files.scan());
     const name = cacheKeyOf(info);
     const hit = this.files.get(name);
@@ -55,9 +58,11 @@ export class PartCache {
    * objects are immutable, and one written later comes with a new part (a new key).
    */
   async localFileIfPresent(info: ObjectInfo): Promise<string | undefined> {
-    const direct = this.store.localPath(info.key);
-    // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
-    if (direct) return existsSync(direct) ? direct : undefined;
+    if (this.local) {
+      const direct = this.local.fileOf(info.key);
+      // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
+      return existsSync(direct) ? direct : undefined;
+    }
     const id = `${info.key}\n${info.etag}`;
     if (this.absent.has(id)) return undefined;
     try {
@@ -74,8 +79,9 @@ export class PartCache {
     const file = this.files.fileOf(name);
     const tmp = `${file}.${randomUUID()}.tmp`;
     try {
-      const got = await this.store.download(info.key, tmp);
+      const got = await this.store.getStream(info.key);
       if (!got) throw new VanishedError(`archive part vanished: ${info.key}`);
+      await pipeline(got.body, createWriteStream(tmp));
       await fs.rename(tmp, file);
     } catch (err) {
       await fs.rm(tmp, { force: true });

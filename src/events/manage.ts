@@ -1,7 +1,8 @@
 // What the `subscriptions` command does, apart from argument parsing and printing, on either
 // backend: the embedded event log (SQLite) or the AWS bucket (objectWebhooks.ts).
 import { ulid } from 'ulid';
-import type { Runtime } from '../runtime.js';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { EventsConfig } from '../config.js';
 import { CLOUDEVENT_TYPE } from './events.js';
 import type { Delivery, EventLog } from './eventLog.js';
 import { HostPolicy } from './hostPolicy.js';
@@ -76,7 +77,14 @@ export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
   };
 }
 
-export function adminOf(rt: Runtime): WebhookAdmin {
+/** What the `subscriptions` command uses: where subscriptions are kept, the boundaries (to check codes), the webhook settings. */
+export interface SubscriptionDeps {
+  webhookAdmin: WebhookAdmin;
+  boundaries: Pick<BoundaryRepository, 'current'>;
+  config: { events: Pick<EventsConfig, 'webhookAllowHosts' | 'webhookTimeoutMs'> };
+}
+
+export function adminOf(rt: Pick<SubscriptionDeps, 'webhookAdmin'>): WebhookAdmin {
   return rt.webhookAdmin;
 }
 
@@ -87,7 +95,7 @@ export function shown(s: Subscription, backlog?: { pending: number; setAside: nu
   return { ...plain, pending: backlog?.pending ?? 0, setAside: backlog?.setAside ?? 0 };
 }
 
-export async function addSubscription(rt: Runtime, input: SubscriptionInput): Promise<Subscription> {
+export async function addSubscription(rt: SubscriptionDeps, input: SubscriptionInput): Promise<Subscription> {
   const set = (await rt.boundaries.current()).set;
   const sub = newSubscription(input, new HostPolicy(rt.config.events.webhookAllowHosts), {
     cities: new Set(set.cities.features.map((f) => f.properties.code)),
@@ -97,21 +105,21 @@ export async function addSubscription(rt: Runtime, input: SubscriptionInput): Pr
   return sub;
 }
 
-export async function findSubscription(rt: Runtime, id: string): Promise<Subscription> {
+export async function findSubscription(rt: Pick<SubscriptionDeps, 'webhookAdmin'>, id: string): Promise<Subscription> {
   const sub = await adminOf(rt).get(id);
   if (!sub) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
   return sub;
 }
 
 /** Gives a subscription a new signing secret; its undelivered events are kept and signed with it. */
-export async function rotateSecret(rt: Runtime, id: string, secret: string): Promise<void> {
+export async function rotateSecret(rt: Pick<SubscriptionDeps, 'webhookAdmin'>, id: string, secret: string): Promise<void> {
   const problems = secretProblems(secret);
   if (problems.length > 0) throw new SubscriptionError(problems);
   if (!(await adminOf(rt).setSecret(id, secret))) throw new SubscriptionError([`no subscription ${JSON.stringify(id)} (see: subscriptions list)`]);
 }
 
 /** Sends a signed test event (an empty FeatureCollection) to a subscription now. */
-export async function testSubscription(rt: Runtime, id: string): Promise<Attempt & { id: string }> {
+export async function testSubscription(rt: SubscriptionDeps, id: string): Promise<Attempt & { id: string }> {
   const sub = await findSubscription(rt, id);
   const eventId = ulid();
   const body = cloudEventBody({ id: eventId, type: TEST_EVENT_TYPE, timeMs: Date.now() }, '[]');

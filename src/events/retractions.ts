@@ -4,15 +4,16 @@
 // announce it), with the city and barangay of its archived event, or of its point when that event
 // is no longer kept. On the embedded backend recording is idempotent, so a repeated retraction
 // (a retry after a crash between the ledger and the log) fills a gap and never announces twice.
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import type { EventFeed } from './events.js';
 import type { ReportFeature } from './feature.js';
 
 /** City and barangay of a point, for a report retracted before its archived event was kept. */
 export type TagOf = (lng: number, lat: number) => Promise<ReportFeature['properties']['tags']>;
 
-export function announcingRetractions(ledger: IngestLedger, events: EventFeed, tagOf?: TagOf): IngestLedger {
-  const retract: IngestLedger['retract'] = async (pkey, by, reason) => {
+/** The same ledger (every other role passes through), its retract() announcing too. */
+export function announcingRetractions<L extends RetractionLedger & Pick<ReportLookup, 'lookup'>>(ledger: L, events: Pick<EventFeed, 'wasRetracted' | 'archivedReport' | 'retracted'>, tagOf?: TagOf): L {
+  const retract: RetractionLedger['retract'] = async (pkey, by, reason) => {
     const result = await ledger.retract(pkey, by, reason);
     if (!result.found) return result;
     // A repeat is announced again only if the first one never reached the log (a crash between).

@@ -7,7 +7,15 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
-import type { Runtime } from '../runtime.js';
+import type { Archive } from '../archive/window.js';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { Config } from '../config.js';
+import type { EventFeed } from '../events/events.js';
+import type { Intake } from '../ingest/intake.js';
+import type { KeyLedger, LedgerLifecycle, ReportLookup, RetractionLedger } from '../ledger/ledger.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { ObjectStore } from '../store/objectStore.js';
 import { accessLog, useAccessLog } from './accessLog.js';
 import { Admission } from './admission.js';
 import { apiDocsHandlers } from './apiDocs.js';
@@ -24,7 +32,7 @@ import { feedsHandlers } from './feeds.js';
 import { feedPost } from './feedPost.js';
 import { isOwnRequest, requestLayer } from './layer.js';
 import { ogcHandlers } from './ogc/router.js';
-import { operationsRouter } from './operations.js';
+import { operationsRouter, type OperationsDeps } from './operations.js';
 import { reportsHandlers } from './reports.js';
 import { parseQuery } from './queryGuards.js';
 import { allowOf, type Handlers } from './route.js';
@@ -32,6 +40,21 @@ import { MOUNTS, ROUTES } from './routes.js';
 import { streamHandlers } from './stream.js';
 import { capHandlers } from './cap.js';
 import type { WarmUp } from './warmUp.js';
+
+/** What the API serves from: its configuration and the ports and readers its routes use. */
+export interface AppDeps extends OperationsDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  store: ObjectStore;
+  /** Kept keys (authentication), reports by identity, a partner's retraction, the write probe of /ready. */
+  ledger: Pick<KeyLedger, 'keyByDigest'> & Pick<ReportLookup, 'get' | 'lookup'> & Pick<RetractionLedger, 'retract'> & Pick<LedgerLifecycle, 'ping'>;
+  boundaries: BoundaryRepository;
+  intake: Intake;
+  archive: Archive;
+  /** The event log: the live stream and CAP. */
+  feed: EventFeed;
+}
 
 export interface AppOptions {
   apiKeys: readonly ApiKey[];
@@ -43,7 +66,7 @@ export interface AppOptions {
 
 const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
 
-export function createApp(rt: Runtime, options: AppOptions): RequestListener {
+export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   const app = express();
   const knownKeys = new Set(options.apiKeys.map((k) => k.key));
   // Absolute URLs in answers start here, whatever Host a request names.
@@ -179,7 +202,7 @@ function limiter(perMinute: number, key: (req: Request, res: Response) => string
 }
 
 /** Counts a request and times it to its last byte, under its route (`routeOf`, asked when it is answered). */
-function requestMetrics(rt: Runtime): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
+function requestMetrics(rt: Pick<AppDeps, 'metrics'>): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
   return (req, res, routeOf) => {
     const end = rt.metrics.httpDuration.startTimer();
     res.on('finish', () => {

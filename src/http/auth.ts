@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { ApiKey } from '../apiKeys.js';
 import { HttpError } from '../errors.js';
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { KeyLedger } from '../ledger/ledger.js';
 import type { AuthFailureLimiter } from './authFailures.js';
 
 /** Who failed to authenticate too often: the limiter, and the key of a request's client. */
@@ -18,7 +18,7 @@ export interface AuthFailureGuard {
   clientOf: (req: IncomingMessage) => string;
 }
 
-export type KeyLookup = Pick<IngestLedger, 'keyByDigest'>;
+export type KeyLookup = Pick<KeyLedger, 'keyByDigest'>;
 
 const PARTNER = Symbol('partner');
 type Authenticated = ServerResponse & { [PARTNER]?: string };

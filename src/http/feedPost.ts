@@ -11,7 +11,7 @@ import type { ApiKey } from '../apiKeys.js';
 import { withDeadline } from '../deadline.js';
 import { HttpError } from '../errors.js';
 import type { Intake } from '../ingest/intake.js';
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { KeyLedger, ReportLookup } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { InvalidReportError, parsePartnerReport } from '../reports/partnerReport.js';
@@ -27,7 +27,7 @@ export interface FeedPostDeps {
   metrics: Metrics;
   apiKeys: readonly ApiKey[];
   /** Kept keys (looked up per request) and report states. */
-  ledger: IngestLedger;
+  ledger: Pick<KeyLedger, 'keyByDigest'> & Pick<ReportLookup, 'lookup'>;
   /** Runs after authentication, so limits are per API key. */
   rateLimit: RequestHandler;
   /** Failed authentications per client address, checked before the key is. */

@@ -4,7 +4,7 @@ import type { RequestHandler } from 'express';
 import { HttpError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { ApiKey } from '../apiKeys.js';
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { KeyLedger, ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import { SOURCE } from '../reports/layout.js';
 import { partnerOf, requireApiKey, type AuthFailureGuard } from './auth.js';
 import { handlerSet, type Handlers } from './route.js';
@@ -12,8 +12,8 @@ import { handlerSet, type Handlers } from './route.js';
 export interface FeedsDeps {
   metrics: Metrics;
   apiKeys: readonly ApiKey[];
-  /** Kept keys (looked up per request) and report states. */
-  ledger: IngestLedger;
+  /** Kept keys (looked up per request), the partner's reports, and their retraction. */
+  ledger: Pick<KeyLedger, 'keyByDigest'> & Pick<ReportLookup, 'get'> & Pick<RetractionLedger, 'retract'>;
   /** Runs after authentication, so limits are per API key. */
   rateLimit: RequestHandler;
   /** Failed authentications per client address, shared with the feed's posts. */

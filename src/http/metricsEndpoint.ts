@@ -2,12 +2,21 @@
 // partners and their volumes, and each scrape asks the queue its depth. A load balancer in front
 // of the API port never reaches it; Prometheus scrapes it where it is bound (METRICS_HOST).
 import type { RequestListener } from 'node:http';
-import type { Runtime } from '../runtime.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Queue } from '../queue/queue.js';
 import { errorHandler, sendError } from './errorHandler.js';
 
 export const METRICS_PATH = '/metrics';
 
-export function metricsListener(rt: Pick<Runtime, 'metrics' | 'queue' | 'log'>): RequestListener {
+/** What a scrape reads: the process's metrics, and the queue's depth at that moment. */
+export interface MetricsListenerDeps {
+  metrics: Pick<Metrics, 'queueMessages' | 'text' | 'registry'>;
+  queue: Pick<Queue, 'depth'>;
+  log: Logger;
+}
+
+export function metricsListener(rt: MetricsListenerDeps): RequestListener {
   const errorAnswer = errorHandler(rt.log);
   const scrape = async (): Promise<string> => {
     try {

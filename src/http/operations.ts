@@ -1,11 +1,16 @@
 // /health (liveness), /ready (reports can be accepted now: src/readiness.ts). /metrics is served on
 // a port of its own (metricsEndpoint.ts).
 import { Router } from 'express';
-import type { Runtime } from '../runtime.js';
-import { Readiness } from '../readiness.js';
+import type { Config } from '../config.js';
+import { Readiness, type ReadinessDeps } from '../readiness.js';
 import { RETRY_AFTER_SECONDS, sendError } from './errorHandler.js';
 
-export function operationsRouter(rt: Runtime): Router {
+/** What /ready checks: the store, the queue, the ledger's writes, the boundaries; within the acceptance deadline. */
+export interface OperationsDeps extends Pick<ReadinessDeps, 'store' | 'queue' | 'ledger' | 'boundaries' | 'log'> {
+  config: Pick<Config, 'acceptDeadlineMs'>;
+}
+
+export function operationsRouter(rt: OperationsDeps): Router {
   const router = Router();
   router.get('/health', (_req, res) => {
     res.set('Cache-Control', 'no-store').json({ status: 'ok' });

@@ -2,7 +2,7 @@
 // created_at), so the answer reads that hour's parts alone, never the archive at large.
 import type { Archive } from '../archive/window.js';
 import { HttpError } from '../errors.js';
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { ReportLookup } from '../ledger/ledger.js';
 import { parsePkey } from '../reports/layout.js';
 import { renderArchive } from './archiveBody.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
@@ -13,7 +13,7 @@ export const PKEY_MESSAGE = 'must be a report key such as partner-123 or partner
 
 export interface ReportRouteDeps {
   archive: Archive;
-  ledger: Pick<IngestLedger, 'lookup'>;
+  ledger: Pick<ReportLookup, 'lookup'>;
 }
 
 /** A pending report is archived within about this long: a client may retry after it. */

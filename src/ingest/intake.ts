@@ -1,7 +1,7 @@
 // Durable acceptance of partner reports (invariants 1 and 2 of docs/architecture.md): the
 // ledger records the report (first version wins) and queues it, and only then does the caller
 // answer 2xx.
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { AcceptanceLedger } from '../ledger/ledger.js';
 import type { PartnerReport } from '../reports/partnerReport.js';
 import { pkeyOf, SOURCE } from '../reports/layout.js';
 
@@ -11,7 +11,7 @@ import type { AcceptResult } from '../ledger/ledger.js';
 
 export class Intake {
   constructor(
-    private readonly ledger: IngestLedger,
+    private readonly ledger: AcceptanceLedger,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -1,7 +1,7 @@
 // Reconciliation (invariant 3 of docs/architecture.md): an accepted report still pending after
 // a few flush intervals, whose message is gone (lost, or a queue outage during its acceptance), is
 // queued again, so a crash or an outage delays a report but never drops it.
-import type { IngestLedger } from '../ledger/ledger.js';
+import type { PendingLedger } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 
 export interface ReconcileResult {
@@ -10,7 +10,7 @@ export interface ReconcileResult {
 
 export class Reconciler {
   constructor(
-    private readonly ledger: IngestLedger,
+    private readonly ledger: Pick<PendingLedger, 'requeueStale'>,
     private readonly log: Logger,
   ) {}
 

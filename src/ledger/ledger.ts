@@ -1,7 +1,8 @@
 // The ingest ledger port: what was accepted (first version wins), what still waits to be
-// archived, and the queue message that carries it there. Intake, worker, reconciliation and
-// verify speak only to this; the S3 adapter keeps objects written with If-None-Match, the
-// embedded one a SQLite database (one transaction per batch of acceptances).
+// archived, and the queue message that carries it there; retractions; kept API keys. Each role
+// is an interface of its own, and each consumer depends on the one it uses. The S3 adapter keeps
+// objects written with If-None-Match, the embedded one a SQLite database (one transaction per
+// batch of acceptances).
 import type { PartnerReport } from '../reports/partnerReport.js';
 
 /** What the ledger keeps of an accepted report, and what queue messages carry. */
@@ -102,8 +103,8 @@ export interface StoredKey {
   revoked_at?: string;
 }
 
-export interface IngestLedger {
-  readonly description: string;
+/** Acceptance: a new report recorded and queued, durably, first version winning (the intake). */
+export interface AcceptanceLedger {
   /**
    * Records the report under `record.pkey` if its (source, partner, post_id) is new and sends it
    * to the queue. Resolves once both are durable; `created: false` when that partner's post_id was
@@ -111,8 +112,18 @@ export interface IngestLedger {
    * of no partner would take the key of another partner's report.
    */
   accept(record: IngestRecord): Promise<AcceptResult>;
+}
+
+/** Reports by their identity (the API's lookups, the CLI, the purge). */
+export interface ReportLookup {
   /** The first accepted version of a report, or undefined when it was never accepted. */
   get(id: ReportId): Promise<IngestRecord | undefined>;
+  /** A report by its pkey, with its state; undefined when it was never accepted. */
+  lookup(pkey: string): Promise<LedgerEntry | undefined>;
+}
+
+/** The way from accepted to archived (the worker, reconciliation, verify). */
+export interface PendingLedger {
   /** Whether the report still waits to be archived. */
   isPending(pkey: string): Promise<boolean>;
   /** Marks reports archived: their parts are durable. */
@@ -124,8 +135,10 @@ export interface IngestLedger {
   requeueStale(beforeMs: number): Promise<number>;
   /** Accepted reports created in [fromMs, toMs], in no particular order. */
   accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport>;
-  /** A report by its pkey, with its state; undefined when it was never accepted. */
-  lookup(pkey: string): Promise<LedgerEntry | undefined>;
+}
+
+/** Retractions: made by partners and operators, read by every writer and reader of parts. */
+export interface RetractionLedger {
   /**
    * Retracts a report, durably before it resolves; a repeat keeps the first retraction
    * (`first: false`). The archive hides it from then on, and its parts are purged later.
@@ -135,6 +148,10 @@ export interface IngestLedger {
   retractions(filter?: RetractionFilter): AsyncIterable<RetractionRef>;
   /** Records that the parts holding these reports were rewritten without their personal fields. */
   markPurged(pkeys: readonly string[]): Promise<void>;
+}
+
+/** Partner API keys kept as digests (authentication, the `keys` command). */
+export interface KeyLedger {
   /** A kept API key by its digest (revoked ones too), read afresh: a revocation counts at once. */
   keyByDigest(digest: string): Promise<StoredKey | undefined>;
   /**
@@ -146,10 +163,18 @@ export interface IngestLedger {
   /** Revokes every key of `name` but `keep`; returns how many. */
   revokeKeys(name: string, keep?: string): Promise<number>;
   listKeys(): Promise<StoredKey[]>;
+}
+
+/** The ledger as a dependency of the process: what it is, whether it can be written, its end. */
+export interface LedgerLifecycle {
+  readonly description: string;
   /** Throws UnavailableError when the ledger cannot be written. */
   ping(): Promise<void>;
   close(): void;
 }
+
+/** Every role at once: what an adapter implements and the wiring holds; consumers take one role. */
+export interface IngestLedger extends AcceptanceLedger, ReportLookup, PendingLedger, RetractionLedger, KeyLedger, LedgerLifecycle {}
 
 /** The record a stored body holds, or undefined when it holds none (empty or torn). */
 export function parseRecord(body: Buffer | string): IngestRecord | undefined {

@@ -9,10 +9,22 @@ import { randomUUID } from 'node:crypto';
 import { listWindowParts, type HourParts } from '../archive/parts.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { mergeParts } from '../archive/rows.js';
+import type { PartCache } from '../archive/partCache.js';
+import type { Config } from '../config.js';
+import type { DuckDb } from '../duckdb.js';
+import type { RetractionLedger } from '../ledger/ledger.js';
 import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
-import type { Runtime } from '../runtime.js';
-import type { ObjectInfo } from '../store/objectStore.js';
+import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+
+/** What compaction uses: the parts and their local files, the query engine, retractions (merged in as tombstones), a temporary directory. */
+export interface CompactDeps {
+  store: ObjectStore;
+  db: DuckDb;
+  cache: Pick<PartCache, 'localFile'>;
+  ledger: Pick<RetractionLedger, 'retractions'>;
+  config: Pick<Config, 'dataDir'>;
+}
 
 export interface CompactOptions {
   fromMs: number;
@@ -29,7 +41,7 @@ export interface CompactResult {
   rows: number;
 }
 
-export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledger' | 'config'>, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
+export async function compact(rt: CompactDeps, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
   // Whole days are listed: a day is compacted with all of its parts, whatever the window cuts.
   const partitions = await listWindowParts(rt.store, dayStart(options.fromMs), dayStart(options.toMs) + DAY_MS - 1);
   const days = new Map<number, HourParts[]>();
@@ -87,6 +99,6 @@ export async function compact(rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'ledg
 }
 
 /** An hour is closed once the worker can no longer be flushing into it. */
-export function closedBefore(rt: Pick<Runtime, 'config'>, now = Date.now()): number {
+export function closedBefore(rt: { config: Pick<Config, 'flushIntervalSeconds'> }, now = Date.now()): number {
   return closedBeforeMs(rt.config.flushIntervalSeconds, now);
 }

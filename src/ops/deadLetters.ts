@@ -7,10 +7,10 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { deadLetterQueueName } from '../bootstrap.js';
+import { deadLetterQueueName } from '../queue/settings.js';
 import type { Queue } from '../queue/queue.js';
 import { SqliteQueue } from '../queue/sqliteQueue.js';
-import type { Runtime } from '../runtime.js';
+import type { Config } from '../config.js';
 
 export interface DeadLetter {
   id: string;
@@ -23,7 +23,14 @@ export interface DeadLetters {
   redrive(): Promise<number>;
 }
 
-export function deadLettersFor(rt: Pick<Runtime, 'queue' | 'sqs' | 'config'>): DeadLetters {
+/** What the dead-letter commands use: the queue, and on SQS its client and URL (the dead-letter queue is named after it). */
+export interface DeadLetterDeps {
+  queue: Queue;
+  sqs: SQSClient | undefined;
+  config: Pick<Config, 'queueUrl'>;
+}
+
+export function deadLettersFor(rt: DeadLetterDeps): DeadLetters {
   return rt.queue instanceof SqliteQueue ? new SqliteDeadLetters(rt.queue) : new SqsDeadLetters(rt.sqs!, rt.config.queueUrl, rt.queue);
 }
 

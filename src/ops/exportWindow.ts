@@ -4,12 +4,17 @@ import fs from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { WindowQuery } from '../archive/query.js';
+import type { Archive } from '../archive/window.js';
 import { renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
-import type { Runtime } from '../runtime.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
 
-export async function exportWindow(rt: Pick<Runtime, 'archive'>, query: WindowQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
+/** What an export uses: the archive reader. */
+export interface ExportDeps {
+  archive: Pick<Archive, 'open'>;
+}
+
+export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
   if (format === 'parquet') {
     await window.writeParquet(out);

@@ -8,9 +8,10 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import readline from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { Intake } from '../ingest/intake.js';
 import { PkeyTakenError } from '../ledger/ledger.js';
 import { InvalidReportError, PARTNER_CITIES, parsePartnerReport } from '../reports/partnerReport.js';
-import type { Runtime } from '../runtime.js';
 import type { Progress } from './progress.js';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
@@ -56,7 +57,13 @@ export function detectFormat(file: string): ImportFormat {
   throw new Error(`cannot tell the format of ${file}; pass --format ndjson|geojson|csv`);
 }
 
-export async function importFile(rt: Pick<Runtime, 'intake' | 'boundaries'>, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
+/** What an import uses: the intake (durable acceptance, as a partner's post) and the current boundaries. */
+export interface ImportDeps {
+  intake: Pick<Intake, 'accept'>;
+  boundaries: Pick<BoundaryRepository, 'current'>;
+}
+
+export async function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;

@@ -12,10 +12,12 @@ import { listWindowParts } from '../archive/parts.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { notTombstoneSql } from '../archive/schema.js';
 import { TOMBSTONE } from '../archive/sql.js';
-import { sqlString } from '../duckdb.js';
+import type { PartCache } from '../archive/partCache.js';
+import type { Config } from '../config.js';
+import { sqlString, type DuckDb } from '../duckdb.js';
+import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
-import type { Runtime } from '../runtime.js';
-import type { ObjectInfo } from '../store/objectStore.js';
+import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 export interface PurgeResult {
   retractions: number;
@@ -29,8 +31,15 @@ export interface PurgeResult {
 const NAMED = 'list_contains($pkeys, pkey)';
 const STILL_THERE = `${NAMED} AND ${notTombstoneSql()}`;
 
-/** What the purge uses of the runtime. */
-type Purging = Pick<Runtime, 'ledger' | 'store' | 'cache' | 'db' | 'config'>;
+/** What the purge uses: the retractions not yet purged and whether each is archived, the parts, the query engine, a temporary directory. */
+export interface PurgeDeps {
+  ledger: Pick<RetractionLedger, 'retractions' | 'markPurged'> & Pick<ReportLookup, 'lookup'>;
+  store: ObjectStore;
+  cache: Pick<PartCache, 'localFile'>;
+  db: DuckDb;
+  config: Pick<Config, 'dataDir'>;
+}
+type Purging = PurgeDeps;
 
 export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
   const result: PurgeResult = { retractions: 0, partsRewritten: 0, purged: 0, waiting: 0 };

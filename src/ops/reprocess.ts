@@ -8,10 +8,24 @@ import { storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts } from '../archive/parts.js';
 import { readRows } from '../archive/rows.js';
 import type { ArchiveRow } from '../archive/row.js';
-import type { ChangedReport } from '../archive/changes.js';
+import type { ChangedReport, ChangeLog } from '../archive/changes.js';
+import type { PartCache } from '../archive/partCache.js';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { Config } from '../config.js';
+import type { DuckDb } from '../duckdb.js';
 import { newDayPartKey, newPartKey } from '../reports/layout.js';
-import type { Runtime } from '../runtime.js';
+import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+
+/** What reprocessing uses: the parts, the current boundaries, the query engine, the change log, a temporary directory. */
+export interface ReprocessDeps {
+  store: ObjectStore;
+  db: DuckDb;
+  cache: Pick<PartCache, 'localFile'>;
+  boundaries: Pick<BoundaryRepository, 'current'>;
+  config: Pick<Config, 'dataDir'>;
+  changes: Pick<ChangeLog, 'record'>;
+}
 
 export interface ReprocessResult {
   boundaryVersion: string;
@@ -25,7 +39,7 @@ export interface ReprocessResult {
 }
 
 export async function reprocess(
-  rt: Pick<Runtime, 'store' | 'db' | 'cache' | 'boundaries' | 'config' | 'changes'>,
+  rt: ReprocessDeps,
   options: { fromMs: number; toMs: number; dryRun: boolean },
   progress?: Progress,
 ): Promise<ReprocessResult> {

@@ -1,10 +1,20 @@
 // Verify: what the ledger accepted against what is archived
 // (distinct pkeys in the parts), per UTC day. Any accepted report that is
 // neither archived nor still pending is a loss.
+import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/parts.js';
-import { sqlString } from '../duckdb.js';
-import type { Runtime } from '../runtime.js';
+import { sqlString, type DuckDb } from '../duckdb.js';
+import type { PendingLedger } from '../ledger/ledger.js';
+import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+
+/** What verify uses: the ledger's acceptances, the parts, the query engine. */
+export interface VerifyDeps {
+  ledger: Pick<PendingLedger, 'accepted'>;
+  store: ObjectStore;
+  cache: Pick<PartCache, 'localFile'>;
+  db: DuckDb;
+}
 
 export interface DayReport {
   day: string;
@@ -25,7 +35,7 @@ export interface VerifyResult {
   ok: boolean;
 }
 
-export async function verify(rt: Pick<Runtime, 'ledger' | 'store' | 'cache' | 'db'>, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
+export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
   const accepted = new Map<string, string>(); // pkey -> day
   const pending = new Set<string>();
   progress?.start(1);

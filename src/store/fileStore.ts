@@ -8,13 +8,23 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { UnavailableError } from '../errors.js';
 import { fsyncDir, isCode, writeDurably } from '../files.js';
-import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type LocalFiles, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
 
 /** Whether a file name is one of this store's temporary files (never a stored object). */
 export function isTemporaryName(name: string): boolean {
   return name.includes(TMP_MARK);
+}
+
+/** The files of a store on the directory `root`: the file store's own layout, for readers that open them in place. */
+export function localFiles(root: string): LocalFiles {
+  return {
+    fileOf(key) {
+      assertValidKey(key);
+      return path.join(root, ...key.split('/'));
+    },
+  };
 }
 
 export class FileObjectStore implements ObjectStore {
@@ -24,8 +34,11 @@ export class FileObjectStore implements ObjectStore {
   /** Directory fsyncs in flight, so concurrent writers share one (group commit). */
   private readonly dirSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
 
+  private readonly files: LocalFiles;
+
   constructor(private readonly root: string) {
     this.description = `file://${root}`;
+    this.files = localFiles(root);
   }
 
   /** Runs an operation with disk errors turned into UnavailableError. */
@@ -33,9 +46,8 @@ export class FileObjectStore implements ObjectStore {
     return guard(fn);
   }
 
-  localPath(key: string): string {
-    assertValidKey(key);
-    return path.join(this.root, ...key.split('/'));
+  private localPath(key: string): string {
+    return this.files.fileOf(key);
   }
 
   async get(key: string): Promise<StoredObject | undefined> {
@@ -194,11 +206,25 @@ export class FileObjectStore implements ObjectStore {
     }
   }
 
-  async download(key: string, file: string): Promise<ObjectInfo | undefined> {
-    const info = await this.head(key);
-    if (!info) return undefined;
-    await this.run(() => fs.copyFile(this.localPath(key), file));
-    return info;
+  async getStream(key: string): Promise<StreamedObject | undefined> {
+    const file = this.localPath(key);
+    return this.run(async () => {
+      let handle;
+      try {
+        handle = await fs.open(file, 'r');
+      } catch (err) {
+        if (isCode(err, 'ENOENT')) return undefined;
+        throw err;
+      }
+      try {
+        // The open file is read, whatever replaces the key meanwhile: its stat describes those bytes.
+        const stat = await handle.stat();
+        return { key, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime, body: storeStream(handle.createReadStream(), unreadable) };
+      } catch (err) {
+        await handle.close();
+        throw err;
+      }
+    });
   }
 
   async ping(): Promise<void> {
@@ -260,6 +286,10 @@ export class FileObjectStore implements ObjectStore {
 
 function etagOf(stat: { mtimeMs: number; size: number; ino: number }): string {
   return `${Math.round(stat.mtimeMs * 1000).toString(36)}-${stat.size.toString(36)}-${stat.ino.toString(36)}`;
+}
+
+function unreadable(err: unknown): Error {
+  return err instanceof UnavailableError ? err : new UnavailableError('storage', 'object store read failed', { cause: err });
 }
 
 /** Disk errors (full, read-only, permissions) become UnavailableError at this boundary. */

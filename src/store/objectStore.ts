@@ -1,5 +1,6 @@
-// The object store port. Keys are '/'-separated; listing is in key order,
+// The object store port: blobs by key. Keys are '/'-separated; listing is in key order,
 // which the archive layout relies on (a time window is one key range).
+import { PassThrough, type Readable } from 'node:stream';
 
 export interface ObjectInfo {
   key: string;
@@ -11,6 +12,11 @@ export interface ObjectInfo {
 
 export interface StoredObject extends ObjectInfo {
   body: Buffer;
+}
+
+/** An object's bytes as a stream: read it to its end, or destroy it. */
+export interface StreamedObject extends ObjectInfo {
+  body: Readable;
 }
 
 export interface ListOptions {
@@ -33,12 +39,30 @@ export interface ObjectStore {
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;
-  /** Copies an object to a local file (for DuckDB). */
-  download(key: string, file: string): Promise<ObjectInfo | undefined>;
-  /** A local file holding the object, when the store is a local directory. */
-  localPath(key: string): string | undefined;
+  /** The object's bytes as a stream (large objects, never held whole); a failure while reading is UnavailableError too. */
+  getStream(key: string): Promise<StreamedObject | undefined>;
   /** Throws UnavailableError when the store cannot be reached. */
   ping(): Promise<void>;
+}
+
+/**
+ * Not part of the port: the capability of a store that is a local directory, whose objects
+ * are files DuckDB can read in place (the part cache then copies nothing).
+ */
+export interface LocalFiles {
+  /** The file that holds, or would hold, the object under `key`. */
+  fileOf(key: string): string;
+}
+
+/**
+ * A body whose read errors are the store's (`translate` names them), as every other call's are;
+ * the source (a file, a socket) is released once the body is read or destroyed.
+ */
+export function storeStream(source: Readable, translate: (err: unknown) => Error): Readable {
+  const body = new PassThrough();
+  source.once('error', (err) => body.destroy(translate(err)));
+  body.once('close', () => source.destroy());
+  return source.pipe(body);
 }
 
 const keyPattern = /^[A-Za-z0-9=._-]+(\/[A-Za-z0-9=._-]+)*$/;

@@ -1,8 +1,6 @@
 // Object store on S3 (or anything speaking its protocol). SDK errors are
 // translated here: "not found" and "precondition failed" are answers, every
 // other failure is UnavailableError.
-import { createWriteStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
@@ -14,7 +12,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../errors.js';
-import { assertValidKey, InvalidKeyError, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject } from './objectStore.js';
+import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 import type { S3Location } from './s3Location.js';
 
 export { parseS3Url, type S3Location } from './s3Location.js';
@@ -27,10 +25,6 @@ export class S3ObjectStore implements ObjectStore {
     private readonly location: S3Location,
   ) {
     this.description = `s3://${location.bucket}/${location.prefix}`;
-  }
-
-  localPath(): undefined {
-    return undefined;
   }
 
   private full(key: string): string {
@@ -146,11 +140,11 @@ export class S3ObjectStore implements ObjectStore {
     } while (token);
   }
 
-  async download(key: string, file: string): Promise<ObjectInfo | undefined> {
+  async getStream(key: string): Promise<StreamedObject | undefined> {
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
-      await pipeline(out.Body as Readable, createWriteStream(file));
-      return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+      const body = storeStream(out.Body as Readable, unavailable);
+      return { key, size: out.ContentLength ?? 0, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0), body };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw unavailable(err);

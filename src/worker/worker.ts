@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { DuckDb } from '../duckdb.js';
 import { UnavailableError } from '../errors.js';
-import type { IngestLedger, QueueEnvelope } from '../ledger/ledger.js';
+import type { PendingLedger, QueueEnvelope, RetractionLedger } from '../ledger/ledger.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { mapLimit } from '../ops/concurrency.js';
@@ -28,7 +28,8 @@ import type { ChangeLog } from '../archive/changes.js';
 export interface WorkerDeps {
   store: ObjectStore;
   queue: Queue;
-  ledger: IngestLedger;
+  /** Whether a redelivered report still waits, its marking as archived, and the window's retractions. */
+  ledger: Pick<PendingLedger, 'isPending' | 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
   boundaries: BoundaryRepository;
   db: DuckDb;
   tmpDir: string;

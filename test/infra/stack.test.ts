@@ -10,7 +10,7 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defineApp } from '../../infra/app.js';
 import { FloodArchiveStack, glueColumns, METRICS_PORT } from '../../infra/floodArchiveStack.js';
-import { QUEUE_SETTINGS } from '../../src/bootstrap.js';
+import { QUEUE_SETTINGS } from '../../src/queue/settings.js';
 
 // Not the default (30), so a formula that ignored the setting would show.
 const FLUSH = 45;

@@ -1,8 +1,10 @@
 // One contract, every adapter: the file store and S3 (fauxqs, and moto where it is installed) must agree.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../../src/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
@@ -121,15 +123,30 @@ describe.each(adapters)('object store contract: $name', ({ make }) => {
     expect(await collect(store.list({ prefix: 'd/' }))).toEqual(['d/2']);
   });
 
-  it('downloads to a local file', async () => {
+  it('streams an object, to a local file as the part cache does', async () => {
     const store = await make();
     const body = randomBytes(300_000);
     await store.put('bin/blob', body);
+    const got = await store.getStream('bin/blob');
+    expect(got?.size).toBe(body.length);
+    expect(got?.etag).toBe((await store.head('bin/blob'))?.etag);
     const file = path.join(await tempDir(), 'blob');
-    const info = await store.download('bin/blob', file);
-    expect(info?.size).toBe(body.length);
+    await pipeline(got!.body, createWriteStream(file));
     expect((await fs.readFile(file)).equals(body)).toBe(true);
-    expect(await store.download('bin/missing', file + '2')).toBeUndefined();
+    expect(await store.getStream('bin/missing')).toBeUndefined();
+  });
+
+  it('streams the bytes it had when the stream began, and a stream left unread can be destroyed', async () => {
+    const store = await make();
+    await store.put('bin/v', 'first');
+    const first = await store.getStream('bin/v');
+    await store.put('bin/v', 'second, longer');
+    const chunks: Buffer[] = [];
+    for await (const chunk of first!.body) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).toString()).toBe('first');
+    const unread = await store.getStream('bin/v');
+    unread!.body.destroy();
+    expect((await store.get('bin/v'))?.body.toString()).toBe('second, longer');
   });
 
   it('refuses keys that could escape the store', async () => {
