@@ -2,10 +2,10 @@
 // count: a cycle through types still ties two modules together.
 
 /** The entry points and their wiring: the processes' mains and what builds and starts a runtime. */
-const ENTRY_POINTS = '^src/(cli|commandDeps|runtime|service|scheduler|bootstrap|worker/threadMain)\\.ts$';
+const ENTRY_POINTS = '^src/main/';
 
 /** The only modules that build a runtime: the command line (and the module it loads its commands from), and the worker thread's main. */
-const RUNTIME_BUILDERS = '^src/(cli|commandDeps|worker/threadMain)\\.ts$';
+const RUNTIME_BUILDERS = '^src/main/(cli|commandModules|workerThread)\\.ts$';
 
 module.exports = {
   forbidden: [
@@ -19,11 +19,11 @@ module.exports = {
     {
       name: 'runtime-only-in-entry-points',
       comment:
-        'src/runtime.ts builds every part of a process; the modules below the entry points take the narrow deps they declare instead. ' +
+        'src/main/runtime.ts builds every part of a process; the modules below the entry points take the narrow deps they declare instead. ' +
         'Tests build runtimes as the entry points do.',
       severity: 'error',
       from: { path: '^(src|jobs|bench|infra)/', pathNot: RUNTIME_BUILDERS },
-      to: { path: '^src/runtime\\.ts$' },
+      to: { path: '^src/main/runtime\\.ts$' },
     },
     {
       name: 'entry-points-not-imported-below',

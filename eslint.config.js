@@ -8,11 +8,11 @@ export default tseslint.config(
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/config.ts only.' }],
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/shared/config.ts only.' }],
     },
   },
   {
-    files: ['src/config.ts', 'test/**', 'bench/**', 'vitest.config.ts'],
+    files: ['src/shared/config.ts', 'test/**', 'bench/**', 'vitest.config.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

@@ -45,7 +45,7 @@ const { values: args } = parseArgs({
     'answers-only': { type: 'boolean', default: false },
     /** Keep the built archive in this directory and reuse it on the next run (skips building and compacting when it holds one). */
     data: { type: 'string' },
-    /** The ingest scenarios against another build's dist/src/cli.js (the same client, to compare releases). */
+    /** The ingest scenarios against another build's dist/src/main/cli.js (the same client, to compare releases). */
     cli: { type: 'string' },
     /** Cold pulls per archive answer, each by a new process with empty caches: the table gives their median. */
     'cold-runs': { type: 'string', default: '3' },

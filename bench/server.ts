@@ -3,8 +3,8 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** dist/src/cli.js, beside this file's dist/bench/. */
-export const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/cli.js');
+/** dist/src/main/cli.js, beside this file's dist/bench/. */
+export const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/main/cli.js');
 
 export interface Server {
   url: string;

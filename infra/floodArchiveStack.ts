@@ -19,12 +19,12 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { ARCHIVE_TABLE_DDL } from '../src/archive/row.js';
+import { ARCHIVE_TABLE_DDL } from '../src/archive/partColumns.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/queue/settings.js';
-import { CURSOR_SECRET_KEY } from '../src/cursorSecret.js';
+import { CURSOR_SECRET_KEY } from '../src/http/cursorSecret.js';
 import { EVENT_LOG_PREFIX } from '../src/events/objectEventLog.js';
-import { WRITE_PROBE_KEY } from '../src/readiness.js';
-import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX, WHOLE_DAY } from '../src/reports/layout.js';
+import { WRITE_PROBE_KEY } from '../src/http/readiness.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX, WHOLE_DAY } from '../src/store/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
   /** ECR repository holding the service image (one image runs every process). */
@@ -120,7 +120,7 @@ export class FloodArchiveStack extends Stack {
     const container = (name: Process, command: string): ProcessContainer => ({
       name,
       image,
-      entryPoint: ['node', 'dist/src/cli.js'],
+      entryPoint: ['node', 'dist/src/main/cli.js'],
       command: [command],
       environment,
       logDriver: ecs.LogDrivers.awsLogs({
@@ -306,7 +306,7 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
         bucket.arnForObjects(WRITE_PROBE_KEY),
       ],
     ),
-    // The generated key of pagination cursors, created once by the first API task (src/cursorSecret.ts).
+    // The generated key of pagination cursors, created once by the first API task (src/http/cursorSecret.ts).
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
     // The event log: read for the live stream and CAP, appended to when a partner retracts.
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(`${EVENT_LOG_PREFIX}*`)]),

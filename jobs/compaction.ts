@@ -3,7 +3,7 @@
 // retracted reports without their personal fields (so a retraction is purged within the hour);
 // and delete the change logs older than SYNC_RETENTION_DAYS.
 import type { ChangeLog } from '../src/archive/changes.js';
-import type { Config } from '../src/config.js';
+import type { Config } from '../src/shared/config.js';
 import { closedBefore, compact, type CompactDeps } from '../src/ops/compact.js';
 import { purgeRetracted, type PurgeDeps } from '../src/ops/purge.js';
 import type { JobDefinition } from './job.js';

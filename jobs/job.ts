@@ -1,6 +1,6 @@
 // A scheduled job: a name, its schedule from the config, and a run over the dependencies it
 // declares (the scheduler's wiring passes them).
-import type { Config } from '../src/config.js';
+import type { Config } from '../src/shared/config.js';
 
 export interface JobDefinition<Deps = unknown> {
   name: string;

@@ -1,5 +1,5 @@
 // Every few minutes: re-enqueue accepted reports still pending.
-import type { Config } from '../src/config.js';
+import type { Config } from '../src/shared/config.js';
 import type { Reconciler } from '../src/ingest/reconciler.js';
 import type { JobDefinition } from './job.js';
 

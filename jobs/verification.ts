@@ -1,5 +1,5 @@
 // Daily: accepted versus archived over the last days; a loss is logged as an error.
-import type { Logger } from '../src/log.js';
+import type { Logger } from '../src/shared/log.js';
 import { verify, type VerifyDeps } from '../src/ops/verify.js';
 import type { JobDefinition } from './job.js';
 

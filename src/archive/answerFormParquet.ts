@@ -1,7 +1,7 @@
 // Rows written as a Parquet file in the answer's form (the export columns and the WKB geometry,
 // newest first, one row group): what a sidecar stores for Parquet answers to copy.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from '../duckdb.js';
+import { sqlString } from './duckdb.js';
 import { GEOMETRY_SQL, prepareGeometry } from './geoparquet.js';
 import { ANSWER_ORDER, EXPORT_COLUMNS, type Bound } from './sql.js';
 

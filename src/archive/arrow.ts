@@ -1,7 +1,7 @@
 // Arrow IPC stream of an archive window: one record batch per UTC day, with the Parquet answer's
 // schema (the same columns and types as pyarrow reads them: created_at in microseconds,
 // report_data as arrow.json, the WKB geometry). The batches are assembled from buffers DuckDB
-// built (exports.ts), not value by value; the writer streams with Node back-pressure.
+// built (arrowDay.ts), not value by value; the writer streams with Node back-pressure.
 import { Binary, Field, Float64, Int64, makeData, Message, MessageHeader, RecordBatch, RecordBatchStreamWriter, Schema, Struct, TimestampMicrosecond, Utf8, type Data, type DataType } from 'apache-arrow';
 import { wkbPoints } from './geoparquet.js';
 import { answerColumns, COLUMNS, pointColumns, type ColumnSpec, type Columns, type Kind, type Placement } from './schema.js';

@@ -18,8 +18,8 @@
 import { ulid } from 'ulid';
 import type { RetractionLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
-import { listWindowParts } from './parts.js';
+import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
+import { listWindowParts } from './partListing.js';
 import type { DayPlan } from './plan.js';
 import type { RetractedReport } from './query.js';
 

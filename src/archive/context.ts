@@ -1,5 +1,5 @@
 // What the pieces of a window share: the engine, the local files of parts and of their ready texts.
-import type { DuckDb } from '../duckdb.js';
+import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 
 export interface WindowContext {

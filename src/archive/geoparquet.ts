@@ -5,7 +5,7 @@
 // WKB is built in plain SQL: byte order 01, type 1 (Point), then x and y as
 // little-endian IEEE 754 doubles.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from '../duckdb.js';
+import { sqlString } from './duckdb.js';
 
 /**
  * Macros (per connection, temporary) that turn lng/lat into the 21 bytes of a WKB Point. A

@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { sqlString } from '../duckdb.js';
-import { DAY_MS } from '../reports/layout.js';
+import { sqlString } from './duckdb.js';
+import { DAY_MS } from '../store/layout.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import type { WindowContext } from './context.js';
 import { GEOMETRY_SQL, geoCopyOption, prepareGeometry } from './geoparquet.js';
@@ -13,7 +13,7 @@ import { closeAll, readFooter, rowsOf, schemaOf, spliceParquet, type Footer, typ
 import { isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import { openStoredParquet, type StoredParquet } from './sidecars/index.js';
-import { ARCHIVE_TABLE_DDL } from './row.js';
+import { ARCHIVE_TABLE_DDL } from './partColumns.js';
 import { EXPORT_COLUMNS, filteredRows } from './sql.js';
 
 /**

@@ -6,7 +6,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
 

@@ -5,7 +5,7 @@
 // both under the same keys), and deleted after it, as a sidecar is only read through its listed
 // part.
 import fs from 'node:fs/promises';
-import type { DuckDb } from '../duckdb.js';
+import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar } from './sidecars/index.js';
 

@@ -1,6 +1,6 @@
 // Writes archive rows as one zstd Parquet file via DuckDB.
 import { timestampTZValue, type DuckDBAppender } from '@duckdb/node-api';
-import { sqlString, type DuckDb } from '../duckdb.js';
+import { sqlString, type DuckDb } from './duckdb.js';
 import { checkedNames, COLUMNS, rowKeyOf, tableDdl, type ArchiveRow, type ColumnSpec, type Columns, type Kind } from './schema.js';
 
 /**

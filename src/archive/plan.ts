@@ -1,8 +1,8 @@
 // A window's plan: its parts grouped by UTC day, newest day first. Everything a window answers
 // is read from these parts, and its tag is computed from them.
-import { dayStart } from '../reports/layout.js';
+import { dayStart } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
-import { listWindowParts, type HourParts } from './parts.js';
+import { listWindowParts, type HourParts } from './partListing.js';
 import type { WindowQuery } from './query.js';
 
 export const HOUR_MS = 3_600_000;

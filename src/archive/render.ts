@@ -2,7 +2,7 @@
 // first, one batch per UTC day. The window is walked one day at a time and sorted only within
 // the day, so memory stays flat however long the window is. A pkey always lives in one hour
 // (partitions are by created_at), so de-duplicating within a day is de-duplicating the answer.
-import { sqlString } from '../duckdb.js';
+import { sqlString } from './duckdb.js';
 import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';

@@ -1,5 +1,5 @@
 // The archived report's columns, once. Everything that lists them is derived from this table:
-// the row type, the parts' DDL and appender (partWriter.ts), the rows read back (rows.ts), the
+// the row type, the parts' DDL and appender (partWriter.ts), the rows read back (readRows.ts), the
 // tombstone of a retracted report, every text answer's serialisation and the bulk formats'
 // columns (sql.ts), the Arrow schema (arrow.ts), the event Feature (events/feature.ts) and the
 // OpenAPI schema of a report's properties. Each derivation takes a table, this one by default,

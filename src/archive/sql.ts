@@ -2,7 +2,7 @@
 // parameters), and how each report is serialised in each text shape.
 import { DOUBLE, LIST, TIMESTAMPTZ, VARCHAR, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { WindowQuery } from './query.js';
-import { DEDUPE_WINDOW } from './rows.js';
+import { DEDUPE_WINDOW } from './readRows.js';
 import { answerColumns, COLUMNS, pointColumns, propertyLayout, tombstoneSql, type Columns, type ColumnSpec } from './schema.js';
 
 /** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */

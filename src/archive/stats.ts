@@ -5,7 +5,7 @@
 // rows the archive would answer, reading only the columns it needs.
 import type { WindowContext } from './context.js';
 import { HOUR_MS, isClean, isDayClean, type DayPlan } from './plan.js';
-import type { HourParts } from './parts.js';
+import type { HourParts } from './partListing.js';
 import type { WindowQuery } from './query.js';
 import { filteredRows } from './sql.js';
 import { sidecarCounter } from './sidecars/index.js';

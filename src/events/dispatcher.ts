@@ -2,8 +2,8 @@
 // this loop POSTs them, at most one at a time per subscription and `concurrency` at once, each
 // bounded by the webhook timeout. A failed delivery is retried with exponential backoff (with
 // jitter, capped at an hour) until it is `retryForMs` old, then set aside for ops to redrive.
-import type { EventsConfig } from '../config.js';
-import type { Logger } from '../log.js';
+import type { EventsConfig } from '../shared/config.js';
+import type { Logger } from '../shared/log.js';
 import type { EventLog, DueDelivery } from './eventLog.js';
 import { CLOUDEVENT_TYPE } from './events.js';
 import type { HostPolicy } from './hostPolicy.js';

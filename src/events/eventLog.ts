@@ -7,9 +7,9 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ulid } from 'ulid';
-import type { ArchiveRow } from '../archive/row.js';
-import { ensureDataDir, privateDatabaseFile } from '../files.js';
-import { CONNECTION_PRAGMAS, guardSync } from '../ledger/database.js';
+import type { ArchiveRow } from '../archive/partColumns.js';
+import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
+import { CONNECTION_PRAGMAS, guardSync } from '../sqlite/database.js';
 import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';

@@ -2,7 +2,7 @@
 // Both backends record them in an event log (SQLite embedded, the bucket on AWS) that webhooks,
 // the live stream, CAP and the SNS relay read. A flush repeated after a crash announces nothing
 // twice (embedded: unique per report; AWS: within an hour).
-import type { ArchiveRow } from '../archive/row.js';
+import type { ArchiveRow } from '../archive/partColumns.js';
 import type { ReportFeature } from './feature.js';
 
 export const EVENT_TYPES = ['archived', 'retracted'] as const;

@@ -2,7 +2,7 @@
 // backend: the embedded event log (SQLite) or the AWS bucket (objectWebhooks.ts).
 import { ulid } from 'ulid';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import type { EventsConfig } from '../config.js';
+import type { EventsConfig } from '../shared/config.js';
 import { CLOUDEVENT_TYPE } from './events.js';
 import type { Delivery, EventLog } from './eventLog.js';
 import { HostPolicy } from './hostPolicy.js';

@@ -5,7 +5,7 @@
 // n * 1000 + its index in the batch (a batch carries at most 1000 reports), so ids increase in
 // log order and every API process, reading the same objects, gives the same ids: the stream
 // resumes from any process after a restart, and no process shares memory with the worker.
-import type { ArchiveRow } from '../archive/row.js';
+import type { ArchiveRow } from '../archive/partColumns.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';

@@ -7,7 +7,7 @@
 // of workers send deliveries (each subscription's batches one at a time, in log order, at
 // least once under a stable id) and a restart carries on from the cursor, backoff included.
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { LogConsumer, type Batch } from './consumer.js';
 import { DurableCursor } from './cursor.js';

@@ -1,7 +1,7 @@
 // Steps log consumers in a worker process, apart from the archive: each consumer at most one
 // step at a time, `concurrency` at once, so a slow or dead endpoint holds only its own consumer.
 // The set of consumers is read again every few seconds (webhook subscriptions come and go).
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import type { LogConsumer } from './consumer.js';
 
 const POLL_MS = 250;

@@ -5,7 +5,7 @@
 // id is derived from the kind and the reports it carries, so a repeat has the same id.
 import { createHash } from 'node:crypto';
 import { PublishBatchCommand, type PublishBatchRequestEntry, type SNSClient } from '@aws-sdk/client-sns';
-import { UnavailableError } from '../errors.js';
+import { UnavailableError } from '../shared/errors.js';
 import { CLOUDEVENT_TYPE, type EventKind } from './events.js';
 import type { ReportFeature } from './feature.js';
 import { cloudEventBody } from './webhook.js';

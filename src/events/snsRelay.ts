@@ -6,7 +6,7 @@
 // store (events/v1/consumers/sns/), so a restart or another worker carries on where it stopped.
 import { randomUUID } from 'node:crypto';
 import type { SNSClient } from '@aws-sdk/client-sns';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { LogConsumer } from './consumer.js';
 import { DurableCursor } from './cursor.js';

@@ -4,7 +4,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { SERVICE_VERSION } from '../version.js';
+import { SERVICE_VERSION } from '../shared/version.js';
 import type { HostPolicy } from './hostPolicy.js';
 
 export const SIGNATURE_HEADER = 'Webhook-Signature';

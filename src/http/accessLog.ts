@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Express } from 'express';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import { isCutShort } from './answerStart.js';
 import { partnerIfAny } from './auth.js';
 import { redactUrl } from './queryGuards.js';

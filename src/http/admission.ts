@@ -2,7 +2,7 @@
 // the ones under way share DuckDB's memory limit and temp space instead of exhausting them
 // together. One more waits its turn in a queue for at most `queueMs`, then gets a 503 with
 // Retry-After before any byte, instead of a failure halfway through its answer.
-import { OverloadedError } from '../errors.js';
+import { OverloadedError } from '../shared/errors.js';
 
 export class Admission {
   private running = 0;

@@ -3,7 +3,7 @@
 // answer can only be cut short, and that is the server's failure, never the client's hang-up:
 // the response is marked so the access log and the error handler say so.
 import type { ServerResponse } from 'node:http';
-import { AnswerFailedError } from '../errors.js';
+import { AnswerFailedError } from '../shared/errors.js';
 
 const cutShort = new WeakSet<ServerResponse>();
 

@@ -7,8 +7,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
-import type { ApiKey } from '../apiKeys.js';
-import { HttpError } from '../errors.js';
+import type { ApiKey } from '../partners/apiKeys.js';
+import { HttpError } from '../shared/errors.js';
 import type { KeyLedger } from '../ledger/ledger.js';
 import type { AuthFailureLimiter } from './authFailures.js';
 

@@ -2,10 +2,10 @@
 // in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
 // the event log the worker writes (on either backend), so they need no archive query.
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../shared/errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
-import { parsePkey } from '../reports/layout.js';
+import { parsePkey } from '../store/layout.js';
 import { readQuery, throwIfAny } from './query.js';
 import { PKEY_MESSAGE } from './reports.js';
 import { handlerSet, type Handlers } from './route.js';

@@ -3,7 +3,7 @@
 import type { Request, Response } from 'express';
 import { topology } from 'topojson-server';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../shared/errors.js';
 import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';

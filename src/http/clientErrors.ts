@@ -3,8 +3,8 @@
 // arrive): Node would answer them with an empty body. The server's 'clientError' event lets
 // us answer in the error shape instead, as raw bytes on the socket, then close it.
 import type { Duplex } from 'node:stream';
-import { reasonPhrase } from '../errors.js';
-import type { Logger } from '../log.js';
+import { reasonPhrase } from '../shared/errors.js';
+import type { Logger } from '../shared/log.js';
 
 interface ParserError extends Error {
   code?: string;

@@ -4,7 +4,7 @@
 // Every field is range-checked after the MAC too: a leaked key must not turn a cursor into
 // a way to reach the query engine with values it cannot hold.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ErrorDetail } from '../errors.js';
+import type { ErrorDetail } from '../shared/errors.js';
 
 /** Position after which a page continues: the last report of the previous page. */
 export interface PageCursor {

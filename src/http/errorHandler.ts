@@ -2,9 +2,9 @@
 // {statusCode, error, message, details}. Nothing internal reaches a body. On Node's own request
 // and response, so the feed's intake (which does not go through Express) answers the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AnswerFailedError, HttpError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../errors.js';
-import type { Logger } from '../log.js';
-import { InvalidReportError } from '../reports/partnerReport.js';
+import { AnswerFailedError, HttpError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
+import type { Logger } from '../shared/log.js';
+import { InvalidReportError } from '../partners/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
 import { isCutShort } from './answerStart.js';
 

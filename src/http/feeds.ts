@@ -1,11 +1,11 @@
 // DELETE /feeds/partner/{post_id}: the partner that posted a report retracts it, durably.
 // (POST /feeds/partner is served apart from Express: feedPost.ts.)
 import type { RequestHandler } from 'express';
-import { HttpError } from '../errors.js';
-import type { Metrics } from '../metrics.js';
-import type { ApiKey } from '../apiKeys.js';
+import { HttpError } from '../shared/errors.js';
+import type { Metrics } from '../shared/metrics.js';
+import type { ApiKey } from '../partners/apiKeys.js';
 import type { KeyLedger, ReportLookup, RetractionLedger } from '../ledger/ledger.js';
-import { SOURCE } from '../reports/layout.js';
+import { SOURCE } from '../store/layout.js';
 import { partnerOf, requireApiKey, type AuthFailureGuard } from './auth.js';
 import { handlerSet, type Handlers } from './route.js';
 

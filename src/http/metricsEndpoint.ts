@@ -2,8 +2,8 @@
 // partners and their volumes, and each scrape asks the queue its depth. A load balancer in front
 // of the API port never reaches it; Prometheus scrapes it where it is bound (METRICS_HOST).
 import type { RequestListener } from 'node:http';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Logger } from '../shared/log.js';
+import type { Metrics } from '../shared/metrics.js';
 import type { Queue } from '../queue/queue.js';
 import { errorHandler, sendError } from './errorHandler.js';
 

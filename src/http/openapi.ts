@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 description of the service, served at /openapi.json: its schemas, built from
 // the same schemas that validate requests, and its paths, generated from the route table
 // (routes.ts), whose operations name their parameters and answers.
-import { partnerReportSchema } from '../reports/partnerReport.js';
+import { partnerReportSchema } from '../partners/partnerReport.js';
 import { reportPropertiesSchema } from '../archive/schema.js';
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ogcSchemas } from './ogc/openapi.js';

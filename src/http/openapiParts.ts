@@ -1,6 +1,6 @@
 // Pieces of the OpenAPI document shared by the schemas (openapi.ts) and the route table's
 // operations (routes.ts): the answer envelope, error answers, the archive window's parameters.
-import { QUERY_DATE_TIME_PATTERN } from '../reports/partnerReport.js';
+import { QUERY_DATE_TIME_PATTERN } from '../partners/partnerReport.js';
 import { BBOX_PATTERN } from './query.js';
 
 /** The {statusCode: 200, result} envelope of every GET answer. */

@@ -1,8 +1,8 @@
-// /health (liveness), /ready (reports can be accepted now: src/readiness.ts). /metrics is served on
+// /health (liveness), /ready (reports can be accepted now: readiness.ts). /metrics is served on
 // a port of its own (metricsEndpoint.ts).
 import { Router } from 'express';
-import type { Config } from '../config.js';
-import { Readiness, type ReadinessDeps } from '../readiness.js';
+import type { Config } from '../shared/config.js';
+import { Readiness, type ReadinessDeps } from './readiness.js';
 import { RETRY_AFTER_SECONDS, sendError } from './errorHandler.js';
 
 /** What /ready checks: the store, the queue, the ledger's writes, the boundaries; within the acceptance deadline. */

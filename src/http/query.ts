@@ -1,7 +1,7 @@
 // Query-string checks shared by the GET endpoints. Every problem is collected,
 // so one 400 tells the caller everything to fix.
 import type { Request } from 'express';
-import { BadRequestError, type ErrorDetail } from '../errors.js';
+import { BadRequestError, type ErrorDetail } from '../shared/errors.js';
 
 const LNG = '-?(?:180(?:\\.0{1,15})?|(?:1[0-7]\\d|\\d{1,2})(?:\\.\\d{1,15})?)';
 const LAT = '-?(?:90(?:\\.0{1,15})?|[0-8]?\\d(?:\\.\\d{1,15})?)';

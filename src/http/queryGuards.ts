@@ -4,8 +4,8 @@
 // histories, so it is refused, and redacted from our own request log.
 import querystring from 'node:querystring';
 import type { RequestHandler } from 'express';
-import { KEY_PATTERN } from '../apiKeys.js';
-import { BadRequestError } from '../errors.js';
+import { KEY_PATTERN } from '../partners/apiKeys.js';
+import { BadRequestError } from '../shared/errors.js';
 
 export const MAX_QUERY_PARAMETERS = 100;
 

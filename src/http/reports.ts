@@ -1,9 +1,9 @@
 // GET /reports/{pkey}: one report by its key. Its hour comes from the ledger (the report's
 // created_at), so the answer reads that hour's parts alone, never the archive at large.
 import type { Archive } from '../archive/window.js';
-import { HttpError } from '../errors.js';
+import { HttpError } from '../shared/errors.js';
 import type { ReportLookup } from '../ledger/ledger.js';
-import { parsePkey } from '../reports/layout.js';
+import { parsePkey } from '../store/layout.js';
 import { renderArchive } from './archiveBody.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';

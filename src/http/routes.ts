@@ -4,7 +4,7 @@
 // is the order of matching (a literal path before a parameter that would take it) and of the
 // paths a 404 names.
 import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
-import { PKEY_PATTERN } from '../reports/layout.js';
+import { PKEY_PATTERN } from '../store/layout.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
 import { MAX_BODY_BYTES } from './feedPost.js';
 import { BBOX_PATTERN } from './query.js';

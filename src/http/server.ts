@@ -1,9 +1,9 @@
 // The HTTP server around the app: Node's limits set for a service whose largest request is
 // a 64 KiB feed body, and what Node refuses itself answered in the error shape.
 import http from 'node:http';
-import type { Config } from '../config.js';
-import { reasonPhrase } from '../errors.js';
-import type { Logger } from '../log.js';
+import type { Config } from '../shared/config.js';
+import { reasonPhrase } from '../shared/errors.js';
+import type { Logger } from '../shared/log.js';
 import { onClientError } from './clientErrors.js';
 
 /** How often Node looks for connections past their header or request timeout (its default, 30 s, would let a slow client outlive both by as much). */

@@ -8,9 +8,9 @@
 // so no client keeps a slot for ever or takes them all.
 import type { Socket } from 'node:net';
 import type { Request } from 'express';
-import type { EventsConfig } from '../config.js';
-import type { ErrorDetail } from '../errors.js';
-import { HttpError } from '../errors.js';
+import type { EventsConfig } from '../shared/config.js';
+import type { ErrorDetail } from '../shared/errors.js';
+import { HttpError } from '../shared/errors.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { BBOX_PATTERN, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';

@@ -1,7 +1,7 @@
 // A feed body must be UTF-8. Decoders replace invalid bytes with U+FFFD, which would store
 // a report different from the one sent, so invalid bytes are found before JSON.parse and
 // reported with the field whose string holds them.
-import type { ErrorDetail } from '../errors.js';
+import type { ErrorDetail } from '../shared/errors.js';
 
 const strict = new TextDecoder('utf-8', { fatal: true });
 

@@ -8,7 +8,7 @@
 // them out of the access log, the request metrics and the rate limits.
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 import { ROUTES } from './routes.js';
 
 const HEADER = 'x-flood-warm-up';

@@ -2,8 +2,8 @@
 // ledger records the report (first version wins) and queues it, and only then does the caller
 // answer 2xx.
 import type { AcceptanceLedger } from '../ledger/ledger.js';
-import type { PartnerReport } from '../reports/partnerReport.js';
-import { pkeyOf, SOURCE } from '../reports/layout.js';
+import type { PartnerReport } from '../partners/partnerReport.js';
+import { pkeyOf, SOURCE } from '../store/layout.js';
 
 export type { AcceptResult, IngestRecord, QueueEnvelope } from '../ledger/ledger.js';
 export { parseRecord } from '../ledger/ledger.js';

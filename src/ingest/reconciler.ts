@@ -2,7 +2,7 @@
 // a few flush intervals, whose message is gone (lost, or a queue outage during its acceptance), is
 // queued again, so a crash or an outage delays a report but never drops it.
 import type { PendingLedger } from '../ledger/ledger.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../shared/log.js';
 
 export interface ReconcileResult {
   requeued: number;

@@ -26,7 +26,7 @@ export interface CommitWorkerData {
   existingSql: string;
   /** INSERT into queue of an accepted report's message: (pkey, sent_at_ms, visible_at_ms); its body is the row's record. */
   sendSql: string;
-  /** Every connection's pragmas (database.ts). */
+  /** Every connection's pragmas (src/sqlite/database.ts). */
   pragmas: string[];
 }
 

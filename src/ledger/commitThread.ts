@@ -4,9 +4,9 @@
 // way to the disk form the next batch (group commit), so a flush costs one fsync per batch.
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { UnavailableError } from '../errors.js';
+import { UnavailableError } from '../shared/errors.js';
 import { flatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
-import { CONNECTION_PRAGMAS } from './database.js';
+import { CONNECTION_PRAGMAS } from '../sqlite/database.js';
 
 export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
   now?: () => number;

@@ -3,7 +3,7 @@
 // is an interface of its own, and each consumer depends on the one it uses. The S3 adapter keeps
 // objects written with If-None-Match, the embedded one a SQLite database (one transaction per
 // batch of acceptances).
-import type { PartnerReport } from '../reports/partnerReport.js';
+import type { PartnerReport } from '../partners/partnerReport.js';
 
 /** What the ledger keeps of an accepted report, and what queue messages carry. */
 export interface IngestRecord {

@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { IDEMPOTENCY_PREFIX, PENDING_PREFIX } from '../reports/layout.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX } from '../store/layout.js';
 import type { SqliteQueue } from '../queue/sqliteQueue.js';
-import { guardSync, type Db } from './database.js';
+import { guardSync, type Db } from '../sqlite/database.js';
 import { parseRecord, type IngestRecord, type QueueEnvelope } from './ledger.js';
 
 const JOURNAL_DIR = '+journal';

@@ -25,7 +25,7 @@ import {
   retractionName,
   RETRACTIONS_PREFIX,
   UNPURGED_PREFIX,
-} from '../reports/layout.js';
+} from '../store/layout.js';
 import type { Queue } from '../queue/queue.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';

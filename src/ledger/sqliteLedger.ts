@@ -2,7 +2,7 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { guardSync, inTurns, type Db } from './database.js';
+import { guardSync, inTurns, type Db } from '../sqlite/database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';

@@ -6,14 +6,14 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { listWindowParts, type HourParts } from '../archive/parts.js';
+import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
-import { mergeParts } from '../archive/rows.js';
+import { mergeParts } from '../archive/readRows.js';
 import type { PartCache } from '../archive/partCache.js';
-import type { Config } from '../config.js';
-import type { DuckDb } from '../duckdb.js';
+import type { Config } from '../shared/config.js';
+import type { DuckDb } from '../archive/duckdb.js';
 import type { RetractionLedger } from '../ledger/ledger.js';
-import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../reports/layout.js';
+import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
 

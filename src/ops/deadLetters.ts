@@ -10,7 +10,7 @@ import {
 import { deadLetterQueueName } from '../queue/settings.js';
 import type { Queue } from '../queue/queue.js';
 import { SqliteQueue } from '../queue/sqliteQueue.js';
-import type { Config } from '../config.js';
+import type { Config } from '../shared/config.js';
 
 export interface DeadLetter {
   id: string;

@@ -11,7 +11,7 @@ import { parse as parseCsv } from 'csv-parse';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { Intake } from '../ingest/intake.js';
 import { PkeyTakenError } from '../ledger/ledger.js';
-import { InvalidReportError, PARTNER_CITIES, parsePartnerReport } from '../reports/partnerReport.js';
+import { InvalidReportError, PARTNER_CITIES, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Progress } from './progress.js';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';

@@ -8,15 +8,15 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
-import { listWindowParts } from '../archive/parts.js';
+import { listWindowParts } from '../archive/partListing.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { notTombstoneSql } from '../archive/schema.js';
 import { TOMBSTONE } from '../archive/sql.js';
 import type { PartCache } from '../archive/partCache.js';
-import type { Config } from '../config.js';
-import { sqlString, type DuckDb } from '../duckdb.js';
+import type { Config } from '../shared/config.js';
+import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
-import { DAY_MS, dayStart, hourStart } from '../reports/layout.js';
+import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 export interface PurgeResult {

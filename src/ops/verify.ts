@@ -2,8 +2,8 @@
 // (distinct pkeys in the parts), per UTC day. Any accepted report that is
 // neither archived nor still pending is a loss.
 import type { PartCache } from '../archive/partCache.js';
-import { listWindowParts } from '../archive/parts.js';
-import { sqlString, type DuckDb } from '../duckdb.js';
+import { listWindowParts } from '../archive/partListing.js';
+import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { PendingLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';

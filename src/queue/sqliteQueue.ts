@@ -2,9 +2,9 @@
 // (visibility timeout, receive count, dead letters after N receives, batch receive and
 // delete), for any number of consumers in any number of processes on one DATA_DIR.
 import { randomBytes } from 'node:crypto';
-import { UnavailableError } from '../errors.js';
-import { guardSync, inTurns, withoutFsync, type Db } from '../ledger/database.js';
-import { pause } from '../pause.js';
+import { UnavailableError } from '../shared/errors.js';
+import { guardSync, inTurns, withoutFsync, type Db } from '../sqlite/database.js';
+import { pause } from '../shared/pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
 /** Sends one message: (body, pkey, sent_at_ms, visible_at_ms). The ledger's acceptances use it too. */

@@ -8,7 +8,7 @@ import {
   SendMessageBatchCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { UnavailableError } from '../errors.js';
+import { UnavailableError } from '../shared/errors.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
 export class SqsQueue implements Queue {

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsc, linkSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { UnavailableError } from '../errors.js';
-import { fsyncDir, isCode, writeDurably } from '../files.js';
+import { UnavailableError } from '../shared/errors.js';
+import { fsyncDir, isCode, writeDurably } from '../shared/files.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type LocalFiles, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';

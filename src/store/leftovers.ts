@@ -4,7 +4,7 @@
 // could be, so a second process on the same directory never loses a file it is writing.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../config.js';
+import type { Config } from '../shared/config.js';
 import { isTemporaryName } from './fileStore.js';
 
 /** Older than this, a temporary file belongs to no live write (a write takes seconds). */

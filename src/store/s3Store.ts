@@ -11,7 +11,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { UnavailableError } from '../errors.js';
+import { UnavailableError } from '../shared/errors.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 import type { S3Location } from './s3Location.js';
 

@@ -6,9 +6,9 @@
 // crosses between them.
 import { Worker } from 'node:worker_threads';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
-import type { Config } from '../config.js';
-import { UnavailableError } from '../errors.js';
-import { writeLogLines } from '../log.js';
+import type { Config } from '../shared/config.js';
+import { UnavailableError } from '../shared/errors.js';
+import { writeLogLines } from '../shared/log.js';
 
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -38,7 +38,7 @@ const METRICS_WAIT_MS = 1_000;
 
 /** Starts the worker and reconciliation on a new thread; resolves once they run, rejects with why they could not start. */
 export function startWorkerThread(config: Config): Promise<WorkerThread> {
-  const thread = new Worker(new URL('./threadMain.js', import.meta.url), { workerData: { config } });
+  const thread = new Worker(new URL('../main/workerThread.js', import.meta.url), { workerData: { config } });
   let stopping = false;
   let nextId = 0;
   const waiting = new Map<number, (m: MetricsJson) => void>();

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { addSubscription, rotateSecret } from '../../src/events/manage.js';
 import { ObjectSequence } from '../../src/events/sequence.js';
-import { UnavailableError } from '../../src/errors.js';
+import { UnavailableError } from '../../src/shared/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { CLI } from '../support/cli.js';
@@ -16,7 +16,7 @@ import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
 import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/shared/config.js';
 
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
 const ENV = { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_RETRY_BASE_SECONDS: '0.05' };

@@ -3,7 +3,7 @@
 // would leave them, instead of one small part per hour; readers answer the same.
 import { describe, expect, it } from 'vitest';
 import { getJson, keysUnder, startTestService, testConfig, testRuntime, report } from '../support/env.js';
-import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 
 const DAYS = 10;
 const REPORTS = 300; // one every 48 minutes: 300 different hours over 10 closed days

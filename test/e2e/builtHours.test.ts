@@ -8,10 +8,10 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeParquet } from '../../src/archive/partWriter.js';
-import { listWindowParts } from '../../src/archive/parts.js';
-import { readRows } from '../../src/archive/rows.js';
-import { newPartKey } from '../../src/reports/layout.js';
-import { SERVICE_VERSION } from '../../src/version.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
+import { readRows } from '../../src/archive/readRows.js';
+import { newPartKey } from '../../src/store/layout.js';
+import { SERVICE_VERSION } from '../../src/shared/version.js';
 import { allArchived, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 const UA = { 'User-Agent': 'render-cache-tests/1.0' };

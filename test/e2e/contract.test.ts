@@ -265,7 +265,7 @@ describe('503 when storage is down', () => {
     checker.check('GET', '/ready', 503, String(ready.headers['content-type']), ready.body);
 
     await emulator.restart();
-    const { bootstrap } = await import('../../src/bootstrap.js');
+    const { bootstrap } = await import('../../src/main/bootstrap.js');
     await bootstrap(down.rt.config, { s3: emulator.s3, sqs: emulator.sqs });
     await eventually(async () => ((await call(down.url, 'GET', '/ready')).status === 200 ? true : undefined), 10_000, '/ready back to 200');
     await down.stop();

@@ -8,7 +8,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readyKeyOf, storedIndex } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
-import { REPORTS_PREFIX } from '../../src/reports/layout.js';
+import { REPORTS_PREFIX } from '../../src/store/layout.js';
 import { runCli } from '../support/cli.js';
 import { allArchived, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 

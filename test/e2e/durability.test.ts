@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { bootstrap } from '../../src/bootstrap.js';
-import type { Config } from '../../src/config.js';
-import type { Runtime } from '../../src/runtime.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
+import type { Config } from '../../src/shared/config.js';
+import type { Runtime } from '../../src/main/runtime.js';
 import Database from 'better-sqlite3';
 import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { failAfterPuts } from '../support/faultyStore.js';

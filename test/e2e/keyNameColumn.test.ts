@@ -5,12 +5,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listWindowParts } from '../../src/archive/parts.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
-import { sqlString } from '../../src/duckdb.js';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { compact } from '../../src/ops/compact.js';
-import { newPartKey } from '../../src/reports/layout.js';
-import type { Runtime } from '../../src/runtime.js';
+import { newPartKey } from '../../src/store/layout.js';
+import type { Runtime } from '../../src/main/runtime.js';
 import { HAS_PYARROW, PYARROW_MISSING, python } from '../support/clients.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, API_KEY, BACKENDS, getJson, OTHER_KEY, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';

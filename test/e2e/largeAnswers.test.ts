@@ -10,7 +10,7 @@ import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import { CHUNK_BYTES } from '../../src/archive/sidecars/index.js';
-import { newDayPartKey, newPartKey } from '../../src/reports/layout.js';
+import { newDayPartKey, newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
 import { keysUnder, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
-import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import {
   acceptedPkeys,
   allArchived,
@@ -23,7 +23,7 @@ import {
   testRuntime,
 } from '../support/env.js';
 
-const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
 const WINDOW = 'start=2026-11-01T00:00:00%2B0000&end=2026-11-30T23:59:59%2B0000&geoformat=geojson';
 const children: ChildProcess[] = [];
 afterEach(() => {

@@ -2,7 +2,7 @@
 // posted it (durable, answered once and again), a repost that stays refused, one report by its
 // key (gone with 410 once retracted), and kept keys rotated and revoked across two API processes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyDigest } from '../../src/apiKeys.js';
+import { keyDigest } from '../../src/partners/apiKeys.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import {
   allArchived,

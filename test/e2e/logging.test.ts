@@ -3,9 +3,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { keyDigest, newKey } from '../../src/apiKeys.js';
-import { createLogger } from '../../src/log.js';
-import { newPartKey } from '../../src/reports/layout.js';
+import { keyDigest, newKey } from '../../src/partners/apiKeys.js';
+import { createLogger } from '../../src/shared/log.js';
+import { newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
 import { API_KEY, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 

@@ -7,11 +7,11 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import Database from 'better-sqlite3';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { bootstrap } from '../../src/bootstrap.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
-import { listWindowParts } from '../../src/archive/parts.js';
-import { mergeParts } from '../../src/archive/rows.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
+import { mergeParts } from '../../src/archive/readRows.js';
 import type { IngestRecord } from '../../src/ingest/intake.js';
 import { compact } from '../../src/ops/compact.js';
 import { deadLettersFor } from '../../src/ops/deadLetters.js';
@@ -19,8 +19,8 @@ import { exportWindow } from '../../src/ops/exportWindow.js';
 import { importFile } from '../../src/ops/importFile.js';
 import { reprocess } from '../../src/ops/reprocess.js';
 import { verify } from '../../src/ops/verify.js';
-import { newPartKey } from '../../src/reports/layout.js';
-import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { newPartKey } from '../../src/store/layout.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived,
   BACKENDS,

@@ -90,7 +90,7 @@ async function fromFixture(kind: BackendKind): Promise<Record<string, string>> {
   }
   const config = await testConfig('aws', emulator, env);
   const { bucket, prefix } = parseS3Url(config.storageUrl);
-  const { bootstrap } = await import('../../src/bootstrap.js');
+  const { bootstrap } = await import('../../src/main/bootstrap.js');
   await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
   const root = path.join(FIXTURE, 's3');
   for (const entry of await fs.readdir(root, { recursive: true, withFileTypes: true })) {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getJson, postReport, report, tempDir } from '../support/env.js';
 
-const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) c.kill('SIGKILL');

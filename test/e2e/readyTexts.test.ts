@@ -3,7 +3,7 @@
 // answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listWindowParts } from '../../src/archive/parts.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
 import { readyKeyOf } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';

@@ -1,7 +1,7 @@
 // The scheduler: node-cron with a run coordinator on the object store.
 import { describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/index.js';
-import { startScheduler, type JobDefinition } from '../../src/scheduler.js';
+import { startScheduler, type JobDefinition } from '../../src/main/scheduler.js';
 import { testConfig, testRuntime } from '../support/env.js';
 
 describe('scheduler', () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import { readyKeyOf, storedIndex, type ReadyIndex } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
-import { newDayPartKey } from '../../src/reports/layout.js';
+import { newDayPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { writePartFile } from '../support/parts.js';
 import { BACKENDS, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';

@@ -10,7 +10,7 @@ import { filteredRows } from '../../src/archive/sql.js';
 import { StatsTally, statsSql, STATS_BY, STATS_INTERVALS, type StatsRow, type StatsSpec } from '../../src/archive/stats.js';
 import { statsKeyOf } from '../../src/archive/sidecars/index.js';
 import type { WindowQuery } from '../../src/archive/query.js';
-import type { Runtime } from '../../src/runtime.js';
+import type { Runtime } from '../../src/main/runtime.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, API_KEY, BACKENDS, getJson, HAS_SHARED_PH, keysUnder, postReport, report, SHARED_PH_MISSING, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { listWindowParts } from '../../src/archive/parts.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
 import { compact } from '../../src/ops/compact.js';
 import { HAS_PYARROW, PYARROW_MISSING, python } from '../support/clients.js';
 import { allArchived, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';

@@ -1,10 +1,10 @@
 // GET /reports/stream: each archived report once as an SSE event, filters, heartbeats, the bound
 // on clients, and resuming with Last-Event-ID across an API restart with the worker apart.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime } from '../../src/runtime.js';
-import { createLogger } from '../../src/log.js';
-import { startService, type RunningService } from '../../src/service.js';
-import type { Config } from '../../src/config.js';
+import { createRuntime } from '../../src/main/runtime.js';
+import { createLogger } from '../../src/shared/log.js';
+import { startService, type RunningService } from '../../src/main/service.js';
+import type { Config } from '../../src/shared/config.js';
 import { BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { openStream, type SseClient } from '../support/sse.js';

@@ -12,7 +12,7 @@ import { runCli } from '../support/cli.js';
 import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/cli.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
 const ENV = { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_RETRY_BASE_SECONDS: '0.05' };
 

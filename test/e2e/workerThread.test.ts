@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { UnavailableError } from '../../src/errors.js';
+import { UnavailableError } from '../../src/shared/errors.js';
 import { pkeyOf, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
 
 type ThreadModule = typeof import('../../src/worker/thread.js');

@@ -1,8 +1,8 @@
 // Forged, tampered, truncated and foreign pagination cursors get a 400 in the error shape;
 // the cursors the service issues keep working across restarts and across API instances.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRuntime } from '../../src/runtime.js';
-import { createLogger } from '../../src/log.js';
+import { createRuntime } from '../../src/main/runtime.js';
+import { createLogger } from '../../src/shared/log.js';
 import { cursorFingerprint } from '../../src/http/archive.js';
 import { CursorCodec } from '../../src/http/cursor.js';
 import { fingerprintOf } from '../../src/http/ogc/reportsItems.js';

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { UnavailableError } from '../../src/errors.js';
+import { UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
 import { allArchived, API_KEY, getJson, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';

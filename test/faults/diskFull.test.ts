@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UnavailableError } from '../../src/errors.js';
+import { UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
 import { eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';

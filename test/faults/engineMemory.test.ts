@@ -9,8 +9,8 @@ import http from 'node:http';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
-import { newPartKey } from '../../src/reports/layout.js';
+import { createLogger } from '../../src/shared/log.js';
+import { newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
 import { eventually, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 

@@ -3,7 +3,7 @@
 // store nothing; a key sent in a URL never reaches the request log.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/shared/log.js';
 import { acceptedPkeys, API_KEY, API_KEY_NAME, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape, rawRequest } from './support.js';
 

@@ -2,10 +2,10 @@
 // Retry-After and /ready a 503, promptly, instead of hanging for the whole outage; the SDK
 // calls themselves fail instead of waiting forever; all is well again when it answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrap } from '../../src/bootstrap.js';
-import { createLogger } from '../../src/log.js';
-import { createRuntime } from '../../src/runtime.js';
-import { UnavailableError } from '../../src/errors.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
+import { createLogger } from '../../src/shared/log.js';
+import { createRuntime } from '../../src/main/runtime.js';
+import { UnavailableError } from '../../src/shared/errors.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { API_KEY, eventually, report, startTestService, testConfig, type TestService } from '../support/env.js';
 import { expectErrorShape, fetchWithin, stallableEndpoint, type StallableEndpoint } from './support.js';

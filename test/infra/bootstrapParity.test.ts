@@ -5,7 +5,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { FloodArchiveStack } from '../../infra/floodArchiveStack.js';
-import { bootstrap } from '../../src/bootstrap.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { testConfig } from '../support/env.js';
 

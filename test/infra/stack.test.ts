@@ -322,7 +322,7 @@ describe('ECS: one image, three processes', () => {
     const commands = { api: 'serve', worker: 'worker', scheduler: 'scheduler' } as const;
     for (const [name, command] of Object.entries(commands)) {
       const { container } = all[name]!;
-      expect(container.EntryPoint).toEqual(['node', 'dist/src/cli.js']);
+      expect(container.EntryPoint).toEqual(['node', 'dist/src/main/cli.js']);
       expect(container.Command).toEqual([command]);
       expect(container.Image['Fn::Join'][1].at(-1)).toBe('/flood-archive:abc123');
     }

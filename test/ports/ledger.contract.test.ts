@@ -4,15 +4,15 @@
 import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrap } from '../../src/bootstrap.js';
-import { openLedgerDb } from '../../src/ledger/database.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
+import { openLedgerDb } from '../../src/sqlite/database.js';
 import { KeyNameInUseError, PkeyTakenError, type IngestLedger, type IngestRecord } from '../../src/ledger/ledger.js';
 import { ObjectLedger } from '../../src/ledger/objectLedger.js';
 import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
 import type { Queue } from '../../src/queue/queue.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';
-import { parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { UnavailableError } from '../../src/errors.js';
+import { UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';

@@ -1,10 +1,10 @@
 // One contract, every adapter: the SQLite queue and SQS (fauxqs) must agree.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { bootstrap } from '../../src/bootstrap.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
 import { deadLetterQueueName } from '../../src/queue/settings.js';
-import { UnavailableError } from '../../src/errors.js';
-import { openLedgerDb } from '../../src/ledger/database.js';
+import { UnavailableError } from '../../src/shared/errors.js';
+import { openLedgerDb } from '../../src/sqlite/database.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import type { Queue } from '../../src/queue/queue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';

@@ -6,12 +6,12 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { nameOfBareKey } from '../../src/apiKeys.js';
-import { bootstrap } from '../../src/bootstrap.js';
-import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/runtime.js';
-import { startService, type RunningService } from '../../src/service.js';
+import { nameOfBareKey } from '../../src/partners/apiKeys.js';
+import { bootstrap } from '../../src/main/bootstrap.js';
+import { loadConfig, type Config } from '../../src/shared/config.js';
+import { createLogger } from '../../src/shared/log.js';
+import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/main/runtime.js';
+import { startService, type RunningService } from '../../src/main/service.js';
 import type { Emulator } from './fauxqs.js';
 
 export const API_KEY = 'test-key-0123456789abcdef';

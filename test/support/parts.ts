@@ -1,6 +1,6 @@
 // Parts written straight by DuckDB, as the worker writes them (newest first), with texts that
 // need escaping and some report_data: for tests that need many reports or older sidecars.
-import { sqlString, type DuckDb } from '../../src/duckdb.js';
+import { sqlString, type DuckDb } from '../../src/archive/duckdb.js';
 
 /** Reports `first` … `first + n - 1`, the first at `fromMs`, one every `stepMs`, written to `file` as a part. */
 export async function writePartFile(db: DuckDb, file: string, first: number, n: number, fromMs: number, stepMs: number): Promise<void> {

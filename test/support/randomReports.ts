@@ -1,7 +1,7 @@
 // Random reports for the sidecars' unit tests: ties in created_at, points on each other, texts
 // that need escaping or look like formulas, reports outside every city or barangay, purged
 // tombstones. Seeded, so a failure can be replayed.
-import type { ArchiveRow } from '../../src/archive/row.js';
+import type { ArchiveRow } from '../../src/archive/partColumns.js';
 
 /** A seeded generator of floats in [0, 1). */
 export function random(seed: number): () => number {

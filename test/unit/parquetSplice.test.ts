@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFooter, spliceParquet, type Footer } from '../../src/archive/parquetSplice.js';
-import { DuckDb, sqlString } from '../../src/duckdb.js';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/parquet');
 let dir: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidReportError, parseOffsetDateTime, parsePartnerReport } from '../../src/reports/partnerReport.js';
+import { InvalidReportError, parseOffsetDateTime, parsePartnerReport } from '../../src/partners/partnerReport.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const valid = {
@@ -123,7 +123,7 @@ describe('years below 100', () => {
 describe('the published created_at pattern says what the parser takes', () => {
   it('matches exactly the real dates from year 1970 that parseOffsetDateTime reads', async () => {
     const { default: fc } = await import('fast-check');
-    const { DATE_TIME_PATTERN } = await import('../../src/reports/partnerReport.js');
+    const { DATE_TIME_PATTERN } = await import('../../src/partners/partnerReport.js');
     const pattern = new RegExp(DATE_TIME_PATTERN);
     const d = (n: number, max: number) => fc.integer({ min: 0, max }).map((v) => String(v).padStart(n, '0'));
     const shaped = fc

@@ -1,8 +1,8 @@
 // The window's parts come from one ranged listing over hour and compacted-day keys.
 import { describe, expect, it } from 'vitest';
-import { listWindowParts } from '../../src/archive/parts.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
 import { groupBySize } from '../../src/archive/plan.js';
-import { newDayPartKey, newPartKey, partitionOfPartKey } from '../../src/reports/layout.js';
+import { newDayPartKey, newPartKey, partitionOfPartKey } from '../../src/store/layout.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { tempDir } from '../support/env.js';
 

@@ -12,10 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arrowFields, stringColumns } from '../../src/archive/arrow.js';
 import { GEOMETRY_SQL, prepareGeometry, wkbPoints } from '../../src/archive/geoparquet.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
-import { readRows } from '../../src/archive/rows.js';
+import { readRows } from '../../src/archive/readRows.js';
 import { answerColumns, COLUMNS, notTombstoneSql, reportPropertiesSchema, tableDdl, tombstoneRow, tombstoneSql, type ArchiveRow, type ColumnSpec } from '../../src/archive/schema.js';
 import { csvHeader, EXPORT_COLUMNS, itemSql, propertiesSql } from '../../src/archive/sql.js';
-import { DuckDb, sqlString } from '../../src/duckdb.js';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
 import { featureBuilder, featureOf } from '../../src/events/feature.js';
 import { ogcOpenApi30From } from '../../src/http/ogc/openapi.js';
 

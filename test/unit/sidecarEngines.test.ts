@@ -7,11 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeParquet } from '../../src/archive/partWriter.js';
-import type { ArchiveRow } from '../../src/archive/row.js';
+import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import { readReadyIndex, readyReads, readyRunsOf, sidecarCounter, statsSidecarOf, writeReadyTexts } from '../../src/archive/sidecars/index.js';
 import { filteredRows, ITEM_SQL } from '../../src/archive/sql.js';
 import { bucketer, STATS_BY, STATS_INTERVALS, StatsTally, statsSql, type StatsSpec } from '../../src/archive/stats.js';
-import { DuckDb, sqlString } from '../../src/duckdb.js';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
 import { random, randomFilter, randomReports } from '../support/randomReports.js';
 
 const HOUR = 3_600_000;

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arrowStream } from '../../src/archive/arrow.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
-import type { ArchiveRow } from '../../src/archive/row.js';
+import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import {
   openStoredParquet,
   pieceWritten,
@@ -26,8 +26,8 @@ import {
   writeReadyTexts,
 } from '../../src/archive/sidecars/index.js';
 import { ITEM_SQL, type FeatureShape } from '../../src/archive/sql.js';
-import { DuckDb, sqlString } from '../../src/duckdb.js';
-import { newDayPartKey } from '../../src/reports/layout.js';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { newDayPartKey } from '../../src/store/layout.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { random, randomReports } from '../support/randomReports.js';
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyAnswerParquet } from '../../src/archive/answerFormParquet.js';
 import { geoCopyOption } from '../../src/archive/geoparquet.js';
-import { ARCHIVE_TABLE_DDL } from '../../src/archive/row.js';
+import { ARCHIVE_TABLE_DDL } from '../../src/archive/partColumns.js';
 import { EXPORT_COLUMNS } from '../../src/archive/sql.js';
 import {
   binary,
@@ -25,7 +25,7 @@ import {
   type Struct,
   type Value,
 } from '../../src/archive/thriftCompact.js';
-import { DuckDb, sqlString } from '../../src/duckdb.js';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
 import { writePartFile } from '../support/parts.js';
 
 let dir: string;

@@ -1,7 +1,7 @@
 // Where a part's sidecars live: the part's path under a prefix of their own (outside
 // `reports/v1/`, so readers of the Parquet layout never see them), one per kind and version.
 // The only place that spells sidecar keys.
-import { REPORTS_PREFIX } from '../../reports/layout.js';
+import { REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectInfo } from '../../store/objectStore.js';
 
 /** Today's ready texts and stats sidecars. */

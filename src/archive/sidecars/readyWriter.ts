@@ -2,7 +2,7 @@
 // same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
 // would build.
 import fs from 'node:fs/promises';
-import { sqlString, type DuckDb } from '../../duckdb.js';
+import { sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';

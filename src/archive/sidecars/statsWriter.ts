@@ -4,7 +4,7 @@
 // (a few reports per barangay and hour) counts per hour × barangay are nearly as many as the
 // reports, and single reports answer any window edge, bbox and UTC offset exactly. Retracted
 // tombstones (purged reports) are left out, as answers leave them out.
-import { sqlString, type DuckDb } from '../../duckdb.js';
+import { sqlString, type DuckDb } from '../duckdb.js';
 import { align8, columnOffsets, NO_AREA, NO_CITY, REPORT_BYTES, STATS_VERSION, type StatsHeader } from './statsFormat.js';
 
 /** The sidecar of one part file; undefined when its codes do not fit the columns (it is then counted by DuckDB). */

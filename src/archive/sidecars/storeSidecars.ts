@@ -1,7 +1,7 @@
 // Stores the sidecars of a part about to be stored: ready texts (when asked for) and the stats
 // sidecar, each written from the part's local file. The caller stores the part after them.
 import fs from 'node:fs/promises';
-import type { DuckDb } from '../../duckdb.js';
+import type { DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../../store/objectStore.js';
 import { readyKeyOf, statsKeyOf } from './keys.js';
 import { writeReadyTexts } from './readyWriter.js';

@@ -1,7 +1,7 @@
 // The OGC schemas of the OpenAPI document (its paths are declared with the OGC routes,
 // ogc/routes.ts), and the conversion of the document's OGC part to OpenAPI 3.0 for /ogc/api,
 // the definition the OGC "oas30" conformance class asks for (GDAL and QGIS read it).
-import { PKEY_PATTERN_BODY } from '../../reports/layout.js';
+import { PKEY_PATTERN_BODY } from '../../store/layout.js';
 import { CONFORMS_TO } from './conformance.js';
 
 const link = {

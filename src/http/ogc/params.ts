@@ -1,7 +1,7 @@
 // The query parameters of OGC API – Features items: bbox, datetime, limit.
 // Every problem is collected, as everywhere else, so one 400 lists them all.
-import type { ErrorDetail } from '../../errors.js';
-import { EARLIEST_MS, LATEST_MS, MAX_FUTURE_MS, parseOffsetDateTime } from '../../reports/partnerReport.js';
+import type { ErrorDetail } from '../../shared/errors.js';
+import { EARLIEST_MS, LATEST_MS, MAX_FUTURE_MS, parseOffsetDateTime } from '../../partners/partnerReport.js';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 10_000;

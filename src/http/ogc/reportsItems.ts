@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto';
 import type { WindowQuery } from '../../archive/query.js';
 import type { Archive } from '../../archive/window.js';
-import type { ErrorDetail } from '../../errors.js';
-import { parsePkey, PKEY_PATTERN_BODY } from '../../reports/layout.js';
-import { EARLIEST_MS, LATEST_MS } from '../../reports/partnerReport.js';
+import type { ErrorDetail } from '../../shared/errors.js';
+import { parsePkey, PKEY_PATTERN_BODY } from '../../store/layout.js';
+import { EARLIEST_MS, LATEST_MS } from '../../partners/partnerReport.js';
 import type { Bbox } from './params.js';
 
 /** Where a page starts: after this report, within this window, among reports received by then. */

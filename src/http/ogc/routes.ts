@@ -2,7 +2,7 @@
 // handler of each (ogc/router.ts), and their part of the OpenAPI document (written as the
 // service's, OpenAPI 3.1, and converted to 3.0 for /ogc/api by ogc/openapi.ts). A collection's
 // routes take its id as a parameter; the document names each collection's paths.
-import { OGC_DATETIME_PATTERN } from '../../reports/partnerReport.js';
+import { OGC_DATETIME_PATTERN } from '../../partners/partnerReport.js';
 import type { Route } from '../route.js';
 import { REPORT_FEATURE_ID } from './openapi.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';

@@ -1,7 +1,7 @@
 // The partner report (docs/http.md, "POST /feeds/partner"): its JSON schema (ajv) and its normal form.
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { ErrorDetail } from '../errors.js';
+import type { ErrorDetail } from '../shared/errors.js';
 
 export const PARTNER_CITIES = ['Quezon City', 'Pampanga'] as const;
 export const DISASTER_TYPES = ['flood'] as const;

@@ -1,13 +1,13 @@
 // The worker thread of `all` (see thread.ts): the worker and reconciliation roles on a runtime
 // of their own, stopped and asked for metrics by the API's thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Config } from '../config.js';
-import { UnavailableError } from '../errors.js';
-import { createLogger } from '../log.js';
-import { Metrics } from '../metrics.js';
-import { createRuntime } from '../runtime.js';
-import { startService } from '../service.js';
-import type { FromThread, ToThread } from './thread.js';
+import type { Config } from '../shared/config.js';
+import { UnavailableError } from '../shared/errors.js';
+import { createLogger } from '../shared/log.js';
+import { Metrics } from '../shared/metrics.js';
+import { createRuntime } from './runtime.js';
+import { startService } from './service.js';
+import type { FromThread, ToThread } from '../worker/thread.js';
 
 const port = parentPort!;
 const say = (message: FromThread) => port.postMessage(message);

@@ -6,16 +6,16 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { isKeyName, keyDigest, newKey, resolveApiKeys } from './apiKeys.js';
+import { isKeyName, keyDigest, newKey, resolveApiKeys } from '../partners/apiKeys.js';
 import { bootstrap } from './bootstrap.js';
-import type { BoundarySet } from './boundaries/types.js';
-import type { Config } from './config.js';
-import { UnavailableError } from './errors.js';
-import type { ExportFormat } from './ops/exportWindow.js';
-import type { ImportFormat } from './ops/importFile.js';
-import { createProgress } from './ops/progress.js';
-import { listOption, SubscriptionError } from './events/subscriptions.js';
-import { parsePkey, SOURCE } from './reports/layout.js';
+import type { BoundarySet } from '../boundaries/types.js';
+import type { Config } from '../shared/config.js';
+import { UnavailableError } from '../shared/errors.js';
+import type { ExportFormat } from '../ops/exportWindow.js';
+import type { ImportFormat } from '../ops/importFile.js';
+import { createProgress } from '../ops/progress.js';
+import { listOption, SubscriptionError } from '../events/subscriptions.js';
+import { parsePkey, SOURCE } from '../store/layout.js';
 import type { Runtime } from './runtime.js';
 
 class UsageError extends Error {}
@@ -24,7 +24,7 @@ class UsageError extends Error {}
  * What the commands run, loaded once a command is to run: `--help` and usage errors answer
  * without loading DuckDB, the SDK adapters and the schemas (most of a second; seconds on a busy host).
  */
-let deps: typeof import('./commandDeps.js');
+let deps: typeof import('./commandModules.js');
 
 type Options = ParseArgsConfig['options'];
 type Values = Record<string, string | boolean | undefined>;
@@ -371,7 +371,7 @@ const COMMANDS: Record<string, Command> = {
     run: ({ config, values, positionals }) =>
       withRuntime(config, async (rt) => {
         // Loads the SQS SDK: only here.
-        const dlq = (await import('./ops/deadLetters.js')).deadLettersFor(rt);
+        const dlq = (await import('../ops/deadLetters.js')).deadLettersFor(rt);
         if (positionals[0] === 'list') {
           const letters = await dlq.list();
           print(values, letters, () => (letters.length === 0 ? 'the dead-letter queue is empty' : letters.map((l) => `${l.id}  ${l.body.slice(0, 120)}`).join('\n')));
@@ -606,7 +606,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${command.summary}\nusage: flood-archive ${command.usage}\n`);
     return 0;
   }
-  deps = await import('./commandDeps.js');
+  deps = await import('./commandModules.js');
   let config: Config;
   try {
     config = deps.loadConfig();

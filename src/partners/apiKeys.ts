@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { ensureDataDir, fsyncDir, isCode, writeDurably } from './files.js';
+import { ensureDataDir, fsyncDir, isCode, writeDurably } from '../shared/files.js';
 
 export interface ApiKey {
   name: string;

@@ -2,15 +2,15 @@
 // any combination. The command line, the worker thread and the tests share it.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import type { ApiKey } from './apiKeys.js';
-import type { Config } from './config.js';
-import { createApp, type AppDeps } from './http/app.js';
-import { metricsListener } from './http/metricsEndpoint.js';
-import { createHttpServer } from './http/server.js';
-import { WarmUp } from './http/warmUp.js';
-import type { Reconciler } from './ingest/reconciler.js';
-import type { Logger } from './log.js';
-import { sweepCrashLeftovers } from './store/leftovers.js';
+import type { ApiKey } from '../partners/apiKeys.js';
+import type { Config } from '../shared/config.js';
+import { createApp, type AppDeps } from '../http/app.js';
+import { metricsListener } from '../http/metricsEndpoint.js';
+import { createHttpServer } from '../http/server.js';
+import { WarmUp } from '../http/warmUp.js';
+import type { Reconciler } from '../ingest/reconciler.js';
+import type { Logger } from '../shared/log.js';
+import { sweepCrashLeftovers } from '../store/leftovers.js';
 
 /** A part of a role that runs in the background until stopped. */
 interface Background {

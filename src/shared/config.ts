@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { validate as validCron } from 'node-cron';
-import { KEY_NAME_PATTERN, KEY_PATTERN, parseApiKeys, type ApiKey } from './apiKeys.js';
+import { KEY_NAME_PATTERN, KEY_PATTERN, parseApiKeys, type ApiKey } from '../partners/apiKeys.js';
 
 /** One API_KEYS entry: `name:key` or a bare key. */
 const API_KEY_ENTRY = `(?:${KEY_NAME_PATTERN}:)?${KEY_PATTERN}`;
@@ -71,7 +71,7 @@ export interface Config {
   acceptMaxInFlight: number;
   /** Node's HTTP server limits: a client sending headers or a body slowly, or idling, cannot hold a connection longer. */
   http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
-  /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/cursorSecret.ts). */
+  /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/http/cursorSecret.ts). */
   cursorSecret: string | undefined;
   /** node-cron expressions of the scheduled jobs (jobs/). */
   schedules: { compact: string; reconcile: string; verify: string };

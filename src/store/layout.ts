@@ -3,7 +3,7 @@
 // compacted closed day: reports/v1/year=YYYY/month=MM/day=DD/hour=all/part-<ulid>.parquet
 // ("all" sorts after "23", so a day's keys stay together and in time order).
 import { ulid } from 'ulid';
-import { KEY_NAME_PATTERN } from '../apiKeys.js';
+import { KEY_NAME_PATTERN } from '../partners/apiKeys.js';
 
 export const SOURCE = 'partner';
 export const REPORTS_PREFIX = 'reports/v1/';

@@ -4,9 +4,9 @@
 // the writer. Writers from several processes take turns through SQLite's own lock.
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { UnavailableError } from '../errors.js';
-import { ensureDataDir, privateDatabaseFile } from '../files.js';
-import { pause } from '../pause.js';
+import { UnavailableError } from '../shared/errors.js';
+import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
+import { pause } from '../shared/pause.js';
 
 export type Db = Database.Database;
 

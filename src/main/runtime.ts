@@ -7,38 +7,38 @@ import path from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SNSClient } from '@aws-sdk/client-sns';
-import { Archive } from './archive/window.js';
-import { PartCache } from './archive/partCache.js';
-import { BoundaryRepository } from './boundaries/repository.js';
-import type { Config } from './config.js';
-import { DuckDb } from './duckdb.js';
-import { ensureDataDir } from './files.js';
-import { Intake } from './ingest/intake.js';
-import { Reconciler } from './ingest/reconciler.js';
-import { createLogger, type Logger } from './log.js';
-import { Metrics } from './metrics.js';
-import { openLedgerDb } from './ledger/database.js';
-import type { IngestLedger } from './ledger/ledger.js';
-import { importLegacyLayout } from './ledger/legacyImport.js';
-import { archiveStates, ChangeLog } from './archive/changes.js';
-import { ObjectLedger } from './ledger/objectLedger.js';
-import { SqliteLedger } from './ledger/sqliteLedger.js';
-import type { Queue } from './queue/queue.js';
-import { SqliteQueue } from './queue/sqliteQueue.js';
-import { FileObjectStore, localFiles } from './store/fileStore.js';
-import type { ObjectStore } from './store/objectStore.js';
-import { parseS3Url } from './store/s3Location.js';
-import { Worker } from './worker/worker.js';
-import { WebhookDispatcher } from './events/dispatcher.js';
-import { EventLog } from './events/eventLog.js';
-import { HostPolicy } from './events/hostPolicy.js';
-import { announcingRetractions } from './events/retractions.js';
-import type { EventFeed } from './events/events.js';
-import { ObjectEventLog } from './events/objectEventLog.js';
-import { objectWebhookDispatcher, ObjectWebhooks } from './events/objectWebhooks.js';
-import { objectAdmin, sqliteAdmin, type WebhookAdmin } from './events/manage.js';
-import type { ConsumerRunner } from './events/runner.js';
-import { snsRelay } from './events/snsRelay.js';
+import { Archive } from '../archive/window.js';
+import { PartCache } from '../archive/partCache.js';
+import { BoundaryRepository } from '../boundaries/repository.js';
+import type { Config } from '../shared/config.js';
+import { DuckDb } from '../archive/duckdb.js';
+import { ensureDataDir } from '../shared/files.js';
+import { Intake } from '../ingest/intake.js';
+import { Reconciler } from '../ingest/reconciler.js';
+import { createLogger, type Logger } from '../shared/log.js';
+import { Metrics } from '../shared/metrics.js';
+import { openLedgerDb } from '../sqlite/database.js';
+import type { IngestLedger } from '../ledger/ledger.js';
+import { importLegacyLayout } from '../ledger/legacyImport.js';
+import { archiveStates, ChangeLog } from '../archive/changes.js';
+import { ObjectLedger } from '../ledger/objectLedger.js';
+import { SqliteLedger } from '../ledger/sqliteLedger.js';
+import type { Queue } from '../queue/queue.js';
+import { SqliteQueue } from '../queue/sqliteQueue.js';
+import { FileObjectStore, localFiles } from '../store/fileStore.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import { parseS3Url } from '../store/s3Location.js';
+import { Worker } from '../worker/worker.js';
+import { WebhookDispatcher } from '../events/dispatcher.js';
+import { EventLog } from '../events/eventLog.js';
+import { HostPolicy } from '../events/hostPolicy.js';
+import { announcingRetractions } from '../events/retractions.js';
+import type { EventFeed } from '../events/events.js';
+import { ObjectEventLog } from '../events/objectEventLog.js';
+import { objectWebhookDispatcher, ObjectWebhooks } from '../events/objectWebhooks.js';
+import { objectAdmin, sqliteAdmin, type WebhookAdmin } from '../events/manage.js';
+import type { ConsumerRunner } from '../events/runner.js';
+import { snsRelay } from '../events/snsRelay.js';
 
 export interface RuntimeOverrides {
   s3?: S3Client;
@@ -139,7 +139,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const storeRoot = config.storageUrl.startsWith('file://') ? config.storageUrl.slice('file://'.length) : undefined;
   const store: ObjectStore =
     overrides.store ??
-    (storeRoot !== undefined ? new FileObjectStore(storeRoot) : new (await import('./store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
+    (storeRoot !== undefined ? new FileObjectStore(storeRoot) : new (await import('../store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
 
   // Embedded: one SQLite database holds the ledger and the queue, shared by every process on
   // DATA_DIR. AWS: the ledger is objects in the bucket, the queue SQS.
@@ -155,7 +155,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     queue = sqliteQueue;
     ledger = new SqliteLedger(ledgerDb, sqliteQueue);
   } else {
-    queue = new (await import('./queue/sqsQueue.js')).SqsQueue(sqs!, config.queueUrl);
+    queue = new (await import('../queue/sqsQueue.js')).SqsQueue(sqs!, config.queueUrl);
     ledger = new ObjectLedger(store, queue);
   }
 

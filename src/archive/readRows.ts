@@ -1,7 +1,7 @@
 // Reads archive rows back from Parquet parts, de-duplicated the way the
 // archive query does it (first received wins, then boundary version).
-import type { DuckDb } from '../duckdb.js';
-import { sqlString } from '../duckdb.js';
+import type { DuckDb } from './duckdb.js';
+import { sqlString } from './duckdb.js';
 import { COLUMNS, laterColumns, partColumns, rowKeyOf, sqlTypeOf, tombstoneSql, type ArchiveRow, type Columns } from './schema.js';
 
 /**

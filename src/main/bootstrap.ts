@@ -5,10 +5,10 @@
 import fs from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { Config } from './config.js';
-import { ensureDataDir } from './files.js';
-import { deadLetterQueueName, QUEUE_SETTINGS } from './queue/settings.js';
-import { parseS3Url } from './store/s3Location.js';
+import type { Config } from '../shared/config.js';
+import { ensureDataDir } from '../shared/files.js';
+import { deadLetterQueueName, QUEUE_SETTINGS } from '../queue/settings.js';
+import { parseS3Url } from '../store/s3Location.js';
 
 export interface BootstrapResult {
   storage: string;

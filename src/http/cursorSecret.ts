@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from './config.js';
-import { fsyncDir, isCode, writeDurably } from './files.js';
-import type { ObjectStore } from './store/objectStore.js';
+import type { Config } from '../shared/config.js';
+import { fsyncDir, isCode, writeDurably } from '../shared/files.js';
+import type { ObjectStore } from '../store/objectStore.js';
 
 /** Where the generated key lives in the object store (S3 deployments). */
 export const CURSOR_SECRET_KEY = 'secrets/cursor-key';

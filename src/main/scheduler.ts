@@ -3,13 +3,13 @@
 // run, each tick of a job runs once (create-if-absent of a tick key) and a run
 // never overlaps a previous one still going elsewhere (a lease object).
 import cron, { type RunCoordinator, type ScheduledTask } from 'node-cron';
-import type { JobDefinition } from '../jobs/job.js';
-import type { Config } from './config.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import type { ObjectStore } from './store/objectStore.js';
+import type { JobDefinition } from '../../jobs/job.js';
+import type { Config } from '../shared/config.js';
+import type { Logger } from '../shared/log.js';
+import type { Metrics } from '../shared/metrics.js';
+import type { ObjectStore } from '../store/objectStore.js';
 
-export type { JobDefinition } from '../jobs/job.js';
+export type { JobDefinition } from '../../jobs/job.js';
 
 /** What the scheduler itself uses: the store (its run coordinator), the log, the job metrics, the schedules. */
 export interface SchedulerDeps {

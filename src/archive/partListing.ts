@@ -1,6 +1,6 @@
 // Finds the archive parts of a time window with one ranged listing: keys sort
 // in time order, so the window is the key range [its first hour, its last day].
-import { DAY_MS, dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../reports/layout.js';
+import { DAY_MS, dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 /** The parts of one partition: an hour, or (wholeDay) a compacted day starting at hourMs. */

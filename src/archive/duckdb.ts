@@ -1,8 +1,8 @@
 // One DuckDB instance per process, in memory, spilling to a temp directory.
 import fs from 'node:fs/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { OverloadedError } from './errors.js';
-import { releaseMemory } from './memory.js';
+import { OverloadedError } from '../shared/errors.js';
+import { releaseMemory } from './duckdbMemory.js';
 
 export interface DuckDbOptions {
   tempDir: string;
@@ -81,7 +81,7 @@ export class DuckDb {
       clearInterval(again);
       this.open -= 1;
       conn.closeSync();
-      // The results' native memory goes when their wrappers do: see memory.ts.
+      // The results' native memory goes when their wrappers do: see duckdbMemory.ts.
       releaseMemory();
     };
     try {

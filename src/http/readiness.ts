@@ -6,12 +6,12 @@
 // one runs share it and its answer stands for a second: a flood of probes makes at most one
 // check a second. The write probe costs a durable write: its result stands a few seconds.
 import { hostname } from 'node:os';
-import { withDeadline } from './deadline.js';
-import type { BoundaryRepository } from './boundaries/repository.js';
-import type { Logger } from './log.js';
-import type { LedgerLifecycle } from './ledger/ledger.js';
-import type { Queue } from './queue/queue.js';
-import type { ObjectStore } from './store/objectStore.js';
+import { withDeadline } from '../shared/deadline.js';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { Logger } from '../shared/log.js';
+import type { LedgerLifecycle } from '../ledger/ledger.js';
+import type { Queue } from '../queue/queue.js';
+import type { ObjectStore } from '../store/objectStore.js';
 
 /** Where the write probe writes: under ingest/, which every API instance may write. */
 export const WRITE_PROBE_KEY = 'ingest/probe/ready';

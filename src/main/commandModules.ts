@@ -1,0 +1,18 @@
+// What the CLI's commands run (cli.ts loads this module only once a command is to run).
+export { JOBS } from '../../jobs/index.js';
+export { ConfigError, loadConfig } from '../shared/config.js';
+export { closedBefore, compact } from '../ops/compact.js';
+export { purgeRetracted } from '../ops/purge.js';
+export { exportWindow } from '../ops/exportWindow.js';
+export { importFile } from '../ops/importFile.js';
+export { KeyNameInUseError } from '../ledger/ledger.js';
+export { reprocess } from '../ops/reprocess.js';
+export { verify } from '../ops/verify.js';
+export { addSubscription, adminOf, findSubscription, rotateSecret, shown, testSubscription } from '../events/manage.js';
+export { HostPolicy } from '../events/hostPolicy.js';
+export { parseOffsetDateTime } from '../partners/partnerReport.js';
+export { createServiceLogger } from '../shared/log.js';
+export { createRuntime } from './runtime.js';
+export { startScheduler } from './scheduler.js';
+export { startService } from './service.js';
+export { startWorkerThread } from '../worker/thread.js';
