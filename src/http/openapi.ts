@@ -80,6 +80,24 @@ const featureCollection = (geometry: object, properties: object) => ({
 });
 const position = { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number' } } as const;
 
+/** The archive's points as a FeatureCollection. */
+const pointFeatures = featureCollection(
+  { type: 'object', additionalProperties: false, required: ['type', 'coordinates'], properties: { type: { const: 'Point' }, coordinates: position } },
+  { $ref: '#/components/schemas/ReportProperties' },
+);
+
+/** The unquantized topology of the points (no arcs), as topojson-server makes it. */
+const pointTopology = topology(
+  {
+    type: 'object',
+    additionalProperties: false,
+    required: ['type', 'coordinates', 'properties'],
+    properties: { type: { const: 'Point' }, coordinates: position, properties: { $ref: '#/components/schemas/ReportProperties' } },
+  },
+  { arcs: { type: 'array', maxItems: 0 } },
+  ['arcs'],
+);
+
 const reportProperties = reportPropertiesSchema();
 
 const schemas = {
@@ -110,40 +128,10 @@ const schemas = {
   },
   Error: errorSchema,
   ReportProperties: reportProperties,
-  ArchiveGeoJson: envelope(
-    featureCollection(
-      { type: 'object', additionalProperties: false, required: ['type', 'coordinates'], properties: { type: { const: 'Point' }, coordinates: position } },
-      { $ref: '#/components/schemas/ReportProperties' },
-    ),
-  ),
-  // The unquantized topology of the points (no arcs), as topojson-server makes it.
-  ArchiveTopoJson: envelope(
-    topology(
-      {
-        type: 'object',
-        additionalProperties: false,
-        required: ['type', 'coordinates', 'properties'],
-        properties: { type: { const: 'Point' }, coordinates: position, properties: { $ref: '#/components/schemas/ReportProperties' } },
-      },
-      { arcs: { type: 'array', maxItems: 0 } },
-      ['arcs'],
-    ),
-  ),
-  // The same without the envelope: format=geojson and format=topojson.
-  ArchivePlainGeoJson: featureCollection(
-      { type: 'object', additionalProperties: false, required: ['type', 'coordinates'], properties: { type: { const: 'Point' }, coordinates: position } },
-      { $ref: '#/components/schemas/ReportProperties' },
-    ),
-  ArchivePlainTopoJson: topology(
-      {
-        type: 'object',
-        additionalProperties: false,
-        required: ['type', 'coordinates', 'properties'],
-        properties: { type: { const: 'Point' }, coordinates: position, properties: { $ref: '#/components/schemas/ReportProperties' } },
-      },
-      { arcs: { type: 'array', maxItems: 0 } },
-      ['arcs'],
-    ),
+  ArchiveGeoJson: envelope(pointFeatures),
+  ArchiveTopoJson: envelope(pointTopology),
+  ArchivePlainGeoJson: pointFeatures,
+  ArchivePlainTopoJson: pointTopology,
   Count: envelope({ type: 'object', additionalProperties: false, required: ['count'], properties: { count: { type: 'integer', minimum: 0 } } }),
   CitiesGeoJson: envelope(
     featureCollection(

@@ -66,13 +66,8 @@ export class FileObjectStore implements ObjectStore {
   async getRange(key: string, start: number, length: number): Promise<Buffer | undefined> {
     const file = this.localPath(key);
     return this.run(async () => {
-      let handle;
-      try {
-        handle = await fs.open(file, 'r');
-      } catch (err) {
-        if (isCode(err, 'ENOENT')) return undefined;
-        throw err;
-      }
+      const handle = await openIfPresent(file);
+      if (!handle) return undefined;
       try {
         const out = Buffer.alloc(length);
         let n = 0;
@@ -209,13 +204,8 @@ export class FileObjectStore implements ObjectStore {
   async getStream(key: string): Promise<StreamedObject | undefined> {
     const file = this.localPath(key);
     return this.run(async () => {
-      let handle;
-      try {
-        handle = await fs.open(file, 'r');
-      } catch (err) {
-        if (isCode(err, 'ENOENT')) return undefined;
-        throw err;
-      }
+      const handle = await openIfPresent(file);
+      if (!handle) return undefined;
       try {
         // The open file is read, whatever replaces the key meanwhile: its stat describes those bytes.
         const stat = await handle.stat();
@@ -281,6 +271,16 @@ export class FileObjectStore implements ObjectStore {
       await writeDurably(tmp, 'wx', body);
     }
     return tmp;
+  }
+}
+
+/** The file open for reading, or undefined when it is absent. */
+async function openIfPresent(file: string): Promise<fs.FileHandle | undefined> {
+  try {
+    return await fs.open(file, 'r');
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
   }
 }
 
