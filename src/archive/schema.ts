@@ -133,7 +133,8 @@ export function tableDdl(table: Columns = COLUMNS): string {
   return `(\n${table.map((c) => `  ${c.name} ${sqlTypeOf(c)}${c.nullable ? '' : ' NOT NULL'}`).join(',\n')}\n)`;
 }
 
-/** What a personal column becomes in a tombstone, as SQL. */
+/** What a personal column becomes in a tombstone: null, or an empty text where it cannot be null. */
+const clearedValue = (c: ColumnSpec) => (c.nullable ? null : '');
 const clearedSql = (c: ColumnSpec) => (c.nullable ? 'NULL' : `''`);
 
 /**
@@ -155,8 +156,23 @@ export function notTombstoneSql(table: Columns = COLUMNS): string {
 /** A row as its tombstone (see tombstoneSql). */
 export function tombstoneRow<R extends object>(row: R, table: Columns = COLUMNS): R {
   const out: Record<string, unknown> = { ...row, status: 'retracted' };
-  for (const c of table) if (c.personal) out[rowKeyOf(c)] = c.nullable ? null : '';
+  for (const c of table) if (c.personal) out[rowKeyOf(c)] = clearedValue(c);
   return out as R;
+}
+
+/**
+ * A retracted report's properties in their published order, as its tombstone answers them:
+ * status `retracted`, personal properties cleared, the rest from `kept` (null where absent).
+ */
+export function tombstoneProperties(kept: Partial<ReportProperties>, table: Columns = COLUMNS): ReportProperties {
+  const from = kept as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const e of propertyLayout(table)) {
+    if ('group' in e) out[e.group] = from[e.group] ?? Object.fromEntries(e.columns.map((c) => [c.name, null]));
+    else if (e.column.name === 'status') out.status = 'retracted';
+    else out[e.column.name] = e.column.personal ? clearedValue(e.column) : (from[e.column.name] ?? null);
+  }
+  return out as ReportProperties;
 }
 
 /** The properties of a report's Feature in their published order: a column, or the tags where the first of them is. */

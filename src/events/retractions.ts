@@ -4,6 +4,7 @@
 // announce it), with the city and barangay of its archived event, or of its point when that event
 // is no longer kept. On the embedded backend recording is idempotent, so a repeated retraction
 // (a retry after a crash between the ledger and the log) fills a gap and never announces twice.
+import { tombstoneProperties } from '../archive/schema.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import type { EventFeed } from './events.js';
 import type { ReportFeature } from './feature.js';
@@ -23,23 +24,18 @@ export function announcingRetractions<L extends RetractionLedger & Pick<ReportLo
     const location = archived?.geometry.coordinates ?? (entry ? [entry.record.report.location.lng, entry.record.report.location.lat] : undefined);
     if (!location) return result;
     const [lng, lat] = location as [number, number];
-    const tags = archived?.properties.tags ?? (tagOf ? await tagOf(lng, lat) : { instance_region_code: null, local_area_id: null });
+    const tags = archived?.properties.tags ?? (tagOf ? await tagOf(lng, lat) : undefined);
     const feature: ReportFeature = {
       type: 'Feature',
       geometry: { type: 'Point', coordinates: location },
-      properties: {
+      // Cleared as the archive's tombstone clears the report (no tags known: null ones).
+      properties: tombstoneProperties({
         pkey,
         created_at: result.retraction.created_at,
         source: archived?.properties.source ?? entry?.record.source ?? '',
-        status: 'retracted',
-        url: null,
-        image_url: null,
         disaster_type: archived?.properties.disaster_type ?? entry?.record.report.disaster_type ?? 'flood',
-        report_data: null,
-        tags,
-        title: '',
-        text: '',
-      },
+        ...(tags && { tags }),
+      }),
     };
     await events.retracted(feature);
     return result;

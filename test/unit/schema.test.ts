@@ -13,7 +13,7 @@ import { arrowFields, stringColumns } from '../../src/archive/arrow.js';
 import { GEOMETRY_SQL, prepareGeometry, wkbPoints } from '../../src/archive/geoparquet.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { readRows } from '../../src/archive/readRows.js';
-import { answerColumns, COLUMNS, notTombstoneSql, reportPropertiesSchema, tableDdl, tombstoneRow, tombstoneSql, type ArchiveRow, type ColumnSpec } from '../../src/archive/schema.js';
+import { answerColumns, COLUMNS, notTombstoneSql, reportPropertiesSchema, tableDdl, tombstoneProperties, tombstoneRow, tombstoneSql, type ArchiveRow, type ColumnSpec } from '../../src/archive/schema.js';
 import { csvHeader, EXPORT_COLUMNS, itemSql, propertiesSql } from '../../src/archive/sql.js';
 import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
 import { featureBuilder, featureOf } from '../../src/events/feature.js';
@@ -116,6 +116,10 @@ describe('a column added to a copy of the table', () => {
     // The real table's tombstone leaves the added column as it was: the wider table's check sees it.
     expect(stillThere[0]!.n).toBe(1);
     expect(tombstoneRow(rows[0]!, WIDER)).toMatchObject({ status: 'retracted', title: '', text: '', url: null, image_url: null, moderation_flag: null, lng: 121 });
+    // A retraction's event: the tombstone's properties, in the Feature's order.
+    const retracted = tombstoneProperties({ pkey: 'partner-k-1', source: 'partner' }, WIDER) as Record<string, unknown>;
+    expect(retracted).toMatchObject({ pkey: 'partner-k-1', status: 'retracted', title: '', url: null, moderation_flag: null, tags: { instance_region_code: null, local_area_id: null } });
+    expect(Object.keys(retracted)).toEqual(Object.keys(featureBuilder(WIDER)(rows[0]!).properties));
   });
 
   it('is a property of the event Feature', () => {
