@@ -4,8 +4,8 @@
 /** The entry points and their wiring: the processes' mains and what builds and starts a runtime. */
 const ENTRY_POINTS = '^src/main/';
 
-/** The only modules that build a runtime: the command line (and the module it loads its commands from), and the worker thread's main. */
-const RUNTIME_BUILDERS = '^src/main/(cli|commandModules|workerThread)\\.ts$';
+/** The only modules that build a runtime: the command line and its commands (src/main/cli/), the module they load what they run from, and the worker thread's main. */
+const RUNTIME_BUILDERS = '^src/main/(cli|cli/[^/]+|commandModules|workerThread)\\.ts$';
 
 module.exports = {
   forbidden: [

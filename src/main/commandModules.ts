@@ -1,4 +1,4 @@
-// What the CLI's commands run (cli.ts loads this module only once a command is to run).
+// What the CLI's commands run (the command line loads this module only once a command is to run: cli/options.ts).
 export { JOBS } from '../../jobs/index.js';
 export { ConfigError, loadConfig } from '../shared/config.js';
 export { closedBefore, compact } from '../ops/compact.js';

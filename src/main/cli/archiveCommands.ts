@@ -1,0 +1,138 @@
+// The archive's ops commands: compaction, reconciliation, re-tagging, backfill, export and verification.
+import type { ExportFormat } from '../../ops/exportWindow.js';
+import type { ImportFormat } from '../../ops/importFile.js';
+import { createProgress } from '../../ops/progress.js';
+import { common, deps, instant, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
+
+export const compact: Command = {
+  summary: 'merge each closed day (and each closed hour of today) into one de-duplicated part (idempotent)',
+  usage: 'compact [--from DATE] [--to DATE] [--json]',
+  options: { ...common, ...window },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      const now = Date.now();
+      const result = await deps.compact(
+        rt,
+        { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: deps.closedBefore(rt, now) },
+        values.json ? undefined : createProgress('compact'),
+      );
+      const purge = await deps.purgeRetracted(rt);
+      print(values, { ...result, purge }, () =>
+        `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
+        `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived)`,
+      );
+      return 0;
+    }),
+};
+
+export const reconcile: Command = {
+  summary: 're-enqueue accepted reports still pending',
+  usage: 'reconcile [--older-than SECONDS] [--json]',
+  options: { ...common, 'older-than': { type: 'string' } },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      const seconds = values['older-than'] === undefined ? config.reconcileAfterSeconds : Number(values['older-than']);
+      if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError('--older-than must be a number of seconds');
+      const result = await rt.reconciler.run(seconds * 1000);
+      print(values, result, () => `re-enqueued: ${result.requeued}`);
+      return 0;
+    }),
+};
+
+export const reprocess: Command = {
+  summary: 're-tag reports with the current boundaries and rewrite their hours',
+  usage: 'reprocess --from DATE --to DATE [--dry-run] [--json]',
+  options: { ...common, ...window, 'dry-run': { type: 'boolean' } },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      const result = await deps.reprocess(
+        rt,
+        {
+          fromMs: instant(required(values, 'from'), 'from', 0),
+          toMs: instant(required(values, 'to'), 'to', 0, true),
+          dryRun: values['dry-run'] === true,
+        },
+        values.json ? undefined : createProgress('reprocess'),
+      );
+      print(values, result, () =>
+        [
+          `${result.dryRun ? 'would re-tag' : 're-tagged'} ${result.reports} reports with boundary version ${result.boundaryVersion}`,
+          `city changes: ${result.cityChanges}; barangay changes: ${result.localAreaChanges}; hours rewritten: ${result.hoursRewritten}`,
+          ...Object.entries(result.moves).map(([move, n]) => `  ${move}: ${n}`),
+        ].join('\n'),
+      );
+      return 0;
+    }),
+};
+
+export const importCommand: Command = {
+  summary: 'backfill from NDJSON, GeoJSON or CSV (partner bodies or CogniCity rows); idempotent, resumable',
+  usage: 'import --file F [--partner NAME] [--format ndjson|geojson|csv] [--rejects F] [--restart] [--json]',
+  options: { ...common, file: { type: 'string' }, partner: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, restart: { type: 'boolean' } },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      const format = values.format as ImportFormat | undefined;
+      if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
+      const partner = partnerOption(values);
+      const result = await deps.importFile(
+        rt,
+        {
+          file: required(values, 'file'),
+          ...(format && { format }),
+          ...(typeof values.rejects === 'string' && { rejectsFile: values.rejects }),
+          ...(partner !== undefined && { partner }),
+          restart: values.restart === true,
+        },
+        values.json ? undefined : createProgress('import'),
+      );
+      print(values, result, () =>
+        `records: ${result.records}; accepted: ${result.accepted}; duplicate: ${result.duplicate}; rejected: ${result.rejected}` +
+          (result.rejected > 0 ? ` (reasons in ${result.rejectsFile})` : '') +
+          (result.resumedFrom > 0 ? `; resumed after record ${result.resumedFrom}` : ''),
+      );
+      return 0;
+    }),
+};
+
+export const exportCommand: Command = {
+  summary: 'write an archive window to a file (parquet, csv or geojson)',
+  usage: 'export --from DATE --to DATE --format parquet|csv|geojson --out F [--admin CODE] [--json]',
+  options: { ...common, ...window, format: { type: 'string' }, out: { type: 'string' }, admin: { type: 'string' } },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      const format = required(values, 'format') as ExportFormat;
+      if (!['parquet', 'csv', 'geojson'].includes(format)) throw new UsageError('--format must be parquet, csv or geojson');
+      const query = {
+        startMs: instant(required(values, 'from'), 'from', 0),
+        endMs: instant(required(values, 'to'), 'to', 0, true),
+        admin: typeof values.admin === 'string' ? values.admin : undefined,
+      };
+      const result = await deps.exportWindow(rt, query, format, required(values, 'out'));
+      print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
+      return 0;
+    }),
+};
+
+export const verify: Command = {
+  summary: 'accepted versus archived, per day; exits 1 on any loss',
+  usage: 'verify [--from DATE] [--to DATE] [--json]',
+  options: { ...common, ...window },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      const result = await deps.verify(
+        rt,
+        { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', Date.now(), true) },
+        values.json ? undefined : createProgress('verify'),
+      );
+      print(values, result, () =>
+        [
+          ...result.days.map((d) => `${d.day}  accepted ${d.accepted}  archived ${d.archived}  pending ${d.pending}  missing ${d.missing}`),
+          `missing: ${result.missing.length}${result.missing.length ? ` (${result.missing.slice(0, 20).join(', ')}${result.missing.length > 20 ? ', …' : ''})` : ''}`,
+          `archived without an acceptance record: ${result.unexpected.length}`,
+          `reports stored in more than one part (until compaction): ${result.duplicatedInStorage}`,
+          result.ok ? 'OK' : 'LOSS FOUND',
+        ].join('\n'),
+      );
+      return result.ok ? 0 : 1;
+    }),
+};

@@ -1,0 +1,49 @@
+// `keys`: partner API keys kept in the ledger.
+import { isKeyName, keyDigest, newKey } from '../../partners/apiKeys.js';
+import { common, deps, print, required, UsageError, withRuntime, type Command } from './options.js';
+
+export const keys: Command = {
+  summary: 'partner API keys kept in the ledger (hashed): list, add, rotate, revoke',
+  usage: 'keys list | keys add --name NAME (a name no key has had) | keys rotate --name NAME | keys revoke --name NAME  [--json]',
+  options: { ...common, name: { type: 'string' } },
+  run: ({ config, values, positionals }) =>
+    withRuntime(config, async (rt) => {
+      const sub = positionals[0];
+      if (sub === 'list') {
+        const kept = (await rt.ledger.listKeys()).map((k) => ({ name: k.name, from: 'ledger', created_at: k.created_at, ...(k.revoked_at && { revoked_at: k.revoked_at }) }));
+        const listed = [...config.apiKeys.map((k) => ({ name: k.name, from: 'API_KEYS' })), ...kept];
+        print(values, listed, () => listed.map((k) => `${k.name}  ${k.from}${'revoked_at' in k && k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
+        return 0;
+      }
+      if (sub !== 'add' && sub !== 'rotate' && sub !== 'revoke') throw new UsageError('keys needs one of: list, add, rotate, revoke');
+      const name = required(values, 'name');
+      if (!isKeyName(name)) throw new UsageError('--name must be 1 to 64 characters of a-z 0-9 . _ - starting with a letter or digit');
+      if (sub === 'revoke') {
+        const n = await rt.ledger.revokeKeys(name);
+        print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
+        return n > 0 ? 0 : 1;
+      }
+      // A partner's reports and rights follow its key's name: a new key takes a name of its own.
+      const configured = config.apiKeys.some((k) => k.name === name);
+      if (sub === 'add' && configured) {
+        process.stderr.write(`the name ${name} is a key in API_KEYS, and its reports and rights follow the name: choose another name\n`);
+        return 1;
+      }
+      if (sub === 'rotate' && !configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) {
+        process.stderr.write(`no key is named ${name}: add one with keys add --name ${name}\n`);
+        return 1;
+      }
+      // The key is shown once; the ledger keeps only its digest.
+      const key = newKey();
+      try {
+        await rt.ledger.addKey(name, keyDigest(key), sub === 'rotate');
+      } catch (err) {
+        if (!(err instanceof deps.KeyNameInUseError)) throw err;
+        process.stderr.write(`${err.message}\n`);
+        return 1;
+      }
+      const revoked = sub === 'rotate' ? await rt.ledger.revokeKeys(name, keyDigest(key)) : 0;
+      print(values, { name, key, revoked }, () => `${name}: ${key}${sub === 'rotate' ? `\n(revoked ${revoked} earlier key(s) of ${name})` : ''}\nKeep it now: it is not shown again.`);
+      return 0;
+    }),
+};

@@ -1,0 +1,112 @@
+// What the command line's commands share: their shape, the option sets, the checks of option
+// values, printing, and the runtime an ops command runs with.
+import fs from 'node:fs/promises';
+import type { ParseArgsConfig } from 'node:util';
+import { isKeyName } from '../../partners/apiKeys.js';
+import type { Config } from '../../shared/config.js';
+import { bootstrap } from '../bootstrap.js';
+import type { Runtime } from '../runtime.js';
+
+/** A mistake in the command's options: exit 2, with the command's usage. */
+export class UsageError extends Error {}
+
+export type Options = ParseArgsConfig['options'];
+export type Values = Record<string, string | boolean | undefined>;
+
+export interface Command {
+  summary: string;
+  usage: string;
+  options: Options;
+  run(ctx: { config: Config; values: Values; positionals: string[] }): Promise<number>;
+}
+
+export const common: Options = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
+export const window: Options = { from: { type: 'string' }, to: { type: 'string' } };
+
+/**
+ * What the commands run, loaded once a command is to run: `--help` and usage errors answer
+ * without loading DuckDB, the SDK adapters and the schemas (most of a second; seconds on a busy host).
+ * A live binding: the command modules see it once `loadCommandModules` has run.
+ */
+export let deps: typeof import('../commandModules.js');
+
+export async function loadCommandModules(): Promise<typeof deps> {
+  deps = await import('../commandModules.js');
+  return deps;
+}
+
+/**
+ * Creates the bucket and queues where this process owns them: the embedded store, or an
+ * emulator endpoint (LocalStack, moto). On AWS proper the stack creates them, and the task's
+ * role may not.
+ */
+export async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<void> {
+  if (config.storageUrl.startsWith('file://') || config.awsEndpointUrl) {
+    await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
+  }
+}
+
+/** Runs `fn` with a runtime, closing it after. */
+export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
+  const rt = await deps.createRuntime(config);
+  try {
+    await bootstrapIfLocal(config, rt);
+    await rt.boundaries.seedIfEmpty();
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+/**
+ * A webhook secret: from --secret-file (a file, or - for standard input; one trailing newline
+ * dropped), or from --secret, which leaves it in the process list and the shell's history.
+ */
+export async function secretOption(values: Values): Promise<string> {
+  const file = values['secret-file'];
+  if (typeof values.secret === 'string') {
+    if (file !== undefined) throw new UsageError('give --secret-file or --secret, not both');
+    process.stderr.write('warning: --secret leaves the secret in the process list and the shell history; use --secret-file F (- for standard input)\n');
+    return values.secret;
+  }
+  if (typeof file !== 'string' || file === '') throw new UsageError('--secret-file is required (a file holding the secret, or - to read it from standard input)');
+  let text = '';
+  try {
+    if (file === '-') for await (const chunk of process.stdin) text += String(chunk);
+    else text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read --secret-file ${file}: ${(err as Error).message}`);
+  }
+  return text.replace(/\r?\n$/, '');
+}
+
+export function print(values: Values, result: unknown, human: () => string): void {
+  process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human()}\n`);
+}
+
+/** `2026-11-21` (a whole UTC day) or an ISO date-time with offset. */
+export function instant(value: string | boolean | undefined, name: string, fallback: number, endOfDay = false): number {
+  if (value === undefined) return fallback;
+  const text = String(value);
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
+    const ms = deps.parseOffsetDateTime(`${text}T00:00:00Z`);
+    if (ms !== undefined) return endOfDay ? ms + 86_400_000 - 1 : ms;
+  }
+  const ms = deps.parseOffsetDateTime(text);
+  if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
+  return ms;
+}
+
+/** `--partner NAME`, checked as a key name; undefined when not given. */
+export function partnerOption(values: Values): string | undefined {
+  const name = values.partner;
+  if (name === undefined) return undefined;
+  if (typeof name !== 'string' || !isKeyName(name)) throw new UsageError('--partner must be a key name: 1 to 64 characters of a-z 0-9 . _ - starting with a letter or digit');
+  return name;
+}
+
+export function required(values: Values, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
