@@ -17,13 +17,17 @@ import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPar
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
 
-/** What compaction uses: the parts and their local files, the query engine, retractions (merged in as tombstones), a temporary directory. */
-export interface CompactDeps {
+/** What every rewrite of parts uses: the parts and their local files, the query engine, a temporary directory. */
+export interface PartRewriteDeps {
   store: ObjectStore;
   db: DuckDb;
   cache: Pick<PartCache, 'localFile'>;
-  ledger: Pick<RetractionLedger, 'retractions'>;
   config: Pick<Config, 'dataDir'>;
+}
+
+/** What compaction uses: a rewrite's, and retractions (merged in as tombstones). */
+export interface CompactDeps extends PartRewriteDeps {
+  ledger: Pick<RetractionLedger, 'retractions'>;
 }
 
 export interface CompactOptions {

@@ -9,21 +9,14 @@ import { listWindowParts } from '../archive/partListing.js';
 import { readRows } from '../archive/readRows.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import type { ChangedReport, ChangeLog } from '../archive/changes.js';
-import type { PartCache } from '../archive/partCache.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import type { Config } from '../shared/config.js';
-import type { DuckDb } from '../archive/duckdb.js';
 import { newDayPartKey, newPartKey } from '../store/layout.js';
-import type { ObjectStore } from '../store/objectStore.js';
+import type { PartRewriteDeps } from './compact.js';
 import type { Progress } from './progress.js';
 
-/** What reprocessing uses: the parts, the current boundaries, the query engine, the change log, a temporary directory. */
-export interface ReprocessDeps {
-  store: ObjectStore;
-  db: DuckDb;
-  cache: Pick<PartCache, 'localFile'>;
+/** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
+export interface ReprocessDeps extends PartRewriteDeps {
   boundaries: Pick<BoundaryRepository, 'current'>;
-  config: Pick<Config, 'dataDir'>;
   changes: Pick<ChangeLog, 'record'>;
 }
 
