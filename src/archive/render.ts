@@ -265,11 +265,9 @@ async function timeSlices(ctx: WindowContext, files: string[], query: WindowQuer
 
 /** Up to `limit` reports of one day, item by item, with their keys when paging. */
 async function queryDay(ctx: WindowContext, files: string[], query: WindowQuery, shape: FeatureShape, limit: number, clean: boolean): Promise<FeatureBatch> {
-  const bound = filteredRows(files, query, clean);
-  // The page's reports first (DuckDB keeps the top `limit` alone), then their items.
-  const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey
-    FROM (SELECT * FROM ${bound.sql} ${ANSWER_ORDER} ${Number.isFinite(limit) ? `LIMIT ${Math.trunc(limit)}` : ''})
-    ${ANSWER_ORDER}`;
+  // The page's reports first (filteredRows keeps the top `limit` alone), then their items.
+  const bound = filteredRows(files, query, clean, Number.isFinite(limit) ? Math.trunc(limit) : undefined);
+  const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey FROM ${bound.sql} ${ANSWER_ORDER}`;
   return ctx.db.withConnection(async (conn) => {
     const result = await conn.stream(sql, bound.values, bound.types);
     const items: string[] = [];

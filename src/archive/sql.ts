@@ -20,9 +20,9 @@ export const micros = (ms: number) => timestampTZValue(BigInt(Math.trunc(ms)) * 
  * The de-duplicated, filtered rows of some part files, as a SQL subquery with bound parameters.
  * `clean`: the files are single parts of distinct hours, or one compacted day, which hold each
  * pkey once (writers guarantee it, and a pkey lives in one hour), so there is nothing to
- * de-duplicate.
+ * de-duplicate. `limit`: only the first `limit` rows in the answer's order (a page).
  */
-export function filteredRows(files: readonly string[], query: WindowQuery, clean = false): Bound {
+export function filteredRows(files: readonly string[], query: WindowQuery, clean = false, limit?: number): Bound {
   // Every copy of a report shares its created_at, place and received_at, so those filters
   // can run before de-duplication (and reach the Parquet row groups); the tags may differ
   // between copies (reprocessing), so the admin filter runs after it.
@@ -74,11 +74,26 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
     if (hidden.length > 0) where.push('NOT list_contains($retracted, pkey)');
     after.push(`status <> 'retracted'`);
   }
-  const rows = clean
-    ? `(SELECT * FROM read_parquet($files) WHERE ${[...where, ...after].join(' AND ')})`
-    : `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
+  const afterClause = after.length > 0 ? `WHERE ${after.join(' AND ')}` : '';
+  let rows: string;
+  if (clean) {
+    rows = `(SELECT * FROM read_parquet($files) WHERE ${[...where, ...after].join(' AND ')})`;
+    if (limit !== undefined) rows = `(SELECT * FROM ${rows} ${ANSWER_ORDER} LIMIT ${limit})`;
+  } else if (limit === undefined) {
+    rows = `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
              WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
-           ${after.length > 0 ? `WHERE ${after.join(' AND ')}` : ''})`;
+           ${afterClause})`;
+  } else {
+    // A page of a storm hour: de-duplicating every column of every copy would hold the whole
+    // hour in memory for `limit` rows. The page's copies are chosen on the few columns the
+    // filters and the order read, then only those rows are read whole.
+    const keys = `SELECT filename, pkey FROM (SELECT filename, pkey, created_at, status, instance_region_code
+             FROM read_parquet($files, filename = true) WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
+           ${afterClause} ${ANSWER_ORDER} LIMIT ${limit}`;
+    rows = `(SELECT r.* EXCLUDE (filename)
+             FROM (SELECT * FROM read_parquet($files, filename = true) WHERE ${where.join(' AND ')}) r
+             SEMI JOIN (${keys}) k ON r.filename = k.filename AND r.pkey = k.pkey)`;
+  }
   if (!query.includeRetracted) return { sql: rows, values, types };
   return { sql: `(SELECT ${TOMBSTONE(hidden.length > 0 ? `status = 'retracted' OR list_contains($retracted, pkey)` : `status = 'retracted'`)} FROM ${rows})`, values, types };
 }
