@@ -23,6 +23,7 @@ COPY package.json package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/web ./web
+COPY --from=build /app/boundaries ./boundaries
 # Local state (generated key, temp files, the S3 part cache) lives in /data, owned by the unprivileged user.
 RUN mkdir -p /data && chown node:node /data
 USER node

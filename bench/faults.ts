@@ -20,12 +20,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cliJson, startServer, type Server } from './server.js';
-import { buildBenchStore, loadBenchBoundaries } from './synthetic.js';
+import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
+import { buildBenchStore } from './synthetic.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(root, 'dist', 'src', 'cli.js');
 const API_KEY = 'bench-key-0123456789abcdef';
-const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash' } } });
 const QUICK = args.quick === true;
 const ONLY = new Set(String(args.only).split(','));
@@ -247,7 +247,7 @@ function lightPost(url: string): Promise<{ status: number | string; ms: number }
 async function mixedLoad(): Promise<void> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-faults-'));
   const startMs = Date.UTC(2025, 0, 1);
-  const boundaries = await loadBenchBoundaries(SHARED_PH, (line) => console.log(line));
+  const boundaries = await defaultBoundaries();
   await buildBenchStore({ storeDir: path.join(dir, 'store'), reports: YEAR_REPORTS, startMs, days: 365, boundaries });
   // Closed days compacted, as the scheduler's nightly job leaves them.
   await cliJson(['compact', '--from', '2025-01-01', '--to', '2025-12-31'], { DATA_DIR: dir });

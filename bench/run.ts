@@ -19,11 +19,11 @@ import autocannon from 'autocannon';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
 import { asServer, cliChild, cliJson as cli, startServer, type Server } from './server.js';
-import { buildBenchStore, loadBenchBoundaries, walkFiles } from './synthetic.js';
+import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
+import { buildBenchStore, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
-const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
 
 const { values: args } = parseArgs({
   options: {
@@ -538,7 +538,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
     log(`reusing the archive in ${dataDir}`);
     return archiveReads(dir, dataDir, storeDir);
   }
-  const boundaries = await loadBenchBoundaries(SHARED_PH, log);
+  const boundaries = await defaultBoundaries();
   log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days …`);
   let t = performance.now();
   const built = await buildBenchStore({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries });

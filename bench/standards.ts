@@ -12,16 +12,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startServer } from './server.js';
-import { APPROXIMATE_OUTLINES } from '../src/boundaries/approximateOutlines.js';
+import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { BoundaryRepository } from '../src/boundaries/repository.js';
-import type { BoundarySet } from '../src/boundaries/types.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
 import { buildSyntheticArchive } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
 const CLI = path.join(root, 'dist', 'src', 'cli.js');
-const SHARED_PH = path.resolve(root, '..', 'shared', 'data', 'ph');
 const DAY_MS = 86_400_000;
 
 const { values: args } = parseArgs({
@@ -60,16 +58,6 @@ function timedGet(url: string): Promise<{ ms: number; bytes: number; status: num
   });
 }
 
-async function loadBoundaries(): Promise<BoundarySet> {
-  try {
-    const read = async (f: string) => JSON.parse(await fsp.readFile(path.join(SHARED_PH, f), 'utf8'));
-    return { label: 'PSA/NAMRIA 2023 (benchmark)', cities: await read('cities.geojson'), localAreas: await read('local-areas.geojson') };
-  } catch {
-    log(`PSA/NAMRIA boundaries not found at ${SHARED_PH}: approximate outlines instead`);
-    return APPROXIMATE_OUTLINES;
-  }
-}
-
 /** The window's Parquet answer, three times: each is assembled anew. */
 async function parquetRows(url: string, label: string): Promise<Record<string, string | number>> {
   const q = `${url}/reports/archive?start=${iso(START_MS)}&end=${iso(END_MS)}&format=parquet`;
@@ -90,7 +78,7 @@ async function main(): Promise<void> {
   const dataDir = path.join(dir, 'data');
   const storeDir = path.join(dataDir, 'store');
   await fsp.mkdir(storeDir, { recursive: true });
-  const boundaries = await loadBoundaries();
+  const boundaries = await defaultBoundaries();
   const { version } = await new BoundaryRepository(new FileObjectStore(storeDir), 0).publish(boundaries);
   log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days ending ${iso(END_MS)} …`);
   await buildSyntheticArchive({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries, boundaryVersion: version });

@@ -6,7 +6,6 @@ import path from 'node:path';
 import booleanPointInPolygon from '@turf/boolean-point-in-polygon';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ulid } from 'ulid';
-import { APPROXIMATE_OUTLINES } from '../src/boundaries/approximateOutlines.js';
 import { BoundaryRepository } from '../src/boundaries/repository.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
@@ -33,17 +32,6 @@ const TEXTS = [
   'Light vehicles turned back.', 'Kailangan ng rescue boat dito.', 'The drainage is clogged with garbage.',
   'Ingat po sa mga dadaan.', '', '', 'Barado ang kanal.', 'Power is out in the area.', 'Baha pa rin hanggang ngayon.',
 ];
-
-/** The PSA/NAMRIA boundaries beside the project, or the approximate outlines where that folder is absent. */
-export async function loadBenchBoundaries(sharedPh: string, log: (line: string) => void): Promise<BoundarySet> {
-  const read = async (f: string) => JSON.parse(await fs.readFile(path.join(sharedPh, f), 'utf8'));
-  try {
-    return { label: 'PSA/NAMRIA 2023 (benchmark)', cities: await read('cities.geojson'), localAreas: await read('local-areas.geojson') };
-  } catch {
-    log(`PSA/NAMRIA boundaries not found at ${sharedPh}: points are drawn inside the approximate outlines instead`);
-    return APPROXIMATE_OUTLINES;
-  }
-}
 
 /** Publishes the boundaries into an embedded store and builds a synthetic archive tagged with them. */
 export async function buildBenchStore(options: Omit<SyntheticOptions, 'boundaryVersion'>): Promise<{ parts: number; bytes: number }> {

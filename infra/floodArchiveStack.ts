@@ -170,7 +170,7 @@ export class FloodArchiveStack extends Stack {
       size: { cpu: 1024, memoryLimitMiB: 2048 },
       container: container('scheduler', 'scheduler'),
     });
-    // Every process publishes the approximate outlines when cities/ is empty, but only the
+    // Every process publishes the default boundaries when cities/ is empty, but only the
     // scheduler may write there: on a first deployment it must start before the others.
     this.api.service.node.addDependency(this.scheduler);
     this.worker.node.addDependency(this.scheduler);

@@ -2,15 +2,20 @@
 // named by its content hash, plus a pointer to the current one. Publishing
 // writes the version, then moves the pointer; rollback moves it back.
 import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { topology } from 'topojson-server';
 import type { ObjectStore } from '../store/objectStore.js';
-import { APPROXIMATE_OUTLINES } from './approximateOutlines.js';
+import { defaultBoundaries } from './defaultBoundaries.js';
+import { PlaceNames, placesOf } from './placeNames.js';
 import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
 import { boundaryProblems } from './validate.js';
 
 const VERSIONS_PREFIX = 'cities/versions/';
 const POINTER_KEY = 'cities/current.json';
+/** A version's object: `<id>.json.gz`, or `<id>.json` for versions written before they were gzipped. */
+const VERSION_SUFFIX = '.json.gz';
+const PLAIN_SUFFIX = '.json';
 /** Quantization of the /cities TopoJSON: about a metre over the Philippines' extent. */
 const CITIES_QUANTIZATION = 1e5;
 
@@ -30,6 +35,8 @@ export interface LoadedBoundaries {
   label: string;
   set: StoredBoundarySet;
   tagger: Tagger;
+  /** What partner_city may name in this version. */
+  placeNames: PlaceNames;
   citiesGeoJson: string;
   citiesTopoJson: string;
 }
@@ -42,7 +49,7 @@ export class InvalidBoundariesError extends Error {
 }
 
 export class BoundaryRepository {
-  private loaded = new Map<string, LoadedBoundaries>();
+  private loaded = new Map<string, Promise<LoadedBoundaries>>();
   private pointerCache: { pointer: Pointer; readAt: number } | undefined;
 
   constructor(
@@ -52,7 +59,15 @@ export class BoundaryRepository {
   ) {}
 
   static versionId(set: BoundarySet): string {
-    const canonical = JSON.stringify({ label: set.label, cities: set.cities, localAreas: set.localAreas });
+    // Members a set lacks are left out, so versions published before they existed keep their ids.
+    const canonical = JSON.stringify({
+      label: set.label,
+      ...(set.attribution !== undefined && { attribution: set.attribution }),
+      ...(set.regions !== undefined && { regions: set.regions }),
+      ...(set.provinces !== undefined && { provinces: set.provinces }),
+      cities: set.cities,
+      localAreas: set.localAreas,
+    });
     return createHash('sha256').update(canonical).digest('hex').slice(0, 24);
   }
 
@@ -63,28 +78,39 @@ export class BoundaryRepository {
   }
 
   async load(version: string): Promise<LoadedBoundaries> {
-    const hit = this.loaded.get(version);
-    if (hit) return hit;
+    let loading = this.loaded.get(version);
+    if (!loading) {
+      // One read and parse per version, however many requests ask for it at once.
+      loading = this.read(version);
+      this.loaded.set(version, loading);
+      loading.catch(() => this.loaded.delete(version));
+    }
+    return loading;
+  }
+
+  private async read(version: string): Promise<LoadedBoundaries> {
     if (!/^[0-9a-f]{24}$/.test(version)) throw new Error(`not a boundary version id: ${version}`);
-    const obj = await this.store.get(`${VERSIONS_PREFIX}${version}.json`);
+    // Versions are gzipped JSON (the national set is 27 MB of JSON, 6 MB gzipped); versions
+    // published before that are plain JSON.
+    const zipped = await this.store.get(`${VERSIONS_PREFIX}${version}${VERSION_SUFFIX}`);
+    const obj = zipped ?? (await this.store.get(`${VERSIONS_PREFIX}${version}${PLAIN_SUFFIX}`));
     if (!obj) throw new Error(`boundary version ${version} is missing from the store`);
-    const set = JSON.parse(obj.body.toString('utf8')) as StoredBoundarySet;
+    const set = JSON.parse((zipped ? gunzipSync(obj.body) : obj.body).toString('utf8')) as StoredBoundarySet;
     const cities = set.cities.features.map((f) => ({
       type: 'Feature' as const,
       geometry: f.geometry,
       properties: { code: f.properties.code, name: f.properties.name },
     }));
     const collection = { type: 'FeatureCollection' as const, features: cities };
-    const result: LoadedBoundaries = {
+    return {
       version,
       label: set.label,
       set,
       tagger: new Tagger(set),
+      placeNames: new PlaceNames(placesOf(set)),
       citiesGeoJson: JSON.stringify({ statusCode: 200, result: collection }),
       citiesTopoJson: JSON.stringify({ statusCode: 200, result: topology({ output: collection }, CITIES_QUANTIZATION) }),
     };
-    this.loaded.set(version, result);
-    return result;
   }
 
   /** Validates and publishes; returns the version id (publishing the same content twice is a no-op). */
@@ -92,8 +118,8 @@ export class BoundaryRepository {
     const problems = boundaryProblems(set);
     if (problems.length > 0) throw new InvalidBoundariesError(problems);
     const version = BoundaryRepository.versionId(set);
-    const stored: StoredBoundarySet = { id: version, label: set.label, cities: set.cities, localAreas: set.localAreas };
-    await this.store.putIfAbsent(`${VERSIONS_PREFIX}${version}.json`, JSON.stringify(stored));
+    const stored: StoredBoundarySet = { id: version, ...set };
+    await this.store.putIfAbsent(`${VERSIONS_PREFIX}${version}${VERSION_SUFFIX}`, gzipSync(JSON.stringify(stored)));
     const pointer = await this.pointer(true);
     if (pointer?.version === version) return { version, changed: false };
     await this.writePointer(version, pointer?.version ?? null);
@@ -107,16 +133,16 @@ export class BoundaryRepository {
   }
 
   async versions(): Promise<string[]> {
-    const out: string[] = [];
+    const out = new Set<string>();
     for await (const info of this.store.list({ prefix: VERSIONS_PREFIX })) {
-      out.push(info.key.slice(VERSIONS_PREFIX.length).replace(/\.json$/, ''));
+      out.add(info.key.slice(VERSIONS_PREFIX.length).replace(/\.json(\.gz)?$/, ''));
     }
-    return out;
+    return [...out];
   }
 
-  /** First start: publish the project's approximate outlines so the service runs. */
+  /** First start: publish the project's default boundaries (PSA/NAMRIA, two cities) so the service runs. */
   async seedIfEmpty(): Promise<void> {
-    if (!(await this.pointer(true))) await this.publish(APPROXIMATE_OUTLINES);
+    if (!(await this.pointer(true))) await this.publish(await defaultBoundaries());
   }
 
   private async pointer(fresh = false): Promise<Pointer | undefined> {

@@ -1,9 +1,11 @@
 // Checks a boundary set before it is published: a bad publish would mis-tag
 // every report that follows, so nothing half-valid goes live.
-import type { Position } from 'geojson';
+import type { FeatureCollection, Position } from 'geojson';
+import { PlaceNames, placesOf } from './placeNames.js';
 import type { Area, BoundarySet } from './types.js';
 
-const CITY_CODE = /^[A-Z]{2}-[A-Z0-9]{1,8}$/;
+/** PH-QC in the two-city set; PH- and the PSGC code nationally (PH-1381300000). */
+const CITY_CODE = /^[A-Z]{2}-[A-Z0-9]{1,12}$/;
 const PSGC = /^\d{10}$/;
 
 export function boundaryProblems(set: BoundarySet): string[] {
@@ -15,6 +17,11 @@ export function boundaryProblems(set: BoundarySet): string[] {
   if (set.localAreas?.type !== 'FeatureCollection' || !Array.isArray(set.localAreas.features)) {
     return [...problems, 'local areas: must be a GeoJSON FeatureCollection'];
   }
+  const regions = levelProblems(set.regions, 'regions', problems);
+  const provinces = levelProblems(set.provinces, 'provinces', problems);
+  set.provinces?.features.forEach((f, i) => {
+    if (set.regions && !regions.has(f.properties?.region_psgc)) problems.push(`provinces[${i}]: region_psgc must name a region of this set`);
+  });
   if (set.cities.features.length === 0) problems.push('cities: at least one city is needed');
   const codes = new Set<string>();
   set.cities.features.forEach((f, i) => {
@@ -24,8 +31,20 @@ export function boundaryProblems(set: BoundarySet): string[] {
     else if (codes.has(code)) problems.push(`${where}: duplicate code ${code}`);
     else codes.add(code);
     if (typeof f.properties?.name !== 'string' || f.properties.name === '') problems.push(`${where}: name is required`);
+    const { psgc, region_psgc, province_psgc } = f.properties ?? {};
+    if (psgc !== undefined && (typeof psgc !== 'string' || !PSGC.test(psgc))) problems.push(`${where}: psgc must be a 10-digit string`);
+    if (set.regions && !regions.has(region_psgc)) problems.push(`${where}: region_psgc must name a region of this set`);
+    if (set.provinces && province_psgc != null && !provinces.has(province_psgc)) problems.push(`${where}: province_psgc must name a province of this set, or be null`);
     problems.push(...geometryProblems(f.geometry, where));
   });
+  if (problems.length === 0) {
+    // Every place a partner may name must have a label that names it alone.
+    try {
+      new PlaceNames(placesOf(set));
+    } catch (err) {
+      problems.push(`place names: ${(err as Error).message}`);
+    }
+  }
   const psgcs = new Set<string>();
   set.localAreas.features.forEach((f, i) => {
     const where = `localAreas[${i}]`;
@@ -38,6 +57,26 @@ export function boundaryProblems(set: BoundarySet): string[] {
     problems.push(...geometryProblems(f.geometry, where));
   });
   return problems;
+}
+
+/** A level above the cities (regions, provinces): each a PSGC code once, a name and an area; returns the codes. */
+function levelProblems(level: FeatureCollection<Area, { psgc: string; name: string }> | undefined, name: string, problems: string[]): Set<unknown> {
+  const codes = new Set<unknown>();
+  if (level === undefined) return codes;
+  if (level?.type !== 'FeatureCollection' || !Array.isArray(level.features)) {
+    problems.push(`${name}: must be a GeoJSON FeatureCollection`);
+    return codes;
+  }
+  level.features.forEach((f, i) => {
+    const where = `${name}[${i}]`;
+    const psgc = f.properties?.psgc;
+    if (typeof psgc !== 'string' || !PSGC.test(psgc)) problems.push(`${where}: psgc must be a 10-digit string`);
+    else if (codes.has(psgc)) problems.push(`${where}: duplicate psgc ${psgc}`);
+    else codes.add(psgc);
+    if (typeof f.properties?.name !== 'string' || f.properties.name === '') problems.push(`${where}: name is required`);
+    problems.push(...geometryProblems(f.geometry, where));
+  });
+  return codes;
 }
 
 function geometryProblems(geometry: Area | null | undefined, where: string): string[] {

@@ -146,6 +146,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     ledger: rt.ledger,
     rateLimit: feedLimit,
     authFailures,
+    placeNames: async () => (await rt.boundaries.current()).placeNames,
     acceptDeadlineMs: rt.config.acceptDeadlineMs,
     acceptMaxInFlight: rt.config.acceptMaxInFlight,
     log: rt.log,

@@ -4,23 +4,15 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import express, { Router, type RequestHandler } from 'express';
+import { projectDir } from '../shared/projectDir.js';
 import type { Handlers } from './route.js';
 
 const require = createRequire(import.meta.url);
 const packageDir = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
 
-/** The project's `web/` folder: found from this module whether it runs from src/ or dist/src/. */
-function webDir(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('the explorer page files (web/) were not found beside package.json');
-    dir = parent;
-  }
-  return path.join(dir, 'web');
-}
+/** The project's `web/` folder. */
+const webDir = () => path.join(projectDir(), 'web');
 
 /** The page's own scripts only: no inline script, nothing from another origin. */
 const CONTENT_SECURITY_POLICY = [

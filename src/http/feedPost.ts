@@ -14,6 +14,7 @@ import type { Intake } from '../ingest/intake.js';
 import type { KeyLedger, ReportLookup } from '../ledger/ledger.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics } from '../shared/metrics.js';
+import type { PlaceNames } from '../boundaries/placeNames.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import { apiKeyCheck, partnerOf, type AuthFailureGuard } from './auth.js';
 import { RETRY_AFTER_SECONDS } from './errorHandler.js';
@@ -32,11 +33,23 @@ export interface FeedPostDeps {
   rateLimit: RequestHandler;
   /** Failed authentications per client address, checked before the key is. */
   authFailures: AuthFailureGuard;
+  /** The current boundary version's place names, which partner_city must name. */
+  placeNames: () => Promise<Pick<PlaceNames, 'resolve'>>;
   /** Longest an acceptance may take before the answer is 503 (a stalled store or queue). */
   acceptDeadlineMs: number;
   /** Acceptances under way, late ones included, beyond which a post is refused at once (a stalled store must not pile them up). */
   acceptMaxInFlight: number;
   log: Logger;
+}
+
+/** The place names, or a 503 while no boundary version can be read (a first start on AWS waits for one). */
+async function placeNamesOf(deps: FeedPostDeps): Promise<Pick<PlaceNames, 'resolve'>> {
+  try {
+    return await deps.placeNames();
+  } catch (err) {
+    deps.log.warn({ err: String(err) }, 'no boundary version to check partner_city against');
+    throw new HttpError(503, `The boundaries are not available yet; retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+  }
 }
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -81,7 +94,7 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     await run(parseJson, req, res);
     let report;
     try {
-      report = parsePartnerReport((req as IncomingMessage & { body?: unknown }).body);
+      report = parsePartnerReport((req as IncomingMessage & { body?: unknown }).body, Date.now(), await placeNamesOf(deps));
     } catch (err) {
       if (err instanceof InvalidReportError) deps.metrics.reports.inc({ outcome: 'rejected' });
       throw err;

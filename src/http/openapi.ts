@@ -203,7 +203,7 @@ const schemas = {
       ['arcs'],
     ),
     // Quantized, so with a transform and a bbox, unless the city has no barangays in this
-    // boundary version (the approximate outlines have none): then there is nothing to quantize.
+    // boundary version (Manila's in the national set): then there is nothing to quantize.
     anyOf: [{ required: ['transform', 'bbox'] }, { properties: { objects: { properties: { output: { properties: { geometries: { maxItems: 0 } } } } } } }],
   }),
   LocalAreaProperties: {

@@ -11,7 +11,7 @@ import { parse as parseCsv } from 'csv-parse';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { Intake } from '../ingest/intake.js';
 import { PkeyTakenError } from '../ledger/ledger.js';
-import { InvalidReportError, PARTNER_CITIES, parsePartnerReport } from '../partners/partnerReport.js';
+import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Progress } from './progress.js';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
@@ -78,7 +78,6 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const resumedFrom = checkpoint.processed;
   if (resumedFrom === 0) await fs.writeFile(rejectsFile, '');
   const boundaries = await rt.boundaries.current();
-  const cities = new Map(boundaries.set.cities.features.map((f) => [f.properties.code, f.properties.name]));
   const tagger = boundaries.tagger;
 
   progress?.start(format === 'geojson' ? 0 : stat.size);
@@ -88,8 +87,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     const outcomes = await Promise.all(
       batch.map(async ({ index: n, record }): Promise<{ outcome: 'accepted' | 'duplicate' | 'rejected'; reject?: string }> => {
         try {
-          const input = toPartnerInput(record, (lng, lat) => cities.get(tagger.tag(lng, lat).instance_region_code ?? '') ?? null);
-          const report = parsePartnerReport(input);
+          // Without a partner_city, the code of the city holding the point, which names it.
+          const input = toPartnerInput(record, (lng, lat) => tagger.tag(lng, lat).instance_region_code);
+          const report = parsePartnerReport(input, Date.now(), boundaries.placeNames);
           return { outcome: (await rt.intake.accept(report, partner)).created ? 'accepted' : 'duplicate' };
         } catch (err) {
           if (err instanceof InvalidReportError || err instanceof RecordError || err instanceof PkeyTakenError) {
@@ -194,7 +194,7 @@ export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Rec
     if (value !== undefined && value !== null && value !== '') out[field] = value;
   }
   if (out.partner_city === undefined) {
-    throw new RecordError(`partner_city missing and the point is in none of: ${PARTNER_CITIES.join(', ')}`);
+    throw new RecordError('partner_city missing and the point is in no city of the current boundaries');
   }
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
 }

@@ -1,9 +1,9 @@
 // The partner report (docs/http.md, "POST /feeds/partner"): its JSON schema (ajv) and its normal form.
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
+import type { PlaceNames } from '../boundaries/placeNames.js';
 import type { ErrorDetail } from '../shared/errors.js';
 
-export const PARTNER_CITIES = ['Quezon City', 'Pampanga'] as const;
 export const DISASTER_TYPES = ['flood'] as const;
 /** Reports dated further ahead than this are rejected (clock skew allowance). */
 export const MAX_FUTURE_MS = 3_600_000;
@@ -57,7 +57,13 @@ export const partnerReportSchema = {
     title: { type: 'string', maxLength: 500 },
     text: { type: 'string', maxLength: 10_000 },
     image_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 },
-    partner_city: { type: 'string', enum: [...PARTNER_CITIES] },
+    partner_city: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      description:
+        'City, municipality or province the report comes from, by name, in the current boundary version: "Quezon City" and "Pampanga" in the two-city set; nationally any of them, forgiving case, accents and "City of X"/"X City", as "Name, Province" where a name repeats (an unknown or ambiguous name is a 400 listing the closest names)',
+    },
     disaster_type: { type: 'string', enum: [...DISASTER_TYPES] },
     location: {
       type: 'object',
@@ -79,7 +85,8 @@ export interface PartnerReport {
   title: string | null;
   text: string | null;
   image_url: string | null;
-  partner_city: (typeof PARTNER_CITIES)[number];
+  /** The canonical label of the place it names (see parsePartnerReport). */
+  partner_city: string;
   disaster_type: (typeof DISASTER_TYPES)[number];
   location: { lat: number; lng: number };
 }
@@ -97,17 +104,25 @@ export class InvalidReportError extends Error {
   }
 }
 
-/** Validates a parsed body and returns its normal form; throws InvalidReportError listing every problem. */
-export function parsePartnerReport(body: unknown, now = Date.now()): PartnerReport {
+/**
+ * Validates a parsed body and returns its normal form; throws InvalidReportError listing every
+ * problem. With `places` (the feed, imports), `partner_city` must name one place of the current
+ * boundary version and is kept as its canonical label; without (the worker, re-reading what was
+ * accepted under some version), it is kept as it is.
+ */
+export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pick<PlaceNames, 'resolve'>): PartnerReport {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidReportError([{ in: 'body', field: '(body)', message: 'must be a JSON object' }]);
   }
+  const named = (body as { partner_city?: unknown }).partner_city;
+  const city = places && typeof named === 'string' && named.length > 0 && named.length <= 200 ? partnerCityOf(named, places) : undefined;
   if (!validateSchema(body)) {
-    throw new InvalidReportError(schemaDetails(validateSchema.errors ?? []));
+    throw new InvalidReportError([...schemaDetails(validateSchema.errors ?? []), ...(city && 'problem' in city ? [city.problem] : [])]);
   }
   const input = body as unknown as Record<string, unknown> & { location: { lat: number; lng: number } };
   const createdMs = parseOffsetDateTime(String(input.created_at));
   const details: ErrorDetail[] = [];
+  if (city && 'problem' in city) details.push(city.problem);
   // The schema caps numbers; a string of 16 digits can still exceed 2^53-1 and would lose precision.
   if (typeof input.post_id === 'string' && BigInt(input.post_id) > BigInt(Number.MAX_SAFE_INTEGER)) {
     details.push({ in: 'body', field: 'post_id', message: POST_ID_MESSAGE });
@@ -126,10 +141,22 @@ export function parsePartnerReport(body: unknown, now = Date.now()): PartnerRepo
     title: typeof input.title === 'string' ? input.title : null,
     text: typeof input.text === 'string' ? input.text : null,
     image_url: typeof input.image_url === 'string' ? input.image_url : null,
-    partner_city: input.partner_city as PartnerReport['partner_city'],
+    partner_city: city && 'label' in city ? city.label : (input.partner_city as string),
     disaster_type: input.disaster_type as PartnerReport['disaster_type'],
     location: { lat: input.location.lat, lng: input.location.lng },
   };
+}
+
+/** What `partner_city` names in the current boundary version: its canonical label, or the problem to report. */
+function partnerCityOf(value: string, places: Pick<PlaceNames, 'resolve'>): { label: string } | { problem: ErrorDetail } {
+  const found = places.resolve(value);
+  if (found.ok) return { label: found.label };
+  const names = found.suggestions.map((s) => JSON.stringify(s)).join(', ');
+  const message =
+    found.reason === 'ambiguous'
+      ? `names several places; send one of: ${names}`
+      : `is not a city, municipality or province of the current boundaries${names ? `; closest: ${names}` : ''}`;
+  return { problem: { in: 'body', field: 'partner_city', message } };
 }
 
 /**

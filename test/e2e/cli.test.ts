@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { runCli as run } from '../support/cli.js';
-import { report, tempDir } from '../support/env.js';
+import { report, SHARED_PH_NATIONAL, tempDir } from '../support/env.js';
 
 
 describe('flood-archive CLI', () => {
@@ -92,6 +92,27 @@ describe('flood-archive CLI', () => {
     db.close();
   });
 
+  it('publishes the whole country from a folder in one command, validated, and lists its levels', async () => {
+    const dataDir = await tempDir();
+    const env = { DATA_DIR: dataDir };
+    const published = await run(['cities', 'publish', '--from', SHARED_PH_NATIONAL, '--label', 'PSA/NAMRIA 2023, the Philippines', '--json'], env);
+    expect(published.code).toBe(0);
+    expect(JSON.parse(published.stdout)).toMatchObject({ changed: true, levels: '17 regions, 88 provinces, 1642 cities, 41096 local areas' });
+    const versions = JSON.parse((await run(['cities', 'list', '--json'], env)).stdout) as { label: string; regions: number; provinces: number; cities: number; localAreas: number; current: boolean }[];
+    expect(versions.find((v) => v.current)).toMatchObject({ label: 'PSA/NAMRIA 2023, the Philippines', regions: 17, provinces: 88, cities: 1642, localAreas: 41096 });
+    expect(versions).toHaveLength(2);
+    // A folder whose provinces name a region it lacks is refused, and the current version stays.
+    const broken = await tempDir();
+    for (const f of ['cities.geojson', 'local-areas.geojson', 'provinces.geojson']) await fs.copyFile(path.join(SHARED_PH_NATIONAL, f), path.join(broken, f));
+    const regions = JSON.parse(await fs.readFile(path.join(SHARED_PH_NATIONAL, 'regions.geojson'), 'utf8'));
+    regions.features = regions.features.slice(1);
+    await fs.writeFile(path.join(broken, 'regions.geojson'), JSON.stringify(regions));
+    const refused = await run(['cities', 'publish', '--from', broken], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/region_psgc must name a region of this set/);
+    expect(JSON.parse((await run(['cities', 'list', '--json'], env)).stdout).find((v: { current: boolean }) => v.current).label).toBe('PSA/NAMRIA 2023, the Philippines');
+  }, 120_000);
+
   it('imports with --json, lists boundary versions, and verify exits 1 on a loss', async () => {
     const dataDir = await tempDir();
     const env = { DATA_DIR: dataDir };
@@ -104,7 +125,7 @@ describe('flood-archive CLI', () => {
     const cities = await run(['cities', 'list', '--json'], env);
     const versions = JSON.parse(cities.stdout);
     expect(versions).toHaveLength(1);
-    expect(versions[0]).toMatchObject({ cities: 2, localAreas: 0, current: true });
+    expect(versions[0]).toMatchObject({ label: 'PSA/NAMRIA 2023: Quezon City and Pampanga, 680 barangays', regions: 0, provinces: 0, cities: 2, localAreas: 680, current: true });
 
     // Nothing has archived the two reports yet: still pending, so not lost.
     const pending = await run(['verify', '--json'], env);

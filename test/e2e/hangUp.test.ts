@@ -6,7 +6,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSyntheticArchive } from '../../bench/synthetic.js';
-import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { eventually, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const START = Date.UTC(2025, 0, 1);
@@ -19,7 +19,7 @@ beforeAll(async () => {
   const config = await testConfig('embedded');
   // A year of hourly parts (about 8,000 files) straight into the store's layout: a cold
   // Parquet or Arrow answer over it takes DuckDB long enough to be abandoned halfway.
-  await buildSyntheticArchive({ storeDir: path.join(config.dataDir, 'store'), reports: REPORTS, startMs: START, days: DAYS, boundaries: APPROXIMATE_OUTLINES, boundaryVersion: 'test' });
+  await buildSyntheticArchive({ storeDir: path.join(config.dataDir, 'store'), reports: REPORTS, startMs: START, days: DAYS, boundaries: await defaultBoundaries(), boundaryVersion: 'test' });
   svc = await startTestService(await testRuntime(config), { worker: false, reconcile: false });
 }, 120_000);
 afterAll(async () => {

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bootstrap } from '../../src/main/bootstrap.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
-import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { listWindowParts } from '../../src/archive/partListing.js';
 import { mergeParts } from '../../src/archive/readRows.js';
 import type { IngestRecord } from '../../src/ingest/intake.js';
@@ -24,8 +24,6 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived,
   BACKENDS,
-  HAS_SHARED_PH,
-  SHARED_PH_MISSING,
   eventually,
   postReport,
   report,
@@ -36,7 +34,7 @@ import { allArchived,
   type TestService,
   pkeyOf,
 } from '../support/env.js';
-import { loadPsaBoundaries } from '../support/sharedData.js';
+import { loadNationalBoundaries } from '../support/sharedData.js';
 
 const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
 const WINDOW = 'start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
@@ -260,9 +258,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
   });
 });
 
-if (!HAS_SHARED_PH) console.warn(SHARED_PH_MISSING);
-
-describe.skipIf(!HAS_SHARED_PH).each(BACKENDS)('publishing PSA/NAMRIA boundaries then reprocessing, on the %s backend', (kind) => {
+describe.each(BACKENDS)('publishing the national boundaries then reprocessing, on the %s backend', (kind) => {
   let emulator: Emulator | undefined;
   let svc: TestService;
   beforeAll(async () => {
@@ -274,52 +270,61 @@ describe.skipIf(!HAS_SHARED_PH).each(BACKENDS)('publishing PSA/NAMRIA boundaries
     await emulator?.stop();
   });
 
-  it('moves reports tagged under the approximate outlines to the right cities and barangays', async () => {
-    // Points near the edges, where the approximate outlines and the real boundaries disagree.
+  it('moves reports tagged under the two-city default to their city or municipality and barangay nationally, after a dry run that says what moves', async () => {
     const points: [number, number][] = [
       [121.0497, 14.6516], // Quezon Memorial Circle
       [120.6898, 15.0286], // City of San Fernando
-      [120.9812, 14.5896], // Manila City Hall
+      [120.5885, 15.1371], // Angeles: Pampanga in the two-city set, an independent city nationally
+      [120.9812, 14.5896], // Manila City Hall: no city in the default; Manila has no barangays in the data
       [121.1029, 14.6507], // Marikina City Hall
-      [121.11, 14.74], // north-east QC edge
-      [120.99, 14.66], // QC/Caloocan edge
-      [120.94, 14.93], // Pampanga/Bulacan edge
-      [120.45, 15.22], // Pampanga/Tarlac edge
+      [123.8854, 10.2958], // Cebu City
+      [125.6128, 7.0731], // Davao City
+      [122.5621, 10.7202], // Iloilo City
+      [119.5, 15.5], // at sea, off Zambales
     ];
     for (const [i, [lng, lat]] of points.entries()) {
       expect((await postReport(svc.url, report(9400 + i, { created_at: '2026-11-21T03:00:00Z', location: { lat, lng } }))).status).toBe(201);
     }
     await drained(svc);
-    const psa = await loadPsaBoundaries();
-    const oldTagger = new Tagger(APPROXIMATE_OUTLINES);
-    const newTagger = new Tagger(psa);
+    const national = await loadNationalBoundaries();
+    const oldTagger = new Tagger(await defaultBoundaries());
+    const newTagger = new Tagger(national);
     const expectedMoves: Record<string, number> = {};
     for (const [lng, lat] of points) {
       const a = oldTagger.tag(lng, lat).instance_region_code;
       const b = newTagger.tag(lng, lat).instance_region_code;
       if (a !== b) expectedMoves[`${a ?? 'null'} -> ${b ?? 'null'}`] = (expectedMoves[`${a ?? 'null'} -> ${b ?? 'null'}`] ?? 0) + 1;
     }
-    expect(Object.keys(expectedMoves).length).toBeGreaterThan(0);
+    // Every report on land moves to a national code; the one at sea stays untagged.
+    expect(Object.values(expectedMoves).reduce((a, b) => a + b, 0)).toBe(points.length - 1);
+    const localAreaChanges = points.filter(([lng, lat]) => oldTagger.tag(lng, lat).local_area_id !== newTagger.tag(lng, lat).local_area_id).length;
 
-    const { version } = await svc.rt.boundaries.publish(psa);
+    const { version } = await svc.rt.boundaries.publish(national);
     const dry = await reprocess(svc.rt, { ...DAY, dryRun: true });
     expect(dry.moves).toEqual(expectedMoves);
-    expect(dry.localAreaChanges).toBe(points.filter(([lng, lat]) => newTagger.tag(lng, lat).local_area_id !== null).length);
+    expect(dry.localAreaChanges).toBe(localAreaChanges);
     expect(dry.hoursRewritten).toBe(0);
     const unchanged = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
-    expect(unchanged.result.features.every((f: any) => f.properties.tags.local_area_id === null)).toBe(true);
+    expect(unchanged.result.features.map((f: any) => f.properties.tags.instance_region_code).filter((c: string | null) => c !== null).sort()).toEqual(['PH-PG', 'PH-PG', 'PH-QC']);
 
     const done = await reprocess(svc.rt, { ...DAY, dryRun: false });
     expect(done.moves).toEqual(expectedMoves);
     expect(done.hoursRewritten).toBe(1);
     const body = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
+    expect(body.result.features).toHaveLength(points.length);
     for (const f of body.result.features) {
       const [lng, lat] = f.geometry.coordinates;
       expect(f.properties.tags).toEqual(newTagger.tag(lng, lat));
     }
-    expect(body.result.features.find((f: any) => f.properties.pkey === pkeyOf(9400)).properties.tags).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020' });
+    const tagsOf = (post: number) => body.result.features.find((f: any) => f.properties.pkey === pkeyOf(post)).properties.tags;
+    expect(tagsOf(9400)).toEqual({ instance_region_code: 'PH-1381300000', local_area_id: '1381300020' });
+    expect(tagsOf(9403)).toEqual({ instance_region_code: 'PH-1380600000', local_area_id: null });
+    expect(tagsOf(9408)).toEqual({ instance_region_code: null, local_area_id: null });
+    // The archive is filtered by the new codes.
+    const cebu = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson&admin=${tagsOf(9405).instance_region_code}`));
+    expect(cebu.result.features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(9405)]);
     const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
     expect(hours.map((h) => h.parts.length)).toEqual([1]);
     expect(version).toHaveLength(24);
-  });
+  }, 120_000);
 });

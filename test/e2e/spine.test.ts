@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feature } from 'topojson-client';
 import { topology } from 'topojson-server';
 import type { Topology } from 'topojson-specification';
-import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { allArchived,
@@ -66,6 +66,9 @@ const cases: Case[] = [
   { body: report(1010, { post_id: '1010', partner_city: 'Pampanga', location: SAN_FERNANDO, created_at: '2026-11-21T12:00:00+0800' }), inWindow: true, city: 'PH-PG', createdUtc: '2026-11-21T04:00:00.000Z' },
 ];
 
+/** The barangays of the cases' points under the shipped boundaries: Central (Quezon Memorial Circle), Lourdes (San Fernando). */
+const BARANGAY_OF: Record<string, string> = { 'PH-QC': '1381300020', 'PH-PG': '0305416013' };
+
 function expectedFeature(c: Case) {
   const b = c.body as { post_id: number | string; location: { lat: number; lng: number }; title?: string; text?: string; image_url?: string };
   return {
@@ -80,7 +83,7 @@ function expectedFeature(c: Case) {
       image_url: b.image_url ?? null,
       disaster_type: 'flood',
       report_data: null,
-      tags: { instance_region_code: c.city, local_area_id: null },
+      tags: { instance_region_code: c.city, local_area_id: c.city === null ? null : BARANGAY_OF[c.city]! },
       title: b.title ?? '',
       text: b.text ?? '',
     },
@@ -179,11 +182,12 @@ describe.each(RUNS)('spine on the $name backend', ({ kind, start }) => {
   });
 
   it('serves /cities as quantized TopoJSON that decodes to the published outlines, and as GeoJSON', async () => {
+    const shipped = (await defaultBoundaries()).cities.features;
     const geo = await getJson(`${svc.url}/cities?geoformat=geojson`);
     expect(geo.status).toBe(200);
     expect(geo.body.result).toEqual({
       type: 'FeatureCollection',
-      features: APPROXIMATE_OUTLINES.cities.features.map((f) => ({ type: 'Feature', geometry: f.geometry, properties: f.properties })),
+      features: shipped.map((f) => ({ type: 'Feature', geometry: f.geometry, properties: { code: f.properties.code, name: f.properties.name } })),
     });
     const topo = await getJson(`${svc.url}/cities`);
     const t = topo.body.result;
@@ -199,7 +203,7 @@ describe.each(RUNS)('spine on the $name backend', ({ kind, start }) => {
     const decoded = feature(t as Topology, t.objects.output) as unknown as { features: { geometry: { coordinates: number[][][] } }[] };
     decoded.features.forEach((f, i) => {
       const ring = f.geometry.coordinates[0]!;
-      const want = (APPROXIMATE_OUTLINES.cities.features[i]!.geometry.coordinates as number[][][])[0]!;
+      const want = (shipped[i]!.geometry.coordinates as number[][][])[0]!;
       expect(ring[0]).toEqual(ring[ring.length - 1]);
       expect(ring).toHaveLength(want.length);
       ring.forEach(([x, y], j) => {

@@ -3,7 +3,7 @@
 // it already has) and others are retracted, ends equal to a full pull; and the extent tells
 // "no data yet" from "no reports".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { reprocess } from '../../src/ops/reprocess.js';
 import { ulid } from 'ulid';
 import { compaction } from '../../jobs/compaction.js';
@@ -172,7 +172,12 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     expect([...mirror.values()].map((f) => f.properties.tags.instance_region_code).sort()).toEqual(['PH-PG', 'PH-QC']);
 
     // New boundaries without Pampanga: its report moves to no city, Quezon City's stays.
-    const quezonOnly = { ...APPROXIMATE_OUTLINES, label: 'approximate outlines, Quezon City only', cities: { ...APPROXIMATE_OUTLINES.cities, features: APPROXIMATE_OUTLINES.cities.features.filter((f) => f.properties.code === 'PH-QC') } };
+    const shipped = await defaultBoundaries();
+    const quezonOnly = {
+      label: 'Quezon City only',
+      cities: { ...shipped.cities, features: shipped.cities.features.filter((f) => f.properties.code === 'PH-QC') },
+      localAreas: { ...shipped.localAreas, features: shipped.localAreas.features.filter((f) => f.properties.city_code === 'PH-QC') },
+    };
     await svc.rt.boundaries.publish(quezonOnly);
     const done = await reprocess(svc.rt, { fromMs: Date.parse('2026-10-05T00:00:00Z'), toMs: Date.parse('2026-10-05T23:59:59Z'), dryRun: false });
     expect(done.moves).toEqual({ 'PH-PG -> null': 1 });

@@ -7,9 +7,10 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBenchStore, loadBenchBoundaries } from '../../bench/synthetic.js';
+import { buildBenchStore } from '../../bench/synthetic.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { CLI, runCli } from '../support/cli.js';
-import { eventually, postReport, report, SHARED_PH, tempDir } from '../support/env.js';
+import { eventually, postReport, report, tempDir } from '../support/env.js';
 
 const KEY = 'hangup-key-0123456789abcdef';
 const HOUR = 3_600_000;
@@ -71,7 +72,7 @@ async function waitFor(pattern: RegExp, ms = 30_000): Promise<RegExpMatchArray> 
 
 beforeAll(async () => {
   dataDir = await tempDir('flood-hangup-');
-  const boundaries = await loadBenchBoundaries(SHARED_PH, () => undefined);
+  const boundaries = await defaultBoundaries();
   await buildBenchStore({ storeDir: path.join(dataDir, 'store'), reports: 9_000, startMs: CLOSED_FROM, days: 3, boundaries });
   const env = { DATA_DIR: dataDir, API_KEYS: `hangup:${KEY}` };
   const compacted = await runCli(['compact', '--json'], env);

@@ -31,6 +31,7 @@ export const BACKENDS: BackendKind[] = ['embedded', 'aws'];
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The PSA/NAMRIA boundaries beside the project (never copied into it). */
 export const SHARED_PH = path.resolve(here, '../../../shared/data/ph');
+export const SHARED_PH_NATIONAL = path.resolve(here, '../../../shared/data/ph-national');
 export const HAS_SHARED_PH = fs.existsSync(path.join(SHARED_PH, 'cities.geojson'));
 export const SHARED_PH_MISSING = `skipped: PSA/NAMRIA boundaries not found at ${SHARED_PH}`;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { APPROXIMATE_OUTLINES } from '../../src/boundaries/approximateOutlines.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { BoundaryRepository, InvalidBoundariesError } from '../../src/boundaries/repository.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import type { BoundarySet } from '../../src/boundaries/types.js';
@@ -7,15 +7,20 @@ import { boundaryProblems } from '../../src/boundaries/validate.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { tempDir } from '../support/env.js';
 
-const clone = (): BoundarySet => JSON.parse(JSON.stringify(APPROXIMATE_OUTLINES));
+const shipped = await defaultBoundaries();
+const clone = (): BoundarySet => JSON.parse(JSON.stringify(shipped));
 
 describe('boundary sets', () => {
-  it('the shipped approximate outlines are valid and tag the landmark points', () => {
-    expect(boundaryProblems(APPROXIMATE_OUTLINES)).toEqual([]);
-    const t = new Tagger(APPROXIMATE_OUTLINES);
-    expect(t.tag(121.0497, 14.6516).instance_region_code).toBe('PH-QC');
-    expect(t.tag(120.6898, 15.0286).instance_region_code).toBe('PH-PG');
-    expect(t.tag(120.9812, 14.5896)).toEqual({ instance_region_code: null, local_area_id: null });
+  it('the shipped PSA/NAMRIA set is valid, credited, and tags landmarks with their city and barangay', () => {
+    expect(boundaryProblems(shipped)).toEqual([]);
+    expect(shipped.attribution).toMatch(/PSA and NAMRIA/);
+    expect(shipped.cities.features.map((f) => f.properties.code)).toEqual(['PH-QC', 'PH-PG']);
+    expect(shipped.localAreas.features).toHaveLength(680);
+    const t = new Tagger(shipped);
+    expect(t.tag(121.0497, 14.6516)).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020' }); // Quezon Memorial Circle, Central
+    expect(t.tag(120.6898, 15.0286)).toEqual({ instance_region_code: 'PH-PG', local_area_id: '0305416013' }); // City of San Fernando, Lourdes
+    expect(t.tag(120.5885, 15.1371)).toEqual({ instance_region_code: 'PH-PG', local_area_id: '0330100029' }); // Angeles, Sto. Rosario
+    expect(t.tag(120.9812, 14.5896)).toEqual({ instance_region_code: null, local_area_id: null }); // Manila City Hall
   });
 
   it('rejects open rings, duplicate codes, bad PSGC and orphan local areas', () => {
@@ -39,7 +44,8 @@ describe('boundary sets', () => {
     const repo = new BoundaryRepository(new FileObjectStore(await tempDir()), 0);
     await repo.seedIfEmpty();
     const seeded = (await repo.current()).version;
-    expect(seeded).toBe(BoundaryRepository.versionId(APPROXIMATE_OUTLINES));
+    expect(seeded).toBe(BoundaryRepository.versionId(shipped));
+    expect((await repo.current()).label).toBe(shipped.label);
     await repo.seedIfEmpty();
     expect(await repo.versions()).toEqual([seeded]);
 

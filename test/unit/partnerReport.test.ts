@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
+import { PlaceNames, placesOf } from '../../src/boundaries/placeNames.js';
 import { InvalidReportError, parseOffsetDateTime, parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { loadNationalBoundaries } from '../support/sharedData.js';
+
+/** The places of the two-city set the service ships: what the feed checks partner_city against on a fresh start. */
+const PLACES = new PlaceNames(placesOf(await defaultBoundaries()));
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const valid = {
@@ -10,9 +16,9 @@ const valid = {
   location: { lat: 14.6516, lng: 121.0497 },
 };
 
-function problems(body: unknown): { field: string; message: string }[] {
+function problems(body: unknown, places: PlaceNames = PLACES): { field: string; message: string }[] {
   try {
-    parsePartnerReport(body, NOW);
+    parsePartnerReport(body, NOW, places);
   } catch (err) {
     expect(err).toBeInstanceOf(InvalidReportError);
     return (err as InvalidReportError).details;
@@ -22,7 +28,7 @@ function problems(body: unknown): { field: string; message: string }[] {
 
 describe('partner report', () => {
   it('normalises a valid report: UTC created_at with ms, nulls for missing optionals', () => {
-    expect(parsePartnerReport(valid, NOW)).toEqual({
+    expect(parsePartnerReport(valid, NOW, PLACES)).toEqual({
       post_id: 42,
       created_at: '2026-11-21T05:05:00.000Z',
       title: null,
@@ -32,6 +38,30 @@ describe('partner report', () => {
       disaster_type: 'flood',
       location: { lat: 14.6516, lng: 121.0497 },
     });
+  });
+
+  it('keeps partner_city as the canonical name of the place it names, forgiving case and spacing', () => {
+    expect(parsePartnerReport({ ...valid, partner_city: 'quezon  CITY' }, NOW, PLACES).partner_city).toBe('Quezon City');
+    expect(parsePartnerReport({ ...valid, partner_city: 'PAMPANGA' }, NOW, PLACES).partner_city).toBe('Pampanga');
+    expect(problems({ ...valid, partner_city: 'Manila' })).toEqual([{ in: 'body', field: 'partner_city', message: expect.stringMatching(/^is not a city, municipality or province of the current boundaries; closest: "/) }]);
+    // Without the boundaries (the worker re-reading what was accepted), it is kept as it came.
+    expect(parsePartnerReport({ ...valid, partner_city: 'quezon city' }, NOW).partner_city).toBe('quezon city');
+  });
+
+  it('takes any city, municipality or province of the national boundaries, and asks which where a name repeats', async () => {
+    const national = new PlaceNames(placesOf(await loadNationalBoundaries()));
+    expect(parsePartnerReport({ ...valid, partner_city: 'Cebu City' }, NOW, national).partner_city).toBe('City of Cebu');
+    expect(parsePartnerReport({ ...valid, partner_city: 'penarrubia' }, NOW, national).partner_city).toBe('Peñarrubia');
+    expect(parsePartnerReport({ ...valid, partner_city: 'Quezon City' }, NOW, national).partner_city).toBe('Quezon City');
+    expect(parsePartnerReport({ ...valid, partner_city: 'Pampanga' }, NOW, national).partner_city).toBe('Pampanga');
+    const [ambiguous] = problems({ ...valid, partner_city: 'San Jose' }, national);
+    expect(ambiguous).toMatchObject({ field: 'partner_city', message: expect.stringMatching(/^names several places; send one of: .*"San Jose, Batangas"/) });
+    // Each suggestion is itself accepted.
+    const suggested = [...ambiguous!.message.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+    expect(suggested.length).toBeGreaterThan(1);
+    for (const label of suggested) expect(parsePartnerReport({ ...valid, partner_city: label }, NOW, national).partner_city).toBe(label);
+    // With other problems, every one is listed.
+    expect(problems({ ...valid, partner_city: 'San Jose', disaster_type: 'fire' }, national).map((d) => d.field).sort()).toEqual(['disaster_type', 'partner_city']);
   });
 
   it('accepts a post_id given as a string of digits', () => {

@@ -1,24 +1,32 @@
 // `cities`: boundary versions.
 import fs from 'node:fs/promises';
+import path from 'node:path';
+import { readBoundaryFolder } from '../../boundaries/folder.js';
 import type { BoundarySet } from '../../boundaries/types.js';
 import { common, print, required, UsageError, withRuntime, type Command } from './options.js';
 
 export const cities: Command = {
   summary: 'boundary versions: publish, list, rollback',
-  usage: 'cities publish --cities F --local-areas F [--label TEXT] | cities list | cities rollback --to VERSION  [--json]',
-  options: { ...common, cities: { type: 'string' }, 'local-areas': { type: 'string' }, label: { type: 'string' }, to: { type: 'string' } },
+  usage:
+    'cities publish --from DIR | --cities F --local-areas F  [--label TEXT] [--attribution TEXT] | cities list | cities rollback --to VERSION  [--json]\n' +
+    '  --from DIR: a folder of regions.geojson, provinces.geojson (both optional), cities.geojson and local-areas.geojson',
+  options: { ...common, from: { type: 'string' }, cities: { type: 'string' }, 'local-areas': { type: 'string' }, label: { type: 'string' }, attribution: { type: 'string' }, to: { type: 'string' } },
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       const sub = positionals[0];
       if (sub === 'publish') {
+        const from = typeof values.from === 'string' ? values.from : undefined;
+        if (from !== undefined && (values.cities !== undefined || values['local-areas'] !== undefined)) throw new UsageError('publish takes --from, or --cities with --local-areas, not both');
+        const label = typeof values.label === 'string' ? values.label : `published ${new Date().toISOString()}${from !== undefined ? ` from ${path.basename(path.resolve(from))}` : ''}`;
+        const attribution = typeof values.attribution === 'string' ? values.attribution : undefined;
         const read = async (f: string) => JSON.parse(await fs.readFile(f, 'utf8')) as unknown;
-        const set = {
-          label: typeof values.label === 'string' ? values.label : `published ${new Date().toISOString()}`,
-          cities: await read(required(values, 'cities')),
-          localAreas: await read(required(values, 'local-areas')),
-        } as BoundarySet;
+        const set =
+          from !== undefined
+            ? await readBoundaryFolder(from, { label, attribution })
+            : ({ label, ...(attribution !== undefined && { attribution }), cities: await read(required(values, 'cities')), localAreas: await read(required(values, 'local-areas')) } as BoundarySet);
         const result = await rt.boundaries.publish(set);
-        print(values, result, () => (result.changed ? `published version ${result.version}` : `version ${result.version} is already current`));
+        const levels = `${set.regions?.features.length ?? 0} regions, ${set.provinces?.features.length ?? 0} provinces, ${set.cities.features.length} cities, ${set.localAreas.features.length} local areas`;
+        print(values, { ...result, label, levels }, () => (result.changed ? `published version ${result.version}: ${levels}` : `version ${result.version} is already current`));
         return 0;
       }
       if (sub === 'list') {
@@ -26,11 +34,11 @@ export const cities: Command = {
         const versions = await Promise.all(
           (await rt.boundaries.versions()).map(async (id) => {
             const v = await rt.boundaries.load(id);
-            return { version: id, label: v.label, cities: v.set.cities.features.length, localAreas: v.set.localAreas.features.length, current: id === current };
+            return { version: id, label: v.label, regions: v.set.regions?.features.length ?? 0, provinces: v.set.provinces?.features.length ?? 0, cities: v.set.cities.features.length, localAreas: v.set.localAreas.features.length, current: id === current };
           }),
         );
         print(values, versions, () =>
-          versions.map((v) => `${v.current ? '*' : ' '} ${v.version}  ${v.cities} cities, ${v.localAreas} local areas  ${v.label}`).join('\n'),
+          versions.map((v) => `${v.current ? '*' : ' '} ${v.version}  ${v.regions ? `${v.regions} regions, ${v.provinces} provinces, ` : ''}${v.cities} cities, ${v.localAreas} local areas  ${v.label}`).join('\n'),
         );
         return 0;
       }

@@ -1,0 +1,146 @@
+// The whole Philippines published as a boundary version: partners anywhere post with the name of
+// their city, municipality or province, and every report is tagged with the city and barangay
+// its point lies in. The truth is computed here from the shared national files with a point-in-
+// polygon of the test's own (even-odd ray casting), independent of the service's tagger.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Position } from 'geojson';
+import type { Area, BoundarySet } from '../../src/boundaries/types.js';
+import { random } from '../support/randomReports.js';
+import { allArchived, API_KEY_NAME, getJson, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { loadNationalBoundaries } from '../support/sharedData.js';
+
+const POINTS = 1_000;
+const WINDOW = 'start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z';
+
+let svc: TestService;
+let national: BoundarySet;
+
+beforeAll(async () => {
+  national = await loadNationalBoundaries();
+  svc = await startTestService(await testRuntime(await testConfig('embedded')));
+  await svc.rt.boundaries.publish(national);
+}, 120_000);
+afterAll(async () => {
+  await svc?.stop();
+});
+
+const polygonsOf = (g: Area): Position[][][] => (g.type === 'Polygon' ? [g.coordinates] : g.coordinates);
+
+/** Even-odd rule over every ring of every polygon (holes included). */
+function contains(g: Area, x: number, y: number): boolean {
+  let inside = false;
+  for (const rings of polygonsOf(g)) {
+    for (const ring of rings) {
+      for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
+        const [xi, yi] = ring[i] as [number, number];
+        const [xj, yj] = ring[j] as [number, number];
+        if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
+      }
+    }
+  }
+  return inside;
+}
+
+function bboxOf(g: Area): number[] {
+  const points = polygonsOf(g).flatMap((rings) => rings[0]!);
+  const xs = points.map((p) => p[0]!);
+  const ys = points.map((p) => p[1]!);
+  return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
+}
+
+/**
+ * A point inside the polygon: across a horizontal line through its largest part, the midpoint of
+ * the widest span between two crossings (inside by the even-odd rule, away from any edge).
+ */
+function pointInside(g: Area, next: () => number): [number, number] {
+  const rings = polygonsOf(g).sort((a, b) => b[0]!.length - a[0]!.length)[0]!;
+  const ys = rings[0]!.map((p) => p[1]!);
+  const [minY, maxY] = [Math.min(...ys), Math.max(...ys)];
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const y = minY + (0.2 + 0.6 * next()) * (maxY - minY);
+    const xs: number[] = [];
+    for (const ring of rings) {
+      for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
+        const [xi, yi] = ring[i] as [number, number];
+        const [xj, yj] = ring[j] as [number, number];
+        if (yi > y !== yj > y) xs.push(((xj - xi) * (y - yi)) / (yj - yi) + xi);
+      }
+    }
+    xs.sort((a, b) => a - b);
+    let best: [number, number] | undefined;
+    for (let k = 0; k + 1 < xs.length; k += 2) if (!best || xs[k + 1]! - xs[k]! > best[1] - best[0]) best = [xs[k]!, xs[k + 1]!];
+    if (best && best[1] - best[0] > 1e-5) return [Number(((best[0] + best[1]) / 2).toFixed(6)), Number(y.toFixed(6))];
+  }
+  throw new Error('no interior point found');
+}
+
+describe('the national boundaries', () => {
+  it('tag reports posted at 1,000 random barangays across every region with the city and barangay their point lies in', async () => {
+    const next = random(2026);
+    const areas = national.localAreas.features;
+    const regionOf = new Map(national.cities.features.map((c) => [c.properties.code, c.properties.region_psgc]));
+    const picked = new Set<number>();
+    while (picked.size < POINTS) picked.add(Math.floor(next() * areas.length));
+    // The truth first (each point against every city and barangay whose bbox holds it).
+    const cityBoxes = national.cities.features.map((f) => ({ f, box: bboxOf(f.geometry) }));
+    const areaBoxes = areas.map((f) => ({ f, box: bboxOf(f.geometry) }));
+    const holding = <T extends { geometry: Area }>(boxed: { f: T; box: number[] }[], x: number, y: number) =>
+      boxed.filter(({ box }) => x >= box[0]! && y >= box[1]! && x <= box[2]! && y <= box[3]!).map(({ f }) => f).filter((f) => contains(f.geometry, x, y));
+    const cases = [...picked].map((i, n) => {
+      const [lng, lat] = pointInside(areas[i]!.geometry, next);
+      return { post: 50_000 + n, lng, lat, area: areas[i]!, inCities: holding(cityBoxes, lng, lat).map((f) => f.properties.code), inAreas: holding(areaBoxes, lng, lat) };
+    });
+    // Every region is reached.
+    expect(new Set(cases.map((c) => regionOf.get(c.area.properties.city_code))).size).toBe(17);
+    for (let k = 0; k < cases.length; k += 50) {
+      await Promise.all(
+        cases.slice(k, k + 50).map(async (c) => {
+          const res = await postReport(svc.url, report(c.post, { created_at: '2026-11-21T03:00:00Z', partner_city: 'Quezon City', location: { lat: c.lat, lng: c.lng } }));
+          expect(res.status).toBe(201);
+        }),
+      );
+    }
+    await allArchived(svc.rt);
+    const res = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
+    expect(res.status).toBe(200);
+    const tagsOf = new Map(
+      (res.body.result.features as { properties: { pkey: string; tags: { instance_region_code: string | null; local_area_id: string | null } } }[]).map((f) => [f.properties.pkey, f.properties.tags]),
+    );
+    expect(tagsOf.size).toBe(POINTS);
+    let ownBarangay = 0;
+    for (const c of cases) {
+      const tags = tagsOf.get(pkeyOf(c.post))!;
+      const { inCities, inAreas } = c;
+      const where = `${c.area.properties.name} (${c.area.properties.psgc}) at ${c.lng},${c.lat}`;
+      // The city: one whose polygon holds the point; none only where none does.
+      if (inCities.length === 0) expect(tags.instance_region_code, where).toBeNull();
+      else expect(inCities, where).toContain(tags.instance_region_code);
+      // The barangay: one whose polygon holds the point (its own, or where the separately
+      // simplified layers overlap, a neighbour), of the tagged city when one of them is.
+      expect(inAreas.map((f) => f.properties.psgc), where).toContain(tags.local_area_id);
+      const ofCity = inAreas.filter((f) => f.properties.city_code === tags.instance_region_code);
+      if (ofCity.length > 0) expect(ofCity.map((f) => f.properties.psgc), where).toContain(tags.local_area_id);
+      if (tags.local_area_id === c.area.properties.psgc) ownBarangay += 1;
+    }
+    // Overlaps between barangays of neighbouring cities are rare (36 of 41,096 representative points).
+    expect(ownBarangay).toBeGreaterThan(POINTS * 0.98);
+  }, 300_000);
+
+  it('take partner_city by the name of any city, municipality or province, and ask which where a name repeats', async () => {
+    const cebu = await postReport(svc.url, report(60_001, { created_at: '2026-11-21T04:00:00Z', partner_city: 'cebu city', location: { lat: 10.2958, lng: 123.8854 } }));
+    expect(cebu.status).toBe(201);
+    // Kept under the place's official name.
+    expect((await svc.rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: 60_001 }))!.report.partner_city).toBe('City of Cebu');
+    expect((await postReport(svc.url, report(60_002, { partner_city: 'Quezon City' }))).status).toBe(201);
+    expect((await postReport(svc.url, report(60_003, { partner_city: 'Pampanga' }))).status).toBe(201);
+    expect((await postReport(svc.url, report(60_004, { partner_city: 'San Jose, Batangas' }))).status).toBe(201);
+    const ambiguous = await postReport(svc.url, report(60_005, { partner_city: 'San Jose' }));
+    expect(ambiguous.status).toBe(400);
+    expect(ambiguous.body.details).toEqual([{ in: 'body', field: 'partner_city', message: expect.stringMatching(/^names several places; send one of: .*"San Jose, Batangas"/) }]);
+    const unknown = await postReport(svc.url, report(60_006, { partner_city: 'Cebu Ctiy' }));
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.details[0].message).toMatch(/closest: "City of Cebu"/);
+    // Refused posts are not kept: the same post_ids are new reports once named right.
+    expect((await postReport(svc.url, report(60_005, { partner_city: 'San Jose City' }))).status).toBe(201);
+  });
+});
