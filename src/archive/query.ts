@@ -21,8 +21,11 @@ export interface WindowQuery {
   startMs: number;
   /** Inclusive. */
   endMs: number;
-  /** A city code (instance_region_code), or every city. */
-  admin: string | undefined;
+  /**
+   * The city codes (instance_region_code) a report must carry one of: `admin=` expanded to the
+   * cities of the province or region it names (boundaries/adminAreas.ts); undefined: every city.
+   */
+  admin: readonly string[] | undefined;
   /** [minLng, minLat, maxLng, maxLat], inclusive. */
   bbox?: Bbox | undefined;
   /** Only reports newer than this one in answer order (a page's continuation). */

@@ -31,9 +31,9 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
   const values: Record<string, DuckDBValue> = { files: listValue([...files]), start: micros(query.startMs), end: micros(query.endMs) };
   const types: Record<string, DuckDBType> = { files: LIST(VARCHAR), start: TIMESTAMPTZ, end: TIMESTAMPTZ };
   if (query.admin !== undefined) {
-    after.push('instance_region_code = $admin');
-    values.admin = query.admin;
-    types.admin = VARCHAR;
+    after.push('list_contains($admin, instance_region_code)');
+    values.admin = listValue([...query.admin]);
+    types.admin = LIST(VARCHAR);
   }
   if (query.bbox) {
     where.push('lng BETWEEN $minLng AND $maxLng AND lat BETWEEN $minLat AND $maxLat');

@@ -6,6 +6,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { topology } from 'topojson-server';
 import type { ObjectStore } from '../store/objectStore.js';
 import { defaultBoundaries } from './defaultBoundaries.js';
+import { AdminAreas } from './adminAreas.js';
 import { PlaceNames, placesOf } from './placeNames.js';
 import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
@@ -35,6 +36,8 @@ export interface LoadedBoundaries {
   label: string;
   set: StoredBoundarySet;
   tagger: Tagger;
+  /** What admin= may name in this version, and the cities each covers. */
+  adminAreas: AdminAreas;
   /** What partner_city may name in this version. */
   placeNames: PlaceNames;
   citiesGeoJson: string;
@@ -108,6 +111,7 @@ export class BoundaryRepository {
       set,
       tagger: new Tagger(set),
       placeNames: new PlaceNames(placesOf(set)),
+      adminAreas: new AdminAreas(set),
       citiesGeoJson: JSON.stringify({ statusCode: 200, result: collection }),
       citiesTopoJson: JSON.stringify({ statusCode: 200, result: topology({ output: collection }, CITIES_QUANTIZATION) }),
     };

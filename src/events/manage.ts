@@ -96,9 +96,9 @@ export function shown(s: Subscription, backlog?: { pending: number; setAside: nu
 }
 
 export async function addSubscription(rt: SubscriptionDeps, input: SubscriptionInput): Promise<Subscription> {
-  const set = (await rt.boundaries.current()).set;
+  const { set, adminAreas } = await rt.boundaries.current();
   const sub = newSubscription(input, new HostPolicy(rt.config.events.webhookAllowHosts), {
-    cities: new Set(set.cities.features.map((f) => f.properties.code)),
+    areas: adminAreas,
     localAreas: new Set(set.localAreas.features.map((f) => f.properties.psgc)),
   });
   await adminOf(rt).add(sub);

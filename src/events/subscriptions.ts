@@ -1,5 +1,6 @@
 // Webhook subscriptions: what ops give the CLI, checked in full before anything is stored.
 import { randomBytes } from 'node:crypto';
+import type { AdminAreas } from '../boundaries/adminAreas.js';
 import { EVENT_TYPES, type EventKind } from './events.js';
 import type { HostPolicy } from './hostPolicy.js';
 
@@ -8,7 +9,7 @@ export interface Subscription {
   url: string;
   /** Key of the HMAC-SHA256 signature on every delivery. */
   secret: string;
-  /** City codes (instance_region_code); empty: every city. */
+  /** City codes (instance_region_code; a province or region asked for is kept as its cities); empty: every city. */
   admins: string[];
   /** Barangay PSGC codes (local_area_id); empty: every barangay. */
   localAreas: string[];
@@ -26,7 +27,8 @@ export interface SubscriptionInput {
 
 /** What the current boundaries know, to refuse filters that could never match. */
 export interface KnownAreas {
-  cities: ReadonlySet<string>;
+  /** The areas --admin may name (a city, or nationally a province or region) and the cities each covers. */
+  areas: Pick<AdminAreas, 'get' | 'problem'>;
   localAreas: ReadonlySet<string>;
 }
 
@@ -52,7 +54,13 @@ export function newSubscription(input: SubscriptionInput, policy: HostPolicy, kn
   const whyUrl = policy.refuseUrl(input.url);
   if (whyUrl) problems.push(`--url ${JSON.stringify(input.url.slice(0, 200))} ${whyUrl}`);
   problems.push(...secretProblems(input.secret));
-  for (const code of input.admins) if (!known.cities.has(code)) problems.push(`--admin ${JSON.stringify(code)} is not a city code of the current boundaries (${[...known.cities].join(', ')})`);
+  // A province or region is kept as the cities it covers in the current version.
+  const cities: string[] = [];
+  for (const code of input.admins) {
+    const area = known.areas.get(code);
+    if (area) cities.push(...area.cities);
+    else problems.push(`--admin ${JSON.stringify(code)} ${known.areas.problem(code)}`);
+  }
   for (const code of input.localAreas) if (!known.localAreas.has(code)) problems.push(`--local-area ${JSON.stringify(code)} is not a barangay PSGC code of the current boundaries`);
   const events = input.events.length === 0 ? ['archived'] : input.events;
   for (const e of events) if (!(EVENT_TYPES as readonly string[]).includes(e)) problems.push(`--events ${JSON.stringify(e)} is not one of ${EVENT_TYPES.join(', ')}`);
@@ -61,7 +69,7 @@ export function newSubscription(input: SubscriptionInput, policy: HostPolicy, kn
     id: `sub_${randomBytes(9).toString('base64url')}`,
     url: input.url,
     secret: input.secret,
-    admins: [...new Set(input.admins)],
+    admins: [...new Set(cities)],
     localAreas: [...new Set(input.localAreas)],
     events: [...new Set(events)] as EventKind[],
     createdAt: now.toISOString(),

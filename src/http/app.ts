@@ -88,12 +88,11 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     limiter: new AuthFailureLimiter(rt.config.rateLimits.authFailuresPerMinute),
     clientOf: (req) => clientKey(req, rt.config.trustProxy),
   };
-  const cityCodes = async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code);
   const operations = operationsRouter(rt);
   const handlers: Handlers = {
     ...feedsHandlers({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }),
     ...citiesHandlers({ boundaries: rt.boundaries }),
-    ...streamHandlers({ events: rt.feed, config: rt.config.events, cityCodes, clientOf: (req) => clientKey(req, rt.config.trustProxy) }),
+    ...streamHandlers({ events: rt.feed, config: rt.config.events, adminAreas: async () => (await rt.boundaries.current()).adminAreas, clientOf: (req) => clientKey(req, rt.config.trustProxy) }),
     ...capHandlers({ events: rt.feed, boundaries: rt.boundaries, publicBase }),
     ...archiveHandlers({
       archive: rt.archive,
@@ -103,7 +102,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       cursors,
       admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.queueMs),
       publicBase,
-      cityCodes: async () => (await rt.boundaries.current()).set.cities.features.map((f) => f.properties.code),
+      adminAreas: async () => (await rt.boundaries.current()).adminAreas,
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
     ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }),

@@ -6,6 +6,7 @@ import type { Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import type { Cursor, WindowQuery } from '../archive/query.js';
+import type { AdminAreas } from '../boundaries/adminAreas.js';
 import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../shared/errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../partners/partnerReport.js';
@@ -15,7 +16,7 @@ import type { CursorCodec } from './cursor.js';
 import { STATS_BY, STATS_INTERVALS, StatsAnswers, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
-import { BBOX_PATTERN, oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
+import { BBOX_PATTERN, oneOf, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 const BBOX = new RegExp(BBOX_PATTERN);
@@ -38,7 +39,8 @@ const CONTENT_TYPES: Record<ArchiveFormat, string> = {
 
 export interface ArchiveRouteDeps {
   archive: Archive;
-  cityCodes: () => Promise<string[]>;
+  /** The current boundary version's areas, read only when a request names one. */
+  adminAreas: () => Promise<AdminAreas>;
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
   closedAfterMs: number;
@@ -152,7 +154,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     }
     res.status(200).type(CONTENT_TYPES[format]);
     const inline = format === 'json' || format === 'geojson' || format === 'topojson';
-    res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format)}"`);
+    res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format, typeof req.query.admin === 'string' ? req.query.admin : undefined)}"`);
 
     if (format === 'parquet') return sendParquet(res, deps, window);
     // The first pieces are read before the status line: a failure there is an answer of its own.
@@ -278,10 +280,11 @@ function watermarkField(query: WindowQuery, window: Window): { watermark?: strin
   return query.updatedAfterMs === undefined ? {} : { watermark: new Date(window.watermarkMs).toISOString() };
 }
 
-function fileName(query: WindowQuery, format: ArchiveFormat): string {
+/** `admin`: the code asked for (checked by then: letters, digits and a hyphen). */
+function fileName(query: WindowQuery, format: ArchiveFormat, admin: string | undefined): string {
   const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   const ext = format === 'arrow' ? 'arrows' : format;
-  return `flood-reports_${stamp(query.startMs)}_${stamp(query.endMs)}${query.admin ? `_${query.admin}` : ''}.${ext}`;
+  return `flood-reports_${stamp(query.startMs)}_${stamp(query.endMs)}${admin ? `_${admin}` : ''}.${ext}`;
 }
 
 function nextUrl(base: string, req: Request, cursor: string): string {
@@ -343,12 +346,8 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
       details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
     }
   }
-  const admin = values.admin;
-  // The boundaries are read only to check a city code (a cold read without one need not wait for them).
-  const codes = admin === undefined ? [] : await deps.cityCodes();
-  if (admin !== undefined && !codes.includes(admin)) {
-    details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
-  }
+  // The boundaries are read only to check a code (a cold read without one need not wait for them).
+  const admin = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
   return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details), includeRetracted, updatedAfterMs };
 }

@@ -6,7 +6,7 @@ import { HttpError } from '../shared/errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../store/layout.js';
-import { readQuery, throwIfAny } from './query.js';
+import { readAdmin, readQuery, throwIfAny } from './query.js';
 import { PKEY_MESSAGE } from './reports.js';
 import { handlerSet, type Handlers } from './route.js';
 
@@ -26,22 +26,20 @@ export function capHandlers(deps: CapDeps): Handlers {
 
   serve('capFeed', async (req, res) => {
     const { values, details } = readQuery(req, ['admin']);
-    const set = (await deps.boundaries.current()).set;
-    const codes = set.cities.features.map((f) => f.properties.code);
-    if (values.admin !== undefined && !codes.includes(values.admin)) {
-      details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
-    }
+    const areas = (await deps.boundaries.current()).adminAreas;
+    const cities = values.admin === undefined ? undefined : readAdmin(values.admin, areas, details);
     throwIfAny(details);
+    const covered = cities && new Set(cities);
     const events = deps.events;
     const now = Date.now();
     const base = deps.publicBase();
     const names = await areaNames(deps);
     const alerts = (await events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
-      .filter((e) => values.admin === undefined || e.feature.properties.tags.instance_region_code === values.admin)
+      .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
       .slice(0, FEED_LIMIT)
       .map((e) => alertOf(e, base));
     const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
-    const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${names.city(values.admin) ?? values.admin}`}`;
+    const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
     res.set('Cache-Control', 'public, max-age=60').type('application/atom+xml; charset=utf-8');
     res.send(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, names, now));
   });

@@ -1,6 +1,7 @@
 // Query-string checks shared by the GET endpoints. Every problem is collected,
 // so one 400 tells the caller everything to fix.
 import type { Request } from 'express';
+import type { AdminAreas } from '../boundaries/adminAreas.js';
 import { BadRequestError, type ErrorDetail } from '../shared/errors.js';
 
 const LNG = '-?(?:180(?:\\.0{1,15})?|(?:1[0-7]\\d|\\d{1,2})(?:\\.\\d{1,15})?)';
@@ -46,4 +47,11 @@ export function oneOf(
 
 export function throwIfAny(details: ErrorDetail[], message = 'The query is invalid; see details for each problem.'): void {
   if (details.length > 0) throw new BadRequestError(message, details);
+}
+
+/** The cities `admin` covers, or a problem for a code the current boundaries lack. */
+export function readAdmin(code: string, areas: AdminAreas, details: ErrorDetail[]): readonly string[] | undefined {
+  const area = areas.get(code);
+  if (!area) details.push({ in: 'query', field: 'admin', message: areas.problem(code) });
+  return area?.cities;
 }

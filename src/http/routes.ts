@@ -9,7 +9,7 @@ import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
 import { MAX_BODY_BYTES } from './feedPost.js';
 import { BBOX_PATTERN } from './query.js';
 import { OGC_ROUTES } from './ogc/routes.js';
-import { badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from './openapiParts.js';
+import { ADMIN_DESCRIPTION, ADMIN_SCHEMA, badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from './openapiParts.js';
 import type { Mount, Route } from './route.js';
 
 const READ = { readLimit: true, preflight: true } as const;
@@ -223,7 +223,7 @@ export const ROUTES: readonly Route[] = [
           description:
             'Each report archived from now on (or after `Last-Event-ID`) as one `archived` event whose data is a GeoJSON Feature and whose id resumes the stream: reconnecting with `Last-Event-ID` (EventSource does it itself) sends exactly what came after it, for as long as events are kept (at least a day). A comment line every 15 s keeps proxies from closing an idle stream. Each API process serves a bounded number of streams; past it, 429.',
           parameters: [
-            { name: 'admin', in: 'query', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] }, description: 'Only reports of this city code.' },
+            { name: 'admin', in: 'query', schema: ADMIN_SCHEMA, description: ADMIN_DESCRIPTION },
             { name: 'bbox', in: 'query', schema: { type: 'string', pattern: BBOX_PATTERN }, description: 'Only reports inside minLng,minLat,maxLng,maxLat (latitudes within ±90); minimums must not exceed maximums.' },
             { name: 'Last-Event-ID', in: 'header', schema: { type: 'string', pattern: '^\\d{1,15}$' }, description: 'Resume after this event.' },
             { name: 'lastEventId', in: 'query', schema: { type: 'string', pattern: '^\\d{1,15}$' }, description: 'The same, for clients that cannot set headers (0: everything kept).' },
@@ -249,7 +249,7 @@ export const ROUTES: readonly Route[] = [
           summary: 'CAP 1.2 alerts of the last 24 hours, in an Atom feed',
           description:
             'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, certainty Observed, severity from the flood depth when a report carries one (up to 70 cm Minor, 71–150 Moderate, above Severe; else Unknown), an area naming the barangay and city with a circle at the point. A retracted report leaves the feed.',
-          parameters: [{ name: 'admin', in: 'query', schema: { type: 'string', enum: ['PH-QC', 'PH-PG'] }, description: 'Only reports of this city code.' }],
+          parameters: [{ name: 'admin', in: 'query', schema: ADMIN_SCHEMA, description: ADMIN_DESCRIPTION }],
           responses: {
             '200': { description: 'The feed.', content: { 'application/atom+xml': { schema: { type: 'string' } } } },
             '400': badQuery,

@@ -7,12 +7,13 @@
 // loss: each ends after STREAM_MAX_LIFETIME_SECONDS, and one client address may hold only a few,
 // so no client keeps a slot for ever or takes them all.
 import type { Socket } from 'node:net';
+import type { AdminAreas } from '../boundaries/adminAreas.js';
 import type { Request } from 'express';
 import type { EventsConfig } from '../shared/config.js';
 import type { ErrorDetail } from '../shared/errors.js';
 import { HttpError } from '../shared/errors.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
-import { BBOX_PATTERN, readQuery, throwIfAny } from './query.js';
+import { BBOX_PATTERN, readAdmin, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 const POLL_MS = 200;
@@ -21,13 +22,15 @@ const BBOX = new RegExp(BBOX_PATTERN);
 export interface StreamDeps {
   events: EventFeed;
   config: Pick<EventsConfig, 'streamMaxClients' | 'streamHeartbeatMs' | 'streamMaxClientsPerAddress' | 'streamMaxLifetimeMs'>;
-  cityCodes: () => Promise<string[]>;
+  /** The current boundary version's areas, which admin= names. */
+  adminAreas: () => Promise<AdminAreas>;
   /** The key a request's client is counted under: its address, as the rate limits see it. */
   clientOf: (req: Request) => string;
 }
 
 interface Filter {
-  admin: string | undefined;
+  /** The city codes admin= covers. */
+  admin: ReadonlySet<string> | undefined;
   bbox: [number, number, number, number] | undefined;
 }
 
@@ -136,7 +139,7 @@ export function streamHandlers(deps: StreamDeps): Handlers {
 
 function matches(filter: Filter, e: StoredEvent): boolean {
   const p = e.feature.properties;
-  if (filter.admin !== undefined && p.tags.instance_region_code !== filter.admin) return false;
+  if (filter.admin !== undefined && !filter.admin.has(p.tags.instance_region_code ?? '')) return false;
   if (filter.bbox) {
     const [lng, lat] = e.feature.geometry.coordinates as [number, number];
     const [minLng, minLat, maxLng, maxLat] = filter.bbox;
@@ -147,17 +150,14 @@ function matches(filter: Filter, e: StoredEvent): boolean {
 
 async function readFilter(req: Request, deps: StreamDeps): Promise<Filter> {
   const { values, details } = readQuery(req, ['admin', 'bbox', 'lastEventId']);
-  const codes = await deps.cityCodes();
-  if (values.admin !== undefined && !codes.includes(values.admin)) {
-    details.push({ in: 'query', field: 'admin', message: `must be one of: ${codes.join(', ')}` });
-  }
+  const cities = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
   const bbox = readBbox(values.bbox, details);
   const given = req.get('last-event-id') ?? values.lastEventId;
   if (given !== undefined && !/^\d{1,15}$/.test(given)) {
     details.push({ in: req.get('last-event-id') !== undefined ? 'header' : 'query', field: req.get('last-event-id') !== undefined ? 'Last-Event-ID' : 'lastEventId', message: 'must be the id of an event this stream sent (a whole number)' });
   }
   throwIfAny(details);
-  return { admin: values.admin, bbox };
+  return { admin: cities && new Set(cities), bbox };
 }
 
 /** Last-Event-ID (what EventSource sends on reconnecting), or ?lastEventId= for clients that cannot set headers. */

@@ -126,6 +126,41 @@ describe('the national boundaries', () => {
     expect(ownBarangay).toBeGreaterThan(POINTS * 0.98);
   }, 300_000);
 
+  it('filter the archive, its count and CAP alerts by a region, province or city code, each covering its cities', async () => {
+    const all = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
+    const cityOf = (all.body.result.features as { properties: { pkey: string; tags: { instance_region_code: string | null } } }[]).map((f) => [f.properties.pkey, f.properties.tags.instance_region_code] as const);
+    const pampanga = '0305400000';
+    const centralLuzon = '0300000000';
+    const cities = national.cities.features.map((f) => f.properties);
+    const expected = (keep: (c: (typeof cities)[number]) => boolean) => {
+      const codes = new Set(cities.filter(keep).map((c) => c.code));
+      return cityOf.filter(([, code]) => code !== null && codes.has(code)).map(([pkey]) => pkey).sort();
+    };
+    const pkeysOf = async (admin: string) => {
+      const res = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson&admin=${admin}`);
+      expect(res.status).toBe(200);
+      return (res.body.result.features as { properties: { pkey: string } }[]).map((f) => f.properties.pkey).sort();
+    };
+    const inRegion = expected((c) => c.region_psgc === centralLuzon);
+    expect(inRegion.length).toBeGreaterThan(10);
+    expect(await pkeysOf(`PH-${centralLuzon}`)).toEqual(inRegion);
+    expect(await pkeysOf(`PH-${pampanga}`)).toEqual(expected((c) => c.province_psgc === pampanga));
+    const aCity = cityOf.find(([, code]) => code !== null)![1]!;
+    expect(await pkeysOf(aCity)).toEqual(expected((c) => c.code === aCity));
+    const count = await getJson(`${svc.url}/reports/archive/count?${WINDOW}&admin=PH-${centralLuzon}`);
+    expect(count.body).toMatchObject({ statusCode: 200, result: { count: inRegion.length } });
+    // CAP alerts of the last day, by region: the reports posted here are not of the last day, so
+    // the feed is valid and names the region, with none of another's.
+    const cap = await fetch(`${svc.url}/reports/cap.atom?admin=PH-${centralLuzon}`, { headers: { 'User-Agent': 'flood-tests/1.0' } });
+    expect(cap.status).toBe(200);
+    expect(await cap.text()).toContain('Region III (Central Luzon)');
+    // An unknown code: a 400 naming the closest codes, not all 1,747.
+    const unknown = await getJson(`${svc.url}/reports/archive?${WINDOW}&admin=PH-030540000`);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.details).toEqual([{ in: 'query', field: 'admin', message: expect.stringMatching(/^must be the code of a region, province or city of the current boundaries .*closest: PH-0305400000 \(Pampanga\)/) }]);
+    expect(unknown.body.details[0].message.length).toBeLessThan(400);
+  });
+
   it('take partner_city by the name of any city, municipality or province, and ask which where a name repeats', async () => {
     const cebu = await postReport(svc.url, report(60_001, { created_at: '2026-11-21T04:00:00Z', partner_city: 'cebu city', location: { lat: 10.2958, lng: 123.8854 } }));
     expect(cebu.status).toBe(201);

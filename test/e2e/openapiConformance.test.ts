@@ -66,6 +66,8 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string; status
   '/reports/archive/stats end': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
   '/reports/archive format': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   '/reports/archive geoformat': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
+  // A code of the current boundary version: the document cannot list them (they change with each version).
+  admin: [{ message: /^must be one of: |^must be the code of a region, province or city of the current boundaries/, documented: 'An unknown code is a 400' }],
   cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
   updated_after: [
     { message: /must not be in the future/, documented: 'not in the future' },

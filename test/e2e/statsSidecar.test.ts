@@ -120,10 +120,11 @@ describe.skipIf(!HAS_SHARED_PH).each(BACKENDS)('stats from the parts sidecars (%
       { ...CUT, admin: undefined },
       { ...IN_DAY1, admin: undefined },
       { ...IN_HOUR, admin: undefined },
-      { ...CUT, admin: 'PH-QC' },
-      { ...CUT, admin: 'PH-XX' },
+      { ...CUT, admin: ['PH-QC'] },
+      { ...CUT, admin: ['PH-XX'] },
+      { ...IN_DAY1, admin: ['PH-QC', 'PH-PG'] },
       { ...CUT, admin: undefined, bbox: [120.5, 14.6, 121.05, 15.1] },
-      { startMs: DAY1, endMs: DAY3 + 24 * HOUR - 1, admin: 'PH-PG', bbox: [120.3, 14.5, 121.2, 15.3] },
+      { startMs: DAY1, endMs: DAY3 + 24 * HOUR - 1, admin: ['PH-PG'], bbox: [120.3, 14.5, 121.2, 15.3] },
     ];
     // UTC, Manila, India and a negative offset off the hour, taken in turn.
     const offsets = [0, 480, 330, -225];

@@ -56,7 +56,7 @@ describe('flood-archive subscriptions', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/must be https/);
     expect(bad.stderr).toMatch(/at least 24 characters/);
-    expect(bad.stderr).toMatch(/"PH-ZZ" is not a city code/);
+    expect(bad.stderr).toMatch(/--admin "PH-ZZ" must be one of: PH-QC, PH-PG/);
     expect(bad.stderr).toMatch(/"exploded" is not one of archived, retracted/);
     const link = await run(['subscriptions', 'add', '--url', 'https://169.254.169.254/', '--secret', SECRET], env);
     expect(link.code).toBe(2);

@@ -244,7 +244,7 @@ describe('webhooks', () => {
     await bad({ url: 'https://localhost/hook' }, /local or cloud metadata host/);
     await bad({ url: 'https://user:pw@hooks.example.org/x' }, /credentials/);
     await bad({ secret: 'short' }, /at least 24 characters/);
-    await bad({ admins: ['PH-XX'] }, /not a city code/);
+    await bad({ admins: ['PH-XX'] }, /--admin "PH-XX" must be one of: PH-QC, PH-PG/);
     await bad({ localAreas: ['0000000000'] }, /not a barangay PSGC code/);
     await bad({ events: ['archived', 'deleted'] }, /"deleted" is not one of archived, retracted/);
     const all = await addSubscription(svc.rt, { url: 'http://10.0.0.5', secret: 'x', admins: ['X'], localAreas: [], events: ['nope'] }).catch((e: SubscriptionError) => e.problems);

@@ -54,15 +54,20 @@ export function randomReports(next: () => number, n: number, fromMs: number, spa
   return rows;
 }
 
-/** A random window filter over [fromMs, fromMs + spanMs): edges often on a report's instant or next to it, a city (maybe none of the part's), a bbox. */
-export function randomFilter(next: () => number, rows: readonly ArchiveRow[], fromMs: number, spanMs: number): { startMs: number; endMs: number; admin: string | undefined; bbox: [number, number, number, number] | undefined } {
+/**
+ * A random window filter over [fromMs, fromMs + spanMs): edges often on a report's instant or next
+ * to it, a city or a set of cities (as a province or region names them; maybe none of the part's), a bbox.
+ */
+export function randomFilter(next: () => number, rows: readonly ArchiveRow[], fromMs: number, spanMs: number): { startMs: number; endMs: number; admin: readonly string[] | undefined; bbox: [number, number, number, number] | undefined } {
   const edge = () => {
     const r = next();
     if (r < 0.4) return rows[Math.floor(next() * rows.length)]!.created_at_ms + Math.floor(next() * 3) - 1;
     return fromMs - 3_600_000 + Math.floor(next() * (spanMs + 2 * 3_600_000));
   };
   const [a, b] = [edge(), edge()];
-  const admin = next() < 0.5 ? undefined : next() < 0.9 ? CITIES[Math.floor(next() * CITIES.length)] : 'PH-NONE';
+  const pick = () => CITIES[Math.floor(next() * CITIES.length)]!;
+  const r = next();
+  const admin = r < 0.4 ? undefined : r < 0.7 ? [pick()] : r < 0.9 ? [...new Set([pick(), pick(), 'PH-NONE'])] : ['PH-NONE'];
   let bbox: [number, number, number, number] | undefined;
   if (next() < 0.4) {
     // Corners often on a report's own coordinates, where < and <= differ.

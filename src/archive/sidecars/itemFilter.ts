@@ -9,7 +9,8 @@ import type { ReadyHour, ReadyItems } from './readyFormat.js';
 export interface ItemFilter {
   startMs: number;
   endMs: number;
-  admin: string | undefined;
+  /** The city codes a report must carry one of; undefined: any. */
+  admin: readonly string[] | undefined;
   bbox?: [number, number, number, number] | undefined;
 }
 
@@ -20,11 +21,21 @@ export interface Selection {
   bbox: [number, number, number, number] | undefined;
 }
 
+/**
+ * Which of a sidecar's codes (by index) the city filter keeps: 1 for a kept code; undefined when
+ * there is no filter. A report outside every city has an index past the codes, never kept.
+ */
+export function keptCodes(codes: readonly (string | null)[], admin: readonly string[] | undefined): Uint8Array | undefined {
+  if (admin === undefined) return undefined;
+  const wanted = new Set(admin);
+  return Uint8Array.from(codes, (c) => (c !== null && wanted.has(c) ? 1 : 0));
+}
+
 /** Selects an hour's reports as DuckDB's filters would (the same doubles compared; created_at to the microsecond). */
 export function selectItems(ready: ReadyFile, items: ReadyItems, hour: ReadyHour, filter: ItemFilter): Selection {
   const startUs = filter.startMs * 1000;
   const endUs = filter.endMs * 1000;
-  const code = filter.admin === undefined ? -1 : ready.index.items.codes.indexOf(filter.admin);
+  const kept = keptCodes(ready.index.items.codes, filter.admin);
   const runs: [number, number][] = [];
   let count = 0;
   let minX = Infinity;
@@ -36,7 +47,7 @@ export function selectItems(ready: ReadyFile, items: ReadyItems, hour: ReadyHour
     const x = items.lng[i]!;
     const y = items.lat[i]!;
     if (t < startUs || t > endUs) continue;
-    if (filter.admin !== undefined && items.city[i] !== code) continue;
+    if (kept && kept[items.city[i]!] !== 1) continue;
     if (filter.bbox && (x < filter.bbox[0] || x > filter.bbox[2] || y < filter.bbox[1] || y > filter.bbox[3])) continue;
     const last = runs[runs.length - 1];
     if (last && last[1] === i) last[1] = i + 1;

@@ -2,7 +2,7 @@
 // as DuckDB's (the same doubles compared; created_at to the microsecond). It must count what
 // `statsSql` (stats.ts) counts over the part's rows: test/unit/statsEngines.test.ts proves it on
 // random windows, filters, intervals and offsets.
-import type { ItemFilter } from './itemFilter.js';
+import { keptCodes, type ItemFilter } from './itemFilter.js';
 import { NO_AREA, NO_CITY } from './statsFormat.js';
 import { firstAtOrAfter, readStatsSidecar } from './statsReader.js';
 
@@ -24,8 +24,8 @@ export function sidecarCounter(filter: ItemFilter, by: StatsKey, bucketOf: Bucke
   const need = { place: bbox !== undefined, area: by === 'local_area', city: by === 'city' || filter.admin !== undefined };
   return (file) => {
     const r = readStatsSidecar(file, need);
-    const admin = filter.admin === undefined ? -1 : r.cities.indexOf(filter.admin);
-    if (admin < 0 && filter.admin !== undefined) return;
+    const kept = keptCodes(r.cities, filter.admin);
+    if (kept && !kept.includes(1)) return;
     // Keys: indexes into the sidecar's codes; the last slot for reports outside every city or barangay (and for by=none).
     const codes = by === 'local_area' ? r.areas : by === 'city' ? r.cities : [];
     const column = by === 'local_area' ? r.area : by === 'city' ? r.city : undefined;
@@ -37,7 +37,7 @@ export function sidecarCounter(filter: ItemFilter, by: StatsKey, bucketOf: Bucke
     for (let i = firstAtOrAfter(r.createdUs, startUs); i < r.count; i++) {
       const t = r.createdUs[i]!;
       if (t > endUs) break;
-      if (admin >= 0 && r.city[i] !== admin) continue;
+      if (kept && kept[r.city[i]!] !== 1) continue;
       if (bbox) {
         const x = r.lng[i]!;
         const y = r.lat[i]!;

@@ -96,16 +96,22 @@ export const importCommand: Command = {
 
 export const exportCommand: Command = {
   summary: 'write an archive window to a file (parquet, csv or geojson)',
-  usage: 'export --from DATE --to DATE --format parquet|csv|geojson --out F [--admin CODE] [--json]',
+  usage: 'export --from DATE --to DATE --format parquet|csv|geojson --out F [--admin CODE (a city, province or region)] [--json]',
   options: { ...common, ...window, format: { type: 'string' }, out: { type: 'string' }, admin: { type: 'string' } },
   run: ({ config, values }) =>
     withRuntime(config, async (rt) => {
       const format = required(values, 'format') as ExportFormat;
       if (!['parquet', 'csv', 'geojson'].includes(format)) throw new UsageError('--format must be parquet, csv or geojson');
+      let admin: readonly string[] | undefined;
+      if (typeof values.admin === 'string') {
+        const areas = (await rt.boundaries.current()).adminAreas;
+        admin = areas.get(values.admin)?.cities;
+        if (!admin) throw new UsageError(`--admin ${areas.problem(values.admin)}`);
+      }
       const query = {
         startMs: instant(required(values, 'from'), 'from', 0),
         endMs: instant(required(values, 'to'), 'to', 0, true),
-        admin: typeof values.admin === 'string' ? values.admin : undefined,
+        admin,
       };
       const result = await deps.exportWindow(rt, query, format, required(values, 'out'));
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);

@@ -1,0 +1,63 @@
+// What `admin=` may name in a boundary version, and the cities it covers: a city (its own code), or
+// in a national version a province or region (`PH-` and its PSGC code), which covers its cities.
+// Reports carry their city's code (instance_region_code), so a filter by any level is a filter by
+// the set of cities it covers, as the current version draws them.
+import type { BoundarySet } from './types.js';
+
+export type AdminLevel = 'region' | 'province' | 'city';
+
+export interface AdminArea {
+  code: string;
+  name: string;
+  level: AdminLevel;
+  /** The city codes it covers (itself, for a city). */
+  cities: readonly string[];
+}
+
+/** At most this many codes are listed in an error; a longer list points at where to find them. */
+const LISTED = 12;
+
+export class AdminAreas {
+  private readonly byCode = new Map<string, AdminArea>();
+
+  constructor(set: BoundarySet) {
+    const cities = set.cities.features.map((f) => f.properties);
+    const covered = (match: (c: (typeof cities)[number]) => boolean) => cities.filter(match).map((c) => c.code);
+    for (const f of set.regions?.features ?? []) {
+      const psgc = f.properties.psgc;
+      this.add({ code: `PH-${psgc}`, name: f.properties.name, level: 'region', cities: covered((c) => c.region_psgc === psgc) });
+    }
+    for (const f of set.provinces?.features ?? []) {
+      const psgc = f.properties.psgc;
+      this.add({ code: `PH-${psgc}`, name: f.properties.name, level: 'province', cities: covered((c) => c.province_psgc === psgc) });
+    }
+    // A city's own code wins over a province or region that shares it.
+    for (const c of cities) this.byCode.set(c.code, { code: c.code, name: c.name, level: 'city', cities: [c.code] });
+  }
+
+  private add(area: AdminArea): void {
+    if (!this.byCode.has(area.code)) this.byCode.set(area.code, area);
+  }
+
+  get(code: string): AdminArea | undefined {
+    return this.byCode.get(code);
+  }
+
+  /** The message of a 400 for a code this version does not have: the codes, or where to find them, and the closest. */
+  problem(code: string): string {
+    const codes = [...this.byCode.keys()];
+    if (codes.length <= LISTED) return `must be one of: ${codes.join(', ')}`;
+    const closest = codes
+      .map((c) => ({ c, shared: commonPrefix(c, code) }))
+      .sort((a, b) => b.shared - a.shared || a.c.localeCompare(b.c))
+      .slice(0, 5)
+      .map(({ c }) => `${c} (${this.byCode.get(c)!.name})`);
+    return `must be the code of a region, province or city of the current boundaries (GET /cities, /ogc/collections); closest: ${closest.join(', ')}`;
+  }
+}
+
+function commonPrefix(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}

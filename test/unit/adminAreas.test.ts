@@ -1,0 +1,45 @@
+// admin= at any level of a boundary version: a city names itself, a province or region the cities
+// it covers; an unknown code gets the closest codes. Subscriptions keep a province or region as
+// its cities.
+import { describe, expect, it } from 'vitest';
+import { AdminAreas } from '../../src/boundaries/adminAreas.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
+import { HostPolicy } from '../../src/events/hostPolicy.js';
+import { newSubscription } from '../../src/events/subscriptions.js';
+import { loadNationalBoundaries } from '../support/sharedData.js';
+
+const national = await loadNationalBoundaries();
+const areas = new AdminAreas(national);
+const cities = national.cities.features.map((f) => f.properties);
+
+describe('admin areas', () => {
+  it('covers a region or a province with its cities, and a city with itself, in the national set', () => {
+    for (const region of national.regions!.features) {
+      const psgc = region.properties.psgc;
+      expect(areas.get(`PH-${psgc}`)).toEqual({ code: `PH-${psgc}`, name: region.properties.name, level: 'region', cities: cities.filter((c) => c.region_psgc === psgc).map((c) => c.code) });
+    }
+    // Every city is in exactly one region.
+    expect(national.regions!.features.reduce((n, r) => n + areas.get(`PH-${r.properties.psgc}`)!.cities.length, 0)).toBe(1642);
+    const pampanga = areas.get('PH-0305400000')!;
+    expect(pampanga).toMatchObject({ name: 'Pampanga', level: 'province' });
+    expect(pampanga.cities).toHaveLength(21);
+    expect(areas.get('PH-1381300000')).toEqual({ code: 'PH-1381300000', name: 'Quezon City', level: 'city', cities: ['PH-1381300000'] });
+    expect(areas.get('PH-QC')).toBeUndefined();
+  });
+
+  it('names the closest codes for an unknown one, and lists them all where there are few', async () => {
+    expect(areas.problem('PH-03054')).toMatch(/^must be the code of a region, province or city of the current boundaries \(GET \/cities, \/ogc\/collections\); closest: PH-0305400000 \(Pampanga\)/);
+    const twoCities = new AdminAreas(await defaultBoundaries());
+    expect(twoCities.problem('PH-MNL')).toBe('must be one of: PH-QC, PH-PG');
+    expect(twoCities.get('PH-PG')).toEqual({ code: 'PH-PG', name: 'Pampanga', level: 'city', cities: ['PH-PG'] });
+  });
+
+  it('keeps a subscription to a province or region as the cities it covers', () => {
+    const sub = newSubscription(
+      { url: 'https://hooks.example.org/flood', secret: 'a'.repeat(32), admins: ['PH-0305400000', 'PH-1381300000'], localAreas: [], events: [] },
+      new HostPolicy([]),
+      { areas, localAreas: new Set() },
+    );
+    expect(sub.admins.sort()).toEqual([...areas.get('PH-0305400000')!.cities, 'PH-1381300000'].sort());
+  });
+});
