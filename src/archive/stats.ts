@@ -12,8 +12,12 @@ import { sidecarCounter } from './sidecars/index.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 export const STATS_INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type StatsInterval = (typeof STATS_INTERVALS)[number];
+/** What the archive counts by: its own columns. */
 export const STATS_BY = ['city', 'local_area', 'none'] as const;
 export type StatsBy = (typeof STATS_BY)[number];
+/** What an answer may be split by: the archive's keys, or the levels a boundary version's hierarchy rolls cities up into. */
+export const STATS_ANSWER_BY = ['region', 'province', ...STATS_BY] as const;
+export type StatsAnswerBy = (typeof STATS_ANSWER_BY)[number];
 
 export interface StatsSpec {
   interval: StatsInterval;
@@ -186,6 +190,25 @@ function compareKeys(a: string | null, b: string | null): number {
   if (a === null) return 1;
   if (b === null) return -1;
   return a < b ? -1 : 1;
+}
+
+/**
+ * Rows counted by city rolled up into the areas above them (`parentOf`: a city's province or
+ * region code, null for none), in the same order: oldest bucket first, then by key.
+ */
+export function rollUp(rows: readonly StatsRow[], parentOf: (city: string) => string | null): StatsRow[] {
+  const out: StatsRow[] = [];
+  let i = 0;
+  while (i < rows.length) {
+    const bucket = rows[i]!.bucket;
+    const keys = new Map<string | null, number>();
+    for (; i < rows.length && rows[i]!.bucket === bucket; i++) {
+      const key = rows[i]!.key === null ? null : parentOf(rows[i]!.key!);
+      keys.set(key, (keys.get(key) ?? 0) + rows[i]!.count);
+    }
+    for (const key of [...keys.keys()].sort(compareKeys)) out.push({ bucket, key, count: keys.get(key)! });
+  }
+  return out;
 }
 
 /** `2025-06-01T00:00:00.000Z`, or `2025-06-01T00:00:00.000+08:00` for a non-zero offset. */

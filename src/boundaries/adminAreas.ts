@@ -19,8 +19,15 @@ const LISTED = 12;
 
 export class AdminAreas {
   private readonly byCode = new Map<string, AdminArea>();
+  /** Each city's province and region code (absent: none in this version). */
+  private readonly parents = new Map<string, { province?: string; region?: string }>();
+  readonly levels: ReadonlySet<AdminLevel>;
 
-  constructor(set: BoundarySet) {
+  constructor(
+    set: BoundarySet,
+    /** The boundary version's id: answers rolled up by this hierarchy are cached under it. */
+    readonly version = '',
+  ) {
     const cities = set.cities.features.map((f) => f.properties);
     const covered = (match: (c: (typeof cities)[number]) => boolean) => cities.filter(match).map((c) => c.code);
     for (const f of set.regions?.features ?? []) {
@@ -32,7 +39,19 @@ export class AdminAreas {
       this.add({ code: `PH-${psgc}`, name: f.properties.name, level: 'province', cities: covered((c) => c.province_psgc === psgc) });
     }
     // A city's own code wins over a province or region that shares it.
-    for (const c of cities) this.byCode.set(c.code, { code: c.code, name: c.name, level: 'city', cities: [c.code] });
+    for (const c of cities) {
+      this.byCode.set(c.code, { code: c.code, name: c.name, level: 'city', cities: [c.code] });
+      this.parents.set(c.code, {
+        ...(set.provinces && c.province_psgc && { province: `PH-${c.province_psgc}` }),
+        ...(set.regions && c.region_psgc && { region: `PH-${c.region_psgc}` }),
+      });
+    }
+    this.levels = new Set<AdminLevel>(['city', ...(set.provinces ? (['province'] as const) : []), ...(set.regions ? (['region'] as const) : [])]);
+  }
+
+  /** A city's province or region code in this version; null where it has none (or the city is not in it). */
+  parentOf(city: string, level: 'province' | 'region'): string | null {
+    return this.parents.get(city)?.[level] ?? null;
   }
 
   private add(area: AdminArea): void {

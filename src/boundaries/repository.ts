@@ -111,7 +111,7 @@ export class BoundaryRepository {
       set,
       tagger: new Tagger(set),
       placeNames: new PlaceNames(placesOf(set)),
-      adminAreas: new AdminAreas(set),
+      adminAreas: new AdminAreas(set, version),
       citiesGeoJson: JSON.stringify({ statusCode: 200, result: collection }),
       citiesTopoJson: JSON.stringify({ statusCode: 200, result: topology({ output: collection }, CITIES_QUANTIZATION) }),
     };

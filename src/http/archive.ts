@@ -13,7 +13,7 @@ import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../partners/partner
 import type { Admission } from './admission.js';
 import { startAnswer } from './answerStart.js';
 import type { CursorCodec } from './cursor.js';
-import { STATS_BY, STATS_INTERVALS, StatsAnswers, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
+import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { BBOX_PATTERN, oneOf, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
@@ -92,7 +92,12 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after', 'interval', 'by', 'tz']);
     const query = await parseFilters(req, values, details, deps);
     const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
-    const by = oneOf(values, 'by', STATS_BY, 'none', details) as StatsBy;
+    const by = oneOf(values, 'by', STATS_ANSWER_BY, 'none', details) as StatsAnswerBy;
+    // Provinces and regions are cities rolled up by the current version's hierarchy.
+    const rolled = by === 'province' || by === 'region' ? await deps.adminAreas() : undefined;
+    if (rolled && !rolled.levels.has(by as 'province' | 'region')) {
+      details.push({ in: 'query', field: 'by', message: `the current boundary version has no ${by === 'region' ? 'regions' : 'provinces'}: by=${by} needs national boundaries (by=city works with any)` });
+    }
     const offsetMinutes = readOffset(values.tz, details);
     const buckets = Math.ceil((query.endMs - query.startMs + 1) / BUCKET_MS[interval]);
     const maxBuckets = by === 'local_area' ? MAX_BUCKETS_BY_LOCAL_AREA : MAX_BUCKETS;
@@ -101,13 +106,13 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
       details.push({ in: 'query', field: 'interval', message: `the window holds about ${buckets} ${interval} buckets; at most ${maxBuckets}${by === 'local_area' ? ' by local_area' : ''}: pick a longer interval or a shorter window` });
     }
     throwIfAny(details);
-    const spec: StatsSpec = { interval, by, offsetMinutes };
+    const spec: StatsSpec = { interval, by: rolled ? 'city' : (by as StatsBy), offsetMinutes };
     const closed = isClosed(query, deps);
     const encoding = negotiateEncoding(req, true);
     const suffix = applyEncoding(res, encoding);
     const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
     setCaching(res, query, deps, window);
-    const tag = closed ? window.tag('stats', JSON.stringify(spec)) : undefined;
+    const tag = closed ? window.tag('stats', JSON.stringify({ ...spec, by, ...(rolled && { boundaries: rolled.version }) })) : undefined;
     if (tag !== undefined) {
       const etag = `"${tag}${suffix}"`;
       res.set('ETag', etag);
@@ -119,7 +124,8 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     // A closed window's counts no longer change by themselves: counted once, kept by their tag.
     let body = tag === undefined ? undefined : statsAnswers.get(tag);
     if (body === undefined) {
-      const rows = await window.stats(spec);
+      const counted = await window.stats(spec);
+      const rows = rolled ? rollUp(counted, (city) => rolled.parentOf(city, by as 'province' | 'region')) : counted;
       const total = rows.reduce((n, r) => n + r.count, 0);
       body = JSON.stringify({ statusCode: 200, ...watermarkField(query, window), result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } });
       if (tag !== undefined) statsAnswers.set(tag, body);

@@ -3,7 +3,7 @@
 // (routes.ts), whose operations name their parameters and answers.
 import { partnerReportSchema } from '../partners/partnerReport.js';
 import { reportPropertiesSchema } from '../archive/schema.js';
-import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
+import { STATS_ANSWER_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ogcSchemas } from './ogc/openapi.js';
 import { envelope } from './openapiParts.js';
 import { documentPaths } from './route.js';
@@ -167,7 +167,7 @@ const schemas = {
     required: ['interval', 'by', 'tz', 'total', 'rows'],
     properties: {
       interval: { enum: [...STATS_INTERVALS] },
-      by: { enum: [...STATS_BY] },
+      by: { enum: [...STATS_ANSWER_BY] },
       tz: { type: 'string', pattern: '^[+-]\\d{2}:\\d{2}$', description: 'The offset the buckets are cut at.' },
       total: { type: 'integer', minimum: 0, description: 'Equals /reports/archive/count for the same filters.' },
       rows: {

@@ -3,7 +3,7 @@
 // under the read rate limit, its part of the OpenAPI document, and what warms it up. The order
 // is the order of matching (a literal path before a parameter that would take it) and of the
 // paths a 404 names.
-import { STATS_BY, STATS_INTERVALS } from '../archive/stats.js';
+import { STATS_ANSWER_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { PKEY_PATTERN } from '../store/layout.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from './archive.js';
 import { MAX_BODY_BYTES } from './feedPost.js';
@@ -296,7 +296,13 @@ export const ROUTES: readonly Route[] = [
           parameters: [
             ...windowParams,
             { name: 'interval', in: 'query', schema: { type: 'string', enum: [...STATS_INTERVALS], default: 'day' }, description: 'Bucket length; weeks start on Monday.' },
-            { name: 'by', in: 'query', schema: { type: 'string', enum: [...STATS_BY], default: 'none' }, description: 'Split each bucket by city code or barangay PSGC code.' },
+            {
+              name: 'by',
+              in: 'query',
+              schema: { type: 'string', enum: [...STATS_ANSWER_BY], default: 'none' },
+              description:
+                'Split each bucket by region, province or city code, or barangay PSGC code. Regions and provinces are the cities rolled up by the current boundary version, so by=region and by=province need a version that has them (the national one); a city in no province counts under null.',
+            },
             {
               name: 'tz',
               in: 'query',

@@ -161,6 +161,31 @@ describe('the national boundaries', () => {
     expect(unknown.body.details[0].message.length).toBeLessThan(400);
   });
 
+  it('count by region and by province: the cities rolled up by the hierarchy', async () => {
+    const stats = async (by: string) => {
+      const res = await getJson(`${svc.url}/reports/archive/stats?${WINDOW}&interval=day&by=${by}`);
+      expect(res.status).toBe(200);
+      return res.body.result as { by: string; total: number; rows: { bucket: string; key: string | null; count: number }[] };
+    };
+    const byCity = await stats('city');
+    const parent = new Map(national.cities.features.map((f) => [f.properties.code, f.properties]));
+    for (const level of ['province', 'region'] as const) {
+      const want = new Map<string | null, number>();
+      for (const r of byCity.rows) {
+        const p = r.key === null ? undefined : parent.get(r.key);
+        const psgc = level === 'province' ? p?.province_psgc : p?.region_psgc;
+        const key = psgc ? `PH-${psgc}` : null;
+        want.set(key, (want.get(key) ?? 0) + r.count);
+      }
+      const got = await stats(level);
+      expect(got.by).toBe(level);
+      expect(got.total).toBe(byCity.total);
+      expect(new Map(got.rows.map((r) => [r.key, r.count]))).toEqual(want);
+      expect(got.rows.map((r) => r.key)).toEqual([...got.rows.map((r) => r.key)].sort((a, b) => (a === null ? 1 : b === null ? -1 : a < b ? -1 : 1)));
+    }
+    expect((await stats('region')).rows.filter((r) => r.key !== null)).toHaveLength(17);
+  });
+
   it('take partner_city by the name of any city, municipality or province, and ask which where a name repeats', async () => {
     const cebu = await postReport(svc.url, report(60_001, { created_at: '2026-11-21T04:00:00Z', partner_city: 'cebu city', location: { lat: 10.2958, lng: 123.8854 } }));
     expect(cebu.status).toBe(201);
