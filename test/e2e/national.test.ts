@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Position } from 'geojson';
 import type { Area, BoundarySet } from '../../src/boundaries/types.js';
+import { gdal } from '../support/clients.js';
 import { random } from '../support/randomReports.js';
 import { allArchived, API_KEY_NAME, getJson, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { loadNationalBoundaries } from '../support/sharedData.js';
@@ -184,6 +185,16 @@ describe('the national boundaries', () => {
       expect(got.rows.map((r) => r.key)).toEqual([...got.rows.map((r) => r.key)].sort((a, b) => (a === null ? 1 : b === null ? -1 : a < b ? -1 : 1)));
     }
     expect((await stats('region')).rows.filter((r) => r.key !== null)).toHaveLength(17);
+  });
+
+  it('serve every level as an OGC API – Features collection, which GDAL reads', async () => {
+    const count = async (id: string) => (await getJson(`${svc.url}/ogc/collections/${id}/items?limit=1`)).body.numberMatched;
+    expect([await count('regions'), await count('provinces'), await count('cities'), await count('local-areas')]).toEqual([17, 88, 1642, 41096]);
+    const pampanga = await getJson(`${svc.url}/ogc/collections/provinces/items/0305400000`);
+    expect(pampanga.status).toBe(200);
+    expect(pampanga.body).toMatchObject({ type: 'Feature', id: '0305400000', properties: { psgc: '0305400000', name: 'Pampanga', region_psgc: '0300000000' }, geometry: { type: expect.stringMatching(/Polygon/) } });
+    const out = await gdal('ogrinfo', ['-so', `OAPIF:${svc.url}/ogc`, 'regions']);
+    expect(out).toMatch(/Feature Count: 17/);
   });
 
   it('take partner_city by the name of any city, municipality or province, and ask which where a name repeats', async () => {

@@ -83,7 +83,7 @@ describe('OGC API – Features: the API', () => {
 
   it('collections: reports (with its temporal extent), cities, local-areas', async () => {
     const { body } = await ogc('/ogc/collections', '/ogc/collections');
-    expect(body.collections.map((c: any) => c.id)).toEqual(['reports', 'cities', 'local-areas']);
+    expect(body.collections.map((c: any) => c.id)).toEqual(['reports', 'regions', 'provinces', 'cities', 'local-areas']);
     const reports = body.collections[0];
     expect(reports.extent.temporal.interval).toEqual([['2026-11-20T00:00:00.000Z', null]]);
     expect(reports.links).toContainEqual(expect.objectContaining({ rel: 'items', type: 'application/geo+json', href: `${svc.url}/ogc/collections/reports/items` }));

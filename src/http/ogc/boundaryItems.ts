@@ -1,11 +1,20 @@
-// The `cities` and `local-areas` collections: the current boundary version's
-// polygons as OGC API – Features items, paged by offset (a few hundred at most).
+// The boundary collections (`regions`, `provinces`, `cities`, `local-areas`): the current boundary
+// version's polygons as OGC API – Features items, paged by offset. A version without regions and
+// provinces (the two-city default) has empty collections of them.
 import type { Feature } from 'geojson';
 import type { BoundaryRepository } from '../../boundaries/repository.js';
-import type { Area } from '../../boundaries/types.js';
+import type { Area, BoundarySet } from '../../boundaries/types.js';
 import type { Bbox } from './params.js';
 
-export type BoundaryCollection = 'cities' | 'local-areas';
+export type BoundaryCollection = 'regions' | 'provinces' | 'cities' | 'local-areas';
+
+/** Each collection's features, their item id and the properties an item shows. */
+const LEVELS: Record<BoundaryCollection, { features: (set: BoundarySet) => readonly Feature<Area, object>[]; id: (p: Record<string, unknown>) => unknown; properties: (p: Record<string, unknown>) => Record<string, unknown> }> = {
+  regions: { features: (s) => s.regions?.features ?? [], id: (p) => p.psgc, properties: (p) => ({ psgc: p.psgc, name: p.name }) },
+  provinces: { features: (s) => s.provinces?.features ?? [], id: (p) => p.psgc, properties: (p) => ({ psgc: p.psgc, name: p.name, region_psgc: p.region_psgc }) },
+  cities: { features: (s) => s.cities.features, id: (p) => p.code, properties: (p) => ({ code: p.code, name: p.name }) },
+  'local-areas': { features: (s) => s.localAreas.features, id: (p) => p.psgc, properties: (p) => ({ psgc: p.psgc, name: p.name, city_code: p.city_code }) },
+};
 
 interface Indexed {
   version: string;
@@ -65,13 +74,12 @@ export class BoundaryItems {
     const current = await this.boundaries.current();
     const hit = this.indexed.get(collection);
     if (hit?.version === current.version) return hit;
-    const source = collection === 'cities' ? current.set.cities.features : current.set.localAreas.features;
-    const features = source.map((feature) => {
-      const p = feature.properties as unknown as Record<string, unknown>;
-      const properties = collection === 'cities' ? { code: p.code, name: p.name } : { psgc: p.psgc, name: p.name, city_code: p.city_code };
+    const level = LEVELS[collection];
+    const features = level.features(current.set).map((feature) => {
+      const p = feature.properties as Record<string, unknown>;
       return {
-        feature: { ...feature, properties } as Feature<Area, Record<string, unknown>>,
-        id: String(collection === 'cities' ? p.code : p.psgc),
+        feature: { ...feature, properties: level.properties(p) } as Feature<Area, Record<string, unknown>>,
+        id: String(level.id(p)),
         bbox: bboxOf(feature.geometry),
       };
     });

@@ -4,6 +4,9 @@
 import { PKEY_PATTERN_BODY } from '../../store/layout.js';
 import { CONFORMS_TO } from './conformance.js';
 
+/** The collections, in the order /ogc/collections lists them. */
+export const COLLECTION_IDS = ['reports', 'regions', 'provinces', 'cities', 'local-areas'] as const;
+
 const link = {
   type: 'object',
   required: ['href', 'rel'],
@@ -16,7 +19,7 @@ const collection = {
   type: 'object',
   required: ['id', 'links', 'extent', 'itemType', 'crs'],
   properties: {
-    id: { type: 'string', enum: ['reports', 'cities', 'local-areas'] },
+    id: { type: 'string', enum: [...COLLECTION_IDS] },
     title: { type: 'string' },
     description: { type: 'string' },
     itemType: { type: 'string', enum: ['feature'] },
@@ -77,6 +80,20 @@ export const ogcSchemas = {
   OgcCollection: collection,
   OgcCollections: { type: 'object', required: ['links', 'collections'], properties: { links, collections: { type: 'array', items: { $ref: '#/components/schemas/OgcCollection' } } } },
   OgcReport: feature(point, { $ref: '#/components/schemas/ReportProperties' }, { type: 'string', pattern: REPORT_FEATURE_ID }),
+  OgcRegion: feature(
+    area,
+    { type: 'object', required: ['psgc', 'name'], properties: { psgc: { type: 'string', pattern: '^\\d{10}$' }, name: { type: 'string' } } },
+    { type: 'string', pattern: '^\\d{10}$' },
+  ),
+  OgcProvince: feature(
+    area,
+    {
+      type: 'object',
+      required: ['psgc', 'name', 'region_psgc'],
+      properties: { psgc: { type: 'string', pattern: '^\\d{10}$' }, name: { type: 'string' }, region_psgc: { type: 'string', pattern: '^\\d{10}$' } },
+    },
+    { type: 'string', pattern: '^\\d{10}$' },
+  ),
   OgcCity: feature(area, { $ref: '#/components/schemas/CityProperties' }, { type: 'string' }),
   OgcLocalArea: feature(
     area,
@@ -88,6 +105,8 @@ export const ogcSchemas = {
     { type: 'string', pattern: '^\\d{10}$' },
   ),
   OgcReports: featureCollection({ $ref: '#/components/schemas/OgcReport' }),
+  OgcRegions: featureCollection({ $ref: '#/components/schemas/OgcRegion' }),
+  OgcProvinces: featureCollection({ $ref: '#/components/schemas/OgcProvince' }),
   OgcCities: featureCollection({ $ref: '#/components/schemas/OgcCity' }),
   OgcLocalAreas: featureCollection({ $ref: '#/components/schemas/OgcLocalArea' }),
 };

@@ -17,12 +17,11 @@ import { BoundaryItems, type BoundaryCollection } from './boundaryItems.js';
 import { CONFORMS_TO, CRS84, GREGORIAN } from './conformance.js';
 import { GEOJSON, ogcBase, JSON_TYPE, OPENAPI_30, queryString, setLinkHeader, type Link } from './links.js';
 import { openApiDocument } from '../openapi.js';
-import { ogcOpenApi30From } from './openapi.js';
+import { COLLECTION_IDS, ogcOpenApi30From } from './openapi.js';
 import { readBbox, readDatetime, readLimit, type Bbox } from './params.js';
 import type { CursorCodec } from '../cursor.js';
 import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
 import { handlerSet, type Handlers } from '../route.js';
-import { COLLECTION_IDS } from './routes.js';
 
 export interface OgcDeps {
   archive: Archive;
@@ -44,6 +43,8 @@ const TITLES: Record<CollectionId, { title: string; description: string }> = {
     description:
       'Every archived flood report, a Point each, newest first. Without datetime, the newest ARCHIVE_MAX_WINDOW (366 days by default); an interval spans at most that.',
   },
+  regions: { title: 'Regions', description: 'The regions and their boundaries, by PSGC code (current boundary version; none in the two-city default).' },
+  provinces: { title: 'Provinces', description: 'The provinces (and NCR districts) and their boundaries, by PSGC code (current boundary version; none in the two-city default).' },
   cities: { title: 'Cities', description: 'The supported cities and their boundaries (current boundary version).' },
   'local-areas': { title: 'Barangays', description: 'The barangays of the supported cities, by PSGC code (current boundary version).' },
 };

@@ -7,7 +7,6 @@ import type { Route } from '../route.js';
 import { REPORT_FEATURE_ID } from './openapi.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
 
-export const COLLECTION_IDS = ['reports', 'cities', 'local-areas'] as const;
 
 const json = (schema: string, type = 'application/json') => ({ content: { [type]: { schema: { $ref: `#/components/schemas/${schema}` } } } });
 const err = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
@@ -110,13 +109,15 @@ export const OGC_ROUTES: readonly Route[] = [
       },
     }),
   },
-  { path: '/ogc/collections', serve: { get: 'ogcCollections' }, ...READ, doc: () => ({ '/ogc/collections': meta('ogcCollections', 'The collections: reports, cities, local-areas', 'OgcCollections') }) },
+  { path: '/ogc/collections', serve: { get: 'ogcCollections' }, ...READ, doc: () => ({ '/ogc/collections': meta('ogcCollections', 'The collections: reports, regions, provinces, cities, local-areas', 'OgcCollections') }) },
   {
     path: '/ogc/collections/:collectionId',
     serve: { get: 'ogcCollection' },
     ...READ,
     doc: () => ({
       '/ogc/collections/reports': meta('ogcCollection_reports', 'The reports collection', 'OgcCollection'),
+      '/ogc/collections/regions': meta('ogcCollection_regions', 'The regions collection', 'OgcCollection'),
+      '/ogc/collections/provinces': meta('ogcCollection_provinces', 'The provinces collection', 'OgcCollection'),
       '/ogc/collections/cities': meta('ogcCollection_cities', 'The cities collection', 'OgcCollection'),
       '/ogc/collections/local-areas': meta('ogcCollection_local_areas', 'The barangays collection', 'OgcCollection'),
     }),
@@ -127,6 +128,8 @@ export const OGC_ROUTES: readonly Route[] = [
     ...READ,
     doc: () => ({
       '/ogc/collections/reports/items': items('reports', 'OgcReports', cursor(), 'Flood reports, newest first'),
+      '/ogc/collections/regions/items': items('regions', 'OgcRegions', offset(), 'Regions and their boundaries'),
+      '/ogc/collections/provinces/items': items('provinces', 'OgcProvinces', offset(), 'Provinces and their boundaries'),
       '/ogc/collections/cities/items': items('cities', 'OgcCities', offset(), 'Cities and their boundaries'),
       '/ogc/collections/local-areas/items': items('local-areas', 'OgcLocalAreas', offset(), 'Barangays and their boundaries'),
     }),
@@ -137,6 +140,8 @@ export const OGC_ROUTES: readonly Route[] = [
     ...READ,
     doc: () => ({
       '/ogc/collections/reports/items/{featureId}': item('reports', 'OgcReport', { type: 'string', pattern: REPORT_FEATURE_ID }, 'One report (its id: pkey@created_at)'),
+      '/ogc/collections/regions/items/{featureId}': item('regions', 'OgcRegion', { type: 'string', pattern: '^\\d{10}$' }, 'One region, by PSGC code'),
+      '/ogc/collections/provinces/items/{featureId}': item('provinces', 'OgcProvince', { type: 'string', pattern: '^\\d{10}$' }, 'One province, by PSGC code'),
       '/ogc/collections/cities/items/{featureId}': item('cities', 'OgcCity', { type: 'string' }, 'One city, by code'),
       '/ogc/collections/local-areas/items/{featureId}': item('local-areas', 'OgcLocalArea', { type: 'string', pattern: '^\\d{10}$' }, 'One barangay, by PSGC code'),
     }),
