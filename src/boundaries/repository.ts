@@ -154,7 +154,15 @@ export class BoundaryRepository {
     if (!fresh && this.pointerCache && now - this.pointerCache.readAt < this.pointerTtlMs) {
       return this.pointerCache.pointer;
     }
-    const obj = await this.store.get(POINTER_KEY);
+    let obj;
+    try {
+      obj = await this.store.get(POINTER_KEY);
+    } catch (err) {
+      // The store unreachable for a moment: the version last read serves on (the feed checks
+      // partner_city against it) unless a fresh answer is needed (publishing, rolling back).
+      if (!fresh && this.pointerCache) return this.pointerCache.pointer;
+      throw err;
+    }
     if (!obj) return undefined;
     const pointer = JSON.parse(obj.body.toString('utf8')) as Pointer;
     this.pointerCache = { pointer, readAt: now };

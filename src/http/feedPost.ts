@@ -9,7 +9,7 @@ import express, { type RequestHandler } from 'express';
 import typeIs from 'type-is';
 import type { ApiKey } from '../partners/apiKeys.js';
 import { withDeadline } from '../shared/deadline.js';
-import { HttpError } from '../shared/errors.js';
+import { HttpError, UnavailableError } from '../shared/errors.js';
 import type { Intake } from '../ingest/intake.js';
 import type { KeyLedger, ReportLookup } from '../ledger/ledger.js';
 import type { Logger } from '../shared/log.js';
@@ -47,6 +47,8 @@ async function placeNamesOf(deps: FeedPostDeps): Promise<Pick<PlaceNames, 'resol
   try {
     return await deps.placeNames();
   } catch (err) {
+    // The store itself unreachable: answered as every outage is (errorHandler.ts).
+    if (err instanceof UnavailableError) throw err;
     deps.log.warn({ err: String(err) }, 'no boundary version to check partner_city against');
     throw new HttpError(503, `The boundaries are not available yet; retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
   }

@@ -63,7 +63,7 @@ describe.each(BACKENDS)('archive formats on the %s backend', (kind) => {
       disaster_type: 'flood',
       report_data: '',
       instance_region_code: first.properties.tags.instance_region_code ?? '',
-      local_area_id: '',
+      local_area_id: first.properties.tags.local_area_id ?? '',
       title: first.properties.title,
       text: first.properties.text,
       lng: String(first.geometry.coordinates[0]),

@@ -71,7 +71,7 @@ describe('SNS topic of archived reports', () => {
     const qc = all.find((n) => n.MessageAttributes.city.Value === 'PH-QC');
     expect(qc.MessageAttributes).toMatchObject({
       city: { Type: 'String', Value: 'PH-QC' },
-      local_area: { Type: 'String', Value: 'none' },
+      local_area: { Type: 'String', Value: '1381300020' }, // Central, where Quezon Memorial Circle is
       type: { Type: 'String', Value: 'ph.floodarchive.report.archived.v1' },
     });
     const event = JSON.parse(qc.Message);
