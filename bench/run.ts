@@ -20,6 +20,7 @@ import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
 import { asServer, cliChild, cliJson as cli, startServer, type Server } from './server.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
+import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
 import { buildBenchStore, walkFiles } from './synthetic.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -35,7 +36,7 @@ const { values: args } = parseArgs({
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), backfill (import of a year). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), backfill (import of a year), national (tagging, ingest and /cities with the national boundaries beside the two-city default). */
     only: { type: 'string', default: 'archive,ingest' },
     /** Comma-separated archive windows to measure: day, week, month, year. */
     windows: { type: 'string', default: 'day,week,month,year' },
@@ -266,23 +267,33 @@ function startFloor(bytes: number): Promise<Server> {
  * against `serve` alone ('api-only': nothing archives, so no freshness; what the API costs
  * without a worker on its event loop or its cores).
  */
-async function ingestScenario(clients: number, split: boolean | 'api-only'): Promise<void> {
+/** Where the posts are: one point in Quezon City (the reference figure), or points across a boundary set, published first when not the default. */
+interface IngestPlaces {
+  label: string;
+  points: { lng: number; lat: number; city: string }[];
+  publishFrom?: string;
+}
+
+async function ingestScenario(clients: number, split: boolean | 'api-only', places?: IngestPlaces): Promise<void> {
   const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-ingest-'));
+  if (places?.publishFrom) await cli(['cities', 'publish', '--from', places.publishFrom, '--label', places.label], { DATA_DIR: dataDir });
   const flush = 5;
   // The freshness watchers poll often: the read limit would answer them 429 and skew the figure.
   const env = { DATA_DIR: dataDir, FLUSH_INTERVAL_SECONDS: String(flush), RATE_LIMIT_FEED_PER_MINUTE: '100000000', RATE_LIMIT_READ_PER_MINUTE: '100000000' };
-  const cli = args.cli;
-  const server = await startServer(env, { role: split ? 'serve' : 'all', apiKey: API_KEY, ...(cli && { cli }) });
-  const worker = split === true ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY, ...(cli && { cli }) }) : undefined;
+  const otherBuild = args.cli;
+  const server = await startServer(env, { role: split ? 'serve' : 'all', apiKey: API_KEY, ...(otherBuild && { cli: otherBuild }) });
+  const worker = split === true ? await startServer({ ...env, PORT: '0' }, { role: 'worker', listens: false, apiKey: API_KEY, ...(otherBuild && { cli: otherBuild }) }) : undefined;
   const base = Date.UTC(2026, 10, 20, 0, 0, 0);
   let next = 0;
+  const at = (i: number) => (places ? places.points[i % places.points.length]! : { lng: 121.0497, lat: 14.6516, city: 'Quezon City' });
   const bodyOf = (i: number) =>
     JSON.stringify({
       post_id: 1_000_000 + i,
       created_at: new Date(base + i * 10).toISOString(),
-      partner_city: 'Quezon City',
+      // A city's code names it as well as its name does.
+      partner_city: at(i).city,
       disaster_type: 'flood',
-      location: { lat: 14.6516, lng: 121.0497 },
+      location: { lat: at(i).lat, lng: at(i).lng },
       title: 'Baha sa kalsada',
       text: 'Hanggang tuhod ang tubig.',
     });
@@ -331,7 +342,7 @@ async function ingestScenario(clients: number, split: boolean | 'api-only'): Pro
   await worker?.stop();
   if (!split || split === true) results.push({ scenario: `storage after ingest, by store (concurrency ${clients}${split ? ', apart' : ''})`, rows: await footprint(dataDir, INGEST + freshnessReports) });
   results.push({
-    scenario: `ingest (embedded, durable acceptance, concurrency ${clients}${split === true ? ', serve and worker apart' : split ? ', serve alone: nothing archives' : ''})`,
+    scenario: `ingest (embedded, durable acceptance, concurrency ${clients}${split === true ? ', serve and worker apart' : split ? ', serve alone: nothing archives' : ''}${places ? `, ${places.label}` : ''})`,
     rows: [
       {
         reports: INGEST,
@@ -575,6 +586,24 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
   await archiveReads(dir, dataDir, storeDir);
 }
 
+/** The national boundaries beside the two-city default: tagging, ingest with reports from all over, /cities. */
+async function nationalScenario(): Promise<void> {
+  const { twoCity, national } = await loadSets(SHARED_NATIONAL(root));
+  results.push({ scenario: 'tagging (the worker tags each report; µs per report)', rows: taggingRows(twoCity, national) });
+  await ingestScenario(16, false, { label: 'two-city boundaries, points in its barangays', points: postingPoints(twoCity, 5_000) });
+  await ingestScenario(16, false, { label: 'national boundaries, points in barangays nationwide', points: postingPoints(national, 5_000), publishFrom: SHARED_NATIONAL(root) });
+  const cities: Row[] = [];
+  for (const publishFrom of [undefined, SHARED_NATIONAL(root)]) {
+    const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-cities-'));
+    if (publishFrom) await cli(['cities', 'publish', '--from', publishFrom, '--label', 'national'], { DATA_DIR: dataDir });
+    const server = await startServer({ DATA_DIR: dataDir }, { role: 'serve', apiKey: API_KEY });
+    cities.push(...(await citiesRows(server.url, publishFrom ? 'national (1,642 cities)' : 'two-city')));
+    await server.stop();
+    await fsp.rm(dataDir, { recursive: true, force: true });
+  }
+  results.push({ scenario: 'GET /cities (cold: the first request after a start)', rows: cities });
+}
+
 /** The read scenarios over a built archive. */
 async function archiveReads(dir: string, dataDir: string, storeDir: string): Promise<void> {
   const serveEmbedded = () => startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
@@ -620,6 +649,7 @@ async function main(): Promise<void> {
   if (ONLY.has('archive') || ONLY.has('stats')) await archiveBench(dir, dataDir, storeDir);
   if (ONLY.has('backfill')) await backfillScenario(QUICK ? 20_000 : Number(args.backfill));
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
+  if (ONLY.has('national')) await nationalScenario();
   if (ONLY.has('ingest')) {
     await ingestScenario(16, false);
     await ingestScenario(64, false);

@@ -40,7 +40,7 @@ export async function buildBenchStore(options: Omit<SyntheticOptions, 'boundaryV
 }
 
 /** A deterministic PRNG (mulberry32), so two runs build the same archive. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -52,7 +52,7 @@ function prng(seed: number): () => number {
 }
 
 /** Points inside barangays (or inside the cities when the set has none), with their tags. */
-function pointPool(set: BoundarySet, size: number, random: () => number): { lng: number; lat: number; city: string; psgc: string | null }[] {
+export function pointPool(set: BoundarySet, size: number, random: () => number): { lng: number; lat: number; city: string; psgc: string | null }[] {
   const areas = set.localAreas.features.length > 0 ? set.localAreas.features.map((f) => ({ geometry: f.geometry, city: f.properties.city_code, psgc: f.properties.psgc as string | null })) : set.cities.features.map((f) => ({ geometry: f.geometry, city: f.properties.code, psgc: null }));
   const pool: { lng: number; lat: number; city: string; psgc: string | null }[] = [];
   while (pool.length < size) {

@@ -1,0 +1,60 @@
+// The national boundaries against the two-city default: how long the tagger takes per report,
+// what /cities weighs and costs, and (with run.ts's ingest scenario) whether ingest keeps its pace.
+import path from 'node:path';
+import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
+import { readBoundaryFolder } from '../src/boundaries/folder.js';
+import { Tagger } from '../src/boundaries/tagger.js';
+import type { BoundarySet } from '../src/boundaries/types.js';
+import { pointPool, prng } from './synthetic.js';
+
+export type Row = Record<string, string | number>;
+
+/** Points inside random barangays of a set, with the code of the city a partner names them by. */
+export function postingPoints(set: BoundarySet, n: number, seed = 7): { lng: number; lat: number; city: string }[] {
+  return pointPool(set, n, prng(seed));
+}
+
+export async function loadSets(sharedNational: string): Promise<{ twoCity: BoundarySet; national: BoundarySet }> {
+  return { twoCity: await defaultBoundaries(), national: await readBoundaryFolder(sharedNational, { label: 'PSA/NAMRIA 2023, the Philippines (benchmark)' }) };
+}
+
+/** µs per tag: each tagger over points inside its own barangays, and the national one over the two-city points too. */
+export function taggingRows(twoCity: BoundarySet, national: BoundarySet, n = 20_000): Row[] {
+  const rows: Row[] = [];
+  const time = (label: string, tagger: Tagger, points: { lng: number; lat: number }[]) => {
+    for (const p of points.slice(0, 1_000)) tagger.tag(p.lng, p.lat); // warm
+    const t0 = performance.now();
+    let tagged = 0;
+    for (const p of points) if (tagger.tag(p.lng, p.lat).local_area_id !== null) tagged += 1;
+    rows.push({ boundaries: label, points: points.length, 'µs/tag': Math.round(((performance.now() - t0) * 1000) / points.length * 10) / 10, 'with a barangay': tagged });
+  };
+  const t0 = performance.now();
+  const nationalTagger = new Tagger(national);
+  const buildMs = Math.round(performance.now() - t0);
+  const twoCityPoints = postingPoints(twoCity, n, 11);
+  time('two-city, points in its barangays', new Tagger(twoCity), twoCityPoints);
+  time('national, the same points', nationalTagger, twoCityPoints);
+  time('national, points in random barangays nationwide', nationalTagger, postingPoints(national, n, 12));
+  rows.push({ boundaries: 'national: building the tagger', points: 0, 'µs/tag': `${buildMs} ms once`, 'with a barangay': '-' });
+  return rows;
+}
+
+/** GET /cities of the current version: bytes as sent and the time of the first (cold) and of later requests. */
+export async function citiesRows(url: string, label: string): Promise<Row[]> {
+  const get = async (query: string, encoding: string) => {
+    const t0 = performance.now();
+    const res = await fetch(`${url}/cities${query}`, { headers: { 'Accept-Encoding': encoding } });
+    const body = Buffer.from(await res.arrayBuffer());
+    return { ms: performance.now() - t0, bytes: body.length, status: res.status };
+  };
+  const rows: Row[] = [];
+  for (const [query, name] of [['', 'TopoJSON'], ['?geoformat=geojson', 'GeoJSON']] as const) {
+    const cold = await get(query, 'gzip');
+    const warm: number[] = [];
+    for (let i = 0; i < 5; i++) warm.push((await get(query, 'gzip')).ms);
+    const identity = await get(query, 'identity');
+    rows.push({ boundaries: label, answer: name, bytes: identity.bytes, 'gzip bytes': cold.bytes, 'cold ms': Math.round(cold.ms), 'warm p50 ms': Math.round(warm.sort((a, b) => a - b)[2]!) });
+  }
+  return rows;
+}
+export const SHARED_NATIONAL = (root: string) => path.resolve(root, '..', 'shared', 'data', 'ph-national');
