@@ -53,9 +53,8 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     throwIfAny(details);
     const current = await deps.boundaries.current();
     const code = String(req.params.code);
-    const codes = current.set.cities.features.map((f) => f.properties.code);
-    if (!codes.includes(code)) {
-      throw new HttpError(404, `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version; known codes: ${codes.join(', ')}.`);
+    if (current.adminAreas.get(code)?.level !== 'city') {
+      throw new HttpError(404, `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version: the city ${current.adminAreas.problem(code).replace(/^must be /, 'code must be ')}.`);
     }
     sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
       const collection = {

@@ -197,6 +197,17 @@ describe('the national boundaries', () => {
     expect(out).toMatch(/Feature Count: 17/);
   });
 
+  it("answer a city's barangays by its national code, an empty collection for a city without any in the data", async () => {
+    const qc = await getJson(`${svc.url}/cities/PH-1381300000/local-areas?geoformat=geojson`);
+    expect(qc.status).toBe(200);
+    expect(qc.body.result.features).toHaveLength(142);
+    const manila = await getJson(`${svc.url}/cities/PH-1380600000/local-areas?geoformat=geojson`);
+    expect(manila.body.result.features).toEqual([]);
+    const province = await getJson(`${svc.url}/cities/PH-0305400000/local-areas`);
+    expect(province.status).toBe(404);
+    expect(province.body.message.length).toBeLessThan(400);
+  });
+
   it('take partner_city by the name of any city, municipality or province, and ask which where a name repeats', async () => {
     const cebu = await postReport(svc.url, report(60_001, { created_at: '2026-11-21T04:00:00Z', partner_city: 'cebu city', location: { lat: 10.2958, lng: 123.8854 } }));
     expect(cebu.status).toBe(201);
