@@ -84,7 +84,7 @@ const WHOLE = { startMs: 0, endMs: 8.64e15, admin: undefined };
 describe('a ready text', () => {
   it('indexes the part\'s hours, newest first, with their counts, bboxes and instants', async () => {
     const { index } = readReadyIndex(ready);
-    expect(index.version).toBe(3);
+    expect(index.version).toBe(4);
     const kept = rows.filter((r) => r.status !== 'retracted');
     expect(index.items.count).toBe(kept.length);
     const hours = [...new Set(kept.map((r) => Math.floor(r.created_at_ms / HOUR) * HOUR))].sort((a, b) => b - a);
@@ -193,7 +193,7 @@ describe('an older ready text', () => {
     return { index: JSON.parse(bytes.subarray(0, eol).toString('utf8')), body: bytes.subarray(eol + 1) };
   }
 
-  it('without its Parquet section (v3 before it) is read as it is, and spliced from nowhere', async () => {
+  it('without its Parquet section (as versions before it were written) is read as it is, and spliced from nowhere', async () => {
     const { index, body } = await split(ready);
     const { parquet, ...older } = index;
     const file = path.join(dir, 'older.ready');
@@ -219,23 +219,27 @@ describe('an older ready text', () => {
     const { index, body } = await split(ready);
     const { parquet, ...older } = index;
     await store.put(readyKeyOf(key), Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), body.subarray(0, parquet![0])]));
-    const v2 = readyKeyOf(key).replace(/^ready\/v3\//, 'ready/v2/');
-    await store.put(v2, Buffer.from('{"version":2}\n'));
-    expect(await storedIndex(store, v2)).toBeUndefined();
+    const v3 = readyKeyOf(key).replace(/^ready\/v4\//, 'ready/v3/');
+    const statsV1 = statsKeyOf(key).replace(/^stats\/v2\//, 'stats/v1/');
+    await store.put(v3, Buffer.from('{"version":3}\n'));
+    await store.put(statsV1, Buffer.from('{"version":1}\n'));
+    expect(await storedIndex(store, v3)).toBeUndefined();
     expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeUndefined();
 
     const publisher = storePartPublisher({ store, db });
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(true);
     expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeDefined();
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
-    expect(await store.head(v2)).toBeUndefined();
+    expect(await store.head(v3)).toBeUndefined();
+    expect(await store.head(statsV1)).toBeUndefined();
     expect(await store.head(statsKeyOf(key))).toBeDefined();
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(false);
 
     // Retired with its part: every sidecar of any version goes, after the part.
-    await store.put(v2, Buffer.from('{"version":2}\n'));
+    await store.put(v3, Buffer.from('{"version":3}\n'));
+    await store.put(statsV1, Buffer.from('{"version":1}\n'));
     await publisher.retire([key]);
-    for (const k of [key, readyKeyOf(key), statsKeyOf(key), v2]) expect(await store.head(k)).toBeUndefined();
+    for (const k of [key, readyKeyOf(key), statsKeyOf(key), v3, statsV1]) expect(await store.head(k)).toBeUndefined();
   });
 });
 
@@ -249,10 +253,37 @@ describe('a stats sidecar', () => {
     expect([...got.createdUs]).toEqual(kept.map((r) => r.created_at_ms * 1000));
     const byTime = (list: { t: number; v: string }[]) => list.sort((a, b) => a.t - b.t || (a.v < b.v ? -1 : 1)).map((x) => x.v);
     // Ties in created_at come in no set order: compared as sorted (instant, value) pairs.
-    const place = (i: number) => `${got.lng[i]},${got.lat[i]},${got.city[i] === 255 ? null : got.cities[got.city[i]!]},${got.area[i] === 65_535 ? null : got.areas[got.area[i]!]}`;
+    const place = (i: number) => `${got.lng[i]},${got.lat[i]},${got.city[i] === 65_535 ? null : got.cities[got.city[i]!]},${got.area[i] === 65_535 ? null : got.areas[got.area[i]!]}`;
     expect(byTime(kept.map((_, i) => ({ t: got.createdUs[i]!, v: place(i) })))).toEqual(byTime(kept.map((r) => ({ t: r.created_at_ms * 1000, v: `${r.lng},${r.lat},${r.instance_region_code},${r.local_area_id}` }))));
     // Only the columns asked for are read.
     const lean = readStatsSidecar(file, { place: false, area: false, city: false });
     expect([lean.lng.length, lean.area.length, lean.city.length]).toEqual([0, 0, 0]);
+  });
+});
+
+describe('sidecars of a part from all over the country', () => {
+  it('are written for a part naming more cities than one byte counts, and select and count by any of them', async () => {
+    // 1,642 cities nationally: an hour's part can hold hundreds.
+    const many = randomReports(random(41), 900, FROM, SPAN).map((r, i) => ({ ...r, status: 'confirmed', instance_region_code: i % 9 === 0 ? null : `PH-${String(1_000_000 + (i % 700)).padStart(10, '0')}` }));
+    const file = path.join(dir, 'many.parquet');
+    await writeParquet(db, many, file);
+    const text = path.join(dir, 'many.ready');
+    await writeReadyTexts(db, file, text);
+    const ready = readReadyIndex(text);
+    expect(ready.index.items.codes.length).toBeGreaterThan(600);
+    const hours = ready.index.hours.map((h) => h.hourMs);
+    for (const code of [ready.index.items.codes[0]!, ready.index.items.codes.at(-1)!]) {
+      const filter = { startMs: FROM - 1, endMs: FROM + SPAN, admin: [code] };
+      const runs = readyRunsOf(text, hours, filter);
+      const count = hours.reduce((n, h) => n + (runs.get(h)?.selection?.count ?? 0), 0);
+      expect(count).toBe(many.filter((r) => r.instance_region_code === code).length);
+    }
+    const stats = path.join(dir, 'many.stats');
+    await fs.writeFile(stats, (await statsSidecarOf(db, file))!);
+    const got = readStatsSidecar(stats, { place: false, area: false, city: true });
+    const last = got.cities.length - 1;
+    expect(got.cities.length).toBe(ready.index.items.codes.length);
+    expect([...got.city].filter((c) => c === last).length).toBe(many.filter((r) => r.instance_region_code === got.cities[last]).length);
+    expect([...got.city].filter((c) => c === 65_535).length).toBe(many.filter((r) => r.instance_region_code === null).length);
   });
 });

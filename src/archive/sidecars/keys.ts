@@ -5,8 +5,8 @@ import { REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectInfo } from '../../store/objectStore.js';
 
 /** Today's ready texts and stats sidecars. */
-const READY_PREFIX = 'ready/v3/';
-const STATS_PREFIX = 'stats/v1/';
+const READY_PREFIX = 'ready/v4/';
+const STATS_PREFIX = 'stats/v2/';
 
 /** The part's path below its prefix, without `.parquet`. */
 function restOf(partKey: string): string {
@@ -26,15 +26,20 @@ export function statsKeyOf(partKey: string): string {
 
 /**
  * Where ready texts were kept before (FORMAT.md, "Versions"): v1 under the part's own name, v2
- * as `.ready`. Never read; deleted with their parts or when compaction writes today's.
+ * and v3 as `.ready`. Never read; deleted with their parts or when compaction writes today's.
  */
 export function oldReadyKeysOf(partKey: string): string[] {
-  return [`ready/v1/${partKey.slice(REPORTS_PREFIX.length)}`, `ready/v2/${restOf(partKey)}.ready`];
+  return [`ready/v1/${partKey.slice(REPORTS_PREFIX.length)}`, `ready/v2/${restOf(partKey)}.ready`, `ready/v3/${restOf(partKey)}.ready`];
+}
+
+/** Where stats sidecars were kept before: v1 (a one-byte city). Never read; deleted as old ready texts are. */
+export function oldStatsKeysOf(partKey: string): string[] {
+  return [`stats/v1/${restOf(partKey)}.stats`];
 }
 
 /** Every sidecar key the parts may have, of any version. */
 export function sidecarKeysOf(partKeys: readonly string[]): string[] {
-  return [...partKeys.map(readyKeyOf), ...partKeys.map(statsKeyOf), ...partKeys.flatMap(oldReadyKeysOf)];
+  return [...partKeys.map(readyKeyOf), ...partKeys.map(statsKeyOf), ...partKeys.flatMap(oldReadyKeysOf), ...partKeys.flatMap(oldStatsKeysOf)];
 }
 
 /** A listed part's ready texts, as an object of its own (same ETag: they are derived from that part). */

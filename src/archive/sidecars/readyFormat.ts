@@ -3,7 +3,7 @@
 import type { FeatureShape } from '../sql.js';
 
 /** The version written today, and the only one read. */
-export const READY_VERSION = 3;
+export const READY_VERSION = 4;
 
 /** The texts kept ready: a shape and the separator its items are joined by, in section order. */
 export const READY_TEXTS = [
@@ -56,10 +56,10 @@ export function parseIndex(line: string): ReadyIndex | undefined {
   return index.version === READY_VERSION ? (index as ReadyIndex) : undefined;
 }
 
-/** Bytes per report of the per-report index: created_at, lng, lat (8 each), an end per shape (4 each), the city (1). */
-export const ITEM_BYTES = 8 * 3 + 4 * READY_TEXTS.length + 1;
+/** Bytes per report of the per-report index: created_at, lng, lat (8 each), an end per shape (4 each), the city (2: a part may hold any of the country's 1,642). */
+export const ITEM_BYTES = 8 * 3 + 4 * READY_TEXTS.length + 2;
 /** The city of a report outside every city. */
-export const NO_CITY = 255;
+export const NO_CITY = 65_535;
 
 /** The per-report index of `n` reports: one column after another, so each stays aligned. */
 export interface ReadyItems {
@@ -69,13 +69,13 @@ export interface ReadyItems {
   /** Where each report's item ends in each shape (a position in the body). */
   ends: Record<ReadyShape, Uint32Array>;
   /** An index into the index line's `items.codes`; NO_CITY: none. */
-  city: Uint8Array;
+  city: Uint16Array;
 }
 
 /** The columns of `n` reports' per-report index laid over `block` (n × ITEM_BYTES bytes). */
 export function itemColumns(block: ArrayBuffer, n: number): ReadyItems {
   const ends = Object.fromEntries(READY_TEXTS.map(({ shape }, s) => [shape, new Uint32Array(block, endsAt(n, s), n)])) as Record<ReadyShape, Uint32Array>;
-  return { createdUs: new Float64Array(block, 0, n), lng: new Float64Array(block, 8 * n, n), lat: new Float64Array(block, 16 * n, n), ends, city: new Uint8Array(block, endsAt(n, READY_TEXTS.length), n) };
+  return { createdUs: new Float64Array(block, 0, n), lng: new Float64Array(block, 8 * n, n), lat: new Float64Array(block, 16 * n, n), ends, city: new Uint16Array(block, endsAt(n, READY_TEXTS.length), n) };
 }
 
 /** Where the ends column of section `s` starts within the per-report index of `n` reports. */

@@ -82,7 +82,7 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
     at += message.byteLength;
   }
   // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
-  // shape, its city (an index into `codes`; 255: none).
+  // shape, its city (an index into `codes`; NO_CITY: none).
   const n = items.length;
   const pad = (8 - (at % 8)) % 8;
   body.push(new Uint8Array(pad));
@@ -92,6 +92,7 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
   const { createdUs: created, lng, lat, city } = columns;
   const ends = READY_TEXTS.map(({ shape }) => columns.ends[shape]);
   const codes: string[] = [];
+  const codeIndex = new Map<string, number>();
   const pos = starts.map((start) => start - 1);
   items.forEach((r, i) => {
     created[i] = r[0];
@@ -99,8 +100,9 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
     lat[i] = r[2];
     if (r[3] === null) city[i] = NO_CITY;
     else {
-      if (!codes.includes(r[3])) codes.push(r[3]);
-      city[i] = codes.indexOf(r[3]);
+      let c = codeIndex.get(r[3]);
+      if (c === undefined) codeIndex.set(r[3], (c = codes.push(r[3]) - 1));
+      city[i] = c;
     }
     ends.forEach((e, s) => {
       // One separator before every item but the first (also between hours).
@@ -108,7 +110,7 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
       e[i] = pos[s]!;
     });
   });
-  if (codes.length >= NO_CITY) throw new Error('a part holds more than 254 cities');
+  if (codes.length >= NO_CITY) throw new Error(`a part holds more than ${NO_CITY - 1} cities`);
   body.push(new Uint8Array(block));
   const parquetAt = itemsAt + block.byteLength;
   const parquet = await fs.readFile(answerParquet);

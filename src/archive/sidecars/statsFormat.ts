@@ -1,12 +1,12 @@
 // The layout of a stats sidecar (FORMAT.md): a header line, zero padding to a multiple of 8
 // bytes, then five columns of `count` values, reports oldest first.
-export const STATS_VERSION = 1;
+export const STATS_VERSION = 2;
 /** The barangay of a report outside every barangay. */
 export const NO_AREA = 65_535;
 /** The city of a report outside every city. */
-export const NO_CITY = 255;
-/** Bytes per report: created_at, lng, lat (8 each), barangay (2), city (1). */
-export const REPORT_BYTES = 27;
+export const NO_CITY = 65_535;
+/** Bytes per report: created_at, lng, lat (8 each), barangay (2), city (2: a part may hold any of the country's 1,642). */
+export const REPORT_BYTES = 28;
 
 export interface StatsHeader {
   version: typeof STATS_VERSION;

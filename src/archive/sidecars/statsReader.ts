@@ -14,7 +14,7 @@ export interface StatsReports {
   /** An index into `areas`; NO_AREA: none. */
   area: Uint16Array;
   /** An index into `cities`; NO_CITY: none. */
-  city: Uint8Array;
+  city: Uint16Array;
 }
 
 /** Which columns beside created_at to read. */
@@ -60,7 +60,7 @@ export function readStatsSidecar(file: string, need: StatsColumns): StatsReports
       lng: need.place ? read(new Float64Array(n), at.lng) : new Float64Array(0),
       lat: need.place ? read(new Float64Array(n), at.lat) : new Float64Array(0),
       area: need.area ? read(new Uint16Array(n), at.area) : new Uint16Array(0),
-      city: need.city ? read(new Uint8Array(n), at.city) : new Uint8Array(0),
+      city: need.city ? read(new Uint16Array(n), at.city) : new Uint16Array(0),
     };
   } finally {
     closeSync(fd);

@@ -32,7 +32,7 @@ export async function statsSidecarOf(db: DuckDb, partFile: string): Promise<Buff
   const lng = new Float64Array(block, at.lng, n);
   const lat = new Float64Array(block, at.lat, n);
   const area = new Uint16Array(block, at.area, n);
-  const city = new Uint8Array(block, at.city, n);
+  const city = new Uint16Array(block, at.city, n);
   rows.forEach((r, i) => {
     createdUs[i] = r[0];
     lng[i] = r[1];

@@ -2,7 +2,7 @@
 // ready texts missing, of an older version, or without their Parquet section are written
 // anew (knowing which reads only the first bytes), older versions' objects are deleted; a
 // missing stats sidecar is written.
-import { oldReadyKeysOf, readyKeyOf, statsKeyOf } from './keys.js';
+import { oldReadyKeysOf, oldStatsKeysOf, readyKeyOf, statsKeyOf } from './keys.js';
 import { storedIndex } from './readyIndex.js';
 import { storeReadyTexts, storeStatsSidecar, type SidecarDeps } from './storeSidecars.js';
 
@@ -18,5 +18,6 @@ export async function upgradeReadyTexts(deps: SidecarDeps, partKey: string, part
 export async function upgradeStatsSidecar(deps: SidecarDeps, partKey: string, partFile: string): Promise<boolean> {
   if (await deps.store.head(statsKeyOf(partKey))) return false;
   await storeStatsSidecar(deps, partKey, partFile);
+  await deps.store.delete(oldStatsKeysOf(partKey));
   return true;
 }
