@@ -191,21 +191,31 @@ const areaNames = new Map();
 const cityNames = new Map();
 let boundaries;
 
+/**
+ * Up to this many cities (the two-city default) every barangay is drawn at once. Beyond (the
+ * national boundaries: 1,642 cities, 41,096 barangays) only the barangays of the cities in view
+ * are fetched, once the map is zoomed in far enough to tell them apart.
+ */
+const ALL_AREAS_UP_TO = 50;
+const AREAS_FROM_ZOOM = 11;
+/** Cities whose barangays were asked for, and the counts the barangays were last filled with. */
+const citiesWithAreas = new Set();
+let lastByArea = new Map();
+
 async function loadBoundaries() {
   const cities = (await api('/cities?geoformat=geojson')).result;
-  const areas = await Promise.all(
-    cities.features.map((f) => api(`/cities/${encodeURIComponent(f.properties.code)}/local-areas?geoformat=geojson`)),
-  );
   for (const f of cities.features) cityNames.set(f.properties.code, f.properties.name);
-  const features = areas.flatMap((a) => a.result.features);
-  for (const f of features) areaNames.set(f.properties.psgc, { name: f.properties.name, city: f.properties.city_code });
   const select = form.elements.admin;
   for (const f of cities.features) {
     if ([...select.options].some((o) => o.value === f.properties.code)) continue;
     select.add(new Option(f.properties.name, f.properties.code));
   }
-  citiesLayer = L.geoJSON(cities, { style: { color: '#1b2631', weight: 2, fill: false }, interactive: false }).addTo(map);
-  areasLayer = L.geoJSON({ type: 'FeatureCollection', features }, {
+  const lazy = cities.features.length > ALL_AREAS_UP_TO;
+  citiesLayer = L.geoJSON(cities, {
+    style: (f) => ({ color: '#1b2631', weight: lazy ? 0.6 : 2, fill: false, className: `city city-${f.properties.code}` }),
+    interactive: false,
+  }).addTo(map);
+  areasLayer = L.geoJSON({ type: 'FeatureCollection', features: [] }, {
     style: { color: '#7f8c8d', weight: 0.6, fillOpacity: 0 },
     onEachFeature: (f, layer) => {
       layer.options.className = `area area-${f.properties.psgc}`;
@@ -213,10 +223,43 @@ async function loadBoundaries() {
       layer.bindTooltip(() => textElement(`${f.properties.name}: ${layer.count ?? 0} report${layer.count === 1 ? '' : 's'}`), { sticky: true });
     },
   }).addTo(map);
-  citiesLayer.bringToFront();
   map.fitBounds(citiesLayer.getBounds(), { padding: [10, 10] });
-  document.getElementById('boundary-label').textContent = `${cities.features.length} cities, ${features.length} barangays`;
-  return { cities, features };
+  const label = document.getElementById('boundary-label');
+  if (!lazy) {
+    const n = await addAreas(cities.features.map((f) => f.properties.code));
+    label.textContent = `${cities.features.length} cities, ${n} barangays`;
+  } else {
+    label.textContent = `${cities.features.length.toLocaleString('en')} cities; their barangays are drawn when you zoom in`;
+    map.on('moveend', () => {
+      areasInView().catch((err) => setStatus('error', `The barangays could not be loaded: ${err.message}`));
+    });
+  }
+  citiesLayer.bringToFront();
+  return { cities };
+}
+
+/** Fetches and draws the barangays of these cities (each once), filled with the last counts; how many were drawn. */
+async function addAreas(codes) {
+  const todo = codes.filter((code) => !citiesWithAreas.has(code));
+  for (const code of todo) citiesWithAreas.add(code);
+  const answers = await Promise.all(todo.map((code) => api(`/cities/${encodeURIComponent(code)}/local-areas?geoformat=geojson`)));
+  const features = answers.flatMap((a) => a.result.features);
+  for (const f of features) areaNames.set(f.properties.psgc, { name: f.properties.name, city: f.properties.city_code });
+  areasLayer.addData({ type: 'FeatureCollection', features });
+  if (features.length > 0) drawChoropleth(lastByArea);
+  mapEl.dataset.areas = String(areaNames.size);
+  return features.length;
+}
+
+/** The barangays of the cities in view, when zoomed in (at most a few dozen cities at a time). */
+async function areasInView() {
+  if (map.getZoom() < AREAS_FROM_ZOOM) return;
+  const view = map.getBounds();
+  const codes = [];
+  citiesLayer.eachLayer((layer) => {
+    if (codes.length < 40 && view.intersects(layer.getBounds())) codes.push(layer.feature.properties.code);
+  });
+  await addAreas(codes);
 }
 
 /** A span holding `text` as text (never parsed as markup). */
@@ -244,6 +287,7 @@ function classesOf(counts) {
 }
 
 function drawChoropleth(byArea) {
+  lastByArea = byArea;
   const classes = classesOf(byArea.values());
   let filled = 0;
   areasLayer.eachLayer((layer) => {

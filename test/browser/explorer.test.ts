@@ -21,7 +21,7 @@ import {
   testRuntime,
   type TestService,
 } from '../support/env.js';
-import { loadPsaBoundaries } from '../support/sharedData.js';
+import { loadNationalBoundaries, loadPsaBoundaries } from '../support/sharedData.js';
 
 // Globals of the page, used only inside callbacks that playwright runs there.
 declare const document: any, window: any, location: any, getComputedStyle: any;
@@ -315,6 +315,45 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await close();
     }
   });
+
+  it('under the national boundaries, opens on the whole country and fetches a city\'s barangays only when zoomed in on it', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    await rt.boundaries.publish(await loadNationalBoundaries());
+    const national = await startTestService(rt);
+    const { page, errors, requests, close } = await openPage();
+    try {
+      for (const r of juneReports.slice(0, 4)) {
+        const [lat, lng] = r.place;
+        expect((await postReport(national.url, report(r.post_id, { created_at: r.created_at, partner_city: 'Quezon City', location: { lat, lng } }))).status).toBe(201);
+      }
+      await allArchived(rt);
+      await page.goto(`${national.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#boundary-label')).toBe('1,642 cities; their barangays are drawn when you zoom in');
+      expect(await page.locator('path.city').count()).toBe(1642);
+      // The country in view, and no barangay fetched for it.
+      expect(requests.filter((u) => u.includes('/local-areas'))).toEqual([]);
+      await page.screenshot({ path: path.join(SHOTS, 'national.png') });
+      // Zoomed in on Quezon City with the mouse wheel, about the pointer.
+      for (let i = 0; i < 12 && (await page.locator('path.area-1381300020').count()) === 0; i++) {
+        const box = (await page.locator('path.city-PH-1381300000').boundingBox())!;
+        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+        await page.mouse.wheel(0, -300);
+        await page.waitForTimeout(700);
+      }
+      await page.waitForSelector('path.area-1381300020');
+      const fetched = requests.filter((u) => u.includes('/local-areas'));
+      expect(fetched.some((u) => u.includes('/cities/PH-1381300000/local-areas'))).toBe(true);
+      expect(fetched.length).toBeLessThanOrEqual(40);
+      // The barangays where the reports are take their counts.
+      expect(await page.getAttribute('path.area-1381300020', 'data-count')).not.toBe('0');
+      await page.screenshot({ path: path.join(SHOTS, 'national-zoomed.png') });
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+      await national.stop();
+    }
+  }, 120_000);
 
   it('above EXPLORER_MAX_POINTS reports, shows the barangay counts alone and says why', async () => {
     const rt = await testRuntime(await testConfig('embedded', undefined, { EXPLORER_MAX_POINTS: '10' }));
