@@ -3,9 +3,9 @@
 // project), a daily cycle with storm peaks, Filipino and English texts.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import booleanPointInPolygon from '@turf/boolean-point-in-polygon';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ulid } from 'ulid';
+import { compactLevels, contains, type Level } from '../src/boundaries/compactLevels.js';
 import { BoundaryRepository } from '../src/boundaries/repository.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
@@ -53,19 +53,18 @@ export function prng(seed: number): () => number {
 
 /** Points inside barangays (or inside the cities when the set has none), with their tags. */
 export function pointPool(set: BoundarySet, size: number, random: () => number): { lng: number; lat: number; city: string; psgc: string | null }[] {
-  const areas = set.localAreas.features.length > 0 ? set.localAreas.features.map((f) => ({ geometry: f.geometry, city: f.properties.city_code, psgc: f.properties.psgc as string | null })) : set.cities.features.map((f) => ({ geometry: f.geometry, city: f.properties.code, psgc: null }));
+  const levels = compactLevels(set);
+  const byArea = levels.localAreas.properties.length > 0;
+  const level: Level<unknown> = byArea ? levels.localAreas : levels.cities;
   const pool: { lng: number; lat: number; city: string; psgc: string | null }[] = [];
   while (pool.length < size) {
-    const area = areas[Math.floor(random() * areas.length)]!;
-    const ring = (area.geometry.type === 'Polygon' ? area.geometry.coordinates[0] : area.geometry.coordinates[0]![0])!;
-    const xs = ring.map((p) => p[0]!);
-    const ys = ring.map((p) => p[1]!);
-    const [minX, maxX, minY, maxY] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+    const i = Math.floor(random() * level.properties.length);
+    const [minX, minY, maxX, maxY] = level.bboxes.subarray(4 * i, 4 * i + 4);
     for (let tries = 0; tries < 50; tries++) {
-      const lng = Math.round((minX + random() * (maxX - minX)) * 1e6) / 1e6;
-      const lat = Math.round((minY + random() * (maxY - minY)) * 1e6) / 1e6;
-      if (booleanPointInPolygon([lng, lat], area.geometry)) {
-        pool.push({ lng, lat, city: area.city, psgc: area.psgc });
+      const lng = Math.round((minX! + random() * (maxX! - minX!)) * 1e6) / 1e6;
+      const lat = Math.round((minY! + random() * (maxY! - minY!)) * 1e6) / 1e6;
+      if (contains(level.rings[i]!, lng, lat)) {
+        pool.push(byArea ? { lng, lat, city: levels.localAreas.properties[i]!.city_code, psgc: levels.localAreas.properties[i]!.psgc } : { lng, lat, city: levels.cities.properties[i]!.code, psgc: null });
         break;
       }
     }

@@ -7,6 +7,7 @@ import { topology } from 'topojson-server';
 import type { ObjectStore } from '../store/objectStore.js';
 import { defaultBoundaries } from './defaultBoundaries.js';
 import { AdminAreas } from './adminAreas.js';
+import { compactLevels, type CompactLevels } from './compactLevels.js';
 import { PlaceNames, placesOf } from './placeNames.js';
 import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
@@ -34,7 +35,8 @@ export interface StoredBoundarySet extends BoundarySet {
 export interface LoadedBoundaries {
   version: string;
   label: string;
-  set: StoredBoundarySet;
+  /** Its regions, provinces, cities and barangays, kept compact (compactLevels.ts). */
+  levels: CompactLevels;
   tagger: Tagger;
   /** What admin= may name in this version, and the cities each covers. */
   adminAreas: AdminAreas;
@@ -105,11 +107,13 @@ export class BoundaryRepository {
       properties: { code: f.properties.code, name: f.properties.name },
     }));
     const collection = { type: 'FeatureCollection' as const, features: cities };
+    // The parsed set is let go once these are made: only the compact levels stay (compactLevels.ts).
+    const levels = compactLevels(set);
     return {
       version,
       label: set.label,
-      set,
-      tagger: new Tagger(set),
+      levels,
+      tagger: new Tagger(levels),
       placeNames: new PlaceNames(placesOf(set)),
       adminAreas: new AdminAreas(set, version),
       citiesGeoJson: JSON.stringify({ statusCode: 200, result: collection }),

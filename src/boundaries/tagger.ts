@@ -1,9 +1,8 @@
 // Point-in-polygon tagging: which city and which barangay hold a point.
 // Bbox indexes (flatbush) narrow 1,642 cities and 41,096 barangays to the few worth an exact test.
-import booleanPointInPolygon from '@turf/boolean-point-in-polygon';
 import Flatbush from 'flatbush';
-import type { Position } from 'geojson';
-import type { Area, BoundarySet, CityFeature, LocalAreaFeature } from './types.js';
+import { compactLevels, contains, type CompactLevels, type Level } from './compactLevels.js';
+import type { BoundarySet } from './types.js';
 
 export interface Tags {
   instance_region_code: string | null;
@@ -11,67 +10,49 @@ export interface Tags {
 }
 
 export class Tagger {
-  private readonly cities: CityFeature[];
-  private readonly cityIndex: Flatbush;
-  private readonly areas: LocalAreaFeature[];
+  private readonly cityIndex: Flatbush | undefined;
   private readonly areaIndex: Flatbush | undefined;
 
-  constructor(set: BoundarySet) {
-    this.cities = set.cities.features;
-    this.cityIndex = indexOf(this.cities)!;
-    this.areas = set.localAreas.features;
-    this.areaIndex = indexOf(this.areas);
+  private readonly levels: CompactLevels;
+
+  /** From a loaded version's levels, or from a boundary set as published (its levels made here). */
+  constructor(boundaries: CompactLevels | BoundarySet) {
+    const levels = 'features' in boundaries.cities ? compactLevels(boundaries as BoundarySet) : (boundaries as CompactLevels);
+    this.levels = levels;
+    this.cityIndex = indexOf(levels.cities);
+    this.areaIndex = indexOf(levels.localAreas);
   }
 
   tag(lng: number, lat: number): Tags {
-    const point: Position = [lng, lat];
+    const { cities, localAreas } = this.levels;
     // The first city in the version's order that holds the point (cities overlap only by slivers at borders).
-    let city: string | null = null;
     let first = Infinity;
-    for (const i of this.cityIndex.search(lng, lat, lng, lat)) {
-      if (i < first && booleanPointInPolygon(point, this.cities[i]!.geometry)) first = i;
+    for (const i of this.cityIndex?.search(lng, lat, lng, lat) ?? []) {
+      if (i < first && contains(cities.rings[i]!, lng, lat)) first = i;
     }
-    if (first !== Infinity) city = this.cities[first]!.properties.code;
+    const city = first === Infinity ? null : cities.properties[first]!.code;
     let area: string | null = null;
     if (this.areaIndex) {
-      // Prefer a barangay of the city that holds the point; sort for a stable pick on shared edges.
-      const hits = this.areaIndex
-        .search(lng, lat, lng, lat)
-        .map((i) => this.areas[i]!)
-        .filter((f) => booleanPointInPolygon(point, f.geometry))
-        .sort((a, b) => (a.properties.psgc < b.properties.psgc ? -1 : 1));
-      const match = hits.find((f) => f.properties.city_code === city) ?? hits[0];
-      area = match?.properties.psgc ?? null;
+      // Prefer a barangay of the city that holds the point; the lowest PSGC for a stable pick where barangays overlap.
+      let best: { psgc: string; ofCity: boolean } | undefined;
+      for (const i of this.areaIndex.search(lng, lat, lng, lat)) {
+        if (!contains(localAreas.rings[i]!, lng, lat)) continue;
+        const p = localAreas.properties[i]!;
+        const ofCity = p.city_code === city;
+        if (!best || (ofCity && !best.ofCity) || (ofCity === best.ofCity && p.psgc < best.psgc)) best = { psgc: p.psgc, ofCity };
+      }
+      area = best?.psgc ?? null;
     }
     return { instance_region_code: city, local_area_id: area };
   }
 }
 
-/** A bbox index of the features, or none for none. */
-function indexOf(features: readonly { geometry: Area }[]): Flatbush | undefined {
-  if (features.length === 0) return undefined;
-  const index = new Flatbush(features.length);
-  for (const f of features) {
-    const [a, b, c, d] = bboxOf(f.geometry) as [number, number, number, number];
-    index.add(a, b, c, d);
-  }
+/** A bbox index of a level's features, or none for none. */
+function indexOf(level: Level<unknown>): Flatbush | undefined {
+  const n = level.properties.length;
+  if (n === 0) return undefined;
+  const index = new Flatbush(n);
+  for (let i = 0; i < n; i++) index.add(level.bboxes[4 * i]!, level.bboxes[4 * i + 1]!, level.bboxes[4 * i + 2]!, level.bboxes[4 * i + 3]!);
   index.finish();
   return index;
-}
-
-function bboxOf(geometry: Area): number[] {
-  let minX = Infinity;
-  let minY = Infinity;
-  let maxX = -Infinity;
-  let maxY = -Infinity;
-  const polygons = geometry.type === 'Polygon' ? [geometry.coordinates] : geometry.coordinates;
-  for (const rings of polygons) {
-    for (const [x, y] of rings[0] ?? []) {
-      if (x! < minX) minX = x!;
-      if (y! < minY) minY = y!;
-      if (x! > maxX) maxX = x!;
-      if (y! > maxY) maxY = y!;
-    }
-  }
-  return [minX, minY, maxX, maxY];
 }

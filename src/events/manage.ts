@@ -96,10 +96,10 @@ export function shown(s: Subscription, backlog?: { pending: number; setAside: nu
 }
 
 export async function addSubscription(rt: SubscriptionDeps, input: SubscriptionInput): Promise<Subscription> {
-  const { set, adminAreas } = await rt.boundaries.current();
+  const { levels, adminAreas } = await rt.boundaries.current();
   const sub = newSubscription(input, new HostPolicy(rt.config.events.webhookAllowHosts), {
     areas: adminAreas,
-    localAreas: new Set(set.localAreas.features.map((f) => f.properties.psgc)),
+    localAreas: new Set(levels.localAreas.properties.map((p) => p.psgc)),
   });
   await adminOf(rt).add(sub);
   return sub;

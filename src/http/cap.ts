@@ -67,8 +67,8 @@ function alertOf(e: StoredEvent, base: string): CapAlert {
 }
 
 async function areaNames(deps: CapDeps): Promise<AreaNames> {
-  const set = (await deps.boundaries.current()).set;
-  const cities = new Map(set.cities.features.map((f) => [f.properties.code, f.properties.name]));
-  const areas = new Map(set.localAreas.features.map((f) => [f.properties.psgc, f.properties.name]));
+  const { levels } = await deps.boundaries.current();
+  const cities = new Map(levels.cities.properties.map((p) => [p.code, p.name]));
+  const areas = new Map(levels.localAreas.properties.map((p) => [p.psgc, p.name]));
   return { city: (c) => cities.get(c), localArea: (a) => areas.get(a) };
 }

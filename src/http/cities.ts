@@ -2,6 +2,7 @@
 // GET /cities/{code}/local-areas: that city's barangays in the same version.
 import type { Request, Response } from 'express';
 import { topology } from 'topojson-server';
+import { geometryOf } from '../boundaries/compactLevels.js';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
 import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
@@ -59,9 +60,9 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
       const collection = {
         type: 'FeatureCollection' as const,
-        features: current.set.localAreas.features
-          .filter((f) => f.properties.city_code === code)
-          .map((f) => ({ type: 'Feature' as const, geometry: f.geometry, properties: { psgc: f.properties.psgc, name: f.properties.name, city_code: code } })),
+        features: current.levels.localAreas.properties.flatMap((p, i) =>
+          p.city_code === code ? [{ type: 'Feature' as const, geometry: geometryOf(current.levels.localAreas, i), properties: { psgc: p.psgc, name: p.name, city_code: code } }] : [],
+        ),
       };
       const result = geoformat === 'geojson' ? collection : topology({ output: collection }, LOCAL_AREAS_QUANTIZATION);
       return JSON.stringify({ statusCode: 200, result });

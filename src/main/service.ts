@@ -63,7 +63,9 @@ function loopbackOf(host: string | undefined): string {
 export async function startService(rt: ServiceDeps, options: ServiceOptions): Promise<RunningService> {
   // Only a process allowed to write cities/ can seed it (on AWS: bootstrap or the scheduler);
   // the others wait for a version to appear, and /ready says so meanwhile.
-  await rt.boundaries.seedIfEmpty().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not seed the boundary outlines'));
+  await rt.boundaries.seedIfEmpty().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not seed the default boundaries'));
+  // Loaded before the first request rather than by it: the national version takes about a second.
+  await rt.boundaries.current().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'no boundary version to load yet'));
   let timer: NodeJS.Timeout | undefined;
   let first: NodeJS.Immediate | undefined;
   if (options.reconcile) {

@@ -34,7 +34,7 @@ export const cities: Command = {
         const versions = await Promise.all(
           (await rt.boundaries.versions()).map(async (id) => {
             const v = await rt.boundaries.load(id);
-            return { version: id, label: v.label, regions: v.set.regions?.features.length ?? 0, provinces: v.set.provinces?.features.length ?? 0, cities: v.set.cities.features.length, localAreas: v.set.localAreas.features.length, current: id === current };
+            return { version: id, label: v.label, regions: v.levels.regions?.properties.length ?? 0, provinces: v.levels.provinces?.properties.length ?? 0, cities: v.levels.cities.properties.length, localAreas: v.levels.localAreas.properties.length, current: id === current };
           }),
         );
         print(values, versions, () =>
