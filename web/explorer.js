@@ -235,8 +235,57 @@ async function loadBoundaries() {
     });
   }
   citiesLayer.bringToFront();
+  fillPlaceSearch(cities.features);
   return { cities };
 }
+
+// ---------- finding a place ----------
+
+const placeSearch = document.getElementById('place-search');
+/** Search text (folded) → the code of the city it names. */
+const placeCodes = new Map();
+const fold = (text) => text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/\s+/g, ' ').trim();
+
+/** Every city by name; a name several cities share (ten San Joses nationally) carries its code. */
+function fillPlaceSearch(features) {
+  const count = new Map();
+  for (const f of features) count.set(fold(f.properties.name), (count.get(fold(f.properties.name)) ?? 0) + 1);
+  const options = features.map((f) => {
+    const { name, code } = f.properties;
+    const label = count.get(fold(name)) > 1 ? `${name} (${code})` : name;
+    placeCodes.set(fold(label), code);
+    return new Option(label, label);
+  });
+  document.getElementById('place-names').replaceChildren(...options);
+}
+
+placeSearch.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = fold(placeSearch.elements.place.value);
+  if (text === '') return;
+  // The name as listed, else the first city whose name starts with what was typed.
+  let code = placeCodes.get(text);
+  if (!code) {
+    for (const [label, c] of placeCodes) {
+      if (label.startsWith(text)) {
+        code = c;
+        break;
+      }
+    }
+  }
+  let found;
+  citiesLayer?.eachLayer((layer) => {
+    if (layer.feature.properties.code === code) found = layer;
+  });
+  if (!found) {
+    mapNote.textContent = `No city or municipality named “${placeSearch.elements.place.value}” in the current boundaries.`;
+    return;
+  }
+  mapNote.textContent = '';
+  // Close enough for its barangays to be drawn.
+  map.fitBounds(found.getBounds(), { padding: [10, 10], maxZoom: 14 });
+  if (map.getZoom() < AREAS_FROM_ZOOM) map.setZoom(AREAS_FROM_ZOOM);
+});
 
 /** Fetches and draws the barangays of these cities (each once), filled with the last counts; how many were drawn. */
 async function addAreas(codes) {

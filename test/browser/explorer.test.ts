@@ -348,6 +348,17 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       // The barangays where the reports are take their counts.
       expect(await page.getAttribute('path.area-1381300020', 'data-count')).not.toBe('0');
       await page.screenshot({ path: path.join(SHOTS, 'national-zoomed.png') });
+      // A place found by name, accents and case aside: the map goes there and draws its barangays.
+      expect(await page.locator('#place-names option').count()).toBe(1642);
+      await page.fill('input[name=place]', 'city of cebu');
+      await page.press('input[name=place]', 'Enter');
+      await page.waitForFunction(() => document.querySelectorAll('path[class*="area-07306"]').length > 0, undefined, { timeout: 30_000 });
+      expect(requests.some((u) => u.includes('/cities/PH-0730600000/local-areas'))).toBe(true);
+      // A name ten places share is listed with each one's code.
+      expect(await page.locator('#place-names option[value^="San Jose (PH-"]').count()).toBeGreaterThan(1);
+      await page.fill('input[name=place]', 'Nowhere Town');
+      await page.press('input[name=place]', 'Enter');
+      expect(await page.textContent('#map-note')).toMatch(/No city or municipality named “Nowhere Town”/);
       expect(errors).toEqual([]);
     } finally {
       await close();
