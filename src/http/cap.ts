@@ -1,7 +1,7 @@
 // CAP 1.2 for alerting systems: GET /reports/cap.atom (an Atom feed of one alert per report created
 // in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
 // the event log the worker writes (on either backend), so they need no archive query.
-import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
@@ -26,14 +26,15 @@ export function capHandlers(deps: CapDeps): Handlers {
 
   serve('capFeed', async (req, res) => {
     const { values, details } = readQuery(req, ['admin']);
-    const areas = (await deps.boundaries.current()).adminAreas;
+    const current = await deps.boundaries.current();
+    const areas = current.adminAreas;
     const cities = values.admin === undefined ? undefined : readAdmin(values.admin, areas, details);
     throwIfAny(details);
     const covered = cities && new Set(cities);
     const events = deps.events;
     const now = Date.now();
     const base = deps.publicBase();
-    const names = await areaNames(deps);
+    const names = areaNamesOf(current);
     const alerts = (await events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
       .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
       .slice(0, FEED_LIMIT)
@@ -56,7 +57,7 @@ export function capHandlers(deps: CapDeps): Handlers {
       throw new HttpError(404, `No alert for ${pkey}: it is not archived, or older than the events kept.`, [{ in: 'path', field: 'pkey', message: 'has no alert' }]);
     }
     res.set('Cache-Control', 'public, max-age=300').type('application/cap+xml; charset=utf-8');
-    res.send(capDocument(alertOf(event, deps.publicBase()), await areaNames(deps)));
+    res.send(capDocument(alertOf(event, deps.publicBase()), areaNamesOf(await deps.boundaries.current())));
   });
 
   return handlers;
@@ -66,9 +67,16 @@ function alertOf(e: StoredEvent, base: string): CapAlert {
   return { feature: e.feature, sentMs: e.at_ms, url: `${base}/reports/${encodeURIComponent(e.pkey)}.cap` };
 }
 
-async function areaNames(deps: CapDeps): Promise<AreaNames> {
-  const { levels } = await deps.boundaries.current();
-  const cities = new Map(levels.cities.properties.map((p) => [p.code, p.name]));
-  const areas = new Map(levels.localAreas.properties.map((p) => [p.psgc, p.name]));
-  return { city: (c) => cities.get(c), localArea: (a) => areas.get(a) };
+/** The names alerts give places, made once per boundary version (41,096 barangays nationally), not per request. */
+const namesByVersion = new WeakMap<LoadedBoundaries, AreaNames>();
+
+function areaNamesOf(current: LoadedBoundaries): AreaNames {
+  let names = namesByVersion.get(current);
+  if (!names) {
+    const cities = new Map(current.levels.cities.properties.map((p) => [p.code, p.name]));
+    const areas = new Map(current.levels.localAreas.properties.map((p) => [p.psgc, p.name]));
+    names = { city: (c) => cities.get(c), localArea: (a) => areas.get(a) };
+    namesByVersion.set(current, names);
+  }
+  return names;
 }
