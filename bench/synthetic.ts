@@ -147,7 +147,7 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
                NULL::VARCHAR AS url,
                CASE WHEN hash(id * 31) % 5 = 0 THEN 'https://images.example.org/' || id || '.jpg' END AS image_url,
                'flood' AS disaster_type, NULL::JSON AS report_data,
-               pool.city AS instance_region_code, pool.psgc AS local_area_id,
+               pool.city AS instance_region_code, pool.psgc AS local_area_id, NULL::VARCHAR AS province_code, NULL::VARCHAR AS region_code,
                ${titles}[((hash(id * 13) % ${TITLES.length}) + 1)::BIGINT] AS title,
                ${texts}[((hash(id * 17) % ${TEXTS.length}) + 1)::BIGINT] AS text,
                pool.lng, pool.lat, id::BIGINT AS post_id,

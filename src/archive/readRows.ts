@@ -12,20 +12,27 @@ import { COLUMNS, laterColumns, partColumns, rowKeyOf, sqlTypeOf, tombstoneSql, 
 export const DEDUPE_WINDOW = `row_number() OVER (PARTITION BY pkey ORDER BY regexp_extract(filename, 'part-[0-9A-Z]{26}') DESC) = 1`;
 
 /**
+ * Parts as one relation with every column parts are written with now. Parts written before a
+ * later column existed (schema.ts) lack it: the files are read by name (union_by_name), and an
+ * empty relation that has the later columns makes them null there, even when no file has them.
+ * `files`: a SQL list (a literal or a bound parameter). Hive partitioning is off: the store's
+ * paths (year=…/hour=…) would otherwise add their values as columns.
+ */
+export function partsSql(files: string, withFilename = false, table: Columns = COLUMNS): string {
+  const later = laterColumns(table).map((c) => `NULL::${sqlTypeOf(c)} AS ${c.name}`);
+  const options = `${withFilename ? 'filename = true, ' : ''}hive_partitioning = false, union_by_name = true`;
+  const read = `SELECT * FROM read_parquet(${files}, ${options})`;
+  if (later.length === 0) return `(${read})`;
+  return `(${read} UNION ALL BY NAME SELECT ${later.join(', ')}${withFilename ? ', NULL::VARCHAR AS filename' : ''} WHERE false)`;
+}
+
+/**
  * The de-duplicating read the rewriters of parts share (compaction, reprocessing): every column
- * parts are written with now. Hive partitioning is off: the store's paths (year=…/hour=…) would
- * otherwise add their values as columns, and a merged file would carry them, contradicting its
- * own path. Parts written before `key_name` existed lack it: the files are read by name
- * (union_by_name), and an empty relation that has it makes it null there, even when no file
- * has it. Answers never read it (see LATER_COLUMNS), so this costs the rewriters alone.
+ * parts are written with now, a merged file carrying none of the store's partition values.
  */
 export function dedupedPartsSql(files: readonly string[], table: Columns = COLUMNS): string {
   const list = `[${files.map(sqlString).join(', ')}]`;
-  const later = laterColumns(table).map((c) => `NULL::${sqlTypeOf(c)} AS ${c.name}`);
-  return `SELECT ${partColumns(table).join(', ')}
-    FROM (SELECT * FROM read_parquet(${list}, filename = true, hive_partitioning = false, union_by_name = true)
-          ${later.length > 0 ? `UNION ALL BY NAME SELECT ${later.join(', ')} WHERE false` : ''})
-    QUALIFY ${DEDUPE_WINDOW}`;
+  return `SELECT ${partColumns(table).join(', ')} FROM ${partsSql(list, true, table)} QUALIFY ${DEDUPE_WINDOW}`;
 }
 
 /** Each column as its row field: timestamps as epoch ms, JSON as its text. */

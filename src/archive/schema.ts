@@ -31,7 +31,11 @@ export interface ColumnSpec {
 
 export type Columns = readonly ColumnSpec[];
 
-/** In the order of the parts' columns; later columns only at the end. */
+/**
+ * In the order of the parts' columns and of the answers. Every reader of parts reads columns by
+ * name (readRows.ts, partsSql), so a later column may sit anywhere: its place is its place in
+ * the answers.
+ */
 export const COLUMNS = [
   { name: 'pkey', kind: 'text', nullable: false, answer: 'property', description: 'The report key, fixed at acceptance: `<source>-<post_id>`.' },
   { name: 'created_at', kind: 'timestamp', nullable: false, answer: 'property', description: 'ISO 8601 in UTC with milliseconds.' },
@@ -51,6 +55,22 @@ export const COLUMNS = [
   { name: 'report_data', kind: 'json', nullable: true, answer: 'property', description: 'Not typed; null for partner reports.' },
   { name: 'instance_region_code', kind: 'text', nullable: true, answer: 'tag', description: 'Code of the city whose boundary contains the point.' },
   { name: 'local_area_id', kind: 'text', nullable: true, answer: 'tag', description: 'PSGC code (10 digits) of the barangay that contains the point.' },
+  {
+    name: 'province_code',
+    kind: 'text',
+    nullable: true,
+    answer: 'tag',
+    later: true,
+    description: "Code (`PH-` and its PSGC code) of the province of the city whose boundary contains the point; null where the boundary version has no provinces (the two-city set), the city is in none (an independent city) or no city contains the point.",
+  },
+  {
+    name: 'region_code',
+    kind: 'text',
+    nullable: true,
+    answer: 'tag',
+    later: true,
+    description: 'Code (`PH-` and its PSGC code) of the region of the city whose boundary contains the point; null where the boundary version has no regions (the two-city set) or no city contains the point.',
+  },
   { name: 'title', kind: 'text', nullable: false, answer: 'property', personal: true, description: "The report's title." },
   { name: 'text', kind: 'text', nullable: false, answer: 'property', personal: true, description: "The report's text." },
   { name: 'lng', kind: 'double', nullable: false, answer: 'x', description: 'Longitude, WGS 84.' },
@@ -111,11 +131,6 @@ export function sqlTypeOf(c: ColumnSpec): string {
 /** The columns parts are written with now, in order. */
 export function partColumns(table: Columns = COLUMNS): string[] {
   return table.map((c) => c.name);
-}
-
-/** The columns in every part whatever release wrote it. */
-export function firstColumns(table: Columns = COLUMNS): string[] {
-  return table.filter((c) => !c.later).map((c) => c.name);
 }
 
 /** The columns added later (see ColumnSpec.later). */

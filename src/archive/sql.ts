@@ -2,7 +2,7 @@
 // parameters), and how each report is serialised in each text shape.
 import { DOUBLE, LIST, TIMESTAMPTZ, VARCHAR, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { WindowQuery } from './query.js';
-import { DEDUPE_WINDOW } from './readRows.js';
+import { DEDUPE_WINDOW, partsSql } from './readRows.js';
 import { answerColumns, COLUMNS, pointColumns, propertyLayout, tombstoneSql, type Columns, type ColumnSpec } from './schema.js';
 
 /** How each report is serialized: a GeoJSON Feature, a TopoJSON Point geometry, or a CSV line. */
@@ -77,10 +77,10 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
   const afterClause = after.length > 0 ? `WHERE ${after.join(' AND ')}` : '';
   let rows: string;
   if (clean) {
-    rows = `(SELECT * FROM read_parquet($files) WHERE ${[...where, ...after].join(' AND ')})`;
+    rows = `(SELECT * FROM ${PARTS} WHERE ${[...where, ...after].join(' AND ')})`;
     if (limit !== undefined) rows = `(SELECT * FROM ${rows} ${ANSWER_ORDER} LIMIT ${limit})`;
   } else if (limit === undefined) {
-    rows = `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM read_parquet($files, filename = true)
+    rows = `(SELECT * FROM (SELECT * EXCLUDE (filename) FROM ${NAMED_PARTS}
              WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
            ${afterClause})`;
   } else {
@@ -88,15 +88,19 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
     // hour in memory for `limit` rows. The page's copies are chosen on the few columns the
     // filters and the order read, then only those rows are read whole.
     const keys = `SELECT filename, pkey FROM (SELECT filename, pkey, created_at, status, instance_region_code
-             FROM read_parquet($files, filename = true) WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
+             FROM ${NAMED_PARTS} WHERE ${where.join(' AND ')} QUALIFY ${DEDUPE_WINDOW})
            ${afterClause} ${ANSWER_ORDER} LIMIT ${limit}`;
     rows = `(SELECT r.* EXCLUDE (filename)
-             FROM (SELECT * FROM read_parquet($files, filename = true) WHERE ${where.join(' AND ')}) r
+             FROM (SELECT * FROM ${NAMED_PARTS} WHERE ${where.join(' AND ')}) r
              SEMI JOIN (${keys}) k ON r.filename = k.filename AND r.pkey = k.pkey)`;
   }
   if (!query.includeRetracted) return { sql: rows, values, types };
   return { sql: `(SELECT ${TOMBSTONE(hidden.length > 0 ? `status = 'retracted' OR list_contains($retracted, pkey)` : `status = 'retracted'`)} FROM ${rows})`, values, types };
 }
+
+/** The window's part files (bound as $files), older ones' later columns null; and with each row's file name. */
+const PARTS = partsSql('$files');
+const NAMED_PARTS = partsSql('$files', true);
 
 /** A retracted report's columns as its tombstone (schema.ts); `retracted` is the SQL condition that says which. */
 export const TOMBSTONE = (retracted: string): string => tombstoneSql(retracted);

@@ -1,7 +1,10 @@
 // What `admin=` may name in a boundary version, and the cities it covers: a city (its own code), or
-// in a national version a province or region (`PH-` and its PSGC code), which covers its cities.
+// in a national version a province or region (`PH-` and its PSGC code), which covers its cities
+// (an independent city counts in the province that holds it: hierarchy.ts).
 // Reports carry their city's code (instance_region_code), so a filter by any level is a filter by
 // the set of cities it covers, as the current version draws them.
+import { compactLevels } from './compactLevels.js';
+import { areaCode, cityParents, type CityParents } from './hierarchy.js';
 import type { BoundarySet } from './types.js';
 
 export type AdminLevel = 'region' | 'province' | 'city';
@@ -27,25 +30,24 @@ export class AdminAreas {
     set: BoundarySet,
     /** The boundary version's id: answers rolled up by this hierarchy are cached under it. */
     readonly version = '',
+    /** Each city's province and region (hierarchy.ts), when the caller has them already. */
+    parents: CityParents = cityParents(compactLevels(set)),
   ) {
     const cities = set.cities.features.map((f) => f.properties);
-    const covered = (match: (c: (typeof cities)[number]) => boolean) => cities.filter(match).map((c) => c.code);
+    const covered = (codes: readonly (string | null)[], code: string) => cities.filter((_, i) => codes[i] === code).map((c) => c.code);
     for (const f of set.regions?.features ?? []) {
-      const psgc = f.properties.psgc;
-      this.add({ code: `PH-${psgc}`, name: f.properties.name, level: 'region', cities: covered((c) => c.region_psgc === psgc) });
+      const code = areaCode(f.properties.psgc);
+      this.add({ code, name: f.properties.name, level: 'region', cities: covered(parents.region, code) });
     }
     for (const f of set.provinces?.features ?? []) {
-      const psgc = f.properties.psgc;
-      this.add({ code: `PH-${psgc}`, name: f.properties.name, level: 'province', cities: covered((c) => c.province_psgc === psgc) });
+      const code = areaCode(f.properties.psgc);
+      this.add({ code, name: f.properties.name, level: 'province', cities: covered(parents.province, code) });
     }
     // A city's own code wins over a province or region that shares it.
-    for (const c of cities) {
+    cities.forEach((c, i) => {
       this.byCode.set(c.code, { code: c.code, name: c.name, level: 'city', cities: [c.code] });
-      this.parents.set(c.code, {
-        ...(set.provinces && c.province_psgc && { province: `PH-${c.province_psgc}` }),
-        ...(set.regions && c.region_psgc && { region: `PH-${c.region_psgc}` }),
-      });
-    }
+      this.parents.set(c.code, { ...(parents.province[i] && { province: parents.province[i] }), ...(parents.region[i] && { region: parents.region[i] }) });
+    });
     this.levels = new Set<AdminLevel>(['city', ...(set.provinces ? (['province'] as const) : []), ...(set.regions ? (['region'] as const) : [])]);
   }
 

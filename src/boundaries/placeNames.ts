@@ -32,6 +32,7 @@
  */
 
 import type { BoundarySet } from './types.js';
+import { areaCode } from './hierarchy.js';
 
 export type PlaceLevel = 'city' | 'province';
 export interface Place {
@@ -442,7 +443,7 @@ export function placesOf(set: BoundarySet): Place[] {
   });
   const cityCodes = new Set(cities.map((c) => c.code));
   const provinceLevel: Place[] = (set.provinces?.features ?? [])
-    .map((f): Place => ({ code: `PH-${f.properties.psgc}`, name: f.properties.name, level: 'province' }))
+    .map((f): Place => ({ code: areaCode(f.properties.psgc), name: f.properties.name, level: 'province' }))
     .filter((p) => !cityCodes.has(p.code));
   return [...cities, ...provinceLevel];
 }

@@ -8,6 +8,7 @@ import type { ObjectStore } from '../store/objectStore.js';
 import { defaultBoundaries } from './defaultBoundaries.js';
 import { AdminAreas } from './adminAreas.js';
 import { compactLevels, type CompactLevels } from './compactLevels.js';
+import { cityParents } from './hierarchy.js';
 import { PlaceNames, placesOf } from './placeNames.js';
 import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
@@ -115,7 +116,7 @@ export class BoundaryRepository {
       levels,
       tagger: new Tagger(levels),
       placeNames: new PlaceNames(placesOf(set)),
-      adminAreas: new AdminAreas(set, version),
+      adminAreas: new AdminAreas(set, version, cityParents(levels)),
       citiesGeoJson: JSON.stringify({ statusCode: 200, result: collection }),
       citiesTopoJson: JSON.stringify({ statusCode: 200, result: topology({ output: collection }, CITIES_QUANTIZATION) }),
     };

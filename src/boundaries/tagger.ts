@@ -1,12 +1,18 @@
-// Point-in-polygon tagging: which city and which barangay hold a point.
-// Bbox indexes (flatbush) narrow 1,642 cities and 41,096 barangays to the few worth an exact test.
+// Point-in-polygon tagging: which city and which barangay hold a point, and the city's province
+// and region. Bbox indexes (flatbush) narrow 1,642 cities and 41,096 barangays to the few worth an
+// exact test. The province and region are the city's in the version's hierarchy (hierarchy.ts),
+// so the tags always nest (a report counted in a city is counted in its province and region).
 import Flatbush from 'flatbush';
 import { compactLevels, contains, type CompactLevels, type Level } from './compactLevels.js';
+import { cityParents, type CityParents } from './hierarchy.js';
 import type { BoundarySet } from './types.js';
 
+/** A report's tags (the archive's tag columns, schema.ts). */
 export interface Tags {
   instance_region_code: string | null;
   local_area_id: string | null;
+  province_code: string | null;
+  region_code: string | null;
 }
 
 export class Tagger {
@@ -14,6 +20,7 @@ export class Tagger {
   private readonly areaIndex: Flatbush | undefined;
 
   private readonly levels: CompactLevels;
+  private readonly parents: CityParents;
 
   /** From a loaded version's levels, or from a boundary set as published (its levels made here). */
   constructor(boundaries: CompactLevels | BoundarySet) {
@@ -21,6 +28,7 @@ export class Tagger {
     this.levels = levels;
     this.cityIndex = indexOf(levels.cities);
     this.areaIndex = indexOf(levels.localAreas);
+    this.parents = cityParents(levels);
   }
 
   tag(lng: number, lat: number): Tags {
@@ -43,7 +51,8 @@ export class Tagger {
       }
       area = best?.psgc ?? null;
     }
-    return { instance_region_code: city, local_area_id: area };
+    const found = first !== Infinity;
+    return { instance_region_code: city, local_area_id: area, province_code: found ? this.parents.province[first]! : null, region_code: found ? this.parents.region[first]! : null };
   }
 }
 

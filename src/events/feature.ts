@@ -13,7 +13,8 @@ const key = (name: string) => JSON.stringify(name);
 
 /** A column's property value from row `r`, as code: timestamps as answers write them, JSON parsed. */
 function valueCode(c: ColumnSpec): string {
-  const value = `r[${key(rowKeyOf(c))}]`;
+  // A later column is absent from rows made before it: null, as answers read it.
+  const value = c.later ? `(r[${key(rowKeyOf(c))}] ?? null)` : `r[${key(rowKeyOf(c))}]`;
   if (c.kind === 'timestamp') return `(${value} === null ? null : new Date(${value}).toISOString())`;
   if (c.kind === 'json') return `(${value} === null ? null : JSON.parse(${value}))`;
   return value;

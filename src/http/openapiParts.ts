@@ -44,7 +44,7 @@ export const exampleFeature = {
     image_url: null,
     disaster_type: 'flood',
     report_data: null,
-    tags: { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
+    tags: { instance_region_code: 'PH-QC', local_area_id: '1381300020', province_code: null, region_code: null },
     title: 'Baha sa QMC',
     text: 'Hanggang tuhod',
   },

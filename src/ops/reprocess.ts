@@ -10,6 +10,7 @@ import { readRows } from '../archive/readRows.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import type { ChangedReport, ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { Tags } from '../boundaries/tagger.js';
 import { newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
 import type { Progress } from './progress.js';
@@ -68,11 +69,10 @@ export async function reprocess(
         result.moves[move] = (result.moves[move] ?? 0) + 1;
       }
       if (tags.local_area_id !== row.local_area_id) result.localAreaChanges += 1;
-      if (tags.instance_region_code !== row.instance_region_code || tags.local_area_id !== row.local_area_id) moved.push({ pkey: row.pkey, createdMs: row.created_at_ms });
-      const next = { ...row, ...tags, boundary_version: boundaries.version };
-      if (next.instance_region_code !== row.instance_region_code || next.local_area_id !== row.local_area_id || next.boundary_version !== row.boundary_version) {
-        changed = true;
-      }
+      const retagged = (Object.keys(tags) as (keyof Tags)[]).some((c) => tags[c] !== (row[c] ?? null));
+      if (retagged) moved.push({ pkey: row.pkey, createdMs: row.created_at_ms });
+      if (retagged || boundaries.version !== row.boundary_version) changed = true;
+      const next: ArchiveRow = { ...row, ...tags, boundary_version: boundaries.version };
       return next;
     });
     if (options.dryRun || !changed) continue;

@@ -246,6 +246,8 @@ export class Worker {
         received_at_ms: Date.parse(envelope.received_at),
         boundary_version: boundaries.version,
         key_name: envelope.partner ?? null,
+        province_code: tags.province_code,
+        region_code: tags.region_code,
       };
     } catch (err) {
       // Poison message: leave it to come back a few times, then to the dead-letter queue.

@@ -64,6 +64,8 @@ describe.each(BACKENDS)('archive formats on the %s backend', (kind) => {
       report_data: '',
       instance_region_code: first.properties.tags.instance_region_code ?? '',
       local_area_id: first.properties.tags.local_area_id ?? '',
+      province_code: first.properties.tags.province_code ?? '',
+      region_code: first.properties.tags.region_code ?? '',
       title: first.properties.title,
       text: first.properties.text,
       lng: String(first.geometry.coordinates[0]),

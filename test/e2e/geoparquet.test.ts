@@ -12,7 +12,7 @@ import { allArchived, getJson, postReport, report, startTestService, tempDir, te
 const WINDOW = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
 const EMPTY = 'start=2025-01-01T00:00:00%2B0000&end=2025-01-01T23:59:59%2B0000';
 const UA = { 'User-Agent': 'geoparquet-tests/1.0' };
-const COLUMNS = ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text', 'lng', 'lat', 'geometry'];
+const COLUMNS = ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'province_code', 'region_code', 'title', 'text', 'lng', 'lat', 'geometry'];
 
 let svc: TestService;
 let dir: string;

@@ -123,11 +123,23 @@ describe.each(BACKENDS)('key_name in the parts (%s)', (kind) => {
     const all = ['partner-1', 'partner-2', 'partner-3', 'partner-alpha-11', 'partner-alpha-12', 'partner-beta-13'];
     const expected = { lines: Object.fromEntries(['format=ndjson', 'format=csv', 'format=ndjson&include_retracted=true', 'format=ndjson&admin=PH-QC', 'format=ndjson&bbox=120,14,122,15'].map((q) => [q, all])), count: 6, total: 6, parquetRows: 6, paged: all };
     expect(await answers()).toEqual(expected);
+    // The tags added since (province and region) are null in the older rows, in every shape.
+    const older = async () => {
+      const res = await fetch(`${svc.url}/reports/archive?format=ndjson&${WINDOW}`, { headers: UA });
+      const tags = (await res.text()).trim().split('\n').map((l) => JSON.parse(l).properties).find((p) => p.pkey === 'partner-1').tags;
+      const csv = (await (await fetch(`${svc.url}/reports/archive?format=csv&${WINDOW}`, { headers: UA })).text()).trim().split('\n');
+      const header = csv[0]!.split(',');
+      const row = csv.find((l) => l.startsWith('"partner-1"'))!.split(',');
+      return { tags, csv: [row[header.indexOf('province_code')], row[header.indexOf('region_code')]] };
+    };
+    const olderTags = { tags: { instance_region_code: 'PH-QC', local_area_id: null, province_code: null, region_code: null }, csv: ['', ''] };
+    expect(await older()).toEqual(olderTags);
 
     // Compaction merges both kinds into one part with the column: null where no name was known.
     expect((await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
     expect(await keyNames(svc.rt)).toEqual([{ 'partner-1': null, 'partner-2': null, 'partner-3': null, 'partner-alpha-11': 'alpha', 'partner-alpha-12': 'alpha', 'partner-beta-13': 'beta' }]);
     expect(await answers()).toEqual(expected);
+    expect(await older()).toEqual(olderTags);
   });
 });
 

@@ -1,6 +1,6 @@
 // The whole Philippines published as a boundary version: partners anywhere post with the name of
-// their city, municipality or province, and every report is tagged with the city and barangay
-// its point lies in. The truth is computed here from the shared national files with a point-in-
+// their city, municipality or province, and every report is tagged with the barangay, city,
+// province and region its point lies in. The truth is computed here from the shared national files with a point-in-
 // polygon of the test's own (even-odd ray casting), independent of the service's tagger.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Position } from 'geojson';
@@ -76,7 +76,7 @@ function pointInside(g: Area, next: () => number): [number, number] {
 }
 
 describe('the national boundaries', () => {
-  it('tag reports posted at 1,000 random barangays across every region with the city and barangay their point lies in', async () => {
+  it('tag reports posted at 1,000 random barangays across every region with the barangay, city, province and region their point lies in', async () => {
     const next = random(2026);
     const areas = national.localAreas.features;
     const regionOf = new Map(national.cities.features.map((c) => [c.properties.code, c.properties.region_psgc]));
@@ -85,11 +85,14 @@ describe('the national boundaries', () => {
     // The truth first (each point against every city and barangay whose bbox holds it).
     const cityBoxes = national.cities.features.map((f) => ({ f, box: bboxOf(f.geometry) }));
     const areaBoxes = areas.map((f) => ({ f, box: bboxOf(f.geometry) }));
+    const provinceBoxes = national.provinces!.features.map((f) => ({ f, box: bboxOf(f.geometry) }));
+    const regionBoxes = national.regions!.features.map((f) => ({ f, box: bboxOf(f.geometry) }));
     const holding = <T extends { geometry: Area }>(boxed: { f: T; box: number[] }[], x: number, y: number) =>
       boxed.filter(({ box }) => x >= box[0]! && y >= box[1]! && x <= box[2]! && y <= box[3]!).map(({ f }) => f).filter((f) => contains(f.geometry, x, y));
     const cases = [...picked].map((i, n) => {
       const [lng, lat] = pointInside(areas[i]!.geometry, next);
-      return { post: 50_000 + n, lng, lat, area: areas[i]!, inCities: holding(cityBoxes, lng, lat).map((f) => f.properties.code), inAreas: holding(areaBoxes, lng, lat) };
+      return { post: 50_000 + n, lng, lat, area: areas[i]!, inCities: holding(cityBoxes, lng, lat).map((f) => f.properties.code), inAreas: holding(areaBoxes, lng, lat),
+        inProvinces: holding(provinceBoxes, lng, lat).map((f) => `PH-${f.properties.psgc}`), inRegions: holding(regionBoxes, lng, lat).map((f) => `PH-${f.properties.psgc}`) };
     });
     // Every region is reached.
     expect(new Set(cases.map((c) => regionOf.get(c.area.properties.city_code))).size).toBe(17);
@@ -105,10 +108,11 @@ describe('the national boundaries', () => {
     const res = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
     expect(res.status).toBe(200);
     const tagsOf = new Map(
-      (res.body.result.features as { properties: { pkey: string; tags: { instance_region_code: string | null; local_area_id: string | null } } }[]).map((f) => [f.properties.pkey, f.properties.tags]),
+      (res.body.result.features as { properties: { pkey: string; tags: Record<'instance_region_code' | 'local_area_id' | 'province_code' | 'region_code', string | null> } }[]).map((f) => [f.properties.pkey, f.properties.tags]),
     );
     expect(tagsOf.size).toBe(POINTS);
     let ownBarangay = 0;
+    let independent = 0;
     for (const c of cases) {
       const tags = tagsOf.get(pkeyOf(c.post))!;
       const { inCities, inAreas } = c;
@@ -122,12 +126,28 @@ describe('the national boundaries', () => {
       const ofCity = inAreas.filter((f) => f.properties.city_code === tags.instance_region_code);
       if (ofCity.length > 0) expect(ofCity.map((f) => f.properties.psgc), where).toContain(tags.local_area_id);
       if (tags.local_area_id === c.area.properties.psgc) ownBarangay += 1;
+      // The province and region: the tagged city's in the shared files (an independent city's, the
+      // province that holds it), and ones whose polygons hold the point; none where no city holds it.
+      const city = national.cities.features.find((f) => f.properties.code === tags.instance_region_code)?.properties;
+      if (!city) expect([tags.province_code, tags.region_code], where).toEqual([null, null]);
+      else {
+        if (city.province_psgc) expect(tags.province_code, where).toBe(`PH-${city.province_psgc}`);
+        else independent += 1;
+        expect(tags.region_code, where).toBe(`PH-${city.region_psgc}`);
+        expect(c.inProvinces, where).toContain(tags.province_code);
+        expect(c.inRegions, where).toContain(tags.region_code);
+      }
     }
     // Overlaps between barangays of neighbouring cities are rare (36 of 41,096 representative points).
     expect(ownBarangay).toBeGreaterThan(POINTS * 0.98);
+    // Some points fall in the 16 independent cities (their 1,1xx barangays are about 3 % of all).
+    expect(independent).toBeGreaterThan(0);
   }, 300_000);
 
   it('filter the archive, its count and CAP alerts by a region, province or city code, each covering its cities', async () => {
+    // A report in Angeles, an independent city inside Pampanga's polygon: Pampanga covers it.
+    expect((await postReport(svc.url, report(60_000, { created_at: '2026-11-21T04:00:00Z', partner_city: 'Pampanga', location: { lat: 15.1371, lng: 120.5885 } }))).status).toBe(201);
+    await allArchived(svc.rt);
     const all = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
     const cityOf = (all.body.result.features as { properties: { pkey: string; tags: { instance_region_code: string | null } } }[]).map((f) => [f.properties.pkey, f.properties.tags.instance_region_code] as const);
     const pampanga = '0305400000';
@@ -145,7 +165,7 @@ describe('the national boundaries', () => {
     const inRegion = expected((c) => c.region_psgc === centralLuzon);
     expect(inRegion.length).toBeGreaterThan(10);
     expect(await pkeysOf(`PH-${centralLuzon}`)).toEqual(inRegion);
-    expect(await pkeysOf(`PH-${pampanga}`)).toEqual(expected((c) => c.province_psgc === pampanga));
+    expect(await pkeysOf(`PH-${pampanga}`)).toEqual([...expected((c) => c.province_psgc === pampanga), pkeyOf(60_000)].sort());
     const aCity = cityOf.find(([, code]) => code !== null)![1]!;
     expect(await pkeysOf(aCity)).toEqual(expected((c) => c.code === aCity));
     const count = await getJson(`${svc.url}/reports/archive/count?${WINDOW}&admin=PH-${centralLuzon}`);
@@ -169,13 +189,18 @@ describe('the national boundaries', () => {
       return res.body.result as { by: string; total: number; rows: { bucket: string; key: string | null; count: number }[] };
     };
     const byCity = await stats('city');
-    const parent = new Map(national.cities.features.map((f) => [f.properties.code, f.properties]));
+    // Each city's province and region as its reports' tags say (an independent city's province is
+    // the one holding it, which the shared files do not name).
+    const all = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
+    const parent = new Map<string, { province: string | null; region: string | null }>();
+    for (const f of all.body.result.features as { properties: { tags: Record<string, string | null> } }[]) {
+      const t = f.properties.tags;
+      if (t.instance_region_code) parent.set(t.instance_region_code, { province: t.province_code ?? null, region: t.region_code ?? null });
+    }
     for (const level of ['province', 'region'] as const) {
       const want = new Map<string | null, number>();
       for (const r of byCity.rows) {
-        const p = r.key === null ? undefined : parent.get(r.key);
-        const psgc = level === 'province' ? p?.province_psgc : p?.region_psgc;
-        const key = psgc ? `PH-${psgc}` : null;
+        const key = r.key === null ? null : parent.get(r.key)![level];
         want.set(key, (want.get(key) ?? 0) + r.count);
       }
       const got = await stats(level);

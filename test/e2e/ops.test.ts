@@ -196,7 +196,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     await exportWindow(svc.rt, query, 'csv', csvFile);
     const records = parseCsv(await fs.readFile(csvFile, 'utf8'), { columns: true }) as Record<string, string>[];
     expect(records.map((r) => r.pkey).sort()).toEqual(want);
-    expect(Object.keys(records[0]!)).toEqual(['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text', 'lng', 'lat']);
+    expect(Object.keys(records[0]!)).toEqual(['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'province_code', 'region_code', 'title', 'text', 'lng', 'lat']);
 
     const geo = path.join(dir, 'out.geojson');
     await exportWindow(svc.rt, query, 'geojson', geo);
@@ -317,9 +317,17 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
       expect(f.properties.tags).toEqual(newTagger.tag(lng, lat));
     }
     const tagsOf = (post: number) => body.result.features.find((f: any) => f.properties.pkey === pkeyOf(post)).properties.tags;
-    expect(tagsOf(9400)).toEqual({ instance_region_code: 'PH-1381300000', local_area_id: '1381300020' });
-    expect(tagsOf(9403)).toEqual({ instance_region_code: 'PH-1380600000', local_area_id: null });
-    expect(tagsOf(9408)).toEqual({ instance_region_code: null, local_area_id: null });
+    // Every tag level: Quezon City in NCR's Second District; Angeles, an independent city, in the
+    // province that holds it (Pampanga); Manila in NCR; nothing at sea.
+    expect(tagsOf(9400)).toEqual({ instance_region_code: 'PH-1381300000', local_area_id: '1381300020', province_code: 'PH-1307400000', region_code: 'PH-1300000000' });
+    expect(tagsOf(9402)).toMatchObject({ instance_region_code: 'PH-0330100000', province_code: 'PH-0305400000', region_code: 'PH-0300000000' });
+    expect(tagsOf(9403)).toEqual({ instance_region_code: 'PH-1380600000', local_area_id: null, province_code: 'PH-1303900000', region_code: 'PH-1300000000' });
+    expect(tagsOf(9408)).toEqual({ instance_region_code: null, local_area_id: null, province_code: null, region_code: null });
+    // And in CSV, a column each.
+    const csv = (await archiveText(svc.url, `${WINDOW}&format=csv`)).trim().split('\n');
+    const header = csv[0]!.split(',');
+    const qc = csv.find((l) => l.startsWith(`"${pkeyOf(9400)}"`))!.split(',');
+    expect([qc[header.indexOf('province_code')], qc[header.indexOf('region_code')]]).toEqual(['"PH-1307400000"', '"PH-1300000000"']);
     // The archive is filtered by the new codes.
     const cebu = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson&admin=${tagsOf(9405).instance_region_code}`));
     expect(cebu.result.features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(9405)]);

@@ -18,7 +18,7 @@ const WHOLE = 'start=2026-11-14T00:00:00%2B0000&end=2026-11-17T23:59:59%2B0000';
 /** Cuts the first and the last day. */
 const CUT = 'start=2026-11-14T09:30:00%2B0000&end=2026-11-17T05:10:00%2B0000';
 const QC = `${WHOLE}&admin=PH-QC`;
-const COLUMNS = ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'title', 'text', 'lng', 'lat', 'geometry'];
+const COLUMNS = ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code', 'local_area_id', 'province_code', 'region_code', 'title', 'text', 'lng', 'lat', 'geometry'];
 
 let svc: TestService;
 let dir: string;
@@ -64,7 +64,7 @@ async function asFeatures(file: string): Promise<unknown[]> {
         geometry: { type: 'Point', coordinates: [r.lng, r.lat] },
         properties: {
           pkey: r.pkey, created_at: r.iso, source: r.source, status: r.status, url: r.url, image_url: r.image_url, disaster_type: r.disaster_type,
-          report_data: r.report_data === null ? null : JSON.parse(String(r.report_data)), tags: { instance_region_code: r.instance_region_code, local_area_id: r.local_area_id }, title: r.title, text: r.text,
+          report_data: r.report_data === null ? null : JSON.parse(String(r.report_data)), tags: { instance_region_code: r.instance_region_code, local_area_id: r.local_area_id, province_code: r.province_code, region_code: r.region_code }, title: r.title, text: r.text,
         },
       };
     });

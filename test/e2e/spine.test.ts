@@ -83,7 +83,7 @@ function expectedFeature(c: Case) {
       image_url: b.image_url ?? null,
       disaster_type: 'flood',
       report_data: null,
-      tags: { instance_region_code: c.city, local_area_id: c.city === null ? null : BARANGAY_OF[c.city]! },
+      tags: { instance_region_code: c.city, local_area_id: c.city === null ? null : BARANGAY_OF[c.city]!, province_code: null, region_code: null },
       title: b.title ?? '',
       text: b.text ?? '',
     },

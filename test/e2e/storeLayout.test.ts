@@ -12,7 +12,7 @@ import { allArchived, postReport, report, startTestService, testConfig, testRunt
 /** docs/architecture.md, "The store's layout": the columns of every part, in order. */
 const DOCUMENTED = [
   'pkey', 'created_at', 'source', 'status', 'url', 'image_url', 'disaster_type', 'report_data', 'instance_region_code',
-  'local_area_id', 'title', 'text', 'lng', 'lat', 'post_id', 'partner_city', 'received_at', 'boundary_version', 'key_name',
+  'local_area_id', 'province_code', 'region_code', 'title', 'text', 'lng', 'lat', 'post_id', 'partner_city', 'received_at', 'boundary_version', 'key_name',
 ];
 const DAY_A = { fromMs: Date.parse('2026-11-20T00:00:00Z'), toMs: Date.parse('2026-11-20T23:59:59.999Z') };
 const DAY_B = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };

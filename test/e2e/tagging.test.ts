@@ -51,7 +51,7 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
 
   it.each(KNOWN)('%s → %s / %s', (_name, lat, lng, city, barangay) => {
     const tags = new Tagger(psa).tag(lng, lat);
-    expect(tags).toEqual({ instance_region_code: city, local_area_id: barangay });
+    expect(tags).toEqual({ instance_region_code: city, local_area_id: barangay, province_code: null, region_code: null });
   });
 
   describe.each(BACKENDS)('published and used by the worker on the %s backend', (kind) => {
@@ -82,9 +82,9 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       }, 20_000, 'tagged reports in the archive');
       const tags = Object.fromEntries(features.map((f: any) => [f.properties.pkey, f.properties.tags]));
       expect(tags).toEqual({
-        [pkeyOf(100)]: { instance_region_code: 'PH-QC', local_area_id: '1381300020' },
-        [pkeyOf(101)]: { instance_region_code: 'PH-PG', local_area_id: '0305416013' },
-        [pkeyOf(102)]: { instance_region_code: null, local_area_id: null },
+        [pkeyOf(100)]: { instance_region_code: 'PH-QC', local_area_id: '1381300020', province_code: null, region_code: null },
+        [pkeyOf(101)]: { instance_region_code: 'PH-PG', local_area_id: '0305416013', province_code: null, region_code: null },
+        [pkeyOf(102)]: { instance_region_code: null, local_area_id: null, province_code: null, region_code: null },
       });
     });
 

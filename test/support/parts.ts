@@ -11,6 +11,7 @@ export async function writePartFile(db: DuckDb, file: string, first: number, n: 
                     'partner' AS source, 'confirmed' AS status, CASE WHEN i % 7 = 0 THEN 'https://example.org/r/' || i END AS url, NULL::VARCHAR AS image_url,
                     'flood' AS disaster_type, CASE WHEN i % 5 = 0 THEN ('{"depth_cm":' || (i % 120) || ',"note":"ulan \\"malakas\\""}')::JSON END AS report_data,
                     CASE WHEN i % 2 = 0 THEN 'PH-QC' ELSE 'PH-PG' END AS instance_region_code, NULL::VARCHAR AS local_area_id,
+                    CASE WHEN i % 2 = 0 THEN 'PH-1307400000' ELSE 'PH-0305400000' END AS province_code, CASE WHEN i % 2 = 0 THEN 'PH-1300000000' ELSE 'PH-0300000000' END AS region_code,
                     'Baha "' || i || '" sa kalsada, ñ' AS title, CASE WHEN i % 3 = 0 THEN 'Line one' || chr(10) || 'line two\\ and a tab' || chr(9) ELSE repeat('Hanggang tuhod. ', 1 + i % 9) END AS text,
                     (121.0 + (i % 1000) * 0.0001)::DOUBLE AS lng, (14.6 + (i % 777) * 0.0001)::DOUBLE AS lat, i::BIGINT AS post_id, 'Quezon City' AS partner_city,
                     ${at(60_000_000)} AS received_at, 'v0' AS boundary_version, 'alpha' AS key_name

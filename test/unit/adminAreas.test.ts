@@ -22,7 +22,13 @@ describe('admin areas', () => {
     expect(national.regions!.features.reduce((n, r) => n + areas.get(`PH-${r.properties.psgc}`)!.cities.length, 0)).toBe(1642);
     const pampanga = areas.get('PH-0305400000')!;
     expect(pampanga).toMatchObject({ name: 'Pampanga', level: 'province' });
-    expect(pampanga.cities).toHaveLength(21);
+    // Its 21 cities and municipalities, and Angeles, an independent city its polygon holds.
+    expect(pampanga.cities).toHaveLength(22);
+    expect(pampanga.cities).toContain('PH-0330100000');
+    // Each of the 16 independent cities is in the province PSA's address names (PROVENANCE.md).
+    const provinceOf = (city: string) => national.provinces!.features.find((p) => areas.get(`PH-${p.properties.psgc}`)!.cities.includes(city))?.properties.name;
+    expect(['PH-0730600000', 'PH-1030900000', 'PH-1430300000', 'PH-1731500000'].map(provinceOf)).toEqual(['Cebu', 'Lanao del Norte', 'Benguet', 'Palawan']);
+    expect(cities.filter((c) => !c.province_psgc).every((c) => provinceOf(c.code) !== undefined)).toBe(true);
     expect(areas.get('PH-1381300000')).toEqual({ code: 'PH-1381300000', name: 'Quezon City', level: 'city', cities: ['PH-1381300000'] });
     expect(areas.get('PH-QC')).toBeUndefined();
   });

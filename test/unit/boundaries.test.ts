@@ -17,10 +17,10 @@ describe('boundary sets', () => {
     expect(shipped.cities.features.map((f) => f.properties.code)).toEqual(['PH-QC', 'PH-PG']);
     expect(shipped.localAreas.features).toHaveLength(680);
     const t = new Tagger(shipped);
-    expect(t.tag(121.0497, 14.6516)).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020' }); // Quezon Memorial Circle, Central
-    expect(t.tag(120.6898, 15.0286)).toEqual({ instance_region_code: 'PH-PG', local_area_id: '0305416013' }); // City of San Fernando, Lourdes
-    expect(t.tag(120.5885, 15.1371)).toEqual({ instance_region_code: 'PH-PG', local_area_id: '0330100029' }); // Angeles, Sto. Rosario
-    expect(t.tag(120.9812, 14.5896)).toEqual({ instance_region_code: null, local_area_id: null }); // Manila City Hall
+    expect(t.tag(121.0497, 14.6516)).toEqual({ instance_region_code: 'PH-QC', local_area_id: '1381300020', province_code: null, region_code: null }); // Quezon Memorial Circle, Central
+    expect(t.tag(120.6898, 15.0286)).toEqual({ instance_region_code: 'PH-PG', local_area_id: '0305416013', province_code: null, region_code: null }); // City of San Fernando, Lourdes
+    expect(t.tag(120.5885, 15.1371)).toEqual({ instance_region_code: 'PH-PG', local_area_id: '0330100029', province_code: null, region_code: null }); // Angeles, Sto. Rosario
+    expect(t.tag(120.9812, 14.5896)).toEqual({ instance_region_code: null, local_area_id: null, province_code: null, region_code: null }); // Manila City Hall
   });
 
   it('rejects open rings, duplicate codes, bad PSGC and orphan local areas', () => {

@@ -16,7 +16,7 @@ function feature(reportData: unknown): ReportFeature {
     geometry: { type: 'Point', coordinates: [121.0497, 14.6516] },
     properties: {
       pkey: 'partner-1', created_at: '2026-11-21T05:05:00.000Z', source: 'partner', status: 'confirmed', url: null, image_url: null,
-      disaster_type: 'flood', report_data: reportData, tags: { instance_region_code: 'PH-QC', local_area_id: null }, title: '', text: '',
+      disaster_type: 'flood', report_data: reportData, tags: { instance_region_code: 'PH-QC', local_area_id: null, province_code: null, region_code: null }, title: '', text: '',
     },
   };
 }

@@ -34,6 +34,8 @@ const base: ArchiveRow = {
   report_data: '{"depth_cm":40,"note":"ä \\"q\\""}',
   instance_region_code: 'PH-QC',
   local_area_id: null,
+  province_code: null,
+  region_code: 'PH-1300000000',
   title: '=SUM(A1) "quoted", comma',
   text: 'Knee deep\nnear the market 🌊',
   lng: 121.0,
@@ -100,11 +102,11 @@ describe('a column added to a copy of the table', () => {
     const read = await all<Record<string, unknown>>(`SELECT * FROM read_csv(${sqlString(file)}, header = true, quote = '"', escape = '"', all_varchar = true) ORDER BY pkey`);
     expect(read.map((r) => r.moderation_flag)).toEqual(["'@held for review", null]);
     expect(read.map((r) => r.text)).toEqual(rows.map((r) => r.text));
-    expect(csvHeader()).toBe('pkey,created_at,source,status,url,image_url,disaster_type,report_data,instance_region_code,local_area_id,title,text,lng,lat');
+    expect(csvHeader()).toBe('pkey,created_at,source,status,url,image_url,disaster_type,report_data,instance_region_code,local_area_id,province_code,region_code,title,text,lng,lat');
   });
 
   it('is in the bulk formats\' columns', () => {
-    expect(answerColumns(WIDER).map((c) => c.name)).toEqual([...EXPORT_COLUMNS.slice(0, 12), 'moderation_flag', 'lng', 'lat']);
+    expect(answerColumns(WIDER).map((c) => c.name)).toEqual([...EXPORT_COLUMNS.slice(0, 14), 'moderation_flag', 'lng', 'lat']);
   });
 
   it('is cleared in tombstones, and the purge sees a row not yet cleared', async () => {

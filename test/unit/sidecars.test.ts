@@ -84,7 +84,7 @@ const WHOLE = { startMs: 0, endMs: 8.64e15, admin: undefined };
 describe('a ready text', () => {
   it('indexes the part\'s hours, newest first, with their counts, bboxes and instants', async () => {
     const { index } = readReadyIndex(ready);
-    expect(index.version).toBe(4);
+    expect(index.version).toBe(5);
     const kept = rows.filter((r) => r.status !== 'retracted');
     expect(index.items.count).toBe(kept.length);
     const hours = [...new Set(kept.map((r) => Math.floor(r.created_at_ms / HOUR) * HOUR))].sort((a, b) => b - a);
@@ -219,11 +219,14 @@ describe('an older ready text', () => {
     const { index, body } = await split(ready);
     const { parquet, ...older } = index;
     await store.put(readyKeyOf(key), Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), body.subarray(0, parquet![0])]));
-    const v3 = readyKeyOf(key).replace(/^ready\/v4\//, 'ready/v3/');
+    const v3 = readyKeyOf(key).replace(/^ready\/v5\//, 'ready/v3/');
+    const v4 = readyKeyOf(key).replace(/^ready\/v5\//, 'ready/v4/');
     const statsV1 = statsKeyOf(key).replace(/^stats\/v2\//, 'stats/v1/');
     await store.put(v3, Buffer.from('{"version":3}\n'));
+    await store.put(v4, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 4 })}\n`), body]));
     await store.put(statsV1, Buffer.from('{"version":1}\n'));
     expect(await storedIndex(store, v3)).toBeUndefined();
+    expect(await storedIndex(store, v4)).toBeUndefined();
     expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeUndefined();
 
     const publisher = storePartPublisher({ store, db });
@@ -231,6 +234,7 @@ describe('an older ready text', () => {
     expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeDefined();
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
     expect(await store.head(v3)).toBeUndefined();
+    expect(await store.head(v4)).toBeUndefined();
     expect(await store.head(statsV1)).toBeUndefined();
     expect(await store.head(statsKeyOf(key))).toBeDefined();
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(false);

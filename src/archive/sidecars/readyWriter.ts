@@ -7,6 +7,7 @@ import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
+import { partsSql } from '../readRows.js';
 import { ITEM_SQL } from '../sql.js';
 import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex } from './readyFormat.js';
 
@@ -16,7 +17,7 @@ import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type Read
  * answer read from them is byte for byte the one DuckDB would build.
  */
 export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
-  const from = `FROM read_parquet(${sqlString(partFile)}) WHERE status <> 'retracted'`;
+  const from = `FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`;
   const answerParquet = `${out}.parquet`;
   try {
     await writeReady(db, from, answerParquet, out);
