@@ -328,7 +328,7 @@ export class EventLog implements EventFeed {
 
 export function matches(s: Pick<Subscription, 'admins' | 'localAreas'>, f: ReportFeature): boolean {
   const tags = f.properties.tags;
-  if (s.admins.length > 0 && !s.admins.includes(tags.instance_region_code ?? '')) return false;
+  if (s.admins.length > 0 && !s.admins.some((a) => a === tags.instance_region_code || a === tags.province_code || a === tags.region_code)) return false;
   if (s.localAreas.length > 0 && !s.localAreas.includes(tags.local_area_id ?? '')) return false;
   return true;
 }

@@ -9,7 +9,12 @@ export interface Subscription {
   url: string;
   /** Key of the HMAC-SHA256 signature on every delivery. */
   secret: string;
-  /** City codes (instance_region_code; a province or region asked for is kept as its cities); empty: every city. */
+  /**
+   * Codes of cities, provinces or regions: a report matches when its city, province or region tag
+   * is one of them (so a province keeps covering its cities as new boundaries draw them).
+   * Subscriptions made before reports carried province tags hold the cities a province covered.
+   * Empty: everywhere.
+   */
   admins: string[];
   /** Barangay PSGC codes (local_area_id); empty: every barangay. */
   localAreas: string[];
@@ -27,7 +32,7 @@ export interface SubscriptionInput {
 
 /** What the current boundaries know, to refuse filters that could never match. */
 export interface KnownAreas {
-  /** The areas --admin may name (a city, or nationally a province or region) and the cities each covers. */
+  /** The areas --admin may name (a city, or nationally a province or region). */
   areas: Pick<AdminAreas, 'get' | 'problem'>;
   localAreas: ReadonlySet<string>;
 }
@@ -54,12 +59,8 @@ export function newSubscription(input: SubscriptionInput, policy: HostPolicy, kn
   const whyUrl = policy.refuseUrl(input.url);
   if (whyUrl) problems.push(`--url ${JSON.stringify(input.url.slice(0, 200))} ${whyUrl}`);
   problems.push(...secretProblems(input.secret));
-  // A province or region is kept as the cities it covers in the current version.
-  const cities: string[] = [];
   for (const code of input.admins) {
-    const area = known.areas.get(code);
-    if (area) cities.push(...area.cities);
-    else problems.push(`--admin ${JSON.stringify(code)} ${known.areas.problem(code)}`);
+    if (!known.areas.get(code)) problems.push(`--admin ${JSON.stringify(code)} ${known.areas.problem(code)}`);
   }
   for (const code of input.localAreas) if (!known.localAreas.has(code)) problems.push(`--local-area ${JSON.stringify(code)} is not a barangay PSGC code of the current boundaries`);
   const events = input.events.length === 0 ? ['archived'] : input.events;
@@ -69,7 +70,7 @@ export function newSubscription(input: SubscriptionInput, policy: HostPolicy, kn
     id: `sub_${randomBytes(9).toString('base64url')}`,
     url: input.url,
     secret: input.secret,
-    admins: [...new Set(cities)],
+    admins: [...new Set(input.admins)],
     localAreas: [...new Set(input.localAreas)],
     events: [...new Set(events)] as EventKind[],
     createdAt: now.toISOString(),

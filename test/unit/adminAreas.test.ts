@@ -1,10 +1,12 @@
 // admin= at any level of a boundary version: a city names itself, a province or region the cities
-// it covers; an unknown code gets the closest codes. Subscriptions keep a province or region as
-// its cities.
+// it covers; an unknown code gets the closest codes. Subscriptions keep a province or region and
+// match reports by their tags.
 import { describe, expect, it } from 'vitest';
 import { AdminAreas } from '../../src/boundaries/adminAreas.js';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { HostPolicy } from '../../src/events/hostPolicy.js';
+import { matches } from '../../src/events/eventLog.js';
+import type { ReportFeature } from '../../src/events/feature.js';
 import { newSubscription } from '../../src/events/subscriptions.js';
 import { loadNationalBoundaries } from '../support/sharedData.js';
 
@@ -40,12 +42,19 @@ describe('admin areas', () => {
     expect(twoCities.get('PH-PG')).toEqual({ code: 'PH-PG', name: 'Pampanga', level: 'city', cities: ['PH-PG'] });
   });
 
-  it('keeps a subscription to a province or region as the cities it covers', () => {
+  it('keeps a subscription to a province or region as asked, and matches reports by their city, province or region tag', () => {
     const sub = newSubscription(
-      { url: 'https://hooks.example.org/flood', secret: 'a'.repeat(32), admins: ['PH-0305400000', 'PH-1381300000'], localAreas: [], events: [] },
+      { url: 'https://hooks.example.org/flood', secret: 'a'.repeat(32), admins: ['PH-0305400000', 'PH-1381300000', 'PH-0305400000'], localAreas: [], events: [] },
       new HostPolicy([]),
       { areas, localAreas: new Set() },
     );
-    expect(sub.admins.sort()).toEqual([...areas.get('PH-0305400000')!.cities, 'PH-1381300000'].sort());
+    expect(sub.admins).toEqual(['PH-0305400000', 'PH-1381300000']);
+    const feature = (tags: Partial<ReportFeature['properties']['tags']>) =>
+      ({ type: 'Feature', geometry: { type: 'Point', coordinates: [0, 0] }, properties: { tags: { instance_region_code: null, local_area_id: null, province_code: null, region_code: null, ...tags } } }) as ReportFeature;
+    expect(matches(sub, feature({ instance_region_code: 'PH-0330100000', province_code: 'PH-0305400000', region_code: 'PH-0300000000' }))).toBe(true);
+    expect(matches(sub, feature({ instance_region_code: 'PH-1381300000' }))).toBe(true);
+    expect(matches(sub, feature({ instance_region_code: 'PH-0331400000', province_code: 'PH-0307100000', region_code: 'PH-0300000000' }))).toBe(false);
+    expect(matches({ admins: ['PH-0300000000'], localAreas: [] }, feature({ region_code: 'PH-0300000000' }))).toBe(true);
+    expect(() => newSubscription({ url: 'https://hooks.example.org/flood', secret: 'a'.repeat(32), admins: ['PH-03054'], localAreas: [], events: [] }, new HostPolicy([]), { areas, localAreas: new Set() })).toThrow(/closest: PH-0305400000/);
   });
 });
