@@ -1,8 +1,10 @@
 // GET /cities: the current boundary version's cities, as TopoJSON (default) or GeoJSON;
-// GET /cities/{code}/local-areas: that city's barangays in the same version.
+// GET /cities/{code}/local-areas: that city's barangays in the same version; GET /cities/levels and
+// /cities/outlines?level=: the version's levels, and each simplified for a map (outlines.ts).
 import type { Request, Response } from 'express';
 import { topology } from 'topojson-server';
 import { geometryOf } from '../boundaries/compactLevels.js';
+import { OUTLINE_LEVELS, outlineLevels, outlinesOf, type OutlineLevel } from '../boundaries/outlines.js';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
 import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
@@ -13,7 +15,7 @@ import { handlerSet, type Handlers } from './route.js';
 const LOCAL_AREAS_QUANTIZATION = 1e5;
 
 export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handlers {
-  const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas'>();
+  const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas' | 'getLevels' | 'getOutlines'>();
   // Bodies are immutable per version: build and compress each once, keep the current version's.
   let cache: { version: string; bodies: Map<string, Buffer> } | undefined;
   const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Buffer => {
@@ -67,6 +69,22 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
       const result = geoformat === 'geojson' ? collection : topology({ output: collection }, LOCAL_AREAS_QUANTIZATION);
       return JSON.stringify({ statusCode: 200, result });
     });
+  });
+  serve('getLevels', async (req, res) => {
+    throwIfAny(readQuery(req, []).details);
+    const current = await deps.boundaries.current();
+    sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, levels: outlineLevels(current.levels) } }));
+  });
+
+  serve('getOutlines', async (req, res) => {
+    const { values, details } = readQuery(req, ['level']);
+    const level = oneOf(values, 'level', OUTLINE_LEVELS, 'city', details) as OutlineLevel;
+    const current = await deps.boundaries.current();
+    if (values.level !== undefined && details.length === 0 && !outlineLevels(current.levels).some((l) => l.level === level)) {
+      details.push({ in: 'query', field: 'level', message: `the current boundary version has no ${level} level; GET /cities/levels lists the levels it has` });
+    }
+    throwIfAny(details);
+    sendVersioned(req, res, current, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current.levels, level) }));
   });
   return handlers;
 }

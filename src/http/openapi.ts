@@ -206,6 +206,35 @@ const schemas = {
     // boundary version (Manila's in the national set): then there is nothing to quantize.
     anyOf: [{ required: ['transform', 'bbox'] }, { properties: { objects: { properties: { output: { properties: { geometries: { maxItems: 0 } } } } } } }],
   }),
+  BoundaryLevels: envelope({
+    type: 'object',
+    additionalProperties: false,
+    required: ['version', 'label', 'levels'],
+    properties: {
+      version: { type: 'string' },
+      label: { type: 'string' },
+      levels: {
+        type: 'array',
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['level', 'count'],
+          properties: { level: { enum: ['region', 'province', 'city'] }, count: { type: 'integer', minimum: 0 } },
+        },
+      },
+    },
+  }),
+  OutlinesTopoJson: envelope(
+    topology(
+      {
+        type: 'object',
+        required: ['type', 'arcs', 'properties'],
+        properties: { type: { enum: ['Polygon', 'MultiPolygon'] }, arcs: { type: 'array' }, properties: { $ref: '#/components/schemas/CityProperties' } },
+      },
+      { arcs: { type: 'array' }, transform: { type: 'object', required: ['scale', 'translate'] } },
+      ['arcs', 'transform', 'bbox'],
+    ),
+  ),
   LocalAreaProperties: {
     type: 'object',
     additionalProperties: false,

@@ -465,6 +465,66 @@ export const ROUTES: readonly Route[] = [
       },
     }),
   },
+  {
+    path: '/cities/levels',
+    serve: { get: 'getLevels' },
+    ...READ,
+    doc: () => ({
+      '/cities/levels': {
+        get: {
+          operationId: 'getLevels',
+          summary: 'The levels of the current boundary version (region, province, city), with their number of areas',
+          responses: {
+            '200': {
+              description: 'The version, its label, and the levels /cities/outlines draws. The two-city default has cities alone.',
+              headers: { ETag: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/BoundaryLevels' } } },
+            },
+            '304': { description: 'Not modified (If-None-Match).' },
+            '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+    }),
+  },
+  {
+    path: '/cities/outlines',
+    serve: { get: 'getOutlines' },
+    ...READ,
+    // Made on first use per version: the regions a country-wide map opens on are made before the API listens.
+    warmUp: () => ['level=region'],
+    doc: () => ({
+      '/cities/outlines': {
+        get: {
+          operationId: 'getOutlines',
+          summary: "One level's areas simplified for a map: small islands left out, quantized TopoJSON",
+          description:
+            'For drawing, not for measuring: regions are simplified for zooms up to 6, provinces for 7 and 8, cities for 9 and 10 (web maps\' zoom levels); /cities and /cities/{code}/local-areas keep the full geometry. Each geometry has `code` (a city\'s code, or `PH-` and the PSGC code of a province or region, as `admin=` takes it) and `name`.',
+          parameters: [
+            {
+              name: 'level',
+              in: 'query',
+              schema: { type: 'string', enum: ['region', 'province', 'city'], default: 'city' },
+              description: 'A level the current boundary version has (GET /cities/levels): the two-city default has cities alone.',
+            },
+          ],
+          responses: {
+            '200': {
+              description: 'The level as quantized TopoJSON; the strong ETag names the boundary version.',
+              headers: { ETag: { schema: { type: 'string' } } },
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/OutlinesTopoJson' } } },
+            },
+            '304': { description: 'Not modified (If-None-Match).' },
+            '400': badQuery,
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
+    }),
+  },
   { path: '/openapi.json', serve: { get: 'openApiJson' }, preflight: true },
   {
     path: '/health',

@@ -3,7 +3,9 @@
 // province and region its point lies in. The truth is computed here from the shared national files with a point-in-
 // polygon of the test's own (even-odd ray casting), independent of the service's tagger.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Position } from 'geojson';
+import type { FeatureCollection, Position } from 'geojson';
+import { feature } from 'topojson-client';
+import type { Topology } from 'topojson-specification';
 import type { Area, BoundarySet } from '../../src/boundaries/types.js';
 import { gdal } from '../support/clients.js';
 import { random } from '../support/randomReports.js';
@@ -210,6 +212,48 @@ describe('the national boundaries', () => {
       expect(got.rows.map((r) => r.key)).toEqual([...got.rows.map((r) => r.key)].sort((a, b) => (a === null ? 1 : b === null ? -1 : a < b ? -1 : 1)));
     }
     expect((await stats('region')).rows.filter((r) => r.key !== null)).toHaveLength(17);
+  });
+
+  it('list their levels, and draw each simplified for a map: every area kept, small, and still holding its places', async () => {
+    const levels = await getJson(`${svc.url}/cities/levels`);
+    expect(levels.status).toBe(200);
+    expect(levels.body.result.levels).toEqual([
+      { level: 'region', count: 17 },
+      { level: 'province', count: 88 },
+      { level: 'city', count: 1642 },
+    ]);
+    const full = Buffer.byteLength(JSON.stringify((await getJson(`${svc.url}/cities`)).body));
+    const sizes: number[] = [];
+    for (const [level, source] of [['region', national.regions!], ['province', national.provinces!], ['city', national.cities]] as const) {
+      const res = await fetch(`${svc.url}/cities/outlines?level=${level}`, { headers: { 'User-Agent': 'flood-tests/1.0', 'Accept-Encoding': 'identity' } });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      sizes.push(text.length);
+      const topo = JSON.parse(text).result as Topology;
+      const drawn = feature(topo, topo.objects.output!) as FeatureCollection<Area, { code: string; name: string }>;
+      // Every area, by the code admin= takes, with a shape.
+      const codeOf = (p: { psgc?: string; code?: string }) => (level === 'city' ? (p as { code: string }).code : `PH-${p.psgc}`);
+      expect(drawn.features.map((f) => f.properties.code).sort()).toEqual(source.features.map((f) => codeOf(f.properties as never)).sort());
+      expect(drawn.features.every((f) => f.geometry !== null && f.geometry.coordinates.length > 0)).toBe(true);
+      // Simplified, yet a point well inside each of 30 areas is still inside its outline.
+      const next = random(7);
+      for (let k = 0; k < 30; k++) {
+        const i = Math.floor(next() * source.features.length);
+        const [x, y] = pointInside(source.features[i]!.geometry, next);
+        const own = drawn.features.find((f) => f.properties.code === codeOf(source.features[i]!.properties as never))!;
+        if (!contains(own.geometry, x, y)) {
+          // Near its edge, a neighbour's simplified outline may take the point; it is never lost at sea.
+          expect(drawn.features.some((f) => contains(f.geometry, x, y)), `${own.properties.name} at ${x},${y}`).toBe(true);
+        }
+      }
+    }
+    // Each level is a fraction of /cities (the full cities, quantized): regions open the map.
+    expect(sizes[0]!).toBeLessThan(full / 8);
+    expect(sizes[1]!).toBeLessThan(full / 5);
+    expect(sizes[2]!).toBeLessThan(full);
+    const bad = await getJson(`${svc.url}/cities/outlines?level=barangay`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.details).toEqual([{ in: 'query', field: 'level', message: 'must be one of: region, province, city' }]);
   });
 
   it('serve every level as an OGC API – Features collection, which GDAL reads', async () => {

@@ -64,6 +64,7 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string; status
   // A bound on the answer's size, stated in the operation's description.
   '/reports/archive/stats start': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
   '/reports/archive/stats end': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
+  '/cities/outlines level': [{ message: /^the current boundary version has no (region|province) level/, documented: 'A level the current boundary version has' }],
   '/reports/archive/stats by': [{ message: /^the current boundary version has no (regions|provinces)/, documented: 'need a version that has them' }],
   '/reports/archive format': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   '/reports/archive geoformat': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],

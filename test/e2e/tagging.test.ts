@@ -88,6 +88,21 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       });
     });
 
+    it('lists the two-city version as cities alone, and draws them (no region or province level: a 400 that says so)', async () => {
+      const levels = await getJson(`${svc.url}/cities/levels`);
+      expect(levels.body.result).toEqual({ version, label: expect.stringMatching(/PSA/), levels: [{ level: 'city', count: 2 }] });
+      const outlines = await getJson(`${svc.url}/cities/outlines`);
+      expect(outlines.status).toBe(200);
+      expect(outlines.body.result.objects.output.geometries.map((g: any) => g.properties)).toEqual([
+        { code: 'PH-QC', name: 'Quezon City' },
+        { code: 'PH-PG', name: 'Pampanga' },
+      ]);
+      expect(outlines.headers.get('etag')).toMatch(new RegExp(`^"${version}-outlines-city`));
+      const none = await getJson(`${svc.url}/cities/outlines?level=province`);
+      expect(none.status).toBe(400);
+      expect(none.body.details).toEqual([{ in: 'query', field: 'level', message: 'the current boundary version has no province level; GET /cities/levels lists the levels it has' }]);
+    });
+
     it('serves the published cities with the version as a strong ETag, and 304 on If-None-Match', async () => {
       const geo = await getJson(`${svc.url}/cities?geoformat=geojson`);
       // Node's fetch asks for br/gzip: the strong ETag names the encoding too.
