@@ -21,12 +21,12 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
-    // The explorer page's script runs in browsers, with Leaflet and uPlot loaded before it.
+    // The explorer page's scripts run in browsers, with Leaflet, uPlot and topojson-client loaded before them.
     files: ['web/**/*.js'],
     languageOptions: {
       sourceType: 'module',
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'history', 'navigator', 'performance', 'fetch', 'getSelection', 'Node', 'Option', 'URLSearchParams', 'L', 'uPlot'].map((name) => [name, 'readonly']),
+        ['window', 'document', 'location', 'history', 'navigator', 'performance', 'fetch', 'getSelection', 'Node', 'Option', 'URLSearchParams', 'L', 'uPlot', 'topojson'].map((name) => [name, 'readonly']),
       ),
     },
   },

@@ -1,14 +1,14 @@
-// The explorer: a window picker, a barangay choropleth with the reports as points, a time
-// series whose drag narrows the window, and the exact download URLs for the window.
-// Everything comes from this service's own endpoints; Leaflet and uPlot are loaded before
-// this module by the page (globals L and uPlot).
+// The explorer: a window picker, a choropleth of the areas in view (areas.js) with the reports as
+// points, a time series whose drag narrows the window, and the exact download URLs for the
+// window. Everything comes from this service's own endpoints; Leaflet, uPlot and topojson-client
+// are loaded before this module by the page (globals L, uPlot and topojson).
+import { createAreas } from './areas.js';
 
 const MANILA_MS = 8 * 3_600_000;
 const DAY_MS = 86_400_000;
 /** Above this many reports the map shows the choropleth alone (the service's EXPLORER_MAX_POINTS). */
 const MAX_POINTS = Number(document.querySelector('meta[name="explorer-max-points"]')?.content ?? 20_000);
 const SNIPPET_UA = 'my-study/1.0 (you@example.org)';
-const COLORS = ['#ffffcc', '#c7e9b4', '#7fcdbb', '#41b6c4', '#2c7fb8', '#253494'];
 
 const form = document.getElementById('window');
 const statusEl = document.getElementById('status');
@@ -181,188 +181,23 @@ window.addEventListener('popstate', () => {
 
 const map = L.map(mapEl, { preferCanvas: false, zoomSnap: 0.25, attributionControl: true }).setView([14.9, 120.85], 9);
 map.attributionControl.setPrefix(false);
-// Points above the barangays, both in SVG: each keeps its own events (popups, tooltips).
+// Points above the areas, both in SVG: each keeps its own events (popups, tooltips).
 map.createPane('points').style.zIndex = '450';
-let citiesLayer;
-let areasLayer;
 let pointsLayer;
-/** PSGC code → { name, city } of every barangay drawn. */
-const areaNames = new Map();
-const cityNames = new Map();
-let boundaries;
-
-/**
- * Up to this many cities (the two-city default) every barangay is drawn at once. Beyond (the
- * national boundaries: 1,642 cities, 41,096 barangays) only the barangays of the cities in view
- * are fetched, once the map is zoomed in far enough to tell them apart.
- */
-const ALL_AREAS_UP_TO = 50;
-const AREAS_FROM_ZOOM = 11;
-/** Cities whose barangays were asked for, and the counts the barangays were last filled with. */
-const citiesWithAreas = new Set();
-let lastByArea = new Map();
-
-async function loadBoundaries() {
-  const cities = (await api('/cities?geoformat=geojson')).result;
-  for (const f of cities.features) cityNames.set(f.properties.code, f.properties.name);
-  const select = form.elements.admin;
-  for (const f of cities.features) {
-    if ([...select.options].some((o) => o.value === f.properties.code)) continue;
-    select.add(new Option(f.properties.name, f.properties.code));
-  }
-  const lazy = cities.features.length > ALL_AREAS_UP_TO;
-  citiesLayer = L.geoJSON(cities, {
-    style: (f) => ({ color: '#1b2631', weight: lazy ? 0.6 : 2, fill: false, className: `city city-${f.properties.code}` }),
-    interactive: false,
-  }).addTo(map);
-  areasLayer = L.geoJSON({ type: 'FeatureCollection', features: [] }, {
-    style: { color: '#7f8c8d', weight: 0.6, fillOpacity: 0 },
-    onEachFeature: (f, layer) => {
-      layer.options.className = `area area-${f.properties.psgc}`;
-      // An element, not a string: Leaflet puts a string in as HTML, and names come from data.
-      layer.bindTooltip(() => textElement(`${f.properties.name}: ${layer.count ?? 0} report${layer.count === 1 ? '' : 's'}`), { sticky: true });
-    },
-  }).addTo(map);
-  map.fitBounds(citiesLayer.getBounds(), { padding: [10, 10] });
-  const label = document.getElementById('boundary-label');
-  if (!lazy) {
-    const n = await addAreas(cities.features.map((f) => f.properties.code));
-    label.textContent = `${cities.features.length} cities, ${n} barangays`;
-  } else {
-    label.textContent = `${cities.features.length.toLocaleString('en')} cities; their barangays are drawn when you zoom in`;
-    map.on('moveend', () => {
-      areasInView().catch((err) => setStatus('error', `The barangays could not be loaded: ${err.message}`));
-    });
-  }
-  citiesLayer.bringToFront();
-  fillPlaceSearch(cities.features);
-  return { cities };
-}
-
-// ---------- finding a place ----------
-
-const placeSearch = document.getElementById('place-search');
-/** Search text (folded) → the code of the city it names. */
-const placeCodes = new Map();
-const fold = (text) => text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/\s+/g, ' ').trim();
-
-/** Every city by name; a name several cities share (ten San Joses nationally) carries its code. */
-function fillPlaceSearch(features) {
-  const count = new Map();
-  for (const f of features) count.set(fold(f.properties.name), (count.get(fold(f.properties.name)) ?? 0) + 1);
-  const options = features.map((f) => {
-    const { name, code } = f.properties;
-    const label = count.get(fold(name)) > 1 ? `${name} (${code})` : name;
-    placeCodes.set(fold(label), code);
-    return new Option(label, label);
-  });
-  document.getElementById('place-names').replaceChildren(...options);
-}
-
-placeSearch.addEventListener('submit', (e) => {
-  e.preventDefault();
-  const text = fold(placeSearch.elements.place.value);
-  if (text === '') return;
-  // The name as listed, else the first city whose name starts with what was typed.
-  let code = placeCodes.get(text);
-  if (!code) {
-    for (const [label, c] of placeCodes) {
-      if (label.startsWith(text)) {
-        code = c;
-        break;
-      }
-    }
-  }
-  let found;
-  citiesLayer?.eachLayer((layer) => {
-    if (layer.feature.properties.code === code) found = layer;
-  });
-  if (!found) {
-    mapNote.textContent = `No city or municipality named “${placeSearch.elements.place.value}” in the current boundaries.`;
-    return;
-  }
-  mapNote.textContent = '';
-  // Close enough for its barangays to be drawn.
-  map.fitBounds(found.getBounds(), { padding: [10, 10], maxZoom: 14 });
-  if (map.getZoom() < AREAS_FROM_ZOOM) map.setZoom(AREAS_FROM_ZOOM);
+const areas = createAreas({
+  map,
+  api,
+  mapEl,
+  legendEl,
+  mapNote,
+  adminSelect: form.elements.admin,
+  placeSearch: document.getElementById('place-search'),
+  placeList: document.getElementById('place-names'),
+  label: document.getElementById('boundary-label'),
+  onError: (message) => setStatus('error', message),
 });
-
-/** Fetches and draws the barangays of these cities (each once), filled with the last counts; how many were drawn. */
-async function addAreas(codes) {
-  const todo = codes.filter((code) => !citiesWithAreas.has(code));
-  for (const code of todo) citiesWithAreas.add(code);
-  const answers = await Promise.all(todo.map((code) => api(`/cities/${encodeURIComponent(code)}/local-areas?geoformat=geojson`)));
-  const features = answers.flatMap((a) => a.result.features);
-  for (const f of features) areaNames.set(f.properties.psgc, { name: f.properties.name, city: f.properties.city_code });
-  areasLayer.addData({ type: 'FeatureCollection', features });
-  if (features.length > 0) drawChoropleth(lastByArea);
-  mapEl.dataset.areas = String(areaNames.size);
-  return features.length;
-}
-
-/** The barangays of the cities in view, when zoomed in (at most a few dozen cities at a time). */
-async function areasInView() {
-  if (map.getZoom() < AREAS_FROM_ZOOM) return;
-  const view = map.getBounds();
-  const codes = [];
-  citiesLayer.eachLayer((layer) => {
-    if (codes.length < 40 && view.intersects(layer.getBounds())) codes.push(layer.feature.properties.code);
-  });
-  await addAreas(codes);
-}
-
-/** A span holding `text` as text (never parsed as markup). */
-function textElement(text) {
-  const span = document.createElement('span');
-  span.textContent = text;
-  return span;
-}
-
-/** Five classes over the barangays' counts (quantiles of the non-zero ones). */
-function classesOf(counts) {
-  const values = [...counts].filter((n) => n > 0).sort((a, b) => a - b);
-  if (values.length === 0) return [];
-  const breaks = [];
-  for (let i = 1; i <= 5; i++) {
-    const v = values[Math.min(values.length - 1, Math.ceil((values.length * i) / 5) - 1)];
-    if (breaks.length === 0 || v > breaks[breaks.length - 1]) breaks.push(v);
-  }
-  let low = 1;
-  return breaks.map((high, i) => {
-    const c = { low, high, color: COLORS[i + (COLORS.length - breaks.length)] };
-    low = high + 1;
-    return c;
-  });
-}
-
-function drawChoropleth(byArea) {
-  lastByArea = byArea;
-  const classes = classesOf(byArea.values());
-  let filled = 0;
-  areasLayer.eachLayer((layer) => {
-    const psgc = layer.feature.properties.psgc;
-    const n = byArea.get(psgc) ?? 0;
-    layer.count = n;
-    const cls = classes.find((c) => n >= c.low && n <= c.high);
-    layer.setStyle(cls ? { fillColor: cls.color, fillOpacity: 0.75 } : { fillOpacity: 0 });
-    const el = layer.getElement?.();
-    if (el) el.dataset.count = String(n);
-    if (cls) filled += 1;
-  });
-  legendEl.replaceChildren(
-    ...classes.map((c) => {
-      const item = document.createElement('span');
-      const swatch = document.createElement('span');
-      swatch.className = 'swatch';
-      swatch.style.background = c.color;
-      item.append(swatch, c.low === c.high ? `${c.low}` : `${c.low}–${c.high}`);
-      return item;
-    }),
-  );
-  if (classes.length > 0) legendEl.prepend(Object.assign(document.createElement('span'), { textContent: 'Reports per barangay:' }));
-  mapEl.dataset.filled = String(filled);
-  performance.mark('explorer:map-painted');
-}
+/** Set once the boundaries' first level is drawn; `rest` once every level is loaded. */
+let boundaries;
 
 function popupOf(f) {
   const p = f.properties;
@@ -380,8 +215,8 @@ function popupOf(f) {
   add('Reported', `${formatManila(ms)} (${formatUtc(ms)})`);
   if (p.title) add('Title', p.title);
   if (p.text) add('Text', p.text);
-  const area = areaNames.get(p.tags?.local_area_id);
-  const city = cityNames.get(p.tags?.instance_region_code);
+  const area = areas.areaName(p.tags?.local_area_id);
+  const city = areas.cityName(p.tags?.instance_region_code);
   add('Barangay', area ? `${area.name}${city ? `, ${city}` : ''}` : city ? `outside the barangays of ${city}` : 'outside the covered cities');
   if (typeof p.image_url === 'string' && /^https?:\/\//.test(p.image_url)) {
     const a = document.createElement('a');
@@ -535,7 +370,7 @@ document.getElementById('copy-snippet').addEventListener('click', async () => {
 
 /** Nothing of an earlier window stays on the page when this one could not be loaded. */
 function clearView() {
-  if (areasLayer) drawChoropleth(new Map());
+  areas.clear();
   drawPoints([]);
   chart?.destroy();
   chart = undefined;
@@ -559,24 +394,25 @@ async function load(state) {
   }
   setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
   try {
-    if (!boundaries) {
-      boundaries = await loadBoundaries();
-      // The city list arrives with the boundaries: show the state's city now that it is there.
-      form.elements.admin.value = state.admin;
-    }
+    if (!boundaries) boundaries = await areas.load();
     const params = windowParams(range, state.admin);
     const interval = intervalFor(range);
     // The series' total is the window's count (the same filters): no separate /count request.
-    const areaAnswer = api(`/reports/archive/stats?${params}&interval=month&by=local_area&tz=%2B0800`);
     const seriesAnswer = api(`/reports/archive/stats?${params}&interval=${interval}&tz=%2B0800`);
-    // Each is awaited below; these handlers only keep a failure of one awaited later from being reported as unhandled.
-    for (const p of [areaAnswer, seriesAnswer]) p.catch(() => {});
-    // The map first, as soon as its counts are in; the chart and the count follow.
-    const byArea = await areaAnswer;
+    // Awaited below; this handler only keeps a failure from being reported as unhandled meanwhile.
+    seriesAnswer.catch(() => {});
+    // The map first, as soon as the counts of the level in view are in; the chart and the count follow.
+    await areas.setWindow(params, async (level) => {
+      const answer = await api(`/reports/archive/stats?${params}&interval=month&by=${level}&tz=%2B0800`);
+      const byKey = new Map();
+      for (const r of answer.result.rows) if (r.key !== null) byKey.set(r.key, (byKey.get(r.key) ?? 0) + r.count);
+      return byKey;
+    });
     if (mine !== generation) return;
-    const perArea = new Map();
-    for (const r of byArea.result.rows) if (r.key !== null) perArea.set(r.key, (perArea.get(r.key) ?? 0) + r.count);
-    drawChoropleth(perArea);
+    // Every level loaded: the window's place can be shown in the list.
+    await boundaries.rest;
+    if (mine !== generation) return;
+    form.elements.admin.value = state.admin;
     const series = await seriesAnswer;
     if (mine !== generation) return;
     drawChart(series.result.rows, range, interval);
@@ -585,7 +421,7 @@ async function load(state) {
     if (n === 0) {
       drawPoints([]);
       mapNote.textContent = '';
-      setStatus('empty', 'No reports in this window. Try a longer window or another city.');
+      setStatus('empty', 'No reports in this window. Try a longer window or another place.');
       return;
     }
     if (n > MAX_POINTS) {

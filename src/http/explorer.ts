@@ -62,6 +62,7 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
   const explorerAssets = Router();
   explorerAssets.use('/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
   explorerAssets.use('/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
+  explorerAssets.use('/vendor/topojson', express.static(path.join(packageDir('topojson-client'), 'dist'), assets));
   explorerAssets.use(express.static(web, assets));
   return { explorer, explorerAssets };
 }

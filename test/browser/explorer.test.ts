@@ -316,7 +316,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
-  it('under the national boundaries, opens on the whole country and fetches a city\'s barangays only when zoomed in on it', async () => {
+  it('under the national boundaries, opens on the regions, draws provinces, cities and barangays as it zooms in, each with its counts', async () => {
     const rt = await testRuntime(await testConfig('embedded'));
     await rt.boundaries.publish(await loadNationalBoundaries());
     const national = await startTestService(rt);
@@ -327,44 +327,78 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
         expect((await postReport(national.url, report(r.post_id, { created_at: r.created_at, partner_city: 'Quezon City', location: { lat, lng } }))).status).toBe(201);
       }
       await allArchived(rt);
+      const regionOf = (await rt.boundaries.current()).tagger;
+      const perRegion = new Map<string, number>();
+      for (const r of juneReports.slice(0, 4)) {
+        const code = regionOf.tag(r.place[1], r.place[0]).region_code!;
+        perRegion.set(code, (perRegion.get(code) ?? 0) + 1);
+      }
       await page.goto(`${national.url}${JUNE_VIEW}`);
       expect(await settled(page)).toBe('ready');
-      expect(await page.textContent('#boundary-label')).toBe('1,642 cities; their barangays are drawn when you zoom in');
-      expect(await page.locator('path.city').count()).toBe(1642);
-      // The country in view, and no barangay fetched for it.
-      expect(requests.filter((u) => u.includes('/local-areas'))).toEqual([]);
+      expect(await page.textContent('#boundary-label')).toMatch(/: 17 regions, 88 provinces, 1,642 cities and municipalities; barangays drawn when you zoom in$/);
+      // The country opens on its 17 regions, each with its count; nothing finer fetched or drawn.
+      expect(await page.getAttribute('#map', 'data-level')).toBe('region');
+      expect(await page.locator('path.region').count()).toBe(17);
+      for (const [code, n] of perRegion) expect(await page.getAttribute(`path.region-${code}`, 'data-count')).toBe(String(n));
+      expect(await page.locator('path.city').count()).toBe(0);
+      expect(await page.textContent('#legend')).toMatch(/^Reports per region:/);
+      // Neither a city's barangays nor the full outlines of /cities (4 MB nationally).
+      expect(requests.filter((u) => u.includes('/local-areas') || u.includes('/cities?'))).toEqual([]);
+      expect(requests.filter((u) => u.includes('by=')).map((u) => new URL(u).searchParams.get('by'))).toEqual(['region']);
       await page.screenshot({ path: path.join(SHOTS, 'national.png') });
-      // Zoomed in on Quezon City with the mouse wheel, about the pointer.
-      for (let i = 0; i < 12 && (await page.locator('path.area-1381300020').count()) === 0; i++) {
+      // Closer: the provinces, then the cities and municipalities, each level's counts asked once.
+      const zoomTo = (zoom: number) => page.evaluate((z) => (window as any).floodExplorer.map.setView([14.6516, 121.0497], z), zoom);
+      await zoomTo(7.5);
+      await page.waitForFunction(() => document.getElementById('map')!.dataset.level === 'province' && document.querySelectorAll('path.province').length === 88);
+      await page.waitForFunction(() => document.querySelector('#legend')!.textContent!.startsWith('Reports per province:'));
+      await zoomTo(9.5);
+      await page.waitForFunction(() => document.getElementById('map')!.dataset.level === 'city' && document.querySelectorAll('path.city').length === 1642);
+      await page.waitForFunction(() => Number(document.querySelector('path.city-PH-1381300000')?.getAttribute('data-count')) > 0);
+      expect(requests.filter((u) => u.includes('by=')).map((u) => new URL(u).searchParams.get('by'))).toEqual(['region', 'province', 'city']);
+      // Zoomed in on Quezon City with the mouse wheel, about the pointer: its barangays.
+      // A notch at a time (about one zoom level), until the barangays are the level in view.
+      for (let i = 0; i < 12 && (await page.getAttribute('#map', 'data-level')) !== 'local_area'; i++) {
         const box = (await page.locator('path.city-PH-1381300000').boundingBox())!;
         await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-        await page.mouse.wheel(0, -300);
+        await page.mouse.wheel(0, -100);
         await page.waitForTimeout(700);
       }
       await page.waitForSelector('path.area-1381300020');
+      expect(await page.getAttribute('#map', 'data-level')).toBe('local_area');
       const fetched = requests.filter((u) => u.includes('/local-areas'));
       expect(fetched.some((u) => u.includes('/cities/PH-1381300000/local-areas'))).toBe(true);
       expect(fetched.length).toBeLessThanOrEqual(40);
       // The barangays where the reports are take their counts.
-      expect(await page.getAttribute('path.area-1381300020', 'data-count')).not.toBe('0');
+      await page.waitForFunction(() => document.querySelector('path.area-1381300020')?.getAttribute('data-count') !== '0');
       await page.screenshot({ path: path.join(SHOTS, 'national-zoomed.png') });
-      // A place found by name, accents and case aside: the map goes there and draws its barangays.
-      expect(await page.locator('#place-names option').count()).toBe(1642);
+      // Every region, province and city in the list and the search; a place found by name, accents
+      // and case aside: the map goes there and draws its barangays.
+      expect(await page.locator('select[name=admin] option').count()).toBe(1 + 17 + 88 + 1642);
+      expect(await page.locator('#place-names option').count()).toBe(17 + 88 + 1642);
       await page.fill('input[name=place]', 'city of cebu');
       await page.press('input[name=place]', 'Enter');
       await page.waitForFunction(() => document.querySelectorAll('path[class*="area-07306"]').length > 0, undefined, { timeout: 30_000 });
       expect(requests.some((u) => u.includes('/cities/PH-0730600000/local-areas'))).toBe(true);
+      // A province by name: the map shows it at the province level or closer.
+      await page.fill('input[name=place]', 'Pampanga');
+      await page.press('input[name=place]', 'Enter');
+      await page.waitForFunction(() => document.getElementById('map')!.dataset.level !== 'region');
       // A name ten places share is listed with each one's code.
       expect(await page.locator('#place-names option[value^="San Jose (PH-"]').count()).toBeGreaterThan(1);
       await page.fill('input[name=place]', 'Nowhere Town');
       await page.press('input[name=place]', 'Enter');
-      expect(await page.textContent('#map-note')).toMatch(/No city or municipality named “Nowhere Town”/);
+      expect(await page.textContent('#map-note')).toMatch(/No place named “Nowhere Town”/);
+      // A province as the window's place: its reports alone.
+      await page.selectOption('select[name=admin]', 'PH-1307400000');
+      await page.click('#window button[type=submit]');
+      expect(await settled(page)).toBe('ready');
+      expect(page.url()).toContain('admin=PH-1307400000');
       expect(errors).toEqual([]);
     } finally {
       await close();
       await national.stop();
     }
-  }, 120_000);
+  }, 180_000);
 
   it('above EXPLORER_MAX_POINTS reports, shows the barangay counts alone and says why', async () => {
     const rt = await testRuntime(await testConfig('embedded', undefined, { EXPLORER_MAX_POINTS: '10' }));
