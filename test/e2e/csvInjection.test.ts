@@ -105,13 +105,13 @@ describe('CSV formula injection', () => {
     const index = { ...JSON.parse(stored.subarray(0, eol).toString('utf8')), version: 2 };
     const body = Buffer.from(stored.subarray(eol + 1).toString('latin1').replaceAll(`"'=HYPERLINK(`, `"=HYPERLINK((`), 'latin1');
     expect(body.length).toBe(stored.length - eol - 1);
-    const oldKey = key.replace(/^ready\/v4\//, 'ready/v2/');
+    const oldKey = key.replace(/^ready\/v5\//, 'ready/v2/');
     await svc.rt.store.delete([key]);
     await svc.rt.store.put(oldKey, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), body]));
 
     expect(await (await pull()).text()).toBe(before);
     await compact(svc.rt, { fromMs: DAY_MS, toMs: DAY_MS + 86_399_999, closedBeforeMs: Date.now() });
-    expect((await storedIndex(svc.rt.store, key))?.version).toBe(4);
+    expect((await storedIndex(svc.rt.store, key))?.version).toBe(5);
     expect(await keysUnder(svc.rt, 'ready/v2/')).toEqual([]);
     expect(await (await pull()).text()).toBe(before);
   }, 60_000);

@@ -1,5 +1,5 @@
 // Ready texts: every part the worker or compaction writes has its reports serialised beside it
-// (ready/v4/, outside the Parquet layout), and answers read from them are byte for byte the
+// (ready/v5/, outside the Parquet layout), and answers read from them are byte for byte the
 // answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -519,6 +519,8 @@ describe('Glue table for Athena', () => {
         ['report_data', 'string'],
         ['instance_region_code', 'string'],
         ['local_area_id', 'string'],
+        ['province_code', 'string'],
+        ['region_code', 'string'],
         ['title', 'string'],
         ['text', 'string'],
         ['lng', 'double'],
