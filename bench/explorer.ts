@@ -36,7 +36,7 @@ const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
  * Stats rows: each window and grouping asked once cold (a new process, every cache emptied),
  * then five times warm (the median).
  */
-export async function statsScenario(start: () => Promise<Server>, cacheDir: string, startMs: number, days: number): Promise<Row[]> {
+export async function statsScenario(start: () => Promise<Server>, cacheDir: string, startMs: number, days: number, groupings = ['city', 'local_area']): Promise<Row[]> {
   const endMs = startMs + days * DAY_MS - 1;
   const mid = startMs + Math.floor(days / 2) * DAY_MS;
   const windows: [string, number, number, string][] = [
@@ -45,7 +45,7 @@ export async function statsScenario(start: () => Promise<Server>, cacheDir: stri
     [`${days} days`, startMs, endMs, 'week'],
   ];
   const rows: Row[] = [];
-  for (const by of ['city', 'local_area']) {
+  for (const by of groupings) {
     for (const [label, from, to, interval] of windows) {
       await fsp.rm(cacheDir, { recursive: true, force: true });
       const server = await start();

@@ -40,8 +40,8 @@ export function taggingRows(twoCity: BoundarySet, national: BoundarySet, n = 20_
   return rows;
 }
 
-/** GET /cities of the current version: bytes as sent and the time of the first (cold) and of later requests. */
-export async function citiesRows(url: string, label: string): Promise<Row[]> {
+/** GET /cities of the current version (and nationally each level's outlines): bytes as sent and the time of the first (cold) and of later requests. */
+export async function citiesRows(url: string, label: string, national = false): Promise<Row[]> {
   // node:http, not fetch: fetch would hand back the body decompressed.
   const get = (query: string, encoding: string) =>
     new Promise<{ ms: number; bytes: number; status: number }>((resolve, reject) => {
@@ -56,7 +56,8 @@ export async function citiesRows(url: string, label: string): Promise<Row[]> {
         .on('error', reject);
     });
   const rows: Row[] = [];
-  for (const [query, name] of [['', 'TopoJSON'], ['?geoformat=geojson', 'GeoJSON']] as const) {
+  const outlines = national ? (['region', 'province', 'city'] as const).map((level) => [`/outlines?level=${level}`, `outlines, ${level}`] as const) : [];
+  for (const [query, name] of [['', 'TopoJSON'], ['?geoformat=geojson', 'GeoJSON'], ...outlines] as const) {
     const cold = await get(query, 'gzip');
     const warm: number[] = [];
     for (let i = 0; i < 5; i++) warm.push((await get(query, 'gzip')).ms);

@@ -597,11 +597,51 @@ async function nationalScenario(): Promise<void> {
     const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-cities-'));
     if (publishFrom) await cli(['cities', 'publish', '--from', publishFrom, '--label', 'national'], { DATA_DIR: dataDir });
     const server = await startServer({ DATA_DIR: dataDir }, { role: 'serve', apiKey: API_KEY });
-    cities.push(...(await citiesRows(server.url, publishFrom ? 'national (1,642 cities)' : 'two-city')));
+    cities.push(...(await citiesRows(server.url, publishFrom ? 'national (1,642 cities)' : 'two-city', publishFrom !== undefined)));
     await server.stop();
     await fsp.rm(dataDir, { recursive: true, force: true });
   }
   results.push({ scenario: 'GET /cities (cold: the first request after a start)', rows: cities });
+}
+
+/**
+ * A year tagged with the national boundaries: stats by region, province and city (cold and warm),
+ * the explorer opening on the country, and reprocessing a month after publishing the two-city set,
+ * then the national one again (every report of the month moves both times).
+ */
+async function nationalYearScenario(): Promise<void> {
+  const { national } = await loadSets(SHARED_NATIONAL(root));
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-national-'));
+  const dataDir = path.join(dir, 'data');
+  const storeDir = path.join(dataDir, 'store');
+  await fsp.mkdir(storeDir, { recursive: true });
+  try {
+    log(`building ${REPORTS.toLocaleString()} reports over ${DAYS} days, tagged with the national boundaries …`);
+    let t = performance.now();
+    const built = await buildBenchStore({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries: national });
+    const buildS = (performance.now() - t) / 1000;
+    t = performance.now();
+    await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir });
+    results.push({ scenario: 'national year (synthetic, points in barangays nationwide)', rows: [{ reports: REPORTS, days: DAYS, parts: built.parts, 'build s': Math.round(buildS), 'compaction s': Math.round((performance.now() - t) / 1000) }] });
+    const serve = () => startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
+    results.push({ scenario: 'stats, national year (cold: a new process, every cache emptied)', rows: await statsScenario(serve, path.join(dataDir, 'cache'), START_MS, DAYS, ['region', 'province', 'city']) });
+    const server = await serve();
+    results.push({ scenario: 'explorer page load, national year (opens on the regions)', rows: await pageScenario(server.url, START_MS, DAYS) });
+    await server.stop();
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const month = [day(START_MS + 150 * 86_400_000), day(START_MS + 179 * 86_400_000)];
+    const rows: Row[] = [];
+    for (const [label, folder] of [['two-city', path.join(root, 'boundaries', 'ph-2023')], ['national', SHARED_NATIONAL(root)]] as const) {
+      await cli(['cities', 'publish', '--from', folder, '--label', `${label} (reprocess benchmark)`], { DATA_DIR: dataDir });
+      t = performance.now();
+      const done = await cli(['reprocess', '--from', month[0]!, '--to', month[1]!], { DATA_DIR: dataDir });
+      const seconds = (performance.now() - t) / 1000;
+      rows.push({ boundaries: label, window: `${month[0]} to ${month[1]}`, reports: Number(done.reports), 'hours rewritten': Number(done.hoursRewritten), s: Math.round(seconds * 10) / 10, 'reports/s': Math.round(Number(done.reports) / seconds) });
+    }
+    results.push({ scenario: 'reprocess a month after publishing new boundaries', rows });
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** The read scenarios over a built archive. */
@@ -650,6 +690,7 @@ async function main(): Promise<void> {
   if (ONLY.has('backfill')) await backfillScenario(QUICK ? 20_000 : Number(args.backfill));
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
   if (ONLY.has('national')) await nationalScenario();
+  if (ONLY.has('national-year')) await nationalYearScenario();
   if (ONLY.has('ingest')) {
     await ingestScenario(16, false);
     await ingestScenario(64, false);

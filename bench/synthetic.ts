@@ -7,6 +7,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { ulid } from 'ulid';
 import { compactLevels, contains, type Level } from '../src/boundaries/compactLevels.js';
 import { BoundaryRepository } from '../src/boundaries/repository.js';
+import { Tagger } from '../src/boundaries/tagger.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
 
@@ -104,15 +105,22 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
   const conn = await db.connect();
   try {
     await conn.run("SET TimeZone = 'UTC'");
-    await conn.run('CREATE TABLE pool (i INTEGER, lng DOUBLE, lat DOUBLE, city VARCHAR, psgc VARCHAR)');
+    await conn.run('CREATE TABLE pool (i INTEGER, lng DOUBLE, lat DOUBLE, city VARCHAR, psgc VARCHAR, province VARCHAR, region VARCHAR, partner_city VARCHAR)');
     const poolAppender = await conn.createAppender('pool');
+    // Each point's tags as the worker would give them, and its city's name as a partner would send it.
+    const tagger = new Tagger(options.boundaries);
+    const names = new Map(options.boundaries.cities.features.map((f) => [f.properties.code, f.properties.name]));
+    const nullable = (v: string | null) => (v === null ? poolAppender.appendNull() : poolAppender.appendVarchar(v));
     pool.forEach((p, i) => {
+      const tags = tagger.tag(p.lng, p.lat);
       poolAppender.appendInteger(i);
       poolAppender.appendDouble(p.lng);
       poolAppender.appendDouble(p.lat);
-      poolAppender.appendVarchar(p.city);
-      if (p.psgc === null) poolAppender.appendNull();
-      else poolAppender.appendVarchar(p.psgc);
+      nullable(tags.instance_region_code);
+      nullable(tags.local_area_id);
+      nullable(tags.province_code);
+      nullable(tags.region_code);
+      poolAppender.appendVarchar(names.get(p.city) ?? 'Quezon City');
       poolAppender.endRow();
     });
     poolAppender.closeSync();
@@ -147,11 +155,11 @@ export async function buildSyntheticArchive(options: SyntheticOptions): Promise<
                NULL::VARCHAR AS url,
                CASE WHEN hash(id * 31) % 5 = 0 THEN 'https://images.example.org/' || id || '.jpg' END AS image_url,
                'flood' AS disaster_type, NULL::JSON AS report_data,
-               pool.city AS instance_region_code, pool.psgc AS local_area_id, NULL::VARCHAR AS province_code, NULL::VARCHAR AS region_code,
+               pool.city AS instance_region_code, pool.psgc AS local_area_id, pool.province AS province_code, pool.region AS region_code,
                ${titles}[((hash(id * 13) % ${TITLES.length}) + 1)::BIGINT] AS title,
                ${texts}[((hash(id * 17) % ${TEXTS.length}) + 1)::BIGINT] AS text,
                pool.lng, pool.lat, id::BIGINT AS post_id,
-               CASE pool.city WHEN 'PH-QC' THEN 'Quezon City' ELSE 'Pampanga' END AS partner_city,
+               pool.partner_city,
                created_at + INTERVAL 2 SECOND AS received_at,
                '${options.boundaryVersion}' AS boundary_version,
                strftime(created_at, '%Y') AS year, strftime(created_at, '%m') AS month,
