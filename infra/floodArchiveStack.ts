@@ -54,6 +54,12 @@ export interface FloodArchiveStackProps extends StackProps {
   archiveYears?: [number, number];
   /** Glue database that holds the `reports` table. Default `flood_archive`. */
   glueDatabaseName?: string;
+  /**
+   * Lets anyone read the releases (`releases/`, immutable citable snapshots) straight from the
+   * bucket, so researchers pull them at S3's speed without the API. Default false: the bucket
+   * stays private and the API serves them.
+   */
+  publicReleases?: boolean;
 }
 
 type Process = 'api' | 'worker' | 'scheduler';
@@ -83,7 +89,7 @@ export class FloodArchiveStack extends Stack {
     }
     const flushIntervalSeconds = props.flushIntervalSeconds ?? 30;
 
-    this.bucket = archiveBucket(this);
+    this.bucket = archiveBucket(this, props.publicReleases === true);
     [this.queue, this.deadLetterQueue] = reportQueues(this, props.queueName ?? 'flood-reports', flushIntervalSeconds);
     this.reportsTopic = new sns.Topic(this, 'ReportsTopic', { displayName: 'Archived flood reports', enforceSSL: true });
     this.taskRoles = {
@@ -237,11 +243,12 @@ export class FloodArchiveStack extends Stack {
   }
 }
 
-function archiveBucket(scope: Construct): s3.Bucket {
-  return new s3.Bucket(scope, 'ArchiveBucket', {
+function archiveBucket(scope: Construct, publicReleases: boolean): s3.Bucket {
+  const bucket = new s3.Bucket(scope, 'ArchiveBucket', {
     versioned: true,
     encryption: s3.BucketEncryption.S3_MANAGED,
-    blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+    // Public releases need a bucket policy that grants reads; ACLs stay blocked either way.
+    blockPublicAccess: publicReleases ? new s3.BlockPublicAccess({ blockPublicAcls: true, ignorePublicAcls: true, blockPublicPolicy: false, restrictPublicBuckets: false }) : s3.BlockPublicAccess.BLOCK_ALL,
     enforceSSL: true,
     // The archive is the system of record: deleting the stack must not delete it.
     removalPolicy: RemovalPolicy.RETAIN,
@@ -262,6 +269,12 @@ function archiveBucket(scope: Construct): s3.Bucket {
       },
     ],
   });
+  if (publicReleases) {
+    bucket.addToResourcePolicy(
+      new iam.PolicyStatement({ sid: 'PublicReleases', actions: ['s3:GetObject'], principals: [new iam.AnyPrincipal()], resources: [bucket.arnForObjects('releases/*')] }),
+    );
+  }
+  return bucket;
 }
 
 /** The queue and its dead-letter queue, with the settings the service's own bootstrap uses. */
@@ -295,6 +308,8 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     // ListBucket also makes a HEAD on a missing key answer 404 rather than 403.
     allow(['s3:ListBucket'], [bucket.bucketArn]),
     allow(['s3:GetObject'], objects(bucket, 'ingest', 'reports', 'ready', 'stats', 'cities')),
+    // The releases it serves read-only (GET /releases).
+    allow(['s3:GetObject'], objects(bucket, 'releases')),
     // The change logs and their retention record: what an updated_after sync reads.
     allow(['s3:GetObject'], objects(bucket, 'changes')),
     // Under ingest/, only what accepting and retracting write (src/ledger/objectLedger.ts) and the
@@ -346,6 +361,8 @@ function schedulerPermissions(bucket: s3.IBucket, queue: sqs.IQueue, deadLetterQ
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events')),
     // Reprocessing logs what it re-tags; compaction prunes the change logs past SYNC_RETENTION_DAYS.
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'changes')),
+    // The monthly release: files created once (If-None-Match), never deleted; the STAC index rewritten.
+    allow(['s3:GetObject', 's3:PutObject'], objects(bucket, 'releases')),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
     // `dlq list` finds the queue by name and makes what it peeked at visible again; `dlq redrive` deletes.
     allow(

@@ -13,6 +13,8 @@ import { arrowStream } from './arrow.js';
 import type { WindowContext } from './context.js';
 import { arrowDayBatches, type ArrowDay } from './arrowAnswer.js';
 import { windowParquet } from './parquetAnswer.js';
+import { ARCHIVE_TABLE_DDL } from './partColumns.js';
+import { copyReleaseParquet, type ReleaseFileFacts } from './releaseParquet.js';
 import type { ParquetAnswer } from './parquetSplice.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
@@ -128,6 +130,21 @@ export class Window {
   async writeParquet(out: string): Promise<void> {
     const answer = await this.parquet(path.dirname(out));
     await pipeline(Readable.from(answer.chunks()), createWriteStream(out));
+  }
+
+  /**
+   * Writes the window (a month at most: a release's file) to `out` as a release GeoParquet file
+   * (releaseParquet.ts), and says how many reports it holds, where and when.
+   */
+  async writeReleaseParquet(out: string): Promise<ReleaseFileFacts> {
+    const bounds = await this.monthly();
+    if (bounds.length > 1) throw new Error('a release file holds a month at most');
+    return this.ctx.db.withConnection(async (conn) => {
+      if (bounds[0]) return copyReleaseParquet(conn, bounds[0], out);
+      // No part at all: an empty file with the same columns.
+      await conn.run(`CREATE OR REPLACE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
+      return copyReleaseParquet(conn, { sql: '"empty"', values: {}, types: {} }, out);
+    }, this.ctx.signal);
   }
 
   /**

@@ -36,6 +36,8 @@ export interface StoredBoundarySet extends BoundarySet {
 export interface LoadedBoundaries {
   version: string;
   label: string;
+  /** The credit its source asks for, where it names one. */
+  attribution: string | undefined;
   /** Its regions, provinces, cities and barangays, kept compact (compactLevels.ts). */
   levels: CompactLevels;
   tagger: Tagger;
@@ -113,6 +115,7 @@ export class BoundaryRepository {
     return {
       version,
       label: set.label,
+      attribution: set.attribution,
       levels,
       tagger: new Tagger(levels),
       placeNames: new PlaceNames(placesOf(set)),

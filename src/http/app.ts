@@ -33,6 +33,7 @@ import { feedPost } from './feedPost.js';
 import { isOwnRequest, requestLayer } from './layer.js';
 import { ogcHandlers } from './ogc/router.js';
 import { operationsRouter, type OperationsDeps } from './operations.js';
+import { releasesHandlers } from './releases.js';
 import { reportsHandlers } from './reports.js';
 import { parseQuery } from './queryGuards.js';
 import { allowOf, type Handlers } from './route.js';
@@ -105,6 +106,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       adminAreas: async () => (await rt.boundaries.current()).adminAreas,
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
+    ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, publicBase }),
     ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }),
     ...apiDocsHandlers(),
     ...explorerHandlers({ maxPoints: rt.config.explorerMaxPoints }),

@@ -206,6 +206,47 @@ const schemas = {
     // boundary version (Manila's in the national set): then there is nothing to quantize.
     anyOf: [{ required: ['transform', 'bbox'] }, { properties: { objects: { properties: { output: { properties: { geometries: { maxItems: 0 } } } } } } }],
   }),
+  Releases: envelope({
+    type: 'object',
+    additionalProperties: false,
+    required: ['catalog', 'releases'],
+    properties: {
+      catalog: { type: 'string', format: 'uri' },
+      releases: {
+        type: 'array',
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['release', 'period', 'revision', 'created', 'reports', 'item', 'citation', 'files'],
+          properties: {
+            release: { type: 'string', examples: ['2025-r1'] },
+            period: { type: 'string', examples: ['2025', '2025-06'] },
+            revision: { type: 'integer', minimum: 1 },
+            created: { type: 'string', format: 'date-time' },
+            reports: { type: 'integer', minimum: 0 },
+            item: { type: 'string', format: 'uri' },
+            citation: { type: 'string', format: 'uri' },
+            files: {
+              type: 'array',
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['url', 'format', 'month', 'reports', 'bytes', 'sha256'],
+                properties: {
+                  url: { type: 'string', format: 'uri' },
+                  format: { enum: ['GeoParquet 1.1', 'CSV (gzip)'] },
+                  month: { type: 'string', pattern: '^\\d{4}-\\d{2}$' },
+                  reports: { type: 'integer', minimum: 0 },
+                  bytes: { type: 'integer', minimum: 0 },
+                  sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  }),
   BoundaryLevels: envelope({
     type: 'object',
     additionalProperties: false,

@@ -11,6 +11,7 @@ import { cities } from './cli/citiesCommand.js';
 import { dlq } from './cli/dlqCommand.js';
 import { keys } from './cli/keysCommand.js';
 import { loadCommandModules, UsageError, type Command, type Values } from './cli/options.js';
+import { release } from './cli/releaseCommand.js';
 import { retract } from './cli/retractCommand.js';
 import { all, bootstrapCommand, scheduler, serve, worker } from './cli/serviceCommands.js';
 import { subscriptions } from './cli/subscriptionsCommand.js';
@@ -27,6 +28,7 @@ const COMMANDS: Record<string, Command> = {
   reprocess,
   import: importCommand,
   export: exportCommand,
+  release,
   cities,
   dlq,
   retract,

@@ -7,6 +7,7 @@ export { exportWindow } from '../ops/exportWindow.js';
 export { importFile } from '../ops/importFile.js';
 export { KeyNameInUseError } from '../ledger/ledger.js';
 export { reprocess } from '../ops/reprocess.js';
+export { release, ReleaseError } from '../ops/release.js';
 export { verify } from '../ops/verify.js';
 export { addSubscription, adminOf, findSubscription, rotateSecret, shown, testSubscription } from '../events/manage.js';
 export { HostPolicy } from '../events/hostPolicy.js';

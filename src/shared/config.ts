@@ -63,6 +63,8 @@ export interface Config {
    * Undefined: the address the API listens on, as it prints it (http://localhost:PORT).
    */
   publicBaseUrl: string | undefined;
+  /** What releases say of the data: its licence (an SPDX id) and who publishes it. */
+  releases: { license: string; publisher: string };
   /** Timeouts of the S3 and SQS clients: a silent endpoint fails a call instead of hanging it. */
   aws: { connectTimeoutMs: number; requestTimeoutMs: number; maxAttempts: number };
   /** Longest a report's acceptance may take before the feed answers 503 (and a /ready probe, before it counts as failed). */
@@ -74,7 +76,7 @@ export interface Config {
   /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/http/cursorSecret.ts). */
   cursorSecret: string | undefined;
   /** node-cron expressions of the scheduled jobs (jobs/). */
-  schedules: { compact: string; reconcile: string; verify: string };
+  schedules: { compact: string; reconcile: string; verify: string; release: string };
   /** Webhooks, the live stream and the SNS topic (src/events/). */
   events: EventsConfig;
   /** Most reports the explorer page draws as points; above it, the barangay counts alone. */
@@ -140,6 +142,8 @@ const envSchema = {
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
     PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[A-Za-z0-9.\\[\\]:-]+(/[A-Za-z0-9._~!$&\'()*+,;=:@%/-]*)?$' },
     CURSOR_SECRET: { type: 'string', minLength: 32 },
+    DATA_LICENSE: { type: 'string', pattern: '^[A-Za-z0-9.+-]{1,64}$' },
+    DATA_PUBLISHER: { type: 'string', minLength: 1, maxLength: 200 },
     AWS_CONNECT_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 60 },
     AWS_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 300 },
     AWS_MAX_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 10 },
@@ -151,6 +155,7 @@ const envSchema = {
     SCHEDULE_COMPACT: { type: 'string' },
     SCHEDULE_RECONCILE: { type: 'string' },
     SCHEDULE_VERIFY: { type: 'string' },
+    SCHEDULE_RELEASE: { type: 'string' },
     WEBHOOK_ALLOW_HOSTS: { type: 'string', pattern: '^\\s*[A-Za-z0-9.:/_-]+\\s*(,\\s*[A-Za-z0-9.:/_-]+\\s*)*$' },
     WEBHOOK_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 120 },
     WEBHOOK_RETRY_BASE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
@@ -176,6 +181,8 @@ const messages: Record<string, string> = {
   ARCHIVE_MAX_WINDOW: 'must be a number of days (366 or 366d) or hours (72h)',
   WEBHOOK_ALLOW_HOSTS: 'must be a comma-separated list of host names, IP addresses or CIDRs (e.g. hooks.example.org,10.1.0.0/16)',
   SNS_TOPIC_ARN: 'must be an SNS topic ARN (arn:aws:sns:region:account:name)',
+  DATA_LICENSE: 'must be an SPDX licence id, such as CC-BY-4.0',
+  DATA_PUBLISHER: 'must be a name of 1 to 200 characters',
   PUBLIC_BASE_URL: 'must be the http(s) address clients reach the service at, without query or fragment (e.g. https://floods.example.org)',
 };
 
@@ -209,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     compact: String(v.SCHEDULE_COMPACT ?? '5 * * * *'),
     reconcile: String(v.SCHEDULE_RECONCILE ?? '*/2 * * * *'),
     verify: String(v.SCHEDULE_VERIFY ?? '30 2 * * *'),
+    release: String(v.SCHEDULE_RELEASE ?? '30 3 2 * *'),
   };
   const badCron = Object.entries(schedules)
     .filter(([, expr]) => !validCron(expr))
@@ -262,6 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     trustProxy: Number(v.TRUST_PROXY ?? 0),
     publicBaseUrl: v.PUBLIC_BASE_URL === undefined ? undefined : String(v.PUBLIC_BASE_URL).replace(/\/+$/, ''),
     cursorSecret: v.CURSOR_SECRET === undefined ? undefined : String(v.CURSOR_SECRET),
+    releases: { license: String(v.DATA_LICENSE ?? 'CC-BY-4.0'), publisher: String(v.DATA_PUBLISHER ?? 'Philippine flood report archive') },
     aws: {
       connectTimeoutMs: seconds(v.AWS_CONNECT_TIMEOUT_SECONDS, 1),
       requestTimeoutMs: seconds(v.AWS_REQUEST_TIMEOUT_SECONDS, 5),

@@ -5,12 +5,13 @@ import { startScheduler, type JobDefinition } from '../../src/main/scheduler.js'
 import { testConfig, testRuntime } from '../support/env.js';
 
 describe('scheduler', () => {
-  it('has the compaction, reconciliation and verify jobs on their configured schedules', async () => {
-    const config = await testConfig('embedded', undefined, { SCHEDULE_COMPACT: '7 * * * *', SCHEDULE_RECONCILE: '*/3 * * * *', SCHEDULE_VERIFY: '0 4 * * *' });
+  it('has the compaction, reconciliation, verify and release jobs on their configured schedules', async () => {
+    const config = await testConfig('embedded', undefined, { SCHEDULE_COMPACT: '7 * * * *', SCHEDULE_RECONCILE: '*/3 * * * *', SCHEDULE_VERIFY: '0 4 * * *', SCHEDULE_RELEASE: '0 5 3 * *' });
     expect(JOBS.map((j) => [j.name, j.schedule(config)])).toEqual([
       ['compaction', '7 * * * *'],
       ['reconciliation', '*/3 * * * *'],
       ['verification', '0 4 * * *'],
+      ['release', '0 5 3 * *'],
     ]);
   });
 

@@ -54,6 +54,19 @@ describe('archive bucket', () => {
     });
   });
 
+  it('grants public reads of releases/ alone, and only where the deployment opts in', () => {
+    const statements = (t: Template) => Object.values(t.toJSON().Resources as Record<string, any>).filter((r) => r.Type === 'AWS::S3::BucketPolicy').flatMap((r) => r.Properties.PolicyDocument.Statement);
+    expect(statements(template).filter((st: any) => st.Effect === 'Allow' && JSON.stringify(st.Principal).includes('*'))).toEqual([]);
+    const open = new FloodArchiveStack(new App(), 'Open', { imageRepositoryName: 'flood-archive', imageTag: 'abc123', certificateArn: CERTIFICATE_ARN, publicReleases: true });
+    const openTemplate = Template.fromStack(open);
+    const granted = statements(openTemplate).filter((st: any) => st.Effect === 'Allow' && JSON.stringify(st.Principal).includes('*'));
+    expect(granted).toHaveLength(1);
+    expect(granted[0]).toMatchObject({ Sid: 'PublicReleases', Action: 's3:GetObject', Principal: { AWS: '*' } });
+    expect(JSON.stringify(granted[0].Resource)).toContain('/releases/*');
+    const bucket = Object.values(openTemplate.toJSON().Resources as Record<string, any>).find((r) => r.Type === 'AWS::S3::Bucket')!;
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: false, IgnorePublicAcls: true, RestrictPublicBuckets: false });
+  });
+
   it('refuses requests without TLS', () => {
     template.hasResourceProperties('AWS::S3::BucketPolicy', {
       Bucket: { Ref: logicalId(stack.bucket) },
@@ -188,6 +201,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:GetObject bucket/ready/*',
         's3:GetObject bucket/stats/*',
         's3:GetObject bucket/cities/*',
+        's3:GetObject bucket/releases/*',
         's3:GetObject bucket/changes/*',
         's3:PutObject bucket/ingest/pending/*',
         's3:PutObject bucket/ingest/keys/*',
@@ -225,6 +239,9 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(api, 's3:GetObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(true);
     expect(allows(api, 's3:GetObject', 'bucket/changes/retention.json')).toBe(true);
     expect(allows(api, 's3:PutObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(false);
+    // It serves the releases; it never writes one.
+    expect(allows(api, 's3:GetObject', 'bucket/releases/2025-r1/reports-2025-06.parquet')).toBe(true);
+    expect(allows(api, 's3:PutObject', 'bucket/releases/2025-r1/reports-2025-06.parquet')).toBe(false);
   });
 
   it('worker: appends parts, clears markers, rebuilds missing keys, consumes the queue; cannot publish boundaries', () => {
@@ -274,7 +291,7 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(worker, 's3:DeleteObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(false);
   });
 
-  it('scheduler: read/write/delete on reports, ingest, cities and job leases; redrives the dead-letter queue', () => {
+  it('scheduler: read/write/delete on reports, ingest, cities and job leases, read/write on releases; redrives the dead-letter queue', () => {
     const objectGrants = ['reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events', 'changes'].flatMap((prefix) =>
       ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'].map((action) => `${action} bucket/${prefix}/*`),
     );
@@ -282,6 +299,8 @@ describe('IAM: one least-privilege role per process', () => {
       [
         's3:ListBucket bucket',
         ...objectGrants,
+        's3:GetObject bucket/releases/*',
+        's3:PutObject bucket/releases/*',
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
         'sqs:GetQueueUrl dlq',
@@ -298,6 +317,9 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(scheduler, 's3:PutObject', 'bucket/jobs/compaction.lease')).toBe(true);
     expect(allows(scheduler, 'sqs:ReceiveMessage', 'queue')).toBe(false);
     expect(allows(scheduler, 's3:PutObject', 'bucket/dead-letter/x.json')).toBe(false);
+    // The monthly release writes its files once; nothing deletes one.
+    expect(allows(scheduler, 's3:PutObject', 'bucket/releases/2025-06-r1/manifest.json')).toBe(true);
+    expect(allows(scheduler, 's3:DeleteObject', 'bucket/releases/2025-06-r1/manifest.json')).toBe(false);
   });
 
   it('no role can delete the bucket or act on all of S3', () => {

@@ -1,0 +1,24 @@
+// `release --period 2025`: an immutable, citable snapshot of a closed period (src/releases/FORMAT.md).
+import { createProgress } from '../../ops/progress.js';
+import { common, deps, print, required, UsageError, withRuntime, type Command } from './options.js';
+
+export const release: Command = {
+  summary: 'write an immutable, citable release of a closed UTC year or month (GeoParquet, CSV.gz, manifest, STAC, citation)',
+  usage: 'release --period YYYY|YYYY-MM [--json]',
+  options: { ...common, period: { type: 'string' } },
+  run: ({ config, values }) =>
+    withRuntime(config, async (rt) => {
+      try {
+        const result = await deps.release(rt, required(values, 'period'), { progress: values.json ? undefined : createProgress('release') });
+        print(values, result, () =>
+          result.created
+            ? `released ${result.release}: ${result.reports} reports in ${result.files} files (${result.bytes} bytes) under releases/${result.release}/`
+            : `${result.release} already holds these reports, file for file: no new revision`,
+        );
+        return 0;
+      } catch (err) {
+        if (err instanceof deps.ReleaseError && err.usage) throw new UsageError(err.message);
+        throw err;
+      }
+    }),
+};

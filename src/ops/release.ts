@@ -1,0 +1,197 @@
+// `release --period 2025`: an immutable, citable snapshot of a closed period (src/releases/FORMAT.md).
+// Each month's reports, as the archive answers them, are written as GeoParquet and gzipped CSV,
+// checksummed, and compared with the period's latest revision: the same files make no new
+// revision; different ones (a retraction purged, reports that came late, a re-tagging) make the
+// next, with what changed in its changelog. Files are created, never overwritten; the manifest is
+// written last, so a release exists once it does; the STAC Collection and Catalog that list the
+// releases are written anew after every run.
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { sqlString, type DuckDb } from '../archive/duckdb.js';
+import type { ReleaseFileFacts } from '../archive/releaseParquet.js';
+import type { Archive } from '../archive/window.js';
+import type { BoundaryRepository } from '../boundaries/repository.js';
+import { renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
+import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacItem, type Change, type Manifest, type ReleaseFile } from '../releases/documents.js';
+import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId } from '../releases/layout.js';
+import type { Config } from '../shared/config.js';
+import { SERVICE_VERSION } from '../shared/version.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import type { Progress } from './progress.js';
+
+export interface ReleaseDeps {
+  archive: Pick<Archive, 'open'>;
+  store: ObjectStore;
+  db: DuckDb;
+  boundaries: Pick<BoundaryRepository, 'current'>;
+  config: Pick<Config, 'dataDir' | 'publicBaseUrl' | 'releases'>;
+}
+
+export interface ReleaseResult {
+  release: string;
+  /** False when the period's latest revision already holds these very files. */
+  created: boolean;
+  reports: number;
+  files: number;
+  bytes: number;
+}
+
+/** A release that cannot be made: as asked (`usage`: the period), or now (another process is making it). */
+export class ReleaseError extends Error {
+  override name = 'ReleaseError';
+  constructor(
+    message: string,
+    readonly usage = false,
+  ) {
+    super(message);
+  }
+}
+
+export async function release(rt: ReleaseDeps, label: string, options: { nowMs?: number; progress?: Progress } = {}): Promise<ReleaseResult> {
+  const period = parsePeriod(label);
+  if (!period) throw new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true);
+  const nowMs = options.nowMs ?? Date.now();
+  if (period.endMs >= nowMs) throw new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true);
+  const latest = (await manifests(rt.store)).filter((m) => m.period === label).sort((a, b) => b.revision - a.revision)[0];
+  const tmp = path.join(rt.config.dataDir, 'tmp', 'release', randomUUID());
+  await fs.mkdir(tmp, { recursive: true });
+  try {
+    options.progress?.start(period.months.length);
+    const files: (ReleaseFile & { local: string })[] = [];
+    const facts: ReleaseFileFacts[] = [];
+    for (const month of period.months) {
+      const window = await rt.archive.open({ startMs: month.startMs, endMs: month.endMs, admin: undefined });
+      const names = monthFiles(month.label);
+      const parquet = path.join(tmp, names.parquet);
+      const written = await window.writeReleaseParquet(parquet);
+      facts.push(written);
+      const csv = path.join(tmp, names.csv);
+      // Level 9 once, read many times; the gzip header carries no time, so the same rows give the same bytes.
+      await pipeline(Readable.from(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv')), createGzip({ level: 9 }), createWriteStream(csv));
+      for (const [local, name, format, type] of [
+        [parquet, names.parquet, 'GeoParquet 1.1', 'application/vnd.apache.parquet'],
+        [csv, names.csv, 'CSV (gzip)', 'application/gzip'],
+      ] as const) {
+        files.push({ local, path: name, format, media_type: type, month: month.label, reports: written.reports, bytes: (await fs.stat(local)).size, sha256: await sha256Of(local) });
+      }
+      options.progress?.tick();
+    }
+    options.progress?.stop();
+    const reports = facts.reduce((n, f) => n + f.reports, 0);
+    const same = latest && latest.files.length === files.length && files.every((f, i) => latest.files[i]!.path === f.path && latest.files[i]!.sha256 === f.sha256);
+    if (same) {
+      await writeIndex(rt);
+      return { release: latest.release, created: false, reports: latest.reports, files: latest.files.length, bytes: latest.files.reduce((n, f) => n + f.bytes, 0) };
+    }
+
+    const revision = (latest?.revision ?? 0) + 1;
+    const id = releaseId(label, revision);
+    const created = new Date(nowMs).toISOString();
+    const boxes = facts.flatMap((f) => (f.bbox ? [f.bbox] : []));
+    const firsts = facts.flatMap((f) => (f.firstMs === undefined ? [] : [f.firstMs]));
+    const lasts = facts.flatMap((f) => (f.lastMs === undefined ? [] : [f.lastMs]));
+    const boundaries = await rt.boundaries.current();
+    const note = latest ? await changesSince(rt, latest, files, tmp) : 'First release of the period.';
+    const changes: Change[] = [...(latest?.changes ?? []), { revision, created, note }];
+    const manifest: Manifest = {
+      release: id,
+      period: label,
+      revision,
+      created,
+      window: { start: new Date(period.startMs).toISOString(), end: new Date(period.endMs).toISOString() },
+      reports,
+      bbox: boxes.length > 0 ? [Math.min(...boxes.map((b) => b[0])), Math.min(...boxes.map((b) => b[1])), Math.max(...boxes.map((b) => b[2])), Math.max(...boxes.map((b) => b[3]))] : null,
+      time_extent: firsts.length > 0 ? [new Date(Math.min(...firsts)).toISOString(), new Date(Math.max(...lasts)).toISOString()] : null,
+      boundary_version: { id: boundaries.version, label: boundaries.label, attribution: boundaries.attribution ?? null },
+      files: files.map(({ local: _, ...f }) => f),
+      schema: releaseSchema(),
+      license: rt.config.releases.license,
+      publisher: rt.config.releases.publisher,
+      made_with: { service: `flood-archive ${SERVICE_VERSION}`, command: `flood-archive release --period ${label}`, selection: SELECTION },
+      changes,
+    };
+    // Files first, each created never overwritten. One already there with these very bytes is a
+    // run cut short before its manifest (this run finishes it); other bytes are another run's.
+    for (const f of files) await create(rt.store, id, f.path, await fs.readFile(f.local));
+    const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
+    const sha = createHash('sha256').update(manifestBody).digest('hex');
+    // The citation and Item name this run's manifest: written (over a run cut short's) while no
+    // manifest exists, then the manifest, created if absent, makes the release.
+    if (await rt.store.head(manifestKey(id))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    await rt.store.put(citationKey(id), citation(manifest, sha, rt.config.publicBaseUrl));
+    await rt.store.put(itemKey(id), `${JSON.stringify(stacItem(manifest, latest?.release), null, 2)}\n`);
+    if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    await writeIndex(rt);
+    return { release: id, created: true, reports, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0) };
+  } finally {
+    await fs.rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Creates a release's file, or finds it there already with the same bytes (a run cut short); other bytes are another run's. */
+async function create(store: ObjectStore, id: string, name: string, body: Buffer): Promise<void> {
+  const key = `${releaseDir(id)}${name}`;
+  if (await store.putIfAbsent(key, body)) return;
+  const there = await store.get(key);
+  if (there?.body.equals(body)) return;
+  throw new ReleaseError(
+    `${key} holds other bytes: another release run is making ${id}, or one stopped before its manifest. Once no other run is going, delete ${releaseDir(id)} and run again.`,
+  );
+}
+
+/** Every release made (those whose manifest is written), oldest period and revision first. */
+export async function manifests(store: ObjectStore): Promise<Manifest[]> {
+  const out: Manifest[] = [];
+  for await (const info of store.list({ prefix: RELEASES_PREFIX })) {
+    const id = /^releases\/([^/]+)\/manifest\.json$/.exec(info.key)?.[1];
+    if (!id || !parseReleaseId(id)) continue;
+    const body = await store.get(info.key);
+    if (body) out.push(JSON.parse(body.body.toString('utf8')) as Manifest);
+  }
+  return out.sort((a, b) => a.period.localeCompare(b.period) || a.revision - b.revision);
+}
+
+/** The STAC Collection and Catalog, from every manifest: the only objects of releases/ ever rewritten. */
+async function writeIndex(rt: ReleaseDeps): Promise<void> {
+  const all = await manifests(rt.store);
+  await rt.store.put(COLLECTION_KEY, `${JSON.stringify(stacCollection(all, rt.config.releases.license, rt.config.releases.publisher), null, 2)}\n`);
+  await rt.store.put(CATALOG_KEY, `${JSON.stringify(stacCatalog(), null, 2)}\n`);
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+/** What changed since the period's previous revision, month by month: reports added, removed, and changed (tags, tombstones). */
+async function changesSince(rt: ReleaseDeps, previous: Manifest, files: readonly (ReleaseFile & { local: string })[], tmp: string): Promise<string> {
+  const lines: string[] = [];
+  for (const f of files) {
+    if (!f.path.endsWith('.parquet')) continue;
+    const before = previous.files.find((p) => p.path === f.path);
+    if (before?.sha256 === f.sha256) continue;
+    const old = path.join(tmp, `previous-${f.path}`);
+    const stored = before && (await rt.store.get(`${releaseDir(previous.release)}${f.path}`));
+    if (stored) await fs.writeFile(old, stored.body);
+    const counts = await rt.db.withConnection(async (conn) => {
+      const read = (file: string) => `(SELECT pkey, md5(to_json(r)::VARCHAR) AS h FROM (SELECT * EXCLUDE (geometry, bbox) FROM read_parquet(${sqlString(file)})) r)`;
+      if (!stored) return { added: f.reports, removed: 0, changed: 0 };
+      const row = (
+        await conn.runAndReadAll(
+          `SELECT count(*) FILTER (WHERE o.pkey IS NULL)::INTEGER AS added, count(*) FILTER (WHERE n.pkey IS NULL)::INTEGER AS removed,
+                  count(*) FILTER (WHERE n.h <> o.h)::INTEGER AS changed
+           FROM ${read(f.local)} n FULL OUTER JOIN ${read(old)} o ON n.pkey = o.pkey`,
+        )
+      ).getRowObjectsJS()[0]!;
+      return { added: Number(row.added), removed: Number(row.removed), changed: Number(row.changed) };
+    });
+    lines.push(`${f.month}: ${counts.added} added, ${counts.removed} removed, ${counts.changed} changed (${before?.reports ?? 0} → ${f.reports} reports)`);
+  }
+  return `Since ${previous.release}: ${lines.join('; ')}.`;
+}

@@ -1,0 +1,250 @@
+// Releases: a closed year written once as monthly GeoParquet and CSV.gz files with a manifest, a
+// STAC catalogue and a citation; read back by DuckDB, pyarrow and geopandas with the manifest's
+// counts and checksums; served read-only with ETag and Range; a second run with the same reports
+// makes nothing new, and a purged retraction makes a new revision beside the first, which stays
+// byte for byte as it was.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqlString } from '../../src/archive/duckdb.js';
+import { CSV_HEADER } from '../../src/http/archiveBody.js';
+import { compact } from '../../src/ops/compact.js';
+import { purgeRetracted } from '../../src/ops/purge.js';
+import { release, ReleaseError } from '../../src/ops/release.js';
+import type { Manifest } from '../../src/releases/documents.js';
+import { runCli } from '../support/cli.js';
+import { HAS_GEOPANDAS, GEOPANDAS_MISSING, python } from '../support/clients.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { allArchived, API_KEY, BACKENDS, getJson, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const UA = { 'User-Agent': 'flood-tests/1.0' };
+const YEAR = 'start=2025-01-01T00:00:00Z&end=2025-12-31T23:59:59.999Z';
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** 20 reports in June 2025, 10 in July, 1 on the last millisecond of the year, 1 in 2026 (outside). */
+const POSTS = [
+  ...Array.from({ length: 20 }, (_, i) => ({ id: 100 + i, at: `2025-06-${String(1 + i).padStart(2, '0')}T0${i % 10}:15:00Z` })),
+  ...Array.from({ length: 10 }, (_, i) => ({ id: 200 + i, at: `2025-07-${String(10 + i).padStart(2, '0')}T12:00:00Z` })),
+  { id: 300, at: '2025-12-31T23:59:59.999Z' },
+  { id: 400, at: '2026-01-01T00:00:00Z' },
+];
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator();
+});
+afterAll(async () => {
+  await emulator.stop();
+});
+
+describe.each(BACKENDS)('releases on the %s backend', (kind) => {
+  let svc: TestService;
+  const get = (p: string, headers: Record<string, string> = {}) => fetch(`${svc.url}${p}`, { headers: { ...UA, ...headers } });
+  const manifestOf = async (id: string) => (await (await get(`/releases/${id}/manifest.json`)).json()) as Manifest;
+
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig(kind, kind === 'aws' ? emulator : undefined), kind === 'aws' ? emulator : undefined));
+    for (const p of POSTS) {
+      const lng = 121.0 + (p.id % 17) * 0.003;
+      expect((await postReport(svc.url, report(p.id, { created_at: p.at, location: { lat: 14.6 + (p.id % 13) * 0.004, lng } }))).status).toBe(201);
+    }
+    await allArchived(svc.rt);
+  }, 60_000);
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('writes a closed year as monthly GeoParquet and CSV.gz, with a manifest whose counts and checksums are the files\'', async () => {
+    // The command line on the embedded backend (beside the running service); the same function in process on S3.
+    let made: unknown;
+    if (kind === 'embedded') {
+      const run = await runCli(['release', '--period', '2025', '--json'], { DATA_DIR: svc.rt.config.dataDir, API_KEYS: API_KEY });
+      expect(run.code, run.stderr).toBe(0);
+      made = JSON.parse(run.stdout);
+    } else made = await release(svc.rt, '2025');
+    expect(made).toMatchObject({ release: '2025-r1', created: true, reports: 31, files: 24 });
+
+    const m = await manifestOf('2025-r1');
+    const count = await getJson(`${svc.url}/reports/archive/count?${YEAR}`);
+    expect(m).toMatchObject({ release: '2025-r1', period: '2025', revision: 1, reports: count.body.result.count, window: { start: '2025-01-01T00:00:00.000Z', end: '2025-12-31T23:59:59.999Z' } });
+    expect(m.time_extent).toEqual(['2025-06-01T00:15:00.000Z', '2025-12-31T23:59:59.999Z']);
+    expect(m.files.map((f) => f.path)).toEqual(Array.from({ length: 12 }, (_, i) => `2025-${String(i + 1).padStart(2, '0')}`).flatMap((mm) => [`reports-${mm}.parquet`, `reports-${mm}.csv.gz`]));
+    expect(m.license).toBe('CC-BY-4.0');
+    expect(m.boundary_version.attribution).toMatch(/PSA and NAMRIA/);
+    expect(m.changes).toEqual([{ revision: 1, created: m.created, note: 'First release of the period.' }]);
+    const monthCount = async (mm: string, last: string) => (await getJson(`${svc.url}/reports/archive/count?start=2025-${mm}-01T00:00:00Z&end=2025-${mm}-${last}T23:59:59.999Z`)).body.result.count as number;
+    for (const f of m.files) {
+      const res = await get(`/releases/2025-r1/${f.path}`);
+      expect(res.status).toBe(200);
+      const body = Buffer.from(await res.arrayBuffer());
+      expect([f.path, body.length, sha256(body)]).toEqual([f.path, f.bytes, f.sha256]);
+      if (f.path.endsWith('.csv.gz')) {
+        const lines = gunzipSync(body).toString('utf8').split('\n').filter((l) => l !== '');
+        expect([f.path, lines[0]]).toEqual([f.path, CSV_HEADER]);
+        expect([f.path, lines.length - 1]).toEqual([f.path, f.reports]);
+      }
+    }
+    expect(m.files.find((f) => f.path === 'reports-2025-06.parquet')!.reports).toBe(await monthCount('06', '30'));
+    expect(m.files.find((f) => f.path === 'reports-2025-07.parquet')!.reports).toBe(await monthCount('07', '31'));
+    expect(m.files.find((f) => f.path === 'reports-2025-01.parquet')!.reports).toBe(0);
+
+    // DuckDB: every row, oldest first, the covering column and the GeoParquet metadata.
+    const dir = path.join(svc.rt.config.dataDir, 'downloaded');
+    await fs.mkdir(dir, { recursive: true });
+    const june = path.join(dir, 'june.parquet');
+    await fs.writeFile(june, Buffer.from(await (await get('/releases/2025-r1/reports-2025-06.parquet')).arrayBuffer()));
+    const rows = await svc.rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at) AS t, bbox.xmin = lng AND bbox.ymax = lat AS covered FROM read_parquet(${sqlString(june)})`)).getRowObjectsJS());
+    expect(rows.map((r) => Number(r.t))).toEqual([...rows.map((r) => Number(r.t))].sort((a, b) => a - b));
+    expect(rows.every((r) => r.covered === true)).toBe(true);
+    const geo = await svc.rt.db.withConnection(async (conn) =>
+      JSON.parse(String((await conn.runAndReadAll(`SELECT decode(value) AS v FROM parquet_kv_metadata(${sqlString(june)}) WHERE decode(key) = 'geo'`)).getRowObjectsJS()[0]!.v)),
+    );
+    expect(geo).toMatchObject({ version: '1.1.0', primary_column: 'geometry', columns: { geometry: { encoding: 'WKB', covering: { bbox: { xmin: ['bbox', 'xmin'], ymax: ['bbox', 'ymax'] } } } } });
+  }, 120_000);
+
+  it('lists the release in a STAC catalogue whose links and checksums resolve, and serves its files read-only with ETag and Range', async () => {
+    const catalogRes = await get('/releases/catalog.json');
+    const catalog = (await catalogRes.json()) as any;
+    expect((await get('/releases/catalog.json', { 'If-None-Match': catalogRes.headers.get('etag')! })).status).toBe(304);
+    expect(catalog).toMatchObject({ type: 'Catalog', stac_version: '1.0.0' });
+    const child = catalog.links.find((l: any) => l.rel === 'child');
+    const collection = (await (await get(`/releases/${child.href.replace('./', '')}`)).json()) as any;
+    expect(collection).toMatchObject({ type: 'Collection', id: 'flood-reports', license: 'CC-BY-4.0', extent: { temporal: { interval: [['2025-01-01T00:00:00.000Z', '2025-12-31T23:59:59.999Z']] } } });
+    const items = collection.links.filter((l: any) => l.rel === 'item');
+    expect(items.map((l: any) => l.href)).toEqual(['./2025-r1/item.json']);
+    const item = (await (await get('/releases/2025-r1/item.json')).json()) as any;
+    expect(item).toMatchObject({ type: 'Feature', stac_version: '1.0.0', id: '2025-r1', collection: 'flood-reports', properties: { datetime: null, start_datetime: '2025-01-01T00:00:00.000Z', 'flood:reports': 31 } });
+    expect(item.bbox).toHaveLength(4);
+    const m = await manifestOf('2025-r1');
+    for (const asset of Object.values(item.assets) as any[]) {
+      const res = await get(`/releases/2025-r1/${asset.href.replace('./', '')}`);
+      expect([asset.href, res.status]).toEqual([asset.href, 200]);
+      const body = Buffer.from(await res.arrayBuffer());
+      if (asset.roles.includes('data')) expect([asset.href, asset['file:checksum'], asset['file:size']]).toEqual([asset.href, `1220${sha256(body)}`, body.length]);
+    }
+    expect(Object.values(item.assets).filter((a: any) => a.roles.includes('data'))).toHaveLength(m.files.length);
+    const cff = await (await get('/releases/2025-r1/CITATION.cff')).text();
+    expect(cff).toContain('cff-version: 1.2.0');
+    expect(cff).toContain('version: "2025-r1"');
+    expect(cff).toContain(`sha256:${sha256(Buffer.from(await (await get('/releases/2025-r1/manifest.json')).arrayBuffer()))}`);
+
+    // Read-only, at a stable URL: ranges, validators, immutable caching.
+    const whole = await get('/releases/2025-r1/reports-2025-06.parquet');
+    const etag = whole.headers.get('etag')!;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    expect(whole.headers.get('cache-control')).toMatch(/immutable/);
+    expect(whole.headers.get('content-type')).toBe('application/vnd.apache.parquet');
+    const size = Number(whole.headers.get('content-length'));
+    const head = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=0-3' });
+    expect([head.status, Buffer.from(await head.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
+    const tail = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size - 4}-` });
+    expect([tail.status, Buffer.from(await tail.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
+    const again = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-None-Match': etag });
+    expect(again.status).toBe(304);
+    expect((await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size + 10}-` })).status).toBe(416);
+    for (const missing of ['/releases/2025-r9/manifest.json', '/releases/2025-r1/other.txt', '/releases/nope/manifest.json', '/releases/other.json']) {
+      const res = await get(missing);
+      expect([missing, res.status]).toEqual([missing, 404]);
+      expect((await res.json()) as any).toMatchObject({ statusCode: 404, error: 'Not Found' });
+    }
+    const listed = await getJson(`${svc.url}/releases`);
+    expect(listed.body.result.releases.map((r: any) => [r.release, r.reports, r.files.length])).toEqual([['2025-r1', 31, 24]]);
+    expect(listed.body.result.releases[0].files[0].url).toBe(`${svc.url}/releases/2025-r1/reports-2025-01.parquet`);
+  });
+
+  it('makes no new revision for the same reports; a retraction purged since makes the next, beside the first, which stays as it was', async () => {
+    const first = await manifestOf('2025-r1');
+    const again = await release(svc.rt, '2025');
+    expect(again).toMatchObject({ release: '2025-r1', created: false });
+
+    const del = await fetch(`${svc.url}/feeds/partner/105`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } });
+    expect(del.status).toBe(200);
+    await purgeRetracted(svc.rt);
+    await compact(svc.rt, { fromMs: Date.UTC(2025, 5, 1), toMs: Date.UTC(2025, 5, 30, 23), closedBeforeMs: Date.now() });
+    const next = await release(svc.rt, '2025');
+    expect(next).toMatchObject({ release: '2025-r2', created: true, reports: 30 });
+    const m = await manifestOf('2025-r2');
+    expect(m.changes.map((c) => c.revision)).toEqual([1, 2]);
+    expect(m.changes[1]!.note).toBe('Since 2025-r1: 2025-06: 0 added, 1 removed, 0 changed (20 → 19 reports).');
+    const file = (man: Manifest, p: string) => man.files.find((f) => f.path === p)!;
+    expect(file(m, 'reports-2025-06.parquet').sha256).not.toBe(file(first, 'reports-2025-06.parquet').sha256);
+    expect(file(m, 'reports-2025-07.parquet').sha256).toBe(file(first, 'reports-2025-07.parquet').sha256);
+    // The first revision, byte for byte as it was.
+    for (const f of first.files) expect(sha256(Buffer.from(await (await get(`/releases/2025-r1/${f.path}`)).arrayBuffer()))).toBe(f.sha256);
+    expect(await manifestOf('2025-r1')).toEqual(first);
+    const item = (await (await get('/releases/2025-r2/item.json')).json()) as any;
+    expect(item.links).toContainEqual({ rel: 'predecessor-version', href: '../2025-r1/item.json', type: 'application/geo+json' });
+    const june = gunzipSync(Buffer.from(await (await get('/releases/2025-r2/reports-2025-06.csv.gz')).arrayBuffer())).toString('utf8');
+    expect(june).not.toContain(pkeyOf(105));
+    const collection = (await (await get('/releases/collection.json')).json()) as any;
+    expect(collection.links.filter((l: any) => l.rel === 'item').map((l: any) => l.href)).toEqual(['./2025-r1/item.json', './2025-r2/item.json']);
+  }, 120_000);
+
+  it('finishes a revision whose run stopped before its manifest, and stops where another run left other bytes', async () => {
+    const made = await manifestOf('2025-r2');
+    // As if the run had stopped before its manifest: the next run makes the same revision.
+    await svc.rt.store.delete(['releases/2025-r2/manifest.json']);
+    expect((await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release)).toEqual(['2025-r1']);
+    expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r2', created: true });
+    expect((await manifestOf('2025-r2')).files).toEqual(made.files);
+    // Another run's bytes where this run's file goes: it stops and says what to do.
+    const del = await fetch(`${svc.url}/feeds/partner/106`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } });
+    expect(del.status).toBe(200);
+    await purgeRetracted(svc.rt);
+    await svc.rt.store.put('releases/2025-r3/reports-2025-06.parquet', Buffer.from('other bytes'));
+    const err = await release(svc.rt, '2025').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReleaseError);
+    expect((err as Error).message).toMatch(/releases\/2025-r3\/reports-2025-06.parquet holds other bytes.*delete releases\/2025-r3\/ and run again/);
+    await svc.rt.store.delete(['releases/2025-r3/reports-2025-06.parquet']);
+    expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r3', created: true, reports: 29 });
+  }, 120_000);
+
+  it('refuses a period that is not over, or not a year or month', async () => {
+    for (const period of ['2026', '2026-11', '2025-13', '25', 'last-year']) {
+      const err = await release(svc.rt, period).catch((e: unknown) => e);
+      expect([period, err instanceof ReleaseError && err.usage]).toEqual([period, true]);
+    }
+    if (kind === 'embedded') {
+      const run = await runCli(['release', '--period', '2099'], { DATA_DIR: svc.rt.config.dataDir, API_KEYS: API_KEY });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/--period 2099 is not over until 2100-01-01T00:00:00.000Z/);
+    }
+  });
+});
+
+describe('a release, read by researchers\' tools', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded')));
+    for (const p of POSTS) expect((await postReport(svc.url, report(p.id, { created_at: p.at }))).status).toBe(201);
+    await allArchived(svc.rt);
+    await release(svc.rt, '2025');
+  }, 60_000);
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it.skipIf(!HAS_GEOPANDAS)('pyarrow.dataset and geopandas read every file with the manifest\'s counts', async () => {
+    const dir = path.join(svc.rt.config.dataDir, 'release');
+    await fs.mkdir(dir, { recursive: true });
+    const m = (await (await fetch(`${svc.url}/releases/2025-r1/manifest.json`, { headers: UA })).json()) as Manifest;
+    for (const f of m.files) if (f.path.endsWith('.parquet')) await fs.writeFile(path.join(dir, f.path), Buffer.from(await (await fetch(`${svc.url}/releases/2025-r1/${f.path}`, { headers: UA })).arrayBuffer()));
+    const out = await python(
+      `
+import json, sys, glob
+import pyarrow.dataset as ds, geopandas as gpd
+root = sys.argv[1]
+total = ds.dataset(root, format='parquet').count_rows()
+frames = {p.split('/')[-1]: gpd.read_parquet(p) for p in sorted(glob.glob(root + '/*.parquet'))}
+june = frames['reports-2025-06.parquet']
+print(json.dumps({'total': total, 'each': {k: len(v) for k, v in frames.items()}, 'crs': june.crs.to_epsg(), 'inside': bool(june.geometry.x.equals(june['lng']))}))
+`,
+      dir,
+    );
+    expect(out).toEqual({ total: m.reports, each: Object.fromEntries(m.files.filter((f) => f.path.endsWith('.parquet')).map((f) => [f.path, f.reports])), crs: 4326, inside: true });
+  });
+});
+
+if (!HAS_GEOPANDAS) console.warn(GEOPANDAS_MISSING);

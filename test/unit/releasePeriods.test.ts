@@ -1,0 +1,30 @@
+// Periods a release may be of, the ids of releases, and the month the monthly job releases.
+import { describe, expect, it } from 'vitest';
+import { lastMonth } from '../../jobs/release.js';
+import { parsePeriod, parseReleaseId, releaseId } from '../../src/releases/layout.js';
+
+describe('release periods and ids', () => {
+  it('cuts a year into its twelve UTC months, and a month into itself, ends inclusive to the millisecond', () => {
+    const year = parsePeriod('2024')!;
+    expect(year.months.map((m) => m.label)).toEqual(['01', '02', '03', '04', '05', '06', '07', '08', '09', '10', '11', '12'].map((m) => `2024-${m}`));
+    expect(new Date(year.startMs).toISOString()).toBe('2024-01-01T00:00:00.000Z');
+    expect(new Date(year.endMs).toISOString()).toBe('2024-12-31T23:59:59.999Z');
+    // A leap February, each month ending where the next begins.
+    expect(new Date(year.months[1]!.endMs).toISOString()).toBe('2024-02-29T23:59:59.999Z');
+    for (let i = 1; i < 12; i++) expect(year.months[i]!.startMs).toBe(year.months[i - 1]!.endMs + 1);
+    expect(parsePeriod('2025-06')!.months).toEqual([{ label: '2025-06', startMs: Date.UTC(2025, 5, 1), endMs: Date.UTC(2025, 6, 1) - 1 }]);
+    for (const bad of ['2025-00', '2025-13', '1969', '25', '2025-6', '2025-06-01', '']) expect(parsePeriod(bad)).toBeUndefined();
+  });
+
+  it('names a release by its period and revision, and reads the name back', () => {
+    expect(releaseId('2025-06', 3)).toBe('2025-06-r3');
+    expect(parseReleaseId('2025-06-r3')).toEqual({ period: '2025-06', revision: 3 });
+    expect(parseReleaseId('2025-r1')).toEqual({ period: '2025', revision: 1 });
+    for (const bad of ['2025-r0', '2025', '2025-06-r', '../2025-r1', '2025-r01']) expect(parseReleaseId(bad)).toBeUndefined();
+  });
+
+  it('releases, each month, the UTC month just closed (December in January)', () => {
+    expect(lastMonth(Date.UTC(2026, 10, 2, 3, 30))).toBe('2026-10');
+    expect(lastMonth(Date.UTC(2027, 0, 2, 3, 30))).toBe('2026-12');
+  });
+});
