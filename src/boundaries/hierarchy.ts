@@ -3,7 +3,7 @@
 // urbanised cities in no province: Angeles, Cebu City, …) is given the province whose polygon
 // holds it, as its address names it, so a report in Angeles counts in Pampanga and the four
 // tags of a report always nest.
-import { contains, type CompactLevels, type Level } from './compactLevels.js';
+import { containsAt, type CompactLevels, type Level } from './compactLevels.js';
 
 /** The code of a province or region (`PH-` and its PSGC code), in `admin=` and in reports' tags. */
 export const areaCode = (psgc: string): string => `PH-${psgc}`;
@@ -33,7 +33,7 @@ function findHolder(level: Level<unknown>, x: number, y: number): number | undef
   for (let i = 0; i < level.properties.length; i++) {
     const b = level.bboxes;
     if (x < b[4 * i]! || y < b[4 * i + 1]! || x > b[4 * i + 2]! || y > b[4 * i + 3]!) continue;
-    if (contains(level.rings[i]!, x, y)) return i;
+    if (containsAt(level, i, x, y)) return i;
   }
   return undefined;
 }

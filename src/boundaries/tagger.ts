@@ -3,7 +3,7 @@
 // exact test. The province and region are the city's in the version's hierarchy (hierarchy.ts),
 // so the tags always nest (a report counted in a city is counted in its province and region).
 import Flatbush from 'flatbush';
-import { compactLevels, contains, type CompactLevels, type Level } from './compactLevels.js';
+import { compactLevels, containsAt, type CompactLevels, type Level } from './compactLevels.js';
 import { cityParents, type CityParents } from './hierarchy.js';
 import type { BoundarySet } from './types.js';
 
@@ -36,7 +36,7 @@ export class Tagger {
     // The first city in the version's order that holds the point (cities overlap only by slivers at borders).
     let first = Infinity;
     for (const i of this.cityIndex?.search(lng, lat, lng, lat) ?? []) {
-      if (i < first && contains(cities.rings[i]!, lng, lat)) first = i;
+      if (i < first && containsAt(cities, i, lng, lat)) first = i;
     }
     const city = first === Infinity ? null : cities.properties[first]!.code;
     let area: string | null = null;
@@ -44,7 +44,7 @@ export class Tagger {
       // Prefer a barangay of the city that holds the point; the lowest PSGC for a stable pick where barangays overlap.
       let best: { psgc: string; ofCity: boolean } | undefined;
       for (const i of this.areaIndex.search(lng, lat, lng, lat)) {
-        if (!contains(localAreas.rings[i]!, lng, lat)) continue;
+        if (!containsAt(localAreas, i, lng, lat)) continue;
         const p = localAreas.properties[i]!;
         const ofCity = p.city_code === city;
         if (!best || (ofCity && !best.ofCity) || (ofCity === best.ofCity && p.psgc < best.psgc)) best = { psgc: p.psgc, ofCity };

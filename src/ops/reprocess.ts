@@ -3,14 +3,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { writeParquet } from '../archive/partWriter.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts } from '../archive/partListing.js';
-import { readRows } from '../archive/readRows.js';
-import type { ArchiveRow } from '../archive/partColumns.js';
-import type { ChangedReport, ChangeLog } from '../archive/changes.js';
+import { retagParts } from '../archive/retag.js';
+import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import type { Tags } from '../boundaries/tagger.js';
 import { newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
 import type { Progress } from './progress.js';
@@ -54,39 +51,23 @@ export async function reprocess(
   progress?.start(hours.length);
   for (const hour of hours) {
     progress?.tick();
-    const rows = await readRows(rt.db, await Promise.all(hour.parts.map((p) => rt.cache.localFile(p))));
-    let changed = false;
-    // Reports whose answered tags change: a mirror syncing with updated_after must see them again.
-    const moved: ChangedReport[] = [];
-    const retagged: ArchiveRow[] = rows.map((row) => {
-      const tags = boundaries.tagger.tag(row.lng, row.lat);
-      const inWindow = row.created_at_ms >= options.fromMs && row.created_at_ms <= options.toMs;
-      if (!inWindow) return row;
-      result.reports += 1;
-      if (tags.instance_region_code !== row.instance_region_code) {
-        result.cityChanges += 1;
-        const move = `${row.instance_region_code ?? 'null'} -> ${tags.instance_region_code ?? 'null'}`;
-        result.moves[move] = (result.moves[move] ?? 0) + 1;
-      }
-      if (tags.local_area_id !== row.local_area_id) result.localAreaChanges += 1;
-      const retagged = (Object.keys(tags) as (keyof Tags)[]).some((c) => tags[c] !== (row[c] ?? null));
-      if (retagged) moved.push({ pkey: row.pkey, createdMs: row.created_at_ms });
-      if (retagged || boundaries.version !== row.boundary_version) changed = true;
-      const next: ArchiveRow = { ...row, ...tags, boundary_version: boundaries.version };
-      return next;
-    });
-    if (options.dryRun || !changed) continue;
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
     try {
-      await writeParquet(rt.db, retagged, out);
+      const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
+      const done = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
+      result.reports += done.reports;
+      result.cityChanges += done.cityChanges;
+      result.localAreaChanges += done.localAreaChanges;
+      for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
+      if (options.dryRun || !done.changed) continue;
       // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
       // Logged before the new part, and again once it is durable. The first log survives a run
       // cut short after the part (a rerun finds the tags already new and writes nothing); a sync
       // lists it only a settling time after it was named, by when the part is readable unless its
       // PUT took that long, which the second log covers.
-      await rt.changes.record(moved);
+      await rt.changes.record(done.moved);
       await publisher.publish(hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), out);
-      await rt.changes.record(moved);
+      await rt.changes.record(done.moved);
       await publisher.retire(hour.parts.map((p) => p.key));
       result.hoursRewritten += 1;
     } finally {
