@@ -10,6 +10,7 @@ import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
+import { mapLimit } from './concurrency.js';
 import type { Progress } from './progress.js';
 
 /** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
@@ -49,8 +50,9 @@ export async function reprocess(
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'reprocess');
   await fs.mkdir(tmpDir, { recursive: true });
   progress?.start(hours.length);
-  for (const hour of hours) {
-    progress?.tick();
+  // Two hours at a time: one's tagging (JavaScript) runs while the other's parts are read and
+  // written (DuckDB's threads), so the tagger's cost hides behind the writing.
+  await mapLimit(hours, 2, async (hour) => {
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
     try {
       const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
@@ -59,7 +61,7 @@ export async function reprocess(
       result.cityChanges += done.cityChanges;
       result.localAreaChanges += done.localAreaChanges;
       for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
-      if (options.dryRun || !done.changed) continue;
+      if (options.dryRun || !done.changed) return;
       // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
       // Logged before the new part, and again once it is durable. The first log survives a run
       // cut short after the part (a rerun finds the tags already new and writes nothing); a sync
@@ -72,8 +74,9 @@ export async function reprocess(
       result.hoursRewritten += 1;
     } finally {
       await fs.rm(out, { force: true });
+      progress?.tick();
     }
-  }
+  });
   progress?.stop();
   return result;
 }
