@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { WindowQuery } from '../archive/query.js';
 import type { Archive } from '../archive/window.js';
 import { renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
+import type { Progress } from './progress.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
 
@@ -14,14 +15,27 @@ export interface ExportDeps {
   archive: Pick<Archive, 'open'>;
 }
 
-export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string): Promise<{ bytes: number }> {
+/** Writes the window to `out`; `progress` counts its UTC days (a Parquet file is one step). */
+export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string, progress?: Progress): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
   if (format === 'parquet') {
+    progress?.start(1);
     await window.writeParquet(out);
+    progress?.tick();
   } else {
+    progress?.start(window.days.length);
     // A plain FeatureCollection for GIS tools (no API envelope); CSV with a header.
     const text = format === 'csv' ? 'csv' : 'featurecollection';
-    await pipeline(Readable.from(renderArchive(window.batches(shapeOf(text), separatorOf(text)), text)), createWriteStream(out));
+    await pipeline(Readable.from(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text)), createWriteStream(out));
   }
+  progress?.stop();
   return { bytes: (await fs.stat(out)).size };
+}
+
+/** The batches (a UTC day each), a tick as each is taken. */
+async function* ticking<T>(batches: AsyncIterable<T>, progress: Progress | undefined): AsyncIterable<T> {
+  for await (const batch of batches) {
+    yield batch;
+    progress?.tick();
+  }
 }

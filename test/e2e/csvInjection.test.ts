@@ -92,6 +92,9 @@ describe('CSV formula injection', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expectGuarded(rowsOf(await fs.readFile(out, 'utf8')));
+    // Its progress, a line at the start and at the end when stderr is not a terminal: the window's one day.
+    expect(run.stderr).toContain('export: 1 to do\n');
+    expect(run.stderr).toContain('export: 1/1 done\n');
   });
 
   it('never serves ready texts stored before the guard, and compaction writes them anew', async () => {

@@ -113,7 +113,7 @@ export const exportCommand: Command = {
         endMs: instant(required(values, 'to'), 'to', 0, true),
         admin,
       };
-      const result = await deps.exportWindow(rt, query, format, required(values, 'out'));
+      const result = await deps.exportWindow(rt, query, format, required(values, 'out'), values.json ? undefined : createProgress('export'));
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
       return 0;
     }),
