@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { manifests } from '../ops/release.js';
+import type { Manifest } from '../releases/documents.js';
 import { parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
 import { HttpError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
@@ -35,11 +36,12 @@ export interface ReleasesDeps {
 export function releasesHandlers(deps: ReleasesDeps): Handlers {
   const { handlers, serve } = handlerSet<'getReleases' | 'getReleaseIndex' | 'getReleaseFile'>();
   const etags = new Map<string, string>();
+  const known = new Map<string, Manifest>();
 
   serve('getReleases', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
     const base = `${deps.publicBase()}/${RELEASES_PREFIX}`;
-    const releases = (await manifests(deps.store)).map((m) => ({
+    const releases = (await manifests(deps.store, known)).map((m) => ({
       release: m.release,
       period: m.period,
       revision: m.revision,

@@ -144,14 +144,23 @@ async function create(store: ObjectStore, id: string, name: string, body: Buffer
   );
 }
 
-/** Every release made (those whose manifest is written), oldest period and revision first. */
-export async function manifests(store: ObjectStore): Promise<Manifest[]> {
+/**
+ * Every release made (those whose manifest is written), oldest period and revision first. A
+ * manifest never changes, so `known` (kept by a caller that asks often) saves reading it again.
+ */
+export async function manifests(store: ObjectStore, known = new Map<string, Manifest>()): Promise<Manifest[]> {
   const out: Manifest[] = [];
   for await (const info of store.list({ prefix: RELEASES_PREFIX })) {
     const id = /^releases\/([^/]+)\/manifest\.json$/.exec(info.key)?.[1];
     if (!id || !parseReleaseId(id)) continue;
-    const body = await store.get(info.key);
-    if (body) out.push(JSON.parse(body.body.toString('utf8')) as Manifest);
+    const cached = `${info.key} ${info.etag}`;
+    let manifest = known.get(cached);
+    if (!manifest) {
+      const body = await store.get(info.key);
+      if (!body) continue;
+      known.set(cached, (manifest = JSON.parse(body.body.toString('utf8')) as Manifest));
+    }
+    out.push(manifest);
   }
   return out.sort((a, b) => a.period.localeCompare(b.period) || a.revision - b.revision);
 }
