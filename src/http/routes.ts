@@ -301,7 +301,7 @@ export const ROUTES: readonly Route[] = [
               in: 'query',
               schema: { type: 'string', enum: [...STATS_ANSWER_BY], default: 'none' },
               description:
-                'Split each bucket by region, province or city code, or barangay PSGC code. Regions and provinces are the cities rolled up by the current boundary version, so by=region and by=province need a version that has them (the national one); a city in no province counts under null.',
+                'Split each bucket by region, province or city code, or barangay PSGC code. Regions and provinces are the cities rolled up by the current boundary version, so by=region and by=province need a version that has them (the national one). An independent city, such as Angeles or Cebu City, counts in the province whose polygon holds it, as the province_code of its reports says.',
             },
             {
               name: 'tz',
