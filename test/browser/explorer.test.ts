@@ -393,6 +393,8 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.click('#window button[type=submit]');
       expect(await settled(page)).toBe('ready');
       expect(page.url()).toContain('admin=PH-1307400000');
+      // Every request, at every zoom, went to the service alone.
+      expect(requests.filter((u) => !u.startsWith(`${national.url}/`))).toEqual([]);
       expect(errors).toEqual([]);
     } finally {
       await close();
