@@ -17,13 +17,16 @@ const LOCAL_AREAS_QUANTIZATION = 1e5;
 export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handlers {
   const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas' | 'getLevels' | 'getOutlines'>();
   // Bodies are immutable per version: build and compress each once, keep the current version's.
-  let cache: { version: string; bodies: Map<string, Buffer> } | undefined;
+  // A body is built once per version whatever the encodings it is then asked in.
+  let cache: { version: string; texts: Map<string, string>; bodies: Map<string, Buffer> } | undefined;
   const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Buffer => {
-    if (cache?.version !== current.version) cache = { version: current.version, bodies: new Map() };
+    if (cache?.version !== current.version) cache = { version: current.version, texts: new Map(), bodies: new Map() };
     const id = `${key}/${encoding}`;
     let buf = cache.bodies.get(id);
     if (!buf) {
-      buf = encodeSync(build(), encoding);
+      let text = cache.texts.get(key);
+      if (text === undefined) cache.texts.set(key, (text = build()));
+      buf = encodeSync(text, encoding);
       cache.bodies.set(id, buf);
     }
     return buf;
