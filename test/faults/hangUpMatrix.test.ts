@@ -46,6 +46,12 @@ SHAPES['sync (open)'] = `/reports/archive?updated_after=${iso(now - HOUR)}&forma
 SHAPES['sync paged (open)'] = `/reports/archive?updated_after=${iso(now - HOUR)}&format=geojson&limit=300`;
 SHAPES['cities'] = '/cities';
 SHAPES['local areas'] = '/cities/PH-QC/local-areas';
+SHAPES['outlines'] = '/cities/outlines';
+/** Last year: closed, so it can be released (its files sent from disk, with ranges). */
+const RELEASED = new Date(now).getUTCFullYear() - 1;
+SHAPES['releases'] = '/releases';
+SHAPES['release catalogue'] = '/releases/catalog.json';
+SHAPES['release file'] = `/releases/${RELEASED}-r1/reports-${RELEASED}-01.parquet`;
 SHAPES['ogc barangays'] = '/ogc/collections/local-areas/items?limit=1000';
 SHAPES['cap'] = '/reports/cap.atom';
 SHAPES['stream'] = '/reports/stream';
@@ -77,6 +83,8 @@ beforeAll(async () => {
   const env = { DATA_DIR: dataDir, API_KEYS: `hangup:${KEY}` };
   const compacted = await runCli(['compact', '--json'], env);
   expect(compacted.code, compacted.stderr).toBe(0);
+  const released = await runCli(['release', '--period', String(RELEASED), '--json'], env);
+  expect(released.code, released.stderr).toBe(0);
 
   // A group of six may be all streams, from one address: above the default per-address cap of
   // four (tested in stream.test.ts), which would answer some of them 429 instead of streaming.
