@@ -14,6 +14,11 @@ export interface IngestRecord {
   received_at: string;
   /** The name of the API key that posted it (absent on reports accepted before keys had names). */
   partner?: string;
+  /**
+   * Set on a report a bulk import accepted to archive itself (acceptHeld): reconciliation leaves
+   * it alone until then, and queues it after that only if it is still pending.
+   */
+  held_until?: string;
   report: PartnerReport;
 }
 
@@ -24,6 +29,13 @@ export interface QueueEnvelope extends IngestRecord {
 
 /** `pkey`: the new report's, or on a repeat the first one's (which may be of the older form). */
 export type AcceptResult = { created: true; pkey: string } | { created: false; pkey: string };
+
+/**
+ * A held acceptance's outcome: as accept's; `taken` where accept throws PkeyTakenError; or a
+ * repeat of a report another held acceptance left pending, its hold not yet over (`held`: its
+ * first version), which the import resuming after a crash archives.
+ */
+export type HeldAcceptResult = AcceptResult | { created: false; pkey: string; taken: true } | { created: false; pkey: string; held: IngestRecord };
 
 /**
  * A report by its identity at the source: the partner that posted it (its key's name; absent for
@@ -112,6 +124,14 @@ export interface AcceptanceLedger {
    * of no partner would take the key of another partner's report.
    */
   accept(record: IngestRecord): Promise<AcceptResult>;
+  /**
+   * A bulk import's acceptance: records each new report as accept does (first version wins),
+   * durably before it resolves, but sends no message: the caller archives the reports itself
+   * and marks them archived. Until `holdUntilMs` reconciliation leaves them alone; a report
+   * still pending after it (the import died and was not resumed) is queued like any other.
+   * Results are in the order of `records`. Waits out a busy ledger rather than failing.
+   */
+  acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]>;
 }
 
 /** Reports by their identity (the API's lookups, the CLI, the purge). */

@@ -35,6 +35,7 @@ import {
   PkeyTakenError,
   type AcceptedReport,
   type AcceptResult,
+  type HeldAcceptResult,
   type IngestLedger,
   type IngestRecord,
   type LedgerEntry,
@@ -57,7 +58,11 @@ export class ObjectLedger implements IngestLedger {
     this.description = `${store.description} (ingest/)`;
   }
 
-  async accept(record: IngestRecord): Promise<AcceptResult> {
+  accept(record: IngestRecord): Promise<AcceptResult> {
+    return this.acceptOne(record, true);
+  }
+
+  private async acceptOne(record: IngestRecord, send: boolean): Promise<AcceptResult> {
     const id: ReportId = { source: record.source, post_id: record.post_id, ...(record.partner !== undefined && { partner: record.partner }) };
     const slot = parsePkey(record.pkey)!;
     const key = idempotencyKey(slot);
@@ -75,8 +80,30 @@ export class ObjectLedger implements IngestLedger {
     // is left for reconciliation, which sends the key's (first) version again.
     if (!(await this.store.putIfAbsent(pendingKey(slot), body))) return this.repeatOf(id, record.pkey);
     if (!(await this.store.putIfAbsent(key, body))) return this.repeatOf(id, record.pkey);
-    await this.queue.send([body]);
+    if (send) await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
+  }
+
+  /**
+   * As accept, a few dozen at once and without their messages; each marker names its hold, so
+   * reconciliation leaves it to the import until then.
+   */
+  async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
+    const held_until = new Date(holdUntilMs).toISOString();
+    return mapLimit(records, 32, async (record): Promise<HeldAcceptResult> => {
+      try {
+        const result = await this.acceptOne({ ...record, held_until }, false);
+        if (result.created) return result;
+        // Still held by an import (this one, before a crash): its first version, to archive.
+        const slot = parsePkey(result.pkey);
+        const marker = slot && (await this.store.get(pendingKey(slot)));
+        const first = marker && parseRecord(marker.body);
+        return first?.held_until !== undefined && Date.parse(first.held_until) > Date.now() ? { created: false, pkey: result.pkey, held: first } : result;
+      } catch (err) {
+        if (err instanceof PkeyTakenError) return { created: false, pkey: record.pkey, taken: true };
+        throw err;
+      }
+    });
   }
 
   /** The answer to an acceptance whose key is held: a repeat, or (no partner) another partner's report in the way. */
@@ -130,6 +157,8 @@ export class ObjectLedger implements IngestLedger {
       if (info.lastModified.getTime() >= beforeMs) continue;
       const record = await this.recordOf(info.key);
       if (!record) continue;
+      // A bulk import archives it itself until its hold ends.
+      if (record.held_until !== undefined && Date.parse(record.held_until) > Date.now()) continue;
       batch.push({ marker: info.key, record });
       if (batch.length >= 100) await send();
     }

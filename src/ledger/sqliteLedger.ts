@@ -2,10 +2,11 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { guardSync, inTurns, type Db } from '../sqlite/database.js';
+import { guardSync, inTurns, isBusy, type Db } from '../sqlite/database.js';
+import { pause } from '../shared/pause.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
-import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
+import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
 
 interface ReportRow {
   record: string;
@@ -35,6 +36,14 @@ const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, 
   VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
 const EXISTING_PKEY_SQL = 'SELECT pkey FROM reports WHERE source = ? AND partner = ? AND post_id = ?';
 
+/**
+ * Rows per transaction of a held (bulk) acceptance: one fsync each, and short enough (a few ms)
+ * that live acceptances waiting for the write lock meanwhile are hardly delayed.
+ */
+const HELD_ROWS_PER_COMMIT = 1_000;
+/** How long a held acceptance waits out another process's write lock, in all, before it fails. */
+const HELD_BUSY_PATIENCE_MS = 10 * 60_000;
+
 export class SqliteLedger implements IngestLedger {
   readonly description: string;
   private readonly accepts: CommitThread;
@@ -48,6 +57,8 @@ export class SqliteLedger implements IngestLedger {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
       state: db.prepare('SELECT state FROM reports WHERE pkey = ?'),
+      insert: db.prepare(INSERT_REPORT_SQL),
+      existing: db.prepare('SELECT pkey, state, enqueued_at_ms, record FROM reports WHERE source = ? AND partner = ? AND post_id = ?'),
       record: db.prepare('SELECT record FROM reports WHERE source = ? AND partner = ? AND post_id = ?'),
       // Once archived, the parts hold the report: the row keeps what idempotency, retraction and
       // a lookup need (its identity, time, place, partner), not the title, text and image URL.
@@ -95,6 +106,44 @@ export class SqliteLedger implements IngestLedger {
     if (outcome === true) return { created: true, pkey: record.pkey };
     if (outcome === null) throw new PkeyTakenError(record.pkey);
     return { created: false, pkey: outcome };
+  }
+
+  async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
+    const out: HeldAcceptResult[] = [];
+    const commit = this.db.transaction((chunk: readonly IngestRecord[], now: number) => {
+      for (const record of chunk) {
+        const partner = record.partner ?? '';
+        if (this.stmts.insert.run(record.source, partner, record.post_id, record.pkey, Date.parse(record.report.created_at), JSON.stringify(record), now, holdUntilMs).changes === 1) {
+          out.push({ created: true, pkey: record.pkey });
+          continue;
+        }
+        const first = this.stmts.existing.get(record.source, partner, record.post_id) as { pkey: string; state: string; enqueued_at_ms: number; record: string } | undefined;
+        if (!first) out.push({ created: false, pkey: record.pkey, taken: true });
+        // Still held by an import (this one, before a crash): its first version, to archive.
+        else if (first.state === 'pending' && first.enqueued_at_ms > now) out.push({ created: false, pkey: first.pkey, held: JSON.parse(first.record) as IngestRecord });
+        else out.push({ created: false, pkey: first.pkey });
+      }
+    });
+    for (let i = 0; i < records.length; i += HELD_ROWS_PER_COMMIT) {
+      const chunk = records.slice(i, i + HELD_ROWS_PER_COMMIT);
+      const done = out.length;
+      // Another process's long write (a flush, a purge) holds the lock past the busy timeout:
+      // wait it out, as an import has no client waiting on it.
+      for (let waited = 0; ; ) {
+        try {
+          guardSync(() => commit.immediate(chunk, this.now()));
+          break;
+        } catch (err) {
+          out.length = done;
+          if (!isBusy(err) || waited >= HELD_BUSY_PATIENCE_MS) throw err;
+          await pause(250);
+          waited += 250 + 2_000;
+        }
+      }
+      // The write lock free between commits, for the live acceptances of a running service.
+      await pause(1);
+    }
+    return out;
   }
 
   async get(id: ReportId): Promise<IngestRecord | undefined> {

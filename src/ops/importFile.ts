@@ -1,20 +1,46 @@
-// Backfill from a file: NDJSON, GeoJSON or CSV, partner bodies or
-// CogniCity-style export rows (point as GeoJSON or WKT). Every record is
-// validated like the feed and accepted through the same idempotency keys, so
-// re-running an import adds nothing. A checkpoint file makes it resumable.
-// An import runs as one partner (its post_ids, its pkeys, its right to retract)
-// or, by default, as none: the operators' own reports, keyed partner-<post_id>.
-import { createReadStream } from 'node:fs';
+// Backfill from a file (importRecords.ts reads it), in bulk. Every record is validated like the
+// feed and accepted through the same idempotency keys (first version wins per partner and
+// post_id, a re-run adds nothing, a report already posted live is not doubled), but the import
+// archives what it accepts itself instead of sending it through the queue:
+//
+//   1. a batch of records is validated (rejects, with reasons, to the rejects file) and accepted
+//      in the ledger in large transactions, held (acceptHeld): reconciliation leaves them be;
+//   2. the batch's new reports are tagged and staged as one Parquet file in the data dir;
+//   3. every ROUND_ROWS staged reports and at the end, the staged files become parts in set
+//      operations (bulkParts.ts), each part stored with its sidecars, its reports written to the
+//      change log and then marked archived.
+//
+// The checkpoint (beside the file) names the records done and the staged files not yet archived,
+// and is written after each step. A run that dies anywhere is resumed by running it again: the
+// staged files are archived first, then the records after the checkpoint are read; the batch
+// the crash cut short comes back as "held" repeats and is staged again. An import that is never
+// resumed loses nothing either: once its hold ends, reconciliation queues what it left pending.
+//
+// Imported reports reach mirrors through updated_after; they are not announced as events
+// (webhooks, the stream, CAP, SNS), which tell of reports as they arrive, not of history.
+// An import runs as one partner (its post_ids, its pkeys, its right to retract) or, by default,
+// as none: the operators' own reports, keyed partner-<post_id>.
 import fs from 'node:fs/promises';
-import readline from 'node:readline';
-import { parse as parseCsv } from 'csv-parse';
+import path from 'node:path';
+import { ulid } from 'ulid';
+import { writeBulkParts } from '../archive/bulkParts.js';
+import type { ChangeLog } from '../archive/changes.js';
+import type { DuckDb } from '../archive/duckdb.js';
+import { storePartPublisher } from '../archive/partPublisher.js';
+import type { ArchiveRow } from '../archive/partColumns.js';
+import { writeParquet } from '../archive/partWriter.js';
+import { sqlString } from '../archive/duckdb.js';
+import { archiveRowOf } from '../ingest/archiveRow.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import type { Intake } from '../ingest/intake.js';
-import { PkeyTakenError } from '../ledger/ledger.js';
+import type { IngestRecord, PendingLedger, AcceptanceLedger, RetractionLedger } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
+import type { Config } from '../shared/config.js';
+import { closedBefore, pkeyOf, SOURCE } from '../store/layout.js';
+import type { ObjectStore } from '../store/objectStore.js';
+import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
 
-export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
+export { detectFormat, type ImportFormat } from './importRecords.js';
 
 export interface ImportOptions {
   file: string;
@@ -34,9 +60,22 @@ export interface ImportResult {
   rejected: number;
   resumedFrom: number;
   rejectsFile: string;
+  /** Parts written (with their sidecars). */
+  parts: number;
+}
+
+/** What an import uses: the ledger's acceptance and archiving, the store, DuckDB, the change log, the current boundaries. */
+export interface ImportDeps {
+  ledger: Pick<AcceptanceLedger, 'acceptHeld'> & Pick<PendingLedger, 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
+  store: ObjectStore;
+  db: DuckDb;
+  changes: Pick<ChangeLog, 'record'>;
+  boundaries: Pick<BoundaryRepository, 'current'>;
+  config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
 }
 
 interface Checkpoint {
+  v: 2;
   size: number;
   mtimeMs: number;
   processed: number;
@@ -45,23 +84,20 @@ interface Checkpoint {
   rejected: number;
   complete: boolean;
   partner?: string;
+  /** This run's folder under the data dir's tmp/import/. */
+  run: string;
+  /** Staged files (names in the run's folder) whose reports are accepted, not yet archived. */
+  staged: string[];
+  stagedReports: number;
+  parts: number;
 }
 
-const BATCH = 32;
-
-export function detectFormat(file: string): ImportFormat {
-  const ext = file.toLowerCase().slice(file.lastIndexOf('.') + 1);
-  if (ext === 'ndjson' || ext === 'jsonl') return 'ndjson';
-  if (ext === 'geojson' || ext === 'json') return 'geojson';
-  if (ext === 'csv') return 'csv';
-  throw new Error(`cannot tell the format of ${file}; pass --format ndjson|geojson|csv`);
-}
-
-/** What an import uses: the intake (durable acceptance, as a partner's post) and the current boundaries. */
-export interface ImportDeps {
-  intake: Pick<Intake, 'accept'>;
-  boundaries: Pick<BoundaryRepository, 'current'>;
-}
+/** Records validated and accepted per ledger call (and staged per file). */
+const BATCH = 10_000;
+/** Staged reports archived at once: a year of a few million in one round, so each day is one part. */
+const ROUND_ROWS = 4_000_000;
+/** How long the ledger leaves an import's reports to it: a round's staging and archiving, with room. */
+const HOLD_MS = 60 * 60_000;
 
 export async function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
   const format = options.format ?? detectFormat(options.file);
@@ -69,49 +105,123 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
   const rejectsFile = options.rejectsFile ?? `${options.file}.rejected.ndjson`;
   const partner = options.partner;
-  let checkpoint: Checkpoint = { size: stat.size, mtimeMs: stat.mtimeMs, processed: 0, accepted: 0, duplicate: 0, rejected: 0, complete: false, ...(partner !== undefined && { partner }) };
+  let checkpoint: Checkpoint = {
+    v: 2,
+    size: stat.size,
+    mtimeMs: stat.mtimeMs,
+    processed: 0,
+    accepted: 0,
+    duplicate: 0,
+    rejected: 0,
+    complete: false,
+    ...(partner !== undefined && { partner }),
+    run: ulid(),
+    staged: [],
+    stagedReports: 0,
+    parts: 0,
+  };
   if (!options.restart) {
     const saved = await readCheckpoint(stateFile);
     // A run as another partner starts over: the records done so far are not that partner's.
-    if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs && saved.partner === partner) checkpoint = saved;
+    if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs && saved.partner === partner) {
+      checkpoint = { ...checkpoint, ...saved, v: 2, run: saved.run ?? checkpoint.run, staged: saved.staged ?? [], stagedReports: saved.stagedReports ?? 0, parts: saved.parts ?? 0 };
+    }
   }
   const resumedFrom = checkpoint.processed;
   if (resumedFrom === 0) await fs.writeFile(rejectsFile, '');
+  const runDir = path.join(rt.config.dataDir, 'tmp', 'import', checkpoint.run);
+  await fs.mkdir(runDir, { recursive: true });
+  const save = () => writeCheckpoint(stateFile, checkpoint);
   const boundaries = await rt.boundaries.current();
   const tagger = boundaries.tagger;
+
+  /** The staged reports as parts, then the checkpoint without them. */
+  const archiveStaged = async () => {
+    if (checkpoint.staged.length === 0) return;
+    const files = checkpoint.staged.map((name) => path.join(runDir, name));
+    const stagedRange = await rangeOf(rt.db, files);
+    const retracted = new Set<string>();
+    for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
+    const publisher = storePartPublisher(rt);
+    const parts = await writeBulkParts(
+      rt.db,
+      files,
+      { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
+      async ({ key, file, reports }) => {
+        // As a worker's flush: the part before the change log, the change log before "archived".
+        await publisher.publish(key, file);
+        await rt.changes.record(reports);
+        await rt.ledger.markArchived(reports.map((r) => r.pkey));
+      },
+    );
+    checkpoint.parts += parts;
+    checkpoint.staged = [];
+    checkpoint.stagedReports = 0;
+    await save();
+    await Promise.all(files.map((f) => fs.rm(f, { force: true })));
+  };
+
+  // What a crashed run staged is archived before anything else.
+  await archiveStaged();
 
   progress?.start(format === 'geojson' ? 0 : stat.size);
   let index = 0;
   let batch: { index: number; record: unknown }[] = [];
   const flush = async () => {
-    const outcomes = await Promise.all(
-      batch.map(async ({ index: n, record }): Promise<{ outcome: 'accepted' | 'duplicate' | 'rejected'; reject?: string }> => {
-        try {
-          // Without a partner_city, the code of the city holding the point, which names it.
-          const input = toPartnerInput(record, (lng, lat) => tagger.tag(lng, lat).instance_region_code);
-          const report = parsePartnerReport(input, Date.now(), boundaries.placeNames);
-          return { outcome: (await rt.intake.accept(report, partner)).created ? 'accepted' : 'duplicate' };
-        } catch (err) {
-          if (err instanceof InvalidReportError || err instanceof RecordError || err instanceof PkeyTakenError) {
-            const reasons =
-              err instanceof InvalidReportError
-                ? err.details.map((d) => `${d.field}: ${d.message}`)
-                : err instanceof PkeyTakenError
-                  ? [`post_id: ${err.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`]
-                  : [err.message];
-            return { outcome: 'rejected', reject: JSON.stringify({ record: n + 1, reasons, input: record }) };
-          }
-          throw err; // storage or queue down: stop, the checkpoint lets a re-run resume
-        }
-      }),
+    if (batch.length === 0) return;
+    const receivedAt = new Date().toISOString();
+    const rejects: { n: number; line: string }[] = [];
+    const reject = (n: number, reasons: string[], input: unknown) => rejects.push({ n, line: `${JSON.stringify({ record: n + 1, reasons, input })}\n` });
+    const valid: { index: number; record: unknown; ingest: IngestRecord }[] = [];
+    for (const { index: n, record } of batch) {
+      try {
+        // Without a partner_city, the code of the city holding the point, which names it.
+        const input = toPartnerInput(record, (lng, lat) => tagger.tag(lng, lat).instance_region_code);
+        const report = parsePartnerReport(input, Date.now(), boundaries.placeNames);
+        valid.push({
+          index: n,
+          record,
+          ingest: { v: 1, pkey: pkeyOf(SOURCE, report.post_id, partner), source: SOURCE, post_id: report.post_id, received_at: receivedAt, ...(partner !== undefined && { partner }), report },
+        });
+      } catch (err) {
+        if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
+        reject(n, err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message], record);
+      }
+    }
+    const outcomes = await rt.ledger.acceptHeld(
+      valid.map((v) => v.ingest),
+      Date.now() + HOLD_MS,
     );
-    // Rejects in record order, whatever order the batch finished in.
-    const rejects = outcomes.flatMap((o) => (o.reject ? [`${o.reject}\n`] : []));
-    if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
-    for (const o of outcomes) checkpoint[o.outcome] += 1;
+    const rows: ArchiveRow[] = [];
+    outcomes.forEach((outcome, i) => {
+      const { index: n, record, ingest } = valid[i]!;
+      if ('taken' in outcome) {
+        reject(n, [`post_id: ${ingest.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record);
+        return;
+      }
+      if (outcome.created) {
+        checkpoint.accepted += 1;
+        rows.push(archiveRowOf(ingest, tagger.tag(ingest.report.location.lng, ingest.report.location.lat), boundaries.version));
+      } else if ('held' in outcome && outcome.held) {
+        // Accepted by this import before a crash cut its batch short: its first version is staged now.
+        checkpoint.accepted += 1;
+        rows.push(archiveRowOf(outcome.held, tagger.tag(outcome.held.report.location.lng, outcome.held.report.location.lat), boundaries.version));
+      } else checkpoint.duplicate += 1;
+    });
+    checkpoint.rejected += rejects.length;
+    // In record order, whichever step refused them.
+    rejects.sort((a, b) => a.n - b.n);
+    if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.map((r) => r.line).join(''));
+    if (rows.length > 0) {
+      const name = `stage-${String(checkpoint.processed).padStart(12, '0')}.parquet`;
+      await writeParquet(rt.db, rows, path.join(runDir, name));
+      checkpoint.staged.push(name);
+      checkpoint.stagedReports += rows.length;
+    }
     checkpoint.processed += batch.length;
     batch = [];
-    await fs.writeFile(stateFile, JSON.stringify(checkpoint));
+    await save();
+    if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
   };
 
   for await (const { record, bytes } of records(options.file, format)) {
@@ -121,8 +231,10 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     if (batch.length >= BATCH) await flush();
   }
   await flush();
+  await archiveStaged();
   checkpoint.complete = true;
-  await fs.writeFile(stateFile, JSON.stringify(checkpoint));
+  await save();
+  await fs.rm(runDir, { recursive: true, force: true });
   progress?.stop();
   return {
     records: checkpoint.processed,
@@ -131,10 +243,20 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     rejected: checkpoint.rejected,
     resumedFrom,
     rejectsFile,
+    parts: checkpoint.parts,
   };
 }
 
-async function readCheckpoint(file: string): Promise<Checkpoint | undefined> {
+/** The created_at range of the staged rows. */
+async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number }> {
+  return db.withConnection(async (conn) => {
+    const list = files.map(sqlString).join(', ');
+    const [row] = (await conn.runAndReadAll(`SELECT epoch_ms(min(created_at))::DOUBLE, epoch_ms(max(created_at))::DOUBLE FROM read_parquet([${list}])`)).getRows() as [number, number][];
+    return { fromMs: row![0], toMs: row![1] };
+  });
+}
+
+async function readCheckpoint(file: string): Promise<Partial<Checkpoint> & Omit<Checkpoint, 'v' | 'run' | 'staged' | 'stagedReports' | 'parts'> | undefined> {
   try {
     return JSON.parse(await fs.readFile(file, 'utf8')) as Checkpoint;
   } catch {
@@ -142,102 +264,9 @@ async function readCheckpoint(file: string): Promise<Checkpoint | undefined> {
   }
 }
 
-async function* records(file: string, format: ImportFormat): AsyncIterable<{ record: unknown; bytes: number }> {
-  if (format === 'geojson') {
-    const doc = JSON.parse(await fs.readFile(file, 'utf8')) as { type?: string; features?: unknown[] };
-    const features = doc.type === 'FeatureCollection' && Array.isArray(doc.features) ? doc.features : [doc];
-    for (const f of features) yield { record: f, bytes: 0 };
-    return;
-  }
-  if (format === 'ndjson') {
-    const lines = readline.createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-    for await (const line of lines) {
-      if (line.trim() === '') continue;
-      let record: unknown;
-      try {
-        record = JSON.parse(line);
-      } catch {
-        record = new RecordError('the line is not valid JSON');
-      }
-      yield { record, bytes: Buffer.byteLength(line) + 1 };
-    }
-    return;
-  }
-  const parser = createReadStream(file).pipe(parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true }));
-  for await (const row of parser) yield { record: row, bytes: 0 };
-}
-
-class RecordError extends Error {
-  override name = 'RecordError';
-}
-
-type CityForPoint = (lng: number, lat: number) => string | null;
-
-/** Maps one input record (partner body, GeoJSON Feature, CSV or CogniCity row) to a feed body. */
-export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Record<string, unknown> {
-  if (record instanceof RecordError) throw record;
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) throw new RecordError('the record is not an object');
-  const r = record as Record<string, unknown>;
-  const props = r.type === 'Feature' ? ((r.properties ?? {}) as Record<string, unknown>) : r;
-  const location =
-    r.type === 'Feature' ? pointOf(r.geometry) : pointOf(props.location ?? props.the_geom ?? props.geom ?? props.geometry ?? props.point) ?? latLngOf(props);
-  if (!location) throw new RecordError('no point: give location {lat,lng}, lat/lng columns, or a GeoJSON or WKT point');
-  const out: Record<string, unknown> = {
-    post_id: props.post_id,
-    created_at: normaliseTimestamp(props.created_at),
-    partner_city: props.partner_city || cityForPoint(location.lng, location.lat) || undefined,
-    disaster_type: props.disaster_type,
-    location,
-  };
-  for (const field of ['title', 'text', 'image_url'] as const) {
-    const value = props[field];
-    if (value !== undefined && value !== null && value !== '') out[field] = value;
-  }
-  if (out.partner_city === undefined) {
-    throw new RecordError('partner_city missing and the point is in no city of the current boundaries');
-  }
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
-}
-
-function pointOf(value: unknown): { lat: number; lng: number } | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value === 'string') {
-    const wkt = /^\s*(?:SRID=4326;)?POINT\s*\(\s*(-?[\d.]+(?:e-?\d+)?)\s+(-?[\d.]+(?:e-?\d+)?)\s*\)\s*$/i.exec(value);
-    if (wkt) return { lng: Number(wkt[1]), lat: Number(wkt[2]) };
-    try {
-      return pointOf(JSON.parse(value));
-    } catch {
-      throw new RecordError(`not a GeoJSON or WKT point: ${value.slice(0, 60)}`);
-    }
-  }
-  if (typeof value === 'object') {
-    const v = value as { type?: string; coordinates?: unknown; lat?: unknown; lng?: unknown };
-    if (v.type === 'Point' && Array.isArray(v.coordinates) && v.coordinates.length >= 2) {
-      return { lng: Number(v.coordinates[0]), lat: Number(v.coordinates[1]) };
-    }
-    if ('lat' in v || 'lng' in v) return { lat: numberOrRaw(v.lat) as number, lng: numberOrRaw(v.lng) as number };
-  }
-  throw new RecordError('the point is not a GeoJSON Point, a WKT POINT or {lat, lng}');
-}
-
-function latLngOf(props: Record<string, unknown>): { lat: number; lng: number } | undefined {
-  const lat = props.lat ?? props.latitude;
-  const lng = props.lng ?? props.lon ?? props.long ?? props.longitude;
-  if (lat === undefined || lng === undefined || lat === '' || lng === '') return undefined;
-  return { lat: numberOrRaw(lat) as number, lng: numberOrRaw(lng) as number };
-}
-
-/** CSV gives strings; keep non-numeric ones as they are so validation names them. */
-function numberOrRaw(value: unknown): unknown {
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
-  return value;
-}
-
-/** Accepts PostgreSQL's `2017-01-01 00:00:00+07` as CogniCity exports write it. */
-function normaliseTimestamp(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2}(?:\.\d+)?)(Z|[+-]\d{2}(?::?\d{2})?)$/.exec(value.trim());
-  if (!m) return value;
-  const zone = m[3]!.length === 3 ? `${m[3]}:00` : m[3];
-  return `${m[1]}T${m[2]}${zone}`;
+/** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */
+async function writeCheckpoint(file: string, checkpoint: Checkpoint): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(tmp, JSON.stringify(checkpoint));
+  await fs.rename(tmp, file);
 }

@@ -181,6 +181,13 @@ export function guardSync<T>(fn: () => T): T {
   }
 }
 
+/** Whether a failure is another connection's write lock held past the busy timeout (guarded or not). */
+export function isBusy(err: unknown): boolean {
+  const cause = err instanceof UnavailableError ? err.cause : err;
+  const code = (cause as { code?: unknown })?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+}
+
 function isDatabaseError(err: unknown): boolean {
   if (err instanceof Database.SqliteError) return true;
   const code = (err as { code?: unknown })?.code;

@@ -113,6 +113,32 @@ export function newDayPartKey(dayMs: number): string {
   return `${hourPrefix(dayStart(dayMs), true)}part-${ulid()}.parquet`;
 }
 
+/** A write touching more hours than this holds a backlog (a backfill, the queue after an outage). */
+const BACKLOG_HOURS = 100;
+
+/**
+ * The part key each hour's rows go to, for one write of rows (a worker's flush, a round of a bulk
+ * import): one part per hour touched, except in a backlog, where each closed day's rows go into
+ * one part of that day, as compaction would leave them (hour=all). A year's backfill is then some
+ * 365 part writes instead of 8,760. Hours of one key share it.
+ */
+export function partKeysOf(hours: Iterable<number>, closedBeforeMs: number): Map<number, string> {
+  const list = [...new Set(hours)];
+  const keys = new Map<number, string>();
+  const days = new Map<number, string>();
+  for (const hour of list) {
+    const day = dayStart(hour);
+    if (list.length <= BACKLOG_HOURS || day + DAY_MS > closedBeforeMs) {
+      keys.set(hour, newPartKey(hour));
+      continue;
+    }
+    let key = days.get(day);
+    if (!key) days.set(day, (key = newDayPartKey(day)));
+    keys.set(hour, key);
+  }
+  return keys;
+}
+
 /** Where a part belongs: its hour (or its day, for a compacted day); undefined for anything else under the prefix. */
 export function partitionOfPartKey(key: string): { startMs: number; wholeDay: boolean } | undefined {
   const m = PART_KEY.exec(key);

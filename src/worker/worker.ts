@@ -15,7 +15,7 @@ import type { Metrics } from '../shared/metrics.js';
 import { mapLimit } from '../ops/concurrency.js';
 import { pause } from '../shared/pause.js';
 import type { Queue, QueueMessage } from '../queue/queue.js';
-import { closedBefore, DAY_MS, dayStart, hourStart, newDayPartKey, newPartKey } from '../store/layout.js';
+import { closedBefore, DAY_MS, hourStart, partKeysOf } from '../store/layout.js';
 import { parsePartnerReport } from '../partners/partnerReport.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { writeParquet } from '../archive/partWriter.js';
@@ -24,6 +24,7 @@ import type { ArchiveRow } from '../archive/partColumns.js';
 import { tombstoneRow } from '../archive/schema.js';
 import type { ArchiveEvents } from '../events/events.js';
 import type { ChangeLog } from '../archive/changes.js';
+import { archiveRowOf } from '../ingest/archiveRow.js';
 
 export interface WorkerDeps {
   store: ObjectStore;
@@ -61,30 +62,17 @@ export interface FlushResult {
 /** Parts written at once by a flush that touches many hours. */
 const PART_WRITES_AT_ONCE = 4;
 
-/** A flush touching more hours than this holds a backlog (a backfill, the queue after an outage). */
-const BACKLOG_HOURS = 100;
-
-/**
- * The parts a flush writes: one per hour touched, except in a backlog, where each closed day's
- * rows go into one part of that day, as compaction would leave them (hour=all). A year's
- * backfill is then some 365 part writes instead of 8,760.
- */
+/** The parts a flush writes (see partKeysOf): each with its rows. */
 export function partsOfFlush(byHour: ReadonlyMap<number, ArchiveRow[]>, closedBeforeMs: number): { key: string; rows: ArchiveRow[] }[] {
-  if (byHour.size <= BACKLOG_HOURS) return [...byHour].map(([hour, rows]) => ({ key: newPartKey(hour), rows }));
-  const out: { key: string; rows: ArchiveRow[] }[] = [];
-  const days = new Map<number, ArchiveRow[]>();
+  const keys = partKeysOf(byHour.keys(), closedBeforeMs);
+  const parts = new Map<string, ArchiveRow[]>();
   for (const [hour, rows] of byHour) {
-    const day = dayStart(hour);
-    if (day + DAY_MS > closedBeforeMs) {
-      out.push({ key: newPartKey(hour), rows });
-      continue;
-    }
-    const dayRows = days.get(day);
-    if (dayRows) dayRows.push(...rows);
-    else days.set(day, [...rows]);
+    const key = keys.get(hour)!;
+    const held = parts.get(key);
+    if (held) held.push(...rows);
+    else parts.set(key, [...rows]);
   }
-  for (const [day, rows] of days) out.push({ key: newDayPartKey(day), rows });
-  return out;
+  return [...parts].map(([key, rows]) => ({ key, rows }));
 }
 
 export class Worker {
@@ -225,30 +213,7 @@ export class Worker {
         },
         Date.parse(envelope.received_at),
       );
-      const tags = boundaries.tagger.tag(report.location.lng, report.location.lat);
-      row = {
-        pkey: envelope.pkey,
-        created_at_ms: Date.parse(report.created_at),
-        source: envelope.source,
-        status: 'confirmed',
-        url: null,
-        image_url: report.image_url,
-        disaster_type: report.disaster_type,
-        report_data: null,
-        instance_region_code: tags.instance_region_code,
-        local_area_id: tags.local_area_id,
-        title: report.title ?? '',
-        text: report.text ?? '',
-        lng: report.location.lng,
-        lat: report.location.lat,
-        post_id: report.post_id,
-        partner_city: report.partner_city,
-        received_at_ms: Date.parse(envelope.received_at),
-        boundary_version: boundaries.version,
-        key_name: envelope.partner ?? null,
-        province_code: tags.province_code,
-        region_code: tags.region_code,
-      };
+      row = archiveRowOf({ ...envelope, report }, boundaries.tagger.tag(report.location.lng, report.location.lat), boundaries.version);
     } catch (err) {
       // Poison message: leave it to come back a few times, then to the dead-letter queue.
       this.deps.log.warn({ messageId: message.id, receiveCount: message.receiveCount, err: describe(err) }, 'rejected queue message');
