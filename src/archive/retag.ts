@@ -54,11 +54,17 @@ export async function retagParts(
       const sets: (string | null)[][] = [];
       const setIds = new Map<string, number>();
       const ids = new Int32Array(lng.length);
+      const inWindow: number[] = [];
+      for (let i = 0; i < lng.length; i++) if (t[i]! >= window.fromMs && t[i]! <= window.toMs) inWindow.push(i);
+      // Tagged nearest first, not in the rows' (time) order: consecutive points then test the
+      // same few polygons, whose vertices are still in the processor's caches.
+      const tagged: TagSet[] = new Array<TagSet>(lng.length);
+      for (const i of spatialOrder(lng, lat, inWindow)) tagged[i] = tag(lng[i]!, lat[i]!);
       for (let i = 0; i < lng.length; i++) {
         const old = [city[i]!, area[i]!, province[i]!, region[i]!];
         let next: (string | null)[];
-        if (t[i]! >= window.fromMs && t[i]! <= window.toMs) {
-          const tags = tag(lng[i]!, lat[i]!);
+        const tags = tagged[i];
+        if (tags) {
           next = [...TAGS.map((k) => tags[k]), version];
           result.reports += 1;
           if (next[0] !== old[0]) {
@@ -86,6 +92,51 @@ export async function retagParts(
       await conn.run('DROP TABLE IF EXISTS retag_rows; DROP TABLE IF EXISTS retag_sets; DROP TABLE IF EXISTS retag_ids');
     }
   });
+}
+
+/**
+ * The rows `rows` ordered along a Z-order (Morton) curve over their points' bounding box: nearby
+ * points come close together. Each key is its cell's Morton code above the row's position in
+ * `rows`, in one double, so a typed array's numeric sort orders them.
+ */
+export function spatialOrder(lng: readonly number[], lat: readonly number[], rows: readonly number[]): number[] {
+  const n = rows.length;
+  if (n < 3) return [...rows];
+  let [minX, minY, maxX, maxY] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const i of rows) {
+    const [x, y] = [lng[i]!, lat[i]!];
+    if (x < minX) minX = x;
+    if (x > maxX) maxX = x;
+    if (y < minY) minY = y;
+    if (y > maxY) maxY = y;
+  }
+  // 53 bits a double: the position's bits, the rest (at most 16 an axis) for the cell.
+  const positionBits = Math.ceil(Math.log2(n));
+  const axisBits = Math.min(16, Math.floor((53 - positionBits) / 2));
+  const cells = 2 ** axisBits;
+  const scaleX = maxX > minX ? cells / (maxX - minX) : 0;
+  const scaleY = maxY > minY ? cells / (maxY - minY) : 0;
+  const keys = new Float64Array(n);
+  for (let k = 0; k < n; k++) {
+    const i = rows[k]!;
+    // Out of range (NaN included) goes to a cell at the edge: the order is only a hint.
+    const cx = Math.min(cells - 1, Math.max(0, Math.floor((lng[i]! - minX) * scaleX))) || 0;
+    const cy = Math.min(cells - 1, Math.max(0, Math.floor((lat[i]! - minY) * scaleY))) || 0;
+    keys[k] = (spread(cx) + 2 * spread(cy)) * 2 ** positionBits + k;
+  }
+  keys.sort();
+  const order = new Array<number>(n);
+  for (let k = 0; k < n; k++) order[k] = rows[keys[k]! % 2 ** positionBits]!;
+  return order;
+}
+
+/** A 16-bit value's bits spread to the even bits of 32. */
+function spread(v: number): number {
+  v = (v | (v << 8)) & 0x00ff00ff;
+  v = (v | (v << 4)) & 0x0f0f0f0f;
+  v = (v | (v << 2)) & 0x33333333;
+  v = (v | (v << 1)) & 0x55555555;
+  return v >>> 0;
 }
 
 async function writeRetagged(conn: DuckDBConnection, sets: (string | null)[][], ids: Int32Array, out: string): Promise<void> {

@@ -11,20 +11,32 @@ export interface Level<P> {
   geometries: readonly string[];
   /** Each feature's [minX, minY, maxX, maxY] at 4i. */
   bboxes: Float64Array;
-  /** Each feature's rings, one flat [x0, y0, x1, y1, …] array a ring (holes included). */
+  /** Each feature's rings, one flat [x0, y0, x1, y1, …] array a ring (holes included): views of `coordinates`. */
   rings: readonly (readonly Float64Array[])[];
-  /** Each feature's edges by horizontal band (large features only): see `containsAt`. */
-  bands: readonly (Bands | undefined)[];
+  /**
+   * Every ring's vertices one after another, feature by feature: feature i's rings are r in
+   * [featureRings[i], featureRings[i + 1]), ring r's coordinates at [ringStarts[r], ringStarts[r + 1]).
+   * A point's test reads these few arrays, not an object a ring (it tests features met at random,
+   * and each object more is a memory read more).
+   */
+  coordinates: Float64Array;
+  ringStarts: Int32Array;
+  featureRings: Int32Array;
+  /** The large features' edges by horizontal band: see `containsAt`. */
+  bands: Bands;
 }
 
 /**
- * A feature's edges sorted into horizontal bands of equal height, so a point's even-odd test
+ * Large features' edges sorted into horizontal bands of equal height, so a point's even-odd test
  * crosses only the edges of its band: a city's outline of 2,000 vertices is a few dozen edges at
- * any height. Edges are (ring, vertex) pairs; band b's are at [starts[b], starts[b + 1]).
+ * any height. Feature i's bands are b in [first[i], first[i + 1]) (none for a small feature), the
+ * lowest starting at minY[i], each height[i] high; band b's edges are at [starts[b], starts[b + 1])
+ * of `edges`, an edge as the offsets in `coordinates` of its two vertices.
  */
 export interface Bands {
-  minY: number;
-  height: number;
+  minY: Float64Array;
+  height: Float64Array;
+  first: Int32Array;
   starts: Int32Array;
   edges: Int32Array;
 }
@@ -34,24 +46,41 @@ const BANDED_FROM = 48;
 /** About this many edges a band. */
 const EDGES_PER_BAND = 8;
 
-function bandsOf(rings: readonly Float64Array[], minY: number, maxY: number): Bands | undefined {
-  const vertices = rings.reduce((n, r) => n + r.length / 2, 0);
-  if (vertices < BANDED_FROM || !(maxY > minY)) return undefined;
-  const count = Math.min(1024, Math.ceil(vertices / EDGES_PER_BAND));
-  const height = (maxY - minY) / count;
-  const band = (y: number) => Math.min(count - 1, Math.max(0, Math.floor((y - minY) / height)));
-  const lists: number[][] = Array.from({ length: count }, () => []);
-  rings.forEach((ring, k) => {
-    for (let i = 0, j = ring.length - 2; i < ring.length; j = i, i += 2) {
-      const [y0, y1] = ring[i + 1]! < ring[j + 1]! ? [ring[i + 1]!, ring[j + 1]!] : [ring[j + 1]!, ring[i + 1]!];
-      for (let b = band(y0); b <= band(y1); b++) lists[b]!.push(k, i);
-    }
+/** Whether feature i of a level has bands. */
+export const isBanded = (level: Level<unknown>, i: number): boolean => level.bands.first[i + 1]! > level.bands.first[i]!;
+
+function bandsOf(rings: readonly (readonly Float64Array[])[], ringStarts: Int32Array, featureRings: Int32Array, bboxes: Float64Array): Bands {
+  const n = rings.length;
+  const minYs = new Float64Array(n);
+  const heights = new Float64Array(n);
+  const first = new Int32Array(n + 1);
+  const lists: number[][] = [];
+  rings.forEach((ringsOf, f) => {
+    first[f] = lists.length;
+    const [minY, maxY] = [bboxes[4 * f + 1]!, bboxes[4 * f + 3]!];
+    const vertices = ringsOf.reduce((v, r) => v + r.length / 2, 0);
+    if (vertices < BANDED_FROM || !(maxY > minY)) return;
+    const count = Math.min(1024, Math.ceil(vertices / EDGES_PER_BAND));
+    const height = (maxY - minY) / count;
+    minYs[f] = minY;
+    heights[f] = height;
+    const band = (y: number) => Math.min(count - 1, Math.max(0, Math.floor((y - minY) / height)));
+    const own: number[][] = Array.from({ length: count }, () => []);
+    ringsOf.forEach((ring, k) => {
+      const at = ringStarts[featureRings[f]! + k]!;
+      for (let i = 0, j = ring.length - 2; i < ring.length; j = i, i += 2) {
+        const [y0, y1] = ring[i + 1]! < ring[j + 1]! ? [ring[i + 1]!, ring[j + 1]!] : [ring[j + 1]!, ring[i + 1]!];
+        for (let b = band(y0); b <= band(y1); b++) own[b]!.push(at + i, at + j);
+      }
+    });
+    lists.push(...own);
   });
-  const starts = new Int32Array(count + 1);
+  first[n] = lists.length;
+  const starts = new Int32Array(lists.length + 1);
   lists.forEach((l, b) => (starts[b + 1] = starts[b]! + l.length));
-  const edges = new Int32Array(starts[count]!);
+  const edges = new Int32Array(starts[lists.length]!);
   lists.forEach((l, b) => edges.set(l, starts[b]!));
-  return { minY, height, starts, edges };
+  return { minY: minYs, height: heights, first, starts, edges };
 }
 
 export interface CompactLevels {
@@ -62,29 +91,46 @@ export interface CompactLevels {
 }
 
 function levelOf<P>(features: readonly { properties: P; geometry: Area }[]): Level<P> {
+  const polygonsOf = (g: Area) => (g.type === 'Polygon' ? [g.coordinates] : g.coordinates);
+  let size = 0;
+  let ringCount = 0;
+  for (const f of features) {
+    for (const polygon of polygonsOf(f.geometry)) {
+      for (const ring of polygon) size += 2 * ring.length;
+      ringCount += polygon.length;
+    }
+  }
+  const coordinates = new Float64Array(size);
+  const ringStarts = new Int32Array(ringCount + 1);
+  const featureRings = new Int32Array(features.length + 1);
   const bboxes = new Float64Array(features.length * 4);
+  let at = 0;
+  let r = 0;
   const rings = features.map((f, i) => {
-    const polygons = f.geometry.type === 'Polygon' ? [f.geometry.coordinates] : f.geometry.coordinates;
+    featureRings[i] = r;
     let [minX, minY, maxX, maxY] = [Infinity, Infinity, -Infinity, -Infinity];
-    const flat = polygons.flatMap((polygon) =>
+    const flat = polygonsOf(f.geometry).flatMap((polygon) =>
       polygon.map((ring) => {
-        const out = new Float64Array(ring.length * 2);
-        ring.forEach(([x, y], k) => {
-          out[2 * k] = x!;
-          out[2 * k + 1] = y!;
+        const start = at;
+        ringStarts[r++] = start;
+        for (const [x, y] of ring) {
+          coordinates[at++] = x!;
+          coordinates[at++] = y!;
           if (x! < minX) minX = x!;
           if (x! > maxX) maxX = x!;
           if (y! < minY) minY = y!;
           if (y! > maxY) maxY = y!;
-        });
-        return out;
+        }
+        return coordinates.subarray(start, at);
       }),
     );
     bboxes.set([minX, minY, maxX, maxY], 4 * i);
     return flat;
   });
-  const bands = rings.map((r, i) => bandsOf(r, bboxes[4 * i + 1]!, bboxes[4 * i + 3]!));
-  return { properties: features.map((f) => f.properties), geometries: features.map((f) => JSON.stringify(f.geometry)), bboxes, rings, bands };
+  ringStarts[r] = at;
+  featureRings[features.length] = r;
+  const bands = bandsOf(rings, ringStarts, featureRings, bboxes);
+  return { properties: features.map((f) => f.properties), geometries: features.map((f) => JSON.stringify(f.geometry)), bboxes, rings, coordinates, ringStarts, featureRings, bands };
 }
 
 export function compactLevels(set: BoundarySet): CompactLevels {
@@ -103,21 +149,38 @@ export function geometryOf(level: Level<unknown>, i: number): Area {
 
 /** Whether a point lies in feature `i` of a level: `contains`, over its band's edges alone where it has bands. */
 export function containsAt(level: Level<unknown>, i: number, x: number, y: number): boolean {
-  const bands = level.bands[i];
-  const rings = level.rings[i]!;
-  if (!bands) return contains(rings, x, y);
-  const b = Math.floor((y - bands.minY) / bands.height);
-  if (b < 0 || b >= bands.starts.length - 1) return false;
+  const { bands, coordinates: c } = level;
+  const first = bands.first[i]!;
+  const count = bands.first[i + 1]! - first;
   let inside = false;
-  for (let e = bands.starts[b]!; e < bands.starts[b + 1]!; e += 2) {
-    const ring = rings[bands.edges[e]!]!;
-    const i0 = bands.edges[e + 1]!;
-    const j0 = i0 === 0 ? ring.length - 2 : i0 - 2;
-    const yi = ring[i0 + 1]!;
-    const yj = ring[j0 + 1]!;
+  if (count === 0) {
+    const { ringStarts, featureRings } = level;
+    for (let r = featureRings[i]!, end = featureRings[i + 1]!; r < end; r++) {
+      const start = ringStarts[r]!;
+      const stop = ringStarts[r + 1]!;
+      for (let k = start, j = stop - 2; k < stop; j = k, k += 2) {
+        const yi = c[k + 1]!;
+        const yj = c[j + 1]!;
+        if (yi > y !== yj > y) {
+          const xi = c[k]!;
+          const xj = c[j]!;
+          if (x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
+        }
+      }
+    }
+    return inside;
+  }
+  const b = Math.floor((y - bands.minY[i]!) / bands.height[i]!);
+  if (b < 0 || b >= count) return false;
+  const { starts, edges } = bands;
+  for (let e = starts[first + b]!, end = starts[first + b + 1]!; e < end; e += 2) {
+    const k = edges[e]!;
+    const j = edges[e + 1]!;
+    const yi = c[k + 1]!;
+    const yj = c[j + 1]!;
     if (yi > y !== yj > y) {
-      const xi = ring[i0]!;
-      const xj = ring[j0]!;
+      const xi = c[k]!;
+      const xj = c[j]!;
       if (x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
     }
   }
