@@ -1,15 +1,34 @@
 // Archive parts written in set operations, for a bulk import: the rows arrive as staged Parquet
 // files (each a batch of reports, written by writeParquet) and leave as parts of the ordinary
-// layout, one per hour or closed day (partKeysOf), in two passes of DuckDB over the files: one
-// spreads the rows over their parts (a partitioned COPY, bounded in memory by DuckDB's limit
-// and spilling to its temp directory), the other sorts each part newest first, as every part
-// is. No report becomes a JavaScript object: a year of millions is a few hundred part writes.
+// layout, one per hour or closed day (partKeysOf), in two passes of DuckDB: one sorts all the
+// rows newest first into one file of small row groups (DuckDB's sort spills to its temp
+// directory, so memory stays within its limit), the other copies each part's time range out of
+// it, reading only the row groups of that range. No report becomes a JavaScript object: a year
+// of millions is a few hundred part writes. (A partitioned COPY would do it in one pass, but
+// holds buffers for every part at once: out of memory at a few hundred parts.)
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sqlString, type DuckDb } from './duckdb.js';
 import { tombstoneSql } from './schema.js';
 import { partKeysOf } from '../store/layout.js';
 import { mapLimit } from '../ops/concurrency.js';
+
+/** Rows per row group of the sorted file: a part's range reads a few of them, not the whole file. */
+const SORTED_ROW_GROUP = 10_000;
+
+/** Each part key's time range [fromMs, toMs): the hours mapped to it, end to end. */
+function rangesOf(byHour: ReadonlyMap<number, string>): { key: string; fromMs: number; toMs: number }[] {
+  const ranges = new Map<string, { key: string; fromMs: number; toMs: number }>();
+  for (const [hour, key] of byHour) {
+    const range = ranges.get(key);
+    if (!range) ranges.set(key, { key, fromMs: hour, toMs: hour + 3_600_000 });
+    else {
+      range.fromMs = Math.min(range.fromMs, hour);
+      range.toMs = Math.max(range.toMs, hour + 3_600_000);
+    }
+  }
+  return [...ranges.values()];
+}
 
 /** A part ready to publish: its key, its local file and the reports it holds. */
 export interface BulkPart {
@@ -36,32 +55,27 @@ export interface BulkPartsOptions {
  */
 export async function writeBulkParts(db: DuckDb, staged: readonly string[], options: BulkPartsOptions, publish: (part: BulkPart) => Promise<void>): Promise<number> {
   if (staged.length === 0) return 0;
-  const source = `read_parquet([${staged.map(sqlString).join(', ')}])`;
-  const spread = path.join(options.scratch, 'spread');
+  const sorted = path.join(options.scratch, 'sorted.parquet');
   await fs.rm(options.scratch, { recursive: true, force: true });
   await fs.mkdir(options.scratch, { recursive: true });
   try {
-    const keys = await db.withConnection(async (conn) => {
-      const hours = (await conn.runAndReadAll(`SELECT DISTINCT (epoch_ms(created_at) // 3600000) * 3600000 AS hour FROM ${source}`)).getColumnsJS()[0] as bigint[];
-      const byHour = partKeysOf(hours.map(Number), options.closedBeforeMs);
-      const keys = [...new Set(byHour.values())];
-      const indexOf = new Map(keys.map((k, i) => [k, i]));
-      // The hour → part map as a VALUES list: a few hundred to a few thousand rows.
-      const values = [...byHour].map(([hour, key]) => `(${hour}, ${indexOf.get(key)})`).join(', ');
+    const parts = await db.withConnection(async (conn) => {
       await conn.run(
-        `COPY (SELECT s.*, k.part AS bulk_part FROM ${source} s JOIN (VALUES ${values}) k(hour, part) ON k.hour = (epoch_ms(s.created_at) // 3600000) * 3600000)
-         TO ${sqlString(spread)} (FORMAT parquet, PARTITION_BY (bulk_part), COMPRESSION zstd)`,
+        `COPY (SELECT * FROM read_parquet([${staged.map(sqlString).join(', ')}]) ORDER BY created_at DESC, pkey DESC)
+         TO ${sqlString(sorted)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${SORTED_ROW_GROUP})`,
       );
-      return keys;
+      const hours = (await conn.runAndReadAll(`SELECT DISTINCT (epoch_ms(created_at) // 3600000) * 3600000 FROM read_parquet(${sqlString(sorted)})`)).getColumnsJS()[0] as bigint[];
+      return rangesOf(partKeysOf(hours.map(Number), options.closedBeforeMs));
     });
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
-    await mapLimit(keys, options.concurrency ?? 2, async (key, i) => {
+    await mapLimit(parts, options.concurrency ?? 2, async ({ key, fromMs, toMs }, i) => {
       const file = path.join(options.scratch, `part-${i}.parquet`);
       try {
         const reports = await db.withConnection(async (conn) => {
-          // Each pkey once (a resumed import may have staged a report twice), newest first.
+          // Each pkey once, as in every part (a report staged twice would be the same report).
           await conn.run(
-            `COPY (SELECT ${tombstoneSql(retracted)} FROM read_parquet(${sqlString(path.join(spread, `bulk_part=${i}`, '*.parquet'))}, hive_partitioning = false)
+            `COPY (SELECT ${tombstoneSql(retracted)} FROM read_parquet(${sqlString(sorted)})
+                   WHERE created_at >= make_timestamptz(${fromMs}::BIGINT * 1000) AND created_at < make_timestamptz(${toMs}::BIGINT * 1000)
                    QUALIFY row_number() OVER (PARTITION BY pkey ORDER BY received_at DESC) = 1
                    ORDER BY created_at DESC, pkey DESC)
              TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
@@ -74,7 +88,7 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
         await fs.rm(file, { force: true });
       }
     });
-    return keys.length;
+    return parts.length;
   } finally {
     await fs.rm(options.scratch, { recursive: true, force: true });
   }

@@ -2,8 +2,8 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { guardSync, inTurns, isBusy, type Db } from '../sqlite/database.js';
 import { pause } from '../shared/pause.js';
+import { durableTurn, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
@@ -36,12 +36,10 @@ const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, 
   VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
 const EXISTING_PKEY_SQL = 'SELECT pkey FROM reports WHERE source = ? AND partner = ? AND post_id = ?';
 
-/**
- * Rows per transaction of a held (bulk) acceptance: one fsync each, and short enough (a few ms)
- * that live acceptances waiting for the write lock meanwhile are hardly delayed.
- */
-const HELD_ROWS_PER_COMMIT = 1_000;
-/** How long a held acceptance waits out another process's write lock, in all, before it fails. */
+/** More reports marked archived at once than a worker's flush holds: a bulk import's part. */
+const BULK_MARKS = 5_000;
+
+/** How long a bulk job's transaction waits out another process's write lock, in all, before it fails. */
 const HELD_BUSY_PATIENCE_MS = 10 * 60_000;
 
 export class SqliteLedger implements IngestLedger {
@@ -124,25 +122,13 @@ export class SqliteLedger implements IngestLedger {
         else out.push({ created: false, pkey: first.pkey });
       }
     });
-    for (let i = 0; i < records.length; i += HELD_ROWS_PER_COMMIT) {
-      const chunk = records.slice(i, i + HELD_ROWS_PER_COMMIT);
+    await inTimedTurns(records, (chunk, last) => {
       const done = out.length;
-      // Another process's long write (a flush, a purge) holds the lock past the busy timeout:
-      // wait it out, as an import has no client waiting on it.
-      for (let waited = 0; ; ) {
-        try {
-          guardSync(() => commit.immediate(chunk, this.now()));
-          break;
-        } catch (err) {
-          out.length = done;
-          if (!isBusy(err) || waited >= HELD_BUSY_PATIENCE_MS) throw err;
-          await pause(250);
-          waited += 250 + 2_000;
-        }
-      }
-      // The write lock free between commits, for the live acceptances of a running service.
-      await pause(1);
-    }
+      return this.patiently(
+        () => durableTurn(this.db, last, () => commit.immediate(chunk, this.now())),
+        () => (out.length = done),
+      );
+    });
     return out;
   }
 
@@ -158,7 +144,29 @@ export class SqliteLedger implements IngestLedger {
 
   async markArchived(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
-    await inTurns(pkeys, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate()));
+    const mark = (turn: readonly string[], last: boolean) => durableTurn(this.db, last, () => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate());
+    // Many at once only from a bulk import: each turn as large as a short hold of the lock allows,
+    // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole).
+    if (pkeys.length > BULK_MARKS) await inTimedTurns(pkeys, (turn, last) => this.patiently(() => mark(turn, last)));
+    else await inTurns(pkeys, mark);
+  }
+
+  /**
+   * Runs a bulk job's transaction, waiting out another process's long write (a flush, a purge)
+   * that holds the lock past the busy timeout, as a bulk job has no client waiting on it; `undo`
+   * forgets what a failed attempt did. Gives up after HELD_BUSY_PATIENCE_MS.
+   */
+  private async patiently(write: () => void, undo?: () => void): Promise<void> {
+    for (const started = Date.now(); ; ) {
+      try {
+        write();
+        return;
+      } catch (err) {
+        undo?.();
+        if (!isBusy(err) || Date.now() - started >= HELD_BUSY_PATIENCE_MS) throw err;
+        await pause(100);
+      }
+    }
   }
 
   async requeueStale(beforeMs: number): Promise<number> {

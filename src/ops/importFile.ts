@@ -35,8 +35,9 @@ import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { IngestRecord, PendingLedger, AcceptanceLedger, RetractionLedger } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Config } from '../shared/config.js';
-import { closedBefore, pkeyOf, SOURCE } from '../store/layout.js';
+import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
+import { mapLimit } from './concurrency.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
 
@@ -51,6 +52,8 @@ export interface ImportOptions {
   restart?: boolean;
   /** The key name whose reports these are (as if that partner had posted them); none: the operators'. */
   partner?: string;
+  /** Records validated, accepted and staged at once (BATCH). */
+  batchSize?: number;
 }
 
 export interface ImportResult {
@@ -62,6 +65,8 @@ export interface ImportResult {
   rejectsFile: string;
   /** Parts written (with their sidecars). */
   parts: number;
+  /** Where this run's time went, in seconds: reading, validating, accepting and staging; archiving; ready texts. */
+  seconds: { accepting: number; archiving: number; readyTexts: number };
 }
 
 /** What an import uses: the ledger's acceptance and archiving, the store, DuckDB, the change log, the current boundaries. */
@@ -90,6 +95,8 @@ interface Checkpoint {
   staged: string[];
   stagedReports: number;
   parts: number;
+  /** Archived parts still without their ready texts, each with its local copy (a name in the run's folder). */
+  untexted: { key: string; file: string }[];
 }
 
 /** Records validated and accepted per ledger call (and staged per file). */
@@ -100,6 +107,7 @@ const ROUND_ROWS = 4_000_000;
 const HOLD_MS = 60 * 60_000;
 
 export async function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
+  const runStartedMs = Date.now();
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
@@ -119,12 +127,13 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     staged: [],
     stagedReports: 0,
     parts: 0,
+    untexted: [],
   };
   if (!options.restart) {
     const saved = await readCheckpoint(stateFile);
     // A run as another partner starts over: the records done so far are not that partner's.
     if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs && saved.partner === partner) {
-      checkpoint = { ...checkpoint, ...saved, v: 2, run: saved.run ?? checkpoint.run, staged: saved.staged ?? [], stagedReports: saved.stagedReports ?? 0, parts: saved.parts ?? 0 };
+      checkpoint = { ...checkpoint, ...saved, v: 2, run: saved.run ?? checkpoint.run, staged: saved.staged ?? [], stagedReports: saved.stagedReports ?? 0, parts: saved.parts ?? 0, untexted: saved.untexted ?? [] };
     }
   }
   const resumedFrom = checkpoint.processed;
@@ -132,34 +141,68 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const runDir = path.join(rt.config.dataDir, 'tmp', 'import', checkpoint.run);
   await fs.mkdir(runDir, { recursive: true });
   const save = () => writeCheckpoint(stateFile, checkpoint);
+  const publisher = storePartPublisher(rt);
   const boundaries = await rt.boundaries.current();
   const tagger = boundaries.tagger;
 
   /** The staged reports as parts, then the checkpoint without them. */
-  const archiveStaged = async () => {
+  const seconds = { accepting: 0, archiving: 0, readyTexts: 0 };
+  const timed = async (phase: keyof typeof seconds, fn: () => Promise<void>) => {
+    const started = performance.now();
+    try {
+      await fn();
+    } finally {
+      seconds[phase] += (performance.now() - started) / 1000;
+    }
+  };
+  const archiveStaged = () => timed('archiving', async () => {
     if (checkpoint.staged.length === 0) return;
     const files = checkpoint.staged.map((name) => path.join(runDir, name));
     const stagedRange = await rangeOf(rt.db, files);
     const retracted = new Set<string>();
     for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
-    const publisher = storePartPublisher(rt);
+    const untexted: Checkpoint['untexted'] = [];
+    const archived: string[] = [];
     const parts = await writeBulkParts(
       rt.db,
       files,
       { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
       async ({ key, file, reports }) => {
         // As a worker's flush: the part before the change log, the change log before "archived".
-        await publisher.publish(key, file);
+        // Its stats go with it; its ready texts once every report is queryable (see addReadyTexts).
+        await publisher.publish(key, file, { readyTexts: false });
         await rt.changes.record(reports);
-        await rt.ledger.markArchived(reports.map((r) => r.pkey));
+        for (const r of reports) archived.push(r.pkey);
+        const kept = `texts-${ulid()}.parquet`;
+        await fs.rename(file, path.join(runDir, kept));
+        untexted.push({ key, file: kept });
       },
     );
+    // Once every part is stored, all at once and in the ledger's order: each of its pages is
+    // then rewritten once, not once per part that has a report on it.
+    await rt.ledger.markArchived(archived.sort(byLedgerOrder));
+    checkpoint.untexted.push(...untexted);
     checkpoint.parts += parts;
     checkpoint.staged = [];
     checkpoint.stagedReports = 0;
     await save();
     await Promise.all(files.map((f) => fs.rm(f, { force: true })));
-  };
+  });
+
+  /**
+   * The ready texts of the parts archived so far (the answers' fast path; without them a part is
+   * answered through the query engine, the same answer). A part merged away by compaction
+   * meanwhile needs none: its successor was written with them.
+   */
+  const addReadyTexts = () => timed('readyTexts', async () => {
+    await mapLimit(checkpoint.untexted, 2, async ({ key, file }) => {
+      const local = path.join(runDir, file);
+      const part = await rt.store.head(key);
+      if (part && (await exists(local))) await publisher.upgrade(part, local, path.join(runDir, `${file}.ready`));
+    });
+    checkpoint.untexted = [];
+    await save();
+  });
 
   // What a crashed run staged is archived before anything else.
   await archiveStaged();
@@ -202,8 +245,8 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       if (outcome.created) {
         checkpoint.accepted += 1;
         rows.push(archiveRowOf(ingest, tagger.tag(ingest.report.location.lng, ingest.report.location.lat), boundaries.version));
-      } else if ('held' in outcome && outcome.held) {
-        // Accepted by this import before a crash cut its batch short: its first version is staged now.
+      } else if ('held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs) {
+        // Accepted by an earlier run of this import that died before staging it: staged now.
         checkpoint.accepted += 1;
         rows.push(archiveRowOf(outcome.held, tagger.tag(outcome.held.report.location.lng, outcome.held.report.location.lat), boundaries.version));
       } else checkpoint.duplicate += 1;
@@ -224,14 +267,17 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
   };
 
+  const started = performance.now();
   for await (const { record, bytes } of records(options.file, format)) {
     progress?.tick(bytes);
     if (index++ < resumedFrom) continue;
     batch.push({ index: index - 1, record });
-    if (batch.length >= BATCH) await flush();
+    if (batch.length >= (options.batchSize ?? BATCH)) await flush();
   }
   await flush();
+  seconds.accepting = (performance.now() - started) / 1000 - seconds.archiving;
   await archiveStaged();
+  await addReadyTexts();
   checkpoint.complete = true;
   await save();
   await fs.rm(runDir, { recursive: true, force: true });
@@ -244,6 +290,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     resumedFrom,
     rejectsFile,
     parts: checkpoint.parts,
+    seconds: { accepting: round(seconds.accepting), archiving: round(seconds.archiving), readyTexts: round(seconds.readyTexts) },
   };
 }
 
@@ -256,12 +303,30 @@ async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: 
   });
 }
 
-async function readCheckpoint(file: string): Promise<Partial<Checkpoint> & Omit<Checkpoint, 'v' | 'run' | 'staged' | 'stagedReports' | 'parts'> | undefined> {
+async function readCheckpoint(file: string): Promise<Partial<Checkpoint> & Omit<Checkpoint, 'v' | 'run' | 'staged' | 'stagedReports' | 'parts' | 'untexted'> | undefined> {
   try {
     return JSON.parse(await fs.readFile(file, 'utf8')) as Checkpoint;
   } catch {
     return undefined;
   }
+}
+
+/** Pkeys in the ledger's order (partner, then post_id). */
+function byLedgerOrder(a: string, b: string): number {
+  const x = parsePkey(a);
+  const y = parsePkey(b);
+  if (!x || !y) return a < b ? -1 : a > b ? 1 : 0;
+  const [p, q] = [x.partner ?? '', y.partner ?? ''];
+  return p < q ? -1 : p > q ? 1 : x.post_id - y.post_id;
+}
+
+const round = (s: number) => Math.round(s * 10) / 10;
+
+async function exists(file: string): Promise<boolean> {
+  return fs.stat(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */

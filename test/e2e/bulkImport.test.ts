@@ -1,0 +1,200 @@
+// A bulk import on both backends: it archives what it accepts itself (no worker runs here), each
+// closed day as one part with its sidecars, every report once with its first version; bad
+// records go to the rejects with reasons; a crash at any point is finished by running it again;
+// what it holds is left alone by reconciliation until its hold ends; a busy ledger is waited out.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
+import type { IngestRecord } from '../../src/ledger/ledger.js';
+import { importFile, type ImportDeps } from '../../src/ops/importFile.js';
+import { verify } from '../../src/ops/verify.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { failAfterPuts } from '../support/faultyStore.js';
+import { API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const DAY_MS = 86_400_000;
+const START = Date.UTC(2026, 3, 1);
+const DAYS = 60;
+
+/** `n` reports over DAYS closed days, in no order of time, each with its own title. */
+function yearLines(firstId: number, n: number): string[] {
+  let seed = firstId;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  return Array.from({ length: n }, (_, i) =>
+    JSON.stringify(
+      report(firstId + i, {
+        created_at: new Date(START + Math.floor(random() * DAYS * DAY_MS)).toISOString(),
+        title: `t${firstId + i}`,
+        ...(i % 2 === 1 && { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }),
+      }),
+    ),
+  );
+}
+
+const WINDOW = `start=${new Date(START).toISOString().replace('Z', '%2B0000')}&end=${new Date(START + DAYS * DAY_MS - 1).toISOString().replace('Z', '%2B0000')}`;
+
+async function archived(svc: TestService): Promise<Map<string, any>> {
+  const res = await getJson(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
+  expect(res.status).toBe(200);
+  const byKey = new Map<string, any>();
+  for (const f of res.body.result.features) {
+    expect(byKey.has(f.properties.pkey)).toBe(false); // each report once
+    byKey.set(f.properties.pkey, f.properties);
+  }
+  return byKey;
+}
+
+async function partKeys(svc: TestService): Promise<string[]> {
+  return (await keysUnder(svc.rt, 'reports/v1/')).filter((k) => k.endsWith('.parquet'));
+}
+
+describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  let svc: TestService;
+  let dir: string;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+    // No worker and no reconciliation: whatever reaches the archive, the import put there.
+    svc = await startTestService(await testRuntime(await testConfig(kind, emulator), emulator), { worker: false, reconcile: false });
+    dir = await tempDir();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await emulator?.stop();
+  });
+
+  it('archives a spread-out file as day parts, every report once with its first version; bad records rejected with reasons; a second run adds nothing', async () => {
+    // A report the partner posted live before the import (archived through the queue).
+    await svc.rt.intake.accept(parsePartnerReport(report(10_001, { created_at: new Date(START + 3_600_000).toISOString(), title: 'live first' })), API_KEY_NAME);
+    await svc.rt.worker.pollOnce(0);
+    await svc.rt.worker.flush();
+
+    const lines = yearLines(10_000, 1_500);
+    lines.splice(700, 0, '{"post_id": 1, "created_at": ', JSON.stringify(report(99_001, { partner_city: 'Atlantis' })), JSON.stringify(report(10_002, { title: 'second version' })));
+    const file = path.join(dir, 'year.ndjson');
+    // The file ends mid-line, as one cut off in a copy.
+    await fs.writeFile(file, `${lines.join('\n')}\n{"post_id": 99002, "created_at": "2026-04-0`);
+
+    const result = await importFile(svc.rt, { file, partner: API_KEY_NAME, batchSize: 400 });
+    expect(result).toMatchObject({ records: 1_504, accepted: 1_499, duplicate: 2, rejected: 3, resumedFrom: 0 });
+    const rejects = (await fs.readFile(result.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(rejects.map((r) => [r.record, r.reasons.join('; ')])).toEqual([
+      [701, 'the line is not valid JSON'],
+      [702, expect.stringMatching(/^partner_city: /)],
+      [1_504, 'the line is not valid JSON'],
+    ]);
+
+    const answers = await archived(svc);
+    expect(answers.size).toBe(1_500);
+    expect(answers.get(pkeyOf(10_001))!.title).toBe('live first');
+    expect(answers.get(pkeyOf(10_002))!.title).toBe('t10002');
+    expect(answers.get(pkeyOf(10_003))).toMatchObject({ title: 't10003', tags: { instance_region_code: 'PH-PG' } });
+    expect(await pendingCount(svc.rt)).toBe(0);
+
+    // One part per closed day (the live report's hour is a part of its own), each with its sidecars.
+    const parts = await partKeys(svc);
+    const dayParts = parts.filter((k) => k.includes('/hour=all/'));
+    expect(dayParts).toHaveLength(DAYS);
+    expect(parts).toHaveLength(DAYS + 1);
+    for (const key of dayParts) {
+      expect(await svc.rt.store.head(statsKeyOf(key))).toBeDefined();
+      expect(await svc.rt.store.head(readyKeyOf(key))).toBeDefined();
+    }
+    // Mirrors syncing with updated_after are told of them.
+    const changed = new Set((await svc.rt.changes.written(0, Date.now() + 1)).map((c) => c.pkey));
+    expect([...answers.keys()].every((k) => changed.has(k))).toBe(true);
+    expect(await verify(svc.rt, { fromMs: START, toMs: START + DAYS * DAY_MS - 1 })).toMatchObject({ ok: true, missing: [], unexpected: [] });
+
+    const again = await importFile(svc.rt, { file, partner: API_KEY_NAME, restart: true });
+    expect(again).toMatchObject({ accepted: 0, duplicate: 1_501, rejected: 3, parts: 0 });
+    expect((await partKeys(svc)).length).toBe(DAYS + 1);
+  });
+
+  it('finishes when run again after a crash while accepting, and after one while storing parts: every report once, none left pending', async () => {
+    const file = path.join(dir, 'crash.ndjson');
+    await fs.writeFile(file, yearLines(20_000, 900).join('\n'));
+    const before = (await archived(svc)).size;
+
+    // Killed after the ledger committed the second batch, before it was staged.
+    let calls = 0;
+    const crashAfterAccepting: ImportDeps = {
+      ...svc.rt,
+      ledger: {
+        acceptHeld: async (records: readonly IngestRecord[], holdUntilMs: number) => {
+          const outcome = await svc.rt.ledger.acceptHeld(records, holdUntilMs);
+          if (++calls === 2) throw new Error('killed after the ledger committed');
+          return outcome;
+        },
+        markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
+        retractions: (filter) => svc.rt.ledger.retractions(filter),
+      },
+    };
+    await expect(importFile(crashAfterAccepting, { file, batchSize: 300 })).rejects.toThrow(/killed/);
+    expect((await archived(svc)).size).toBe(before);
+
+    // Killed while storing the parts: some are stored, none marked archived.
+    const crashWhileStoring: ImportDeps = { ...svc.rt, store: failAfterPuts(svc.rt.store, 'reports/v1/', 40) };
+    await expect(importFile(crashWhileStoring, { file, batchSize: 300 })).rejects.toThrow(/simulated crash/);
+    const partial = await archived(svc);
+    expect(partial.size).toBeGreaterThan(before);
+    expect(partial.size).toBeLessThan(before + 900);
+
+    const resumed = await importFile(svc.rt, { file, batchSize: 300 });
+    expect(resumed.resumedFrom).toBe(300);
+    const after = await archived(svc);
+    expect(after.size).toBe(before + 900);
+    for (let id = 20_000; id < 20_900; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
+    expect(await pendingCount(svc.rt)).toBe(0);
+  });
+
+  it('a held report is left alone by reconciliation until its hold ends, then queued like any other', async () => {
+    const record = (id: number): IngestRecord => ({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: new Date().toISOString(), report: parsePartnerReport(report(id)) });
+    const [held] = await svc.rt.ledger.acceptHeld([record(30_001)], Date.now() + 1_500);
+    expect(held).toEqual({ created: true, pkey: 'partner-30001' });
+    expect(await svc.rt.ledger.requeueStale(Date.now())).toBe(0);
+    // A repeat while held is the import's own to archive: its first version comes back.
+    const [again] = await svc.rt.ledger.acceptHeld([record(30_001)], Date.now() + 1_500);
+    expect(again).toMatchObject({ created: false, pkey: 'partner-30001', held: { pkey: 'partner-30001' } });
+    await new Promise((r) => setTimeout(r, 1_600));
+    const [after] = await svc.rt.ledger.acceptHeld([record(30_001)], Date.now() + 1_500);
+    expect(after).toEqual({ created: false, pkey: 'partner-30001' });
+    expect(await svc.rt.ledger.requeueStale(Date.now())).toBe(1);
+    await svc.rt.worker.pollOnce(0);
+    await svc.rt.worker.flush();
+    expect(await svc.rt.ledger.isPending('partner-30001')).toBe(false);
+  });
+});
+
+describe('bulk import beside a busy embedded ledger', () => {
+  let svc: TestService;
+  let dir: string;
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+    dir = await tempDir();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('waits out another process holding the ledger\'s write lock instead of giving up', async () => {
+    const file = path.join(dir, 'busy.ndjson');
+    await fs.writeFile(file, yearLines(40_000, 200).join('\n'));
+    // Another connection (as the worker of a running service would) holds the write lock for 3 s,
+    // longer than any busy timeout.
+    const other = new Database(path.join(svc.rt.config.dataDir, 'ledger.sqlite'));
+    other.exec('BEGIN IMMEDIATE');
+    const release = setTimeout(() => other.exec('COMMIT'), 3_000);
+    try {
+      const result = await importFile(svc.rt, { file });
+      expect(result).toMatchObject({ accepted: 200, rejected: 0 });
+    } finally {
+      clearTimeout(release);
+      if (other.inTransaction) other.exec('COMMIT');
+      other.close();
+    }
+    expect(await pendingCount(svc.rt)).toBe(0);
+  });
+});
