@@ -90,19 +90,28 @@ export class ObjectLedger implements IngestLedger {
    */
   async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
     const held_until = new Date(holdUntilMs).toISOString();
-    return mapLimit(records, 32, async (record): Promise<HeldAcceptResult> => {
+    // A report twice in one call: its later copies are repeats of the first, not a race for its key.
+    const first = new Map<string, number>();
+    records.forEach((r, i) => first.has(r.pkey) || first.set(r.pkey, i));
+    const results = await mapLimit(records, 32, async (record, i): Promise<HeldAcceptResult | undefined> => {
+      if (first.get(record.pkey) !== i) return undefined;
       try {
         const result = await this.acceptOne({ ...record, held_until }, false);
         if (result.created) return result;
         // Still held by an import (this one, before a crash): its first version, to archive.
         const slot = parsePkey(result.pkey);
         const marker = slot && (await this.store.get(pendingKey(slot)));
-        const first = marker && parseRecord(marker.body);
-        return first?.held_until !== undefined && Date.parse(first.held_until) > Date.now() ? { created: false, pkey: result.pkey, held: first } : result;
+        const held = marker && parseRecord(marker.body);
+        return held?.held_until !== undefined && Date.parse(held.held_until) > Date.now() ? { created: false, pkey: result.pkey, held } : result;
       } catch (err) {
         if (err instanceof PkeyTakenError) return { created: false, pkey: record.pkey, taken: true };
         throw err;
       }
+    });
+    return results.map((result, i) => {
+      if (result) return result;
+      const earlier = results[first.get(records[i]!.pkey)!]!;
+      return 'taken' in earlier ? earlier : { created: false, pkey: earlier.pkey };
     });
   }
 

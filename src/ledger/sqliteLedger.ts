@@ -3,7 +3,7 @@
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
 import { pause } from '../shared/pause.js';
-import { durableTurn, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
+import { DAY_MS, durableTurn, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
@@ -73,7 +73,8 @@ export class SqliteLedger implements IngestLedger {
          LIMIT 500`,
       ),
       touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE pkey = ?'),
-      accepted: db.prepare('SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms BETWEEN ? AND ?'),
+      // By day first (the index's key, see the migrations), then to the instant.
+      accepted: db.prepare(`SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms / ${DAY_MS} BETWEEN ? AND ? AND created_at_ms BETWEEN ? AND ?`),
       byPkey: db.prepare('SELECT pkey, record, state, created_at_ms, retracted_at_ms, retracted_by, retraction_reason FROM reports WHERE pkey = ?'),
       retract: db.prepare('UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE pkey = ? AND retracted_at_ms IS NULL'),
       retractions: db.prepare(
@@ -194,7 +195,8 @@ export class SqliteLedger implements IngestLedger {
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
-    const rows = guardSync(() => this.stmts.accepted.all(Math.trunc(fromMs), Math.trunc(toMs))) as { pkey: string; created_at_ms: number; state: string }[];
+    const [from, to] = [Math.trunc(fromMs), Math.trunc(toMs)];
+    const rows = guardSync(() => this.stmts.accepted.all(Math.trunc(from / DAY_MS), Math.trunc(to / DAY_MS), from, to)) as { pkey: string; created_at_ms: number; state: string }[];
     for (const r of rows) yield { pkey: r.pkey, created_at: new Date(r.created_at_ms).toISOString(), pending: r.state === 'pending' };
   }
 

@@ -89,12 +89,18 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof UnavailableError) {
-      process.stderr.write(`${err.message}: is the ${err.dependency === 'storage' ? 'object store' : 'queue'} reachable?\n`);
+      process.stderr.write(`${err.message}: ${unavailableHint(err)}\n`);
       return 69;
     }
     process.stderr.write(`${name} failed: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
+}
+
+/** What to check when a dependency is unavailable: the embedded ledger is a file, not a service. */
+function unavailableHint(err: UnavailableError): string {
+  if (err.message.startsWith('ledger unavailable')) return 'is the ledger (ledger.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?';
+  return `is the ${err.dependency === 'storage' ? 'object store' : 'queue'} reachable?`;
 }
 
 main(process.argv.slice(2)).then(

@@ -3,17 +3,21 @@
 // post_id, a re-run adds nothing, a report already posted live is not doubled), but the import
 // archives what it accepts itself instead of sending it through the queue:
 //
-//   1. a batch of records is validated (rejects, with reasons, to the rejects file) and accepted
-//      in the ledger in large transactions, held (acceptHeld): reconciliation leaves them be;
-//   2. the batch's new reports are tagged and staged as one Parquet file in the data dir;
+//   1. the file is read and validated a batch at a time (rejects, with reasons, to the rejects
+//      file), the valid records written to disk and, at the end, sorted into the ledger's key
+//      order (validatedRecords.ts);
+//   2. in that order, a batch at a time, they are accepted in the ledger in large transactions,
+//      held (acceptHeld: no queue message, and reconciliation leaves them be), and the new ones
+//      tagged and staged as one Parquet file;
 //   3. every ROUND_ROWS staged reports and at the end, the staged files become parts in set
-//      operations (bulkParts.ts), each part stored with its sidecars, its reports written to the
-//      change log and then marked archived.
+//      operations (bulkParts.ts), each part stored with its stats sidecar and its reports written
+//      to the change log; then all of them are marked archived: from here they are queryable;
+//   4. each part gets its ready texts.
 //
 // The checkpoint (beside the file) names the records done and the staged files not yet archived,
 // and is written after each step. A run that dies anywhere is resumed by running it again: the
-// staged files are archived first, then the records after the checkpoint are read; the batch
-// the crash cut short comes back as "held" repeats and is staged again. An import that is never
+// staged files are archived first, then the pass goes on from the checkpoint; the batch the
+// crash cut short comes back as "held" repeats and is staged again. An import that is never
 // resumed loses nothing either: once its hold ends, reconciliation queues what it left pending.
 //
 // Imported reports reach mirrors through updated_after; they are not announced as events
@@ -38,6 +42,7 @@ import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from './concurrency.js';
+import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
 
@@ -65,8 +70,8 @@ export interface ImportResult {
   rejectsFile: string;
   /** Parts written (with their sidecars). */
   parts: number;
-  /** Where this run's time went, in seconds: reading, validating, accepting and staging; archiving; ready texts. */
-  seconds: { accepting: number; archiving: number; readyTexts: number };
+  /** Where this run's time went, in seconds: reading and validating; accepting and staging; archiving; ready texts. */
+  seconds: { reading: number; accepting: number; archiving: number; readyTexts: number };
 }
 
 /** What an import uses: the ledger's acceptance and archiving, the store, DuckDB, the change log, the current boundaries. */
@@ -80,7 +85,7 @@ export interface ImportDeps {
 }
 
 interface Checkpoint {
-  v: 2;
+  v: 3;
   size: number;
   mtimeMs: number;
   processed: number;
@@ -91,6 +96,13 @@ interface Checkpoint {
   partner?: string;
   /** This run's folder under the data dir's tmp/import/. */
   run: string;
+  /** Validated files of pass 1 (names in the run's folder), until they are sorted into SORTED. */
+  validated: string[];
+  /** Set once pass 1 is done: the sorted file's name, and how many valid records it holds. */
+  sorted?: string;
+  valid: number;
+  /** Rows of the sorted file accepted so far (pass 2). */
+  acceptedUpTo: number;
   /** Staged files (names in the run's folder) whose reports are accepted, not yet archived. */
   staged: string[];
   stagedReports: number;
@@ -99,7 +111,9 @@ interface Checkpoint {
   untexted: { key: string; file: string }[];
 }
 
-/** Records validated and accepted per ledger call (and staged per file). */
+/** The sorted file of validated records, in the run's folder. */
+const SORTED = 'sorted.parquet';
+/** Records validated (and written) at once in pass 1, accepted per ledger call (and staged per file) in pass 2. */
 const BATCH = 10_000;
 /** Staged reports archived at once: a year of a few million in one round, so each day is one part. */
 const ROUND_ROWS = 4_000_000;
@@ -114,7 +128,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const rejectsFile = options.rejectsFile ?? `${options.file}.rejected.ndjson`;
   const partner = options.partner;
   let checkpoint: Checkpoint = {
-    v: 2,
+    v: 3,
     size: stat.size,
     mtimeMs: stat.mtimeMs,
     processed: 0,
@@ -124,6 +138,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     complete: false,
     ...(partner !== undefined && { partner }),
     run: ulid(),
+    validated: [],
+    valid: 0,
+    acceptedUpTo: 0,
     staged: [],
     stagedReports: 0,
     parts: 0,
@@ -133,7 +150,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     const saved = await readCheckpoint(stateFile);
     // A run as another partner starts over: the records done so far are not that partner's.
     if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs && saved.partner === partner) {
-      checkpoint = { ...checkpoint, ...saved, v: 2, run: saved.run ?? checkpoint.run, staged: saved.staged ?? [], stagedReports: saved.stagedReports ?? 0, parts: saved.parts ?? 0, untexted: saved.untexted ?? [] };
+      checkpoint = { ...checkpoint, ...saved, v: 3 };
     }
   }
   const resumedFrom = checkpoint.processed;
@@ -146,7 +163,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const tagger = boundaries.tagger;
 
   /** The staged reports as parts, then the checkpoint without them. */
-  const seconds = { accepting: 0, archiving: 0, readyTexts: 0 };
+  const seconds = { reading: 0, accepting: 0, archiving: 0, readyTexts: 0 };
   const timed = async (phase: keyof typeof seconds, fn: () => Promise<void>) => {
     const started = performance.now();
     try {
@@ -180,7 +197,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     );
     // Once every part is stored, all at once and in the ledger's order: each of its pages is
     // then rewritten once, not once per part that has a report on it.
-    await rt.ledger.markArchived(archived.sort(byLedgerOrder));
+    await rt.ledger.markArchived(inLedgerOrder(archived));
     checkpoint.untexted.push(...untexted);
     checkpoint.parts += parts;
     checkpoint.staged = [];
@@ -207,75 +224,103 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   // What a crashed run staged is archived before anything else.
   await archiveStaged();
 
-  progress?.start(format === 'geojson' ? 0 : stat.size);
-  let index = 0;
-  let batch: { index: number; record: unknown }[] = [];
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const receivedAt = new Date().toISOString();
-    const rejects: { n: number; line: string }[] = [];
-    const reject = (n: number, reasons: string[], input: unknown) => rejects.push({ n, line: `${JSON.stringify({ record: n + 1, reasons, input })}\n` });
-    const valid: { index: number; record: unknown; ingest: IngestRecord }[] = [];
-    for (const { index: n, record } of batch) {
-      try {
-        // Without a partner_city, the code of the city holding the point, which names it.
-        const input = toPartnerInput(record, (lng, lat) => tagger.tag(lng, lat).instance_region_code);
-        const report = parsePartnerReport(input, Date.now(), boundaries.placeNames);
-        valid.push({
-          index: n,
-          record,
-          ingest: { v: 1, pkey: pkeyOf(SOURCE, report.post_id, partner), source: SOURCE, post_id: report.post_id, received_at: receivedAt, ...(partner !== undefined && { partner }), report },
-        });
-      } catch (err) {
-        if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
-        reject(n, err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message], record);
-      }
-    }
-    const outcomes = await rt.ledger.acceptHeld(
-      valid.map((v) => v.ingest),
-      Date.now() + HOLD_MS,
-    );
-    const rows: ArchiveRow[] = [];
-    outcomes.forEach((outcome, i) => {
-      const { index: n, record, ingest } = valid[i]!;
-      if ('taken' in outcome) {
-        reject(n, [`post_id: ${ingest.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record);
-        return;
-      }
-      if (outcome.created) {
-        checkpoint.accepted += 1;
-        rows.push(archiveRowOf(ingest, tagger.tag(ingest.report.location.lng, ingest.report.location.lat), boundaries.version));
-      } else if ('held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs) {
-        // Accepted by an earlier run of this import that died before staging it: staged now.
-        checkpoint.accepted += 1;
-        rows.push(archiveRowOf(outcome.held, tagger.tag(outcome.held.report.location.lng, outcome.held.report.location.lat), boundaries.version));
-      } else checkpoint.duplicate += 1;
-    });
-    checkpoint.rejected += rejects.length;
-    // In record order, whichever step refused them.
-    rejects.sort((a, b) => a.n - b.n);
-    if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.map((r) => r.line).join(''));
-    if (rows.length > 0) {
-      const name = `stage-${String(checkpoint.processed).padStart(12, '0')}.parquet`;
-      await writeParquet(rt.db, rows, path.join(runDir, name));
-      checkpoint.staged.push(name);
-      checkpoint.stagedReports += rows.length;
-    }
-    checkpoint.processed += batch.length;
-    batch = [];
-    await save();
-    if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
-  };
+  const batchSize = options.batchSize ?? BATCH;
+  const reject = (rejects: string[], n: number, reasons: string[], input: unknown) => rejects.push(`${JSON.stringify({ record: n + 1, reasons, input })}\n`);
 
-  const started = performance.now();
-  for await (const { record, bytes } of records(options.file, format)) {
-    progress?.tick(bytes);
-    if (index++ < resumedFrom) continue;
-    batch.push({ index: index - 1, record });
-    if (batch.length >= (options.batchSize ?? BATCH)) await flush();
+  // Pass 1: read and validate, a batch at a time, into validated files.
+  if (checkpoint.sorted === undefined) {
+    await timed('reading', async () => {
+      progress?.start(format === 'geojson' ? 0 : stat.size);
+      let index = 0;
+      let batch: { n: number; record: unknown }[] = [];
+      const validate = async () => {
+        if (batch.length === 0) return;
+        const rejects: string[] = [];
+        const valid: ValidatedRecord[] = [];
+        for (const { n, record } of batch) {
+          try {
+            // Without a partner_city, the code of the city holding the point, which names it.
+            const input = toPartnerInput(record, (lng, lat) => tagger.tag(lng, lat).instance_region_code);
+            const report = parsePartnerReport(input, Date.now(), boundaries.placeNames);
+            valid.push({ n, record: { v: 1, pkey: pkeyOf(SOURCE, report.post_id, partner), source: SOURCE, post_id: report.post_id, ...(partner !== undefined && { partner }), report } });
+          } catch (err) {
+            if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
+            reject(rejects, n, err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message], record);
+          }
+        }
+        if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+        if (valid.length > 0) {
+          const name = `valid-${String(checkpoint.processed).padStart(12, '0')}.parquet`;
+          await writeValidated(rt.db, valid, path.join(runDir, name));
+          checkpoint.validated.push(name);
+        }
+        checkpoint.rejected += rejects.length;
+        checkpoint.processed += batch.length;
+        batch = [];
+        await save();
+      };
+      for await (const { record, bytes } of records(options.file, format)) {
+        progress?.tick(bytes);
+        if (index++ < resumedFrom) continue;
+        batch.push({ n: index - 1, record });
+        if (batch.length >= batchSize) await validate();
+      }
+      await validate();
+      progress?.stop();
+      const validated = checkpoint.validated.map((name) => path.join(runDir, name));
+      checkpoint.valid = await sortValidated(rt.db, validated, path.join(runDir, SORTED));
+      checkpoint.sorted = SORTED;
+      checkpoint.validated = [];
+      await save();
+      await Promise.all(validated.map((f) => fs.rm(f, { force: true })));
+    });
   }
-  await flush();
-  seconds.accepting = (performance.now() - started) / 1000 - seconds.archiving;
+
+  // Pass 2: accept in the ledger's key order, stage what is new, archive every ROUND_ROWS.
+  const archivingBefore = seconds.archiving;
+  await timed('accepting', async () => {
+    progress?.start(checkpoint.valid);
+    progress?.tick(checkpoint.acceptedUpTo);
+    await eachSortedBatch(rt.db, path.join(runDir, SORTED), checkpoint.acceptedUpTo, batchSize, async (batch) => {
+      const receivedAt = new Date().toISOString();
+      const outcomes = await rt.ledger.acceptHeld(
+        batch.map(({ record }) => ({ ...record, received_at: receivedAt })),
+        Date.now() + HOLD_MS,
+      );
+      const rejects: string[] = [];
+      const rows: ArchiveRow[] = [];
+      outcomes.forEach((outcome, i) => {
+        const { n, record } = batch[i]!;
+        if ('taken' in outcome) {
+          reject(rejects, n, [`post_id: ${record.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record.report);
+          return;
+        }
+        // New, or accepted by an earlier run of this import that stopped before staging it.
+        const first = outcome.created ? { ...record, received_at: receivedAt } : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
+        if (!first) {
+          checkpoint.duplicate += 1;
+          return;
+        }
+        checkpoint.accepted += 1;
+        rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
+      });
+      checkpoint.rejected += rejects.length;
+      if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+      if (rows.length > 0) {
+        const name = `stage-${String(checkpoint.acceptedUpTo).padStart(12, '0')}.parquet`;
+        await writeParquet(rt.db, rows, path.join(runDir, name));
+        checkpoint.staged.push(name);
+        checkpoint.stagedReports += rows.length;
+      }
+      checkpoint.acceptedUpTo += batch.length;
+      await save();
+      progress?.tick(batch.length);
+      if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
+    });
+    progress?.stop();
+  });
+  // The rounds archived while accepting are archiving's.
+  seconds.accepting -= seconds.archiving - archivingBefore;
   await archiveStaged();
   await addReadyTexts();
   checkpoint.complete = true;
@@ -290,7 +335,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     resumedFrom,
     rejectsFile,
     parts: checkpoint.parts,
-    seconds: { accepting: round(seconds.accepting), archiving: round(seconds.archiving), readyTexts: round(seconds.readyTexts) },
+    seconds: { reading: round(seconds.reading), accepting: round(seconds.accepting), archiving: round(seconds.archiving), readyTexts: round(seconds.readyTexts) },
   };
 }
 
@@ -303,7 +348,8 @@ async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: 
   });
 }
 
-async function readCheckpoint(file: string): Promise<Partial<Checkpoint> & Omit<Checkpoint, 'v' | 'run' | 'staged' | 'stagedReports' | 'parts' | 'untexted'> | undefined> {
+/** A saved checkpoint: one of an earlier release lacks the fields added since (the defaults stand). */
+async function readCheckpoint(file: string): Promise<Partial<Checkpoint> | undefined> {
   try {
     return JSON.parse(await fs.readFile(file, 'utf8')) as Checkpoint;
   } catch {
@@ -311,13 +357,14 @@ async function readCheckpoint(file: string): Promise<Partial<Checkpoint> & Omit<
   }
 }
 
-/** Pkeys in the ledger's order (partner, then post_id). */
-function byLedgerOrder(a: string, b: string): number {
-  const x = parsePkey(a);
-  const y = parsePkey(b);
-  if (!x || !y) return a < b ? -1 : a > b ? 1 : 0;
-  const [p, q] = [x.partner ?? '', y.partner ?? ''];
-  return p < q ? -1 : p > q ? 1 : x.post_id - y.post_id;
+/** Pkeys in the ledger's order (partner, then post_id), each parsed once. */
+function inLedgerOrder(pkeys: readonly string[]): string[] {
+  const keyed = pkeys.map((pkey) => {
+    const parts = parsePkey(pkey);
+    return { pkey, partner: parts?.partner ?? '', postId: parts?.post_id ?? 0 };
+  });
+  keyed.sort((a, b) => (a.partner < b.partner ? -1 : a.partner > b.partner ? 1 : a.postId - b.postId));
+  return keyed.map((k) => k.pkey);
 }
 
 const round = (s: number) => Math.round(s * 10) / 10;

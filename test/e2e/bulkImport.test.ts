@@ -143,7 +143,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(partial.size).toBeLessThan(before + 900);
 
     const resumed = await importFile(svc.rt, { file, batchSize: 300 });
-    expect(resumed.resumedFrom).toBe(300);
+    expect(resumed.resumedFrom).toBe(900);
     const after = await archived(svc);
     expect(after.size).toBe(before + 900);
     for (let id = 20_000; id < 20_900; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);

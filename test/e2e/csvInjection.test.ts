@@ -92,9 +92,10 @@ describe('CSV formula injection', () => {
     });
     expect(run.code, run.stderr).toBe(0);
     expectGuarded(rowsOf(await fs.readFile(out, 'utf8')));
-    // Its progress, a line at the start and at the end when stderr is not a terminal: the window's one day.
-    expect(run.stderr).toContain('export: 1 to do\n');
-    expect(run.stderr).toContain('export: 1/1 done\n');
+    // Its progress, a JSON line at the start and at the end when stderr is not a terminal: the window's one day.
+    const lines = run.stderr.split('\n').filter((l) => l.startsWith('{"progress"')).map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ progress: 'export', state: 'started', done: 0, total: 1 });
+    expect(lines.at(-1)).toMatchObject({ progress: 'export', state: 'done', done: 1, total: 1, rate: expect.any(Number) });
   });
 
   it('never serves ready texts stored before the guard, and compaction writes them anew', async () => {

@@ -53,7 +53,11 @@ export const reprocess: Command = {
           dryRun: values['dry-run'] === true,
         },
         values.json ? undefined : createProgress('reprocess'),
-      );
+      ).catch((err: unknown) => {
+        // The hours rewritten so far carry the new tags: a rerun finds them done and goes on.
+        process.stderr.write('reprocess stopped; run the same command again to finish (hours already re-tagged are left as they are)\n');
+        throw err;
+      });
       print(values, result, () =>
         [
           `${result.dryRun ? 'would re-tag' : 're-tagged'} ${result.reports} reports with boundary version ${result.boundaryVersion}`,
@@ -74,21 +78,29 @@ export const importCommand: Command = {
       const format = values.format as ImportFormat | undefined;
       if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
       const partner = partnerOption(values);
-      const result = await deps.importFile(
-        rt,
-        {
-          file: required(values, 'file'),
-          ...(format && { format }),
-          ...(typeof values.rejects === 'string' && { rejectsFile: values.rejects }),
-          ...(partner !== undefined && { partner }),
-          restart: values.restart === true,
-        },
-        values.json ? undefined : createProgress('import'),
-      );
+      const file = required(values, 'file');
+      const result = await deps
+        .importFile(
+          rt,
+          {
+            file,
+            ...(format && { format }),
+            ...(typeof values.rejects === 'string' && { rejectsFile: values.rejects }),
+            ...(partner !== undefined && { partner }),
+            restart: values.restart === true,
+          },
+          values.json ? undefined : createProgress('import'),
+        )
+        .catch((err: unknown) => {
+          // Everything done so far is kept: the same command carries on from the checkpoint.
+          process.stderr.write(`import stopped; run the same command again to resume from its checkpoint (${file}.import-state.json)\n`);
+          throw err;
+        });
       print(values, result, () =>
         `records: ${result.records}; accepted: ${result.accepted}; duplicate: ${result.duplicate}; rejected: ${result.rejected}` +
           (result.rejected > 0 ? ` (reasons in ${result.rejectsFile})` : '') +
-          (result.resumedFrom > 0 ? `; resumed after record ${result.resumedFrom}` : ''),
+          (result.resumedFrom > 0 ? `; resumed after record ${result.resumedFrom}` : '') +
+          `\nparts written: ${result.parts}; seconds accepting ${result.seconds.accepting}, archiving ${result.seconds.archiving}, ready texts ${result.seconds.readyTexts}`,
       );
       return 0;
     }),
