@@ -36,7 +36,7 @@ import { writeParquet } from '../archive/partWriter.js';
 import { sqlString } from '../archive/duckdb.js';
 import { archiveRowOf } from '../ingest/archiveRow.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import type { IngestRecord, PendingLedger, AcceptanceLedger, RetractionLedger } from '../ledger/ledger.js';
+import type { PendingLedger, AcceptanceLedger, RetractionLedger } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
