@@ -1,4 +1,4 @@
-// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --backfill 300000 --hourly --quick --only archive,ingest,memory,backfill --windows day,week,month,year --formats geojson,parquet --answers-only --data DIR]
+// npm run bench [-- --reports 2500000 --days 365 --s3 --ingest 20000 --backfill 300000 --hourly --quick --only archive,ingest,memory,bulk --windows day,week,month,year --formats geojson,parquet --answers-only --data DIR]
 // Builds a synthetic archive of hourly parts, compacts its closed days with the
 // real `compact` command (unless --hourly), serves it with the real entry point, and
 // measures over HTTP: archive latency per window and format, bulk throughput
@@ -18,10 +18,11 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import autocannon from 'autocannon';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliChild, cliJson as cli, startServer, type Server } from './server.js';
+import { asServer, cliJson as cli, startServer, type Server } from './server.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
 import { buildBenchStore, walkFiles } from './synthetic.js';
+import { bulkScenario } from './bulk.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -31,12 +32,14 @@ const { values: args } = parseArgs({
     reports: { type: 'string', default: '2500000' },
     days: { type: 'string', default: '365' },
     ingest: { type: 'string', default: '20000' },
-    /** Reports over a year for the backfill scenario (the size of a real partner's backfill). */
+    /** Reports over a year for the bulk scenario's spread-out file (the size of a real partner's backfill); the year is --reports. */
     backfill: { type: 'string', default: '300000' },
+    /** Reports the bulk scenario imports on the S3 emulator. */
+    'bulk-s3': { type: 'string', default: '20000' },
     s3: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), backfill (import of a year), national (tagging, ingest and /cities with the national boundaries beside the two-city default). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts), national (tagging, ingest and /cities with the national boundaries beside the two-city default). */
     only: { type: 'string', default: 'archive,ingest' },
     /** Comma-separated archive windows to measure: day, week, month, year. */
     windows: { type: 'string', default: 'day,week,month,year' },
@@ -80,13 +83,6 @@ function peakRssMb(pid: number): number {
 function threadCpuMs(pid: number, tid = pid): number {
   const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
-}
-function peakRssMbOrZero(pid: number | undefined): number {
-  try {
-    return pid === undefined ? 0 : peakRssMb(pid);
-  } catch {
-    return 0; // exited
-  }
 }
 
 function resetPeakRss(pid: number): void {
@@ -354,68 +350,6 @@ async function ingestScenario(clients: number, split: boolean | 'api-only', plac
         'flush interval s': flush,
         'freshness p50 s': freshness.length ? Math.round(pct(freshness, 50) / 100) / 10 : '-',
         'freshness p95 s': freshness.length ? Math.round(pct(freshness, 95) / 100) / 10 : '-',
-      },
-    ],
-  });
-  await fsp.rm(dataDir, { recursive: true, force: true });
-}
-
-/**
- * A backfill: `import` of a year of reports (in time order, as an export is) into a running
- * service on the same DATA_DIR; how fast they are accepted, and how fast they reach the archive.
- */
-async function backfillScenario(reports: number): Promise<void> {
-  const dataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-backfill-'));
-  const file = path.join(dataDir, 'backfill.ndjson');
-  const yearStart = Date.UTC(2025, 0, 1);
-  const spacing = (365 * 86_400_000) / reports;
-  // Written as it is made: a year of millions of lines is larger than a JavaScript string may be.
-  const out = fs.createWriteStream(file);
-  for (let i = 0; i < reports; i++) {
-    const line = JSON.stringify({
-      post_id: 4_000_000 + i,
-      created_at: new Date(yearStart + Math.floor(i * spacing)).toISOString(),
-      partner_city: 'Quezon City',
-      disaster_type: 'flood',
-      location: { lat: 14.6516, lng: 121.0497 },
-      title: 'Baha sa kalsada',
-    });
-    if (!out.write(`${line}\n`)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
-  }
-  await new Promise<void>((resolve, reject) => {
-    out.on('error', reject);
-    out.end(() => resolve());
-  });
-  const server = await startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { apiKey: API_KEY });
-  const t0 = performance.now();
-  const importing = cliChild(['import', '--file', file], { DATA_DIR: dataDir });
-  let importRss = 0;
-  const importPeak = setInterval(() => (importRss = Math.max(importRss, peakRssMbOrZero(importing.pid))), 500);
-  const imported = await importing.result;
-  clearInterval(importPeak);
-  const acceptSeconds = (performance.now() - t0) / 1000;
-  const countUrl = `${server.url}/reports/archive/count?start=2025-01-01T00:00:00%2B0000&end=2025-12-31T23:59:59%2B0000`;
-  let archived = 0;
-  while (archived < reports) {
-    await new Promise((r) => setTimeout(r, 1000));
-    const res = await fetch(countUrl, { headers: { 'User-Agent': 'flood-bench/1.0' } });
-    archived = ((await res.json()) as { result: { count: number } }).result.count;
-  }
-  const archiveSeconds = (performance.now() - t0) / 1000;
-  const rss = peakRssMb(server.pid);
-  await server.stop();
-  results.push({
-    scenario: 'backfill (import of a year in time order into a running service)',
-    rows: [
-      {
-        reports,
-        accepted: Number(imported.accepted),
-        'import s': Math.round(acceptSeconds * 10) / 10,
-        'accepted/s': Math.round(reports / acceptSeconds),
-        'all archived s': Math.round(archiveSeconds * 10) / 10,
-        'archived/s': Math.round(reports / archiveSeconds),
-        'service peak RSS MB': Math.round(rss),
-        'import peak RSS MB': Math.round(importRss),
       },
     ],
   });
@@ -701,7 +635,10 @@ async function main(): Promise<void> {
   const storeDir = path.join(dataDir, 'store');
   await fsp.mkdir(storeDir, { recursive: true });
   if (ONLY.has('archive') || ONLY.has('stats')) await archiveBench(dir, dataDir, storeDir);
-  if (ONLY.has('backfill')) await backfillScenario(QUICK ? 20_000 : Number(args.backfill));
+  if (ONLY.has('bulk')) {
+    const bulk = { spread: QUICK ? 20_000 : Number(args.backfill), year: QUICK ? 100_000 : REPORTS, s3: QUICK ? 2_000 : Number(args['bulk-s3']), liveRate: 500, liveSeconds: QUICK ? 10 : 30 };
+    results.push(...(await bulkScenario(bulk, log)));
+  }
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
   if (ONLY.has('national')) await nationalScenario();
   if (ONLY.has('national-year')) await nationalYearScenario();

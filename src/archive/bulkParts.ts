@@ -1,9 +1,9 @@
 // Archive parts written in set operations, for a bulk import: the rows arrive as staged Parquet
 // files (each a batch of reports, written by writeParquet) and leave as parts of the ordinary
-// layout, one per hour or closed day (partKeysOf), in two passes of DuckDB: one sorts all the
-// rows newest first into one file of small row groups (DuckDB's sort spills to its temp
-// directory, so memory stays within its limit), the other copies each part's time range out of
-// it, reading only the row groups of that range. No report becomes a JavaScript object: a year
+// layout, one per hour or closed day (partKeysOf), in two passes of DuckDB: one sorts the rows
+// newest first into files of small row groups, a slice of time at a time (so memory stays
+// within the engine's limit), the other copies each part's time range out of them, reading
+// only the row groups of that range. No report becomes a JavaScript object: a year
 // of millions is a few hundred part writes. (A partitioned COPY would do it in one pass, but
 // holds buffers for every part at once: out of memory at a few hundred parts.)
 import fs from 'node:fs/promises';
@@ -13,8 +13,10 @@ import { tombstoneSql } from './schema.js';
 import { partKeysOf } from '../store/layout.js';
 import { mapLimit } from '../ops/concurrency.js';
 
-/** Rows per row group of the sorted file: a part's range reads a few of them, not the whole file. */
+/** Rows per row group of the sorted files: a part's range reads a few of them, not the whole of them. */
 const SORTED_ROW_GROUP = 10_000;
+/** Rows sorted at once. */
+const SORT_ROWS = 250_000;
 
 /** Each part key's time range [fromMs, toMs): the hours mapped to it, end to end. */
 function rangesOf(byHour: ReadonlyMap<number, string>): { key: string; fromMs: number; toMs: number }[] {
@@ -55,16 +57,29 @@ export interface BulkPartsOptions {
  */
 export async function writeBulkParts(db: DuckDb, staged: readonly string[], options: BulkPartsOptions, publish: (part: BulkPart) => Promise<void>): Promise<number> {
   if (staged.length === 0) return 0;
-  const sorted = path.join(options.scratch, 'sorted.parquet');
+  const sorted = path.join(options.scratch, 'sorted');
   await fs.rm(options.scratch, { recursive: true, force: true });
-  await fs.mkdir(options.scratch, { recursive: true });
+  await fs.mkdir(sorted, { recursive: true });
+  const sortedFiles = sqlString(path.join(sorted, '*.parquet'));
   try {
     const parts = await db.withConnection(async (conn) => {
-      await conn.run(
-        `COPY (SELECT * FROM read_parquet([${staged.map(sqlString).join(', ')}]) ORDER BY created_at DESC, pkey DESC)
-         TO ${sqlString(sorted)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${SORTED_ROW_GROUP})`,
-      );
-      const hours = (await conn.runAndReadAll(`SELECT DISTINCT (epoch_ms(created_at) // 3600000) * 3600000 FROM read_parquet(${sqlString(sorted)})`)).getColumnsJS()[0] as bigint[];
+      const source = `read_parquet([${staged.map(sqlString).join(', ')}])`;
+      // Sorted a slice of time at a time, each of about SORT_ROWS rows (cut at quantiles, so a
+      // storm's week is cut as finely as the quiet months): the whole of a year's rows in one
+      // sort ran out of the engine's memory.
+      const [[rows]] = (await conn.runAndReadAll(`SELECT count(*)::DOUBLE FROM ${source}`)).getRows() as [[number]];
+      const slices = Math.max(1, Math.ceil(rows / SORT_ROWS));
+      const cuts = slices === 1 ? [] : (((await conn.runAndReadAll(`SELECT quantile_disc(epoch_ms(created_at), [${Array.from({ length: slices - 1 }, (_, i) => (i + 1) / slices).join(', ')}])::DOUBLE[] FROM ${source}`)).getRows()[0]![0] as { items: number[] }).items);
+      const edges = [-Infinity, ...new Set(cuts), Infinity];
+      for (let i = 0; i + 1 < edges.length; i++) {
+        const from = Number.isFinite(edges[i]!) ? `epoch_ms(created_at) >= ${edges[i]}` : 'true';
+        const to = Number.isFinite(edges[i + 1]!) ? `epoch_ms(created_at) < ${edges[i + 1]}` : 'true';
+        await conn.run(
+          `COPY (SELECT * FROM ${source} WHERE ${from} AND ${to} ORDER BY created_at DESC, pkey DESC)
+           TO ${sqlString(path.join(sorted, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${SORTED_ROW_GROUP})`,
+        );
+      }
+      const hours = (await conn.runAndReadAll(`SELECT DISTINCT (epoch_ms(created_at) // 3600000) * 3600000 FROM read_parquet(${sortedFiles})`)).getColumnsJS()[0] as bigint[];
       return rangesOf(partKeysOf(hours.map(Number), options.closedBeforeMs));
     });
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
@@ -74,7 +89,7 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
         const reports = await db.withConnection(async (conn) => {
           // Each pkey once, as in every part (a report staged twice would be the same report).
           await conn.run(
-            `COPY (SELECT ${tombstoneSql(retracted)} FROM read_parquet(${sqlString(sorted)})
+            `COPY (SELECT ${tombstoneSql(retracted)} FROM read_parquet(${sortedFiles})
                    WHERE created_at >= make_timestamptz(${fromMs}::BIGINT * 1000) AND created_at < make_timestamptz(${toMs}::BIGINT * 1000)
                    QUALIFY row_number() OVER (PARTITION BY pkey ORDER BY received_at DESC) = 1
                    ORDER BY created_at DESC, pkey DESC)

@@ -37,7 +37,11 @@ export async function writeValidated(db: DuckDb, records: readonly ValidatedReco
 export async function sortValidated(db: DuckDb, files: readonly string[], out: string): Promise<number> {
   if (files.length === 0) return 0;
   return db.withConnection(async (conn) => {
-    await conn.run(`COPY (SELECT n, record FROM read_parquet([${files.map(sqlString).join(', ')}]) ORDER BY post_id, n) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
+    // Small row groups: the writer holds one in memory, and the default (122,880 rows of whole
+    // reports, some 50 MB at once) failed under the engine's default limit of 256 MB.
+    await conn.run(
+      `COPY (SELECT n, record FROM read_parquet([${files.map(sqlString).join(', ')}]) ORDER BY post_id, n) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 10000)`,
+    );
     const [[count]] = (await conn.runAndReadAll(`SELECT count(*)::DOUBLE FROM read_parquet(${sqlString(out)})`)).getRows() as [[number]];
     return count;
   });

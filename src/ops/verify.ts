@@ -1,11 +1,12 @@
 // Verify: what the ledger accepted against what is archived
-// (distinct pkeys in the parts), per UTC day. Any accepted report that is
+// (distinct pkeys in the parts), per UTC day, a block of days at a time. Any accepted report that is
 // neither archived nor still pending is a loss.
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { PendingLedger } from '../ledger/ledger.js';
-import type { ObjectStore } from '../store/objectStore.js';
+import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import { DAY_MS, dayStart } from '../store/layout.js';
 import type { Progress } from './progress.js';
 
 /** What verify uses: the ledger's acceptances, the parts, the query engine. */
@@ -35,59 +36,61 @@ export interface VerifyResult {
   ok: boolean;
 }
 
+/** Days checked at once: what is held is one block's pkeys, whatever the window (a year held whole took 1.7 GB). */
+const BLOCK_DAYS = 31;
+
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
-  const accepted = new Map<string, string>(); // pkey -> day
-  const pending = new Set<string>();
-  progress?.start(1);
-  for await (const report of rt.ledger.accepted(options.fromMs, options.toMs)) {
-    accepted.set(report.pkey, report.created_at.slice(0, 10));
-    if (report.pending) pending.add(report.pkey);
-  }
-  progress?.tick();
-  progress?.stop();
-
-  const archived = new Map<string, string>();
-  let duplicatedInStorage = 0;
   const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
-  const files = await Promise.all(hours.flatMap((h) => h.parts).map((p) => rt.cache.localFile(p)));
-  if (files.length > 0) {
-    await rt.db.withConnection(async (conn) => {
-      const reader = await conn.runAndReadAll(
-        `SELECT pkey, strftime(min(created_at), '%Y-%m-%d') AS day, count(*)::INTEGER AS copies
-         FROM read_parquet([${files.map(sqlString).join(', ')}])
-         WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(options.fromMs)} AND ${Math.trunc(options.toMs)}
-         GROUP BY pkey`,
-      );
-      for (const row of reader.getRowObjectsJS()) {
-        archived.set(String(row.pkey), String(row.day));
-        if (Number(row.copies) > 1) duplicatedInStorage += 1;
+  const result: VerifyResult = { days: [], missing: [], unexpected: [], duplicatedInStorage: 0, ok: true };
+  const firstDay = dayStart(options.fromMs);
+  const blockMs = BLOCK_DAYS * DAY_MS;
+  progress?.start(Math.floor((dayStart(options.toMs) - firstDay) / blockMs) + 1);
+  for (let start = firstDay; start <= options.toMs; start += blockMs) {
+    const fromMs = Math.max(options.fromMs, start);
+    const toMs = Math.min(options.toMs, start + blockMs - 1);
+    const accepted = new Map<string, { day: string; pending: boolean }>();
+    for await (const report of rt.ledger.accepted(fromMs, toMs)) accepted.set(report.pkey, { day: report.created_at.slice(0, 10), pending: report.pending });
+    const parts = hours.filter((h) => h.hourMs + 3_600_000 > fromMs && h.hourMs <= toMs).flatMap((h) => h.parts);
+    const archived = await archivedPkeys(rt, parts, fromMs, toMs, () => (result.duplicatedInStorage += 1));
+    const byDay = new Map<string, DayReport>();
+    const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;
+    for (const [pkey, { day, pending }] of accepted) {
+      const r = dayOf(day);
+      r.accepted += 1;
+      if (archived.has(pkey)) r.archived += 1;
+      else if (pending) r.pending += 1;
+      else {
+        r.missing += 1;
+        result.missing.push(pkey);
       }
-    });
-  }
-
-  const byDay = new Map<string, DayReport>();
-  const day = (d: string) => {
-    let r = byDay.get(d);
-    if (!r) byDay.set(d, (r = { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }));
-    return r;
-  };
-  const missing: string[] = [];
-  for (const [pkey, d] of accepted) {
-    const r = day(d);
-    r.accepted += 1;
-    if (archived.has(pkey)) r.archived += 1;
-    else if (pending.has(pkey)) r.pending += 1;
-    else {
-      r.missing += 1;
-      missing.push(pkey);
     }
+    for (const pkey of archived.keys()) if (!accepted.has(pkey)) result.unexpected.push(pkey);
+    result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
+    progress?.tick();
   }
-  const unexpected = [...archived.keys()].filter((pkey) => !accepted.has(pkey));
-  return {
-    days: [...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)),
-    missing: missing.sort(),
-    unexpected: unexpected.sort(),
-    duplicatedInStorage,
-    ok: missing.length === 0,
-  };
+  progress?.stop();
+  result.missing.sort();
+  result.unexpected.sort();
+  result.ok = result.missing.length === 0;
+  return result;
+}
+
+/** The distinct pkeys the parts hold in [fromMs, toMs]; `duplicated` once per pkey stored twice. */
+async function archivedPkeys(rt: VerifyDeps, parts: readonly ObjectInfo[], fromMs: number, toMs: number, duplicated: () => void): Promise<Set<string>> {
+  const pkeys = new Set<string>();
+  if (parts.length === 0) return pkeys;
+  const files = await Promise.all(parts.map((p) => rt.cache.localFile(p)));
+  await rt.db.withConnection(async (conn) => {
+    const [keys, copies] = (
+      await conn.runAndReadAll(
+        `SELECT pkey, count(*)::INTEGER FROM read_parquet([${files.map(sqlString).join(', ')}])
+         WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(fromMs)} AND ${Math.trunc(toMs)} GROUP BY pkey`,
+      )
+    ).getColumnsJS() as [string[], number[]];
+    keys.forEach((pkey, i) => {
+      pkeys.add(pkey);
+      if (copies[i]! > 1) duplicated();
+    });
+  });
+  return pkeys;
 }

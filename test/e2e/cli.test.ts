@@ -127,16 +127,19 @@ describe('flood-archive CLI', () => {
     expect(versions).toHaveLength(1);
     expect(versions[0]).toMatchObject({ label: 'PSA/NAMRIA 2023: Quezon City and Pampanga, 680 barangays', regions: 0, provinces: 0, cities: 2, localAreas: 680, current: true });
 
-    // Nothing has archived the two reports yet: still pending, so not lost.
-    const pending = await run(['verify', '--json'], env);
-    expect(pending.code).toBe(0);
-    expect(JSON.parse(pending.stdout).days).toEqual([{ day: '2026-11-21', accepted: 2, archived: 0, pending: 2, missing: 0 }]);
-    // A report marked archived behind the system's back, with nothing in the archive: a loss.
+    // The import archived what it accepted itself (no worker runs here).
+    const checked = await run(['verify', '--json'], env);
+    expect(checked.code).toBe(0);
+    expect(JSON.parse(checked.stdout).days).toEqual([{ day: '2026-11-21', accepted: 2, archived: 2, pending: 0, missing: 0 }]);
+    // The archive's parts gone behind the system's back, the ledger saying archived: a loss.
+    await fs.rm(path.join(dataDir, 'store', 'reports'), { recursive: true, force: true });
+    // And one report still pending: not lost, on its way.
     const db = new Database(path.join(dataDir, 'ledger.sqlite'));
-    db.prepare("UPDATE reports SET state = 'archived' WHERE pkey = 'partner-1'").run();
+    db.prepare("UPDATE reports SET state = 'pending' WHERE pkey = 'partner-2'").run();
     db.close();
     const lost = await run(['verify', '--json'], env);
     expect(lost.code).toBe(1);
+    expect(JSON.parse(lost.stdout).days).toEqual([{ day: '2026-11-21', accepted: 2, archived: 0, pending: 1, missing: 1 }]);
     expect(JSON.parse(lost.stdout).missing).toEqual(['partner-1']);
   });
 });
