@@ -162,7 +162,6 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const boundaries = await rt.boundaries.current();
   const tagger = boundaries.tagger;
 
-  /** The staged reports as parts, then the checkpoint without them. */
   const seconds = { reading: 0, accepting: 0, archiving: 0, readyTexts: 0 };
   const timed = async (phase: keyof typeof seconds, fn: () => Promise<void>) => {
     const started = performance.now();
@@ -172,6 +171,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       seconds[phase] += (performance.now() - started) / 1000;
     }
   };
+  /** The staged reports as parts, then the checkpoint without them. */
   const archiveStaged = () => timed('archiving', async () => {
     if (checkpoint.staged.length === 0) return;
     const files = checkpoint.staged.map((name) => path.join(runDir, name));
