@@ -3,7 +3,7 @@
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
 import { pause } from '../shared/pause.js';
-import { DAY_MS, durableTurn, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
+import { DAY_MS, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
@@ -123,10 +123,10 @@ export class SqliteLedger implements IngestLedger {
         else out.push({ created: false, pkey: first.pkey });
       }
     });
-    await inTimedTurns(records, (chunk, last) => {
+    await inTimedTurns(records, (chunk) => {
       const done = out.length;
       return this.patiently(
-        () => durableTurn(this.db, last, () => commit.immediate(chunk, this.now())),
+        () => guardSync(() => commit.immediate(chunk, this.now())),
         () => (out.length = done),
       );
     });
@@ -145,10 +145,12 @@ export class SqliteLedger implements IngestLedger {
 
   async markArchived(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
-    const mark = (turn: readonly string[], last: boolean) => durableTurn(this.db, last, () => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate());
+    // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
+    // held the write lock past a live acceptance's busy timeout.
+    const mark = (turn: readonly string[]) => guardSync(() => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate());
     // Many at once only from a bulk import: each turn as large as a short hold of the lock allows,
     // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole).
-    if (pkeys.length > BULK_MARKS) await inTimedTurns(pkeys, (turn, last) => this.patiently(() => mark(turn, last)));
+    if (pkeys.length > BULK_MARKS) await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)));
     else await inTurns(pkeys, mark);
   }
 

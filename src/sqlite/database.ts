@@ -171,26 +171,14 @@ const ROWS_PER_TURN = 250;
 /** The lock left free between turns: a waiting acceptance retries after 1, 2, 5… ms. */
 const TURN_GAP_MS = 2;
 
-/**
- * Writes `items` a few hundred per transaction (`write` runs one), the write lock free between
- * them. `last` tells the final turn (see durableTurn).
- */
-export async function inTurns<T>(items: readonly T[], write: (chunk: readonly T[], last: boolean) => void): Promise<void> {
+/** Writes `items` a few hundred per transaction (`write` runs one), the write lock free between them. */
+export async function inTurns<T>(items: readonly T[], write: (chunk: readonly T[]) => void): Promise<void> {
   for (let i = 0; i < items.length; i += ROWS_PER_TURN) {
     if (i > 0) await pause(TURN_GAP_MS);
-    write(items.slice(i, i + ROWS_PER_TURN), i + ROWS_PER_TURN >= items.length);
+    write(items.slice(i, i + ROWS_PER_TURN));
   }
 }
 
-/**
- * Runs one turn's transaction of a write in turns so that the whole write costs one fsync: the
- * turns before the last commit without one (withoutFsync), and the last one's fsync of the
- * write-ahead log makes them all durable with it. A power cut part-way undoes a suffix of the
- * turns, never a turn alone, and the caller has not been told the write is done.
- */
-export function durableTurn<T>(db: Db, last: boolean, fn: () => T): T {
-  return last ? guardSync(fn) : withoutFsync(db, fn);
-}
 
 /**
  * Writes `items` in transactions (`write` runs one) sized to hold the write lock about `lockMs`
@@ -198,18 +186,20 @@ export function durableTurn<T>(db: Db, last: boolean, fn: () => T): T {
  * random insert into an index rewrites its page once per transaction, not once per row), while
  * the acceptances of a running service wait for the lock at most about that long.
  */
-export async function inTimedTurns<T>(items: readonly T[], write: (chunk: readonly T[], last: boolean) => void | Promise<void>, lockMs = 40): Promise<void> {
+export async function inTimedTurns<T>(items: readonly T[], write: (chunk: readonly T[]) => void | Promise<void>, lockMs = 40): Promise<void> {
   let size = ROWS_PER_TURN;
   for (let i = 0; i < items.length; ) {
     const chunk = items.slice(i, i + size);
     const started = performance.now();
     // A turn that waited for the lock (a busy database) counts that wait: the next one is smaller.
-    await write(chunk, i + chunk.length >= items.length);
+    await write(chunk);
     const took = Math.max(1, performance.now() - started);
     i += chunk.length;
     // Grows at most twofold a turn, so one quick turn on an idle disk cannot make the next one long.
     size = Math.max(ROWS_PER_TURN, Math.min(size * 2, Math.round((chunk.length * lockMs) / took)));
-    if (i < items.length) await pause(TURN_GAP_MS);
+    // The lock free as long as it was held: a live acceptance waiting meanwhile (SQLite's busy
+    // handler sleeps up to 100 ms between tries) finds it free, where a gap of 2 ms it missed.
+    if (i < items.length) await pause(Math.max(TURN_GAP_MS, took));
   }
 }
 
