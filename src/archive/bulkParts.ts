@@ -83,7 +83,11 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
       return rangesOf(partKeysOf(hours.map(Number), options.closedBeforeMs));
     });
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
+    // A failure stops what has not started, and is thrown once what has started is done: the
+    // scratch directory is removed only when nothing writes into it any more.
+    let failure: { err: unknown } | undefined;
     await mapLimit(parts, options.concurrency ?? 2, async ({ key, fromMs, toMs }, i) => {
+      if (failure) return;
       const file = path.join(options.scratch, `part-${i}.parquet`);
       try {
         const reports = await db.withConnection(async (conn) => {
@@ -99,10 +103,13 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
           return pkeys.map((pkey, n) => ({ pkey, createdMs: created[n]! }));
         });
         await publish({ key, file, reports });
+      } catch (err) {
+        failure ??= { err };
       } finally {
         await fs.rm(file, { force: true });
       }
     });
+    if (failure) throw failure.err;
     return parts.length;
   } finally {
     await fs.rm(options.scratch, { recursive: true, force: true });
