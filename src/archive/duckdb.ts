@@ -1,6 +1,6 @@
 // One DuckDB instance per process, in memory, spilling to a temp directory.
 import fs from 'node:fs/promises';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
 import { OverloadedError } from '../shared/errors.js';
 import { releaseMemory } from './duckdbMemory.js';
 
@@ -133,4 +133,14 @@ function abortable(conn: DuckDBConnection, signal: AbortSignal): DuckDBConnectio
 /** A SQL string literal; used only for paths the service itself built. */
 export function sqlString(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
+}
+
+/**
+ * A query's columns as JavaScript arrays, one per column even when no row came back
+ * (`getColumnsJS` then gives none).
+ */
+export async function columnsOf<T extends unknown[][]>(conn: DuckDBConnection, sql: string, values?: Record<string, DuckDBValue>): Promise<T> {
+  const reader = await conn.runAndReadAll(sql, values);
+  const columns = reader.getColumnsJS();
+  return Array.from({ length: reader.columnCount }, (_, i) => columns[i] ?? []) as T;
 }

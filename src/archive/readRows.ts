@@ -32,6 +32,8 @@ export function partsSql(files: string, withFilename = false, table: Columns = C
  */
 export function dedupedPartsSql(files: readonly string[], table: Columns = COLUMNS): string {
   const list = `[${files.map(sqlString).join(', ')}]`;
+  // One part holds each pkey once (its writers guarantee it): nothing to de-duplicate.
+  if (files.length === 1) return `SELECT ${partColumns(table).join(', ')} FROM ${partsSql(list, false, table)}`;
   return `SELECT ${partColumns(table).join(', ')} FROM ${partsSql(list, true, table)} QUALIFY ${DEDUPE_WINDOW}`;
 }
 

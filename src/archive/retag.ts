@@ -3,7 +3,7 @@
 // rows to their new tags. A report becomes no JavaScript object, and the tags travel as a small
 // dictionary of distinct tag sets (a few thousand for a year) plus one integer a report.
 import { type DuckDBConnection } from '@duckdb/node-api';
-import { sqlString, type DuckDb } from './duckdb.js';
+import { columnsOf, sqlString, type DuckDb } from './duckdb.js';
 import { dedupedPartsSql } from './readRows.js';
 
 /** A report's tags as the tagger gives them (the archive's tag columns). */
@@ -45,38 +45,19 @@ export async function retagParts(
   return db.withConnection(async (conn) => {
     try {
       await conn.run(`CREATE OR REPLACE TEMP TABLE retag_rows AS SELECT (row_number() OVER ()) - 1 AS i, * FROM (${dedupedPartsSql(files)})`);
-      const columns = (
-        await conn.runAndReadAll(`SELECT lng, lat, epoch_ms(created_at)::DOUBLE AS t, pkey, ${TAGS.join(', ')}, boundary_version FROM retag_rows ORDER BY i`)
-      ).getColumnsJS() as [number[], number[], number[], string[], (string | null)[], (string | null)[], (string | null)[], (string | null)[], string[]];
-      const [lng, lat, t, pkey, city, area, province, region, versions] = columns;
-      const result: Retagged = { reports: 0, cityChanges: 0, localAreaChanges: 0, moves: {}, moved: [], changed: false };
-      // Each distinct (tags, version) once; each report its index in that list.
-      const sets: (string | null)[][] = [];
-      const setIds = new Map<string, number>();
-      const ids = new Int32Array(lng.length);
+      const [lng, lat, t] = await columnsOf<[number[], number[], number[]]>(conn, 'SELECT lng, lat, epoch_ms(created_at)::DOUBLE FROM retag_rows ORDER BY i');
       const inWindow: number[] = [];
       for (let i = 0; i < lng.length; i++) if (t[i]! >= window.fromMs && t[i]! <= window.toMs) inWindow.push(i);
+      // Each distinct tag set once; each report in the window its index in that list (-1: a
+      // report outside the window keeps its tags and version).
+      const sets: (string | null)[][] = [];
+      const setIds = new Map<string, number>();
+      const ids = new Int32Array(lng.length).fill(-1);
       // Tagged nearest first, not in the rows' (time) order: consecutive points then test the
       // same few polygons, whose vertices are still in the processor's caches.
-      const tagged: TagSet[] = new Array<TagSet>(lng.length);
-      for (const i of spatialOrder(lng, lat, inWindow)) tagged[i] = tag(lng[i]!, lat[i]!);
-      for (let i = 0; i < lng.length; i++) {
-        const old = [city[i]!, area[i]!, province[i]!, region[i]!];
-        let next: (string | null)[];
-        const tags = tagged[i];
-        if (tags) {
-          next = [...TAGS.map((k) => tags[k]), version];
-          result.reports += 1;
-          if (next[0] !== old[0]) {
-            result.cityChanges += 1;
-            const move = `${old[0] ?? 'null'} -> ${next[0] ?? 'null'}`;
-            result.moves[move] = (result.moves[move] ?? 0) + 1;
-          }
-          if (next[1] !== old[1]) result.localAreaChanges += 1;
-          const retagged = next.slice(0, 4).some((v, k) => v !== old[k]);
-          if (retagged) result.moved.push({ pkey: pkey[i]!, createdMs: t[i]! });
-          if (retagged || version !== versions[i]) result.changed = true;
-        } else next = [...old, versions[i]!];
+      for (const i of spatialOrder(lng, lat, inWindow)) {
+        const tags = tag(lng[i]!, lat[i]!);
+        const next = TAGS.map((k) => tags[k]);
         const key = next.join('\u0000');
         let id = setIds.get(key);
         if (id === undefined) {
@@ -85,13 +66,83 @@ export async function retagParts(
         }
         ids[i] = id;
       }
+      await appendSets(conn, sets, ids);
+      // The comparison of old and new tags is DuckDB's: JavaScript reads no tag or key.
+      const result = await compare(conn, version);
       if (window.dryRun || !result.changed) return result;
-      await writeRetagged(conn, sets, ids, out);
+      await conn.run(
+        `COPY (SELECT r.* EXCLUDE (i) REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ORDER BY created_at DESC, pkey DESC)
+         TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+        { version },
+      );
       return result;
     } finally {
       await conn.run('DROP TABLE IF EXISTS retag_rows; DROP TABLE IF EXISTS retag_sets; DROP TABLE IF EXISTS retag_ids');
     }
   });
+}
+
+/** The rows with their new tag set (s.*: null columns outside the window). */
+const RETAGGED = 'retag_rows r JOIN retag_ids x ON x.rowid = r.i LEFT JOIN retag_sets s ON s.id = x.id';
+/** A row's tags and version after re-tagging, under the columns' own names. */
+const NEW_TAGS = [...TAGS.map((c) => `CASE WHEN s.id IS NULL THEN r.${c} ELSE s.${c} END AS ${c}`), `CASE WHEN s.id IS NULL THEN r.boundary_version ELSE $version END AS boundary_version`].join(', ');
+
+async function appendSets(conn: DuckDBConnection, sets: (string | null)[][], ids: Int32Array): Promise<void> {
+  await conn.run(`CREATE OR REPLACE TEMP TABLE retag_sets (id INTEGER, ${TAGS.map((c) => `${c} VARCHAR`).join(', ')})`);
+  const setAppender = await conn.createAppender('retag_sets');
+  try {
+    sets.forEach((s, id) => {
+      setAppender.appendInteger(id);
+      for (const v of s) {
+        if (v === null) setAppender.appendNull();
+        else setAppender.appendVarchar(v);
+      }
+      setAppender.endRow();
+    });
+    setAppender.flushSync();
+  } finally {
+    setAppender.closeSync();
+  }
+  // A row's set in insertion order: the table's rowid is the row's i.
+  await conn.run('CREATE OR REPLACE TEMP TABLE retag_ids (id INTEGER)');
+  const idAppender = await conn.createAppender('retag_ids');
+  try {
+    for (const id of ids) {
+      if (id < 0) idAppender.appendNull();
+      else idAppender.appendInteger(id);
+      idAppender.endRow();
+    }
+    idAppender.flushSync();
+  } finally {
+    idAppender.closeSync();
+  }
+}
+
+/** Counts what re-tagging changes, and names the reports whose answered tags move. */
+async function compare(conn: DuckDBConnection, version: string): Promise<Retagged> {
+  const differs = TAGS.map((c) => `r.${c} IS DISTINCT FROM s.${c}`).join(' OR ');
+  const bind = { version };
+  const [summary] = (
+    await conn.runAndReadAll(
+      `SELECT count(s.id)::INTEGER, count(*) FILTER (r.instance_region_code IS DISTINCT FROM s.instance_region_code AND s.id IS NOT NULL)::INTEGER,
+              count(*) FILTER (r.local_area_id IS DISTINCT FROM s.local_area_id AND s.id IS NOT NULL)::INTEGER,
+              count(*) FILTER (s.id IS NOT NULL AND (${differs} OR r.boundary_version IS DISTINCT FROM $version))::INTEGER
+         FROM ${RETAGGED}`,
+      bind,
+    )
+  ).getRowsJS() as [[number, number, number, number]];
+  const [reports, cityChanges, localAreaChanges, changedRows] = summary!;
+  const moves: Record<string, number> = {};
+  const moveRows = (
+    await conn.runAndReadAll(
+      `SELECT r.instance_region_code, s.instance_region_code, count(*)::INTEGER FROM ${RETAGGED}
+        WHERE s.id IS NOT NULL AND r.instance_region_code IS DISTINCT FROM s.instance_region_code GROUP BY ALL ORDER BY 3 DESC`,
+    )
+  ).getRowsJS() as [string | null, string | null, number][];
+  for (const [from, to, n] of moveRows) moves[`${from ?? 'null'} -> ${to ?? 'null'}`] = n;
+  const [pkeys, times] = await columnsOf<[string[], number[]]>(conn, `SELECT r.pkey, epoch_ms(r.created_at)::DOUBLE FROM ${RETAGGED} WHERE s.id IS NOT NULL AND (${differs})`);
+  const moved = pkeys.map((pkey, k) => ({ pkey, createdMs: times[k]! }));
+  return { reports, cityChanges, localAreaChanges, moves, moved, changed: changedRows > 0 };
 }
 
 /**
@@ -137,40 +188,4 @@ function spread(v: number): number {
   v = (v | (v << 2)) & 0x33333333;
   v = (v | (v << 1)) & 0x55555555;
   return v >>> 0;
-}
-
-async function writeRetagged(conn: DuckDBConnection, sets: (string | null)[][], ids: Int32Array, out: string): Promise<void> {
-  await conn.run(`CREATE OR REPLACE TEMP TABLE retag_sets (id INTEGER, ${TAGS.map((c) => `${c} VARCHAR`).join(', ')}, boundary_version VARCHAR)`);
-  const setAppender = await conn.createAppender('retag_sets');
-  try {
-    sets.forEach((s, id) => {
-      setAppender.appendInteger(id);
-      for (const v of s) {
-        if (v === null) setAppender.appendNull();
-        else setAppender.appendVarchar(v);
-      }
-      setAppender.endRow();
-    });
-    setAppender.flushSync();
-  } finally {
-    setAppender.closeSync();
-  }
-  await conn.run('CREATE OR REPLACE TEMP TABLE retag_ids (i BIGINT, id INTEGER)');
-  const idAppender = await conn.createAppender('retag_ids');
-  try {
-    for (let i = 0; i < ids.length; i++) {
-      idAppender.appendBigInt(BigInt(i));
-      idAppender.appendInteger(ids[i]!);
-      idAppender.endRow();
-    }
-    idAppender.flushSync();
-  } finally {
-    idAppender.closeSync();
-  }
-  const replaced = [...TAGS, 'boundary_version'].map((c) => `s.${c} AS ${c}`).join(', ');
-  await conn.run(
-    `COPY (SELECT r.* EXCLUDE (i) REPLACE (${replaced}) FROM retag_rows r JOIN retag_ids x ON x.i = r.i JOIN retag_sets s ON s.id = x.id
-           ORDER BY created_at DESC, pkey DESC)
-     TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
-  );
 }

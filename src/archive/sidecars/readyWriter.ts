@@ -2,7 +2,7 @@
 // same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
 // would build.
 import fs from 'node:fs/promises';
-import { sqlString, type DuckDb } from '../duckdb.js';
+import { columnsOf, sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
@@ -12,40 +12,59 @@ import { ITEM_SQL } from '../sql.js';
 import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex } from './readyFormat.js';
 
 /**
- * Writes the ready texts of one part file. Purged retractions (tombstones in the part) are left
- * out, as answers leave them out. The texts come from the same SQL as DuckDB's answers, so an
- * answer read from them is byte for byte the one DuckDB would build.
+ * The ready texts of one part file. Purged retractions (tombstones in the part) are left out, as
+ * answers leave them out. The texts come from the same SQL as DuckDB's answers, so an answer
+ * read from them is byte for byte the one DuckDB would build. `scratch`: a local path to build
+ * them at (removed before returning).
  */
-export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
+export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string): Promise<Buffer> {
   const from = `FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`;
-  const answerParquet = `${out}.parquet`;
+  const answerParquet = `${scratch}.parquet`;
   try {
-    await writeReady(db, from, answerParquet, out);
+    return await buildReady(db, from, answerParquet);
   } finally {
     await fs.rm(answerParquet, { force: true });
   }
 }
 
-async function writeReady(db: DuckDb, from: string, answerParquet: string, out: string): Promise<void> {
-  const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS ${shape}`);
+/** Writes the ready texts of one part file to `out` (see readyTextsOf). */
+export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
+  await fs.writeFile(out, await readyTextsOf(db, partFile, out));
+}
+
+async function buildReady(db: DuckDb, from: string, answerParquet: string): Promise<Buffer> {
+  const shapes = READY_TEXTS.map(({ shape }) => shape);
   const [rows, items, arrow] = await db.withConnection(async (conn) => {
-    await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
-    const hours = await conn.runAndReadAll(
-      `SELECT epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS} AS hour_ms, count(*)::INTEGER AS n,
-          min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
-          min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms, ${texts.join(', ')}
-        ${from} GROUP BY 1 ORDER BY 1 DESC`,
-    );
-    // Each report's sort key, place, city and byte lengths, in answer order (strlen: bytes).
-    const each = await conn.runAndReadAll(
-      `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code, ${READY_TEXTS.map(({ shape }) => `strlen(${ITEM_SQL[shape]})::INTEGER`).join(', ')}
-        ${from} ORDER BY created_at DESC, pkey DESC`,
-    );
-    return [
-      hours.getRowsJS() as [bigint, number, number, number, number, number, bigint, bigint, Uint8Array, Uint8Array, Uint8Array][],
-      each.getRowsJS() as [number, number, number, string | null, number, number, number][],
-      await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }),
-    ] as const;
+    try {
+      await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
+      // Each report serialised once, in answer order (k); the hours' texts and the per-report
+      // index both read these.
+      await conn.run(
+        `CREATE OR REPLACE TEMP TABLE ready_items AS
+           SELECT row_number() OVER (ORDER BY created_at DESC, pkey DESC) AS k, epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS} AS hour_ms,
+                  created_at, lng, lat, instance_region_code, ${shapes.map((shape) => `${ITEM_SQL[shape]} AS ${shape}`).join(', ')}
+           ${from}`,
+      );
+      const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ORDER BY k)) AS ${shape}`);
+      const hours = await conn.runAndReadAll(
+        `SELECT hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+            min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms, ${texts.join(', ')}
+          FROM ready_items GROUP BY 1 ORDER BY 1 DESC`,
+      );
+      // Each report's sort key, place, city and byte lengths, in answer order (strlen: bytes).
+      const each = await columnsOf<[number[], number[], number[], (string | null)[], ...number[][]]>(
+        conn,
+        `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code, ${shapes.map((shape) => `strlen(${shape})::INTEGER`).join(', ')}
+          FROM ready_items ORDER BY k`,
+      );
+      return [
+        hours.getRowsJS() as [bigint, number, number, number, number, number, bigint, bigint, Uint8Array, Uint8Array, Uint8Array][],
+        each,
+        await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }),
+      ] as const;
+    } finally {
+      await conn.run('DROP TABLE IF EXISTS ready_items');
+    }
   });
   // Offsets count from the end of the index line.
   const body: Uint8Array[] = [];
@@ -84,7 +103,8 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
   }
   // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
   // shape, its city (an index into `codes`; NO_CITY: none).
-  const n = items.length;
+  const [createdUs, lngs, lats, cities, ...lengths] = items;
+  const n = createdUs.length;
   const pad = (8 - (at % 8)) % 8;
   body.push(new Uint8Array(pad));
   const itemsAt = at + pad;
@@ -95,28 +115,28 @@ async function writeReady(db: DuckDb, from: string, answerParquet: string, out: 
   const codes: string[] = [];
   const codeIndex = new Map<string, number>();
   const pos = starts.map((start) => start - 1);
-  items.forEach((r, i) => {
-    created[i] = r[0];
-    lng[i] = r[1];
-    lat[i] = r[2];
-    if (r[3] === null) city[i] = NO_CITY;
+  for (let i = 0; i < n; i++) {
+    created[i] = createdUs[i]!;
+    lng[i] = lngs[i]!;
+    lat[i] = lats[i]!;
+    const code = cities[i];
+    if (code === null || code === undefined) city[i] = NO_CITY;
     else {
-      let c = codeIndex.get(r[3]);
-      if (c === undefined) codeIndex.set(r[3], (c = codes.push(r[3]) - 1));
+      let c = codeIndex.get(code);
+      if (c === undefined) codeIndex.set(code, (c = codes.push(code) - 1));
       city[i] = c;
     }
     ends.forEach((e, s) => {
       // One separator before every item but the first (also between hours).
-      pos[s] = pos[s]! + 1 + (r[4 + s] as number);
+      pos[s] = pos[s]! + 1 + lengths[s]![i]!;
       e[i] = pos[s]!;
     });
-  });
+  }
   if (codes.length >= NO_CITY) throw new Error(`a part holds more than ${NO_CITY - 1} cities`);
   body.push(new Uint8Array(block));
   const parquetAt = itemsAt + block.byteLength;
   const parquet = await fs.readFile(answerParquet);
   body.push(parquet);
   const index: ReadyIndex = { version: READY_VERSION, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
-  // One write: given the pieces, writeFile awaits a write per piece (thousands for a busy part).
-  await fs.writeFile(out, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]));
+  return Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]);
 }

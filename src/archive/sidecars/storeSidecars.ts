@@ -1,10 +1,9 @@
 // Stores the sidecars of a part about to be stored: ready texts (when asked for) and the stats
 // sidecar, each written from the part's local file. The caller stores the part after them.
-import fs from 'node:fs/promises';
 import type { DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../../store/objectStore.js';
 import { readyKeyOf, statsKeyOf } from './keys.js';
-import { writeReadyTexts } from './readyWriter.js';
+import { readyTextsOf } from './readyWriter.js';
 import { statsSidecarOf } from './statsWriter.js';
 
 export interface SidecarDeps {
@@ -14,12 +13,7 @@ export interface SidecarDeps {
 
 /** Ready texts of the part in `partFile`, stored under the key of the part `partKey`; `scratch`: a local path to build them at. */
 export async function storeReadyTexts(deps: SidecarDeps, partKey: string, partFile: string, scratch: string): Promise<void> {
-  try {
-    await writeReadyTexts(deps.db, partFile, scratch);
-    await deps.store.put(readyKeyOf(partKey), await fs.readFile(scratch));
-  } finally {
-    await fs.rm(scratch, { force: true });
-  }
+  await deps.store.put(readyKeyOf(partKey), await readyTextsOf(deps.db, partFile, scratch));
 }
 
 /** The stats sidecar of a part; one whose codes do not fit loses any older sidecar (it is then counted by DuckDB). */
