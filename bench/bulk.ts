@@ -10,7 +10,8 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
-import { cliChild, startServer } from './server.js';
+import { postgresLoadSeconds } from './postgres.js';
+import { cliChild, cliMeasured, startServer } from './server.js';
 import { pointPool, prng } from './synthetic.js';
 
 type Row = Record<string, string | number>;
@@ -23,15 +24,6 @@ const TEXTS = [
   'Mabilis ang agos sa ilalim ng tulay, lumalalim pa.',
   '',
 ];
-
-/** Peak RSS of a process since it started, in MB (Linux); 0 once it has exited. */
-function peakRssMb(pid: number | undefined): number {
-  try {
-    return pid === undefined ? 0 : Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * Writes `n` partner bodies over the `days` days before `endMs`, points inside the shipped
@@ -96,19 +88,10 @@ interface Imported {
 
 /** `import --file` as a child process into `env`'s data dir: its wall time, phases and peak RSS. */
 async function runImport(file: string, env: Record<string, string>): Promise<Imported> {
-  const t = performance.now();
-  const child = cliChild(['import', '--file', file, '--restart'], env);
-  let rss = 0;
-  const sample = setInterval(() => (rss = Math.max(rss, peakRssMb(child.pid))), 250);
-  try {
-    const result = (await child.result) as unknown as Omit<Imported, 'wall' | 'queryable' | 'rss'>;
-    rss = Math.max(rss, peakRssMb(child.pid));
-    const wall = (performance.now() - t) / 1000;
-    // Queryable once archiving ends: what follows is the ready texts (the same answers, faster).
-    return { ...result, wall, queryable: wall - result.seconds.readyTexts, rss };
-  } finally {
-    clearInterval(sample);
-  }
+  const { result, seconds: wall, rssMb: rss } = await cliMeasured(['import', '--file', file, '--restart'], env);
+  const imported = result as unknown as Omit<Imported, 'wall' | 'queryable' | 'rss'>;
+  // Queryable once archiving ends: what follows is the ready texts (the same answers, faster).
+  return { ...imported, wall, queryable: wall - imported.seconds.readyTexts, rss };
 }
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
@@ -162,9 +145,10 @@ export async function bulkScenario(options: BulkOptions, log: (line: string) => 
       const file = path.join(dir, `year-${order}.ndjson`);
       await writeYear(file, options.year, 365, endMs, order);
       const dataDir = path.join(dir, `data-year-${order}`);
+      const postgres = await postgresLoadSeconds(file);
       const imported = await runImport(file, { ...base, DATA_DIR: dataDir });
-      log(`bulk: year in ${order} order, queryable after ${r1(imported.queryable)} s`);
-      rows.push(importRow(`the benchmark year, ${order === 'time' ? 'in time order' : 'shuffled'}`, options.year, imported));
+      log(`bulk: year in ${order} order, queryable after ${r1(imported.queryable)} s (PostgreSQL: ${postgres === undefined ? 'not installed' : `${r1(postgres)} s`})`);
+      rows.push({ ...importRow(`the benchmark year, ${order === 'time' ? 'in time order' : 'shuffled'}`, options.year, imported), 'PostgreSQL load s': postgres === undefined ? 'not installed' : r1(postgres) });
       await fsp.rm(dataDir, { recursive: true, force: true });
       await fsp.rm(file, { force: true });
     }

@@ -1,5 +1,6 @@
 // The compiled entry point as a child process, as every benchmark drives it.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,6 +69,29 @@ export async function asServer(child: ChildProcess, listens = true): Promise<Ser
 /** Runs an ops command of the CLI to its end; its --json answer. */
 export function cliJson(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
   return cliChild(args, env).result;
+}
+
+/** Peak RSS of a process since it started, in MB (Linux); 0 once it has exited. */
+function peakRssMb(pid: number | undefined): number {
+  try {
+    return pid === undefined ? 0 : Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** An ops command of the CLI as a child process: its --json answer, wall time in s and peak RSS in MB. */
+export async function cliMeasured(args: string[], env: Record<string, string>): Promise<{ result: Record<string, unknown>; seconds: number; rssMb: number }> {
+  const t = performance.now();
+  const child = cliChild(args, env);
+  let rssMb = 0;
+  const sample = setInterval(() => (rssMb = Math.max(rssMb, peakRssMb(child.pid))), 250);
+  try {
+    const result = await child.result;
+    return { result, seconds: (performance.now() - t) / 1000, rssMb: Math.round(rssMb) };
+  } finally {
+    clearInterval(sample);
+  }
 }
 
 /** An ops command of the CLI as a child process (its pid, to sample its memory) and its --json answer. */

@@ -6,7 +6,10 @@ import { unflatten, type AcceptRow, type CommitReply, type CommitRequest, type C
 
 const port = parentPort!;
 const { file, busyTimeoutMs, insertSql, existingSql, sendSql, pragmas } = workerData as CommitWorkerData;
-const db = new Database(file, { timeout: busyTimeoutMs });
+// No busy handler: SQLite's sleeps grow to 100 ms between tries and miss the short gaps a bulk
+// job leaves between its turns; a busy lock is tried again every millisecond instead.
+const db = new Database(file, { timeout: 0 });
+const nap = new Int32Array(new SharedArrayBuffer(4));
 for (const pragma of pragmas) db.pragma(pragma);
 const insert = db.prepare<[string, string, number, string, number, string, number, number]>(insertSql);
 const existing = db.prepare<[string, string, number], string>(existingSql).pluck();
@@ -21,10 +24,24 @@ const commit = db.transaction((rows: AcceptRow[], now: number): Committed[] =>
   }),
 );
 
+/** Runs a transaction, trying again every millisecond while another connection holds the lock, up to busyTimeoutMs. */
+function whenFree<T>(transaction: () => T): T {
+  const deadline = performance.now() + busyTimeoutMs;
+  for (;;) {
+    try {
+      return transaction();
+    } catch (err) {
+      // A failed transaction was rolled back whole: trying it again is safe.
+      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || performance.now() >= deadline) throw err;
+      Atomics.wait(nap, 0, 0, 1);
+    }
+  }
+}
+
 port.on('message', ({ id, flat, now }: CommitRequest) => {
   let reply: CommitReply;
   try {
-    reply = { id, created: commit.immediate(unflatten(flat), now) };
+    reply = { id, created: whenFree(() => commit.immediate(unflatten(flat), now)) };
   } catch (err) {
     // The code (SQLITE_BUSY, SQLITE_FULL, EACCES…) is what the owner decides by.
     const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };

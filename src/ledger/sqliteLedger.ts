@@ -3,7 +3,7 @@
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
 import { pause } from '../shared/pause.js';
-import { DAY_MS, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
+import { commitsOfOthers, DAY_MS, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
@@ -123,13 +123,17 @@ export class SqliteLedger implements IngestLedger {
         else out.push({ created: false, pkey: first.pkey });
       }
     });
-    await inTimedTurns(records, (chunk) => {
-      const done = out.length;
-      return this.patiently(
-        () => guardSync(() => commit.immediate(chunk, this.now())),
-        () => (out.length = done),
-      );
-    });
+    await inTimedTurns(
+      records,
+      (chunk) => {
+        const done = out.length;
+        return this.patiently(
+          () => guardSync(() => commit.immediate(chunk, this.now())),
+          () => (out.length = done),
+        );
+      },
+      { othersWrote: commitsOfOthers(this.db) },
+    );
     return out;
   }
 
@@ -150,7 +154,7 @@ export class SqliteLedger implements IngestLedger {
     const mark = (turn: readonly string[]) => guardSync(() => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate());
     // Many at once only from a bulk import: each turn as large as a short hold of the lock allows,
     // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole).
-    if (pkeys.length > BULK_MARKS) await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)));
+    if (pkeys.length > BULK_MARKS) await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
     else await inTurns(pkeys, mark);
   }
 

@@ -180,14 +180,26 @@ export async function inTurns<T>(items: readonly T[], write: (chunk: readonly T[
 }
 
 
+/** The lock left free between a bulk job's turns while no other connection writes. */
+const ALONE_GAP_MS = 10;
+/** How long after another connection's last commit a bulk job still leaves long gaps. */
+const SHARED_FOR_MS = 1_000;
+
 /**
  * Writes `items` in transactions (`write` runs one) sized to hold the write lock about `lockMs`
  * each, the lock free between them: a bulk job's rows cost far less in large transactions (a
  * random insert into an index rewrites its page once per transaction, not once per row), while
  * the acceptances of a running service wait for the lock at most about that long.
+ * `othersWrote`: whether another connection committed since the last call (PRAGMA data_version).
  */
-export async function inTimedTurns<T>(items: readonly T[], write: (chunk: readonly T[]) => void | Promise<void>, lockMs = 40): Promise<void> {
+export async function inTimedTurns<T>(
+  items: readonly T[],
+  write: (chunk: readonly T[]) => void | Promise<void>,
+  options: { lockMs?: number; othersWrote?: () => boolean } = {},
+): Promise<void> {
+  const { lockMs = 40, othersWrote = () => true } = options;
   let size = ROWS_PER_TURN;
+  let sharedUntil = 0;
   for (let i = 0; i < items.length; ) {
     const chunk = items.slice(i, i + size);
     const started = performance.now();
@@ -197,10 +209,26 @@ export async function inTimedTurns<T>(items: readonly T[], write: (chunk: readon
     i += chunk.length;
     // Grows at most twofold a turn, so one quick turn on an idle disk cannot make the next one long.
     size = Math.max(ROWS_PER_TURN, Math.min(size * 2, Math.round((chunk.length * lockMs) / took)));
-    // The lock free as long as it was held: a live acceptance waiting meanwhile (SQLite's busy
-    // handler sleeps up to 100 ms between tries) finds it free, where a gap of 2 ms it missed.
-    if (i < items.length) await pause(Math.max(TURN_GAP_MS, took));
+    if (i >= items.length) break;
+    // While others write, the lock is left free as long as it was held: a worker's flush waiting
+    // in SQLite's busy handler (it sleeps up to 100 ms between tries) finds it free, where it
+    // missed gaps of 2 ms. Alone, a short gap: an acceptance polls for the lock every
+    // millisecond (commitWorker.ts) and takes it, and its commit brings the long gaps back.
+    if (othersWrote()) sharedUntil = performance.now() + SHARED_FOR_MS;
+    await pause(performance.now() < sharedUntil ? Math.max(TURN_GAP_MS, took) : ALONE_GAP_MS);
   }
+}
+
+/** A test of whether another connection to `db`'s file committed since it was last asked. */
+export function commitsOfOthers(db: Db): () => boolean {
+  const version = () => db.pragma('data_version', { simple: true }) as number;
+  let seen = version();
+  return () => {
+    const now = version();
+    const changed = now !== seen;
+    seen = now;
+    return changed;
+  };
 }
 
 /** SQLite errors a client cannot cause: locked, full, read-only, corrupt, I/O. */

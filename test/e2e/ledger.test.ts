@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
+import Database from 'better-sqlite3';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import {
   acceptedPkeys,
@@ -83,6 +84,33 @@ describe('the SQLite ledger shared by processes', () => {
       expect(await rt.ledger.isPending('partner-20000')).toBe(false);
       expect(await rt.ledger.isPending('partner-30000')).toBe(true);
     } finally {
+      await rt.close();
+    }
+  });
+
+  it("an acceptance takes the write lock in a gap of a few milliseconds between another connection's long turns, as a bulk import leaves them", async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    const other = new Database(path.join(rt.config.dataDir, 'ledger.sqlite'));
+    const record = (id: number) => ({ v: 1 as const, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: new Date().toISOString(), report: parsePartnerReport(report(id)) });
+    try {
+      await rt.ledger.accept(record(1));
+      // Another connection holds the lock 95 ms at a time, leaving it free 3 ms between: SQLite's
+      // busy handler, sleeping ever longer between tries, misses those gaps until its timeout.
+      let turns = true;
+      const turning = (async () => {
+        while (turns) {
+          other.exec('BEGIN IMMEDIATE');
+          await new Promise((r) => setTimeout(r, 95));
+          other.exec('COMMIT');
+          await new Promise((r) => setTimeout(r, 3));
+        }
+      })();
+      const accepted = await rt.ledger.accept(record(2)).finally(() => (turns = false));
+      await turning;
+      expect(accepted).toEqual({ created: true, pkey: 'partner-2' });
+      expect(await rt.ledger.isPending('partner-2')).toBe(true);
+    } finally {
+      other.close();
       await rt.close();
     }
   });

@@ -32,39 +32,68 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
   await fs.writeFile(out, await readyTextsOf(db, partFile, out));
 }
 
+/**
+ * Reports serialised in one query at most: a storm's day (100,000 reports and more) at once held
+ * its texts twice over (sorted, then joined) past the engine's memory.
+ */
+const BATCH_REPORTS = 20_000;
+const ORDER = 'ORDER BY created_at DESC, pkey DESC';
+const HOUR_SQL = `epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS}`;
+
+type HourRow = [bigint, number, number, number, number, number, bigint, bigint];
+
+/** Consecutive hours (newest first) in runs of at most BATCH_REPORTS reports (an hour is never split). */
+function batchesOf(hours: readonly HourRow[]): HourRow[][] {
+  const batches: HourRow[][] = [];
+  let size = Infinity;
+  for (const hour of hours) {
+    if (size + hour[1] > BATCH_REPORTS) {
+      batches.push([]);
+      size = 0;
+    }
+    batches.at(-1)!.push(hour);
+    size += hour[1];
+  }
+  return batches;
+}
+
 async function buildReady(db: DuckDb, from: string, answerParquet: string): Promise<Buffer> {
   const shapes = READY_TEXTS.map(({ shape }) => shape);
-  const [rows, items, arrow] = await db.withConnection(async (conn) => {
-    try {
-      await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
-      // Each report serialised once, in answer order (k); the hours' texts and the per-report
-      // index both read these.
-      await conn.run(
-        `CREATE OR REPLACE TEMP TABLE ready_items AS
-           SELECT row_number() OVER (ORDER BY created_at DESC, pkey DESC) AS k, epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS} AS hour_ms,
-                  created_at, lng, lat, instance_region_code, ${shapes.map((shape) => `${ITEM_SQL[shape]} AS ${shape}`).join(', ')}
-           ${from}`,
-      );
-      const texts = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ORDER BY k)) AS ${shape}`);
-      const hours = await conn.runAndReadAll(
-        `SELECT hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
-            min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms, ${texts.join(', ')}
-          FROM ready_items GROUP BY 1 ORDER BY 1 DESC`,
-      );
-      // Each report's sort key, place, city and byte lengths, in answer order (strlen: bytes).
-      const each = await columnsOf<[number[], number[], number[], (string | null)[], ...number[][]]>(
-        conn,
-        `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code, ${shapes.map((shape) => `strlen(${shape})::INTEGER`).join(', ')}
-          FROM ready_items ORDER BY k`,
-      );
-      return [
-        hours.getRowsJS() as [bigint, number, number, number, number, number, bigint, bigint, Uint8Array, Uint8Array, Uint8Array][],
-        each,
-        await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }),
-      ] as const;
-    } finally {
-      await conn.run('DROP TABLE IF EXISTS ready_items');
+  const [rows, texts, lengths, items, arrow] = await db.withConnection(async (conn) => {
+    await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
+    const hours = (
+      await conn.runAndReadAll(
+        `SELECT ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+            min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
+          ${from} GROUP BY 1 ORDER BY 1 DESC`,
+      )
+    ).getRowsJS() as HourRow[];
+    // Each report serialised once (the subquery), its text joined into its hour's and its length
+    // kept, in answer order.
+    const hourTexts: Uint8Array[][] = [];
+    const lengths: number[][] = shapes.map(() => []);
+    for (const batch of batchesOf(hours)) {
+      const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
+      const joined = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ${ORDER}))`);
+      const sizes = shapes.map((shape) => `list(strlen(${shape})::INTEGER ${ORDER})`);
+      const got = (
+        await conn.runAndReadAll(
+          `SELECT hour_ms, ${joined.join(', ')}, ${sizes.join(', ')}
+            FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${shapes.map((shape) => `${ITEM_SQL[shape]} AS ${shape}`).join(', ')}
+                  ${from} AND epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
+            GROUP BY 1 ORDER BY 1 DESC`,
+        )
+      ).getRowsJS() as [bigint, ...(Uint8Array | number[])[]][];
+      for (const row of got) {
+        hourTexts.push(row.slice(1, 1 + shapes.length) as Uint8Array[]);
+        shapes.forEach((_, s) => {
+          for (const n of row[1 + shapes.length + s] as number[]) lengths[s]!.push(n);
+        });
+      }
     }
+    // Each report's sort key, place and city, in answer order.
+    const each = await columnsOf<[number[], number[], number[], (string | null)[]]>(conn, `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code ${from} ${ORDER}`);
+    return [hours, hourTexts, lengths, each, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
   });
   // Offsets count from the end of the index line.
   const body: Uint8Array[] = [];
@@ -86,7 +115,7 @@ async function buildReady(db: DuckDb, from: string, answerParquet: string): Prom
         body.push(Buffer.from(separator));
         at += 1;
       }
-      const text = r[8 + s] as Uint8Array;
+      const text = texts[i]![s]!;
       hours[i]![shape] = [at, at + text.byteLength];
       body.push(text);
       at += text.byteLength;
@@ -103,7 +132,7 @@ async function buildReady(db: DuckDb, from: string, answerParquet: string): Prom
   }
   // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
   // shape, its city (an index into `codes`; NO_CITY: none).
-  const [createdUs, lngs, lats, cities, ...lengths] = items;
+  const [createdUs, lngs, lats, cities] = items;
   const n = createdUs.length;
   const pad = (8 - (at % 8)) % 8;
   body.push(new Uint8Array(pad));
