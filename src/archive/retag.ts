@@ -1,7 +1,8 @@
 // Re-tagging parts in bulk: DuckDB de-duplicates and holds the rows, JavaScript sees only each
-// report's point and tags (the tagger is ours), and DuckDB writes the new part by joining the
-// rows to their new tags. A report becomes no JavaScript object, and the tags travel as a small
-// dictionary of distinct tag sets (a few thousand for a year) plus one integer a report.
+// report's point and time and tags it (the tagger is ours), and DuckDB compares the old tags with
+// the new and writes the new part by joining the rows to them. A report becomes no JavaScript
+// object, and the new tags travel as a small dictionary of distinct tag sets (a few thousand for a
+// year) plus one integer a report.
 import { type DuckDBConnection } from '@duckdb/node-api';
 import { columnsOf, sqlString, type DuckDb } from './duckdb.js';
 import { dedupedPartsSql } from './readRows.js';
