@@ -18,10 +18,9 @@ import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type Read
  * them at (removed before returning).
  */
 export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string): Promise<Buffer> {
-  const from = `FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`;
   const answerParquet = `${scratch}.parquet`;
   try {
-    return await buildReady(db, from, answerParquet);
+    return await buildReady(db, `SELECT * FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`, answerParquet);
   } finally {
     await fs.rm(answerParquet, { force: true });
   }
@@ -57,43 +56,51 @@ function batchesOf(hours: readonly HourRow[]): HourRow[][] {
   return batches;
 }
 
-async function buildReady(db: DuckDb, from: string, answerParquet: string): Promise<Buffer> {
+async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): Promise<Buffer> {
   const shapes = READY_TEXTS.map(({ shape }) => shape);
   const [rows, texts, lengths, items, arrow] = await db.withConnection(async (conn) => {
-    await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
-    const hours = (
-      await conn.runAndReadAll(
-        `SELECT ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
-            min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
-          ${from} GROUP BY 1 ORDER BY 1 DESC`,
-      )
-    ).getRowsJS() as HourRow[];
-    // Each report serialised once (the subquery), its text joined into its hour's and its length
-    // kept, in answer order.
-    const hourTexts: Uint8Array[][] = [];
-    const lengths: number[][] = shapes.map(() => []);
-    for (const batch of batchesOf(hours)) {
-      const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
-      const joined = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ${ORDER}))`);
-      const sizes = shapes.map((shape) => `list(strlen(${shape})::INTEGER ${ORDER})`);
-      const got = (
+    try {
+      // The part decoded once: every query below reads it (the Parquet file, each time, cost more
+      // than the query).
+      await conn.run(`CREATE OR REPLACE TEMP TABLE ready_rows AS ${rowsSql}`);
+      const from = 'FROM ready_rows';
+      await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
+      const hours = (
         await conn.runAndReadAll(
-          `SELECT hour_ms, ${joined.join(', ')}, ${sizes.join(', ')}
-            FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${shapes.map((shape) => `${ITEM_SQL[shape]} AS ${shape}`).join(', ')}
-                  ${from} AND epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
-            GROUP BY 1 ORDER BY 1 DESC`,
+          `SELECT ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+              min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
+            ${from} GROUP BY 1 ORDER BY 1 DESC`,
         )
-      ).getRowsJS() as [bigint, ...(Uint8Array | number[])[]][];
-      for (const row of got) {
-        hourTexts.push(row.slice(1, 1 + shapes.length) as Uint8Array[]);
-        shapes.forEach((_, s) => {
-          for (const n of row[1 + shapes.length + s] as number[]) lengths[s]!.push(n);
-        });
+      ).getRowsJS() as HourRow[];
+      // Each report serialised once (the subquery), its text joined into its hour's and its length
+      // kept, in answer order.
+      const hourTexts: Uint8Array[][] = [];
+      const lengths: number[][] = shapes.map(() => []);
+      for (const batch of batchesOf(hours)) {
+        const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
+        const joined = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ${ORDER}))`);
+        const sizes = shapes.map((shape) => `list(strlen(${shape})::INTEGER ${ORDER})`);
+        const got = (
+          await conn.runAndReadAll(
+            `SELECT hour_ms, ${joined.join(', ')}, ${sizes.join(', ')}
+              FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${shapes.map((shape) => `${ITEM_SQL[shape]} AS ${shape}`).join(', ')}
+                    ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
+              GROUP BY 1 ORDER BY 1 DESC`,
+          )
+        ).getRowsJS() as [bigint, ...(Uint8Array | number[])[]][];
+        for (const row of got) {
+          hourTexts.push(row.slice(1, 1 + shapes.length) as Uint8Array[]);
+          shapes.forEach((_, s) => {
+            for (const n of row[1 + shapes.length + s] as number[]) lengths[s]!.push(n);
+          });
+        }
       }
+      // Each report's sort key, place and city, in answer order.
+      const each = await columnsOf<[number[], number[], number[], (string | null)[]]>(conn, `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code ${from} ${ORDER}`);
+      return [hours, hourTexts, lengths, each, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
+    } finally {
+      await conn.run('DROP TABLE IF EXISTS ready_rows');
     }
-    // Each report's sort key, place and city, in answer order.
-    const each = await columnsOf<[number[], number[], number[], (string | null)[]]>(conn, `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code ${from} ${ORDER}`);
-    return [hours, hourTexts, lengths, each, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
   });
   // Offsets count from the end of the index line.
   const body: Uint8Array[] = [];
