@@ -13,7 +13,7 @@ import { FileObjectStore } from '../../src/store/fileStore.js';
 import { CLI } from '../support/cli.js';
 import { allArchived, eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, API_KEY, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { HAS_MOTO, MOTO_MISSING, motoEnv, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
 import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 import type { Config } from '../../src/shared/config.js';
@@ -274,14 +274,7 @@ describe.skipIf(!HAS_MOTO)('several workers on S3 with conditional writes (moto)
     cleanups.push(() => moto.stop());
     const id = randomBytes(4).toString('hex');
     const shared = {
-      PATH: process.env.PATH ?? '',
-      TZ: 'UTC',
-      STORAGE_URL: `s3://archive-${id}/flood`,
-      QUEUE_URL: moto.queueUrl(`reports-${id}`),
-      AWS_ENDPOINT_URL: moto.endpoint,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...motoEnv(moto, id),
       API_KEYS: API_KEY,
       FLUSH_INTERVAL_SECONDS: '0.3',
       LOG_LEVEL: 'silent',

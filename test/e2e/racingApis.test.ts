@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, report, tempDir, pkeyOf } from '../support/env.js';
 import type { Emulator } from '../support/fauxqs.js';
-import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { HAS_MOTO, MOTO_MISSING, motoEnv, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
@@ -47,14 +47,7 @@ describe.skipIf(!HAS_MOTO)('two API processes on S3 and SQS (moto)', () => {
     moto = await startMoto();
     const id = randomBytes(4).toString('hex');
     const shared = {
-      PATH: process.env.PATH ?? '',
-      TZ: 'UTC',
-      STORAGE_URL: `s3://archive-${id}/flood`,
-      QUEUE_URL: moto.queueUrl(`reports-${id}`),
-      AWS_ENDPOINT_URL: moto.endpoint,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...motoEnv(moto, id),
       API_KEYS: API_KEY,
       FLUSH_INTERVAL_SECONDS: '0.5',
       RATE_LIMIT_FEED_PER_MINUTE: '100000',

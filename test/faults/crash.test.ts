@@ -2,138 +2,24 @@
 // processes on one DATA_DIR, a client posting reports and retrying the same body on any error,
 // each process restarted after its crash as a supervisor would. Afterwards, with no operator
 // action, every acknowledged report is archived exactly once, with the version first accepted.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, report, tempDir, pkeyOf } from '../support/env.js';
 import { freePort } from '../support/net.js';
-import { CLI, runCli } from '../support/cli.js';
-
-const REPORTS = 1_200;
-const MIN_KILLS = 6;
-const MAX_REPORTS = 30_000;
-const DAY = Date.UTC(2026, 10, 20); // a closed day, so compaction takes all of it
-
-interface Supervised {
-  name: string;
-  child?: ChildProcess;
-  /** Whether the current process has started (a crash is a crash of a running process). */
-  up: boolean;
-  crashes: number;
-  output: string;
-  /** Stops restarting and ends the process. */
-  stop(): Promise<void>;
-}
+import { runCli } from '../support/cli.js';
+import { killAtRandom, postWhile, supervise, type Supervised } from './supervision.js';
 
 const running: Supervised[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((p) => p.stop()));
 });
 
-/** Runs `flood-archive <command>` and starts it again whenever it dies, as systemd or ECS would. */
-function supervise(command: string, env: Record<string, string>): Supervised {
-  let stopping = false;
-  const p: Supervised = {
-    name: command,
-    up: false,
-    crashes: 0,
-    output: '',
-    async stop() {
-      stopping = true;
-      const child = p.child;
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-  const launch = () => {
-    // Info level for the worker only: its "started" line says when it runs.
-    const level = command === 'worker' ? { LOG_LEVEL: 'info' } : {};
-    const child = spawn(process.execPath, [CLI, command], { env: { ...env, ...level }, stdio: ['ignore', 'pipe', 'pipe'] });
-    p.child = child;
-    p.up = false;
-    const keep = (d: Buffer) => {
-      const text = d.toString();
-      if (/listening on|"msg":"started"/.test(text)) p.up = true;
-      p.output = (p.output + text).slice(-20_000);
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-    child.once('exit', () => {
-      if (!stopping) setTimeout(launch, 100 + Math.random() * 200);
-    });
-  };
-  launch();
-  running.push(p);
-  return p;
-}
-
-/** SIGKILLs one of the running processes every 0.5–2 s until `until` settles. */
-async function killAtRandom(targets: Supervised[], until: Promise<unknown>): Promise<void> {
-  let done = false;
-  until.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  while (!done) {
-    await new Promise((r) => setTimeout(r, 500 + Math.random() * 1500));
-    if (done) break;
-    const up = targets.filter((t) => t.up && t.child && t.child.exitCode === null && t.child.signalCode === null);
-    const target = up[Math.floor(Math.random() * up.length)];
-    if (target) {
-      target.up = false;
-      target.child!.kill('SIGKILL');
-      target.crashes += 1;
-    }
-  }
-}
-
-/**
- * Posts reports with new post_ids while `more(posted)` says so, each retried with the same body
- * on any error or 5xx; returns the post_ids sent and those acknowledged.
- */
-async function postWhile(url: string, more: (posted: number) => boolean, concurrency = 8): Promise<{ ids: number[]; acked: Set<number> }> {
-  const acked = new Set<number>();
-  const ids: number[] = [];
-  const one = async (id: number) => {
-    const body = JSON.stringify(reportOf(id, 'first'));
-    const giveUpAt = Date.now() + 120_000;
-    for (;;) {
-      try {
-        const res = await fetch(`${url}/feeds/partner`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY },
-          body,
-          signal: AbortSignal.timeout(10_000),
-        });
-        await res.arrayBuffer();
-        if (res.status === 201 || res.status === 200) {
-          acked.add(id);
-          return;
-        }
-        // Only unavailability is retried; anything else is a failure of the test.
-        if (res.status !== 503 && res.status !== 502) throw new Error(`post ${id}: unexpected ${res.status}`);
-      } catch (err) {
-        if (err instanceof Error && err.message.startsWith('post ')) throw err;
-      }
-      if (Date.now() > giveUpAt) throw new Error(`post ${id}: never acknowledged in 120 s`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (more(ids.length)) {
-        const id = 1_000_000 + ids.length;
-        ids.push(id);
-        await one(id);
-      }
-    }),
-  );
-  return { ids, acked };
-}
+const REPORTS = 1_200;
+const MIN_KILLS = 6;
+const MAX_REPORTS = 30_000;
+const DAY = Date.UTC(2026, 10, 20); // a closed day, so compaction takes all of it
 
 function reportOf(id: number, version: string) {
   return report(id, {
@@ -185,14 +71,14 @@ async function crashRun(commands: string[]): Promise<void> {
     RATE_LIMIT_FEED_PER_MINUTE: '1000000',
     LOG_LEVEL: 'warn',
   };
-  const processes = commands.map((c) => supervise(c, env));
+  const processes = commands.map((c) => supervise(c, env, running));
   const diagnose = () => processes.map((p) => `--- ${p.name} (${p.crashes} kills)\n${p.output.slice(-3000)}`).join('\n');
   await eventually(() => fetch(`${url}/health`).then((r) => (r.ok ? true : undefined)), 30_000, 'the API to listen');
 
   // At least REPORTS reports, and as many more as it takes for MIN_KILLS crashes to happen
   // while posting goes on (a fast machine posts REPORTS in a few seconds).
   const kills = () => processes.reduce((n, p) => n + p.crashes, 0);
-  const posting = postWhile(url, (posted) => posted < MAX_REPORTS && (posted < REPORTS || kills() < MIN_KILLS));
+  const posting = postWhile([url], (posted) => posted < MAX_REPORTS && (posted < REPORTS || kills() < MIN_KILLS), (id) => reportOf(id, 'first'));
   await killAtRandom(processes, posting);
   const { ids, acked } = await posting.catch((err: unknown) => {
     throw new Error(`${String(err)}\n${diagnose()}`);
