@@ -9,7 +9,10 @@
 //      the whole year again and again: post latency and answers, open descriptors and RSS.
 //   4. A kill -9 with 20,000 reports waiting: how soon the restarted service answers and accepts,
 //      and how soon all of them are in the archive.
-// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash]
+//   5. Scale-out (bench/scaleOut.ts, on moto_server): three APIs, three workers and two
+//      schedulers on one bucket and queue, APIs and workers killed at random while 5,000 reports
+//      are posted: what was acknowledged and archived, duplicates, kills, time to converge.
+// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash,scaleout]
 import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -19,14 +22,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { cliJson, startServer, type Server } from './server.js';
+import { cliJson, freePort, startServer, type Server } from './server.js';
+import { startMotoServer } from './moto.js';
+import { scaleOutRun } from './scaleOut.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { buildBenchStore } from './synthetic.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(root, 'dist', 'src', 'cli.js');
 const API_KEY = 'bench-key-0123456789abcdef';
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash' } } });
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash,scaleout' } } });
 const QUICK = args.quick === true;
 const ONLY = new Set(String(args.only).split(','));
 const runs = (name: string) => ONLY.has(name);
@@ -35,6 +40,7 @@ const LORIS_S = QUICK ? 20 : 60;
 const YEAR_REPORTS = QUICK ? 100_000 : 1_000_000;
 const MIXED_S = QUICK ? 10 : 30;
 const PENDING = QUICK ? 5_000 : 20_000;
+const SCALE_OUT_REPORTS = QUICK ? 1_000 : 5_000;
 
 /** A relay in front of the emulator that can go silent: it accepts and never answers. */
 async function relay(targetPort: number): Promise<{ port: number; stall(): void; resume(): void; close(): void }> {
@@ -339,12 +345,31 @@ async function crashWithBacklog(): Promise<void> {
   }
 }
 
+/** The scale-out run at the benchmark's size, its figures printed. */
+async function scaleOut(): Promise<void> {
+  const moto = await startMotoServer(await freePort());
+  try {
+    const day = Date.UTC(2026, 10, 19);
+    const reportOf = (n: number, title: string) => ({ post_id: n, created_at: new Date(day + (n % 24) * 3_600_000 + (n % 60) * 1000).toISOString(), partner_city: 'Quezon City', disaster_type: 'flood', location: { lat: 14.6516, lng: 121.0497 }, title });
+    const run = await scaleOutRun(moto, { reports: SCALE_OUT_REPORTS, minKills: 20, apis: 3, workers: 3, apiKey: API_KEY, reportOf });
+    const firstVersions = [...run.answers.ndjson].filter(([pkey, titles]) => titles.length === 1 && titles[0] === `first ${pkey.split('-').at(-1)}`).length;
+    console.log(`\nscale-out on moto: 3 APIs, 3 workers, 2 schedulers; APIs and workers killed at random`);
+    console.log(`  posted ${run.ids.length.toLocaleString()}, acknowledged ${run.acked.size.toLocaleString()}, archived ${run.answers.ndjson.size.toLocaleString()} (${firstVersions.toLocaleString()} once with their first version)`);
+    console.log(`  duplicates in answers: ${[...run.answers.ndjson.values()].filter((t) => t.length > 1).length}; stored copies before compaction: ${[...run.storedBefore.values()].reduce((a, b) => a + b, 0).toLocaleString()}, after: ${[...run.storedAfter.values()].reduce((a, b) => a + b, 0).toLocaleString()}`);
+    console.log(`  kills: ${run.kills}; converged ${r1(run.convergedSeconds)} s after the last kill; ${r1(run.seconds)} s in all`);
+    console.log(`  verify: exit ${run.verify.code}; reconciliation ticks ${run.ticks}, run ${run.ran}, skipped ${run.skipped}; unreadable objects: ${run.broken.length}`);
+  } finally {
+    await moto.stop();
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`${os.cpus().length} CPUs, Node ${process.version}`);
   if (runs('stall')) await stalledEndpoint();
   if (runs('slowloris')) await slowloris();
   if (runs('mixed')) await mixedLoad();
   if (runs('crash')) await crashWithBacklog();
+  if (runs('scaleout')) await scaleOut();
 }
 
 main().catch((err: unknown) => {

@@ -1,11 +1,14 @@
 // The compiled entry point as a child process, as every benchmark drives it.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** dist/src/main/cli.js, beside this file's dist/bench/. */
-export const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/main/cli.js');
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The compiled CLI (`npm run build`), also when this module runs from source (the tests). */
+export const CLI = import.meta.url.endsWith('.ts') ? path.resolve(here, '../dist/src/main/cli.js') : path.resolve(here, '../src/main/cli.js');
 
 export interface Server {
   url: string;
@@ -104,4 +107,29 @@ export function cliChild(args: string[], env: Record<string, string>): { pid: nu
     });
   });
   return { pid: child?.pid, result };
+}
+
+/** Runs `flood-archive <args>` to its end with only `env` (and PATH, TZ) in its environment; `input` on its standard input. */
+export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'silent', ...env }, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (input !== undefined) child.stdin!.end(input);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A loopback port free now, for a child process that must listen on a known port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

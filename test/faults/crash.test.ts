@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { API_KEY, eventually, report, tempDir, pkeyOf } from '../support/env.js';
 import { freePort } from '../support/net.js';
 import { runCli } from '../support/cli.js';
-import { killAtRandom, postWhile, supervise, type Supervised } from './supervision.js';
+import { killAtRandom, postWhile, supervise, type Supervised } from '../../bench/supervision.js';
 
 const running: Supervised[] = [];
 afterEach(async () => {
@@ -78,7 +78,7 @@ async function crashRun(commands: string[]): Promise<void> {
   // At least REPORTS reports, and as many more as it takes for MIN_KILLS crashes to happen
   // while posting goes on (a fast machine posts REPORTS in a few seconds).
   const kills = () => processes.reduce((n, p) => n + p.crashes, 0);
-  const posting = postWhile([url], (posted) => posted < MAX_REPORTS && (posted < REPORTS || kills() < MIN_KILLS), (id) => reportOf(id, 'first'));
+  const posting = postWhile([url], API_KEY, (posted) => posted < MAX_REPORTS && (posted < REPORTS || kills() < MIN_KILLS), (id) => reportOf(id, 'first'));
   await killAtRandom(processes, posting);
   const { ids, acked } = await posting.catch((err: unknown) => {
     throw new Error(`${String(err)}\n${diagnose()}`);

@@ -1,9 +1,8 @@
 // Processes of the compiled CLI kept running as a supervisor (systemd, ECS) keeps them, killed
 // with SIGKILL at random moments, and a partner client that retries the same body on any error:
-// what the crash and scale-out suites share.
+// what the crash and scale-out runs (test/faults, bench:faults) share.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { API_KEY } from '../support/env.js';
-import { CLI } from '../support/cli.js';
+import { CLI } from './server.js';
 
 export interface Supervised {
   name: string;
@@ -91,6 +90,7 @@ export async function killAtRandom(targets: Supervised[], until: Promise<unknown
  */
 export async function postWhile(
   urls: readonly string[],
+  apiKey: string,
   more: (posted: number) => boolean,
   bodyOf: (id: number) => unknown,
   concurrency = 8,
@@ -104,7 +104,7 @@ export async function postWhile(
       try {
         const res = await fetch(`${urls[(id + attempt) % urls.length]}/feeds/partner`, {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY },
+          headers: { 'Content-Type': 'application/json', 'X-Api-Key': apiKey },
           body,
           signal: AbortSignal.timeout(10_000),
         });

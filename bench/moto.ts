@@ -1,0 +1,53 @@
+// moto_server, a third-party implementation of the S3 and SQS protocols (it enforces
+// If-None-Match on PUT), as a child process on a loopback port, with SDK clients of it. The
+// scale-out run and the tests start it; `pip install "moto[server]"` provides it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+
+export interface MotoServer {
+  endpoint: string;
+  s3: S3Client;
+  sqs: SQSClient;
+  stop(): Promise<void>;
+  /** Starts a fresh server on the same port (state is lost, as with a restarted server). */
+  restart(): Promise<void>;
+  /** A queue's URL as moto names it (after its default account). */
+  queueUrl(name: string): string;
+}
+
+async function launch(port: number): Promise<ChildProcess> {
+  const child = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/moto-api/`)).ok) return child;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill('SIGKILL');
+      throw new Error(`moto_server did not start on port ${port}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function startMotoServer(port: number): Promise<MotoServer> {
+  let child = await launch(port);
+  const endpoint = `http://127.0.0.1:${port}`;
+  const common = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 };
+  return {
+    endpoint,
+    s3: new S3Client({ ...common, forcePathStyle: true }),
+    sqs: new SQSClient(common),
+    async stop() {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    },
+    async restart() {
+      child = await launch(port);
+    },
+    queueUrl: (name) => `${endpoint}/123456789012/${name}`,
+  };
+}
