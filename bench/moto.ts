@@ -5,14 +5,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
-export interface MotoServer {
+/** An S3 and SQS emulator (moto_server, fauxqs) and SDK clients of it. */
+export interface Emulator {
   endpoint: string;
   s3: S3Client;
   sqs: SQSClient;
   stop(): Promise<void>;
-  /** Starts a fresh server on the same port (state is lost, as with a restarted server). */
+  /** Starts a fresh emulator on the same port (state is lost, as with a restarted server). */
   restart(): Promise<void>;
-  /** A queue's URL as moto names it (after its default account). */
+  /** A queue's URL as this implementation names it (requests still go to `endpoint`). */
   queueUrl(name: string): string;
 }
 
@@ -33,7 +34,7 @@ async function launch(port: number): Promise<ChildProcess> {
   }
 }
 
-export async function startMotoServer(port: number): Promise<MotoServer> {
+export async function startMotoServer(port: number): Promise<Emulator> {
   let child = await launch(port);
   const endpoint = `http://127.0.0.1:${port}`;
   const common = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 };
@@ -48,6 +49,24 @@ export async function startMotoServer(port: number): Promise<MotoServer> {
     async restart() {
       child = await launch(port);
     },
+    // moto names queues after its default account.
     queueUrl: (name) => `${endpoint}/123456789012/${name}`,
+  };
+}
+
+/**
+ * The environment of a service process on `emulator`: its own bucket (archive-<id>, under the
+ * prefix flood/) and queue (reports-<id>), with only PATH and TZ from this process.
+ */
+export function emulatorEnv(emulator: Pick<Emulator, 'endpoint' | 'queueUrl'>, id: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    TZ: 'UTC',
+    STORAGE_URL: `s3://archive-${id}/flood`,
+    QUEUE_URL: emulator.queueUrl(`reports-${id}`),
+    AWS_ENDPOINT_URL: emulator.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
   };
 }

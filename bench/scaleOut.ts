@@ -10,18 +10,14 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { GetQueueUrlCommand, SetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { emulatorEnv, type Emulator } from './moto.js';
 import { freePort, runCli } from './server.js';
 import { killAtRandom, postWhile, supervise, type Supervised } from './supervision.js';
 
-/** An S3 and SQS endpoint (moto_server) and clients of it. */
-export interface AwsEndpoint {
-  endpoint: string;
-  s3: S3Client;
-  sqs: SQSClient;
-  queueUrl(name: string): string;
-}
+/** What the run needs of an emulator (moto_server: fauxqs does not enforce If-None-Match). */
+type AwsEndpoint = Pick<Emulator, 'endpoint' | 's3' | 'sqs' | 'queueUrl'>;
 
 export interface ScaleOutOptions {
   /** Reports posted at least; more while fewer than `minKills` kills have happened. */
@@ -65,19 +61,13 @@ const DAY_QUERY = 'start=2026-11-19T00:00:00Z&end=2026-11-19T23:59:59Z';
 
 export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tmp = os.tmpdir()): Promise<ScaleOutRun> {
   const id = randomBytes(4).toString('hex');
+  // The bucket and queue emulatorEnv names.
   const bucket = `archive-${id}`;
   const queue = `reports-${id}`;
   const dir = await fs.mkdtemp(path.join(tmp, 'flood-scale-out-'));
   const dataDir = async (name: string) => fs.mkdtemp(path.join(dir, `${name}-`));
   const shared = {
-    PATH: process.env.PATH ?? '',
-    TZ: 'UTC',
-    STORAGE_URL: `s3://${bucket}/flood`,
-    QUEUE_URL: aws.queueUrl(queue),
-    AWS_ENDPOINT_URL: aws.endpoint,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
+    ...emulatorEnv(aws, id),
     API_KEYS: options.apiKey,
     FLUSH_INTERVAL_SECONDS: '1',
     RATE_LIMIT_FEED_PER_MINUTE: '1000000',

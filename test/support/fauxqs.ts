@@ -2,17 +2,9 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
+import type { Emulator } from '../../bench/moto.js';
 
-export interface Emulator {
-  endpoint: string;
-  s3: S3Client;
-  sqs: SQSClient;
-  stop(): Promise<void>;
-  /** Starts a fresh emulator on the same port (state is lost, as with a restarted server). */
-  restart(): Promise<void>;
-  /** A queue's URL as this implementation names it (requests still go to `endpoint`). */
-  queueUrl(name: string): string;
-}
+export type { Emulator } from '../../bench/moto.js';
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 

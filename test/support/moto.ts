@@ -13,19 +13,5 @@ export async function startMoto(): Promise<Emulator> {
   return startMotoServer(await freePort());
 }
 
-/**
- * The environment of a service process on `moto`: its own bucket (archive-<id>, under the
- * prefix flood/) and queue (reports-<id>), with only PATH and TZ from this process.
- */
-export function motoEnv(moto: Emulator, id: string): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '',
-    TZ: 'UTC',
-    STORAGE_URL: `s3://archive-${id}/flood`,
-    QUEUE_URL: moto.queueUrl(`reports-${id}`),
-    AWS_ENDPOINT_URL: moto.endpoint,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
-  };
-}
+/** The environment of a service process on `moto` (bench/moto.ts). */
+export { emulatorEnv as motoEnv } from '../../bench/moto.js';
