@@ -23,7 +23,7 @@ import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
-import { pieceWritten, readyInfoOf, statsInfoOf } from './sidecars/index.js';
+import { readyInfoOf, statsInfoOf } from './sidecars/index.js';
 
 /** A page of a window: its batches, and where the next page starts when there is one. */
 export interface Page {
@@ -154,15 +154,6 @@ export class Window {
    */
   arrow(): AsyncIterable<Uint8Array> {
     return arrowStream(this.arrowBatches());
-  }
-
-  /**
-   * Says a piece of this window's answer has been written out (its bytes taken by the socket or
-   * encoder): a read buffer it was lent in goes back to its reader. Pieces never said written
-   * are garbage like any other buffer.
-   */
-  written(piece: Uint8Array): void {
-    pieceWritten(piece);
   }
 
   private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay> {

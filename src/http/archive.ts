@@ -166,13 +166,13 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     // The first pieces are read before the status line: a failure there is an answer of its own.
     const started = <T>(pieces: AsyncIterable<T>) => startAnswer(pieces, res, hungUp, req.originalUrl.slice(0, 500));
     if (format === 'arrow') {
-      await sendPieces(await started(window.arrow()), encoding, res, window);
+      await sendPieces(await started(window.arrow()), encoding, res);
       return;
     }
     const text: TextFormat = format === 'json' ? request.geoformat : format === 'geojson' ? 'featurecollection' : format === 'topojson' ? 'topology' : format;
     const shape = shapeOf(text);
     if (query.limit === undefined) {
-      await sendPieces(await started(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res, window);
+      await sendPieces(await started(renderArchive(window.batches(shape, separatorOf(text)), text, watermarkField(query, window).watermark)), encoding, res);
       return;
     }
     // A page is bounded: gather it, so the Link to the next one can go in the headers.
@@ -210,12 +210,10 @@ async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Resp
 
 /**
  * Sends an answer (text or Arrow) piece by piece, waiting for the client whenever it falls
- * behind, and tells the window each piece it has written (the socket or the encoder has taken
- * its bytes), so the window may read its next piece into memory already in use. A client that
- * hangs up stops the reading (the pieces' source is closed) and fails the request as a pipeline
- * would.
+ * behind. A client that hangs up stops the reading (the pieces' source is closed) and fails the
+ * request as a pipeline would.
  */
-async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response, window: Pick<Window, 'written'>): Promise<void> {
+async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response): Promise<void> {
   const e = encoder(encoding);
   const target: Writable = e ?? res;
   // Listened to as it is created: a client may hang up while the next piece is still being
@@ -225,7 +223,7 @@ async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: 
   try {
     for await (const piece of pieces) {
       if (pipeError || target.destroyed || target.writableEnded) throw pipeError ?? new Error('the client closed the connection');
-      const more = typeof piece === 'string' ? target.write(piece) : target.write(piece, (err) => err || window.written(piece));
+      const more = target.write(piece);
       if (!more) await drained(target);
     }
     target.end();

@@ -11,6 +11,7 @@ import { compact } from '../../src/ops/compact.js';
 import { REPORTS_PREFIX } from '../../src/store/layout.js';
 import { runCli } from '../support/cli.js';
 import { allArchived, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { plainSections, replaceInSections } from '../support/readyTexts.js';
 
 const UA = { 'User-Agent': 'csv-injection-tests/1.0' };
 const WINDOW = 'start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59.999Z';
@@ -104,18 +105,17 @@ describe('CSV formula injection', () => {
     const before = await (await pull()).text();
     // The sidecar as a release before the guard stored it: under ready/v2/, version 2, the
     // cell a live formula (same length, so its byte offsets hold).
-    const stored = (await svc.rt.store.get(key))!.body;
+    const stored = replaceInSections((await svc.rt.store.get(key))!.body, `"'=HYPERLINK(`, `"=HYPERLINK((`);
+    expect(plainSections(stored).includes(`"=HYPERLINK((`)).toBe(true);
     const eol = stored.indexOf(10);
     const index = { ...JSON.parse(stored.subarray(0, eol).toString('utf8')), version: 2 };
-    const body = Buffer.from(stored.subarray(eol + 1).toString('latin1').replaceAll(`"'=HYPERLINK(`, `"=HYPERLINK((`), 'latin1');
-    expect(body.length).toBe(stored.length - eol - 1);
-    const oldKey = key.replace(/^ready\/v5\//, 'ready/v2/');
+    const oldKey = key.replace(/^ready\/v6\//, 'ready/v2/');
     await svc.rt.store.delete([key]);
-    await svc.rt.store.put(oldKey, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), body]));
+    await svc.rt.store.put(oldKey, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), stored.subarray(eol + 1)]));
 
     expect(await (await pull()).text()).toBe(before);
     await compact(svc.rt, { fromMs: DAY_MS, toMs: DAY_MS + 86_399_999, closedBeforeMs: Date.now() });
-    expect((await storedIndex(svc.rt.store, key))?.version).toBe(5);
+    expect((await storedIndex(svc.rt.store, key))?.version).toBe(6);
     expect(await keysUnder(svc.rt, 'ready/v2/')).toEqual([]);
     expect(await (await pull()).text()).toBe(before);
   }, 60_000);

@@ -1,5 +1,5 @@
 // Ready texts: every part the worker or compaction writes has its reports serialised beside it
-// (ready/v5/, outside the Parquet layout), and answers read from them are byte for byte the
+// (ready/v6/, outside the Parquet layout), and answers read from them are byte for byte the
 // answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { readyKeyOf } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { allArchived, API_KEY, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
+import { plainSections, replaceInSections } from '../support/readyTexts.js';
 
 const UA = { 'User-Agent': 'ready-texts-tests/1.0' };
 const FROM = Date.UTC(2026, 10, 18, 0, 0, 0);
@@ -134,12 +135,7 @@ describe('ready texts', () => {
     const saved = await Promise.all(ready.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));
     const count = (text: string, word: string) => text.split(word).length - 1;
     try {
-      for (const [k, body] of saved) {
-        // Byte for byte: the per-report index after the texts is binary.
-        const copy = Buffer.from(body);
-        for (let at = copy.indexOf('Hanggang tuhod'); at >= 0; at = copy.indexOf('Hanggang tuhod', at + 1)) copy.write('HANGGANG TUHOD', at);
-        await svc.rt.store.put(k, copy);
-      }
+      for (const [k, body] of saved) await svc.rt.store.put(k, replaceInSections(body, 'Hanggang tuhod', 'HANGGANG TUHOD'));
       const changed = await answers();
       ANSWERS.forEach((query, i) => {
         // Cut hours and filtered windows too: selected by the sidecars' per-report index.
@@ -165,11 +161,7 @@ describe('ready texts', () => {
     const keys = await keysUnder(svc.rt, 'ready/');
     const saved = await Promise.all(keys.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));
     try {
-      for (const [k, body] of saved) {
-        const copy = Buffer.from(body);
-        for (let at = copy.indexOf('Hanggang tuhod'); at >= 0; at = copy.indexOf('Hanggang tuhod', at + 1)) copy.write('HANGGANG TUHOD', at);
-        await svc.rt.store.put(k, copy);
-      }
+      for (const [k, body] of saved) await svc.rt.store.put(k, replaceInSections(body, 'Hanggang tuhod', 'HANGGANG TUHOD'));
       const changed = await arrowAnswers();
       expect(changed[0]!.includes('HANGGANG TUHOD')).toBe(true);
       expect(tableOf(changed[0]!)).not.toEqual(tableOf(ready[0]!));
@@ -179,9 +171,9 @@ describe('ready texts', () => {
   });
 
   it('never answer a retracted report, and lose its text when the purge rewrites its part', async () => {
-    // Every text the sidecars hold, read back as DuckDB reads them.
+    // Every text the sidecars hold, plain.
     const readyText = async () => {
-      const bodies = await Promise.all((await keysUnder(svc.rt, 'ready/')).map(async (k) => (await svc.rt.store.get(k))!.body.toString('utf8')));
+      const bodies = await Promise.all((await keysUnder(svc.rt, 'ready/')).map(async (k) => plainSections((await svc.rt.store.get(k))!.body).toString('utf8')));
       return bodies.join('');
     };
     // A report of an hour otherwise answered from its part's ready texts.

@@ -1,11 +1,11 @@
-// Sidecars written before they held the answer-form Parquet section: compaction rewrites them
-// with it (reading only their first bytes to know), so their days' Parquet answers become
-// spliced row groups; their texts and every answer stay as they were, on either backend.
+// Ready texts of an older version (v5: plain sections): never read, so their days are answered
+// by DuckDB, the same bytes; compaction writes today's (reading only the first bytes of what is
+// stored to know) and deletes the old object, on either backend.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
-import { readyKeyOf, storedIndex, type ReadyIndex } from '../../src/archive/sidecars/index.js';
+import { readyKeyOf, storedIndex } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -24,7 +24,7 @@ afterAll(async () => {
   await emulator.stop();
 });
 
-describe.each(BACKENDS)('a sidecar without its Parquet section (%s)', (kind) => {
+describe.each(BACKENDS)('a part whose ready texts are of an older version (%s)', (kind) => {
   let svc: TestService;
   let partKey: string;
   beforeAll(async () => {
@@ -56,36 +56,34 @@ describe.each(BACKENDS)('a sidecar without its Parquet section (%s)', (kind) => 
     });
   }
 
-  it('gets it from compaction, its texts unchanged, and once only', async () => {
+  it('gets today\'s from compaction, every answer unchanged meanwhile, the old object deleted, and once only', async () => {
     const key = readyKeyOf(partKey);
-    // The sidecar as releases before the section wrote it: the index without `parquet`, the body without the section (its last part).
-    const stored = (await svc.rt.store.get(key))!.body;
-    const eol = stored.indexOf(10);
-    const { parquet, ...older } = JSON.parse(stored.subarray(0, eol).toString('utf8')) as ReadyIndex;
-    expect(parquet).toBeDefined();
-    await svc.rt.store.put(key, Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), stored.subarray(eol + 1, eol + 1 + parquet![0])]));
-    expect((await storedIndex(svc.rt.store, key))?.parquet).toBeUndefined();
-
+    const today = (await svc.rt.store.get(key))!.body;
+    const index = (await storedIndex(svc.rt.store, key))!;
     // Compared as text: vitest compares Buffers byte by byte, slowly.
     const texts = (await Promise.all(['geojson', 'csv'].map(pull))).map(String);
-    const rowsBefore = await rowsOf(await pull('parquet'), 'before.parquet');
-    expect(rowsBefore).toHaveLength(2_000);
+    const rows = await rowsOf(await pull('parquet'), 'today.parquet');
+    expect(rows).toHaveLength(2_000);
+
+    // The part as a release before today's version left it: ready texts under ready/v5/ alone.
+    const v5 = key.replace(/^ready\/v6\//, 'ready/v5/');
+    expect(v5).not.toBe(key);
+    const eol = today.indexOf(10);
+    await svc.rt.store.put(v5, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 5 })}\n`), today.subarray(eol + 1)]));
+    await svc.rt.store.delete([key]);
+    expect(await storedIndex(svc.rt.store, v5)).toBeUndefined();
+    // Not read: DuckDB answers, the same bytes.
+    expect((await Promise.all(['geojson', 'csv'].map(pull))).map(String)).toEqual(texts);
+    expect(await rowsOf(await pull('parquet'), 'older.parquet')).toEqual(rows);
 
     const result = await compact(svc.rt, { fromMs: DAY_MS, toMs: DAY_MS + 86_399_999, closedBeforeMs: Date.now() });
     expect(result.daysCompacted).toBe(0);
-    const index = await storedIndex(svc.rt.store, key);
-    expect(index?.parquet).toBeDefined();
-    expect(index?.hours).toEqual(older.hours);
-    // The section is the answer-form Parquet of the part: a Parquet file of its 2,000 rows.
-    const upgraded = (await svc.rt.store.get(key))!.body;
-    const base = upgraded.indexOf(10) + 1;
-    const section = upgraded.subarray(base + index!.parquet![0], base + index!.parquet![1]);
-    expect(await rowsOf(section, 'section.parquet')).toEqual(rowsBefore);
-
+    expect((await svc.rt.store.get(key))?.body.equals(today)).toBe(true);
+    expect(await svc.rt.store.head(v5)).toBeUndefined();
     expect((await Promise.all(['geojson', 'csv'].map(pull))).map(String)).toEqual(texts);
-    expect(await rowsOf(await pull('parquet'), 'after.parquet')).toEqual(rowsBefore);
+    expect(await rowsOf(await pull('parquet'), 'after.parquet')).toEqual(rows);
 
-    // A second pass finds the section there and rewrites nothing.
+    // A second pass finds today's there and rewrites nothing.
     const etag = (await svc.rt.store.head(key))!.etag;
     await compact(svc.rt, { fromMs: DAY_MS, toMs: DAY_MS + 86_399_999, closedBeforeMs: Date.now() });
     expect((await svc.rt.store.head(key))!.etag).toBe(etag);

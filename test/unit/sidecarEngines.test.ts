@@ -72,7 +72,9 @@ describe('the ready texts\' selection', () => {
         const count = run.hour ? (run.selection?.count ?? run.hour.count) : 0;
         expect(count, label).toBe(want?.count ?? 0);
         expect(run.bbox, label).toEqual(want?.bbox);
-        const text = Buffer.concat(readyReads([run], shape, separator).flatMap((read) => [...read()].map((c) => Buffer.from(c)))).toString('utf8');
+        const chunks: Buffer[] = [];
+        for (const read of readyReads([run], shape, separator)) for await (const c of read()) chunks.push(Buffer.from(c));
+        const text = Buffer.concat(chunks).toString('utf8');
         expect(text, label).toBe(want?.text ?? '');
       }
     }

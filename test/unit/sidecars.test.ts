@@ -2,8 +2,9 @@
 // byte for byte what DuckDB builds from its part, in every shape, whole or cut; its index is
 // read once and again after a rewrite; a text of an older version is read (or refused) as
 // FORMAT.md says, and compaction's upgrade writes today's; the stats sidecar holds the part's
-// reports; read buffers come back to the reader once written.
+// reports; every section is a gzip member, and a damaged one fails the read.
 import fs from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
@@ -14,7 +15,6 @@ import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import {
   openStoredParquet,
-  pieceWritten,
   readReadyIndex,
   readStatsSidecar,
   readyKeyOf,
@@ -57,14 +57,9 @@ afterAll(async () => {
 });
 
 /** Every chunk of the reads, joined, each chunk handed back as a consumer would once written. */
-function readAll(reads: (() => Iterable<Uint8Array>)[]): Buffer {
+async function readAll(reads: (() => AsyncIterable<Uint8Array>)[]): Promise<Buffer> {
   const out: Buffer[] = [];
-  for (const read of reads) {
-    for (const chunk of read()) {
-      out.push(Buffer.from(chunk));
-      pieceWritten(chunk);
-    }
-  }
+  for (const read of reads) for await (const chunk of read()) out.push(Buffer.from(chunk));
   return Buffer.concat(out);
 }
 
@@ -84,7 +79,7 @@ const WHOLE = { startMs: 0, endMs: 8.64e15, admin: undefined };
 describe('a ready text', () => {
   it('indexes the part\'s hours, newest first, with their counts, bboxes and instants', async () => {
     const { index } = readReadyIndex(ready);
-    expect(index.version).toBe(5);
+    expect(index.version).toBe(6);
     const kept = rows.filter((r) => r.status !== 'retracted');
     expect(index.items.count).toBe(kept.length);
     const hours = [...new Set(kept.map((r) => Math.floor(r.created_at_ms / HOUR) * HOUR))].sort((a, b) => b - a);
@@ -105,10 +100,10 @@ describe('a ready text', () => {
       for (const separator of shape === 'geojson' ? ['\n', ','] : [SEPARATORS[shape]]) {
         const built = await duckdbHours(shape, separator);
         const runs = readyRunsOf(ready, hours, WHOLE);
-        for (const b of built) expect(readAll(readyReads([runs.get(b.hourMs)!], shape, separator)).toString('utf8')).toBe(b.text);
+        for (const b of built) expect((await readAll(readyReads([runs.get(b.hourMs)!], shape, separator))).toString('utf8')).toBe(b.text);
         const reads = readyReads(hours.map((h) => runs.get(h)!), shape, separator);
         expect(reads).toHaveLength(1);
-        expect(readAll(reads).toString('utf8')).toBe(built.map((b) => b.text).join(separator));
+        expect((await readAll(reads)).toString('utf8')).toBe(built.map((b) => b.text).join(separator));
       }
     }
   });
@@ -117,7 +112,7 @@ describe('a ready text', () => {
     const { index } = readReadyIndex(ready);
     const runs = readyRunsOf(ready, index.hours.map((h) => h.hourMs), WHOLE);
     const pieces: Uint8Array[] = [];
-    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) for (const chunk of read()) yield Uint8Array.from(chunk); })())) pieces.push(piece);
+    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) for await (const chunk of read()) yield Uint8Array.from(chunk); })())) pieces.push(piece);
     const table = tableFromIPC(Buffer.concat(pieces));
     const order = rows.filter((r) => r.status !== 'retracted').sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
     expect(table.getChild('pkey')!.toArray()).toEqual(order.map((r) => r.pkey));
@@ -160,50 +155,43 @@ describe('a ready text', () => {
     const want = await db.withConnection(async (conn) =>
       Buffer.from((await conn.runAndReadAll(`SELECT encode(string_agg(${ITEM_SQL.csv}, chr(10) ORDER BY created_at DESC, pkey DESC)) FROM read_parquet(${sqlString(smaller)}) WHERE status <> 'retracted'`)).getRowsJS()[0]![0] as Uint8Array).toString('utf8'),
     );
-    expect(readAll(reads).toString('utf8')).toBe(want);
+    expect((await readAll(reads)).toString('utf8')).toBe(want);
   });
 
-  it('lends its read buffers and takes each back once the consumer says it is written', () => {
-    const hours = readReadyIndex(ready).index.hours.map((h) => h.hourMs);
-    const runs = readyRunsOf(ready, hours, WHOLE);
-    const buffersOf = (written: boolean) => {
-      const seen: ArrayBufferLike[] = [];
-      for (const read of readyReads([...runs.values()], 'geojson', '\n')) {
-        for (const chunk of read()) {
-          seen.push(chunk.buffer);
-          if (written) pieceWritten(chunk);
-        }
+  it('stores each hour\'s sections as gzip members, 8 to 10 times smaller than their text here, and fails a read of a damaged one', async () => {
+    const bytes = await fs.readFile(ready);
+    const { base, index } = readReadyIndex(ready);
+    let plain = 0;
+    let stored = 0;
+    for (const hour of index.hours) {
+      for (const shape of ['geojson', 'topojson', 'csv'] as const) {
+        const member = bytes.subarray(base + hour[shape][0], base + hour[shape][1]);
+        expect([member[0], member[1]]).toEqual([0x1f, 0x8b]);
+        plain += gunzipSync(member).byteLength;
+        stored += member.byteLength;
       }
-      return seen;
-    };
-    const kept = buffersOf(false);
-    // Not given back: every later read gets other memory.
-    expect(buffersOf(true).some((b) => kept.includes(b))).toBe(false);
-    // Given back: the next read reuses them.
-    const reused = buffersOf(true);
-    expect(buffersOf(true).some((b) => reused.includes(b))).toBe(true);
+    }
+    expect(plain / stored).toBeGreaterThan(3);
+    // A byte flipped inside the newest hour's CSV member: the read fails, nothing is sent as if whole.
+    const damaged = path.join(dir, 'damaged.ready');
+    const copy = Buffer.from(bytes);
+    const [start, end] = index.hours[0]!.csv;
+    const at = base + Math.floor((start + end) / 2);
+    copy[at] = copy[at]! ^ 0xff;
+    await fs.writeFile(damaged, copy);
+    const hours = index.hours.map((h) => h.hourMs);
+    const runs = readyRunsOf(damaged, hours, WHOLE);
+    await expect(readAll(readyReads(hours.map((h) => runs.get(h)!), 'csv', '\n'))).rejects.toThrow(/ready texts damaged/);
   });
 });
 
 describe('an older ready text', () => {
   /** The index line and body of a text. */
-  async function split(file: string): Promise<{ index: Record<string, unknown> & { parquet?: [number, number] }; body: Buffer }> {
+  async function split(file: string): Promise<{ index: Record<string, unknown>; body: Buffer }> {
     const bytes = await fs.readFile(file);
     const eol = bytes.indexOf(10);
     return { index: JSON.parse(bytes.subarray(0, eol).toString('utf8')), body: bytes.subarray(eol + 1) };
   }
-
-  it('without its Parquet section (as versions before it were written) is read as it is, and spliced from nowhere', async () => {
-    const { index, body } = await split(ready);
-    const { parquet, ...older } = index;
-    const file = path.join(dir, 'older.ready');
-    await fs.writeFile(file, Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), body.subarray(0, parquet![0])]));
-    const hours = readReadyIndex(file).index.hours.map((h) => h.hourMs);
-    expect(readReadyIndex(file).index.parquet).toBeUndefined();
-    const runs = readyRunsOf(file, hours, WHOLE);
-    expect(readAll(readyReads(hours.map((h) => runs.get(h)!), 'csv', '\n')).toString('utf8')).toBe((await duckdbHours('csv', '\n')).map((b) => b.text).join('\n'));
-    expect(await openStoredParquet(file, 0, 8.64e15)).toBeUndefined();
-  });
 
   it('of another version is never read', async () => {
     const { index, body } = await split(ready);
@@ -217,33 +205,32 @@ describe('an older ready text', () => {
     const key = newDayPartKey(Date.UTC(2026, 10, 12));
     await store.put(key, await fs.readFile(part));
     const { index, body } = await split(ready);
-    const { parquet, ...older } = index;
-    await store.put(readyKeyOf(key), Buffer.concat([Buffer.from(`${JSON.stringify(older)}\n`), body.subarray(0, parquet![0])]));
-    const v3 = readyKeyOf(key).replace(/^ready\/v5\//, 'ready/v3/');
-    const v4 = readyKeyOf(key).replace(/^ready\/v5\//, 'ready/v4/');
+    const v3 = readyKeyOf(key).replace(/^ready\/v6\//, 'ready/v3/');
+    const v4 = readyKeyOf(key).replace(/^ready\/v6\//, 'ready/v4/');
+    const v5 = readyKeyOf(key).replace(/^ready\/v6\//, 'ready/v5/');
     const statsV1 = statsKeyOf(key).replace(/^stats\/v2\//, 'stats/v1/');
     await store.put(v3, Buffer.from('{"version":3}\n'));
     await store.put(v4, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 4 })}\n`), body]));
+    await store.put(v5, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 5 })}\n`), body]));
     await store.put(statsV1, Buffer.from('{"version":1}\n'));
-    expect(await storedIndex(store, v3)).toBeUndefined();
-    expect(await storedIndex(store, v4)).toBeUndefined();
-    expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeUndefined();
+    for (const old of [v3, v4, v5]) expect(await storedIndex(store, old)).toBeUndefined();
+    expect(await storedIndex(store, readyKeyOf(key))).toBeUndefined();
 
     const publisher = storePartPublisher({ store, db });
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(true);
-    expect((await storedIndex(store, readyKeyOf(key)))?.parquet).toBeDefined();
+    expect((await storedIndex(store, readyKeyOf(key)))?.version).toBe(6);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
-    expect(await store.head(v3)).toBeUndefined();
-    expect(await store.head(v4)).toBeUndefined();
+    for (const old of [v3, v4, v5]) expect(await store.head(old)).toBeUndefined();
     expect(await store.head(statsV1)).toBeUndefined();
     expect(await store.head(statsKeyOf(key))).toBeDefined();
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(false);
 
     // Retired with its part: every sidecar of any version goes, after the part.
     await store.put(v3, Buffer.from('{"version":3}\n'));
+    await store.put(v5, Buffer.from('{"version":5}\n'));
     await store.put(statsV1, Buffer.from('{"version":1}\n'));
     await publisher.retire([key]);
-    for (const k of [key, readyKeyOf(key), statsKeyOf(key), v3, statsV1]) expect(await store.head(k)).toBeUndefined();
+    for (const k of [key, readyKeyOf(key), statsKeyOf(key), v3, v5, statsV1]) expect(await store.head(k)).toBeUndefined();
   });
 });
 

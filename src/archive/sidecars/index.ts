@@ -11,4 +11,3 @@ export { readyReads, readyRunsOf, servesText, type ReadyRun } from './readyRuns.
 export { openStoredParquet, type StoredParquet } from './storedParquet.js';
 export { sidecarCounter } from './statsCount.js';
 export { readStatsSidecar } from './statsReader.js';
-export { CHUNK_BYTES, releaseChunk as pieceWritten } from './readBuffers.js';

@@ -3,7 +3,10 @@
 import type { FeatureShape } from '../sql.js';
 
 /** The version written today, and the only one read. */
-export const READY_VERSION = 5;
+export const READY_VERSION = 6;
+
+/** Every section of an hour (its text in each shape, its Arrow batch) is one gzip member of this level (zlib's default). */
+export const GZIP_LEVEL = 6;
 
 /** The texts kept ready: a shape and the separator its items are joined by, in section order. */
 export const READY_TEXTS = [
@@ -14,7 +17,7 @@ export const READY_TEXTS = [
 
 export type ReadyShape = (typeof READY_TEXTS)[number]['shape'];
 
-/** Byte range [start, end) within the body (offsets count from the end of the index line). */
+/** Byte range [start, end) within the body (offsets count from the end of the index line): one gzip member. */
 export type ByteRange = [number, number];
 
 /** One hour of a part that holds reports. */
@@ -27,11 +30,11 @@ export interface ReadyHour {
   /** created_at of its oldest and newest report (epoch ms). */
   minMs: number;
   maxMs: number;
-  /** Its items in each shape. */
+  /** Its items in each shape, joined by the shape's separator, gzipped. */
   geojson: ByteRange;
   topojson: ByteRange;
   csv: ByteRange;
-  /** Its reports as one Arrow IPC record batch message (the Arrow answer's schema). */
+  /** Its reports as one Arrow IPC record batch message (the Arrow answer's schema), gzipped. */
   arrow: ByteRange;
 }
 
@@ -44,10 +47,9 @@ export interface ReadyIndex {
   items: { at: number; count: number; codes: string[] };
   /**
    * The part's reports as a Parquet file in the answer's form (export columns and WKB geometry,
-   * newest first): a window's Parquet answer splices its row groups. Absent from texts written
-   * before it existed.
+   * newest first), not gzipped: a window's Parquet answer splices its row groups.
    */
-  parquet?: ByteRange;
+  parquet: ByteRange;
 }
 
 /** Parses an index line; undefined for a version this release does not read. */
@@ -66,7 +68,10 @@ export interface ReadyItems {
   createdUs: Float64Array;
   lng: Float64Array;
   lat: Float64Array;
-  /** Where each report's item ends in each shape (a position in the body). */
+  /**
+   * Where each report's item ends in each shape: a position in the section's plain text (every
+   * hour's items, the shape's separator between items and between hours).
+   */
   ends: Record<ReadyShape, Uint32Array>;
   /** An index into the index line's `items.codes`; NO_CITY: none. */
   city: Uint16Array;
@@ -76,6 +81,11 @@ export interface ReadyItems {
 export function itemColumns(block: ArrayBuffer, n: number): ReadyItems {
   const ends = Object.fromEntries(READY_TEXTS.map(({ shape }, s) => [shape, new Uint32Array(block, endsAt(n, s), n)])) as Record<ReadyShape, Uint32Array>;
   return { createdUs: new Float64Array(block, 0, n), lng: new Float64Array(block, 8 * n, n), lat: new Float64Array(block, 16 * n, n), ends, city: new Uint16Array(block, endsAt(n, READY_TEXTS.length), n) };
+}
+
+/** Where an hour's items start in a shape's plain text (ends: that shape's column). */
+export function plainStartOf(hour: Pick<ReadyHour, 'first'>, ends: Uint32Array): number {
+  return hour.first === 0 ? 0 : ends[hour.first - 1]! + 1;
 }
 
 /** Where the ends column of section `s` starts within the per-report index of `n` reports. */

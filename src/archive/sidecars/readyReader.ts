@@ -1,63 +1,78 @@
-// Reads a ready text's byte ranges: whole hours streamed in reused read buffers, and the
-// reports a selection keeps. Should a purge have rewritten the sidecar since its index was
-// read, the ranges are taken from the file as it now is.
+// Reads a ready text's sections: whole hours (each a gzip member, inflated on the thread pool a
+// few hours ahead of the one being sent) and the reports a selection keeps. Should a purge have
+// rewritten the sidecar since its index was read, the ranges are taken from the file as it now is.
 import { closeSync, openSync } from 'node:fs';
-import { itemColumns, ITEM_BYTES, endsAt, READY_TEXTS, sectionOf, type ReadyItems, type ReadyShape } from './readyFormat.js';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import { itemColumns, ITEM_BYTES, plainStartOf, READY_TEXTS, sectionOf, type ReadyHour, type ReadyItems, type ReadyShape } from './readyFormat.js';
 import { current, type ReadyFile } from './readyIndex.js';
 import { readExactly } from './readExactly.js';
 import { selectItems, type ItemFilter, type Selection } from './itemFilter.js';
-import { CHUNK_BYTES, takeChunk } from './readBuffers.js';
 
-/** Turns the newlines between GeoJSON Features into the commas of a FeatureCollection. */
+const gunzip = promisify(zlib.gunzip);
+
+/**
+ * Hours inflated ahead of the one being sent: the thread pool inflates them while the main
+ * thread writes, so a long answer keeps both cores busy.
+ */
+const INFLATE_AHEAD = 4;
+
+/** Turns the newlines between GeoJSON Features into the commas of a FeatureCollection (JSON text never holds a raw newline). */
 function toCommas(out: Buffer): void {
   for (let at = out.indexOf(10); at >= 0; at = out.indexOf(10, at + 1)) out[at] = 44;
 }
 
+/** An hour's section as stored: its gzip member. */
+function memberOf(fd: number, ready: ReadyFile, hour: ReadyHour, section: ReadyShape | 'arrow'): Buffer {
+  const [start, end] = hour[section];
+  const member = Buffer.allocUnsafe(end - start);
+  readExactly(fd, member, ready.base + start, ready.file);
+  return member;
+}
+
+/** An hour's section, plain. */
+async function inflate(member: Buffer, file: string): Promise<Buffer> {
+  try {
+    return await gunzip(member);
+  } catch (err) {
+    throw new Error(`ready texts damaged (${(err as Error).message}): ${file}`, { cause: err });
+  }
+}
+
 /**
- * The items of consecutive `hours` of a sidecar in one shape (their Arrow record batches for
- * 'arrow'), as chunks read when the previous one has been taken (synchronously: a page-cached
- * read takes well under a millisecond, and a thread-pool round trip per chunk would mostly
- * wait), each into a lent buffer (readBuffers.ts) that comes back once written, so an answer's
- * memory stays a few chunks however many hours it reads. `commas`: a FeatureCollection's
- * separators, put where the per-report index says the items end (no scan of the text).
+ * The items of consecutive `hours` of a sidecar in one shape, the shape's separator between
+ * hours (their Arrow record batches, back to back, for 'arrow'), an hour at a time. `commas`: a
+ * FeatureCollection's separators. Reading stops when the consumer does; inflations started
+ * ahead are left to finish, their outcome handled.
  */
-export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', commas: boolean): () => Iterable<Uint8Array> {
-  return function* () {
+export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', commas: boolean): () => AsyncIterable<Uint8Array> {
+  return async function* () {
     const fd = openSync(ready.file, 'r');
+    const inflating: Promise<Buffer>[] = [];
     try {
       const now = current(fd, ready);
       const held = now.index.hours.filter((h) => hours.includes(h.hourMs));
-      if (held.length === 0) return;
-      const last = held[held.length - 1]!;
-      const [from, to] = [held[0]![shape][0], last[shape][1]];
-      // Every item's end but the last one's is the separator after it.
-      const separators = commas && shape !== 'arrow' ? itemEnds(fd, now, shape, held[0]!.first, last.first + last.count - 1) : undefined;
+      const separator = shape === 'arrow' ? undefined : Buffer.from(commas ? ',' : READY_TEXTS[sectionOf(shape)]!.separator);
       let next = 0;
-      for (let at = from; at < to; ) {
-        const piece = takeChunk().subarray(0, Math.min(CHUNK_BYTES, to - at));
-        readExactly(fd, piece, now.base + at, ready.file);
-        if (separators) {
-          for (; next < separators.length && separators[next]! < at + piece.byteLength; next++) {
-            const i = separators[next]! - at;
-            if (piece[i] !== 10) throw new Error(`ready texts out of step with their index: ${ready.file}`);
-            piece[i] = 44;
-          }
-        }
-        at += piece.byteLength;
-        yield piece;
+      const start = () => {
+        const hour = held[next++]!;
+        const plain = inflate(memberOf(fd, now, hour, shape), now.file);
+        // Handled as it is created: a consumer that stops leaves the ones ahead unawaited.
+        plain.catch(() => undefined);
+        inflating.push(plain);
+      };
+      while (next < held.length && inflating.length < INFLATE_AHEAD) start();
+      for (let i = 0; i < held.length; i++) {
+        const plain = await inflating.shift()!;
+        if (next < held.length) start();
+        if (commas) toCommas(plain);
+        if (i > 0 && separator) yield separator;
+        yield plain;
       }
     } finally {
       closeSync(fd);
     }
   };
-}
-
-/** Where items [from, to) of a sidecar end in one shape (positions in its body), from its per-report index. */
-function itemEnds(fd: number, ready: ReadyFile, shape: ReadyShape, from: number, to: number): Uint32Array {
-  const n = ready.index.items.count;
-  const out = new Uint32Array(Math.max(0, to - from));
-  readExactly(fd, new Uint8Array(out.buffer), ready.base + ready.index.items.at + endsAt(n, sectionOf(shape)) + 4 * from, ready.file);
-  return out;
 }
 
 /** The per-report index of a sidecar: sort key, place, city, and where each report's items end. */
@@ -75,36 +90,44 @@ export function readItems(ready: ReadyFile, fd?: number): ReadyItems {
 }
 
 /**
- * Reads the selected reports of one hour when called, joined by the shape's separator. Should a
+ * Reads the selected reports of one hour when called, joined by the shape's separator: the
+ * hour is inflated and its items cut out where the per-report index says they end. Should a
  * purge have rewritten the sidecar meanwhile, the selection is made again from the file as it
  * now is.
  */
-export function readSelection(ready: ReadyFile, hourMs: number, selection: Selection, filter: ItemFilter, shape: ReadyShape, commas: boolean): () => Uint8Array {
-  return () => {
+export function readSelection(ready: ReadyFile, hourMs: number, selection: Selection, filter: ItemFilter, shape: ReadyShape, commas: boolean): () => Promise<Uint8Array> {
+  return async () => {
     const fd = openSync(ready.file, 'r');
+    let member: Buffer;
+    let now: ReadyFile;
+    let hour: ReadyHour | undefined;
+    let items: ReadyItems;
+    let runs: Selection['runs'];
     try {
-      const now = current(fd, ready);
-      const hour = now.index.hours.find((h) => h.hourMs === hourMs);
+      now = current(fd, ready);
+      hour = now.index.hours.find((h) => h.hourMs === hourMs);
       if (!hour) return new Uint8Array(0);
-      const items = readItems(now, fd);
-      const { runs } = now === ready ? selection : selectItems(now, items, hour, filter);
+      items = readItems(now, fd);
+      runs = now === ready ? selection.runs : selectItems(now, items, hour, filter).runs;
       if (runs.length === 0) return new Uint8Array(0);
-      const ends = items.ends[shape];
-      const startOf = (i: number) => (i === hour.first ? hour[shape][0] : ends[i - 1]! + 1);
-      const [from, to] = [startOf(runs[0]![0]), ends[runs[runs.length - 1]![1] - 1]!];
-      const text = Buffer.allocUnsafe(to - from);
-      readExactly(fd, text, now.base + from, ready.file);
-      const separator = READY_TEXTS[sectionOf(shape)]!.separator.charCodeAt(0);
-      const out = Buffer.allocUnsafe(runs.reduce((n, [a, b]) => n + ends[b - 1]! - startOf(a), runs.length - 1));
-      let at = 0;
-      runs.forEach(([a, b], r) => {
-        if (r > 0) out[at++] = separator;
-        at += text.copy(out, at, startOf(a) - from, ends[b - 1]! - from);
-      });
-      if (commas) toCommas(out);
-      return out;
+      member = memberOf(fd, now, hour, shape);
     } finally {
       closeSync(fd);
     }
+    const text = await inflate(member, now.file);
+    const ends = items.ends[shape];
+    const base = plainStartOf(hour, ends);
+    const startOf = (i: number) => (i === hour.first ? 0 : ends[i - 1]! + 1 - base);
+    const endOf = (i: number) => ends[i]! - base;
+    if (endOf(hour.first + hour.count - 1) !== text.byteLength) throw new Error(`ready texts out of step with their index: ${now.file}`);
+    const separator = READY_TEXTS[sectionOf(shape)]!.separator.charCodeAt(0);
+    const out = Buffer.allocUnsafe(runs.reduce((n, [a, b]) => n + endOf(b - 1) - startOf(a), runs.length - 1));
+    let at = 0;
+    runs.forEach(([a, b], r) => {
+      if (r > 0) out[at++] = separator;
+      at += text.copy(out, at, startOf(a), endOf(b - 1));
+    });
+    if (commas) toCommas(out);
+    return out;
   };
 }

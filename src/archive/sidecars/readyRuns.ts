@@ -1,6 +1,6 @@
 // Which hours a part's ready texts answer for a window, and the reads that send them: whole
-// hours are byte ranges (consecutive hours of one sidecar, one range), an hour the window cuts
-// or a filtered window is the reports the per-report index selects.
+// hours are their stored sections (consecutive hours of one sidecar, one read), an hour the
+// window cuts or a filtered window is the reports the per-report index selects.
 import { READY_TEXTS, type ReadyHour, type ReadyItems, type ReadyShape } from './readyFormat.js';
 import { readReadyIndex, type ReadyFile } from './readyIndex.js';
 import { readItems, readSelection, streamHours } from './readyReader.js';
@@ -15,7 +15,7 @@ export interface ReadyRun {
   /** The reports kept, when not the whole hour. */
   readonly selection?: Selection;
   readonly filter: ItemFilter;
-  /** Every report of the hour is kept: its texts (and Arrow batch) are a byte range as they are. */
+  /** Every report of the hour is kept: its texts (and Arrow batch) are its sections as they are. */
   readonly whole: boolean;
   /** [minLng, minLat, maxLng, maxLat] of the reports kept; undefined when none. */
   readonly bbox: [number, number, number, number] | undefined;
@@ -49,15 +49,13 @@ export function readyRunsOf(file: string, hours: readonly number[], filter: Item
 
 /**
  * The reads of consecutive runs of an answer (no other hour between them), in their order:
- * whole hours that follow each other in one sidecar are one range, one read; each selection is
- * a read of its own. `separator`: what joins the items (a FeatureCollection's ',' for GeoJSON);
- * 'arrow': the hours' record batches.
+ * whole hours that follow each other in one sidecar are one read; each selection is a read of
+ * its own. `separator`: what joins the items (a FeatureCollection's ',' for GeoJSON); 'arrow':
+ * the hours' record batches.
  */
-export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow', separator = ''): (() => Iterable<Uint8Array>)[] {
+export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow', separator = ''): (() => AsyncIterable<Uint8Array>)[] {
   const commas = shape === 'geojson' && separator === ',';
-  // Bytes between one hour's range and the next's: a text's separator; Arrow batches are back to back.
-  const gap = shape === 'arrow' ? 0 : 1;
-  const reads: (() => Iterable<Uint8Array>)[] = [];
+  const reads: (() => AsyncIterable<Uint8Array>)[] = [];
   let pending: { ready: ReadyFile; hours: number[]; end: number } | undefined;
   const flush = () => {
     if (pending) reads.push(streamHours(pending.ready, pending.hours, shape, commas));
@@ -69,11 +67,14 @@ export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow
       if (shape === 'arrow') throw new Error('Arrow batches are read by whole hours only');
       flush();
       const read = readSelection(r.ready, r.hourMs, r.selection, r.filter, shape, commas);
-      reads.push(() => [read()]);
+      reads.push(async function* () {
+        yield await read();
+      });
       continue;
     }
     const [start, end] = r.hour[shape];
-    if (pending && pending.ready === r.ready && pending.end + gap === start) {
+    // An hour's sections follow the one before it in the sidecar.
+    if (pending && pending.ready === r.ready && pending.end === start) {
       pending.hours.push(r.hourMs);
       pending.end = end;
     } else {

@@ -2,6 +2,8 @@
 // same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
 // would build.
 import fs from 'node:fs/promises';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import { columnsOf, sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
@@ -9,7 +11,10 @@ import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
 import { ITEM_SQL } from '../sql.js';
-import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex } from './readyFormat.js';
+import { GZIP_LEVEL, ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
+
+const gzip = promisify(zlib.gzip);
+const gzipped = (plain: Uint8Array): Promise<Buffer> => gzip(plain, { level: GZIP_LEVEL });
 
 /**
  * The ready texts of one part file. Purged retractions (tombstones in the part) are left out, as
@@ -102,7 +107,8 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
       await conn.run('DROP TABLE IF EXISTS ready_rows');
     }
   });
-  // Offsets count from the end of the index line.
+  // Offsets count from the end of the index line. Each hour's section is one gzip member,
+  // compressed on the thread pool (both cores), sections one after another.
   const body: Uint8Array[] = [];
   let first = 0;
   const hours: ReadyHour[] = rows.map((r) => {
@@ -110,33 +116,17 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
     first += r[1];
     return hour;
   });
-  let at = 0;
-  const starts = READY_TEXTS.map(({ shape, separator }, s) => {
-    // Sections start 8-byte aligned (the Arrow messages must be).
-    const pad = (8 - (at % 8)) % 8;
-    body.push(new Uint8Array(pad));
-    at += pad;
-    const start = at;
-    rows.forEach((r, i) => {
-      if (i > 0) {
-        body.push(Buffer.from(separator));
-        at += 1;
-      }
-      const text = texts[i]![s]!;
-      hours[i]![shape] = [at, at + text.byteLength];
-      body.push(text);
-      at += text.byteLength;
-    });
-    return start;
-  });
-  // Each hour's Arrow record batch, hours back to back (8-byte aligned, as IPC messages are).
   const messages = batchMessages(arrow, hours.map((h) => [h.first, h.first + h.count] as const));
-  for (const [i, hour] of hours.entries()) {
-    const message = messages[i]!;
-    hour.arrow = [at, at + message.byteLength];
-    body.push(message);
-    at += message.byteLength;
-  }
+  const sections: [ReadyShape | 'arrow', Uint8Array[]][] = [...READY_TEXTS.map(({ shape }, s): [ReadyShape, Uint8Array[]] => [shape, texts.map((t) => t[s]!)]), ['arrow', messages]];
+  const members = await Promise.all(sections.map(([, plain]) => Promise.all(plain.map(gzipped))));
+  let at = 0;
+  sections.forEach(([shape], s) => {
+    members[s]!.forEach((member, i) => {
+      hours[i]![shape] = [at, at + member.byteLength];
+      body.push(member);
+      at += member.byteLength;
+    });
+  });
   // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
   // shape, its city (an index into `codes`; NO_CITY: none).
   const [createdUs, lngs, lats, cities] = items;
@@ -150,7 +140,8 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
   const ends = READY_TEXTS.map(({ shape }) => columns.ends[shape]);
   const codes: string[] = [];
   const codeIndex = new Map<string, number>();
-  const pos = starts.map((start) => start - 1);
+  // Positions in each section's plain text: a separator before every item but the first.
+  const pos = READY_TEXTS.map(() => -1);
   for (let i = 0; i < n; i++) {
     created[i] = createdUs[i]!;
     lng[i] = lngs[i]!;
@@ -163,7 +154,6 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
       city[i] = c;
     }
     ends.forEach((e, s) => {
-      // One separator before every item but the first (also between hours).
       pos[s] = pos[s]! + 1 + lengths[s]![i]!;
       e[i] = pos[s]!;
     });

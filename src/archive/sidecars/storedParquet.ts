@@ -11,13 +11,13 @@ export interface StoredParquet {
 }
 
 /**
- * The sidecar's Parquet section, open (close its handle when done), if it has one and every
- * report it holds was created within [startMs, endMs]; undefined otherwise (nothing left open).
+ * The sidecar's Parquet section, open (close its handle when done), if every report it holds
+ * was created within [startMs, endMs]; undefined otherwise (nothing left open).
  */
 export async function openStoredParquet(file: string, startMs: number, endMs: number): Promise<StoredParquet | undefined> {
   const { handle, ready } = await openReady(file);
   const { parquet, hours } = ready.index;
-  if (!parquet || !hours.every((h) => h.minMs >= startMs && h.maxMs <= endMs)) {
+  if (!hours.every((h) => h.minMs >= startMs && h.maxMs <= endMs)) {
     await handle.close().catch(() => undefined);
     return undefined;
   }

@@ -1,14 +1,13 @@
 // Brings a stored part's sidecars to today's versions (FORMAT.md, "Reading an old version"):
-// ready texts missing, of an older version, or without their Parquet section are written
-// anew (knowing which reads only the first bytes), older versions' objects are deleted; a
-// missing stats sidecar is written.
+// ready texts missing or of an older version are written anew (knowing which reads only the
+// first bytes), older versions' objects are deleted; a missing stats sidecar is written.
 import { oldReadyKeysOf, oldStatsKeysOf, readyKeyOf, statsKeyOf } from './keys.js';
 import { storedIndex } from './readyIndex.js';
 import { storeReadyTexts, storeStatsSidecar, type SidecarDeps } from './storeSidecars.js';
 
-/** Writes the ready texts of a part stored without today's (with their Parquet section). True if written. */
+/** Writes the ready texts of a part stored without today's. True if written. */
 export async function upgradeReadyTexts(deps: SidecarDeps, partKey: string, partFile: string, scratch: string): Promise<boolean> {
-  if ((await storedIndex(deps.store, readyKeyOf(partKey)))?.parquet) return false;
+  if (await storedIndex(deps.store, readyKeyOf(partKey))) return false;
   await storeReadyTexts(deps, partKey, partFile, scratch);
   await deps.store.delete(oldReadyKeysOf(partKey));
   return true;
