@@ -20,8 +20,9 @@ export function announcingRetractions<L extends RetractionLedger & Pick<ReportLo
     // A repeat is announced again only if the first one never reached the log (a crash between).
     if (!result.first && (await events.wasRetracted(pkey))) return result;
     const archived = (await events.archivedReport(pkey))?.feature;
-    const entry = archived ? undefined : await ledger.lookup(pkey);
-    const location = archived?.geometry.coordinates ?? (entry ? [entry.record.report.location.lng, entry.record.report.location.lat] : undefined);
+    // Pending reports alone are in the ledger whole: of an archived one without its event, the point is unknown here.
+    const record = archived ? undefined : (await ledger.lookup(pkey))?.record;
+    const location = archived?.geometry.coordinates ?? (record ? [record.report.location.lng, record.report.location.lat] : undefined);
     if (!location) return result;
     const [lng, lat] = location as [number, number];
     const tags = archived?.properties.tags ?? (tagOf ? await tagOf(lng, lat) : undefined);
@@ -32,8 +33,8 @@ export function announcingRetractions<L extends RetractionLedger & Pick<ReportLo
       properties: tombstoneProperties({
         pkey,
         created_at: result.retraction.created_at,
-        source: archived?.properties.source ?? entry?.record.source ?? '',
-        disaster_type: archived?.properties.disaster_type ?? entry?.record.report.disaster_type ?? 'flood',
+        source: archived?.properties.source ?? record?.source ?? '',
+        disaster_type: archived?.properties.disaster_type ?? record?.report.disaster_type ?? 'flood',
         ...(tags && { tags }),
       }),
     };

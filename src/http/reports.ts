@@ -32,7 +32,7 @@ export function reportsHandlers(deps: ReportRouteDeps): Handlers {
     if (entry.retraction) {
       throw new HttpError(410, `The report ${pkey} was retracted at ${entry.retraction.retracted_at}.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
     }
-    const createdMs = Date.parse(entry.record.report.created_at);
+    const { createdMs } = entry;
     const window = await deps.archive.open({ startMs: createdMs, endMs: createdMs, admin: undefined, pkey, limit: 1 });
     const page = await window.page(geoformat);
     const item = page.batches.flatMap((b) => b.items as string[])[0];

@@ -9,7 +9,7 @@ export interface AcceptRow {
   post_id: number;
   pkey: string;
   created_at_ms: number;
-  /** The IngestRecord as JSON: the row's record (its message reads it from there). */
+  /** The IngestRecord as JSON: the report's pending record (its message reads it from there). */
   body: string;
 }
 
@@ -20,11 +20,13 @@ export type Committed = true | string | null;
 export interface CommitWorkerData {
   file: string;
   busyTimeoutMs: number;
-  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, partner, post_id, pkey, created_at_ms, record, accepted_at_ms, enqueued_at_ms). */
+  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, partner, post_id, pkey, created_at_ms, accepted_at_ms, enqueued_at_ms). */
   insertSql: string;
+  /** INSERT into pending_records of a new report's record: (source, partner, post_id, record). */
+  recordSql: string;
   /** The pkey of the report (source, partner, post_id), when the insert found one. */
   existingSql: string;
-  /** INSERT into queue of an accepted report's message: (pkey, sent_at_ms, visible_at_ms); its body is the row's record. */
+  /** INSERT into queue of an accepted report's message: (pkey, sent_at_ms, visible_at_ms); its body is the pending record. */
   sendSql: string;
   /** Every connection's pragmas (src/sqlite/database.ts). */
   pragmas: string[];

@@ -102,8 +102,8 @@ export class CommitThread {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const { file, busyTimeoutMs, insertSql, existingSql, sendSql } = this.options;
-    const workerData: CommitWorkerData = { file, busyTimeoutMs, insertSql, existingSql, sendSql, pragmas: [...CONNECTION_PRAGMAS] };
+    const { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql } = this.options;
+    const workerData: CommitWorkerData = { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql, pragmas: [...CONNECTION_PRAGMAS] };
     const worker = new Worker(workerScript(), { workerData });
     worker.on('message', (reply: CommitReply) => this.settle(reply));
     // A thread that dies (it cannot open the file, or crashed) fails what it held; the next

@@ -5,18 +5,20 @@ import Database from 'better-sqlite3';
 import { unflatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
 
 const port = parentPort!;
-const { file, busyTimeoutMs, insertSql, existingSql, sendSql, pragmas } = workerData as CommitWorkerData;
+const { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql, pragmas } = workerData as CommitWorkerData;
 // No busy handler: SQLite's sleeps grow to 100 ms between tries and miss the short gaps a bulk
 // job leaves between its turns; a busy lock is tried again every millisecond instead.
 const db = new Database(file, { timeout: 0 });
 const nap = new Int32Array(new SharedArrayBuffer(4));
 for (const pragma of pragmas) db.pragma(pragma);
-const insert = db.prepare<[string, string, number, string, number, string, number, number]>(insertSql);
+const insert = db.prepare<[string, string, number, string, number, number, number]>(insertSql);
+const keep = db.prepare<[string, string, number, string]>(recordSql);
 const existing = db.prepare<[string, string, number], string>(existingSql).pluck();
 const send = db.prepare<[string, number, number]>(sendSql);
 const commit = db.transaction((rows: AcceptRow[], now: number): Committed[] =>
   rows.map((r) => {
-    if (insert.run(r.source, r.partner, r.post_id, r.pkey, r.created_at_ms, r.body, now, now).changes === 1) {
+    if (insert.run(r.source, r.partner, r.post_id, r.pkey, r.created_at_ms, now, now).changes === 1) {
+      keep.run(r.source, r.partner, r.post_id, r.body);
       send.run(r.pkey, now, now);
       return true;
     }

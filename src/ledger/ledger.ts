@@ -90,11 +90,18 @@ export interface Retraction extends RetractionRef {
 }
 
 /** What the ledger knows of one report. */
-export interface LedgerEntry {
-  record: IngestRecord;
+export interface LedgerEntry extends ReportId {
+  pkey: string;
+  /** The report's created_at (epoch ms): its hour in the archive. */
+  createdMs: number;
   pending: boolean;
   state: ReportState;
   retraction?: Retraction;
+  /**
+   * The report as accepted, when the ledger still keeps it: always while it is pending; once
+   * archived, the parts hold it and the embedded ledger keeps only the fields above.
+   */
+  record?: IngestRecord;
 }
 
 export type RetractResult = { found: false } | { found: true; first: boolean; retraction: Retraction };
@@ -136,8 +143,8 @@ export interface AcceptanceLedger {
 
 /** Reports by their identity (the API's lookups, the CLI, the purge). */
 export interface ReportLookup {
-  /** The first accepted version of a report, or undefined when it was never accepted. */
-  get(id: ReportId): Promise<IngestRecord | undefined>;
+  /** A report by its identity at the source (its first accepted version), or undefined when it was never accepted. */
+  get(id: ReportId): Promise<LedgerEntry | undefined>;
   /** A report by its pkey, with its state; undefined when it was never accepted. */
   lookup(pkey: string): Promise<LedgerEntry | undefined>;
 }

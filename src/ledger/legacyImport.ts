@@ -47,9 +47,11 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
   const markers = read(PENDING_PREFIX);
 
   const insert = db.prepare(
-    `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
+  // Kept while pending only, as the ledger does (see the migrations).
+  const keep = db.prepare('INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
   const result: LegacyImport = { accepted: 0, pending: 0, unreadable: 0 };
   guardSync(() =>
     db
@@ -63,13 +65,13 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
             continue;
           }
           const pending = markers.get(id) !== undefined;
-          const body = JSON.stringify(record);
           const created = insert.run(
-            record.source, record.partner ?? '', record.post_id, record.pkey, Date.parse(record.report.created_at), body,
+            record.source, record.partner ?? '', record.post_id, record.pkey, Date.parse(record.report.created_at),
             pending ? 'pending' : 'archived', Date.parse(record.received_at) || now, now, pending ? null : now,
           ).changes === 1;
           result.accepted += 1;
           if (pending) {
+            if (created) keep.run(record.source, record.partner ?? '', record.post_id, JSON.stringify(record));
             result.pending += 1;
             if (created) queue.insert(JSON.stringify({ ...record, redelivery: true } satisfies QueueEnvelope), record.pkey, now);
           }

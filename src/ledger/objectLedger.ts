@@ -131,12 +131,13 @@ export class ObjectLedger implements IngestLedger {
     return marker && parseRecord(marker.body);
   }
 
-  async get(id: ReportId): Promise<IngestRecord | undefined> {
+  async get(id: ReportId): Promise<LedgerEntry | undefined> {
     const [own, shared] = await Promise.all([
       id.partner !== undefined ? this.recordAt({ ...id, partner: id.partner }) : undefined,
       this.recordAt(sharedSlot(id)),
     ]);
-    return own ?? (shared?.partner === id.partner ? shared : undefined);
+    const record = own ?? (shared?.partner === id.partner ? shared : undefined);
+    return record && this.entryOf(record);
   }
 
   async isPending(pkey: string): Promise<boolean> {
@@ -211,12 +212,18 @@ export class ObjectLedger implements IngestLedger {
     const slot = parsePkey(pkey);
     const record = slot && (await this.recordAt(slot));
     if (!record || record.pkey !== pkey) return undefined;
-    const [pending, retraction] = await Promise.all([this.isPending(pkey), this.retractionOf(record)]);
-    return { record, pending, state: retraction ? 'retracted' : 'confirmed', ...(retraction && { retraction }) };
+    return this.entryOf(record);
   }
 
-  private async retractionOf(record: IngestRecord): Promise<Retraction | undefined> {
-    const held = await this.store.get(RETRACTIONS_PREFIX + retractionName(Date.parse(record.report.created_at), record.pkey));
+  /** A kept record as the port's entry (this ledger keeps every record whole). */
+  private async entryOf(record: IngestRecord): Promise<LedgerEntry> {
+    const createdMs = Date.parse(record.report.created_at);
+    const [pending, retraction] = await Promise.all([this.isPending(record.pkey), this.retractionOf(record.pkey, createdMs)]);
+    return { source: record.source, ...(record.partner !== undefined && { partner: record.partner }), post_id: record.post_id, pkey: record.pkey, createdMs, pending, state: retraction ? 'retracted' : 'confirmed', ...(retraction && { retraction }), record };
+  }
+
+  private async retractionOf(pkey: string, createdMs: number): Promise<Retraction | undefined> {
+    const held = await this.store.get(RETRACTIONS_PREFIX + retractionName(createdMs, pkey));
     return held && (JSON.parse(held.body.toString('utf8')) as Retraction);
   }
 
@@ -229,12 +236,12 @@ export class ObjectLedger implements IngestLedger {
     const entry = await this.lookup(pkey);
     if (!entry) return { found: false };
     if (entry.retraction) return { found: true, first: false, retraction: entry.retraction };
-    const createdMs = Date.parse(entry.record.report.created_at);
+    const { createdMs } = entry;
     const retraction: Retraction = { pkey, created_at: new Date(createdMs).toISOString(), retracted_at: new Date().toISOString(), by, reason };
     const body = JSON.stringify(retraction);
     await this.store.putIfAbsent(UNPURGED_PREFIX + retractionName(createdMs, pkey), body);
     if (await this.store.putIfAbsent(RETRACTIONS_PREFIX + retractionName(createdMs, pkey), body)) return { found: true, first: true, retraction };
-    return { found: true, first: false, retraction: (await this.retractionOf(entry.record)) ?? retraction };
+    return { found: true, first: false, retraction: (await this.retractionOf(pkey, createdMs)) ?? retraction };
   }
 
   /** One ranged listing (keys sort by created_at); the retraction time is the object's. */

@@ -3,15 +3,21 @@
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
 import { pause } from '../shared/pause.js';
-import { commitsOfOthers, DAY_MS, guardSync, inTimedTurns, inTurns, isBusy, type Db } from '../sqlite/database.js';
+import { commitsOfOthers, DAY_MS, guardSync, inTimedTurns, inTurns, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
 import { CommitThread } from './commitThread.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
 
 interface ReportRow {
-  record: string;
+  source: string;
+  /** '' for a report of no partner. */
+  partner: string;
+  post_id: number;
+  /** null once archived. */
+  record: string | null;
   state: string;
   created_at_ms: number;
+  enqueued_at_ms: number;
   pkey: string;
   retracted_at_ms: number | null;
   retracted_by: string | null;
@@ -32,9 +38,14 @@ interface KeyRow {
  */
 const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
 
-const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms)
-  VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
+const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms)
+  VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
+/** A new report's record, kept while it is pending (see the migrations). */
+const INSERT_RECORD_SQL = 'INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?)';
 const EXISTING_PKEY_SQL = 'SELECT pkey FROM reports WHERE source = ? AND partner = ? AND post_id = ?';
+/** What a lookup reads of a row (`r`) and its record while pending (`p`). */
+const ENTRY_SQL = `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.state, r.created_at_ms, r.enqueued_at_ms, r.retracted_at_ms, r.retracted_by, r.retraction_reason
+  FROM reports r LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id`;
 
 /** More reports marked archived at once than a worker's flush holds: a bulk import's part. */
 const BULK_MARKS = 5_000;
@@ -56,16 +67,14 @@ export class SqliteLedger implements IngestLedger {
     this.stmts = {
       state: db.prepare('SELECT state FROM reports WHERE pkey = ?'),
       insert: db.prepare(INSERT_REPORT_SQL),
-      existing: db.prepare('SELECT pkey, state, enqueued_at_ms, record FROM reports WHERE source = ? AND partner = ? AND post_id = ?'),
-      record: db.prepare('SELECT record FROM reports WHERE source = ? AND partner = ? AND post_id = ?'),
+      insertRecord: db.prepare(INSERT_RECORD_SQL),
+      byId: db.prepare(`${ENTRY_SQL} WHERE r.source = ? AND r.partner = ? AND r.post_id = ?`),
       // Once archived, the parts hold the report: the row keeps what idempotency, retraction and
-      // a lookup need (its identity, time, place, partner), not the title, text and image URL.
-      archive: db.prepare(
-        `UPDATE reports SET state = 'archived', archived_at_ms = ?, record = json_remove(record, '$.report.title', '$.report.text', '$.report.image_url')
-         WHERE pkey = ? AND state = 'pending'`,
-      ),
+      // a lookup need (its identity, key, time, state), and its record goes.
+      archive: db.prepare(`UPDATE reports SET state = 'archived', archived_at_ms = ? WHERE pkey = ? AND state = 'pending' RETURNING source, partner, post_id`),
+      dropRecord: db.prepare('DELETE FROM pending_records WHERE source = ? AND partner = ? AND post_id = ?'),
       stale: db.prepare(
-        `SELECT r.pkey, r.record FROM reports r
+        `SELECT r.pkey, p.record FROM reports r JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
          WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
            -- A message waiting in line will get there; one in flight this long lost its worker.
            AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
@@ -75,7 +84,7 @@ export class SqliteLedger implements IngestLedger {
       touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE pkey = ?'),
       // By day first (the index's key, see the migrations), then to the instant.
       accepted: db.prepare(`SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms / ${DAY_MS} BETWEEN ? AND ? AND created_at_ms BETWEEN ? AND ?`),
-      byPkey: db.prepare('SELECT pkey, record, state, created_at_ms, retracted_at_ms, retracted_by, retraction_reason FROM reports WHERE pkey = ?'),
+      byPkey: db.prepare(`${ENTRY_SQL} WHERE r.pkey = ?`),
       retract: db.prepare('UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE pkey = ? AND retracted_at_ms IS NULL'),
       retractions: db.prepare(
         `SELECT pkey, created_at_ms, retracted_at_ms FROM reports
@@ -89,7 +98,7 @@ export class SqliteLedger implements IngestLedger {
       listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
     };
-    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, sendSql: ACCEPTED_SEND_SQL, existingSql: EXISTING_PKEY_SQL, now });
+    this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, recordSql: INSERT_RECORD_SQL, sendSql: ACCEPTED_SEND_SQL, existingSql: EXISTING_PKEY_SQL, now });
   }
 
   /** The row, and its message only if the row is new (first version wins), in one transaction. */
@@ -112,14 +121,15 @@ export class SqliteLedger implements IngestLedger {
     const commit = this.db.transaction((chunk: readonly IngestRecord[], now: number) => {
       for (const record of chunk) {
         const partner = record.partner ?? '';
-        if (this.stmts.insert.run(record.source, partner, record.post_id, record.pkey, Date.parse(record.report.created_at), JSON.stringify(record), now, holdUntilMs).changes === 1) {
+        if (this.stmts.insert.run(record.source, partner, record.post_id, record.pkey, Date.parse(record.report.created_at), now, holdUntilMs).changes === 1) {
+          this.stmts.insertRecord.run(record.source, partner, record.post_id, JSON.stringify(record));
           out.push({ created: true, pkey: record.pkey });
           continue;
         }
-        const first = this.stmts.existing.get(record.source, partner, record.post_id) as { pkey: string; state: string; enqueued_at_ms: number; record: string } | undefined;
+        const first = this.stmts.byId.get(record.source, partner, record.post_id) as ReportRow | undefined;
         if (!first) out.push({ created: false, pkey: record.pkey, taken: true });
         // Still held by an import (this one, before a crash): its first version, to archive.
-        else if (first.state === 'pending' && first.enqueued_at_ms > now) out.push({ created: false, pkey: first.pkey, held: JSON.parse(first.record) as IngestRecord });
+        else if (first.state === 'pending' && first.enqueued_at_ms > now) out.push({ created: false, pkey: first.pkey, held: JSON.parse(first.record!) as IngestRecord });
         else out.push({ created: false, pkey: first.pkey });
       }
     });
@@ -137,9 +147,9 @@ export class SqliteLedger implements IngestLedger {
     return out;
   }
 
-  async get(id: ReportId): Promise<IngestRecord | undefined> {
-    const row = guardSync(() => this.stmts.record.get(id.source, id.partner ?? '', id.post_id)) as { record: string } | undefined;
-    return row ? (JSON.parse(row.record) as IngestRecord) : undefined;
+  async get(id: ReportId): Promise<LedgerEntry | undefined> {
+    const row = guardSync(() => this.stmts.byId.get(id.source, id.partner ?? '', id.post_id)) as ReportRow | undefined;
+    return row && entryOf(row);
   }
 
   async isPending(pkey: string): Promise<boolean> {
@@ -151,11 +161,18 @@ export class SqliteLedger implements IngestLedger {
     const now = this.now();
     // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
     // held the write lock past a live acceptance's busy timeout.
-    const mark = (turn: readonly string[]) => guardSync(() => this.db.transaction(() => turn.forEach((pkey) => this.stmts.archive.run(now, pkey))).immediate());
+    const archive = (pkey: string) => {
+      const id = this.stmts.archive.get(now, pkey) as { source: string; partner: string; post_id: number } | undefined;
+      if (id) this.stmts.dropRecord.run(id.source, id.partner, id.post_id);
+    };
+    const mark = (turn: readonly string[]) => guardSync(() => this.db.transaction(() => turn.forEach(archive)).immediate());
     // Many at once only from a bulk import: each turn as large as a short hold of the lock allows,
-    // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole).
-    if (pkeys.length > BULK_MARKS) await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
-    else await inTurns(pkeys, mark);
+    // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole);
+    // the pages its records held then go back to the disk.
+    if (pkeys.length > BULK_MARKS) {
+      await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
+      await reclaimFreePages(this.db);
+    } else await inTurns(pkeys, mark);
   }
 
   /**
@@ -208,9 +225,7 @@ export class SqliteLedger implements IngestLedger {
 
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {
     const row = guardSync(() => this.stmts.byPkey.get(pkey)) as ReportRow | undefined;
-    if (!row) return undefined;
-    const retraction = retractionOf(row);
-    return { record: JSON.parse(row.record) as IngestRecord, pending: row.state === 'pending', state: retraction ? 'retracted' : 'confirmed', ...(retraction && { retraction }) };
+    return row && entryOf(row);
   }
 
   async retract(pkey: string, by: string, reason: string): Promise<RetractResult> {
@@ -275,6 +290,22 @@ export class SqliteLedger implements IngestLedger {
     this.queue.close();
     if (this.db.open) this.db.close();
   }
+}
+
+/** A row as the port's entry, with its record while pending. */
+function entryOf(row: ReportRow): LedgerEntry {
+  const retraction = retractionOf(row);
+  return {
+    source: row.source,
+    ...(row.partner !== '' && { partner: row.partner }),
+    post_id: row.post_id,
+    pkey: row.pkey,
+    createdMs: row.created_at_ms,
+    pending: row.state === 'pending',
+    state: retraction ? 'retracted' : 'confirmed',
+    ...(retraction && { retraction }),
+    ...(row.record !== null && { record: JSON.parse(row.record) as IngestRecord }),
+  };
 }
 
 function retractionOf(row: Pick<ReportRow, 'pkey' | 'created_at_ms' | 'retracted_at_ms' | 'retracted_by' | 'retraction_reason'>): Retraction | undefined {

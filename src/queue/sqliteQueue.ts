@@ -12,7 +12,8 @@ export const QUEUE_SEND_SQL = 'INSERT INTO queue (body, pkey, sent_at_ms, visibl
 
 /**
  * An accepted report's message: (pkey, sent_at_ms, visible_at_ms). Its body is empty, and a
- * receive reads the report's record row instead, so a pending report's body is stored once.
+ * receive reads the report's pending record instead, so a pending report's body is stored once;
+ * once the report is archived (its record gone), the message is done and a receive drops it.
  */
 export const ACCEPTED_SEND_SQL = "INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES ('', ?, ?, ?)";
 
@@ -41,10 +42,13 @@ export class SqliteQueue implements Queue {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
       send: db.prepare(QUEUE_SEND_SQL),
-      // An empty body is an accepted report's message (ACCEPTED_SEND_SQL): its record is the body.
+      // An empty body is an accepted report's message (ACCEPTED_SEND_SQL): its pending record is
+      // the body (null: the report is archived).
       due: db.prepare(
-        `SELECT q.id, CASE WHEN q.body = '' THEN coalesce(r.record, '') ELSE q.body END AS body, q.pkey, q.sent_at_ms, q.receive_count
-         FROM queue q LEFT JOIN reports r ON q.body = '' AND r.pkey = q.pkey
+        `SELECT q.id, q.body = '' AS accepted, CASE WHEN q.body = '' THEN p.record ELSE q.body END AS body, q.pkey, q.sent_at_ms, q.receive_count
+         FROM queue q
+           LEFT JOIN reports r ON q.body = '' AND r.pkey = q.pkey
+           LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
          WHERE q.visible_at_ms <= ? ORDER BY q.visible_at_ms, q.id LIMIT ?`,
       ),
       take: db.prepare('UPDATE queue SET receive_count = receive_count + 1, visible_at_ms = ?, receipt = ? WHERE id = ?'),
@@ -98,11 +102,17 @@ export class SqliteQueue implements Queue {
         .transaction(() => {
           const now = this.now();
           const out: QueueMessage[] = [];
-          const rows = this.stmts.due.all(now, Math.min(1000, options.maxMessages)) as { id: number; body: string; pkey: string | null; sent_at_ms: number; receive_count: number }[];
+          const rows = this.stmts.due.all(now, Math.min(1000, options.maxMessages)) as { id: number; accepted: number; body: string | null; pkey: string | null; sent_at_ms: number; receive_count: number }[];
           for (const row of rows) {
+            // An accepted report's message whose report is archived since: delivered, and done.
+            if (row.body === null) {
+              this.stmts.drop.run(row.id);
+              continue;
+            }
             // As SQS's redrive policy: past the allowed receives, a message moves aside instead.
             if (row.receive_count >= this.maxReceives) {
-              this.stmts.bury.run(row.id, row.body, row.pkey, row.sent_at_ms, row.receive_count, now);
+              // As it was sent: an accepted report's message stays one that reads its record.
+              this.stmts.bury.run(row.id, row.accepted ? '' : row.body, row.pkey, row.sent_at_ms, row.receive_count, now);
               this.stmts.drop.run(row.id);
               continue;
             }

@@ -24,7 +24,7 @@ const BUSY_TIMEOUT_MS = 2_000;
 export const DAY_MS = 86_400_000;
 
 /** Schema versions, applied in order; `PRAGMA user_version` says how many ran. Append only. */
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE reports (
      source TEXT NOT NULL,
      post_id INTEGER NOT NULL,
@@ -115,6 +115,21 @@ const MIGRATIONS: string[] = [
   // a page of its own, and inserts slowed from 48,000 to 30,000 a second within a million rows.
   `DROP INDEX reports_created;
    CREATE INDEX reports_created_day ON reports (created_at_ms / ${DAY_MS});`,
+  // A report's record (its JSON, about 280 bytes) only while it is pending: once archived the
+  // parts hold it, and the ledger keeps what idempotency, retraction and a lookup need (the row
+  // of reports). In a table of its own, deleted once archived: a shrinking update leaves its
+  // page as sparse as before (SQLite rebalances pages after deletes, not after updates), where a
+  // delete frees the pages for the next reports. Ledgers kept the trimmed JSON of every
+  // archived report before: 60% of their bytes.
+  `CREATE TABLE pending_records (
+     source TEXT NOT NULL,
+     partner TEXT NOT NULL,
+     post_id INTEGER NOT NULL,
+     record TEXT NOT NULL,
+     PRIMARY KEY (source, partner, post_id)
+   ) WITHOUT ROWID;
+   INSERT INTO pending_records SELECT source, partner, post_id, record FROM reports WHERE state = 'pending';
+   ALTER TABLE reports DROP COLUMN record;`,
 ];
 
 /** Opens (creating if needed) and migrates the database; disk errors become UnavailableError. */
@@ -125,6 +140,9 @@ export function openLedgerDb(dataDir: string): Db {
     privateDatabaseFile(file);
     const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
     try {
+      // Set before the first table exists (a no-op on an older file): pages freed by a bulk
+      // job's archived records go back to the disk (reclaimFreePages), not only to later rows.
+      db.pragma('auto_vacuum = INCREMENTAL');
       for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
       db.pragma('foreign_keys = ON');
       migrate(db);
@@ -216,6 +234,33 @@ export async function inTimedTurns<T>(
     // millisecond (commitWorker.ts) and takes it, and its commit brings the long gaps back.
     if (othersWrote()) sharedUntil = performance.now() + SHARED_FOR_MS;
     await pause(performance.now() < sharedUntil ? Math.max(TURN_GAP_MS, took) : ALONE_GAP_MS);
+  }
+}
+
+/** Free pages moved to the end of the file and cut off per transaction (4 MiB at 4 KiB pages). */
+const RECLAIM_PAGES = 1_024;
+
+/**
+ * Gives a database's free pages back to the disk, a few at a time with the write lock free
+ * between them (a long incremental vacuum would hold off acceptances): after a bulk job freed
+ * more than live writes soon reuse. A file created before auto_vacuum was set keeps its pages
+ * (VACUUM converts it). Returns the pages given back.
+ */
+export async function reclaimFreePages(db: Db): Promise<number> {
+  if ((db.pragma('auto_vacuum', { simple: true }) as number) !== 2) return 0;
+  let given = 0;
+  try {
+    for (;;) {
+      const free = guardSync(() => db.pragma('freelist_count', { simple: true }) as number);
+      if (free === 0) return given;
+      guardSync(() => db.pragma(`incremental_vacuum(${RECLAIM_PAGES})`));
+      given += Math.min(free, RECLAIM_PAGES);
+      await pause(ALONE_GAP_MS);
+    }
+  } catch (err) {
+    // Another writer kept the lock: what is left stays free for later rows.
+    if (isBusy(err)) return given;
+    throw err;
   }
 }
 

@@ -157,7 +157,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     expect(retry.body.created).toBe(false);
 
     expect(await rt.reconciler.run(0)).toEqual({ requeued: 1 });
-    expect((await rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: 71 }))!.report.title).toBe('first');
+    expect((await rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: 71 }))!.record!.report.title).toBe('first');
     expect(JSON.parse((await rt.store.get(`ingest/keys/partner/${API_KEY_NAME}/71.json`))!.body.toString()).report.title).toBe('first');
     rt.worker.start();
     await allArchived(rt);

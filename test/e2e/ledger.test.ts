@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { MIGRATIONS } from '../../src/sqlite/database.js';
 import {
   acceptedPkeys,
   allArchived,
@@ -60,6 +61,22 @@ describe('the SQLite ledger shared by processes', () => {
       return rows.length > 0 ? rows : undefined;
     }, 15_000, 'the report archived by the separate worker');
     expect(got).toEqual([{ pkey: pkeyOf(1), title: 'apart' }]);
+  });
+
+  it('a message of a report archived since it was sent is done: a receive drops it, never dead-letters it', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      const record = (id: number) => ({ v: 1 as const, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: new Date().toISOString(), report: parsePartnerReport(report(id)) });
+      await rt.ledger.accept(record(1));
+      await rt.ledger.accept(record(2));
+      // Report 1 archived by a flush whose delete of the message was lost (a crash, a power cut).
+      await rt.ledger.markArchived(['partner-1']);
+      const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 });
+      expect(got.map((m) => (JSON.parse(m.body) as { pkey: string }).pkey)).toEqual(['partner-2']);
+      expect(await rt.queue.depth()).toMatchObject({ visible: 0, inFlight: 1 });
+    } finally {
+      await rt.close();
+    }
   });
 
   it("a flush's bookkeeping takes the write lock in short turns: an acceptance commits while thousands of reports are being marked archived", async () => {
@@ -163,6 +180,42 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
     const again = await testRuntime(config);
     expect(await acceptedPkeys(again)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-4', 'partner-5']);
     await again.close();
+  });
+
+  it("moves a ledger's pending records to their own table, and keeps none of its archived reports'", async () => {
+    const config = await testConfig('embedded');
+    // The ledger as the release before left it: every row with its record, an archived one's trimmed.
+    const before = new Database(path.join(config.dataDir, 'ledger.sqlite'));
+    before.transaction(() => {
+      for (const sql of MIGRATIONS.slice(0, -1)) before.exec(sql);
+    })();
+    before.pragma(`user_version = ${MIGRATIONS.length - 1}`);
+    const record = (id: number, title: string) => ({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: '2026-11-21T06:00:00.000Z', report: parsePartnerReport(report(id, { title }), Date.parse('2026-11-21T06:00:00Z')) });
+    const insert = before.prepare(`INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', '', ?, ?, ?, ?, ?, ?, ?)`);
+    const pending = record(9001, 'still pending');
+    insert.run(9001, pending.pkey, Date.parse(pending.report.created_at), JSON.stringify(pending), 'pending', Date.now(), Date.now());
+    before.prepare("INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) VALUES ('', ?, ?, ?)").run(pending.pkey, Date.now(), Date.now());
+    const { title: _t, text: _x, ...trimmed } = record(9002, 'archived').report;
+    insert.run(9002, 'partner-9002', Date.parse(trimmed.created_at), JSON.stringify({ ...record(9002, ''), report: trimmed }), 'archived', Date.now(), Date.now());
+    before.close();
+
+    const rt = await testRuntime(config);
+    expect(await rt.ledger.lookup('partner-9001')).toMatchObject({ pending: true, record: { report: { title: 'still pending' } } });
+    const archived9002 = await rt.ledger.lookup('partner-9002');
+    expect(archived9002).toMatchObject({ pending: false, state: 'confirmed', post_id: 9002, createdMs: Date.parse(trimmed.created_at) });
+    expect(archived9002!.record).toBeUndefined();
+    // The pending report's message still reads its record: the worker archives it.
+    const svc = await startTestService(rt);
+    await allArchived(rt);
+    expect((await getJson(`${svc.url}/reports/partner-9001`)).body.result.properties.title).toBe('still pending');
+    await svc.stop();
+    const after = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true });
+    try {
+      expect((after.prepare('PRAGMA table_info(reports)').all() as { name: string }[]).map((c) => c.name)).not.toContain('record');
+      expect(after.prepare('SELECT count(*) AS n FROM pending_records').get()).toEqual({ n: 0 });
+    } finally {
+      after.close();
+    }
   });
 
   it('a corrupt ledger file stops the process with the "unavailable" exit code and a message', async () => {

@@ -56,8 +56,8 @@ describe.each(BACKENDS)('report lifecycle (%s)', (kind) => {
     expect((await postReport(svc.url, report(1, { title: 'Juan dela Cruz, 09171234567', text: 'his house' }))).status).toBe(201);
     expect((await postReport(svc.url, report(2, { title: 'Baha sa QMC' }), { key: OTHER_KEY })).status).toBe(201);
     await allArchived(svc.rt);
-    expect((await svc.rt.ledger.lookup('partner-alpha-1'))!.record.partner).toBe('alpha');
-    expect((await svc.rt.ledger.lookup('partner-beta-2'))!.record.partner).toBe('beta');
+    expect((await svc.rt.ledger.lookup('partner-alpha-1'))!.partner).toBe('alpha');
+    expect((await svc.rt.ledger.lookup('partner-beta-2'))!.partner).toBe('beta');
 
     // Bad requests change nothing.
     expectError(await del(svc.url, '1', null), 401);
@@ -118,7 +118,7 @@ describe.each(BACKENDS)('report lifecycle (%s)', (kind) => {
     await svc.rt.ledger.addKey('gamma', keyDigest(key));
     expect((await postReport(second.url, report(30), { key })).status).toBe(201);
     expect((await postReport(svc.url, report(31), { key })).status).toBe(201);
-    expect((await second.rt.ledger.lookup('partner-gamma-30'))!.record.partner).toBe('gamma');
+    expect((await second.rt.ledger.lookup('partner-gamma-30'))!.partner).toBe('gamma');
 
     // Rotation: the new key works, the old one is refused everywhere, with no restart.
     const rotated = 'gamma-key-rotated-0123456789';

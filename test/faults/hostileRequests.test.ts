@@ -145,6 +145,6 @@ describe('invalid UTF-8 in a feed body', () => {
     const title = 'Baha \uFFFD sa Espa\u00f1a \u{1F30A}';
     expect((await postReport(svc.url, report(22, { title }))).status).toBe(201);
     const kept = await svc.rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: 22 });
-    expect(kept!.report.title).toBe(title);
+    expect(kept!.record!.report.title).toBe(title);
   });
 });

@@ -100,7 +100,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     const pkey = 'partner-1';
     expect(await ledger.accept(record(1, 'first'))).toEqual({ created: true, pkey: 'partner-1' });
     expect(await ledger.accept(record(1, 'second'))).toEqual({ created: false, pkey: 'partner-1' });
-    expect((await ledger.get(id))!.report.title).toBe('first');
+    expect((await ledger.get(id))!.record!.report.title).toBe('first');
     expect(await ledger.get({ source: 'partner', post_id: 2 })).toBeUndefined();
     expect((await drain(queue)).map((b) => JSON.parse(b).report.title)).toEqual(['first']);
     expect(await ledger.isPending(pkey)).toBe(true);
@@ -187,12 +187,12 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect(await ledger.accept(partners('alpha', 40, 'again'))).toEqual({ created: false, pkey: 'partner-alpha-40' });
     expect(await other.accept(partners('beta', 40, 'again'))).toEqual({ created: false, pkey: 'partner-beta-40' });
     expect((await drain(queue)).map((b) => JSON.parse(b).report.title).sort()).toEqual(["alpha's", "beta's"]);
-    expect((await other.get({ source: 'partner', partner: 'alpha', post_id: 40 }))!.report.title).toBe("alpha's");
-    expect((await other.get({ source: 'partner', partner: 'beta', post_id: 40 }))!.report.title).toBe("beta's");
+    expect((await other.get({ source: 'partner', partner: 'alpha', post_id: 40 }))!.record!.report.title).toBe("alpha's");
+    expect((await other.get({ source: 'partner', partner: 'beta', post_id: 40 }))!.record!.report.title).toBe("beta's");
     expect(await other.get({ source: 'partner', partner: 'gamma', post_id: 40 })).toBeUndefined();
     expect(await other.get({ source: 'partner', post_id: 40 })).toBeUndefined();
     expect(await other.lookup('partner-40')).toBeUndefined();
-    expect((await other.lookup('partner-alpha-40'))!.record.partner).toBe('alpha');
+    expect((await other.lookup('partner-alpha-40'))!.partner).toBe('alpha');
     await ledger.markArchived(['partner-alpha-40']);
     expect([await other.isPending('partner-alpha-40'), await other.isPending('partner-beta-40')]).toEqual([false, true]);
     // A report of no partner takes the shared form, apart from both.
@@ -210,7 +210,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     // Reports of no partner cannot take its key; the older report stays as it was.
     await expect(other.accept(record(50, 'operators'))).rejects.toBeInstanceOf(PkeyTakenError);
     expect(await other.get({ source: 'partner', post_id: 50 })).toBeUndefined();
-    expect((await ledger.lookup('partner-50'))!.record.report.title).toBe('from before');
+    expect((await ledger.lookup('partner-50'))!.record!.report.title).toBe('from before');
   });
 
   it('gives a new key only a name no key has had; a rotation keeps the name', async () => {
@@ -244,7 +244,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
         const results = await Promise.all(Array.from({ length: 8 }, (_, i) => ledgers[i % 2]!.accept(record(id, `try-${i}`))));
         const created = results.map((r, i) => (r.created ? i : -1)).filter((i) => i >= 0);
         expect(created).toHaveLength(1);
-        expect((await ledgers[0].get({ source: 'partner', post_id: id }))!.report.title).toBe(`try-${created[0]}`);
+        expect((await ledgers[0].get({ source: 'partner', post_id: id }))!.record!.report.title).toBe(`try-${created[0]}`);
       }
       expect((await drain(queue)).map((b) => JSON.parse(b).pkey).sort()).toEqual([10, 11, 12, 13, 14].map((id) => `partner-${id}`));
     });

@@ -6,7 +6,9 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LIST, listValue, VARCHAR } from '@duckdb/node-api';
 import { nameOfBareKey } from '../../src/partners/apiKeys.js';
+import { REPORTS_PREFIX } from '../../src/store/layout.js';
 import { bootstrap } from '../../src/main/bootstrap.js';
 import { loadConfig, type Config } from '../../src/shared/config.js';
 import { createLogger } from '../../src/shared/log.js';
@@ -170,6 +172,26 @@ export async function acceptedPkeys(rt: Runtime): Promise<string[]> {
   const out: string[] = [];
   for await (const r of rt.ledger.accepted(0, 8.64e15)) out.push(r.pkey);
   return out.sort();
+}
+
+/** A report's row as the archive's parts hold it (every column), read by DuckDB; undefined when no part holds it. */
+export async function archivedRow(rt: Runtime, pkey: string): Promise<Record<string, unknown> | undefined> {
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-parts-'));
+  try {
+    const files: string[] = [];
+    for (const key of await keysUnder(rt, REPORTS_PREFIX)) {
+      const file = path.join(dir, `${files.length}.parquet`);
+      await fsp.writeFile(file, (await rt.store.get(key))!.body);
+      files.push(file);
+    }
+    if (files.length === 0) return undefined;
+    return await rt.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(`SELECT * FROM read_parquet($files, union_by_name = true) WHERE pkey = $pkey`, { files: listValue(files), pkey }, { files: LIST(VARCHAR), pkey: VARCHAR });
+      return reader.getRowObjectsJS()[0] as Record<string, unknown> | undefined;
+    });
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** How many accepted reports the ledger says still wait to be archived. */

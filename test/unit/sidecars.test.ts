@@ -57,7 +57,7 @@ afterAll(async () => {
 });
 
 /** Every chunk of the reads, joined, each chunk handed back as a consumer would once written. */
-async function readAll(reads: (() => AsyncIterable<Uint8Array>)[]): Promise<Buffer> {
+async function readAll(reads: (() => Iterable<Uint8Array>)[]): Promise<Buffer> {
   const out: Buffer[] = [];
   for (const read of reads) for await (const chunk of read()) out.push(Buffer.from(chunk));
   return Buffer.concat(out);

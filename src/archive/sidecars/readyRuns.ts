@@ -53,9 +53,9 @@ export function readyRunsOf(file: string, hours: readonly number[], filter: Item
  * its own. `separator`: what joins the items (a FeatureCollection's ',' for GeoJSON); 'arrow':
  * the hours' record batches.
  */
-export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow', separator = ''): (() => AsyncIterable<Uint8Array>)[] {
+export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow', separator = ''): (() => Iterable<Uint8Array>)[] {
   const commas = shape === 'geojson' && separator === ',';
-  const reads: (() => AsyncIterable<Uint8Array>)[] = [];
+  const reads: (() => Iterable<Uint8Array>)[] = [];
   let pending: { ready: ReadyFile; hours: number[]; end: number } | undefined;
   const flush = () => {
     if (pending) reads.push(streamHours(pending.ready, pending.hours, shape, commas));
@@ -67,9 +67,7 @@ export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow
       if (shape === 'arrow') throw new Error('Arrow batches are read by whole hours only');
       flush();
       const read = readSelection(r.ready, r.hourMs, r.selection, r.filter, shape, commas);
-      reads.push(async function* () {
-        yield await read();
-      });
+      reads.push(() => [read()]);
       continue;
     }
     const [start, end] = r.hour[shape];
