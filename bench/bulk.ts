@@ -10,7 +10,8 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
-import { postgresLoadSeconds } from './postgres.js';
+import { footprint } from './footprint.js';
+import { postgresLoad } from './postgres.js';
 import { cliChild, cliMeasured, startServer } from './server.js';
 import { pointPool, prng } from './synthetic.js';
 
@@ -139,20 +140,25 @@ export async function bulkScenario(options: BulkOptions, log: (line: string) => 
     const spreadImport = await runImport(spread, { ...base, DATA_DIR: path.join(dir, 'data-spread') });
     results.push({ scenario: 'bulk import of a file spread over the last year (random order) into an empty data dir, beside DuckDB on the same file', rows: [importRow('spread over the last year, random order', options.spread, spreadImport, duck)] });
     const rows: Row[] = [];
+    const storage: { scenario: string; rows: Row[] }[] = [];
 
     // The benchmark year, in time order and shuffled.
     for (const order of ['time', 'random'] as const) {
       const file = path.join(dir, `year-${order}.ndjson`);
       await writeYear(file, options.year, 365, endMs, order);
       const dataDir = path.join(dir, `data-year-${order}`);
-      const postgres = await postgresLoadSeconds(file);
+      const postgres = await postgresLoad(file);
       const imported = await runImport(file, { ...base, DATA_DIR: dataDir });
-      log(`bulk: year in ${order} order, queryable after ${r1(imported.queryable)} s (PostgreSQL: ${postgres === undefined ? 'not installed' : `${r1(postgres)} s`})`);
-      rows.push({ ...importRow(`the benchmark year, ${order === 'time' ? 'in time order' : 'shuffled'}`, options.year, imported), 'PostgreSQL load s': postgres === undefined ? 'not installed' : r1(postgres) });
+      log(`bulk: year in ${order} order, queryable after ${r1(imported.queryable)} s (PostgreSQL: ${postgres === undefined ? 'not installed' : `${r1(postgres.seconds)} s`})`);
+      rows.push({ ...importRow(`the benchmark year, ${order === 'time' ? 'in time order' : 'shuffled'}`, options.year, imported), 'PostgreSQL load s': postgres === undefined ? 'not installed' : r1(postgres.seconds) });
+      // What the data dir holds once the import is done, beside PostgreSQL's table and indexes.
+      const stored = await footprint(dataDir, options.year);
+      if (postgres) stored.push({ store: 'PostgreSQL: table, indexes and TOAST', reports: options.year, MB: Math.round(postgres.bytes / 1e5) / 10, 'bytes/report': Math.round(postgres.bytes / options.year) });
+      storage.push({ scenario: `storage after importing the benchmark year (${order === 'time' ? 'in time order' : 'shuffled'}), by store`, rows: stored });
       await fsp.rm(dataDir, { recursive: true, force: true });
       await fsp.rm(file, { force: true });
     }
-    results.push({ scenario: 'bulk import into an empty data dir (embedded), until every report is queryable', rows });
+    results.push({ scenario: 'bulk import into an empty data dir (embedded), until every report is queryable', rows }, ...storage);
 
     // The object-store ledger, on the S3 emulator.
     const { startFauxqs } = await import('fauxqs');

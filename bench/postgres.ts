@@ -31,10 +31,11 @@ const INDEXES = [
 ];
 
 /**
- * Seconds a fresh PostgreSQL cluster (default settings, fsync on) takes to load `file`: COPY,
- * both indexes, VACUUM ANALYZE. Undefined when PostgreSQL is not installed.
+ * Seconds a fresh PostgreSQL cluster (default settings, fsync on) takes to load `file` (COPY,
+ * both indexes, VACUUM ANALYZE), and the bytes of the table with its indexes and TOAST after it.
+ * Undefined when PostgreSQL is not installed.
  */
-export async function postgresLoadSeconds(file: string): Promise<number | undefined> {
+export async function postgresLoad(file: string): Promise<{ seconds: number; bytes: number } | undefined> {
   const bin = binDir();
   if (!bin) return undefined;
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-pg-'));
@@ -59,7 +60,9 @@ export async function postgresLoadSeconds(file: string): Promise<number | undefi
         fs.createReadStream(file).on('error', reject).pipe(child.stdin);
       });
       await run(...asServerUser(psql[0]!, [...psql.slice(1), ...INDEXES.flatMap((sql) => ['-c', sql])]));
-      return (performance.now() - started) / 1000;
+      const seconds = (performance.now() - started) / 1000;
+      const size = await run(...asServerUser(psql[0]!, [...psql.slice(1), '-t', '-A', '-c', "SELECT pg_total_relation_size('reports')"]));
+      return { seconds, bytes: Number(size.stdout.trim()) };
     } finally {
       await pg('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
     }
