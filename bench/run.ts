@@ -18,11 +18,14 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import autocannon from 'autocannon';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliJson as cli, cliMeasured, startServer, type Server } from './server.js';
+import { asServer, cliJson as cli, cliMeasured, freePort, startServer, type Server } from './server.js';
+import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
 import { buildBenchStore, walkFiles } from './synthetic.js';
 import { bulkScenario } from './bulk.js';
+import { footprint, storeBytes } from './footprint.js';
+import { shapedProxy } from './shapedProxy.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -37,6 +40,8 @@ const { values: args } = parseArgs({
     /** Reports the bulk scenario imports on the S3 emulator. */
     'bulk-s3': { type: 'string', default: '20000' },
     s3: { type: 'boolean', default: false },
+    /** The archive answers on S3 behind a proxy shaped as S3 on the network: "first-byte ms,MB/s per connection", e.g. 30,100. */
+    's3-shaped': { type: 'string' },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
     /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts), national (tagging, ingest and /cities with the national boundaries beside the two-city default). */
@@ -108,42 +113,6 @@ function timedGet(url: string): Promise<{ ms: number; bytes: number; status: num
   });
 }
 
-/**
- * Bytes a report costs in each store of an embedded data dir: the ledger and the event log
- * (databases with their write-ahead logs), and the parts, ready texts, stats sidecars and change
- * logs of the store.
- */
-async function footprint(dataDir: string, reports: number): Promise<Row[]> {
-  const fileBytes = async (name: string) => {
-    let bytes = 0;
-    for (const suffix of ['', '-wal', '-shm']) bytes += (await fsp.stat(path.join(dataDir, name + suffix)).catch(() => ({ size: 0 }))).size;
-    return bytes;
-  };
-  const store = (sub: string) => storeBytes(path.join(dataDir, 'store', sub), '').catch(() => ({ files: 0, bytes: 0 }));
-  const stores: [string, number][] = [
-    ['ledger (SQLite, with WAL)', await fileBytes('ledger.sqlite')],
-    ['event log (SQLite, with WAL)', await fileBytes('events.sqlite')],
-    ['parts', (await store('reports')).bytes],
-    ['ready texts', (await store('ready')).bytes],
-    ['stats sidecars', (await store('stats')).bytes],
-    ['change logs', (await store('changes')).bytes],
-  ];
-  const total = stores.reduce((n, [, b]) => n + b, 0);
-  return [...stores, ['total', total] as [string, number]].map(([name, bytes]) => ({ store: name, reports, MB: Math.round(bytes / 1e5) / 10, 'bytes/report': Math.round(bytes / reports) }));
-}
-
-/** Files under `dir` ending in `suffix` (parts: .parquet; their ready texts: .ready), and their bytes. */
-async function storeBytes(dir: string, suffix = '.parquet'): Promise<{ files: number; bytes: number }> {
-  let files = 0;
-  let bytes = 0;
-  for await (const file of walkFiles(dir)) {
-    if (!file.endsWith(suffix)) continue;
-    files += 1;
-    bytes += (await fsp.stat(file)).size;
-  }
-  return { files, bytes };
-}
-
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
@@ -155,7 +124,7 @@ const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + '%2B0000';
  * after a restart with empty caches (render, answer and part caches); warm the p50 of the
  * repeats that follow. Beside them, the wire floor for the same number of bytes.
  */
-async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string): Promise<void> {
+async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string, downloaded?: () => number): Promise<void> {
   const wanted = new Set(String(args.windows).split(','));
   const windows = (
     [
@@ -193,12 +162,15 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
       const colds: number[] = [];
       let coldRss = 0;
       let bytes = 0;
+      let fetched = 0;
       for (let run = 0; run < COLD_RUNS; run++) {
         await server.stop();
         await fsp.rm(cacheDir, { recursive: true, force: true });
         server = await start();
         resetPeakRss(server.pid);
+        const before = downloaded?.() ?? 0;
         const first = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
+        fetched = (downloaded?.() ?? 0) - before;
         if (first.status !== 200) log(`${label} ${name} ${format}: cold HTTP ${first.status}`);
         colds.push(first.ms);
         coldRss = Math.max(coldRss, peakRssMb(server.pid));
@@ -222,6 +194,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         'cold features/s': Math.round(count / (cold.ms / 1000)),
         'warm features/s': Math.round(count / (warm / 1000)),
         'cold peak RSS MB': Math.round(coldRss),
+        ...(downloaded && { 'cold MB from S3': Math.round(fetched / 1e5) / 10, 'from S3 / answer': Math.round((fetched / cold.bytes) * 100) / 100 }),
       };
       rows.push(row);
       sizes.push({ row, bytes: cold.bytes, cold: cold.ms, warm });
@@ -457,8 +430,7 @@ async function watch(url: string, createdMs: number, acceptedAt: number, out: nu
   }
 }
 
-async function uploadToS3(storeDir: string, endpoint: string, bucket: string): Promise<number> {
-  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
+async function uploadToS3(storeDir: string, s3: S3Client, bucket: string): Promise<number> {
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   const files: string[] = [];
   for await (const file of walkFiles(storeDir)) files.push(file);
@@ -589,36 +561,57 @@ async function nationalYearScenario(): Promise<void> {
 async function archiveReads(dir: string, dataDir: string, storeDir: string): Promise<void> {
   const serveEmbedded = () => startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
   if (ONLY.has('archive')) await archiveScenarios(serveEmbedded, path.join(dataDir, 'cache'), 'embedded');
-  if (args['answers-only']) return;
+  if (args['answers-only']) {
+    if ((args.s3 || args['s3-shaped']) && ONLY.has('archive')) await s3Scenarios(dir, storeDir);
+    return;
+  }
   results.push({ scenario: 'stats (embedded; cold: a new process, every cache emptied)', rows: await statsScenario(serveEmbedded, path.join(dataDir, 'cache'), START_MS, DAYS) });
   const embedded = await serveEmbedded();
   results.push({ scenario: 'explorer page load (embedded)', rows: await pageScenario(embedded.url, START_MS, DAYS) });
   await embedded.stop();
 
-  if (args.s3 && ONLY.has('archive')) {
-    const { startFauxqs } = await import('fauxqs');
-    const emulator = await startFauxqs({ port: 0, logger: false });
+  if ((args.s3 || args['s3-shaped']) && ONLY.has('archive')) await s3Scenarios(dir, storeDir);
+}
+
+/**
+ * The archive answers again with the store on S3 (moto_server, which takes objects of any size):
+ * as it is (`--s3`), and behind a proxy shaped as S3 is on the network (`--s3-shaped MS,MBPS`:
+ * first-byte delay and bandwidth per connection), its cold pulls counting the bytes fetched from
+ * the store.
+ */
+async function s3Scenarios(dir: string, storeDir: string): Promise<void> {
+  const emulator = await startMotoServer(await freePort());
+  try {
     const t = performance.now();
-    const uploaded = await uploadToS3(storeDir, emulator.address, 'flood-bench');
-    log(`uploaded ${uploaded} objects to the emulator in ${Math.round((performance.now() - t) / 1000)} s`);
+    const uploaded = await uploadToS3(storeDir, emulator.s3, 'flood-bench');
+    log(`uploaded ${uploaded} objects to moto in ${Math.round((performance.now() - t) / 1000)} s`);
     const s3Data = path.join(dir, 's3-data');
-    const serveS3 = () =>
+    const serveS3 = (endpoint: string) => () =>
       startServer(
         {
           DATA_DIR: s3Data,
           STORAGE_URL: 's3://flood-bench/',
-          QUEUE_URL: `http://sqs.us-east-1.localhost:${emulator.port}/000000000000/flood-bench`,
-          AWS_ENDPOINT_URL: emulator.address,
-          AWS_ACCESS_KEY_ID: 'bench',
-          AWS_SECRET_ACCESS_KEY: 'bench',
+          QUEUE_URL: emulator.queueUrl('flood-bench'),
+          AWS_ENDPOINT_URL: endpoint,
+          AWS_ACCESS_KEY_ID: 'test',
+          AWS_SECRET_ACCESS_KEY: 'test',
           RATE_LIMIT_READ_PER_MINUTE: '100000000',
         },
         { role: 'serve', apiKey: API_KEY },
       );
-    await archiveScenarios(serveS3, path.join(s3Data, 'cache'), 's3 via emulator (cold: parts fetched from the store)');
+    if (args.s3) await archiveScenarios(serveS3(emulator.endpoint), path.join(s3Data, 'cache'), 's3 on moto (cold: parts fetched from the store)');
+    if (typeof args['s3-shaped'] === 'string') {
+      const [firstByteMs, mbps] = args['s3-shaped'].split(',').map(Number) as [number, number];
+      const proxy = await shapedProxy(emulator.endpoint, { firstByteMs, bytesPerSecond: mbps * 1e6 });
+      try {
+        await archiveScenarios(serveS3(proxy.url), path.join(s3Data, 'cache'), `s3 on moto, shaped: ${firstByteMs} ms to the first byte, ${mbps} MB/s a connection`, proxy.bytesDown);
+      } finally {
+        await proxy.close();
+      }
+    }
+  } finally {
     await emulator.stop();
   }
-
 }
 
 async function main(): Promise<void> {
