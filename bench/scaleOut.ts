@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -140,15 +141,20 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
     const broken: string[] = [];
     for (const file of await download(aws.s3, bucket, 'flood/changes/', downloaded)) {
       try {
-        JSON.parse(await fs.readFile(file, 'utf8'));
+        const body = await fs.readFile(file);
+        JSON.parse((file.endsWith('.gz') ? gunzipSync(body) : body).toString('utf8'));
       } catch {
         broken.push(file);
       }
     }
+    // Ready texts: the index line, then every hour's sections, each a gzip member whose CRC holds.
     for (const file of await download(aws.s3, bucket, 'flood/ready/', downloaded)) {
       const text = await fs.readFile(file);
       try {
-        if (!((JSON.parse(text.subarray(0, text.indexOf(10)).toString()) as { version?: number }).version! > 0)) broken.push(file);
+        const eol = text.indexOf(10);
+        const index = JSON.parse(text.subarray(0, eol).toString()) as { version?: number; hours: Record<string, [number, number]>[] };
+        if (!(index.version! > 0)) broken.push(file);
+        for (const hour of index.hours) for (const s of ['geojson', 'topojson', 'csv', 'arrow']) gunzipSync(text.subarray(eol + 1 + hour[s]![0], eol + 1 + hour[s]![1]));
       } catch {
         broken.push(file);
       }
