@@ -20,7 +20,7 @@ interface RenderedHour {
 
 /**
  * Items already joined by the separator, or a function that reads them when they are about to
- * be sent, as chunks (which may be buffers the sidecars' reader lends: see `Window.written`).
+ * be sent, as chunks (a sidecar's hours, inflated one at a time).
  */
 export type Run = Uint8Array | (() => Iterable<Uint8Array> | AsyncIterable<Uint8Array>);
 
