@@ -22,6 +22,8 @@ export class CacheFiles<E extends CachedFile> {
     readonly dir: string,
     private readonly suffix: string,
     readonly maxBytes: number,
+    /** Whether a file an earlier run left is kept (the others are removed when the directory is scanned). */
+    private readonly adoptable: (key: string) => boolean = () => true,
   ) {}
 
   get sizeBytes(): number {
@@ -47,6 +49,14 @@ export class CacheFiles<E extends CachedFile> {
     if (previous) this.forget(key, previous);
     this.entries.set(key, { ...entry, usedAt: ++this.clock } as E);
     this.bytes += entry.size;
+    await this.evict(key);
+  }
+
+  /** Counts `bytes` more of an entry's file (a ranged copy that fetched more), then keeps the bound. */
+  async grow(key: string, entry: E, bytes: number): Promise<void> {
+    if (this.entries.get(key) !== entry) return;
+    entry.size += bytes;
+    this.bytes += bytes;
     await this.evict(key);
   }
 
@@ -87,6 +97,10 @@ export class CacheFiles<E extends CachedFile> {
         continue;
       }
       if (!name.endsWith(this.suffix)) continue;
+      if (!this.adoptable(name.slice(0, -this.suffix.length))) {
+        await fs.rm(file, { force: true });
+        continue;
+      }
       const stat = await fs.stat(file);
       found.push({ key: name.slice(0, -this.suffix.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
     }

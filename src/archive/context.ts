@@ -1,13 +1,17 @@
 // What the pieces of a window share: the engine, the local files of parts and of their ready texts.
 import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo } from '../store/objectStore.js';
+import type { ReadyWant } from './sidecars/index.js';
 
 export interface WindowContext {
   db: DuckDb;
   /** Local paths of parts (the store's own files, or the part cache's copies). */
   files(parts: readonly ObjectInfo[]): Promise<string[]>;
-  /** Local paths of the parts' ready texts, undefined for a part that has none. */
-  readyFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
+  /**
+   * Local paths of the parts' ready texts, undefined for a part that has none; of a remote
+   * store, the bytes `want` reads are fetched, and only those.
+   */
+  readyFiles(parts: readonly ObjectInfo[], want: ReadyWant): Promise<(string | undefined)[]>;
   /** Local paths of the parts' stats sidecars (sidecars/), undefined for a part that has none. */
   statsFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */

@@ -80,7 +80,7 @@ const copyable = (query: WindowQuery) => isUnfiltered(query) && !query.includeRe
 async function storedDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): Promise<Footer[] | undefined> {
   const sources = day.whole.length === 1 && day.hours.length === 0 ? day.whole : day.whole.length === 0 && day.hours.every((h) => h.parts.length === 1) ? day.hours.map((h) => h.parts[0]!) : undefined;
   if (!sources || (query.retracted ?? []).some((r) => r.createdMs >= day.dayMs && r.createdMs < day.dayMs + DAY_MS)) return undefined;
-  const files = await ctx.readyFiles(sources);
+  const files = await ctx.readyFiles(sources, { shape: 'parquet', filter: query });
   if (files.some((f) => f === undefined)) return undefined;
   const opened: StoredParquet[] = [];
   try {

@@ -1,35 +1,44 @@
-// Local cache of archive parts (and their ready-text sidecars) fetched from a remote store,
-// keyed by (key, ETag). Parts are immutable, so an entry never goes stale; the files are kept
-// by the same byte-bounded LRU as the other local caches. A store on a local directory is read
-// in place (its LocalFiles), never copied.
+// Local cache of archive parts and their sidecars fetched from a remote store, keyed by (key,
+// ETag). Parts are immutable, so an entry never goes stale. A part or stats sidecar is copied
+// whole; ready texts are ranged copies holding the sections answers read (an answer reads one
+// format of a few hours). One byte bound, least recently used out first. A store on a local
+// directory is read in place (its LocalFiles), never copied.
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
+import { RangedCopy, type RangedFile } from './rangedCopy.js';
 
 class VanishedError extends Error {}
 
 const SUFFIX = '.parquet';
+/** Marks a ranged copy's name: which ranges it holds is known to the process that fetched them only, so a restart removes it. */
+const RANGED = '.ranged';
+
+interface Entry extends CachedFile {
+  copy?: RangedCopy;
+}
 
 export class PartCache {
-  private readonly files: CacheFiles<CachedFile>;
+  private readonly files: CacheFiles<Entry>;
   private readonly inflight = new Map<string, Promise<string>>();
+  private readonly inflightCopies = new Map<string, Promise<RangedCopy | undefined>>();
   /** Optional companions known to be absent. Bounded: the oldest absence is forgotten first (it is only asked again). */
   private readonly absent = new Set<string>();
   private ready: Promise<void> | undefined;
 
   constructor(
-    private readonly store: Pick<ObjectStore, 'getStream'>,
+    private readonly store: Pick<ObjectStore, 'getStream' | 'getRange'>,
     dir: string,
     maxBytes: number,
     private readonly metrics?: Pick<Metrics, 'cacheRequests' | 'cacheBytes'>,
     /** The store's own files, when it is a local directory: read where they are. */
     private readonly local?: LocalFiles,
   ) {
-    this.files = new CacheFiles(dir, SUFFIX, maxBytes);
+    this.files = new CacheFiles(dir, SUFFIX, maxBytes, (name) => !name.endsWith(RANGED));
   }
 
   /** A local file with the part's content: the store's own file, or a cached copy. */
@@ -69,10 +78,61 @@ export class PartCache {
       return await this.localFile(info);
     } catch (err) {
       if (!(err instanceof VanishedError)) throw err;
-      this.absent.add(id);
-      if (this.absent.size > 100_000) this.absent.delete(this.absent.values().next().value!);
+      this.remember(id);
       return undefined;
     }
+  }
+
+  /**
+   * A ranged copy of the object: its first `headBytes` fetched now, the rest as the reader asks
+   * (`ensure`); undefined when the store has no such object. On a local store, the object's own
+   * file, whole.
+   */
+  async rangedFileIfPresent(info: ObjectInfo, headBytes: number): Promise<RangedFile | undefined> {
+    if (this.local) {
+      const file = this.local.fileOf(info.key);
+      // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
+      if (!existsSync(file)) return undefined;
+      return { file, size: statSync(file).size, ensure: async () => undefined };
+    }
+    const id = `${info.key}\n${info.etag}`;
+    if (this.absent.has(id)) return undefined;
+    await (this.ready ??= this.files.scan());
+    const name = `${cacheKeyOf(info)}${RANGED}`;
+    const hit = this.files.get(name);
+    if (hit?.copy) {
+      this.files.touch(hit);
+      this.metrics?.cacheRequests.inc({ result: 'hit' });
+      return hit.copy;
+    }
+    let pending = this.inflightCopies.get(name);
+    if (!pending) {
+      this.metrics?.cacheRequests.inc({ result: 'miss' });
+      pending = this.createCopy(info, name, headBytes).finally(() => this.inflightCopies.delete(name));
+      this.inflightCopies.set(name, pending);
+    }
+    const copy = await pending;
+    if (!copy) this.remember(id);
+    return copy;
+  }
+
+  private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
+    const file = this.files.fileOf(name);
+    const copy = await RangedCopy.create(this.store, info.key, file, headBytes, async (bytes) => {
+      // Counted while the cache keeps this copy (an evicted copy's file is gone).
+      const entry = this.files.get(name);
+      if (entry && entry.copy === copy) await this.files.grow(name, entry, bytes);
+      this.metrics?.cacheBytes.set(this.files.sizeBytes);
+    });
+    if (!copy) return undefined;
+    await this.files.add(name, { file, size: copy.bytes, copy });
+    this.metrics?.cacheBytes.set(this.files.sizeBytes);
+    return copy;
+  }
+
+  private remember(id: string): void {
+    this.absent.add(id);
+    if (this.absent.size > 100_000) this.absent.delete(this.absent.values().next().value!);
   }
 
   private async fetch(info: ObjectInfo, name: string): Promise<string> {

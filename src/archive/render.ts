@@ -7,7 +7,7 @@ import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { readyReads, readyRunsOf, servesText, type ReadyRun } from './sidecars/index.js';
+import { readyReads, readyRunsOf, servesText, type ReadyRun, type ReadyWant } from './sidecars/index.js';
 import { LIST, listValue, TIMESTAMPTZ, VARCHAR } from '@duckdb/node-api';
 import { ANSWER_ORDER, filteredRows, ITEM_SQL, micros, type Bound, type FeatureShape } from './sql.js';
 
@@ -79,9 +79,10 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
     // The next days are prepared (their sidecars' indexes read, or DuckDB queried) while one
     // is sent. Memory: READ_AHEAD days in preparation; sidecar ranges are read as they are sent.
     const inFlight: Promise<FeatureBatch>[] = [];
+    const want = readyWantOf(query, shape, separator);
     const fetchAhead = (i: number) => {
       // Handled here: a day whose fetch fails fails when it is prepared, not before.
-      if (i < plan.length) ctx.readyFiles(partsOf(plan[i]!)).catch(() => undefined);
+      if (want && i < plan.length) ctx.readyFiles(partsOf(plan[i]!), want).catch(() => undefined);
     };
     for (let i = 0; i < Math.min(FETCH_AHEAD, plan.length); i++) fetchAhead(i);
     for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
@@ -180,9 +181,8 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
  */
 export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): Promise<Map<number, ReadyRun>> {
   const out = new Map<number, ReadyRun>();
-  const text = shape === 'arrow' || servesText(shape, separator);
-  const servable = query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined && !query.includeRetracted;
-  if (!text || !servable) return out;
+  const want = readyWantOf(query, shape, separator);
+  if (!want) return out;
   const retracted = new Set((query.retracted ?? []).map((r) => hourOf(r.createdMs)));
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
   const sourceOf = (hourMs: number) => {
@@ -197,13 +197,21 @@ export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: re
   }
   if (byPart.size === 0) return out;
   const parts = [...byPart.keys()];
-  const files = await ctx.readyFiles(parts);
+  const files = await ctx.readyFiles(parts, want);
   parts.forEach((part, i) => {
     const file = files[i];
     if (!file) return;
     for (const [hourMs, run] of readyRunsOf(file, byPart.get(part)!, query)) out.set(hourMs, run);
   });
   return out;
+}
+
+/** What a window's answer in `shape` reads of ready texts; undefined when it reads none (pages, syncs, tombstones, a shape or separator not kept ready). */
+function readyWantOf(query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): ReadyWant | undefined {
+  const servable = query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined && !query.includeRetracted;
+  if (!servable) return undefined;
+  if (shape === 'arrow') return { shape, filter: query };
+  return servesText(shape, separator) ? { shape, filter: query } : undefined;
 }
 
 const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;

@@ -23,7 +23,7 @@ import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { renderBatches, trimPage, type FeatureBatch } from './render.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
-import { readyInfoOf, statsInfoOf } from './sidecars/index.js';
+import { fetchReadySections, READY_HEAD_BYTES, readyInfoOf, statsInfoOf } from './sidecars/index.js';
 
 /** A page of a window: its batches, and where the next page starts when there is one. */
 export interface Page {
@@ -189,7 +189,13 @@ export class Archive {
       db,
       signal: undefined,
       files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
-      readyFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(readyInfoOf(p)))),
+      readyFiles: (parts, want) =>
+        Promise.all(
+          parts.map(async (p) => {
+            const ranged = await cache.rangedFileIfPresent(readyInfoOf(p), READY_HEAD_BYTES);
+            return ranged && fetchReadySections(ranged, want);
+          }),
+        ),
       statsFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p)))),
     };
   }

@@ -63,16 +63,19 @@ export class FileObjectStore implements ObjectStore {
     });
   }
 
-  async getRange(key: string, start: number, length: number): Promise<Buffer | undefined> {
+  async getRange(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StoredObject | undefined> {
     const file = this.localPath(key);
     return this.run(async () => {
       const handle = await openIfPresent(file);
       if (!handle) return undefined;
       try {
-        const out = Buffer.alloc(length);
+        const stat = await handle.stat();
+        const etag = etagOf(stat);
+        if (options.ifMatch !== undefined && etag !== options.ifMatch) return undefined;
+        const out = Buffer.alloc(Math.max(0, Math.min(length, stat.size - start)));
         let n = 0;
-        for (let got = -1; got !== 0 && n < length; n += got) got = (await handle.read(out, n, length - n, start + n)).bytesRead;
-        return out.subarray(0, n);
+        for (let got = -1; got !== 0 && n < out.length; n += got) got = (await handle.read(out, n, out.length - n, start + n)).bytesRead;
+        return { key, body: out.subarray(0, n), size: stat.size, etag, lastModified: stat.mtime };
       } finally {
         await handle.close();
       }

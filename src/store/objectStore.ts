@@ -30,8 +30,12 @@ export interface ObjectStore {
   readonly description: string;
   get(key: string): Promise<StoredObject | undefined>;
   head(key: string): Promise<ObjectInfo | undefined>;
-  /** Bytes [start, start + length) of an object (fewer past its end); undefined when it is absent. */
-  getRange(key: string, start: number, length: number): Promise<Buffer | undefined>;
+  /**
+   * Bytes [start, start + length) of an object (fewer past its end) as `body`, with the whole
+   * object's size and ETag; undefined when it is absent, or when `ifMatch` is given and the
+   * object is no longer that version (a ranged read of an object replaced meanwhile).
+   */
+  getRange(key: string, start: number, length: number, options?: { ifMatch?: string }): Promise<StoredObject | undefined>;
   /** Durable once it resolves. */
   put(key: string, body: Buffer | string): Promise<void>;
   /** Creates the object only if the key is free, durable once it resolves; false when it already existed. */

@@ -43,17 +43,28 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async getRange(key: string, start: number, length: number): Promise<Buffer | undefined> {
-    if (length <= 0) return (await this.head(key)) ? Buffer.alloc(0) : undefined;
+  async getRange(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StoredObject | undefined> {
+    if (length <= 0) return this.emptyRange(key, options);
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}` }));
-      return Buffer.from(await out.Body!.transformToByteArray());
+      const out = await this.client.send(
+        new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
+      );
+      const body = Buffer.from(await out.Body!.transformToByteArray());
+      // "bytes 0-65535/1234567": the whole object's size after the slash.
+      const size = Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? start + body.length);
+      return { key, body, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isNotFound(err) || statusOf(err) === 412) return undefined;
       // A range that starts past the end (InvalidRange, 416): nothing there.
-      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) return Buffer.alloc(0);
+      if (statusOf(err) === 416) return this.emptyRange(key, options);
       throw unavailable(err);
     }
+  }
+
+  private async emptyRange(key: string, options: { ifMatch?: string }): Promise<StoredObject | undefined> {
+    const info = await this.head(key);
+    if (!info || (options.ifMatch !== undefined && info.etag !== options.ifMatch)) return undefined;
+    return { ...info, body: Buffer.alloc(0) };
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {

@@ -1,16 +1,22 @@
 // A cold window on S3: a process with an empty part cache answers a window of many days, and
 // fetches the ready texts of the days ahead while it prepares one, several GETs at once (on
-// S3 each waits 20–50 ms for its first byte), and answers what the parts hold.
+// S3 each waits 20–50 ms for its first byte), and answers what the parts hold. It fetches only
+// the bytes its answer reads: the index and one format's sections, the per-report index only
+// for a cut or filtered window, and nothing again once they are cached.
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
+import type { ReadyIndex } from '../../src/archive/sidecars/index.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { writePartFile } from '../support/parts.js';
 import { startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAYS = 14;
-const PER_DAY = 200;
+/** Enough that a day's ready texts are several times the first bytes fetched with its index. */
+const PER_DAY = 1500;
 const FIRST_DAY_MS = Date.parse('2026-11-01T00:00:00Z');
 
 let emulator: Emulator;
@@ -18,6 +24,11 @@ let svc: TestService;
 /** GETs of ready texts under way, and the most at once. */
 let inFlight = 0;
 let most = 0;
+/** Bytes of ready texts fetched, and GETs of them. */
+let readyBytes = 0;
+let readyGets = 0;
+/** The stored ready texts: each one's size and index. */
+const stored: { size: number; index: ReadyIndex; base: number }[] = [];
 
 beforeAll(async () => {
   emulator = await startEmulator();
@@ -27,7 +38,10 @@ beforeAll(async () => {
       if (!key.includes('/ready/')) return next(args);
       most = Math.max(most, ++inFlight);
       try {
-        return await next(args);
+        const out = await next(args);
+        readyGets += 1;
+        readyBytes += (out.output as { ContentLength?: number }).ContentLength ?? 0;
+        return out;
       } finally {
         inFlight -= 1;
       }
@@ -41,21 +55,91 @@ beforeAll(async () => {
     await writePartFile(svc.rt.db, file, d * PER_DAY, PER_DAY, dayMs, Math.floor(86_400_000 / PER_DAY));
     await storePartPublisher(svc.rt).publish(newDayPartKey(dayMs), file);
   }
+  for await (const info of svc.rt.store.list({ prefix: 'ready/v6/' })) {
+    const body = (await svc.rt.store.get(info.key))!.body;
+    const base = body.indexOf(10) + 1;
+    stored.push({ size: body.length, index: JSON.parse(body.subarray(0, base).toString()) as ReadyIndex, base });
+  }
   most = 0;
-}, 120_000);
+  readyBytes = 0;
+  readyGets = 0;
+}, 180_000);
+
+/** Bytes of every stored ready text's sections of one kind. */
+const sectionBytes = (of: (r: (typeof stored)[number]) => number) => stored.reduce((n, r) => n + of(r), 0);
+const textBytes = (shape: 'geojson' | 'csv') => sectionBytes((r) => r.index.hours.reduce((n, h) => n + h[shape][1] - h[shape][0], 0));
+const ALL = 'start=2026-11-01T00:00:00Z&end=2026-11-14T23:59:59.999Z';
+
+async function answer(query: string): Promise<Response> {
+  const res = await fetch(`${svc.url}/reports/archive?${query}`, { headers: { 'User-Agent': 'cold-read-tests/1.0' } });
+  expect(res.status).toBe(200);
+  return res;
+}
+
+/** Ready-text bytes and GETs an answer's reading fetched. */
+async function fetchedBy(read: () => Promise<unknown>): Promise<{ bytes: number; gets: number }> {
+  const [bytes, gets] = [readyBytes, readyGets];
+  await read();
+  return { bytes: readyBytes - bytes, gets: readyGets - gets };
+}
 afterAll(async () => {
   await svc?.stop();
   await emulator?.stop();
 });
 
 describe('a cold window on S3', () => {
-  it('fetches the ready texts of the days ahead several at a time, and answers every report once', async () => {
-    const res = await fetch(`${svc.url}/reports/archive?start=2026-11-01T00:00:00Z&end=2026-11-14T23:59:59.999Z&format=ndjson`, { headers: { 'User-Agent': 'cold-read-tests/1.0' } });
-    expect(res.status).toBe(200);
-    const pkeys = (await res.text()).trim().split('\n').map((l) => (JSON.parse(l) as { properties: { pkey: string } }).properties.pkey);
+  it('fetches the ready texts of the days ahead several at a time, only their GeoJSON, and answers every report once', async () => {
+    let text = '';
+    const fetched = await fetchedBy(async () => (text = await (await answer(`${ALL}&format=ndjson`)).text()));
+    const pkeys = text.trim().split('\n').map((l) => (JSON.parse(l) as { properties: { pkey: string } }).properties.pkey);
     expect(pkeys).toHaveLength(DAYS * PER_DAY);
     expect(new Set(pkeys).size).toBe(DAYS * PER_DAY);
     // One day at a time (the one prepared and the one sent) is two GETs at most.
     expect(most).toBeGreaterThanOrEqual(4);
+    // The first bytes (the index), then the rest of the GeoJSON sections, which follow it: no
+    // CSV, Arrow, per-report index or Parquet.
+    expect(fetched.bytes).toBe(sectionBytes((r) => Math.max(Math.min(64 * 1024, r.size), r.base + Math.max(...r.index.hours.map((h) => h.geojson[1])))));
+    expect(fetched.bytes).toBeLessThan(sectionBytes((r) => r.size) / 2);
+  });
+
+  it('fetches another format\'s sections alone once the indexes are cached, and nothing a second time', async () => {
+    let csv = '';
+    const cold = await fetchedBy(async () => (csv = await (await answer(`${ALL}&format=csv`)).text()));
+    expect(csv.trim().split('\n').filter((l) => l.startsWith('"partner-'))).toHaveLength(DAYS * PER_DAY);
+    expect(cold.bytes).toBeGreaterThanOrEqual(textBytes('csv'));
+    // Each day's CSV sections are one range of a few bytes' gap at most: one GET a day.
+    expect(cold.gets).toBe(DAYS);
+    expect(cold.bytes).toBeLessThan(textBytes('csv') + DAYS * 1024);
+    const warm = await fetchedBy(async () => {
+      await (await answer(`${ALL}&format=csv`)).text();
+      await (await answer(`${ALL}&format=ndjson`)).text();
+    });
+    expect(warm).toEqual({ bytes: 0, gets: 0 });
+  });
+
+  it('fetches the per-report index for a window that cuts hours or filters by city, and answers what it selects', async () => {
+    const query = 'start=2026-11-03T05:30:00Z&end=2026-11-05T17:10:00Z&admin=PH-QC';
+    let features: { properties: { tags: { instance_region_code: string } } }[] = [];
+    const fetched = await fetchedBy(async () => (features = ((await (await answer(`${query}&format=geojson`)).json()) as { features: typeof features }).features));
+    const count = ((await (await fetch(`${svc.url}/reports/archive/count?${query}`)).json()) as { result: { count: number } }).result.count;
+    expect(count).toBeGreaterThan(0);
+    expect(features).toHaveLength(count);
+    expect(features.every((f) => f.properties.tags.instance_region_code === 'PH-QC')).toBe(true);
+    // Three days' per-report indexes (their GeoJSON is cached already).
+    expect(fetched.gets).toBe(3);
+    expect(fetched.bytes).toBe(3 * PER_DAY * 38);
+  });
+
+  it('fetches only the Parquet sections of the days a Parquet answer copies', async () => {
+    let rows = 0;
+    const fetched = await fetchedBy(async () => {
+      const file = path.join(svc.rt.config.dataDir, 'answer.parquet');
+      await fs.writeFile(file, Buffer.from(await (await answer(`${ALL}&format=parquet`)).arrayBuffer()));
+      rows = await svc.rt.db.withConnection(async (conn) => Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${sqlString(file)})`)).getRowsJS()[0]![0]));
+    });
+    expect(rows).toBe(DAYS * PER_DAY);
+    const parquetBytes = sectionBytes((r) => r.index.parquet[1] - r.index.parquet[0]);
+    expect(fetched.bytes).toBeGreaterThanOrEqual(parquetBytes);
+    expect(fetched.bytes).toBeLessThan(parquetBytes + DAYS * 1024);
   });
 });

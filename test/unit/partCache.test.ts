@@ -1,4 +1,5 @@
-// The local copy of a remote store's parts: bounded in bytes, fetched once, kept across a restart.
+// The local copy of a remote store's parts: bounded in bytes, fetched once, kept across a restart;
+// ranged copies of ready texts holding the bytes asked for, at their own offsets.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -6,6 +7,8 @@ import path from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartCache } from '../../src/archive/partCache.js';
+import { coalesce, subtract } from '../../src/archive/rangedCopy.js';
+import { OverloadedError } from '../../src/shared/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 
@@ -61,5 +64,63 @@ describe('PartCache on a remote store', () => {
     expect(await cache.localFileIfPresent(missing)).toBeUndefined();
     await expect(cache.localFile(missing)).rejects.toThrow(/vanished/);
     expect((await fs.readdir(dir)).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('keeps a ranged copy: the first bytes at once, then the ranges asked for at their offsets, each fetched once', async () => {
+    const body = randomBytes(600_000);
+    await store.put('ready/v6/r1.ready', body);
+    const info = { ...(await store.head('ready/v6/r1.ready'))!, etag: '"part-1"' };
+    const cache = new PartCache(store, path.join(dir, 'ranged'), 10_000_000);
+        const copy = (await cache.rangedFileIfPresent(info, 1000))!;
+    expect(copy.size).toBe(body.length);
+    expect((await fs.stat(copy.file)).size).toBe(body.length);
+    expect(cache.sizeBytes).toBe(1000);
+    const bytesAt = async (a: number, b: number) => {
+      const handle = await fs.open(copy.file, 'r');
+      try {
+        const out = Buffer.alloc(b - a);
+        await handle.read(out, 0, b - a, a);
+        return out;
+      } finally {
+        await handle.close();
+      }
+    };
+    expect(await bytesAt(0, 1000)).toEqual(body.subarray(0, 1000));
+    // Two answers at once, overlapping: each byte fetched once, and the file's version (mtime) unchanged.
+    const mtime = (await fs.stat(copy.file)).mtimeMs;
+    await Promise.all([copy.ensure([[300_000, 310_000]]), copy.ensure([[305_000, 320_000], [590_000, 600_000]])]);
+    expect(await bytesAt(300_000, 320_000)).toEqual(body.subarray(300_000, 320_000));
+    expect(await bytesAt(590_000, 600_000)).toEqual(body.subarray(590_000, 600_000));
+    // Not asked for: never fetched (a hole reads as zeros).
+    expect((await bytesAt(100_000, 100_100)).every((b) => b === 0)).toBe(true);
+    expect(cache.sizeBytes).toBe(1000 + 20_000 + 10_000);
+    expect((await fs.stat(copy.file)).mtimeMs).toBe(mtime);
+    // The same copy for the same object, the same bytes: nothing fetched again.
+    const again = (await cache.rangedFileIfPresent(info, 1000))!;
+    expect(again).toBe(copy);
+    await again.ensure([[300_000, 320_000]]);
+    expect(cache.sizeBytes).toBe(31_000);
+  });
+
+  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart removes its ranged copies', async () => {
+    const cache = new PartCache(store, path.join(dir, 'restart'), 10_000_000);
+    expect(await cache.rangedFileIfPresent({ key: 'ready/v6/none.ready', etag: '"x"', size: 1, lastModified: new Date() }, 1000)).toBeUndefined();
+    await store.put('ready/v6/r2.ready', randomBytes(50_000));
+    const info = (await store.head('ready/v6/r2.ready'))!;
+    const copy = (await cache.rangedFileIfPresent(info, 1000))!;
+    await store.put('ready/v6/r2.ready', randomBytes(50_000));
+    await expect(copy.ensure([[10_000, 20_000]])).rejects.toBeInstanceOf(OverloadedError);
+    // A failed ensure does not fail the next one: bytes already present are there to read.
+    await expect(copy.ensure([[0, 500]])).resolves.toBeUndefined();
+    await fs.access(copy.file);
+    await new PartCache(store, path.join(dir, 'restart'), 10_000_000).localFileIfPresent({ key: 'ready/v6/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
+    await expect(fs.access(copy.file)).rejects.toThrow();
+  });
+
+  it('fetches the ranges missing, nearby ones as one', () => {
+    expect(subtract([0, 100], [[10, 20], [50, 60]])).toEqual([[0, 10], [20, 50], [60, 100]]);
+    expect(subtract([15, 55], [[10, 20], [50, 60]])).toEqual([[20, 50]]);
+    expect(subtract([10, 20], [[0, 30]])).toEqual([]);
+    expect(coalesce([[500_000, 600_000], [0, 10], [20, 30], [29, 40]])).toEqual([[0, 40], [500_000, 600_000]]);
   });
 });

@@ -79,7 +79,7 @@ export function current(fd: number, ready: ReadyFile): ReadyFile {
 /** The index of a stored sidecar, read from its first bytes alone; undefined when there is none (or none this version reads). */
 export async function storedIndex(store: ObjectStore, key: string): Promise<ReadyIndex | undefined> {
   for (let length = 64 * 1024; ; length *= 4) {
-    const head = await store.getRange(key, 0, length);
+    const head = (await store.getRange(key, 0, length))?.body;
     if (!head) return undefined;
     const eol = head.indexOf(10);
     if (eol < 0 && head.length === length) continue;

@@ -69,7 +69,14 @@ export function readItems(ready: ReadyFile, fd?: number): ReadyItems {
     const n = ready.index.items.count;
     const block = new ArrayBuffer(n * ITEM_BYTES);
     readExactly(handle, new Uint8Array(block), ready.base + ready.index.items.at, ready.file);
-    return itemColumns(block, n);
+    const items = itemColumns(block, n);
+    // Each hour's newest and oldest report where the index line says: bytes that are not this
+    // sidecar's (zeros of a range never fetched, a damaged file) fail here, not as an empty selection.
+    const msAt = (i: number) => Math.floor(items.createdUs[i]! / 1000);
+    for (const h of ready.index.hours) {
+      if (msAt(h.first) !== h.maxMs || msAt(h.first + h.count - 1) !== h.minMs) throw new Error(`ready texts' per-report index out of step with their index: ${ready.file}`);
+    }
+    return items;
   } finally {
     if (own) closeSync(handle);
   }

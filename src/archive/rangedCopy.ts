@@ -1,0 +1,138 @@
+// A local copy of some byte ranges of a stored object: a sparse file of the object's size, its
+// fetched ranges at their own offsets, so a reader reads it as it would the whole object. Which
+// ranges are present is known to this process only: a restart starts the copy afresh.
+import fs from 'node:fs/promises';
+import { OverloadedError } from '../shared/errors.js';
+import type { ObjectStore, StoredObject } from '../store/objectStore.js';
+
+/** A byte range [start, end). */
+export type ByteRange = readonly [number, number];
+
+/** What a reader of a ranged copy sees: the file, the object's size, and a way to have ranges fetched. */
+export interface RangedFile {
+  readonly file: string;
+  /** The whole object's size (and the file's). */
+  readonly size: number;
+  /** Fetches the ranges not yet present; resolves once every byte of them can be read from `file`. */
+  ensure(ranges: readonly ByteRange[]): Promise<void>;
+}
+
+/**
+ * Ranges closer than this are fetched as one: another GET costs a round trip (20–50 ms on S3
+ * before its first byte), the gap's bytes well under a millisecond.
+ */
+const GAP = 256 * 1024;
+
+export class RangedCopy implements RangedFile {
+  /** Present ranges, sorted and disjoint. */
+  private present: [number, number][];
+  /** Ensures run one after another: each fetches what the ones before it left missing. */
+  private queue: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly store: Pick<ObjectStore, 'getRange'>,
+    private readonly key: string,
+    readonly file: string,
+    readonly size: number,
+    /** The object's version: every range comes from it, or the read fails. */
+    private readonly etag: string,
+    private readonly mtime: Date,
+    head: number,
+    /** Bytes fetched since, as the cache counts them. */
+    private readonly fetched: (bytes: number) => Promise<void>,
+  ) {
+    this.present = head > 0 ? [[0, head]] : [];
+  }
+
+  /**
+   * Fetches the object's first `headBytes` into a new sparse file of its size at `file`;
+   * undefined when the object is absent.
+   */
+  static async create(store: Pick<ObjectStore, 'getRange'>, key: string, file: string, headBytes: number, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
+    const head = await store.getRange(key, 0, headBytes);
+    if (!head) return undefined;
+    const handle = await fs.open(file, 'w');
+    try {
+      await handle.truncate(head.size);
+      await handle.write(head.body, 0, head.body.length, 0);
+      // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
+      await handle.utimes(head.lastModified, head.lastModified);
+    } finally {
+      await handle.close();
+    }
+    return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length, fetched);
+  }
+
+  /** Bytes present in the file. */
+  get bytes(): number {
+    return this.present.reduce((n, [a, b]) => n + b - a, 0);
+  }
+
+  ensure(ranges: readonly ByteRange[]): Promise<void> {
+    const run = this.queue.then(() => this.fetchMissing(ranges));
+    // The next ensure waits for this one, whether it failed or not (its own failure is its caller's).
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async fetchMissing(ranges: readonly ByteRange[]): Promise<void> {
+    const missing = coalesce(ranges.flatMap(([a, b]) => subtract([Math.max(0, a), Math.min(this.size, b)], this.present)));
+    if (missing.length === 0) return;
+    const got = await Promise.all(missing.map(([a, b]) => this.fetch(a, b)));
+    const handle = await fs.open(this.file, 'r+');
+    try {
+      for (const [i, [a]] of missing.entries()) await handle.write(got[i]!.body, 0, got[i]!.body.length, a);
+      await handle.utimes(this.mtime, this.mtime);
+    } finally {
+      await handle.close();
+    }
+    const before = this.bytes;
+    this.present = merge([...this.present, ...missing.map(([a, b]) => [a, b] as [number, number])]);
+    await this.fetched(this.bytes - before);
+  }
+
+  private async fetch(start: number, end: number): Promise<StoredObject> {
+    const got = await this.store.getRange(this.key, start, end - start, { ifMatch: this.etag });
+    // Replaced since its first bytes were read (a purge rewrote it): the answer's plan is stale; asked again, it is not.
+    if (!got) throw new OverloadedError(`the archive changed while it was read: ${this.key}`);
+    if (got.body.length !== end - start) throw new Error(`short ranged read of ${this.key}: ${got.body.length} of ${end - start} bytes at ${start}`);
+    return got;
+  }
+}
+
+/** [a, b) less the sorted disjoint `present` ranges. */
+export function subtract([a, b]: ByteRange, present: readonly ByteRange[]): [number, number][] {
+  const out: [number, number][] = [];
+  let at = a;
+  for (const [p, q] of present) {
+    if (q <= at) continue;
+    if (p >= b) break;
+    if (p > at) out.push([at, p]);
+    at = Math.max(at, q);
+  }
+  if (at < b) out.push([at, b]);
+  return out;
+}
+
+/** Sorted, overlapping or touching ranges joined. */
+function merge(ranges: [number, number][]): [number, number][] {
+  const sorted = ranges.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
+  const out: [number, number][] = [];
+  for (const [a, b] of sorted) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out;
+}
+
+/** Ranges to fetch: sorted, those less than GAP apart as one. */
+export function coalesce(ranges: readonly ByteRange[]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const [a, b] of merge(ranges.map(([x, y]) => [x, y]))) {
+    const last = out[out.length - 1];
+    if (last && a - last[1] < GAP) last[1] = b;
+    else out.push([a, b]);
+  }
+  return out;
+}

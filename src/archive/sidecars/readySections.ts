@@ -1,0 +1,58 @@
+// Which bytes of a ready text an answer reads, fetched before it reads them: the index line,
+// then the one section asked for over the window's hours (consecutive hours: one range), the
+// per-report index only when an hour is cut or the window filtered, the Parquet section only
+// when every report lies in the window. On S3 a cold answer then moves the bytes of its own
+// format, not the part's every format.
+import type { ByteRange, RangedFile } from '../rangedCopy.js';
+import { ITEM_BYTES, type ReadyShape } from './readyFormat.js';
+import { readReadyIndex, type ReadyFile } from './readyIndex.js';
+import type { ItemFilter } from './itemFilter.js';
+
+const HOUR_MS = 3_600_000;
+
+/** What an answer will read of a part's ready texts: one shape's hours within the filter's window, or its Parquet section. */
+export interface ReadyWant {
+  shape: ReadyShape | 'arrow' | 'parquet';
+  filter: ItemFilter;
+}
+
+/**
+ * Bytes of the start of a ready text fetched first: its index line (about 200 bytes an hour, and
+ * the city codes), and, for a small part, all of it.
+ */
+export const READY_HEAD_BYTES = 64 * 1024;
+
+/** Has the bytes `want` reads present in the ranged file; returns its local path. */
+export async function fetchReadySections(ranged: RangedFile, want: ReadyWant): Promise<string> {
+  const { base, index } = await indexOf(ranged);
+  const { startMs, endMs } = want.filter;
+  const hours = index.hours.filter((h) => h.hourMs + HOUR_MS - 1 >= startMs && h.hourMs <= endMs);
+  const ranges: ByteRange[] = [];
+  if (want.shape === 'parquet') {
+    // Read only when every report of the part is in the window (storedParquet.ts).
+    if (index.hours.every((h) => h.minMs >= startMs && h.maxMs <= endMs)) ranges.push([base + index.parquet[0], base + index.parquet[1]]);
+  } else {
+    const { shape } = want;
+    for (const h of hours) ranges.push([base + h[shape][0], base + h[shape][1]]);
+    const filtered = want.filter.admin !== undefined || want.filter.bbox !== undefined;
+    if (filtered || hours.some((h) => h.minMs < startMs || h.maxMs > endMs)) ranges.push([base + index.items.at, base + index.items.at + index.items.count * ITEM_BYTES]);
+  }
+  await ranged.ensure(ranges);
+  return ranged.file;
+}
+
+/**
+ * The index, fetching more of the start until its line is whole (it has always been by the
+ * first bytes so far). Sections are fetched only once the index is read, so the bytes after
+ * a line not yet whole are zeros, never a stray newline.
+ */
+async function indexOf(ranged: RangedFile): Promise<ReadyFile> {
+  for (let n = READY_HEAD_BYTES; ; n *= 4) {
+    await ranged.ensure([[0, Math.min(n, ranged.size)]]);
+    try {
+      return readReadyIndex(ranged.file);
+    } catch (err) {
+      if (n >= ranged.size) throw err;
+    }
+  }
+}
