@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sqlString } from './duckdb.js';
+import { fetchAhead } from './fetchAhead.js';
 import { DAY_MS } from '../store/layout.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import type { WindowContext } from './context.js';
@@ -38,8 +39,10 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
       pieces.push(piece);
       run = [];
     };
-    for (const day of days) {
+    const ahead = fetchAhead(ctx, days, copyable(query) ? { shape: 'parquet', filter: query } : undefined);
+    for (const [i, day] of days.entries()) {
       ctx.signal?.throwIfAborted();
+      ahead.reached(i);
       const stored = copyable(query) ? await storedDay(ctx, query, day) : undefined;
       if (!stored) {
         run.push(day);

@@ -3,6 +3,7 @@
 // the day, so memory stays flat however long the window is. A pkey always lives in one hour
 // (partitions are by created_at), so de-duplicating within a day is de-duplicating the answer.
 import { sqlString } from './duckdb.js';
+import { fetchAhead } from './fetchAhead.js';
 import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';
@@ -47,13 +48,6 @@ export interface FeatureBatch {
  * then took the server past 300 MB.
  */
 const READ_AHEAD = 1;
-/**
- * Days whose ready texts are fetched ahead of the one being prepared: on S3 a GET waits 20–50 ms
- * for its first byte, and one day at a time left the wire mostly idle on a cold window (a year
- * took ten times as long as from local disk). Fetches only: nothing is read into memory, and
- * the part cache bounds what the files take on disk.
- */
-const FETCH_AHEAD = 8;
 /** Bytes of parts one rendering query reads at most (unless one hour alone is more). */
 const QUERY_BYTES = 256 * 1024;
 
@@ -79,18 +73,13 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
     // The next days are prepared (their sidecars' indexes read, or DuckDB queried) while one
     // is sent. Memory: READ_AHEAD days in preparation; sidecar ranges are read as they are sent.
     const inFlight: Promise<FeatureBatch>[] = [];
-    const want = readyWantOf(query, shape, separator);
-    const fetchAhead = (i: number) => {
-      // Handled here: a day whose fetch fails fails when it is prepared, not before.
-      if (want && i < plan.length) ctx.readyFiles(partsOf(plan[i]!), want).catch(() => undefined);
-    };
-    for (let i = 0; i < Math.min(FETCH_AHEAD, plan.length); i++) fetchAhead(i);
+    const ahead = fetchAhead(ctx, plan, readyWantOf(query, shape, separator));
     for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
     for (let i = 0; i < plan.length; i++) {
       const batch = await inFlight.shift()!;
       // Nothing more is read ahead for a client that hung up.
       ctx.signal?.throwIfAborted();
-      fetchAhead(i + FETCH_AHEAD);
+      ahead.reached(i);
       if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
       yield batch;
     }
@@ -207,7 +196,7 @@ export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: re
 }
 
 /** What a window's answer in `shape` reads of ready texts; undefined when it reads none (pages, syncs, tombstones, a shape or separator not kept ready). */
-function readyWantOf(query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): ReadyWant | undefined {
+export function readyWantOf(query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): ReadyWant | undefined {
   const servable = query.after === undefined && query.receivedBeforeMs === undefined && query.pkey === undefined && query.changed === undefined && !query.includeRetracted;
   if (!servable) return undefined;
   if (shape === 'arrow') return { shape, filter: query };

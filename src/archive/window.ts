@@ -18,9 +18,10 @@ import { copyReleaseParquet, type ReleaseFileFacts } from './releaseParquet.js';
 import type { ParquetAnswer } from './parquetSplice.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
-import { queryKey, type WindowQuery } from './query.js';
+import { isUnfiltered, queryKey, type WindowQuery } from './query.js';
 import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
-import { renderBatches, trimPage, type FeatureBatch } from './render.js';
+import { readyWantOf, renderBatches, trimPage, type FeatureBatch } from './render.js';
+import { fetchAhead } from './fetchAhead.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
 import { fetchReadySections, READY_HEAD_BYTES, readyInfoOf, statsInfoOf } from './sidecars/index.js';
@@ -157,8 +158,10 @@ export class Window {
   }
 
   private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay> {
-    for (const day of this.days) {
+    const ahead = fetchAhead(this.ctx, this.days, isUnfiltered(this.query) ? readyWantOf(this.query, 'arrow', '') : undefined);
+    for (const [i, day] of this.days.entries()) {
       this.ctx.signal?.throwIfAborted();
+      ahead.reached(i);
       yield* arrowDayBatches(this.ctx, this.query, day);
     }
   }

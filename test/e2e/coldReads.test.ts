@@ -3,6 +3,7 @@
 // S3 each waits 20–50 ms for its first byte), and answers what the parts hold. It fetches only
 // the bytes its answer reads: the index and one format's sections, the per-report index only
 // for a cut or filtered window, and nothing again once they are cached.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,8 +131,9 @@ describe('a cold window on S3', () => {
     expect(fetched.bytes).toBe(3 * PER_DAY * 38);
   });
 
-  it('fetches only the Parquet sections of the days a Parquet answer copies', async () => {
+  it('fetches only the Parquet sections of the days a Parquet answer copies, the days ahead several at a time', async () => {
     let rows = 0;
+    most = 0;
     const fetched = await fetchedBy(async () => {
       const file = path.join(svc.rt.config.dataDir, 'answer.parquet');
       await fs.writeFile(file, Buffer.from(await (await answer(`${ALL}&format=parquet`)).arrayBuffer()));
@@ -141,5 +143,20 @@ describe('a cold window on S3', () => {
     const parquetBytes = sectionBytes((r) => r.index.parquet[1] - r.index.parquet[0]);
     expect(fetched.bytes).toBeGreaterThanOrEqual(parquetBytes);
     expect(fetched.bytes).toBeLessThan(parquetBytes + DAYS * 1024);
+    expect(most).toBeGreaterThanOrEqual(4);
+  });
+
+  it('fetches only the Arrow sections of an Arrow answer', async () => {
+    let rows = 0;
+    const fetched = await fetchedBy(async () => {
+      const res = await answer(`${ALL}&format=arrow`);
+      const file = path.join(svc.rt.config.dataDir, 'answer.arrows');
+      await fs.writeFile(file, Buffer.from(await res.arrayBuffer()));
+      rows = Number(execFileSync('python3', ['-c', 'import sys, pyarrow.ipc as i; print(i.open_stream(sys.argv[1]).read_all().num_rows)', file], { encoding: 'utf8' }).trim());
+    });
+    expect(rows).toBe(DAYS * PER_DAY);
+    const arrowBytes = sectionBytes((r) => r.index.hours.reduce((n, h) => n + h.arrow[1] - h.arrow[0], 0));
+    expect(fetched.bytes).toBeGreaterThanOrEqual(arrowBytes);
+    expect(fetched.bytes).toBeLessThan(arrowBytes + DAYS * 1024);
   });
 });
