@@ -77,16 +77,14 @@ export class Window {
     return { batches, next: trimPage(batches, limit) };
   }
 
-  /** How many reports the window holds (the same filters as the answer). */
+  /**
+   * How many reports the window holds (the same filters as the answer): counted as the stats
+   * are, from the stats sidecars where they answer (on S3, a cold count fetches them, not the
+   * parts), by DuckDB for the rest.
+   */
   async count(): Promise<number> {
-    let total = 0;
-    for (const bound of await this.monthly()) {
-      total += await this.ctx.db.withConnection(async (conn) => {
-        const reader = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${bound.sql}`, bound.values, bound.types);
-        return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
-      }, this.ctx.signal);
-    }
-    return total;
+    const rows = await countStats(this.ctx, this.query, this.days, { interval: 'month', by: 'none', offsetMinutes: 0 });
+    return rows.reduce((n, r) => n + r.count, 0);
   }
 
   /** How many reports, and the first and last created_at (ms; undefined when none). */

@@ -28,6 +28,8 @@ let most = 0;
 /** Bytes of ready texts fetched, and GETs of them. */
 let readyBytes = 0;
 let readyGets = 0;
+/** Requests for a part (reads: GETs and HEADs). */
+let partGets = 0;
 /** The stored ready texts: each one's size and index. */
 const stored: { size: number; index: ReadyIndex; base: number }[] = [];
 
@@ -36,6 +38,7 @@ beforeAll(async () => {
   emulator.s3.middlewareStack.add(
     (next) => async (args) => {
       const key = (args.input as { Key?: string }).Key ?? '';
+      if (key.includes('reports/v1/') && args.input && !('Body' in (args.input as object))) partGets += 1;
       if (!key.includes('/ready/')) return next(args);
       most = Math.max(most, ++inFlight);
       try {
@@ -116,6 +119,16 @@ describe('a cold window on S3', () => {
       await (await answer(`${ALL}&format=ndjson`)).text();
     });
     expect(warm).toEqual({ bytes: 0, gets: 0 });
+  });
+
+  it('counts a window from the stats sidecars: no part is fetched', async () => {
+    const before = partGets;
+    const count = ((await (await fetch(`${svc.url}/reports/archive/count?${ALL}`)).json()) as { result: { count: number } }).result.count;
+    expect(count).toBe(DAYS * PER_DAY);
+    const stats = ((await (await fetch(`${svc.url}/reports/archive/stats?${ALL}&interval=day&by=city`)).json()) as { result: { total: number; rows: unknown[] } }).result;
+    expect(stats.total).toBe(DAYS * PER_DAY);
+    expect(stats.rows).toHaveLength(DAYS * 2);
+    expect(partGets - before).toBe(0);
   });
 
   it('fetches the per-report index for a window that cuts hours or filters by city, and answers what it selects', async () => {
