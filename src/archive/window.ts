@@ -24,7 +24,7 @@ import { readyWantOf, renderBatches, trimPage, type FeatureBatch } from './rende
 import { fetchAhead } from './fetchAhead.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
-import { fetchReadySections, READY_HEAD_BYTES, readyInfoOf, statsInfoOf } from './sidecars/index.js';
+import { ReadySections, statsInfoOf } from './sidecars/index.js';
 
 /** A page of a window: its batches, and where the next page starts when there is one. */
 export interface Page {
@@ -186,17 +186,12 @@ export class Archive {
     /** Retractions (from the ledger) and what changed when (the change log). */
     private readonly states: ArchiveStates = { retracted: async () => [], changed: async () => [], watermark: () => Date.now() - SETTLE_MS },
   ) {
+    const sections = new ReadySections((info, headBytes) => cache.rangedFileIfPresent(info, headBytes));
     this.ctx = {
       db,
       signal: undefined,
       files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
-      readyFiles: (parts, want) =>
-        Promise.all(
-          parts.map(async (p) => {
-            const ranged = await cache.rangedFileIfPresent(readyInfoOf(p), READY_HEAD_BYTES);
-            return ranged && fetchReadySections(ranged, want);
-          }),
-        ),
+      readyFiles: (parts, want) => Promise.all(parts.map((p) => sections.fileOf(p, want))),
       statsFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p)))),
     };
   }

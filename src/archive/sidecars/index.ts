@@ -8,7 +8,7 @@ export { statsSidecarOf } from './statsWriter.js';
 export type { ReadyIndex } from './readyFormat.js';
 export { readReadyIndex, storedIndex } from './readyIndex.js';
 export { readyReads, readyRunsOf, servesText, type ReadyRun } from './readyRuns.js';
-export { fetchReadySections, READY_HEAD_BYTES, type ReadyWant } from './readySections.js';
+export { ReadySections, type ReadyWant } from './readySections.js';
 export { openStoredParquet, type StoredParquet } from './storedParquet.js';
 export { sidecarCounter } from './statsCount.js';
 export { readStatsSidecar } from './statsReader.js';

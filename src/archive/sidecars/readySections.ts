@@ -3,7 +3,9 @@
 // per-report index only when an hour is cut or the window filtered, the Parquet section only
 // when every report lies in the window. On S3 a cold answer then moves the bytes of its own
 // format, not the part's every format.
+import type { ObjectInfo } from '../../store/objectStore.js';
 import type { ByteRange, RangedFile } from '../rangedCopy.js';
+import { readyInfoOf } from './keys.js';
 import { ITEM_BYTES, type ReadyShape } from './readyFormat.js';
 import { readReadyIndex, type ReadyFile } from './readyIndex.js';
 import type { ItemFilter } from './itemFilter.js';
@@ -22,9 +24,47 @@ export interface ReadyWant {
  */
 export const READY_HEAD_BYTES = 64 * 1024;
 
-/** Has the bytes `want` reads present in the ranged file; returns its local path. */
-export async function fetchReadySections(ranged: RangedFile, want: ReadyWant): Promise<string> {
-  const { base, index } = await indexOf(ranged);
+/** A first read longer than this is not guessed: the index comes first, then what it locates. */
+const MAX_GUESSED_HEAD = 8 * 1024 * 1024;
+
+/** A ranged copy of a stored object, its first `headBytes` fetched (the part cache's). */
+export type RangedFileOf = (info: ObjectInfo, headBytes: number) => Promise<RangedFile | undefined>;
+
+/**
+ * The ready texts of parts, with what an answer reads fetched. A ready text is otherwise two
+ * round trips, its index and then what the index locates; the GeoJSON sections come first
+ * after the index, so a whole GeoJSON day is fetched with its index in one read when its end
+ * can be guessed: from the part's size (listed) and the last ready text's ratio of the two.
+ */
+export class ReadySections {
+  /** Bytes from a ready text's start to its GeoJSON sections' end, per byte of its part, in the last one read. */
+  private geojsonPerPartByte = 0;
+
+  constructor(private readonly rangedFileOf: RangedFileOf) {}
+
+  /** The local path of the part's ready texts with what `want` reads present; undefined when it has none. */
+  async fileOf(part: ObjectInfo, want: ReadyWant): Promise<string | undefined> {
+    const ranged = await this.rangedFileOf(readyInfoOf(part), this.headBytes(part, want));
+    if (!ranged) return undefined;
+    return fetchReadySections(ranged, want, (ready) => {
+      const ends = ready.index.hours.map((h) => h.geojson[1]);
+      if (ends.length > 0 && part.size > 0) this.geojsonPerPartByte = (ready.base + Math.max(...ends)) / part.size;
+    });
+  }
+
+  private headBytes(part: ObjectInfo, want: ReadyWant): number {
+    const whole = want.filter.admin === undefined && want.filter.bbox === undefined;
+    if (want.shape !== 'geojson' || !whole || this.geojsonPerPartByte === 0) return READY_HEAD_BYTES;
+    // A quarter more than the last ratio: a little of the next section rather than another round trip.
+    return Math.max(READY_HEAD_BYTES, Math.min(MAX_GUESSED_HEAD, Math.ceil(part.size * this.geojsonPerPartByte * 1.25)));
+  }
+}
+
+/** Has the bytes `want` reads present in the ranged file; returns its local path. `indexed`: told the index once read. */
+export async function fetchReadySections(ranged: RangedFile, want: ReadyWant, indexed: (ready: ReadyFile) => void = () => undefined): Promise<string> {
+  const ready = await indexOf(ranged);
+  indexed(ready);
+  const { base, index } = ready;
   const { startMs, endMs } = want.filter;
   const hours = index.hours.filter((h) => h.hourMs + HOUR_MS - 1 >= startMs && h.hourMs <= endMs);
   const ranges: ByteRange[] = [];

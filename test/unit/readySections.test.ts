@@ -1,0 +1,104 @@
+// Ready texts read from S3 (fauxqs) through the part cache's ranged copies: an answer's bytes
+// are the same as from the whole file, a ready text is two GETs (its index, then what the
+// index locates), and a whole GeoJSON day one once the last one read tells how far its
+// GeoJSON reaches.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDb } from '../../src/archive/duckdb.js';
+import { PartCache } from '../../src/archive/partCache.js';
+import { writeParquet } from '../../src/archive/partWriter.js';
+import { readyKeyOf, readyReads, readyRunsOf, ReadySections, writeReadyTexts, type ReadyWant } from '../../src/archive/sidecars/index.js';
+import { newDayPartKey } from '../../src/store/layout.js';
+import type { ObjectInfo } from '../../src/store/objectStore.js';
+import { S3ObjectStore } from '../../src/store/s3Store.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { random, randomReports } from '../support/randomReports.js';
+
+const DAY = 86_400_000;
+const FIRST = Date.UTC(2026, 9, 1);
+const DAYS = 3;
+/** Enough that a day's GeoJSON reaches well past the first 64 KiB. */
+const PER_DAY = 4000;
+
+let peer: Emulator;
+let store: S3ObjectStore;
+let dir: string;
+let db: DuckDb;
+/** Each day's part (as listed) and its ready texts' local file. */
+const days: { part: ObjectInfo; local: string }[] = [];
+let gets = 0;
+
+beforeAll(async () => {
+  peer = await startEmulator();
+  peer.s3.middlewareStack.add(
+    (next) => async (args) => {
+      if ((args.input as { Key?: string }).Key?.startsWith('ready/') && !('Body' in (args.input as object))) gets += 1;
+      return next(args);
+    },
+    { step: 'initialize', name: 'countReadyGets' },
+  );
+  const bucket = `ready-${randomBytes(4).toString('hex')}`;
+  await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  store = new S3ObjectStore(peer.s3, { bucket, prefix: '' });
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ready-sections-'));
+  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
+  for (let d = 0; d < DAYS; d++) {
+    const dayMs = FIRST + d * DAY;
+    const partFile = path.join(dir, `part-${d}.parquet`);
+    await writeParquet(db, randomReports(random(d + 1), PER_DAY, dayMs, DAY - 1), partFile);
+    const local = path.join(dir, `part-${d}.ready`);
+    await writeReadyTexts(db, partFile, local);
+    const key = newDayPartKey(dayMs);
+    await store.put(readyKeyOf(key), await fs.readFile(local));
+    days.push({ part: { key, size: (await fs.stat(partFile)).size, etag: `"${d}"`, lastModified: new Date() }, local });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  db?.close();
+  await peer?.stop();
+  if (dir) await fs.rm(dir, { recursive: true, force: true });
+});
+
+/** A day's whole window in a shape. */
+const wantOf = (d: number, shape: ReadyWant['shape']): ReadyWant => ({ shape, filter: { startMs: FIRST + d * DAY, endMs: FIRST + (d + 1) * DAY - 1, admin: undefined } });
+
+/** The day's text in a shape, read from a ready file. */
+function textOf(file: string, d: number, shape: 'geojson' | 'csv'): Buffer {
+  const hours = Array.from({ length: 24 }, (_, h) => FIRST + d * DAY + (23 - h) * 3_600_000);
+  const runs = readyRunsOf(file, hours, wantOf(d, shape).filter);
+  return Buffer.concat(readyReads(hours.map((h) => runs.get(h)!), shape, '\n').flatMap((read) => [...read()]));
+}
+
+/** GETs of ready texts made by `read`. */
+async function getsOf<T>(read: () => Promise<T>): Promise<{ value: T; gets: number }> {
+  const before = gets;
+  const value = await read();
+  return { value, gets: gets - before };
+}
+
+describe('ready texts from S3, ranged', () => {
+  it('reads the same bytes as the whole file; two GETs a text, then one for a whole GeoJSON day once its reach is known', async () => {
+    const cache = new PartCache(store, path.join(dir, 'cache'), 100_000_000);
+    const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
+
+    const first = await getsOf(() => sections.fileOf(days[0]!.part, wantOf(0, 'geojson')));
+    expect(first.gets).toBe(2);
+    expect(textOf(first.value!, 0, 'geojson').equals(textOf(days[0]!.local, 0, 'geojson'))).toBe(true);
+
+    const second = await getsOf(() => sections.fileOf(days[1]!.part, wantOf(1, 'geojson')));
+    expect(second.gets).toBe(1);
+    expect(textOf(second.value!, 1, 'geojson').equals(textOf(days[1]!.local, 1, 'geojson'))).toBe(true);
+    // Its first read was the guess, not the whole text: the CSV sections are still to come.
+    const size = (await fs.stat(days[1]!.local)).size;
+    expect(cache.sizeBytes).toBeLessThan((await fs.stat(days[0]!.local)).size + size / 2);
+
+    const csv = await getsOf(() => sections.fileOf(days[2]!.part, wantOf(2, 'csv')));
+    expect(csv.gets).toBe(2);
+    expect(textOf(csv.value!, 2, 'csv').equals(textOf(days[2]!.local, 2, 'csv'))).toBe(true);
+  });
+});
