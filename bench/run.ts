@@ -150,6 +150,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
     for (let i = 0; i < iterations; i++) {
       const t0 = performance.now();
       const res = await fetch(`${server.url}/reports/archive/count?${q}`, { headers: { 'User-Agent': 'flood-bench/1.0' } });
+      if (res.status !== 200) throw new Error(`count of ${name}: ${res.status} ${await res.text()}`);
       count = ((await res.json()) as { result: { count: number } }).result.count;
       countTimes.push(performance.now() - t0);
     }

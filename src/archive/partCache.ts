@@ -9,12 +9,20 @@ import fs from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
 import { RangedCopy, type RangedFile } from './rangedCopy.js';
 
 class VanishedError extends Error {}
 
 const SUFFIX = '.parquet';
+/**
+ * Requests to the store in flight at most. The SDK's connection timeout runs from the moment a
+ * request is made, also while it waits for one of the agent's 50 sockets: a window that asked
+ * for a year of sidecars at once saw requests time out in that queue (and its answer fail).
+ */
+const STORE_REQUESTS = 32;
+
 /** Marks a ranged copy's name: which ranges it holds is known to the process that fetched them only, so a restart removes it. */
 const RANGED = '.ranged';
 
@@ -29,6 +37,9 @@ export class PartCache {
   /** Optional companions known to be absent. Bounded: the oldest absence is forgotten first (it is only asked again). */
   private readonly absent = new Set<string>();
   private ready: Promise<void> | undefined;
+  private readonly requests = pLimit(STORE_REQUESTS);
+  /** The store's ranged reads, within the bound. */
+  private readonly ranges: Pick<ObjectStore, 'getRange'> = { getRange: (...args) => this.requests(() => this.store.getRange(...args)) };
 
   constructor(
     private readonly store: Pick<ObjectStore, 'getStream' | 'getRange'>,
@@ -118,7 +129,7 @@ export class PartCache {
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
     const file = this.files.fileOf(name);
-    const copy = await RangedCopy.create(this.store, info.key, file, headBytes, async (bytes) => {
+    const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, async (bytes) => {
       // Counted while the cache keeps this copy (an evicted copy's file is gone).
       const entry = this.files.get(name);
       if (entry && entry.copy === copy) await this.files.grow(name, entry, bytes);
@@ -139,9 +150,12 @@ export class PartCache {
     const file = this.files.fileOf(name);
     const tmp = `${file}.${randomUUID()}.tmp`;
     try {
-      const got = await this.store.getStream(info.key);
-      if (!got) throw new VanishedError(`archive part vanished: ${info.key}`);
-      await pipeline(got.body, createWriteStream(tmp));
+      // Within the bound until the whole body is written: the download holds its socket.
+      await this.requests(async () => {
+        const got = await this.store.getStream(info.key);
+        if (!got) throw new VanishedError(`archive part vanished: ${info.key}`);
+        await pipeline(got.body, createWriteStream(tmp));
+      });
       await fs.rename(tmp, file);
     } catch (err) {
       await fs.rm(tmp, { force: true });

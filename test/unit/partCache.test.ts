@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { shapedProxy } from '../../bench/shapedProxy.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartCache } from '../../src/archive/partCache.js';
 import { coalesce, subtract } from '../../src/archive/rangedCopy.js';
@@ -14,11 +15,12 @@ import { startEmulator, type Emulator } from '../support/fauxqs.js';
 
 let peer: Emulator;
 let store: S3ObjectStore;
+let bucket: string;
 let dir: string;
 
 beforeAll(async () => {
   peer = await startEmulator();
-  const bucket = `cache-${randomBytes(4).toString('hex')}`;
+  bucket = `cache-${randomBytes(4).toString('hex')}`;
   await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
   store = new S3ObjectStore(peer.s3, { bucket, prefix: '' });
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'part-cache-'));
@@ -123,4 +125,23 @@ describe('PartCache on a remote store', () => {
     expect(subtract([10, 20], [[0, 30]])).toEqual([]);
     expect(coalesce([[500_000, 600_000], [0, 10], [20, 30], [29, 40]])).toEqual([[0, 40], [500_000, 600_000]]);
   });
+
+  it('fetches a year of objects asked for at once from a slow store, none timing out while it waits for a connection', async () => {
+    // 200 ms before each answer's first byte, and an SDK client that gives up on a connection
+    // after 1 s, its time counted while a request waits for one of the agent's 50 sockets.
+    const proxy = await shapedProxy(peer.endpoint, { firstByteMs: 200, bytesPerSecond: 100e6 });
+    const client = new S3Client({ endpoint: proxy.url, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true, maxAttempts: 1, requestHandler: { connectionTimeout: 1000 } });
+    try {
+      const slow = new S3ObjectStore(client, { bucket, prefix: '' });
+      const infos = await Promise.all(Array.from({ length: 365 }, (_, i) => putPart(`stats/v2/day-${i}.stats`, 100)));
+      const cache = new PartCache(slow, path.join(dir, 'slow'), 100_000_000);
+      const files = await Promise.all(infos.map((info) => cache.localFileIfPresent(info)));
+      expect(files.every((f) => f !== undefined)).toBe(true);
+      const ranged = await Promise.all(infos.map((info) => cache.rangedFileIfPresent({ ...info, etag: `${info.etag}-ranged` }, 10)));
+      expect(ranged.every((r) => r?.size === 100)).toBe(true);
+    } finally {
+      client.destroy();
+      await proxy.close();
+    }
+  }, 60_000);
 });
