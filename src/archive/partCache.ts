@@ -11,7 +11,7 @@ import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
-import { RangedCopy, type ByteRange, type RangedFile } from './rangedCopy.js';
+import { RangedCopy, type RangedFile } from './rangedCopy.js';
 
 class VanishedError extends Error {}
 
@@ -95,11 +95,11 @@ export class PartCache {
   }
 
   /**
-   * A ranged copy of the object: its first `headBytes` and the `guesses` fetched now, at once,
-   * the rest as the reader asks (`ensure`); undefined when the store has no such object. On a
-   * local store, the object's own file, whole.
+   * A ranged copy of the object: its first `headBytes` fetched now, the rest as the reader asks
+   * (`ensure`); undefined when the store has no such object. On a local store, the object's own
+   * file, whole.
    */
-  async rangedFileIfPresent(info: ObjectInfo, headBytes: number, guesses: readonly ByteRange[] = []): Promise<RangedFile | undefined> {
+  async rangedFileIfPresent(info: ObjectInfo, headBytes: number): Promise<RangedFile | undefined> {
     if (this.local) {
       const file = this.local.fileOf(info.key);
       // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
@@ -119,7 +119,7 @@ export class PartCache {
     let pending = this.inflightCopies.get(name);
     if (!pending) {
       this.metrics?.cacheRequests.inc({ result: 'miss' });
-      pending = this.createCopy(info, name, headBytes, guesses).finally(() => this.inflightCopies.delete(name));
+      pending = this.createCopy(info, name, headBytes).finally(() => this.inflightCopies.delete(name));
       this.inflightCopies.set(name, pending);
     }
     const copy = await pending;
@@ -127,9 +127,9 @@ export class PartCache {
     return copy;
   }
 
-  private async createCopy(info: ObjectInfo, name: string, headBytes: number, guesses: readonly ByteRange[]): Promise<RangedCopy | undefined> {
+  private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
     const file = this.files.fileOf(name);
-    const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, guesses, async (bytes) => {
+    const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, async (bytes) => {
       // Counted while the cache keeps this copy (an evicted copy's file is gone).
       const entry = this.files.get(name);
       if (entry && entry.copy === copy) await this.files.grow(name, entry, bytes);

@@ -37,45 +37,30 @@ export class RangedCopy implements RangedFile {
     /** The object's version: every range comes from it, or the read fails. */
     private readonly etag: string,
     private readonly mtime: Date,
-    present: [number, number][],
+    head: number,
     /** Bytes fetched since, as the cache counts them. */
     private readonly fetched: (bytes: number) => Promise<void>,
   ) {
-    this.present = present.filter(([a, b]) => b > a);
+    this.present = head > 0 ? [[0, head]] : [];
   }
 
   /**
-   * Fetches the object's first `headBytes` into a new sparse file of its size at `file`, and
-   * with it, at once, the `guesses` (ranges a reader will likely ask for; kept when they come
-   * from the head's version of the object); undefined when the object is absent.
+   * Fetches the object's first `headBytes` into a new sparse file of its size at `file`;
+   * undefined when the object is absent.
    */
-  static async create(
-    store: Pick<ObjectStore, 'getRange'>,
-    key: string,
-    file: string,
-    headBytes: number,
-    guesses: readonly ByteRange[],
-    fetched: (bytes: number) => Promise<void>,
-  ): Promise<RangedCopy | undefined> {
-    const [head, ...guessed] = await Promise.all([store.getRange(key, 0, headBytes), ...guesses.map(([a, b]) => store.getRange(key, a, b - a))]);
+  static async create(store: Pick<ObjectStore, 'getRange'>, key: string, file: string, headBytes: number, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
+    const head = await store.getRange(key, 0, headBytes);
     if (!head) return undefined;
-    const present: [number, number][] = [[0, head.body.length]];
     const handle = await fs.open(file, 'w');
     try {
       await handle.truncate(head.size);
       await handle.write(head.body, 0, head.body.length, 0);
-      for (const [i, got] of guessed.entries()) {
-        if (!got || got.etag !== head.etag || got.body.length === 0) continue;
-        const at = guesses[i]![0];
-        await handle.write(got.body, 0, got.body.length, at);
-        present.push([at, at + got.body.length]);
-      }
       // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
       await handle.utimes(head.lastModified, head.lastModified);
     } finally {
       await handle.close();
     }
-    return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, merge(present), fetched);
+    return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length, fetched);
   }
 
   /** Bytes present in the file. */

@@ -186,7 +186,7 @@ export class Archive {
     /** Retractions (from the ledger) and what changed when (the change log). */
     private readonly states: ArchiveStates = { retracted: async () => [], changed: async () => [], watermark: () => Date.now() - SETTLE_MS },
   ) {
-    const sections = new ReadySections((info, headBytes, guesses) => cache.rangedFileIfPresent(info, headBytes, guesses));
+    const sections = new ReadySections((info, headBytes) => cache.rangedFileIfPresent(info, headBytes));
     this.ctx = {
       db,
       signal: undefined,

@@ -24,66 +24,40 @@ export interface ReadyWant {
  */
 export const READY_HEAD_BYTES = 64 * 1024;
 
-/** A guessed range longer than this is not fetched with the index: the index comes first, then what it locates. */
-const MAX_GUESS = 8 * 1024 * 1024;
-/** How far a guess reaches past the last ready text's proportions, each way. */
-const MARGIN = 0.08;
-/** Ranges closer than this to the index are fetched with it, in its read. */
-const NEAR_HEAD = 256 * 1024;
+/** A first read longer than this is not guessed: the index comes first, then what it locates. */
+const MAX_GUESSED_HEAD = 8 * 1024 * 1024;
 
-/** A ranged copy of a stored object, its first `headBytes` and the `guesses` fetched at once (the part cache's). */
-export type RangedFileOf = (info: ObjectInfo, headBytes: number, guesses: readonly ByteRange[]) => Promise<RangedFile | undefined>;
-
-/** What a ready text is made of, each a byte range of it: a shape's sections, the Parquet section, the per-report index. */
-type Kind = ReadyWant['shape'] | 'items';
+/** A ranged copy of a stored object, its first `headBytes` fetched (the part cache's). */
+export type RangedFileOf = (info: ObjectInfo, headBytes: number) => Promise<RangedFile | undefined>;
 
 /**
  * The ready texts of parts, with what an answer reads fetched. A ready text is otherwise two
- * round trips, its index and then what the index locates; ready texts of one archive are
- * alike, so where the last one read had a section (as fractions of its part's size, which the
- * listing gives) tells where this one's likely is, and that range is fetched with the index,
- * at once (the GeoJSON sections, first after the index, in the same read). A guess that falls
- * short costs the rest in a second read; one that is wrong costs bytes, never an answer.
+ * round trips, its index and then what the index locates; the GeoJSON sections come first
+ * after the index, so a whole GeoJSON day is fetched with its index in one read when its end
+ * can be guessed: from the part's size (listed) and the last ready text's ratio of the two.
  */
 export class ReadySections {
-  /** Where each kind lay in the last ready text read: [start, end) per byte of its part. */
-  private readonly spans = new Map<Kind, [number, number]>();
+  /** Bytes from a ready text's start to its GeoJSON sections' end, per byte of its part, in the last one read. */
+  private geojsonPerPartByte = 0;
 
   constructor(private readonly rangedFileOf: RangedFileOf) {}
 
   /** The local path of the part's ready texts with what `want` reads present; undefined when it has none. */
   async fileOf(part: ObjectInfo, want: ReadyWant): Promise<string | undefined> {
-    let head = READY_HEAD_BYTES;
-    const guesses: ByteRange[] = [];
-    const filtered = want.filter.admin !== undefined || want.filter.bbox !== undefined;
-    for (const kind of filtered ? [want.shape, 'items' as const] : [want.shape]) {
-      const span = this.spans.get(kind);
-      if (!span || part.size === 0) continue;
-      const from = Math.floor(span[0] * part.size * (1 - MARGIN));
-      const to = Math.ceil(span[1] * part.size * (1 + MARGIN));
-      if (to - from > MAX_GUESS) continue;
-      if (from < head + NEAR_HEAD) head = Math.max(head, to);
-      else guesses.push([from, to]);
-    }
-    const ranged = await this.rangedFileOf(readyInfoOf(part), head, guesses);
+    const ranged = await this.rangedFileOf(readyInfoOf(part), this.headBytes(part, want));
     if (!ranged) return undefined;
     return fetchReadySections(ranged, want, (ready) => {
-      if (part.size > 0) for (const [kind, range] of spansOf(ready)) this.spans.set(kind, [range[0] / part.size, range[1] / part.size]);
+      const ends = ready.index.hours.map((h) => h.geojson[1]);
+      if (ends.length > 0 && part.size > 0) this.geojsonPerPartByte = (ready.base + Math.max(...ends)) / part.size;
     });
   }
-}
 
-/** Where each kind lies in a ready text (from its start). */
-function spansOf({ base, index }: ReadyFile): [Kind, ByteRange][] {
-  const out: [Kind, ByteRange][] = [
-    ['parquet', [base + index.parquet[0], base + index.parquet[1]]],
-    ['items', [base + index.items.at, base + index.items.at + index.items.count * ITEM_BYTES]],
-  ];
-  if (index.hours.length === 0) return out;
-  for (const kind of ['geojson', 'topojson', 'csv', 'arrow'] as const) {
-    out.push([kind, [base + Math.min(...index.hours.map((h) => h[kind][0])), base + Math.max(...index.hours.map((h) => h[kind][1]))]]);
+  private headBytes(part: ObjectInfo, want: ReadyWant): number {
+    const whole = want.filter.admin === undefined && want.filter.bbox === undefined;
+    if (want.shape !== 'geojson' || !whole || this.geojsonPerPartByte === 0) return READY_HEAD_BYTES;
+    // A quarter more than the last ratio: a little of the next section rather than another round trip.
+    return Math.max(READY_HEAD_BYTES, Math.min(MAX_GUESSED_HEAD, Math.ceil(part.size * this.geojsonPerPartByte * 1.25)));
   }
-  return out;
 }
 
 /** Has the bytes `want` reads present in the ranged file; returns its local path. `indexed`: told the index once read. */
