@@ -6,6 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
@@ -23,8 +24,15 @@ const SUFFIX = '.parquet';
  */
 const STORE_REQUESTS = 32;
 
-/** Marks a ranged copy's name: which ranges it holds is known to the process that fetched them only, so a restart removes it. */
+/** Marks a ranged copy's name (and, before they had a directory of their own, its file). */
 const RANGED = '.ranged';
+/**
+ * Ranged copies live in `ranged/<pid>/` under the cache's directory: which ranges one holds is
+ * known to the process that fetched them only, so a process removes its own directory when it
+ * starts (a container's process is pid 1 each run) and those of processes no longer running,
+ * never another running process's (a CLI command beside the server may share the directory).
+ */
+const RANGED_DIR = 'ranged';
 
 interface Entry extends CachedFile {
   copy?: RangedCopy;
@@ -55,7 +63,7 @@ export class PartCache {
   /** A local file with the part's content: the store's own file, or a cached copy. */
   async localFile(info: ObjectInfo): Promise<string> {
     if (this.local) return this.local.fileOf(info.key);
-    await (this.ready ??= this.files.scan());
+    await (this.ready ??= this.scan());
     const name = cacheKeyOf(info);
     const hit = this.files.get(name);
     if (hit) {
@@ -108,7 +116,7 @@ export class PartCache {
     }
     const id = `${info.key}\n${info.etag}`;
     if (this.absent.has(id)) return undefined;
-    await (this.ready ??= this.files.scan());
+    await (this.ready ??= this.scan());
     const name = `${cacheKeyOf(info)}${RANGED}`;
     const hit = this.files.get(name);
     if (hit?.copy) {
@@ -128,7 +136,7 @@ export class PartCache {
   }
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
-    const file = this.files.fileOf(name);
+    const file = path.join(this.rangedDir, `${name}${SUFFIX}`);
     const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, async (bytes) => {
       // Counted while the cache keeps this copy (an evicted copy's file is gone).
       const entry = this.files.get(name);
@@ -139,6 +147,21 @@ export class PartCache {
     await this.files.add(name, { file, size: copy.bytes, copy });
     this.metrics?.cacheBytes.set(this.files.sizeBytes);
     return copy;
+  }
+
+  private get rangedDir(): string {
+    return path.join(this.files.dir, RANGED_DIR, String(process.pid));
+  }
+
+  /** Adopts the whole copies an earlier run left; removes its ranged copies, and those of processes gone. */
+  private async scan(): Promise<void> {
+    await this.files.scan();
+    const root = path.join(this.files.dir, RANGED_DIR);
+    await fs.mkdir(root, { recursive: true });
+    for (const pid of await fs.readdir(root)) {
+      if (Number(pid) === process.pid || !isRunning(Number(pid))) await fs.rm(path.join(root, pid), { recursive: true, force: true });
+    }
+    await fs.mkdir(this.rangedDir, { recursive: true });
   }
 
   private remember(id: string): void {
@@ -169,6 +192,17 @@ export class PartCache {
 
   get sizeBytes(): number {
     return this.files.sizeBytes;
+  }
+}
+
+/** Whether a process of that id is running (signal 0 tests, sends nothing; EPERM: running, another user's). */
+function isRunning(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

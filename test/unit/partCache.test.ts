@@ -1,5 +1,6 @@
 // The local copy of a remote store's parts: bounded in bytes, fetched once, kept across a restart;
 // ranged copies of ready texts holding the bytes asked for, at their own offsets.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -104,8 +105,15 @@ describe('PartCache on a remote store', () => {
     expect(cache.sizeBytes).toBe(31_000);
   });
 
-  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart removes its ranged copies', async () => {
-    const cache = new PartCache(store, path.join(dir, 'restart'), 10_000_000);
+  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart removes its ranged copies, not those of another running process', async () => {
+    const cacheDir = path.join(dir, 'restart');
+    // Ranged copies left by a process that has ended, and by one still running (this one's parent).
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    for (const pid of [gone, process.ppid]) {
+      await fs.mkdir(path.join(cacheDir, 'ranged', String(pid)), { recursive: true });
+      await fs.writeFile(path.join(cacheDir, 'ranged', String(pid), 'x.ranged.parquet'), 'x');
+    }
+    const cache = new PartCache(store, cacheDir, 10_000_000);
     expect(await cache.rangedFileIfPresent({ key: 'ready/v6/none.ready', etag: '"x"', size: 1, lastModified: new Date() }, 1000)).toBeUndefined();
     await store.put('ready/v6/r2.ready', randomBytes(50_000));
     const info = (await store.head('ready/v6/r2.ready'))!;
@@ -115,8 +123,11 @@ describe('PartCache on a remote store', () => {
     // A failed ensure does not fail the next one: bytes already present are there to read.
     await expect(copy.ensure([[0, 500]])).resolves.toBeUndefined();
     await fs.access(copy.file);
-    await new PartCache(store, path.join(dir, 'restart'), 10_000_000).localFileIfPresent({ key: 'ready/v6/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
+    await expect(fs.access(path.join(cacheDir, 'ranged', String(gone)))).rejects.toThrow();
+    await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
+    await new PartCache(store, cacheDir, 10_000_000).localFileIfPresent({ key: 'ready/v6/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
     await expect(fs.access(copy.file)).rejects.toThrow();
+    await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
   });
 
   it('fetches the ranges missing, nearby ones as one', () => {
