@@ -31,6 +31,8 @@ const RANGED = '.ranged';
  * known to the process that fetched them only, so a process removes its own directory when it
  * starts (a container's process is pid 1 each run) and those of processes no longer running,
  * never another running process's (a CLI command beside the server may share the directory).
+ * By pid, not by thread: two part caches of one process on one directory would remove each
+ * other's (today the worker thread of `all` reads no part through its cache).
  */
 const RANGED_DIR = 'ranged';
 
