@@ -22,7 +22,7 @@ export interface ReadyWant {
  * Bytes of the start of a ready text fetched first: its index line (about 200 bytes an hour, and
  * the city codes), and, for a small part, all of it.
  */
-export const READY_HEAD_BYTES = 64 * 1024;
+const READY_HEAD_BYTES = 64 * 1024;
 
 /** A first read longer than this is not guessed: the index comes first, then what it locates. */
 const MAX_GUESSED_HEAD = 8 * 1024 * 1024;
@@ -61,7 +61,7 @@ export class ReadySections {
 }
 
 /** Has the bytes `want` reads present in the ranged file; returns its local path. `indexed`: told the index once read. */
-export async function fetchReadySections(ranged: RangedFile, want: ReadyWant, indexed: (ready: ReadyFile) => void = () => undefined): Promise<string> {
+async function fetchReadySections(ranged: RangedFile, want: ReadyWant, indexed: (ready: ReadyFile) => void = () => undefined): Promise<string> {
   const ready = await indexOf(ranged);
   indexed(ready);
   const { base, index } = ready;
