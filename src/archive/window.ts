@@ -205,17 +205,18 @@ export class Archive {
     // sync's next page keeps its first page's (in its cursor): the pages walk one set of changes.
     const watermarkMs = query.updatedAfterMs !== undefined && query.after ? query.after.receivedBeforeMs : this.states.watermark();
     const ctx = options.signal ? { ...this.ctx, signal: options.signal } : this.ctx;
-    const retracted = await this.states.retracted(query.startMs, query.endMs);
+    // The retractions and the parts (or the changes) are listed at once: on S3 each is a round trip.
     if (query.updatedAfterMs !== undefined) {
       // A sync: the changed reports alone, read from their hours alone; retractions as tombstones.
-      const changed = (await this.states.changed(query.updatedAfterMs, watermarkMs)).filter((c) => c.createdMs >= query.startMs && c.createdMs <= query.endMs);
+      const [retracted, allChanged] = await Promise.all([this.states.retracted(query.startMs, query.endMs), this.states.changed(query.updatedAfterMs, watermarkMs)]);
+      const changed = allChanged.filter((c) => c.createdMs >= query.startMs && c.createdMs <= query.endMs);
       const frozen = Object.freeze({ ...query, retracted, changed, includeRetracted: true });
       const days = await planChanges(this.store, changed);
       options.signal?.throwIfAborted();
       return new Window(ctx, frozen, days, watermarkMs);
     }
+    const [retracted, days] = await Promise.all([this.states.retracted(query.startMs, query.endMs), planWindow(this.store, query)]);
     const frozen = Object.freeze({ ...query, retracted });
-    const days = await planWindow(this.store, frozen);
     options.signal?.throwIfAborted();
     return new Window(ctx, frozen, days, watermarkMs);
   }

@@ -30,6 +30,9 @@ let readyBytes = 0;
 let readyGets = 0;
 /** Requests for a part (reads: GETs and HEADs). */
 let partGets = 0;
+/** Listings under way, and the most at once. */
+let listing = 0;
+let mostListing = 0;
 /** The stored ready texts: each one's size and index. */
 const stored: { size: number; index: ReadyIndex; base: number }[] = [];
 
@@ -37,7 +40,16 @@ beforeAll(async () => {
   emulator = await startEmulator();
   emulator.s3.middlewareStack.add(
     (next) => async (args) => {
-      const key = (args.input as { Key?: string }).Key ?? '';
+      const input = args.input as { Key?: string; Prefix?: string };
+      if (input.Prefix !== undefined && input.Key === undefined) {
+        mostListing = Math.max(mostListing, ++listing);
+        try {
+          return await next(args);
+        } finally {
+          listing -= 1;
+        }
+      }
+      const key = input.Key ?? '';
       if (key.includes('reports/v1/') && args.input && !('Body' in (args.input as object))) partGets += 1;
       if (!key.includes('/ready/')) return next(args);
       most = Math.max(most, ++inFlight);
@@ -171,5 +183,11 @@ describe('a cold window on S3', () => {
     const arrowBytes = sectionBytes((r) => r.index.hours.reduce((n, h) => n + h.arrow[1] - h.arrow[0], 0));
     expect(fetched.bytes).toBeGreaterThanOrEqual(arrowBytes);
     expect(fetched.bytes).toBeLessThan(arrowBytes + DAYS * 1024);
+  });
+
+  it('lists a window\'s parts and its retractions at once: on S3 each listing is a round trip before the first byte', async () => {
+    mostListing = 0;
+    await (await answer(`${ALL}&format=csv`)).text();
+    expect(mostListing).toBe(2);
   });
 });
