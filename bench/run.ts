@@ -50,6 +50,8 @@ const { values: args } = parseArgs({
     windows: { type: 'string', default: 'day,week,month,year' },
     /** Comma-separated archive formats to measure. */
     formats: { type: 'string', default: 'geojson,topojson,csv,parquet,arrow' },
+    /** The archive answers' Accept-Encoding: identity, or gzip (MB is then the bytes sent, compressed). */
+    encoding: { type: 'string', default: 'identity' },
     /** Archive answers alone: no stats or page scenarios after them. */
     'answers-only': { type: 'boolean', default: false },
     /** Keep the built archive in this directory and reuse it on the next run (skips building and compacting when it holds one). */
@@ -103,7 +105,7 @@ function timedGet(url: string): Promise<{ ms: number; bytes: number; status: num
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     http
-      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': 'identity' } }, (res) => {
+      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': String(args.encoding) } }, (res) => {
         let bytes = 0;
         res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
         res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0 }));
@@ -222,7 +224,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
     s.row['cold/floor cold'] = Math.round((s.cold / cold) * 10) / 10;
     s.row['warm/floor warm'] = Math.round((s.warm / warm) * 10) / 10;
   }
-  results.push({ scenario: `archive, cold (first pull after a restart, caches empty) and warm (p50 of repeats) (${label})`, rows });
+  results.push({ scenario: `archive, cold (first pull after a restart, caches empty) and warm (p50 of repeats) (${label}${args.encoding === 'identity' ? '' : `, Accept-Encoding: ${String(args.encoding)}`})`, rows });
   results.push({ scenario: `count (${label})`, rows: countRows });
 }
 

@@ -5,7 +5,7 @@ import { HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import type { ArrowDay } from './arrow.js';
 import { arrowDayOf } from './arrowDay.js';
-import { readyReads, type ReadyRun } from './sidecars/index.js';
+import { readyReads, StoredSection, type ReadyRun } from './sidecars/index.js';
 import { candidatesOf, readyRuns } from './render.js';
 import { filteredRows } from './sql.js';
 
@@ -32,7 +32,9 @@ export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, d
     i = j;
     if (isReady(group[0]!)) {
       // Hours of one sidecar follow each other back to back in it: one read.
-      for (const read of readyReads(group.map((h) => runs.get(h)!), 'arrow')) yield* read();
+      for (const read of readyReads(group.map((h) => runs.get(h)!), 'arrow')) {
+        for (const piece of read()) yield piece instanceof StoredSection ? piece.plain() : piece;
+      }
       continue;
     }
     ctx.signal?.throwIfAborted();

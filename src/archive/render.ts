@@ -8,7 +8,7 @@ import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { readyReads, readyRunsOf, servesText, type ReadyRun, type ReadyWant } from './sidecars/index.js';
+import { readyReads, readyRunsOf, servesText, type ReadyRun, type ReadyWant, type StoredSection } from './sidecars/index.js';
 import { LIST, listValue, TIMESTAMPTZ, VARCHAR } from '@duckdb/node-api';
 import { ANSWER_ORDER, filteredRows, ITEM_SQL, micros, type Bound, type FeatureShape } from './sql.js';
 
@@ -21,9 +21,9 @@ interface RenderedHour {
 
 /**
  * Items already joined by the separator, or a function that reads them when they are about to
- * be sent, as chunks (a sidecar's hours, inflated one at a time).
+ * be sent, as chunks (a sidecar's hours, one stored section at a time).
  */
-export type Run = Uint8Array | (() => Iterable<Uint8Array> | AsyncIterable<Uint8Array>);
+export type Run = Uint8Array | (() => Iterable<Uint8Array | StoredSection> | AsyncIterable<Uint8Array>);
 
 /** Where a report sits in answer order, and its point. */
 export interface ItemKey {

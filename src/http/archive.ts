@@ -2,8 +2,7 @@
 // streamed newest first, as JSON (GeoJSON or TopoJSON) or in bulk formats.
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { Writable } from 'node:stream';
-import { finished, pipeline } from 'node:stream/promises';
+import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import type { Cursor, WindowQuery } from '../archive/query.js';
 import type { AdminAreas } from '../boundaries/adminAreas.js';
@@ -16,6 +15,7 @@ import type { CursorCodec } from './cursor.js';
 import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { sendPieces } from './sendPieces.js';
 import { BBOX_PATTERN, oneOf, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
@@ -183,7 +183,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
       const cursor: Cursor = { ...page.next, receivedBeforeMs };
       res.set('Link', `<${nextUrl(deps.publicBase(), req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
     }
-    await send(Readable.from(renderArchive(toAsync(page.batches), text, watermarkField(query, window).watermark)), encoding, res);
+    await sendPieces(renderArchive(toAsync(page.batches), text, watermarkField(query, window).watermark), encoding, res);
   });
 
   return handlers;
@@ -206,55 +206,6 @@ async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Resp
   const e = encoder(encoding);
   if (e) await pipeline(source, e, res);
   else await pipeline(source, res);
-}
-
-/**
- * Sends an answer (text or Arrow) piece by piece, waiting for the client whenever it falls
- * behind. A client that hangs up stops the reading (the pieces' source is closed) and fails the
- * request as a pipeline would.
- */
-async function sendPieces(pieces: AsyncIterable<string | Uint8Array>, encoding: Encoding, res: Response): Promise<void> {
-  const e = encoder(encoding);
-  const target: Writable = e ?? res;
-  // Listened to as it is created: a client may hang up while the next piece is still being
-  // read (a query of many parts), and a rejection nobody awaits yet would stop the process.
-  let pipeError: Error | undefined;
-  const piped = e ? pipeline(e, res).catch((err: Error) => void (pipeError = err)) : undefined;
-  try {
-    for await (const piece of pieces) {
-      if (pipeError || target.destroyed || target.writableEnded) throw pipeError ?? new Error('the client closed the connection');
-      const more = target.write(piece);
-      if (!more) await drained(target);
-    }
-    target.end();
-    if (piped) await piped;
-    else await finished(res);
-    if (pipeError) throw pipeError;
-  } catch (err) {
-    target.destroy(err as Error);
-    await piped;
-    throw err;
-  }
-}
-
-/** Resolves when `w` wants more, rejects when it closes or fails first. */
-function drained(w: Writable): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (w.destroyed) return reject(new Error('the client closed the connection'));
-    if (!w.writableNeedDrain) return resolve();
-    const done = (err?: Error) => {
-      w.off('drain', onDrain);
-      w.off('close', onClose);
-      w.off('error', done);
-      if (err) reject(err);
-      else resolve();
-    };
-    const onDrain = () => done();
-    const onClose = () => done(new Error('the client closed the connection'));
-    w.on('drain', onDrain);
-    w.on('close', onClose);
-    w.on('error', done);
-  });
 }
 
 async function* toAsync<T>(items: T[]): AsyncIterable<T> {

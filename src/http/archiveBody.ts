@@ -3,6 +3,7 @@
 // items, the CSV header, and what separates two items.
 import type { Bbox } from '../archive/query.js';
 import { unionBbox, type FeatureBatch, type Run } from '../archive/render.js';
+import { StoredSection } from '../archive/sidecars/index.js';
 import { csvHeader, type FeatureShape } from '../archive/sql.js';
 
 /** geojson and topojson: in the {statusCode, result} envelope; featurecollection and topology: the same without it. */
@@ -24,13 +25,22 @@ export function shapeOf(format: TextFormat): FeatureShape {
   return SHAPE_OF[format];
 }
 
-/** What goes between two items of a format. */
+/** What goes between two items of a format: a FeatureCollection's Features one a line, as its ready texts hold them. */
 export function separatorOf(format: TextFormat): string {
-  return format === 'ndjson' || format === 'csv' ? '\n' : ',';
+  if (format === 'ndjson' || format === 'csv') return '\n';
+  return format === 'topojson' || format === 'topology' ? ',' : ',\n';
+}
+
+/** A piece of an answer: text, bytes, or an hour's section as stored (sent as it is in a gzip answer). */
+export type Piece = string | Uint8Array | StoredSection;
+
+/** The pieces with every stored section as its plain text (a file written, a body gathered). */
+export async function* plainPieces(pieces: AsyncIterable<Piece>): AsyncIterable<string | Uint8Array> {
+  for await (const piece of pieces) yield piece instanceof StoredSection ? piece.plain() : piece;
 }
 
 /** The archive answer as text, one piece at a time; geojson and topojson come in the {statusCode, result} envelope. */
-export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat, watermark?: string): AsyncIterable<string | Uint8Array> {
+export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, format: TextFormat, watermark?: string): AsyncIterable<string | Uint8Array | StoredSection> {
   const sep = separatorOf(format);
   // A sync's envelope says up to which instant it holds every change.
   const head = watermark === undefined ? '{"statusCode":200,' : `{"statusCode":200,"watermark":${JSON.stringify(watermark)},`;

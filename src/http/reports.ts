@@ -4,7 +4,7 @@ import type { Archive } from '../archive/window.js';
 import { HttpError } from '../shared/errors.js';
 import type { ReportLookup } from '../ledger/ledger.js';
 import { parsePkey } from '../store/layout.js';
-import { renderArchive } from './archiveBody.js';
+import { plainPieces, renderArchive } from './archiveBody.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
@@ -49,7 +49,7 @@ export function reportsHandlers(deps: ReportRouteDeps): Handlers {
       return;
     }
     let body = '';
-    for await (const piece of renderArchive((async function* () { yield* page.batches; })(), 'topojson')) body += typeof piece === 'string' ? piece : Buffer.from(piece).toString('utf8');
+    for await (const piece of plainPieces(renderArchive((async function* () { yield* page.batches; })(), 'topojson'))) body += typeof piece === 'string' ? piece : Buffer.from(piece).toString('utf8');
     res.send(body);
   });
   return handlers;

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { WindowQuery } from '../archive/query.js';
 import type { Archive } from '../archive/window.js';
-import { renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
+import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
 import type { Progress } from './progress.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
@@ -26,7 +26,7 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
     progress?.start(window.days.length);
     // A plain FeatureCollection for GIS tools (no API envelope); CSV with a header.
     const text = format === 'csv' ? 'csv' : 'featurecollection';
-    await pipeline(Readable.from(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text)), createWriteStream(out));
+    await pipeline(Readable.from(plainPieces(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text))), createWriteStream(out));
   }
   progress?.stop();
   return { bytes: (await fs.stat(out)).size };

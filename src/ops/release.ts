@@ -16,7 +16,7 @@ import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { ReleaseFileFacts } from '../archive/releaseParquet.js';
 import type { Archive } from '../archive/window.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import { renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
+import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
 import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacItem, type Change, type Manifest, type ReleaseFile } from '../releases/documents.js';
 import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId } from '../releases/layout.js';
 import type { Config } from '../shared/config.js';
@@ -72,7 +72,7 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
       facts.push(written);
       const csv = path.join(tmp, names.csv);
       // Level 9 once, read many times; the gzip header carries no time, so the same rows give the same bytes.
-      await pipeline(Readable.from(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv')), createGzip({ level: 9 }), createWriteStream(csv));
+      await pipeline(Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), createGzip({ level: 9 }), createWriteStream(csv));
       for (const [local, name, format, type] of [
         [parquet, names.parquet, 'GeoParquet 1.1', 'application/vnd.apache.parquet'],
         [csv, names.csv, 'CSV (gzip)', 'application/gzip'],

@@ -71,7 +71,7 @@ beforeAll(async () => {
     await writePartFile(svc.rt.db, file, d * PER_DAY, PER_DAY, dayMs, Math.floor(86_400_000 / PER_DAY));
     await storePartPublisher(svc.rt).publish(newDayPartKey(dayMs), file);
   }
-  for await (const info of svc.rt.store.list({ prefix: 'ready/v6/' })) {
+  for await (const info of svc.rt.store.list({ prefix: 'ready/v7/' })) {
     const body = (await svc.rt.store.get(info.key))!.body;
     const base = body.indexOf(10) + 1;
     stored.push({ size: body.length, index: JSON.parse(body.subarray(0, base).toString()) as ReadyIndex, base });

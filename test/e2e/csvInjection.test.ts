@@ -109,13 +109,13 @@ describe('CSV formula injection', () => {
     expect(plainSections(stored).includes(`"=HYPERLINK((`)).toBe(true);
     const eol = stored.indexOf(10);
     const index = { ...JSON.parse(stored.subarray(0, eol).toString('utf8')), version: 2 };
-    const oldKey = key.replace(/^ready\/v6\//, 'ready/v2/');
+    const oldKey = key.replace(/^ready\/v7\//, 'ready/v2/');
     await svc.rt.store.delete([key]);
     await svc.rt.store.put(oldKey, Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), stored.subarray(eol + 1)]));
 
     expect(await (await pull()).text()).toBe(before);
     await compact(svc.rt, { fromMs: DAY_MS, toMs: DAY_MS + 86_399_999, closedBeforeMs: Date.now() });
-    expect((await storedIndex(svc.rt.store, key))?.version).toBe(6);
+    expect((await storedIndex(svc.rt.store, key))?.version).toBe(7);
     expect(await keysUnder(svc.rt, 'ready/v2/')).toEqual([]);
     expect(await (await pull()).text()).toBe(before);
   }, 60_000);

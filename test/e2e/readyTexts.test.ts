@@ -1,16 +1,21 @@
 // Ready texts: every part the worker or compaction writes has its reports serialised beside it
-// (ready/v6/, outside the Parquet layout), and answers read from them are byte for byte the
+// (ready/v7/, outside the Parquet layout), and answers read from them are byte for byte the
 // answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import { promisify } from 'node:util';
+import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/partListing.js';
-import { readyKeyOf } from '../../src/archive/sidecars/index.js';
+import { readyKeyOf, type ReadyIndex } from '../../src/archive/sidecars/index.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { allArchived, API_KEY, keysUnder, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { plainSections, replaceInSections } from '../support/readyTexts.js';
 
 const UA = { 'User-Agent': 'ready-texts-tests/1.0' };
+const run = promisify(execFile);
 const FROM = Date.UTC(2026, 10, 18, 0, 0, 0);
 const DAY = 'start=2026-11-18T00:00:00%2B0000&end=2026-11-18T23:59:59%2B0000';
 // Cuts 05:00 (keeps its 05:40 report, leaves out 05:10) and 17:00.
@@ -25,6 +30,20 @@ async function text(query: string): Promise<string> {
   const res = await fetch(`${svc.url}/reports/archive?${query}`, { headers: UA });
   expect(res.status).toBe(200);
   return res.text();
+}
+
+/** An answer's bytes as sent with `Accept-Encoding: gzip` (not decoded, as fetch would). */
+function gzipAnswer(query: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${svc.url}/reports/archive?${query}`, { headers: { ...UA, 'Accept-Encoding': 'gzip' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 && res.headers['content-encoding'] === 'gzip' ? resolve(Buffer.concat(chunks)) : reject(new Error(`${res.statusCode} ${res.headers['content-encoding']}`))));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
 }
 
 async function answers(): Promise<string[]> {
@@ -122,6 +141,37 @@ describe('ready texts', () => {
       if (n > 0) expect(kept, ANSWERS[i]).toHaveLength(n);
       else expect(kept.length, ANSWERS[i]).toBeGreaterThan(0);
       expect(kept.length, ANSWERS[i]).toBeLessThan(72);
+    }
+  });
+
+  it('are sent as they are stored in a gzip answer: one gzip member, the plain answer\'s bytes, read whole by curl', async () => {
+    const plain = await answers();
+    const gzipped = await Promise.all(ANSWERS.map(gzipAnswer));
+    ANSWERS.forEach((query, i) => {
+      const raw = gzipped[i]!;
+      expect(gunzipSync(raw).toString('utf8'), query).toBe(plain[i]);
+      // One member: its deflate data ends (final block) right before the last 8 bytes.
+      const { engine } = inflateRawSync(raw.subarray(10), { info: true }) as unknown as { engine: { bytesWritten: number } };
+      expect(10 + engine.bytesWritten + 8, query).toBe(raw.length);
+    });
+    // The stored sections' deflate data, copied: every hour of the day's sidecars is in the answer as it is stored.
+    const day = gzipped[ANSWERS.indexOf(`${DAY}&geoformat=geojson`)]!;
+    let copied = 0;
+    for (const key of await keysUnder(svc.rt, 'ready/')) {
+      const body = (await svc.rt.store.get(key))!.body;
+      const eol = body.indexOf(10);
+      const index = JSON.parse(body.subarray(0, eol).toString('utf8')) as ReadyIndex;
+      for (const h of index.hours) {
+        const member = body.subarray(eol + 1 + h.geojson[0], eol + 1 + h.geojson[1]);
+        // Without the gzip header (10 bytes), the empty final block and the trailer (10).
+        if (day.includes(member.subarray(10, member.length - 10))) copied += 1;
+      }
+    }
+    expect(copied).toBeGreaterThan(10);
+    // curl (and so GDAL) reads a first gzip member only: the whole answer is in it.
+    for (const [i, query] of ANSWERS.entries()) {
+      const { stdout } = await run('curl', ['-sS', '--compressed', '-A', UA['User-Agent'], `${svc.url}/reports/archive?${query}`], { maxBuffer: 64 * 1024 * 1024 });
+      expect(stdout, query).toBe(plain[i]);
     }
   });
 

@@ -1,4 +1,4 @@
-// Ready texts of an older version (v5: plain sections): never read, so their days are answered
+// Ready texts of an older version (v6: members not joinable, GeoJSON joined by newlines): never read, so their days are answered
 // by DuckDB, the same bytes; compaction writes today's (reading only the first bytes of what is
 // stored to know) and deletes the old object, on either backend.
 import fs from 'node:fs/promises';
@@ -65,13 +65,13 @@ describe.each(BACKENDS)('a part whose ready texts are of an older version (%s)',
     const rows = await rowsOf(await pull('parquet'), 'today.parquet');
     expect(rows).toHaveLength(2_000);
 
-    // The part as a release before today's version left it: ready texts under ready/v5/ alone.
-    const v5 = key.replace(/^ready\/v6\//, 'ready/v5/');
-    expect(v5).not.toBe(key);
+    // The part as a release before today's version left it: ready texts under ready/v6/ alone.
+    const v6 = key.replace(/^ready\/v7\//, 'ready/v6/');
+    expect(v6).not.toBe(key);
     const eol = today.indexOf(10);
-    await svc.rt.store.put(v5, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 5 })}\n`), today.subarray(eol + 1)]));
+    await svc.rt.store.put(v6, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 6 })}\n`), today.subarray(eol + 1)]));
     await svc.rt.store.delete([key]);
-    expect(await storedIndex(svc.rt.store, v5)).toBeUndefined();
+    expect(await storedIndex(svc.rt.store, v6)).toBeUndefined();
     // Not read: DuckDB answers, the same bytes.
     expect((await Promise.all(['geojson', 'csv'].map(pull))).map(String)).toEqual(texts);
     expect(await rowsOf(await pull('parquet'), 'older.parquet')).toEqual(rows);
@@ -79,7 +79,7 @@ describe.each(BACKENDS)('a part whose ready texts are of an older version (%s)',
     const result = await compact(svc.rt, { fromMs: DAY_MS, toMs: DAY_MS + 86_399_999, closedBeforeMs: Date.now() });
     expect(result.daysCompacted).toBe(0);
     expect((await svc.rt.store.get(key))?.body.equals(today)).toBe(true);
-    expect(await svc.rt.store.head(v5)).toBeUndefined();
+    expect(await svc.rt.store.head(v6)).toBeUndefined();
     expect((await Promise.all(['geojson', 'csv'].map(pull))).map(String)).toEqual(texts);
     expect(await rowsOf(await pull('parquet'), 'after.parquet')).toEqual(rows);
 

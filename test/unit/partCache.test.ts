@@ -71,8 +71,8 @@ describe('PartCache on a remote store', () => {
 
   it('keeps a ranged copy: the first bytes at once, then the ranges asked for at their offsets, each fetched once', async () => {
     const body = randomBytes(600_000);
-    await store.put('ready/v6/r1.ready', body);
-    const info = { ...(await store.head('ready/v6/r1.ready'))!, etag: '"part-1"' };
+    await store.put('ready/v7/r1.ready', body);
+    const info = { ...(await store.head('ready/v7/r1.ready'))!, etag: '"part-1"' };
     const cache = new PartCache(store, path.join(dir, 'ranged'), 10_000_000);
         const copy = (await cache.rangedFileIfPresent(info, 1000))!;
     expect(copy.size).toBe(body.length);
@@ -114,18 +114,18 @@ describe('PartCache on a remote store', () => {
       await fs.writeFile(path.join(cacheDir, 'ranged', String(pid), 'x.ranged.parquet'), 'x');
     }
     const cache = new PartCache(store, cacheDir, 10_000_000);
-    expect(await cache.rangedFileIfPresent({ key: 'ready/v6/none.ready', etag: '"x"', size: 1, lastModified: new Date() }, 1000)).toBeUndefined();
-    await store.put('ready/v6/r2.ready', randomBytes(50_000));
-    const info = (await store.head('ready/v6/r2.ready'))!;
+    expect(await cache.rangedFileIfPresent({ key: 'ready/v7/none.ready', etag: '"x"', size: 1, lastModified: new Date() }, 1000)).toBeUndefined();
+    await store.put('ready/v7/r2.ready', randomBytes(50_000));
+    const info = (await store.head('ready/v7/r2.ready'))!;
     const copy = (await cache.rangedFileIfPresent(info, 1000))!;
-    await store.put('ready/v6/r2.ready', randomBytes(50_000));
+    await store.put('ready/v7/r2.ready', randomBytes(50_000));
     await expect(copy.ensure([[10_000, 20_000]])).rejects.toBeInstanceOf(OverloadedError);
     // A failed ensure does not fail the next one: bytes already present are there to read.
     await expect(copy.ensure([[0, 500]])).resolves.toBeUndefined();
     await fs.access(copy.file);
     await expect(fs.access(path.join(cacheDir, 'ranged', String(gone)))).rejects.toThrow();
     await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
-    await new PartCache(store, cacheDir, 10_000_000).localFileIfPresent({ key: 'ready/v6/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
+    await new PartCache(store, cacheDir, 10_000_000).localFileIfPresent({ key: 'ready/v7/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
     await expect(fs.access(copy.file)).rejects.toThrow();
     await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
   });

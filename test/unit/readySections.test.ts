@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDb } from '../../src/archive/duckdb.js';
 import { PartCache } from '../../src/archive/partCache.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
-import { readyKeyOf, readyReads, readyRunsOf, ReadySections, writeReadyTexts, type ReadyWant } from '../../src/archive/sidecars/index.js';
+import { readyKeyOf, readyReads, readyRunsOf, ReadySections, StoredSection, writeReadyTexts, type ReadyWant } from '../../src/archive/sidecars/index.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import type { ObjectInfo } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
@@ -71,7 +71,7 @@ const wantOf = (d: number, shape: ReadyWant['shape']): ReadyWant => ({ shape, fi
 function textOf(file: string, d: number, shape: 'geojson' | 'csv'): Buffer {
   const hours = Array.from({ length: 24 }, (_, h) => FIRST + d * DAY + (23 - h) * 3_600_000);
   const runs = readyRunsOf(file, hours, wantOf(d, shape).filter);
-  return Buffer.concat(readyReads(hours.map((h) => runs.get(h)!), shape, '\n').flatMap((read) => [...read()]));
+  return Buffer.concat(readyReads(hours.map((h) => runs.get(h)!), shape, '\n').flatMap((read) => [...read()].map((p) => (p instanceof StoredSection ? p.plain() : p))));
 }
 
 /** GETs of ready texts made by `read`. */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
-import { readReadyIndex, readyReads, readyRunsOf, sidecarCounter, statsSidecarOf, writeReadyTexts } from '../../src/archive/sidecars/index.js';
+import { readReadyIndex, readyReads, readyRunsOf, sidecarCounter, statsSidecarOf, StoredSection, writeReadyTexts } from '../../src/archive/sidecars/index.js';
 import { filteredRows, ITEM_SQL } from '../../src/archive/sql.js';
 import { bucketer, STATS_BY, STATS_INTERVALS, StatsTally, statsSql, type StatsSpec } from '../../src/archive/stats.js';
 import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
@@ -51,8 +51,8 @@ describe('the ready texts\' selection', () => {
     for (let w = 0; w < WINDOWS; w++) {
       const filter = randomFilter(next, rows, FROM, SPAN);
       const shape = (['geojson', 'csv', 'topojson'] as const)[w % 3]!;
-      // The separators ready texts serve: GeoJSON's newlines or a FeatureCollection's commas.
-      const separator = shape === 'topojson' || (shape === 'geojson' && next() < 0.5) ? ',' : '\n';
+      // The separators ready texts serve: NDJSON's newlines or a FeatureCollection's commas and newlines.
+      const separator = shape === 'topojson' ? ',' : shape === 'geojson' && next() < 0.5 ? ',\n' : '\n';
       const bound = filteredRows([part], filter, true);
       const sql = await db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(
@@ -73,7 +73,7 @@ describe('the ready texts\' selection', () => {
         expect(count, label).toBe(want?.count ?? 0);
         expect(run.bbox, label).toEqual(want?.bbox);
         const chunks: Buffer[] = [];
-        for (const read of readyReads([run], shape, separator)) for await (const c of read()) chunks.push(Buffer.from(c));
+        for (const read of readyReads([run], shape, separator)) for await (const c of read()) chunks.push(Buffer.from(c instanceof StoredSection ? c.plain() : c));
         const text = Buffer.concat(chunks).toString('utf8');
         expect(text, label).toBe(want?.text ?? '');
       }

@@ -23,6 +23,7 @@ import {
   statsKeyOf,
   statsSidecarOf,
   storedIndex,
+  StoredSection,
   writeReadyTexts,
 } from '../../src/archive/sidecars/index.js';
 import { ITEM_SQL, type FeatureShape } from '../../src/archive/sql.js';
@@ -34,7 +35,7 @@ import { random, randomReports } from '../support/randomReports.js';
 const HOUR = 3_600_000;
 const FROM = Date.UTC(2026, 10, 12, 5);
 const SPAN = 6 * HOUR;
-const SEPARATORS: Record<FeatureShape, string> = { geojson: '\n', topojson: ',', csv: '\n' };
+const SEPARATORS: Record<FeatureShape, string> = { geojson: ',\n', topojson: ',', csv: '\n' };
 
 let dir: string;
 let db: DuckDb;
@@ -57,9 +58,9 @@ afterAll(async () => {
 });
 
 /** Every chunk of the reads, joined, each chunk handed back as a consumer would once written. */
-async function readAll(reads: (() => Iterable<Uint8Array>)[]): Promise<Buffer> {
+async function readAll(reads: (() => Iterable<Uint8Array | StoredSection>)[]): Promise<Buffer> {
   const out: Buffer[] = [];
-  for (const read of reads) for await (const chunk of read()) out.push(Buffer.from(chunk));
+  for (const read of reads) for await (const chunk of read()) out.push(Buffer.from(chunk instanceof StoredSection ? chunk.plain() : chunk));
   return Buffer.concat(out);
 }
 
@@ -79,7 +80,7 @@ const WHOLE = { startMs: 0, endMs: 8.64e15, admin: undefined };
 describe('a ready text', () => {
   it('indexes the part\'s hours, newest first, with their counts, bboxes and instants', async () => {
     const { index } = readReadyIndex(ready);
-    expect(index.version).toBe(6);
+    expect(index.version).toBe(7);
     const kept = rows.filter((r) => r.status !== 'retracted');
     expect(index.items.count).toBe(kept.length);
     const hours = [...new Set(kept.map((r) => Math.floor(r.created_at_ms / HOUR) * HOUR))].sort((a, b) => b - a);
@@ -96,8 +97,8 @@ describe('a ready text', () => {
   it('holds, hour by hour and all hours as one range, the bytes DuckDB builds in every shape', async () => {
     const hours = readReadyIndex(ready).index.hours.map((h) => h.hourMs);
     for (const shape of ['geojson', 'topojson', 'csv'] as const) {
-      // A FeatureCollection's commas are put in as the text is read.
-      for (const separator of shape === 'geojson' ? ['\n', ','] : [SEPARATORS[shape]]) {
+      // NDJSON's newlines are the FeatureCollection's with the commas taken out as the text is read.
+      for (const separator of shape === 'geojson' ? ['\n', ',\n'] : [SEPARATORS[shape]]) {
         const built = await duckdbHours(shape, separator);
         const runs = readyRunsOf(ready, hours, WHOLE);
         for (const b of built) expect((await readAll(readyReads([runs.get(b.hourMs)!], shape, separator))).toString('utf8')).toBe(b.text);
@@ -112,7 +113,7 @@ describe('a ready text', () => {
     const { index } = readReadyIndex(ready);
     const runs = readyRunsOf(ready, index.hours.map((h) => h.hourMs), WHOLE);
     const pieces: Uint8Array[] = [];
-    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) for await (const chunk of read()) yield Uint8Array.from(chunk); })())) pieces.push(piece);
+    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) for await (const chunk of read()) yield Uint8Array.from(chunk instanceof StoredSection ? chunk.plain() : chunk); })())) pieces.push(piece);
     const table = tableFromIPC(Buffer.concat(pieces));
     const order = rows.filter((r) => r.status !== 'retracted').sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
     expect(table.getChild('pkey')!.toArray()).toEqual(order.map((r) => r.pkey));
@@ -205,22 +206,24 @@ describe('an older ready text', () => {
     const key = newDayPartKey(Date.UTC(2026, 10, 12));
     await store.put(key, await fs.readFile(part));
     const { index, body } = await split(ready);
-    const v3 = readyKeyOf(key).replace(/^ready\/v6\//, 'ready/v3/');
-    const v4 = readyKeyOf(key).replace(/^ready\/v6\//, 'ready/v4/');
-    const v5 = readyKeyOf(key).replace(/^ready\/v6\//, 'ready/v5/');
+    const v3 = readyKeyOf(key).replace(/^ready\/v7\//, 'ready/v3/');
+    const v4 = readyKeyOf(key).replace(/^ready\/v7\//, 'ready/v4/');
+    const v5 = readyKeyOf(key).replace(/^ready\/v7\//, 'ready/v5/');
+    const v6 = readyKeyOf(key).replace(/^ready\/v7\//, 'ready/v6/');
     const statsV1 = statsKeyOf(key).replace(/^stats\/v2\//, 'stats/v1/');
     await store.put(v3, Buffer.from('{"version":3}\n'));
     await store.put(v4, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 4 })}\n`), body]));
     await store.put(v5, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 5 })}\n`), body]));
+    await store.put(v6, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 6 })}\n`), body]));
     await store.put(statsV1, Buffer.from('{"version":1}\n'));
-    for (const old of [v3, v4, v5]) expect(await storedIndex(store, old)).toBeUndefined();
+    for (const old of [v3, v4, v5, v6]) expect(await storedIndex(store, old)).toBeUndefined();
     expect(await storedIndex(store, readyKeyOf(key))).toBeUndefined();
 
     const publisher = storePartPublisher({ store, db });
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(true);
-    expect((await storedIndex(store, readyKeyOf(key)))?.version).toBe(6);
+    expect((await storedIndex(store, readyKeyOf(key)))?.version).toBe(7);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
-    for (const old of [v3, v4, v5]) expect(await store.head(old)).toBeUndefined();
+    for (const old of [v3, v4, v5, v6]) expect(await store.head(old)).toBeUndefined();
     expect(await store.head(statsV1)).toBeUndefined();
     expect(await store.head(statsKeyOf(key))).toBeDefined();
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(false);

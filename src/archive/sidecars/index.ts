@@ -8,6 +8,8 @@ export { statsSidecarOf } from './statsWriter.js';
 export type { ReadyIndex } from './readyFormat.js';
 export { readReadyIndex, storedIndex } from './readyIndex.js';
 export { readyReads, readyRunsOf, servesText, type ReadyRun } from './readyRuns.js';
+export { StoredSection } from './readyReader.js';
+export { GzipJoin } from './readyMember.js';
 export { ReadySections, type ReadyWant } from './readySections.js';
 export { openStoredParquet, type StoredParquet } from './storedParquet.js';
 export { sidecarCounter } from './statsCount.js';

@@ -5,7 +5,7 @@ import { REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectInfo } from '../../store/objectStore.js';
 
 /** Today's ready texts and stats sidecars. */
-const READY_PREFIX = 'ready/v6/';
+const READY_PREFIX = 'ready/v7/';
 const STATS_PREFIX = 'stats/v2/';
 
 /** The part's path below its prefix, without `.parquet`. */
@@ -26,10 +26,10 @@ export function statsKeyOf(partKey: string): string {
 
 /**
  * Where ready texts were kept before (FORMAT.md, "Versions"): v1 under the part's own name, v2
- * to v5 as `.ready`. Never read; deleted with their parts or when compaction writes today's.
+ * to v6 as `.ready`. Never read; deleted with their parts or when compaction writes today's.
  */
 export function oldReadyKeysOf(partKey: string): string[] {
-  return [`ready/v1/${partKey.slice(REPORTS_PREFIX.length)}`, ...[2, 3, 4, 5].map((v) => `ready/v${v}/${restOf(partKey)}.ready`)];
+  return [`ready/v1/${partKey.slice(REPORTS_PREFIX.length)}`, ...[2, 3, 4, 5, 6].map((v) => `ready/v${v}/${restOf(partKey)}.ready`)];
 }
 
 /** Where stats sidecars were kept before: v1 (a one-byte city). Never read; deleted as old ready texts are. */

@@ -3,21 +3,22 @@
 import type { FeatureShape } from '../sql.js';
 
 /** The version written today, and the only one read. */
-export const READY_VERSION = 6;
+export const READY_VERSION = 7;
 
-/** Every section of an hour (its text in each shape, its Arrow batch) is one gzip member of this level (zlib's default). */
-export const GZIP_LEVEL = 6;
-
-/** The texts kept ready: a shape and the separator its items are joined by, in section order. */
+/**
+ * The texts kept ready: a shape and the separator its items are joined by, in section order.
+ * GeoJSON's is a FeatureCollection's (with a newline, which JSON text never holds raw, so
+ * NDJSON is the same text with the comma before each newline taken out).
+ */
 export const READY_TEXTS = [
-  { shape: 'geojson', separator: '\n' },
+  { shape: 'geojson', separator: ',\n' },
   { shape: 'topojson', separator: ',' },
   { shape: 'csv', separator: '\n' },
 ] as const satisfies readonly { shape: FeatureShape; separator: string }[];
 
 export type ReadyShape = (typeof READY_TEXTS)[number]['shape'];
 
-/** Byte range [start, end) within the body (offsets count from the end of the index line): one gzip member. */
+/** Byte range [start, end) within the body (offsets count from the end of the index line): one gzip member (readyMember.ts). */
 export type ByteRange = [number, number];
 
 /** One hour of a part that holds reports. */
@@ -84,9 +85,12 @@ export function itemColumns(block: ArrayBuffer, n: number): ReadyItems {
 }
 
 /** Where an hour's items start in a shape's plain text (ends: that shape's column). */
-export function plainStartOf(hour: Pick<ReadyHour, 'first'>, ends: Uint32Array): number {
-  return hour.first === 0 ? 0 : ends[hour.first - 1]! + 1;
+export function plainStartOf(hour: Pick<ReadyHour, 'first'>, ends: Uint32Array, shape: ReadyShape): number {
+  return hour.first === 0 ? 0 : ends[hour.first - 1]! + separatorOf(shape).length;
 }
+
+/** The separator a shape's items are joined by. */
+export const separatorOf = (shape: ReadyShape): string => READY_TEXTS[sectionOf(shape)]!.separator;
 
 /** Where the ends column of section `s` starts within the per-report index of `n` reports. */
 export function endsAt(n: number, s: number): number {

@@ -1,16 +1,50 @@
-// Reads a ready text's sections: whole hours (each a gzip member, inflated as it is sent) and
-// the reports a selection keeps. Should a purge have rewritten the sidecar since its index was
-// read, the ranges are taken from the file as it now is.
+// Reads a ready text's sections: whole hours (each a gzip member, inflated as it is sent, or
+// sent as it is in a gzip answer) and the reports a selection keeps. Should a purge have
+// rewritten the sidecar since its index was read, the ranges are taken from the file as it now is.
 import { closeSync, openSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-import { itemColumns, ITEM_BYTES, plainStartOf, READY_TEXTS, sectionOf, type ReadyHour, type ReadyItems, type ReadyShape } from './readyFormat.js';
+import { itemColumns, ITEM_BYTES, plainStartOf, separatorOf, type ReadyHour, type ReadyItems, type ReadyShape } from './readyFormat.js';
 import { current, type ReadyFile } from './readyIndex.js';
 import { readExactly } from './readExactly.js';
 import { selectItems, type ItemFilter, type Selection } from './itemFilter.js';
+import { deflatedOf, type Deflated } from './readyMember.js';
 
-/** Turns the newlines between GeoJSON Features into the commas of a FeatureCollection (JSON text never holds a raw newline). */
-function toCommas(out: Buffer): void {
-  for (let at = out.indexOf(10); at >= 0; at = out.indexOf(10, at + 1)) out[at] = 44;
+/**
+ * NDJSON from a FeatureCollection's items: the comma before each newline taken out, in place
+ * (JSON text never holds a raw newline, so every newline is a separator).
+ */
+function toLines(text: Buffer): Buffer {
+  let kept = 0;
+  let from = 0;
+  for (let at = text.indexOf(10); at >= 0; at = text.indexOf(10, at + 1)) {
+    kept += text.copy(text, kept, from, at - 1);
+    from = at;
+  }
+  kept += text.copy(text, kept, from);
+  return text.subarray(0, kept);
+}
+
+/**
+ * An hour's section as stored, read when it is about to be sent: inflated for an answer sent
+ * plain (or in another encoding), its deflate data joined as it is into a gzip answer.
+ */
+export class StoredSection {
+  constructor(
+    private readonly member: Buffer,
+    private readonly file: string,
+    /** NDJSON from the GeoJSON section: not the stored text, so never sent as it is. */
+    private readonly lines: boolean,
+  ) {}
+
+  plain(): Buffer {
+    const text = inflate(this.member, this.file);
+    return this.lines ? toLines(text) : text;
+  }
+
+  /** Its deflate data, to be joined into a gzip answer; undefined when the answer's text is not the stored one. */
+  deflated(): Deflated | undefined {
+    return this.lines ? undefined : deflatedOf(this.member);
+  }
 }
 
 /** An hour's section as stored: its gzip member. */
@@ -38,22 +72,21 @@ function inflate(member: Buffer, file: string): Buffer {
 /**
  * The items of consecutive `hours` of a sidecar in one shape, the shape's separator between
  * hours (their Arrow record batches, back to back, for 'arrow'), an hour at a time, each read
- * and inflated when the one before it has been taken. `commas`: a FeatureCollection's separators.
+ * when the one before it has been taken. `lines`: NDJSON from the GeoJSON section.
  */
-export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', commas: boolean): () => Iterable<Uint8Array> {
+export function streamHours(ready: ReadyFile, hours: readonly number[], shape: ReadyShape | 'arrow', lines: boolean): () => Iterable<Uint8Array | StoredSection> {
   return function* () {
     const fd = openSync(ready.file, 'r');
     try {
       const now = current(fd, ready);
-      const separator = shape === 'arrow' ? undefined : Buffer.from(commas ? ',' : READY_TEXTS[sectionOf(shape)]!.separator);
+      const separator = shape === 'arrow' ? undefined : Buffer.from(lines ? '\n' : separatorOf(shape));
       let first = true;
       for (const hour of now.index.hours) {
         if (!hours.includes(hour.hourMs)) continue;
-        const plain = inflate(memberOf(fd, now, hour, shape), now.file);
-        if (commas) toCommas(plain);
+        const section = new StoredSection(memberOf(fd, now, hour, shape), now.file, lines);
         if (!first && separator) yield separator;
         first = false;
-        yield plain;
+        yield section;
       }
     } finally {
       closeSync(fd);
@@ -88,7 +121,7 @@ export function readItems(ready: ReadyFile, fd?: number): ReadyItems {
  * purge have rewritten the sidecar meanwhile, the selection is made again from the file as it
  * now is.
  */
-export function readSelection(ready: ReadyFile, hourMs: number, selection: Selection, filter: ItemFilter, shape: ReadyShape, commas: boolean): () => Uint8Array {
+export function readSelection(ready: ReadyFile, hourMs: number, selection: Selection, filter: ItemFilter, shape: ReadyShape, lines: boolean): () => Uint8Array {
   return () => {
     const fd = openSync(ready.file, 'r');
     let member: Buffer;
@@ -109,18 +142,17 @@ export function readSelection(ready: ReadyFile, hourMs: number, selection: Selec
     }
     const text = inflate(member, now.file);
     const ends = items.ends[shape];
-    const base = plainStartOf(hour, ends);
-    const startOf = (i: number) => (i === hour.first ? 0 : ends[i - 1]! + 1 - base);
+    const base = plainStartOf(hour, ends, shape);
+    const separator = Buffer.from(separatorOf(shape));
+    const startOf = (i: number) => (i === hour.first ? 0 : ends[i - 1]! + separator.length - base);
     const endOf = (i: number) => ends[i]! - base;
     if (endOf(hour.first + hour.count - 1) !== text.byteLength) throw new Error(`ready texts out of step with their index: ${now.file}`);
-    const separator = READY_TEXTS[sectionOf(shape)]!.separator.charCodeAt(0);
-    const out = Buffer.allocUnsafe(runs.reduce((n, [a, b]) => n + endOf(b - 1) - startOf(a), runs.length - 1));
+    const out = Buffer.allocUnsafe(runs.reduce((n, [a, b]) => n + endOf(b - 1) - startOf(a), (runs.length - 1) * separator.length));
     let at = 0;
     runs.forEach(([a, b], r) => {
-      if (r > 0) out[at++] = separator;
+      if (r > 0) at += separator.copy(out, at);
       at += text.copy(out, at, startOf(a), endOf(b - 1));
     });
-    if (commas) toCommas(out);
-    return out;
+    return lines ? toLines(out) : out;
   };
 }

@@ -3,7 +3,7 @@
 // window cuts or a filtered window is the reports the per-report index selects.
 import { READY_TEXTS, type ReadyHour, type ReadyItems, type ReadyShape } from './readyFormat.js';
 import { readReadyIndex, type ReadyFile } from './readyIndex.js';
-import { readItems, readSelection, streamHours } from './readyReader.js';
+import { readItems, readSelection, streamHours, type StoredSection } from './readyReader.js';
 import { selectItems, type ItemFilter, type Selection } from './itemFilter.js';
 
 /** An hour a sidecar answers. */
@@ -21,10 +21,12 @@ export interface ReadyRun {
   readonly bbox: [number, number, number, number] | undefined;
 }
 
-/** Whether ready texts hold items of `shape` joined by `separator` (a FeatureCollection's commas are put in as they are read). */
+/** Whether ready texts hold items of `shape` joined by `separator` (NDJSON's newlines are the GeoJSON section's, its commas taken out as it is read). */
 export function servesText(shape: string, separator: string): boolean {
-  return READY_TEXTS.some((t) => t.shape === shape && (t.separator === separator || (shape === 'geojson' && separator === ',')));
+  return READY_TEXTS.some((t) => t.shape === shape && (t.separator === separator || isLines(shape, separator)));
 }
+
+const isLines = (shape: string, separator: string) => shape === 'geojson' && separator === '\n';
 
 /** The `hours` of the sidecar in `file` as runs, by hour, for a window's filter. */
 export function readyRunsOf(file: string, hours: readonly number[], filter: ItemFilter): Map<number, ReadyRun> {
@@ -50,15 +52,15 @@ export function readyRunsOf(file: string, hours: readonly number[], filter: Item
 /**
  * The reads of consecutive runs of an answer (no other hour between them), in their order:
  * whole hours that follow each other in one sidecar are one read; each selection is a read of
- * its own. `separator`: what joins the items (a FeatureCollection's ',' for GeoJSON); 'arrow':
- * the hours' record batches.
+ * its own. `separator`: what joins the items (NDJSON's '\n' for GeoJSON); 'arrow': the hours'
+ * record batches.
  */
-export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow', separator = ''): (() => Iterable<Uint8Array>)[] {
-  const commas = shape === 'geojson' && separator === ',';
-  const reads: (() => Iterable<Uint8Array>)[] = [];
+export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow', separator = ''): (() => Iterable<Uint8Array | StoredSection>)[] {
+  const lines = isLines(shape, separator);
+  const reads: (() => Iterable<Uint8Array | StoredSection>)[] = [];
   let pending: { ready: ReadyFile; hours: number[]; end: number } | undefined;
   const flush = () => {
-    if (pending) reads.push(streamHours(pending.ready, pending.hours, shape, commas));
+    if (pending) reads.push(streamHours(pending.ready, pending.hours, shape, lines));
     pending = undefined;
   };
   for (const r of runs) {
@@ -66,7 +68,7 @@ export function readyReads(runs: readonly ReadyRun[], shape: ReadyShape | 'arrow
     if (r.selection) {
       if (shape === 'arrow') throw new Error('Arrow batches are read by whole hours only');
       flush();
-      const read = readSelection(r.ready, r.hourMs, r.selection, r.filter, shape, commas);
+      const read = readSelection(r.ready, r.hourMs, r.selection, r.filter, shape, lines);
       reads.push(() => [read()]);
       continue;
     }

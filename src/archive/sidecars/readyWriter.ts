@@ -2,8 +2,6 @@
 // same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
 // would build.
 import fs from 'node:fs/promises';
-import { promisify } from 'node:util';
-import zlib from 'node:zlib';
 import { columnsOf, sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
@@ -11,10 +9,8 @@ import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
 import { ITEM_SQL } from '../sql.js';
-import { GZIP_LEVEL, ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
-
-const gzip = promisify(zlib.gzip);
-const gzipped = (plain: Uint8Array): Promise<Buffer> => gzip(plain, { level: GZIP_LEVEL });
+import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
+import { gzipMember } from './readyMember.js';
 
 /**
  * The ready texts of one part file. Purged retractions (tombstones in the part) are left out, as
@@ -118,7 +114,7 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
   });
   const messages = batchMessages(arrow, hours.map((h) => [h.first, h.first + h.count] as const));
   const sections: [ReadyShape | 'arrow', Uint8Array[]][] = [...READY_TEXTS.map(({ shape }, s): [ReadyShape, Uint8Array[]] => [shape, texts.map((t) => t[s]!)]), ['arrow', messages]];
-  const members = await Promise.all(sections.map(([, plain]) => Promise.all(plain.map(gzipped))));
+  const members = await Promise.all(sections.map(([, plain]) => Promise.all(plain.map(gzipMember))));
   let at = 0;
   sections.forEach(([shape], s) => {
     members[s]!.forEach((member, i) => {
@@ -141,7 +137,8 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
   const codes: string[] = [];
   const codeIndex = new Map<string, number>();
   // Positions in each section's plain text: a separator before every item but the first.
-  const pos = READY_TEXTS.map(() => -1);
+  const separators = READY_TEXTS.map(({ separator }) => separator.length);
+  const pos = READY_TEXTS.map((_, s) => -separators[s]!);
   for (let i = 0; i < n; i++) {
     created[i] = createdUs[i]!;
     lng[i] = lngs[i]!;
@@ -154,7 +151,7 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
       city[i] = c;
     }
     ends.forEach((e, s) => {
-      pos[s] = pos[s]! + 1 + lengths[s]![i]!;
+      pos[s] = pos[s]! + separators[s]! + lengths[s]![i]!;
       e[i] = pos[s]!;
     });
   }
