@@ -148,17 +148,19 @@ export function batchMessages(day: ArrowDay, ranges: readonly (readonly [number,
 /**
  * The IPC stream bytes (Content-Type application/vnd.apache.arrow.stream): the schema, the
  * record batches (messages ready in the sidecars, or built from the days DuckDB reads), the end.
+ * `isStored`: a batch message as stored (never empty), passed on as it is.
  */
-export async function* arrowStream(batches: AsyncIterable<Uint8Array | ArrowDay>): AsyncIterable<Uint8Array> {
+export async function* arrowStream<S extends object>(batches: AsyncIterable<Uint8Array | ArrowDay | S>, isStored: (batch: unknown) => batch is S): AsyncIterable<Uint8Array | S> {
   yield SCHEMA_MESSAGE;
   let wrote = false;
   for await (const batch of batches) {
-    if (batch instanceof Uint8Array) {
+    if (isStored(batch)) yield batch;
+    else if (batch instanceof Uint8Array) {
       if (batch.byteLength === 0) continue;
       yield batch;
     } else {
-      if (batch.length === 0) continue;
-      yield batchMessage(batch);
+      if ((batch as ArrowDay).length === 0) continue;
+      yield batchMessage(batch as ArrowDay);
     }
     wrote = true;
   }

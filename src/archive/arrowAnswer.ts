@@ -5,7 +5,7 @@ import { HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import type { ArrowDay } from './arrow.js';
 import { arrowDayOf } from './arrowDay.js';
-import { readyReads, StoredSection, type ReadyRun } from './sidecars/index.js';
+import { readyReads, type ReadyRun, type StoredSection } from './sidecars/index.js';
 import { candidatesOf, readyRuns } from './render.js';
 import { filteredRows } from './sql.js';
 
@@ -16,7 +16,7 @@ import { filteredRows } from './sql.js';
  * from the buffers DuckDB reads, a run of consecutive hours per query. Filtered windows are
  * built by DuckDB a day at a time.
  */
-export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, day: DayPlan): AsyncIterable<Uint8Array | ArrowDay> {
+export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, day: DayPlan): AsyncIterable<Uint8Array | ArrowDay | StoredSection> {
   const candidates = candidatesOf(day, query);
   const runs = isUnfiltered(query) ? await readyRuns(ctx, day, candidates, query, 'arrow', '') : new Map<number, ReadyRun>();
   const isReady = (h: number) => runs.get(h)?.whole === true;
@@ -32,9 +32,7 @@ export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, d
     i = j;
     if (isReady(group[0]!)) {
       // Hours of one sidecar follow each other back to back in it: one read.
-      for (const read of readyReads(group.map((h) => runs.get(h)!), 'arrow')) {
-        for (const piece of read()) yield piece instanceof StoredSection ? piece.plain() : piece;
-      }
+      for (const read of readyReads(group.map((h) => runs.get(h)!), 'arrow')) yield* read();
       continue;
     }
     ctx.signal?.throwIfAborted();

@@ -24,7 +24,7 @@ import { readyWantOf, renderBatches, trimPage, type FeatureBatch } from './rende
 import { fetchAhead } from './fetchAhead.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
-import { ReadySections, statsInfoOf } from './sidecars/index.js';
+import { ReadySections, statsInfoOf, StoredSection } from './sidecars/index.js';
 
 /** A page of a window: its batches, and where the next page starts when there is one. */
 export interface Page {
@@ -158,11 +158,11 @@ export class Window {
    * all whole in sidecars is their record batches read as they are; another is built from the
    * buffers DuckDB reads.
    */
-  arrow(): AsyncIterable<Uint8Array> {
-    return arrowStream(this.arrowBatches());
+  arrow(): AsyncIterable<Uint8Array | StoredSection> {
+    return arrowStream(this.arrowBatches(), (batch): batch is StoredSection => batch instanceof StoredSection);
   }
 
-  private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay> {
+  private async *arrowBatches(): AsyncIterable<Uint8Array | ArrowDay | StoredSection> {
     const ahead = fetchAhead(this.ctx, this.days, isUnfiltered(this.query) ? readyWantOf(this.query, 'arrow', '') : undefined);
     for (const [i, day] of this.days.entries()) {
       this.ctx.signal?.throwIfAborted();

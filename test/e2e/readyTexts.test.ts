@@ -144,7 +144,7 @@ describe('ready texts', () => {
     }
   });
 
-  it('are sent as they are stored in a gzip answer: one gzip member, the plain answer\'s bytes, read whole by curl', async () => {
+  it('are sent as they are stored in a gzip answer, text and Arrow: one gzip member, the plain answer\'s bytes, read whole by curl', async () => {
     const plain = await answers();
     const gzipped = await Promise.all(ANSWERS.map(gzipAnswer));
     ANSWERS.forEach((query, i) => {
@@ -168,6 +168,18 @@ describe('ready texts', () => {
       }
     }
     expect(copied).toBeGreaterThan(10);
+    // Arrow too: the stored record batches' deflate data, between the schema and the end marker.
+    const arrowPlain = await arrowAnswers();
+    const arrowGzipped = await Promise.all(ARROW.map(gzipAnswer));
+    ARROW.forEach((query, i) => expect(gunzipSync(arrowGzipped[i]!).equals(arrowPlain[i]!), query).toBe(true));
+    const arrowCopied = [];
+    for (const key of await keysUnder(svc.rt, 'ready/')) {
+      const body = (await svc.rt.store.get(key))!.body;
+      const eol = body.indexOf(10);
+      const index = JSON.parse(body.subarray(0, eol).toString('utf8')) as ReadyIndex;
+      for (const h of index.hours) arrowCopied.push(arrowGzipped[0]!.includes(body.subarray(eol + 1 + h.arrow[0] + 10, eol + 1 + h.arrow[1] - 10)));
+    }
+    expect(arrowCopied.filter(Boolean).length).toBeGreaterThan(10);
     // curl (and so GDAL) reads a first gzip member only: the whole answer is in it.
     for (const [i, query] of ANSWERS.entries()) {
       const { stdout } = await run('curl', ['-sS', '--compressed', '-A', UA['User-Agent'], `${svc.url}/reports/archive?${query}`], { maxBuffer: 64 * 1024 * 1024 });

@@ -113,7 +113,7 @@ describe('a ready text', () => {
     const { index } = readReadyIndex(ready);
     const runs = readyRunsOf(ready, index.hours.map((h) => h.hourMs), WHOLE);
     const pieces: Uint8Array[] = [];
-    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) for await (const chunk of read()) yield Uint8Array.from(chunk instanceof StoredSection ? chunk.plain() : chunk); })())) pieces.push(piece);
+    for await (const piece of arrowStream((async function* () { for (const read of readyReads([...runs.values()], 'arrow')) yield* read(); })(), (b): b is StoredSection => b instanceof StoredSection)) pieces.push(piece instanceof StoredSection ? piece.plain() : piece);
     const table = tableFromIPC(Buffer.concat(pieces));
     const order = rows.filter((r) => r.status !== 'retracted').sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
     expect(table.getChild('pkey')!.toArray()).toEqual(order.map((r) => r.pkey));
