@@ -54,6 +54,8 @@ export interface ScaleOutRun {
   ticks: number;
   ran: number;
   skipped: number;
+  /** Ticks run or skipped more than once, neither run nor skipped, and runs or skips of no tick won in the store. */
+  tickRuns: { twice: string[]; neither: string[]; withoutTick: string[] };
   /** Each process's last output, for a failure's message. */
   diagnosis(): string;
 }
@@ -161,8 +163,16 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
     }
     const compact = await cli(['compact']);
     const storedAfter = await storedCopies(await download(aws.s3, bucket, 'flood/reports/v1/', await dataDir('compacted')));
-    const ticks = (await download(aws.s3, bucket, 'flood/jobs/runs/reconciliation/', downloaded)).length;
+    const tickFiles = await download(aws.s3, bucket, 'flood/jobs/runs/reconciliation/', downloaded);
     const lines = schedulers.flatMap((s) => s.output.split('\n')).filter((l) => l.includes('"job":"reconciliation"'));
+    // Each tick by its name: its key in the store, and the log lines of its runs and skips.
+    const tickSlots = new Set(tickFiles.map((f) => path.basename(f, '.json')));
+    const logged = new Map<string, number>();
+    for (const l of lines) {
+      if (!/"msg":"job (finished|failed)"|skipping this tick/.test(l)) continue;
+      const slot = (JSON.parse(l) as { slot?: string }).slot ?? '(no slot)';
+      logged.set(slot, (logged.get(slot) ?? 0) + 1);
+    }
     return {
       ids,
       acked,
@@ -176,9 +186,14 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
       storedAfter,
       compact,
       broken,
-      ticks,
+      ticks: tickSlots.size,
       ran: lines.filter((l) => /"msg":"job (finished|failed)"/.test(l)).length,
       skipped: lines.filter((l) => l.includes('skipping this tick')).length,
+      tickRuns: {
+        twice: [...logged].filter(([, n]) => n > 1).map(([slot]) => slot),
+        neither: [...tickSlots].filter((slot) => !logged.has(slot)),
+        withoutTick: [...logged.keys()].filter((slot) => !tickSlots.has(slot)),
+      },
       diagnosis,
     };
   } finally {

@@ -64,9 +64,11 @@ export class StoreRunCoordinator implements RunCoordinator {
 function splitKey(key: string): [string, string] {
   const i = key.indexOf(':');
   const job = key.slice(0, i).replace(/[^A-Za-z0-9._-]/g, '_');
-  const slot = key.slice(i + 1).replace(/[^A-Za-z0-9._-]/g, '-');
-  return [job, slot];
+  return [job, slotName(key.slice(i + 1))];
 }
+
+/** A tick's name in its key (and in the log lines of its run): its ISO time, store-safe. */
+const slotName = (iso: string) => iso.replace(/[^A-Za-z0-9._-]/g, '-');
 
 export interface RunningScheduler {
   tasks: ScheduledTask[];
@@ -80,17 +82,19 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
   const tasks = jobs.map((job) =>
     cron.schedule(
       job.schedule(rt.config),
-      async () => {
+      async (context) => {
         const started = Date.now();
+        // The tick, as its key in the store names it: which scheduler ran which tick.
+        const slot = slotName(context.date.toISOString());
         const run = job.run(rt);
         running.add(run);
         try {
           const result = await run;
-          rt.log.info({ job: job.name, ms: Date.now() - started, result }, 'job finished');
+          rt.log.info({ job: job.name, slot, ms: Date.now() - started, result }, 'job finished');
           rt.metrics.jobRuns.inc({ job: job.name, result: 'ok' });
         } catch (err) {
           rt.metrics.jobRuns.inc({ job: job.name, result: 'failed' });
-          rt.log.error({ job: job.name, err: err instanceof Error ? err.message : String(err) }, 'job failed');
+          rt.log.error({ job: job.name, slot, err: err instanceof Error ? err.message : String(err) }, 'job failed');
         } finally {
           running.delete(run);
         }

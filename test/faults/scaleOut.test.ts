@@ -47,8 +47,9 @@ describe.skipIf(!HAS_MOTO)('three APIs, three workers and two schedulers on S3 a
     expect(run.storedAfter.size).toBe(run.ids.length);
     expect([...run.storedAfter.values()].every((copies) => copies === 1)).toBe(true);
     expect(run.broken).toEqual([]);
-    // Each reconciliation tick won in the store by one scheduler, and run or skipped once.
+    // Each reconciliation tick won in the store by one scheduler, and run or skipped once, by name.
     expect(run.ticks).toBeGreaterThanOrEqual(3);
+    expect(run.tickRuns, why).toEqual({ twice: [], neither: [], withoutTick: [] });
     expect(run.ran + run.skipped).toBe(run.ticks);
     console.log(JSON.stringify({ scaleOut: { posted: run.ids.length, acknowledged: run.acked.size, archived: run.answers.ndjson.size, kills: run.kills, convergedSeconds: run.convergedSeconds, seconds: run.seconds, ticks: run.ticks, ran: run.ran } }));
   }, 900_000);
