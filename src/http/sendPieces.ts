@@ -11,6 +11,8 @@ import { encoder, type Encoding } from './encoding.js';
 
 /** Plain bytes of plain text deflated at once (each block is deflated on its own). */
 const DEFLATE_BLOCK = 256 * 1024;
+/** Plain bytes sent stored rather than deflated: separators, an envelope's ends. */
+const STORED_AT_MOST = 1024;
 /** The level of what is deflated as it is sent: as the streaming encoder's. */
 const GZIP_LEVEL = 5;
 
@@ -58,7 +60,7 @@ async function sendJoined(pieces: AsyncIterable<Piece>, res: ServerResponse): Pr
     const block = Buffer.concat(plain);
     plain = [];
     plainBytes = 0;
-    await write(await join.plain(block, GZIP_LEVEL));
+    await write(block.byteLength <= STORED_AT_MOST ? join.stored(block) : await join.plain(block, GZIP_LEVEL));
   };
   try {
     for await (const piece of pieces) {

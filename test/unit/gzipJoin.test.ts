@@ -51,10 +51,15 @@ describe('stored members', () => {
   });
 
   it('and plain bytes join into one gzip member: gunzip and the zlib of Python read all of it, and nothing after', async () => {
-    const pieces = [text(10), text(300_000), text(1), text(70_000), text(0), text(5_000)];
+    // Deflated here, joined as stored members, and sent as stored blocks (more than one block's 65,535 bytes too), in turn.
+    const pieces = [text(10), text(300_000), text(2), text(1), text(70_000), text(0), text(5_000), text(100), text(70_000), text(0), text(3)];
     const join = new GzipJoin();
     const out: Buffer[] = [];
-    for (const [i, piece] of pieces.entries()) out.push(...(i % 2 === 1 ? join.joined(deflatedOf(await gzipMember(piece))!) : await join.plain(piece, 5)));
+    for (const [i, piece] of pieces.entries()) {
+      if (i % 3 === 0) out.push(...(await join.plain(piece, 5)));
+      else if (i % 3 === 1) out.push(...join.joined(deflatedOf(await gzipMember(piece))!));
+      else out.push(...join.stored(piece));
+    }
     out.push(...join.end());
     const joined = Buffer.concat(out);
     const whole = Buffer.concat(pieces);

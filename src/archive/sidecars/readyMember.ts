@@ -12,6 +12,8 @@ const HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
 /** The end of a sync flush (an empty stored block's LEN and NLEN), then an empty final block. */
 const JOINABLE_END = Buffer.from([0, 0, 0xff, 0xff, 3, 0]);
 const TRAILER_BYTES = 8;
+/** The most bytes a stored block holds. */
+const MAX_STORED = 65_535;
 
 const deflateRaw = promisify(zlib.deflateRaw);
 
@@ -67,6 +69,27 @@ export class GzipJoin {
     this.crc = zlib.crc32(bytes, this.crc);
     this.length += bytes.byteLength;
     out.push(await deflateRaw(bytes, { level, finishFlush: zlib.constants.Z_SYNC_FLUSH }));
+    return out;
+  }
+
+  /**
+   * Bytes of the stream for a few plain bytes (a separator between hours), as they are: stored
+   * blocks, made here at once. A round trip to the thread pool for each of a year's 8,760
+   * separators cost more than the whole answer's copying.
+   */
+  stored(bytes: Uint8Array): Buffer[] {
+    const out = this.start();
+    // (zlib.crc32 of no bytes is 0, whatever CRC it is given to go on from.)
+    if (bytes.byteLength === 0) return out;
+    this.crc = zlib.crc32(bytes, this.crc);
+    this.length += bytes.byteLength;
+    for (let at = 0; at < bytes.byteLength; at += MAX_STORED) {
+      const n = Math.min(MAX_STORED, bytes.byteLength - at);
+      // A stored block, not final, begun on a byte boundary (every piece ends on one): its 3
+      // header bits and padding are one zero byte, then its length and the length's complement.
+      const header = Buffer.from([0, n & 0xff, n >>> 8, ~n & 0xff, (~n >>> 8) & 0xff]);
+      out.push(header, Buffer.from(bytes.buffer, bytes.byteOffset + at, n));
+    }
     return out;
   }
 
