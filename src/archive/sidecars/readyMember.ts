@@ -46,7 +46,8 @@ export function deflatedOf(member: Buffer): Deflated | undefined {
 
 /**
  * Joins deflate data into one gzip stream (RFC 1952, one member: decoders that read only a
- * first member, as curl does, read it all). Plain pieces between are deflated as they come.
+ * first member, as curl does, read it all). Plain pieces between are deflated, or stored when
+ * short; every piece ends on a byte boundary, so the next begins on one.
  */
 export class GzipJoin {
   private crc = 0;
