@@ -46,6 +46,18 @@ function gzipAnswer(query: string): Promise<Buffer> {
   });
 }
 
+/** Stored hours of a section whose deflate data is in `answer` as it is stored (a member without its 10-byte header, nor its empty final block and trailer). */
+async function copiedHours(answer: Buffer, section: 'geojson' | 'arrow'): Promise<number> {
+  let copied = 0;
+  for (const key of await keysUnder(svc.rt, 'ready/')) {
+    const body = (await svc.rt.store.get(key))!.body;
+    const eol = body.indexOf(10);
+    const index = JSON.parse(body.subarray(0, eol).toString('utf8')) as ReadyIndex;
+    for (const h of index.hours) if (answer.includes(body.subarray(eol + 1 + h[section][0] + 10, eol + 1 + h[section][1] - 10))) copied += 1;
+  }
+  return copied;
+}
+
 async function answers(): Promise<string[]> {
   return Promise.all(ANSWERS.map(text));
 }
@@ -156,30 +168,12 @@ describe('ready texts', () => {
     });
     // The stored sections' deflate data, copied: every hour of the day's sidecars is in the answer as it is stored.
     const day = gzipped[ANSWERS.indexOf(`${DAY}&geoformat=geojson`)]!;
-    let copied = 0;
-    for (const key of await keysUnder(svc.rt, 'ready/')) {
-      const body = (await svc.rt.store.get(key))!.body;
-      const eol = body.indexOf(10);
-      const index = JSON.parse(body.subarray(0, eol).toString('utf8')) as ReadyIndex;
-      for (const h of index.hours) {
-        const member = body.subarray(eol + 1 + h.geojson[0], eol + 1 + h.geojson[1]);
-        // Without the gzip header (10 bytes), the empty final block and the trailer (10).
-        if (day.includes(member.subarray(10, member.length - 10))) copied += 1;
-      }
-    }
-    expect(copied).toBeGreaterThan(10);
+    expect(await copiedHours(day, 'geojson')).toBeGreaterThan(10);
     // Arrow too: the stored record batches' deflate data, between the schema and the end marker.
     const arrowPlain = await arrowAnswers();
     const arrowGzipped = await Promise.all(ARROW.map(gzipAnswer));
     ARROW.forEach((query, i) => expect(gunzipSync(arrowGzipped[i]!).equals(arrowPlain[i]!), query).toBe(true));
-    const arrowCopied = [];
-    for (const key of await keysUnder(svc.rt, 'ready/')) {
-      const body = (await svc.rt.store.get(key))!.body;
-      const eol = body.indexOf(10);
-      const index = JSON.parse(body.subarray(0, eol).toString('utf8')) as ReadyIndex;
-      for (const h of index.hours) arrowCopied.push(arrowGzipped[0]!.includes(body.subarray(eol + 1 + h.arrow[0] + 10, eol + 1 + h.arrow[1] - 10)));
-    }
-    expect(arrowCopied.filter(Boolean).length).toBeGreaterThan(10);
+    expect(await copiedHours(arrowGzipped[0]!, 'arrow')).toBeGreaterThan(10);
     // curl (and so GDAL) reads a first gzip member only: the whole answer is in it.
     for (const [i, query] of ANSWERS.entries()) {
       const { stdout } = await run('curl', ['-sS', '--compressed', '-A', UA['User-Agent'], `${svc.url}/reports/archive?${query}`], { maxBuffer: 64 * 1024 * 1024 });
