@@ -2,6 +2,7 @@
 // string_agg per string column, not value by value.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { STRING_COLUMNS, stringSqlOf, type ArrowDay, type StringBuffers, type StringColumn } from './arrow.js';
+import { rowsWithBytesOf } from './duckdb.js';
 import { ANSWER_ORDER, type Bound } from './sql.js';
 
 const textOf = (c: StringColumn) => stringSqlOf(c);
@@ -20,7 +21,7 @@ export async function arrowDayOf(conn: DuckDBConnection, bound: Bound): Promise<
     fixed.lat.push(items(2) as Float64Array);
     STRING_COLUMNS.forEach((_, c) => fixed.lens[c]!.push(items(3 + c) as Int32Array));
   }
-  const texts = (await conn.runAndReadAll(`SELECT ${bytes.join(', ')} FROM ${bound.sql}`, bound.values, bound.types)).getRowsJS()[0] as Uint8Array[];
+  const texts = (await rowsWithBytesOf(conn, `SELECT ${bytes.join(', ')} FROM ${bound.sql}`, bound.values, bound.types))[0] as Uint8Array[];
   const length = fixed.created.reduce((n, a) => n + a.length, 0);
   const strings = Object.fromEntries(STRING_COLUMNS.map((c, i) => [c, stringBuffers(concat(Int32Array, fixed.lens[i]!, length), texts[i]!)])) as Record<StringColumn, StringBuffers>;
   return { length, createdUs: concat(BigInt64Array, fixed.created, length), lng: concat(Float64Array, fixed.lng, length), lat: concat(Float64Array, fixed.lat, length), strings };

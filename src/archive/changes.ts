@@ -17,7 +17,8 @@
 // A sync from before the horizon (the retention, or the latest pruning if that reached further,
 // as recorded in changes/retention.json before anything is deleted) is refused with a
 // ChangesPrunedError (410): the client pulls the window in full and syncs from its watermark.
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzipSync, gzip as gzipCallback } from 'node:zlib';
 import { ulid } from 'ulid';
 import type { RetractionLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../store/objectStore.js';
@@ -34,6 +35,8 @@ export const RETENTION_MS = 30 * 86_400_000;
 export const SETTLE_MS = 60_000;
 
 export type ChangedReport = RetractedReport;
+
+const gzip = promisify(gzipCallback);
 
 const pad = (ms: number) => String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
 
@@ -94,7 +97,8 @@ export class ChangeLog {
   /** Records that these reports' archived rows were written (after their parts are durable). */
   async record(reports: readonly ChangedReport[]): Promise<void> {
     if (reports.length === 0) return;
-    const body = gzipSync(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) }));
+    // On the thread pool: a bulk job's log names a day's reports (100,000 and more).
+    const body = await gzip(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) }));
     for (;;) {
       const named = this.now();
       await this.store.put(`${CHANGES_PREFIX}${pad(named)}-${ulid()}.json.gz`, body);

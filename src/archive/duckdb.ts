@@ -1,6 +1,6 @@
 // One DuckDB instance per process, in memory, spilling to a temp directory.
 import fs from 'node:fs/promises';
-import { DuckDBInstance, type DuckDBConnection, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBBlobVector, DuckDBInstance, DuckDBListValue, type DuckDBConnection, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { OverloadedError } from '../shared/errors.js';
 import { releaseMemory } from './duckdbMemory.js';
 
@@ -143,4 +143,30 @@ export async function columnsOf<T extends unknown[][]>(conn: DuckDBConnection, s
   const reader = await conn.runAndReadAll(sql, values);
   const columns = reader.getColumnsJS();
   return Array.from({ length: reader.columnCount }, (_, i) => columns[i] ?? []) as T;
+}
+
+/**
+ * A query's rows with each BLOB as the bytes DuckDB hands over (`getRowsJS` copies them once
+ * more: a storm day's ready texts are 100 MB), each LIST as its items, anything else as its value.
+ */
+export async function rowsWithBytesOf(conn: DuckDBConnection, sql: string, values?: Record<string, DuckDBValue>, types?: Record<string, DuckDBType>): Promise<unknown[][]> {
+  const rows: unknown[][] = [];
+  const result = await conn.stream(sql, values, types);
+  for await (const chunk of result) {
+    const vectors = Array.from({ length: chunk.columnCount }, (_, c) => chunk.getColumnVector(c));
+    for (let i = 0; i < chunk.rowCount; i++) {
+      rows.push(
+        vectors.map((v) => {
+          if (v instanceof DuckDBBlobVector) {
+            // A short blob is a view into the chunk's memory, gone with the chunk: copied.
+            const bytes = v.getItemBytes(i);
+            return bytes && bytes.byteLength <= 12 ? bytes.slice() : bytes;
+          }
+          const value = v.getItem(i);
+          return value instanceof DuckDBListValue ? value.items : value;
+        }),
+      );
+    }
+  }
+  return rows;
 }

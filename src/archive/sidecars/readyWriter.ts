@@ -2,13 +2,13 @@
 // same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
 // would build.
 import fs from 'node:fs/promises';
-import { columnsOf, sqlString, type DuckDb } from '../duckdb.js';
+import { columnsOf, rowsWithBytesOf, sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
-import { ITEM_SQL } from '../sql.js';
+import { csvItemSql, GEOJSON_OVER_TOPOJSON, itemPiecesSql, jsonItemSql } from '../sql.js';
 import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
 import { gzipMember } from './readyMember.js';
 
@@ -39,6 +39,15 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
 const BATCH_REPORTS = 20_000;
 const ORDER = 'ORDER BY created_at DESC, pkey DESC';
 const HOUR_SQL = `epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS}`;
+
+/** A report's pieces (serialised once), and its items built of them, as the answers' SQL makes them. */
+const PIECES = itemPiecesSql();
+const NAMED_PIECES = { coordinates: 'item_coordinates', properties: 'item_properties' };
+const ITEMS = [
+  `${jsonItemSql('geojson', NAMED_PIECES)} AS geojson`,
+  `${jsonItemSql('topojson', NAMED_PIECES)} AS topojson`,
+  `${csvItemSql()} AS csv`,
+].join(', ');
 
 type HourRow = [bigint, number, number, number, number, number, bigint, bigint];
 
@@ -73,29 +82,35 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
             ${from} GROUP BY 1 ORDER BY 1 DESC`,
         )
       ).getRowsJS() as HourRow[];
-      // Each report serialised once (the subquery), its text joined into its hour's and its length
-      // kept, in answer order.
+      // Each report serialised once (the subqueries: its JSON pieces, then its items), its text
+      // joined into its hour's in answer order and its length kept (a TopoJSON item's is its
+      // GeoJSON item's less the Feature around it).
       const hourTexts: Uint8Array[][] = [];
-      const lengths: number[][] = shapes.map(() => []);
+      const lengthsOf: Record<ReadyShape, number[]> = { geojson: [], topojson: [], csv: [] };
+      const measured = ['geojson', 'csv'] as const;
       for (const batch of batchesOf(hours)) {
         const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
         const joined = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ${ORDER}))`);
-        const sizes = shapes.map((shape) => `list(strlen(${shape})::INTEGER ${ORDER})`);
-        const got = (
-          await conn.runAndReadAll(
-            `SELECT hour_ms, ${joined.join(', ')}, ${sizes.join(', ')}
-              FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${shapes.map((shape) => `${ITEM_SQL[shape]} AS ${shape}`).join(', ')}
-                    ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
+        const sizes = measured.map((shape) => `list(strlen(${shape})::INTEGER ${ORDER})`);
+        const got = (await rowsWithBytesOf(
+          conn,
+          `SELECT hour_ms, ${joined.join(', ')}, ${sizes.join(', ')}
+              FROM (SELECT hour_ms, created_at, pkey, ${ITEMS}
+                    FROM (SELECT ${HOUR_SQL} AS hour_ms, *, ${PIECES.coordinates} AS item_coordinates, ${PIECES.properties} AS item_properties
+                          ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS}))
               GROUP BY 1 ORDER BY 1 DESC`,
-          )
-        ).getRowsJS() as [bigint, ...(Uint8Array | number[])[]][];
+        )) as [bigint, ...(Uint8Array | number[])[]][];
         for (const row of got) {
           hourTexts.push(row.slice(1, 1 + shapes.length) as Uint8Array[]);
-          shapes.forEach((_, s) => {
-            for (const n of row[1 + shapes.length + s] as number[]) lengths[s]!.push(n);
-          });
+          const [geojson, csv] = row.slice(1 + shapes.length) as [number[], number[]];
+          for (const n of geojson) {
+            lengthsOf.geojson.push(n);
+            lengthsOf.topojson.push(n - GEOJSON_OVER_TOPOJSON);
+          }
+          for (const n of csv) lengthsOf.csv.push(n);
         }
       }
+      const lengths = shapes.map((shape) => lengthsOf[shape]);
       // Each report's sort key, place and city, in answer order.
       const each = await columnsOf<[number[], number[], number[], (string | null)[]]>(conn, `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code ${from} ${ORDER}`);
       return [hours, hourTexts, lengths, each, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
