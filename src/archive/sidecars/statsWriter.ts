@@ -9,14 +9,24 @@ import { align8, columnOffsets, NO_AREA, NO_CITY, REPORT_BYTES, STATS_VERSION, t
 
 /** The sidecar of one part file; undefined when its codes do not fit the columns (it is then counted by DuckDB). */
 export async function statsSidecarOf(db: DuckDb, partFile: string): Promise<Buffer | undefined> {
-  const rows = await db.withConnection(async (conn) => {
-    const reader = await conn.runAndReadAll(
+  // Columns, not rows: the numbers come as typed arrays, only the codes as strings.
+  const columns = await db.withConnection(async (conn) => {
+    const result = await conn.stream(
       `SELECT epoch_us(created_at)::DOUBLE, lng, lat, local_area_id, instance_region_code
         FROM read_parquet(${sqlString(partFile)}) WHERE status <> 'retracted' ORDER BY created_at`,
     );
-    return reader.getRowsJS() as [number, number, number, string | null, string | null][];
+    const out = { numbers: [[], [], []] as Float64Array[][], codes: [[], []] as (string | null)[][] };
+    for await (const chunk of result) {
+      out.numbers.forEach((parts, c) => parts.push((chunk.getColumnVector(c) as unknown as { items: Float64Array }).items.slice(0, chunk.rowCount)));
+      out.codes.forEach((codes, c) => {
+        const vector = chunk.getColumnVector(3 + c);
+        for (let i = 0; i < chunk.rowCount; i++) codes.push(vector.getItem(i) as string | null);
+      });
+    }
+    return out;
   });
-  const n = rows.length;
+  const [areaCodes, cityCodes] = columns.codes as [(string | null)[], (string | null)[]];
+  const n = areaCodes.length;
   const cities: string[] = [];
   const areas: string[] = [];
   const cityIndex = new Map<string, number>();
@@ -28,18 +38,21 @@ export async function statsSidecarOf(db: DuckDb, partFile: string): Promise<Buff
   };
   const block = new ArrayBuffer(n * REPORT_BYTES);
   const at = columnOffsets(n);
-  const createdUs = new Float64Array(block, at.createdUs, n);
-  const lng = new Float64Array(block, at.lng, n);
-  const lat = new Float64Array(block, at.lat, n);
+  [at.createdUs, at.lng, at.lat].forEach((offset, c) => {
+    const column = new Float64Array(block, offset, n);
+    let k = 0;
+    for (const part of columns.numbers[c]!) {
+      column.set(part, k);
+      k += part.length;
+    }
+  });
   const area = new Uint16Array(block, at.area, n);
   const city = new Uint16Array(block, at.city, n);
-  rows.forEach((r, i) => {
-    createdUs[i] = r[0];
-    lng[i] = r[1];
-    lat[i] = r[2];
-    area[i] = r[3] === null ? NO_AREA : indexOf(r[3], areas, areaIndex);
-    city[i] = r[4] === null ? NO_CITY : indexOf(r[4], cities, cityIndex);
-  });
+  for (let i = 0; i < n; i++) {
+    const [a, c] = [areaCodes[i], cityCodes[i]];
+    area[i] = a === null || a === undefined ? NO_AREA : indexOf(a, areas, areaIndex);
+    city[i] = c === null || c === undefined ? NO_CITY : indexOf(c, cities, cityIndex);
+  }
   if (areas.length >= NO_AREA || cities.length >= NO_CITY) return undefined;
   const header: StatsHeader = { version: STATS_VERSION, count: n, cities, areas };
   const line = Buffer.from(`${JSON.stringify(header)}\n`);
