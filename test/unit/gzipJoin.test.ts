@@ -37,8 +37,9 @@ describe('crc32Combine', () => {
 });
 
 describe('stored members', () => {
-  it('are gzip members any reader inflates, whose deflate data can be cut out', async () => {
-    const plain = text(200_000);
+  // Short sections are deflated at once, long ones on the thread pool: both.
+  it.each([2_000, 200_000])('are gzip members any reader inflates, whose deflate data can be cut out (%i bytes)', async (size) => {
+    const plain = text(size);
     const member = await gzipMember(plain);
     expect(zlib.gunzipSync(member).equals(plain)).toBe(true);
     const deflated = deflatedOf(member)!;
