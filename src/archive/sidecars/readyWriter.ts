@@ -2,7 +2,7 @@
 // same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
 // would build.
 import fs from 'node:fs/promises';
-import { columnsOf, rowsWithBytesOf, sqlString, type DuckDb } from '../duckdb.js';
+import { rowsWithBytesOf, sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
@@ -68,7 +68,7 @@ function batchesOf(hours: readonly HourRow[]): HourRow[][] {
 
 async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): Promise<Buffer> {
   const shapes = READY_TEXTS.map(({ shape }) => shape);
-  const [rows, texts, lengths, items, arrow] = await db.withConnection(async (conn) => {
+  const [rows, texts, lengths, arrow] = await db.withConnection(async (conn) => {
     try {
       // The part decoded once: every query below reads it (the Parquet file, each time, cost more
       // than the query).
@@ -111,9 +111,7 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
         }
       }
       const lengths = shapes.map((shape) => lengthsOf[shape]);
-      // Each report's sort key, place and city, in answer order.
-      const each = await columnsOf<[number[], number[], number[], (string | null)[]]>(conn, `SELECT epoch_us(created_at)::DOUBLE, lng, lat, instance_region_code ${from} ${ORDER}`);
-      return [hours, hourTexts, lengths, each, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
+      return [hours, hourTexts, lengths, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
     } finally {
       await conn.run('DROP TABLE IF EXISTS ready_rows');
     }
@@ -139,9 +137,11 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
     });
   });
   // The per-report index, 8-byte aligned: created_at (µs), lng, lat, each item's end in each
-  // shape, its city (an index into `codes`; NO_CITY: none).
-  const [createdUs, lngs, lats, cities] = items;
-  const n = createdUs.length;
+  // shape, its city (an index into `codes`; NO_CITY: none). The Arrow day holds them, in answer
+  // order too: its columns, and the city codes' bytes.
+  const n = arrow.length;
+  const cityCodes = arrow.strings.instance_region_code;
+  const cityBytes = Buffer.from(cityCodes.data.buffer, cityCodes.data.byteOffset, cityCodes.data.byteLength);
   const pad = (8 - (at % 8)) % 8;
   body.push(new Uint8Array(pad));
   const itemsAt = at + pad;
@@ -155,12 +155,13 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
   const separators = READY_TEXTS.map(({ separator }) => separator.length);
   const pos = READY_TEXTS.map((_, s) => -separators[s]!);
   for (let i = 0; i < n; i++) {
-    created[i] = createdUs[i]!;
-    lng[i] = lngs[i]!;
-    lat[i] = lats[i]!;
-    const code = cities[i];
-    if (code === null || code === undefined) city[i] = NO_CITY;
+    created[i] = Number(arrow.createdUs[i]!);
+    lng[i] = arrow.lng[i]!;
+    lat[i] = arrow.lat[i]!;
+    const isNull = cityCodes.validity !== undefined && (cityCodes.validity[i >> 3]! & (1 << (i & 7))) === 0;
+    if (isNull) city[i] = NO_CITY;
     else {
+      const code = cityBytes.toString('utf8', cityCodes.offsets[i], cityCodes.offsets[i + 1]);
       let c = codeIndex.get(code);
       if (c === undefined) codeIndex.set(code, (c = codes.push(code) - 1));
       city[i] = c;
