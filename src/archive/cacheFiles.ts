@@ -11,6 +11,8 @@ export interface CachedFile {
   usedAt: number;
   /** Answers about to read this file: it is not evicted meanwhile. */
   pins?: number;
+  /** Files that go with it when it is evicted (a ranged copy's journal). */
+  companions?: string[];
 }
 
 export class CacheFiles<E extends CachedFile> {
@@ -82,7 +84,7 @@ export class CacheFiles<E extends CachedFile> {
       if (this.bytes <= this.maxBytes) break;
       if (key === keep || (entry.pins ?? 0) > 0) continue;
       this.forget(key, entry);
-      await fs.rm(entry.file, { force: true });
+      await Promise.all([entry.file, ...(entry.companions ?? [])].map((f) => fs.rm(f, { force: true })));
     }
   }
 

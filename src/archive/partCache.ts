@@ -12,7 +12,7 @@ import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
-import { RangedCopy, type RangedFile } from './rangedCopy.js';
+import { journalOf, RangedCopy, type RangedFile } from './rangedCopy.js';
 
 class VanishedError extends Error {}
 
@@ -27,14 +27,15 @@ const STORE_REQUESTS = 32;
 /** Marks a ranged copy's name (and, before they had a directory of their own, its file). */
 const RANGED = '.ranged';
 /**
- * Ranged copies live in `ranged/<pid>/` under the cache's directory: which ranges one holds is
- * known to the process that fetched them only, so a process removes its own directory when it
- * starts (a container's process is pid 1 each run) and those of processes no longer running,
+ * Ranged copies live in `ranged/<pid>/` under the cache's directory, each with its journal (the
+ * ranges present): one process writes a copy. A process adopts, when it starts, its own
+ * directory (a container's process is pid 1 each run) and those of processes no longer running,
  * never another running process's (a CLI command beside the server may share the directory).
- * By pid, not by thread: two part caches of one process on one directory would remove each
+ * By pid, not by thread: two part caches of one process on one directory would take each
  * other's (today the worker thread of `all` reads no part through its cache).
  */
 const RANGED_DIR = 'ranged';
+const CLAIMED = 'claimed-';
 
 interface Entry extends CachedFile {
   copy?: RangedCopy;
@@ -139,31 +140,75 @@ export class PartCache {
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
     const file = path.join(this.rangedDir, `${name}${SUFFIX}`);
-    const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, async (bytes) => {
-      // Counted while the cache keeps this copy (an evicted copy's file is gone).
-      const entry = this.files.get(name);
-      if (entry && entry.copy === copy) await this.files.grow(name, entry, bytes);
-      this.metrics?.cacheBytes.set(this.files.sizeBytes);
-    });
-    if (!copy) return undefined;
-    await this.files.add(name, { file, size: copy.bytes, copy });
-    this.metrics?.cacheBytes.set(this.files.sizeBytes);
+    const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, this.counted(name, () => copy));
+    if (copy) await this.keepCopy(name, copy);
     return copy;
+  }
+
+  /** Counts a copy's fetched bytes while the cache keeps it (an evicted copy's file is gone). */
+  private counted(name: string, copyOf: () => RangedCopy | undefined): (bytes: number) => Promise<void> {
+    return async (bytes) => {
+      const entry = this.files.get(name);
+      if (entry && entry.copy === copyOf()) await this.files.grow(name, entry, bytes);
+      this.metrics?.cacheBytes.set(this.files.sizeBytes);
+    };
+  }
+
+  private async keepCopy(name: string, copy: RangedCopy): Promise<void> {
+    await this.files.add(name, { file: copy.file, size: copy.bytes, copy, companions: [journalOf(copy.file)] });
+    this.metrics?.cacheBytes.set(this.files.sizeBytes);
+  }
+
+  /**
+   * Takes the ranged copies in `dir` (this process's directory from an earlier run, or one
+   * claimed from a process gone) into this process's directory; copies without a journal it
+   * can trust are removed.
+   */
+  private async adoptCopies(dir: string): Promise<void> {
+    for (const entry of await fs.readdir(dir)) {
+      if (!entry.endsWith(`${RANGED}${SUFFIX}`)) continue;
+      const name = entry.slice(0, -SUFFIX.length);
+      const file = path.join(this.rangedDir, entry);
+      if (dir !== this.rangedDir) {
+        // One of this process's own copies already: kept, the other goes with its directory.
+        if (existsSync(file)) continue;
+        // A journal first: a copy without one is removed below, never trusted.
+        const from = path.join(dir, entry);
+        const moved = await fs.rename(journalOf(from), journalOf(file)).then(() => fs.rename(from, file)).then(() => true, () => false);
+        if (!moved) continue;
+      }
+      const copy: RangedCopy | undefined = await RangedCopy.adopt(this.ranges, file, this.counted(name, () => copy));
+      if (copy) await this.keepCopy(name, copy);
+    }
+    // What was not adopted: copies without a journal, journals without a copy, unfinished journals.
+    for (const f of await fs.readdir(this.rangedDir)) {
+      const kept = this.files.get(f.replace(/\.parquet(\.ranges)?$/, ''))?.copy;
+      if (!kept) await fs.rm(path.join(this.rangedDir, f), { force: true });
+    }
   }
 
   private get rangedDir(): string {
     return path.join(this.files.dir, RANGED_DIR, String(process.pid));
   }
 
-  /** Adopts the whole copies an earlier run left; removes its ranged copies, and those of processes gone. */
+  /** Adopts the whole copies an earlier run left, its ranged copies, and those of processes gone. */
   private async scan(): Promise<void> {
     await this.files.scan();
     const root = path.join(this.files.dir, RANGED_DIR);
-    await fs.mkdir(root, { recursive: true });
-    for (const pid of await fs.readdir(root)) {
-      if (Number(pid) === process.pid || !isRunning(Number(pid))) await fs.rm(path.join(root, pid), { recursive: true, force: true });
-    }
     await fs.mkdir(this.rangedDir, { recursive: true });
+    await this.adoptCopies(this.rangedDir);
+    for (const name of await fs.readdir(root)) {
+      // A process's directory, or one a process claimed to adopt from (claimed-<pid>-<uuid>; one
+      // of this pid's is an earlier run's, cut short).
+      const claim = name.startsWith(CLAIMED);
+      const owner = Number(claim ? name.slice(CLAIMED.length).split('-')[0] : name);
+      if (owner === process.pid ? !claim : isRunning(owner)) continue;
+      // Claimed first, by a rename only one process wins: two starting at once never share a copy.
+      const claimed = path.join(root, `${CLAIMED}${process.pid}-${randomUUID()}`);
+      if (!(await fs.rename(path.join(root, name), claimed).then(() => true, () => false))) continue;
+      await this.adoptCopies(claimed);
+      await fs.rm(claimed, { recursive: true, force: true });
+    }
   }
 
   private remember(id: string): void {

@@ -1,7 +1,10 @@
 // A local copy of some byte ranges of a stored object: a sparse file of the object's size, its
 // fetched ranges at their own offsets, so a reader reads it as it would the whole object. Which
-// ranges are present is known to this process only: a restart starts the copy afresh.
+// ranges are present is written beside it (its journal) once their bytes are, so a restarted
+// process adopts the copy; a journal from before the machine last booted is not trusted (bytes
+// written shortly before a power loss may not have reached the disk).
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import { OverloadedError } from '../shared/errors.js';
 import type { ObjectStore, StoredObject } from '../store/objectStore.js';
 
@@ -23,9 +26,20 @@ export interface RangedFile {
  */
 const GAP = 256 * 1024;
 
+/** What a ranged copy's journal says: the object and version its bytes are of, and which are present. */
+interface Journal {
+  v: 1;
+  key: string;
+  etag: string;
+  size: number;
+  lastModifiedMs: number;
+  present: [number, number][];
+}
+
+/** The journal of the ranged copy at `file`. */
+export const journalOf = (file: string): string => `${file}.ranges`;
+
 export class RangedCopy implements RangedFile {
-  /** Present ranges, sorted and disjoint. */
-  private present: [number, number][];
   /** Ensures run one after another: each fetches what the ones before it left missing. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -37,11 +51,26 @@ export class RangedCopy implements RangedFile {
     /** The object's version: every range comes from it, or the read fails. */
     private readonly etag: string,
     private readonly mtime: Date,
-    head: number,
+    /** Present ranges, sorted and disjoint. */
+    private present: [number, number][],
     /** Bytes fetched since, as the cache counts them. */
     private readonly fetched: (bytes: number) => Promise<void>,
-  ) {
-    this.present = head > 0 ? [[0, head]] : [];
+  ) {}
+
+  /**
+   * The copy an earlier process left at `file`, as its journal says; undefined when it has
+   * none, or one that does not match the file or was written before the machine last booted.
+   */
+  static async adopt(store: Pick<ObjectStore, 'getRange'>, file: string, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
+    try {
+      const [text, journalStat, stat] = await Promise.all([fs.readFile(journalOf(file), 'utf8'), fs.stat(journalOf(file)), fs.stat(file)]);
+      const journal = JSON.parse(text) as Journal;
+      const bootedMs = Date.now() - os.uptime() * 1000;
+      if (journal.v !== 1 || journal.size !== stat.size || journalStat.mtimeMs < bootedMs || !Array.isArray(journal.present)) return undefined;
+      return new RangedCopy(store, journal.key, file, journal.size, journal.etag, new Date(journal.lastModifiedMs), merge(journal.present), fetched);
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -60,7 +89,9 @@ export class RangedCopy implements RangedFile {
     } finally {
       await handle.close();
     }
-    return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length, fetched);
+    const copy = new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length > 0 ? [[0, head.body.length]] : [], fetched);
+    await copy.writeJournal();
+    return copy;
   }
 
   /** Bytes present in the file. */
@@ -88,7 +119,16 @@ export class RangedCopy implements RangedFile {
     }
     const before = this.bytes;
     this.present = merge([...this.present, ...missing.map(([a, b]) => [a, b] as [number, number])]);
+    await this.writeJournal();
     await this.fetched(this.bytes - before);
+  }
+
+  /** The journal, whole or not at all: written after the bytes it names. */
+  private async writeJournal(): Promise<void> {
+    const journal: Journal = { v: 1, key: this.key, etag: this.etag, size: this.size, lastModifiedMs: this.mtime.getTime(), present: this.present };
+    const tmp = `${journalOf(this.file)}.tmp`;
+    await fs.writeFile(tmp, JSON.stringify(journal));
+    await fs.rename(tmp, journalOf(this.file));
   }
 
   private async fetch(start: number, end: number): Promise<StoredObject> {

@@ -105,7 +105,45 @@ describe('PartCache on a remote store', () => {
     expect(cache.sizeBytes).toBe(31_000);
   });
 
-  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart removes its ranged copies, not those of another running process', async () => {
+  it('adopts after a restart the ranged copies it or an ended process left, with the ranges they hold: nothing fetched again', async () => {
+    const cacheDir = path.join(dir, 'adopt');
+    const body = randomBytes(600_000);
+    await store.put('ready/v7/r3.ready', body);
+    const info = (await store.head('ready/v7/r3.ready'))!;
+    const first = new PartCache(store, cacheDir, 10_000_000);
+    const copy = (await first.rangedFileIfPresent(info, 1000))!;
+    await copy.ensure([[300_000, 320_000]]);
+    // Gone from the store: anything fetched from here on would fail.
+    await store.delete([info.key]);
+    const read = async (c: PartCache) => {
+      const again = (await c.rangedFileIfPresent(info, 1000))!;
+      await again.ensure([[0, 1000], [300_000, 320_000]]);
+      const bytes = await fs.readFile(again.file);
+      return { again, bytes, size: c.sizeBytes };
+    };
+    // This process again (a container's process has the same pid each run).
+    const restarted = await read(new PartCache(store, cacheDir, 10_000_000));
+    expect(restarted.bytes.subarray(0, 1000)).toEqual(body.subarray(0, 1000));
+    expect(restarted.bytes.subarray(300_000, 320_000)).toEqual(body.subarray(300_000, 320_000));
+    expect(restarted.size).toBe(21_000);
+    // A process that has ended: its directory is claimed, its copies taken over.
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    await fs.rename(path.join(cacheDir, 'ranged', String(process.pid)), path.join(cacheDir, 'ranged', String(gone)));
+    const takenOver = await read(new PartCache(store, cacheDir, 10_000_000));
+    expect(takenOver.bytes.subarray(300_000, 320_000)).toEqual(body.subarray(300_000, 320_000));
+    expect(takenOver.again.file.startsWith(path.join(cacheDir, 'ranged', String(process.pid)))).toBe(true);
+    expect((await fs.readdir(path.join(cacheDir, 'ranged'))).sort()).toEqual([String(process.pid)]);
+    // A journal from before the machine booted is not trusted: the copy goes, and is fetched anew (here: gone).
+    const journal = `${takenOver.again.file}.ranges`;
+    const beforeBoot = new Date(Date.now() - os.uptime() * 1000 - 60_000);
+    await fs.utimes(journal, beforeBoot, beforeBoot);
+    const distrusting = new PartCache(store, cacheDir, 10_000_000);
+    expect(await distrusting.rangedFileIfPresent(info, 1000)).toBeUndefined();
+    await expect(fs.access(takenOver.again.file)).rejects.toThrow();
+    await expect(fs.access(journal)).rejects.toThrow();
+  });
+
+  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart keeps its ranged copies, removes those without a journal, and never touches another running process\'s', async () => {
     const cacheDir = path.join(dir, 'restart');
     // Ranged copies left by a process that has ended, and by one still running (this one's parent).
     const gone = spawnSync(process.execPath, ['-e', '']).pid!;
@@ -125,8 +163,11 @@ describe('PartCache on a remote store', () => {
     await fs.access(copy.file);
     await expect(fs.access(path.join(cacheDir, 'ranged', String(gone)))).rejects.toThrow();
     await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
+    const stray = path.join(path.dirname(copy.file), 'y.ranged.parquet');
+    await fs.writeFile(stray, 'y');
     await new PartCache(store, cacheDir, 10_000_000).localFileIfPresent({ key: 'ready/v7/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
-    await expect(fs.access(copy.file)).rejects.toThrow();
+    await fs.access(copy.file);
+    await expect(fs.access(stray)).rejects.toThrow();
     await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
   });
 
