@@ -12,6 +12,8 @@ import { DuckDb } from '../../src/archive/duckdb.js';
 import { PartCache } from '../../src/archive/partCache.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { readyKeyOf, readyReads, readyRunsOf, ReadySections, StoredSection, writeReadyTexts, type ReadyWant } from '../../src/archive/sidecars/index.js';
+import { readReadyIndex } from '../../src/archive/sidecars/readyIndex.js';
+import { READY_HEAD_BYTES } from '../../src/archive/sidecars/readySections.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import type { ObjectInfo } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
@@ -100,5 +102,18 @@ describe('ready texts from S3, ranged', () => {
     const csv = await getsOf(() => sections.fileOf(days[2]!.part, wantOf(2, 'csv')));
     expect(csv.gets).toBe(2);
     expect(textOf(csv.value!, 2, 'csv').equals(textOf(days[2]!.local, 2, 'csv'))).toBe(true);
+  });
+
+  it('fetches for a whole day in Parquet its Parquet section and the index, hardly more', async () => {
+    const cache = new PartCache(store, path.join(dir, 'cache-parquet'), 100_000_000);
+    const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
+    const file = (await getsOf(() => sections.fileOf(days[0]!.part, wantOf(0, 'parquet')))).value!;
+    const { base, index } = readReadyIndex(days[0]!.local);
+    const [start, end] = index.parquet;
+    const local = await fs.readFile(days[0]!.local);
+    expect((await fs.readFile(file)).subarray(base + start, base + end).equals(local.subarray(base + start, base + end))).toBe(true);
+    // The section, and the first bytes with the index line: nothing of the text sections beyond.
+    expect(cache.sizeBytes).toBeLessThanOrEqual(end - start + READY_HEAD_BYTES);
+    expect(cache.sizeBytes).toBeLessThan((end - start) * 1.2);
   });
 });
