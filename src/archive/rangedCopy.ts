@@ -123,12 +123,20 @@ export class RangedCopy implements RangedFile {
     await this.fetched(this.bytes - before);
   }
 
-  /** The journal, whole or not at all: written after the bytes it names. */
+  /**
+   * The journal, whole or not at all: written after the bytes it names. One that could not be
+   * written (a full disk) fails nothing: the one before names fewer ranges, as a later process
+   * then fetches again.
+   */
   private async writeJournal(): Promise<void> {
     const journal: Journal = { v: 1, key: this.key, etag: this.etag, size: this.size, lastModifiedMs: this.mtime.getTime(), present: this.present };
     const tmp = `${journalOf(this.file)}.tmp`;
-    await fs.writeFile(tmp, JSON.stringify(journal));
-    await fs.rename(tmp, journalOf(this.file));
+    try {
+      await fs.writeFile(tmp, JSON.stringify(journal));
+      await fs.rename(tmp, journalOf(this.file));
+    } catch {
+      await fs.rm(tmp, { force: true }).catch(() => undefined);
+    }
   }
 
   private async fetch(start: number, end: number): Promise<StoredObject> {
