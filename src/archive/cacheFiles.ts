@@ -11,8 +11,6 @@ export interface CachedFile {
   usedAt: number;
   /** Answers about to read this file: it is not evicted meanwhile. */
   pins?: number;
-  /** Files that go with it when it is evicted (a ranged copy's journal). */
-  companions?: string[];
 }
 
 export class CacheFiles<E extends CachedFile> {
@@ -38,6 +36,11 @@ export class CacheFiles<E extends CachedFile> {
 
   get(key: string): E | undefined {
     return this.entries.get(key);
+  }
+
+  /** Every entry, by key. */
+  all(): IterableIterator<[string, E]> {
+    return this.entries.entries();
   }
 
   /** Marks an entry as just used. */
@@ -84,7 +87,7 @@ export class CacheFiles<E extends CachedFile> {
       if (this.bytes <= this.maxBytes) break;
       if (key === keep || (entry.pins ?? 0) > 0) continue;
       this.forget(key, entry);
-      await Promise.all([entry.file, ...(entry.companions ?? [])].map((f) => fs.rm(f, { force: true })));
+      await fs.rm(entry.file, { force: true });
     }
   }
 

@@ -12,7 +12,8 @@ import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
-import { journalOf, RangedCopy, type RangedFile } from './rangedCopy.js';
+import { RangedCopy, type RangedFile } from './rangedCopy.js';
+import { JOURNAL, JournalWriter, readJournal, type JournaledCopy } from './rangedJournal.js';
 
 class VanishedError extends Error {}
 
@@ -27,12 +28,12 @@ const STORE_REQUESTS = 32;
 /** Marks a ranged copy's name (and, before they had a directory of their own, its file). */
 const RANGED = '.ranged';
 /**
- * Ranged copies live in `ranged/<pid>/` under the cache's directory, each with its journal (the
- * ranges present): one process writes a copy. A process adopts, when it starts, its own
- * directory (a container's process is pid 1 each run) and those of processes no longer running,
- * never another running process's (a CLI command beside the server may share the directory).
- * By pid, not by thread: two part caches of one process on one directory would take each
- * other's (today the worker thread of `all` reads no part through its cache).
+ * Ranged copies live in `ranged/<pid>/` under the cache's directory with their journal (the
+ * ranges each holds, rangedJournal.ts): one process writes a copy. A process adopts, when it
+ * starts, its own directory (a container's process is pid 1 each run) and those of processes no
+ * longer running, never another running process's (a CLI command beside the server may share
+ * the directory). By pid, not by thread: two part caches of one process on one directory would
+ * take each other's (today the worker thread of `all` reads no part through its cache).
  */
 const RANGED_DIR = 'ranged';
 const CLAIMED = 'claimed-';
@@ -51,6 +52,7 @@ export class PartCache {
   private readonly requests = pLimit(STORE_REQUESTS);
   /** The store's ranged reads, within the bound. */
   private readonly ranges: Pick<ObjectStore, 'getRange'> = { getRange: (...args) => this.requests(() => this.store.getRange(...args)) };
+  private readonly journal: JournalWriter;
 
   constructor(
     private readonly store: Pick<ObjectStore, 'getStream' | 'getRange'>,
@@ -61,6 +63,7 @@ export class PartCache {
     private readonly local?: LocalFiles,
   ) {
     this.files = new CacheFiles(dir, SUFFIX, maxBytes, (name) => !name.endsWith(RANGED));
+    this.journal = new JournalWriter(this.rangedDir, () => this.journaled());
   }
 
   /** A local file with the part's content: the store's own file, or a cached copy. */
@@ -139,7 +142,8 @@ export class PartCache {
   }
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
-    const file = path.join(this.rangedDir, `${name}${SUFFIX}`);
+    // A file of its own: a journal entry outlived by its copy never names a later one.
+    const file = path.join(this.rangedDir, `${name}.${randomUUID().slice(0, 8)}${SUFFIX}`);
     const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, this.counted(name, () => copy));
     if (copy) await this.keepCopy(name, copy);
     return copy;
@@ -151,40 +155,49 @@ export class PartCache {
       const entry = this.files.get(name);
       if (entry && entry.copy === copyOf()) await this.files.grow(name, entry, bytes);
       this.metrics?.cacheBytes.set(this.files.sizeBytes);
+      this.journal.changed();
     };
   }
 
   private async keepCopy(name: string, copy: RangedCopy): Promise<void> {
-    await this.files.add(name, { file: copy.file, size: copy.bytes, copy, companions: [journalOf(copy.file)] });
+    await this.files.add(name, { file: copy.file, size: copy.bytes, copy });
     this.metrics?.cacheBytes.set(this.files.sizeBytes);
+    this.journal.changed();
+  }
+
+  /** The ranged copies kept, as the journal names them. */
+  private journaled(): Map<string, JournaledCopy> {
+    const out = new Map<string, JournaledCopy>();
+    for (const [name, entry] of this.files.all()) if (entry.copy) out.set(name, { file: path.basename(entry.copy.file), state: entry.copy.state });
+    return out;
   }
 
   /**
-   * Takes the ranged copies in `dir` (this process's directory from an earlier run, or one
-   * claimed from a process gone) into this process's directory; copies without a journal it
-   * can trust are removed.
+   * Takes the ranged copies `dir`'s journal names (this process's directory from an earlier run,
+   * or one claimed from a process gone) into this process's directory; what it does not name,
+   * or names otherwise than it is, is removed.
    */
   private async adoptCopies(dir: string): Promise<void> {
-    for (const entry of await fs.readdir(dir)) {
-      if (!entry.endsWith(`${RANGED}${SUFFIX}`)) continue;
-      const name = entry.slice(0, -SUFFIX.length);
-      const file = path.join(this.rangedDir, entry);
+    for (const [name, { file: base, state }] of await readJournal(dir)) {
+      if (this.files.get(name)?.copy) continue;
+      const file = path.join(this.rangedDir, base);
       if (dir !== this.rangedDir) {
-        // One of this process's own copies already: kept, the other goes with its directory.
+        // One of this process's own files already: kept, the other goes with its directory.
         if (existsSync(file)) continue;
-        // A journal first: a copy without one is removed below, never trusted.
-        const from = path.join(dir, entry);
-        const moved = await fs.rename(journalOf(from), journalOf(file)).then(() => fs.rename(from, file)).then(() => true, () => false);
-        if (!moved) continue;
+        if (!(await fs.rename(path.join(dir, base), file).then(() => true, () => false))) continue;
       }
-      const copy: RangedCopy | undefined = await RangedCopy.adopt(this.ranges, file, this.counted(name, () => copy));
+      const copy: RangedCopy | undefined = await RangedCopy.adopt(this.ranges, file, state, this.counted(name, () => copy));
       if (copy) await this.keepCopy(name, copy);
     }
-    // What was not adopted: copies without a journal, journals without a copy, unfinished journals.
+    const kept = new Set([...this.journaled().values()].map((c) => c.file));
     for (const f of await fs.readdir(this.rangedDir)) {
-      const kept = this.files.get(f.replace(/\.parquet(\.ranges)?$/, ''))?.copy;
-      if (!kept) await fs.rm(path.join(this.rangedDir, f), { force: true });
+      if (f !== JOURNAL && !kept.has(f)) await fs.rm(path.join(this.rangedDir, f), { force: true });
     }
+  }
+
+  /** Writes the ranged copies' journal now (a stopping process). */
+  async close(): Promise<void> {
+    await this.journal.flush();
   }
 
   private get rangedDir(): string {

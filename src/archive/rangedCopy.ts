@@ -1,10 +1,8 @@
 // A local copy of some byte ranges of a stored object: a sparse file of the object's size, its
 // fetched ranges at their own offsets, so a reader reads it as it would the whole object. Which
-// ranges are present is written beside it (its journal) once their bytes are, so a restarted
-// process adopts the copy; a journal from before the machine last booted is not trusted (bytes
-// written shortly before a power loss may not have reached the disk).
+// ranges are present is its state, which the part cache journals (rangedJournal.ts) so that a
+// restarted process adopts the copy.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import { OverloadedError } from '../shared/errors.js';
 import type { ObjectStore, StoredObject } from '../store/objectStore.js';
 
@@ -26,18 +24,14 @@ export interface RangedFile {
  */
 const GAP = 256 * 1024;
 
-/** What a ranged copy's journal says: the object and version its bytes are of, and which are present. */
-interface Journal {
-  v: 1;
+/** What a copy holds: the object and version its bytes are of, and which of them are present. */
+export interface CopyState {
   key: string;
   etag: string;
   size: number;
   lastModifiedMs: number;
   present: [number, number][];
 }
-
-/** The journal of the ranged copy at `file`. */
-export const journalOf = (file: string): string => `${file}.ranges`;
 
 export class RangedCopy implements RangedFile {
   /** Ensures run one after another: each fetches what the ones before it left missing. */
@@ -57,20 +51,11 @@ export class RangedCopy implements RangedFile {
     private readonly fetched: (bytes: number) => Promise<void>,
   ) {}
 
-  /**
-   * The copy an earlier process left at `file`, as its journal says; undefined when it has
-   * none, or one that does not match the file or was written before the machine last booted.
-   */
-  static async adopt(store: Pick<ObjectStore, 'getRange'>, file: string, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
-    try {
-      const [text, journalStat, stat] = await Promise.all([fs.readFile(journalOf(file), 'utf8'), fs.stat(journalOf(file)), fs.stat(file)]);
-      const journal = JSON.parse(text) as Journal;
-      const bootedMs = Date.now() - os.uptime() * 1000;
-      if (journal.v !== 1 || journal.size !== stat.size || journalStat.mtimeMs < bootedMs || !Array.isArray(journal.present)) return undefined;
-      return new RangedCopy(store, journal.key, file, journal.size, journal.etag, new Date(journal.lastModifiedMs), merge(journal.present), fetched);
-    } catch {
-      return undefined;
-    }
+  /** The copy an earlier process left at `file` holding what `state` says; undefined when the file does not match it. */
+  static async adopt(store: Pick<ObjectStore, 'getRange'>, file: string, state: CopyState, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (stat?.size !== state.size) return undefined;
+    return new RangedCopy(store, state.key, file, state.size, state.etag, new Date(state.lastModifiedMs), merge(state.present), fetched);
   }
 
   /**
@@ -89,9 +74,12 @@ export class RangedCopy implements RangedFile {
     } finally {
       await handle.close();
     }
-    const copy = new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length > 0 ? [[0, head.body.length]] : [], fetched);
-    await copy.writeJournal();
-    return copy;
+    return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length > 0 ? [[0, head.body.length]] : [], fetched);
+  }
+
+  /** What it holds now (only ranges whose bytes are written). */
+  get state(): CopyState {
+    return { key: this.key, etag: this.etag, size: this.size, lastModifiedMs: this.mtime.getTime(), present: this.present.map(([a, b]) => [a, b]) };
   }
 
   /** Bytes present in the file. */
@@ -119,24 +107,7 @@ export class RangedCopy implements RangedFile {
     }
     const before = this.bytes;
     this.present = merge([...this.present, ...missing.map(([a, b]) => [a, b] as [number, number])]);
-    await this.writeJournal();
     await this.fetched(this.bytes - before);
-  }
-
-  /**
-   * The journal, whole or not at all: written after the bytes it names. One that could not be
-   * written (a full disk) fails nothing: the one before names fewer ranges, as a later process
-   * then fetches again.
-   */
-  private async writeJournal(): Promise<void> {
-    const journal: Journal = { v: 1, key: this.key, etag: this.etag, size: this.size, lastModifiedMs: this.mtime.getTime(), present: this.present };
-    const tmp = `${journalOf(this.file)}.tmp`;
-    try {
-      await fs.writeFile(tmp, JSON.stringify(journal));
-      await fs.rename(tmp, journalOf(this.file));
-    } catch {
-      await fs.rm(tmp, { force: true }).catch(() => undefined);
-    }
   }
 
   private async fetch(start: number, end: number): Promise<StoredObject> {

@@ -255,6 +255,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       queue.close();
       ledger.close();
       db.close();
+      await cache.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlString } from '../../src/archive/duckdb.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import type { ReadyIndex } from '../../src/archive/sidecars/index.js';
+import { READY_HEAD_BYTES } from '../../src/archive/sidecars/readySections.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { writePartFile } from '../support/parts.js';
@@ -114,7 +115,7 @@ describe('a cold window on S3', () => {
     expect(most).toBeGreaterThanOrEqual(4);
     // The first bytes (the index), then the rest of the GeoJSON sections, which follow it: no
     // CSV, Arrow, per-report index or Parquet.
-    expect(fetched.bytes).toBe(sectionBytes((r) => Math.max(Math.min(64 * 1024, r.size), r.base + Math.max(...r.index.hours.map((h) => h.geojson[1])))));
+    expect(fetched.bytes).toBe(sectionBytes((r) => Math.max(Math.min(READY_HEAD_BYTES, r.size), r.base + Math.max(...r.index.hours.map((h) => h.geojson[1])))));
     expect(fetched.bytes).toBeLessThan(sectionBytes((r) => r.size) / 2);
   });
 

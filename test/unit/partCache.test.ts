@@ -112,14 +112,27 @@ describe('PartCache on a remote store', () => {
     const info = (await store.head('ready/v7/r3.ready'))!;
     const first = new PartCache(store, cacheDir, 10_000_000);
     const copy = (await first.rangedFileIfPresent(info, 1000))!;
+    // While it runs, the journal follows what the copy holds, a second after each change at most.
+    const journaled = async (bytes: number) => {
+      for (let waited = 0; waited < 10_000; waited += 100) {
+        const text = await fs.readFile(path.join(cacheDir, 'ranged', String(process.pid), 'journal.json'), 'utf8').catch(() => '{}');
+        const copies = Object.values((JSON.parse(text) as { copies?: Record<string, { state: { present: [number, number][] } }> }).copies ?? {});
+        if (copies.length === 1 && copies[0]!.state.present.reduce((n, [a, b]) => n + b - a, 0) === bytes) return true;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    };
+    expect(await journaled(1000)).toBe(true);
     await copy.ensure([[300_000, 320_000]]);
+    expect(await journaled(21_000)).toBe(true);
+    await first.close();
     // Gone from the store: anything fetched from here on would fail.
     await store.delete([info.key]);
     const read = async (c: PartCache) => {
       const again = (await c.rangedFileIfPresent(info, 1000))!;
       await again.ensure([[0, 1000], [300_000, 320_000]]);
       const bytes = await fs.readFile(again.file);
-      return { again, bytes, size: c.sizeBytes };
+      return { again, bytes, size: c.sizeBytes, cache: c };
     };
     // This process again (a container's process has the same pid each run).
     const restarted = await read(new PartCache(store, cacheDir, 10_000_000));
@@ -134,16 +147,17 @@ describe('PartCache on a remote store', () => {
     expect(takenOver.again.file.startsWith(path.join(cacheDir, 'ranged', String(process.pid)))).toBe(true);
     expect((await fs.readdir(path.join(cacheDir, 'ranged'))).sort()).toEqual([String(process.pid)]);
     // A journal from before the machine booted is not trusted: the copy goes, and is fetched anew (here: gone).
-    const journal = `${takenOver.again.file}.ranges`;
+    const taker = takenOver.cache;
+    await taker.close();
+    const journal = path.join(cacheDir, 'ranged', String(process.pid), 'journal.json');
     const beforeBoot = new Date(Date.now() - os.uptime() * 1000 - 60_000);
     await fs.utimes(journal, beforeBoot, beforeBoot);
     const distrusting = new PartCache(store, cacheDir, 10_000_000);
     expect(await distrusting.rangedFileIfPresent(info, 1000)).toBeUndefined();
     await expect(fs.access(takenOver.again.file)).rejects.toThrow();
-    await expect(fs.access(journal)).rejects.toThrow();
   });
 
-  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart keeps its ranged copies, removes those without a journal, and never touches another running process\'s', async () => {
+  it('answers undefined for an absent object, fails a range of an object replaced since, and a restart keeps its journaled ranged copies, removes those the journal does not name, and never touches another running process\'s', async () => {
     const cacheDir = path.join(dir, 'restart');
     // Ranged copies left by a process that has ended, and by one still running (this one's parent).
     const gone = spawnSync(process.execPath, ['-e', '']).pid!;
@@ -165,6 +179,7 @@ describe('PartCache on a remote store', () => {
     await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
     const stray = path.join(path.dirname(copy.file), 'y.ranged.parquet');
     await fs.writeFile(stray, 'y');
+    await cache.close();
     await new PartCache(store, cacheDir, 10_000_000).localFileIfPresent({ key: 'ready/v7/none.ready', etag: '"y"', size: 1, lastModified: new Date() });
     await fs.access(copy.file);
     await expect(fs.access(stray)).rejects.toThrow();
