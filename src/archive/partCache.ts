@@ -195,7 +195,7 @@ export class PartCache {
     }
   }
 
-  /** Writes the ranged copies' journal now (a stopping process). */
+  /** Writes the ranged copies' journal now, not a second after the last change. */
   async close(): Promise<void> {
     await this.journal.flush();
   }

@@ -1,6 +1,6 @@
 // The journal of a directory of ranged copies (`journal.json` in it): for each copy, its file
 // and what it holds (rangedCopy.ts). A restarted process reads it to adopt the copies. It is
-// written whole or not at all, at most once a JOURNAL_DELAY_MS and on close, never on an
+// written whole or not at all, a JOURNAL_DELAY_MS after a change at most, never on an
 // answer's path: one write per ranged read slowed a cold year on S3 by a tenth. Each state
 // names only bytes already written; a copy's file name is its own (a random part), so an entry
 // outlived by its file (evicted, then made anew) names no file, never another copy's. A journal

@@ -255,7 +255,6 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       queue.close();
       ledger.close();
       db.close();
-      await cache.close();
     },
   };
 }
