@@ -117,7 +117,8 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
     }
   });
   // Offsets count from the end of the index line. Each hour's section is one gzip member,
-  // compressed on the thread pool (both cores), sections one after another.
+  // compressed on the thread pool (both cores), or at once when short (readyMember.ts), sections
+  // one after another.
   const body: Uint8Array[] = [];
   let first = 0;
   const hours: ReadyHour[] = rows.map((r) => {
