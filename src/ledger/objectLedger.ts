@@ -50,6 +50,8 @@ import {
 
 export class ObjectLedger implements IngestLedger {
   readonly description: string;
+  /** When each pending report waiting out its back-off was accepted (see requeueStale), by marker. */
+  private readonly acceptedAt = new Map<string, number>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -67,19 +69,22 @@ export class ObjectLedger implements IngestLedger {
     const slot = parsePkey(record.pkey)!;
     const key = idempotencyKey(slot);
     // A partner's repeat is found in its folder, or (reports it posted before post_ids were per
-    // partner) at the shared key: both read at once, so the acceptance waits for one round trip.
-    const [own, shared] = await Promise.all([
+    // partner) at the shared key; a marker without its key is an acceptance cut short, whose
+    // reconciliation is under way. All read at once: the acceptance waits for one round trip
+    // before it writes, and its writes need no look of their own.
+    const [own, marker, shared] = await Promise.all([
       this.store.head(key),
+      this.store.head(pendingKey(slot)),
       slot.partner !== undefined ? this.recordAt(sharedSlot(id)) : undefined,
     ]);
-    if (own) return this.repeatOf(id, record.pkey);
+    if (own || marker) return this.repeatOf(id, record.pkey);
     if (shared && shared.partner === record.partner) return { created: false, pkey: shared.pkey };
     const body = JSON.stringify(record);
-    // Lost only to an acceptance of the same report since the HEAD above (or, for a report of
+    // Lost only to an acceptance of the same report since the reads above (or, for a report of
     // no partner, to the older report that holds its key): ours is then a repeat, and its marker
     // is left for reconciliation, which sends the key's (first) version again.
-    if (!(await this.store.putIfAbsent(pendingKey(slot), body))) return this.repeatOf(id, record.pkey);
-    if (!(await this.store.putIfAbsent(key, body))) return this.repeatOf(id, record.pkey);
+    if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, record.pkey);
+    if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) return this.repeatOf(id, record.pkey);
     if (send) await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
   }
@@ -123,11 +128,14 @@ export class ObjectLedger implements IngestLedger {
     return { created: false, pkey: held?.pkey ?? pkey };
   }
 
-  /** The first version under a pkey's objects: its key, or its marker when a crash lost the key before reconciliation rebuilt it. */
+  /**
+   * The first version under a pkey's objects: its key, or its marker when a crash lost the key
+   * before reconciliation rebuilt it. Both read at once: where neither exists (every new
+   * report's look at the shared key) that is one round trip, not two.
+   */
   private async recordAt(slot: PkeyParts): Promise<IngestRecord | undefined> {
-    const key = await this.store.get(idempotencyKey(slot));
+    const [key, marker] = await Promise.all([this.store.get(idempotencyKey(slot)), this.store.get(pendingKey(slot))]);
     if (key) return parseRecord(key.body);
-    const marker = await this.store.get(pendingKey(slot));
     return marker && parseRecord(marker.body);
   }
 
@@ -152,7 +160,10 @@ export class ObjectLedger implements IngestLedger {
     }));
   }
 
-  async requeueStale(beforeMs: number): Promise<number> {
+  async requeueStale(beforeMs: number, options: { backOff?: boolean } = {}): Promise<number> {
+    const now = Date.now();
+    const backOff = options.backOff ?? true;
+    const due = (sentMs: number, acceptedMs: number) => !backOff || sendsAgain({ nowMs: now, sentMs, acceptedMs, periodMs: now - beforeMs });
     let requeued = 0;
     let batch: { marker: string; record: IngestRecord }[] = [];
     const send = async () => {
@@ -163,32 +174,52 @@ export class ObjectLedger implements IngestLedger {
       requeued += batch.length;
       batch = [];
     };
+    const listed = new Set<string>();
     for await (const info of this.store.list({ prefix: PENDING_PREFIX })) {
-      if (info.lastModified.getTime() >= beforeMs) continue;
-      const record = await this.recordOf(info.key);
-      if (!record) continue;
+      listed.add(info.key);
+      // Its acceptance, or its last sending since.
+      const sentMs = info.lastModified.getTime();
+      if (sentMs >= beforeMs) continue;
+      // The queue may hold its message still (workers down or behind): each sending waits as
+      // long as the report had waited before it, so a backlog of thousands is sent again a few
+      // times an hour, not once a period; when a report's wait is known, that costs no request.
+      const known = this.acceptedAt.get(info.key);
+      if (known !== undefined && !due(sentMs, known)) continue;
+      const found = await this.recordOf(info.key);
+      if (!found) continue;
+      this.acceptedAt.set(info.key, found.acceptedMs);
+      if (!due(sentMs, found.acceptedMs)) continue;
       // A bulk import archives it itself until its hold ends.
-      if (record.held_until !== undefined && Date.parse(record.held_until) > Date.now()) continue;
-      batch.push({ marker: info.key, record });
+      if (found.record.held_until !== undefined && Date.parse(found.record.held_until) > now) continue;
+      batch.push({ marker: info.key, record: found.record });
       if (batch.length >= 100) await send();
     }
     await send();
+    for (const key of this.acceptedAt.keys()) if (!listed.has(key)) this.acceptedAt.delete(key);
     return requeued;
   }
 
   /**
    * The record a marker stands for, its key in place (rolled forward from the marker when a
-   * crash lost it). The key's version wins: it is the first one accepted. Undefined when the
-   * marker was cleared since it was listed.
+   * crash lost it), and when it was accepted (its key's time). The key's version wins: it is the
+   * first one accepted. Undefined when the marker was cleared since it was listed.
    */
-  private async recordOf(marker: string): Promise<IngestRecord | undefined> {
-    const held = await this.store.get(marker);
+  private async recordOf(marker: string): Promise<{ record: IngestRecord; acceptedMs: number } | undefined> {
+    const key = keyOfMarker(marker);
+    const [held, stored] = await Promise.all([this.store.get(marker), this.store.get(key)]);
     if (!held) return undefined;
     const fromMarker = parseRecord(held.body);
-    const key = keyOfMarker(marker);
-    if (fromMarker) await this.store.putIfAbsent(key, held.body);
-    const stored = await this.store.get(key);
-    return (stored && parseRecord(stored.body)) ?? fromMarker;
+    if (stored) {
+      const record = parseRecord(stored.body) ?? fromMarker;
+      return record && { record, acceptedMs: stored.lastModified.getTime() };
+    }
+    if (!fromMarker) return undefined;
+    // The crash came between the marker and its key: the key from the marker, unless another
+    // acceptance wrote it meanwhile.
+    if (await this.store.putIfAbsent(key, held.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: held.lastModified.getTime() };
+    const now = await this.store.get(key);
+    const record = now && parseRecord(now.body);
+    return record ? { record, acceptedMs: now.lastModified.getTime() } : { record: fromMarker, acceptedMs: held.lastModified.getTime() };
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
@@ -319,4 +350,14 @@ export class ObjectLedger implements IngestLedger {
 /** The `<source>-<post_id>` key's objects: reports of no partner, and every report accepted before post_ids were per partner. */
 function sharedSlot(id: ReportId): PkeyParts {
   return { source: id.source, post_id: id.post_id };
+}
+
+/**
+ * Whether a pending report, accepted at `acceptedMs` and last sent at `sentMs`, is sent again
+ * now: once it has waited since its last sending as long as it had waited before it, and at
+ * most eight periods (sent again after 1, 2, 4, 8, 16, 24… periods).
+ */
+export function sendsAgain({ nowMs, sentMs, acceptedMs, periodMs }: { nowMs: number; sentMs: number; acceptedMs: number; periodMs: number }): boolean {
+  const waited = nowMs - sentMs;
+  return waited >= periodMs && waited >= Math.min(sentMs - acceptedMs, 8 * periodMs);
 }

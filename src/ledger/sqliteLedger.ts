@@ -193,6 +193,7 @@ export class SqliteLedger implements IngestLedger {
     }
   }
 
+  /** No back-off here: a report whose message is still queued is not stale (the queue is in this database). */
   async requeueStale(beforeMs: number): Promise<number> {
     let total = 0;
     for (;;) {

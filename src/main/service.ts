@@ -26,7 +26,7 @@ interface Background {
 export interface ServiceDeps extends AppDeps {
   config: Config;
   log: Logger;
-  reconciler: Pick<Reconciler, 'run'>;
+  reconciler: Pick<Reconciler, 'runInTurn'>;
   worker: Background;
   webhooks: Background;
   snsRelay: Background | undefined;
@@ -71,7 +71,7 @@ export async function startService(rt: ServiceDeps, options: ServiceOptions): Pr
   if (options.reconcile) {
     // In the background, never before the API listens: after a crash there may be a backlog.
     const reconcile = () =>
-      rt.reconciler.run(rt.config.reconcileAfterSeconds * 1000).catch((err: unknown) => {
+      rt.reconciler.runInTurn(rt.config.reconcileAfterSeconds * 1000, rt.config.reconcileEverySeconds * 1000).catch((err: unknown) => {
         rt.log.warn({ err: String(err) }, 'reconciliation failed; will retry');
       });
     first = setImmediate(reconcile);

@@ -38,8 +38,12 @@ export interface ObjectStore {
   getRange(key: string, start: number, length: number, options?: { ifMatch?: string }): Promise<StoredObject | undefined>;
   /** Durable once it resolves. */
   put(key: string, body: Buffer | string): Promise<void>;
-  /** Creates the object only if the key is free, durable once it resolves; false when it already existed. */
-  putIfAbsent(key: string, body: Buffer | string): Promise<boolean>;
+  /**
+   * Creates the object only if the key is free, durable once it resolves; false when it already
+   * existed. `seenAbsent`: the caller has just seen the key absent, so an adapter that looks
+   * before it writes (S3: a HEAD, as most keys it creates exist already) writes at once.
+   */
+  putIfAbsent(key: string, body: Buffer | string, options?: { seenAbsent?: boolean }): Promise<boolean>;
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;

@@ -85,11 +85,11 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
+  async putIfAbsent(key: string, body: Buffer | string, options: { seenAbsent?: boolean } = {}): Promise<boolean> {
     // HEAD first: the common "already exists" answer costs no write. The
     // conditional PUT closes the race on stores that enforce If-None-Match
     // (S3, LocalStack, MinIO).
-    if (await this.head(key)) return false;
+    if (!options.seenAbsent && (await this.head(key))) return false;
     try {
       await this.client.send(
         new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfNoneMatch: '*' }),

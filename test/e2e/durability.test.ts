@@ -187,6 +187,44 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     await rt.worker.stop();
     await svc.stop();
   });
+
+  it("the reconciliation timers of several processes take turns: one run a period, however many start or restart", async () => {
+    const config = await testConfig(kind, emulator);
+    const rt = await testRuntime(config, emulator);
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    for (const id of [77, 78]) expect((await postReport(svc.url, report(id))).status).toBe(201);
+    // Their messages lost, as in a crash of the worker that took them.
+    const loseMessages = () =>
+      eventually(async () => {
+        const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds: 60 });
+        if (got.length > 0) await rt.queue.delete(got.map((m) => m.receipt));
+        const depth = await rt.queue.depth();
+        return depth.visible + depth.inFlight === 0 ? true : undefined;
+      }, 10_000, 'the queue drained');
+    await loseMessages();
+    // Three processes of one deployment (a restart is a new one), their timers in one period.
+    // (Two at the same instant are decided by If-None-Match, which the store contract checks on moto.)
+    const others = [await testRuntime(config, emulator), await testRuntime(config, emulator)];
+    const restarted = await testRuntime(config, emulator);
+    // At the start of a period, so that all of them fall within it.
+    const period = 8_000;
+    const nextPeriod = () => new Promise((r) => setTimeout(r, period - (Date.now() % period) + 20));
+    await nextPeriod();
+    const runs = [];
+    for (const r of [rt, ...others, rt]) runs.push(await r.reconciler.runInTurn(0, period));
+    expect(runs).toEqual([{ requeued: 2 }, undefined, undefined, undefined]);
+    expect(await restarted.reconciler.runInTurn(0, period)).toBeUndefined();
+    await loseMessages();
+    await nextPeriod();
+    expect(await restarted.reconciler.runInTurn(0, period)).toEqual({ requeued: 2 });
+    expect(await rt.reconciler.runInTurn(0, period)).toBeUndefined();
+    // Within a process, a timer that fires while its last run goes on waits for the next period.
+    await loseMessages();
+    await nextPeriod();
+    expect(await Promise.all([others[0]!.reconciler.runInTurn(0, period), others[0]!.reconciler.runInTurn(0, period)])).toEqual([{ requeued: 2 }, undefined]);
+    for (const r of [...others, restarted]) await r.close();
+    await svc.stop();
+  });
 });
 
 describe('outages answer 503 with Retry-After and lose nothing', () => {

@@ -2,7 +2,7 @@
 // If-None-Match on S3 (fauxqs; moto where installed, which enforces the condition, so the
 // race of two first acceptances is decided there as on S3).
 import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrap } from '../../src/main/bootstrap.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
@@ -258,5 +258,45 @@ describe.skipIf(!HAS_MOTO)('moto as the S3 the race tests rely on', () => {
     const put = (body: string) => moto!.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k', Body: body, IfNoneMatch: '*' }));
     await put('first');
     await expect(put('second')).rejects.toMatchObject({ $metadata: { httpStatusCode: 412 } });
+  });
+});
+
+describe("the object ledger's requests to S3", () => {
+  it("a new report's acceptance reads once, all at once, then writes its marker and key without a look before either; a repeat writes nothing", async () => {
+    const config = await testConfig('aws', fauxqs);
+    await bootstrap(config, { s3: fauxqs.s3, sqs: fauxqs.sqs });
+    const bucket = `requests-${randomBytes(4).toString('hex')}`;
+    await fauxqs.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    // Every request the store's client sends: its command, when it left and when it came back.
+    const calls: { command: string; sent: number; back: number }[] = [];
+    const s3 = new S3Client({ endpoint: fauxqs.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true });
+    s3.middlewareStack.add(
+      (next, context) => async (args) => {
+        const call = { command: String(context.commandName), sent: performance.now(), back: Infinity };
+        calls.push(call);
+        try {
+          return await next(args);
+        } finally {
+          call.back = performance.now();
+        }
+      },
+      { step: 'initialize' },
+    );
+    const ledger = new ObjectLedger(new S3ObjectStore(s3, { bucket, prefix: 'flood/' }), new SqsQueue(fauxqs.sqs, config.queueUrl));
+
+    expect(await ledger.accept(partners('alpha', 31, 'first'))).toEqual({ created: true, pkey: 'partner-alpha-31' });
+    const reads = calls.filter((c) => c.command !== 'PutObjectCommand');
+    const writes = calls.filter((c) => c.command === 'PutObjectCommand');
+    // Its own key and marker, and (a report posted before post_ids were per partner) the shared key and marker.
+    expect(reads.map((c) => c.command).sort()).toEqual(['GetObjectCommand', 'GetObjectCommand', 'HeadObjectCommand', 'HeadObjectCommand']);
+    expect(Math.max(...reads.map((c) => c.sent))).toBeLessThan(Math.min(...reads.map((c) => c.back)));
+    expect(writes).toHaveLength(2);
+    expect(writes[0]!.sent).toBeGreaterThanOrEqual(Math.max(...reads.map((c) => c.back)));
+    expect(writes[1]!.sent).toBeGreaterThanOrEqual(writes[0]!.back);
+
+    calls.length = 0;
+    expect(await ledger.accept(partners('alpha', 31, 'second'))).toEqual({ created: false, pkey: 'partner-alpha-31' });
+    expect(calls.filter((c) => c.command === 'PutObjectCommand')).toEqual([]);
+    expect((await ledger.get({ source: 'partner', partner: 'alpha', post_id: 31 }))!.record!.report.title).toBe('first');
   });
 });
