@@ -180,19 +180,34 @@ export class Worker {
     });
     if (messages.length === 0) return 0;
     const boundaries = await this.deps.boundaries.current();
-    const done: string[] = [];
+    const taken: { message: QueueMessage; row: ArchiveRow; redelivered: boolean }[] = [];
     for (const message of messages) {
-      const outcome = await this.take(message, boundaries);
-      if (outcome === 'archived-already') done.push(message.receipt);
+      const read = await this.read(message, boundaries);
+      if (read) taken.push({ message, ...read });
+    }
+    // A redelivery of a report no longer pending was archived by an earlier flush. The batch's
+    // redeliveries are looked up at once: on S3 that is one round trip, not one per message.
+    const asked = [...new Set(taken.filter((t) => t.redelivered && !this.buffer.has(t.row.pkey)).map((t) => t.row.pkey))];
+    const pending = new Map(await mapLimit(asked, 16, async (pkey) => [pkey, await this.deps.ledger.isPending(pkey)] as const));
+    const done: string[] = [];
+    for (const { message, row, redelivered } of taken) {
+      const existing = this.buffer.get(row.pkey);
+      if (existing) existing.receipts.push(message.receipt);
+      else if (redelivered && pending.get(row.pkey) === false) done.push(message.receipt);
+      else {
+        if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
+        this.buffer.set(row.pkey, { row, receipts: [message.receipt] });
+      }
     }
     if (done.length > 0) await this.deps.queue.delete(done);
     return messages.length;
   }
 
-  private async take(
+  /** A message's archive row, and whether it came before; undefined for a poison message (left to come back, then to the DLQ). */
+  private async read(
     message: QueueMessage,
     boundaries: Awaited<ReturnType<BoundaryRepository['current']>>,
-  ): Promise<'buffered' | 'archived-already' | 'rejected'> {
+  ): Promise<{ row: ArchiveRow; redelivered: boolean } | undefined> {
     let envelope: QueueEnvelope;
     let row: ArchiveRow;
     try {
@@ -220,21 +235,9 @@ export class Worker {
       // Back off on the flush cadence, doubling: a poison message reaches the DLQ in a few intervals.
       const backoff = Math.min(60, Math.ceil(this.options.flushIntervalSeconds * 2 ** (message.receiveCount - 1)));
       await this.deps.queue.changeVisibility(message.receipt, backoff);
-      return 'rejected';
+      return undefined;
     }
-
-    const existing = this.buffer.get(row.pkey);
-    if (existing) {
-      existing.receipts.push(message.receipt);
-      return 'buffered';
-    }
-    // A redelivery of a report no longer pending was archived by an earlier flush.
-    if ((envelope.redelivery || message.receiveCount > 1) && !(await this.deps.ledger.isPending(row.pkey))) {
-      return 'archived-already';
-    }
-    if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
-    this.buffer.set(row.pkey, { row, receipts: [message.receipt] });
-    return 'buffered';
+    return { row, redelivered: envelope.redelivery === true || message.receiveCount > 1 };
   }
 
   /**

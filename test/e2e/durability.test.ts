@@ -9,6 +9,7 @@ import type { Config } from '../../src/shared/config.js';
 import type { Runtime } from '../../src/main/runtime.js';
 import Database from 'better-sqlite3';
 import { deadLettersFor } from '../../src/ops/deadLetters.js';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { failAfterPuts } from '../support/faultyStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { acceptedPkeys,
@@ -185,6 +186,36 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     await allArchived(rt);
     expect((await archivedPkeys(svc.url)).sort()).toEqual([pkeyOf(75), pkeyOf(76)]);
     await rt.worker.stop();
+    await svc.stop();
+  });
+
+  it('a message sent again for a report archived since is dropped without a second copy; one still pending is archived', async () => {
+    const config = await testConfig(kind, emulator);
+    const rt = await testRuntime(config, emulator);
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    // A report's message as reconciliation sends it again (the ledger keeps its record until it is archived).
+    const again = async (id: number) => JSON.stringify({ ...(await rt.ledger.get({ source: 'partner', partner: API_KEY_NAME, post_id: id }))!.record!, redelivery: true });
+    for (const id of [81, 82]) expect((await postReport(svc.url, report(id))).status).toBe(201);
+    const sentAgain = [await again(81), await again(82)];
+    await bufferAll(rt, 2);
+    await rt.worker.flush();
+    expect((await rt.queue.depth()).visible).toBe(0);
+    // Reconciliation that raced the flush sends 81 and 82 again; 83, still pending, comes twice.
+    expect((await postReport(svc.url, report(83))).status).toBe(201);
+    await rt.queue.send([...sentAgain, await again(83)]);
+    await eventually(async () => {
+      await rt.worker.pollOnce(0);
+      return (await rt.queue.depth()).visible === 0 && rt.worker.buffered === 1 ? true : undefined;
+    }, 10_000, 'the messages taken');
+    // 81 and 82 are done with (their messages deleted); 83's two wait for its flush.
+    expect((await rt.queue.depth()).inFlight).toBe(2);
+    await rt.worker.flush();
+    expect((await archivedPkeys(svc.url)).sort()).toEqual([pkeyOf(81), pkeyOf(82), pkeyOf(83)]);
+    // In the parts themselves, before any read-time de-duplication: each report once.
+    const files: string[] = [];
+    for await (const info of rt.store.list({ prefix: 'reports/v1/' })) files.push(await rt.cache.localFile(info));
+    const stored = await rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet([${files.map(sqlString).join(', ')}]) ORDER BY pkey`)).getColumnsJS()[0]);
+    expect(stored).toEqual([pkeyOf(81), pkeyOf(82), pkeyOf(83)]);
     await svc.stop();
   });
 
