@@ -24,6 +24,8 @@ export interface ScaleOutOptions {
   /** Reports posted at least; more while fewer than `minKills` kills have happened. */
   reports: number;
   minKills: number;
+  /** A kill every `killEveryMs` to 4 × `killEveryMs` (0.5–2 s by default). */
+  killEveryMs?: number;
   apis: number;
   workers: number;
   apiKey: string;
@@ -118,7 +120,7 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
     const kills = () => killable.reduce((n, p) => n + p.crashes, 0);
     const started = Date.now();
     const posting = postWhile(urls, options.apiKey, (posted) => posted < options.reports * 10 && (posted < options.reports || kills() < options.minKills), (n) => options.reportOf(n, `first ${n}`));
-    await killAtRandom(killable, posting);
+    await killAtRandom(killable, posting, options.killEveryMs);
     const { ids, acked } = await posting;
     const lastKill = Math.max(...killable.map((p) => p.lastKillMs));
 

@@ -62,15 +62,20 @@ export function supervise(command: string, env: Record<string, string>, running:
   return p;
 }
 
-/** SIGKILLs one of the running processes every 0.5–2 s until `until` settles. */
-export async function killAtRandom(targets: Supervised[], until: Promise<unknown>): Promise<void> {
+/**
+ * SIGKILLs one of the running processes every `everyMs` to 4 × `everyMs` (0.5–2 s by default)
+ * until `until` settles.
+ */
+export async function killAtRandom(targets: Supervised[], until: Promise<unknown>, everyMs = 500): Promise<void> {
   let done = false;
-  until.then(
+  const settled = until.then(
     () => (done = true),
     () => (done = true),
   );
   while (!done) {
-    await new Promise((r) => setTimeout(r, 500 + Math.random() * 1500));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, everyMs + Math.random() * 3 * everyMs)))]);
+    clearTimeout(timer);
     if (done) break;
     const up = targets.filter((t) => t.up && t.child && t.child.exitCode === null && t.child.signalCode === null);
     const target = up[Math.floor(Math.random() * up.length)];
