@@ -159,8 +159,9 @@ export interface PendingLedger {
    * Pending reports last enqueued before `beforeMs` and no longer on their way (lost message,
    * queue outage): sent to the queue again, their age restarted. Returns how many. `backOff`
    * (the default): a ledger that cannot see the queue sends a report again only once it has
-   * waited since its last sending as long as it had waited before it (up to 8 periods), so a
-   * backlog that is late, not lost, is not sent again in full every period; false: all now.
+   * waited since its last sending as long as it had waited before it (up to 8 periods) while
+   * the queue holds messages, so a backlog that is late, not lost, is not sent again in full
+   * every period; false: all now.
    */
   requeueStale(beforeMs: number, options?: { backOff?: boolean }): Promise<number>;
   /** Accepted reports created in [fromMs, toMs], in no particular order. */

@@ -50,8 +50,11 @@ import {
 
 export class ObjectLedger implements IngestLedger {
   readonly description: string;
-  /** When each pending report waiting out its back-off was accepted (see requeueStale), by marker. */
-  private readonly acceptedAt = new Map<string, number>();
+  /**
+   * Of each pending report that requeueStale left waiting, by marker: when it was accepted (its
+   * back-off), and until when a bulk import holds it. A report still waiting costs no request.
+   */
+  private readonly waiting = new Map<string, { acceptedMs: number; heldUntilMs: number }>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -162,7 +165,8 @@ export class ObjectLedger implements IngestLedger {
 
   async requeueStale(beforeMs: number, options: { backOff?: boolean } = {}): Promise<number> {
     const now = Date.now();
-    const backOff = options.backOff ?? true;
+    // With the queue empty no message is late: a report still pending lost its message.
+    const backOff = (options.backOff ?? true) && !(await this.queueIsEmpty());
     const due = (sentMs: number, acceptedMs: number) => !backOff || sendsAgain({ nowMs: now, sentMs, acceptedMs, periodMs: now - beforeMs });
     let requeued = 0;
     let batch: { marker: string; record: IngestRecord }[] = [];
@@ -182,21 +186,26 @@ export class ObjectLedger implements IngestLedger {
       if (sentMs >= beforeMs) continue;
       // The queue may hold its message still (workers down or behind): each sending waits as
       // long as the report had waited before it, so a backlog of thousands is sent again a few
-      // times an hour, not once a period; when a report's wait is known, that costs no request.
-      const known = this.acceptedAt.get(info.key);
-      if (known !== undefined && !due(sentMs, known)) continue;
+      // times an hour, not once a period. A bulk import archives its reports itself until its
+      // hold ends.
+      const known = this.waiting.get(info.key);
+      if (known && (known.heldUntilMs > now || !due(sentMs, known.acceptedMs))) continue;
       const found = await this.recordOf(info.key);
       if (!found) continue;
-      this.acceptedAt.set(info.key, found.acceptedMs);
-      if (!due(sentMs, found.acceptedMs)) continue;
-      // A bulk import archives it itself until its hold ends.
-      if (found.record.held_until !== undefined && Date.parse(found.record.held_until) > now) continue;
+      const heldUntilMs = found.record.held_until === undefined ? 0 : Date.parse(found.record.held_until);
+      this.waiting.set(info.key, { acceptedMs: found.acceptedMs, heldUntilMs });
+      if (heldUntilMs > now || !due(sentMs, found.acceptedMs)) continue;
       batch.push({ marker: info.key, record: found.record });
       if (batch.length >= 100) await send();
     }
     await send();
-    for (const key of this.acceptedAt.keys()) if (!listed.has(key)) this.acceptedAt.delete(key);
+    for (const key of this.waiting.keys()) if (!listed.has(key)) this.waiting.delete(key);
     return requeued;
+  }
+
+  private async queueIsEmpty(): Promise<boolean> {
+    const depth = await this.queue.depth();
+    return depth.visible + depth.inFlight === 0;
   }
 
   /**
@@ -217,9 +226,9 @@ export class ObjectLedger implements IngestLedger {
     // The crash came between the marker and its key: the key from the marker, unless another
     // acceptance wrote it meanwhile.
     if (await this.store.putIfAbsent(key, held.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: held.lastModified.getTime() };
-    const now = await this.store.get(key);
-    const record = now && parseRecord(now.body);
-    return record ? { record, acceptedMs: now.lastModified.getTime() } : { record: fromMarker, acceptedMs: held.lastModified.getTime() };
+    const winner = await this.store.get(key);
+    const record = winner && parseRecord(winner.body);
+    return record ? { record, acceptedMs: winner.lastModified.getTime() } : { record: fromMarker, acceptedMs: held.lastModified.getTime() };
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
