@@ -124,6 +124,23 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect(await ledger.requeueStale(Date.now() + 60_000)).toBe(0);
   });
 
+  it('does not send a report again while its message may still be queued; once the queue is empty, it does', async () => {
+    const { ledgers: [ledger], queue } = await make();
+    const period = 1_000;
+    const stale = () => ledger.requeueStale(Date.now() - period);
+    await ledger.accept(record(4, 'first'));
+    await drain(queue);
+    // Pending five seconds, its message lost: sent again.
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(await stale()).toBe(1);
+    // More than a period later, its new message not yet received (workers down, or behind).
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await stale()).toBe(0);
+    // That message lost too, and nothing else queued: sent again at once.
+    expect((await drain(queue)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-4']);
+    expect(await stale()).toBe(1);
+  });
+
   it('retracts a report once: its state, the first retraction kept, listed by created_at until purged', async () => {
     const { ledgers: [ledger, other] } = await make();
     await ledger.accept(older('alpha', 20, 'to retract'));
