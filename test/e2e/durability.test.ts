@@ -44,6 +44,16 @@ async function bufferAll(rt: Runtime, n: number): Promise<void> {
   }, 10_000, `${n} buffered reports`);
 }
 
+/** Takes every message off the queue as a crashed worker would, and lets them be lost. */
+async function loseMessages(rt: Runtime): Promise<void> {
+  await eventually(async () => {
+    const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds: 60 });
+    if (got.length > 0) await rt.queue.delete(got.map((m) => m.receipt));
+    const depth = await rt.queue.depth();
+    return depth.visible + depth.inFlight === 0 ? true : undefined;
+  }, 10_000, 'the queue drained');
+}
+
 describe.each(BACKENDS)('durability on the %s backend', (kind) => {
   let emulator: Emulator | undefined;
   beforeAll(async () => {
@@ -173,13 +183,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     const rt = await testRuntime(config, emulator);
     const svc = await startTestService(rt, { worker: false, reconcile: false });
     for (const id of [75, 76]) expect((await postReport(svc.url, report(id))).status).toBe(201);
-    // Take both messages off the queue as a crashed worker would, and let them be lost.
-    await eventually(async () => {
-      const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds: 60 });
-      if (got.length > 0) await rt.queue.delete(got.map((m) => m.receipt));
-      const depth = await rt.queue.depth();
-      return depth.visible + depth.inFlight === 0 ? true : undefined;
-    }, 10_000, 'the queue drained');
+    await loseMessages(rt);
     expect(await rt.reconciler.run(0)).toEqual({ requeued: 2 });
     expect(await rt.reconciler.run(60_000)).toEqual({ requeued: 0 });
     rt.worker.start();
@@ -224,15 +228,7 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     const rt = await testRuntime(config, emulator);
     const svc = await startTestService(rt, { worker: false, reconcile: false });
     for (const id of [77, 78]) expect((await postReport(svc.url, report(id))).status).toBe(201);
-    // Their messages lost, as in a crash of the worker that took them.
-    const loseMessages = () =>
-      eventually(async () => {
-        const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds: 60 });
-        if (got.length > 0) await rt.queue.delete(got.map((m) => m.receipt));
-        const depth = await rt.queue.depth();
-        return depth.visible + depth.inFlight === 0 ? true : undefined;
-      }, 10_000, 'the queue drained');
-    await loseMessages();
+    await loseMessages(rt);
     // Three processes of one deployment (a restart is a new one), their timers in one period.
     // (Two at the same instant are decided by If-None-Match, which the store contract checks on moto.)
     const others = [await testRuntime(config, emulator), await testRuntime(config, emulator)];
@@ -245,12 +241,12 @@ describe.each(BACKENDS)('durability on the %s backend', (kind) => {
     for (const r of [rt, ...others, rt]) runs.push(await r.reconciler.runInTurn(0, period));
     expect(runs).toEqual([{ requeued: 2 }, undefined, undefined, undefined]);
     expect(await restarted.reconciler.runInTurn(0, period)).toBeUndefined();
-    await loseMessages();
+    await loseMessages(rt);
     await nextPeriod();
     expect(await restarted.reconciler.runInTurn(0, period)).toEqual({ requeued: 2 });
     expect(await rt.reconciler.runInTurn(0, period)).toBeUndefined();
     // Within a process, a timer that fires while its last run goes on waits for the next period.
-    await loseMessages();
+    await loseMessages(rt);
     await nextPeriod();
     expect(await Promise.all([others[0]!.reconciler.runInTurn(0, period), others[0]!.reconciler.runInTurn(0, period)])).toEqual([{ requeued: 2 }, undefined]);
     for (const r of [...others, restarted]) await r.close();
