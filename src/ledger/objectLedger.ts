@@ -169,12 +169,14 @@ export class ObjectLedger implements IngestLedger {
     const backOff = (options.backOff ?? true) && !(await this.queueIsEmpty());
     const due = (sentMs: number, acceptedMs: number) => !backOff || sendsAgain({ nowMs: now, sentMs, acceptedMs, periodMs: now - beforeMs });
     let requeued = 0;
-    let batch: { marker: string; record: IngestRecord }[] = [];
+    let batch: { marker: string; etag: string; record: IngestRecord }[] = [];
     const send = async () => {
       if (batch.length === 0) return;
       await this.queue.send(batch.map((b) => JSON.stringify({ ...b.record, redelivery: true } satisfies QueueEnvelope)));
       // Rewriting the marker restarts its age: one outage yields one re-enqueue, not one per run.
-      await mapLimit(batch, 16, (b) => this.store.put(b.marker, JSON.stringify(b.record)));
+      // Only the version read: a worker that archived the report since has deleted the marker,
+      // and a plain PUT would bring it back (the report then stored twice until compaction).
+      await mapLimit(batch, 16, (b) => this.store.putIfMatch(b.marker, JSON.stringify(b.record), b.etag));
       requeued += batch.length;
       batch = [];
     };
@@ -195,7 +197,7 @@ export class ObjectLedger implements IngestLedger {
       const heldUntilMs = found.record.held_until === undefined ? 0 : Date.parse(found.record.held_until);
       this.waiting.set(info.key, { acceptedMs: found.acceptedMs, heldUntilMs });
       if (heldUntilMs > now || !due(sentMs, found.acceptedMs)) continue;
-      batch.push({ marker: info.key, record: found.record });
+      batch.push({ marker: info.key, etag: found.markerEtag, record: found.record });
       if (batch.length >= 100) await send();
     }
     await send();
@@ -213,22 +215,23 @@ export class ObjectLedger implements IngestLedger {
    * crash lost it), and when it was accepted (its key's time). The key's version wins: it is the
    * first one accepted. Undefined when the marker was cleared since it was listed.
    */
-  private async recordOf(marker: string): Promise<{ record: IngestRecord; acceptedMs: number } | undefined> {
+  private async recordOf(marker: string): Promise<{ record: IngestRecord; acceptedMs: number; markerEtag: string } | undefined> {
     const key = keyOfMarker(marker);
     const [held, stored] = await Promise.all([this.store.get(marker), this.store.get(key)]);
     if (!held) return undefined;
     const fromMarker = parseRecord(held.body);
     if (stored) {
       const record = parseRecord(stored.body) ?? fromMarker;
-      return record && { record, acceptedMs: stored.lastModified.getTime() };
+      return record && { record, acceptedMs: stored.lastModified.getTime(), markerEtag: held.etag };
     }
     if (!fromMarker) return undefined;
     // The crash came between the marker and its key: the key from the marker, unless another
     // acceptance wrote it meanwhile.
-    if (await this.store.putIfAbsent(key, held.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: held.lastModified.getTime() };
+    const markerEtag = held.etag;
+    if (await this.store.putIfAbsent(key, held.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: held.lastModified.getTime(), markerEtag };
     const winner = await this.store.get(key);
     const record = winner && parseRecord(winner.body);
-    return record ? { record, acceptedMs: winner.lastModified.getTime() } : { record: fromMarker, acceptedMs: held.lastModified.getTime() };
+    return record ? { record, acceptedMs: winner.lastModified.getTime(), markerEtag } : { record: fromMarker, acceptedMs: held.lastModified.getTime(), markerEtag };
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {

@@ -116,6 +116,29 @@ export class FileObjectStore implements ObjectStore {
     });
   }
 
+  async putIfMatch(key: string, body: Buffer | string, etag: string): Promise<boolean> {
+    const file = this.localPath(key);
+    return this.run(async () => {
+      if (this.statInfo(key, file)?.etag !== etag) return false;
+      const tmp = await this.writeTemp(file, body);
+      // Looked at again: the look and the rename run with no await between them, so nothing else in this
+      // process writes the key in between (a delete already on the thread pool still may: a
+      // store shared by several processes that relies on the condition is S3).
+      let replaced = false;
+      try {
+        if (this.statInfo(key, file)?.etag === etag) {
+          renameSync(tmp, file);
+          replaced = true;
+        }
+      } finally {
+        if (!replaced) unlinkSync(tmp);
+      }
+      if (!replaced) return false;
+      await this.syncDir(path.dirname(file));
+      return true;
+    });
+  }
+
   async delete(keys: readonly string[]): Promise<void> {
     const files = keys.map((k) => this.localPath(k));
     await this.run(async () => {

@@ -44,6 +44,11 @@ export interface ObjectStore {
    * before it writes (S3: a HEAD, as most keys it creates exist already) writes at once.
    */
   putIfAbsent(key: string, body: Buffer | string, options?: { seenAbsent?: boolean }): Promise<boolean>;
+  /**
+   * Replaces the object only while it is still the version `etag` names, durable once it
+   * resolves; false when it was replaced or deleted since (it is then left as it is).
+   */
+  putIfMatch(key: string, body: Buffer | string, etag: string): Promise<boolean>;
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;

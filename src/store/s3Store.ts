@@ -102,6 +102,18 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  async putIfMatch(key: string, body: Buffer | string, etag: string): Promise<boolean> {
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfMatch: etag }));
+      return true;
+    } catch (err) {
+      // 412: another version since; 404: deleted since; 409: a write to the key at the same moment.
+      const status = statusOf(err);
+      if (status === 412 || status === 409 || isNotFound(err)) return false;
+      throw unavailable(err);
+    }
+  }
+
   async delete(keys: readonly string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
       const batch = keys.slice(i, i + 1000);

@@ -317,3 +317,41 @@ describe("the object ledger's requests to S3", () => {
     expect((await ledger.get({ source: 'partner', partner: 'alpha', post_id: 31 }))!.record!.report.title).toBe('first');
   });
 });
+
+describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match on a PUT as S3 does', () => {
+  it('a report archived while reconciliation sends it again stays archived: its marker does not come back', async () => {
+    const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
+    await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
+    const bucket = `archived-${randomBytes(4).toString('hex')}`;
+    await moto!.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const store = new S3ObjectStore(moto!.s3, { bucket, prefix: 'flood/' });
+    const sqs = new SqsQueue(moto!.sqs, config.queueUrl);
+    const worker = new ObjectLedger(store, sqs);
+    // Once armed, a worker that receives each message sent again at once and archives its
+    // report, before reconciliation has rewritten the report's marker.
+    let armed = false;
+    const queue = new Proxy(sqs, {
+      get(target, prop) {
+        if (prop !== 'send') {
+          const value = Reflect.get(target, prop, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return async (bodies: string[]) => {
+          await target.send(bodies);
+          if (armed) await worker.markArchived(bodies.map((b) => (JSON.parse(b) as IngestRecord).pkey));
+        };
+      },
+    });
+    const reconciling = new ObjectLedger(store, queue);
+    await reconciling.accept(record(41, 'first'));
+    await reconciling.accept(record(42, 'first'));
+    await drain(sqs);
+    armed = true;
+    expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(2);
+    expect(await worker.isPending('partner-41')).toBe(false);
+    expect(await worker.isPending('partner-42')).toBe(false);
+    // Nothing left for a later run to send a third time.
+    await drain(sqs);
+    expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(0);
+  });
+});
