@@ -26,6 +26,8 @@ import { buildBenchStore, walkFiles } from './synthetic.js';
 import { bulkScenario } from './bulk.js';
 import { footprint, storeBytes } from './footprint.js';
 import { shapedProxy } from './shapedProxy.js';
+import { ingestOnShapedS3 } from './ingestS3.js';
+import { feedBody, postFeed } from './partnerPosts.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -40,11 +42,11 @@ const { values: args } = parseArgs({
     /** Reports the bulk scenario imports on the S3 emulator. */
     'bulk-s3': { type: 'string', default: '20000' },
     s3: { type: 'boolean', default: false },
-    /** The archive answers on S3 behind a proxy shaped as S3 on the network: "first-byte ms,MB/s per connection", e.g. 30,100. */
+    /** The archive answers (with archive) and the posts of ingest-s3 on S3 behind a proxy shaped as S3 on the network: "first-byte ms,MB/s per connection", e.g. 30,100. */
     's3-shaped': { type: 'string' },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts), national (tagging, ingest and /cities with the national boundaries beside the two-city default). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100). */
     only: { type: 'string', default: 'archive,ingest' },
     /** Comma-separated archive windows to measure: day, week, month, year. */
     windows: { type: 'string', default: 'day,week,month,year' },
@@ -356,15 +358,7 @@ async function memoryScenario(posts: number): Promise<void> {
         for (;;) {
           const i = next++;
           if (i >= until) return;
-          const body = JSON.stringify({
-            post_id: 3_000_000 + i,
-            created_at: new Date(Date.UTC(2026, 10, 20) + i * 10).toISOString(),
-            partner_city: 'Quezon City',
-            disaster_type: 'flood',
-            location: { lat: 14.6516, lng: 121.0497 },
-            title: 'Baha sa kalsada',
-            text: 'Hanggang tuhod ang tubig.',
-          });
+          const body = feedBody(3_000_000 + i, Date.UTC(2026, 10, 20) + i * 10);
           const status = await post(`${server.url}/feeds/partner`, body);
           if (status !== 201) throw new Error(`POST answered ${status}`);
         }
@@ -382,14 +376,7 @@ async function memoryScenario(posts: number): Promise<void> {
 /** A POST on a keep-alive connection (lighter on the shared CPU than fetch); one connection per client. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 function post(url: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY, 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return postFeed(agent, url, body, API_KEY);
 }
 
 /** `amount` POSTs of `body()` over `connections` connections; each answer's status and latency (ms). */
@@ -636,6 +623,11 @@ async function main(): Promise<void> {
     await ingestScenario(64, false);
     await ingestScenario(16, true);
     await ingestScenario(16, 'api-only');
+  }
+  if (ONLY.has('ingest-s3')) {
+    const [firstByteMs, mbps] = String(args['s3-shaped'] ?? '30,100').split(',').map(Number) as [number, number];
+    const shape = { firstByteMs, bytesPerSecond: mbps * 1e6 };
+    results.push(await ingestOnShapedS3({ posts: QUICK ? 200 : 1_000, concurrencies: [1, 16], shape, apiKey: API_KEY, ...(args.cli && { cli: args.cli }) }, log));
   }
 
   for (const r of results) printTable(r.scenario, r.rows);

@@ -15,6 +15,8 @@ export interface ShapedProxy {
   url: string;
   /** Bytes sent back to clients so far. */
   bytesDown(): number;
+  /** Answers begun so far: one per request (a round trip to the store). */
+  answers(): number;
   close(): Promise<void>;
 }
 
@@ -24,6 +26,7 @@ const HIGH_WATER = 64;
 export async function shapedProxy(target: string, shape: Shape): Promise<ShapedProxy> {
   const upstreamUrl = new URL(target);
   let down = 0;
+  let answers = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(upstreamUrl.port), '127.0.0.1');
@@ -51,6 +54,7 @@ export async function shapedProxy(target: string, shape: Shape): Promise<ShapedP
     upstream.on('data', (d: Buffer) => {
       if (asked) {
         asked = false;
+        answers += 1;
         notBefore = Math.max(notBefore, performance.now() + shape.firstByteMs);
       }
       queue.push(d);
@@ -84,6 +88,7 @@ export async function shapedProxy(target: string, shape: Shape): Promise<ShapedP
   return {
     url: url.toString().replace(/\/$/, ''),
     bytesDown: () => down,
+    answers: () => answers,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
