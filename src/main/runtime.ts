@@ -251,6 +251,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     async close() {
       await webhooks.built()?.stop();
       await relay.built()?.stop();
+      // The ranged copies' journal now, so a restart keeps what this process fetched last.
+      await cache.close();
       events?.close();
       queue.close();
       ledger.close();

@@ -191,4 +191,15 @@ describe('a cold window on S3', () => {
     await (await answer(`${ALL}&format=csv`)).text();
     expect(mostListing).toBe(2);
   });
+
+  it('keeps what it fetched across a restart: a process stopped right after a cold answer, the next one on its cache fetches nothing again', async () => {
+    let before = '';
+    const cold = await fetchedBy(async () => (before = await (await answer(`${ALL}&format=topojson`)).text()));
+    expect(cold.gets).toBeGreaterThan(0);
+    // Stopped at once: the ranged copies' journal is written as the process stops, not a second later.
+    await svc.stop();
+    svc = await startTestService(await testRuntime(svc.rt.config, emulator), { worker: false, reconcile: false });
+    const warm = await fetchedBy(async () => expect(await (await answer(`${ALL}&format=topojson`)).text()).toBe(before));
+    expect(warm).toEqual({ bytes: 0, gets: 0 });
+  });
 });
