@@ -7,7 +7,8 @@ import http from 'node:http';
 import { feedBody, postFeed } from './partnerPosts.js';
 import { emulatorEnv, startMotoServer } from './moto.js';
 import { freePort, startServer } from './server.js';
-import { shapedProxy, type Shape } from './shapedProxy.js';
+import type { Shape } from './shapedProxy.js';
+import { startShapedProxyProcess } from './shapedProxyProcess.js';
 
 interface Row {
   [k: string]: string | number;
@@ -25,7 +26,7 @@ export interface IngestS3Options {
 
 export async function ingestOnShapedS3(options: IngestS3Options, log: (line: string) => void): Promise<{ scenario: string; rows: Row[] }> {
   const emulator = await startMotoServer(await freePort());
-  const proxy = await shapedProxy(emulator.endpoint, options.shape);
+  const proxy = await startShapedProxyProcess(emulator.endpoint, options.shape);
   const id = randomBytes(4).toString('hex');
   const server = await startServer(
     { ...emulatorEnv(emulator, id), AWS_ENDPOINT_URL: proxy.url, RATE_LIMIT_FEED_PER_MINUTE: '100000000' },
@@ -37,7 +38,7 @@ export async function ingestOnShapedS3(options: IngestS3Options, log: (line: str
   try {
     for (const concurrency of options.concurrencies) {
       const latencies: number[] = [];
-      const answers0 = proxy.answers();
+      const answers0 = (await proxy.counts()).answers;
       const t0 = performance.now();
       const end = next + options.posts;
       await Promise.all(
@@ -61,7 +62,7 @@ export async function ingestOnShapedS3(options: IngestS3Options, log: (line: str
         'p50 ms': at(50),
         'p95 ms': at(95),
         'p99 ms': at(99),
-        'requests to S3 and SQS per post': Math.round(((proxy.answers() - answers0) / options.posts) * 10) / 10,
+        'requests to S3 and SQS per post': Math.round((((await proxy.counts()).answers - answers0) / options.posts) * 10) / 10,
       });
       log(`ingest on shaped S3: concurrency ${concurrency} done in ${Math.round(seconds)} s`);
     }

@@ -2,6 +2,7 @@
 // If-None-Match on PUT), as a child process on a loopback port, with SDK clients of it. The
 // scale-out run and the tests start it; `pip install "moto[server]"` provides it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
@@ -15,6 +16,8 @@ export interface Emulator {
   restart(): Promise<void>;
   /** A queue's URL as this implementation names it (requests still go to `endpoint`). */
   queueUrl(name: string): string;
+  /** CPU time the emulator's own process has used, in ms (a child process's; Linux). */
+  cpuMs?(): number;
 }
 
 async function launch(port: number): Promise<ChildProcess> {
@@ -51,6 +54,10 @@ export async function startMotoServer(port: number): Promise<Emulator> {
     },
     // moto names queues after its default account.
     queueUrl: (name) => `${endpoint}/123456789012/${name}`,
+    cpuMs() {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks (USER_HZ 100)
+    },
   };
 }
 

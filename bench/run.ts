@@ -25,7 +25,7 @@ import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } fro
 import { buildBenchStore, walkFiles } from './synthetic.js';
 import { bulkScenario } from './bulk.js';
 import { footprint, storeBytes } from './footprint.js';
-import { shapedProxy } from './shapedProxy.js';
+import { startShapedProxyProcess } from './shapedProxyProcess.js';
 import { ingestOnShapedS3 } from './ingestS3.js';
 import { feedBody, postFeed } from './partnerPosts.js';
 
@@ -128,7 +128,7 @@ const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + '%2B0000';
  * after a restart with empty caches (render, answer and part caches); warm the p50 of the
  * repeats that follow. Beside them, the wire floor for the same number of bytes.
  */
-async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string, downloaded?: () => number): Promise<void> {
+async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string, store?: { downloaded: () => Promise<number>; cpuMs: () => number }): Promise<void> {
   const wanted = new Set(String(args.windows).split(','));
   const windows = (
     [
@@ -168,14 +168,17 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
       let coldRss = 0;
       let bytes = 0;
       let fetched = 0;
+      const storeCpu: number[] = [];
       for (let run = 0; run < COLD_RUNS; run++) {
         await server.stop();
         await fsp.rm(cacheDir, { recursive: true, force: true });
         server = await start();
         resetPeakRss(server.pid);
-        const before = downloaded?.() ?? 0;
+        const before = (await store?.downloaded()) ?? 0;
+        const cpuBefore = store?.cpuMs() ?? 0;
         const first = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
-        fetched = (downloaded?.() ?? 0) - before;
+        fetched = ((await store?.downloaded()) ?? 0) - before;
+        storeCpu.push((store?.cpuMs() ?? 0) - cpuBefore);
         if (first.status !== 200) log(`${label} ${name} ${format}: cold HTTP ${first.status}`);
         colds.push(first.ms);
         coldRss = Math.max(coldRss, peakRssMb(server.pid));
@@ -199,7 +202,12 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         'cold features/s': Math.round(count / (cold.ms / 1000)),
         'warm features/s': Math.round(count / (warm / 1000)),
         'cold peak RSS MB': Math.round(coldRss),
-        ...(downloaded && { 'cold MB from S3': Math.round(fetched / 1e5) / 10, 'from S3 / answer': Math.round((fetched / cold.bytes) * 100) / 100 }),
+        ...(store && {
+          'cold MB from S3': Math.round(fetched / 1e5) / 10,
+          'from S3 / answer': Math.round((fetched / cold.bytes) * 100) / 100,
+          // The emulator's own CPU during the cold pull: on these two cores it is taken from the service.
+          'cold S3 emulator CPU ms': Math.round(pct(storeCpu, 50)),
+        }),
       };
       rows.push(row);
       sizes.push({ row, bytes: cold.bytes, cold: cold.ms, warm });
@@ -592,9 +600,12 @@ async function s3Scenarios(dir: string, storeDir: string): Promise<void> {
     if (args.s3) await archiveScenarios(serveS3(emulator.endpoint), path.join(s3Data, 'cache'), 's3 on moto (cold: parts fetched from the store)');
     if (typeof args['s3-shaped'] === 'string') {
       const [firstByteMs, mbps] = args['s3-shaped'].split(',').map(Number) as [number, number];
-      const proxy = await shapedProxy(emulator.endpoint, { firstByteMs, bytesPerSecond: mbps * 1e6 });
+      const proxy = await startShapedProxyProcess(emulator.endpoint, { firstByteMs, bytesPerSecond: mbps * 1e6 });
       try {
-        await archiveScenarios(serveS3(proxy.url), path.join(s3Data, 'cache'), `s3 on moto, shaped: ${firstByteMs} ms to the first byte, ${mbps} MB/s a connection`, proxy.bytesDown);
+        await archiveScenarios(serveS3(proxy.url), path.join(s3Data, 'cache'), `s3 on moto, shaped: ${firstByteMs} ms to the first byte, ${mbps} MB/s a connection`, {
+          downloaded: async () => (await proxy.counts()).bytesDown,
+          cpuMs: () => emulator.cpuMs!(),
+        });
       } finally {
         await proxy.close();
       }
