@@ -212,22 +212,23 @@ export class ObjectLedger implements IngestLedger {
 
   /**
    * The record a marker stands for, its key in place (rolled forward from the marker when a
-   * crash lost it), and when it was accepted (its key's time). The key's version wins: it is the
-   * first one accepted. Undefined when the marker was cleared since it was listed.
+   * crash lost it), when it was accepted (its key's time), and the marker's version as read. The
+   * key's version wins: it is the first one accepted. Undefined when the marker was cleared since
+   * it was listed.
    */
   private async recordOf(marker: string): Promise<{ record: IngestRecord; acceptedMs: number; markerEtag: string } | undefined> {
     const key = keyOfMarker(marker);
     const [held, stored] = await Promise.all([this.store.get(marker), this.store.get(key)]);
     if (!held) return undefined;
     const fromMarker = parseRecord(held.body);
+    const markerEtag = held.etag;
     if (stored) {
       const record = parseRecord(stored.body) ?? fromMarker;
-      return record && { record, acceptedMs: stored.lastModified.getTime(), markerEtag: held.etag };
+      return record && { record, acceptedMs: stored.lastModified.getTime(), markerEtag };
     }
     if (!fromMarker) return undefined;
     // The crash came between the marker and its key: the key from the marker, unless another
     // acceptance wrote it meanwhile.
-    const markerEtag = held.etag;
     if (await this.store.putIfAbsent(key, held.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: held.lastModified.getTime(), markerEtag };
     const winner = await this.store.get(key);
     const record = winner && parseRecord(winner.body);

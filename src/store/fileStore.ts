@@ -121,9 +121,9 @@ export class FileObjectStore implements ObjectStore {
     return this.run(async () => {
       if (this.statInfo(key, file)?.etag !== etag) return false;
       const tmp = await this.writeTemp(file, body);
-      // Looked at again: the look and the rename run with no await between them, so nothing else in this
-      // process writes the key in between (a delete already on the thread pool still may: a
-      // store shared by several processes that relies on the condition is S3).
+      // Looked at again with the rename, no await between them: nothing else in this process
+      // writes the key in between (a delete already on the thread pool still may; a store that
+      // several processes share and rely on the condition of is S3).
       let replaced = false;
       try {
         if (this.statInfo(key, file)?.etag === etag) {
