@@ -2,9 +2,9 @@
 // If-None-Match on PUT), as a child process on a loopback port, with SDK clients of it. The
 // scale-out run and the tests start it; `pip install "moto[server]"` provides it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { processCpuMs } from './server.js';
 
 /** An S3 and SQS emulator (moto_server, fauxqs) and SDK clients of it. */
 export interface Emulator {
@@ -54,10 +54,7 @@ export async function startMotoServer(port: number): Promise<Emulator> {
     },
     // moto names queues after its default account.
     queueUrl: (name) => `${endpoint}/123456789012/${name}`,
-    cpuMs() {
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks (USER_HZ 100)
-    },
+    cpuMs: () => processCpuMs(child.pid!),
   };
 }
 

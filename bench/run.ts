@@ -18,7 +18,7 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import autocannon from 'autocannon';
 import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliJson as cli, cliMeasured, freePort, startServer, type Server } from './server.js';
+import { asServer, cliJson as cli, cliMeasured, freePort, processCpuMs, startServer, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
@@ -169,6 +169,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
       let bytes = 0;
       let fetched = 0;
       const storeCpu: number[] = [];
+      const serverCpu: number[] = [];
       for (let run = 0; run < COLD_RUNS; run++) {
         await server.stop();
         await fsp.rm(cacheDir, { recursive: true, force: true });
@@ -176,7 +177,9 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         resetPeakRss(server.pid);
         const before = (await store?.downloaded()) ?? 0;
         const cpuBefore = store?.cpuMs() ?? 0;
+        const serverCpuBefore = processCpuMs(server.pid);
         const first = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
+        serverCpu.push(processCpuMs(server.pid) - serverCpuBefore);
         fetched = ((await store?.downloaded()) ?? 0) - before;
         storeCpu.push((store?.cpuMs() ?? 0) - cpuBefore);
         if (first.status !== 200) log(`${label} ${name} ${format}: cold HTTP ${first.status}`);
@@ -202,6 +205,8 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         'cold features/s': Math.round(count / (cold.ms / 1000)),
         'warm features/s': Math.round(count / (warm / 1000)),
         'cold peak RSS MB': Math.round(coldRss),
+        // The service's CPU (every thread) during the cold pull: what the path costs it, whatever the wall time.
+        'cold service CPU ms': Math.round(pct(serverCpu, 50)),
         ...(store && {
           'cold MB from S3': Math.round(fetched / 1e5) / 10,
           'from S3 / answer': Math.round((fetched / cold.bytes) * 100) / 100,

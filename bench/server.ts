@@ -69,6 +69,12 @@ export async function asServer(child: ChildProcess, listens = true): Promise<Ser
   };
 }
 
+/** CPU time (user + system, ms, every thread) a process has used so far (Linux). */
+export function processCpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
+}
+
 /** Runs an ops command of the CLI to its end; its --json answer. */
 export function cliJson(args: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
   return cliChild(args, env).result;
