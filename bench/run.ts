@@ -14,19 +14,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import autocannon from 'autocannon';
-import { mapLimit } from '../src/ops/concurrency.js';
 import { pageScenario, statsScenario } from './explorer.js';
 import { asServer, cliJson as cli, cliMeasured, freePort, processCpuMs, startServer, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
-import { buildBenchStore, walkFiles } from './synthetic.js';
+import { buildBenchStore } from './synthetic.js';
 import { bulkScenario } from './bulk.js';
 import { footprint, storeBytes } from './footprint.js';
 import { startShapedProxyProcess } from './shapedProxyProcess.js';
 import { ingestOnShapedS3 } from './ingestS3.js';
+import { uploadStore } from './uploadStore.js';
+import { pull, type Pulled } from './pull.js';
 import { feedBody, postFeed } from './partnerPosts.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -103,18 +103,9 @@ function resetPeakRss(pid: number): void {
 }
 
 /** A GET read to the end the way curl does it (node:http: lighter on the shared CPU than fetch). */
-function timedGet(url: string): Promise<{ ms: number; bytes: number; status: number }> {
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': String(args.encoding) } }, (res) => {
-        let bytes = 0;
-        res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
-        res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0 }));
-        res.on('error', reject);
-      })
-      .on('error', reject);
-  });
+/** A timed pull, its client a new process (bench/pull.ts). */
+function timedGet(url: string): Promise<Pulled> {
+  return pull(url, String(args.encoding));
 }
 
 const pct = (xs: number[], p: number) => {
@@ -433,15 +424,6 @@ async function watch(url: string, createdMs: number, acceptedAt: number, out: nu
   }
 }
 
-async function uploadToS3(storeDir: string, s3: S3Client, bucket: string): Promise<number> {
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  const files: string[] = [];
-  for await (const file of walkFiles(storeDir)) files.push(file);
-  await mapLimit(files, 16, async (file) => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: path.relative(storeDir, file).split(path.sep).join('/'), Body: await fsp.readFile(file) }));
-  });
-  return files.length;
-}
 
 function printTable(title: string, rows: Row[]): void {
   if (rows.length === 0) return;
@@ -586,7 +568,7 @@ async function s3Scenarios(dir: string, storeDir: string): Promise<void> {
   const emulator = await startMotoServer(await freePort());
   try {
     const t = performance.now();
-    const uploaded = await uploadToS3(storeDir, emulator.s3, 'flood-bench');
+    const uploaded = await uploadStore(storeDir, emulator.endpoint, 'flood-bench');
     log(`uploaded ${uploaded} objects to moto in ${Math.round((performance.now() - t) / 1000)} s`);
     const s3Data = path.join(dir, 's3-data');
     const serveS3 = (endpoint: string) => () =>

@@ -35,7 +35,7 @@ export class S3ObjectStore implements ObjectStore {
   async get(key: string): Promise<StoredObject | undefined> {
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
-      const body = Buffer.from(await out.Body!.transformToByteArray());
+      const body = bufferOf(await out.Body!.transformToByteArray());
       return { key, body, size: body.length, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
     } catch (err) {
       if (isNotFound(err)) return undefined;
@@ -49,7 +49,7 @@ export class S3ObjectStore implements ObjectStore {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
       );
-      const body = Buffer.from(await out.Body!.transformToByteArray());
+      const body = bufferOf(await out.Body!.transformToByteArray());
       // "bytes 0-65535/1234567": the whole object's size after the slash.
       const size = Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? start + body.length);
       return { key, body, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
@@ -181,6 +181,11 @@ export class S3ObjectStore implements ObjectStore {
       throw unavailable(err);
     }
   }
+}
+
+/** The SDK's bytes as a Buffer over the same memory: `Buffer.from(bytes)` would copy them again. */
+function bufferOf(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function statusOf(err: unknown): number | undefined {

@@ -1,0 +1,44 @@
+// One timed GET of an answer, by a client in a new process each time. A client that has read
+// gigabytes reads more slowly for the rest of its life (here the same gigabyte from memory, the
+// floor, took 920–1,160 ms in a benchmark process that had read the answers before it, 450–740 in
+// a new one), so timing every pull from the benchmark's own process put more of the client into
+// each later figure. Started with `--child URL ENCODING`, this file is that client.
+import { fork } from 'node:child_process';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+export interface Pulled {
+  /** From the request to the last byte, as the client saw it (its process's start left out). */
+  ms: number;
+  bytes: number;
+  status: number;
+}
+
+/** GETs `url` (with `Accept-Encoding: encoding`) to its end from a new process. */
+export function pull(url: string, encoding = 'identity'): Promise<Pulled> {
+  const child = fork(fileURLToPath(import.meta.url), ['--child', url, encoding], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    let pulled: Pulled | undefined;
+    child.once('message', (m) => (pulled = m as Pulled));
+    child.once('exit', (code) => (pulled ? resolve(pulled) : reject(new Error(`the client exited with ${code} before its answer`))));
+  });
+}
+
+function timedGet(url: string, encoding: string): Promise<Pulled> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': encoding } }, (res) => {
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
+        res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0 }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+if (process.argv[2] === '--child' && process.send) {
+  process.send(await timedGet(process.argv[3]!, process.argv[4]!));
+  process.disconnect();
+}
