@@ -24,6 +24,7 @@ export function pull(url: string, encoding = 'identity'): Promise<Pulled> {
   });
 }
 
+/** A GET read to the end the way curl does it (node:http: lighter on the shared CPU than fetch). */
 function timedGet(url: string, encoding: string): Promise<Pulled> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {

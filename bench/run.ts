@@ -102,7 +102,6 @@ function resetPeakRss(pid: number): void {
   }
 }
 
-/** A GET read to the end the way curl does it (node:http: lighter on the shared CPU than fetch). */
 /** A timed pull, its client a new process (bench/pull.ts). */
 function timedGet(url: string): Promise<Pulled> {
   return pull(url, String(args.encoding));
