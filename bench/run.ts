@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliJson as cli, cliMeasured, freePort, processCpuMs, startServer, type Server } from './server.js';
+import { asServer, cliJson as cli, cliMeasured, freePort, processCpuMs, startServer, threadCpuMs, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
@@ -88,12 +88,6 @@ function peakRssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
-/** CPU time (user + system, ms) of a process's thread: its main thread when `tid` is its pid. */
-function threadCpuMs(pid: number, tid = pid): number {
-  const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
-}
-
 function resetPeakRss(pid: number): void {
   try {
     fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');

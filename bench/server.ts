@@ -69,10 +69,19 @@ export async function asServer(child: ChildProcess, listens = true): Promise<Ser
   };
 }
 
-/** CPU time (user + system, ms, every thread) a process has used so far (Linux). */
+/** CPU time (user + system, ms) a process has used so far, every thread of it (Linux). */
 export function processCpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks (USER_HZ 100)
+  return cpuMsOf(`/proc/${pid}/stat`);
+}
+
+/** CPU time (user + system, ms) one thread of a process has used: its main thread when `tid` is its pid. */
+export function threadCpuMs(pid: number, tid = pid): number {
+  return cpuMsOf(`/proc/${pid}/task/${tid}/stat`);
+}
+
+function cpuMsOf(statFile: string): number {
+  const fields = fs.readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, clock ticks (USER_HZ 100)
 }
 
 /** Runs an ops command of the CLI to its end; its --json answer. */
