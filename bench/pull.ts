@@ -2,10 +2,9 @@
 // gigabytes reads more slowly for the rest of its life (here the same gigabyte from memory, the
 // floor, took 920–1,160 ms in a benchmark process that had read the answers before it, 450–740 in
 // a new one), so timing every pull from the benchmark's own process put more of the client into
-// each later figure. Started with `--child URL ENCODING`, this file is that client.
-import { fork } from 'node:child_process';
+// each later figure. Started with `--child URL ENCODING` (`forked.ts`), this file is that client.
 import http from 'node:http';
-import { fileURLToPath } from 'node:url';
+import { answer, childArgs, forkedAnswer } from './forked.js';
 
 export interface Pulled {
   /** From the request to the last byte, as the client saw it (its process's start left out). */
@@ -16,12 +15,7 @@ export interface Pulled {
 
 /** GETs `url` (with `Accept-Encoding: encoding`) to its end from a new process. */
 export function pull(url: string, encoding = 'identity'): Promise<Pulled> {
-  const child = fork(fileURLToPath(import.meta.url), ['--child', url, encoding], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    let pulled: Pulled | undefined;
-    child.once('message', (m) => (pulled = m as Pulled));
-    child.once('exit', (code) => (pulled ? resolve(pulled) : reject(new Error(`the client exited with ${code} before its answer`))));
-  });
+  return forkedAnswer<Pulled>(import.meta.url, [url, encoding]);
 }
 
 /** A GET read to the end the way curl does it (node:http: lighter on the shared CPU than fetch). */
@@ -39,7 +33,5 @@ function timedGet(url: string, encoding: string): Promise<Pulled> {
   });
 }
 
-if (process.argv[2] === '--child' && process.send) {
-  process.send(await timedGet(process.argv[3]!, process.argv[4]!));
-  process.disconnect();
-}
+const child = childArgs();
+if (child) answer(await timedGet(child[0]!, child[1]!));

@@ -4,6 +4,7 @@
 // the client). Started with `--child TARGET SHAPE` it is that process.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { childArgs } from './forked.js';
 import { shapedProxy, type Shape } from './shapedProxy.js';
 
 export interface ProxyCounts {
@@ -42,10 +43,11 @@ export async function startShapedProxyProcess(target: string, shape: Shape): Pro
   };
 }
 
-if (process.argv[2] === '--child' && process.send) {
-  const proxy = await shapedProxy(process.argv[3]!, JSON.parse(process.argv[4]!) as Shape);
+const child = childArgs();
+if (child) {
+  const proxy = await shapedProxy(child[0]!, JSON.parse(child[1]!) as Shape);
   process.on('message', () => process.send!({ bytesDown: proxy.bytesDown(), answers: proxy.answers() } satisfies ProxyCounts));
   // The parent gone, so is this process.
   process.on('disconnect', () => process.exit(0));
-  process.send({ url: proxy.url });
+  process.send!({ url: proxy.url });
 }
