@@ -2,6 +2,8 @@
 // If-None-Match on PUT), as a child process on a loopback port, with SDK clients of it. The
 // scale-out run and the tests start it; `pip install "moto[server]"` provides it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { processCpuMs } from './server.js';
@@ -20,8 +22,21 @@ export interface Emulator {
   cpuMs?(): number;
 }
 
-async function launch(port: number): Promise<ChildProcess> {
-  const child = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+/** moto_server without costs S3 and SQS do not have (moto_lean.py, beside this file's source). */
+const LEAN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/moto_lean.py');
+
+export interface MotoOptions {
+  /**
+   * Listings walk only the objects under their prefix, as S3's do, and a request's service is
+   * found once per host (moto_lean.py): moto's own listings walk every object in the bucket,
+   * which bounds a long run.
+   */
+  lean?: boolean;
+}
+
+async function launch(port: number, options: MotoOptions): Promise<ChildProcess> {
+  const server = options.lean ? [LEAN] : ['-m', 'moto.server'];
+  const child = spawn('python3', [...server, '-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
   const deadline = Date.now() + 20_000;
   for (;;) {
     try {
@@ -37,8 +52,8 @@ async function launch(port: number): Promise<ChildProcess> {
   }
 }
 
-export async function startMotoServer(port: number): Promise<Emulator> {
-  let child = await launch(port);
+export async function startMotoServer(port: number, options: MotoOptions = {}): Promise<Emulator> {
+  let child = await launch(port, options);
   const endpoint = `http://127.0.0.1:${port}`;
   const common = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 };
   return {
@@ -50,7 +65,7 @@ export async function startMotoServer(port: number): Promise<Emulator> {
       await new Promise((r) => child.once('exit', r));
     },
     async restart() {
-      child = await launch(port);
+      child = await launch(port, options);
     },
     // moto names queues after its default account.
     queueUrl: (name) => `${endpoint}/123456789012/${name}`,
