@@ -22,8 +22,9 @@ export interface Emulator {
   cpuMs?(): number;
 }
 
-/** moto_server without costs S3 and SQS do not have (moto_lean.py, beside this file's source). */
-const LEAN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/moto_lean.py');
+/** moto_server without costs S3 and SQS do not have: moto_lean.py beside this file's source (also when it runs compiled, from dist/bench/). */
+const here = path.dirname(fileURLToPath(import.meta.url));
+const LEAN = import.meta.url.endsWith('.ts') ? path.join(here, 'moto_lean.py') : path.resolve(here, '../../bench/moto_lean.py');
 
 export interface MotoOptions {
   /**
