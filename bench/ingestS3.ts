@@ -25,7 +25,8 @@ export interface IngestS3Options {
 }
 
 export async function ingestOnShapedS3(options: IngestS3Options, log: (line: string) => void): Promise<{ scenario: string; rows: Row[] }> {
-  const emulator = await startMotoServer(await freePort());
+  // Without moto's own per-request costs, which S3 and SQS do not have (moto_lean.py).
+  const emulator = await startMotoServer(await freePort(), { lean: true });
   const proxy = await startShapedProxyProcess(emulator.endpoint, options.shape);
   const id = randomBytes(4).toString('hex');
   const server = await startServer(
