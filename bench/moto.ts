@@ -28,9 +28,10 @@ const LEAN = import.meta.url.endsWith('.ts') ? path.join(here, 'moto_lean.py') :
 
 export interface MotoOptions {
   /**
-   * Listings walk only the objects under their prefix, as S3's do, and a request's service is
-   * found once per host (moto_lean.py): moto's own listings walk every object in the bucket,
-   * which bounds a long run.
+   * moto_lean.py: listings walk only the objects under their prefix, as S3's do; a request's
+   * service is found once per host; a queued message's visibility is one clock read. moto's own
+   * walk the whole bucket, scan its package directory per request and build datetimes per
+   * message, which bound a long run.
    */
   lean?: boolean;
 }
