@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliJson as cli, cliMeasured, freePort, processCpuMs, startServer, threadCpuMs, type Server } from './server.js';
+import { asServer, cliJson as cli, cliMeasured, freePort, peakRssMb, processCpuMs, startServer, threadCpuMs, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
@@ -83,11 +83,6 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-/** Peak RSS of a process since the last reset, in MB (Linux). */
-function peakRssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-}
 function resetPeakRss(pid: number): void {
   try {
     fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');

@@ -89,8 +89,8 @@ export function cliJson(args: string[], env: Record<string, string>): Promise<Re
   return cliChild(args, env).result;
 }
 
-/** Peak RSS of a process since it started, in MB (Linux); 0 once it has exited. */
-function peakRssMb(pid: number | undefined): number {
+/** Peak RSS of a process since it started (or since its peak was reset: clear_refs 5), in MB (Linux); 0 once it has exited. */
+export function peakRssMb(pid: number | undefined): number {
   try {
     return pid === undefined ? 0 : Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   } catch {
