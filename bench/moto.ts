@@ -29,9 +29,10 @@ const LEAN = import.meta.url.endsWith('.ts') ? path.join(here, 'moto_lean.py') :
 export interface MotoOptions {
   /**
    * moto_lean.py: listings walk only the objects under their prefix, as S3's do; a request's
-   * service is found once per host; a queued message's visibility is one clock read. moto's own
-   * walk the whole bucket, scan its package directory per request and build datetimes per
-   * message, which bound a long run.
+   * service is found once per host; a queued message's visibility is one clock read; a
+   * connection stays open between requests. moto's own walk the whole bucket, scan its package
+   * directory per request, build datetimes per message and close every connection after its
+   * answer (each request a new TCP connection, which S3's clients keep open).
    */
   lean?: boolean;
 }

@@ -9,6 +9,10 @@
   takes. Here the answer is kept per host: the directory and the patterns do not change.
 - Queue scans: a receive, and a queue's attributes, ask every message in the queue whether it is
   visible (and not delayed), each answer building two datetimes. Here each is one clock read.
+- Connections: werkzeug's server closes the connection after every answer, so each request of
+  a client pays a new TCP connection (a socket, and a thread here). S3 keeps them open. Here a
+  connection stays open after a request whose body has a length (werkzeug reads what the
+  application left of it); a body of unknown length still closes it.
 
 Everything else is moto's own. Arguments are moto_server's.
 """
@@ -17,6 +21,8 @@ import bisect
 import random
 import sys
 import time
+
+from werkzeug import serving
 
 from moto import backends
 from moto.moto_server import werkzeug_app
@@ -40,6 +46,68 @@ werkzeug_app.DomainDispatcherApplication.get_backend_for_host = _backend_for_hos
 # What moto's unix_time_millis() gives, without its datetimes.
 sqs_models.Message.visible = property(lambda self: time.time() * 1000.0 > self.visible_at)
 sqs_models.Message.delayed = property(lambda self: time.time() * 1000.0 < self.delayed_until)
+
+
+class _Body:
+    """A request's body: at most its Content-Length of the connection, then nothing."""
+
+    def __init__(self, raw, length):
+        self.raw = raw
+        self.left = length
+
+    def _bounded(self, read, size):
+        if self.left <= 0:
+            return b""
+        data = read(self.left if size is None or size < 0 else min(size, self.left))
+        self.left -= len(data)
+        return data
+
+    def read(self, size=-1):
+        return self._bounded(self.raw.read, size)
+
+    def readline(self, size=-1):
+        return self._bounded(self.raw.readline, size)
+
+    def readinto(self, buffer):
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+_Handler = serving.WSGIRequestHandler
+_original_run_wsgi = _Handler.run_wsgi
+_original_send_header = _Handler.send_header
+
+
+def _run_wsgi(self):
+    # werkzeug reads whatever is left on the connection once it has answered (it closes it
+    # anyway): with the body bounded, that is the rest of this request's body, never the next
+    # request.
+    length = self.headers.get("Content-Length", "0" if "Transfer-Encoding" not in self.headers else "")
+    self._keep_open = length.isdigit() and self.headers.get("Connection", "").lower() != "close"
+    if not self._keep_open:
+        return _original_run_wsgi(self)
+    raw = self.rfile
+    self.rfile = _Body(raw, int(length))
+    try:
+        _original_run_wsgi(self)
+        if self.rfile.left > 0:
+            self.close_connection = True
+    finally:
+        self.rfile = raw
+
+
+def _send_header(self, keyword, value):
+    if keyword.lower() == "connection" and value.lower() == "close" and getattr(self, "_keep_open", False):
+        return
+    _original_send_header(self, keyword, value)
+
+
+_Handler.run_wsgi = _run_wsgi
+_Handler.send_header = _send_header
 
 _Store = utils._VersionedKeyStore
 _NAMES = "_sorted_names"

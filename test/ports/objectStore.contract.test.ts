@@ -5,7 +5,8 @@ import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import http from 'node:http';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
@@ -252,5 +253,44 @@ describe('file store folders', () => {
     for (const h of ['00', '01', '02']) await fs.mkdir(path.join(root, `reports/v1/day=01/hour=${h}`));
     expect(await collect(store.list({ prefix: 'reports/' }))).toEqual(['reports/v1/day=01/hour=all/part-b.parquet']);
     expect(await fs.readdir(path.join(root, 'reports/v1/day=01'))).toEqual(['hour=all']);
+  });
+});
+
+describe.skipIf(!HAS_MOTO)('moto_lean keeps connections open, as S3 does', () => {
+  it('answers every request on one connection, refused conditional PUTs with unread bodies among them', async () => {
+    let connections = 0;
+    class CountingAgent extends http.Agent {
+      override createConnection(...args: Parameters<http.Agent['createConnection']>): ReturnType<http.Agent['createConnection']> {
+        connections += 1;
+        return super.createConnection(...args);
+      }
+    }
+    const agent = new CountingAgent({ keepAlive: true, maxSockets: 1 });
+    const s3 = new S3Client({
+      endpoint: lean!.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+      forcePathStyle: true,
+      requestHandler: { httpAgent: agent },
+    });
+    try {
+      const bucket = `keep-${randomBytes(4).toString('hex')}`;
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const store = new S3ObjectStore(s3, { bucket, prefix: '' });
+      const first = randomBytes(200_000);
+      expect(await store.putIfAbsent('k.bin', first, { seenAbsent: true })).toBe(true);
+      const { etag } = (await store.head('k.bin'))!;
+      // Refused before moto reads their bodies: what is left of each must not be read as the next request.
+      expect(await store.putIfAbsent('k.bin', randomBytes(300_000), { seenAbsent: true })).toBe(false);
+      expect(await store.putIfMatch('k.bin', randomBytes(300_000), '"not-its-etag"')).toBe(false);
+      expect((await store.get('k.bin'))!.body.equals(first)).toBe(true);
+      expect((await store.getRange('k.bin', 1_000, 10, { ifMatch: etag }))!.body.equals(first.subarray(1_000, 1_010))).toBe(true);
+      expect(await collect(store.list({ prefix: '' }))).toEqual(['k.bin']);
+      expect(connections).toBe(1);
+    } finally {
+      s3.destroy();
+      agent.destroy();
+    }
   });
 });
