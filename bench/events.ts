@@ -28,7 +28,7 @@ const log = (m: string) => process.stderr.write(`${m}\n`);
 
 function run(argv: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...argv], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [CLI, ...argv], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${argv.join(' ')} exited ${code}`))));

@@ -123,7 +123,7 @@ async function stalledEndpoint(): Promise<void> {
   };
   // Bucket and queue created straight on the emulator (it names a queue after the host it was created through).
   await new Promise<void>((resolve, reject) =>
-    spawn(process.execPath, [CLI, 'bootstrap'], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'error', AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1', ...env }, stdio: 'ignore' }).on('exit', (code) =>
+    spawn(process.execPath, [CLI, 'bootstrap'], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'error', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env }, stdio: 'ignore' }).on('exit', (code) =>
       code === 0 ? resolve() : reject(new Error(`bootstrap exited with ${code}`)),
     ),
   );

@@ -37,7 +37,7 @@ export async function startServer(env: Record<string, string>, options: StartOpt
       PORT: '0',
       API_KEYS: options.apiKey,
       MALLOC_ARENA_MAX: '2',
-      AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING: '1',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
