@@ -42,8 +42,8 @@ const MIXED_S = QUICK ? 10 : 30;
 const PENDING = QUICK ? 5_000 : 20_000;
 /**
  * 20,000, on moto without its own listing, dispatch, queue-scan and connection costs
- * (bench/moto_lean.py): on
- * moto as it is, posting fell from 14 a second to 2–4 past 9,500–15,000 reports.
+ * (bench/moto_lean.py): on moto as it is, posting fell from 14 a second to 2–4 past
+ * 9,500–15,000 reports.
  */
 const SCALE_OUT_REPORTS = QUICK ? 1_000 : 20_000;
 /**
