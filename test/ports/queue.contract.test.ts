@@ -28,6 +28,9 @@ afterAll(async () => {
 if (!HAS_MOTO) console.warn(MOTO_MISSING);
 
 /** An SQS queue and its dead-letter queue made by bootstrap, on a peer. */
+/** A new queue of moto's, named as moto names queues (after its default account). */
+const motoQueue = (e: Emulator) => ({ QUEUE_URL: e.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
+
 const sqsQueue = (peer: () => Emulator, env: (e: Emulator) => Record<string, string>) => async (): Promise<Made> => {
   const config = await testConfig('aws', peer(), env(peer()));
   const boot = await bootstrap(config, { s3: peer().s3, sqs: peer().sqs });
@@ -55,10 +58,9 @@ const adapters: { name: string; make: () => Promise<Made> }[] = [
     },
   },
   { name: 'sqs (fauxqs)', make: sqsQueue(() => emulator, () => ({})) },
-  // moto names queues after its default account.
-  ...(HAS_MOTO ? [{ name: 'sqs (moto)', make: sqsQueue(() => moto!, (e) => ({ QUEUE_URL: e.queueUrl(`reports-${randomBytes(4).toString('hex')}`) })) }] : []),
+  ...(HAS_MOTO ? [{ name: 'sqs (moto)', make: sqsQueue(() => moto!, motoQueue) }] : []),
   // The benchmarks' moto (visibility and delay read from one clock) keeps the contract too.
-  ...(HAS_MOTO ? [{ name: 'sqs (moto_lean)', make: sqsQueue(() => lean!, (e) => ({ QUEUE_URL: e.queueUrl(`reports-${randomBytes(4).toString('hex')}`) })) }] : []),
+  ...(HAS_MOTO ? [{ name: 'sqs (moto_lean)', make: sqsQueue(() => lean!, motoQueue) }] : []),
 ];
 
 const receive = (q: Queue, visibilitySeconds = 30) => q.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds });
