@@ -48,7 +48,9 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
   });
   svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', logSink()) }), { worker: false, reconcile: false });
-  hourMs = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
+  // The hour before this one: its reports are all received before now, so pages (which hold only
+  // the reports received before they are asked) see them all, whenever in the hour this runs.
+  hourMs = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - HOUR_MS;
   hour = `start=${new Date(hourMs).toISOString()}&end=${new Date(hourMs + HOUR_MS - 1).toISOString()}`;
   const dir = path.join(config.dataDir, 'parts');
   await fs.mkdir(dir, { recursive: true });
