@@ -1,6 +1,7 @@
 // moto_server, a third-party implementation of the S3 and SQS protocols (it enforces
-// If-None-Match on PUT), as a child process on a loopback port, with SDK clients of it. The
-// scale-out run and the tests start it; `pip install "moto[server]"` provides it.
+// If-None-Match on PUT), as a child process on a loopback port, with SDK clients of it, its
+// conditional writes made atomic (moto_atomic.py). The scale-out run and the tests start it;
+// `pip install "moto[server]"` provides it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,9 +23,13 @@ export interface Emulator {
   cpuMs?(): number;
 }
 
-/** moto_server without costs S3 and SQS do not have: moto_lean.py beside this file's source (also when it runs compiled, from dist/bench/). */
+/** The Python launchers beside this file's source (also when it runs compiled, from dist/bench/). */
 const here = path.dirname(fileURLToPath(import.meta.url));
-const LEAN = import.meta.url.endsWith('.ts') ? path.join(here, 'moto_lean.py') : path.resolve(here, '../../bench/moto_lean.py');
+const script = (name: string) => (import.meta.url.endsWith('.ts') ? path.join(here, name) : path.resolve(here, '../../bench', name));
+/** moto_server with S3's conditional writes atomic: moto checks If-None-Match, then writes, with nothing held between. */
+const MOTO = script('moto_atomic.py');
+/** The same, without costs S3 and SQS do not have. */
+const LEAN = script('moto_lean.py');
 
 export interface MotoOptions {
   /**
@@ -38,7 +43,7 @@ export interface MotoOptions {
 }
 
 async function launch(port: number, options: MotoOptions): Promise<ChildProcess> {
-  const server = options.lean ? [LEAN] : ['-m', 'moto.server'];
+  const server = [options.lean ? LEAN : MOTO];
   const child = spawn('python3', [...server, '-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
   const deadline = Date.now() + 20_000;
   for (;;) {

@@ -14,15 +14,21 @@
   connection stays open after a request whose body has a length (werkzeug reads what the
   application left of it); a body of unknown length still closes it.
 
+- Conditional writes: atomic, as S3's are (moto_atomic.py, which plain runs use too).
+
 Everything else is moto's own. Arguments are moto_server's.
 """
 
 import bisect
+import os
 import random
 import sys
 import time
 
 from werkzeug import serving
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import moto_atomic  # noqa: E402,F401  S3's conditional writes atomic (moto_atomic.py)
 
 from moto import backends
 from moto.moto_server import werkzeug_app

@@ -79,6 +79,8 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
     RATE_LIMIT_READ_PER_MINUTE: '1000000',
     // Every five seconds, so the run sees many ticks; the other jobs not within it.
     SCHEDULE_RECONCILE: '*/5 * * * * *',
+    // A report whose API died between accepting and enqueueing it is sent again 10 s on, not 60.
+    RECONCILE_AFTER_SECONDS: '10',
     SCHEDULE_COMPACT: '0 0 1 1 *',
     SCHEDULE_VERIFY: '0 0 1 1 *',
     SCHEDULE_RELEASE: '0 0 1 1 *',

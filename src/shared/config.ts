@@ -124,6 +124,7 @@ const envSchema = {
     AWS_ENDPOINT_URL: { type: 'string', pattern: '^https?://.+' },
     API_KEYS: { type: 'string', pattern: `^\\s*${API_KEY_ENTRY}\\s*(,\\s*${API_KEY_ENTRY}\\s*)*$` },
     FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    RECONCILE_AFTER_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 86400 },
     SYNC_SETTLE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     SYNC_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 3660 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
@@ -206,6 +207,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const v = raw as Record<string, string | number | undefined>;
   const dataDir = path.resolve(cwd, String(v.DATA_DIR ?? 'data'));
   const flushIntervalSeconds = Number(v.FLUSH_INTERVAL_SECONDS ?? 30);
+  const reconcileAfterSeconds = Number(v.RECONCILE_AFTER_SECONDS ?? Math.max(60, flushIntervalSeconds * 4));
+  // Sooner, a report still in a worker's buffer (or its flush) would be sent again for nothing.
+  if (reconcileAfterSeconds < flushIntervalSeconds * 2) {
+    throw new ConfigError(`invalid configuration: RECONCILE_AFTER_SECONDS=${JSON.stringify(env.RECONCILE_AFTER_SECONDS)}: must be at least twice FLUSH_INTERVAL_SECONDS (${flushIntervalSeconds * 2})`);
+  }
   const window = String(v.ARCHIVE_MAX_WINDOW ?? '366d');
   const windowHours = window.endsWith('h') ? Number.parseInt(window, 10) : Number.parseInt(window, 10) * 24;
   const storageUrl = String(v.STORAGE_URL ?? `file://${path.join(dataDir, 'store')}`);
@@ -259,7 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
     worker: { maxBufferedReports: 5000, maxReceives: 5 },
-    reconcileAfterSeconds: Math.max(60, flushIntervalSeconds * 4),
+    reconcileAfterSeconds,
     reconcileEverySeconds: Math.max(30, flushIntervalSeconds * 2),
     schedules,
     rateLimits: {

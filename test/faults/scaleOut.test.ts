@@ -24,6 +24,9 @@ describe.skipIf(!HAS_MOTO)('three APIs, three workers and two schedulers on S3 a
     const run = await scaleOutRun(moto, {
       reports: 500,
       minKills: 6,
+      // A kill every 2–8 s: at 0.5–2 s, restarts (a process start each) kept two cores busy, and
+      // the same proof took three times as long.
+      killEveryMs: 2_000,
       apis: 3,
       workers: 3,
       apiKey: API_KEY,

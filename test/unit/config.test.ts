@@ -96,6 +96,16 @@ describe('config', () => {
     }
   });
 
+  it('re-sends pending reports after RECONCILE_AFTER_SECONDS, four flush intervals (at least 60 s) unless set, never within two', () => {
+    expect(loadConfig({}, '/').reconcileAfterSeconds).toBe(120);
+    expect(loadConfig({ FLUSH_INTERVAL_SECONDS: '5' }, '/').reconcileAfterSeconds).toBe(60);
+    expect(loadConfig({ FLUSH_INTERVAL_SECONDS: '1', RECONCILE_AFTER_SECONDS: '10' }, '/').reconcileAfterSeconds).toBe(10);
+    expect(loadConfig({ FLUSH_INTERVAL_SECONDS: '5', RECONCILE_AFTER_SECONDS: '10' }, '/').reconcileAfterSeconds).toBe(10);
+    for (const env of [{ FLUSH_INTERVAL_SECONDS: '30', RECONCILE_AFTER_SECONDS: '59' }, { RECONCILE_AFTER_SECONDS: '0' }, { RECONCILE_AFTER_SECONDS: 'soon' }]) {
+      expect(() => loadConfig(env, '/'), JSON.stringify(env)).toThrow(/RECONCILE_AFTER_SECONDS=/);
+    }
+  });
+
   it('lists every bad variable at once', () => {
     try {
       loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }, '/');
