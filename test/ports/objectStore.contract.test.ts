@@ -106,9 +106,9 @@ describe.each(adapters)('object store contract: $name', ({ make, enforcesIfMatch
 
   if (createsAtomically) {
     it('lets exactly one of many writers creating a key at once win, and keeps its content', async () => {
-      // Bodies of 4 MB: moto, unpatched, checks the key and then writes it with nothing held
-      // between, and writing 4 MB (its MD5 among it) outlasts Python's thread switch interval,
-      // so another writer's check comes in between and both win (moto_atomic.py).
+      // Bodies of 4 MB, so the writers overlap. moto, unpatched, checks the key and then writes
+      // it with nothing held between: on a loaded machine two writers both won a scheduler's
+      // tick (moto_atomic.py). fauxqs lets every writer here win.
       const store = await make();
       for (let round = 0; round < 4; round++) {
         const key = `race/${round}.json`;
