@@ -11,14 +11,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { emulatorEnv, type Emulator } from './moto.js';
 import { freePort, runCli } from './server.js';
 import { killAtRandom, postWhile, supervise, type Supervised } from './supervision.js';
 
 /** What the run needs of an emulator (moto_server: fauxqs does not enforce If-None-Match). */
-type AwsEndpoint = Pick<Emulator, 'endpoint' | 's3' | 'sqs' | 'queueUrl'>;
+type AwsEndpoint = Pick<Emulator, 'endpoint' | 's3' | 'queueUrl'>;
 
 export interface ScaleOutOptions {
   /** Reports posted at least; more while fewer than `minKills` kills have happened. */
@@ -66,9 +65,8 @@ const DAY_QUERY = 'start=2026-11-19T00:00:00Z&end=2026-11-19T23:59:59Z';
 
 export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tmp = os.tmpdir()): Promise<ScaleOutRun> {
   const id = randomBytes(4).toString('hex');
-  // The bucket and queue emulatorEnv names.
+  // The bucket emulatorEnv names.
   const bucket = `archive-${id}`;
-  const queue = `reports-${id}`;
   const dir = await fs.mkdtemp(path.join(tmp, 'flood-scale-out-'));
   const dataDir = async (name: string) => fs.mkdtemp(path.join(dir, `${name}-`));
   const shared = {
@@ -81,6 +79,9 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
     SCHEDULE_RECONCILE: '*/5 * * * * *',
     // A report whose API died between accepting and enqueueing it is sent again 10 s on, not 60.
     RECONCILE_AFTER_SECONDS: '10',
+    // Shorter than a flush under load: a message comes back to another worker while its first
+    // receiver may still be writing it (each receive asks for this, whatever the queue's default).
+    QUEUE_VISIBILITY_SECONDS: '2',
     SCHEDULE_COMPACT: '0 0 1 1 *',
     SCHEDULE_VERIFY: '0 0 1 1 *',
     SCHEDULE_RELEASE: '0 0 1 1 *',
@@ -97,10 +98,6 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
   };
   const booted = await cli(['bootstrap']);
   if (booted.code !== 0) throw new Error(`bootstrap failed: ${booted.output}`);
-  // Shorter than a flush under load: a message comes back to another worker while its first
-  // receiver may still be writing it.
-  const { QueueUrl } = await aws.sqs.send(new GetQueueUrlCommand({ QueueName: queue }));
-  await aws.sqs.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { VisibilityTimeout: '2' } }));
 
   const running: Supervised[] = [];
   const urls: string[] = [];

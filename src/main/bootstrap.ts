@@ -51,7 +51,7 @@ export async function bootstrap(
       new SetQueueAttributesCommand({
         QueueUrl: main.QueueUrl,
         Attributes: {
-          VisibilityTimeout: String(QUEUE_SETTINGS.visibilityTimeoutSeconds(config.flushIntervalSeconds)),
+          VisibilityTimeout: String(config.worker.visibilitySeconds),
           MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds),
           RedrivePolicy: JSON.stringify({
             deadLetterTargetArn: dlqAttrs.Attributes?.QueueArn,

@@ -205,7 +205,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           events: feed,
           changes,
         },
-        { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports },
+        { flushIntervalSeconds: config.flushIntervalSeconds, maxBufferedReports: config.worker.maxBufferedReports, visibilitySeconds: config.worker.visibilitySeconds },
       ),
   );
   const intake = once(() => new Intake(ledger));

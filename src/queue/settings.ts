@@ -4,6 +4,7 @@
 export const QUEUE_SETTINGS = {
   maxReceiveCount: 5,
   retentionSeconds: 14 * 24 * 3600,
+  /** QUEUE_VISIBILITY_SECONDS unless set: two flushes and a margin for a slow one. */
   visibilityTimeoutSeconds: (flushIntervalSeconds: number) => Math.ceil(flushIntervalSeconds * 2 + 30),
 };
 

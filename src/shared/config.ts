@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import { validate as validCron } from 'node-cron';
+import { QUEUE_SETTINGS } from '../queue/settings.js';
 import { KEY_NAME_PATTERN, KEY_PATTERN, parseApiKeys, type ApiKey } from '../partners/apiKeys.js';
 
 /** One API_KEYS entry: `name:key` or a bare key. */
@@ -46,6 +47,8 @@ export interface Config {
     maxBufferedReports: number;
     /** A message received this many times goes to the dead-letter queue. */
     maxReceives: number;
+    /** How long a received message stays hidden from other workers: past it, a crashed receiver's messages come back. */
+    visibilitySeconds: number;
   };
   /** Pending markers older than this are re-enqueued by reconciliation. */
   reconcileAfterSeconds: number;
@@ -125,6 +128,7 @@ const envSchema = {
     API_KEYS: { type: 'string', pattern: `^\\s*${API_KEY_ENTRY}\\s*(,\\s*${API_KEY_ENTRY}\\s*)*$` },
     FLUSH_INTERVAL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     RECONCILE_AFTER_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 86400 },
+    QUEUE_VISIBILITY_SECONDS: { type: 'integer', minimum: 1, maximum: 43200 },
     SYNC_SETTLE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     SYNC_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 3660 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
@@ -212,6 +216,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (reconcileAfterSeconds < flushIntervalSeconds * 2) {
     throw new ConfigError(`invalid configuration: RECONCILE_AFTER_SECONDS=${JSON.stringify(env.RECONCILE_AFTER_SECONDS)}: must be at least twice FLUSH_INTERVAL_SECONDS (${flushIntervalSeconds * 2})`);
   }
+  const visibilitySeconds = Number(v.QUEUE_VISIBILITY_SECONDS ?? QUEUE_SETTINGS.visibilityTimeoutSeconds(flushIntervalSeconds));
+  // Shorter, every message would come back to another worker before its receiver had flushed it.
+  if (visibilitySeconds < flushIntervalSeconds * 2) {
+    throw new ConfigError(`invalid configuration: QUEUE_VISIBILITY_SECONDS=${JSON.stringify(env.QUEUE_VISIBILITY_SECONDS)}: must be at least twice FLUSH_INTERVAL_SECONDS (${flushIntervalSeconds * 2})`);
+  }
   const window = String(v.ARCHIVE_MAX_WINDOW ?? '366d');
   const windowHours = window.endsWith('h') ? Number.parseInt(window, 10) : Number.parseInt(window, 10) * 24;
   const storageUrl = String(v.STORAGE_URL ?? `file://${path.join(dataDir, 'store')}`);
@@ -264,7 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       queueMs: seconds(v.ARCHIVE_QUEUE_SECONDS, 10),
     },
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
-    worker: { maxBufferedReports: 5000, maxReceives: 5 },
+    worker: { maxBufferedReports: 5000, maxReceives: QUEUE_SETTINGS.maxReceiveCount, visibilitySeconds },
     reconcileAfterSeconds,
     reconcileEverySeconds: Math.max(30, flushIntervalSeconds * 2),
     schedules,

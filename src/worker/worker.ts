@@ -47,6 +47,8 @@ export interface WorkerDeps {
 export interface WorkerOptions {
   flushIntervalSeconds: number;
   maxBufferedReports: number;
+  /** How long a received message stays hidden: long enough to survive until its flush. */
+  visibilitySeconds: number;
 }
 
 interface Buffered {
@@ -111,11 +113,6 @@ export class Worker {
     return this.buffer.size;
   }
 
-  /** How long a received message stays hidden: long enough to survive until its flush. */
-  private get visibilitySeconds(): number {
-    return Math.ceil(this.options.flushIntervalSeconds * 2 + 30);
-  }
-
   start(): void {
     if (this.running) return;
     this.stopping = false;
@@ -175,7 +172,7 @@ export class Worker {
       // SQS gives at most 10 a call; the SQLite queue takes a larger batch in one transaction.
       maxMessages: 200,
       waitSeconds,
-      visibilitySeconds: this.visibilitySeconds,
+      visibilitySeconds: this.options.visibilitySeconds,
       ...(signal && { signal }),
     });
     if (messages.length === 0) return 0;

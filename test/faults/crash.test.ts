@@ -68,6 +68,11 @@ async function crashRun(commands: string[]): Promise<void> {
     PORT: String(port),
     API_KEYS: API_KEY,
     FLUSH_INTERVAL_SECONDS: '1',
+    // A killed worker's messages come back 4 s on, and a report whose API died between accepting
+    // and enqueueing it is sent again 10 s on (the defaults, 32 and 60 s, leave room for long
+    // flushes and would make most of this test a wait).
+    QUEUE_VISIBILITY_SECONDS: '4',
+    RECONCILE_AFTER_SECONDS: '10',
     RATE_LIMIT_FEED_PER_MINUTE: '1000000',
     LOG_LEVEL: 'warn',
   };
@@ -99,7 +104,8 @@ async function crashRun(commands: string[]): Promise<void> {
   }
 
   // No operator action: the restarted processes finish the work on their own (messages a
-  // killed worker held come back after their visibility timeout).
+  // killed worker held come back after their visibility timeout, maybe while another worker is
+  // still flushing them).
   const titles = await eventually(
     async () => {
       const got = await archivedTitles(url);

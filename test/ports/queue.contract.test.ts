@@ -153,6 +153,13 @@ describe('bootstrap', () => {
     expect(attrs.Attributes!.MessageRetentionPeriod).toBe(String(14 * 24 * 3600));
   });
 
+  it('creates the queue with QUEUE_VISIBILITY_SECONDS as its visibility timeout where it is set', async () => {
+    const config = await testConfig('aws', emulator, { FLUSH_INTERVAL_SECONDS: '1', QUEUE_VISIBILITY_SECONDS: '7' });
+    await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+    const attrs = await emulator.sqs.send(new GetQueueAttributesCommand({ QueueUrl: config.queueUrl, AttributeNames: ['VisibilityTimeout'] }));
+    expect(attrs.Attributes!.VisibilityTimeout).toBe('7');
+  });
+
   it('an unreachable SQS endpoint becomes UnavailableError', async () => {
     const other = await startEmulator();
     const config = await testConfig('aws', other);

@@ -106,6 +106,15 @@ describe('config', () => {
     }
   });
 
+  it('hides a received message for QUEUE_VISIBILITY_SECONDS, two flushes and 30 s unless set, never less than two flushes', () => {
+    expect(loadConfig({}, '/').worker.visibilitySeconds).toBe(90);
+    expect(loadConfig({ FLUSH_INTERVAL_SECONDS: '1' }, '/').worker.visibilitySeconds).toBe(32);
+    expect(loadConfig({ FLUSH_INTERVAL_SECONDS: '1', QUEUE_VISIBILITY_SECONDS: '2' }, '/').worker.visibilitySeconds).toBe(2);
+    for (const env of [{ FLUSH_INTERVAL_SECONDS: '30', QUEUE_VISIBILITY_SECONDS: '59' }, { QUEUE_VISIBILITY_SECONDS: '0' }, { QUEUE_VISIBILITY_SECONDS: '1.5' }, { QUEUE_VISIBILITY_SECONDS: '43201' }]) {
+      expect(() => loadConfig(env, '/'), JSON.stringify(env)).toThrow(/QUEUE_VISIBILITY_SECONDS=/);
+    }
+  });
+
   it('lists every bad variable at once', () => {
     try {
       loadConfig({ PORT: 'x', LOG_LEVEL: 'y' }, '/');
