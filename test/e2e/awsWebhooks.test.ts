@@ -277,6 +277,8 @@ describe.skipIf(!HAS_MOTO)('several workers on S3 with conditional writes (moto)
       ...motoEnv(moto, id),
       API_KEYS: API_KEY,
       FLUSH_INTERVAL_SECONDS: '0.3',
+      // The killed worker's messages come back to the other one 3 s on, not after the default 31.
+      QUEUE_VISIBILITY_SECONDS: '3',
       LOG_LEVEL: 'silent',
       WEBHOOK_TIMEOUT_SECONDS: '2',
       ...ENV,
