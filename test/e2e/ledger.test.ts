@@ -63,6 +63,26 @@ describe('the SQLite ledger shared by processes', () => {
     expect(got).toEqual([{ pkey: pkeyOf(1), title: 'apart' }]);
   });
 
+  it('a worker hides each message it receives for QUEUE_VISIBILITY_SECONDS while its flush waits', async () => {
+    const config = await testConfig('embedded', undefined, { FLUSH_INTERVAL_SECONDS: '5', QUEUE_VISIBILITY_SECONDS: '10' });
+    const svc = await startTestService(await testRuntime(config), { reconcile: false });
+    const db = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true });
+    try {
+      const posted = Date.now();
+      expect((await postReport(svc.url, report(5))).status).toBe(201);
+      // Received at once, then held for up to the 5 s flush interval: hidden until 10 s after its receipt (40 s by default).
+      const row = await eventually(async () => {
+        const got = db.prepare('SELECT receive_count, visible_at_ms FROM queue WHERE pkey = ?').get(pkeyOf(5)) as { receive_count: number; visible_at_ms: number } | undefined;
+        return got?.receive_count === 1 ? { ...got, seenAt: Date.now() } : undefined;
+      }, 4_000, 'the message received');
+      expect(row.visible_at_ms).toBeGreaterThanOrEqual(posted + 10_000);
+      expect(row.visible_at_ms).toBeLessThanOrEqual(row.seenAt + 10_000);
+    } finally {
+      db.close();
+      await svc.stop();
+    }
+  });
+
   it('a message of a report archived since it was sent is done: a receive drops it, never dead-letters it', async () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
