@@ -68,10 +68,12 @@ async function crashRun(commands: string[]): Promise<void> {
     PORT: String(port),
     API_KEYS: API_KEY,
     FLUSH_INTERVAL_SECONDS: '1',
-    // A killed worker's messages come back 4 s on, and a report whose API died between accepting
+    // A killed worker's messages come back 15 s on, and a report whose API died between accepting
     // and enqueueing it is sent again 10 s on (the defaults, 32 and 60 s, leave room for long
-    // flushes and would make most of this test a wait).
-    QUEUE_VISIBILITY_SECONDS: '4',
+    // flushes and would make most of this test a wait). Not much less: processes killed every
+    // 0.5–2 s each receive a message and die before flushing it, and its fifth receive would
+    // send it to the dead letters, which only an operator's redrive brings back.
+    QUEUE_VISIBILITY_SECONDS: '15',
     RECONCILE_AFTER_SECONDS: '10',
     RATE_LIMIT_FEED_PER_MINUTE: '1000000',
     LOG_LEVEL: 'warn',
