@@ -367,6 +367,7 @@ async function scaleOut(): Promise<void> {
     console.log(`\nscale-out on moto: 3 APIs, 3 workers, 2 schedulers; an API or worker killed every ${SCALE_OUT_KILL_EVERY_MS / 1000}–${(4 * SCALE_OUT_KILL_EVERY_MS) / 1000} s`);
     console.log(`  posted ${run.ids.length.toLocaleString()}, acknowledged ${run.acked.size.toLocaleString()}, archived ${run.answers.ndjson.size.toLocaleString()} (${firstVersions.toLocaleString()} once with their first version)`);
     console.log(`  duplicates in answers: ${[...run.answers.ndjson.values()].filter((t) => t.length > 1).length}; stored copies before compaction: ${[...run.storedBefore.values()].reduce((a, b) => a + b, 0).toLocaleString()}, after: ${[...run.storedAfter.values()].reduce((a, b) => a + b, 0).toLocaleString()}`);
+    console.log(`  dead-lettered messages at the end: ${run.deadLettered}`);
     console.log(`  kills: ${run.kills}; converged ${r1(run.convergedSeconds)} s after the last kill; ${r1(run.seconds)} s in all`);
     console.log(`  verify: exit ${run.verify.code}; reconciliation ticks ${run.ticks}, run ${run.ran}, skipped ${run.skipped} (ticks run twice ${run.tickRuns.twice.length}, neither run nor skipped ${run.tickRuns.neither.length}, runs of no tick ${run.tickRuns.withoutTick.length}); unreadable objects: ${run.broken.length}`);
   } finally {

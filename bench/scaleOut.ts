@@ -11,13 +11,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { deadLetterQueueName } from '../src/queue/settings.js';
 import { emulatorEnv, type Emulator } from './moto.js';
 import { freePort, runCli } from './server.js';
 import { killAtRandom, postWhile, supervise, type Supervised } from './supervision.js';
 
 /** What the run needs of an emulator (moto_server: fauxqs does not enforce If-None-Match). */
-type AwsEndpoint = Pick<Emulator, 'endpoint' | 's3' | 'queueUrl'>;
+type AwsEndpoint = Pick<Emulator, 'endpoint' | 's3' | 'sqs' | 'queueUrl'>;
 
 export interface ScaleOutOptions {
   /** Reports posted at least; more while fewer than `minKills` kills have happened. */
@@ -48,6 +50,8 @@ export interface ScaleOutRun {
   /** Stored rows per pkey before and after `compact` (no read-time de-duplication). */
   storedBefore: Map<string, number>;
   storedAfter: Map<string, number>;
+  /** Messages in the dead-letter queue at the end: received five times (their reports then come back through reconciliation). */
+  deadLettered: number;
   compact: { code: number | null; output: string };
   /** Change logs and ready texts that failed to parse. */
   broken: string[];
@@ -65,8 +69,9 @@ const DAY_QUERY = 'start=2026-11-19T00:00:00Z&end=2026-11-19T23:59:59Z';
 
 export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tmp = os.tmpdir()): Promise<ScaleOutRun> {
   const id = randomBytes(4).toString('hex');
-  // The bucket emulatorEnv names.
+  // The bucket and dead-letter queue emulatorEnv and bootstrap name.
   const bucket = `archive-${id}`;
+  const deadLetterQueue = aws.queueUrl(deadLetterQueueName(`reports-${id}`));
   const dir = await fs.mkdtemp(path.join(tmp, 'flood-scale-out-'));
   const dataDir = async (name: string) => fs.mkdtemp(path.join(dir, `${name}-`));
   const shared = {
@@ -138,6 +143,8 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
     }
     await Promise.all(running.map((p) => p.stop()));
 
+    const dead = await aws.sqs.send(new GetQueueAttributesCommand({ QueueUrl: deadLetterQueue, AttributeNames: ['ApproximateNumberOfMessages'] }));
+    const deadLettered = Number(dead.Attributes?.ApproximateNumberOfMessages ?? 0);
     const verify = await cli(['verify', '--from', '2026-11-19', '--to', '2026-11-19']);
     const downloaded = await dataDir('store');
     const storedBefore = await storedCopies(await download(aws.s3, bucket, 'flood/reports/v1/', downloaded));
@@ -185,6 +192,7 @@ export async function scaleOutRun(aws: AwsEndpoint, options: ScaleOutOptions, tm
       verify,
       storedBefore,
       storedAfter,
+      deadLettered,
       compact,
       broken,
       ticks: tickSlots.size,

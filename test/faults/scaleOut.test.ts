@@ -54,6 +54,6 @@ describe.skipIf(!HAS_MOTO)('three APIs, three workers and two schedulers on S3 a
     expect(run.ticks).toBeGreaterThanOrEqual(3);
     expect(run.tickRuns, why).toEqual({ twice: [], neither: [], withoutTick: [] });
     expect(run.ran + run.skipped).toBe(run.ticks);
-    console.log(JSON.stringify({ scaleOut: { posted: run.ids.length, acknowledged: run.acked.size, archived: run.answers.ndjson.size, kills: run.kills, convergedSeconds: run.convergedSeconds, seconds: run.seconds, ticks: run.ticks, ran: run.ran } }));
+    console.log(JSON.stringify({ scaleOut: { posted: run.ids.length, acknowledged: run.acked.size, archived: run.answers.ndjson.size, kills: run.kills, convergedSeconds: run.convergedSeconds, seconds: run.seconds, storedRows: [...run.storedBefore.values()].reduce((a, b) => a + b, 0), deadLettered: run.deadLettered, ticks: run.ticks, ran: run.ran } }));
   }, 900_000);
 });
