@@ -211,16 +211,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const v = raw as Record<string, string | number | undefined>;
   const dataDir = path.resolve(cwd, String(v.DATA_DIR ?? 'data'));
   const flushIntervalSeconds = Number(v.FLUSH_INTERVAL_SECONDS ?? 30);
-  const reconcileAfterSeconds = Number(v.RECONCILE_AFTER_SECONDS ?? Math.max(60, flushIntervalSeconds * 4));
+  /** A duration that must outlast two flushes, or its default. */
+  const twoFlushesAtLeast = (name: 'RECONCILE_AFTER_SECONDS' | 'QUEUE_VISIBILITY_SECONDS', fallback: number): number => {
+    const value = Number(v[name] ?? fallback);
+    if (value < flushIntervalSeconds * 2) {
+      throw new ConfigError(`invalid configuration: ${name}=${JSON.stringify(env[name])}: must be at least twice FLUSH_INTERVAL_SECONDS (${flushIntervalSeconds * 2})`);
+    }
+    return value;
+  };
   // Sooner, a report still in a worker's buffer (or its flush) would be sent again for nothing.
-  if (reconcileAfterSeconds < flushIntervalSeconds * 2) {
-    throw new ConfigError(`invalid configuration: RECONCILE_AFTER_SECONDS=${JSON.stringify(env.RECONCILE_AFTER_SECONDS)}: must be at least twice FLUSH_INTERVAL_SECONDS (${flushIntervalSeconds * 2})`);
-  }
-  const visibilitySeconds = Number(v.QUEUE_VISIBILITY_SECONDS ?? QUEUE_SETTINGS.visibilityTimeoutSeconds(flushIntervalSeconds));
+  const reconcileAfterSeconds = twoFlushesAtLeast('RECONCILE_AFTER_SECONDS', Math.max(60, flushIntervalSeconds * 4));
   // Shorter, every message would come back to another worker before its receiver had flushed it.
-  if (visibilitySeconds < flushIntervalSeconds * 2) {
-    throw new ConfigError(`invalid configuration: QUEUE_VISIBILITY_SECONDS=${JSON.stringify(env.QUEUE_VISIBILITY_SECONDS)}: must be at least twice FLUSH_INTERVAL_SECONDS (${flushIntervalSeconds * 2})`);
-  }
+  const visibilitySeconds = twoFlushesAtLeast('QUEUE_VISIBILITY_SECONDS', QUEUE_SETTINGS.visibilityTimeoutSeconds(flushIntervalSeconds));
   const window = String(v.ARCHIVE_MAX_WINDOW ?? '366d');
   const windowHours = window.endsWith('h') ? Number.parseInt(window, 10) : Number.parseInt(window, 10) * 24;
   const storageUrl = String(v.STORAGE_URL ?? `file://${path.join(dataDir, 'store')}`);
