@@ -228,6 +228,9 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     await expect(other.accept(record(50, 'operators'))).rejects.toBeInstanceOf(PkeyTakenError);
     expect(await other.get({ source: 'partner', post_id: 50 })).toBeUndefined();
     expect((await ledger.lookup('partner-50'))!.record!.report.title).toBe('from before');
+    // Archived by that key, which does not name its partner; beta's same post_id stays pending.
+    await other.markArchived(['partner-50']);
+    expect([await ledger.isPending('partner-50'), await ledger.isPending('partner-beta-50')]).toEqual([false, true]);
   });
 
   it('gives a new key only a name no key has had; a rotation keeps the name', async () => {
