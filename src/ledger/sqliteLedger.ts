@@ -165,8 +165,8 @@ export class SqliteLedger implements IngestLedger {
     // held the write lock past a live acceptance's busy timeout.
     const archive = (pkey: string) => {
       // By the primary key the pkey names (one lookup, not the pkey's index and then the row: a
-      // fifth less time a report). A report accepted before post_ids were per partner has a pkey
-      // without its partner, and is found by its pkey.
+      // fifth to a third less time a report). A report accepted before post_ids were per partner
+      // has a pkey without its partner, and is found by its pkey.
       const named = parsePkey(pkey);
       if (named && this.stmts.archiveById.run(now, named.source, named.partner ?? '', named.post_id, pkey).changes === 1) {
         this.stmts.dropRecord.run(named.source, named.partner ?? '', named.post_id);
