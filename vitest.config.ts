@@ -1,18 +1,5 @@
 import os from 'node:os';
 import { defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
-
-/**
- * Vitest's own order (slowest first once it has timings, else largest first), with the file that
- * takes minutes started first: in a fresh clone, which has no timings, it came last and ran alone.
- */
-class LongestFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const first = (spec: TestSpecification) => spec.moduleId.endsWith('test/faults/scaleOut.test.ts');
-    return [...sorted.filter(first), ...sorted.filter((spec) => !first(spec))];
-  }
-}
 
 export default defineConfig({
   test: {
@@ -28,6 +15,5 @@ export default defineConfig({
     // Two files at a time even on two cores: the slow files mostly wait (on flush intervals,
     // visibility timeouts, killed processes' restarts), so a second file fills those waits.
     maxWorkers: Math.max(2, os.availableParallelism() - 1),
-    sequence: { sequencer: LongestFirst },
   },
 });
