@@ -11,22 +11,31 @@ import path from 'node:path';
 import { sqlString, type DuckDb } from './duckdb.js';
 import { tombstoneSql } from './schema.js';
 import { partKeysOf } from '../store/layout.js';
-import { mapLimit } from '../ops/concurrency.js';
+import { mapWeighted } from '../ops/concurrency.js';
 
 /** Rows per row group of the sorted files: a part's range reads a few of them, not the whole of them. */
 const SORTED_ROW_GROUP = 10_000;
 /** Rows sorted at once. */
 const SORT_ROWS = 250_000;
+/**
+ * Parts written at once, and their rows at most (a part with more is written alone): each has a
+ * fixed cost of some tens of milliseconds whatever its size, so the days of a file spread over a
+ * year go four at a time, and a storm's days one or two at a time.
+ */
+const PARTS_AT_ONCE = 4;
+const ROWS_AT_ONCE = 200_000;
 
-/** Each part key's time range [fromMs, toMs): the hours mapped to it, end to end. */
-function rangesOf(byHour: ReadonlyMap<number, string>): { key: string; fromMs: number; toMs: number }[] {
-  const ranges = new Map<string, { key: string; fromMs: number; toMs: number }>();
+/** Each part key's time range [fromMs, toMs) (the hours mapped to it, end to end) and its rows. */
+function rangesOf(byHour: ReadonlyMap<number, string>, rowsOf: ReadonlyMap<number, number>): { key: string; fromMs: number; toMs: number; rows: number }[] {
+  const ranges = new Map<string, { key: string; fromMs: number; toMs: number; rows: number }>();
   for (const [hour, key] of byHour) {
+    const rows = rowsOf.get(hour) ?? 0;
     const range = ranges.get(key);
-    if (!range) ranges.set(key, { key, fromMs: hour, toMs: hour + 3_600_000 });
+    if (!range) ranges.set(key, { key, fromMs: hour, toMs: hour + 3_600_000, rows });
     else {
       range.fromMs = Math.min(range.fromMs, hour);
       range.toMs = Math.max(range.toMs, hour + 3_600_000);
+      range.rows += rows;
     }
   }
   return [...ranges.values()];
@@ -46,7 +55,7 @@ export interface BulkPartsOptions {
   retracted: ReadonlySet<string>;
   /** A scratch directory of this call's own (emptied by it when done). */
   scratch: string;
-  /** Parts handed to `publish` at once (one is written while the other is stored). */
+  /** Parts written and handed to `publish` at most at once (PARTS_AT_ONCE by default; fewer when they are large). */
   concurrency?: number;
 }
 
@@ -79,15 +88,14 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
            TO ${sqlString(path.join(sorted, `${i}.parquet`))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${SORTED_ROW_GROUP})`,
         );
       }
-      const hours = (await conn.runAndReadAll(`SELECT DISTINCT (epoch_ms(created_at) // 3600000) * 3600000 FROM read_parquet(${sortedFiles})`)).getColumnsJS()[0] as bigint[];
-      return rangesOf(partKeysOf(hours.map(Number), options.closedBeforeMs));
+      const [hours, counts] = (await conn.runAndReadAll(`SELECT (epoch_ms(created_at) // 3600000) * 3600000, count(*)::DOUBLE FROM read_parquet(${sortedFiles}) GROUP BY 1`)).getColumnsJS() as [bigint[], number[]];
+      const rowsOf = new Map(hours.map((hour, i) => [Number(hour), counts[i]!]));
+      return rangesOf(partKeysOf(rowsOf.keys(), options.closedBeforeMs), rowsOf);
     });
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
-    // A failure stops what has not started, and is thrown once what has started is done: the
-    // scratch directory is removed only when nothing writes into it any more.
-    let failure: { err: unknown } | undefined;
-    await mapLimit(parts, options.concurrency ?? 2, async ({ key, fromMs, toMs }, i) => {
-      if (failure) return;
+    // The scratch directory is removed only once nothing writes into it any more (mapWeighted
+    // settles when what has started is done).
+    await mapWeighted(parts, { limit: options.concurrency ?? PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => part.rows }, async ({ key, fromMs, toMs }, i) => {
       const file = path.join(options.scratch, `part-${i}.parquet`);
       try {
         const reports = await db.withConnection(async (conn) => {
@@ -103,13 +111,10 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
           return pkeys.map((pkey, n) => ({ pkey, createdMs: created[n]! }));
         });
         await publish({ key, file, reports });
-      } catch (err) {
-        failure ??= { err };
       } finally {
         await fs.rm(file, { force: true });
       }
     });
-    if (failure) throw failure.err;
     return parts.length;
   } finally {
     await fs.rm(options.scratch, { recursive: true, force: true });

@@ -11,3 +11,64 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   await Promise.all(workers);
   return out;
 }
+
+export interface WeightedLimits<T> {
+  /** At most this many in flight. */
+  limit: number;
+  /** The weights in flight add up to at most this, but for an item that alone weighs more: it runs by itself. */
+  budget: number;
+  /** What an item holds while it runs (its reports, say). */
+  weight(item: T): number;
+}
+
+/**
+ * Runs `fn` over `items`, started in order, many small ones at once and a heavy one with few
+ * others or alone (see WeightedLimits). A failure stops what has not started, and is thrown,
+ * the first one, once what has started is done: nothing runs on after the call has settled.
+ */
+export function mapWeighted<T, R>(items: readonly T[], limits: WeightedLimits<T>, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  let running = 0;
+  let load = 0;
+  let failure: { err: unknown } | undefined;
+  return new Promise((resolve, reject) => {
+    const pump = () => {
+      while (!failure && next < items.length && running < limits.limit) {
+        const i = next;
+        let weight: number;
+        try {
+          // One heavier than the budget counts as the whole of it (and Infinity - Infinity is no weight).
+          weight = Math.min(limits.budget, Math.max(0, limits.weight(items[i]!)));
+        } catch (err) {
+          failure = { err };
+          break;
+        }
+        if (running > 0 && load + weight > limits.budget) break;
+        next += 1;
+        running += 1;
+        load += weight;
+        // fn may throw before it returns a promise: the same as a rejection.
+        Promise.resolve()
+          .then(() => fn(items[i]!, i))
+          .then(
+            (result) => {
+              out[i] = result;
+            },
+            (err: unknown) => {
+              failure ??= { err };
+            },
+          )
+          .finally(() => {
+            running -= 1;
+            load -= weight;
+            pump();
+          });
+      }
+      if (running > 0) return;
+      if (failure) reject(failure.err);
+      else if (next >= items.length) resolve(out);
+    };
+    pump();
+  });
+}

@@ -41,7 +41,7 @@ import { InvalidReportError, parsePartnerReport } from '../partners/partnerRepor
 import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import { mapLimit } from './concurrency.js';
+import { mapWeighted } from './concurrency.js';
 import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
@@ -107,8 +107,11 @@ interface Checkpoint {
   staged: string[];
   stagedReports: number;
   parts: number;
-  /** Archived parts still without their ready texts, each with its local copy (a name in the run's folder). */
-  untexted: { key: string; file: string }[];
+  /**
+   * Archived parts still without their ready texts, each with its local copy (a name in the run's
+   * folder) and its reports (absent in a checkpoint written before they were counted).
+   */
+  untexted: { key: string; file: string; reports?: number }[];
 }
 
 /** The sorted file of validated records, in the run's folder. */
@@ -117,6 +120,8 @@ const SORTED = 'sorted.parquet';
 const BATCH = 10_000;
 /** Staged reports archived at once: a year of a few million in one round, so each day is one part. */
 const ROUND_ROWS = 4_000_000;
+/** Reports whose ready texts are written at once, at most (a part with more goes alone). */
+const TEXT_REPORTS_AT_ONCE = 200_000;
 /** How long the ledger leaves an import's reports to it: a round's staging and archiving, with room. */
 const HOLD_MS = 60 * 60_000;
 
@@ -192,7 +197,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
         for (const r of reports) archived.push(r.pkey);
         const kept = `texts-${ulid()}.parquet`;
         await fs.rename(file, path.join(runDir, kept));
-        untexted.push({ key, file: kept });
+        untexted.push({ key, file: kept, reports: reports.length });
       },
     );
     // Once every part is stored, all at once and in the ledger's order: each of its pages is
@@ -212,7 +217,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
    * meanwhile needs none: its successor was written with them.
    */
   const addReadyTexts = () => timed('readyTexts', async () => {
-    await mapLimit(checkpoint.untexted, 2, async ({ key, file }) => {
+    // Many small parts at once (each has a fixed cost), a storm's day with one other at most: a
+    // part's texts are held whole while they are written. A part of unknown size goes alone.
+    await mapWeighted(checkpoint.untexted, { limit: 4, budget: TEXT_REPORTS_AT_ONCE, weight: (part) => part.reports ?? TEXT_REPORTS_AT_ONCE }, async ({ key, file }) => {
       const local = path.join(runDir, file);
       const part = await rt.store.head(key);
       if (part && (await exists(local))) await publisher.upgrade(part, local, path.join(runDir, `${file}.ready`));

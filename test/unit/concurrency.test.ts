@@ -1,0 +1,73 @@
+// Bulk writes run many small parts at once and a storm's day with few others: mapWeighted keeps
+// both bounds, starts parts in order, and on a failure starts nothing more and settles only once
+// what had started is done (an import removes its scratch files after it).
+import { describe, expect, it } from 'vitest';
+import { mapWeighted } from '../../src/ops/concurrency.js';
+
+/** Runs mapWeighted over `weights`, each item held until released; records what ran at once. */
+function harness(weights: number[], limit: number, budget: number, failing = new Set<number>()) {
+  const release = new Map<number, () => void>();
+  const running = new Set<number>();
+  const overlaps: number[][] = [];
+  const started: number[] = [];
+  const finished: number[] = [];
+  const done = mapWeighted(weights, { limit, budget, weight: (w) => w }, async (w, i) => {
+    started.push(i);
+    running.add(i);
+    overlaps.push([...running].sort((a, b) => a - b));
+    await new Promise<void>((r) => release.set(i, r));
+    running.delete(i);
+    finished.push(i);
+    if (failing.has(i)) throw new Error(`item ${i} failed`);
+    return w * 10;
+  });
+  const settle = async () => {
+    // Let started items register, then release them one at a time, oldest first.
+    for (;;) {
+      await new Promise((r) => setImmediate(r));
+      const next = [...release.keys()][0];
+      if (next === undefined) break;
+      release.get(next)!();
+      release.delete(next);
+    }
+  };
+  return { done, settle, overlaps, started, finished };
+}
+
+describe('mapWeighted', () => {
+  it('keeps at most `limit` in flight and their weights within the budget, in order, with every result', async () => {
+    const weights = [1, 1, 1, 1, 1, 5, 1, 6, 9, 1, 1];
+    const h = harness(weights, 4, 8);
+    const [results] = await Promise.all([h.done, h.settle()]);
+    expect(results).toEqual(weights.map((w) => w * 10));
+    expect(h.started).toEqual(weights.map((_, i) => i));
+    for (const group of h.overlaps) {
+      expect(group.length).toBeLessThanOrEqual(4);
+      const load = group.reduce((sum, i) => sum + weights[i]!, 0);
+      // Over the budget only when one item alone weighs more.
+      if (group.length > 1) expect(load).toBeLessThanOrEqual(8);
+    }
+    // Small ones do go four at a time; the one of 9 ran alone.
+    expect(Math.max(...h.overlaps.map((g) => g.length))).toBe(4);
+    expect(h.overlaps.filter((g) => g.includes(8))).toEqual([[8]]);
+  });
+
+  it('starts nothing after a failure and rejects with the first one once what had started is done', async () => {
+    const h = harness([1, 1, 1, 1, 1, 1, 1, 1], 3, 100, new Set([1, 2]));
+    const [outcome] = await Promise.all([h.done.then(() => 'resolved', (err: Error) => err.message), h.settle()]);
+    expect(outcome).toBe('item 1 failed');
+    // 0, 1 and 2 started at once; 3 took 0's place before 1 failed; nothing after.
+    expect(h.started).toEqual([0, 1, 2, 3]);
+    expect(h.finished.sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('resolves at once with nothing to do, and treats a throwing fn as a failure', async () => {
+    await expect(mapWeighted([], { limit: 2, budget: 1, weight: () => 1 }, async () => 1)).resolves.toEqual([]);
+    await expect(
+      mapWeighted([1, 2], { limit: 2, budget: 10, weight: () => 1 }, (w) => {
+        if (w === 2) throw new Error('sync throw');
+        return Promise.resolve(w);
+      }),
+    ).rejects.toThrow('sync throw');
+  });
+});
