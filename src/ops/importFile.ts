@@ -120,8 +120,8 @@ const SORTED = 'sorted.parquet';
 const BATCH = 10_000;
 /** Staged reports archived at once: a year of a few million in one round, so each day is one part. */
 const ROUND_ROWS = 4_000_000;
-/** Reports whose ready texts are written at once, at most (a part with more goes alone). */
-const TEXT_REPORTS_AT_ONCE = 200_000;
+/** A part whose ready texts are written four at a time: a day of a file spread over a year, not a busy day. */
+const SMALL_PART_REPORTS = 2_000;
 /** How long the ledger leaves an import's reports to it: a round's staging and archiving, with room. */
 const HOLD_MS = 60 * 60_000;
 
@@ -217,9 +217,11 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
    * meanwhile needs none: its successor was written with them.
    */
   const addReadyTexts = () => timed('readyTexts', async () => {
-    // Many small parts at once (each has a fixed cost), a storm's day with one other at most: a
-    // part's texts are held whole while they are written. A part of unknown size goes alone.
-    await mapWeighted(checkpoint.untexted, { limit: 4, budget: TEXT_REPORTS_AT_ONCE, weight: (part) => part.reports ?? TEXT_REPORTS_AT_ONCE }, async ({ key, file }) => {
+    // Four small parts at once (each has a fixed cost), two larger ones: DuckDB joins a part's
+    // texts in its memory, and four days of 6,850 reports at once ran it out of its default
+    // 256 MB. A part of unknown size counts as large.
+    const weight = (part: Checkpoint['untexted'][number]) => (part.reports !== undefined && part.reports <= SMALL_PART_REPORTS ? 1 : 2);
+    await mapWeighted(checkpoint.untexted, { limit: 4, budget: 4, weight }, async ({ key, file }) => {
       const local = path.join(runDir, file);
       const part = await rt.store.head(key);
       if (part && (await exists(local))) await publisher.upgrade(part, local, path.join(runDir, `${file}.ready`));
