@@ -55,8 +55,6 @@ export interface BulkPartsOptions {
   retracted: ReadonlySet<string>;
   /** A scratch directory of this call's own (emptied by it when done). */
   scratch: string;
-  /** Parts written and handed to `publish` at most at once (PARTS_AT_ONCE by default; fewer when they are large). */
-  concurrency?: number;
 }
 
 /**
@@ -95,7 +93,7 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
     // The scratch directory is removed only once nothing writes into it any more (mapWeighted
     // settles when what has started is done).
-    await mapWeighted(parts, { limit: options.concurrency ?? PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => part.rows }, async ({ key, fromMs, toMs }, i) => {
+    await mapWeighted(parts, { limit: PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => part.rows }, async ({ key, fromMs, toMs }, i) => {
       const file = path.join(options.scratch, `part-${i}.parquet`);
       try {
         const reports = await db.withConnection(async (conn) => {
