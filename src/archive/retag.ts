@@ -20,6 +20,8 @@ const TAGS = ['instance_region_code', 'local_area_id', 'province_code', 'region_
 export interface Retagged {
   /** Reports in the window (those re-tagged). */
   reports: number;
+  /** Reports in the parts, the window's and the others (those the new part holds). */
+  rows: number;
   cityChanges: number;
   localAreaChanges: number;
   /** "PH-QC -> null": how many reports move that way. */
@@ -69,7 +71,7 @@ export async function retagParts(
       }
       await appendSets(conn, sets, ids);
       // The comparison of old and new tags is DuckDB's: JavaScript reads no tag or key.
-      const result = await compare(conn, version);
+      const result = { ...(await compare(conn, version)), rows: lng.length };
       if (window.dryRun || !result.changed) return result;
       await conn.run(
         `COPY (SELECT r.* EXCLUDE (i) REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ORDER BY created_at DESC, pkey DESC)
@@ -120,7 +122,7 @@ async function appendSets(conn: DuckDBConnection, sets: (string | null)[][], ids
 }
 
 /** Counts what re-tagging changes, and names the reports whose answered tags move. */
-async function compare(conn: DuckDBConnection, version: string): Promise<Retagged> {
+async function compare(conn: DuckDBConnection, version: string): Promise<Omit<Retagged, 'rows'>> {
   const differs = TAGS.map((c) => `r.${c} IS DISTINCT FROM s.${c}`).join(' OR ');
   const bind = { version };
   const [summary] = (

@@ -41,7 +41,7 @@ import { InvalidReportError, parsePartnerReport } from '../partners/partnerRepor
 import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import { mapWeighted } from './concurrency.js';
+import { addReadyTexts } from './addReadyTexts.js';
 import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
@@ -120,8 +120,6 @@ const SORTED = 'sorted.parquet';
 const BATCH = 10_000;
 /** Staged reports archived at once: a year of a few million in one round, so each day is one part. */
 const ROUND_ROWS = 4_000_000;
-/** A part whose ready texts are written four at a time: a day of a file spread over a year, not a busy day. */
-const SMALL_PART_REPORTS = 2_000;
 /** How long the ledger leaves an import's reports to it: a round's staging and archiving, with room. */
 const HOLD_MS = 60 * 60_000;
 
@@ -211,21 +209,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     await Promise.all(files.map((f) => fs.rm(f, { force: true })));
   });
 
-  /**
-   * The ready texts of the parts archived so far (the answers' fast path; without them a part is
-   * answered through the query engine, the same answer). A part merged away by compaction
-   * meanwhile needs none: its successor was written with them.
-   */
-  const addReadyTexts = () => timed('readyTexts', async () => {
-    // Four small parts at once (each has a fixed cost), two larger ones: DuckDB joins a part's
-    // texts in its memory, and four days of 6,850 reports at once ran it out of its default
-    // 256 MB. A part of unknown size counts as large.
-    const weight = (part: Checkpoint['untexted'][number]) => (part.reports !== undefined && part.reports <= SMALL_PART_REPORTS ? 1 : 2);
-    await mapWeighted(checkpoint.untexted, { limit: 4, budget: 4, weight }, async ({ key, file }) => {
-      const local = path.join(runDir, file);
-      const part = await rt.store.head(key);
-      if (part && (await exists(local))) await publisher.upgrade(part, local, path.join(runDir, `${file}.ready`));
-    });
+  /** The ready texts of the parts archived so far (addReadyTexts.ts). */
+  const addTexts = () => timed('readyTexts', async () => {
+    await addReadyTexts({ store: rt.store, publisher }, checkpoint.untexted.map((part) => ({ ...part, file: path.join(runDir, part.file) })), runDir);
     checkpoint.untexted = [];
     await save();
   });
@@ -331,7 +317,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   // The rounds archived while accepting are archiving's.
   seconds.accepting -= seconds.archiving - archivingBefore;
   await archiveStaged();
-  await addReadyTexts();
+  await addTexts();
   checkpoint.complete = true;
   await save();
   await fs.rm(runDir, { recursive: true, force: true });
@@ -377,13 +363,6 @@ function inLedgerOrder(pkeys: readonly string[]): string[] {
 }
 
 const round = (s: number) => Math.round(s * 10) / 10;
-
-async function exists(file: string): Promise<boolean> {
-  return fs.stat(file).then(
-    () => true,
-    () => false,
-  );
-}
 
 /** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */
 async function writeCheckpoint(file: string, checkpoint: Checkpoint): Promise<void> {

@@ -1,5 +1,6 @@
-// Reprocessing after a boundary change: re-tag the reports of a window with
-// the current boundary version and rewrite each hour whose tags change.
+// Reprocessing after a boundary change: re-tag the reports of a window with the current boundary
+// version and rewrite each hour whose tags change, as parts with their stats sidecars; then their
+// ready texts (addReadyTexts.ts), so every answer carries the new tags as early as possible.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -12,6 +13,7 @@ import { newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
 import { mapLimit } from './concurrency.js';
 import type { Progress } from './progress.js';
+import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
 
 /** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
 export interface ReprocessDeps extends PartRewriteDeps {
@@ -28,6 +30,8 @@ export interface ReprocessResult {
   moves: Record<string, number>;
   hoursRewritten: number;
   dryRun: boolean;
+  /** Where the time went: re-tagging and storing the parts (after which answers carry the new tags); their ready texts. */
+  seconds: { retagging: number; readyTexts: number };
 }
 
 export async function reprocess(
@@ -45,38 +49,65 @@ export async function reprocess(
     moves: {},
     hoursRewritten: 0,
     dryRun: options.dryRun,
+    seconds: { retagging: 0, readyTexts: 0 },
   };
   const publisher = storePartPublisher(rt);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'reprocess');
   await fs.mkdir(tmpDir, { recursive: true });
-  progress?.start(hours.length);
-  // Two hours at a time: one's tagging (JavaScript) runs while the other's parts are read and
-  // written (DuckDB's threads), so the tagger's cost hides behind the writing.
-  await mapLimit(hours, 2, async (hour) => {
-    const out = path.join(tmpDir, `${randomUUID()}.parquet`);
-    try {
-      const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
-      const done = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
-      result.reports += done.reports;
-      result.cityChanges += done.cityChanges;
-      result.localAreaChanges += done.localAreaChanges;
-      for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
-      if (options.dryRun || !done.changed) return;
-      // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
-      // Logged before the new part, and again once it is durable. The first log survives a run
-      // cut short after the part (a rerun finds the tags already new and writes nothing); a sync
-      // lists it only a settling time after it was named, by when the part is readable unless its
-      // PUT took that long, which the second log covers.
-      await rt.changes.record(done.moved);
-      await publisher.publish(hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs), out);
-      await rt.changes.record(done.moved);
-      await publisher.retire(hour.parts.map((p) => p.key));
-      result.hoursRewritten += 1;
-    } finally {
-      await fs.rm(out, { force: true });
-      progress?.tick();
-    }
-  });
-  progress?.stop();
+  const untexted: UntextedPart[] = [];
+  /** The new parts' local copies, removed at the end. */
+  const written: string[] = [];
+  const started = performance.now();
+  try {
+    progress?.start(hours.length);
+    // Two hours at a time: one's tagging (JavaScript) runs while the other's parts are read and
+    // written (DuckDB's threads), so the tagger's cost hides behind the writing.
+    await mapLimit(hours, 2, async (hour) => {
+      const out = path.join(tmpDir, `${randomUUID()}.parquet`);
+      let kept = false;
+      try {
+        const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
+        const done = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
+        result.reports += done.reports;
+        result.cityChanges += done.cityChanges;
+        result.localAreaChanges += done.localAreaChanges;
+        for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
+        if (options.dryRun) return;
+        if (!done.changed) {
+          // Re-tagged by an earlier run that stopped before its ready texts: this one writes them.
+          if (hour.parts.length === 1) untexted.push({ key: hour.parts[0]!.key, file: files[0]!, reports: done.rows });
+          return;
+        }
+        // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
+        // Logged before the new part, and again once it is durable. The first log survives a run
+        // cut short after the part (a rerun finds the tags already new and writes nothing); a sync
+        // lists it only a settling time after it was named, by when the part is readable unless its
+        // PUT took that long, which the second log covers.
+        const key = hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs);
+        await rt.changes.record(done.moved);
+        await publisher.publish(key, out, { readyTexts: false });
+        await rt.changes.record(done.moved);
+        await publisher.retire(hour.parts.map((p) => p.key));
+        untexted.push({ key, file: out, reports: done.rows });
+        written.push(out);
+        kept = true;
+        result.hoursRewritten += 1;
+      } finally {
+        if (!kept) await fs.rm(out, { force: true });
+        progress?.tick();
+      }
+    });
+    progress?.stop();
+    result.seconds.retagging = seconds(started);
+    const textsStarted = performance.now();
+    progress?.start(untexted.length);
+    await addReadyTexts({ store: rt.store, publisher }, untexted, tmpDir, () => progress?.tick());
+    progress?.stop();
+    result.seconds.readyTexts = seconds(textsStarted);
+  } finally {
+    await Promise.all(written.map((file) => fs.rm(file, { force: true })));
+  }
   return result;
 }
+
+const seconds = (since: number) => Math.round((performance.now() - since) / 100) / 10;

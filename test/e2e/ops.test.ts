@@ -11,6 +11,7 @@ import { bootstrap } from '../../src/main/bootstrap.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { listWindowParts } from '../../src/archive/partListing.js';
+import { readyKeyOf } from '../../src/archive/sidecars/keys.js';
 import { mergeParts } from '../../src/archive/readRows.js';
 import type { IngestRecord } from '../../src/ingest/intake.js';
 import { compact } from '../../src/ops/compact.js';
@@ -335,5 +336,14 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
     const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
     expect(hours.map((h) => h.parts.length)).toEqual([1]);
     expect(version).toHaveLength(24);
+    // The new part got its ready texts after every part was re-tagged.
+    const part = hours[0]!.parts[0]!;
+    expect(await svc.rt.store.head(readyKeyOf(part.key))).toBeDefined();
+    // A run stopped before them: the same command again rewrites nothing and writes them.
+    await svc.rt.store.delete([readyKeyOf(part.key)]);
+    const again = await reprocess(svc.rt, { ...DAY, dryRun: false });
+    expect(again.hoursRewritten).toBe(0);
+    expect(await svc.rt.store.head(readyKeyOf(part.key))).toBeDefined();
+    expect(JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`))).toEqual(body);
   }, 120_000);
 });

@@ -62,6 +62,7 @@ export const reprocess: Command = {
         [
           `${result.dryRun ? 'would re-tag' : 're-tagged'} ${result.reports} reports with boundary version ${result.boundaryVersion}`,
           `city changes: ${result.cityChanges}; barangay changes: ${result.localAreaChanges}; hours rewritten: ${result.hoursRewritten}`,
+          `seconds re-tagging ${result.seconds.retagging} (answers carry the new tags from here), ready texts ${result.seconds.readyTexts}`,
           ...Object.entries(result.moves).map(([move, n]) => `  ${move}: ${n}`),
         ].join('\n'),
       );
