@@ -3,7 +3,7 @@
 // without ready texts is answered by the query engine, the same bytes), then makes their ready
 // texts, the answers' fast path, from local copies of the parts. A part merged away meanwhile
 // (compaction) needs none: its successor was written with them. A job stopped before this step
-// leaves its parts to compaction, which writes the sidecars a part lacks.
+// leaves its parts to compaction, which writes the sidecars a part lacks, or to the job run again.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';

@@ -74,8 +74,9 @@ export async function reprocess(
         for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
         if (options.dryRun) return;
         if (!done.changed) {
-          // Re-tagged by an earlier run that stopped before its ready texts: this one writes them.
-          if (hour.parts.length === 1) untexted.push({ key: hour.parts[0]!.key, file: files[0]!, reports: done.rows });
+          // Re-tagged by an earlier run that stopped before its ready texts: this one writes them
+          // (the answers already carry its tags).
+          if (hour.parts.length === 1) await publisher.upgrade(hour.parts[0]!, files[0]!, path.join(tmpDir, `${randomUUID()}.ready`));
           return;
         }
         // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
