@@ -55,7 +55,7 @@ export async function reprocess(
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'reprocess');
   await fs.mkdir(tmpDir, { recursive: true });
   const untexted: UntextedPart[] = [];
-  /** The new parts' local copies, removed at the end. */
+  /** Where this run writes its new parts: kept for their ready texts, removed at the end. */
   const written: string[] = [];
   const started = performance.now();
   try {
@@ -64,7 +64,7 @@ export async function reprocess(
     // written (DuckDB's threads), so the tagger's cost hides behind the writing.
     await mapLimit(hours, 2, async (hour) => {
       const out = path.join(tmpDir, `${randomUUID()}.parquet`);
-      let kept = false;
+      written.push(out);
       try {
         const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
         const done = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
@@ -90,11 +90,8 @@ export async function reprocess(
         await rt.changes.record(done.moved);
         await publisher.retire(hour.parts.map((p) => p.key));
         untexted.push({ key, file: out, reports: done.rows });
-        written.push(out);
-        kept = true;
         result.hoursRewritten += 1;
       } finally {
-        if (!kept) await fs.rm(out, { force: true });
         progress?.tick();
       }
     });
