@@ -8,7 +8,7 @@ import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
-import { csvItemSql, GEOJSON_OVER_TOPOJSON, itemPiecesSql, jsonItemSql } from '../sql.js';
+import { GEOJSON_OVER_TOPOJSON, ITEM_SQL, topojsonOfGeojson } from '../sql.js';
 import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
 import { gzipMember } from './readyMember.js';
 
@@ -40,14 +40,11 @@ const BATCH_REPORTS = 20_000;
 const ORDER = 'ORDER BY created_at DESC, pkey DESC';
 const HOUR_SQL = `epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS}`;
 
-/** A report's pieces (serialised once), and its items built of them, as the answers' SQL makes them. */
-const PIECES = itemPiecesSql();
-const NAMED_PIECES = { coordinates: 'item_coordinates', properties: 'item_properties' };
-const ITEMS = [
-  `${jsonItemSql('geojson', NAMED_PIECES)} AS geojson`,
-  `${jsonItemSql('topojson', NAMED_PIECES)} AS topojson`,
-  `${csvItemSql()} AS csv`,
-].join(', ');
+/**
+ * A report's items as the answers' SQL makes them: GeoJSON and CSV. Its TopoJSON item is made
+ * of its GeoJSON item's bytes (topojsonOfGeojson), not serialised again.
+ */
+const ITEMS = `${ITEM_SQL.geojson} AS geojson, ${ITEM_SQL.csv} AS csv`;
 
 type HourRow = [bigint, number, number, number, number, number, bigint, bigint];
 
@@ -82,32 +79,28 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
             ${from} GROUP BY 1 ORDER BY 1 DESC`,
         )
       ).getRowsJS() as HourRow[];
-      // Each report serialised once (the subqueries: its JSON pieces, then its items), its text
-      // joined into its hour's in answer order and its length kept (a TopoJSON item's is its
-      // GeoJSON item's less the Feature around it).
-      const hourTexts: Uint8Array[][] = [];
+      // Each report serialised once, as GeoJSON and CSV, each text joined into its hour's in
+      // answer order with its items' lengths; the TopoJSON text is made of the GeoJSON one.
+      const hourTexts: Record<ReadyShape, Uint8Array>[] = [];
       const lengthsOf: Record<ReadyShape, number[]> = { geojson: [], topojson: [], csv: [] };
-      const measured = ['geojson', 'csv'] as const;
+      const separator = Object.fromEntries(READY_TEXTS.map((t) => [t.shape, t.separator])) as Record<ReadyShape, string>;
       for (const batch of batchesOf(hours)) {
         const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
-        const joined = READY_TEXTS.map(({ shape, separator }) => `encode(string_agg(${shape}, ${sqlString(separator)} ${ORDER}))`);
-        const sizes = measured.map((shape) => `list(strlen(${shape})::INTEGER ${ORDER})`);
         const got = (await rowsWithBytesOf(
           conn,
-          `SELECT hour_ms, ${joined.join(', ')}, ${sizes.join(', ')}
-              FROM (SELECT hour_ms, created_at, pkey, ${ITEMS}
-                    FROM (SELECT ${HOUR_SQL} AS hour_ms, *, ${PIECES.coordinates} AS item_coordinates, ${PIECES.properties} AS item_properties
-                          ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS}))
+          `SELECT hour_ms, encode(string_agg(geojson, ${sqlString(separator.geojson)} ${ORDER})), encode(string_agg(csv, ${sqlString(separator.csv)} ${ORDER})),
+                list(strlen(geojson)::INTEGER ${ORDER}), list(strlen(csv)::INTEGER ${ORDER})
+              FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${ITEMS}
+                    ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
               GROUP BY 1 ORDER BY 1 DESC`,
-        )) as [bigint, ...(Uint8Array | number[])[]][];
-        for (const row of got) {
-          hourTexts.push(row.slice(1, 1 + shapes.length) as Uint8Array[]);
-          const [geojson, csv] = row.slice(1 + shapes.length) as [number[], number[]];
-          for (const n of geojson) {
+        )) as [bigint, Uint8Array, Uint8Array, number[], number[]][];
+        for (const [, geojson, csv, geojsonLengths, csvLengths] of got) {
+          hourTexts.push({ geojson, topojson: topojsonTextOf(geojson, geojsonLengths, separator), csv });
+          for (const n of geojsonLengths) {
             lengthsOf.geojson.push(n);
             lengthsOf.topojson.push(n - GEOJSON_OVER_TOPOJSON);
           }
-          for (const n of csv) lengthsOf.csv.push(n);
+          for (const n of csvLengths) lengthsOf.csv.push(n);
         }
       }
       const lengths = shapes.map((shape) => lengthsOf[shape]);
@@ -127,7 +120,7 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
     return hour;
   });
   const messages = batchMessages(arrow, hours.map((h) => [h.first, h.first + h.count] as const));
-  const sections: [ReadyShape | 'arrow', Uint8Array[]][] = [...READY_TEXTS.map(({ shape }, s): [ReadyShape, Uint8Array[]] => [shape, texts.map((t) => t[s]!)]), ['arrow', messages]];
+  const sections: [ReadyShape | 'arrow', Uint8Array[]][] = [...READY_TEXTS.map(({ shape }): [ReadyShape, Uint8Array[]] => [shape, texts.map((t) => t[shape])]), ['arrow', messages]];
   const members = await Promise.all(sections.map(([, plain]) => Promise.all(plain.map(gzipMember))));
   let at = 0;
   sections.forEach(([shape], s) => {
@@ -179,4 +172,23 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
   body.push(parquet);
   const index: ReadyIndex = { version: READY_VERSION, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
   return Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]);
+}
+
+/** An hour's TopoJSON text: its GeoJSON items (of `lengths` bytes, joined by GeoJSON's separator) made TopoJSON items, joined by TopoJSON's. */
+function topojsonTextOf(geojson: Uint8Array, lengths: readonly number[], separator: Record<ReadyShape, string>): Buffer {
+  const between = Buffer.from(separator.topojson);
+  const geojsonBetween = Buffer.byteLength(separator.geojson);
+  const out = Buffer.allocUnsafe(geojson.byteLength - lengths.length * GEOJSON_OVER_TOPOJSON - (lengths.length - 1) * (geojsonBetween - between.length));
+  let from = 0;
+  let at = 0;
+  lengths.forEach((n, i) => {
+    if (i > 0) {
+      out.set(between, at);
+      at += between.length;
+      from += geojsonBetween;
+    }
+    at = topojsonOfGeojson(geojson.subarray(from, from + n), out, at);
+    from += n;
+  });
+  return out;
 }
