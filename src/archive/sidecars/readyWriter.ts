@@ -1,6 +1,6 @@
 // Writes a part's ready texts (FORMAT.md): its reports serialised once, in answer order, by the
-// same SQL as DuckDB's answers, so an answer read from them is byte for byte the one DuckDB
-// would build.
+// same SQL as DuckDB's answers (a TopoJSON item made of its GeoJSON item's bytes), so an answer
+// read from them is byte for byte the one DuckDB would build.
 import fs from 'node:fs/promises';
 import { rowsWithBytesOf, sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
@@ -14,8 +14,8 @@ import { gzipMember } from './readyMember.js';
 
 /**
  * The ready texts of one part file. Purged retractions (tombstones in the part) are left out, as
- * answers leave them out. The texts come from the same SQL as DuckDB's answers, so an answer
- * read from them is byte for byte the one DuckDB would build. `scratch`: a local path to build
+ * answers leave them out. The texts come from the same SQL as DuckDB's answers (TopoJSON from
+ * the GeoJSON bytes), so an answer read from them is byte for byte the one DuckDB would build. `scratch`: a local path to build
  * them at (removed before returning).
  */
 export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string): Promise<Buffer> {
