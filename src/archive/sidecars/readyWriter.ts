@@ -176,18 +176,18 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
 
 /** An hour's TopoJSON text: its GeoJSON items (of `lengths` bytes, joined by GeoJSON's separator) made TopoJSON items, joined by TopoJSON's. */
 function topojsonTextOf(geojson: Uint8Array, lengths: readonly number[], separator: Record<ReadyShape, string>): Buffer {
+  const text = Buffer.from(geojson.buffer, geojson.byteOffset, geojson.byteLength);
   const between = Buffer.from(separator.topojson);
   const geojsonBetween = Buffer.byteLength(separator.geojson);
-  const out = Buffer.allocUnsafe(geojson.byteLength - lengths.length * GEOJSON_OVER_TOPOJSON - (lengths.length - 1) * (geojsonBetween - between.length));
+  const out = Buffer.allocUnsafe(text.length - lengths.length * GEOJSON_OVER_TOPOJSON - (lengths.length - 1) * (geojsonBetween - between.length));
   let from = 0;
   let at = 0;
   lengths.forEach((n, i) => {
     if (i > 0) {
-      out.set(between, at);
-      at += between.length;
+      at += between.copy(out, at);
       from += geojsonBetween;
     }
-    at = topojsonOfGeojson(geojson.subarray(from, from + n), out, at);
+    at = topojsonOfGeojson(text, from, from + n, out, at);
     from += n;
   });
   return out;
