@@ -65,11 +65,11 @@ async function readAll(reads: (() => Iterable<Uint8Array | StoredSection>)[]): P
 }
 
 /** What DuckDB builds of the part's kept reports by hour (newest first): the items joined by `separator`, and the count. */
-async function duckdbHours(shape: FeatureShape, separator: string, where = 'TRUE'): Promise<{ hourMs: number; text: string; n: number }[]> {
+async function duckdbHours(shape: FeatureShape, separator: string, where = 'TRUE', of = part): Promise<{ hourMs: number; text: string; n: number }[]> {
   return db.withConnection(async (conn) => {
     const reader = await conn.runAndReadAll(
       `SELECT epoch_ms(created_at) // ${HOUR} * ${HOUR} AS h, encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS t, count(*)::INTEGER AS n
-        FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' AND ${where} GROUP BY 1 ORDER BY 1 DESC`,
+        FROM read_parquet(${sqlString(of)}) WHERE status <> 'retracted' AND ${where} GROUP BY 1 ORDER BY 1 DESC`,
     );
     return (reader.getRowsJS() as [bigint, Uint8Array, number][]).map(([h, t, n]) => ({ hourMs: Number(h), text: Buffer.from(t).toString('utf8'), n }));
   });
@@ -184,6 +184,24 @@ describe('a ready text', () => {
     const runs = readyRunsOf(damaged, hours, WHOLE);
     await expect(readAll(readyReads(hours.map((h) => runs.get(h)!), 'csv', '\n'))).rejects.toThrow(/ready texts damaged/);
   });
+});
+
+describe('a ready text of a storm\'s day', () => {
+  it('holds every hour\'s bytes as DuckDB builds them, its reports serialised in more than one query', async () => {
+    // 24,000 reports over 30 hours: more than one query serialises (BATCH_REPORTS, readyWriter.ts).
+    const storm = path.join(dir, 'storm.parquet');
+    await writeParquet(db, randomReports(random(5), 24_000, FROM, 30 * HOUR), storm);
+    const stormReady = path.join(dir, 'storm.ready');
+    await writeReadyTexts(db, storm, stormReady);
+    const hours = readReadyIndex(stormReady).index.hours;
+    expect(hours).toHaveLength(30);
+    const runs = readyRunsOf(stormReady, hours.map((h) => h.hourMs), WHOLE);
+    for (const shape of ['geojson', 'topojson', 'csv'] as const) {
+      const built = await duckdbHours(shape, SEPARATORS[shape], 'TRUE', storm);
+      expect(built.map((b) => b.n)).toEqual(hours.map((h) => h.count));
+      for (const b of built) expect((await readAll(readyReads([runs.get(b.hourMs)!], shape, SEPARATORS[shape]))).toString('utf8'), `${shape} ${b.hourMs}`).toBe(b.text);
+    }
+  }, 60_000);
 });
 
 describe('an older ready text', () => {
