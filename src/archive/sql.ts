@@ -190,7 +190,7 @@ export function topojsonOfGeojson(text: Buffer, start: number, end: number, out:
 }
 
 /** A report's CSV line (without its newline). */
-export function csvItemSql(table: Columns = COLUMNS): string {
+function csvItemSql(table: Columns = COLUMNS): string {
   return `concat_ws(',', ${answerColumns(table).map(csvCell).join(', ')})`;
 }
 

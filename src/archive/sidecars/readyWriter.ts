@@ -15,8 +15,8 @@ import { gzipMember } from './readyMember.js';
 /**
  * The ready texts of one part file. Purged retractions (tombstones in the part) are left out, as
  * answers leave them out. The texts come from the same SQL as DuckDB's answers (TopoJSON from
- * the GeoJSON bytes), so an answer read from them is byte for byte the one DuckDB would build. `scratch`: a local path to build
- * them at (removed before returning).
+ * the GeoJSON bytes), so an answer read from them is byte for byte the one DuckDB would build.
+ * `scratch`: a local path to build them at (removed before returning).
  */
 export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string): Promise<Buffer> {
   const answerParquet = `${scratch}.parquet`;
