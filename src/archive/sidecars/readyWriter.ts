@@ -9,7 +9,7 @@ import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
 import { GEOJSON_OVER_TOPOJSON, ITEM_SQL, topojsonOfGeojson } from '../sql.js';
-import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
+import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, separatorOf, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
 import { gzipMember } from './readyMember.js';
 
 /**
@@ -83,19 +83,18 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
       // answer order with its items' lengths; the TopoJSON text is made of the GeoJSON one.
       const hourTexts: Record<ReadyShape, Uint8Array>[] = [];
       const lengthsOf: Record<ReadyShape, number[]> = { geojson: [], topojson: [], csv: [] };
-      const separator = Object.fromEntries(READY_TEXTS.map((t) => [t.shape, t.separator])) as Record<ReadyShape, string>;
       for (const batch of batchesOf(hours)) {
         const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
         const got = (await rowsWithBytesOf(
           conn,
-          `SELECT hour_ms, encode(string_agg(geojson, ${sqlString(separator.geojson)} ${ORDER})), encode(string_agg(csv, ${sqlString(separator.csv)} ${ORDER})),
+          `SELECT hour_ms, encode(string_agg(geojson, ${sqlString(separatorOf('geojson'))} ${ORDER})), encode(string_agg(csv, ${sqlString(separatorOf('csv'))} ${ORDER})),
                 list(strlen(geojson)::INTEGER ${ORDER}), list(strlen(csv)::INTEGER ${ORDER})
               FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${ITEMS}
                     ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
               GROUP BY 1 ORDER BY 1 DESC`,
         )) as [bigint, Uint8Array, Uint8Array, number[], number[]][];
         for (const [, geojson, csv, geojsonLengths, csvLengths] of got) {
-          hourTexts.push({ geojson, topojson: topojsonTextOf(geojson, geojsonLengths, separator), csv });
+          hourTexts.push({ geojson, topojson: topojsonTextOf(geojson, geojsonLengths), csv });
           for (const n of geojsonLengths) {
             lengthsOf.geojson.push(n);
             lengthsOf.topojson.push(n - GEOJSON_OVER_TOPOJSON);
@@ -175,10 +174,10 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
 }
 
 /** An hour's TopoJSON text: its GeoJSON items (of `lengths` bytes, joined by GeoJSON's separator) made TopoJSON items, joined by TopoJSON's. */
-function topojsonTextOf(geojson: Uint8Array, lengths: readonly number[], separator: Record<ReadyShape, string>): Buffer {
+function topojsonTextOf(geojson: Uint8Array, lengths: readonly number[]): Buffer {
   const text = Buffer.from(geojson.buffer, geojson.byteOffset, geojson.byteLength);
-  const between = Buffer.from(separator.topojson);
-  const geojsonBetween = Buffer.byteLength(separator.geojson);
+  const between = Buffer.from(separatorOf('topojson'));
+  const geojsonBetween = Buffer.byteLength(separatorOf('geojson'));
   const out = Buffer.allocUnsafe(text.length - lengths.length * GEOJSON_OVER_TOPOJSON - (lengths.length - 1) * (geojsonBetween - between.length));
   let from = 0;
   let at = 0;
