@@ -187,8 +187,9 @@ describe('a ready text', () => {
 });
 
 describe('a ready text of a storm\'s day', () => {
-  it('holds every hour\'s bytes as DuckDB builds them, its reports serialised in more than one query', async () => {
-    // 24,000 reports over 30 hours: more than one query serialises (BATCH_REPORTS, readyWriter.ts).
+  it('holds every hour\'s bytes as DuckDB builds them, each cut out of the lines of the whole day', async () => {
+    // 24,000 reports over 30 hours, written one item a line (readyWriter.ts): each hour's text is
+    // the slice of its reports' lines, wherever a CSV cell holds a newline.
     const storm = path.join(dir, 'storm.parquet');
     await writeParquet(db, randomReports(random(5), 24_000, FROM, 30 * HOUR), storm);
     const stormReady = path.join(dir, 'storm.ready');

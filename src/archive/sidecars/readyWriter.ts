@@ -2,7 +2,7 @@
 // same SQL as DuckDB's answers (a TopoJSON item made of its GeoJSON item's bytes), so an answer
 // read from them is byte for byte the one DuckDB would build.
 import fs from 'node:fs/promises';
-import { rowsWithBytesOf, sqlString, type DuckDb } from '../duckdb.js';
+import { sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
 import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
@@ -19,11 +19,11 @@ import { gzipMember } from './readyMember.js';
  * `scratch`: a local path to build them at (removed before returning).
  */
 export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string): Promise<Buffer> {
-  const answerParquet = `${scratch}.parquet`;
+  const files = { parquet: `${scratch}.parquet`, geojson: `${scratch}.geojson`, csv: `${scratch}.csv` };
   try {
-    return await buildReady(db, `SELECT * FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`, answerParquet);
+    return await buildReady(db, `SELECT * FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`, files);
   } finally {
-    await fs.rm(answerParquet, { force: true });
+    await Promise.all(Object.values(files).map((file) => fs.rm(file, { force: true })));
   }
 }
 
@@ -32,46 +32,36 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
   await fs.writeFile(out, await readyTextsOf(db, partFile, out));
 }
 
-/**
- * Reports serialised in one query at most: a storm's day (100,000 reports and more) at once held
- * its texts twice over (sorted, then joined) past the engine's memory.
- */
-const BATCH_REPORTS = 20_000;
 const ORDER = 'ORDER BY created_at DESC, pkey DESC';
 const HOUR_SQL = `epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS}`;
 
 /**
- * A report's items as the answers' SQL makes them: GeoJSON and CSV. Its TopoJSON item is made
- * of its GeoJSON item's bytes (topojsonOfGeojson), not serialised again.
+ * The shapes DuckDB serialises, each report once: GeoJSON and CSV. A TopoJSON item is made of
+ * its GeoJSON item's bytes (topojsonOfGeojson), not serialised again.
  */
-const ITEMS = `${ITEM_SQL.geojson} AS geojson, ${ITEM_SQL.csv} AS csv`;
+const SERIALISED = ['geojson', 'csv'] as const;
+
+/**
+ * DuckDB's CSV writer with neither quotes nor escapes writes a one-column row as its bytes and a
+ * newline: a raw text writer. Items are written one a line, in answer order, with what their
+ * shape's separator has before its newline: an hour's text is then a slice of the file.
+ */
+const RAW_LINES = "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '')";
 
 type HourRow = [bigint, number, number, number, number, number, bigint, bigint];
 
-/** Consecutive hours (newest first) in runs of at most BATCH_REPORTS reports (an hour is never split). */
-function batchesOf(hours: readonly HourRow[]): HourRow[][] {
-  const batches: HourRow[][] = [];
-  let size = Infinity;
-  for (const hour of hours) {
-    if (size + hour[1] > BATCH_REPORTS) {
-      batches.push([]);
-      size = 0;
-    }
-    batches.at(-1)!.push(hour);
-    size += hour[1];
-  }
-  return batches;
-}
+/** Where a text is built: the answer-form Parquet file, and each serialised shape's items a line. */
+type ScratchFiles = { parquet: string } & Record<(typeof SERIALISED)[number], string>;
 
-async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): Promise<Buffer> {
+async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Promise<Buffer> {
   const shapes = READY_TEXTS.map(({ shape }) => shape);
-  const [rows, texts, lengths, arrow] = await db.withConnection(async (conn) => {
+  const [rows, arrow] = await db.withConnection(async (conn) => {
     try {
       // The part decoded once: every query below reads it (the Parquet file, each time, cost more
       // than the query).
       await conn.run(`CREATE OR REPLACE TEMP TABLE ready_rows AS ${rowsSql}`);
       const from = 'FROM ready_rows';
-      await copyAnswerParquet(conn, `(SELECT * ${from})`, answerParquet);
+      await copyAnswerParquet(conn, `(SELECT * ${from})`, files.parquet);
       const hours = (
         await conn.runAndReadAll(
           `SELECT ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
@@ -79,35 +69,29 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
             ${from} GROUP BY 1 ORDER BY 1 DESC`,
         )
       ).getRowsJS() as HourRow[];
-      // Each report serialised once, as GeoJSON and CSV, each text joined into its hour's in
-      // answer order with its items' lengths; the TopoJSON text is made of the GeoJSON one.
-      const hourTexts: Record<ReadyShape, Uint8Array>[] = [];
-      const lengthsOf: Record<ReadyShape, number[]> = { geojson: [], topojson: [], csv: [] };
-      for (const batch of batchesOf(hours)) {
-        const [newest, oldest] = [Number(batch[0]![0]), Number(batch.at(-1)![0])];
-        const got = (await rowsWithBytesOf(
-          conn,
-          `SELECT hour_ms, encode(string_agg(geojson, ${sqlString(separatorOf('geojson'))} ${ORDER})), encode(string_agg(csv, ${sqlString(separatorOf('csv'))} ${ORDER})),
-                list(strlen(geojson)::INTEGER ${ORDER}), list(strlen(csv)::INTEGER ${ORDER})
-              FROM (SELECT ${HOUR_SQL} AS hour_ms, created_at, pkey, ${ITEMS}
-                    ${from} WHERE epoch_ms(created_at) >= ${oldest} AND epoch_ms(created_at) < ${newest + HOUR_MS})
-              GROUP BY 1 ORDER BY 1 DESC`,
-        )) as [bigint, Uint8Array, Uint8Array, number[], number[]][];
-        for (const [, geojson, csv, geojsonLengths, csvLengths] of got) {
-          hourTexts.push({ geojson, topojson: topojsonTextOf(geojson, geojsonLengths), csv });
-          for (const n of geojsonLengths) {
-            lengthsOf.geojson.push(n);
-            lengthsOf.topojson.push(n - GEOJSON_OVER_TOPOJSON);
-          }
-          for (const n of csvLengths) lengthsOf.csv.push(n);
-        }
+      // Each report serialised once as GeoJSON and once as CSV, written one item a line in answer
+      // order: joining the items in DuckDB (ordered aggregates, then a copy of each hour's text
+      // out of its memory) cost twice as much.
+      for (const shape of SERIALISED) {
+        const line = separatorOf(shape).slice(0, -1);
+        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) FROM (SELECT * ${from} ${ORDER})) TO ${sqlString(files[shape])} ${RAW_LINES}`);
       }
-      const lengths = shapes.map((shape) => lengthsOf[shape]);
-      return [hours, hourTexts, lengths, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
+      return [hours, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
     } finally {
       await conn.run('DROP TABLE IF EXISTS ready_rows');
     }
   });
+  // Each hour's text in each shape, and each item's length.
+  const counts = rows.map((r) => r[1]);
+  const geojson = itemsOf(await fs.readFile(files.geojson), 'geojson', counts);
+  const csv = itemsOf(await fs.readFile(files.csv), 'csv', counts);
+  let next = 0;
+  const texts: Record<ReadyShape, Uint8Array>[] = counts.map((count, h) => {
+    const topojson = topojsonTextOf(geojson.hours[h]!, geojson.lengths.slice(next, (next += count)));
+    return { geojson: geojson.hours[h]!, topojson, csv: csv.hours[h]! };
+  });
+  const lengthsOf: Record<ReadyShape, readonly number[]> = { geojson: geojson.lengths, topojson: geojson.lengths.map((n) => n - GEOJSON_OVER_TOPOJSON), csv: csv.lengths };
+  const lengths = shapes.map((shape) => lengthsOf[shape]);
   // Offsets count from the end of the index line. Each hour's section is one gzip member,
   // compressed on the thread pool (both cores), or at once when short (readyMember.ts), sections
   // one after another.
@@ -167,10 +151,53 @@ async function buildReady(db: DuckDb, rowsSql: string, answerParquet: string): P
   if (codes.length >= NO_CITY) throw new Error(`a part holds more than ${NO_CITY - 1} cities`);
   body.push(new Uint8Array(block));
   const parquetAt = itemsAt + block.byteLength;
-  const parquet = await fs.readFile(answerParquet);
+  const parquet = await fs.readFile(files.parquet);
   body.push(parquet);
   const index: ReadyIndex = { version: READY_VERSION, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
   return Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]);
+}
+
+const NEWLINE = 0x0a;
+const QUOTE = 0x22;
+
+/**
+ * A serialised shape's lines (SERIALISED) as its hours' texts (`counts` items each, newest hour
+ * first) and its items' lengths. A JSON item holds no raw newline (to_json escapes them), so a
+ * newline ends it; a CSV item ends at a newline outside quotes (a quoted cell may hold newlines).
+ */
+function itemsOf(lines: Buffer, shape: (typeof SERIALISED)[number], counts: readonly number[]): { hours: Buffer[]; lengths: number[] } {
+  const before = separatorOf(shape).length - 1;
+  const hours: Buffer[] = [];
+  const lengths: number[] = [];
+  let at = 0;
+  for (const count of counts) {
+    const start = at;
+    let end = at;
+    for (let k = 0; k < count; k++) {
+      const newline = shape === 'csv' ? csvLineEnd(lines, at) : lines.indexOf(NEWLINE, at);
+      if (newline < 0) break;
+      end = newline - before;
+      lengths.push(end - at);
+      at = newline + 1;
+    }
+    hours.push(lines.subarray(start, end));
+  }
+  if (at !== lines.length || lengths.length !== counts.reduce((a, b) => a + b, 0)) throw new Error(`ready texts: the ${shape} lines written are not the part's reports`);
+  return { hours, lengths };
+}
+
+/**
+ * The newline that ends the CSV item at `from`: the first outside quotes. A cell's own quotes are
+ * doubled, so each one opens or closes a quoted run.
+ */
+function csvLineEnd(text: Uint8Array, from: number): number {
+  let quoted = false;
+  for (let i = from; i < text.length; i++) {
+    const b = text[i];
+    if (b === QUOTE) quoted = !quoted;
+    else if (b === NEWLINE && !quoted) return i;
+  }
+  return -1;
 }
 
 /** An hour's TopoJSON text: its GeoJSON items (of `lengths` bytes, joined by GeoJSON's separator) made TopoJSON items, joined by TopoJSON's. */
