@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { arrowStream } from '../../src/archive/arrow.js';
+import { arrowStream, STRING_COLUMNS, stringSqlOf } from '../../src/archive/arrow.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
@@ -118,6 +118,11 @@ describe('a ready text', () => {
     const order = rows.filter((r) => r.status !== 'retracted').sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
     expect(table.getChild('pkey')!.toArray()).toEqual(order.map((r) => r.pkey));
     expect(table.batches.map((b) => b.numRows)).toEqual(index.hours.map((h) => h.count));
+    // Every string column's values (nulls, quotes, newlines, ñ) as DuckDB reads them from the part.
+    const want = await db.withConnection(async (conn) =>
+      (await conn.runAndReadAll(`SELECT ${STRING_COLUMNS.map((c) => stringSqlOf(c)).join(', ')} FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' ORDER BY created_at DESC, pkey DESC`)).getRowsJS(),
+    );
+    STRING_COLUMNS.forEach((c, i) => expect([...table.getChild(c)!], c).toEqual(want.map((r) => r[i])));
   });
 
   it('holds the part\'s reports as a Parquet file in the answer\'s form, opened only for a window that holds them all', async () => {
