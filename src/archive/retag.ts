@@ -47,8 +47,9 @@ export async function retagParts(
 ): Promise<Retagged> {
   return db.withConnection(async (conn) => {
     try {
-      await conn.run(`CREATE OR REPLACE TEMP TABLE retag_rows AS SELECT (row_number() OVER ()) - 1 AS i, * FROM (${dedupedPartsSql(files)})`);
-      const [lng, lat, t] = await columnsOf<[number[], number[], number[]]>(conn, 'SELECT lng, lat, epoch_ms(created_at)::DOUBLE FROM retag_rows ORDER BY i');
+      // In the new part's order: a row's position (its rowid) is its place in retag_ids too.
+      await conn.run(`CREATE OR REPLACE TEMP TABLE retag_rows AS SELECT * FROM (${dedupedPartsSql(files)}) ${ORDER}`);
+      const [lng, lat, t] = await columnsOf<[number[], number[], number[]]>(conn, 'SELECT lng, lat, epoch_ms(created_at)::DOUBLE FROM retag_rows ORDER BY rowid');
       const inWindow: number[] = [];
       for (let i = 0; i < lng.length; i++) if (t[i]! >= window.fromMs && t[i]! <= window.toMs) inWindow.push(i);
       // Each distinct tag set once; each report in the window its index in that list (-1: a
@@ -74,7 +75,7 @@ export async function retagParts(
       const result = { ...(await compare(conn, version)), rows: lng.length };
       if (window.dryRun || !result.changed) return result;
       await conn.run(
-        `COPY (SELECT r.* EXCLUDE (i) REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ORDER BY created_at DESC, pkey DESC)
+        `COPY (SELECT r.* REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ${ORDER})
          TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
         { version },
       );
@@ -85,8 +86,10 @@ export async function retagParts(
   });
 }
 
-/** The rows with their new tag set (s.*: null columns outside the window). */
-const RETAGGED = 'retag_rows r JOIN retag_ids x ON x.rowid = r.i LEFT JOIN retag_sets s ON s.id = x.id';
+/** The order of every part: newest first, ties by pkey. */
+const ORDER = 'ORDER BY created_at DESC, pkey DESC';
+/** The rows with their new tag set (s.*: null columns outside the window), a row's id at its position. */
+const RETAGGED = 'retag_rows r POSITIONAL JOIN retag_ids x LEFT JOIN retag_sets s ON s.id = x.id';
 /** A row's tags and version after re-tagging, under the columns' own names. */
 const NEW_TAGS = [...TAGS.map((c) => `CASE WHEN s.id IS NULL THEN r.${c} ELSE s.${c} END AS ${c}`), `CASE WHEN s.id IS NULL THEN r.boundary_version ELSE $version END AS boundary_version`].join(', ');
 
@@ -106,7 +109,7 @@ async function appendSets(conn: DuckDBConnection, sets: (string | null)[][], ids
   } finally {
     setAppender.closeSync();
   }
-  // A row's set in insertion order: the table's rowid is the row's i.
+  // A row's set at the row's position (POSITIONAL JOIN pairs it with retag_rows' row there).
   await conn.run('CREATE OR REPLACE TEMP TABLE retag_ids (id INTEGER)');
   const idAppender = await conn.createAppender('retag_ids');
   try {

@@ -1,8 +1,16 @@
-// The order in which bulk re-tagging tags a part's points: every row in the window once, nearby
-// points together (the tags themselves are written back by row, whatever the order).
-import { describe, expect, it } from 'vitest';
-import { spatialOrder } from '../../src/archive/retag.js';
-import { random } from '../support/randomReports.js';
+// Bulk re-tagging: the order in which it tags a part's points (every row in the window once,
+// nearby points together), and the part it writes (each row's new tags, whatever that order).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import type { ArchiveRow } from '../../src/archive/partColumns.js';
+import { writeParquet } from '../../src/archive/partWriter.js';
+import { retagParts, spatialOrder } from '../../src/archive/retag.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
+import { Tagger } from '../../src/boundaries/tagger.js';
+import { random, randomReports } from '../support/randomReports.js';
 
 describe('spatial order', () => {
   it('is a permutation of the rows asked for, and puts neighbours next to each other', () => {
@@ -30,4 +38,51 @@ describe('spatial order', () => {
     expect(spatialOrder([121, 121, 121], [14, 14, 14], [2, 0, 1]).sort()).toEqual([0, 1, 2]);
     expect(spatialOrder([121, Number.NaN, 120, Infinity], [14, 15, Number.NaN, 16], [0, 1, 2, 3]).sort()).toEqual([0, 1, 2, 3]);
   });
+});
+
+describe('re-tagging parts', () => {
+  let dir: string;
+  let db: DuckDb;
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'retag-'));
+    db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
+  });
+  afterAll(async () => {
+    db?.close();
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('gives every report in the window the tagger\'s tags and the version, keeps the others, newest first, each once', async () => {
+    const from = Date.UTC(2026, 10, 12);
+    const span = 30 * 3_600_000;
+    // 30,000 reports in two parts, a tenth of the first's pkeys again in the second (its copy wins).
+    const rows = randomReports(random(11), 30_000, from, span);
+    const older = rows.slice(0, 20_000);
+    const newer = [...rows.slice(20_000), ...rows.slice(0, 2_000).map((r) => ({ ...r, title: `${r.title} (edited)` }))];
+    const files = [path.join(dir, 'part-00000000000000000000000001.parquet'), path.join(dir, 'part-00000000000000000000000002.parquet')];
+    await writeParquet(db, older, files[0]!);
+    await writeParquet(db, newer, files[1]!);
+    const tagger = new Tagger(await defaultBoundaries());
+    const window = { fromMs: from + 6 * 3_600_000, toMs: from + 24 * 3_600_000, dryRun: false };
+    const out = path.join(dir, 'retagged.parquet');
+    const done = await retagParts(db, files, (lng, lat) => tagger.tag(lng, lat), 'v-new', window, out);
+
+    const kept = new Map([...older, ...newer].map((r) => [r.pkey, r]));
+    const expected = [...kept.values()].sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
+    const inWindow = (r: ArchiveRow) => r.created_at_ms >= window.fromMs && r.created_at_ms <= window.toMs;
+    const got = await db.withConnection(async (conn) =>
+      (await conn.runAndReadAll(`SELECT pkey, title, instance_region_code, local_area_id, province_code, region_code, boundary_version FROM read_parquet(${sqlString(out)})`)).getRowsJS(),
+    );
+    expect(got.map((r) => r[0])).toEqual(expected.map((r) => r.pkey));
+    expect(got.map((r) => r[1])).toEqual(expected.map((r) => r.title));
+    expected.forEach((r, i) => {
+      const tags = inWindow(r) ? tagger.tag(r.lng, r.lat) : { instance_region_code: r.instance_region_code, local_area_id: r.local_area_id, province_code: r.province_code ?? null, region_code: r.region_code ?? null };
+      expect(got[i]!.slice(2), r.pkey).toEqual([tags.instance_region_code, tags.local_area_id, tags.province_code, tags.region_code, inWindow(r) ? 'v-new' : r.boundary_version]);
+    });
+    const moved = expected.filter((r) => inWindow(r) && r.instance_region_code !== tagger.tag(r.lng, r.lat).instance_region_code);
+    expect(done.rows).toBe(expected.length);
+    expect(done.reports).toBe(expected.filter(inWindow).length);
+    expect(done.cityChanges).toBe(moved.length);
+    expect(moved.length).toBeGreaterThan(1_000);
+  }, 60_000);
 });
