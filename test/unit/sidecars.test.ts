@@ -210,6 +210,18 @@ describe('a ready text of a storm\'s day', () => {
   }, 60_000);
 });
 
+describe('a ready text of a part of purged retractions only', () => {
+  it('holds no hour and no report', async () => {
+    const purged = path.join(dir, 'purged.parquet');
+    await writeParquet(db, randomReports(random(9), 50, FROM, SPAN).map((r) => ({ ...r, status: 'retracted' })), purged);
+    const file = path.join(dir, 'purged.ready');
+    await writeReadyTexts(db, purged, file);
+    const { index } = readReadyIndex(file);
+    expect(index.hours).toEqual([]);
+    expect(index.items.count).toBe(0);
+  });
+});
+
 describe('an older ready text', () => {
   /** The index line and body of a text. */
   async function split(file: string): Promise<{ index: Record<string, unknown>; body: Buffer }> {

@@ -43,10 +43,11 @@ const SERIALISED = ['geojson', 'csv'] as const;
 
 /**
  * DuckDB's CSV writer with neither quotes nor escapes writes a one-column row as its bytes and a
- * newline: a raw text writer. Items are written one a line, in answer order, with what their
- * shape's separator has before its newline: an hour's text is then a slice of the file.
+ * newline (named, not left to the platform): a raw text writer. Items are written one a line, in
+ * answer order, with what their shape's separator has before its newline: an hour's text is then
+ * a slice of the file.
  */
-const RAW_LINES = "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '')";
+const RAW_LINES = "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '', NEW_LINE '\\n')";
 
 type HourRow = [bigint, number, number, number, number, number, bigint, bigint];
 
@@ -74,7 +75,7 @@ async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Pro
       // out of its memory) cost twice as much.
       for (const shape of SERIALISED) {
         const line = separatorOf(shape).slice(0, -1);
-        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) FROM (SELECT * ${from} ${ORDER})) TO ${sqlString(files[shape])} ${RAW_LINES}`);
+        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
       }
       return [hours, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
     } finally {
