@@ -72,7 +72,7 @@ async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Pro
       ).getRowsJS() as HourRow[];
       // Each report serialised once as GeoJSON and once as CSV, written one item a line in answer
       // order: joining the items in DuckDB (ordered aggregates, then a copy of each hour's text
-      // out of its memory) cost twice as much.
+      // out of its memory) took longer (docs/performance.md).
       for (const shape of SERIALISED) {
         const line = separatorOf(shape).slice(0, -1);
         await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
