@@ -47,8 +47,8 @@ export async function retagParts(
 ): Promise<Retagged> {
   return db.withConnection(async (conn) => {
     try {
-      // In the new part's order: a row's position (its rowid) is its place in retag_ids too.
-      await conn.run(`CREATE OR REPLACE TEMP TABLE retag_rows AS SELECT * FROM (${dedupedPartsSql(files)}) ${ORDER}`);
+      // A row's position (its rowid) is its place in retag_ids too: the two are paired by it.
+      await conn.run(`CREATE OR REPLACE TEMP TABLE retag_rows AS ${dedupedPartsSql(files)}`);
       const [lng, lat, t] = await columnsOf<[number[], number[], number[]]>(conn, 'SELECT lng, lat, epoch_ms(created_at)::DOUBLE FROM retag_rows ORDER BY rowid');
       const inWindow: number[] = [];
       for (let i = 0; i < lng.length; i++) if (t[i]! >= window.fromMs && t[i]! <= window.toMs) inWindow.push(i);
