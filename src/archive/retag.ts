@@ -6,6 +6,7 @@
 import { type DuckDBConnection } from '@duckdb/node-api';
 import { columnsOf, sqlString, type DuckDb } from './duckdb.js';
 import { dedupedPartsSql } from './readRows.js';
+import { ANSWER_ORDER } from './sql.js';
 
 /** A report's tags as the tagger gives them (the archive's tag columns). */
 export interface TagSet {
@@ -75,7 +76,7 @@ export async function retagParts(
       const result = { ...(await compare(conn, version)), rows: lng.length };
       if (window.dryRun || !result.changed) return result;
       await conn.run(
-        `COPY (SELECT r.* REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ${ORDER})
+        `COPY (SELECT r.* REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ${ANSWER_ORDER})
          TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
         { version },
       );
@@ -86,8 +87,6 @@ export async function retagParts(
   });
 }
 
-/** The order of every part: newest first, ties by pkey. */
-const ORDER = 'ORDER BY created_at DESC, pkey DESC';
 /** The rows with their new tag set (s.*: null columns outside the window), a row's id at its position. */
 const RETAGGED = 'retag_rows r POSITIONAL JOIN retag_ids x LEFT JOIN retag_sets s ON s.id = x.id';
 /** A row's tags and version after re-tagging, under the columns' own names. */

@@ -8,7 +8,7 @@ import { batchMessages } from '../arrow.js';
 import { arrowDayOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
-import { GEOJSON_OVER_TOPOJSON, ITEM_SQL, topojsonOfGeojson } from '../sql.js';
+import { ANSWER_ORDER, GEOJSON_OVER_TOPOJSON, ITEM_SQL, topojsonOfGeojson } from '../sql.js';
 import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, separatorOf, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
 import { gzipMember } from './readyMember.js';
 
@@ -32,7 +32,6 @@ export async function writeReadyTexts(db: DuckDb, partFile: string, out: string)
   await fs.writeFile(out, await readyTextsOf(db, partFile, out));
 }
 
-const ORDER = 'ORDER BY created_at DESC, pkey DESC';
 const HOUR_SQL = `epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS}`;
 
 /**
@@ -75,7 +74,7 @@ async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Pro
       // out of its memory) took longer (docs/performance.md).
       for (const shape of SERIALISED) {
         const line = separatorOf(shape).slice(0, -1);
-        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
+        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${ANSWER_ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
       }
       return [hours, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
     } finally {
@@ -202,8 +201,7 @@ function csvLineEnd(text: Uint8Array, from: number): number {
 }
 
 /** An hour's TopoJSON text: its GeoJSON items (of `lengths` bytes, joined by GeoJSON's separator) made TopoJSON items, joined by TopoJSON's. */
-function topojsonTextOf(geojson: Uint8Array, lengths: readonly number[]): Buffer {
-  const text = Buffer.from(geojson.buffer, geojson.byteOffset, geojson.byteLength);
+function topojsonTextOf(text: Buffer, lengths: readonly number[]): Buffer {
   const between = Buffer.from(separatorOf('topojson'));
   const geojsonBetween = Buffer.byteLength(separatorOf('geojson'));
   const out = Buffer.allocUnsafe(text.length - lengths.length * GEOJSON_OVER_TOPOJSON - (lengths.length - 1) * (geojsonBetween - between.length));
