@@ -5,9 +5,8 @@
 // both under the same keys), and deleted after it, as a sidecar is only read through its listed
 // part.
 import fs from 'node:fs/promises';
-import type { DuckDb } from './duckdb.js';
-import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
-import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar } from './sidecars/index.js';
+import type { ObjectInfo } from '../store/objectStore.js';
+import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, type SidecarDeps } from './sidecars/index.js';
 
 export interface PartPublisher {
   /**
@@ -24,8 +23,11 @@ export interface PartPublisher {
   upgrade(part: ObjectInfo, file: string, scratch: string): Promise<boolean>;
 }
 
-/** The publisher over an object store, its sidecars built by DuckDB. */
-export function storePartPublisher(deps: { store: ObjectStore; db: DuckDb }): PartPublisher {
+/**
+ * The publisher over an object store, its sidecars built by DuckDB. A sidecar that cannot be
+ * built is left out and logged (storeSidecars.ts): the part is still stored.
+ */
+export function storePartPublisher(deps: SidecarDeps): PartPublisher {
   return {
     async publish(key, file, options = {}) {
       await storeSidecars(deps, key, file, { readyTexts: options.readyTexts ?? true });

@@ -16,6 +16,7 @@ import type { RetractionLedger } from '../ledger/ledger.js';
 import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+import type { Logger } from '../shared/log.js';
 
 /** What every rewrite of parts uses: the parts and their local files, the query engine, a temporary directory. */
 export interface PartRewriteDeps {
@@ -23,6 +24,8 @@ export interface PartRewriteDeps {
   db: DuckDb;
   cache: Pick<PartCache, 'localFile'>;
   config: Pick<Config, 'dataDir'>;
+  /** Told of a sidecar that could not be built. */
+  log: Pick<Logger, 'warn'>;
 }
 
 /** What compaction uses: a rewrite's, and retractions (merged in as tombstones). */

@@ -45,6 +45,7 @@ import { addReadyTexts } from './addReadyTexts.js';
 import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
+import type { Logger } from '../shared/log.js';
 
 export { detectFormat, type ImportFormat } from './importRecords.js';
 
@@ -82,6 +83,8 @@ export interface ImportDeps {
   changes: Pick<ChangeLog, 'record'>;
   boundaries: Pick<BoundaryRepository, 'current'>;
   config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
+  /** Told of a sidecar that could not be built. */
+  log: Pick<Logger, 'warn'>;
 }
 
 interface Checkpoint {

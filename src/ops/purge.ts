@@ -18,6 +18,7 @@ import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import type { Logger } from '../shared/log.js';
 
 export interface PurgeResult {
   retractions: number;
@@ -38,6 +39,8 @@ export interface PurgeDeps {
   cache: Pick<PartCache, 'localFile'>;
   db: DuckDb;
   config: Pick<Config, 'dataDir'>;
+  /** Told of a sidecar that could not be built. */
+  log: Pick<Logger, 'warn'>;
 }
 type Purging = PurgeDeps;
 

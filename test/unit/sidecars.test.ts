@@ -255,7 +255,7 @@ describe('an older ready text', () => {
     for (const old of [v3, v4, v5, v6]) expect(await storedIndex(store, old)).toBeUndefined();
     expect(await storedIndex(store, readyKeyOf(key))).toBeUndefined();
 
-    const publisher = storePartPublisher({ store, db });
+    const publisher = storePartPublisher({ store, db, log: { warn: () => undefined } });
     expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(true);
     expect((await storedIndex(store, readyKeyOf(key)))?.version).toBe(7);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
@@ -270,6 +270,35 @@ describe('an older ready text', () => {
     await store.put(statsV1, Buffer.from('{"version":1}\n'));
     await publisher.retire([key]);
     for (const k of [key, readyKeyOf(key), statsKeyOf(key), v3, v5, statsV1]) expect(await store.head(k)).toBeUndefined();
+  });
+});
+
+describe('a part whose ready texts cannot be built', () => {
+  it('is still stored, with its stats sidecar and without ready texts (older ones under its key deleted), and the failure is logged', async () => {
+    const store = new FileObjectStore(path.join(dir, 'unbuilt-store'));
+    const key = newDayPartKey(Date.UTC(2026, 10, 13));
+    const file = path.join(dir, 'unbuilt.parquet');
+    await fs.copyFile(part, file);
+    // Ready texts of an earlier version of this part, which no longer match it.
+    await store.put(readyKeyOf(key), await fs.readFile(ready));
+    // The writer's scratch file for GeoJSON lines cannot be created: DuckDB's COPY fails.
+    await fs.mkdir(`${file}.ready.geojson`);
+    const warnings: { obj: unknown; msg?: string }[] = [];
+    const publisher = storePartPublisher({ store, db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
+
+    const body = await publisher.publish(key, file);
+
+    expect(body.equals(await fs.readFile(part))).toBe(true);
+    expect((await store.get(key))!.body.equals(body)).toBe(true);
+    expect(await store.head(readyKeyOf(key))).toBeUndefined();
+    expect(await store.head(statsKeyOf(key))).toBeDefined();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.obj).toMatchObject({ part: key, sidecar: 'ready texts' });
+
+    // Once the scratch path is free, the upgrade writes them: the same texts as a normal build.
+    await fs.rm(`${file}.ready.geojson`, { recursive: true });
+    expect(await publisher.upgrade((await store.head(key))!, file, path.join(dir, 'unbuilt.scratch'))).toBe(true);
+    expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
   });
 });
 

@@ -8,7 +8,7 @@ import { storeReadyTexts, storeStatsSidecar, type SidecarDeps } from './storeSid
 /** Writes the ready texts of a part stored without today's. True if written. */
 export async function upgradeReadyTexts(deps: SidecarDeps, partKey: string, partFile: string, scratch: string): Promise<boolean> {
   if (await storedIndex(deps.store, readyKeyOf(partKey))) return false;
-  await storeReadyTexts(deps, partKey, partFile, scratch);
+  if (!(await storeReadyTexts(deps, partKey, partFile, scratch))) return false;
   await deps.store.delete(oldReadyKeysOf(partKey));
   return true;
 }
