@@ -19,11 +19,15 @@ const SORTED_ROW_GROUP = 10_000;
 const SORT_ROWS = 250_000;
 /**
  * Parts written at once, and their rows at most (a part with more is written alone): each has a
- * fixed cost of some tens of milliseconds whatever its size, so the days of a file spread over a
- * year go four at a time, and a storm's days one or two at a time.
+ * fixed cost of some tens of milliseconds whatever its size, so small parts (the days of a file
+ * spread over a year) go eight at a time, larger ones (a busy year's days) at most four, and a
+ * storm's days one or two at a time.
  */
-const PARTS_AT_ONCE = 4;
+const PARTS_AT_ONCE = 8;
 const ROWS_AT_ONCE = 200_000;
+/** A part of at most this many rows counts as small; a larger one weighs at least a quarter of ROWS_AT_ONCE. */
+const SMALL_PART_ROWS = 2_000;
+const weightOf = (rows: number) => (rows <= SMALL_PART_ROWS ? ROWS_AT_ONCE / PARTS_AT_ONCE : Math.max(rows, ROWS_AT_ONCE / 4));
 
 /** Each part key's time range [fromMs, toMs) (the hours mapped to it, end to end) and its rows. */
 function rangesOf(byHour: ReadonlyMap<number, string>, rowsOf: ReadonlyMap<number, number>): { key: string; fromMs: number; toMs: number; rows: number }[] {
@@ -93,7 +97,7 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
     // The scratch directory is removed only once nothing writes into it any more (mapWeighted
     // settles when what has started is done).
-    await mapWeighted(parts, { limit: PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => part.rows }, async ({ key, fromMs, toMs }, i) => {
+    await mapWeighted(parts, { limit: PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => weightOf(part.rows) }, async ({ key, fromMs, toMs }, i) => {
       const file = path.join(options.scratch, `part-${i}.parquet`);
       try {
         const reports = await db.withConnection(async (conn) => {
