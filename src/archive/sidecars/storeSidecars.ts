@@ -4,7 +4,7 @@
 // Sidecars are a fast path: a part without them is answered and counted by the query engine, the
 // same bytes. So a sidecar that cannot be built (a writer's check failing, DuckDB refusing the
 // query) is left out and logged, and any older one under its key deleted, rather than failing the
-// part's publish and leaving its reports unarchived; compaction or `sidecars` writes it later.
+// part's publish and leaving its reports unarchived; compaction writes it once the day is closed.
 // Errors of the store itself still fail the publish.
 import type { DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../../store/objectStore.js';
