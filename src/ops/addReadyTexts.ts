@@ -18,14 +18,14 @@ export interface UntextedPart {
   reports?: number;
 }
 
-/** A part whose ready texts are written four at a time: a day of a file spread over a year, not a busy day. */
+/** A part whose ready texts are written eight at a time: a day of a file spread over a year, not a busy day. */
 export const SMALL_PART_REPORTS = 2_000;
 
 /**
  * Writes the ready texts of `parts` still stored, each from its local copy (the caller's), built
- * in `scratchDir`. Four small parts at once (each has a fixed cost), two
- * larger ones: DuckDB joins a part's texts in its memory, and four days of 6,850 reports at once
- * ran it out of its default 256 MB. A part of unknown size counts as large.
+ * in `scratchDir`. Eight small parts at once (each has a fixed cost, much of it waiting on
+ * DuckDB's queries), two larger ones: DuckDB holds a part's rows in its memory, and four days of
+ * 6,850 reports at once ran it out of its default 256 MB. A part of unknown size counts as large.
  */
 export async function addReadyTexts(
   deps: { store: Pick<ObjectStore, 'head'>; publisher: Pick<PartPublisher, 'upgrade'> },
@@ -33,8 +33,8 @@ export async function addReadyTexts(
   scratchDir: string,
   onDone?: () => void,
 ): Promise<void> {
-  const weight = (part: UntextedPart) => (part.reports !== undefined && part.reports <= SMALL_PART_REPORTS ? 1 : 2);
-  await mapWeighted(parts, { limit: 4, budget: 4, weight }, async ({ key, file }) => {
+  const weight = (part: UntextedPart) => (part.reports !== undefined && part.reports <= SMALL_PART_REPORTS ? 1 : 4);
+  await mapWeighted(parts, { limit: 8, budget: 8, weight }, async ({ key, file }) => {
     const part = await deps.store.head(key);
     if (part && (await exists(file))) await deps.publisher.upgrade(part, file, path.join(scratchDir, `${randomUUID()}.ready`));
     onDone?.();
