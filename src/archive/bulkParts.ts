@@ -24,10 +24,12 @@ const SORT_ROWS = 250_000;
  * storm's days one or two at a time.
  */
 const PARTS_AT_ONCE = 8;
+const LARGE_PARTS_AT_ONCE = 4;
 const ROWS_AT_ONCE = 200_000;
-/** A part of at most this many rows counts as small; a larger one weighs at least a quarter of ROWS_AT_ONCE. */
+/** A part of at most this many rows counts as small. */
 const SMALL_PART_ROWS = 2_000;
-const weightOf = (rows: number) => (rows <= SMALL_PART_ROWS ? ROWS_AT_ONCE / PARTS_AT_ONCE : Math.max(rows, ROWS_AT_ONCE / 4));
+/** A part's share of ROWS_AT_ONCE: small ones PARTS_AT_ONCE to the bound, larger ones at most LARGE_PARTS_AT_ONCE. */
+const weightOf = (rows: number) => (rows <= SMALL_PART_ROWS ? ROWS_AT_ONCE / PARTS_AT_ONCE : Math.max(rows, ROWS_AT_ONCE / LARGE_PARTS_AT_ONCE));
 
 /** Each part key's time range [fromMs, toMs) (the hours mapped to it, end to end) and its rows. */
 function rangesOf(byHour: ReadonlyMap<number, string>, rowsOf: ReadonlyMap<number, number>): { key: string; fromMs: number; toMs: number; rows: number }[] {
