@@ -72,3 +72,32 @@ export function mapWeighted<T, R>(items: readonly T[], limits: WeightedLimits<T>
     pump();
   });
 }
+
+/**
+ * Steps whose tails (a file written, a checkpoint saved) run one step behind their producer:
+ * while one step's tail runs, the producer prepares the next step, whose tail starts once the
+ * one before it is done. Tails run one at a time, in order. A failed tail fails the next call
+ * of `then` and `settle`, and is never left unhandled.
+ */
+export class OneBehind {
+  private tail: Promise<void> = Promise.resolve();
+
+  /** Waits for the tail before, then starts `tail` without waiting for it. */
+  async then(tail: () => Promise<void>): Promise<void> {
+    await this.tail;
+    const started = tail();
+    // Its failure is thrown by the next `then` or `settle`, which await it.
+    started.catch(() => undefined);
+    this.tail = started;
+  }
+
+  /** The last tail, done (or its failure). */
+  settle(): Promise<void> {
+    return this.tail;
+  }
+
+  /** Once the last tail has ended, whichever way: for a producer that failed itself. */
+  async idle(): Promise<void> {
+    await this.tail.catch(() => undefined);
+  }
+}

@@ -42,6 +42,7 @@ import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
+import { OneBehind } from './concurrency.js';
 import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
@@ -231,6 +232,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       progress?.start(format === 'geojson' ? 0 : stat.size);
       let index = 0;
       let batch: { n: number; record: unknown }[] = [];
+      // Each batch's file is written (by DuckDB, off this thread) while the next one is validated.
+      const writes = new OneBehind();
+      let queued = checkpoint.processed;
       const validate = async () => {
         if (batch.length === 0) return;
         const rejects: string[] = [];
@@ -246,24 +250,34 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
             reject(rejects, n, err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message], record);
           }
         }
-        if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
-        if (valid.length > 0) {
-          const name = `valid-${String(checkpoint.processed).padStart(12, '0')}.parquet`;
-          await writeValidated(rt.db, valid, path.join(runDir, name));
-          checkpoint.validated.push(name);
-        }
-        checkpoint.rejected += rejects.length;
-        checkpoint.processed += batch.length;
+        const name = `valid-${String(queued).padStart(12, '0')}.parquet`;
+        const count = batch.length;
+        queued += count;
         batch = [];
-        await save();
+        // The checkpoint counts a batch once its file and rejects are written.
+        await writes.then(async () => {
+          if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+          if (valid.length > 0) {
+            await writeValidated(rt.db, valid, path.join(runDir, name));
+            checkpoint.validated.push(name);
+          }
+          checkpoint.rejected += rejects.length;
+          checkpoint.processed += count;
+          await save();
+        });
       };
-      for await (const { record, bytes } of records(options.file, format)) {
-        progress?.tick(bytes);
-        if (index++ < resumedFrom) continue;
-        batch.push({ n: index - 1, record });
-        if (batch.length >= batchSize) await validate();
+      try {
+        for await (const { record, bytes } of records(options.file, format)) {
+          progress?.tick(bytes);
+          if (index++ < resumedFrom) continue;
+          batch.push({ n: index - 1, record });
+          if (batch.length >= batchSize) await validate();
+        }
+        await validate();
+        await writes.settle();
+      } finally {
+        await writes.idle();
       }
-      await validate();
       progress?.stop();
       const validated = checkpoint.validated.map((name) => path.join(runDir, name));
       checkpoint.valid = await sortValidated(rt.db, validated, path.join(runDir, SORTED));
@@ -279,42 +293,54 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   await timed('accepting', async () => {
     progress?.start(checkpoint.valid);
     progress?.tick(checkpoint.acceptedUpTo);
-    await eachSortedBatch(rt.db, path.join(runDir, SORTED), checkpoint.acceptedUpTo, batchSize, async (batch) => {
-      const receivedAt = new Date().toISOString();
-      const outcomes = await rt.ledger.acceptHeld(
-        batch.map(({ record }) => ({ ...record, received_at: receivedAt })),
-        Date.now() + HOLD_MS,
-      );
-      const rejects: string[] = [];
-      const rows: ArchiveRow[] = [];
-      outcomes.forEach((outcome, i) => {
-        const { n, record } = batch[i]!;
-        if ('taken' in outcome) {
-          reject(rejects, n, [`post_id: ${record.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record.report);
-          return;
-        }
-        // New, or accepted by an earlier run of this import that stopped before staging it.
-        const first = outcome.created ? { ...record, received_at: receivedAt } : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
-        if (!first) {
-          checkpoint.duplicate += 1;
-          return;
-        }
-        checkpoint.accepted += 1;
-        rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
+    // Each batch is staged (by DuckDB, off this thread) while the ledger accepts the next one; the
+    // checkpoint counts a batch once it is staged (a crash before that brings its reports back
+    // as held repeats, staged again).
+    const stagings = new OneBehind();
+    let queued = checkpoint.acceptedUpTo;
+    try {
+      await eachSortedBatch(rt.db, path.join(runDir, SORTED), checkpoint.acceptedUpTo, batchSize, async (batch) => {
+        const receivedAt = new Date().toISOString();
+        const outcomes = await rt.ledger.acceptHeld(
+          batch.map(({ record }) => ({ ...record, received_at: receivedAt })),
+          Date.now() + HOLD_MS,
+        );
+        const rejects: string[] = [];
+        const rows: ArchiveRow[] = [];
+        let duplicate = 0;
+        outcomes.forEach((outcome, i) => {
+          const { n, record } = batch[i]!;
+          if ('taken' in outcome) {
+            reject(rejects, n, [`post_id: ${record.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record.report);
+            return;
+          }
+          // New, or accepted by an earlier run of this import that stopped before staging it.
+          const first = outcome.created ? { ...record, received_at: receivedAt } : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
+          if (!first) duplicate += 1;
+          else rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
+        });
+        const name = `stage-${String(queued).padStart(12, '0')}.parquet`;
+        queued += batch.length;
+        await stagings.then(async () => {
+          if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+          if (rows.length > 0) {
+            await writeParquet(rt.db, rows, path.join(runDir, name));
+            checkpoint.staged.push(name);
+            checkpoint.stagedReports += rows.length;
+          }
+          checkpoint.rejected += rejects.length;
+          checkpoint.duplicate += duplicate;
+          checkpoint.accepted += rows.length;
+          checkpoint.acceptedUpTo += batch.length;
+          await save();
+          progress?.tick(batch.length);
+          if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
+        });
       });
-      checkpoint.rejected += rejects.length;
-      if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
-      if (rows.length > 0) {
-        const name = `stage-${String(checkpoint.acceptedUpTo).padStart(12, '0')}.parquet`;
-        await writeParquet(rt.db, rows, path.join(runDir, name));
-        checkpoint.staged.push(name);
-        checkpoint.stagedReports += rows.length;
-      }
-      checkpoint.acceptedUpTo += batch.length;
-      await save();
-      progress?.tick(batch.length);
-      if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
-    });
+      await stagings.settle();
+    } finally {
+      await stagings.idle();
+    }
     progress?.stop();
   });
   // The rounds archived while accepting are archiving's.

@@ -1,8 +1,11 @@
+// An import's batches are written one step behind their validation and acceptance: OneBehind
+// overlaps a step's tail with the next step, runs tails one at a time in order, and hands a
+// tail's failure to the producer.
 // Bulk writes run many small parts at once and a storm's day with few others: mapWeighted keeps
 // both bounds, starts parts in order, and on a failure starts nothing more and settles only once
 // what had started is done (an import removes its scratch files after it).
 import { describe, expect, it } from 'vitest';
-import { mapWeighted } from '../../src/ops/concurrency.js';
+import { mapWeighted, OneBehind } from '../../src/ops/concurrency.js';
 
 /** Runs mapWeighted over `weights`, each item held until released; records what ran at once. */
 function harness(weights: number[], limit: number, budget: number, failing = new Set<number>()) {
@@ -69,5 +72,45 @@ describe('mapWeighted', () => {
         return Promise.resolve(w);
       }),
     ).rejects.toThrow('sync throw');
+  });
+});
+
+describe('OneBehind', () => {
+  it('lets the producer go on while a tail runs, and starts a tail only once the one before it is done', async () => {
+    const steps = new OneBehind();
+    const log: string[] = [];
+    const release: (() => void)[] = [];
+    const tail = (n: number) => async () => {
+      log.push(`start ${n}`);
+      await new Promise<void>((r) => release.push(r));
+      log.push(`end ${n}`);
+    };
+    await steps.then(tail(1));
+    log.push('produced 2'); // while tail 1 is still running
+    const second = steps.then(tail(2));
+    await new Promise((r) => setImmediate(r));
+    expect(log).toEqual(['start 1', 'produced 2']);
+    release.shift()!();
+    await second;
+    expect(log).toEqual(['start 1', 'produced 2', 'end 1', 'start 2']);
+    release.shift()!();
+    await steps.settle();
+    expect(log).toEqual(['start 1', 'produced 2', 'end 1', 'start 2', 'end 2']);
+  });
+
+  it("hands a tail's failure to the next step and to settle, never unhandled", async () => {
+    const steps = new OneBehind();
+    await steps.then(async () => {
+      throw new Error('disk full');
+    });
+    let ran = false;
+    await expect(
+      steps.then(async () => {
+        ran = true;
+      }),
+    ).rejects.toThrow('disk full');
+    expect(ran).toBe(false);
+    await expect(steps.settle()).rejects.toThrow('disk full');
+    await expect(steps.idle()).resolves.toBeUndefined();
   });
 });
