@@ -14,8 +14,12 @@ interface ReportRow {
   /** '' for a report of no partner. */
   partner: string;
   post_id: number;
-  /** null once archived. */
+  /** Its record while pending, if kept on its own (a live post's, or one reconciliation queued). */
   record: string | null;
+  /** Where a bulk import holds its record, while it does: its batch, and its bytes in it. */
+  held_batch: number | null;
+  held_offset: number | null;
+  held_length: number | null;
   state: string;
   created_at_ms: number;
   enqueued_at_ms: number;
@@ -43,9 +47,12 @@ const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, 
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
 /** A new report's record, kept while it is pending (see the migrations). */
 const INSERT_RECORD_SQL = 'INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?)';
+/** A bulk import's report, its record held in its batch (held_batches). */
+const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
+  VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
 const EXISTING_PKEY_SQL = 'SELECT pkey FROM reports WHERE source = ? AND partner = ? AND post_id = ?';
 /** What a lookup reads of a row (`r`) and its record while pending (`p`). */
-const ENTRY_SQL = `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.state, r.created_at_ms, r.enqueued_at_ms, r.retracted_at_ms, r.retracted_by, r.retraction_reason
+const ENTRY_SQL = `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.held_batch, r.held_offset, r.held_length, r.state, r.created_at_ms, r.enqueued_at_ms, r.retracted_at_ms, r.retracted_by, r.retraction_reason
   FROM reports r LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id`;
 
 /** More reports marked archived at once than a worker's flush holds: a bulk import's part. */
@@ -69,21 +76,39 @@ export class SqliteLedger implements IngestLedger {
       state: db.prepare('SELECT state FROM reports WHERE pkey = ?'),
       insert: db.prepare(INSERT_REPORT_SQL),
       insertRecord: db.prepare(INSERT_RECORD_SQL),
+      insertHeld: db.prepare(INSERT_HELD_SQL),
+      nextBatch: db.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM held_batches'),
+      insertBatch: db.prepare('INSERT INTO held_batches (id, hold_until_ms, records) VALUES (?, ?, ?)'),
+      batch: db.prepare('SELECT records FROM held_batches WHERE id = ?'),
+      // Through the pending index (the batch's hold, then its id): a batch's reports not yet
+      // archived are a few thousand rows at most.
+      dropDoneBatches: db.prepare(
+        `DELETE FROM held_batches WHERE NOT EXISTS (
+           SELECT 1 FROM reports r WHERE r.state = 'pending' AND r.enqueued_at_ms = held_batches.hold_until_ms AND r.held_batch = held_batches.id)`,
+      ),
       byId: db.prepare(`${ENTRY_SQL} WHERE r.source = ? AND r.partner = ? AND r.post_id = ?`),
       // Once archived, the parts hold the report: the row keeps what idempotency, retraction and
       // a lookup need (its identity, key, time, state), and its record goes.
-      archive: db.prepare(`UPDATE reports SET state = 'archived', archived_at_ms = ? WHERE pkey = ? AND state = 'pending' RETURNING source, partner, post_id`),
-      archiveById: db.prepare(`UPDATE reports SET state = 'archived', archived_at_ms = ? WHERE source = ? AND partner = ? AND post_id = ? AND pkey = ? AND state = 'pending'`),
+      archive: db.prepare(
+        `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL WHERE pkey = ? AND state = 'pending' RETURNING source, partner, post_id`,
+      ),
+      archiveById: db.prepare(
+        `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL
+         WHERE source = ? AND partner = ? AND post_id = ? AND pkey = ? AND state = 'pending'`,
+      ),
       dropRecord: db.prepare('DELETE FROM pending_records WHERE source = ? AND partner = ? AND post_id = ?'),
       stale: db.prepare(
-        `SELECT r.pkey, p.record FROM reports r JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
-         WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
+        `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.held_batch, r.held_offset, r.held_length
+         FROM reports r LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
+         WHERE r.state = 'pending' AND r.enqueued_at_ms < ? AND (p.record IS NOT NULL OR r.held_batch IS NOT NULL)
            -- A message waiting in line will get there; one in flight this long lost its worker.
            AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
            AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
          LIMIT 500`,
       ),
       touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE pkey = ?'),
+      // A held report reconciliation queues keeps its record as a live post's is kept.
+      unhold: db.prepare('UPDATE reports SET held_batch = NULL, held_offset = NULL, held_length = NULL WHERE pkey = ?'),
       // By day first (the index's key, see the migrations), then to the instant.
       accepted: db.prepare(`SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms / ${DAY_MS} BETWEEN ? AND ? AND created_at_ms BETWEEN ? AND ?`),
       byPkey: db.prepare(`${ENTRY_SQL} WHERE r.pkey = ?`),
@@ -118,22 +143,37 @@ export class SqliteLedger implements IngestLedger {
     return { created: false, pkey: outcome };
   }
 
+  /**
+   * Each transaction's new reports are held in one batch row (see the migrations): their records
+   * end to end, each report's row naming its bytes.
+   */
   async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
     const out: HeldAcceptResult[] = [];
     const commit = this.db.transaction((chunk: readonly IngestRecord[], now: number) => {
+      const batch = (this.stmts.nextBatch.get() as { id: number }).id;
+      // This transaction's records, by pkey, in the order of their bytes in the batch.
+      const gathered = new Map<string, Buffer>();
+      let offset = 0;
+      const batches = new Map<number, Buffer>();
       for (const record of chunk) {
         const partner = record.partner ?? '';
-        if (this.stmts.insert.run(record.source, partner, record.post_id, record.pkey, Date.parse(record.report.created_at), now, holdUntilMs).changes === 1) {
-          this.stmts.insertRecord.run(record.source, partner, record.post_id, JSON.stringify(record));
+        const text = Buffer.from(JSON.stringify(record));
+        if (this.stmts.insertHeld.run(record.source, partner, record.post_id, record.pkey, Date.parse(record.report.created_at), now, holdUntilMs, batch, offset, text.length).changes === 1) {
+          gathered.set(record.pkey, text);
+          offset += text.length;
           out.push({ created: true, pkey: record.pkey });
           continue;
         }
         const first = this.stmts.byId.get(record.source, partner, record.post_id) as ReportRow | undefined;
         if (!first) out.push({ created: false, pkey: record.pkey, taken: true });
-        // Still held by an import (this one, before a crash): its first version, to archive.
-        else if (first.state === 'pending' && first.enqueued_at_ms > now) out.push({ created: false, pkey: first.pkey, held: JSON.parse(first.record!) as IngestRecord });
-        else out.push({ created: false, pkey: first.pkey });
+        // Still held by an import (this one, before a crash): its first version, to archive. One
+        // held earlier in this transaction is in the batch being gathered.
+        else if (first.state === 'pending' && first.enqueued_at_ms > now) {
+          const held = first.held_batch === batch ? gathered.get(first.pkey)!.toString() : this.recordOf(first, batches)!;
+          out.push({ created: false, pkey: first.pkey, held: JSON.parse(held) as IngestRecord });
+        } else out.push({ created: false, pkey: first.pkey });
       }
+      if (gathered.size > 0) this.stmts.insertBatch.run(batch, holdUntilMs, Buffer.concat([...gathered.values()]));
     });
     await inTimedTurns(
       records,
@@ -149,9 +189,25 @@ export class SqliteLedger implements IngestLedger {
     return out;
   }
 
+  /**
+   * A pending row's record: its own, or its bytes in the batch that holds it (`batches` keeps the
+   * batches read, each read once for a run of rows).
+   */
+  private recordOf(row: Pick<ReportRow, 'record' | 'held_batch' | 'held_offset' | 'held_length'>, batches = new Map<number, Buffer>()): string | null {
+    if (row.record !== null) return row.record;
+    if (row.held_batch === null || row.held_offset === null || row.held_length === null) return null;
+    let held = batches.get(row.held_batch);
+    if (!held) {
+      held = (this.stmts.batch.get(row.held_batch) as { records: Buffer } | undefined)?.records;
+      if (!held) return null;
+      batches.set(row.held_batch, held);
+    }
+    return held.toString('utf8', row.held_offset, row.held_offset + row.held_length);
+  }
+
   async get(id: ReportId): Promise<LedgerEntry | undefined> {
     const row = guardSync(() => this.stmts.byId.get(id.source, id.partner ?? '', id.post_id)) as ReportRow | undefined;
-    return row && entryOf(row);
+    return row && entryOf(row, guardSync(() => this.recordOf(row)));
   }
 
   async isPending(pkey: string): Promise<boolean> {
@@ -163,17 +219,19 @@ export class SqliteLedger implements IngestLedger {
     const now = this.now();
     // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
     // held the write lock past a live acceptance's busy timeout.
+    // A report archived without a record of its own was held in a batch (an import's).
+    let held = false;
     const archive = (pkey: string) => {
       // By the primary key the pkey names (one lookup, not the pkey's index and then the row: a
       // fifth to a third less time a report). A report accepted before post_ids were per partner
       // has a pkey without its partner, and is found by its pkey.
       const named = parsePkey(pkey);
       if (named && this.stmts.archiveById.run(now, named.source, named.partner ?? '', named.post_id, pkey).changes === 1) {
-        this.stmts.dropRecord.run(named.source, named.partner ?? '', named.post_id);
+        if (this.stmts.dropRecord.run(named.source, named.partner ?? '', named.post_id).changes === 0) held = true;
         return;
       }
       const id = this.stmts.archive.get(now, pkey) as { source: string; partner: string; post_id: number } | undefined;
-      if (id) this.stmts.dropRecord.run(id.source, id.partner, id.post_id);
+      if (id && this.stmts.dropRecord.run(id.source, id.partner, id.post_id).changes === 0) held = true;
     };
     const mark = (turn: readonly string[]) => guardSync(() => this.db.transaction(() => turn.forEach(archive)).immediate());
     // Many at once only from a bulk import: each turn as large as a short hold of the lock allows,
@@ -181,8 +239,17 @@ export class SqliteLedger implements IngestLedger {
     // the pages its records held then go back to the disk.
     if (pkeys.length > BULK_MARKS) {
       await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
+      if (held) await this.patiently(() => this.dropDoneBatches());
       await reclaimFreePages(this.db);
-    } else await inTurns(pkeys, mark);
+    } else {
+      await inTurns(pkeys, mark);
+      if (held) this.dropDoneBatches();
+    }
+  }
+
+  /** The batches of held records none of whose reports is held any more. */
+  private dropDoneBatches(): void {
+    guardSync(() => this.db.transaction(() => this.stmts.dropDoneBatches.run()).immediate());
   }
 
   /**
@@ -210,13 +277,20 @@ export class SqliteLedger implements IngestLedger {
       const moved = guardSync(() =>
         this.db
           .transaction(() => {
-            const rows = this.stmts.stale.all(beforeMs, this.now()) as { pkey: string; record: string }[];
+            const rows = this.stmts.stale.all(beforeMs, this.now()) as ReportRow[];
             const now = this.now();
+            const batches = new Map<number, Buffer>();
             for (const row of rows) {
-              const envelope: QueueEnvelope = { ...(JSON.parse(row.record) as IngestRecord), redelivery: true };
+              const record = this.recordOf(row, batches)!;
+              const envelope: QueueEnvelope = { ...(JSON.parse(record) as IngestRecord), redelivery: true };
               this.queue.insert(JSON.stringify(envelope), envelope.pkey, now);
               this.stmts.touch.run(now, row.pkey);
+              if (row.record === null) {
+                this.stmts.insertRecord.run(row.source, row.partner, row.post_id, record);
+                this.stmts.unhold.run(row.pkey);
+              }
             }
+            if (batches.size > 0) this.stmts.dropDoneBatches.run();
             return rows.length;
           })
           .immediate(),
@@ -236,7 +310,7 @@ export class SqliteLedger implements IngestLedger {
 
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {
     const row = guardSync(() => this.stmts.byPkey.get(pkey)) as ReportRow | undefined;
-    return row && entryOf(row);
+    return row && entryOf(row, guardSync(() => this.recordOf(row)));
   }
 
   async retract(pkey: string, by: string, reason: string): Promise<RetractResult> {
@@ -304,7 +378,7 @@ export class SqliteLedger implements IngestLedger {
 }
 
 /** A row as the port's entry, with its record while pending. */
-function entryOf(row: ReportRow): LedgerEntry {
+function entryOf(row: ReportRow, record: string | null): LedgerEntry {
   const retraction = retractionOf(row);
   return {
     source: row.source,
@@ -315,7 +389,7 @@ function entryOf(row: ReportRow): LedgerEntry {
     pending: row.state === 'pending',
     state: retraction ? 'retracted' : 'confirmed',
     ...(retraction && { retraction }),
-    ...(row.record !== null && { record: JSON.parse(row.record) as IngestRecord }),
+    ...(row.state === 'pending' && record !== null && { record: JSON.parse(record) as IngestRecord }),
   };
 }
 
