@@ -100,7 +100,8 @@ export class SqliteLedger implements IngestLedger {
       stale: db.prepare(
         `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.held_batch, r.held_offset, r.held_length
          FROM reports r LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
-         WHERE r.state = 'pending' AND r.enqueued_at_ms < ? AND (p.record IS NOT NULL OR r.held_batch IS NOT NULL)
+         WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
+           AND (p.record IS NOT NULL OR EXISTS (SELECT 1 FROM held_batches h WHERE h.id = r.held_batch))
            -- A message waiting in line will get there; one in flight this long lost its worker.
            AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
            AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
@@ -169,8 +170,8 @@ export class SqliteLedger implements IngestLedger {
         // Still held by an import (this one, before a crash): its first version, to archive. One
         // held earlier in this transaction is in the batch being gathered.
         else if (first.state === 'pending' && first.enqueued_at_ms > now) {
-          const held = first.held_batch === batch ? gathered.get(first.pkey)!.toString() : this.recordOf(first, batches)!;
-          out.push({ created: false, pkey: first.pkey, held: JSON.parse(held) as IngestRecord });
+          const held = first.held_batch === batch ? gathered.get(first.pkey)!.toString() : this.recordOf(first, batches);
+          out.push(held === null ? { created: false, pkey: first.pkey } : { created: false, pkey: first.pkey, held: JSON.parse(held) as IngestRecord });
         } else out.push({ created: false, pkey: first.pkey });
       }
       if (gathered.size > 0) this.stmts.insertBatch.run(batch, holdUntilMs, Buffer.concat([...gathered.values()]));
