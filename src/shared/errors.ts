@@ -63,6 +63,15 @@ export class UnavailableError extends Error {
   }
 }
 
+/** Whether a failure, or one that caused it, is a full disk or a used-up quota (the system's codes, and SQLite's). */
+export function isDiskFull(err: unknown): boolean {
+  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL') return true;
+  }
+  return false;
+}
+
 /**
  * More work under way than the service can take on now (heavy answers at their cap, the query
  * engine out of memory or temporary space): a 503 with Retry-After; the same request is likely

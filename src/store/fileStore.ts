@@ -324,6 +324,7 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (err) {
     if (err instanceof UnavailableError || err instanceof InvalidKeyError) throw err;
-    throw new UnavailableError('storage', 'object store write or read failed', { cause: err });
+    const code = (err as { code?: unknown } | null)?.code;
+    throw new UnavailableError('storage', `object store write or read failed${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err });
   }
 }

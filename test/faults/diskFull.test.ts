@@ -1,14 +1,17 @@
 // A full disk: every post is refused (503), so /ready must say 503 too, and both recover
-// when space is freed. On a real, small tmpfs where this process may mount one; everywhere,
+// when space is freed; an import that fills the disk stops, shows nothing half-written, and
+// finishes when run again. On a real, small tmpfs where this process may mount one; everywhere,
 // with the store's writes failing as a full disk makes them fail.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UnavailableError } from '../../src/shared/errors.js';
+import { importFile } from '../../src/ops/importFile.js';
+import { isDiskFull, UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
-import { eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { runCli } from '../support/cli.js';
+import { eventually, getJson, pendingCount, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape } from './support.js';
 
 /** Mounts a tmpfs of `megabytes` on a new directory; undefined when this process may not. */
@@ -85,6 +88,117 @@ describe('a full disk', () => {
     await expectRefusedAndNotReady(svc, 2);
     await fs.rm(filler);
     await expectRecovered(svc, 3);
+  });
+
+  /** A tmpfs for DATA_DIR (unmounted after the suite), and a file of `n` reports over June's closed days on a disk with room. */
+  async function importSetup(ctx: { skip: (note: string) => void }, n: number): Promise<{ dir: string; file: string } | undefined> {
+    const dir = await tempDir('flood-full-import-');
+    if (!mountTmpfs(dir, 48)) {
+      ctx.skip('skipped: this process may not mount a tmpfs (needs root)');
+      return undefined;
+    }
+    cleanups.push(async () => {
+      execFileSync('umount', ['-l', dir]);
+    });
+    // The file, its checkpoint and its rejects beside it.
+    const file = path.join(await tempDir('flood-full-import-file-'), 'backfill.ndjson');
+    const start = Date.UTC(2026, 5, 1);
+    await fs.writeFile(file, Array.from({ length: n }, (_, i) => JSON.stringify(report(i + 1, { created_at: new Date(start + ((i * 7_919) % (30 * 24)) * 3_600_000).toISOString(), title: `r${i + 1}` }))).join('\n'));
+    return { dir, file };
+  }
+
+  /** June's answers through a service on the data dir: each report at most once, by pkey its title; and what is still pending. */
+  async function archivedJune(dataDir: string): Promise<{ titles: Map<string, string>; pending: number }> {
+    const svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { DATA_DIR: dataDir })), { worker: false, reconcile: false });
+    try {
+      const res = await getJson(`${svc.url}/reports/archive?start=2026-06-01T00:00:00%2B0000&end=2026-06-30T23:59:59%2B0000&geoformat=geojson`);
+      expect(res.status).toBe(200);
+      const titles = new Map<string, string>();
+      for (const f of res.body.result.features) {
+        expect(titles.has(f.properties.pkey)).toBe(false);
+        titles.set(f.properties.pkey, f.properties.title);
+      }
+      return { titles, pending: await pendingCount(svc.rt) };
+    } finally {
+      await svc.stop();
+    }
+  }
+
+  /** Every report of the file archived once, with its own title, none pending, and verify content. */
+  async function expectWhole(dataDir: string, n: number): Promise<void> {
+    const { titles, pending } = await archivedJune(dataDir);
+    expect(titles.size).toBe(n);
+    for (let id = 1; id <= n; id++) expect(titles.get(`partner-${id}`)).toBe(`r${id}`);
+    expect(pending).toBe(0);
+    expect((await runCli(['verify', '--from', '2026-06-01', '--to', '2026-06-30'], { DATA_DIR: dataDir })).code).toBe(0);
+  }
+
+  it('on a real tmpfs: an import that fills the disk as its ledger grows stops saying so, and finishes when run again once space is freed', async (ctx) => {
+    const n = 6_000;
+    const setup = await importSetup(ctx, n);
+    if (!setup) return;
+    const env = { DATA_DIR: setup.dir };
+    // A data dir with its ledger, then 2 MB left: less than the ledger's rows for the file.
+    expect((await runCli(['verify', '--from', '2026-06-01', '--to', '2026-06-30'], env)).code).toBe(0);
+    const filler = await fill(setup.dir);
+    await fs.truncate(filler, (await fs.stat(filler)).size - 2 * 1024 * 1024);
+
+    const failed = await runCli(['import', '--file', setup.file, '--json'], env);
+    expect(failed.code).toBe(69);
+    expect(failed.stderr).toMatch(/the disk is full: free space on the disk holding DATA_DIR, then run the same command again/);
+    expect(failed.stderr).toMatch(/run the same command again to resume from its checkpoint/);
+    await fs.rm(filler);
+    expect((await archivedJune(setup.dir)).titles.size).toBe(0);
+
+    const resumed = await runCli(['import', '--file', setup.file, '--json'], env);
+    expect(resumed.stderr).toBe('');
+    expect(resumed.code).toBe(0);
+    await expectWhole(setup.dir, n);
+  });
+
+  it('on a real tmpfs: an import whose disk fills while it stores its parts stops, shows each report once at most, and finishes when run again', async (ctx) => {
+    const n = 6_000;
+    const setup = await importSetup(ctx, n);
+    if (!setup) return;
+    // A service on the data dir publishes the default boundaries, as a first start does.
+    const svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { DATA_DIR: setup.dir })), { worker: false, reconcile: false });
+    const rt = svc.rt;
+    // The disk fills, for real, once ten of the thirty day parts are stored: the parts, sidecars,
+    // change logs and ledger writes after them meet ENOSPC from the file system.
+    let parts = 0;
+    let filler: string | undefined;
+    const store = new Proxy(rt.store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== 'put') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        return async (key: string, body: Buffer | string) => {
+          await target.put(key, body);
+          if (key.startsWith('reports/v1/') && key.endsWith('.parquet') && ++parts === 10) filler = await fill(setup.dir);
+        };
+      },
+    }) as ObjectStore;
+    try {
+      const err = await importFile({ ...rt, store }, { file: setup.file }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeDefined();
+      expect(isDiskFull(err)).toBe(true);
+    } finally {
+      await svc.stop();
+    }
+    expect(filler).toBeDefined();
+    await fs.rm(filler!);
+    const partial = await archivedJune(setup.dir);
+    // Parts are answered from when they are stored, before their reports are marked archived.
+    expect(partial.titles.size).toBeGreaterThan(0);
+    expect(partial.pending).toBeGreaterThan(0);
+    for (const [pkey, title] of partial.titles) expect(title).toBe(`r${pkey.slice('partner-'.length)}`);
+
+    const resumed = await runCli(['import', '--file', setup.file, '--json'], { DATA_DIR: setup.dir });
+    expect(resumed.stderr).toBe('');
+    expect(resumed.code).toBe(0);
+    await expectWhole(setup.dir, n);
   });
 
   it('with the store failing every write as a full disk does: reports are still accepted into the ledger, /ready says parts cannot be written', async () => {
