@@ -82,8 +82,12 @@ export class SqliteLedger implements IngestLedger {
       batch: db.prepare('SELECT records FROM held_batches WHERE id = ?'),
       // Through the pending index (the batch's hold, then its id): a batch's reports not yet
       // archived are a few thousand rows at most.
-      dropDoneBatches: db.prepare(
-        `DELETE FROM held_batches WHERE NOT EXISTS (
+      doneBatches: db.prepare(
+        `SELECT id FROM held_batches h WHERE NOT EXISTS (
+           SELECT 1 FROM reports r WHERE r.state = 'pending' AND r.enqueued_at_ms = h.hold_until_ms AND r.held_batch = h.id)`,
+      ),
+      dropBatch: db.prepare(
+        `DELETE FROM held_batches WHERE id = ? AND NOT EXISTS (
            SELECT 1 FROM reports r WHERE r.state = 'pending' AND r.enqueued_at_ms = held_batches.hold_until_ms AND r.held_batch = held_batches.id)`,
       ),
       byId: db.prepare(`${ENTRY_SQL} WHERE r.source = ? AND r.partner = ? AND r.post_id = ?`),
@@ -240,17 +244,25 @@ export class SqliteLedger implements IngestLedger {
     // the pages its records held then go back to the disk.
     if (pkeys.length > BULK_MARKS) {
       await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
-      if (held) await this.patiently(() => this.dropDoneBatches());
+      if (held) await this.dropDoneBatches();
       await reclaimFreePages(this.db);
     } else {
       await inTurns(pkeys, mark);
-      if (held) this.dropDoneBatches();
+      if (held) await this.dropDoneBatches();
     }
   }
 
-  /** The batches of held records none of whose reports is held any more. */
-  private dropDoneBatches(): void {
-    guardSync(() => this.db.transaction(() => this.stmts.dropDoneBatches.run()).immediate());
+  /**
+   * The batches of held records none of whose reports is held any more, one a transaction with
+   * the lock free between them: each frees megabytes of pages, and all of a year's import at
+   * once would hold off acceptances for seconds.
+   */
+  private async dropDoneBatches(): Promise<void> {
+    const done = guardSync(() => this.stmts.doneBatches.all()) as { id: number }[];
+    for (const [i, { id }] of done.entries()) {
+      if (i > 0) await pause(2);
+      await this.patiently(() => guardSync(() => this.db.transaction(() => this.stmts.dropBatch.run(id)).immediate()));
+    }
   }
 
   /**
@@ -291,7 +303,7 @@ export class SqliteLedger implements IngestLedger {
                 this.stmts.unhold.run(row.pkey);
               }
             }
-            if (batches.size > 0) this.stmts.dropDoneBatches.run();
+            for (const id of batches.keys()) this.stmts.dropBatch.run(id);
             return rows.length;
           })
           .immediate(),
