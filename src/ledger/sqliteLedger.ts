@@ -244,7 +244,9 @@ export class SqliteLedger implements IngestLedger {
     // the pages its records held then go back to the disk.
     if (pkeys.length > BULK_MARKS) {
       await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
-      if (held) await this.dropDoneBatches();
+      // Also when nothing was held: an import resumed after a crash that came between its marks
+      // and the drop marks its reports again (archived already), and its batches go now.
+      await this.dropDoneBatches();
       await reclaimFreePages(this.db);
     } else {
       await inTurns(pkeys, mark);

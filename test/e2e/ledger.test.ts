@@ -191,6 +191,26 @@ describe("a bulk import's held records", () => {
     }
   });
 
+  it('an import resumed after a crash between its last marks and the drop of its batches drops them when it marks its reports again', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      const records = Array.from({ length: 5_001 }, (_, i) => record(100 + i, `t${i}`));
+      await rt.ledger.acceptHeld(records, Date.now() + 60_000);
+      // The marks committed, the process killed before the drop.
+      const db = new Database(path.join(rt.config.dataDir, 'ledger.sqlite'));
+      try {
+        db.prepare("UPDATE reports SET state = 'archived', held_batch = NULL, held_offset = NULL, held_length = NULL WHERE held_batch IS NOT NULL").run();
+      } finally {
+        db.close();
+      }
+      expect(tables(rt.config.dataDir).batches).toBeGreaterThan(0);
+      await rt.ledger.markArchived(records.map((r) => r.pkey));
+      expect(tables(rt.config.dataDir)).toEqual({ batches: 0, records: 0 });
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('an import never resumed: once the hold ends, reconciliation queues each record from its batch and keeps it as a live post\'s', async () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
