@@ -222,10 +222,10 @@ export class SqliteLedger implements IngestLedger {
 
   async markArchived(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
-    // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
-    // held the write lock past a live acceptance's busy timeout.
     // A report archived without a record of its own was held in a batch (an import's).
     let held = false;
+    // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
+    // held the write lock past a live acceptance's busy timeout.
     const archive = (pkey: string) => {
       // By the primary key the pkey names (one lookup, not the pkey's index and then the row: a
       // fifth to a third less time a report). A report accepted before post_ids were per partner
