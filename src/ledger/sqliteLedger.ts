@@ -255,16 +255,14 @@ export class SqliteLedger implements IngestLedger {
   }
 
   /**
-   * The batches of held records none of whose reports is held any more, one a transaction with
-   * the lock free between them: each frees megabytes of pages, and all of a year's import at
-   * once would hold off acceptances for seconds.
+   * The batches of held records none of whose reports is held any more, in timed turns from one
+   * batch a transaction up, the lock free between them: each frees a megabyte or so of pages,
+   * and a year's at once would hold off acceptances for seconds.
    */
   private async dropDoneBatches(): Promise<void> {
-    const done = guardSync(() => this.stmts.doneBatches.all()) as { id: number }[];
-    for (const [i, { id }] of done.entries()) {
-      if (i > 0) await pause(2);
-      await this.patiently(() => guardSync(() => this.db.transaction(() => this.stmts.dropBatch.run(id)).immediate()));
-    }
+    const done = (guardSync(() => this.stmts.doneBatches.all()) as { id: number }[]).map((r) => r.id);
+    const drop = (turn: readonly number[]) => guardSync(() => this.db.transaction(() => turn.forEach((id) => this.stmts.dropBatch.run(id))).immediate());
+    await inTimedTurns(done, (turn) => this.patiently(() => drop(turn)), { smallest: 1, othersWrote: commitsOfOthers(this.db) });
   }
 
   /**

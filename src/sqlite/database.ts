@@ -227,10 +227,11 @@ const SHARED_FOR_MS = 1_000;
 export async function inTimedTurns<T>(
   items: readonly T[],
   write: (chunk: readonly T[]) => void | Promise<void>,
-  options: { lockMs?: number; othersWrote?: () => boolean } = {},
+  options: { lockMs?: number; othersWrote?: () => boolean; smallest?: number } = {},
 ): Promise<void> {
-  const { lockMs = 40, othersWrote = () => true } = options;
-  let size = ROWS_PER_TURN;
+  // `smallest`: items in the first and in any turn at least (rows by default; fewer for items of megabytes).
+  const { lockMs = 40, othersWrote = () => true, smallest = ROWS_PER_TURN } = options;
+  let size = smallest;
   let sharedUntil = 0;
   for (let i = 0; i < items.length; ) {
     const chunk = items.slice(i, i + size);
@@ -240,7 +241,7 @@ export async function inTimedTurns<T>(
     const took = Math.max(1, performance.now() - started);
     i += chunk.length;
     // Grows at most twofold a turn, so one quick turn on an idle disk cannot make the next one long.
-    size = Math.max(ROWS_PER_TURN, Math.min(size * 2, Math.round((chunk.length * lockMs) / took)));
+    size = Math.max(smallest, Math.min(size * 2, Math.round((chunk.length * lockMs) / took)));
     if (i >= items.length) break;
     // While others write, the lock is left free as long as it was held: a worker's flush waiting
     // in SQLite's busy handler (it sleeps up to 100 ms between tries) finds it free, where it
