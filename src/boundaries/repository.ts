@@ -59,6 +59,8 @@ export class InvalidBoundariesError extends Error {
 export class BoundaryRepository {
   private loaded = new Map<string, Promise<LoadedBoundaries>>();
   private pointerCache: { pointer: Pointer; readAt: number } | undefined;
+  /** The one pointer read under way, shared by every caller that needs it. */
+  private refreshing: Promise<Pointer | undefined> | undefined;
 
   constructor(
     private readonly store: ObjectStore,
@@ -79,8 +81,21 @@ export class BoundaryRepository {
     return createHash('sha256').update(canonical).digest('hex').slice(0, 24);
   }
 
+  /**
+   * The version to serve a request with: the pointer last read, re-read in the background once
+   * it is older than the TTL. A request never waits on that read when a version is already
+   * known, so a stalled store cannot hold every post and page behind it.
+   */
   async current(): Promise<LoadedBoundaries> {
-    const pointer = await this.pointer();
+    return this.loadPointed(await this.pointer());
+  }
+
+  /** The version published now, read from the store: for jobs that must not tag with an older one. */
+  async latest(): Promise<LoadedBoundaries> {
+    return this.loadPointed(await this.pointer(true));
+  }
+
+  private loadPointed(pointer: Pointer | undefined): Promise<LoadedBoundaries> {
     if (!pointer) throw new Error('no boundary version is published');
     return this.load(pointer.version);
   }
@@ -158,22 +173,29 @@ export class BoundaryRepository {
   }
 
   private async pointer(fresh = false): Promise<Pointer | undefined> {
-    const now = Date.now();
-    if (!fresh && this.pointerCache && now - this.pointerCache.readAt < this.pointerTtlMs) {
-      return this.pointerCache.pointer;
+    if (fresh) return this.readPointer();
+    const cached = this.pointerCache;
+    if (cached && Date.now() - cached.readAt < this.pointerTtlMs) return cached.pointer;
+    if (!this.refreshing) {
+      const read = this.readPointer();
+      this.refreshing = read;
+      // Settled here, so a failed background read is never unhandled; the next caller tries again.
+      void read.catch(() => undefined).finally(() => {
+        if (this.refreshing === read) this.refreshing = undefined;
+      });
     }
-    let obj;
-    try {
-      obj = await this.store.get(POINTER_KEY);
-    } catch (err) {
-      // The store unreachable for a moment: the version last read serves on (the feed checks
-      // partner_city against it) unless a fresh answer is needed (publishing, rolling back).
-      if (!fresh && this.pointerCache) return this.pointerCache.pointer;
-      throw err;
-    }
+    // Stale while the read is under way (or has failed: the store unreachable for a moment).
+    if (cached) return cached.pointer;
+    return this.refreshing;
+  }
+
+  private async readPointer(): Promise<Pointer | undefined> {
+    const readAt = Date.now();
+    const obj = await this.store.get(POINTER_KEY);
     if (!obj) return undefined;
     const pointer = JSON.parse(obj.body.toString('utf8')) as Pointer;
-    this.pointerCache = { pointer, readAt: now };
+    // A read that began before a pointer was written here must not put the older one back.
+    if (!this.pointerCache || this.pointerCache.readAt <= readAt) this.pointerCache = { pointer, readAt };
     return pointer;
   }
 

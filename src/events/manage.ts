@@ -80,7 +80,7 @@ export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
 /** What the `subscriptions` command uses: where subscriptions are kept, the boundaries (to check codes), the webhook settings. */
 export interface SubscriptionDeps {
   webhookAdmin: WebhookAdmin;
-  boundaries: Pick<BoundaryRepository, 'current'>;
+  boundaries: Pick<BoundaryRepository, 'latest'>;
   config: { events: Pick<EventsConfig, 'webhookAllowHosts' | 'webhookTimeoutMs'> };
 }
 
@@ -96,7 +96,7 @@ export function shown(s: Subscription, backlog?: { pending: number; setAside: nu
 }
 
 export async function addSubscription(rt: SubscriptionDeps, input: SubscriptionInput): Promise<Subscription> {
-  const { levels, adminAreas } = await rt.boundaries.current();
+  const { levels, adminAreas } = await rt.boundaries.latest();
   const sub = newSubscription(input, new HostPolicy(rt.config.events.webhookAllowHosts), {
     areas: adminAreas,
     localAreas: new Set(levels.localAreas.properties.map((p) => p.psgc)),

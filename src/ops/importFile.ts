@@ -82,7 +82,7 @@ export interface ImportDeps {
   store: ObjectStore;
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
-  boundaries: Pick<BoundaryRepository, 'current'>;
+  boundaries: Pick<BoundaryRepository, 'latest'>;
   config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
   /** Told of a sidecar that could not be built. */
   log: Pick<Logger, 'warn'>;
@@ -166,7 +166,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   await fs.mkdir(runDir, { recursive: true });
   const save = () => writeCheckpoint(stateFile, checkpoint);
   const publisher = storePartPublisher(rt);
-  const boundaries = await rt.boundaries.current();
+  const boundaries = await rt.boundaries.latest();
   const tagger = boundaries.tagger;
 
   const seconds = { reading: 0, accepting: 0, archiving: 0, readyTexts: 0 };

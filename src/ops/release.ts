@@ -28,7 +28,7 @@ export interface ReleaseDeps {
   archive: Pick<Archive, 'open'>;
   store: ObjectStore;
   db: DuckDb;
-  boundaries: Pick<BoundaryRepository, 'current'>;
+  boundaries: Pick<BoundaryRepository, 'latest'>;
   config: Pick<Config, 'dataDir' | 'publicBaseUrl' | 'releases'>;
 }
 
@@ -95,7 +95,7 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     const boxes = facts.flatMap((f) => (f.bbox ? [f.bbox] : []));
     const firsts = facts.flatMap((f) => (f.firstMs === undefined ? [] : [f.firstMs]));
     const lasts = facts.flatMap((f) => (f.lastMs === undefined ? [] : [f.lastMs]));
-    const boundaries = await rt.boundaries.current();
+    const boundaries = await rt.boundaries.latest();
     const note = latest ? await changesSince(rt, latest, files, tmp) : 'First release of the period.';
     const changes: Change[] = [...(latest?.changes ?? []), { revision, created, note }];
     const manifest: Manifest = {

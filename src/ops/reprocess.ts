@@ -17,7 +17,7 @@ import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
 
 /** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
 export interface ReprocessDeps extends PartRewriteDeps {
-  boundaries: Pick<BoundaryRepository, 'current'>;
+  boundaries: Pick<BoundaryRepository, 'latest'>;
   changes: Pick<ChangeLog, 'record'>;
 }
 
@@ -39,7 +39,7 @@ export async function reprocess(
   options: { fromMs: number; toMs: number; dryRun: boolean },
   progress?: Progress,
 ): Promise<ReprocessResult> {
-  const boundaries = await rt.boundaries.current();
+  const boundaries = await rt.boundaries.latest();
   const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
   const result: ReprocessResult = {
     boundaryVersion: boundaries.version,

@@ -5,6 +5,7 @@ import { Tagger } from '../../src/boundaries/tagger.js';
 import type { BoundarySet } from '../../src/boundaries/types.js';
 import { boundaryProblems } from '../../src/boundaries/validate.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
+import type { StoredObject } from '../../src/store/objectStore.js';
 import { tempDir } from '../support/env.js';
 
 const shipped = await defaultBoundaries();
@@ -64,5 +65,55 @@ describe('boundary sets', () => {
     bad.cities.features = [];
     await expect(repo.publish(bad)).rejects.toBeInstanceOf(InvalidBoundariesError);
     expect((await repo.current()).version).toBe(seeded);
+  });
+
+  it('serves the version it knows while the pointer is re-read, so a stalled store holds no request', async () => {
+    // The store as a stalled endpoint makes it: reads wait until it answers, or fail.
+    class StallableStore extends FileObjectStore {
+      gets = 0;
+      private gate: { opened: Promise<void>; open: () => void } | undefined;
+      failing = false;
+      stall() {
+        let open!: () => void;
+        this.gate = { opened: new Promise<void>((r) => (open = r)), open };
+      }
+      resume() {
+        this.gate?.open();
+        this.gate = undefined;
+      }
+      override async get(key: string): Promise<StoredObject | undefined> {
+        this.gets += 1;
+        await this.gate?.opened;
+        if (this.failing) throw new Error('store unreachable');
+        return super.get(key);
+      }
+    }
+    const dir = await tempDir();
+    const store = new StallableStore(dir);
+    const serving = new BoundaryRepository(store, 0);
+    await serving.seedIfEmpty();
+    const seeded = (await serving.current()).version;
+    const next = clone();
+    next.label = 'published elsewhere';
+    const { version: published } = await new BoundaryRepository(new FileObjectStore(dir), 0).publish(next);
+
+    store.stall();
+    const before = store.gets;
+    const settled = <T>(p: Promise<T>) => Promise.race([p, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 1_000))]);
+    // Many requests at once: each answered with the known version, one read of the pointer between them.
+    const answers = await Promise.all(Array.from({ length: 5 }, () => settled(serving.current())));
+    expect(answers.map((a) => (a === 'waiting' ? a : a.version))).toEqual(Array(5).fill(seeded));
+    expect(store.gets - before).toBe(1);
+    // A job that must tag with what is published waits for the store instead.
+    const latest = serving.latest();
+    expect(await settled(latest)).toBe('waiting');
+    store.resume();
+    expect((await latest).version).toBe(published);
+    expect((await serving.current()).version).toBe(published);
+
+    // A store that fails: the known version still serves, and the failed read is handled.
+    store.failing = true;
+    expect((await serving.current()).version).toBe(published);
+    await expect(serving.latest()).rejects.toThrow(/unreachable/);
   });
 });
