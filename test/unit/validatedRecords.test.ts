@@ -1,0 +1,68 @@
+// An import's validated records between its passes: written a batch at a time, sorted into the
+// ledger's key order, and read back in batches (the next read while the caller works on one).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDb } from '../../src/archive/duckdb.js';
+import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from '../../src/ops/validatedRecords.js';
+import { random } from '../support/randomReports.js';
+
+describe("an import's validated records", () => {
+  let dir: string;
+  let db: DuckDb;
+  let sorted: string;
+  /** The records written, n the place in the file, post_ids shuffled. */
+  const written: ValidatedRecord[] = [];
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'validated-'));
+    db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
+    const next = random(5);
+    for (let n = 0; n < 5_000; n++) {
+      // Some post_ids twice (a file's repeats): sorted by post_id, then by place in the file.
+      const postId = Math.floor(next() * 4_000);
+      written.push({ n, record: { v: 1, pkey: `partner:a:${postId}`, source: 'partner', post_id: postId, partner: 'a', report: { title: `ünï ${n}` } } as unknown as ValidatedRecord['record'] });
+    }
+    const files: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      files.push(path.join(dir, `valid-${i}.parquet`));
+      await writeValidated(db, written.slice(i * 1_000, (i + 1) * 1_000), files[i]!);
+    }
+    sorted = path.join(dir, 'sorted.parquet');
+    expect(await sortValidated(db, files, sorted)).toBe(5_000);
+  });
+  afterAll(async () => {
+    db?.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const inKeyOrder = () => [...written].sort((a, b) => a.record.post_id - b.record.post_id || a.n - b.n);
+
+  it('come back in key order, each once, in batches of the size asked for, from any row on', async () => {
+    for (const from of [0, 1_234]) {
+      const batches: ValidatedRecord[][] = [];
+      // Batches across the engine's chunks (2,048 rows): a chunk's rest starts the next batch.
+      await eachSortedBatch(db, sorted, from, 700, async (batch) => {
+        batches.push(batch);
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      });
+      expect(batches.map((b) => b.length)).toEqual([...Array(Math.floor((5_000 - from) / 700)).fill(700), (5_000 - from) % 700].filter((n) => n > 0));
+      expect(batches.flat()).toEqual(inKeyOrder().slice(from));
+    }
+  });
+
+  it("stops at a batch that fails, with that batch's error", async () => {
+    const seen: number[] = [];
+    const failing = eachSortedBatch(db, sorted, 0, 1_000, async (batch) => {
+      seen.push(batch.length);
+      if (seen.length === 2) throw new Error('the ledger refused');
+    });
+    await expect(failing).rejects.toThrow('the ledger refused');
+    expect(seen).toEqual([1_000, 1_000]);
+    // The connection was given back: the file reads again.
+    let rows = 0;
+    await eachSortedBatch(db, sorted, 4_000, 1_000, async (batch) => void (rows += batch.length));
+    expect(rows).toBe(1_000);
+  });
+});
