@@ -69,7 +69,8 @@ export function apiKeyCheck(
     try {
       (res as Authenticated)[PARTNER] = await identify(req);
     } catch (err) {
-      if (err instanceof HttpError) guard.limiter.fail(client);
+      // A wrong key counts against the client; a lookup refused for the service's own state does not.
+      if (err instanceof HttpError && err.statusCode < 500) guard.limiter.fail(client);
       throw err;
     }
   };

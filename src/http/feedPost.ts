@@ -16,7 +16,7 @@ import type { Logger } from '../shared/log.js';
 import type { Metrics } from '../shared/metrics.js';
 import type { PlaceNames } from '../boundaries/placeNames.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
-import { apiKeyCheck, partnerOf, type AuthFailureGuard } from './auth.js';
+import { apiKeyCheck, partnerOf, type AuthFailureGuard, type KeyLookup } from './auth.js';
 import { RETRY_AFTER_SECONDS } from './errorHandler.js';
 import type { DirectHandler } from './route.js';
 import { invalidUtf8 } from './utf8.js';
@@ -61,7 +61,27 @@ const run = (middleware: Middleware, req: IncomingMessage, res: ServerResponse) 
 /** The handler of POST /feeds/partner on Node's request and response. */
 export function feedPost(deps: FeedPostDeps): DirectHandler {
   let inFlight = 0;
-  const authenticate = apiKeyCheck(deps.apiKeys, deps.ledger, deps.authFailures);
+  const admit = () => {
+    if (inFlight >= deps.acceptMaxInFlight) {
+      throw new HttpError(503, `Too many acceptances are under way (the object store or queue is slow); retry after ${RETRY_AFTER_SECONDS} seconds.`, [], {
+        'Retry-After': String(RETRY_AFTER_SECONDS),
+      });
+    }
+  };
+  // A kept key is read from the ledger on every post (on AWS, from the store): those reads count
+  // with the acceptances under way, so a stalled store cannot pile up posts behind them either.
+  const keys: KeyLookup = {
+    keyByDigest: async (digest) => {
+      admit();
+      inFlight += 1;
+      try {
+        return await deps.ledger.keyByDigest(digest);
+      } finally {
+        inFlight -= 1;
+      }
+    },
+  };
+  const authenticate = apiKeyCheck(deps.apiKeys, keys, deps.authFailures);
   const rateLimit = deps.rateLimit as unknown as Middleware;
   const parseJson = express.json({
     limit: MAX_BODY_BYTES,
@@ -103,11 +123,7 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     }
     // The store and queue calls cannot be cancelled; past the deadline the partner gets a 503
     // and retries (an acceptance that completes meanwhile answers "already exists" then).
-    if (inFlight >= deps.acceptMaxInFlight) {
-      throw new HttpError(503, `Too many acceptances are under way (the object store or queue is slow); retry after ${RETRY_AFTER_SECONDS} seconds.`, [], {
-        'Retry-After': String(RETRY_AFTER_SECONDS),
-      });
-    }
+    admit();
     inFlight += 1;
     const partner = partnerOf(res);
     const acceptance = deps.intake.accept(report, partner);

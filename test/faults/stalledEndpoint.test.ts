@@ -6,12 +6,15 @@ import { bootstrap } from '../../src/main/bootstrap.js';
 import { createLogger } from '../../src/shared/log.js';
 import { createRuntime } from '../../src/main/runtime.js';
 import { UnavailableError } from '../../src/shared/errors.js';
+import { keyDigest } from '../../src/partners/apiKeys.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { API_KEY, eventually, report, startTestService, testConfig, type TestService } from '../support/env.js';
 import { expectErrorShape, fetchWithin, stallableEndpoint, type StallableEndpoint } from './support.js';
 
 /** Well beyond the acceptance deadline (2 s) and well short of an outage: an answer, not a hang. */
 const ANSWER_WITHIN_MS = 8_000;
+/** A key kept in the ledger (`keys add`), read from the store on every post, unlike API_KEYS. */
+const KEPT_KEY = 'kept-key-0123456789abcdef';
 
 describe('a stalled S3/SQS endpoint', () => {
   let emulator: Emulator;
@@ -26,9 +29,17 @@ describe('a stalled S3/SQS endpoint', () => {
     emulator = await startEmulator();
     endpoint = await stallableEndpoint(emulator.endpoint);
     // Shorter SDK bounds than the defaults keep the suite quick; the acceptance deadline is the default.
-    const config = await testConfig('aws', emulator, { AWS_ENDPOINT_URL: endpoint.url, AWS_REQUEST_TIMEOUT_SECONDS: '2', AWS_MAX_ATTEMPTS: '2', ACCEPT_MAX_IN_FLIGHT: '4' });
+    // Few failed authentications allowed: a refusal for the store's sake must not count as one.
+    const config = await testConfig('aws', emulator, {
+      AWS_ENDPOINT_URL: endpoint.url,
+      AWS_REQUEST_TIMEOUT_SECONDS: '2',
+      AWS_MAX_ATTEMPTS: '2',
+      ACCEPT_MAX_IN_FLIGHT: '4',
+      RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: '3',
+    });
     await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
     svc = await startTestService(await createRuntime(config, { log: createLogger('silent') }), { worker: false, reconcile: false });
+    await svc.rt.ledger.addKey('kept', keyDigest(KEPT_KEY));
   });
   afterAll(async () => {
     await svc?.stop();
@@ -38,10 +49,10 @@ describe('a stalled S3/SQS endpoint', () => {
     process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
   });
 
-  const post = (postId: number) =>
+  const post = (postId: number, key = API_KEY) =>
     fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/feeds/partner`, {
       method: 'POST',
-      headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' },
+      headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
       body: JSON.stringify(report(postId)),
     });
 
@@ -72,6 +83,14 @@ describe('a stalled S3/SQS endpoint', () => {
     expect(answers.filter((a) => /under way/.test(a.body.message)).length).toBeGreaterThanOrEqual(2);
   });
 
+  it("counts a kept key's lookups with the acceptances under way, and not as failed authentications", async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(20 + i, KEPT_KEY)));
+    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(503));
+    for (const res of answers) expectErrorShape(res.body, 503);
+    // The lookups wait on the silent store: those beyond the cap were refused without waiting.
+    expect(answers.filter((a) => /under way/.test(a.body.message)).length).toBeGreaterThanOrEqual(2);
+  });
+
   it('fails the SDK calls themselves rather than leaving them waiting', async () => {
     // connect (1 s) and silence (2 s) bounds, 2 attempts: well within the test's own timeout.
     await expect(svc.rt.store.head('ingest/keys/partner/9.json')).rejects.toBeInstanceOf(UnavailableError);
@@ -84,5 +103,7 @@ describe('a stalled S3/SQS endpoint', () => {
     await eventually(async () => ((await fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/ready`)).status === 200 ? true : undefined), 20_000, '/ready 200 again');
     // A post cut off by the deadline either completed later or left nothing: its retry is definite.
     expect([200, 201]).toContain((await post(2)).status);
+    // Six refusals of the kept key, past the limit of 3 failed authentications: none counted.
+    expect((await post(20, KEPT_KEY)).status).toBe(201);
   });
 });
