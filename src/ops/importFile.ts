@@ -301,10 +301,8 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     try {
       await eachSortedBatch(rt.db, path.join(runDir, SORTED), checkpoint.acceptedUpTo, batchSize, async (batch) => {
         const receivedAt = new Date().toISOString();
-        const outcomes = await rt.ledger.acceptHeld(
-          batch.map(({ record }) => ({ ...record, received_at: receivedAt })),
-          Date.now() + HOLD_MS,
-        );
+        const received = batch.map(({ record }) => ({ ...record, received_at: receivedAt }));
+        const outcomes = await rt.ledger.acceptHeld(received, Date.now() + HOLD_MS);
         const rejects: string[] = [];
         const rows: ArchiveRow[] = [];
         let duplicate = 0;
@@ -315,7 +313,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
             return;
           }
           // New, or accepted by an earlier run of this import that stopped before staging it.
-          const first = outcome.created ? { ...record, received_at: receivedAt } : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
+          const first = outcome.created ? received[i]! : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
           if (!first) duplicate += 1;
           else rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
         });
