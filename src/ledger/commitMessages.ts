@@ -1,5 +1,6 @@
 // What the embedded ledger's commit thread (commitWorker.ts) and the CommitThread that runs it
-// (commitThread.ts) say to each other: the thread's start, a batch to commit, its answer.
+// (commitThread.ts) say to each other: the thread's start, a batch to commit (acceptances, or a
+// bulk import's held ones), its answer.
 
 /** One acceptance: the report's ledger row, and the queue message sent if the row is new. */
 export interface AcceptRow {
@@ -15,6 +16,13 @@ export interface AcceptRow {
 
 /** What a commit made of a row: true (new), the pkey of the report it repeats, or null (its pkey is another report's). */
 export type Committed = true | string | null;
+
+/**
+ * What a held turn made of a row (heldTurn.ts): true (new), null (its pkey is another report's),
+ * the pkey of the report it repeats, or that pkey with the repeated report's record while an
+ * import still holds it.
+ */
+export type HeldCommitted = true | null | string | { pkey: string; record: string };
 
 /** The thread's workerData. */
 export interface CommitWorkerData {
@@ -35,15 +43,20 @@ export interface CommitWorkerData {
 /** The rows as one flat array of their fields: cloned to the thread faster than objects. */
 export type FlatRows = (string | number)[];
 
-/** A batch to commit in one transaction, accepted (and its messages sent) at `now`. */
+/**
+ * A batch to commit in one transaction, accepted (and its messages sent) at `now`; with
+ * `holdUntilMs`, a bulk import's batch instead, committed in turns (heldTurn.ts): no messages,
+ * the reports held until then.
+ */
 export interface CommitRequest {
   id: number;
   flat: FlatRows;
   now: number;
+  holdUntilMs?: number;
 }
 
-/** What each row of the batch came to, in order; or why the batch was not committed. */
-export type CommitReply = { id: number; created: Committed[] } | { id: number; error: { code?: string; message: string } };
+/** What each row of the batch came to, in order; or why the batch was not (wholly) committed. */
+export type CommitReply = { id: number; created: Committed[] } | { id: number; held: HeldCommitted[] } | { id: number; error: { code?: string; message: string } };
 
 export function flatten(rows: readonly AcceptRow[]): FlatRows {
   const flat: FlatRows = [];

@@ -2,10 +2,12 @@
 // synchronous=FULL a commit waits for the disk; on the event loop that wait stalled every
 // request in the process. Here it does not: acceptances that arrive while one commit is on its
 // way to the disk form the next batch (group commit), so a flush costs one fsync per batch.
+// A bulk import's held acceptances are committed there too, in turns between which the
+// acceptances commit: the import's process validates and stages while SQLite writes.
 import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../shared/errors.js';
-import { flatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
+import { flatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed, type HeldCommitted } from './commitMessages.js';
 import { CONNECTION_PRAGMAS } from '../sqlite/database.js';
 
 export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
@@ -19,7 +21,7 @@ export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
  */
 function workerScript(): URL {
   if (!import.meta.url.endsWith('.ts')) return new URL('./commitWorker.js', import.meta.url);
-  for (const name of ['commitWorker', 'commitMessages']) {
+  for (const name of ['commitWorker', 'commitMessages', 'heldTurn']) {
     const built = statSync(new URL(`../../dist/src/ledger/${name}.js`, import.meta.url), { throwIfNoEntry: false });
     if (!built || built.mtimeMs < statSync(new URL(`./${name}.ts`, import.meta.url)).mtimeMs) {
       throw new Error(`the commit thread runs the build's ${name}.js, ${built ? 'older than its source' : 'not built'}: npm run build`);
@@ -43,10 +45,17 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
+interface HeldWaiting {
+  resolve: (outcomes: HeldCommitted[]) => void;
+  reject: (err: unknown) => void;
+}
+
 export class CommitThread {
   private worker: Worker | undefined;
   private queued: Waiting[] = [];
   private inFlight: { id: number; batch: Waiting[]; startedAt: number } | undefined;
+  /** Held acceptances under way on the thread, by request id. */
+  private held = new Map<number, HeldWaiting>();
   private nextId = 1;
   private closed = false;
   private lastCommitMs = 0;
@@ -60,6 +69,28 @@ export class CommitThread {
     return new Promise<Committed>((resolve, reject) => {
       this.queued.push({ row, resolve, reject });
       this.pump();
+    });
+  }
+
+  /**
+   * Commits a bulk import's held acceptances (heldTurn.ts) in turns; what each row came to, in
+   * order. SQLite's failures are UnavailableError with SQLite's code in their cause.
+   */
+  hold(rows: readonly AcceptRow[], now: number, holdUntilMs: number): Promise<HeldCommitted[]> {
+    if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));
+    return new Promise<HeldCommitted[]>((resolve, reject) => {
+      let worker: Worker;
+      try {
+        worker = this.thread();
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      const id = this.nextId++;
+      this.held.set(id, { resolve, reject });
+      worker.ref();
+      const request: CommitRequest = { id, flat: flatten(rows), now, holdUntilMs };
+      worker.postMessage(request);
     });
   }
 
@@ -120,27 +151,51 @@ export class CommitThread {
   }
 
   private settle(reply: CommitReply): void {
+    const held = this.held.get(reply.id);
+    if (held) {
+      this.held.delete(reply.id);
+      if ('held' in reply) held.resolve(reply.held);
+      else if ('error' in reply) held.reject(errorOf(reply.error));
+      this.release();
+      return;
+    }
     const flight = this.inFlight;
     if (!flight || flight.id !== reply.id) return;
     this.inFlight = undefined;
     this.lastCommitMs = performance.now() - flight.startedAt;
-    this.worker?.unref();
+    this.release();
     if ('error' in reply) {
-      // As guardSync on the event loop: SQLite's own failures (busy, full, read-only, corrupt,
-      // I/O) are the ledger being unavailable; anything else is a fault in this code.
-      const { code, message } = reply.error;
-      const err = typeof code === 'string' && /^(SQLITE_|E[A-Z]+$)/.test(code) ? new UnavailableError('storage', `ledger unavailable (${code})`) : new Error(message);
+      const err = errorOf(reply.error);
       for (const w of flight.batch) w.reject(err);
-    } else {
+    } else if ('created' in reply) {
       flight.batch.forEach((w, i) => w.resolve(reply.created[i]!));
     }
     this.pump();
   }
 
+  /** An idle thread never keeps the process alive: held only while a commit is under way. */
+  private release(): void {
+    if (!this.inFlight && this.held.size === 0) this.worker?.unref();
+  }
+
   private fail(err: unknown): void {
     const waiting = [...(this.inFlight?.batch ?? []), ...this.queued];
+    const held = [...this.held.values()];
     this.inFlight = undefined;
     this.queued = [];
+    this.held.clear();
     for (const w of waiting) w.reject(err);
+    for (const h of held) h.reject(err);
   }
+}
+
+/**
+ * As guardSync on the event loop: SQLite's own failures (busy, full, read-only, corrupt, I/O)
+ * are the ledger being unavailable, with SQLite's code in the cause; anything else is a fault in
+ * this code.
+ */
+function errorOf({ code, message }: { code?: string; message: string }): Error {
+  return typeof code === 'string' && /^(SQLITE_|E[A-Z]+$)/.test(code)
+    ? new UnavailableError('storage', `ledger unavailable (${code})`, { cause: Object.assign(new Error(message), { code }) })
+    : new Error(message);
 }

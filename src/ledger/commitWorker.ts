@@ -1,7 +1,9 @@
 // The embedded ledger's commit thread (see commitThread.ts): each batch of acceptances is one
-// immediate transaction, so one wait for the disk (synchronous=FULL) commits them all.
+// immediate transaction, so one wait for the disk (synchronous=FULL) commits them all. A bulk
+// import's held acceptances run here too, in turns (heldTurn.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { heldAcceptance } from './heldTurn.js';
 import { unflatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
 
 const port = parentPort!;
@@ -40,14 +42,28 @@ function whenFree<T>(transaction: () => T): T {
   }
 }
 
-port.on('message', ({ id, flat, now }: CommitRequest) => {
+const hold = heldAcceptance(db, whenFree);
+
+/** The code (SQLITE_BUSY, SQLITE_FULL, EACCES…) is what the owner decides by. */
+function failure(id: number, err: unknown): CommitReply {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  return { id, error: { code: typeof code === 'string' ? code : undefined, message: String(message) } };
+}
+
+port.on('message', ({ id, flat, now, holdUntilMs }: CommitRequest) => {
+  if (holdUntilMs !== undefined) {
+    // Its turns leave this thread free between them: acceptances that arrive meanwhile commit there.
+    hold(unflatten(flat), now, holdUntilMs).then(
+      (held) => port.postMessage({ id, held } satisfies CommitReply),
+      (err: unknown) => port.postMessage(failure(id, err)),
+    );
+    return;
+  }
   let reply: CommitReply;
   try {
     reply = { id, created: whenFree(() => commit.immediate(unflatten(flat), now)) };
   } catch (err) {
-    // The code (SQLITE_BUSY, SQLITE_FULL, EACCES…) is what the owner decides by.
-    const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
-    reply = { id, error: { code: typeof code === 'string' ? code : undefined, message: String(message) } };
+    reply = failure(id, err);
   }
   port.postMessage(reply);
 });

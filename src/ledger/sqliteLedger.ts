@@ -3,8 +3,10 @@
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
 import { pause } from '../shared/pause.js';
-import { commitsOfOthers, DAY_MS, guardSync, inTimedTurns, inTurns, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
+import { commitsOfOthers, DAY_MS, guardSync, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
+import { BULK_BUSY_PATIENCE_MS, inTimedTurns, inTurns } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
+import type { AcceptRow } from './commitMessages.js';
 import { parsePkey } from '../store/layout.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
@@ -29,6 +31,18 @@ interface ReportRow {
   retraction_reason: string | null;
 }
 
+/** What the commit thread writes of a record: its identity, key, time and the record itself. */
+function rowOf(record: IngestRecord): AcceptRow {
+  return {
+    source: record.source,
+    partner: record.partner ?? '',
+    post_id: record.post_id,
+    pkey: record.pkey,
+    created_at_ms: Date.parse(record.report.created_at),
+    body: JSON.stringify(record),
+  };
+}
+
 interface KeyRow {
   digest: string;
   name: string;
@@ -47,9 +61,6 @@ const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, 
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
 /** A new report's record, kept while it is pending (see the migrations). */
 const INSERT_RECORD_SQL = 'INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?)';
-/** A bulk import's report, its record held in its batch (held_batches). */
-const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
-  VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
 const EXISTING_PKEY_SQL = 'SELECT pkey FROM reports WHERE source = ? AND partner = ? AND post_id = ?';
 /** What a lookup reads of a row (`r`) and its record while pending (`p`). */
 const ENTRY_SQL = `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.held_batch, r.held_offset, r.held_length, r.state, r.created_at_ms, r.enqueued_at_ms, r.retracted_at_ms, r.retracted_by, r.retraction_reason
@@ -57,9 +68,6 @@ const ENTRY_SQL = `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.he
 
 /** More reports marked archived at once than a worker's flush holds: a bulk import's part. */
 const BULK_MARKS = 5_000;
-
-/** How long a bulk job's transaction waits out another process's write lock, in all, before it fails. */
-const HELD_BUSY_PATIENCE_MS = 10 * 60_000;
 
 export class SqliteLedger implements IngestLedger {
   readonly description: string;
@@ -76,9 +84,6 @@ export class SqliteLedger implements IngestLedger {
       state: db.prepare('SELECT state FROM reports WHERE pkey = ?'),
       insert: db.prepare(INSERT_REPORT_SQL),
       insertRecord: db.prepare(INSERT_RECORD_SQL),
-      insertHeld: db.prepare(INSERT_HELD_SQL),
-      nextBatch: db.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM held_batches'),
-      insertBatch: db.prepare('INSERT INTO held_batches (id, hold_until_ms, records) VALUES (?, ?, ?)'),
       batch: db.prepare('SELECT records FROM held_batches WHERE id = ?'),
       // Through the pending index (the batch's hold, then its id): a batch's reports not yet
       // archived are a few thousand rows at most.
@@ -135,63 +140,25 @@ export class SqliteLedger implements IngestLedger {
 
   /** The row, and its message only if the row is new (first version wins), in one transaction. */
   async accept(record: IngestRecord): Promise<AcceptResult> {
-    const outcome = await this.accepts.submit({
-      source: record.source,
-      partner: record.partner ?? '',
-      post_id: record.post_id,
-      pkey: record.pkey,
-      created_at_ms: Date.parse(record.report.created_at),
-      body: JSON.stringify(record),
-    });
+    const outcome = await this.accepts.submit(rowOf(record));
     if (outcome === true) return { created: true, pkey: record.pkey };
     if (outcome === null) throw new PkeyTakenError(record.pkey);
     return { created: false, pkey: outcome };
   }
 
   /**
-   * Each transaction's new reports are held in one batch row (see the migrations): their records
-   * end to end, each report's row naming its bytes.
+   * On the commit thread, in timed turns (heldTurn.ts): each turn's new reports are held in one
+   * batch row (see the migrations), their records end to end, each report's row naming its bytes.
    */
   async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
-    const out: HeldAcceptResult[] = [];
-    const commit = this.db.transaction((chunk: readonly IngestRecord[], now: number) => {
-      const batch = (this.stmts.nextBatch.get() as { id: number }).id;
-      // This transaction's records, by pkey, in the order of their bytes in the batch.
-      const gathered = new Map<string, Buffer>();
-      let offset = 0;
-      const batches = new Map<number, Buffer>();
-      for (const record of chunk) {
-        const partner = record.partner ?? '';
-        const text = Buffer.from(JSON.stringify(record));
-        if (this.stmts.insertHeld.run(record.source, partner, record.post_id, record.pkey, Date.parse(record.report.created_at), now, holdUntilMs, batch, offset, text.length).changes === 1) {
-          gathered.set(record.pkey, text);
-          offset += text.length;
-          out.push({ created: true, pkey: record.pkey });
-          continue;
-        }
-        const first = this.stmts.byId.get(record.source, partner, record.post_id) as ReportRow | undefined;
-        if (!first) out.push({ created: false, pkey: record.pkey, taken: true });
-        // Still held by an import (this one, before a crash): its first version, to archive. One
-        // held earlier in this transaction is in the batch being gathered.
-        else if (first.state === 'pending' && first.enqueued_at_ms > now) {
-          const held = first.held_batch === batch ? gathered.get(first.pkey)!.toString() : this.recordOf(first, batches);
-          out.push(held === null ? { created: false, pkey: first.pkey } : { created: false, pkey: first.pkey, held: JSON.parse(held) as IngestRecord });
-        } else out.push({ created: false, pkey: first.pkey });
-      }
-      if (gathered.size > 0) this.stmts.insertBatch.run(batch, holdUntilMs, Buffer.concat([...gathered.values()]));
+    const rows = records.map(rowOf);
+    const outcomes = await this.accepts.hold(rows, this.now(), holdUntilMs);
+    return outcomes.map((outcome, i): HeldAcceptResult => {
+      if (outcome === true) return { created: true, pkey: rows[i]!.pkey };
+      if (outcome === null) return { created: false, pkey: rows[i]!.pkey, taken: true };
+      if (typeof outcome === 'string') return { created: false, pkey: outcome };
+      return { created: false, pkey: outcome.pkey, held: JSON.parse(outcome.record) as IngestRecord };
     });
-    await inTimedTurns(
-      records,
-      (chunk) => {
-        const done = out.length;
-        return this.patiently(
-          () => guardSync(() => commit.immediate(chunk, this.now())),
-          () => (out.length = done),
-        );
-      },
-      { othersWrote: commitsOfOthers(this.db) },
-    );
-    return out;
   }
 
   /**
@@ -267,17 +234,16 @@ export class SqliteLedger implements IngestLedger {
 
   /**
    * Runs a bulk job's transaction, waiting out another process's long write (a flush, a purge)
-   * that holds the lock past the busy timeout, as a bulk job has no client waiting on it; `undo`
-   * forgets what a failed attempt did. Gives up after HELD_BUSY_PATIENCE_MS.
+   * that holds the lock past the busy timeout, as a bulk job has no client waiting on it. Gives
+   * up after BULK_BUSY_PATIENCE_MS.
    */
-  private async patiently(write: () => void, undo?: () => void): Promise<void> {
+  private async patiently(write: () => void): Promise<void> {
     for (const started = Date.now(); ; ) {
       try {
         write();
         return;
       } catch (err) {
-        undo?.();
-        if (!isBusy(err) || Date.now() - started >= HELD_BUSY_PATIENCE_MS) throw err;
+        if (!isBusy(err) || Date.now() - started >= BULK_BUSY_PATIENCE_MS) throw err;
         await pause(100);
       }
     }

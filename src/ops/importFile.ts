@@ -36,7 +36,7 @@ import { writeParquet } from '../archive/partWriter.js';
 import { sqlString } from '../archive/duckdb.js';
 import { archiveRowOf } from '../ingest/archiveRow.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import type { PendingLedger, AcceptanceLedger, RetractionLedger } from '../ledger/ledger.js';
+import type { AcceptanceLedger, HeldAcceptResult, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
@@ -293,50 +293,66 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   await timed('accepting', async () => {
     progress?.start(checkpoint.valid);
     progress?.tick(checkpoint.acceptedUpTo);
-    // Each batch is staged (by DuckDB, off this thread) while the ledger accepts the next one; the
-    // checkpoint counts a batch once it is staged (a crash before that brings its reports back
-    // as held repeats, staged again).
+    // The ledger accepts a batch (on its own thread) while the one before is tagged, and staged
+    // by DuckDB while the next is accepted; the ledger's calls follow one another in the file's
+    // order, so the first version still wins. The checkpoint counts a batch once it is staged (a
+    // crash before that brings its reports back as held repeats, staged again).
     const stagings = new OneBehind();
     let queued = checkpoint.acceptedUpTo;
+    type Accepting = { batch: ValidatedRecord[]; received: IngestRecord[]; outcomes: Promise<HeldAcceptResult[]> };
+    let accepting: Accepting | undefined;
+    const stage = async ({ batch, received, outcomes }: Accepting) => {
+      const rejects: string[] = [];
+      const rows: ArchiveRow[] = [];
+      let duplicate = 0;
+      (await outcomes).forEach((outcome, i) => {
+        const { n, record } = batch[i]!;
+        if ('taken' in outcome) {
+          reject(rejects, n, [`post_id: ${record.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record.report);
+          return;
+        }
+        // New, or accepted by an earlier run of this import that stopped before staging it.
+        const first = outcome.created ? received[i]! : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
+        if (!first) duplicate += 1;
+        else rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
+      });
+      const name = `stage-${String(queued).padStart(12, '0')}.parquet`;
+      queued += batch.length;
+      await stagings.then(async () => {
+        if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+        if (rows.length > 0) {
+          await writeParquet(rt.db, rows, path.join(runDir, name));
+          checkpoint.staged.push(name);
+          checkpoint.stagedReports += rows.length;
+        }
+        checkpoint.rejected += rejects.length;
+        checkpoint.duplicate += duplicate;
+        checkpoint.accepted += rows.length;
+        checkpoint.acceptedUpTo += batch.length;
+        await save();
+        progress?.tick(batch.length);
+        if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
+      });
+    };
     try {
       await eachSortedBatch(rt.db, path.join(runDir, SORTED), checkpoint.acceptedUpTo, batchSize, async (batch) => {
         const receivedAt = new Date().toISOString();
         const received = batch.map(({ record }) => ({ ...record, received_at: receivedAt }));
-        const outcomes = await rt.ledger.acceptHeld(received, Date.now() + HOLD_MS);
-        const rejects: string[] = [];
-        const rows: ArchiveRow[] = [];
-        let duplicate = 0;
-        outcomes.forEach((outcome, i) => {
-          const { n, record } = batch[i]!;
-          if ('taken' in outcome) {
-            reject(rejects, n, [`post_id: ${record.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record.report);
-            return;
-          }
-          // New, or accepted by an earlier run of this import that stopped before staging it.
-          const first = outcome.created ? received[i]! : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
-          if (!first) duplicate += 1;
-          else rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
-        });
-        const name = `stage-${String(queued).padStart(12, '0')}.parquet`;
-        queued += batch.length;
-        await stagings.then(async () => {
-          if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
-          if (rows.length > 0) {
-            await writeParquet(rt.db, rows, path.join(runDir, name));
-            checkpoint.staged.push(name);
-            checkpoint.stagedReports += rows.length;
-          }
-          checkpoint.rejected += rejects.length;
-          checkpoint.duplicate += duplicate;
-          checkpoint.accepted += rows.length;
-          checkpoint.acceptedUpTo += batch.length;
-          await save();
-          progress?.tick(batch.length);
-          if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
-        });
+        const before = accepting;
+        const accept = () => rt.ledger.acceptHeld(received, Date.now() + HOLD_MS);
+        const outcomes = before ? before.outcomes.then(accept) : accept();
+        // Handled here: a failure is thrown by stage(), which awaits it.
+        outcomes.catch(() => undefined);
+        accepting = { batch, received, outcomes };
+        if (before) await stage(before);
       });
+      const last = accepting;
+      accepting = undefined;
+      if (last) await stage(last);
       await stagings.settle();
     } finally {
+      // A batch still being accepted (a stage failed) ends before the job does.
+      await accepting?.outcomes.catch(() => undefined);
       await stagings.idle();
     }
     progress?.stop();

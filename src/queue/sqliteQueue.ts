@@ -3,7 +3,8 @@
 // delete), for any number of consumers in any number of processes on one DATA_DIR.
 import { randomBytes } from 'node:crypto';
 import { UnavailableError } from '../shared/errors.js';
-import { guardSync, inTurns, withoutFsync, type Db } from '../sqlite/database.js';
+import { guardSync, withoutFsync, type Db } from '../sqlite/database.js';
+import { inTurns } from '../sqlite/turns.js';
 import { pause } from '../shared/pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 

@@ -191,6 +191,30 @@ describe("a bulk import's held records", () => {
     }
   });
 
+  it("commits them in turns on the ledger's commit thread: an acceptance in the same process commits between the turns", async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      const records = Array.from({ length: 40_000 }, (_, i) => record(1_000 + i, `t${i}`));
+      const done: string[] = [];
+      const holding = rt.ledger.acceptHeld(records, Date.now() + 60_000).then((outcomes) => {
+        done.push('held');
+        return outcomes;
+      });
+      // Sent once the thread is at its turns: the acceptance's batch is the thread's next message.
+      await eventually(async () => tables(rt.config.dataDir).batches > 0 || undefined, 10_000, 'the first turn committed');
+      const accepting = rt.ledger.accept(record(90_000, 'live')).then((r) => done.push(r.created ? 'accepted' : 'duplicate'));
+      const [outcomes] = await Promise.all([holding, accepting]);
+      // A thread that ran the import's turns back to back would have answered the acceptance after all of them.
+      expect(done).toEqual(['accepted', 'held']);
+      expect(outcomes.every((o) => o.created)).toBe(true);
+      expect(tables(rt.config.dataDir).batches).toBeGreaterThan(1);
+      expect(await rt.ledger.lookup('partner-90000')).toMatchObject({ pending: true, record: { report: { title: 'live' } } });
+      expect(await rt.ledger.lookup('partner-40999')).toMatchObject({ pending: true, record: { report: { title: 't39999' } } });
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('an import resumed after a crash between its last marks and the drop of its batches drops them when it marks its reports again', async () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {

@@ -1,0 +1,116 @@
+// A bulk import's held acceptances (SqliteLedger.acceptHeld) on the commit thread's connection
+// (commitWorker.ts): in timed turns, each one transaction in which the rows are inserted first
+// version wins and the new ones' records are kept end to end in one held_batches row (see the
+// migrations), each report's row naming its bytes there. On that thread, turn after turn, the
+// import's own thread validates, tags and stages its next batches meanwhile: driven from the
+// event loop, each turn waited for whatever that thread was busy with.
+import type Database from 'better-sqlite3';
+import { pause } from '../shared/pause.js';
+import { BULK_BUSY_PATIENCE_MS, inTimedTurns } from '../sqlite/turns.js';
+import type { AcceptRow, HeldCommitted } from './commitMessages.js';
+
+/** Between tries while another process holds the lock past `whenFree`'s wait. */
+const BUSY_PAUSE_MS = 100;
+
+const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
+  VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
+/** What a repeat needs of the report it repeats: whether it is still held, and where its record is. */
+const FIRST_SQL = `SELECT r.pkey, r.state, r.enqueued_at_ms, r.held_batch, r.held_offset, r.held_length, p.record
+  FROM reports r LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
+  WHERE r.source = ? AND r.partner = ? AND r.post_id = ?`;
+
+interface FirstRow {
+  pkey: string;
+  state: string;
+  enqueued_at_ms: number;
+  held_batch: number | null;
+  held_offset: number | null;
+  held_length: number | null;
+  record: string | null;
+}
+
+/**
+ * Accepts `rows` held until `holdUntilMs` in timed turns: the lock free between them, longer
+ * while another connection writes (a worker's flush sleeping in SQLite's busy handler). A turn
+ * that finds the lock busy past `whenFree`'s wait is tried again until BULK_BUSY_PATIENCE_MS:
+ * a bulk job has no client waiting on it.
+ */
+export function heldAcceptance(db: Database.Database, whenFree: <T>(transaction: () => T) => T): (rows: readonly AcceptRow[], now: number, holdUntilMs: number) => Promise<HeldCommitted[]> {
+  const turn = heldTurn(db);
+  // PRAGMA data_version changes when another connection commits (this one's own commits leave it).
+  const dataVersion = db.prepare('PRAGMA data_version').pluck();
+  let seen = dataVersion.get();
+  const othersWrote = () => {
+    const now = dataVersion.get();
+    const changed = now !== seen;
+    seen = now;
+    return changed;
+  };
+  return async (rows, now, holdUntilMs) => {
+    const out: HeldCommitted[] = [];
+    await inTimedTurns(
+      rows,
+      async (chunk) => {
+        for (const started = Date.now(); ; ) {
+          try {
+            for (const outcome of whenFree(() => turn(chunk, now, holdUntilMs))) out.push(outcome);
+            return;
+          } catch (err) {
+            const code = (err as { code?: unknown }).code;
+            if (code !== 'SQLITE_BUSY' || Date.now() - started >= BULK_BUSY_PATIENCE_MS) throw err;
+            await pause(BUSY_PAUSE_MS);
+          }
+        }
+      },
+      { othersWrote },
+    );
+    return out;
+  };
+}
+
+/** One turn's transaction over `db`: the rows held until `holdUntilMs`, accepted at `now`; what each came to, in order. */
+function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: number, holdUntilMs: number) => HeldCommitted[] {
+  const insert = db.prepare(INSERT_HELD_SQL);
+  const first = db.prepare(FIRST_SQL);
+  const nextBatch = db.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM held_batches').pluck();
+  const insertBatch = db.prepare('INSERT INTO held_batches (id, hold_until_ms, records) VALUES (?, ?, ?)');
+  const batchOf = db.prepare('SELECT records FROM held_batches WHERE id = ?').pluck();
+  const turn = db.transaction((rows: readonly AcceptRow[], now: number, holdUntilMs: number): HeldCommitted[] => {
+    const batch = nextBatch.get() as number;
+    // This turn's new records, by pkey, in the order of their bytes in the batch.
+    const gathered = new Map<string, Buffer>();
+    const batches = new Map<number, Buffer>();
+    let offset = 0;
+    const outcomes = rows.map((row): HeldCommitted => {
+      const text = Buffer.from(row.body);
+      if (insert.run(row.source, row.partner, row.post_id, row.pkey, row.created_at_ms, now, holdUntilMs, batch, offset, text.length).changes === 1) {
+        gathered.set(row.pkey, text);
+        offset += text.length;
+        return true;
+      }
+      const found = first.get(row.source, row.partner, row.post_id) as FirstRow | undefined;
+      if (!found) return null;
+      // Still held by an import (this one, before a crash): its first version, to archive. One
+      // held earlier in this turn is in the batch being gathered.
+      if (found.state !== 'pending' || found.enqueued_at_ms <= now) return found.pkey;
+      const record = found.held_batch === batch ? gathered.get(found.pkey)!.toString() : (found.record ?? heldRecord(found, batches, (id) => batchOf.get(id) as Buffer | undefined));
+      return record === null ? found.pkey : { pkey: found.pkey, record };
+    });
+    if (gathered.size > 0) insertBatch.run(batch, holdUntilMs, Buffer.concat([...gathered.values()]));
+    return outcomes;
+  });
+  // IMMEDIATE: the write lock is taken at the start, so a busy ledger fails the turn before any work.
+  return (rows, now, holdUntilMs) => turn.immediate(rows, now, holdUntilMs);
+}
+
+/** A held row's record: its bytes in the batch that holds it (`batches` keeps the batches read, each read once a turn). */
+function heldRecord(row: FirstRow, batches: Map<number, Buffer>, read: (id: number) => Buffer | undefined): string | null {
+  if (row.held_batch === null || row.held_offset === null || row.held_length === null) return null;
+  let held = batches.get(row.held_batch);
+  if (!held) {
+    held = read(row.held_batch);
+    if (!held) return null;
+    batches.set(row.held_batch, held);
+  }
+  return held.toString('utf8', row.held_offset, row.held_offset + row.held_length);
+}
