@@ -7,7 +7,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 
 v8.setFlagsFromString('--expose-gc');
-const collect = vm.runInNewContext('gc') as (options: { type: 'minor' | 'major'; execution: 'sync' }) => void;
+const collect = vm.runInNewContext('gc') as (options?: { type: 'minor' | 'major'; execution: 'sync' }) => void;
 
 /** Growth of the resident size, since the last full collection, that triggers the next one. */
 const RSS_SLACK = 64 * 1024 * 1024;
@@ -32,4 +32,17 @@ export function releaseMemory(young = true): void {
     collect({ type: 'major', execution: 'sync' });
     rssAfterFullCollection = process.memoryUsage.rss();
   }
+}
+
+/**
+ * Collects everything, at once, before a step that needs much native memory (an import's sort of
+ * its staged rows by DuckDB): the garbage a long JavaScript step left would otherwise stay
+ * resident beside it. V8's forced collection without options leaves the heap at what is live;
+ * after a major one with options it still counts the garbage (an import's leftovers: 27 MB of
+ * heap after this, 126 MB after that). Measured on the 2.5 M-report year's import: peak RSS
+ * 983–1,035 MB without it, 782–794 MB with it.
+ */
+export function releaseAll(): void {
+  collect();
+  rssAfterFullCollection = process.memoryUsage.rss();
 }

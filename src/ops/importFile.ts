@@ -30,6 +30,7 @@ import { ulid } from 'ulid';
 import { writeBulkParts } from '../archive/bulkParts.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { DuckDb } from '../archive/duckdb.js';
+import { releaseAll } from '../archive/duckdbMemory.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { writeParquet } from '../archive/partWriter.js';
@@ -181,6 +182,8 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   /** The staged reports as parts, then the checkpoint without them. */
   const archiveStaged = () => timed('archiving', async () => {
     if (checkpoint.staged.length === 0) return;
+    // What accepting left behind goes before DuckDB sorts the staged rows (the import's peak).
+    releaseAll();
     const files = checkpoint.staged.map((name) => path.join(runDir, name));
     const stagedRange = await rangeOf(rt.db, files);
     const retracted = new Set<string>();
