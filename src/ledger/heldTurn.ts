@@ -1,9 +1,9 @@
 // A bulk import's held acceptances (SqliteLedger.acceptHeld) on the commit thread's connection
 // (commitWorker.ts): in timed turns, each one transaction in which the rows are inserted first
 // version wins and the new ones' records are kept end to end in one held_batches row (see the
-// migrations), each report's row naming its bytes there. On that thread, turn after turn, the
-// import's own thread validates, tags and stages its next batches meanwhile: driven from the
-// event loop, each turn waited for whatever that thread was busy with.
+// migrations), each report's row naming its bytes there. Meanwhile the import's own thread tags
+// and stages the batch before. The turns are driven here too: driven from the event loop, each
+// turn waited for whatever that thread was busy with.
 import type Database from 'better-sqlite3';
 import { pause } from '../shared/pause.js';
 import { BULK_BUSY_PATIENCE_MS, inTimedTurns } from '../sqlite/turns.js';
