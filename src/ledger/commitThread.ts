@@ -21,9 +21,10 @@ export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
  */
 function workerScript(): URL {
   if (!import.meta.url.endsWith('.ts')) return new URL('./commitWorker.js', import.meta.url);
-  for (const name of ['commitWorker', 'commitMessages', 'heldTurn']) {
-    const built = statSync(new URL(`../../dist/src/ledger/${name}.js`, import.meta.url), { throwIfNoEntry: false });
-    if (!built || built.mtimeMs < statSync(new URL(`./${name}.ts`, import.meta.url)).mtimeMs) {
+  // The thread's modules (paths under src/).
+  for (const name of ['ledger/commitWorker', 'ledger/commitMessages', 'ledger/heldTurn', 'sqlite/turns', 'shared/pause']) {
+    const built = statSync(new URL(`../../dist/src/${name}.js`, import.meta.url), { throwIfNoEntry: false });
+    if (!built || built.mtimeMs < statSync(new URL(`../${name}.ts`, import.meta.url)).mtimeMs) {
       throw new Error(`the commit thread runs the build's ${name}.js, ${built ? 'older than its source' : 'not built'}: npm run build`);
     }
   }

@@ -6,7 +6,7 @@
 // turn waited for whatever that thread was busy with.
 import type Database from 'better-sqlite3';
 import { pause } from '../shared/pause.js';
-import { BULK_BUSY_PATIENCE_MS, inTimedTurns } from '../sqlite/turns.js';
+import { BULK_BUSY_PATIENCE_MS, commitsOfOthers, inTimedTurns } from '../sqlite/turns.js';
 import type { AcceptRow, HeldCommitted } from './commitMessages.js';
 
 /** Between tries while another process holds the lock past `whenFree`'s wait. */
@@ -37,15 +37,8 @@ interface FirstRow {
  */
 export function heldAcceptance(db: Database.Database, whenFree: <T>(transaction: () => T) => T): (rows: readonly AcceptRow[], now: number, holdUntilMs: number) => Promise<HeldCommitted[]> {
   const turn = heldTurn(db);
-  // PRAGMA data_version changes when another connection commits (this one's own commits leave it).
-  const dataVersion = db.prepare('PRAGMA data_version').pluck();
-  let seen = dataVersion.get();
-  const othersWrote = () => {
-    const now = dataVersion.get();
-    const changed = now !== seen;
-    seen = now;
-    return changed;
-  };
+  // The thread's own commits (acceptances, earlier turns) do not count: only another connection's.
+  const othersWrote = commitsOfOthers(db);
   return async (rows, now, holdUntilMs) => {
     const out: HeldCommitted[] = [];
     await inTimedTurns(

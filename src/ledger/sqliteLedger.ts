@@ -3,8 +3,8 @@
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
 import { pause } from '../shared/pause.js';
-import { commitsOfOthers, DAY_MS, guardSync, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
-import { BULK_BUSY_PATIENCE_MS, inTimedTurns, inTurns } from '../sqlite/turns.js';
+import { DAY_MS, guardSync, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
+import { BULK_BUSY_PATIENCE_MS, commitsOfOthers, inTimedTurns, inTurns } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
 import type { AcceptRow } from './commitMessages.js';
 import { parsePkey } from '../store/layout.js';

@@ -221,18 +221,6 @@ export async function reclaimFreePages(db: Db): Promise<number> {
   }
 }
 
-/** A test of whether another connection to `db`'s file committed since it was last asked. */
-export function commitsOfOthers(db: Db): () => boolean {
-  const version = () => db.pragma('data_version', { simple: true }) as number;
-  let seen = version();
-  return () => {
-    const now = version();
-    const changed = now !== seen;
-    seen = now;
-    return changed;
-  };
-}
-
 /** SQLite errors a client cannot cause: locked, full, read-only, corrupt, I/O. */
 export function guardSync<T>(fn: () => T): T {
   try {

@@ -1,6 +1,7 @@
 // Bulk writes to a SQLite database in turns: transactions sized to hold the one write lock
 // briefly, the lock free between them, so acceptances (which wait for it) are not held off. On
 // the event loop (the queue, the ledger's marks) and on the commit thread (held acceptances).
+import type Database from 'better-sqlite3';
 import { pause } from '../shared/pause.js';
 
 /**
@@ -65,4 +66,16 @@ export async function inTimedTurns<T>(
     if (othersWrote()) sharedUntil = performance.now() + SHARED_FOR_MS;
     await pause(performance.now() < sharedUntil ? Math.max(TURN_GAP_MS, took) : ALONE_GAP_MS);
   }
+}
+
+/** A test of whether another connection to `db`'s file committed since it was last asked. */
+export function commitsOfOthers(db: Pick<Database.Database, 'pragma'>): () => boolean {
+  const version = () => db.pragma('data_version', { simple: true }) as number;
+  let seen = version();
+  return () => {
+    const now = version();
+    const changed = now !== seen;
+    seen = now;
+    return changed;
+  };
 }
