@@ -105,6 +105,12 @@ export class SqliteLedger implements IngestLedger {
         `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL
          WHERE source = ? AND partner = ? AND post_id = ? AND pkey = ? AND state = 'pending'`,
       ),
+      // A held report has no pending_records row (its record is in its batch until reconciliation
+      // moves it there and unholds the row, in one transaction): marked without the delete's probe.
+      archiveHeldById: db.prepare(
+        `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL
+         WHERE source = ? AND partner = ? AND post_id = ? AND pkey = ? AND state = 'pending' AND held_batch IS NOT NULL`,
+      ),
       dropRecord: db.prepare('DELETE FROM pending_records WHERE source = ? AND partner = ? AND post_id = ?'),
       stale: db.prepare(
         `SELECT r.source, r.partner, r.post_id, r.pkey, p.record, r.held_batch, r.held_offset, r.held_length
@@ -191,13 +197,18 @@ export class SqliteLedger implements IngestLedger {
     const now = this.now();
     // A report archived without a record of its own was held in a batch (an import's).
     let held = false;
-    // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
-    // held the write lock past a live acceptance's busy timeout.
+    // Many at once only from a bulk import, whose reports are held: tried as held first, which
+    // saves the delete's probe of pending_records (2.9 -> 1.7 s for 300,000 marks).
+    const heldFirst = pkeys.length > BULK_MARKS;
     const archive = (pkey: string) => {
       // By the primary key the pkey names (one lookup, not the pkey's index and then the row: a
       // fifth to a third less time a report). A report accepted before post_ids were per partner
       // has a pkey without its partner, and is found by its pkey.
       const named = parsePkey(pkey);
+      if (heldFirst && named && this.stmts.archiveHeldById.run(now, named.source, named.partner ?? '', named.post_id, pkey).changes === 1) {
+        held = true;
+        return;
+      }
       if (named && this.stmts.archiveById.run(now, named.source, named.partner ?? '', named.post_id, pkey).changes === 1) {
         if (this.stmts.dropRecord.run(named.source, named.partner ?? '', named.post_id).changes === 0) held = true;
         return;
@@ -205,11 +216,13 @@ export class SqliteLedger implements IngestLedger {
       const id = this.stmts.archive.get(now, pkey) as { source: string; partner: string; post_id: number } | undefined;
       if (id && this.stmts.dropRecord.run(id.source, id.partner, id.post_id).changes === 0) held = true;
     };
+    // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
+    // held the write lock past a live acceptance's busy timeout.
     const mark = (turn: readonly string[]) => guardSync(() => this.db.transaction(() => turn.forEach(archive)).immediate());
     // Many at once only from a bulk import: each turn as large as a short hold of the lock allows,
     // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole);
     // the pages its records held then go back to the disk.
-    if (pkeys.length > BULK_MARKS) {
+    if (heldFirst) {
       await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
       // Also when nothing was held: an import resumed after a crash that came between its marks
       // and the drop marks its reports again (archived already), and its batches go now.

@@ -235,6 +235,24 @@ describe("a bulk import's held records", () => {
     }
   });
 
+  it("an import's marks of held reports and of reports posted live before it: every record goes, from its batch or its own row", async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      // Posted live before the import, which finds them accepted and archives them with its own.
+      for (let id = 1; id <= 20; id++) await rt.ledger.accept(record(id, `live ${id}`));
+      const held = Array.from({ length: 6_000 }, (_, i) => record(100 + i, `t${i}`));
+      await rt.ledger.acceptHeld(held, Date.now() + 60_000);
+      expect(tables(rt.config.dataDir)).toMatchObject({ records: 20 });
+      const pkeys = [...held.map((r) => r.pkey), ...Array.from({ length: 20 }, (_, i) => `partner-${i + 1}`)].sort();
+      await rt.ledger.markArchived(pkeys);
+      expect(tables(rt.config.dataDir)).toEqual({ batches: 0, records: 0 });
+      expect(await rt.ledger.lookup('partner-7')).toMatchObject({ pending: false });
+      expect(await rt.ledger.lookup('partner-5099')).toMatchObject({ pending: false });
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('an import never resumed: once the hold ends, reconciliation queues each record from its batch and keeps it as a live post\'s', async () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
