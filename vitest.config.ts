@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Every test's temporary files under one directory, removed when the run ends.
+    globalSetup: ['test/support/tempRoot.ts'],
     // DuckDB and the servers under test are real; give slow shared machines room. A bound on a
     // hang, not on speed: beside another file, a bulk import's test took 49 s where alone it
     // took 31.
