@@ -12,12 +12,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startServer } from './server.js';
+import { CLI, startServer } from './server.js';
 import { nameOfBareKey } from '../src/partners/apiKeys.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/main/cli.js');
 const args = parseArgs({ options: { reports: { type: 'string', default: '10000' }, quick: { type: 'boolean', default: false }, backend: { type: 'string', default: 'both' } } }).values;
 if (!['embedded', 'aws', 'both'].includes(args.backend!)) throw new Error('--backend must be embedded, aws or both');
 const REPORTS = args.quick ? 2000 : Number(args.reports);

@@ -20,16 +20,13 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { cliJson, freePort, startServer, type Server } from './server.js';
+import { CLI, cliJson, freePort, startServer, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { scaleOutRun } from './scaleOut.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { buildBenchStore } from './synthetic.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = path.join(root, 'dist', 'src', 'cli.js');
 const API_KEY = 'bench-key-0123456789abcdef';
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash,scaleout' } } });
 const QUICK = args.quick === true;

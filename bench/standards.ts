@@ -9,17 +9,13 @@ import fsp from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startServer } from './server.js';
+import { CLI, startServer } from './server.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { BoundaryRepository } from '../src/boundaries/repository.js';
 import { FileObjectStore } from '../src/store/fileStore.js';
 import { buildSyntheticArchive } from './synthetic.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '..', '..');
-const CLI = path.join(root, 'dist', 'src', 'cli.js');
 const DAY_MS = 86_400_000;
 
 const { values: args } = parseArgs({
