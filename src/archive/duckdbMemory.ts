@@ -25,8 +25,8 @@ let rssAfterFullCollection = 0;
  *   Arrow   197, 176;         205, 216;                          201, 217.
  * (Parquet, 340 to 356, is the same either way.) The young collection at each connection's close
  * is what frees DuckDB's results: without it the peak is 25 to 60 MB higher. The full collection
- * is collectAll's: with V8's options form instead, the same month's pulls took 15–25 % longer
- * (GeoJSON cold 1,334–1,701 ms against 1,125–1,264) at the same peaks.
+ * is collectAll's: with V8's options form instead, the same month's cold pulls took a fifth to two
+ * fifths longer (GeoJSON 1,334–1,701 ms against 1,125–1,264) at the same peaks.
  */
 export function releaseMemory(young = true): void {
   if (young) collect({ type: 'minor', execution: 'sync' });
