@@ -96,8 +96,15 @@ function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: numb
   return (rows, now, holdUntilMs) => turn.immediate(rows, now, holdUntilMs);
 }
 
-/** A held row's record: its bytes in the batch that holds it (`batches` keeps the batches read, each read once a turn). */
-function heldRecord(row: FirstRow, batches: Map<number, Buffer>, read: (id: number) => Buffer | undefined): string | null {
+/**
+ * A held row's record: its bytes in the batch that holds it (`batches` keeps the batches read,
+ * each read once for a run of rows). Null for a row not held, or whose batch is gone.
+ */
+export function heldRecord(
+  row: Pick<FirstRow, 'held_batch' | 'held_offset' | 'held_length'>,
+  batches: Map<number, Buffer>,
+  read: (id: number) => Buffer | undefined,
+): string | null {
   if (row.held_batch === null || row.held_offset === null || row.held_length === null) return null;
   let held = batches.get(row.held_batch);
   if (!held) {

@@ -6,6 +6,7 @@ import { pause } from '../shared/pause.js';
 import { DAY_MS, guardSync, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
 import { BULK_BUSY_PATIENCE_MS, commitsOfOthers, inTimedTurns, inTurns } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
+import { heldRecord } from './heldTurn.js';
 import type { AcceptRow } from './commitMessages.js';
 import { parsePkey } from '../store/layout.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
@@ -172,15 +173,7 @@ export class SqliteLedger implements IngestLedger {
    * batches read, each read once for a run of rows).
    */
   private recordOf(row: Pick<ReportRow, 'record' | 'held_batch' | 'held_offset' | 'held_length'>, batches = new Map<number, Buffer>()): string | null {
-    if (row.record !== null) return row.record;
-    if (row.held_batch === null || row.held_offset === null || row.held_length === null) return null;
-    let held = batches.get(row.held_batch);
-    if (!held) {
-      held = (this.stmts.batch.get(row.held_batch) as { records: Buffer } | undefined)?.records;
-      if (!held) return null;
-      batches.set(row.held_batch, held);
-    }
-    return held.toString('utf8', row.held_offset, row.held_offset + row.held_length);
+    return row.record ?? heldRecord(row, batches, (id) => (this.stmts.batch.get(id) as { records: Buffer } | undefined)?.records);
   }
 
   async get(id: ReportId): Promise<LedgerEntry | undefined> {
