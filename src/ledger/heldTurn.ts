@@ -5,12 +5,8 @@
 // and stages the batch before. The turns are driven here too: driven from the event loop, each
 // turn waited for whatever that thread was busy with.
 import type Database from 'better-sqlite3';
-import { pause } from '../shared/pause.js';
-import { BULK_BUSY_PATIENCE_MS, commitsOfOthers, inTimedTurns } from '../sqlite/turns.js';
+import { commitsOfOthers, inTimedTurns, patiently } from '../sqlite/turns.js';
 import type { AcceptRow, HeldCommitted } from './commitMessages.js';
-
-/** Between tries while another process holds the lock past `whenFree`'s wait. */
-const BUSY_PAUSE_MS = 100;
 
 const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
@@ -32,8 +28,8 @@ interface FirstRow {
 /**
  * Accepts `rows` held until `holdUntilMs` in timed turns: the lock free between them, longer
  * while another connection writes (a worker's flush sleeping in SQLite's busy handler). A turn
- * that finds the lock busy past `whenFree`'s wait is tried again until BULK_BUSY_PATIENCE_MS:
- * a bulk job has no client waiting on it.
+ * that finds the lock busy past `whenFree`'s wait is waited out (`patiently`, turns.ts): a bulk
+ * job has no client waiting on it.
  */
 export function heldAcceptance(db: Database.Database, whenFree: <T>(transaction: () => T) => T): (rows: readonly AcceptRow[], now: number, holdUntilMs: number) => Promise<HeldCommitted[]> {
   const turn = heldTurn(db);
@@ -44,16 +40,8 @@ export function heldAcceptance(db: Database.Database, whenFree: <T>(transaction:
     await inTimedTurns(
       rows,
       async (chunk) => {
-        for (const started = Date.now(); ; ) {
-          try {
-            for (const outcome of whenFree(() => turn(chunk, now, holdUntilMs))) out.push(outcome);
-            return;
-          } catch (err) {
-            const code = (err as { code?: unknown }).code;
-            if (code !== 'SQLITE_BUSY' || Date.now() - started >= BULK_BUSY_PATIENCE_MS) throw err;
-            await pause(BUSY_PAUSE_MS);
-          }
-        }
+        const outcomes = await patiently(() => whenFree(() => turn(chunk, now, holdUntilMs)), (err) => (err as { code?: unknown }).code === 'SQLITE_BUSY');
+        for (const outcome of outcomes) out.push(outcome);
       },
       { othersWrote },
     );

@@ -2,9 +2,8 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { pause } from '../shared/pause.js';
 import { DAY_MS, guardSync, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
-import { BULK_BUSY_PATIENCE_MS, commitsOfOthers, inTimedTurns, inTurns } from '../sqlite/turns.js';
+import { commitsOfOthers, inTimedTurns, inTurns, patiently } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
 import { heldRecord } from './heldTurn.js';
 import type { AcceptRow } from './commitMessages.js';
@@ -216,7 +215,7 @@ export class SqliteLedger implements IngestLedger {
     // and a busy ledger waited out (a worker's flush fails instead, and is tried again whole);
     // the pages its records held then go back to the disk.
     if (heldFirst) {
-      await inTimedTurns(pkeys, (turn) => this.patiently(() => mark(turn)), { othersWrote: commitsOfOthers(this.db) });
+      await inTimedTurns(pkeys, (turn) => patiently(() => mark(turn), isBusy), { othersWrote: commitsOfOthers(this.db) });
       // Also when nothing was held: an import resumed after a crash that came between its marks
       // and the drop marks its reports again (archived already), and its batches go now.
       await this.dropDoneBatches();
@@ -235,24 +234,7 @@ export class SqliteLedger implements IngestLedger {
   private async dropDoneBatches(): Promise<void> {
     const done = (guardSync(() => this.stmts.doneBatches.all()) as { id: number }[]).map((r) => r.id);
     const drop = (turn: readonly number[]) => guardSync(() => this.db.transaction(() => turn.forEach((id) => this.stmts.dropBatch.run(id))).immediate());
-    await inTimedTurns(done, (turn) => this.patiently(() => drop(turn)), { smallest: 1, othersWrote: commitsOfOthers(this.db) });
-  }
-
-  /**
-   * Runs a bulk job's transaction, waiting out another process's long write (a flush, a purge)
-   * that holds the lock past the busy timeout, as a bulk job has no client waiting on it. Gives
-   * up after BULK_BUSY_PATIENCE_MS.
-   */
-  private async patiently(write: () => void): Promise<void> {
-    for (const started = Date.now(); ; ) {
-      try {
-        write();
-        return;
-      } catch (err) {
-        if (!isBusy(err) || Date.now() - started >= BULK_BUSY_PATIENCE_MS) throw err;
-        await pause(100);
-      }
-    }
+    await inTimedTurns(done, (turn) => patiently(() => drop(turn), isBusy), { smallest: 1, othersWrote: commitsOfOthers(this.db) });
   }
 
   /** No back-off here: a report whose message is still queued is not stale (the queue is in this database). */

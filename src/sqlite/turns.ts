@@ -26,7 +26,25 @@ export async function inTurns<T>(items: readonly T[], write: (chunk: readonly T[
  * How long a bulk job's turn waits out another process's write lock (a flush, a purge), in all,
  * before it fails: a bulk job has no client waiting on it.
  */
-export const BULK_BUSY_PATIENCE_MS = 10 * 60_000;
+const BULK_BUSY_PATIENCE_MS = 10 * 60_000;
+/** Between a bulk job's tries of a turn while another process holds the lock. */
+const BUSY_PAUSE_MS = 100;
+
+/**
+ * Runs a bulk job's turn (`write`, one transaction), waiting out another process's long write (a
+ * flush, a purge) that holds the lock past the busy timeout, as a bulk job has no client waiting
+ * on it. Gives up after BULK_BUSY_PATIENCE_MS. `busy`: whether an error is the lock being held.
+ */
+export async function patiently<T>(write: () => T, busy: (err: unknown) => boolean): Promise<T> {
+  for (const started = Date.now(); ; ) {
+    try {
+      return write();
+    } catch (err) {
+      if (!busy(err) || Date.now() - started >= BULK_BUSY_PATIENCE_MS) throw err;
+      await pause(BUSY_PAUSE_MS);
+    }
+  }
+}
 
 /** The lock left free between a bulk job's turns while no other connection writes. */
 export const ALONE_GAP_MS = 10;
