@@ -39,14 +39,14 @@ export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, d
     const hours = group.flatMap((h) => partsOfHour.get(h) ?? []);
     const narrowed = { ...query, startMs: Math.max(query.startMs, group[group.length - 1]!), endMs: Math.min(query.endMs, group[0]! + HOUR_MS - 1) };
     const bound = filteredRows(await ctx.files([...day.whole, ...hours.flatMap((h) => h.parts)]), narrowed, isClean(day.whole, hours));
-    yield await ctx.db.withConnection((conn) => arrowDayOf(conn, bound), ctx.signal);
+    yield await ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
   }
 }
 
 /** One UTC day of the window as Arrow buffers. */
 export async function windowArrowDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): Promise<ArrowDay> {
   const bound = filteredRows(await ctx.files(partsOf(day)), query, isDayClean(day));
-  return ctx.db.withConnection((conn) => arrowDayOf(conn, bound), ctx.signal);
+  return ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
 }
 
 export type { ArrowDay } from './arrow.js';

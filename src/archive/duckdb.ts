@@ -1,8 +1,9 @@
 // One DuckDB instance per process, in memory, spilling to a temp directory.
 import fs from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBBlobVector, DuckDBInstance, DuckDBListValue, type DuckDBConnection, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { OverloadedError } from '../shared/errors.js';
-import { releaseMemory } from './duckdbMemory.js';
+import { releaseAll, releaseMemory } from './duckdbMemory.js';
 
 export interface DuckDbOptions {
   tempDir: string;
@@ -62,6 +63,35 @@ export class DuckDb {
     }
   }
 
+  /**
+   * As `withConnection`, for an answer's queries: when the engine runs out of memory, `fn` runs
+   * again from its start once the memory others hold may have been given back. Results of
+   * finished queries hold theirs until their wrappers are collected (see duckdbMemory.ts), so
+   * every retry follows a full collection; other connections in use (other answers, a part
+   * being written) finish theirs in a moment, so while there are some the retries go on, for
+   * up to MEMORY_WAIT_MS. Alone on the engine and still out of memory after a collection, the
+   * OverloadedError comes at once. A query of an answer whose first byte has gone out can no
+   * longer become a 503, only a cut answer; before it, a short wait beats a client's retry.
+   * `fn` must be re-runnable: it reads, or writes only files it overwrites.
+   */
+  async withMemory<T>(fn: (conn: DuckDBConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const started = Date.now();
+    let collectedAlone = false;
+    for (let delay = MEMORY_WAIT_FIRST_MS; ; delay = Math.min(delay * 2, MEMORY_WAIT_STEP_MS)) {
+      try {
+        return await this.withConnection(fn, signal);
+      } catch (err) {
+        // Our own connection is closed by now: any still open are others'.
+        const alone = this.open === 0;
+        if (!(err instanceof OverloadedError) || (alone && collectedAlone) || Date.now() - started + delay > MEMORY_WAIT_MS) throw err;
+        collectedAlone = alone;
+      }
+      releaseAll();
+      // Jittered, so two answers that ran each other out of memory do not retry in step.
+      if (!collectedAlone) await sleep(delay * (0.5 + Math.random()), undefined, { signal });
+    }
+  }
+
   /** A fresh connection pinned to UTC, interrupted when `signal` aborts; `release` closes it. */
   private async acquire(signal: AbortSignal | undefined): Promise<{ conn: DuckDBConnection; release: () => void }> {
     signal?.throwIfAborted();
@@ -108,6 +138,11 @@ function overloaded(err: unknown, signal: AbortSignal | undefined): unknown {
   if (signal?.aborted || !(err instanceof Error) || !/^Out of Memory Error/.test(err.message)) return err;
   return new OverloadedError('The query engine is out of memory or temporary space for the answers under way', { cause: err });
 }
+
+/** How long an answer's query waits, at most, for memory that other connections hold; its first wait and its longest. */
+const MEMORY_WAIT_MS = 15_000;
+const MEMORY_WAIT_FIRST_MS = 50;
+const MEMORY_WAIT_STEP_MS = 1_000;
 
 /** How often an abandoned connection is interrupted until its work has stopped. */
 const INTERRUPT_AGAIN_MS = 20;

@@ -158,7 +158,7 @@ async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: 
     const merge = async (parts: ObjectInfo[]) => {
       const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
       const bound = filteredRows(await ctx.files(parts), query);
-      await ctx.db.withConnection(
+      await ctx.db.withMemory(
         (conn) => conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
         ctx.signal,
       );
@@ -176,7 +176,7 @@ async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: 
         else await merge(hour.parts);
       }
     }
-    await ctx.db.withConnection(async (conn) => {
+    await ctx.db.withMemory(async (conn) => {
       // GeoParquet: a WKB geometry column after the archive columns, and the `geo` file metadata.
       await prepareGeometry(conn);
       if (segments.length === 0) {

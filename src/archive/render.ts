@@ -212,7 +212,7 @@ async function queryHours(ctx: WindowContext, files: string[], query: WindowQuer
       encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS items,
       min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat
     FROM ${bound.sql} GROUP BY 1`;
-  return ctx.db.withConnection(async (conn) => {
+  return ctx.db.withMemory(async (conn) => {
     const reader = await conn.runAndReadAll(sql, bound.values, bound.types);
     const out = new Map<number, RenderedHour>();
     for (const row of reader.getRowsJS() as [bigint, Uint8Array, number, number, number, number][]) {
@@ -236,7 +236,7 @@ async function slicedHour(ctx: WindowContext, files: string[], query: WindowQuer
   const slices: { bound: Bound; bbox: Bbox }[] = [];
   for (const [startMs, endMs] of await timeSlices(ctx, files, query)) {
     const bound = filteredRows(files, { ...query, startMs, endMs }, clean);
-    const bbox = await ctx.db.withConnection(async (conn) => {
+    const bbox = await ctx.db.withMemory(async (conn) => {
       const reader = await conn.runAndReadAll(`SELECT min(lng), min(lat), max(lng), max(lat) FROM ${bound.sql}`, bound.values, bound.types);
       const row = reader.getRowsJS()[0] as [number | null, number, number, number];
       return row[0] === null ? undefined : (row as Bbox);
@@ -249,7 +249,7 @@ async function slicedHour(ctx: WindowContext, files: string[], query: WindowQuer
   async function* text(): AsyncIterable<Uint8Array> {
     for (const [i, { bound }] of slices.entries()) {
       if (i > 0) yield Buffer.from(separator);
-      yield await ctx.db.withConnection(async (conn) => (await conn.runAndReadAll(sql + bound.sql, bound.values, bound.types)).getRowsJS()[0]![0] as Uint8Array, ctx.signal);
+      yield await ctx.db.withMemory(async (conn) => (await conn.runAndReadAll(sql + bound.sql, bound.values, bound.types)).getRowsJS()[0]![0] as Uint8Array, ctx.signal);
     }
   }
   return { text, bbox };
@@ -260,7 +260,7 @@ const SLICE_ROWS = 4096;
 
 /** The window's time in the files as [startMs, endMs] slices of about SLICE_ROWS reports each, newest first (by whole seconds). */
 async function timeSlices(ctx: WindowContext, files: string[], query: WindowQuery): Promise<[number, number][]> {
-  const seconds = await ctx.db.withConnection(async (conn) => {
+  const seconds = await ctx.db.withMemory(async (conn) => {
     const reader = await conn.runAndReadAll(
       `SELECT epoch_ms(created_at) // 1000 AS s, count(*)::INTEGER AS n FROM read_parquet($files) WHERE created_at BETWEEN $start AND $end GROUP BY 1 ORDER BY 1 DESC`,
       { files: listValue(files), start: micros(query.startMs), end: micros(query.endMs) },
@@ -278,7 +278,7 @@ async function queryDay(ctx: WindowContext, files: string[], query: WindowQuery,
   // The page's reports first (filteredRows keeps the top `limit` alone), then their items.
   const bound = filteredRows(files, query, clean, Number.isFinite(limit) ? Math.trunc(limit) : undefined);
   const sql = `SELECT ${ITEM_SQL[shape]} AS item, lng, lat, epoch_ms(created_at) AS created_ms, pkey FROM ${bound.sql} ${ANSWER_ORDER}`;
-  return ctx.db.withConnection(async (conn) => {
+  return ctx.db.withMemory(async (conn) => {
     const result = await conn.stream(sql, bound.values, bound.types);
     const items: string[] = [];
     let minX = Infinity;

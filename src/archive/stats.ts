@@ -121,7 +121,7 @@ export async function countStats(ctx: WindowContext, query: WindowQuery, days: r
   for (let i = 0; i < rest.length; i += 31) {
     const chunk = rest.slice(i, i + 31);
     const bound = filteredRows(await ctx.files(chunk.flatMap((c) => c.parts)), query, chunk.every((c) => c.clean));
-    await ctx.db.withConnection(async (conn) => {
+    await ctx.db.withMemory(async (conn) => {
       const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
       for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
     }, ctx.signal);

@@ -100,7 +100,7 @@ export class Window {
     let firstMs: number | undefined;
     let lastMs: number | undefined;
     for (const bound of await this.monthly()) {
-      const row = await this.ctx.db.withConnection(async (conn) => {
+      const row = await this.ctx.db.withMemory(async (conn) => {
         const reader = await conn.runAndReadAll(
           `SELECT count(*)::BIGINT AS n, min(epoch_ms(created_at)) AS first_ms, max(epoch_ms(created_at)) AS last_ms FROM ${bound.sql}`,
           bound.values,

@@ -1,6 +1,7 @@
 // A storm hour (an open hour of many parts not yet compacted) under a small DuckDB memory limit:
 // pulls at once each get the whole answer; a pull past the cap on heavy answers gets a 503 with
-// Retry-After before any byte; the engine out of memory before the first byte is a 503 too; a
+// Retry-After before any byte; pulls that run each other out of memory wait for it rather than
+// being cut; the engine out of memory on its own before the first byte is a 503 too; a
 // failure after the first byte cuts the answer and is logged as the server's error, never as a
 // client hang-up. DuckDB's spills live under TMP_DIR, bounded by DUCKDB_MAX_TEMP_SIZE.
 import { spawn } from 'node:child_process';
@@ -40,7 +41,7 @@ function logSink(): Writable {
 beforeAll(async () => {
   tmpDir = await tempDir('flood-spill-');
   const config = await testConfig('embedded', undefined, {
-    DUCKDB_MEMORY_LIMIT: '32MB',
+    DUCKDB_MEMORY_LIMIT: '24MB',
     DUCKDB_MAX_TEMP_SIZE: '1GB',
     TMP_DIR: tmpDir,
     ARCHIVE_MAX_CONCURRENT: '2',
@@ -141,9 +142,15 @@ open(sys.argv[4], 'wb').write(body); print(cut, flush=True)
   }));
 }
 
+/** The errors the service has logged, for a failure's message. */
+function serverErrors(): string {
+  return lines.filter((l) => (JSON.parse(l) as { level: number }).level >= 50).join('\n');
+}
+
 /** The features of a whole GeoJSON answer: every report once, newest first. */
 function expectWhole(pulled: Pulled): void {
-  expect(pulled.cut).toBe(false);
+  // A cut answer names the server's reason, from its log, in the failure.
+  expect(pulled.cut, serverErrors()).toBe(false);
   expect(pulled.status).toBe(200);
   const features = JSON.parse(pulled.body).features as { properties: { pkey: string; created_at: string } }[];
   expect(features).toHaveLength(REPORTS);
