@@ -1,0 +1,61 @@
+// DuckDb.withMemory: an answer's query that runs the engine out of memory runs again while other
+// connections are in use (their work gives memory back in a moment), and once more alone after a
+// full collection; then the OverloadedError (a 503 before an answer's first byte).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDb } from '../../src/archive/duckdb.js';
+import { OverloadedError } from '../../src/shared/errors.js';
+
+/** A list of ten million numbers, held whole in memory: more than the engine's 16 MB, however long it waits. */
+const TOO_LARGE = 'SELECT len(list(range)) FROM range(10000000)';
+
+describe("an answer's query out of the engine's memory", () => {
+  let dir: string;
+  let db: DuckDb;
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'with-memory-'));
+    db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb'), memoryLimit: '16MB', threads: 1 });
+  });
+  afterAll(async () => {
+    db?.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('alone on the engine, runs once more after a collection, then is an OverloadedError', async () => {
+    let runs = 0;
+    const query = db.withMemory(async (conn) => {
+      runs += 1;
+      return conn.runAndReadAll(TOO_LARGE);
+    });
+    await expect(query).rejects.toBeInstanceOf(OverloadedError);
+    expect(runs).toBe(2);
+  });
+
+  it('runs again while another connection is in use, and gives up once it is alone', async () => {
+    let release!: () => void;
+    const other = db.withConnection(() => new Promise<void>((resolve) => (release = resolve)));
+    let runs = 0;
+    const query = db.withMemory(async (conn) => {
+      runs += 1;
+      return conn.runAndReadAll(TOO_LARGE);
+    });
+    query.catch(() => undefined);
+    // The other connection ends after a second, meanwhile the query has been retried.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const runsWhileOther = runs;
+    release();
+    await other;
+    await expect(query).rejects.toBeInstanceOf(OverloadedError);
+    expect(runsWhileOther).toBeGreaterThanOrEqual(3);
+    // Once alone: one run, a collection, one more.
+    expect(runs - runsWhileOther).toBeLessThanOrEqual(2);
+  });
+
+  it('a query that fits is answered at once', async () => {
+    const rows = await db.withMemory(async (conn) => (await conn.runAndReadAll('SELECT count(*)::INTEGER FROM range(1000)')).getRowsJS());
+    expect(rows).toEqual([[1000]]);
+  });
+});
