@@ -13,7 +13,7 @@ import {
   SHARED_PH_MISSING,
   allArchived,
   getJson,
-  postReport,
+  postAccepted,
   report,
   startTestService,
   tempDir,
@@ -69,7 +69,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     svc = await startTestService(rt);
     for (const r of [...juneReports, ...julyReports]) {
       const [lat, lng] = r.place;
-      const res = await postReport(svc.url, report(r.post_id, {
+      const res = await postAccepted(svc.url, report(r.post_id, {
         created_at: r.created_at,
         location: { lat, lng },
         title: `Baha #${r.post_id}`,
@@ -324,7 +324,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     try {
       for (const r of juneReports.slice(0, 4)) {
         const [lat, lng] = r.place;
-        expect((await postReport(national.url, report(r.post_id, { created_at: r.created_at, partner_city: 'Quezon City', location: { lat, lng } }))).status).toBe(201);
+        expect((await postAccepted(national.url, report(r.post_id, { created_at: r.created_at, partner_city: 'Quezon City', location: { lat, lng } }))).status).toBe(201);
       }
       await allArchived(rt);
       const regionOf = (await rt.boundaries.current()).tagger;
@@ -410,7 +410,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     try {
       for (const r of juneReports.slice(0, 12)) {
         const [lat, lng] = r.place;
-        expect((await postReport(few.url, report(r.post_id, { created_at: r.created_at, location: { lat, lng } }))).status).toBe(201);
+        expect((await postAccepted(few.url, report(r.post_id, { created_at: r.created_at, location: { lat, lng } }))).status).toBe(201);
       }
       await allArchived(rt);
       await page.goto(`${few.url}${JUNE_VIEW}`);

@@ -127,6 +127,20 @@ export async function postReport(url: string, body: unknown, options: PostOption
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
 
+/**
+ * Posts as a partner does: a 503 (the service too busy to accept durably in time; nothing was
+ * accepted) is sent again with the same body, for up to `ms`. For a test's seed reports, where
+ * the feed's answers under load are not what is tested.
+ */
+export async function postAccepted(url: string, body: unknown, ms = 60_000): Promise<{ status: number; body: any; headers: Headers }> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const res = await postReport(url, body);
+    if (res.status !== 503 || Date.now() > deadline) return res;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 export async function getJson(url: string, headers: Record<string, string> = { 'User-Agent': 'flood-tests/1.0' }): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(url, { headers });
   const text = await res.text();
