@@ -47,6 +47,76 @@ function rangesOf(byHour: ReadonlyMap<number, string>, rowsOf: ReadonlyMap<numbe
   return [...ranges.values()];
 }
 
+const timestampSql = (ms: number) => `make_timestamptz(${ms}::BIGINT * 1000)`;
+
+/** Rows of the sorted files whose reports are listed at once (see reportLists). */
+const LISTED_ROWS = 250_000;
+
+/**
+ * The reports of each part (`parts` in time order, their ranges apart), for its change log:
+ * listed by one query for a run of parts of about LISTED_ROWS rows, when the first of them asks,
+ * and dropped once the last of them has its list. Read back from each part, they were a query
+ * per part, which for a small part cost as much as writing it (docs/performance.md, "Backfills").
+ * The same reports as the part holds, in its order: its pkeys, each with its time.
+ */
+function reportLists(db: DuckDb, sortedFiles: string, parts: readonly { key: string; fromMs: number; toMs: number; rows: number }[]): (part: number) => Promise<BulkPart['reports']> {
+  // Each part's run: consecutive parts, cut once a run holds LISTED_ROWS rows.
+  const runOf: number[] = [];
+  const runs: { first: number; last: number; left: number }[] = [];
+  let rows = Infinity;
+  parts.forEach((part, i) => {
+    if (rows >= LISTED_ROWS) {
+      runs.push({ first: i, last: i, left: 0 });
+      rows = 0;
+    }
+    const run = runs[runs.length - 1]!;
+    run.last = i;
+    run.left += 1;
+    rows += part.rows;
+    runOf.push(runs.length - 1);
+  });
+  const listed = new Map<number, Promise<BulkPart['reports'][]>>();
+  const list = async (r: number): Promise<BulkPart['reports'][]> => {
+    const { first, last } = runs[r]!;
+    const [pkeys, created] = await db.withConnection(
+      async (conn) =>
+        (
+          await conn.runAndReadAll(
+            `SELECT DISTINCT pkey, epoch_ms(created_at)::DOUBLE FROM read_parquet(${sortedFiles})
+              WHERE created_at >= ${timestampSql(parts[first]!.fromMs)} AND created_at < ${timestampSql(parts[last]!.toMs)}
+              ORDER BY created_at DESC, pkey DESC`,
+          )
+        ).getColumnsJS() as [string[], number[]],
+    );
+    const lists = Array.from({ length: last - first + 1 }, (): BulkPart['reports'] => []);
+    pkeys.forEach((pkey, n) => {
+      const ms = created[n]!;
+      // The last part of the run that starts at or before ms.
+      let lo = first;
+      let hi = last;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (parts[mid]!.fromMs <= ms) lo = mid;
+        else hi = mid - 1;
+      }
+      // A row between the parts' ranges would be in no part: its report would be lost.
+      if (ms < parts[lo]!.fromMs || ms >= parts[lo]!.toMs) throw new Error(`bulk parts: a staged report (${pkey}) falls in no part`);
+      lists[lo - first]!.push({ pkey, createdMs: ms });
+    });
+    return lists;
+  };
+  return async (i) => {
+    const r = runOf[i]!;
+    let lists = listed.get(r);
+    if (!lists) listed.set(r, (lists = list(r)));
+    try {
+      return (await lists)[i - runs[r]!.first]!;
+    } finally {
+      if (--runs[r]!.left === 0) listed.delete(r);
+    }
+  };
+}
+
 /** A part ready to publish: its key, its local file and the reports it holds. */
 export interface BulkPart {
   key: string;
@@ -96,25 +166,25 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
       const rowsOf = new Map(hours.map((hour, i) => [Number(hour), counts[i]!]));
       return rangesOf(partKeysOf(rowsOf.keys(), options.closedBeforeMs), rowsOf);
     });
+    parts.sort((a, b) => a.fromMs - b.fromMs);
+    const reportsOf = reportLists(db, sortedFiles, parts);
     const retracted = options.retracted.size === 0 ? 'false' : `pkey IN (${[...options.retracted].map(sqlString).join(', ')})`;
     // The scratch directory is removed only once nothing writes into it any more (mapWeighted
     // settles when what has started is done).
     await mapWeighted(parts, { limit: PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => weightOf(part.rows) }, async ({ key, fromMs, toMs }, i) => {
       const file = path.join(options.scratch, `part-${i}.parquet`);
       try {
-        const reports = await db.withConnection(async (conn) => {
-          // Each pkey once, as in every part (a report staged twice would be the same report).
-          await conn.run(
+        // Each pkey once, as in every part (a report staged twice would be the same report).
+        await db.withConnection((conn) =>
+          conn.run(
             `COPY (SELECT ${tombstoneSql(retracted)} FROM read_parquet(${sortedFiles})
-                   WHERE created_at >= make_timestamptz(${fromMs}::BIGINT * 1000) AND created_at < make_timestamptz(${toMs}::BIGINT * 1000)
+                   WHERE created_at >= ${timestampSql(fromMs)} AND created_at < ${timestampSql(toMs)}
                    QUALIFY row_number() OVER (PARTITION BY pkey ORDER BY received_at DESC) = 1
                    ORDER BY created_at DESC, pkey DESC)
              TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`,
-          );
-          const [pkeys, created] = (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE FROM read_parquet(${sqlString(file)})`)).getColumnsJS() as [string[], number[]];
-          return pkeys.map((pkey, n) => ({ pkey, createdMs: created[n]! }));
-        });
-        await publish({ key, file, reports });
+          ),
+        );
+        await publish({ key, file, reports: await reportsOf(i) });
       } finally {
         await fs.rm(file, { force: true });
       }

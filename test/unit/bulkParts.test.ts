@@ -31,10 +31,9 @@ describe('writeBulkParts', () => {
     await writePartFile(db, first, 1, 600, from, step);
     await writePartFile(db, again, 400, 301, from + 399 * step, step);
 
-    const parts: { key: string; pkeys: string[]; created: number[]; reports: BulkPart['reports'] }[] = [];
+    const parts: Named[] = [];
     const count = await writeBulkParts(db, [first, again], { closedBeforeMs: Date.now(), retracted: new Set(), scratch: path.join(dir, 'scratch') }, async ({ key, file, reports }) => {
-      const [pkeys, created] = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE FROM read_parquet(${sqlString(file)})`)).getColumnsJS() as [string[], number[]]);
-      parts.push({ key, pkeys, created, reports });
+      parts.push({ key, ...(await partRows(file)), reports });
     });
 
     expect(count).toBe(parts.length);
@@ -43,11 +42,36 @@ describe('writeBulkParts', () => {
     const all = parts.flatMap((p) => p.pkeys);
     expect(all.length).toBe(700);
     expect(new Set(all)).toEqual(new Set(Array.from({ length: 700 }, (_, i) => `partner-${i + 1}`)));
-    for (const part of parts) {
-      // Newest first, as every part.
-      expect(part.created).toEqual([...part.created].sort((a, b) => b - a));
-      expect(part.reports.map((r) => r.pkey)).toEqual(part.pkeys);
-      expect(part.reports.map((r) => r.createdMs)).toEqual(part.created);
-    }
+    expectReportsNamed(parts);
+  });
+
+  it("names each part's reports when they are listed for a run of parts at a time (more rows than one listing holds)", async () => {
+    // 400,000 reports a second apart: five days of up to 86,400, listed in two runs.
+    const from = Date.UTC(2025, 3, 1);
+    const staged = path.join(dir, 'stage-many.parquet');
+    await writePartFile(db, staged, 1, 400_000, from, 1_000);
+    const parts: Named[] = [];
+    await writeBulkParts(db, [staged], { closedBeforeMs: Date.now(), retracted: new Set(), scratch: path.join(dir, 'scratch-many') }, async ({ key, file, reports }) => {
+      parts.push({ key, ...(await partRows(file)), reports });
+    });
+    expect(parts.length).toBe(5);
+    expect(parts.reduce((n, p) => n + p.pkeys.length, 0)).toBe(400_000);
+    expectReportsNamed(parts);
   });
 });
+
+type Named = { key: string; pkeys: string[]; created: number[]; reports: BulkPart['reports'] };
+
+async function partRows(file: string): Promise<{ pkeys: string[]; created: number[] }> {
+  const [pkeys, created] = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE FROM read_parquet(${sqlString(file)})`)).getColumnsJS() as [string[], number[]]);
+  return { pkeys, created };
+}
+
+/** Each part newest first, as every part, and its reports named as it holds them. */
+function expectReportsNamed(parts: readonly Named[]): void {
+  for (const part of parts) {
+    expect(part.created).toEqual([...part.created].sort((a, b) => b - a));
+    expect(part.reports.map((r) => r.pkey)).toEqual(part.pkeys);
+    expect(part.reports.map((r) => r.createdMs)).toEqual(part.created);
+  }
+}
