@@ -44,15 +44,16 @@ export interface CommitWorkerData {
 export type FlatRows = (string | number)[];
 
 /**
- * A batch to commit in one transaction, accepted (and its messages sent) at `now`; with
- * `holdUntilMs`, a bulk import's batch instead, committed in turns (heldTurn.ts): no messages,
- * the reports held until then.
+ * A batch to commit in one transaction, accepted (and its messages sent) at `now`; with `held`,
+ * a bulk import's batch instead, committed in turns (heldTurn.ts): no messages, the reports held
+ * until `held.untilMs`, each row's body its record without its received_at, which the turn adds
+ * (`held.receivedAt`, receivedAtTail in ledger.ts).
  */
 export interface CommitRequest {
   id: number;
   flat: FlatRows;
   now: number;
-  holdUntilMs?: number;
+  held?: { untilMs: number; receivedAt: string };
 }
 
 /** What each row of the batch came to, in order; or why the batch was not (wholly) committed. */

@@ -74,10 +74,10 @@ export class CommitThread {
   }
 
   /**
-   * Commits a bulk import's held acceptances (heldTurn.ts) in turns; what each row came to, in
-   * order. SQLite's failures are UnavailableError with SQLite's code in their cause.
+   * Commits a bulk import's held acceptances (heldTurn.ts) in turns, each row's body its record
+   * without the received_at the turn adds; what each row came to, in order. SQLite's failures are UnavailableError with SQLite's code in their cause.
    */
-  hold(rows: readonly AcceptRow[], now: number, holdUntilMs: number): Promise<HeldCommitted[]> {
+  hold(rows: readonly AcceptRow[], now: number, holdUntilMs: number, receivedAt: string): Promise<HeldCommitted[]> {
     if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));
     return new Promise<HeldCommitted[]>((resolve, reject) => {
       let worker: Worker;
@@ -90,7 +90,7 @@ export class CommitThread {
       const id = this.nextId++;
       this.held.set(id, { resolve, reject });
       worker.ref();
-      const request: CommitRequest = { id, flat: flatten(rows), now, holdUntilMs };
+      const request: CommitRequest = { id, flat: flatten(rows), now, held: { untilMs: holdUntilMs, receivedAt } };
       worker.postMessage(request);
     });
   }

@@ -50,10 +50,10 @@ function failure(id: number, err: unknown): CommitReply {
   return { id, error: { code: typeof code === 'string' ? code : undefined, message: String(message) } };
 }
 
-port.on('message', ({ id, flat, now, holdUntilMs }: CommitRequest) => {
-  if (holdUntilMs !== undefined) {
+port.on('message', ({ id, flat, now, held }: CommitRequest) => {
+  if (held !== undefined) {
     // Its turns leave this thread free between them: acceptances that arrive meanwhile commit there.
-    hold(unflatten(flat), now, holdUntilMs).then(
+    hold(unflatten(flat), now, held.untilMs, held.receivedAt).then(
       (held) => port.postMessage({ id, held } satisfies CommitReply),
       (err: unknown) => port.postMessage(failure(id, err)),
     );

@@ -7,6 +7,7 @@
 import type Database from 'better-sqlite3';
 import { commitsOfOthers, inTimedTurns, patiently } from '../sqlite/turns.js';
 import type { AcceptRow, HeldCommitted } from './commitMessages.js';
+import { receivedAtTail } from './ledger.js';
 
 const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
@@ -26,21 +27,26 @@ interface FirstRow {
 }
 
 /**
- * Accepts `rows` held until `holdUntilMs` in timed turns: the lock free between them, longer
- * while another connection writes (a worker's flush sleeping in SQLite's busy handler). A turn
- * that finds the lock busy past `whenFree`'s wait is waited out (`patiently`, turns.ts): a bulk
- * job has no client waiting on it.
+ * Accepts `rows` held until `holdUntilMs`, received at `receivedAt` (each row's body its record
+ * without it), in timed turns: the lock free between them, longer while another connection
+ * writes (a worker's flush sleeping in SQLite's busy handler). A turn that finds the lock busy
+ * past `whenFree`'s wait is waited out (`patiently`, turns.ts): a bulk job has no client waiting
+ * on it.
  */
-export function heldAcceptance(db: Database.Database, whenFree: <T>(transaction: () => T) => T): (rows: readonly AcceptRow[], now: number, holdUntilMs: number) => Promise<HeldCommitted[]> {
+export function heldAcceptance(
+  db: Database.Database,
+  whenFree: <T>(transaction: () => T) => T,
+): (rows: readonly AcceptRow[], now: number, holdUntilMs: number, receivedAt: string) => Promise<HeldCommitted[]> {
   const turn = heldTurn(db);
   // The thread's own commits (acceptances, earlier turns) do not count: only another connection's.
   const othersWrote = commitsOfOthers(db);
-  return async (rows, now, holdUntilMs) => {
+  return async (rows, now, holdUntilMs, receivedAt) => {
+    const tail = Buffer.from(receivedAtTail(receivedAt));
     const out: HeldCommitted[] = [];
     await inTimedTurns(
       rows,
       async (chunk) => {
-        const outcomes = await patiently(() => whenFree(() => turn(chunk, now, holdUntilMs)), (err) => (err as { code?: unknown }).code === 'SQLITE_BUSY');
+        const outcomes = await patiently(() => whenFree(() => turn(chunk, now, holdUntilMs, tail)), (err) => (err as { code?: unknown }).code === 'SQLITE_BUSY');
         for (const outcome of outcomes) out.push(outcome);
       },
       { othersWrote },
@@ -49,21 +55,33 @@ export function heldAcceptance(db: Database.Database, whenFree: <T>(transaction:
   };
 }
 
-/** One turn's transaction over `db`: the rows held until `holdUntilMs`, accepted at `now`; what each came to, in order. */
-function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: number, holdUntilMs: number) => HeldCommitted[] {
+/**
+ * A held row's record: its body (JSON without received_at) with `tail` (receivedAtTail) in place
+ * of its closing brace, written straight into the bytes kept, not joined as a string first.
+ */
+function receivedBytes(body: string, tail: Buffer): Buffer {
+  const length = Buffer.byteLength(body);
+  const bytes = Buffer.allocUnsafe(length - 1 + tail.length);
+  bytes.write(body, 0, 'utf8');
+  tail.copy(bytes, length - 1);
+  return bytes;
+}
+
+/** One turn's transaction over `db`: the rows held until `holdUntilMs`, accepted at `now`, their records ending in `tail`; what each came to, in order. */
+function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: number, holdUntilMs: number, tail: Buffer) => HeldCommitted[] {
   const insert = db.prepare(INSERT_HELD_SQL);
   const first = db.prepare(FIRST_SQL);
   const nextBatch = db.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM held_batches').pluck();
   const insertBatch = db.prepare('INSERT INTO held_batches (id, hold_until_ms, records) VALUES (?, ?, ?)');
   const batchOf = db.prepare('SELECT records FROM held_batches WHERE id = ?').pluck();
-  const turn = db.transaction((rows: readonly AcceptRow[], now: number, holdUntilMs: number): HeldCommitted[] => {
+  const turn = db.transaction((rows: readonly AcceptRow[], now: number, holdUntilMs: number, tail: Buffer): HeldCommitted[] => {
     const batch = nextBatch.get() as number;
     // This turn's new records, by pkey, in the order of their bytes in the batch.
     const gathered = new Map<string, Buffer>();
     const batches = new Map<number, Buffer>();
     let offset = 0;
     const outcomes = rows.map((row): HeldCommitted => {
-      const text = Buffer.from(row.body);
+      const text = receivedBytes(row.body, tail);
       if (insert.run(row.source, row.partner, row.post_id, row.pkey, row.created_at_ms, now, holdUntilMs, batch, offset, text.length).changes === 1) {
         gathered.set(row.pkey, text);
         offset += text.length;
@@ -81,7 +99,7 @@ function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: numb
     return outcomes;
   });
   // IMMEDIATE: the write lock is taken at the start, so a busy ledger fails the turn before any work.
-  return (rows, now, holdUntilMs) => turn.immediate(rows, now, holdUntilMs);
+  return (rows, now, holdUntilMs, tail) => turn.immediate(rows, now, holdUntilMs, tail);
 }
 
 /**

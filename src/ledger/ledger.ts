@@ -22,6 +22,35 @@ export interface IngestRecord {
   report: PartnerReport;
 }
 
+/**
+ * A report a bulk import accepts (acceptHeld): its identity and time, and its record as JSON
+ * without `received_at`, which the ledger adds as it stores the record (receivedRecordJson): one
+ * time for a whole batch, written into each record where it is kept, so the import's thread
+ * neither parses nor serialises a record to accept it.
+ */
+export interface HeldRecord {
+  pkey: string;
+  source: string;
+  partner?: string;
+  post_id: number;
+  created_at_ms: number;
+  /** JSON.stringify of the IngestRecord without its received_at. */
+  json: string;
+}
+
+/**
+ * What a held record's JSON ends with once received: its closing brace gives way to this. The
+ * record is then the text JSON.stringify gives for it with `received_at` as its last key.
+ */
+export function receivedAtTail(receivedAt: string): string {
+  return `,"received_at":${JSON.stringify(receivedAt)}}`;
+}
+
+/** A held record's JSON (HeldRecord.json), received at `receivedAt`: an IngestRecord's JSON. */
+export function receivedRecordJson(json: string, receivedAt: string): string {
+  return json.slice(0, -1) + receivedAtTail(receivedAt);
+}
+
 export interface QueueEnvelope extends IngestRecord {
   /** Set when reconciliation re-enqueues: the worker checks it is still pending. */
   redelivery?: boolean;
@@ -136,9 +165,10 @@ export interface AcceptanceLedger {
    * durably before it resolves, but sends no message: the caller archives the reports itself
    * and marks them archived. Until `holdUntilMs` reconciliation leaves them alone; a report
    * still pending after it (the import died and was not resumed) is queued like any other.
-   * Results are in the order of `records`. Waits out a busy ledger rather than failing.
+   * Each report is received at `receivedAt`. Results are in the order of `records`. Waits out a
+   * busy ledger rather than failing.
    */
-  acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]>;
+  acceptHeld(records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number): Promise<HeldAcceptResult[]>;
 }
 
 /** Reports by their identity (the API's lookups, the CLI, the purge). */

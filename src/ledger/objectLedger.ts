@@ -33,9 +33,11 @@ import {
   KeyNameInUseError,
   parseRecord,
   PkeyTakenError,
+  receivedRecordJson,
   type AcceptedReport,
   type AcceptResult,
   type HeldAcceptResult,
+  type HeldRecord,
   type IngestLedger,
   type IngestRecord,
   type LedgerEntry,
@@ -96,8 +98,9 @@ export class ObjectLedger implements IngestLedger {
    * As accept, a few dozen at once and without their messages; each marker names its hold, so
    * reconciliation leaves it to the import until then.
    */
-  async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
+  async acceptHeld(held: readonly HeldRecord[], receivedAt: string, holdUntilMs: number): Promise<HeldAcceptResult[]> {
     const held_until = new Date(holdUntilMs).toISOString();
+    const records = held.map((r) => JSON.parse(receivedRecordJson(r.json, receivedAt)) as IngestRecord);
     // A report twice in one call: its later copies are repeats of the first, not a race for its key.
     const first = new Map<string, number>();
     records.forEach((r, i) => first.has(r.pkey) || first.set(r.pkey, i));

@@ -9,7 +9,7 @@ import { heldRecord } from './heldTurn.js';
 import type { AcceptRow } from './commitMessages.js';
 import { parsePkey } from '../store/layout.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
-import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
+import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type HeldRecord, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
 
 interface ReportRow {
   source: string;
@@ -156,9 +156,10 @@ export class SqliteLedger implements IngestLedger {
    * On the commit thread, in timed turns (heldTurn.ts): each turn's new reports are held in one
    * batch row (see the migrations), their records end to end, each report's row naming its bytes.
    */
-  async acceptHeld(records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
-    const rows = records.map(rowOf);
-    const outcomes = await this.accepts.hold(rows, this.now(), holdUntilMs);
+  async acceptHeld(records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number): Promise<HeldAcceptResult[]> {
+    // Each body the record without its received_at: the turn adds it as it keeps the bytes.
+    const rows = records.map((r): AcceptRow => ({ source: r.source, partner: r.partner ?? '', post_id: r.post_id, pkey: r.pkey, created_at_ms: r.created_at_ms, body: r.json }));
+    const outcomes = await this.accepts.hold(rows, this.now(), holdUntilMs, receivedAt);
     return outcomes.map((outcome, i): HeldAcceptResult => {
       if (outcome === true) return { created: true, pkey: rows[i]!.pkey };
       if (outcome === null) return { created: false, pkey: rows[i]!.pkey, taken: true };

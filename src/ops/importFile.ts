@@ -8,7 +8,8 @@
 //      order (validatedRecords.ts);
 //   2. in that order, a batch at a time, they are accepted in the ledger in large transactions,
 //      held (acceptHeld: no queue message, and reconciliation leaves them be), and the new ones
-//      tagged and staged as one Parquet file;
+//      tagged and staged as one Parquet file, DuckDB reading their JSON from the sorted file
+//      (this thread parses none of them);
 //   3. every ROUND_ROWS staged reports and at the end, the staged files become parts in set
 //      operations (bulkParts.ts), each part stored with its stats sidecar and its reports written
 //      to the change log; then all of them are marked archived: from here they are queryable;
@@ -37,6 +38,7 @@ import { writeParquet } from '../archive/partWriter.js';
 import { sqlString } from '../archive/duckdb.js';
 import { archiveRowOf } from '../ingest/archiveRow.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
+import type { Tags } from '../boundaries/tagger.js';
 import type { AcceptanceLedger, HeldAcceptResult, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Config } from '../shared/config.js';
@@ -44,7 +46,7 @@ import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { OneBehind } from './concurrency.js';
-import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from './validatedRecords.js';
+import { eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
 import type { Logger } from '../shared/log.js';
@@ -293,6 +295,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
 
   // Pass 2: accept in the ledger's key order, stage what is new, archive every ROUND_ROWS.
   const archivingBefore = seconds.archiving;
+  const sortedFile = path.join(runDir, SORTED);
   await timed('accepting', async () => {
     progress?.start(checkpoint.valid);
     progress?.tick(checkpoint.acceptedUpTo);
@@ -302,51 +305,61 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     // crash before that brings its reports back as held repeats, staged again).
     const stagings = new OneBehind();
     let queued = checkpoint.acceptedUpTo;
-    type Accepting = { batch: ValidatedRecord[]; received: IngestRecord[]; outcomes: Promise<HeldAcceptResult[]> };
+    type Accepting = { batch: SortedBatch; receivedAt: string; outcomes: Promise<HeldAcceptResult[]> };
     let accepting: Accepting | undefined;
-    const stage = async ({ batch, received, outcomes }: Accepting) => {
+    const stage = async ({ batch, receivedAt, outcomes }: Accepting) => {
       const rejects: string[] = [];
-      const rows: ArchiveRow[] = [];
+      // The new reports, staged by DuckDB from the sorted file; those an earlier run of this
+      // import accepted and did not stage (the ledger's first version), staged from here.
+      const created: { n: number[]; tags: Tags[] } = { n: [], tags: [] };
+      const heldRows: ArchiveRow[] = [];
       let duplicate = 0;
       (await outcomes).forEach((outcome, i) => {
-        const { n, record } = batch[i]!;
+        const n = batch.n[i]!;
         if ('taken' in outcome) {
-          reject(rejects, n, [`post_id: ${record.pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], record.report);
-          return;
-        }
-        // New, or accepted by an earlier run of this import that stopped before staging it.
-        const first = outcome.created ? received[i]! : 'held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs ? outcome.held : undefined;
-        if (!first) duplicate += 1;
-        else rows.push(archiveRowOf(first, tagger.tag(first.report.location.lng, first.report.location.lat), boundaries.version));
+          const { pkey, report } = JSON.parse(batch.records[i]!.json) as IngestRecord;
+          reject(rejects, n, [`post_id: ${pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], report);
+        } else if (outcome.created) {
+          created.n.push(n);
+          created.tags.push(tagger.tag(batch.lng[i]!, batch.lat[i]!));
+        } else if ('held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs) {
+          const { location } = outcome.held.report;
+          heldRows.push(archiveRowOf(outcome.held, tagger.tag(location.lng, location.lat), boundaries.version));
+        } else duplicate += 1;
       });
-      const name = `stage-${String(queued).padStart(12, '0')}.parquet`;
-      queued += batch.length;
+      const name = `stage-${String(queued).padStart(12, '0')}`;
+      const postIds = [batch.records[0]!.post_id, batch.records[batch.records.length - 1]!.post_id] as const;
+      queued += batch.n.length;
       await stagings.then(async () => {
         if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
-        if (rows.length > 0) {
-          await writeParquet(rt.db, rows, path.join(runDir, name));
-          checkpoint.staged.push(name);
-          checkpoint.stagedReports += rows.length;
+        if (created.n.length > 0) {
+          await stageAccepted(rt.db, sortedFile, { ...created, postIds }, { receivedAtMs: Date.parse(receivedAt), version: boundaries.version }, path.join(runDir, `${name}.parquet`));
+          checkpoint.staged.push(`${name}.parquet`);
         }
+        if (heldRows.length > 0) {
+          await writeParquet(rt.db, heldRows, path.join(runDir, `${name}-held.parquet`));
+          checkpoint.staged.push(`${name}-held.parquet`);
+        }
+        const rows = created.n.length + heldRows.length;
+        checkpoint.stagedReports += rows;
         checkpoint.rejected += rejects.length;
         checkpoint.duplicate += duplicate;
-        checkpoint.accepted += rows.length;
-        checkpoint.acceptedUpTo += batch.length;
+        checkpoint.accepted += rows;
+        checkpoint.acceptedUpTo += batch.n.length;
         await save();
-        progress?.tick(batch.length);
+        progress?.tick(batch.n.length);
         if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
       });
     };
     try {
-      await eachSortedBatch(rt.db, path.join(runDir, SORTED), checkpoint.acceptedUpTo, batchSize, async (batch) => {
+      await eachSortedBatch(rt.db, sortedFile, checkpoint.acceptedUpTo, batchSize, async (batch) => {
         const receivedAt = new Date().toISOString();
-        const received = batch.map(({ record }) => ({ ...record, received_at: receivedAt }));
         const before = accepting;
-        const accept = () => rt.ledger.acceptHeld(received, Date.now() + HOLD_MS);
+        const accept = () => rt.ledger.acceptHeld(batch.records, receivedAt, Date.now() + HOLD_MS);
         const outcomes = before ? before.outcomes.then(accept) : accept();
         // Handled here: a failure is thrown by stage(), which awaits it.
         outcomes.catch(() => undefined);
-        accepting = { batch, received, outcomes };
+        accepting = { batch, receivedAt, outcomes };
         if (before) await stage(before);
       });
       const last = accepting;

@@ -138,13 +138,22 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   return {
     post_id: Number(input.post_id),
     created_at: new Date(createdMs!).toISOString(),
-    title: typeof input.title === 'string' ? input.title : null,
-    text: typeof input.text === 'string' ? input.text : null,
-    image_url: typeof input.image_url === 'string' ? input.image_url : null,
-    partner_city: city && 'label' in city ? city.label : (input.partner_city as string),
+    title: typeof input.title === 'string' ? wellFormed(input.title) : null,
+    text: typeof input.text === 'string' ? wellFormed(input.text) : null,
+    image_url: typeof input.image_url === 'string' ? wellFormed(input.image_url) : null,
+    partner_city: city && 'label' in city ? city.label : wellFormed(input.partner_city as string),
     disaster_type: input.disaster_type as PartnerReport['disaster_type'],
     location: { lat: input.location.lat, lng: input.location.lng },
   };
+}
+
+/**
+ * A string with any lone surrogate (which a JSON escape such as "\ud800" can make) as U+FFFD, as
+ * every store and encoder writes it: the record kept and the report archived then say the same,
+ * and DuckDB, which refuses such an escape, reads the record.
+ */
+function wellFormed(value: string): string {
+  return (value as string & { toWellFormed(): string }).toWellFormed();
 }
 
 /** What `partner_city` names in the current boundary version: its canonical label, or the problem to report. */

@@ -7,13 +7,13 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
-import type { IngestRecord } from '../../src/ledger/ledger.js';
+import type { HeldRecord, IngestRecord } from '../../src/ledger/ledger.js';
 import { importFile, type ImportDeps } from '../../src/ops/importFile.js';
 import { verify } from '../../src/ops/verify.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
-import { API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY_MS = 86_400_000;
 const START = Date.UTC(2026, 3, 1);
@@ -127,8 +127,8 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const crashAfterAccepting: ImportDeps = {
       ...svc.rt,
       ledger: {
-        acceptHeld: async (records: readonly IngestRecord[], holdUntilMs: number) => {
-          const outcome = await svc.rt.ledger.acceptHeld(records, holdUntilMs);
+        acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
+          const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
           if (++calls === 2) throw new Error('killed after the ledger committed');
           return outcome;
         },
@@ -156,14 +156,14 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
 
   it('a held report is left alone by reconciliation until its hold ends, then queued like any other', async () => {
     const record = (id: number): IngestRecord => ({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: new Date().toISOString(), report: parsePartnerReport(report(id)) });
-    const [held] = await svc.rt.ledger.acceptHeld([record(30_001)], Date.now() + 1_500);
+    const [held] = await acceptHeld(svc.rt.ledger, [record(30_001)], Date.now() + 1_500);
     expect(held).toEqual({ created: true, pkey: 'partner-30001' });
     expect(await svc.rt.ledger.requeueStale(Date.now())).toBe(0);
     // A repeat while held is the import's own to archive: its first version comes back.
-    const [again] = await svc.rt.ledger.acceptHeld([record(30_001)], Date.now() + 1_500);
+    const [again] = await acceptHeld(svc.rt.ledger, [record(30_001)], Date.now() + 1_500);
     expect(again).toMatchObject({ created: false, pkey: 'partner-30001', held: { pkey: 'partner-30001' } });
     await new Promise((r) => setTimeout(r, 1_600));
-    const [after] = await svc.rt.ledger.acceptHeld([record(30_001)], Date.now() + 1_500);
+    const [after] = await acceptHeld(svc.rt.ledger, [record(30_001)], Date.now() + 1_500);
     expect(after).toEqual({ created: false, pkey: 'partner-30001' });
     expect(await svc.rt.ledger.requeueStale(Date.now())).toBe(1);
     await svc.rt.worker.pollOnce(0);

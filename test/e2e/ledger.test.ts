@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { MIGRATIONS } from '../../src/sqlite/database.js';
 import {
+  acceptHeld,
   acceptedPkeys,
   allArchived,
   API_KEY,
@@ -174,14 +175,14 @@ describe("a bulk import's held records", () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
       const holdUntil = Date.now() + 60_000;
-      const outcomes = await rt.ledger.acceptHeld([record(1, 'first'), record(2, 'ünïcödé 🌊'), record(1, 'a second version')], holdUntil);
+      const outcomes = await acceptHeld(rt.ledger, [record(1, 'first'), record(2, 'ünïcödé 🌊'), record(1, 'a second version')], holdUntil);
       // The repeat in the same call gets the first version back, from the batch being gathered.
       expect(outcomes).toMatchObject([{ created: true }, { created: true }, { created: false, pkey: 'partner-1', held: { report: { title: 'first' } } }]);
       expect(tables(rt.config.dataDir)).toEqual({ batches: 1, records: 0 });
       // A partner's lookup of a held report, and a resumed import's repeat, read it from its batch.
       expect(await rt.ledger.lookup('partner-2')).toMatchObject({ pending: true, record: { report: { title: 'ünïcödé 🌊' } } });
       expect(await rt.ledger.get({ source: 'partner', post_id: 1 })).toMatchObject({ pending: true, record: { report: { title: 'first' } } });
-      const [again] = await rt.ledger.acceptHeld([record(2, 'later')], holdUntil);
+      const [again] = await acceptHeld(rt.ledger, [record(2, 'later')], holdUntil);
       expect(again).toMatchObject({ created: false, held: { report: { title: 'ünïcödé 🌊' } } });
 
       await rt.ledger.markArchived(['partner-1']);
@@ -199,7 +200,7 @@ describe("a bulk import's held records", () => {
     try {
       const records = Array.from({ length: 40_000 }, (_, i) => record(1_000 + i, `t${i}`));
       const done: string[] = [];
-      const holding = rt.ledger.acceptHeld(records, Date.now() + 60_000).then((outcomes) => {
+      const holding = acceptHeld(rt.ledger, records, Date.now() + 60_000).then((outcomes) => {
         done.push('held');
         return outcomes;
       });
@@ -222,7 +223,7 @@ describe("a bulk import's held records", () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
       const records = Array.from({ length: 5_001 }, (_, i) => record(100 + i, `t${i}`));
-      await rt.ledger.acceptHeld(records, Date.now() + 60_000);
+      await acceptHeld(rt.ledger, records, Date.now() + 60_000);
       // The marks committed, the process killed before the drop.
       const db = new Database(path.join(rt.config.dataDir, 'ledger.sqlite'));
       try {
@@ -244,7 +245,7 @@ describe("a bulk import's held records", () => {
       // Posted live before the import, which finds them accepted and archives them with its own.
       for (let id = 1; id <= 20; id++) await rt.ledger.accept(record(id, `live ${id}`));
       const held = Array.from({ length: 6_000 }, (_, i) => record(100 + i, `t${i}`));
-      await rt.ledger.acceptHeld(held, Date.now() + 60_000);
+      await acceptHeld(rt.ledger, held, Date.now() + 60_000);
       expect(tables(rt.config.dataDir)).toMatchObject({ records: 20 });
       const pkeys = [...held.map((r) => r.pkey), ...Array.from({ length: 20 }, (_, i) => `partner-${i + 1}`)].sort();
       await rt.ledger.markArchived(pkeys);
@@ -259,7 +260,7 @@ describe("a bulk import's held records", () => {
   it('an import never resumed: once the hold ends, reconciliation queues each record from its batch and keeps it as a live post\'s', async () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
-      await rt.ledger.acceptHeld([record(11, 'eleven'), record(12, 'twelve')], Date.now() + 300);
+      await acceptHeld(rt.ledger, [record(11, 'eleven'), record(12, 'twelve')], Date.now() + 300);
       await new Promise((r) => setTimeout(r, 400));
       expect(await rt.ledger.requeueStale(Date.now())).toBe(2);
       expect(tables(rt.config.dataDir)).toEqual({ batches: 0, records: 2 });

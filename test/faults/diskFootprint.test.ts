@@ -12,7 +12,7 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { BoundaryRepository } from '../../src/boundaries/repository.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
-import { allArchived, API_KEY, getJson, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
+import { acceptHeld, allArchived, API_KEY, getJson, postReport, report, startTestService, testConfig, testRuntime } from '../support/env.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -85,7 +85,7 @@ describe("the ledger's footprint", () => {
       const body = report(700_000 + i, { text: noise(1_000) });
       return { v: 1 as const, pkey: `partner-${700_000 + i}`, source: 'partner', post_id: 700_000 + i, received_at: new Date().toISOString(), report: parsePartnerReport(body) };
     });
-    await svc.rt.ledger.acceptHeld(records, Date.now() + 60_000);
+    await acceptHeld(svc.rt.ledger, records, Date.now() + 60_000);
     const accepted = bytes();
     expect(accepted - empty).toBeGreaterThan(8_000 * 1_000);
     await svc.rt.ledger.markArchived(records.map((r) => r.pkey));

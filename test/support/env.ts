@@ -14,6 +14,7 @@ import { loadConfig, type Config } from '../../src/shared/config.js';
 import { createLogger } from '../../src/shared/log.js';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/main/runtime.js';
 import { startService, type RunningService } from '../../src/main/service.js';
+import type { AcceptanceLedger, HeldAcceptResult, HeldRecord, IngestRecord } from '../../src/ledger/ledger.js';
 import type { Emulator } from './fauxqs.js';
 
 export const API_KEY = 'test-key-0123456789abcdef';
@@ -222,4 +223,24 @@ export async function allArchived(rt: Runtime, ms = 20_000): Promise<void> {
     ms,
     'every accepted report to be archived',
   );
+}
+
+/**
+ * Records as a bulk import hands them to acceptHeld (HeldRecord): each record's JSON without its
+ * received_at, which the ledger adds, and its identity.
+ */
+export function heldRecords(records: readonly IngestRecord[]): HeldRecord[] {
+  return records.map(({ received_at: _receivedAt, ...record }) => ({
+    pkey: record.pkey,
+    source: record.source,
+    ...(record.partner !== undefined && { partner: record.partner }),
+    post_id: record.post_id,
+    created_at_ms: Date.parse(record.report.created_at),
+    json: JSON.stringify(record),
+  }));
+}
+
+/** acceptHeld of whole records (heldRecords), received now. */
+export function acceptHeld(ledger: Pick<AcceptanceLedger, 'acceptHeld'>, records: readonly IngestRecord[], holdUntilMs: number): Promise<HeldAcceptResult[]> {
+  return ledger.acceptHeld(heldRecords(records), new Date().toISOString(), holdUntilMs);
 }

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDb } from '../../src/archive/duckdb.js';
-import { eachSortedBatch, sortValidated, writeValidated, type ValidatedRecord } from '../../src/ops/validatedRecords.js';
+import { eachSortedBatch, sortValidated, writeValidated, type SortedBatch, type ValidatedRecord } from '../../src/ops/validatedRecords.js';
 import { random } from '../support/randomReports.js';
 
 describe("an import's validated records", () => {
@@ -22,7 +22,10 @@ describe("an import's validated records", () => {
     for (let n = 0; n < 5_000; n++) {
       // Some post_ids twice (a file's repeats): sorted by post_id, then by place in the file.
       const postId = Math.floor(next() * 4_000);
-      written.push({ n, record: { v: 1, pkey: `partner:a:${postId}`, source: 'partner', post_id: postId, partner: 'a', report: { title: `ünï ${n}` } } as unknown as ValidatedRecord['record'] });
+      const report = { post_id: postId, created_at: new Date(Date.UTC(2025, 0, 1) + n * 61_000).toISOString(), title: `ünï ${n}`, location: { lng: 120 + n / 7_000, lat: 14 + n / 9_000 } };
+      // Every third one of no partner (the operators' own).
+      const partner = n % 3 === 0 ? {} : { partner: 'a' };
+      written.push({ n, record: { v: 1, pkey: `partner:a:${postId}`, source: 'partner', post_id: postId, ...partner, report } as unknown as ValidatedRecord['record'] });
     }
     const files: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -37,32 +40,43 @@ describe("an import's validated records", () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  const inKeyOrder = () => [...written].sort((a, b) => a.record.post_id - b.record.post_id || a.n - b.n);
+  /** What a batch holds of each record, in the ledger's key order. */
+  const inKeyOrder = () =>
+    [...written]
+      .sort((a, b) => a.record.post_id - b.record.post_id || a.n - b.n)
+      .map(({ n, record }) => ({
+        n,
+        record: { pkey: record.pkey, source: record.source, ...(record.partner !== undefined && { partner: record.partner }), post_id: record.post_id, created_at_ms: Date.parse(record.report.created_at), json: JSON.stringify(record) },
+        lng: record.report.location.lng,
+        lat: record.report.location.lat,
+      }));
+  const rowsOf = (batch: SortedBatch) => batch.n.map((n, i) => ({ n, record: batch.records[i], lng: batch.lng[i], lat: batch.lat[i] }));
 
   it('come back in key order, each once, in batches of the size asked for, from any row on', async () => {
     for (const from of [0, 1_234]) {
-      const batches: ValidatedRecord[][] = [];
+      const batches: SortedBatch[] = [];
       // Batches across the engine's chunks (2,048 rows): a chunk's rest starts the next batch.
       await eachSortedBatch(db, sorted, from, 700, async (batch) => {
         batches.push(batch);
         await new Promise((resolve) => setTimeout(resolve, 1));
       });
-      expect(batches.map((b) => b.length)).toEqual([...Array(Math.floor((5_000 - from) / 700)).fill(700), (5_000 - from) % 700].filter((n) => n > 0));
-      expect(batches.flat()).toEqual(inKeyOrder().slice(from));
+      expect(batches.map((b) => b.n.length)).toEqual([...Array(Math.floor((5_000 - from) / 700)).fill(700), (5_000 - from) % 700].filter((n) => n > 0));
+      // Each record's JSON as written, and its identity, time and point read from it.
+      expect(batches.flatMap(rowsOf)).toEqual(inKeyOrder().slice(from));
     }
   });
 
   it("stops at a batch that fails, with that batch's error", async () => {
     const seen: number[] = [];
     const failing = eachSortedBatch(db, sorted, 0, 1_000, async (batch) => {
-      seen.push(batch.length);
+      seen.push(batch.n.length);
       if (seen.length === 2) throw new Error('the ledger refused');
     });
     await expect(failing).rejects.toThrow('the ledger refused');
     expect(seen).toEqual([1_000, 1_000]);
     // The connection was given back: the file reads again.
     let rows = 0;
-    await eachSortedBatch(db, sorted, 4_000, 1_000, async (batch) => void (rows += batch.length));
+    await eachSortedBatch(db, sorted, 4_000, 1_000, async (batch) => void (rows += batch.n.length));
     expect(rows).toBe(1_000);
   });
 });

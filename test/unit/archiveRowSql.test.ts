@@ -1,0 +1,79 @@
+// A bulk import stages the reports it accepts with DuckDB reading each record's JSON
+// (archiveRowSql, stageAccepted); a worker writes the same reports as rows made in JavaScript
+// (archiveRowOf, writeParquet). Both must give the same archive rows, column for column.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { writeParquet } from '../../src/archive/partWriter.js';
+import type { Tags } from '../../src/boundaries/tagger.js';
+import { archiveRowOf } from '../../src/ingest/archiveRow.js';
+import type { IngestRecord } from '../../src/ledger/ledger.js';
+import { stageAccepted, sortValidated, writeValidated, type ValidatedRecord } from '../../src/ops/validatedRecords.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { report } from '../support/env.js';
+
+let dir: string;
+let db: DuckDb;
+
+beforeAll(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'archive-row-sql-'));
+  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
+});
+afterAll(async () => {
+  db?.close();
+  if (dir) await fs.rm(dir, { recursive: true, force: true });
+});
+
+/** Reports with what a partner may send: no title or text, quotes, newlines, emoji, a lone surrogate, a NUL, long decimals. */
+const bodies: Record<string, unknown>[] = [
+  report(1),
+  report(2, { image_url: 'https://example.org/p/2.jpg' }),
+  report(3, { title: 'Baha "hanggang tuhod"\nsa kanto', text: 'Tab\there, backslash \\ and 🌊 ñ' }),
+  report(4, { title: 'lone \ud800 surrogate', text: 'nul \u0000 and \u2028 line separator' }),
+  report(5, { location: { lng: 121.04123456789012, lat: -0.000001 } }),
+  report(Number.MAX_SAFE_INTEGER, { created_at: '2025-06-30T23:59:59.999+08:00' }),
+];
+const tagSets: Tags[] = [
+  { instance_region_code: 'PH-QC', local_area_id: '1380100001', province_code: null, region_code: 'PH-1300000000' },
+  { instance_region_code: null, local_area_id: null, province_code: null, region_code: null },
+];
+
+describe('archive rows staged from the records\' JSON', () => {
+  for (const partner of ['alpha', undefined]) {
+    it(`are the rows archiveRowOf makes, column for column (${partner ? 'a partner\'s reports' : 'the operators\''})`, async () => {
+      const receivedAt = '2025-07-01T02:03:04.567Z';
+      const records = bodies.map((body): IngestRecord => {
+        const parsed = parsePartnerReport(body);
+        return { v: 1, pkey: `${partner ?? 'partner'}-${parsed.post_id}`, source: 'partner', post_id: parsed.post_id, ...(partner !== undefined && { partner }), received_at: receivedAt, report: parsed };
+      });
+      const tagsOf = (i: number) => tagSets[i % tagSets.length]!;
+
+      const expected = path.join(dir, `expected-${partner}.parquet`);
+      await writeParquet(db, records.map((r, i) => archiveRowOf(r, tagsOf(i), 'ph-test-1')), expected);
+
+      const valid: ValidatedRecord[] = records.map(({ received_at: _received, ...record }, n) => ({ n, record }));
+      const validated = path.join(dir, `valid-${partner}.parquet`);
+      const sorted = path.join(dir, `sorted-${partner}.parquet`);
+      await writeValidated(db, valid, validated);
+      await sortValidated(db, [validated], sorted);
+      const postIds = records.map((r) => r.post_id);
+      const staged = path.join(dir, `staged-${partner}.parquet`);
+      await stageAccepted(db, sorted, { n: valid.map((v) => v.n), postIds: [Math.min(...postIds), Math.max(...postIds)], tags: valid.map((v) => tagsOf(v.n)) }, { receivedAtMs: Date.parse(receivedAt), version: 'ph-test-1' }, staged);
+
+      const read = (file: string) =>
+        db.withConnection(async (conn) => ({
+          columns: (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)})`)).getRowsJS().map((r) => [r[0], r[1]]),
+          rows: (await conn.runAndReadAll(`SELECT * FROM read_parquet(${sqlString(file)}) ORDER BY pkey`)).getRowObjectsJson(),
+        }));
+      const want = await read(expected);
+      const got = await read(staged);
+      expect(got.columns).toEqual(want.columns);
+      expect(got.rows).toEqual(want.rows);
+      expect(got.rows.length).toBe(bodies.length);
+      // The lone surrogate became U+FFFD when the report was validated, before either path.
+      expect(got.rows.map((r) => r.title)).toContain('lone \ufffd surrogate');
+    });
+  }
+});
