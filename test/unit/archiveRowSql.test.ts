@@ -32,7 +32,7 @@ const bodies: Record<string, unknown>[] = [
   report(2, { image_url: 'https://example.org/p/2.jpg' }),
   report(3, { title: 'Baha "hanggang tuhod"\nsa kanto', text: 'Tab\there, backslash \\ and 🌊 ñ' }),
   report(4, { title: 'lone \ud800 surrogate', text: 'nul \u0000 and \u2028 line separator' }),
-  report(5, { location: { lng: 121.04123456789012, lat: -0.000001 } }),
+  report(5, { location: { lng: 121.0412345678901, lat: -0.000001 } }),
   report(Number.MAX_SAFE_INTEGER, { created_at: '2025-06-30T23:59:59.999+08:00' }),
 ];
 const tagSets: Tags[] = [
