@@ -97,6 +97,8 @@ const validateSchema = ajv.compile(partnerReportSchema);
 
 const POST_ID_MESSAGE = 'must be a non-negative integer (or a string of digits) up to 2^53-1';
 
+const LONE_SURROGATE_MESSAGE = 'holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair): not valid Unicode';
+
 export class InvalidReportError extends Error {
   override name = 'InvalidReportError';
   constructor(readonly details: ErrorDetail[]) {
@@ -134,26 +136,30 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   } else if (createdMs < EARLIEST_MS) {
     details.push({ in: 'body', field: 'created_at', message: 'must not be before 1970-01-01T00:00:00Z' });
   }
+  // As invalid UTF-8 bytes are refused (utf8.ts), so is their escaped form: nothing is kept altered.
+  for (const field of ['title', 'text', 'image_url'] as const) {
+    const value = input[field];
+    if (typeof value === 'string' && !isWellFormed(value)) details.push({ in: 'body', field, message: LONE_SURROGATE_MESSAGE });
+  }
   if (details.length > 0) throw new InvalidReportError(details);
   return {
     post_id: Number(input.post_id),
     created_at: new Date(createdMs!).toISOString(),
-    title: typeof input.title === 'string' ? wellFormed(input.title) : null,
-    text: typeof input.text === 'string' ? wellFormed(input.text) : null,
-    image_url: typeof input.image_url === 'string' ? wellFormed(input.image_url) : null,
-    partner_city: city && 'label' in city ? city.label : wellFormed(input.partner_city as string),
+    title: typeof input.title === 'string' ? input.title : null,
+    text: typeof input.text === 'string' ? input.text : null,
+    image_url: typeof input.image_url === 'string' ? input.image_url : null,
+    partner_city: city && 'label' in city ? city.label : (input.partner_city as string),
     disaster_type: input.disaster_type as PartnerReport['disaster_type'],
     location: { lat: input.location.lat, lng: input.location.lng },
   };
 }
 
 /**
- * A string with any lone surrogate (which a JSON escape such as "\ud800" can make) as U+FFFD, as
- * every store and encoder writes it: the record kept and the report archived then say the same,
- * and DuckDB, which refuses such an escape, reads the record.
+ * Whether a string is whole Unicode: a JSON escape such as "\ud800" without its pair makes a lone
+ * UTF-16 surrogate, which no store or encoder keeps as sent (each writes U+FFFD in its place).
  */
-function wellFormed(value: string): string {
-  return (value as string & { toWellFormed(): string }).toWellFormed();
+function isWellFormed(value: string): boolean {
+  return (value as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 /** What `partner_city` names in the current boundary version: its canonical label, or the problem to report. */

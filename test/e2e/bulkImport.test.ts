@@ -73,7 +73,15 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     await svc.rt.worker.flush();
 
     const lines = yearLines(10_000, 1_500);
-    lines.splice(700, 0, '{"post_id": 1, "created_at": ', JSON.stringify(report(99_001, { partner_city: 'Atlantis' })), JSON.stringify(report(10_002, { title: 'second version' })));
+    lines.splice(
+      700,
+      0,
+      '{"post_id": 1, "created_at": ',
+      JSON.stringify(report(99_001, { partner_city: 'Atlantis' })),
+      JSON.stringify(report(10_002, { title: 'second version' })),
+      // A lone surrogate's escape: refused as a post's is, not kept altered.
+      JSON.stringify(report(99_003, { text: 'tubig \udc00' })),
+    );
     // In the ledger's order, 10398's two versions are the last of one batch of 400 and the first
     // of the next: the ledger accepts a batch while the one before is staged, never before it.
     lines.splice(1_200, 0, JSON.stringify(report(10_398, { title: 'second version' })));
@@ -82,12 +90,13 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     await fs.writeFile(file, `${lines.join('\n')}\n{"post_id": 99002, "created_at": "2026-04-0`);
 
     const result = await importFile(svc.rt, { file, partner: API_KEY_NAME, batchSize: 400 });
-    expect(result).toMatchObject({ records: 1_505, accepted: 1_499, duplicate: 3, rejected: 3, resumedFrom: 0 });
+    expect(result).toMatchObject({ records: 1_506, accepted: 1_499, duplicate: 3, rejected: 4, resumedFrom: 0 });
     const rejects = (await fs.readFile(result.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(rejects.map((r) => [r.record, r.reasons.join('; ')])).toEqual([
       [701, 'the line is not valid JSON'],
       [702, expect.stringMatching(/^partner_city: /)],
-      [1_505, 'the line is not valid JSON'],
+      [704, expect.stringMatching(/^text: holds a lone UTF-16 surrogate/)],
+      [1_506, 'the line is not valid JSON'],
     ]);
 
     const answers = await archived(svc);
@@ -113,7 +122,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(await verify(svc.rt, { fromMs: START, toMs: START + DAYS * DAY_MS - 1 })).toMatchObject({ ok: true, missing: [], unexpected: [] });
 
     const again = await importFile(svc.rt, { file, partner: API_KEY_NAME, restart: true });
-    expect(again).toMatchObject({ accepted: 0, duplicate: 1_502, rejected: 3, parts: 0 });
+    expect(again).toMatchObject({ accepted: 0, duplicate: 1_502, rejected: 4, parts: 0 });
     expect((await partKeys(svc)).length).toBe(DAYS + 1);
   });
 

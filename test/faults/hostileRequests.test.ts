@@ -133,6 +133,16 @@ describe('invalid UTF-8 in a feed body', () => {
     expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
+  it('escaped as JSON, a lone UTF-16 surrogate in the title: 400 naming the field, nothing stored', async () => {
+    // JSON.stringify writes a lone surrogate as its escape: valid UTF-8 bytes, not valid Unicode.
+    const res = await post(Buffer.from(JSON.stringify(report(23, { title: 'Baha \ud800 dito' }))));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expectErrorShape(body, 400);
+    expect(body.details).toEqual([{ in: 'body', field: 'title', message: expect.stringMatching(/lone UTF-16 surrogate/) }]);
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
+  });
+
   it('in a nested property name: 400 naming the object', async () => {
     const json = JSON.stringify(report(21)).replace('"lat"', '"laMARK"');
     const res = await post(withBytes(json, 'MARK', [0xfe]));
