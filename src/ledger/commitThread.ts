@@ -75,7 +75,8 @@ export class CommitThread {
 
   /**
    * Commits a bulk import's held acceptances (heldTurn.ts) in turns, each row's body its record
-   * without the received_at the turn adds; what each row came to, in order. SQLite's failures are UnavailableError with SQLite's code in their cause.
+   * without the received_at the turn adds; what each row came to, in order. SQLite's failures
+   * are UnavailableError with SQLite's code in their cause.
    */
   hold(rows: readonly AcceptRow[], now: number, holdUntilMs: number, receivedAt: string): Promise<HeldCommitted[]> {
     if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));

@@ -11,6 +11,7 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { MIGRATIONS } from '../../src/sqlite/database.js';
 import {
   acceptHeld,
+  heldRecords,
   acceptedPkeys,
   allArchived,
   API_KEY,
@@ -175,11 +176,15 @@ describe("a bulk import's held records", () => {
     const rt = await testRuntime(await testConfig('embedded'));
     try {
       const holdUntil = Date.now() + 60_000;
-      const outcomes = await acceptHeld(rt.ledger, [record(1, 'first'), record(2, 'ünïcödé 🌊'), record(1, 'a second version')], holdUntil);
+      const receivedAt = '2026-11-21T06:07:08.009Z';
+      const unicode = record(2, 'ünïcödé 🌊');
+      const outcomes = await rt.ledger.acceptHeld(heldRecords([record(1, 'first'), unicode, record(1, 'a second version')]), receivedAt, holdUntil);
       // The repeat in the same call gets the first version back, from the batch being gathered.
       expect(outcomes).toMatchObject([{ created: true }, { created: true }, { created: false, pkey: 'partner-1', held: { report: { title: 'first' } } }]);
       expect(tables(rt.config.dataDir)).toEqual({ batches: 1, records: 0 });
       // A partner's lookup of a held report, and a resumed import's repeat, read it from its batch.
+      // Each record kept whole, the batch's received_at written into it.
+      expect((await rt.ledger.lookup('partner-2'))!.record).toEqual({ ...unicode, received_at: receivedAt });
       expect(await rt.ledger.lookup('partner-2')).toMatchObject({ pending: true, record: { report: { title: 'ünïcödé 🌊' } } });
       expect(await rt.ledger.get({ source: 'partner', post_id: 1 })).toMatchObject({ pending: true, record: { report: { title: 'first' } } });
       const [again] = await acceptHeld(rt.ledger, [record(2, 'later')], holdUntil);
