@@ -39,7 +39,7 @@ import { sqlString } from '../archive/duckdb.js';
 import { archiveRowOf } from '../ingest/archiveRow.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { Tags } from '../boundaries/tagger.js';
-import type { AcceptanceLedger, HeldAcceptResult, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
+import type { AcceptanceLedger, HeldAcceptResult, HeldRecord, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
@@ -328,7 +328,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
         } else duplicate += 1;
       });
       const name = `stage-${String(queued).padStart(12, '0')}`;
-      const postIds = [batch.records[0]!.post_id, batch.records[batch.records.length - 1]!.post_id] as const;
+      const postIds = rangeOfPostIds(batch.records);
       queued += batch.n.length;
       await stagings.then(async () => {
         if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
@@ -400,6 +400,17 @@ async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: 
     const [row] = (await conn.runAndReadAll(`SELECT epoch_ms(min(created_at))::DOUBLE, epoch_ms(max(created_at))::DOUBLE FROM read_parquet([${list}])`)).getRows() as [number, number][];
     return { fromMs: row![0], toMs: row![1] };
   });
+}
+
+/** The lowest and highest post_id of a batch. */
+function rangeOfPostIds(records: readonly HeldRecord[]): [number, number] {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const { post_id } of records) {
+    if (post_id < low) low = post_id;
+    if (post_id > high) high = post_id;
+  }
+  return [low, high];
 }
 
 /** A saved checkpoint: one of an earlier release lacks the fields added since (the defaults stand). */

@@ -124,7 +124,8 @@ export async function eachSortedBatch(db: DuckDb, sorted: string, from: number, 
 /**
  * Stages the accepted records `n` of the sorted file (each with its Tags), received at
  * `receivedAtMs` and tagged under `version`, as one Parquet file of archive rows: DuckDB reads
- * each one's JSON (archiveRowSql), only the row groups of the batch's post_ids.
+ * each one's JSON (archiveRowSql), only the row groups of their post_ids (`postIds`: the lowest
+ * and the highest).
  */
 export async function stageAccepted(
   db: DuckDb,
@@ -159,7 +160,9 @@ export async function stageAccepted(
       });
       const [low, high] = accepted.postIds;
       const from = `read_parquet(${sqlString(sorted)}) JOIN staged_n USING (n) JOIN tag_sets USING (tag_set) WHERE post_id BETWEEN ${low} AND ${high}`;
-      await conn.run(`COPY (${archiveRowSql({ from, ...batch })}) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`);
+      const written = (await conn.run(`COPY (${archiveRowSql({ from, ...batch })}) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`)).rowsChanged;
+      // A record outside the post_ids given would be left out, and never archived.
+      if (written !== accepted.n.length) throw new Error(`staging wrote ${written} of ${accepted.n.length} accepted records`);
     } finally {
       await conn.run('DROP TABLE IF EXISTS staged_n; DROP TABLE IF EXISTS tag_sets');
     }

@@ -73,6 +73,10 @@ describe('archive rows staged from the records\' JSON', () => {
       expect(got.rows).toEqual(want.rows);
       expect(got.rows.length).toBe(bodies.length);
       expect(got.rows.map((r) => r.title)).toContain('sent as \ufffd');
+
+      // Post_ids that leave a record out fail the staging rather than lose the record.
+      const short = { n: valid.map((v) => v.n), postIds: [Math.min(...postIds), Math.max(...postIds) - 1] as [number, number], tags: valid.map((v) => tagsOf(v.n)) };
+      await expect(stageAccepted(db, sorted, short, { receivedAtMs: Date.parse(receivedAt), version: 'ph-test-1' }, staged)).rejects.toThrow(/staging wrote 5 of 6/);
     });
   }
 });
