@@ -46,7 +46,7 @@ import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { OneBehind } from './concurrency.js';
-import { eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch, type ValidatedRecord } from './validatedRecords.js';
+import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch, type ValidatedRecord } from './validatedRecords.js';
 import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
 import type { Logger } from '../shared/log.js';
@@ -92,7 +92,8 @@ export interface ImportDeps {
 }
 
 interface Checkpoint {
-  v: 3;
+  /** 4: the sorted file holds each record's post_id beside it (3: it did not). */
+  v: 4;
   size: number;
   mtimeMs: number;
   processed: number;
@@ -138,7 +139,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   const rejectsFile = options.rejectsFile ?? `${options.file}.rejected.ndjson`;
   const partner = options.partner;
   let checkpoint: Checkpoint = {
-    v: 3,
+    v: 4,
     size: stat.size,
     mtimeMs: stat.mtimeMs,
     processed: 0,
@@ -160,7 +161,11 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     const saved = await readCheckpoint(stateFile);
     // A run as another partner starts over: the records done so far are not that partner's.
     if (saved && !saved.complete && saved.size === stat.size && saved.mtimeMs === stat.mtimeMs && saved.partner === partner) {
-      checkpoint = { ...checkpoint, ...saved, v: 3 };
+      // A sorted file an earlier release wrote gets its post_ids first.
+      if (saved.v !== 4 && saved.sorted !== undefined && saved.run !== undefined) {
+        await addSortedPostIds(rt.db, path.join(rt.config.dataDir, 'tmp', 'import', saved.run, saved.sorted));
+      }
+      checkpoint = { ...checkpoint, ...saved, v: 4 };
     }
   }
   const resumedFrom = checkpoint.processed;
@@ -414,7 +419,7 @@ function rangeOfPostIds(records: readonly HeldRecord[]): [number, number] {
 }
 
 /** A saved checkpoint: one of an earlier release lacks the fields added since (the defaults stand). */
-async function readCheckpoint(file: string): Promise<Partial<Checkpoint> | undefined> {
+async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, 'v'>> & { v?: number }) | undefined> {
   try {
     return JSON.parse(await fs.readFile(file, 'utf8')) as Checkpoint;
   } catch {

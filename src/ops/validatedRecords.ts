@@ -4,6 +4,7 @@
 // ledger's rows are written in the order of its clustered key. Inserted in a file's own order,
 // a shuffled file made every row land on a page of its own (8,000 rows/s at a million rows);
 // in key order they append.
+import fs from 'node:fs/promises';
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { Tags } from '../boundaries/tagger.js';
@@ -49,6 +50,21 @@ export async function sortValidated(db: DuckDb, files: readonly string[], out: s
     const [[count]] = (await conn.runAndReadAll(`SELECT count(*)::DOUBLE FROM read_parquet(${sqlString(out)})`)).getRows() as [[number]];
     return count;
   });
+}
+
+/**
+ * A sorted file written by a release before the file held each record's post_id beside it (an
+ * import stopped in pass 2 and resumed by this one): rewritten with it, in the same order.
+ */
+export async function addSortedPostIds(db: DuckDb, sorted: string): Promise<void> {
+  const rewritten = `${sorted}.post-ids`;
+  await db.withConnection((conn) =>
+    conn.run(
+      `COPY (SELECT n, CAST(json_extract(record, '$.post_id') AS BIGINT) AS post_id, record FROM read_parquet(${sqlString(sorted)}) ORDER BY post_id, n)
+        TO ${sqlString(rewritten)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 10000)`,
+    ),
+  );
+  await fs.rename(rewritten, sorted);
 }
 
 /**

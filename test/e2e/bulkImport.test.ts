@@ -163,6 +163,41 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(await pendingCount(svc.rt)).toBe(0);
   });
 
+  it('resumes a run that the release before stopped while accepting (its sorted file without post_ids): every report once', async () => {
+    const file = path.join(dir, 'upgrade.ndjson');
+    await fs.writeFile(file, yearLines(40_000, 600).join('\n'));
+    const before = (await archived(svc)).size;
+    let calls = 0;
+    const stopAfterAccepting: ImportDeps = {
+      ...svc.rt,
+      ledger: {
+        acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
+          const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+          if (++calls === 2) throw new Error('stopped');
+          return outcome;
+        },
+        markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
+        retractions: (filter) => svc.rt.ledger.retractions(filter),
+      },
+    };
+    await expect(importFile(stopAfterAccepting, { file, batchSize: 200 })).rejects.toThrow(/stopped/);
+    // As the release before left them: a version 3 checkpoint, a sorted file of (n, record).
+    const stateFile = `${file}.import-state.json`;
+    const state = JSON.parse(await fs.readFile(stateFile, 'utf8'));
+    expect(state).toMatchObject({ v: 4, sorted: 'sorted.parquet' });
+    const sorted = path.join(svc.rt.config.dataDir, 'tmp', 'import', state.run, state.sorted);
+    await svc.rt.db.withConnection((conn) => conn.run(`COPY (SELECT n, record FROM read_parquet('${sorted}')) TO '${sorted}.old' (FORMAT parquet)`));
+    await fs.rename(`${sorted}.old`, sorted);
+    await fs.writeFile(stateFile, JSON.stringify({ ...state, v: 3 }));
+
+    const resumed = await importFile(svc.rt, { file, batchSize: 200 });
+    expect(resumed).toMatchObject({ resumedFrom: 600, rejected: 0 });
+    const after = await archived(svc);
+    expect(after.size).toBe(before + 600);
+    for (let id = 40_000; id < 40_600; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
+    expect(await pendingCount(svc.rt)).toBe(0);
+  });
+
   it('a held report is left alone by reconciliation until its hold ends, then queued like any other', async () => {
     const record = (id: number): IngestRecord => ({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: new Date().toISOString(), report: parsePartnerReport(report(id)) });
     const [held] = await acceptHeld(svc.rt.ledger, [record(30_001)], Date.now() + 1_500);
