@@ -51,6 +51,23 @@ async function partKeys(svc: TestService): Promise<string[]> {
   return (await keysUnder(svc.rt, 'reports/v1/')).filter((k) => k.endsWith('.parquet'));
 }
 
+/** The service's import dependencies, its ledger failing once it has committed the second batch (a kill before that batch is staged). */
+function stoppedAfterSecondAcceptance(svc: TestService): ImportDeps {
+  let calls = 0;
+  return {
+    ...svc.rt,
+    ledger: {
+      acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
+        const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+        if (++calls === 2) throw new Error('killed after the ledger committed');
+        return outcome;
+      },
+      markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
+      retractions: (filter) => svc.rt.ledger.retractions(filter),
+    },
+  };
+}
+
 describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
   let emulator: Emulator | undefined;
   let svc: TestService;
@@ -132,20 +149,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const before = (await archived(svc)).size;
 
     // Killed after the ledger committed the second batch, before it was staged.
-    let calls = 0;
-    const crashAfterAccepting: ImportDeps = {
-      ...svc.rt,
-      ledger: {
-        acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
-          const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
-          if (++calls === 2) throw new Error('killed after the ledger committed');
-          return outcome;
-        },
-        markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
-        retractions: (filter) => svc.rt.ledger.retractions(filter),
-      },
-    };
-    await expect(importFile(crashAfterAccepting, { file, batchSize: 300 })).rejects.toThrow(/killed/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 300 })).rejects.toThrow(/killed/);
     expect((await archived(svc)).size).toBe(before);
 
     // Killed while storing the parts: some are stored, none marked archived.
@@ -167,20 +171,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const file = path.join(dir, 'upgrade.ndjson');
     await fs.writeFile(file, yearLines(40_000, 600).join('\n'));
     const before = (await archived(svc)).size;
-    let calls = 0;
-    const stopAfterAccepting: ImportDeps = {
-      ...svc.rt,
-      ledger: {
-        acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
-          const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
-          if (++calls === 2) throw new Error('stopped');
-          return outcome;
-        },
-        markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
-        retractions: (filter) => svc.rt.ledger.retractions(filter),
-      },
-    };
-    await expect(importFile(stopAfterAccepting, { file, batchSize: 200 })).rejects.toThrow(/stopped/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 200 })).rejects.toThrow(/killed/);
     // As the release before left them: a version 3 checkpoint, a sorted file of (n, record).
     const stateFile = `${file}.import-state.json`;
     const state = JSON.parse(await fs.readFile(stateFile, 'utf8'));
