@@ -138,6 +138,11 @@ export class PlaceNames {
   private readonly variants: Variant[][] = [];
   private readonly sortedLabels: string[];
 
+  /** The places it was made from (a thread of its own makes the same index from them). */
+  get places(): Place[] {
+    return this.entries.map((e) => e.place);
+  }
+
   constructor(places: readonly Place[]) {
     this.entries = places.map((place) => this.index(place));
     for (const e of this.entries) e.label = this.labelFor(e);

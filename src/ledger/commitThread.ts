@@ -4,31 +4,14 @@
 // way to the disk form the next batch (group commit), so a flush costs one fsync per batch.
 // A bulk import's held acceptances are committed there too, in turns between which the
 // acceptances commit: the import's process validates and stages while SQLite writes.
-import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../shared/errors.js';
+import { workerScript } from '../shared/workerScript.js';
 import { flatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed, type HeldCommitted } from './commitMessages.js';
 import { CONNECTION_PRAGMAS } from '../sqlite/database.js';
 
 export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
   now?: () => number;
-}
-
-/**
- * The thread's script, commitWorker.ts compiled: worker threads run JavaScript only. Beside
- * this module in the build; when this module runs as TypeScript (under the test runner), the
- * build's copy, refused if older than its sources (it would run code that is no longer there).
- */
-function workerScript(): URL {
-  if (!import.meta.url.endsWith('.ts')) return new URL('./commitWorker.js', import.meta.url);
-  // The thread's modules (paths under src/).
-  for (const name of ['ledger/commitWorker', 'ledger/commitMessages', 'ledger/heldTurn', 'sqlite/turns', 'shared/pause']) {
-    const built = statSync(new URL(`../../dist/src/${name}.js`, import.meta.url), { throwIfNoEntry: false });
-    if (!built || built.mtimeMs < statSync(new URL(`../${name}.ts`, import.meta.url)).mtimeMs) {
-      throw new Error(`the commit thread runs the build's ${name}.js, ${built ? 'older than its source' : 'not built'}: npm run build`);
-    }
-  }
-  return new URL('../../dist/src/ledger/commitWorker.js', import.meta.url);
 }
 
 /**
@@ -137,7 +120,7 @@ export class CommitThread {
     if (this.worker) return this.worker;
     const { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql } = this.options;
     const workerData: CommitWorkerData = { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql, pragmas: [...CONNECTION_PRAGMAS] };
-    const worker = new Worker(workerScript(), { workerData });
+    const worker = new Worker(workerScript('ledger/commitWorker'), { workerData });
     worker.on('message', (reply: CommitReply) => this.settle(reply));
     // A thread that dies (it cannot open the file, or crashed) fails what it held; the next
     // acceptance starts another.

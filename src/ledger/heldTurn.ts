@@ -5,7 +5,7 @@
 // and stages the batch before. The turns are driven here too: driven from the event loop, each
 // turn waited for whatever that thread was busy with.
 import type Database from 'better-sqlite3';
-import { commitsOfOthers, inTimedTurns, patiently } from '../sqlite/turns.js';
+import { commitsOfOthers, inTimedTurns, patiently, type TurnSize } from '../sqlite/turns.js';
 import type { AcceptRow, HeldCommitted } from './commitMessages.js';
 import { receivedAtTail } from './ledger.js';
 
@@ -40,6 +40,8 @@ export function heldAcceptance(
   const turn = heldTurn(db);
   // The thread's own commits (acceptances, earlier turns) do not count: only another connection's.
   const othersWrote = commitsOfOthers(db);
+  // One import's batches follow one another here: each starts at the turn size the last one reached.
+  const learned: TurnSize = { size: 0 };
   return async (rows, now, holdUntilMs, receivedAt) => {
     const tail = Buffer.from(receivedAtTail(receivedAt));
     const out: HeldCommitted[] = [];
@@ -49,7 +51,7 @@ export function heldAcceptance(
         const outcomes = await patiently(() => whenFree(() => turn(chunk, now, holdUntilMs, tail)), (err) => (err as { code?: unknown }).code === 'SQLITE_BUSY');
         for (const outcome of outcomes) out.push(outcome);
       },
-      { othersWrote },
+      { othersWrote, learned },
     );
     return out;
   };

@@ -40,14 +40,15 @@ import { archiveRowOf } from '../ingest/archiveRow.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { Tags } from '../boundaries/tagger.js';
 import type { AcceptanceLedger, HeldAcceptResult, HeldRecord, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
-import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import type { Config } from '../shared/config.js';
-import { closedBefore, parsePkey, pkeyOf, SOURCE } from '../store/layout.js';
+import { closedBefore, parsePkey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { OneBehind } from './concurrency.js';
-import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch, type ValidatedRecord } from './validatedRecords.js';
-import { detectFormat, records, RecordError, toPartnerInput, type ImportFormat } from './importRecords.js';
+import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
+import { detectFormat, type ImportFormat } from './importRecords.js';
+import { validateFile } from './validateFile.js';
+import { rejectLine } from './validateRecords.js';
 import type { Progress } from './progress.js';
 import type { Logger } from '../shared/log.js';
 
@@ -234,56 +235,28 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   await archiveStaged();
 
   const batchSize = options.batchSize ?? BATCH;
-  const reject = (rejects: string[], n: number, reasons: string[], input: unknown) => rejects.push(`${JSON.stringify({ record: n + 1, reasons, input })}\n`);
 
   // Pass 1: read and validate, a batch at a time, into validated files.
   if (checkpoint.sorted === undefined) {
     await timed('reading', async () => {
-      progress?.start(format === 'geojson' ? 0 : stat.size);
-      let index = 0;
-      let batch: { n: number; record: unknown }[] = [];
-      // Each batch's file is written (by DuckDB, off this thread) while the next one is validated.
+      progress?.start(format === 'ndjson' ? stat.size : 0);
+      // Each batch's file is written (by DuckDB, off this thread) while the next ones are validated.
       const writes = new OneBehind();
-      let queued = checkpoint.processed;
-      const validate = async () => {
-        if (batch.length === 0) return;
-        const rejects: string[] = [];
-        const valid: ValidatedRecord[] = [];
-        for (const { n, record } of batch) {
-          try {
-            // Without a partner_city, the code of the city holding the point, which names it.
-            const input = toPartnerInput(record, (lng, lat) => tagger.tag(lng, lat).instance_region_code);
-            const report = parsePartnerReport(input, Date.now(), boundaries.placeNames);
-            valid.push({ n, record: { v: 1, pkey: pkeyOf(SOURCE, report.post_id, partner), source: SOURCE, post_id: report.post_id, ...(partner !== undefined && { partner }), report } });
-          } catch (err) {
-            if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
-            reject(rejects, n, err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message], record);
-          }
-        }
-        const name = `valid-${String(queued).padStart(12, '0')}.parquet`;
-        const count = batch.length;
-        queued += count;
-        batch = [];
-        // The checkpoint counts a batch once its file and rejects are written.
-        await writes.then(async () => {
-          if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
-          if (valid.length > 0) {
-            await writeValidated(rt.db, valid, path.join(runDir, name));
-            checkpoint.validated.push(name);
-          }
-          checkpoint.rejected += rejects.length;
-          checkpoint.processed += count;
-          await save();
-        });
-      };
       try {
-        for await (const { record, bytes } of records(options.file, format)) {
-          progress?.tick(bytes);
-          if (index++ < resumedFrom) continue;
-          batch.push({ n: index - 1, record });
-          if (batch.length >= batchSize) await validate();
-        }
-        await validate();
+        await validateFile({ file: options.file, format, from: resumedFrom, size: batchSize, boundaries, partner }, async (first, count, { valid, rejects }) => {
+          const name = `valid-${String(first).padStart(12, '0')}.parquet`;
+          // The checkpoint counts a batch once its file and rejects are written.
+          await writes.then(async () => {
+            if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.map((r) => rejectLine(first + r.index, r.reasons, r.input)).join(''));
+            if (valid.index.length > 0) {
+              await writeValidated(rt.db, first, valid, path.join(runDir, name));
+              checkpoint.validated.push(name);
+            }
+            checkpoint.rejected += rejects.length;
+            checkpoint.processed += count;
+            await save();
+          });
+        }, progress);
         await writes.settle();
       } finally {
         await writes.idle();
@@ -323,7 +296,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
         const n = batch.n[i]!;
         if ('taken' in outcome) {
           const { pkey, report } = JSON.parse(batch.records[i]!.json) as IngestRecord;
-          reject(rejects, n, [`post_id: ${pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], report);
+          rejects.push(rejectLine(n, [`post_id: ${pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], JSON.stringify(report)));
         } else if (outcome.created) {
           created.n.push(n);
           created.tags.push(tagger.tag(batch.lng[i]!, batch.lat[i]!));

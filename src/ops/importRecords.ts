@@ -2,7 +2,6 @@
 // export rows (point as GeoJSON or WKT), each mapped to a feed body for the feed's validation.
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
-import readline from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
@@ -15,31 +14,91 @@ export function detectFormat(file: string): ImportFormat {
   throw new Error(`cannot tell the format of ${file}; pass --format ndjson|geojson|csv`);
 }
 
-/** The file's records in order, each with the bytes it took (0 where the parser does not tell). */
-export async function* records(file: string, format: ImportFormat): AsyncIterable<{ record: unknown; bytes: number }> {
+/** A GeoJSON or CSV file's records in order (NDJSON is read as bytes: ndjsonBatches). */
+export async function* records(file: string, format: Exclude<ImportFormat, 'ndjson'>): AsyncIterable<unknown> {
   if (format === 'geojson') {
     const doc = JSON.parse(await fs.readFile(file, 'utf8')) as { type?: string; features?: unknown[] };
     const features = doc.type === 'FeatureCollection' && Array.isArray(doc.features) ? doc.features : [doc];
-    for (const f of features) yield { record: f, bytes: 0 };
+    yield* features;
     return;
   }
-  if (format === 'ndjson') {
-    const lines = readline.createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-    for await (const line of lines) {
-      if (line.trim() === '') continue;
-      let record: unknown;
-      try {
-        record = JSON.parse(line);
-      } catch {
-        record = new RecordError('the line is not valid JSON');
-      }
-      yield { record, bytes: Buffer.byteLength(line) + 1 };
-    }
-    return;
-  }
-  const parser = createReadStream(file).pipe(parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true }));
-  for await (const row of parser) yield { record: row, bytes: 0 };
+  yield* createReadStream(file).pipe(parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true }));
 }
+
+/**
+ * An NDJSON file's lines, `size` records a batch, as bytes: each batch its lines end to end
+ * (`ends[i]`: where the batch's `i`th line ends, the next one starting there), for a validation
+ * thread to decode and parse. Lines as `records` reads them (split at LF, CRLF or a lone CR;
+ * blank ones skipped and not counted); the first `skip` records left out. `bytes`: the file's
+ * bytes read since the batch before, for progress.
+ */
+export async function* ndjsonBatches(file: string, size: number, skip = 0): AsyncIterable<{ lines: Buffer; ends: Int32Array; bytes: number }> {
+  const handle = await fs.open(file);
+  const lines: Buffer[] = [];
+  let bytes = 0;
+  let skipped = 0;
+  /** The first `size` lines (a line split at a CR may have added two at once), or the last ones. */
+  const batch = () => {
+    const taken = lines.splice(0, size);
+    const ends = new Int32Array(taken.length);
+    let at = 0;
+    taken.forEach((line, i) => (ends[i] = at += line.length));
+    const out = { lines: Buffer.concat(taken, at), ends, bytes };
+    bytes = 0;
+    return out;
+  };
+  const add = (line: Buffer) => {
+    // A line that starts as a record does is not blank; any other is decoded to tell.
+    if (line.length === 0 || (line[0] !== 0x7b && line.toString('utf8').trim() === '')) return;
+    if (skipped < skip) {
+      skipped += 1;
+      return;
+    }
+    lines.push(line);
+  };
+  /** Adds the lines of `text` (no LF in it), split at each CR as readline does. */
+  const addSplitAtCr = (text: Buffer) => {
+    for (let from = 0; ; ) {
+      const cr = text.indexOf(0x0d, from);
+      if (cr < 0) return add(text.subarray(from));
+      add(text.subarray(from, cr));
+      from = cr + 1;
+    }
+  };
+  try {
+    // The start of a line whose end is not read yet (a line may span blocks).
+    let carry: Buffer[] = [];
+    for (;;) {
+      const block = Buffer.allocUnsafe(NDJSON_BLOCK);
+      const { bytesRead } = await handle.read(block, 0, NDJSON_BLOCK, null);
+      bytes += bytesRead;
+      if (bytesRead === 0) {
+        // The last line, without its newline (a file that ends mid-line, or without one).
+        if (carry.length > 0) addSplitAtCr(Buffer.concat(carry));
+        while (lines.length > 0) yield batch();
+        return;
+      }
+      const data = block.subarray(0, bytesRead);
+      let from = 0;
+      for (let lf = data.indexOf(0x0a); lf >= 0; lf = data.indexOf(0x0a, from)) {
+        let line = data.subarray(from, lf);
+        if (carry.length > 0) {
+          line = Buffer.concat([...carry, line]);
+          carry = [];
+        }
+        addSplitAtCr(line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
+        from = lf + 1;
+        while (lines.length >= size) yield batch();
+      }
+      if (from < data.length) carry.push(data.subarray(from));
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Bytes read from an NDJSON file at once. */
+const NDJSON_BLOCK = 1 << 20;
 
 /** A record that cannot be read as a report at all (its reason goes to the rejects). */
 export class RecordError extends Error {
@@ -57,21 +116,23 @@ export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Rec
   const location =
     r.type === 'Feature' ? pointOf(r.geometry) : pointOf(props.location ?? props.the_geom ?? props.geom ?? props.geometry ?? props.point) ?? latLngOf(props);
   if (!location) throw new RecordError('no point: give location {lat,lng}, lat/lng columns, or a GeoJSON or WKT point');
-  const out: Record<string, unknown> = {
-    post_id: props.post_id,
-    created_at: normaliseTimestamp(props.created_at),
-    partner_city: props.partner_city || cityForPoint(location.lng, location.lat) || undefined,
-    disaster_type: props.disaster_type,
-    location,
-  };
+  const partnerCity = props.partner_city || cityForPoint(location.lng, location.lat) || undefined;
+  if (partnerCity === undefined) {
+    throw new RecordError('partner_city missing and the point is in no city of the current boundaries');
+  }
+  // Only the fields given: an absent one is missing to the schema, not undefined.
+  const out: Record<string, unknown> = {};
+  if (props.post_id !== undefined) out.post_id = props.post_id;
+  const createdAt = normaliseTimestamp(props.created_at);
+  if (createdAt !== undefined) out.created_at = createdAt;
+  out.partner_city = partnerCity;
+  if (props.disaster_type !== undefined) out.disaster_type = props.disaster_type;
+  out.location = location;
   for (const field of ['title', 'text', 'image_url'] as const) {
     const value = props[field];
     if (value !== undefined && value !== null && value !== '') out[field] = value;
   }
-  if (out.partner_city === undefined) {
-    throw new RecordError('partner_city missing and the point is in no city of the current boundaries');
-  }
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+  return out;
 }
 
 function pointOf(value: unknown): { lat: number; lng: number } | undefined {

@@ -11,24 +11,23 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { Tags } from '../boundaries/tagger.js';
 import { archiveRowSql } from '../ingest/archiveRow.js';
-import type { HeldRecord, IngestRecord } from '../ledger/ledger.js';
+import type { HeldRecord } from '../ledger/ledger.js';
+import type { ValidatedBatch } from './validateRecords.js';
 
-/** A validated record: where it was in the file (0-based) and what the ledger is to accept. */
-export interface ValidatedRecord {
-  n: number;
-  record: Omit<IngestRecord, 'received_at'>;
-}
-
-/** Writes a batch of validated records as one Parquet file. */
-export async function writeValidated(db: DuckDb, records: readonly ValidatedRecord[], file: string): Promise<void> {
+/**
+ * Writes a batch of validated records (validateRecords.ts) as one Parquet file: each one's
+ * place in the file (`first` plus its index in the batch), its post_id and its JSON.
+ */
+export async function writeValidated(db: DuckDb, first: number, valid: ValidatedBatch['valid'], file: string): Promise<void> {
   await db.withConnection(async (conn) => {
     await conn.run('CREATE TEMP TABLE validated (n BIGINT NOT NULL, post_id BIGINT NOT NULL, record VARCHAR NOT NULL)');
     const appender = await conn.createAppender('validated');
     try {
-      for (const { n, record } of records) {
-        appender.appendBigInt(BigInt(n));
-        appender.appendBigInt(BigInt(record.post_id));
-        appender.appendVarchar(JSON.stringify(record));
+      const { index, postIds, json } = valid;
+      for (let i = 0; i < index.length; i++) {
+        appender.appendBigInt(BigInt(first + index[i]!));
+        appender.appendBigInt(BigInt(postIds[i]!));
+        appender.appendVarchar(json[i]!);
         appender.endRow();
       }
       appender.flushSync();

@@ -10,7 +10,7 @@ import { writeParquet } from '../../src/archive/partWriter.js';
 import type { Tags } from '../../src/boundaries/tagger.js';
 import { archiveRowOf } from '../../src/ingest/archiveRow.js';
 import type { IngestRecord } from '../../src/ledger/ledger.js';
-import { stageAccepted, sortValidated, writeValidated, type ValidatedRecord } from '../../src/ops/validatedRecords.js';
+import { stageAccepted, sortValidated, writeValidated } from '../../src/ops/validatedRecords.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { report } from '../support/env.js';
 
@@ -53,10 +53,10 @@ describe('archive rows staged from the records\' JSON', () => {
       const expected = path.join(dir, `expected-${partner}.parquet`);
       await writeParquet(db, records.map((r, i) => archiveRowOf(r, tagsOf(i), 'ph-test-1')), expected);
 
-      const valid: ValidatedRecord[] = records.map(({ received_at: _received, ...record }, n) => ({ n, record }));
+      const valid = records.map(({ received_at: _received, ...record }, n) => ({ n, record }));
       const validated = path.join(dir, `valid-${partner}.parquet`);
       const sorted = path.join(dir, `sorted-${partner}.parquet`);
-      await writeValidated(db, valid, validated);
+      await writeValidated(db, 0, { index: valid.map((v) => v.n), postIds: valid.map((v) => v.record.post_id), json: valid.map((v) => JSON.stringify(v.record)) }, validated);
       await sortValidated(db, [validated], sorted);
       const postIds = records.map((r) => r.post_id);
       const staged = path.join(dir, `staged-${partner}.parquet`);

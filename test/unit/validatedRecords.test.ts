@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDb } from '../../src/archive/duckdb.js';
-import { eachSortedBatch, sortValidated, writeValidated, type SortedBatch, type ValidatedRecord } from '../../src/ops/validatedRecords.js';
+import type { IngestRecord } from '../../src/ledger/ledger.js';
+import { eachSortedBatch, sortValidated, writeValidated, type SortedBatch } from '../../src/ops/validatedRecords.js';
 import { random } from '../support/randomReports.js';
 
 describe("an import's validated records", () => {
@@ -13,7 +14,7 @@ describe("an import's validated records", () => {
   let db: DuckDb;
   let sorted: string;
   /** The records written, n the place in the file, post_ids shuffled. */
-  const written: ValidatedRecord[] = [];
+  const written: { n: number; record: Omit<IngestRecord, 'received_at'> }[] = [];
 
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'validated-'));
@@ -25,12 +26,13 @@ describe("an import's validated records", () => {
       const report = { post_id: postId, created_at: new Date(Date.UTC(2025, 0, 1) + n * 61_000).toISOString(), title: `ünï ${n}`, location: { lng: 120 + n / 7_000, lat: 14 + n / 9_000 } };
       // Every third one of no partner (the operators' own).
       const partner = n % 3 === 0 ? {} : { partner: 'a' };
-      written.push({ n, record: { v: 1, pkey: `partner:a:${postId}`, source: 'partner', post_id: postId, ...partner, report } as unknown as ValidatedRecord['record'] });
+      written.push({ n, record: { v: 1, pkey: `partner:a:${postId}`, source: 'partner', post_id: postId, ...partner, report } as unknown as Omit<IngestRecord, 'received_at'> });
     }
     const files: string[] = [];
     for (let i = 0; i < 5; i++) {
       files.push(path.join(dir, `valid-${i}.parquet`));
-      await writeValidated(db, written.slice(i * 1_000, (i + 1) * 1_000), files[i]!);
+      const batch = written.slice(i * 1_000, (i + 1) * 1_000);
+      await writeValidated(db, i * 1_000, { index: batch.map((_, k) => k), postIds: batch.map((w) => w.record.post_id), json: batch.map((w) => JSON.stringify(w.record)) }, files[i]!);
     }
     sorted = path.join(dir, 'sorted.parquet');
     expect(await sortValidated(db, files, sorted)).toBe(5_000);

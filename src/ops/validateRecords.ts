@@ -1,0 +1,64 @@
+// An import's first pass over a batch of records: each validated as the feed validates a post
+// (toPartnerInput, parsePartnerReport), the valid ones as the JSON the ledger keeps, the others
+// as rejects with their reasons. The same code runs on the import's thread (GeoJSON and CSV
+// files) and on the validation threads (NDJSON lines, validationPool.ts).
+import type { Tagger } from '../boundaries/tagger.js';
+import type { PlaceNames } from '../boundaries/placeNames.js';
+import type { IngestRecord } from '../ledger/ledger.js';
+import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
+import { pkeyOf, SOURCE } from '../store/layout.js';
+import { RecordError, toPartnerInput } from './importRecords.js';
+
+/** What validation needs: the current boundaries, and the partner the import runs as. */
+export interface ValidationContext {
+  tagger: Pick<Tagger, 'tag'>;
+  placeNames: PlaceNames;
+  partner: string | undefined;
+}
+
+/**
+ * A batch validated, by each record's place in the batch (0-based): the valid ones' post_ids
+ * and their records as JSON (an IngestRecord without received_at), the others' reasons and the
+ * record as JSON, for the rejects file.
+ */
+export interface ValidatedBatch {
+  valid: { index: number[]; postIds: number[]; json: string[] };
+  rejects: { index: number; reasons: string[]; input: string }[];
+}
+
+export function emptyBatch(): ValidatedBatch {
+  return { valid: { index: [], postIds: [], json: [] }, rejects: [] };
+}
+
+/** Validates `record`, the batch's `index`th, into `out`. */
+export function validateInto(out: ValidatedBatch, index: number, record: unknown, ctx: ValidationContext): void {
+  try {
+    // Without a partner_city, the code of the city holding the point, which names it.
+    const input = toPartnerInput(record, (lng, lat) => ctx.tagger.tag(lng, lat).instance_region_code);
+    const report = parsePartnerReport(input, Date.now(), ctx.placeNames);
+    const { partner } = ctx;
+    // The key order is the ledger's record's: its bytes are kept as written (receivedAtTail).
+    const valid: Omit<IngestRecord, 'received_at'> = { v: 1, pkey: pkeyOf(SOURCE, report.post_id, partner), source: SOURCE, post_id: report.post_id, ...(partner !== undefined && { partner }), report };
+    out.valid.index.push(index);
+    out.valid.postIds.push(report.post_id);
+    out.valid.json.push(JSON.stringify(valid));
+  } catch (err) {
+    if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
+    const reasons = err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message];
+    out.rejects.push({ index, reasons, input: JSON.stringify(record) ?? 'null' });
+  }
+}
+
+/** A line of an NDJSON file as the record it holds, or a RecordError when it is not JSON. */
+export function recordOfLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return new RecordError('the line is not valid JSON');
+  }
+}
+
+/** A reject as a line of the rejects file: the record's number in the file (1-based), why, and what it was. */
+export function rejectLine(n: number, reasons: readonly string[], input: string): string {
+  return `{"record":${n + 1},"reasons":${JSON.stringify(reasons)},"input":${input}}\n`;
+}

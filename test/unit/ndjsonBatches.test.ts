@@ -1,0 +1,77 @@
+// An NDJSON import is read as bytes, a batch of lines at a time, for the validation threads. Its
+// lines must be the ones Node's readline gives (LF, CRLF or a lone CR end a line; blank lines are
+// no records), whatever the batch size, with a line longer than a read block, and from any
+// record on when a run resumes.
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ndjsonBatches } from '../../src/ops/importRecords.js';
+
+/** The file's records as readline reads them: non-blank lines. */
+async function readlineRecords(file: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const line of readline.createInterface({ input: createReadStream(file), crlfDelay: Infinity })) if (line.trim() !== '') out.push(line);
+  return out;
+}
+
+async function batched(file: string, size: number, skip = 0): Promise<{ lines: string[]; sizes: number[]; bytes: number }> {
+  const lines: string[] = [];
+  const sizes: number[] = [];
+  let bytes = 0;
+  for await (const batch of ndjsonBatches(file, size, skip)) {
+    sizes.push(batch.ends.length);
+    bytes += batch.bytes;
+    batch.ends.forEach((end, i) => lines.push(batch.lines.toString('utf8', i === 0 ? 0 : batch.ends[i - 1], end)));
+  }
+  return { lines, sizes, bytes };
+}
+
+describe('ndjsonBatches', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ndjson-'));
+  });
+  afterAll(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('gives the lines readline gives, blank ones left out, in batches of the size asked for', async () => {
+    const long = `{"title":"${'ü'.repeat(700_000)}"}`;
+    const text = [
+      '{"post_id":1}\n',
+      '\n',
+      '   \t \n',
+      '{"post_id":2}\r\n',
+      '{"post_id":3}\r{"post_id":4}\n',
+      '\u00a0\n',
+      `${long}\n`,
+      ' {"post_id":5} \n',
+      'not json\n',
+      '\r\n',
+      '{"post_id":6}\r',
+      '{"post_id":7, "cut": "',
+    ].join('');
+    const file = path.join(dir, 'mixed.ndjson');
+    await fs.writeFile(file, text);
+    const expected = await readlineRecords(file);
+    expect(expected).toHaveLength(9);
+    for (const size of [1, 3, 10_000]) {
+      const { lines, sizes, bytes } = await batched(file, size);
+      expect(lines).toEqual(expected);
+      expect(sizes.slice(0, -1).every((n) => n === size)).toBe(true);
+      expect(bytes).toBe(Buffer.byteLength(text));
+    }
+  });
+
+  it('leaves out the records a run before did, counting only non-blank lines', async () => {
+    const file = path.join(dir, 'resume.ndjson');
+    const records = Array.from({ length: 2_500 }, (_, i) => JSON.stringify({ post_id: i, text: 'x'.repeat(i % 900) }));
+    // Blank lines among them, which are no records.
+    await fs.writeFile(file, records.map((r, i) => (i % 7 === 0 ? `\n${r}` : r)).join('\n'));
+    const { lines } = await batched(file, 400, 1_234);
+    expect(lines).toEqual(records.slice(1_234));
+  });
+});
