@@ -49,6 +49,13 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
   }
 }
 
+/** A batch of NDJSON lines end to end, line i ending at ends[i] (ndjsonBatches), validated. */
+export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: ValidationContext): ValidatedBatch {
+  const out = emptyBatch();
+  for (let i = 0, start = 0; i < ends.length; start = ends[i]!, i++) validateInto(out, i, recordOfLine(lines.toString('utf8', start, ends[i])), ctx);
+  return out;
+}
+
 /** A line of an NDJSON file as the record it holds, or a RecordError when it is not JSON. */
 export function recordOfLine(line: string): unknown {
   try {

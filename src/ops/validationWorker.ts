@@ -3,7 +3,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PlaceNames } from '../boundaries/placeNames.js';
 import { Tagger } from '../boundaries/tagger.js';
-import { emptyBatch, recordOfLine, validateInto, type ValidationContext } from './validateRecords.js';
+import { validateLineBatch, type ValidationContext } from './validateRecords.js';
 import type { ValidationReply, ValidationRequest, ValidationWorkerData } from './validationPool.js';
 
 const port = parentPort!;
@@ -13,10 +13,7 @@ const ctx: ValidationContext = { tagger: new Tagger(levels), placeNames: new Pla
 port.on('message', ({ id, lines, ends }: ValidationRequest) => {
   let reply: ValidationReply;
   try {
-    const text = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength);
-    const out = emptyBatch();
-    for (let i = 0, start = 0; i < ends.length; start = ends[i]!, i++) validateInto(out, i, recordOfLine(text.toString('utf8', start, ends[i])), ctx);
-    reply = { id, batch: out };
+    reply = { id, batch: validateLineBatch(Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength), ends, ctx) };
   } catch (err) {
     // Not a bad record (those are rejects): a fault here, which stops the import.
     reply = { id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };

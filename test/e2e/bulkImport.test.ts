@@ -106,7 +106,8 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     // The file ends mid-line, as one cut off in a copy.
     await fs.writeFile(file, `${lines.join('\n')}\n{"post_id": 99002, "created_at": "2026-04-0`);
 
-    const result = await importFile(svc.rt, { file, partner: API_KEY_NAME, batchSize: 400 });
+    // Validated on threads, as a large file is; the second run below on the import's own thread.
+    const result = await importFile(svc.rt, { file, partner: API_KEY_NAME, batchSize: 400, threadsFromBytes: 0 });
     expect(result).toMatchObject({ records: 1_506, accepted: 1_499, duplicate: 3, rejected: 4, resumedFrom: 0 });
     const rejects = (await fs.readFile(result.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(rejects.map((r) => [r.record, r.reasons.join('; ')])).toEqual([
@@ -149,7 +150,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const before = (await archived(svc)).size;
 
     // Killed after the ledger committed the second batch, before it was staged.
-    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 300 })).rejects.toThrow(/killed/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 300, threadsFromBytes: 0 })).rejects.toThrow(/killed/);
     expect((await archived(svc)).size).toBe(before);
 
     // Killed while storing the parts: some are stored, none marked archived.
