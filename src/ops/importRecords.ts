@@ -27,10 +27,10 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
 
 /**
  * An NDJSON file's lines, `size` records a batch, as bytes: each batch its lines end to end
- * (`ends[i]`: where the batch's `i`th line ends, the next one starting there), for a validation
- * thread to decode and parse. Lines as `records` reads them (split at LF, CRLF or a lone CR;
- * blank ones skipped and not counted); the first `skip` records left out. `bytes`: the file's
- * bytes read since the batch before, for progress.
+ * (`ends[i]`: where the batch's `i`th line ends, the next one starting there), decoded and parsed
+ * where they are validated (on a thread of its own for a large file). Lines as Node's readline
+ * splits them (at LF, CRLF or a lone CR; blank ones skipped and not counted); the first `skip`
+ * records left out. `bytes`: the file's bytes read since the batch before, for progress.
  */
 export async function* ndjsonBatches(file: string, size: number, skip = 0): AsyncIterable<{ lines: Buffer; ends: Int32Array; bytes: number }> {
   const handle = await fs.open(file);

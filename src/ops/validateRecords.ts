@@ -1,7 +1,7 @@
 // An import's first pass over a batch of records: each validated as the feed validates a post
 // (toPartnerInput, parsePartnerReport), the valid ones as the JSON the ledger keeps, the others
-// as rejects with their reasons. The same code runs on the import's thread (GeoJSON and CSV
-// files) and on the validation threads (NDJSON lines, validationPool.ts).
+// as rejects with their reasons. The same code runs on the import's thread (GeoJSON, CSV and
+// small NDJSON files) and on the validation threads (large NDJSON files, validationPool.ts).
 import type { Tagger } from '../boundaries/tagger.js';
 import type { PlaceNames } from '../boundaries/placeNames.js';
 import type { IngestRecord } from '../ledger/ledger.js';
