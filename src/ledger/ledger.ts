@@ -169,6 +169,12 @@ export interface AcceptanceLedger {
    * busy ledger rather than failing.
    */
   acceptHeld(records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number): Promise<HeldAcceptResult[]>;
+  /**
+   * Gives back to the disk the space that held records took once their reports were marked
+   * archived: a bulk import's last step, after its reports are queryable. What another
+   * writer's lock keeps it from giving back stays free for later rows.
+   */
+  reclaimHeldSpace(): Promise<void>;
 }
 
 /** Reports by their identity (the API's lookups, the CLI, the purge). */

@@ -126,6 +126,9 @@ export class ObjectLedger implements IngestLedger {
     });
   }
 
+  /** Nothing to give back: each held report is an object of its own, deleted once archived. */
+  async reclaimHeldSpace(): Promise<void> {}
+
   /** The answer to an acceptance whose key is held: a repeat, or (no partner) another partner's report in the way. */
   private async repeatOf(id: ReportId, pkey: string): Promise<AcceptResult> {
     if (id.partner !== undefined) return { created: false, pkey };

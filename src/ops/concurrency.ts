@@ -101,3 +101,10 @@ export class OneBehind {
     await this.tail.catch(() => undefined);
   }
 }
+
+/** Both to their end, whichever way the other ends (neither left running unwatched), then the first failure. */
+export async function bothSettled(a: Promise<unknown>, b: Promise<unknown>): Promise<void> {
+  const [first, second] = await Promise.allSettled([a, b]);
+  if (first.status === 'rejected') throw first.reason;
+  if (second.status === 'rejected') throw second.reason;
+}

@@ -44,7 +44,7 @@ import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
-import { OneBehind } from './concurrency.js';
+import { bothSettled, OneBehind } from './concurrency.js';
 import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
 import { detectFormat, type ImportFormat } from './importRecords.js';
 import { validateFile } from './validateFile.js';
@@ -84,7 +84,7 @@ export interface ImportResult {
 
 /** What an import uses: the ledger's acceptance and archiving, the store, DuckDB, the change log, the current boundaries. */
 export interface ImportDeps {
-  ledger: Pick<AcceptanceLedger, 'acceptHeld'> & Pick<PendingLedger, 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
+  ledger: Pick<AcceptanceLedger, 'acceptHeld' | 'reclaimHeldSpace'> & Pick<PendingLedger, 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
   store: ObjectStore;
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
@@ -356,7 +356,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   // The rounds archived while accepting are archiving's.
   seconds.accepting -= seconds.archiving - archivingBefore;
   await archiveStaged();
-  await addTexts();
+  // Every report is queryable: the ready texts, and the ledger's space for the held records given
+  // back meanwhile (a crash before either ends leaves it free for later rows).
+  await bothSettled(addTexts(), rt.ledger.reclaimHeldSpace());
   checkpoint.complete = true;
   await save();
   await fs.rm(runDir, { recursive: true, force: true });
