@@ -49,7 +49,7 @@ export async function patiently<T>(write: () => T, busy: (err: unknown) => boole
 /**
  * The lock left free between a bulk job's turns while no other connection writes: enough for an
  * acceptance, which tries the lock every millisecond (commitWorker.ts). Each millisecond more is
- * the bulk job idle: 10 ms after turns of 40 ms made marks 14 % slower.
+ * the bulk job idle: with 10 ms after turns of 40 ms, marks took 16 % longer.
  */
 export const ALONE_GAP_MS = 3;
 /** How long after another connection's last commit a bulk job still leaves long gaps. */
