@@ -245,7 +245,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       // Each batch's file is written (by DuckDB, off this thread) while the next ones are validated.
       const writes = new OneBehind();
       try {
-        await validateFile({ file: options.file, format, from: resumedFrom, size: batchSize, boundaries, partner, threadsFromBytes: options.threadsFromBytes }, async (first, count, { valid, rejects }) => {
+        await validateFile({ file: options.file, bytes: stat.size, format, from: resumedFrom, size: batchSize, boundaries, partner, threadsFromBytes: options.threadsFromBytes }, async (first, count, { valid, rejects }) => {
           const name = `valid-${String(first).padStart(12, '0')}.parquet`;
           // The checkpoint counts a batch once its file and rejects are written.
           await writes.then(async () => {

@@ -3,7 +3,6 @@
 // (validationPool.ts), several batches at once, while this thread reads the next and the caller
 // writes the last; a small one's, and GeoJSON and CSV records (parsed here by their parsers),
 // are validated here.
-import fs from 'node:fs/promises';
 import type { LoadedBoundaries } from '../boundaries/repository.js';
 import { ndjsonBatches, records, type ImportFormat } from './importRecords.js';
 import type { Progress } from './progress.js';
@@ -15,6 +14,8 @@ export type ValidatedBatchSink = (first: number, count: number, batch: Validated
 
 export interface ValidateFileOptions {
   file: string;
+  /** The file's size in bytes (whether its lines go to threads). */
+  bytes: number;
   format: ImportFormat;
   /** Records before this one are left out (done by an earlier run). */
   from: number;
@@ -40,7 +41,7 @@ const IN_FLIGHT_PER_THREAD = 2;
 /** Validates the file's records from `options.from` on, handing each batch to `sink` in order; resolves once the last is handed on. */
 export async function validateFile(options: ValidateFileOptions, sink: ValidatedBatchSink, progress?: Progress): Promise<void> {
   if (options.format !== 'ndjson') await validateHere(options, options.format, sink, progress);
-  else if ((await fs.stat(options.file)).size >= (options.threadsFromBytes ?? THREADS_FROM_BYTES)) await validateLinesOnThreads(options, sink, progress);
+  else if (options.bytes >= (options.threadsFromBytes ?? THREADS_FROM_BYTES)) await validateLinesOnThreads(options, sink, progress);
   else await validateLinesHere(options, sink, progress);
 }
 
