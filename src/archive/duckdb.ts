@@ -38,6 +38,8 @@ export class DuckDb {
   }
 
   private open = 0;
+  /** Connections opened since the start, for withMemory to tell whether a run had the engine alone. */
+  private acquired = 0;
 
   /** Connections in use (queries running or being read). */
   get openConnections(): number {
@@ -68,21 +70,25 @@ export class DuckDb {
    * again from its start once the memory others hold may have been given back. Results of
    * finished queries hold theirs until their wrappers are collected (see duckdbMemory.ts), so
    * every retry follows a full collection; other connections in use (other answers, a part
-   * being written) finish theirs in a moment, so while there are some the retries go on, for
-   * up to MEMORY_WAIT_MS. Alone on the engine and still out of memory after a collection, the
-   * OverloadedError comes at once. A query of an answer whose first byte has gone out can no
-   * longer become a 503, only a cut answer; before it, a short wait beats a client's retry.
+   * being written) finish theirs in a moment, so while there are some (or were, during the
+   * run) the retries go on, for up to MEMORY_WAIT_MS. Alone on the engine throughout a run, and
+   * still out of memory after a collection, the OverloadedError comes at once. A query of an
+   * answer whose first byte has gone out can no longer become a 503, only a cut answer; before
+   * it, a short wait beats a client's retry.
    * `fn` must be re-runnable: it reads, or writes only files it overwrites.
    */
   async withMemory<T>(fn: (conn: DuckDBConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const started = Date.now();
     let collectedAlone = false;
     for (let delay = MEMORY_WAIT_FIRST_MS; ; delay = Math.min(delay * 2, MEMORY_WAIT_STEP_MS)) {
+      const othersOpen = this.open;
+      const acquiredBefore = this.acquired;
       try {
         return await this.withConnection(fn, signal);
       } catch (err) {
-        // Our own connection is closed by now: any still open are others'.
-        const alone = this.open === 0;
+        // Alone only if no other connection was in use at any moment of this run: one closed by
+        // now may be another answer's between two of its queries, about to open the next.
+        const alone = othersOpen === 0 && this.open === 0 && this.acquired === acquiredBefore + 1;
         if (!(err instanceof OverloadedError) || (alone && collectedAlone) || Date.now() - started + delay > MEMORY_WAIT_MS) throw err;
         collectedAlone = alone;
       }
@@ -97,6 +103,7 @@ export class DuckDb {
     signal?.throwIfAborted();
     const conn = await this.instance.connect();
     this.open += 1;
+    this.acquired += 1;
     // Once aborted, interrupted again and again until the work is done: one call of the client
     // (a statement with parameters) is several steps (parse, prepare, run), and an interrupt
     // that lands before the last one is forgotten when it starts.

@@ -1,6 +1,7 @@
 // DuckDb.withMemory: an answer's query that runs the engine out of memory runs again while other
-// connections are in use (their work gives memory back in a moment), and once more alone after a
-// full collection; then the OverloadedError (a 503 before an answer's first byte).
+// connections are (or were, during its run) in use (their work gives memory back in a moment), and
+// once more alone after a full collection; then the OverloadedError (a 503 before an answer's
+// first byte).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -52,6 +53,19 @@ describe("an answer's query out of the engine's memory", () => {
     expect(runsWhileOther).toBeGreaterThanOrEqual(3);
     // Once alone: one run, a collection, one more.
     expect(runs - runsWhileOther).toBeLessThanOrEqual(2);
+  });
+
+  it('runs again when another connection was in use during its run, though closed by the time it failed', async () => {
+    // Another answer between two of its queries: in use while this one ran, closed when it failed.
+    let runs = 0;
+    const rows = await db.withMemory(async (conn) => {
+      runs += 1;
+      await db.withConnection((other) => other.run('SELECT 1'));
+      // The third run finds the memory the other answer held given back.
+      return (await conn.runAndReadAll(runs < 3 ? TOO_LARGE : 'SELECT 42::INTEGER')).getRowsJS();
+    });
+    expect(rows).toEqual([[42]]);
+    expect(runs).toBe(3);
   });
 
   it('a query that fits is answered at once', async () => {
