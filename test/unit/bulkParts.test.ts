@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
-import { writeBulkParts, type BulkPart } from '../../src/archive/bulkParts.js';
+import { partitionedParts, wholeSortedFiles, writeBulkParts, type BulkPart } from '../../src/archive/bulkParts.js';
 import { writePartFile } from '../support/parts.js';
 
 let dir: string;
@@ -59,6 +59,60 @@ describe('writeBulkParts', () => {
     expectReportsNamed(parts);
   });
 });
+
+describe('small parts, a run of them copied at once', () => {
+  const HOUR = 3_600_000;
+  const from = Date.UTC(2025, 4, 1);
+
+  it('are each one file of the run, newest first, with the columns of a part copied alone; a large part is left to its caller', async () => {
+    // Three hours of 100 reports each, then one of 3,000 (a large part), then another small one.
+    const staged = path.join(dir, 'run-rows.parquet');
+    await writePartFile(db, staged, 1, 300, from, 36_000);
+    const large = path.join(dir, 'run-large.parquet');
+    await writePartFile(db, large, 301, 3_000, from + 3 * HOUR, 1_200);
+    const last = path.join(dir, 'run-last.parquet');
+    await writePartFile(db, last, 3_301, 50, from + 4 * HOUR, 60_000);
+    const parts = [0, 1, 2, 3, 4].map((h) => ({ fromMs: from + h * HOUR, toMs: from + (h + 1) * HOUR, rows: h === 3 ? 3_000 : 100 }));
+    const rowsSql = `SELECT * FROM read_parquet([${[staged, large, last].map(sqlString).join(', ')}])`;
+    const scratch = path.join(dir, 'run-scratch');
+    await fs.mkdir(scratch, { recursive: true });
+    const copied = partitionedParts(db, rowsSql, parts, scratch);
+    const files = await Promise.all(parts.map((_, i) => copied(i)));
+    expect(files[3]).toBeUndefined();
+    for (const i of [0, 1, 2, 4]) {
+      const rows = await partRows(files[i]!);
+      expect(rows.created.every((ms) => ms >= parts[i]!.fromMs && ms < parts[i]!.toMs)).toBe(true);
+      expect(rows.created).toEqual([...rows.created].sort((a, b) => b - a));
+      expect(rows.pkeys).toHaveLength(i === 4 ? 50 : 100);
+    }
+    // The same columns as a part copied alone: the partition column is not written.
+    const alone = path.join(scratch, 'alone.parquet');
+    await db.withConnection((conn) => conn.run(`COPY (${rowsSql} WHERE created_at < make_timestamptz(${from + HOUR}::BIGINT * 1000)) TO ${sqlString(alone)} (FORMAT parquet)`));
+    expect(await columnsOf(files[0]!)).toEqual(await columnsOf(alone));
+  });
+
+  it('are not taken from a partition whose rows are out of order, or that came out as several files', async () => {
+    const run = path.join(dir, 'checked-run');
+    const rows = path.join(dir, 'checked-rows.parquet');
+    await writePartFile(db, rows, 1, 200, from, 60_000);
+    const write = (part: number, file: string, order: string) =>
+      db.withConnection(async (conn) => {
+        await fs.mkdir(path.join(run, `bulk_part=${part}`), { recursive: true });
+        await conn.run(`COPY (SELECT * FROM read_parquet(${sqlString(rows)}) ORDER BY ${order}) TO ${sqlString(path.join(run, `bulk_part=${part}`, file))} (FORMAT parquet)`);
+      });
+    await write(0, 'data_0.parquet', 'created_at DESC, pkey DESC');
+    await write(1, 'data_0.parquet', 'created_at ASC');
+    await write(2, 'data_0.parquet', 'created_at DESC');
+    await write(2, 'data_1.parquet', 'created_at DESC');
+    const found = await db.withConnection((conn) => wholeSortedFiles(conn, run));
+    expect([...found.keys()]).toEqual([0]);
+    expect(found.get(0)).toBe(path.join(run, 'bulk_part=0', 'data_0.parquet'));
+  });
+});
+
+async function columnsOf(file: string): Promise<unknown[][]> {
+  return db.withConnection(async (conn) => (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)}, hive_partitioning = false)`)).getRowsJS());
+}
 
 type Named = { key: string; pkeys: string[]; created: number[]; reports: BulkPart['reports'] };
 
