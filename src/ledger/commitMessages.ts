@@ -56,6 +56,15 @@ export interface CommitRequest {
   held?: { untilMs: number; receivedAt: string };
 }
 
+/**
+ * The thread's end: it closes its connection and leaves. The last connection to the file to
+ * close takes the write-ahead log with it; a thread stopped with its connection open left the log
+ * beside the ledger (megabytes after a bulk import) until the next start.
+ */
+export interface CloseRequest {
+  close: true;
+}
+
 /** What each row of the batch came to, in order; or why the batch was not (wholly) committed. */
 export type CommitReply = { id: number; created: Committed[] } | { id: number; held: HeldCommitted[] } | { id: number; error: { code?: string; message: string } };
 

@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../shared/errors.js';
 import { workerScript } from '../shared/workerScript.js';
-import { flatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed, type HeldCommitted } from './commitMessages.js';
+import { flatten, type AcceptRow, type CloseRequest, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed, type HeldCommitted } from './commitMessages.js';
 import { CONNECTION_PRAGMAS } from '../sqlite/database.js';
 
 export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
@@ -22,6 +22,9 @@ export interface CommitThreadOptions extends Omit<CommitWorkerData, 'pragmas'> {
  */
 const GATHER_AFTER_MS = 10;
 const GATHER_MAX_MS = 20;
+
+/** How long a closing thread has to close its connection (a held turn may be finishing) before it is stopped. */
+const CLOSE_WAIT_MS = 2_000;
 
 interface Waiting {
   row: AcceptRow;
@@ -79,14 +82,23 @@ export class CommitThread {
     });
   }
 
-  close(): void {
+  /** Fails what waits, then has the thread close its connection and end (CloseRequest), or stops it after CLOSE_WAIT_MS. */
+  async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.gathering);
     this.gathering = undefined;
     const worker = this.worker;
     this.worker = undefined;
     this.fail(new UnavailableError('storage', 'ledger closed'));
-    void worker?.terminate();
+    if (!worker) return;
+    const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ close: true } satisfies CloseRequest);
+    const late = setTimeout(() => void worker.terminate(), CLOSE_WAIT_MS);
+    try {
+      await ended;
+    } finally {
+      clearTimeout(late);
+    }
   }
 
   private pump(): void {

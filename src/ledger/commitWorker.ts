@@ -4,7 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { heldAcceptance } from './heldTurn.js';
-import { unflatten, type AcceptRow, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
+import { unflatten, type AcceptRow, type CloseRequest, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
 
 const port = parentPort!;
 const { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql, pragmas } = workerData as CommitWorkerData;
@@ -50,7 +50,13 @@ function failure(id: number, err: unknown): CommitReply {
   return { id, error: { code: typeof code === 'string' ? code : undefined, message: String(message) } };
 }
 
-port.on('message', ({ id, flat, now, held }: CommitRequest) => {
+port.on('message', (request: CommitRequest | CloseRequest) => {
+  if ('close' in request) {
+    db.close();
+    port.close();
+    return;
+  }
+  const { id, flat, now, held } = request;
   if (held !== undefined) {
     // Its turns leave this thread free between them: acceptances that arrive meanwhile commit there.
     hold(unflatten(flat), now, held.untilMs, held.receivedAt).then(

@@ -237,7 +237,7 @@ export interface LedgerLifecycle {
   readonly description: string;
   /** Throws UnavailableError when the ledger cannot be written. */
   ping(): Promise<void>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /** Every role at once: what an adapter implements and the wiring holds; consumers take one role. */

@@ -363,7 +363,7 @@ export class ObjectLedger implements IngestLedger {
     await this.store.ping();
   }
 
-  close(): void {}
+  async close(): Promise<void> {}
 }
 
 /** The `<source>-<post_id>` key's objects: reports of no partner, and every report accepted before post_ids were per partner. */

@@ -344,10 +344,10 @@ export class SqliteLedger implements IngestLedger {
     guardSync(() => this.stmts.probe.run(randomBytes(8).toString('hex')));
   }
 
-  close(): void {
-    this.accepts.close();
+  async close(): Promise<void> {
     this.queue.close();
     if (this.db.open) this.db.close();
+    await this.accepts.close();
   }
 }
 

@@ -255,7 +255,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       await cache.close();
       events?.close();
       queue.close();
-      ledger.close();
+      await ledger.close();
       db.close();
     },
   };

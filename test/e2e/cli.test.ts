@@ -113,6 +113,25 @@ describe('flood-archive CLI', () => {
     expect(JSON.parse((await run(['cities', 'list', '--json'], env)).stdout).find((v: { current: boolean }) => v.current).label).toBe('PSA/NAMRIA 2023, the Philippines');
   }, 120_000);
 
+  it('leaves no write-ahead log beside the ledger once an import exits: its commit thread closes its connection first', async () => {
+    const dataDir = await tempDir();
+    const file = path.join(dataDir, 'in.ndjson');
+    // Over a year, a part a day, as a backfill is.
+    const created = (i: number) => new Date(Date.UTC(2025, 0, 1) + (i % 365) * 86_400_000 + (i % 24) * 3_600_000).toISOString();
+    await fs.writeFile(file, Array.from({ length: 20_000 }, (_, i) => JSON.stringify(report(i + 1, { created_at: created(i) }))).join('\n'));
+    const imported = await run(['import', '--file', file, '--json'], { DATA_DIR: dataDir });
+    expect([imported.code, JSON.parse(imported.stdout)]).toEqual([0, expect.objectContaining({ accepted: 20_000 })]);
+    // The last connection to close checkpoints the log and deletes it; a thread stopped with its
+    // connection open as the process ended left megabytes of it.
+    await expect(fs.stat(path.join(dataDir, 'ledger.sqlite-wal'))).rejects.toMatchObject({ code: 'ENOENT' });
+    const db = new Database(path.join(dataDir, 'ledger.sqlite'), { readonly: true });
+    try {
+      expect(db.prepare("SELECT count(*) AS n FROM reports WHERE state = 'archived'").get()).toEqual({ n: 20_000 });
+    } finally {
+      db.close();
+    }
+  }, 60_000);
+
   it('imports with --json, lists boundary versions, and verify exits 1 on a loss', async () => {
     const dataDir = await tempDir();
     const env = { DATA_DIR: dataDir };
