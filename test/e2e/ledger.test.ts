@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
-import { MIGRATIONS } from '../../src/sqlite/database.js';
+import { MIGRATIONS, openLedgerDb } from '../../src/sqlite/database.js';
+import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
+import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import {
   acceptHeld,
   heldRecords,
@@ -101,6 +103,23 @@ describe('the SQLite ledger shared by processes', () => {
       expect(await rt.queue.depth()).toMatchObject({ visible: 0, inFlight: 1 });
     } finally {
       await rt.close();
+    }
+  });
+
+  it('closes its commit thread\'s connection before close() resolves: the file then has no other connection', async () => {
+    const dir = await tempDir();
+    const db = openLedgerDb(dir);
+    const ledger = new SqliteLedger(db, new SqliteQueue(db, 5));
+    // An acceptance starts the commit thread, with its own connection to the file.
+    expect((await ledger.accept({ v: 1, pkey: 'partner-1', source: 'partner', post_id: 1, received_at: new Date().toISOString(), report: parsePartnerReport(report(1)) })).created).toBe(true);
+    await ledger.close();
+    // Leaving WAL mode takes the only connection to the file: with another still open it stays
+    // 'wal' (and a process ending now leaves the write-ahead log beside the ledger).
+    const probe = new Database(path.join(dir, 'ledger.sqlite'));
+    try {
+      expect(probe.pragma('journal_mode = DELETE', { simple: true })).toBe('delete');
+    } finally {
+      probe.close();
     }
   });
 
