@@ -4,6 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { heldAcceptance } from './heldTurn.js';
+import { keptPkey } from '../sqlite/database.js';
 import { unflatten, type AcceptRow, type CloseRequest, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
 
 const port = parentPort!;
@@ -13,13 +14,13 @@ const { file, busyTimeoutMs, insertSql, recordSql, existingSql, sendSql, pragmas
 const db = new Database(file, { timeout: 0 });
 const nap = new Int32Array(new SharedArrayBuffer(4));
 for (const pragma of pragmas) db.pragma(pragma);
-const insert = db.prepare<[string, string, number, string, number, number, number]>(insertSql);
+const insert = db.prepare<[string, string, number, string | null, number, number, number]>(insertSql);
 const keep = db.prepare<[string, string, number, string]>(recordSql);
 const existing = db.prepare<[string, string, number], string>(existingSql).pluck();
 const send = db.prepare<[string, number, number]>(sendSql);
 const commit = db.transaction((rows: AcceptRow[], now: number): Committed[] =>
   rows.map((r) => {
-    if (insert.run(r.source, r.partner, r.post_id, r.pkey, r.created_at_ms, now, now).changes === 1) {
+    if (insert.run(r.source, r.partner, r.post_id, keptPkey(r), r.created_at_ms, now, now).changes === 1) {
       keep.run(r.source, r.partner, r.post_id, r.body);
       send.run(r.pkey, now, now);
       return true;

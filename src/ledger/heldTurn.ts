@@ -8,8 +8,9 @@ import type Database from 'better-sqlite3';
 import { commitsOfOthers, inTimedTurns, patiently, type TurnSize } from '../sqlite/turns.js';
 import type { AcceptRow, HeldCommitted } from './commitMessages.js';
 import { receivedAtTail } from './ledger.js';
+import { keptPkey } from '../sqlite/database.js';
 
-const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
+const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
 /** What a repeat needs of the report it repeats: whether it is still held, and where its record is. */
 const FIRST_SQL = `SELECT r.pkey, r.state, r.enqueued_at_ms, r.held_batch, r.held_offset, r.held_length, p.record
@@ -84,7 +85,7 @@ function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: numb
     let offset = 0;
     const outcomes = rows.map((row): HeldCommitted => {
       const text = receivedBytes(row.body, tail);
-      if (insert.run(row.source, row.partner, row.post_id, row.pkey, row.created_at_ms, now, holdUntilMs, batch, offset, text.length).changes === 1) {
+      if (insert.run(row.source, row.partner, row.post_id, keptPkey(row), row.created_at_ms, now, holdUntilMs, batch, offset, text.length).changes === 1) {
         gathered.set(row.pkey, text);
         offset += text.length;
         return true;

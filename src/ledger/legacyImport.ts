@@ -8,7 +8,7 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { IDEMPOTENCY_PREFIX, PENDING_PREFIX } from '../store/layout.js';
 import type { SqliteQueue } from '../queue/sqliteQueue.js';
-import { guardSync, type Db } from '../sqlite/database.js';
+import { guardSync, keptPkey, type Db } from '../sqlite/database.js';
 import { parseRecord, type IngestRecord, type QueueEnvelope } from './ledger.js';
 
 const JOURNAL_DIR = '+journal';
@@ -47,7 +47,7 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
   const markers = read(PENDING_PREFIX);
 
   const insert = db.prepare(
-    `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
+    `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
   // Kept while pending only, as the ledger does (see the migrations).
@@ -66,7 +66,7 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
           }
           const pending = markers.get(id) !== undefined;
           const created = insert.run(
-            record.source, record.partner ?? '', record.post_id, record.pkey, Date.parse(record.report.created_at),
+            record.source, record.partner ?? '', record.post_id, keptPkey({ ...record, partner: record.partner ?? '' }), Date.parse(record.report.created_at),
             pending ? 'pending' : 'archived', Date.parse(record.received_at) || now, now, pending ? null : now,
           ).changes === 1;
           result.accepted += 1;

@@ -57,7 +57,7 @@ interface KeyRow {
  */
 const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
 
-const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms)
+const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
 /** A new report's record, kept while it is pending (see the migrations). */
 const INSERT_RECORD_SQL = 'INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?)';

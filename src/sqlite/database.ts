@@ -8,6 +8,7 @@ import { UnavailableError } from '../shared/errors.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
 import { pause } from '../shared/pause.js';
 import { ALONE_GAP_MS } from './turns.js';
+import { pkeyOf } from '../store/layout.js';
 
 export type Db = Database.Database;
 
@@ -145,7 +146,57 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE reports ADD COLUMN held_batch INTEGER;
    ALTER TABLE reports ADD COLUMN held_offset INTEGER;
    ALTER TABLE reports ADD COLUMN held_length INTEGER;`,
+  // A report's pkey derived from its identity, as pkeyOf (store/layout.ts) names it, not stored:
+  // a row stores a key (kept_pkey) only where it differs, a report accepted before post_ids were
+  // per partner keeping its `<source>-<post_id>`. The unique index on pkey stays: it finds a
+  // report by its key (lookups, the queue's messages) and refuses a new report an older one's
+  // key. It saves the key's 15–25 bytes in each row of the table.
+  `CREATE TABLE reports_keyed (
+     source TEXT NOT NULL,
+     partner TEXT NOT NULL,
+     post_id INTEGER NOT NULL,
+     kept_pkey TEXT,
+     pkey TEXT NOT NULL GENERATED ALWAYS AS (${derivedPkeySql('kept_pkey')}) VIRTUAL,
+     created_at_ms INTEGER NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'archived')),
+     accepted_at_ms INTEGER NOT NULL,
+     enqueued_at_ms INTEGER NOT NULL,
+     archived_at_ms INTEGER,
+     retracted_at_ms INTEGER,
+     retracted_by TEXT,
+     retraction_reason TEXT,
+     purged_at_ms INTEGER,
+     held_batch INTEGER,
+     held_offset INTEGER,
+     held_length INTEGER,
+     PRIMARY KEY (source, partner, post_id)
+   ) WITHOUT ROWID;
+   INSERT INTO reports_keyed (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms,
+                              retracted_at_ms, retracted_by, retraction_reason, purged_at_ms, held_batch, held_offset, held_length)
+     SELECT source, partner, post_id, nullif(pkey, ${derivedPkeySql('NULL')}), created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms,
+            retracted_at_ms, retracted_by, retraction_reason, purged_at_ms, held_batch, held_offset, held_length
+     FROM reports;
+   DROP TABLE reports;
+   ALTER TABLE reports_keyed RENAME TO reports;
+   CREATE UNIQUE INDEX reports_pkey ON reports (pkey);
+   CREATE INDEX reports_pending ON reports (enqueued_at_ms) WHERE state = 'pending';
+   CREATE INDEX reports_retracted ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL;
+   CREATE INDEX reports_unpurged ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL AND purged_at_ms IS NULL;
+   CREATE INDEX reports_created_day ON reports (created_at_ms / ${DAY_MS});`,
 ];
+
+/** A row's pkey in SQL: `kept`, else pkeyOf(source, post_id, partner) of its columns. */
+function derivedPkeySql(kept: string): string {
+  return `coalesce(${kept}, source || '-' || iif(partner = '', '', partner || '-') || CAST(post_id AS TEXT))`;
+}
+
+/**
+ * What a new row stores of its pkey (kept_pkey): nothing when its identity names it, as the
+ * table derives it (see the migrations); the key itself when it does not.
+ */
+export function keptPkey(row: { source: string; partner: string; post_id: number; pkey: string }): string | null {
+  return row.pkey === pkeyOf(row.source, row.post_id, row.partner === '' ? undefined : row.partner) ? null : row.pkey;
+}
 
 /** Opens (creating if needed) and migrates the database; disk errors become UnavailableError. */
 export function openLedgerDb(dataDir: string): Db {

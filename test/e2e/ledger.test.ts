@@ -36,6 +36,17 @@ afterEach(() => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
 });
 
+/** A ledger as a release before the migration that has `marker` left it: every migration before that one run. */
+function ledgerBefore(dataDir: string, marker: string): Database.Database {
+  const db = new Database(path.join(dataDir, 'ledger.sqlite'));
+  const version = MIGRATIONS.findIndex((sql) => sql.includes(marker));
+  db.transaction(() => {
+    for (const sql of MIGRATIONS.slice(0, version)) db.exec(sql);
+  })();
+  db.pragma(`user_version = ${version}`);
+  return db;
+}
+
 function start(role: string, env: Record<string, string>): { output: () => string } {
   const child = spawn(process.execPath, [MAIN, role], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
@@ -351,12 +362,7 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
   it("moves a ledger's pending records to their own table, and keeps none of its archived reports'", async () => {
     const config = await testConfig('embedded');
     // The ledger as the release before left it: every row with its record, an archived one's trimmed.
-    const before = new Database(path.join(config.dataDir, 'ledger.sqlite'));
-    const moved = MIGRATIONS.findIndex((sql) => sql.includes('CREATE TABLE pending_records'));
-    before.transaction(() => {
-      for (const sql of MIGRATIONS.slice(0, moved)) before.exec(sql);
-    })();
-    before.pragma(`user_version = ${moved}`);
+    const before = ledgerBefore(config.dataDir, 'CREATE TABLE pending_records');
     const record = (id: number, title: string) => ({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: '2026-11-21T06:00:00.000Z', report: parsePartnerReport(report(id, { title }), Date.parse('2026-11-21T06:00:00Z')) });
     const insert = before.prepare(`INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, record, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', '', ?, ?, ?, ?, ?, ?, ?)`);
     const pending = record(9001, 'still pending');
@@ -380,6 +386,43 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
     try {
       expect((after.prepare('PRAGMA table_info(reports)').all() as { name: string }[]).map((c) => c.name)).not.toContain('record');
       expect(after.prepare('SELECT count(*) AS n FROM pending_records').get()).toEqual({ n: 0 });
+    } finally {
+      after.close();
+    }
+  });
+
+  it("stores a report's pkey only where its identity does not name it: every key found as before, an older report's still refused to another", async () => {
+    const config = await testConfig('embedded');
+    // The ledger as the release before left it: each row with its pkey.
+    const before = ledgerBefore(config.dataDir, 'CREATE TABLE reports_keyed');
+    const insert = before.prepare(`INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms) VALUES ('partner', ?, ?, ?, ?, 'archived', ?, ?, ?)`);
+    const at = Date.parse('2026-11-21T06:00:00Z');
+    // A partner's report, one of no partner, and one a partner posted before post_ids were per partner.
+    for (const [partner, id, pkey] of [['alpha', 7, 'partner-alpha-7'], ['', 9, 'partner-9'], ['alpha', 8, 'partner-8']] as const) insert.run(partner, id, pkey, at + id, at, at, at);
+    before.close();
+
+    const rt = await testRuntime(config);
+    for (const [pkey, partner, id] of [['partner-alpha-7', 'alpha', 7], ['partner-9', undefined, 9], ['partner-8', 'alpha', 8]] as const) {
+      expect(await rt.ledger.lookup(pkey)).toMatchObject({ pkey, ...(partner && { partner }), post_id: id, createdMs: at + id, pending: false });
+    }
+    expect(await rt.ledger.lookup('partner-alpha-8')).toBeUndefined();
+    // The older report's key is still its own: a report of no partner cannot take it.
+    const record = (id: number, partner?: string) => ({
+      v: 1 as const, pkey: partner ? `partner-${partner}-${id}` : `partner-${id}`, source: 'partner', ...(partner && { partner }), post_id: id, received_at: new Date(at).toISOString(),
+      report: parsePartnerReport(report(id), at),
+    });
+    await expect(rt.ledger.accept(record(8))).rejects.toThrow(/partner-8/);
+    expect(await rt.ledger.accept(record(8, 'alpha'))).toEqual({ created: false, pkey: 'partner-8' });
+    expect(await rt.ledger.accept(record(8, 'beta'))).toEqual({ created: true, pkey: 'partner-beta-8' });
+    await rt.close();
+    const after = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true });
+    try {
+      expect(after.prepare('SELECT pkey, kept_pkey FROM reports ORDER BY partner, post_id').all()).toEqual([
+        { pkey: 'partner-9', kept_pkey: null },
+        { pkey: 'partner-alpha-7', kept_pkey: null },
+        { pkey: 'partner-8', kept_pkey: 'partner-8' },
+        { pkey: 'partner-beta-8', kept_pkey: null },
+      ]);
     } finally {
       after.close();
     }

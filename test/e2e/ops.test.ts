@@ -239,7 +239,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
       // Accepted and pending, its message dead-lettered: as another process on DATA_DIR sees the ledger.
       const db = new Database(path.join(svc.rt.config.dataDir, 'ledger.sqlite'));
       const now = Date.now();
-      db.prepare(`INSERT INTO reports (source, partner, post_id, pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', '', 9301, 'partner-9301', ?, 'pending', ?, ?)`)
+      db.prepare(`INSERT INTO reports (source, partner, post_id, created_at_ms, state, accepted_at_ms, enqueued_at_ms) VALUES ('partner', '', 9301, ?, 'pending', ?, ?)`)
         .run(Date.parse(record.report.created_at), now, now);
       db.prepare(`INSERT INTO pending_records (source, partner, post_id, record) VALUES ('partner', '', 9301, ?)`).run(JSON.stringify(record));
       db.prepare('INSERT INTO dead_letters (body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, 5, ?)').run(JSON.stringify(record), record.pkey, now, now);
