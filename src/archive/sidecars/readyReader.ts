@@ -59,11 +59,13 @@ function memberOf(fd: number, ready: ReadyFile, hour: ReadyHour, section: ReadyS
  * An hour's section, plain: inflated synchronously into one buffer of its size (the member's
  * last four bytes), about 1.5 GB/s here. zlib's thread-pool calls were slower (their hand-offs,
  * and 16 KB output chunks joined afterwards), and so was a thread of its own on two cores, both
- * busy with the answer and its client.
+ * busy with the answer and its client. One byte more than the text: a buffer filled to its end
+ * makes zlib allocate another of the same size for output that never comes, and that doubled
+ * churn of memory outside the heap set off a full collection every 150 ms or so of a long answer.
  */
 function inflate(member: Buffer, file: string): Buffer {
   try {
-    return gunzipSync(member, { chunkSize: Math.max(64, member.readUInt32LE(member.length - 4)) });
+    return gunzipSync(member, { chunkSize: Math.max(64, member.readUInt32LE(member.length - 4) + 1) });
   } catch (err) {
     throw new Error(`ready texts damaged (${(err as Error).message}): ${file}`, { cause: err });
   }
