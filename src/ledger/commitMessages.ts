@@ -28,7 +28,7 @@ export type HeldCommitted = true | null | string | { pkey: string; record: strin
 export interface CommitWorkerData {
   file: string;
   busyTimeoutMs: number;
-  /** INSERT … ON CONFLICT DO NOTHING into reports: (source, partner, post_id, kept_pkey, created_at_ms, accepted_at_ms, enqueued_at_ms). */
+  /** INSERT … ON CONFLICT DO NOTHING into reports, once takenKeys found the key free: (source, partner, post_id, kept_pkey, created_at_ms, accepted_at_ms, enqueued_at_ms). */
   insertSql: string;
   /** INSERT into pending_records of a new report's record: (source, partner, post_id, record). */
   recordSql: string;

@@ -4,6 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { heldAcceptance } from './heldTurn.js';
+import { takenKeys } from './takenKeys.js';
 import { keptPkey } from '../sqlite/database.js';
 import { unflatten, type AcceptRow, type CloseRequest, type CommitReply, type CommitRequest, type CommitWorkerData, type Committed } from './commitMessages.js';
 
@@ -15,11 +16,13 @@ const db = new Database(file, { timeout: 0 });
 const nap = new Int32Array(new SharedArrayBuffer(4));
 for (const pragma of pragmas) db.pragma(pragma);
 const insert = db.prepare<[string, string, number, string | null, number, number, number]>(insertSql);
+const taken = takenKeys(db);
 const keep = db.prepare<[string, string, number, string]>(recordSql);
 const existing = db.prepare<[string, string, number], string>(existingSql).pluck();
 const send = db.prepare<[string, number, number]>(sendSql);
 const commit = db.transaction((rows: AcceptRow[], now: number): Committed[] =>
   rows.map((r) => {
+    if (taken(r)) return null;
     if (insert.run(r.source, r.partner, r.post_id, keptPkey(r), r.created_at_ms, now, now).changes === 1) {
       keep.run(r.source, r.partner, r.post_id, r.body);
       send.run(r.pkey, now, now);

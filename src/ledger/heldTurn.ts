@@ -9,7 +9,9 @@ import { commitsOfOthers, inTimedTurns, patiently, type TurnSize } from '../sqli
 import type { AcceptRow, HeldCommitted } from './commitMessages.js';
 import { receivedAtTail } from './ledger.js';
 import { keptPkey } from '../sqlite/database.js';
+import { takenKeys } from './takenKeys.js';
 
+/** A new held report's row, nothing on a repeat; after takenKeys (takenKeys.ts) has found its key free. */
 const INSERT_HELD_SQL = `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, held_batch, held_offset, held_length)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`;
 /** What a repeat needs of the report it repeats: whether it is still held, and where its record is. */
@@ -73,6 +75,7 @@ function receivedBytes(body: string, tail: Buffer): Buffer {
 /** One turn's transaction over `db`: the rows held until `holdUntilMs`, accepted at `now`, their records ending in `tail`; what each came to, in order. */
 function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: number, holdUntilMs: number, tail: Buffer) => HeldCommitted[] {
   const insert = db.prepare(INSERT_HELD_SQL);
+  const taken = takenKeys(db);
   const first = db.prepare(FIRST_SQL);
   const nextBatch = db.prepare('SELECT coalesce(max(id), 0) + 1 AS id FROM held_batches').pluck();
   const insertBatch = db.prepare('INSERT INTO held_batches (id, hold_until_ms, records) VALUES (?, ?, ?)');
@@ -85,6 +88,7 @@ function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: numb
     let offset = 0;
     const outcomes = rows.map((row): HeldCommitted => {
       const text = receivedBytes(row.body, tail);
+      if (taken(row)) return null;
       if (insert.run(row.source, row.partner, row.post_id, keptPkey(row), row.created_at_ms, now, holdUntilMs, batch, offset, text.length).changes === 1) {
         gathered.set(row.pkey, text);
         offset += text.length;

@@ -9,6 +9,7 @@ import { crc32 } from 'node:zlib';
 import { IDEMPOTENCY_PREFIX, PENDING_PREFIX } from '../store/layout.js';
 import type { SqliteQueue } from '../queue/sqliteQueue.js';
 import { guardSync, keptPkey, type Db } from '../sqlite/database.js';
+import { takenKeys } from './takenKeys.js';
 import { parseRecord, type IngestRecord, type QueueEnvelope } from './ledger.js';
 
 const JOURNAL_DIR = '+journal';
@@ -50,6 +51,7 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
     `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
+  const taken = takenKeys(db);
   // Kept while pending only, as the ledger does (see the migrations).
   const keep = db.prepare('INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
   const result: LegacyImport = { accepted: 0, pending: 0, unreadable: 0 };
@@ -65,8 +67,9 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
             continue;
           }
           const pending = markers.get(id) !== undefined;
-          const created = insert.run(
-            record.source, record.partner ?? '', record.post_id, keptPkey({ ...record, partner: record.partner ?? '' }), Date.parse(record.report.created_at),
+          const row = { ...record, partner: record.partner ?? '' };
+          const created = !taken(row) && insert.run(
+            record.source, row.partner, record.post_id, keptPkey(row), Date.parse(record.report.created_at),
             pending ? 'pending' : 'archived', Date.parse(record.received_at) || now, now, pending ? null : now,
           ).changes === 1;
           result.accepted += 1;

@@ -2,7 +2,7 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { DAY_MS, guardSync, isBusy, reclaimFreePages, type Db } from '../sqlite/database.js';
+import { DAY_MS, guardSync, isBusy, reclaimFreePages, reportByPkeySql, type Db } from '../sqlite/database.js';
 import { commitsOfOthers, inTimedTurns, inTurns, patiently } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
 import { heldRecord } from './heldTurn.js';
@@ -57,6 +57,7 @@ interface KeyRow {
  */
 const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
 
+/** A new report's row, nothing on a repeat; after takenKeys (takenKeys.ts) has found its key free. */
 const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
 /** A new report's record, kept while it is pending (see the migrations). */
@@ -81,7 +82,7 @@ export class SqliteLedger implements IngestLedger {
   ) {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
-      state: db.prepare('SELECT state FROM reports WHERE pkey = ?'),
+      state: db.prepare(`SELECT state FROM reports WHERE ${reportByPkeySql('@pkey')}`),
       insert: db.prepare(INSERT_REPORT_SQL),
       insertRecord: db.prepare(INSERT_RECORD_SQL),
       batch: db.prepare('SELECT records FROM held_batches WHERE id = ?'),
@@ -99,7 +100,7 @@ export class SqliteLedger implements IngestLedger {
       // Once archived, the parts hold the report: the row keeps what idempotency, retraction and
       // a lookup need (its identity, key, time, state), and its record goes.
       archive: db.prepare(
-        `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL WHERE pkey = ? AND state = 'pending' RETURNING source, partner, post_id`,
+        `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL WHERE ${reportByPkeySql('@pkey')} AND state = 'pending' RETURNING source, partner, post_id`,
       ),
       archiveById: db.prepare(
         `UPDATE reports SET state = 'archived', archived_at_ms = ?, held_batch = NULL, held_offset = NULL, held_length = NULL
@@ -122,18 +123,18 @@ export class SqliteLedger implements IngestLedger {
            AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
          LIMIT 500`,
       ),
-      touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE pkey = ?'),
+      touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE source = ? AND partner = ? AND post_id = ?'),
       // A held report reconciliation queues keeps its record as a live post's is kept.
-      unhold: db.prepare('UPDATE reports SET held_batch = NULL, held_offset = NULL, held_length = NULL WHERE pkey = ?'),
+      unhold: db.prepare('UPDATE reports SET held_batch = NULL, held_offset = NULL, held_length = NULL WHERE source = ? AND partner = ? AND post_id = ?'),
       // By day first (the index's key, see the migrations), then to the instant.
       accepted: db.prepare(`SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms / ${DAY_MS} BETWEEN ? AND ? AND created_at_ms BETWEEN ? AND ?`),
-      byPkey: db.prepare(`${ENTRY_SQL} WHERE r.pkey = ?`),
-      retract: db.prepare('UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE pkey = ? AND retracted_at_ms IS NULL'),
+      byPkey: db.prepare(`${ENTRY_SQL} WHERE ${reportByPkeySql('@pkey', 'r')}`),
+      retract: db.prepare(`UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE ${reportByPkeySql('@pkey')} AND retracted_at_ms IS NULL`),
       retractions: db.prepare(
         `SELECT pkey, created_at_ms, retracted_at_ms FROM reports
          WHERE retracted_at_ms IS NOT NULL AND created_at_ms BETWEEN ? AND ? AND (? = 0 OR purged_at_ms IS NULL)`,
       ),
-      purged: db.prepare('UPDATE reports SET purged_at_ms = ? WHERE pkey = ? AND retracted_at_ms IS NOT NULL'),
+      purged: db.prepare(`UPDATE reports SET purged_at_ms = ? WHERE ${reportByPkeySql('@pkey')} AND retracted_at_ms IS NOT NULL`),
       keyByDigest: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys WHERE digest = ?'),
       addKey: db.prepare('INSERT INTO api_keys (digest, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
       nameHasKey: db.prepare('SELECT 1 FROM api_keys WHERE name = ? LIMIT 1'),
@@ -182,7 +183,7 @@ export class SqliteLedger implements IngestLedger {
   }
 
   async isPending(pkey: string): Promise<boolean> {
-    const row = guardSync(() => this.stmts.state.get(pkey)) as { state: string } | undefined;
+    const row = guardSync(() => this.stmts.state.get({ pkey })) as { state: string } | undefined;
     return row?.state === 'pending';
   }
 
@@ -206,7 +207,7 @@ export class SqliteLedger implements IngestLedger {
         if (this.stmts.dropRecord.run(named.source, named.partner ?? '', named.post_id).changes === 0) held = true;
         return;
       }
-      const id = this.stmts.archive.get(now, pkey) as { source: string; partner: string; post_id: number } | undefined;
+      const id = this.stmts.archive.get(now, { pkey }) as { source: string; partner: string; post_id: number } | undefined;
       if (id && this.stmts.dropRecord.run(id.source, id.partner, id.post_id).changes === 0) held = true;
     };
     // Each turn its own fsync: a turn's is small, where one for a whole bulk job's turns at its end
@@ -258,10 +259,10 @@ export class SqliteLedger implements IngestLedger {
               const record = this.recordOf(row, batches)!;
               const envelope: QueueEnvelope = { ...(JSON.parse(record) as IngestRecord), redelivery: true };
               this.queue.insert(JSON.stringify(envelope), envelope.pkey, now);
-              this.stmts.touch.run(now, row.pkey);
+              this.stmts.touch.run(now, row.source, row.partner, row.post_id);
               if (row.record === null) {
                 this.stmts.insertRecord.run(row.source, row.partner, row.post_id, record);
-                this.stmts.unhold.run(row.pkey);
+                this.stmts.unhold.run(row.source, row.partner, row.post_id);
               }
             }
             for (const id of batches.keys()) this.stmts.dropBatch.run(id);
@@ -283,7 +284,7 @@ export class SqliteLedger implements IngestLedger {
   }
 
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {
-    const row = guardSync(() => this.stmts.byPkey.get(pkey)) as ReportRow | undefined;
+    const row = guardSync(() => this.stmts.byPkey.get({ pkey })) as ReportRow | undefined;
     return row && entryOf(row, guardSync(() => this.recordOf(row)));
   }
 
@@ -293,8 +294,8 @@ export class SqliteLedger implements IngestLedger {
     const row = guardSync(() =>
       this.db
         .transaction(() => {
-          const first = this.stmts.retract.run(now, by, reason, pkey).changes === 1;
-          const found = this.stmts.byPkey.get(pkey) as ReportRow | undefined;
+          const first = this.stmts.retract.run(now, by, reason, { pkey }).changes === 1;
+          const found = this.stmts.byPkey.get({ pkey }) as ReportRow | undefined;
           return found && { first, row: found };
         })
         .immediate(),
@@ -312,7 +313,7 @@ export class SqliteLedger implements IngestLedger {
 
   async markPurged(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
-    await inTurns(pkeys, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((p) => this.stmts.purged.run(now, p))).immediate()));
+    await inTurns(pkeys, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((p) => this.stmts.purged.run(now, { pkey: p }))).immediate()));
   }
 
   async keyByDigest(digest: string): Promise<StoredKey | undefined> {

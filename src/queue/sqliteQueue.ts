@@ -3,7 +3,7 @@
 // delete), for any number of consumers in any number of processes on one DATA_DIR.
 import { randomBytes } from 'node:crypto';
 import { UnavailableError } from '../shared/errors.js';
-import { guardSync, withoutFsync, type Db } from '../sqlite/database.js';
+import { guardSync, reportByPkeySql, withoutFsync, type Db } from '../sqlite/database.js';
 import { inTurns } from '../sqlite/turns.js';
 import { pause } from '../shared/pause.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
@@ -48,7 +48,7 @@ export class SqliteQueue implements Queue {
       due: db.prepare(
         `SELECT q.id, q.body = '' AS accepted, CASE WHEN q.body = '' THEN p.record ELSE q.body END AS body, q.pkey, q.sent_at_ms, q.receive_count
          FROM queue q
-           LEFT JOIN reports r ON q.body = '' AND r.pkey = q.pkey
+           LEFT JOIN reports r ON q.body = '' AND ${reportByPkeySql('q.pkey', 'r')}
            LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
          WHERE q.visible_at_ms <= ? ORDER BY q.visible_at_ms, q.id LIMIT ?`,
       ),

@@ -146,11 +146,12 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE reports ADD COLUMN held_batch INTEGER;
    ALTER TABLE reports ADD COLUMN held_offset INTEGER;
    ALTER TABLE reports ADD COLUMN held_length INTEGER;`,
-  // A report's pkey derived from its identity, as pkeyOf (store/layout.ts) names it, not stored:
-  // a row stores a key (kept_pkey) only where it differs, a report accepted before post_ids were
-  // per partner keeping its `<source>-<post_id>`. The unique index on pkey stays: it finds a
-  // report by its key (lookups, the queue's messages) and refuses a new report an older one's
-  // key. It saves the key's 15–25 bytes in each row of the table.
+  // A report's pkey derived from its identity, as pkeyOf (store/layout.ts) names it, neither
+  // stored nor indexed: a row stores a key (kept_pkey) only where it differs, a report accepted
+  // before post_ids were per partner keeping its `<source>-<post_id>`. A report is found by its
+  // key through the primary key its key names, or the kept keys' index (reportByPkeySql), and a
+  // new report whose key is taken is refused as it is inserted. The key's bytes in each row and
+  // its unique index were some 55 bytes a report.
   `CREATE TABLE reports_keyed (
      source TEXT NOT NULL,
      partner TEXT NOT NULL,
@@ -178,7 +179,7 @@ export const MIGRATIONS: readonly string[] = [
      FROM reports;
    DROP TABLE reports;
    ALTER TABLE reports_keyed RENAME TO reports;
-   CREATE UNIQUE INDEX reports_pkey ON reports (pkey);
+   CREATE UNIQUE INDEX reports_kept_pkey ON reports (kept_pkey) WHERE kept_pkey IS NOT NULL;
    CREATE INDEX reports_pending ON reports (enqueued_at_ms) WHERE state = 'pending';
    CREATE INDEX reports_retracted ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL;
    CREATE INDEX reports_unpurged ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL AND purged_at_ms IS NULL;
@@ -188,6 +189,23 @@ export const MIGRATIONS: readonly string[] = [
 /** A row's pkey in SQL: `kept`, else pkeyOf(source, post_id, partner) of its columns. */
 function derivedPkeySql(kept: string): string {
   return `coalesce(${kept}, source || '-' || iif(partner = '', '', partner || '-') || CAST(post_id AS TEXT))`;
+}
+
+/** The trailing post_id of a pkey (SQL `key`) starts after this many characters. */
+const digitsAt = (key: string) => `length(rtrim(${key}, '0123456789'))`;
+
+/**
+ * SQL true of the row of reports (as `table`) whose pkey is `key` (SQL: a parameter or a column):
+ * the row its key names by its primary key (source, the partner if any, the post_id, as pkeyOf
+ * joins them; a name may hold '-', the post_id is the trailing digits), unless that row keeps
+ * another key; or the row that keeps it. Each is one lookup (SQLite's multi-index OR).
+ */
+export function reportByPkeySql(key: string, table = 'reports'): string {
+  const source = `substr(${key}, 1, instr(${key}, '-') - 1)`;
+  const partner = `substr(${key}, instr(${key}, '-') + 1, max(0, ${digitsAt(key)} - instr(${key}, '-') - 1))`;
+  const postId = `CAST(substr(${key}, ${digitsAt(key)} + 1) AS INTEGER)`;
+  const t = `${table}.`;
+  return `((${t}source = ${source} AND ${t}partner = ${partner} AND ${t}post_id = ${postId} AND ${t}kept_pkey IS NULL AND ${t}pkey = ${key}) OR ${t}kept_pkey = ${key})`;
 }
 
 /**

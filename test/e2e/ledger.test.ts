@@ -412,6 +412,8 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
       report: parsePartnerReport(report(id), at),
     });
     await expect(rt.ledger.accept(record(8))).rejects.toThrow(/partner-8/);
+    // Nor can a report keeping a key of that form take the key of a report of no partner.
+    await expect(rt.ledger.accept({ ...record(9, 'alpha'), pkey: 'partner-9' })).rejects.toThrow(/partner-9/);
     expect(await rt.ledger.accept(record(8, 'alpha'))).toEqual({ created: false, pkey: 'partner-8' });
     expect(await rt.ledger.accept(record(8, 'beta'))).toEqual({ created: true, pkey: 'partner-beta-8' });
     await rt.close();

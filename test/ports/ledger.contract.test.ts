@@ -218,9 +218,10 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
   });
 
   it("keeps a report accepted before post_ids were per partner its partner's: its retries find it, another partner's same post_id is new", async () => {
-    const { ledgers: [ledger, other] } = await make();
+    const { ledgers: [ledger, other], queue } = await make();
     expect(await ledger.accept(older('alpha', 50, 'from before'))).toEqual({ created: true, pkey: 'partner-50' });
     expect(await other.accept(partners('alpha', 50, 'retry'))).toEqual({ created: false, pkey: 'partner-50' });
+    expect(await other.accept(older('alpha', 50, 'redelivered'))).toEqual({ created: false, pkey: 'partner-50' });
     expect((await other.get({ source: 'partner', partner: 'alpha', post_id: 50 }))!.pkey).toBe('partner-50');
     expect(await other.accept(partners('beta', 50, "beta's"))).toEqual({ created: true, pkey: 'partner-beta-50' });
     expect((await other.get({ source: 'partner', partner: 'beta', post_id: 50 }))!.pkey).toBe('partner-beta-50');
@@ -228,6 +229,8 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     await expect(other.accept(record(50, 'operators'))).rejects.toBeInstanceOf(PkeyTakenError);
     expect(await other.get({ source: 'partner', post_id: 50 })).toBeUndefined();
     expect((await ledger.lookup('partner-50'))!.record!.report.title).toBe('from before');
+    // Each message carries its report's first version: the older one found by the key it keeps.
+    expect((await drain(queue)).map((b) => JSON.parse(b).report.title).sort()).toEqual(["beta's", 'from before']);
     // Archived by that key, which does not name its partner; beta's same post_id stays pending.
     await other.markArchived(['partner-50']);
     expect([await ledger.isPending('partner-50'), await ledger.isPending('partner-beta-50')]).toEqual([false, true]);
