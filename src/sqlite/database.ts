@@ -150,8 +150,8 @@ export const MIGRATIONS: readonly string[] = [
   // stored nor indexed: a row stores a key (kept_pkey) only where it differs, a report accepted
   // before post_ids were per partner keeping its `<source>-<post_id>`. A report is found by its
   // key through the primary key its key names, or the kept keys' index (reportByPkeySql), and a
-  // new report whose key is taken is refused as it is inserted. The key's bytes in each row and
-  // its unique index were some 55 bytes a report.
+  // new report whose key another keeps is refused before its insert (ledger/takenKeys.ts). The
+  // key's bytes in each row and its unique index were some 55 bytes a report.
   `CREATE TABLE reports_keyed (
      source TEXT NOT NULL,
      partner TEXT NOT NULL,
