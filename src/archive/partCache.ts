@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
@@ -50,12 +50,21 @@ export class PartCache {
   private readonly absent = new Set<string>();
   private ready: Promise<void> | undefined;
   private readonly requests = pLimit(STORE_REQUESTS);
-  /** The store's ranged reads, within the bound. */
-  private readonly ranges: Pick<ObjectStore, 'getRange'> = { getRange: (...args) => this.requests(() => this.store.getRange(...args)) };
+  /** The store's ranged reads, within the bound: each holds its place until its body has been read (or dropped). */
+  private readonly ranges: Pick<ObjectStore, 'getRangeStream'> = {
+    getRangeStream: (...args) =>
+      new Promise((resolve, reject) => {
+        this.requests(async () => {
+          const got = await this.store.getRangeStream(...args);
+          resolve(got);
+          if (got) await finished(got.body).catch(() => undefined);
+        }).catch(reject);
+      }),
+  };
   private readonly journal: JournalWriter;
 
   constructor(
-    private readonly store: Pick<ObjectStore, 'getStream' | 'getRange'>,
+    private readonly store: Pick<ObjectStore, 'getStream' | 'getRangeStream'>,
     dir: string,
     maxBytes: number,
     private readonly metrics?: Pick<Metrics, 'cacheRequests' | 'cacheBytes'>,

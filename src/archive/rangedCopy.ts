@@ -2,9 +2,9 @@
 // fetched ranges at their own offsets, so a reader reads it as it would the whole object. Which
 // ranges are present is its state, which the part cache journals (rangedJournal.ts) so that a
 // restarted process adopts the copy.
-import fs from 'node:fs/promises';
+import fs, { type FileHandle } from 'node:fs/promises';
 import { OverloadedError } from '../shared/errors.js';
-import type { ObjectStore, StoredObject } from '../store/objectStore.js';
+import type { ObjectStore } from '../store/objectStore.js';
 
 /** A byte range [start, end). */
 export type ByteRange = readonly [number, number];
@@ -38,7 +38,7 @@ export class RangedCopy implements RangedFile {
   private queue: Promise<void> = Promise.resolve();
 
   private constructor(
-    private readonly store: Pick<ObjectStore, 'getRange'>,
+    private readonly store: Pick<ObjectStore, 'getRangeStream'>,
     private readonly key: string,
     readonly file: string,
     readonly size: number,
@@ -52,7 +52,7 @@ export class RangedCopy implements RangedFile {
   ) {}
 
   /** The copy an earlier process left at `file` holding what `state` says; undefined when the file does not match it. */
-  static async adopt(store: Pick<ObjectStore, 'getRange'>, file: string, state: CopyState, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
+  static async adopt(store: Pick<ObjectStore, 'getRangeStream'>, file: string, state: CopyState, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
     const stat = await fs.stat(file).catch(() => undefined);
     if (stat?.size !== state.size) return undefined;
     return new RangedCopy(store, state.key, file, state.size, state.etag, new Date(state.lastModifiedMs), merge(state.present), fetched);
@@ -62,19 +62,23 @@ export class RangedCopy implements RangedFile {
    * Fetches the object's first `headBytes` into a new sparse file of its size at `file`;
    * undefined when the object is absent.
    */
-  static async create(store: Pick<ObjectStore, 'getRange'>, key: string, file: string, headBytes: number, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
-    const head = await store.getRange(key, 0, headBytes);
+  static async create(store: Pick<ObjectStore, 'getRangeStream'>, key: string, file: string, headBytes: number, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
+    const head = await store.getRangeStream(key, 0, headBytes);
     if (!head) return undefined;
-    const handle = await fs.open(file, 'w');
     try {
-      await handle.truncate(head.size);
-      await handle.write(head.body, 0, head.body.length, 0);
-      // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
-      await handle.utimes(head.lastModified, head.lastModified);
+      const handle = await fs.open(file, 'w');
+      try {
+        await handle.truncate(head.size);
+        const length = await writeAt(handle, head.body, 0);
+        // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
+        await handle.utimes(head.lastModified, head.lastModified);
+        return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, length > 0 ? [[0, length]] : [], fetched);
+      } finally {
+        await handle.close();
+      }
     } finally {
-      await handle.close();
+      head.body.destroy();
     }
-    return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, head.body.length > 0 ? [[0, head.body.length]] : [], fetched);
   }
 
   /** What it holds now (only ranges whose bytes are written). */
@@ -97,10 +101,12 @@ export class RangedCopy implements RangedFile {
   private async fetchMissing(ranges: readonly ByteRange[]): Promise<void> {
     const missing = coalesce(ranges.flatMap(([a, b]) => subtract([Math.max(0, a), Math.min(this.size, b)], this.present)));
     if (missing.length === 0) return;
-    const got = await Promise.all(missing.map(([a, b]) => this.fetch(a, b)));
     const handle = await fs.open(this.file, 'r+');
     try {
-      for (const [i, [a]] of missing.entries()) await handle.write(got[i]!.body, 0, got[i]!.body.length, a);
+      // Every range settled before the handle closes; the first failure is the ensure's.
+      const settled = await Promise.allSettled(missing.map(([a, b]) => this.fetch(handle, a, b)));
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
       await handle.utimes(this.mtime, this.mtime);
     } finally {
       await handle.close();
@@ -110,13 +116,32 @@ export class RangedCopy implements RangedFile {
     await this.fetched(this.bytes - before);
   }
 
-  private async fetch(start: number, end: number): Promise<StoredObject> {
-    const got = await this.store.getRange(this.key, start, end - start, { ifMatch: this.etag });
+  /** Bytes [start, end) of the object's version written into the copy as they arrive. */
+  private async fetch(handle: FileHandle, start: number, end: number): Promise<void> {
+    const got = await this.store.getRangeStream(this.key, start, end - start, { ifMatch: this.etag });
     // Replaced since its first bytes were read (a purge rewrote it): the answer's plan is stale; asked again, it is not.
     if (!got) throw new OverloadedError(`the archive changed while it was read: ${this.key}`);
-    if (got.body.length !== end - start) throw new Error(`short ranged read of ${this.key}: ${got.body.length} of ${end - start} bytes at ${start}`);
-    return got;
+    try {
+      const length = await writeAt(handle, got.body, start);
+      if (length !== end - start) throw new Error(`short ranged read of ${this.key}: ${length} of ${end - start} bytes at ${start}`);
+    } finally {
+      got.body.destroy();
+    }
   }
+}
+
+/**
+ * Writes a range's chunks into the copy at `at` as they arrive; its length. Each chunk is
+ * dropped once written: a whole range gathered first (and a year's hundreds of them in
+ * flight) kept V8 collecting its whole heap every 150 ms or so of a cold answer.
+ */
+async function writeAt(handle: FileHandle, body: AsyncIterable<Uint8Array>, at: number): Promise<number> {
+  let length = 0;
+  for await (const chunk of body) {
+    for (let done = 0; done < chunk.length; ) done += (await handle.write(chunk, done, chunk.length - done, at + length + done)).bytesWritten;
+    length += chunk.length;
+  }
+  return length;
 }
 
 /** [a, b) less the sorted disjoint `present` ranges. */

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsc, linkSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { UnavailableError } from '../shared/errors.js';
 import { fsyncDir, isCode, writeDurably } from '../shared/files.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type LocalFiles, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
@@ -80,6 +81,14 @@ export class FileObjectStore implements ObjectStore {
         await handle.close();
       }
     });
+  }
+
+  /** Read whole: a local range needs no stream (the part cache reads local files in place). */
+  async getRangeStream(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StreamedObject | undefined> {
+    const got = await this.getRange(key, start, length, options);
+    if (!got) return undefined;
+    const { body, ...info } = got;
+    return { ...info, body: Readable.from([body]) };
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {

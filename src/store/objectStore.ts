@@ -36,6 +36,11 @@ export interface ObjectStore {
    * object is no longer that version (a ranged read of an object replaced meanwhile).
    */
   getRange(key: string, start: number, length: number, options?: { ifMatch?: string }): Promise<StoredObject | undefined>;
+  /**
+   * The same bytes as getRange, as a stream: for a copy written as it arrives, no buffer of the
+   * whole range held (a cold answer's hundreds of ranges kept V8 collecting its whole heap).
+   */
+  getRangeStream(key: string, start: number, length: number, options?: { ifMatch?: string }): Promise<StreamedObject | undefined>;
   /** Durable once it resolves. */
   put(key: string, body: Buffer | string): Promise<void>;
   /**

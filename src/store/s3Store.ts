@@ -1,7 +1,7 @@
 // Object store on S3 (or anything speaking its protocol). SDK errors are
 // translated here: "not found" and "precondition failed" are answers, every
 // other failure is UnavailableError.
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -57,6 +57,25 @@ export class S3ObjectStore implements ObjectStore {
       if (isNotFound(err) || statusOf(err) === 412) return undefined;
       // A range that starts past the end (InvalidRange, 416): nothing there.
       if (statusOf(err) === 416) return this.emptyRange(key, options);
+      throw unavailable(err);
+    }
+  }
+
+  async getRangeStream(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StreamedObject | undefined> {
+    const empty = async () => {
+      const got = await this.emptyRange(key, options);
+      return got && { key, size: got.size, etag: got.etag, lastModified: got.lastModified, body: Readable.from([]) };
+    };
+    if (length <= 0) return empty();
+    try {
+      const out = await this.client.send(
+        new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
+      );
+      const size = Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? start + (out.ContentLength ?? 0));
+      return { key, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0), body: storeStream(out.Body as Readable, unavailable) };
+    } catch (err) {
+      if (isNotFound(err) || statusOf(err) === 412) return undefined;
+      if (statusOf(err) === 416) return empty();
       throw unavailable(err);
     }
   }

@@ -86,6 +86,28 @@ describe.each(adapters)('object store contract: $name', ({ make, enforcesIfMatch
     expect(past?.size).toBe(300);
   });
 
+  it('streams a byte range as getRange reads it, with the whole object\'s size and ETag; none of a version replaced', async () => {
+    const store = await make();
+    const gather = async (got: { body: AsyncIterable<Uint8Array> } | undefined) => {
+      if (!got) return undefined;
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of got.body) chunks.push(chunk);
+      return Buffer.concat(chunks);
+    };
+    expect(await store.getRangeStream('r/s.bin', 0, 4)).toBeUndefined();
+    const body = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251));
+    await store.put('r/s.bin', body);
+    const etag = (await store.head('r/s.bin'))!.etag;
+    const first = await store.getRangeStream('r/s.bin', 1_000, 200_000, { ifMatch: etag });
+    expect([first?.size, first?.etag]).toEqual([300_000, etag]);
+    expect(await gather(first)).toEqual(body.subarray(1_000, 201_000));
+    expect(await gather(await store.getRangeStream('r/s.bin', 299_990, 64))).toEqual(body.subarray(299_990));
+    const past = await store.getRangeStream('r/s.bin', 400_000, 8);
+    expect([past?.size, (await gather(past))?.length]).toEqual([300_000, 0]);
+    await store.put('r/s.bin', Buffer.alloc(10));
+    expect(await store.getRangeStream('r/s.bin', 0, 5, { ifMatch: etag })).toBeUndefined();
+  });
+
   it('reads a range only of the version asked for: none once the object was replaced', async () => {
     const store = await make();
     await store.put('r/v.bin', Buffer.alloc(100, 1));
