@@ -5,6 +5,7 @@
 // for a cut or filtered window, and nothing again once they are cached.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlString } from '../../src/archive/duckdb.js';
@@ -14,7 +15,7 @@ import { READY_HEAD_BYTES } from '../../src/archive/sidecars/readySections.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { writePartFile } from '../support/parts.js';
-import { startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAYS = 14;
 /** Enough that a day's ready texts are several times the first bytes fetched with its index. */
@@ -201,5 +202,28 @@ describe('a cold window on S3', () => {
     svc = await startTestService(await testRuntime(svc.rt.config, emulator), { worker: false, reconcile: false });
     const warm = await fetchedBy(async () => expect(await (await answer(`${ALL}&format=topojson`)).text()).toBe(before));
     expect(warm).toEqual({ bytes: 0, gets: 0 });
+  });
+
+  it('a client that hangs up on a cold answer, plain or gzip, leaves the ranges in flight to finish: the process answers the window whole after', async () => {
+    for (const encoding of ['identity', 'gzip']) {
+      // Another process on the same store, its cache empty: its first answer fetches every day.
+      const cold = await startTestService(await testRuntime({ ...svc.rt.config, cacheDir: await tempDir() }, emulator), { worker: false, reconcile: false });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const req = http.get(`${cold.url}/reports/archive?${ALL}&format=ndjson`, { headers: { 'User-Agent': 'cold-read-tests/1.0', 'Accept-Encoding': encoding } });
+          req.on('error', () => resolve());
+          req.on('response', (res) => {
+            if (res.statusCode !== 200) reject(new Error(`answered ${res.statusCode}`));
+            res.once('data', () => req.destroy());
+            res.on('error', () => resolve());
+            res.on('close', () => resolve());
+          });
+        });
+        const lines = (await (await fetch(`${cold.url}/reports/archive?${ALL}&format=ndjson`, { headers: { 'User-Agent': 'cold-read-tests/1.0' } })).text()).trim().split('\n');
+        expect(new Set(lines.map((l) => (JSON.parse(l) as { properties: { pkey: string } }).properties.pkey)).size).toBe(DAYS * PER_DAY);
+      } finally {
+        await cold.stop();
+      }
+    }
   });
 });
