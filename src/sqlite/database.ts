@@ -184,6 +184,11 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX reports_retracted ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL;
    CREATE INDEX reports_unpurged ON reports (created_at_ms) WHERE retracted_at_ms IS NOT NULL AND purged_at_ms IS NULL;
    CREATE INDEX reports_created_day ON reports (created_at_ms / ${DAY_MS});`,
+  // A ledger that an earlier build of the migration above left with a unique index of the derived
+  // pkey and none of the kept keys: every lookup by key, and every acceptance's check, would scan
+  // the table. The kept keys' index is what they use; the derived pkey's is not needed.
+  `DROP INDEX IF EXISTS reports_pkey;
+   CREATE UNIQUE INDEX IF NOT EXISTS reports_kept_pkey ON reports (kept_pkey) WHERE kept_pkey IS NOT NULL;`,
 ];
 
 /** A row's pkey in SQL: `kept`, else pkeyOf(source, post_id, partner) of its columns. */

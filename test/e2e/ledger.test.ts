@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
-import { MIGRATIONS, openLedgerDb } from '../../src/sqlite/database.js';
+import { MIGRATIONS, openLedgerDb, reportByPkeySql } from '../../src/sqlite/database.js';
 import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import {
@@ -425,6 +425,26 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
         { pkey: 'partner-8', kept_pkey: 'partner-8' },
         { pkey: 'partner-beta-8', kept_pkey: null },
       ]);
+    } finally {
+      after.close();
+    }
+  });
+
+  it("gives a ledger left with an index of the derived pkey the kept keys' index instead: a lookup by key uses an index, not a scan", async () => {
+    const config = await testConfig('embedded');
+    // The derived pkey migrated, as an earlier build of it left the ledger: its pkey indexed, no kept keys' index.
+    const before = ledgerBefore(config.dataDir, 'DROP INDEX IF EXISTS reports_pkey');
+    before.exec('DROP INDEX reports_kept_pkey; CREATE UNIQUE INDEX reports_pkey ON reports (pkey);');
+    before.close();
+    const rt = await testRuntime(config);
+    await rt.close();
+    const after = new Database(path.join(config.dataDir, 'ledger.sqlite'), { readonly: true });
+    try {
+      const indexes = (after.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'reports'").all() as { name: string }[]).map((r) => r.name);
+      expect(indexes).toContain('reports_kept_pkey');
+      expect(indexes).not.toContain('reports_pkey');
+      const plan = (after.prepare(`EXPLAIN QUERY PLAN SELECT state FROM reports WHERE ${reportByPkeySql("'partner-alpha-7'")}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
+      expect(plan).not.toMatch(/SCAN reports/);
     } finally {
       after.close();
     }
