@@ -69,10 +69,14 @@ export class RangedCopy implements RangedFile {
       const handle = await fs.open(file, 'w');
       try {
         await handle.truncate(head.size);
-        const length = await writeAt(handle, head.body, 0);
+        const length = await writeAt(handle, head.body, 0, Math.min(headBytes, head.size), key);
         // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
         await handle.utimes(head.lastModified, head.lastModified);
         return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, length > 0 ? [[0, length]] : [], fetched);
+      } catch (err) {
+        // No copy: the file the cache neither counts nor journals goes with it.
+        await fs.rm(file, { force: true });
+        throw err;
       } finally {
         await handle.close();
       }
@@ -122,7 +126,7 @@ export class RangedCopy implements RangedFile {
     // Replaced since its first bytes were read (a purge rewrote it): the answer's plan is stale; asked again, it is not.
     if (!got) throw new OverloadedError(`the archive changed while it was read: ${this.key}`);
     try {
-      const length = await writeAt(handle, got.body, start);
+      const length = await writeAt(handle, got.body, start, end - start, this.key);
       if (length !== end - start) throw new Error(`short ranged read of ${this.key}: ${length} of ${end - start} bytes at ${start}`);
     } finally {
       got.body.destroy();
@@ -133,11 +137,14 @@ export class RangedCopy implements RangedFile {
 /**
  * Writes a range's chunks into the copy at `at` as they arrive; its length. Each chunk is
  * dropped once written: a whole range gathered first (and a year's hundreds of them in
- * flight) kept V8 collecting its whole heap every 150 ms or so of a cold answer.
+ * flight) kept V8 collecting its whole heap every 150 ms or so of a cold answer. A body longer
+ * than the `most` bytes asked for (a store or proxy that ignored the range) fails before a byte
+ * of it lands past them, over ranges the copy already holds.
  */
-async function writeAt(handle: FileHandle, body: AsyncIterable<Uint8Array>, at: number): Promise<number> {
+async function writeAt(handle: FileHandle, body: AsyncIterable<Uint8Array>, at: number, most: number, key: string): Promise<number> {
   let length = 0;
   for await (const chunk of body) {
+    if (length + chunk.length > most) throw new Error(`ranged read of ${key} longer than asked: more than ${most} bytes at ${at}`);
     for (let done = 0; done < chunk.length; ) done += (await handle.write(chunk, done, chunk.length - done, at + length + done)).bytesWritten;
     length += chunk.length;
   }

@@ -102,9 +102,10 @@ const notFound = (what: string) => new HttpError(404, `No release file ${JSON.st
 async function localCopy(deps: ReleasesDeps, key: string): Promise<string | undefined> {
   const file = path.join(deps.cacheDir, 'releases', key.slice(RELEASES_PREFIX.length));
   if (await fs.stat(file).catch(() => undefined)) return file;
+  // Before the GET: nothing may come between a body and the pipeline that reads it (and handles its errors).
+  await fs.mkdir(path.dirname(file), { recursive: true });
   const found = await deps.store.getStream(key);
   if (!found) return undefined;
-  await fs.mkdir(path.dirname(file), { recursive: true });
   // Written aside, then renamed: a reader never sees half a file.
   const partial = `${file}.${randomUUID()}.partial`;
   try {

@@ -186,6 +186,36 @@ describe('PartCache on a remote store', () => {
     await fs.access(path.join(cacheDir, 'ranged', String(process.ppid), 'x.ranged.parquet'));
   });
 
+  it('fails a ranged read longer than asked (a store that ignored the range) before it lands over the bytes held, and leaves no file for a copy it could not make', async () => {
+    const body = randomBytes(600_000);
+    await store.put('ready/v7/r3.ready', body);
+    const info = (await store.head('ready/v7/r3.ready'))!;
+    // The store as a server that ignores a Range answers it: the whole object (every read, or
+    // every read after the first), or from the range's start to the object's end.
+    const ignoring = (from: 'zero' | 'start') =>
+      Object.assign(Object.create(store) as S3ObjectStore, {
+        getRangeStream: (key: string, start: number, length: number, options?: { ifMatch?: string }) =>
+          from === 'zero' ? store.getRangeStream(key, 0, body.length, options) : store.getRangeStream(key, start, start === 0 ? length : body.length - start, options),
+      });
+    const headless = path.join(dir, 'ignoring-head');
+    await expect(new PartCache(ignoring('zero'), headless, 10_000_000).rangedFileIfPresent(info, 1000)).rejects.toThrow(/longer than asked/);
+    expect((await fs.readdir(headless, { recursive: true })).filter((n) => n.endsWith('.ready') || n.includes('.ranged'))).toEqual([]);
+
+    const cache = new PartCache(ignoring('start'), path.join(dir, 'ignoring-range'), 10_000_000);
+    const copy = (await cache.rangedFileIfPresent(info, 1000))!;
+    await copy.ensure([[400_000, 600_000]]);
+    await expect(copy.ensure([[100_000, 110_000]])).rejects.toThrow(/longer than asked/);
+    const handle = await fs.open(copy.file, 'r');
+    try {
+      const held = Buffer.alloc(200_000);
+      await handle.read(held, 0, held.length, 400_000);
+      expect(held).toEqual(body.subarray(400_000));
+      expect((await handle.stat()).size).toBe(body.length);
+    } finally {
+      await handle.close();
+    }
+  });
+
   it('fetches the ranges missing, nearby ones as one', () => {
     expect(subtract([0, 100], [[10, 20], [50, 60]])).toEqual([[0, 10], [20, 50], [60, 100]]);
     expect(subtract([15, 55], [[10, 20], [50, 60]])).toEqual([[20, 50]]);
