@@ -9,8 +9,6 @@ export interface CachedFile {
   size: number;
   /** Recency: a counter, so that order holds within one millisecond. */
   usedAt: number;
-  /** Answers about to read this file: it is not evicted meanwhile. */
-  pins?: number;
 }
 
 export class CacheFiles<E extends CachedFile> {
@@ -65,15 +63,6 @@ export class CacheFiles<E extends CachedFile> {
     await this.evict(key);
   }
 
-  /** Keeps the entry's file until `unpin`: an answer will read it. */
-  pin(entry: E): void {
-    entry.pins = (entry.pins ?? 0) + 1;
-  }
-
-  unpin(entry: E): void {
-    entry.pins = Math.max(0, (entry.pins ?? 0) - 1);
-  }
-
   forget(key: string, entry: E): void {
     if (this.entries.get(key) !== entry) return;
     this.entries.delete(key);
@@ -85,7 +74,7 @@ export class CacheFiles<E extends CachedFile> {
     const oldest = [...this.entries.entries()].sort((a, b) => a[1].usedAt - b[1].usedAt);
     for (const [key, entry] of oldest) {
       if (this.bytes <= this.maxBytes) break;
-      if (key === keep || (entry.pins ?? 0) > 0) continue;
+      if (key === keep) continue;
       this.forget(key, entry);
       await fs.rm(entry.file, { force: true });
     }
