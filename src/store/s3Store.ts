@@ -2,6 +2,7 @@
 // translated here: "not found" and "precondition failed" are answers, every
 // other failure is UnavailableError.
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -43,22 +44,12 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
+  /** The range gathered: getRangeStream's bytes in one buffer. */
   async getRange(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StoredObject | undefined> {
-    if (length <= 0) return this.emptyRange(key, options);
-    try {
-      const out = await this.client.send(
-        new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
-      );
-      const body = bufferOf(await out.Body!.transformToByteArray());
-      // "bytes 0-65535/1234567": the whole object's size after the slash.
-      const size = Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? start + body.length);
-      return { key, body, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
-    } catch (err) {
-      if (isNotFound(err) || statusOf(err) === 412) return undefined;
-      // A range that starts past the end (InvalidRange, 416): nothing there.
-      if (statusOf(err) === 416) return this.emptyRange(key, options);
-      throw unavailable(err);
-    }
+    const got = await this.getRangeStream(key, start, length, options);
+    if (!got) return undefined;
+    const { body, ...info } = got;
+    return { ...info, body: await buffer(body) };
   }
 
   async getRangeStream(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StreamedObject | undefined> {
@@ -71,10 +62,12 @@ export class S3ObjectStore implements ObjectStore {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
       );
+      // "bytes 0-65535/1234567": the whole object's size after the slash.
       const size = Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? start + (out.ContentLength ?? 0));
       return { key, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0), body: storeStream(out.Body as Readable, unavailable) };
     } catch (err) {
       if (isNotFound(err) || statusOf(err) === 412) return undefined;
+      // A range that starts past the end (InvalidRange, 416): nothing there.
       if (statusOf(err) === 416) return empty();
       throw unavailable(err);
     }
