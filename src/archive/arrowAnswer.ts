@@ -1,6 +1,7 @@
 // A window's Arrow answer: stored record batches of whole hours, and the typed columns DuckDB
 // reads for the rest.
 import type { WindowContext } from './context.js';
+import { Holds } from './holds.js';
 import { HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import type { ArrowDay } from './arrow.js';
@@ -18,28 +19,34 @@ import { filteredRows } from './sql.js';
  */
 export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, day: DayPlan): AsyncIterable<Uint8Array | ArrowDay | StoredSection> {
   const candidates = candidatesOf(day, query);
-  const runs = isUnfiltered(query) ? await readyRuns(ctx, day, candidates, query, 'arrow', '') : new Map<number, ReadyRun>();
-  const isReady = (h: number) => runs.get(h)?.whole === true;
-  if (!candidates.some(isReady)) {
-    yield await windowArrowDay(ctx, query, day);
-    return;
-  }
-  const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h]));
-  for (let i = 0; i < candidates.length; ) {
-    let j = i;
-    while (j < candidates.length && isReady(candidates[j]!) === isReady(candidates[i]!)) j++;
-    const group = candidates.slice(i, j);
-    i = j;
-    if (isReady(group[0]!)) {
-      // Hours of one sidecar follow each other back to back in it: one read.
-      for (const read of readyReads(group.map((h) => runs.get(h)!), 'arrow')) yield* read();
-      continue;
+  // The day's ready texts are held until its batches have been read.
+  const holds = new Holds();
+  try {
+    const runs = isUnfiltered(query) ? await readyRuns(ctx, day, candidates, query, 'arrow', '', holds) : new Map<number, ReadyRun>();
+    const isReady = (h: number) => runs.get(h)?.whole === true;
+    if (!candidates.some(isReady)) {
+      yield await windowArrowDay(ctx, query, day);
+      return;
     }
-    ctx.signal?.throwIfAborted();
-    const hours = group.flatMap((h) => partsOfHour.get(h) ?? []);
-    const narrowed = { ...query, startMs: Math.max(query.startMs, group[group.length - 1]!), endMs: Math.min(query.endMs, group[0]! + HOUR_MS - 1) };
-    const bound = filteredRows(await ctx.files([...day.whole, ...hours.flatMap((h) => h.parts)]), narrowed, isClean(day.whole, hours));
-    yield await ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
+    const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h]));
+    for (let i = 0; i < candidates.length; ) {
+      let j = i;
+      while (j < candidates.length && isReady(candidates[j]!) === isReady(candidates[i]!)) j++;
+      const group = candidates.slice(i, j);
+      i = j;
+      if (isReady(group[0]!)) {
+        // Hours of one sidecar follow each other back to back in it: one read.
+        for (const read of readyReads(group.map((h) => runs.get(h)!), 'arrow')) yield* read();
+        continue;
+      }
+      ctx.signal?.throwIfAborted();
+      const hours = group.flatMap((h) => partsOfHour.get(h) ?? []);
+      const narrowed = { ...query, startMs: Math.max(query.startMs, group[group.length - 1]!), endMs: Math.min(query.endMs, group[0]! + HOUR_MS - 1) };
+      const bound = filteredRows(await ctx.files([...day.whole, ...hours.flatMap((h) => h.parts)]), narrowed, isClean(day.whole, hours));
+      yield await ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
+    }
+  } finally {
+    holds.release();
   }
 }
 

@@ -9,6 +9,8 @@ export interface CachedFile {
   size: number;
   /** Recency: a counter, so that order holds within one millisecond. */
   usedAt: number;
+  /** Readers that keep it from eviction (holds.ts); none when absent. */
+  holders?: number;
 }
 
 export class CacheFiles<E extends CachedFile> {
@@ -46,6 +48,22 @@ export class CacheFiles<E extends CachedFile> {
     entry.usedAt = ++this.clock;
   }
 
+  /**
+   * Keeps an entry from eviction until the returned function is called (once; later calls do
+   * nothing). Held entries may take the cache past its bound: their release restores it.
+   */
+  hold(entry: E): () => void {
+    entry.holders = (entry.holders ?? 0) + 1;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      entry.holders! -= 1;
+      // Its file removed now, not when the next copy comes: the bound is on the disk.
+      if (entry.holders === 0 && this.bytes > this.maxBytes) this.evict().catch(() => undefined);
+    };
+  }
+
   /** Counts a file now in the cache (once, if two answers stored the same key at once), then keeps the bound. */
   async add(key: string, entry: Omit<E, 'usedAt'>): Promise<void> {
     const previous = this.entries.get(key);
@@ -69,12 +87,12 @@ export class CacheFiles<E extends CachedFile> {
     this.bytes -= entry.size;
   }
 
-  private async evict(keep: string): Promise<void> {
+  private async evict(keep?: string): Promise<void> {
     if (this.bytes <= this.maxBytes) return;
     const oldest = [...this.entries.entries()].sort((a, b) => a[1].usedAt - b[1].usedAt);
     for (const [key, entry] of oldest) {
       if (this.bytes <= this.maxBytes) break;
-      if (key === keep) continue;
+      if (key === keep || (entry.holders ?? 0) > 0) continue;
       this.forget(key, entry);
       await fs.rm(entry.file, { force: true });
     }
@@ -102,6 +120,6 @@ export class CacheFiles<E extends CachedFile> {
       this.entries.set(f.key, { file: f.file, size: f.size, usedAt: ++this.clock } as E);
       this.bytes += f.size;
     }
-    await this.evict('');
+    await this.evict();
   }
 }

@@ -1,6 +1,7 @@
 // What the pieces of a window share: the engine, the local files of parts and of their ready texts.
 import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo } from '../store/objectStore.js';
+import type { Holds } from './holds.js';
 import type { ReadyWant } from './sidecars/index.js';
 
 export interface WindowContext {
@@ -9,9 +10,10 @@ export interface WindowContext {
   files(parts: readonly ObjectInfo[]): Promise<string[]>;
   /**
    * Local paths of the parts' ready texts, undefined for a part that has none; of a remote
-   * store, the bytes `want` reads are fetched, and only those.
+   * store, the bytes `want` reads are fetched, and only those. `holds`: the paths stay until
+   * they are released (the answer has read them); without, a later copy may evict them.
    */
-  readyFiles(parts: readonly ObjectInfo[], want: ReadyWant): Promise<(string | undefined)[]>;
+  readyFiles(parts: readonly ObjectInfo[], want: ReadyWant, holds?: Holds): Promise<(string | undefined)[]>;
   /** Local paths of the parts' stats sidecars (sidecars/), undefined for a part that has none. */
   statsFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */

@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sqlString } from './duckdb.js';
 import { fetchAhead } from './fetchAhead.js';
+import { Holds } from './holds.js';
 import { DAY_MS } from '../store/layout.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import type { WindowContext } from './context.js';
@@ -83,10 +84,12 @@ const copyable = (query: WindowQuery) => isUnfiltered(query) && !query.includeRe
 async function storedDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): Promise<Footer[] | undefined> {
   const sources = day.whole.length === 1 && day.hours.length === 0 ? day.whole : day.whole.length === 0 && day.hours.every((h) => h.parts.length === 1) ? day.hours.map((h) => h.parts[0]!) : undefined;
   if (!sources || (query.retracted ?? []).some((r) => r.createdMs >= day.dayMs && r.createdMs < day.dayMs + DAY_MS)) return undefined;
-  const files = await ctx.readyFiles(sources, { shape: 'parquet', filter: query });
-  if (files.some((f) => f === undefined)) return undefined;
+  // Held until each file is open: its handle then reads it, whatever the cache does.
+  const holds = new Holds();
   const opened: StoredParquet[] = [];
   try {
+    const files = await ctx.readyFiles(sources, { shape: 'parquet', filter: query }, holds);
+    if (files.some((f) => f === undefined)) return undefined;
     for (const file of files) {
       const stored = await openStoredParquet(file!, query.startMs, query.endMs);
       if (!stored) {
@@ -99,6 +102,8 @@ async function storedDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): 
   } catch (err) {
     await closeAll(opened.map((o) => o.handle));
     throw err;
+  } finally {
+    holds.release();
   }
 }
 

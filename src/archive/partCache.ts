@@ -1,7 +1,8 @@
 // Local cache of archive parts and their sidecars fetched from a remote store, keyed by (key,
 // ETag). Parts are immutable, so an entry never goes stale. A part or stats sidecar is copied
 // whole; ready texts are ranged copies holding the sections answers read (an answer reads one
-// format of a few hours). One byte bound, least recently used out first. A store on a local
+// format of a few hours). One byte bound, least recently used out first (a copy an answer is
+// reading stays until the answer lets go of it: holds.ts). A store on a local
 // directory is read in place (its LocalFiles), never copied.
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, statSync } from 'node:fs';
@@ -12,6 +13,7 @@ import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
+import type { Holds } from './holds.js';
 import { RangedCopy, type RangedFile } from './rangedCopy.js';
 import { JOURNAL, JournalWriter, readJournal, type JournaledCopy } from './rangedJournal.js';
 
@@ -120,9 +122,9 @@ export class PartCache {
   /**
    * A ranged copy of the object: its first `headBytes` fetched now, the rest as the reader asks
    * (`ensure`); undefined when the store has no such object. On a local store, the object's own
-   * file, whole.
+   * file, whole. `holds`: the copy is not evicted until they are released (its reader is done).
    */
-  async rangedFileIfPresent(info: ObjectInfo, headBytes: number): Promise<RangedFile | undefined> {
+  async rangedFileIfPresent(info: ObjectInfo, headBytes: number, holds?: Holds): Promise<RangedFile | undefined> {
     if (this.local) {
       const file = this.local.fileOf(info.key);
       // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
@@ -137,7 +139,7 @@ export class PartCache {
     if (hit?.copy) {
       this.files.touch(hit);
       this.metrics?.cacheRequests.inc({ result: 'hit' });
-      return hit.copy;
+      return this.held(hit, holds);
     }
     let pending = this.inflightCopies.get(name);
     if (!pending) {
@@ -146,8 +148,20 @@ export class PartCache {
       this.inflightCopies.set(name, pending);
     }
     const copy = await pending;
-    if (!copy) this.remember(id);
-    return copy;
+    if (!copy) {
+      this.remember(id);
+      return undefined;
+    }
+    const entry = this.files.get(name);
+    // Evicted before this reader could hold it (others' copies came in between): taken again.
+    if (holds && entry?.copy !== copy) return this.rangedFileIfPresent(info, headBytes, holds);
+    return entry ? this.held(entry, holds) : copy;
+  }
+
+  /** An entry's copy, held for `holds` when given. */
+  private held(entry: Entry, holds: Holds | undefined): RangedCopy {
+    if (holds) holds.add(this.files.hold(entry));
+    return entry.copy!;
   }
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {

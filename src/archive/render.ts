@@ -4,6 +4,7 @@
 // (partitions are by created_at), so de-duplicating within a day is de-duplicating the answer.
 import { sqlString } from './duckdb.js';
 import { fetchAhead } from './fetchAhead.js';
+import { Holds } from './holds.js';
 import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
 import type { Bbox, WindowQuery } from './query.js';
@@ -63,25 +64,38 @@ export function unionBbox(a: Bbox, b: Bbox): Bbox {
  */
 export async function* renderBatches(ctx: WindowContext, query: WindowQuery, plan: readonly DayPlan[], shape: FeatureShape, separator: string): AsyncIterable<FeatureBatch> {
   if (query.limit === undefined) {
+    // A day's ready texts are held from its preparation until it has been sent: its hours are
+    // read from them as they go out.
+    const held = new Set<Holds>();
     const run = (i: number) => {
-      const day = renderDay(ctx, plan[i]!, query, shape, separator);
+      const holds = new Holds();
+      held.add(holds);
+      const day = renderDay(ctx, plan[i]!, query, shape, separator, holds);
       // Handled from the start: a day that fails while the one before is still being sent is
       // awaited (and fails the answer) only then, and must not crash the process meanwhile.
       day.catch(() => undefined);
-      return day;
+      return { day, holds };
     };
     // The next days are prepared (their sidecars' indexes read, or DuckDB queried) while one
     // is sent. Memory: READ_AHEAD days in preparation; sidecar ranges are read as they are sent.
-    const inFlight: Promise<FeatureBatch>[] = [];
-    const ahead = fetchAhead(ctx, plan, readyWantOf(query, shape, separator));
-    for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
-    for (let i = 0; i < plan.length; i++) {
-      const batch = await inFlight.shift()!;
-      // Nothing more is read ahead for a client that hung up.
-      ctx.signal?.throwIfAborted();
-      ahead.reached(i);
-      if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
-      yield batch;
+    const inFlight: ReturnType<typeof run>[] = [];
+    try {
+      const ahead = fetchAhead(ctx, plan, readyWantOf(query, shape, separator));
+      for (let i = 0; i < Math.min(READ_AHEAD, plan.length); i++) inFlight.push(run(i));
+      for (let i = 0; i < plan.length; i++) {
+        const { day, holds } = inFlight.shift()!;
+        const batch = await day;
+        // Nothing more is read ahead for a client that hung up.
+        ctx.signal?.throwIfAborted();
+        ahead.reached(i);
+        if (i + READ_AHEAD < plan.length) inFlight.push(run(i + READ_AHEAD));
+        yield batch;
+        // Asked for the next day: this one's items have been read.
+        holds.release();
+        held.delete(holds);
+      }
+    } finally {
+      for (const holds of held) holds.release();
     }
     return;
   }
@@ -107,7 +121,7 @@ export function candidatesOf(day: DayPlan, query: WindowQuery): number[] {
  * others (several parts not yet compacted, a retraction not yet purged, parts without ready
  * texts) are built by DuckDB, one query for the day, or a few hours at a time of a storm day.
  */
-async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, shape: FeatureShape, separator: string): Promise<FeatureBatch> {
+async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, shape: FeatureShape, separator: string, holds: Holds): Promise<FeatureBatch> {
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
   // A compacted day may hold any of its hours; otherwise only listed hours have reports.
   const candidates = candidatesOf(day, query);
@@ -131,7 +145,7 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
     return built;
   };
 
-  const ready = await readyRuns(ctx, day, candidates, query, shape, separator);
+  const ready = await readyRuns(ctx, day, candidates, query, shape, separator, holds);
   const rest = candidates.filter((hourMs) => !ready.has(hourMs));
   const runs = rest.length > 0 ? await build(rest) : new Map<number, RenderedHour>();
   const items: Run[] = [];
@@ -168,7 +182,16 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
  * selects. Pages, syncs, tombstones and hours holding a retraction not yet purged are left to
  * DuckDB.
  */
-export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: readonly number[], query: WindowQuery, shape: FeatureShape | 'arrow', separator: string): Promise<Map<number, ReadyRun>> {
+export async function readyRuns(
+  ctx: WindowContext,
+  day: DayPlan,
+  candidates: readonly number[],
+  query: WindowQuery,
+  shape: FeatureShape | 'arrow',
+  separator: string,
+  /** Keep the ready texts read until the runs have been read (released by the caller). */
+  holds: Holds,
+): Promise<Map<number, ReadyRun>> {
   const out = new Map<number, ReadyRun>();
   const want = readyWantOf(query, shape, separator);
   if (!want) return out;
@@ -186,7 +209,7 @@ export async function readyRuns(ctx: WindowContext, day: DayPlan, candidates: re
   }
   if (byPart.size === 0) return out;
   const parts = [...byPart.keys()];
-  const files = await ctx.readyFiles(parts, want);
+  const files = await ctx.readyFiles(parts, want, holds);
   parts.forEach((part, i) => {
     const file = files[i];
     if (!file) return;

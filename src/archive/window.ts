@@ -193,12 +193,12 @@ export class Archive {
     /** Retractions (from the ledger) and what changed when (the change log). */
     private readonly states: ArchiveStates = { retracted: async () => [], changed: async () => [], watermark: () => Date.now() - SETTLE_MS },
   ) {
-    const sections = new ReadySections((info, headBytes) => cache.rangedFileIfPresent(info, headBytes));
+    const sections = new ReadySections((info, headBytes, holds) => cache.rangedFileIfPresent(info, headBytes, holds));
     this.ctx = {
       db,
       signal: undefined,
       files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
-      readyFiles: (parts, want) => Promise.all(parts.map((p) => sections.fileOf(p, want))),
+      readyFiles: (parts, want, holds) => Promise.all(parts.map((p) => sections.fileOf(p, want, holds))),
       statsFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p)))),
     };
   }

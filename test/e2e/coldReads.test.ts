@@ -204,6 +204,25 @@ describe('a cold window on S3', () => {
     expect(warm).toEqual({ bytes: 0, gets: 0 });
   });
 
+  it('answers every format whole from a part cache smaller than one day\'s ready texts: an answer keeps the copies it reads until it has sent them', async () => {
+    // Each copy taken evicts every other one not in use: the days fetched ahead, and a day
+    // being sent unless its answer holds it.
+    const tiny = await startTestService(await testRuntime({ ...svc.rt.config, cacheDir: await tempDir(), cacheMaxBytes: 1 }, emulator), { worker: false, reconcile: false });
+    try {
+      for (const [format, encoding] of [['ndjson', 'identity'], ['csv', 'gzip'], ['topojson', 'identity'], ['arrow', 'identity'], ['parquet', 'identity']]) {
+        const get = async (url: string) => {
+          const res = await fetch(`${url}/reports/archive?${ALL}&format=${format}`, { headers: { 'User-Agent': 'cold-read-tests/1.0', 'Accept-Encoding': encoding! } });
+          expect(res.status).toBe(200);
+          return Buffer.from(await res.arrayBuffer());
+        };
+        const [small, usual] = [await get(tiny.url), await get(svc.url)];
+        expect({ format, equal: small.equals(usual) }).toEqual({ format, equal: true });
+      }
+    } finally {
+      await tiny.stop();
+    }
+  });
+
   it('a client that hangs up on a cold answer, plain or gzip, leaves the ranges in flight to finish: the process answers the window whole after', async () => {
     for (const encoding of ['identity', 'gzip']) {
       // Another process on the same store, its cache empty: its first answer fetches every day.

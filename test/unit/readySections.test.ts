@@ -3,12 +3,14 @@
 // index locates), and a whole GeoJSON day one once the last one read tells how far its
 // GeoJSON reaches.
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DuckDb } from '../../src/archive/duckdb.js';
+import { Holds } from '../../src/archive/holds.js';
 import { PartCache } from '../../src/archive/partCache.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { readyKeyOf, readyReads, readyRunsOf, ReadySections, StoredSection, writeReadyTexts, type ReadyWant } from '../../src/archive/sidecars/index.js';
@@ -102,6 +104,28 @@ describe('ready texts from S3, ranged', () => {
     const csv = await getsOf(() => sections.fileOf(days[2]!.part, wantOf(2, 'csv')));
     expect(csv.gets).toBe(2);
     expect(textOf(csv.value!, 2, 'csv').equals(textOf(days[2]!.local, 2, 'csv'))).toBe(true);
+  });
+
+  it('keeps a held copy past the cache\'s bound until it is released, then removes it; a hold taken after the release is let go at once', async () => {
+    // A bound of one byte: each copy taken evicts every other one not held.
+    const cache = new PartCache(store, path.join(dir, 'cache-held'), 1);
+    const sections = new ReadySections((info, head, holds) => cache.rangedFileIfPresent(info, head, holds));
+    const holds = new Holds();
+    const held = (await sections.fileOf(days[0]!.part, wantOf(0, 'geojson'), holds))!;
+    const other = (await sections.fileOf(days[1]!.part, wantOf(1, 'geojson')))!;
+    expect(textOf(held, 0, 'geojson').equals(textOf(days[0]!.local, 0, 'geojson'))).toBe(true);
+    expect(existsSync(other)).toBe(true);
+    // Released: the bound holds again, on the disk too.
+    holds.release();
+    await vi.waitFor(() => expect(existsSync(held)).toBe(false));
+    expect(cache.sizeBytes).toBe(0);
+
+    const late = new Holds();
+    late.release();
+    const lateFile = (await sections.fileOf(days[2]!.part, wantOf(2, 'geojson'), late))!;
+    expect(existsSync(lateFile)).toBe(true);
+    await sections.fileOf(days[0]!.part, wantOf(0, 'geojson'));
+    expect(existsSync(lateFile)).toBe(false);
   });
 
   it('fetches for a whole day in Parquet its Parquet section and the index, hardly more', async () => {

@@ -4,6 +4,7 @@
 // when every report lies in the window. On S3 a cold answer then moves the bytes of its own
 // format, not the part's every format.
 import type { ObjectInfo } from '../../store/objectStore.js';
+import type { Holds } from '../holds.js';
 import type { ByteRange, RangedFile } from '../rangedCopy.js';
 import { readyInfoOf } from './keys.js';
 import { ITEM_BYTES, type ReadyShape } from './readyFormat.js';
@@ -29,8 +30,8 @@ export const READY_HEAD_BYTES = 16 * 1024;
 /** A first read longer than this is not guessed: the index comes first, then what it locates. */
 const MAX_GUESSED_HEAD = 8 * 1024 * 1024;
 
-/** A ranged copy of a stored object, its first `headBytes` fetched (the part cache's). */
-export type RangedFileOf = (info: ObjectInfo, headBytes: number) => Promise<RangedFile | undefined>;
+/** A ranged copy of a stored object, its first `headBytes` fetched (the part cache's), held for `holds` when given. */
+export type RangedFileOf = (info: ObjectInfo, headBytes: number, holds?: Holds) => Promise<RangedFile | undefined>;
 
 /**
  * The ready texts of parts, with what an answer reads fetched. A ready text is otherwise two
@@ -44,9 +45,12 @@ export class ReadySections {
 
   constructor(private readonly rangedFileOf: RangedFileOf) {}
 
-  /** The local path of the part's ready texts with what `want` reads present; undefined when it has none. */
-  async fileOf(part: ObjectInfo, want: ReadyWant): Promise<string | undefined> {
-    const ranged = await this.rangedFileOf(readyInfoOf(part), this.headBytes(part, want));
+  /**
+   * The local path of the part's ready texts with what `want` reads present; undefined when it
+   * has none. `holds`: the path stays until they are released (the reader is done with it).
+   */
+  async fileOf(part: ObjectInfo, want: ReadyWant, holds?: Holds): Promise<string | undefined> {
+    const ranged = await this.rangedFileOf(readyInfoOf(part), this.headBytes(part, want), holds);
     if (!ranged) return undefined;
     return fetchReadySections(ranged, want, (ready) => {
       const ends = ready.index.hours.map((h) => h.geojson[1]);
