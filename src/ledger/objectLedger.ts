@@ -82,14 +82,14 @@ export class ObjectLedger implements IngestLedger {
       this.store.head(pendingKey(slot)),
       slot.partner !== undefined ? this.recordAt(sharedSlot(id)) : undefined,
     ]);
-    if (own || marker) return this.repeatOf(id, record.pkey);
+    if (own || marker) return this.repeatOf(id, slot, record.pkey);
     if (shared && shared.partner === record.partner) return { created: false, pkey: shared.pkey };
     const body = JSON.stringify(record);
     // Lost only to an acceptance of the same report since the reads above (or, for a report of
     // no partner, to the older report that holds its key): ours is then a repeat, and its marker
     // is left for reconciliation, which sends the key's (first) version again.
-    if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, record.pkey);
-    if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) return this.repeatOf(id, record.pkey);
+    if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
+    if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
     if (send) await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
   }
@@ -129,11 +129,16 @@ export class ObjectLedger implements IngestLedger {
   /** Nothing to give back: each held report is an object of its own, deleted once archived. */
   async reclaimHeldSpace(): Promise<void> {}
 
-  /** The answer to an acceptance whose key is held: a repeat, or (no partner) another partner's report in the way. */
-  private async repeatOf(id: ReportId, pkey: string): Promise<AcceptResult> {
-    if (id.partner !== undefined) return { created: false, pkey };
-    const held = await this.recordAt(sharedSlot(id));
-    if (held && held.partner !== undefined) throw new PkeyTakenError(pkey);
+  /**
+   * The answer to an acceptance whose key `slot` is held: a repeat, or another report in the
+   * way. A partner's own folder holds only its reports; the shared key holds a report of no
+   * partner or a partner's older one, and is this report's only if it names the same partner
+   * (or none for none).
+   */
+  private async repeatOf(id: ReportId, slot: PkeyParts, pkey: string): Promise<AcceptResult> {
+    if (slot.partner !== undefined) return { created: false, pkey };
+    const held = await this.recordAt(slot);
+    if (held && held.partner !== id.partner) throw new PkeyTakenError(pkey);
     return { created: false, pkey: held?.pkey ?? pkey };
   }
 

@@ -236,6 +236,17 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect([await ledger.isPending('partner-50'), await ledger.isPending('partner-beta-50')]).toEqual([false, true]);
   });
 
+  it("refuses a partner's older report whose key a report of no partner took first; each keeps its own", async () => {
+    const { ledgers: [ledger, other] } = await make();
+    expect(await ledger.accept(record(60, 'operators'))).toEqual({ created: true, pkey: 'partner-60' });
+    // Another report, not a repeat: its key is taken.
+    await expect(other.accept(older('alpha', 60, 'from before'))).rejects.toBeInstanceOf(PkeyTakenError);
+    expect((await ledger.lookup('partner-60'))!.record!.report.title).toBe('operators');
+    expect(await other.get({ source: 'partner', partner: 'alpha', post_id: 60 })).toBeUndefined();
+    // The report of no partner's own retry is still a repeat.
+    expect(await other.accept(record(60, 'again'))).toEqual({ created: false, pkey: 'partner-60' });
+  });
+
   it('gives a new key only a name no key has had; a rotation keeps the name', async () => {
     const { ledgers: [ledger, other] } = await make();
     const digest = (n: number) => String(n).repeat(64).slice(0, 64);
