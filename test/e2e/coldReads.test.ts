@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sqlString } from '../../src/archive/duckdb.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import type { ReadyIndex } from '../../src/archive/sidecars/index.js';
@@ -217,7 +217,26 @@ describe('a cold window on S3', () => {
         };
         const [small, usual] = [await get(tiny.url), await get(svc.url)];
         expect({ format, equal: small.equals(usual) }).toEqual({ format, equal: true });
+        // Every copy let go once the answer is sent: the bound holds again.
+        await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0));
       }
+      // A client that hangs up mid-answer lets go of what its answer held too: after the next
+      // answer, nothing is left held.
+      for (const encoding of ['identity', 'gzip']) {
+        await new Promise<void>((resolve) => {
+          const req = http.get(`${tiny.url}/reports/archive?${ALL}&format=ndjson`, { headers: { 'User-Agent': 'cold-read-tests/1.0', 'Accept-Encoding': encoding } });
+          req.on('error', () => resolve());
+          req.on('response', (res) => {
+            res.once('data', () => req.destroy());
+            res.on('error', () => resolve());
+            res.on('close', () => resolve());
+          });
+        });
+      }
+      const after = await fetch(`${tiny.url}/reports/archive?${ALL}&format=csv`, { headers: { 'User-Agent': 'cold-read-tests/1.0' } });
+      expect(after.status).toBe(200);
+      expect((await after.text()).split('\n').filter((l) => l.startsWith('"partner-'))).toHaveLength(DAYS * PER_DAY);
+      await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0));
     } finally {
       await tiny.stop();
     }
