@@ -19,13 +19,13 @@ import { filteredRows } from './sql.js';
  */
 export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, day: DayPlan): AsyncIterable<Uint8Array | ArrowDay | StoredSection> {
   const candidates = candidatesOf(day, query);
-  // The day's ready texts are held until its batches have been read.
+  // The day's ready texts and parts are held until its batches have been read.
   const holds = new Holds();
   try {
     const runs = isUnfiltered(query) ? await readyRuns(ctx, day, candidates, query, 'arrow', '', holds) : new Map<number, ReadyRun>();
     const isReady = (h: number) => runs.get(h)?.whole === true;
     if (!candidates.some(isReady)) {
-      yield await windowArrowDay(ctx, query, day);
+      yield await windowArrowDay(ctx, query, day, holds);
       return;
     }
     const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h]));
@@ -42,7 +42,7 @@ export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, d
       ctx.signal?.throwIfAborted();
       const hours = group.flatMap((h) => partsOfHour.get(h) ?? []);
       const narrowed = { ...query, startMs: Math.max(query.startMs, group[group.length - 1]!), endMs: Math.min(query.endMs, group[0]! + HOUR_MS - 1) };
-      const bound = filteredRows(await ctx.files([...day.whole, ...hours.flatMap((h) => h.parts)]), narrowed, isClean(day.whole, hours));
+      const bound = filteredRows(await ctx.files([...day.whole, ...hours.flatMap((h) => h.parts)], holds), narrowed, isClean(day.whole, hours));
       yield await ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
     }
   } finally {
@@ -50,9 +50,9 @@ export async function* arrowDayBatches(ctx: WindowContext, query: WindowQuery, d
   }
 }
 
-/** One UTC day of the window as Arrow buffers. */
-export async function windowArrowDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): Promise<ArrowDay> {
-  const bound = filteredRows(await ctx.files(partsOf(day)), query, isDayClean(day));
+/** One UTC day of the window as Arrow buffers, its parts held for `holds`. */
+export async function windowArrowDay(ctx: WindowContext, query: WindowQuery, day: DayPlan, holds: Holds): Promise<ArrowDay> {
+  const bound = filteredRows(await ctx.files(partsOf(day), holds), query, isDayClean(day));
   return ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
 }
 

@@ -6,16 +6,19 @@ import type { ReadyWant } from './sidecars/index.js';
 
 export interface WindowContext {
   db: DuckDb;
-  /** Local paths of parts (the store's own files, or the part cache's copies). */
-  files(parts: readonly ObjectInfo[]): Promise<string[]>;
+  /**
+   * Local paths of parts (the store's own files, or the part cache's copies), which stay until
+   * `holds` are released (the queries that read them are done).
+   */
+  files(parts: readonly ObjectInfo[], holds: Holds): Promise<string[]>;
   /**
    * Local paths of the parts' ready texts, undefined for a part that has none; of a remote
    * store, the bytes `want` reads are fetched, and only those. `holds`: the paths stay until
    * they are released (the answer has read them); without, a later copy may evict them.
    */
   readyFiles(parts: readonly ObjectInfo[], want: ReadyWant, holds?: Holds): Promise<(string | undefined)[]>;
-  /** Local paths of the parts' stats sidecars (sidecars/), undefined for a part that has none. */
-  statsFiles(parts: readonly ObjectInfo[]): Promise<(string | undefined)[]>;
+  /** Local paths of the parts' stats sidecars (sidecars/), undefined for a part that has none; they stay until `holds` are released. */
+  statsFiles(parts: readonly ObjectInfo[], holds: Holds): Promise<(string | undefined)[]>;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */
   signal: AbortSignal | undefined;
 }

@@ -1,7 +1,8 @@
-// What an answer is reading in the part cache. A ranged copy is read well after it is fetched
-// (a day's hours as a slow client takes them), and the cache's bound would otherwise evict it
-// in between, other answers' copies arriving meanwhile. An answer holds the copies of a day
-// until it has sent the day; a hold taken after its answer ended is let go at once.
+// What an answer is reading in the part cache. A copy is read after it is fetched (a ranged
+// copy's hours as a slow client takes them; a window's parts once all are fetched, by one
+// query), and the cache's bound would otherwise evict it in between, other answers' copies
+// arriving meanwhile. An answer holds the copies of a day until it has sent the day, and those
+// a query or count reads until it is done; a hold taken after its answer ended is let go at once.
 
 export class Holds {
   private releases: (() => void)[] = [];

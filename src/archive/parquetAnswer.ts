@@ -157,12 +157,14 @@ function wholeAnswer(piece: Footer): ParquetAnswer {
  */
 async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], out: string): Promise<void> {
   const segmentDir = `${out}.segments`;
+  // The parts read as they are stay until the one COPY over them all is done.
+  const holds = new Holds();
   await fs.mkdir(segmentDir, { recursive: true });
   try {
     const segments: string[] = [];
     const merge = async (parts: ObjectInfo[]) => {
       const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
-      const bound = filteredRows(await ctx.files(parts), query);
+      const bound = filteredRows(await ctx.files(parts, holds), query);
       await ctx.db.withMemory(
         (conn) => conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
         ctx.signal,
@@ -172,12 +174,12 @@ async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: 
     for (const day of days) {
       ctx.signal?.throwIfAborted();
       if (day.whole.length > 0) {
-        if (isDayClean(day)) segments.push(...(await ctx.files(day.whole)));
+        if (isDayClean(day)) segments.push(...(await ctx.files(day.whole, holds)));
         else await merge(partsOf(day));
         continue;
       }
       for (const hour of day.hours) {
-        if (hour.parts.length === 1) segments.push(...(await ctx.files(hour.parts)));
+        if (hour.parts.length === 1) segments.push(...(await ctx.files(hour.parts, holds)));
         else await merge(hour.parts);
       }
     }
@@ -202,6 +204,7 @@ async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: 
       );
     }, ctx.signal);
   } finally {
+    holds.release();
     await fs.rm(segmentDir, { recursive: true, force: true });
   }
 }

@@ -77,8 +77,11 @@ export class PartCache {
     this.journal = new JournalWriter(this.rangedDir, () => this.journaled());
   }
 
-  /** A local file with the part's content: the store's own file, or a cached copy. */
-  async localFile(info: ObjectInfo): Promise<string> {
+  /**
+   * A local file with the part's content: the store's own file, or a cached copy. `holds`: the
+   * copy is not evicted until they are released (its reader is done with it).
+   */
+  async localFile(info: ObjectInfo, holds?: Holds): Promise<string> {
     if (this.local) return this.local.fileOf(info.key);
     await (this.ready ??= this.scan());
     const name = cacheKeyOf(info);
@@ -86,6 +89,7 @@ export class PartCache {
     if (hit) {
       this.files.touch(hit);
       this.metrics?.cacheRequests.inc({ result: 'hit' });
+      if (holds) holds.add(this.files.hold(hit));
       return hit.file;
     }
     let pending = this.inflight.get(name);
@@ -94,7 +98,13 @@ export class PartCache {
       pending = this.fetch(info, name).finally(() => this.inflight.delete(name));
       this.inflight.set(name, pending);
     }
-    return pending;
+    const file = await pending;
+    if (!holds) return file;
+    const entry = this.files.get(name);
+    // Evicted before this reader could hold it (others' copies came in between): taken again.
+    if (entry?.file !== file) return this.localFile(info, holds);
+    holds.add(this.files.hold(entry));
+    return file;
   }
 
   /**
@@ -102,7 +112,7 @@ export class PartCache {
    * (an optional companion of a part, such as its ready texts). Absences are remembered: the
    * objects are immutable, and one written later comes with a new part (a new key).
    */
-  async localFileIfPresent(info: ObjectInfo): Promise<string | undefined> {
+  async localFileIfPresent(info: ObjectInfo, holds?: Holds): Promise<string | undefined> {
     if (this.local) {
       const direct = this.local.fileOf(info.key);
       // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
@@ -111,7 +121,7 @@ export class PartCache {
     const id = `${info.key}\n${info.etag}`;
     if (this.absent.has(id)) return undefined;
     try {
-      return await this.localFile(info);
+      return await this.localFile(info, holds);
     } catch (err) {
       if (!(err instanceof VanishedError)) throw err;
       this.remember(id);

@@ -102,7 +102,14 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
   let remaining = query.limit;
   for (let i = 0; i < plan.length && remaining > 0; i++) {
     const day = plan[i]!;
-    const batch = await queryDay(ctx, await ctx.files(partsOf(day)), query, shape, remaining, isDayClean(day));
+    // The day's parts held until its query is done.
+    const holds = new Holds();
+    let batch: FeatureBatch;
+    try {
+      batch = await queryDay(ctx, await ctx.files(partsOf(day), holds), query, shape, remaining, isDayClean(day));
+    } finally {
+      holds.release();
+    }
     remaining -= batch.items.length;
     yield batch;
   }
@@ -125,7 +132,8 @@ async function renderDay(ctx: WindowContext, day: DayPlan, query: WindowQuery, s
   const partsOfHour = new Map(day.hours.map((h) => [h.hourMs, h.parts]));
   // A compacted day may hold any of its hours; otherwise only listed hours have reports.
   const candidates = candidatesOf(day, query);
-  const filesOf = (hours: number[]) => ctx.files([...day.whole, ...hours.flatMap((h) => partsOfHour.get(h) ?? [])]);
+  // Held with the day: a storm hour's slices are queried as they are sent.
+  const filesOf = (hours: number[]) => ctx.files([...day.whole, ...hours.flatMap((h) => partsOfHour.get(h) ?? [])], holds);
   const clean = (hours: number[]) => isClean(day.whole, day.hours.filter((h) => hours.includes(h.hourMs)));
   // A DuckDB query's memory grows with the text it builds (several times over): a storm
   // day is built a few hours at a time, each run reading about QUERY_BYTES of parts.

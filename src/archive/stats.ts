@@ -4,6 +4,7 @@
 // purged, parts without a sidecar, syncs and tombstones) is one GROUP BY in DuckDB over the
 // rows the archive would answer, reading only the columns it needs.
 import type { WindowContext } from './context.js';
+import { Holds } from './holds.js';
 import { HOUR_MS, isClean, isDayClean, type DayPlan } from './plan.js';
 import type { HourParts } from './partListing.js';
 import type { WindowQuery } from './query.js';
@@ -117,14 +118,25 @@ export function bucketer(spec: StatsSpec): (us: number) => { bucketMs: number; f
  */
 export async function countStats(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec): Promise<StatsRow[]> {
   const tally = new StatsTally();
-  const rest = await countSidecars(ctx, query, days, spec, tally);
-  for (let i = 0; i < rest.length; i += 31) {
-    const chunk = rest.slice(i, i + 31);
-    const bound = filteredRows(await ctx.files(chunk.flatMap((c) => c.parts)), query, chunk.every((c) => c.clean));
-    await ctx.db.withMemory(async (conn) => {
-      const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
-      for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
-    }, ctx.signal);
+  // The sidecars and parts read stay until they are counted.
+  const holds = new Holds();
+  try {
+    const rest = await countSidecars(ctx, query, days, spec, tally, holds);
+    for (let i = 0; i < rest.length; i += 31) {
+      const chunk = rest.slice(i, i + 31);
+      const chunkHolds = new Holds();
+      try {
+        const bound = filteredRows(await ctx.files(chunk.flatMap((c) => c.parts), chunkHolds), query, chunk.every((c) => c.clean));
+        await ctx.db.withMemory(async (conn) => {
+          const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+          for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
+        }, ctx.signal);
+      } finally {
+        chunkHolds.release();
+      }
+    }
+  } finally {
+    holds.release();
   }
   return tally.rows(spec.offsetMinutes);
 }
@@ -141,7 +153,7 @@ interface DuckDbDay {
  * compacted into one part, or an hour with one part. A report the ledger retracted but whose part
  * still holds it is in the sidecar too: its day (or hour) goes to DuckDB, which hides it by pkey.
  */
-async function countSidecars(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec, tally: StatsTally): Promise<DuckDbDay[]> {
+async function countSidecars(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec, tally: StatsTally, holds: Holds): Promise<DuckDbDay[]> {
   // Syncs, tombstones and pages select by what the sidecars do not hold (pkeys, received_at, status).
   if (query.updatedAfterMs !== undefined || query.changed !== undefined || query.includeRetracted || query.after !== undefined || query.pkey !== undefined || query.receivedBeforeMs !== undefined) {
     return days.map((day) => ({ parts: [...day.whole, ...day.hours.flatMap((h) => h.parts)], clean: isDayClean(day) }));
@@ -165,7 +177,7 @@ async function countSidecars(ctx: WindowContext, query: WindowQuery, days: reado
     }
     return { day, candidates, left };
   });
-  const files = await ctx.statsFiles(plans.flatMap((p) => p.candidates.map((c) => c.part)));
+  const files = await ctx.statsFiles(plans.flatMap((p) => p.candidates.map((c) => c.part)), holds);
   const count = sidecarCounter(query, spec.by, bucketer(spec), (bucketMs, key, n) => tally.add(bucketMs, key, n));
   const rest: DuckDbDay[] = [];
   let f = 0;

@@ -22,6 +22,7 @@ import { isUnfiltered, queryKey, type WindowQuery } from './query.js';
 import { planChanges, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { readyWantOf, renderBatches, trimPage, type FeatureBatch } from './render.js';
 import { fetchAhead } from './fetchAhead.js';
+import { Holds } from './holds.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
 import { ReadySections, statsInfoOf, StoredSection } from './sidecars/index.js';
@@ -99,22 +100,28 @@ export class Window {
     let count = 0;
     let firstMs: number | undefined;
     let lastMs: number | undefined;
-    for (const bound of await this.monthly()) {
-      const row = await this.ctx.db.withMemory(async (conn) => {
-        const reader = await conn.runAndReadAll(
-          `SELECT count(*)::BIGINT AS n, min(epoch_ms(created_at)) AS first_ms, max(epoch_ms(created_at)) AS last_ms FROM ${bound.sql}`,
-          bound.values,
-          bound.types,
-        );
-        return reader.getRowObjectsJS()[0];
-      }, this.ctx.signal);
-      const n = Number(row?.n ?? 0);
-      if (n === 0) continue;
-      count += n;
-      const first = Number(row!.first_ms);
-      const last = Number(row!.last_ms);
-      firstMs = firstMs === undefined ? first : Math.min(firstMs, first);
-      lastMs = lastMs === undefined ? last : Math.max(lastMs, last);
+    // The parts stay until every month's query is done.
+    const holds = new Holds();
+    try {
+      for (const bound of await this.monthly(holds)) {
+        const row = await this.ctx.db.withMemory(async (conn) => {
+          const reader = await conn.runAndReadAll(
+            `SELECT count(*)::BIGINT AS n, min(epoch_ms(created_at)) AS first_ms, max(epoch_ms(created_at)) AS last_ms FROM ${bound.sql}`,
+            bound.values,
+            bound.types,
+          );
+          return reader.getRowObjectsJS()[0];
+        }, this.ctx.signal);
+        const n = Number(row?.n ?? 0);
+        if (n === 0) continue;
+        count += n;
+        const first = Number(row!.first_ms);
+        const last = Number(row!.last_ms);
+        firstMs = firstMs === undefined ? first : Math.min(firstMs, first);
+        lastMs = lastMs === undefined ? last : Math.max(lastMs, last);
+      }
+    } finally {
+      holds.release();
     }
     return { count, firstMs, lastMs };
   }
@@ -143,14 +150,19 @@ export class Window {
    * (releaseParquet.ts), and says how many reports it holds, where and when.
    */
   async writeReleaseParquet(out: string): Promise<ReleaseFileFacts> {
-    const bounds = await this.monthly();
-    if (bounds.length > 1) throw new Error('a release file holds a month at most');
-    return this.ctx.db.withConnection(async (conn) => {
-      if (bounds[0]) return copyReleaseParquet(conn, bounds[0], out);
-      // No part at all: an empty file with the same columns.
-      await conn.run(`CREATE OR REPLACE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
-      return copyReleaseParquet(conn, { sql: '"empty"', values: {}, types: {} }, out);
-    }, this.ctx.signal);
+    const holds = new Holds();
+    try {
+      const bounds = await this.monthly(holds);
+      if (bounds.length > 1) throw new Error('a release file holds a month at most');
+      return await this.ctx.db.withConnection(async (conn) => {
+        if (bounds[0]) return copyReleaseParquet(conn, bounds[0], out);
+        // No part at all: an empty file with the same columns.
+        await conn.run(`CREATE OR REPLACE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
+        return copyReleaseParquet(conn, { sql: '"empty"', values: {}, types: {} }, out);
+      }, this.ctx.signal);
+    } finally {
+      holds.release();
+    }
   }
 
   /**
@@ -171,12 +183,12 @@ export class Window {
     }
   }
 
-  /** The filtered rows a month of days at a time: few round trips, bounded memory for de-duplication. */
-  private async monthly() {
+  /** The filtered rows a month of days at a time (few round trips, bounded memory for de-duplication), their parts held for `holds`. */
+  private async monthly(holds: Holds) {
     const out = [];
     for (let i = 0; i < this.days.length; i += 31) {
       const month = this.days.slice(i, i + 31);
-      out.push(filteredRows(await this.ctx.files(month.flatMap(partsOf)), this.query, month.every(isDayClean)));
+      out.push(filteredRows(await this.ctx.files(month.flatMap(partsOf), holds), this.query, month.every(isDayClean)));
     }
     return out;
   }
@@ -197,9 +209,9 @@ export class Archive {
     this.ctx = {
       db,
       signal: undefined,
-      files: (parts) => Promise.all(parts.map((p) => cache.localFile(p))),
+      files: (parts, holds) => Promise.all(parts.map((p) => cache.localFile(p, holds))),
       readyFiles: (parts, want, holds) => Promise.all(parts.map((p) => sections.fileOf(p, want, holds))),
-      statsFiles: (parts) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p)))),
+      statsFiles: (parts, holds) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p), holds))),
     };
   }
 

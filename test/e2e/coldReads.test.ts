@@ -220,6 +220,17 @@ describe('a cold window on S3', () => {
         // Every copy let go once the answer is sent: the bound holds again.
         await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0));
       }
+      // Answers built from the parts themselves (a filtered Parquet window, a page, a filtered
+      // Arrow window) and counts from the stats sidecars hold the copies they read until done.
+      for (const query of [`?${ALL}&admin=PH-QC&format=parquet`, `?${ALL}&limit=5000&format=csv`, `?${ALL}&format=arrow&bbox=120,14,122,16`, `/count?${ALL}`, `/stats?${ALL}&interval=day&by=city`]) {
+        const get = async (url: string) => {
+          const res = await fetch(`${url}/reports/archive${query}`, { headers: { 'User-Agent': 'cold-read-tests/1.0' } });
+          expect({ query, status: res.status }).toEqual({ query, status: 200 });
+          return Buffer.from(await res.arrayBuffer());
+        };
+        const [small, usual] = [await get(tiny.url), await get(svc.url)];
+        expect({ query, equal: small.equals(usual) }).toEqual({ query, equal: true });
+      }
       // A client that hangs up mid-answer lets go of what its answer held too: after the next
       // answer, nothing is left held.
       for (const encoding of ['identity', 'gzip']) {
