@@ -13,7 +13,7 @@ import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
-import type { Holds } from './holds.js';
+import { Holds } from './holds.js';
 import { RangedCopy, type RangedFile } from './rangedCopy.js';
 import { JOURNAL, JournalWriter, readJournal, type JournaledCopy } from './rangedJournal.js';
 
@@ -105,6 +105,16 @@ export class PartCache {
     if (entry?.file !== file) return this.localFile(info, holds);
     holds.add(this.files.hold(entry));
     return file;
+  }
+
+  /** Runs `read` over local files of `parts` (as localFile), which stay in the cache until it is done. */
+  async withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>): Promise<T> {
+    const holds = new Holds();
+    try {
+      return await read(await Promise.all(parts.map((p) => this.localFile(p, holds))));
+    } finally {
+      holds.release();
+    }
   }
 
   /**

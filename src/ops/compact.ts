@@ -22,7 +22,7 @@ import type { Logger } from '../shared/log.js';
 export interface PartRewriteDeps {
   store: ObjectStore;
   db: DuckDb;
-  cache: Pick<PartCache, 'localFile'>;
+  cache: Pick<PartCache, 'withFiles'>;
   config: Pick<Config, 'dataDir'>;
   /** Told of a sidecar that could not be built. */
   log: Pick<Logger, 'warn'>;
@@ -63,13 +63,12 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
   const merge = async (inputs: ObjectInfo[], key: string, dayMs: number) => {
-    const files = await Promise.all(inputs.map((p) => rt.cache.localFile(p)));
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
     // Retracted reports go in as tombstones: a merged file never brings personal fields back.
     const retracted: string[] = [];
     for await (const r of rt.ledger.retractions({ createdFromMs: dayMs, createdToMs: dayMs + DAY_MS - 1 })) retracted.push(r.pkey);
     try {
-      result.rows += await mergeParts(rt.db, files, out, retracted);
+      result.rows += await rt.cache.withFiles(inputs, (files) => mergeParts(rt.db, files, out, retracted));
       // New file first, then the old ones go.
       await publisher.publish(key, out);
       await publisher.retire(inputs.map((p) => p.key));
@@ -88,7 +87,7 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
       if (parts.length < 2) {
         // Already one part: it only needs its sidecars if it was written before them (or before their versions).
         const part = parts[0];
-        if (part) await publisher.upgrade(part, await rt.cache.localFile(part), path.join(tmpDir, `${randomUUID()}.ready`));
+        if (part) await rt.cache.withFiles([part], ([file]) => publisher.upgrade(part, file!, path.join(tmpDir, `${randomUUID()}.ready`)));
         continue;
       }
       await merge(parts, newDayPartKey(dayMs), dayMs);

@@ -36,7 +36,7 @@ const STILL_THERE = `${NAMED} AND ${notTombstoneSql()}`;
 export interface PurgeDeps {
   ledger: Pick<RetractionLedger, 'retractions' | 'markPurged'> & Pick<ReportLookup, 'lookup'>;
   store: ObjectStore;
-  cache: Pick<PartCache, 'localFile'>;
+  cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
   config: Pick<Config, 'dataDir'>;
   /** Told of a sidecar that could not be built. */
@@ -75,23 +75,25 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
 
 /** Rewrites the part with `pkeys` as tombstones when it holds any of them as they were; true when it did. */
 async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string): Promise<boolean> {
-  const file = await rt.cache.localFile(part);
   const out = path.join(tmpDir, `${randomUUID()}.parquet`);
   try {
-    const holds = await rt.db.withConnection(async (conn) => {
-      const values = { pkeys: listValue(pkeys) };
-      const types = { pkeys: LIST(VARCHAR) };
-      const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(file)}) WHERE ${STILL_THERE}`, values, types);
-      if (Number(reader.getRowObjectsJS()[0]?.n ?? 0) === 0) return false;
-      // Same columns, same order (newest first), the named rows as tombstones.
-      await conn.run(
-        `COPY (SELECT ${TOMBSTONE(NAMED)} FROM read_parquet(${sqlString(file)}) ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
-        values,
-        types,
-      );
-      return true;
-    });
-    if (!holds) return false;
+    // The part stays in the cache while it is read.
+    const found = await rt.cache.withFiles([part], ([file]) =>
+      rt.db.withConnection(async (conn) => {
+        const values = { pkeys: listValue(pkeys) };
+        const types = { pkeys: LIST(VARCHAR) };
+        const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(file!)}) WHERE ${STILL_THERE}`, values, types);
+        if (Number(reader.getRowObjectsJS()[0]?.n ?? 0) === 0) return false;
+        // Same columns, same order (newest first), the named rows as tombstones.
+        await conn.run(
+          `COPY (SELECT ${TOMBSTONE(NAMED)} FROM read_parquet(${sqlString(file!)}) ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+          values,
+          types,
+        );
+        return true;
+      }),
+    );
+    if (!found) return false;
     // With its ready texts rewritten first: they never hold a purged report's text.
     await storePartPublisher(rt).publish(part.key, out);
     return true;

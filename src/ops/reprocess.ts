@@ -66,19 +66,19 @@ export async function reprocess(
       const out = path.join(tmpDir, `${randomUUID()}.parquet`);
       written.push(out);
       try {
-        const files = await Promise.all(hour.parts.map((p) => rt.cache.localFile(p)));
-        const done = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
+        // The parts stay in the cache while they are read (and, unchanged, their ready texts written from them).
+        const done = await rt.cache.withFiles(hour.parts, async (files) => {
+          const retagged = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
+          // Re-tagged by an earlier run that stopped before its ready texts: this one writes them
+          // (the answers already carry its tags).
+          if (!options.dryRun && !retagged.changed && hour.parts.length === 1) await publisher.upgrade(hour.parts[0]!, files[0]!, path.join(tmpDir, `${randomUUID()}.ready`));
+          return retagged;
+        });
         result.reports += done.reports;
         result.cityChanges += done.cityChanges;
         result.localAreaChanges += done.localAreaChanges;
         for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
-        if (options.dryRun) return;
-        if (!done.changed) {
-          // Re-tagged by an earlier run that stopped before its ready texts: this one writes them
-          // (the answers already carry its tags).
-          if (hour.parts.length === 1) await publisher.upgrade(hour.parts[0]!, files[0]!, path.join(tmpDir, `${randomUUID()}.ready`));
-          return;
-        }
+        if (options.dryRun || !done.changed) return;
         // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
         // Logged before the new part, and again once it is durable. The first log survives a run
         // cut short after the part (a rerun finds the tags already new and writes nothing); a sync

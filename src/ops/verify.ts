@@ -13,7 +13,7 @@ import type { Progress } from './progress.js';
 export interface VerifyDeps {
   ledger: Pick<PendingLedger, 'accepted'>;
   store: ObjectStore;
-  cache: Pick<PartCache, 'localFile'>;
+  cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
 }
 
@@ -79,18 +79,19 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
 async function archivedPkeys(rt: VerifyDeps, parts: readonly ObjectInfo[], fromMs: number, toMs: number, duplicated: () => void): Promise<Set<string>> {
   const pkeys = new Set<string>();
   if (parts.length === 0) return pkeys;
-  const files = await Promise.all(parts.map((p) => rt.cache.localFile(p)));
-  await rt.db.withConnection(async (conn) => {
-    const [keys, copies] = (
-      await conn.runAndReadAll(
-        `SELECT pkey, count(*)::INTEGER FROM read_parquet([${files.map(sqlString).join(', ')}])
-         WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(fromMs)} AND ${Math.trunc(toMs)} GROUP BY pkey`,
-      )
-    ).getColumnsJS() as [string[], number[]];
-    keys.forEach((pkey, i) => {
-      pkeys.add(pkey);
-      if (copies[i]! > 1) duplicated();
-    });
-  });
+  await rt.cache.withFiles(parts, (files) =>
+    rt.db.withConnection(async (conn) => {
+      const [keys, copies] = (
+        await conn.runAndReadAll(
+          `SELECT pkey, count(*)::INTEGER FROM read_parquet([${files.map(sqlString).join(', ')}])
+           WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(fromMs)} AND ${Math.trunc(toMs)} GROUP BY pkey`,
+        )
+      ).getColumnsJS() as [string[], number[]];
+      keys.forEach((pkey, i) => {
+        pkeys.add(pkey);
+        if (copies[i]! > 1) duplicated();
+      });
+    }),
+  );
   return pkeys;
 }

@@ -12,6 +12,7 @@ import { sqlString } from '../../src/archive/duckdb.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import type { ReadyIndex } from '../../src/archive/sidecars/index.js';
 import { READY_HEAD_BYTES } from '../../src/archive/sidecars/readySections.js';
+import { verify } from '../../src/ops/verify.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { writePartFile } from '../support/parts.js';
@@ -231,6 +232,10 @@ describe('a cold window on S3', () => {
         const [small, usual] = [await get(tiny.url), await get(svc.url)];
         expect({ query, equal: small.equals(usual) }).toEqual({ query, equal: true });
       }
+      // An operator's job holds the parts it reads too: verify reads a block of days at once.
+      // (The parts were published without the ledger: each of their reports is one it does not know.)
+      const checked = await verify(tiny.rt, { fromMs: FIRST_DAY_MS, toMs: FIRST_DAY_MS + DAYS * 86_400_000 - 1 });
+      expect(checked.unexpected).toHaveLength(DAYS * PER_DAY);
       // A client that hangs up mid-answer lets go of what its answer held too: after the next
       // answer, nothing is left held.
       for (const encoding of ['identity', 'gzip']) {
