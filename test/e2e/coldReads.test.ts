@@ -219,7 +219,7 @@ describe('a cold window on S3', () => {
         const [small, usual] = [await get(tiny.url), await get(svc.url)];
         expect({ format, equal: small.equals(usual) }).toEqual({ format, equal: true });
         // Every copy let go once the answer is sent: the bound holds again.
-        await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0));
+        await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0), { timeout: 5000 });
       }
       // Answers built from the parts themselves (a filtered Parquet window, a page, a filtered
       // Arrow window) and counts from the stats sidecars hold the copies they read until done.
@@ -252,7 +252,7 @@ describe('a cold window on S3', () => {
       const after = await fetch(`${tiny.url}/reports/archive?${ALL}&format=csv`, { headers: { 'User-Agent': 'cold-read-tests/1.0' } });
       expect(after.status).toBe(200);
       expect((await after.text()).split('\n').filter((l) => l.startsWith('"partner-'))).toHaveLength(DAYS * PER_DAY);
-      await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0));
+      await vi.waitFor(() => expect(tiny.rt.cache.sizeBytes).toBe(0), { timeout: 5000 });
     } finally {
       await tiny.stop();
     }

@@ -117,7 +117,7 @@ describe('ready texts from S3, ranged', () => {
     expect(existsSync(other)).toBe(true);
     // Released: the bound holds again, on the disk too.
     holds.release();
-    await vi.waitFor(() => expect(existsSync(held)).toBe(false));
+    await vi.waitFor(() => expect(existsSync(held)).toBe(false), { timeout: 5000 });
     expect(cache.sizeBytes).toBe(0);
 
     const late = new Holds();
