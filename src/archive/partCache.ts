@@ -159,7 +159,8 @@ export class PartCache {
     if (hit?.copy) {
       this.files.touch(hit);
       this.metrics?.cacheRequests.inc({ result: 'hit' });
-      return this.held(hit, holds);
+      if (holds) holds.add(this.files.hold(hit));
+      return hit.copy;
     }
     let pending = this.inflightCopies.get(name);
     if (!pending) {
@@ -172,16 +173,12 @@ export class PartCache {
       this.remember(id);
       return undefined;
     }
+    if (!holds) return copy;
     const entry = this.files.get(name);
     // Evicted before this reader could hold it (others' copies came in between): taken again.
-    if (holds && entry?.copy !== copy) return this.rangedFileIfPresent(info, headBytes, holds);
-    return entry ? this.held(entry, holds) : copy;
-  }
-
-  /** An entry's copy, held for `holds` when given. */
-  private held(entry: Entry, holds: Holds | undefined): RangedCopy {
-    if (holds) holds.add(this.files.hold(entry));
-    return entry.copy!;
+    if (entry?.copy !== copy) return this.rangedFileIfPresent(info, headBytes, holds);
+    holds.add(this.files.hold(entry));
+    return copy;
   }
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {

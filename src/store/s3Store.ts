@@ -53,9 +53,11 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async getRangeStream(key: string, start: number, length: number, options: { ifMatch?: string } = {}): Promise<StreamedObject | undefined> {
-    const empty = async () => {
-      const got = await this.emptyRange(key, options);
-      return got && { key, size: got.size, etag: got.etag, lastModified: got.lastModified, body: Readable.from([]) };
+    // No bytes asked for, or none there: the object's facts alone (a HEAD), the version checked as a GET's If-Match would.
+    const empty = async (): Promise<StreamedObject | undefined> => {
+      const info = await this.head(key);
+      if (!info || (options.ifMatch !== undefined && info.etag !== options.ifMatch)) return undefined;
+      return { ...info, body: Readable.from([]) };
     };
     if (length <= 0) return empty();
     try {
@@ -71,12 +73,6 @@ export class S3ObjectStore implements ObjectStore {
       if (statusOf(err) === 416) return empty();
       throw unavailable(err);
     }
-  }
-
-  private async emptyRange(key: string, options: { ifMatch?: string }): Promise<StoredObject | undefined> {
-    const info = await this.head(key);
-    if (!info || (options.ifMatch !== undefined && info.etag !== options.ifMatch)) return undefined;
-    return { ...info, body: Buffer.alloc(0) };
   }
 
   async head(key: string): Promise<ObjectInfo | undefined> {
