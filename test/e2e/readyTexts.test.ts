@@ -1,6 +1,6 @@
 // Ready texts: every part the worker or compaction writes has its reports serialised beside it
 // (ready/v7/, outside the Parquet layout), and answers read from them are byte for byte the
-// answers DuckDB builds from the part itself, whole hours and hours a window cuts alike.
+// answers DuckDB builds from the part itself, whole hours and hours a window cuts or only touches alike.
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import { promisify } from 'node:util';
@@ -22,7 +22,11 @@ const DAY = 'start=2026-11-18T00:00:00%2B0000&end=2026-11-18T23:59:59%2B0000';
 const CUT = 'start=2026-11-18T05:30:00%2B0800&end=2026-11-19T01:20:00%2B0800';
 // Filtered by city, or by a bbox that keeps some of Quezon City's points.
 const FILTERED = [`${DAY}&admin=PH-QC`, `${CUT}&bbox=121.031,14.6,121.04,14.7`, `${DAY}&admin=PH-PG&bbox=120,15,121,15.1`];
-const ANSWERS = ['geoformat=geojson', 'geoformat=topojson', 'format=geojson', 'format=topojson', 'format=csv', 'format=ndjson'].flatMap((f) => [DAY, CUT, ...FILTERED].map((w) => `${w}&${f}`));
+// Touches 04:00 and 06:00 without keeping a report of theirs (04:50 is before it, 06:10 after).
+const TOUCH = 'start=2026-11-18T04:55:00%2B0000&end=2026-11-18T06:05:00%2B0000';
+// Ends on a report's instant at each end: 05:50 and 06:10 are kept.
+const EDGES = 'start=2026-11-18T05:50:00.000%2B0000&end=2026-11-18T06:10:00.000%2B0000';
+const ANSWERS = ['geoformat=geojson', 'geoformat=topojson', 'format=geojson', 'format=topojson', 'format=csv', 'format=ndjson'].flatMap((f) => [DAY, CUT, ...FILTERED, TOUCH, EDGES].map((w) => `${w}&${f}`));
 
 let svc: TestService;
 
@@ -63,7 +67,7 @@ async function answers(): Promise<string[]> {
 }
 
 /** Arrow answers of whole windows (the day, a week around it), as tables. */
-const ARROW = [`${DAY}&format=arrow`, 'start=2026-11-15T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&format=arrow'];
+const ARROW = [`${DAY}&format=arrow`, 'start=2026-11-15T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&format=arrow', `${TOUCH}&format=arrow`];
 async function arrowAnswers(): Promise<Buffer[]> {
   return Promise.all(
     ARROW.map(async (q) => {
@@ -138,7 +142,7 @@ describe('ready texts', () => {
     expect((await text(window)).trim().split('\n').map((l) => JSON.parse(l).properties.pkey)).toEqual([pkeyOf(9101), pkeyOf(9100)]);
   });
 
-  it('answer byte for byte as DuckDB renders the parts, whole days and cut hours', async () => {
+  it('answer byte for byte as DuckDB renders the parts, whole days, cut hours and hours only touched', async () => {
     const ready = await answers();
     const built = await withoutReadyTexts();
     expect(ready).toEqual(built);
@@ -147,6 +151,9 @@ describe('ready texts', () => {
     expect(Math.min(...times)).toBeGreaterThanOrEqual(Date.parse('2026-11-17T21:30:00Z'));
     expect(Math.max(...times)).toBeLessThanOrEqual(Date.parse('2026-11-18T17:20:00Z'));
     expect(JSON.parse(ready[0]!).result.features).toHaveLength(72);
+    const timesOf = (i: number) => JSON.parse(ready[i]!).result.features.map((f: any) => f.properties.created_at);
+    expect(timesOf(5)).toEqual(['2026-11-18T05:50:00.000Z', '2026-11-18T05:30:00.000Z', '2026-11-18T05:10:00.000Z']);
+    expect(timesOf(6)).toEqual(['2026-11-18T06:10:00.000Z', '2026-11-18T05:50:00.000Z']);
     // The filters keep some reports and leave out others.
     for (const [i, n] of [[2, 36], [3, 0], [4, 36]] as const) {
       const kept = JSON.parse(ready[i]!).result.features;
@@ -212,7 +219,9 @@ describe('ready texts', () => {
     const built = await withoutReadyTexts(arrowAnswers);
     expect(tableOf(ready[0]!)).toEqual(tableOf(built[0]!));
     expect(tableOf(ready[1]!)).toEqual(tableOf(built[1]!));
+    expect(tableOf(ready[2]!)).toEqual(tableOf(built[2]!));
     expect((tableOf(ready[0]!) as { rows: unknown[] }).rows).toHaveLength(72);
+    expect((tableOf(ready[2]!) as { rows: unknown[] }).rows).toHaveLength(3);
     // Read from the sidecars: a text changed in them (byte for byte) is in the answer.
     const keys = await keysUnder(svc.rt, 'ready/');
     const saved = await Promise.all(keys.map(async (k) => [k, (await svc.rt.store.get(k))!.body] as const));

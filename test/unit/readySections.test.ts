@@ -1,7 +1,7 @@
 // Ready texts read from S3 (fauxqs) through the part cache's ranged copies: an answer's bytes
 // are the same as from the whole file, a ready text is two GETs (its index, then what the
-// index locates), and a whole GeoJSON day one once the last one read tells how far its
-// GeoJSON reaches.
+// index locates), a whole GeoJSON day one (its reach guessed, then learned from the last one
+// read), and an hour the window only touches is not read at all.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -86,12 +86,12 @@ async function getsOf<T>(read: () => Promise<T>): Promise<{ value: T; gets: numb
 }
 
 describe('ready texts from S3, ranged', () => {
-  it('reads the same bytes as the whole file; two GETs a text, then one for a whole GeoJSON day once its reach is known', async () => {
+  it('reads the same bytes as the whole file; one GET for a whole GeoJSON day, the first one too, two for a text of another shape', async () => {
     const cache = new PartCache(store, path.join(dir, 'cache'), 100_000_000);
     const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
 
     const first = await getsOf(() => sections.fileOf(days[0]!.part, wantOf(0, 'geojson')));
-    expect(first.gets).toBe(2);
+    expect(first.gets).toBe(1);
     expect(textOf(first.value!, 0, 'geojson').equals(textOf(days[0]!.local, 0, 'geojson'))).toBe(true);
 
     const second = await getsOf(() => sections.fileOf(days[1]!.part, wantOf(1, 'geojson')));
@@ -126,6 +126,23 @@ describe('ready texts from S3, ranged', () => {
     expect(existsSync(lateFile)).toBe(true);
     await sections.fileOf(days[0]!.part, wantOf(0, 'geojson'));
     expect(existsSync(lateFile)).toBe(false);
+  });
+
+  it('reads nothing of an hour the window only touches: a window ending at a day\'s first instant fetches its index alone', async () => {
+    const cache = new PartCache(store, path.join(dir, 'cache-touch'), 100_000_000);
+    const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
+    // Day 0 and the first millisecond of day 1, whose first report comes later.
+    const touching: ReadyWant = { shape: 'csv', filter: { startMs: FIRST, endMs: FIRST + DAY, admin: undefined } };
+    const { index } = readReadyIndex(days[1]!.local);
+    expect(index.hours.at(-1)!.minMs).toBeGreaterThan(FIRST + DAY);
+
+    const read = await getsOf(() => sections.fileOf(days[1]!.part, touching));
+    expect(read.gets).toBe(1);
+    expect(cache.sizeBytes).toBeLessThanOrEqual(READY_HEAD_BYTES);
+    const hours = index.hours.map((h) => h.hourMs);
+    const runs = readyRunsOf(read.value!, hours, touching.filter);
+    expect([...runs.values()].every((r) => r.hour === undefined)).toBe(true);
+    expect(readyReads([...runs.values()], 'csv', '\n')).toEqual([]);
   });
 
   it('fetches for a whole day in Parquet its Parquet section and the index, hardly more', async () => {

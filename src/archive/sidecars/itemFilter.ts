@@ -31,6 +31,21 @@ export function keptCodes(codes: readonly (string | null)[], admin: readonly str
   return Uint8Array.from(codes, (c) => (c !== null && wanted.has(c) ? 1 : 0));
 }
 
+/**
+ * Whether the window's time may keep some of the hour's reports: their times, not the hour's,
+ * against it. An hour the window only touches (a window ending at midnight touches the next day's
+ * first hour) is then read not at all: neither its sections nor the per-report index. Exact at
+ * the edges: created_at is at least minMs and under maxMs + 1 ms.
+ */
+export function mayKeepSome(hour: Pick<ReadyHour, 'minMs' | 'maxMs'>, filter: Pick<ItemFilter, 'startMs' | 'endMs'>): boolean {
+  return hour.maxMs >= filter.startMs && hour.minMs <= filter.endMs;
+}
+
+/** Whether the window's time keeps every report of the hour. */
+export function keepsAllTimes(hour: Pick<ReadyHour, 'minMs' | 'maxMs'>, filter: Pick<ItemFilter, 'startMs' | 'endMs'>): boolean {
+  return hour.minMs >= filter.startMs && hour.maxMs <= filter.endMs;
+}
+
 /** Selects an hour's reports as DuckDB's filters would (the same doubles compared; created_at to the microsecond). */
 export function selectItems(ready: ReadyFile, items: ReadyItems, hour: ReadyHour, filter: ItemFilter): Selection {
   const startUs = filter.startMs * 1000;

@@ -4,7 +4,7 @@
 import { READY_TEXTS, type ReadyHour, type ReadyItems, type ReadyShape } from './readyFormat.js';
 import { readReadyIndex, type ReadyFile } from './readyIndex.js';
 import { readItems, readSelection, streamHours, type StoredSection } from './readyReader.js';
-import { selectItems, type ItemFilter, type Selection } from './itemFilter.js';
+import { keepsAllTimes, mayKeepSome, selectItems, type ItemFilter, type Selection } from './itemFilter.js';
 
 /** An hour a sidecar answers. */
 export interface ReadyRun {
@@ -38,7 +38,12 @@ export function readyRunsOf(file: string, hours: readonly number[], filter: Item
   let items: ReadyItems | undefined;
   for (const hourMs of hours) {
     const hour = index.get(hourMs);
-    if (!hour || (!filtered && hour.minMs >= filter.startMs && hour.maxMs <= filter.endMs)) {
+    // None of its reports in the window's time: nothing to read (readySections.ts fetched nothing).
+    if (hour && !mayKeepSome(hour, filter)) {
+      out.set(hourMs, whole(hourMs, undefined));
+      continue;
+    }
+    if (!hour || (!filtered && keepsAllTimes(hour, filter))) {
       out.set(hourMs, whole(hourMs, hour));
       continue;
     }

@@ -1,6 +1,7 @@
 // The answer-form Parquet section of a ready text, opened for a Parquet answer to copy its row
 // groups: only when the sidecar has one and every report it holds lies inside the window.
 import type { FileHandle } from 'node:fs/promises';
+import { keepsAllTimes } from './itemFilter.js';
 import { openReady } from './readyIndex.js';
 
 /** A byte range of an open sidecar holding a whole Parquet file. */
@@ -17,7 +18,7 @@ export interface StoredParquet {
 export async function openStoredParquet(file: string, startMs: number, endMs: number): Promise<StoredParquet | undefined> {
   const { handle, ready } = await openReady(file);
   const { parquet, hours } = ready.index;
-  if (!hours.every((h) => h.minMs >= startMs && h.maxMs <= endMs)) {
+  if (!hours.every((h) => keepsAllTimes(h, { startMs, endMs }))) {
     await handle.close().catch(() => undefined);
     return undefined;
   }
