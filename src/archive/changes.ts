@@ -36,6 +36,11 @@ export const SETTLE_MS = 60_000;
 
 export type ChangedReport = RetractedReport;
 
+/** A change log made and not yet written (ChangeLog.prepare). */
+export interface PreparedChanges {
+  readonly body: Buffer;
+}
+
 const gzip = promisify(gzipCallback);
 
 const pad = (ms: number) => String(Math.max(0, Math.trunc(ms))).padStart(15, '0');
@@ -96,12 +101,28 @@ export class ChangeLog {
 
   /** Records that these reports' archived rows were written (after their parts are durable). */
   async record(reports: readonly ChangedReport[]): Promise<void> {
-    if (reports.length === 0) return;
-    // On the thread pool: a bulk job's log names a day's reports (100,000 and more).
-    const body = await gzip(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) }));
+    const log = await this.prepare(reports);
+    if (log) await this.put(log);
+  }
+
+  /**
+   * A log naming these reports, not yet written (undefined for none): for a writer that names
+   * the same reports more than once (a reprocess, before its part and once it is durable), which
+   * then serialises and compresses them once.
+   */
+  async prepare(reports: readonly ChangedReport[]): Promise<PreparedChanges | undefined> {
+    if (reports.length === 0) return undefined;
+    // On the thread pool: a bulk job's log names a day's reports (100,000 and more). Level 1:
+    // 7.3 bytes a report against 7.0 at zlib's default, in half the time (1.5 s of CPU for a
+    // reprocessed year's 2.5 M).
+    return { body: await gzip(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) }), { level: 1 }) };
+  }
+
+  /** Writes a prepared log under a name of its own (each put is one more log). */
+  async put(log: PreparedChanges): Promise<void> {
     for (;;) {
       const named = this.now();
-      await this.store.put(`${CHANGES_PREFIX}${pad(named)}-${ulid()}.json.gz`, body);
+      await this.store.put(`${CHANGES_PREFIX}${pad(named)}-${ulid()}.json.gz`, log.body);
       if (this.now() - named <= this.settleMs / 2) return;
     }
   }

@@ -18,7 +18,7 @@ import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
 /** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
 export interface ReprocessDeps extends PartRewriteDeps {
   boundaries: Pick<BoundaryRepository, 'latest'>;
-  changes: Pick<ChangeLog, 'record'>;
+  changes: Pick<ChangeLog, 'prepare' | 'put'>;
 }
 
 export interface ReprocessResult {
@@ -85,9 +85,10 @@ export async function reprocess(
         // lists it only a settling time after it was named, by when the part is readable unless its
         // PUT took that long, which the second log covers.
         const key = hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs);
-        await rt.changes.record(done.moved);
+        const moved = await rt.changes.prepare(done.moved);
+        if (moved) await rt.changes.put(moved);
         await publisher.publish(key, out, { readyTexts: false });
-        await rt.changes.record(done.moved);
+        if (moved) await rt.changes.put(moved);
         await publisher.retire(hour.parts.map((p) => p.key));
         untexted.push({ key, file: out, reports: done.rows });
         result.hoursRewritten += 1;

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { reprocess } from '../../src/ops/reprocess.js';
+import { gunzipSync } from 'node:zlib';
 import { ulid } from 'ulid';
 import { compaction } from '../../jobs/compaction.js';
 import { CHANGES_PREFIX } from '../../src/archive/changes.js';
@@ -179,8 +180,16 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
       localAreas: { ...shipped.localAreas, features: shipped.localAreas.features.filter((f) => f.properties.city_code === 'PH-QC') },
     };
     await svc.rt.boundaries.publish(quezonOnly);
+    const logsBefore = await keysUnder(svc.rt, CHANGES_PREFIX);
     const done = await reprocess(svc.rt, { fromMs: Date.parse('2026-10-05T00:00:00Z'), toMs: Date.parse('2026-10-05T23:59:59Z'), dryRun: false });
     expect(done.moves).toEqual({ 'PH-PG -> null': 1 });
+    // The moved report is logged before its new part and again once it is durable: two logs,
+    // each naming it alone.
+    const written = (await keysUnder(svc.rt, CHANGES_PREFIX)).filter((k) => !logsBefore.includes(k));
+    expect(written).toHaveLength(2);
+    for (const key of written) {
+      expect(JSON.parse(gunzipSync((await svc.rt.store.get(key))!.body).toString('utf8'))).toEqual({ v: 1, reports: [[pkeyOf(700), Date.parse('2026-10-05T00:30:00Z')]] });
+    }
     await new Promise((r) => setTimeout(r, SETTLE_MS));
 
     const sync = await pull(`updated_after=${encodeURIComponent(first.watermark)}&${window}`);
