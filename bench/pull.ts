@@ -9,6 +9,8 @@ import { answer, childArgs, forkedAnswer } from './forked.js';
 export interface Pulled {
   /** From the request to the last byte, as the client saw it (its process's start left out). */
   ms: number;
+  /** From the request to the answer's first byte (its end, for an answer without a body). */
+  firstByteMs: number;
   bytes: number;
   status: number;
 }
@@ -25,8 +27,15 @@ function timedGet(url: string, encoding: string): Promise<Pulled> {
     http
       .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': encoding } }, (res) => {
         let bytes = 0;
-        res.on('data', (chunk: Buffer) => (bytes += chunk.byteLength));
-        res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0 }));
+        let firstByteMs: number | undefined;
+        res.on('data', (chunk: Buffer) => {
+          firstByteMs ??= performance.now() - t0;
+          bytes += chunk.byteLength;
+        });
+        res.on('end', () => {
+          const ms = performance.now() - t0;
+          resolve({ ms, firstByteMs: firstByteMs ?? ms, bytes, status: res.statusCode ?? 0 });
+        });
         res.on('error', reject);
       })
       .on('error', reject);

@@ -144,6 +144,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
       // Cold: a new process, every cache emptied; the median of a few such pulls (one is at the
       // mercy of whatever else the machine does in that second), and the highest peak RSS.
       const colds: number[] = [];
+      const firstBytes: number[] = [];
       let coldRss = 0;
       let bytes = 0;
       let fetched = 0;
@@ -163,6 +164,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         storeCpu.push((store?.cpuMs() ?? 0) - cpuBefore);
         if (first.status !== 200) log(`${label} ${name} ${format}: cold HTTP ${first.status}`);
         colds.push(first.ms);
+        firstBytes.push(first.firstByteMs);
         coldRss = Math.max(coldRss, peakRssMb(server.pid));
         bytes = first.bytes;
       }
@@ -180,6 +182,7 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         reports: count,
         MB: Math.round((cold.bytes / 1e6) * 10) / 10,
         'cold ms': Math.round(cold.ms),
+        'cold first byte ms': Math.round(pct(firstBytes, 50)),
         'warm p50 ms': Math.round(warm),
         'cold features/s': Math.round(count / (cold.ms / 1000)),
         'warm features/s': Math.round(count / (warm / 1000)),
