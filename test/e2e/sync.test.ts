@@ -183,10 +183,10 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const logsBefore = await keysUnder(svc.rt, CHANGES_PREFIX);
     const done = await reprocess(svc.rt, { fromMs: Date.parse('2026-10-05T00:00:00Z'), toMs: Date.parse('2026-10-05T23:59:59Z'), dryRun: false });
     expect(done.moves).toEqual({ 'PH-PG -> null': 1 });
-    // The moved report is logged before its new part and again once it is durable: two logs,
-    // each naming it alone.
+    // The moved report is logged before its new part and again once it is durable: two logs
+    // (more if a PUT took longer than half the settling time), each naming it alone.
     const written = (await keysUnder(svc.rt, CHANGES_PREFIX)).filter((k) => !logsBefore.includes(k));
-    expect(written).toHaveLength(2);
+    expect(written.length).toBeGreaterThanOrEqual(2);
     for (const key of written) {
       expect(JSON.parse(gunzipSync((await svc.rt.store.get(key))!.body).toString('utf8'))).toEqual({ v: 1, reports: [[pkeyOf(700), Date.parse('2026-10-05T00:30:00Z')]] });
     }

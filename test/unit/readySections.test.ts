@@ -71,10 +71,13 @@ afterAll(async () => {
 /** A day's whole window in a shape. */
 const wantOf = (d: number, shape: ReadyWant['shape']): ReadyWant => ({ shape, filter: { startMs: FIRST + d * DAY, endMs: FIRST + (d + 1) * DAY - 1, admin: undefined } });
 
-/** The day's text in a shape, read from a ready file. */
-function textOf(file: string, d: number, shape: 'geojson' | 'csv'): Buffer {
-  const hours = Array.from({ length: 24 }, (_, h) => FIRST + d * DAY + (23 - h) * 3_600_000);
-  const runs = readyRunsOf(file, hours, wantOf(d, shape).filter);
+/** The day's hours, newest first. */
+const hoursOf = (d: number) => Array.from({ length: 24 }, (_, h) => FIRST + d * DAY + (23 - h) * 3_600_000);
+
+/** The day's text in a shape (or its Arrow batches), read from a ready file, for the day's window or `filter`'s. */
+function textOf(file: string, d: number, shape: 'geojson' | 'csv' | 'arrow', filter = wantOf(d, shape).filter): Buffer {
+  const hours = hoursOf(d);
+  const runs = readyRunsOf(file, hours, filter);
   return Buffer.concat(readyReads(hours.map((h) => runs.get(h)!), shape, '\n').flatMap((read) => [...read()].map((p) => (p instanceof StoredSection ? p.plain() : p))));
 }
 
@@ -131,8 +134,9 @@ describe('ready texts from S3, ranged', () => {
   it('reads nothing of an hour the window only touches: a window ending at a day\'s first instant fetches its index alone', async () => {
     const cache = new PartCache(store, path.join(dir, 'cache-touch'), 100_000_000);
     const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
-    // Day 0 and the first millisecond of day 1, whose first report comes later.
-    const touching: ReadyWant = { shape: 'csv', filter: { startMs: FIRST, endMs: FIRST + DAY, admin: undefined } };
+    // Day 0 and the first millisecond of day 1, whose first report comes later: not even the
+    // GeoJSON sections a whole day's first read would take with its index.
+    const touching: ReadyWant = { shape: 'geojson', filter: { startMs: FIRST, endMs: FIRST + DAY, admin: undefined } };
     const { index } = readReadyIndex(days[1]!.local);
     expect(index.hours.at(-1)!.minMs).toBeGreaterThan(FIRST + DAY);
 
@@ -142,7 +146,34 @@ describe('ready texts from S3, ranged', () => {
     const hours = index.hours.map((h) => h.hourMs);
     const runs = readyRunsOf(read.value!, hours, touching.filter);
     expect([...runs.values()].every((r) => r.hour === undefined)).toBe(true);
-    expect(readyReads([...runs.values()], 'csv', '\n')).toEqual([]);
+    expect(readyReads([...runs.values()], 'geojson', '\n')).toEqual([]);
+  });
+
+  it('answers a day it cuts at one end and only touches at the other with the bytes of the whole file, in every shape', async () => {
+    const { index } = readReadyIndex(days[2]!.local);
+    const byHour = new Map(index.hours.map((h) => [h.hourMs, h]));
+    // From just after hour 3's last report (touched, none kept) to the middle of hour 20 (cut);
+    // for Arrow, which reads whole hours, to the day's end.
+    const touched = byHour.get(FIRST + 2 * DAY + 3 * 3_600_000)!;
+    const cutAt = FIRST + 2 * DAY + 20.5 * 3_600_000;
+    const filterOf = (endMs: number) => ({ startMs: touched.maxMs + 1, endMs, admin: undefined });
+    const wants: ReadyWant[] = [
+      { shape: 'geojson', filter: filterOf(cutAt) },
+      { shape: 'csv', filter: filterOf(cutAt) },
+      { shape: 'arrow', filter: filterOf(FIRST + 3 * DAY - 1) },
+    ];
+    for (const want of wants) {
+      const cache = new PartCache(store, path.join(dir, `cache-mixed-${want.shape}`), 100_000_000);
+      const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
+      const file = (await sections.fileOf(days[2]!.part, want))!;
+      const shape = want.shape as 'geojson' | 'csv' | 'arrow';
+      const runs = readyRunsOf(file, hoursOf(2), want.filter);
+      expect(runs.get(touched.hourMs)!.hour, want.shape).toBeUndefined();
+      if (shape !== 'arrow') expect(runs.get(FIRST + 2 * DAY + 20 * 3_600_000)!.selection, want.shape).toBeDefined();
+      const text = textOf(file, 2, shape, want.filter);
+      expect(text.length, want.shape).toBeGreaterThan(0);
+      expect(text.equals(textOf(days[2]!.local, 2, shape, want.filter)), want.shape).toBe(true);
+    }
   });
 
   it('fetches for a whole day in Parquet its Parquet section and the index, hardly more', async () => {

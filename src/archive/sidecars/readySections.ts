@@ -3,8 +3,10 @@
 // per-report index only when an hour is cut or the window filtered, the Parquet section only
 // when every report lies in the window. On S3 a cold answer then moves the bytes of its own
 // format, not the part's every format.
+import { DAY_MS, partitionOfPartKey } from '../../store/layout.js';
 import type { ObjectInfo } from '../../store/objectStore.js';
 import type { Holds } from '../holds.js';
+import { HOUR_MS } from '../plan.js';
 import type { ByteRange, RangedFile } from '../rangedCopy.js';
 import { readyInfoOf } from './keys.js';
 import { ITEM_BYTES, type ReadyShape } from './readyFormat.js';
@@ -63,11 +65,23 @@ export class ReadySections {
   }
 
   private headBytes(part: ObjectInfo, want: ReadyWant): number {
-    const whole = want.filter.admin === undefined && want.filter.bbox === undefined;
+    const whole = want.filter.admin === undefined && want.filter.bbox === undefined && coversPart(part, want.filter);
     if (want.shape !== 'geojson' || !whole) return READY_HEAD_BYTES;
     // A quarter more than the last ratio: a little of the next section rather than another round trip.
     return Math.max(READY_HEAD_BYTES, Math.min(MAX_GUESSED_HEAD, Math.ceil(part.size * this.geojsonPerPartByte * 1.25)));
   }
+}
+
+/**
+ * Whether the window's time holds the part's whole hour or day: a part it cuts or only touches
+ * has its per-report index read after the index line (or nothing but the index), so its GeoJSON
+ * sections fetched with the index line would save no round trip.
+ */
+function coversPart(part: ObjectInfo, filter: ItemFilter): boolean {
+  const partition = partitionOfPartKey(part.key);
+  if (!partition) return true;
+  const endMs = partition.startMs + (partition.wholeDay ? DAY_MS : HOUR_MS) - 1;
+  return filter.startMs <= partition.startMs && filter.endMs >= endMs;
 }
 
 /** Has the bytes `want` reads present in the ranged file; returns its local path. `indexed`: told the index once read. */
