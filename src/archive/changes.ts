@@ -36,6 +36,17 @@ export const SETTLE_MS = 60_000;
 
 export type ChangedReport = RetractedReport;
 
+/**
+ * A query whose one row is the number of rows of `relation` (a relation with `pkey` and
+ * `created_at`) and the text of a log naming them, for ChangeLog.prepareText: a bulk job's log
+ * (a day's reports, every one of them when new boundaries move them all) built by DuckDB rather
+ * than from a JavaScript object a report, in a third of the time.
+ */
+export function changeLogTextSql(relation: string): string {
+  const item = `concat('[', to_json(pkey), ',', epoch_ms(created_at), ']')`;
+  return `SELECT count(*)::INTEGER, encode(concat('{"v":1,"reports":[', string_agg(${item}, ','), ']}')) FROM ${relation}`;
+}
+
 /** A change log made and not yet written (ChangeLog.prepare). */
 export interface PreparedChanges {
   readonly body: Buffer;
@@ -112,10 +123,15 @@ export class ChangeLog {
    */
   async prepare(reports: readonly ChangedReport[]): Promise<PreparedChanges | undefined> {
     if (reports.length === 0) return undefined;
+    return this.prepareText(Buffer.from(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) })));
+  }
+
+  /** A log from its text as `changeLogTextSql` builds it. */
+  async prepareText(text: Uint8Array): Promise<PreparedChanges> {
     // On the thread pool: a bulk job's log names a day's reports (100,000 and more). Level 1:
     // 7.3 bytes a report against 7.0 at zlib's default, in half the time (1.5 s of CPU for a
     // reprocessed year's 2.5 M).
-    return { body: await gzip(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) }), { level: 1 }) };
+    return { body: await gzip(text, { level: 1 }) };
   }
 
   /** Writes a prepared log under a name of its own (each put is one more log). */

@@ -4,7 +4,8 @@
 // object, and the new tags travel as a small dictionary of distinct tag sets (a few thousand for a
 // year) plus one integer a report.
 import { type DuckDBConnection } from '@duckdb/node-api';
-import { columnsOf, sqlString, type DuckDb } from './duckdb.js';
+import { changeLogTextSql } from './changes.js';
+import { columnsOf, rowsWithBytesOf, sqlString, type DuckDb } from './duckdb.js';
 import { dedupedPartsSql } from './readRows.js';
 import { ANSWER_ORDER } from './sql.js';
 
@@ -27,8 +28,11 @@ export interface Retagged {
   localAreaChanges: number;
   /** "PH-QC -> null": how many reports move that way. */
   moves: Record<string, number>;
-  /** Reports whose answered tags change (a mirror syncing with updated_after must see them again). */
-  moved: { pkey: string; createdMs: number }[];
+  /**
+   * Reports whose answered tags change (a mirror syncing with updated_after must see them again):
+   * how many, and the text of their change log (changes.ts).
+   */
+  moved: { count: number; log: Uint8Array };
   /** Whether anything changes (tags or boundary version): false leaves the parts as they are. */
   changed: boolean;
 }
@@ -146,9 +150,8 @@ async function compare(conn: DuckDBConnection, version: string): Promise<Omit<Re
   ).getRowsJS() as [string | null, string | null, number][];
   const moveRows = pairs.filter(([from, to]) => from !== to).sort((a, b) => b[2] - a[2] || String(a[0]).localeCompare(String(b[0])) || String(a[1]).localeCompare(String(b[1])));
   for (const [from, to, n] of moveRows) moves[`${from ?? 'null'} -> ${to ?? 'null'}`] = n;
-  const [pkeys, times] = await columnsOf<[string[], number[]]>(conn, `SELECT r.pkey, epoch_ms(r.created_at)::DOUBLE FROM ${RETAGGED} WHERE s.id IS NOT NULL AND (${differs})`);
-  const moved = pkeys.map((pkey, k) => ({ pkey, createdMs: times[k]! }));
-  return { reports, cityChanges, localAreaChanges, moves, moved, changed: changedRows > 0 };
+  const [[count, log]] = (await rowsWithBytesOf(conn, changeLogTextSql(`(SELECT r.pkey, r.created_at FROM ${RETAGGED} WHERE s.id IS NOT NULL AND (${differs}))`))) as [[number, Uint8Array]];
+  return { reports, cityChanges, localAreaChanges, moves, moved: { count, log }, changed: changedRows > 0 };
 }
 
 /**

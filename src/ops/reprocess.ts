@@ -18,7 +18,7 @@ import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
 /** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
 export interface ReprocessDeps extends PartRewriteDeps {
   boundaries: Pick<BoundaryRepository, 'latest'>;
-  changes: Pick<ChangeLog, 'prepare' | 'put'>;
+  changes: Pick<ChangeLog, 'prepareText' | 'put'>;
 }
 
 export interface ReprocessResult {
@@ -85,7 +85,7 @@ export async function reprocess(
         // lists it only a settling time after it was named, by when the part is readable unless its
         // PUT took that long, which the second log covers.
         const key = hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs);
-        const moved = await rt.changes.prepare(done.moved);
+        const moved = done.moved.count > 0 ? await rt.changes.prepareText(done.moved.log) : undefined;
         if (moved) await rt.changes.put(moved);
         await publisher.publish(key, out, { readyTexts: false });
         if (moved) await rt.changes.put(moved);
