@@ -47,7 +47,7 @@ export function changeLogTextSql(relation: string): string {
   return `SELECT count(*)::INTEGER, encode(concat('{"v":1,"reports":[', string_agg(${item}, ','), ']}')) FROM ${relation}`;
 }
 
-/** A change log made and not yet written (ChangeLog.prepare). */
+/** A change log made and not yet written (ChangeLog.prepare, prepareText). */
 export interface PreparedChanges {
   readonly body: Buffer;
 }
@@ -116,17 +116,16 @@ export class ChangeLog {
     if (log) await this.put(log);
   }
 
-  /**
-   * A log naming these reports, not yet written (undefined for none): for a writer that names
-   * the same reports more than once (a reprocess, before its part and once it is durable), which
-   * then serialises and compresses them once.
-   */
+  /** A log naming these reports, not yet written (undefined for none). */
   async prepare(reports: readonly ChangedReport[]): Promise<PreparedChanges | undefined> {
     if (reports.length === 0) return undefined;
     return this.prepareText(Buffer.from(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) })));
   }
 
-  /** A log from its text as `changeLogTextSql` builds it. */
+  /**
+   * A log from its text as `changeLogTextSql` builds it, not yet written: a reprocess makes it
+   * once and writes it twice (before its part, and once the part is durable).
+   */
   async prepareText(text: Uint8Array): Promise<PreparedChanges> {
     // On the thread pool: a bulk job's log names a day's reports (100,000 and more). Level 1:
     // 7.3 bytes a report against 7.0 at zlib's default, in half the time (1.5 s of CPU for a
