@@ -8,6 +8,16 @@ export class Holds {
   private releases: (() => void)[] = [];
   private ended = false;
 
+  /** Runs `read` with holds of its own, let go when it is done (or fails). */
+  static async during<T>(read: (holds: Holds) => Promise<T>): Promise<T> {
+    const holds = new Holds();
+    try {
+      return await read(holds);
+    } finally {
+      holds.release();
+    }
+  }
+
   /** Keeps `release` to call when the answer is done with what it holds. */
   add(release: () => void): void {
     if (this.ended) release();

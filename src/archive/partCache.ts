@@ -108,13 +108,8 @@ export class PartCache {
   }
 
   /** Runs `read` over local files of `parts` (as localFile), which stay in the cache until it is done. */
-  async withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>): Promise<T> {
-    const holds = new Holds();
-    try {
-      return await read(await Promise.all(parts.map((p) => this.localFile(p, holds))));
-    } finally {
-      holds.release();
-    }
+  withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>): Promise<T> {
+    return Holds.during(async (holds) => read(await Promise.all(parts.map((p) => this.localFile(p, holds)))));
   }
 
   /**

@@ -103,13 +103,7 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
   for (let i = 0; i < plan.length && remaining > 0; i++) {
     const day = plan[i]!;
     // The day's parts held until its query is done.
-    const holds = new Holds();
-    let batch: FeatureBatch;
-    try {
-      batch = await queryDay(ctx, await ctx.files(partsOf(day), holds), query, shape, remaining, isDayClean(day));
-    } finally {
-      holds.release();
-    }
+    const batch = await Holds.during(async (holds) => queryDay(ctx, await ctx.files(partsOf(day), holds), query, shape, remaining, isDayClean(day)));
     remaining -= batch.items.length;
     yield batch;
   }

@@ -119,25 +119,16 @@ export function bucketer(spec: StatsSpec): (us: number) => { bucketMs: number; f
 export async function countStats(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec): Promise<StatsRow[]> {
   const tally = new StatsTally();
   // The stats sidecars stay until they are counted; each month's parts until its query is done.
-  const sidecars = new Holds();
-  let rest: DuckDbDay[];
-  try {
-    rest = await countSidecars(ctx, query, days, spec, tally, sidecars);
-  } finally {
-    sidecars.release();
-  }
+  const rest = await Holds.during((sidecars) => countSidecars(ctx, query, days, spec, tally, sidecars));
   for (let i = 0; i < rest.length; i += 31) {
     const chunk = rest.slice(i, i + 31);
-    const holds = new Holds();
-    try {
+    await Holds.during(async (holds) => {
       const bound = filteredRows(await ctx.files(chunk.flatMap((c) => c.parts), holds), query, chunk.every((c) => c.clean));
       await ctx.db.withMemory(async (conn) => {
         const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
         for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
       }, ctx.signal);
-    } finally {
-      holds.release();
-    }
+    });
   }
   return tally.rows(spec.offsetMinutes);
 }

@@ -101,8 +101,7 @@ export class Window {
     let firstMs: number | undefined;
     let lastMs: number | undefined;
     // The parts stay until every month's query is done.
-    const holds = new Holds();
-    try {
+    await Holds.during(async (holds) => {
       for (const bound of await this.monthly(holds)) {
         const row = await this.ctx.db.withMemory(async (conn) => {
           const reader = await conn.runAndReadAll(
@@ -120,9 +119,7 @@ export class Window {
         firstMs = firstMs === undefined ? first : Math.min(firstMs, first);
         lastMs = lastMs === undefined ? last : Math.max(lastMs, last);
       }
-    } finally {
-      holds.release();
-    }
+    });
     return { count, firstMs, lastMs };
   }
 
@@ -149,20 +146,17 @@ export class Window {
    * Writes the window (a month at most: a release's file) to `out` as a release GeoParquet file
    * (releaseParquet.ts), and says how many reports it holds, where and when.
    */
-  async writeReleaseParquet(out: string): Promise<ReleaseFileFacts> {
-    const holds = new Holds();
-    try {
+  writeReleaseParquet(out: string): Promise<ReleaseFileFacts> {
+    return Holds.during(async (holds) => {
       const bounds = await this.monthly(holds);
       if (bounds.length > 1) throw new Error('a release file holds a month at most');
-      return await this.ctx.db.withConnection(async (conn) => {
+      return this.ctx.db.withConnection(async (conn) => {
         if (bounds[0]) return copyReleaseParquet(conn, bounds[0], out);
         // No part at all: an empty file with the same columns.
         await conn.run(`CREATE OR REPLACE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
         return copyReleaseParquet(conn, { sql: '"empty"', values: {}, types: {} }, out);
       }, this.ctx.signal);
-    } finally {
-      holds.release();
-    }
+    });
   }
 
   /**
