@@ -9,12 +9,21 @@ const textOf = (c: StringColumn) => stringSqlOf(c);
 
 /** The rows of `bound` in answer order as Arrow buffers built by DuckDB. */
 export async function arrowDayOf(conn: DuckDBConnection, bound: Bound): Promise<ArrowDay> {
+  return (await arrowDaysOf(conn, bound, ANSWER_ORDER))[0]!;
+}
+
+/**
+ * The rows of `bound` in `order` as Arrow buffers built by DuckDB, cut into consecutive days of
+ * `counts` rows each (one of every row when absent): several parts' rows, read by one pair of
+ * queries (each query has a fixed cost of some milliseconds).
+ */
+export async function arrowDaysOf(conn: DuckDBConnection, bound: Bound, order: string, counts?: readonly number[]): Promise<ArrowDay[]> {
   const lengthsSql = STRING_COLUMNS.map((c) => `coalesce(strlen(${textOf(c)}), -1)::INTEGER`);
-  // Each row's strings end to end (concat skips nulls), rows in answer order: one ordered
-  // aggregate, where one for each column cost about twice as much.
-  const rowsText = `encode(coalesce(string_agg(concat(${STRING_COLUMNS.map(textOf).join(', ')}), '' ${ANSWER_ORDER}), ''))`;
+  // Each row's strings end to end (concat skips nulls), rows in order: one ordered aggregate,
+  // where one for each column cost about twice as much.
+  const rowsText = `encode(coalesce(string_agg(concat(${STRING_COLUMNS.map(textOf).join(', ')}), '' ${order}), ''))`;
   const fixed: { created: BigInt64Array[]; lng: Float64Array[]; lat: Float64Array[]; lens: Int32Array[][] } = { created: [], lng: [], lat: [], lens: STRING_COLUMNS.map(() => []) };
-  const result = await conn.stream(`SELECT epoch_us(created_at), lng, lat, ${lengthsSql.join(', ')} FROM ${bound.sql} ${ANSWER_ORDER}`, bound.values, bound.types);
+  const result = await conn.stream(`SELECT epoch_us(created_at), lng, lat, ${lengthsSql.join(', ')} FROM ${bound.sql} ${order}`, bound.values, bound.types);
   for await (const chunk of result) {
     // The typed arrays are views on the chunk: copied before it goes.
     const items = (i: number) => (chunk.getColumnVector(i) as unknown as { items: BigInt64Array | Float64Array | Int32Array }).items.slice(0, chunk.rowCount);
@@ -27,8 +36,32 @@ export async function arrowDayOf(conn: DuckDBConnection, bound: Bound): Promise<
   const length = fixed.created.reduce((n, a) => n + a.length, 0);
   const lengths = fixed.lens.map((lens) => concat(Int32Array, lens, length));
   const data = columnsOf(text, lengths);
-  const strings = Object.fromEntries(STRING_COLUMNS.map((c, i) => [c, stringBuffers(lengths[i]!, data[i]!)])) as Record<StringColumn, StringBuffers>;
-  return { length, createdUs: concat(BigInt64Array, fixed.created, length), lng: concat(Float64Array, fixed.lng, length), lat: concat(Float64Array, fixed.lat, length), strings };
+  const createdUs = concat(BigInt64Array, fixed.created, length);
+  const lng = concat(Float64Array, fixed.lng, length);
+  const lat = concat(Float64Array, fixed.lat, length);
+  const cuts = counts ?? [length];
+  if (cuts.reduce((n, c) => n + c, 0) !== length) throw new Error(`Arrow rows (${length}) do not match the days' counts (${cuts.join(', ')})`);
+  if (cuts.length === 1) return [{ length, createdUs, lng, lat, strings: stringsOf(lengths, data) }];
+  // Each day its own copy of its rows, as one day read alone would have.
+  const bytesAt = new Array<number>(lengths.length).fill(0);
+  let from = 0;
+  return cuts.map((n) => {
+    const to = from + n;
+    const dayLengths = lengths.map((lens) => lens.slice(from, to));
+    const dayData = dayLengths.map((lens, c) => {
+      const bytes = lens.reduce((sum, k) => sum + Math.max(0, k), 0);
+      const out = data[c]!.slice(bytesAt[c], bytesAt[c]! + bytes);
+      bytesAt[c] = bytesAt[c]! + bytes;
+      return out;
+    });
+    const day: ArrowDay = { length: n, createdUs: createdUs.slice(from, to), lng: lng.slice(from, to), lat: lat.slice(from, to), strings: stringsOf(dayLengths, dayData) };
+    from = to;
+    return day;
+  });
+}
+
+function stringsOf(lengths: readonly Int32Array[], data: readonly Uint8Array[]): Record<StringColumn, StringBuffers> {
+  return Object.fromEntries(STRING_COLUMNS.map((c, i) => [c, stringBuffers(lengths[i]!, data[i]!)])) as Record<StringColumn, StringBuffers>;
 }
 
 function concat<T extends BigInt64Array | Float64Array | Int32Array>(Type: { new (n: number): T }, parts: T[], length: number): T {

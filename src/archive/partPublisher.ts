@@ -17,10 +17,11 @@ export interface PartPublisher {
   /** Deletes parts, then their derived objects (of any version). */
   retire(keys: readonly string[]): Promise<void>;
   /**
-   * Writes the derived objects a stored part lacks, or holds only in an older version (written
-   * by an earlier release). `scratch`: a local path to build them at. True if any was written.
+   * Writes the derived objects stored parts lack, or hold only in an older version (written by
+   * an earlier release), each from its local `file`; the parts' ready texts are built together.
+   * `scratch`: a local path to build them at. For each part, true if any was written.
    */
-  upgrade(part: ObjectInfo, file: string, scratch: string): Promise<boolean>;
+  upgrade(parts: readonly { part: ObjectInfo; file: string }[], scratch: string): Promise<boolean[]>;
 }
 
 /**
@@ -39,10 +40,11 @@ export function storePartPublisher(deps: SidecarDeps): PartPublisher {
       await deps.store.delete(keys);
       await deps.store.delete(sidecarKeysOf(keys));
     },
-    async upgrade(part, file, scratch) {
-      const ready = await upgradeReadyTexts(deps, part.key, file, scratch);
-      const stats = await upgradeStatsSidecar(deps, part.key, file);
-      return ready || stats;
+    async upgrade(parts, scratch) {
+      const ready = await upgradeReadyTexts(deps, parts.map(({ part, file }) => ({ key: part.key, file })), scratch);
+      const stats: boolean[] = [];
+      for (const { part, file } of parts) stats.push(await upgradeStatsSidecar(deps, part.key, file));
+      return ready.map((r, i) => r || stats[i]!);
     },
   };
 }

@@ -211,7 +211,8 @@ export function csvHeader(table: Columns = COLUMNS): string {
 }
 
 /** The order of every answer: newest first, ties by pkey. */
-export const ANSWER_ORDER = 'ORDER BY created_at DESC, pkey DESC';
+export const ANSWER_KEYS = 'created_at DESC, pkey DESC';
+export const ANSWER_ORDER = `ORDER BY ${ANSWER_KEYS}`;
 
 /** The archive columns researchers get in bulk formats (Parquet and Arrow), in order; then the WKB geometry. */
 export const EXPORT_COLUMNS: readonly string[] = answerColumns().map((c) => c.name);

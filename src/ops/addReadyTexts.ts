@@ -18,14 +18,21 @@ export interface UntextedPart {
   reports?: number;
 }
 
-/** A part whose ready texts are written eight at a time: a day of a file spread over a year, not a busy day. */
-export const SMALL_PART_REPORTS = 2_000;
+/** A part whose ready texts are built with its neighbours': a day of a file spread over a year, not a busy day. */
+export const SMALL_PART_REPORTS = 8_000;
+
+/** Reports whose ready texts are built together at most: DuckDB holds their rows in its memory. */
+const GROUP_REPORTS = 24_000;
+
+/** A group of at most this many reports is built eight at a time, as a larger one two at a time. */
+const LIGHT_REPORTS = 2_000;
 
 /**
  * Writes the ready texts of `parts` still stored, each from its local copy (the caller's), built
- * in `scratchDir`. Eight small parts at once (each has a fixed cost, much of it waiting on
- * DuckDB's queries), two larger ones: DuckDB holds a part's rows in its memory, and four days of
- * 6,850 reports at once ran it out of its default 256 MB. A part of unknown size counts as large.
+ * in `scratchDir`. Consecutive small parts are built together, by one set of queries (each query
+ * has a fixed cost of some milliseconds, most of a small part's texts); two groups or larger
+ * parts at once, as DuckDB holds their rows in its memory (four days of 6,850 reports each, built
+ * at once apart, ran it out of its default 256 MB). A part of unknown size is built alone.
  */
 export async function addReadyTexts(
   deps: { store: Pick<ObjectStore, 'head'>; publisher: Pick<PartPublisher, 'upgrade'> },
@@ -33,13 +40,30 @@ export async function addReadyTexts(
   scratchDir: string,
   onDone?: () => void,
 ): Promise<void> {
-  const weight = (part: UntextedPart) => (part.reports !== undefined && part.reports <= SMALL_PART_REPORTS ? 1 : 4);
-  await mapWeighted(parts, { limit: 8, budget: 8, weight }, async ({ key, file }) => {
-    const part = await deps.store.head(key);
-    if (part && (await exists(file))) await deps.publisher.upgrade(part, file, path.join(scratchDir, `${randomUUID()}.ready`));
-    onDone?.();
+  const groups = groupsOf(parts);
+  const weight = (group: UntextedPart[]) => (reportsOf(group) <= LIGHT_REPORTS ? 1 : 4);
+  await mapWeighted(groups, { limit: 8, budget: 8, weight }, async (group) => {
+    const stored = await Promise.all(group.map(async ({ key, file }) => ((await exists(file)) ? await deps.store.head(key) : undefined)));
+    const present = group.flatMap((p, i) => (stored[i] ? [{ part: stored[i], file: p.file }] : []));
+    if (present.length > 0) await deps.publisher.upgrade(present, path.join(scratchDir, `${randomUUID()}.ready`));
+    for (let i = 0; i < group.length; i++) onDone?.();
   });
 }
+
+/** Consecutive small parts, up to GROUP_REPORTS, as one group; any other part alone. */
+export function groupsOf(parts: readonly UntextedPart[]): UntextedPart[][] {
+  const groups: UntextedPart[][] = [];
+  let open: UntextedPart[] | undefined;
+  for (const part of parts) {
+    const small = part.reports !== undefined && part.reports <= SMALL_PART_REPORTS;
+    if (small && open && reportsOf(open) + part.reports! <= GROUP_REPORTS) open.push(part);
+    else groups.push((open = [part]));
+    if (!small) open = undefined;
+  }
+  return groups;
+}
+
+const reportsOf = (parts: readonly UntextedPart[]) => parts.reduce((n, p) => n + (p.reports ?? Infinity), 0);
 
 async function exists(file: string): Promise<boolean> {
   return fs.stat(file).then(

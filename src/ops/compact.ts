@@ -87,7 +87,7 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
       if (parts.length < 2) {
         // Already one part: it only needs its sidecars if it was written before them (or before their versions).
         const part = parts[0];
-        if (part) await rt.cache.withFiles([part], ([file]) => publisher.upgrade(part, file!, path.join(tmpDir, `${randomUUID()}.ready`)));
+        if (part) await rt.cache.withFiles([part], ([file]) => publisher.upgrade([{ part, file: file! }], path.join(tmpDir, `${randomUUID()}.ready`)));
         continue;
       }
       await merge(parts, newDayPartKey(dayMs), dayMs);

@@ -71,7 +71,7 @@ export async function reprocess(
           const retagged = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
           // Re-tagged by an earlier run that stopped before its ready texts: this one writes them
           // (the answers already carry its tags).
-          if (!options.dryRun && !retagged.changed && hour.parts.length === 1) await publisher.upgrade(hour.parts[0]!, files[0]!, path.join(tmpDir, `${randomUUID()}.ready`));
+          if (!options.dryRun && !retagged.changed && hour.parts.length === 1) await publisher.upgrade([{ part: hour.parts[0]!, file: files[0]! }], path.join(tmpDir, `${randomUUID()}.ready`));
           return retagged;
         });
         result.reports += done.reports;

@@ -20,6 +20,8 @@ import {
   readyKeyOf,
   readyReads,
   readyRunsOf,
+  readyTextsOf,
+  readyTextsOfParts,
   statsKeyOf,
   statsSidecarOf,
   storedIndex,
@@ -222,6 +224,39 @@ describe('a ready text of a part of purged retractions only', () => {
   });
 });
 
+describe('ready texts of several parts built together', () => {
+  it('are each, byte for byte, the part\'s ready text built alone, whatever hours and keys the parts share', async () => {
+    // Parts over the same hours with the same pkeys (each part numbers its reports from 0), one
+    // of purged retractions only between them, and one of a single report.
+    const files = [part, path.join(dir, 'together-purged.parquet'), path.join(dir, 'together-busy.parquet'), path.join(dir, 'together-one.parquet')];
+    await writeParquet(db, randomReports(random(11), 40, FROM, SPAN).map((r) => ({ ...r, status: 'retracted' })), files[1]!);
+    await writeParquet(db, randomReports(random(12), 3_000, FROM - 2 * HOUR, SPAN + 4 * HOUR), files[2]!);
+    await writeParquet(db, randomReports(random(13), 1, FROM + HOUR, HOUR), files[3]!);
+    const alone: Buffer[] = [];
+    for (const [k, file] of files.entries()) alone.push(await readyTextsOf(db, file, path.join(dir, `alone-${k}`)));
+    const together = await readyTextsOfParts(db, files, path.join(dir, 'together'));
+    expect(together).toHaveLength(files.length);
+    together.forEach((text, k) => expect(text.equals(alone[k]!), files[k]).toBe(true));
+  }, 60_000);
+
+  it('are built alone when they cannot be built together: a part that cannot be built costs only its own', async () => {
+    const store = new FileObjectStore(path.join(dir, 'together-store'));
+    const damaged = path.join(dir, 'together-damaged.parquet');
+    await fs.writeFile(damaged, 'not a Parquet file');
+    const keys = [0, 1, 2].map((d) => newDayPartKey(Date.UTC(2026, 10, 20 + d)));
+    const files = [part, damaged, part];
+    for (const [k, key] of keys.entries()) await store.put(key, await fs.readFile(files[k]!));
+    const warnings: { obj: unknown; msg?: string }[] = [];
+    const publisher = storePartPublisher({ store, db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
+
+    await publisher.upgrade(await Promise.all(keys.map(async (key, k) => ({ part: (await store.head(key))!, file: files[k]! }))), path.join(dir, 'together-scratch'));
+
+    for (const k of [0, 2]) expect((await store.get(readyKeyOf(keys[k]!)))!.body.equals(await fs.readFile(ready))).toBe(true);
+    expect(await store.head(readyKeyOf(keys[1]!))).toBeUndefined();
+    expect(warnings.map((w) => w.obj)).toEqual(expect.arrayContaining([expect.objectContaining({ parts: keys }), expect.objectContaining({ part: keys[1], sidecar: 'ready texts' })]));
+  }, 60_000);
+});
+
 describe('an older ready text', () => {
   /** The index line and body of a text. */
   async function split(file: string): Promise<{ index: Record<string, unknown>; body: Buffer }> {
@@ -256,13 +291,13 @@ describe('an older ready text', () => {
     expect(await storedIndex(store, readyKeyOf(key))).toBeUndefined();
 
     const publisher = storePartPublisher({ store, db, log: { warn: () => undefined } });
-    expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(true);
+    expect(await publisher.upgrade([{ part: (await store.head(key))!, file: part }], path.join(dir, 'scratch.ready'))).toEqual([true]);
     expect((await storedIndex(store, readyKeyOf(key)))?.version).toBe(7);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
     for (const old of [v3, v4, v5, v6]) expect(await store.head(old)).toBeUndefined();
     expect(await store.head(statsV1)).toBeUndefined();
     expect(await store.head(statsKeyOf(key))).toBeDefined();
-    expect(await publisher.upgrade((await store.head(key))!, part, path.join(dir, 'scratch.ready'))).toBe(false);
+    expect(await publisher.upgrade([{ part: (await store.head(key))!, file: part }], path.join(dir, 'scratch.ready'))).toEqual([false]);
 
     // Retired with its part: every sidecar of any version goes, after the part.
     await store.put(v3, Buffer.from('{"version":3}\n'));
@@ -297,7 +332,7 @@ describe('a part whose ready texts cannot be built', () => {
 
     // Once the scratch path is free, the upgrade writes them: the same texts as a normal build.
     await fs.rm(`${file}.ready.geojson`, { recursive: true });
-    expect(await publisher.upgrade((await store.head(key))!, file, path.join(dir, 'unbuilt.scratch'))).toBe(true);
+    expect(await publisher.upgrade([{ part: (await store.head(key))!, file }], path.join(dir, 'unbuilt.scratch'))).toEqual([true]);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
   });
 });

@@ -4,11 +4,11 @@
 import fs from 'node:fs/promises';
 import { sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
-import { batchMessages } from '../arrow.js';
-import { arrowDayOf } from '../arrowDay.js';
+import { batchMessages, type ArrowDay } from '../arrow.js';
+import { arrowDaysOf } from '../arrowDay.js';
 import { HOUR_MS } from '../plan.js';
 import { partsSql } from '../readRows.js';
-import { ANSWER_ORDER, GEOJSON_OVER_TOPOJSON, ITEM_SQL, topojsonOfGeojson } from '../sql.js';
+import { ANSWER_KEYS, GEOJSON_OVER_TOPOJSON, ITEM_SQL, topojsonOfGeojson } from '../sql.js';
 import { ITEM_BYTES, itemColumns, NO_CITY, READY_TEXTS, READY_VERSION, separatorOf, type ReadyHour, type ReadyIndex, type ReadyShape } from './readyFormat.js';
 import { gzipMember } from './readyMember.js';
 
@@ -19,11 +19,22 @@ import { gzipMember } from './readyMember.js';
  * `scratch`: a local path to build them at (removed before returning).
  */
 export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string): Promise<Buffer> {
-  const files = { parquet: `${scratch}.parquet`, geojson: `${scratch}.geojson`, csv: `${scratch}.csv` };
+  return (await readyTextsOfParts(db, [partFile], scratch))[0]!;
+}
+
+/**
+ * The ready texts of several part files, each exactly what `readyTextsOf` gives for it alone,
+ * made by one set of queries over all of their rows: each query has a fixed cost of some
+ * milliseconds, most of a small part's texts (a day of a file spread over a year).
+ */
+export async function readyTextsOfParts(db: DuckDb, partFiles: readonly string[], scratch: string): Promise<Buffer[]> {
+  const files: ScratchFiles = { parquet: partFiles.map((_, k) => `${scratch}.${k}.parquet`), geojson: `${scratch}.geojson`, csv: `${scratch}.csv` };
+  // Each part's rows numbered by the part (by name: a part written before a column was added lacks it).
+  const rowsSql = partFiles.map((file, k) => `SELECT ${k} AS part_no, * FROM ${partsSql(sqlString(file))} WHERE status <> 'retracted'`).join(' UNION ALL BY NAME ');
   try {
-    return await buildReady(db, `SELECT * FROM ${partsSql(sqlString(partFile))} WHERE status <> 'retracted'`, files);
+    return await buildReady(db, rowsSql, partFiles.length, files);
   } finally {
-    await Promise.all(Object.values(files).map((file) => fs.rm(file, { force: true })));
+    await Promise.all([...files.parquet, files.geojson, files.csv].map((file) => fs.rm(file, { force: true })));
   }
 }
 
@@ -48,25 +59,43 @@ const SERIALISED = ['geojson', 'csv'] as const;
  */
 const RAW_LINES = "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '', NEW_LINE '\\n')";
 
-type HourRow = [bigint, number, number, number, number, number, bigint, bigint];
+/** Every part's rows in turn, each in answer order. */
+const PARTS_ORDER = `ORDER BY part_no, ${ANSWER_KEYS}`;
 
-/** Where a text is built: the answer-form Parquet file, and each serialised shape's items a line. */
-type ScratchFiles = { parquet: string } & Record<(typeof SERIALISED)[number], string>;
+type HourRow = [number, bigint, number, number, number, number, number, bigint, bigint];
 
-async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Promise<Buffer> {
-  const shapes = READY_TEXTS.map(({ shape }) => shape);
-  const [rows, arrow] = await db.withConnection(async (conn) => {
+/** Where texts are built: each part's answer-form Parquet file, and each serialised shape's items a line. */
+type ScratchFiles = { parquet: string[] } & Record<(typeof SERIALISED)[number], string>;
+
+/** One part's share of the queries' results. */
+interface PartRows {
+  /** Its hours, newest first: hour, count, bbox, oldest and newest time. */
+  hours: HourRow[];
+  geojson: Lines;
+  csv: Lines;
+  arrow: ArrowDay;
+  parquetFile: string;
+}
+
+/** A shape's texts, an hour each, and its items' lengths. */
+interface Lines {
+  hours: Buffer[];
+  lengths: number[];
+}
+
+async function buildReady(db: DuckDb, rowsSql: string, partCount: number, files: ScratchFiles): Promise<Buffer[]> {
+  const [rows, arrows] = await db.withConnection(async (conn) => {
     try {
-      // The part decoded once: every query below reads it (the Parquet file, each time, cost more
-      // than the query).
+      // The parts decoded once: every query below reads them (the Parquet files, each time, cost
+      // more than the query).
       await conn.run(`CREATE OR REPLACE TEMP TABLE ready_rows AS ${rowsSql}`);
       const from = 'FROM ready_rows';
-      await copyAnswerParquet(conn, `(SELECT * ${from})`, files.parquet);
+      for (let k = 0; k < partCount; k++) await copyAnswerParquet(conn, `(SELECT * ${from} WHERE part_no = ${k})`, files.parquet[k]!);
       const hours = (
         await conn.runAndReadAll(
-          `SELECT ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+          `SELECT part_no::INTEGER, ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
               min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
-            ${from} GROUP BY 1 ORDER BY 1 DESC`,
+            ${from} GROUP BY 1, 2 ORDER BY 1, 2 DESC`,
         )
       ).getRowsJS() as HourRow[];
       // Each report serialised once as GeoJSON and once as CSV, written one item a line in answer
@@ -74,17 +103,40 @@ async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Pro
       // out of its memory) took longer (docs/performance.md).
       for (const shape of SERIALISED) {
         const line = separatorOf(shape).slice(0, -1);
-        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${ANSWER_ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
+        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${PARTS_ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
       }
-      return [hours, await arrowDayOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} })] as const;
+      const counts = new Array<number>(partCount).fill(0);
+      for (const [part, , n] of hours) counts[part] = counts[part]! + n;
+      return [hours, await arrowDaysOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }, PARTS_ORDER, counts)] as const;
     } finally {
       await conn.run('DROP TABLE IF EXISTS ready_rows');
     }
   });
-  // Each hour's text in each shape, and each item's length.
-  const counts = rows.map((r) => r[1]);
-  const geojson = itemsOf(await fs.readFile(files.geojson), 'geojson', counts);
-  const csv = itemsOf(await fs.readFile(files.csv), 'csv', counts);
+  // Each hour's text in each shape, and each item's length, then each part's share of them.
+  const hourCounts = rows.map((r) => r[2]);
+  const geojson = itemsOf(await fs.readFile(files.geojson), 'geojson', hourCounts);
+  const csv = itemsOf(await fs.readFile(files.csv), 'csv', hourCounts);
+  const parts: PartRows[] = [];
+  let hourAt = 0;
+  let itemAt = 0;
+  for (let k = 0; k < partCount; k++) {
+    const hours = [];
+    while (hourAt < rows.length && rows[hourAt]![0] === k) hours.push(rows[hourAt++]!);
+    const first = hourAt - hours.length;
+    const n = arrows[k]!.length;
+    const share = (lines: Lines): Lines => ({ hours: lines.hours.slice(first, hourAt), lengths: lines.lengths.slice(itemAt, itemAt + n) });
+    parts.push({ hours, geojson: share(geojson), csv: share(csv), arrow: arrows[k]!, parquetFile: files.parquet[k]! });
+    itemAt += n;
+  }
+  const out: Buffer[] = [];
+  for (const part of parts) out.push(await readyTextOf(part));
+  return out;
+}
+
+/** One part's ready texts from its share of the queries' results. */
+async function readyTextOf({ hours: rows, geojson, csv, arrow, parquetFile }: PartRows): Promise<Buffer> {
+  const shapes = READY_TEXTS.map(({ shape }) => shape);
+  const counts = rows.map((r) => r[2]);
   let next = 0;
   const texts: Record<ReadyShape, Uint8Array>[] = counts.map((count, h) => {
     const topojson = topojsonTextOf(geojson.hours[h]!, geojson.lengths.slice(next, (next += count)));
@@ -98,8 +150,8 @@ async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Pro
   const body: Uint8Array[] = [];
   let first = 0;
   const hours: ReadyHour[] = rows.map((r) => {
-    const hour: ReadyHour = { hourMs: Number(r[0]), count: r[1], first, bbox: [r[2], r[3], r[4], r[5]], minMs: Number(r[6]), maxMs: Number(r[7]), geojson: [0, 0], topojson: [0, 0], csv: [0, 0], arrow: [0, 0] };
-    first += r[1];
+    const hour: ReadyHour = { hourMs: Number(r[1]), count: r[2], first, bbox: [r[3], r[4], r[5], r[6]], minMs: Number(r[7]), maxMs: Number(r[8]), geojson: [0, 0], topojson: [0, 0], csv: [0, 0], arrow: [0, 0] };
+    first += r[2];
     return hour;
   });
   const messages = batchMessages(arrow, hours.map((h) => [h.first, h.first + h.count] as const));
@@ -151,7 +203,7 @@ async function buildReady(db: DuckDb, rowsSql: string, files: ScratchFiles): Pro
   if (codes.length >= NO_CITY) throw new Error(`a part holds more than ${NO_CITY - 1} cities`);
   body.push(new Uint8Array(block));
   const parquetAt = itemsAt + block.byteLength;
-  const parquet = await fs.readFile(files.parquet);
+  const parquet = await fs.readFile(parquetFile);
   body.push(parquet);
   const index: ReadyIndex = { version: READY_VERSION, hours, items: { at: itemsAt, count: n, codes }, parquet: [parquetAt, parquetAt + parquet.byteLength] };
   return Buffer.concat([Buffer.from(`${JSON.stringify(index)}\n`), ...body]);
@@ -165,7 +217,7 @@ const QUOTE = 0x22;
  * first) and its items' lengths. A JSON item holds no raw newline (to_json escapes them), so a
  * newline ends it; a CSV item ends at a newline outside quotes (a quoted cell may hold newlines).
  */
-function itemsOf(lines: Buffer, shape: (typeof SERIALISED)[number], counts: readonly number[]): { hours: Buffer[]; lengths: number[] } {
+function itemsOf(lines: Buffer, shape: (typeof SERIALISED)[number], counts: readonly number[]): Lines {
   const before = separatorOf(shape).length - 1;
   const hours: Buffer[] = [];
   const lengths: number[] = [];

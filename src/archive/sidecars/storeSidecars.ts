@@ -10,7 +10,7 @@ import type { DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../../store/objectStore.js';
 import type { Logger } from '../../shared/log.js';
 import { readyKeyOf, statsKeyOf } from './keys.js';
-import { readyTextsOf } from './readyWriter.js';
+import { readyTextsOf, readyTextsOfParts } from './readyWriter.js';
 import { statsSidecarOf } from './statsWriter.js';
 
 export interface SidecarDeps {
@@ -20,15 +20,37 @@ export interface SidecarDeps {
   log: Pick<Logger, 'warn'>;
 }
 
+/** A part stored, or about to be: its key, and its local file. */
+export interface LocalPart {
+  key: string;
+  file: string;
+}
+
 /**
- * Ready texts of the part in `partFile`, stored under the key of the part `partKey`; `scratch`: a
- * local path to build them at. False if they could not be built (none is then stored under the key).
+ * Ready texts of parts, each stored under its part's key; `scratch`: a local path to build them
+ * at. Built together (readyTextsOfParts); when that fails, each alone, so a part that cannot be
+ * built costs only its own. For each part, false if its texts could not be built (none is then
+ * stored under its key).
  */
-export async function storeReadyTexts(deps: SidecarDeps, partKey: string, partFile: string, scratch: string): Promise<boolean> {
-  const body = await built(deps, partKey, 'ready texts', () => readyTextsOf(deps.db, partFile, scratch));
-  if (body) await deps.store.put(readyKeyOf(partKey), body);
-  else await deps.store.delete([readyKeyOf(partKey)]);
-  return body !== undefined;
+export async function storeReadyTexts(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<boolean[]> {
+  let bodies: (Buffer | undefined)[];
+  try {
+    bodies = parts.length > 1 ? await readyTextsOfParts(deps.db, parts.map((p) => p.file), scratch) : [];
+  } catch (err) {
+    deps.log.warn({ err, parts: parts.map((p) => p.key) }, 'ready texts of parts together not built; building each alone');
+    bodies = [];
+  }
+  if (bodies.length === 0) {
+    for (const part of parts) bodies.push(await built(deps, part.key, 'ready texts', () => readyTextsOf(deps.db, part.file, scratch)));
+  }
+  await Promise.all(
+    parts.map(async (part, i) => {
+      const body = bodies[i];
+      if (body) await deps.store.put(readyKeyOf(part.key), body);
+      else await deps.store.delete([readyKeyOf(part.key)]);
+    }),
+  );
+  return bodies.map((body) => body !== undefined);
 }
 
 /**
@@ -43,7 +65,7 @@ export async function storeStatsSidecar(deps: SidecarDeps, partKey: string, part
 
 /** Both sidecars of a part about to be stored: ready texts first (when `readyTexts`), then its stats. */
 export async function storeSidecars(deps: SidecarDeps, partKey: string, partFile: string, options: { readyTexts: boolean }): Promise<void> {
-  if (options.readyTexts) await storeReadyTexts(deps, partKey, partFile, `${partFile}.ready`);
+  if (options.readyTexts) await storeReadyTexts(deps, [{ key: partKey, file: partFile }], `${partFile}.ready`);
   await storeStatsSidecar(deps, partKey, partFile);
 }
 
