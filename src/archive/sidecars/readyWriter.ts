@@ -1,6 +1,7 @@
-// Writes a part's ready texts (FORMAT.md): its reports serialised once, in answer order, by the
-// same SQL as DuckDB's answers (a TopoJSON item made of its GeoJSON item's bytes), so an answer
-// read from them is byte for byte the one DuckDB would build.
+// Writes parts' ready texts (FORMAT.md): a part's reports serialised once, in answer order, by
+// the same SQL as DuckDB's answers (a TopoJSON item made of its GeoJSON item's bytes), so an
+// answer read from them is byte for byte the one DuckDB would build; several small parts' by one
+// set of queries, each part's text the same as built alone.
 import fs from 'node:fs/promises';
 import { sqlString, type DuckDb } from '../duckdb.js';
 import { copyAnswerParquet } from '../answerFormParquet.js';
@@ -28,6 +29,7 @@ export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string
  * milliseconds, most of a small part's texts (a day of a file spread over a year).
  */
 export async function readyTextsOfParts(db: DuckDb, partFiles: readonly string[], scratch: string): Promise<Buffer[]> {
+  if (partFiles.length === 0) return [];
   const files: ScratchFiles = { parquet: partFiles.map((_, k) => `${scratch}.${k}.parquet`), geojson: `${scratch}.geojson`, csv: `${scratch}.csv` };
   // Each part's rows numbered by the part (by name: a part written before a column was added lacks it).
   const rowsSql = partFiles.map((file, k) => `SELECT ${k} AS part_no, * FROM ${partsSql(sqlString(file))} WHERE status <> 'retracted'`).join(' UNION ALL BY NAME ');
