@@ -83,7 +83,7 @@ export class PartCache {
    */
   async localFile(info: ObjectInfo, holds?: Holds): Promise<string> {
     if (this.local) return this.local.fileOf(info.key);
-    await (this.ready ??= this.scan());
+    await this.prepare();
     const name = cacheKeyOf(info);
     const hit = this.files.get(name);
     if (hit) {
@@ -148,7 +148,7 @@ export class PartCache {
     }
     const id = `${info.key}\n${info.etag}`;
     if (this.absent.has(id)) return undefined;
-    await (this.ready ??= this.scan());
+    await this.prepare();
     const name = `${cacheKeyOf(info)}${RANGED}`;
     const hit = this.files.get(name);
     if (hit?.copy) {
@@ -228,6 +228,19 @@ export class PartCache {
     for (const f of await fs.readdir(this.rangedDir)) {
       if (f !== JOURNAL && !kept.has(f)) await fs.rm(path.join(this.rangedDir, f), { force: true });
     }
+  }
+
+  /**
+   * Adopts what an earlier run left (the copies and their journal), once: a service starts it
+   * before its first answer, which would otherwise wait for it; every read waits for it. A failed
+   * scan (a full disk, too many open files) is tried again by the next caller, not kept.
+   */
+  prepare(): Promise<void> {
+    if (this.local) return Promise.resolve();
+    return (this.ready ??= this.scan().catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    }));
   }
 
   /** Writes the ranged copies' journal now, not a second after the last change. */

@@ -8,6 +8,7 @@ import { createApp, type AppDeps } from '../http/app.js';
 import { metricsListener } from '../http/metricsEndpoint.js';
 import { createHttpServer } from '../http/server.js';
 import { WarmUp } from '../http/warmUp.js';
+import type { PartCache } from '../archive/partCache.js';
 import type { Reconciler } from '../ingest/reconciler.js';
 import type { Logger } from '../shared/log.js';
 import { sweepCrashLeftovers } from '../store/leftovers.js';
@@ -30,6 +31,7 @@ export interface ServiceDeps extends AppDeps {
   worker: Background;
   webhooks: Background;
   snsRelay: Background | undefined;
+  cache: Pick<PartCache, 'prepare'>;
 }
 
 export interface ServiceOptions {
@@ -93,6 +95,8 @@ export async function startService(rt: ServiceDeps, options: ServiceOptions): Pr
   let server: Server | undefined;
   let url: string | undefined;
   if (options.api) {
+    // The part cache adopts what the last run left while the API starts, not in its first answer.
+    rt.cache.prepare().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not adopt the part cache left by an earlier run; the next read tries again'));
     // The API asks itself for a short window before it resolves (http/warmUp.ts).
     const warmUp = new WarmUp();
     const app = createApp(rt, { apiKeys: options.apiKeys, warmUp, listeningUrl: () => url });

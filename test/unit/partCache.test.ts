@@ -61,6 +61,25 @@ describe('PartCache on a remote store', () => {
     expect(restarted.sizeBytes).toBe(2000);
   });
 
+  it('adopts what an earlier run left once prepared, before any read; a scan that failed is tried again by the next read', async () => {
+    const cacheDir = path.join(dir, 'prepared');
+    const a = await putPart('reports/v1/prepared-a.parquet', 1000);
+    await new PartCache(store, cacheDir, 10_000).localFile(a);
+    const restarted = new PartCache(store, cacheDir, 10_000);
+    expect(restarted.sizeBytes).toBe(0);
+    await restarted.prepare();
+    expect(restarted.sizeBytes).toBe(1000);
+
+    // Where its ranged copies go is taken by a file: the scan fails, and is not kept failed.
+    const blocked = path.join(dir, 'blocked');
+    await fs.mkdir(blocked);
+    await fs.writeFile(path.join(blocked, 'ranged'), '');
+    const failing = new PartCache(store, blocked, 10_000);
+    await expect(failing.prepare()).rejects.toThrow();
+    await fs.rm(path.join(blocked, 'ranged'));
+    expect(await fs.readFile(await failing.localFile(a))).toEqual((await store.get(a.key))!.body);
+  });
+
   it('answers undefined for an absent companion and never leaves a temporary file', async () => {
     const cache = new PartCache(store, dir, 10_000);
     const missing = { key: 'ready/v1/reports/v1/none.parquet', etag: '"x"', size: 1, lastModified: new Date() };
