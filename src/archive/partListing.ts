@@ -1,6 +1,9 @@
-// Finds the archive parts of a time window with one ranged listing: keys sort
-// in time order, so the window is the key range [its first hour, its last day].
-import { DAY_MS, dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
+// Finds the archive parts of a time window. Keys sort in time order, so a window is the key range
+// [its first hour, its last day]: one ranged listing. A listing from a key goes on past the
+// window, up to a page of 1,000 keys on S3, which the client parses (some 30 ms for 350 keys): a
+// window of a few days is listed a day at a time instead, its days at once, each listing holding
+// its own day's keys alone.
+import { DAY_MS, dayPrefix, dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 /** The parts of one partition: an hour, or (wholeDay) a compacted day starting at hourMs. */
@@ -10,15 +13,20 @@ export interface HourParts {
   parts: ObjectInfo[];
 }
 
+/** Windows of at most this many UTC days are listed a day at a time (that many listings at once). */
+const DAYS_LISTED_APART = 7;
+
 /** The partitions of [startMs, endMs] that hold parts, in key order (oldest first; a day's compacted part after its hours). */
-export async function listWindowParts(store: ObjectStore, startMs: number, endMs: number): Promise<HourParts[]> {
+export async function listWindowParts(store: Pick<ObjectStore, 'list'>, startMs: number, endMs: number): Promise<HourParts[]> {
   const firstHour = hourStart(startMs);
   const lastHour = hourStart(endMs);
   const lastDay = dayStart(endMs);
-  const out: HourParts[] = [];
+  const days = Math.max(0, (lastDay - dayStart(startMs)) / DAY_MS + 1);
   // The folder name sorts before every key inside it, so it is the exclusive start. The
   // first day's compacted part (hour=all) sorts after its hours, so it is in the range too.
-  for await (const info of store.list({ prefix: REPORTS_PREFIX, startAfter: hourPrefix(firstHour) })) {
+  const keys = days <= DAYS_LISTED_APART ? dayByDay(store, dayStart(startMs), days) : store.list({ prefix: REPORTS_PREFIX, startAfter: hourPrefix(firstHour) });
+  const out: HourParts[] = [];
+  for await (const info of keys) {
     const partition = partitionOfPartKey(info.key);
     if (partition === undefined) continue;
     const { startMs: hourMs, wholeDay } = partition;
@@ -29,5 +37,22 @@ export async function listWindowParts(store: ObjectStore, startMs: number, endMs
     if (last && last.hourMs === hourMs && last.wholeDay === wholeDay) last.parts.push(info);
     else out.push({ hourMs, wholeDay, parts: [info] });
   }
+  return out;
+}
+
+/** The keys of `days` UTC days from `firstDay`, in key order: each day's listing made at once. */
+async function* dayByDay(store: Pick<ObjectStore, 'list'>, firstDay: number, days: number): AsyncIterable<ObjectInfo> {
+  const listings = Array.from({ length: days }, (_, i) => collect(store.list({ prefix: dayPrefix(firstDay + i * DAY_MS) })));
+  // Each failure is its own listing's, handled here; the first one in day order is the window's.
+  const settled = await Promise.allSettled(listings);
+  for (const day of settled) {
+    if (day.status === 'rejected') throw day.reason;
+    yield* day.value;
+  }
+}
+
+async function collect(keys: AsyncIterable<ObjectInfo>): Promise<ObjectInfo[]> {
+  const out: ObjectInfo[] = [];
+  for await (const info of keys) out.push(info);
   return out;
 }

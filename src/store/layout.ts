@@ -97,11 +97,17 @@ export function closedBefore(flushIntervalSeconds: number, now = Date.now()): nu
   return now - Math.max(300, flushIntervalSeconds * 3) * 1000;
 }
 
+const pad2 = (n: number) => String(n).padStart(2, '0');
+
+/** The folder of a UTC day's partitions (its hours and its compacted day), ending in '/'. */
+export function dayPrefix(ms: number): string {
+  const d = new Date(ms);
+  return `${REPORTS_PREFIX}year=${d.getUTCFullYear()}/month=${pad2(d.getUTCMonth() + 1)}/day=${pad2(d.getUTCDate())}/`;
+}
+
 /** The partition folder of an hour (or, with `wholeDay`, of its compacted day), ending in '/'. */
 export function hourPrefix(hourMs: number, wholeDay = false): string {
-  const d = new Date(hourMs);
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${REPORTS_PREFIX}year=${d.getUTCFullYear()}/month=${p(d.getUTCMonth() + 1)}/day=${p(d.getUTCDate())}/hour=${wholeDay ? WHOLE_DAY : p(d.getUTCHours())}/`;
+  return `${dayPrefix(hourMs)}hour=${wholeDay ? WHOLE_DAY : pad2(new Date(hourMs).getUTCHours())}/`;
 }
 
 export function newPartKey(hourMs: number): string {

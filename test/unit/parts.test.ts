@@ -1,8 +1,10 @@
-// The window's parts come from one ranged listing over hour and compacted-day keys.
+// The window's parts come from one ranged listing over hour and compacted-day keys, or, for a
+// window of a few days, from a listing of each of its days.
 import { describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/partListing.js';
 import { groupBySize } from '../../src/archive/plan.js';
-import { newDayPartKey, newPartKey, partitionOfPartKey } from '../../src/store/layout.js';
+import { DAY_MS, dayPrefix, dayStart, hourStart, newDayPartKey, newPartKey, partitionOfPartKey } from '../../src/store/layout.js';
+import type { ListOptions } from '../../src/store/objectStore.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { tempDir } from '../support/env.js';
 
@@ -45,6 +47,44 @@ describe('listWindowParts', () => {
       ['2026-11-21T05:00:00.000Z', false, [keys.h21_05]],
       ['2026-11-21T00:00:00.000Z', true, [keys.day21]],
     ]);
+  });
+});
+
+describe('listWindowParts over a few days', () => {
+  it('asks the store for each day of a window of a few days alone, and finds the same parts as a ranged listing would', async () => {
+    const store = new FileObjectStore(await tempDir());
+    const first = at('2026-11-01T00:00:00Z');
+    const keys: string[] = [];
+    for (let d = 0; d < 12; d++) {
+      const day = first + d * DAY_MS;
+      keys.push(newDayPartKey(day));
+      for (const h of [0, 11, 11, 23]) keys.push(newPartKey(day + h * 3_600_000));
+    }
+    for (const key of keys) await store.put(key, 'x');
+    // What the window holds: its hours' parts and its days' compacted parts, in key order.
+    const expected = (startMs: number, endMs: number) =>
+      [...keys]
+        .sort()
+        .filter((key) => {
+          const { startMs: t, wholeDay } = partitionOfPartKey(key)!;
+          return wholeDay ? t >= dayStart(startMs) && t <= dayStart(endMs) : t >= hourStart(startMs) && t <= hourStart(endMs);
+        });
+    // A window of up to a week is listed a day at a time; a longer one from its first hour on.
+    const windows: [string, string, 'by day' | 'ranged'][] = [
+      ['2026-11-03T11:30:00Z', '2026-11-03T11:40:00Z', 'by day'],
+      ['2026-11-03T11:30:00Z', '2026-11-04T23:59:59Z', 'by day'],
+      ['2026-11-02T00:00:00Z', '2026-11-08T23:59:59.999Z', 'by day'],
+      ['2026-11-02T12:00:00Z', '2026-11-10T00:00:00Z', 'ranged'],
+      ['2026-10-30T00:00:00Z', '2026-11-02T05:00:00Z', 'by day'],
+    ];
+    for (const [from, to, listed] of windows) {
+      const asked: ListOptions[] = [];
+      const got = await listWindowParts({ list: (options) => (asked.push(options), store.list(options)) }, at(from), at(to));
+      expect(got.flatMap((p) => p.parts.map((i) => i.key)), `${from} ${to}`).toEqual(expected(at(from), at(to)));
+      const days = (dayStart(at(to)) - dayStart(at(from))) / DAY_MS + 1;
+      if (listed === 'by day') expect(asked, `${from} ${to}`).toEqual(Array.from({ length: days }, (_, i) => ({ prefix: dayPrefix(dayStart(at(from)) + i * DAY_MS) })));
+      else expect(asked, `${from} ${to}`).toEqual([{ prefix: 'reports/v1/', startAfter: 'reports/v1/year=2026/month=11/day=02/hour=12/' }]);
+    }
   });
 });
 
