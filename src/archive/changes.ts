@@ -47,7 +47,7 @@ export function changeLogTextSql(relation: string): string {
   return `SELECT count(*)::INTEGER, encode(concat('{"v":1,"reports":[', string_agg(${item}, ','), ']}')) FROM ${relation}`;
 }
 
-/** A change log made and not yet written (ChangeLog.prepare, prepareText). */
+/** A change log made and not yet written (ChangeLog.prepareText). */
 export interface PreparedChanges {
   readonly body: Buffer;
 }
@@ -117,7 +117,7 @@ export class ChangeLog {
   }
 
   /** A log naming these reports, not yet written (undefined for none). */
-  async prepare(reports: readonly ChangedReport[]): Promise<PreparedChanges | undefined> {
+  private async prepare(reports: readonly ChangedReport[]): Promise<PreparedChanges | undefined> {
     if (reports.length === 0) return undefined;
     return this.prepareText(Buffer.from(JSON.stringify({ v: 1, reports: reports.map((r) => [r.pkey, r.createdMs]) })));
   }

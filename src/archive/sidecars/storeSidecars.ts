@@ -33,13 +33,7 @@ export interface LocalPart {
  * stored under its key).
  */
 export async function storeReadyTexts(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<boolean[]> {
-  let bodies: (Buffer | undefined)[];
-  try {
-    bodies = parts.length > 1 ? await readyTextsOfParts(deps.db, parts.map((p) => p.file), scratch) : [];
-  } catch (err) {
-    deps.log.warn({ err, parts: parts.map((p) => p.key) }, 'ready texts of parts together not built; building each alone');
-    bodies = [];
-  }
+  const bodies: (Buffer | undefined)[] = (parts.length > 1 ? await builtTogether(deps, parts, scratch) : undefined) ?? [];
   if (bodies.length === 0) {
     for (const part of parts) bodies.push(await built(deps, part.key, 'ready texts', () => readyTextsOf(deps.db, part.file, scratch)));
   }
@@ -67,6 +61,16 @@ export async function storeStatsSidecar(deps: SidecarDeps, partKey: string, part
 export async function storeSidecars(deps: SidecarDeps, partKey: string, partFile: string, options: { readyTexts: boolean }): Promise<void> {
   if (options.readyTexts) await storeReadyTexts(deps, [{ key: partKey, file: partFile }], `${partFile}.ready`);
   await storeStatsSidecar(deps, partKey, partFile);
+}
+
+/** The parts' ready texts built together, or undefined (logged) if that fails. */
+async function builtTogether(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<Buffer[] | undefined> {
+  try {
+    return await readyTextsOfParts(deps.db, parts.map((p) => p.file), scratch);
+  } catch (err) {
+    deps.log.warn({ err, parts: parts.map((p) => p.key) }, 'ready texts of parts together not built; building each alone');
+    return undefined;
+  }
 }
 
 /** What `build` gives, or undefined (logged) if it throws. */
