@@ -13,6 +13,8 @@ export interface Pulled {
   firstByteMs: number;
   bytes: number;
   status: number;
+  /** The client's CPU from the request to the last byte (its process's start left out): on a shared host, taken from the service's. */
+  cpuMs: number;
 }
 
 /** GETs `url` (with `Accept-Encoding: encoding`) to its end from a new process. */
@@ -23,6 +25,7 @@ export function pull(url: string, encoding = 'identity'): Promise<Pulled> {
 /** A GET read to the end the way curl does it (node:http: lighter on the shared CPU than fetch). */
 function timedGet(url: string, encoding: string): Promise<Pulled> {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   return new Promise((resolve, reject) => {
     http
       .get(url, { headers: { 'User-Agent': 'flood-bench/1.0', 'Accept-Encoding': encoding } }, (res) => {
@@ -34,7 +37,8 @@ function timedGet(url: string, encoding: string): Promise<Pulled> {
         });
         res.on('end', () => {
           const ms = performance.now() - t0;
-          resolve({ ms, firstByteMs: firstByteMs ?? ms, bytes, status: res.statusCode ?? 0 });
+          const cpu = process.cpuUsage(cpu0);
+          resolve({ ms, firstByteMs: firstByteMs ?? ms, bytes, status: res.statusCode ?? 0, cpuMs: (cpu.user + cpu.system) / 1000 });
         });
         res.on('error', reject);
       })

@@ -107,7 +107,7 @@ const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + '%2B0000';
  * after a restart with empty caches (render, answer and part caches); warm the p50 of the
  * repeats that follow. Beside them, the wire floor for the same number of bytes.
  */
-async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string, store?: { downloaded: () => Promise<number>; cpuMs: () => number }): Promise<void> {
+async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, label: string, store?: { downloaded: () => Promise<number>; cpuMs: () => number; proxyCpuMs: () => number }): Promise<void> {
   const wanted = new Set(String(args.windows).split(','));
   const windows = (
     [
@@ -149,7 +149,9 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
       let bytes = 0;
       let fetched = 0;
       const storeCpu: number[] = [];
+      const proxyCpu: number[] = [];
       const serverCpu: number[] = [];
+      const clientCpu: number[] = [];
       for (let run = 0; run < COLD_RUNS; run++) {
         await server.stop();
         await fsp.rm(cacheDir, { recursive: true, force: true });
@@ -157,9 +159,12 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         resetPeakRss(server.pid);
         const before = (await store?.downloaded()) ?? 0;
         const cpuBefore = store?.cpuMs() ?? 0;
+        const proxyCpuBefore = store?.proxyCpuMs() ?? 0;
         const serverCpuBefore = processCpuMs(server.pid);
         const first = await timedGet(`${server.url}/reports/archive?${q}&${param}`);
+        clientCpu.push(first.cpuMs);
         serverCpu.push(processCpuMs(server.pid) - serverCpuBefore);
+        proxyCpu.push((store?.proxyCpuMs() ?? 0) - proxyCpuBefore);
         fetched = ((await store?.downloaded()) ?? 0) - before;
         storeCpu.push((store?.cpuMs() ?? 0) - cpuBefore);
         if (first.status !== 200) log(`${label} ${name} ${format}: cold HTTP ${first.status}`);
@@ -189,11 +194,14 @@ async function archiveScenarios(start: () => Promise<Server>, cacheDir: string, 
         'cold peak RSS MB': Math.round(coldRss),
         // The service's CPU (every thread) during the cold pull: what the path costs it, whatever the wall time.
         'cold service CPU ms': Math.round(pct(serverCpu, 50)),
+        // The client's CPU reading the answer, on the same cores.
+        'cold client CPU ms': Math.round(pct(clientCpu, 50)),
         ...(store && {
           'cold MB from S3': Math.round(fetched / 1e5) / 10,
           'from S3 / answer': Math.round((fetched / cold.bytes) * 100) / 100,
           // The emulator's own CPU during the cold pull: on these two cores it is taken from the service.
           'cold S3 emulator CPU ms': Math.round(pct(storeCpu, 50)),
+          'cold proxy CPU ms': Math.round(pct(proxyCpu, 50)),
         }),
       };
       rows.push(row);
@@ -598,6 +606,7 @@ async function s3Scenarios(dir: string, storeDir: string): Promise<void> {
         await archiveScenarios(serveS3(proxy.url), path.join(s3Data, 'cache'), `s3 on moto, shaped: ${firstByteMs} ms to the first byte, ${mbps} MB/s a connection`, {
           downloaded: async () => (await proxy.counts()).bytesDown,
           cpuMs: () => emulator.cpuMs!(),
+          proxyCpuMs: () => processCpuMs(proxy.pid),
         });
       } finally {
         await proxy.close();

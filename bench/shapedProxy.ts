@@ -28,8 +28,11 @@ export async function shapedProxy(target: string, shape: Shape): Promise<ShapedP
   let down = 0;
   let answers = 0;
   const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(upstreamUrl.port), '127.0.0.1');
+  // Without Nagle's algorithm on either side, as S3's servers and the SDK's sockets send: on
+  // loopback (64 KB segments) it held an answer's last segment back until the previous one was
+  // acknowledged, which a receiver delays by up to 40 ms, a stall the network would not have.
+  const server = net.createServer({ noDelay: true }, (client) => {
+    const upstream = net.connect({ port: Number(upstreamUrl.port), host: '127.0.0.1', noDelay: true });
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));

@@ -16,6 +16,8 @@ export interface ProxyCounts {
 
 export interface ProxyProcess {
   url: string;
+  /** The proxy's process (its CPU is taken from the same cores as the service's). */
+  pid: number;
   counts(): Promise<ProxyCounts>;
   close(): Promise<void>;
 }
@@ -29,6 +31,7 @@ export async function startShapedProxyProcess(target: string, shape: Shape): Pro
   child.removeAllListeners('exit');
   return {
     url,
+    pid: child.pid!,
     counts: () =>
       new Promise<ProxyCounts>((resolve) => {
         child.once('message', (m) => resolve(m as ProxyCounts));
