@@ -31,6 +31,28 @@ function send(method: string, path: string, headers: Record<string, string>, bod
   });
 }
 
+/**
+ * The status of a GET, its answer read for at most a quarter of a second and then hung up on (an
+ * event stream never ends; a hang-up on any answer must stop nothing but that answer).
+ */
+function statusOf(path: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${svc.url}${path}`, { headers }, (res) => {
+      const cut = setTimeout(() => {
+        req.destroy();
+        resolve(res.statusCode!);
+      }, 250);
+      res.resume();
+      res.on('end', () => {
+        clearTimeout(cut);
+        resolve(res.statusCode!);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 const post = (body: unknown) => send('POST', '/feeds/partner', { 'Content-Type': 'application/json', 'X-Api-Key': API_KEY }, JSON.stringify(body));
 
 const FIELDS: Record<string, { wrongType: unknown; outOfRange?: unknown; empty: unknown; huge: unknown }> = {
@@ -164,6 +186,39 @@ describe('random input (fast-check)', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('every GET route the OpenAPI document lists, with its own parameters at random and odd headers: never a 5xx, and the process answers on', async () => {
+    type Param = { name: string; in: string; schema?: { enum?: unknown[]; items?: { enum?: unknown[] } } };
+    type Operation = { parameters?: (Param | { $ref: string })[] };
+    const doc = JSON.parse((await send('GET', '/openapi.json', {})).body) as { paths: Record<string, { get?: Operation; parameters?: (Param | { $ref: string })[] }>; components?: { parameters?: Record<string, Param> } };
+    const resolve = (p: Param | { $ref: string }): Param => ('$ref' in p ? doc.components!.parameters![p.$ref.split('/').pop()!]! : p);
+    const routes = Object.entries(doc.paths)
+      .filter(([, item]) => item.get)
+      .map(([path, item]) => ({ path, query: [...(item.parameters ?? []), ...(item.get!.parameters ?? [])].map(resolve).filter((p) => p.in === 'query') }));
+    // Every route of the contract, the archive's, the OGC API's, the releases' and the cities' among them.
+    expect(routes.length).toBeGreaterThan(25);
+    const odd = ['', '-1', '0', '1.5', '1e309', 'NaN', '%00', '%ff', 'x'.repeat(3000), '😀', '2026-02-30T00:00:00Z', '2026-11-21', '9999-12-31T23:59:59Z', '-180,-90,180,90', '1,2,3', '10,10,0,0', '../..', '2026-11-21T00:00:00Z/..', 'PH-QC', 'region', 'barangay', 'hour', '+08:00', '-99:00', 'EPSG:4326', '-created_at', '100000'];
+    const valuesOf = (p: Param) => [...odd, ...[...(p.schema?.enum ?? []), ...(p.schema?.items?.enum ?? [])].map(String)];
+    const headers = [{}, { 'Accept-Encoding': 'gzip' }, { 'Accept-Encoding': 'br;q=abc, gzip;q=-1' }, { 'Accept-Encoding': '*;q=0' }, { 'If-None-Match': '"x", W/"y"' }, { Range: 'bytes=abc' }, { Range: 'bytes=5-1' }, { Range: 'bytes=0-1,3-4' }, { Accept: 'text/html' }, { 'Last-Event-ID': '99999999999999999999' }];
+    const pathValues = ['x', '1', '%25', '..', 'PH-QC', 'partner-x-1', 'catalog.json', 'a'.repeat(300), '%F0%9F%98%80'];
+    const get = async (route: string, pathValue: string, pairs: [string, string][], extra: Record<string, string>) => {
+      const qs = pairs.map(([k, v]) => `${k}=${encodeURIComponent(v).replace(/%25(00|ff)/g, '%$1')}`).join('&');
+      const status = await statusOf(`${route.replace(/\{[^}]+\}/g, pathValue)}${qs ? `?${qs}` : ''}`, { 'User-Agent': 'fuzz/1.0', ...extra });
+      expect(status, `${route} ${qs} ${JSON.stringify(extra)}`).toBeLessThan(500);
+    };
+    for (const route of routes) {
+      // Each odd header on each route, then its parameters at random.
+      for (const extra of headers) await get(route.path, 'x', [], extra);
+      const pair = route.query.length === 0 ? fc.constant(undefined) : fc.constantFrom(...route.query).chain((p) => fc.tuple(fc.constant(p.name), fc.oneof(fc.constantFrom(...valuesOf(p)), fc.string())));
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...pathValues), fc.array(pair, { maxLength: 5 }), fc.constantFrom(...headers), async (pathValue, pairs, extra) =>
+          get(route.path, pathValue, pairs.filter((p): p is [string, string] => p !== undefined), extra),
+        ),
+        { numRuns: 12 },
+      );
+    }
+    expect((await send('GET', '/health', {})).status).toBe(200);
   });
 
   it('random query strings and headers to the GET endpoints: never a 5xx', async () => {
