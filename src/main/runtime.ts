@@ -50,6 +50,11 @@ export interface RuntimeOverrides {
   store?: ObjectStore;
   /** Metrics of the caller's (default: a registry with the process's own metrics). */
   metrics?: Metrics;
+  /**
+   * DuckDB's threads for each query (default 2, the service's: one large answer at a time gets
+   * both cores). A bulk job that runs its parts' queries side by side takes 1.
+   */
+  duckdbThreads?: number;
 }
 
 /**
@@ -160,7 +165,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   }
 
   const metrics = overrides.metrics ?? new Metrics({ defaults: true });
-  const db = await DuckDb.open({ tempDir: path.join(config.tmpDir, 'duckdb'), memoryLimit: config.duckdbMemoryLimit, maxTempSize: config.duckdbMaxTempSize });
+  const db = await DuckDb.open({
+    tempDir: path.join(config.tmpDir, 'duckdb'),
+    memoryLimit: config.duckdbMemoryLimit,
+    maxTempSize: config.duckdbMaxTempSize,
+    ...(overrides.duckdbThreads !== undefined && { threads: overrides.duckdbThreads }),
+  });
   const boundaries = new BoundaryRepository(store);
   // On the embedded store DuckDB reads the store's own files: the cache copies nothing.
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics, storeRoot !== undefined ? localFiles(storeRoot) : undefined);

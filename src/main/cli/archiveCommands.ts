@@ -39,6 +39,14 @@ export const reconcile: Command = {
     }),
 };
 
+/**
+ * The runtime of a bulk job (reprocess, import): it runs its parts' queries side by side, two
+ * to eight at once, so each query gets one of DuckDB's threads. Two threads a query spent more
+ * CPU than they saved on parts of a few thousand reports: the national year re-tagged in 60–61 s
+ * with one against 68–70 s with two, with a sixth less CPU (docs/performance.md).
+ */
+export const BULK_JOB = { duckdbThreads: 1 };
+
 export const reprocess: Command = {
   summary: 're-tag reports with the current boundaries and rewrite their hours',
   usage: 'reprocess --from DATE --to DATE [--dry-run] [--json]',
@@ -67,7 +75,7 @@ export const reprocess: Command = {
         ].join('\n'),
       );
       return 0;
-    }),
+    }, BULK_JOB),
 };
 
 export const importCommand: Command = {
@@ -104,7 +112,7 @@ export const importCommand: Command = {
           `\nparts written: ${result.parts}; seconds accepting ${result.seconds.accepting}, archiving ${result.seconds.archiving}, ready texts ${result.seconds.readyTexts}`,
       );
       return 0;
-    }),
+    }, BULK_JOB),
 };
 
 export const exportCommand: Command = {

@@ -5,7 +5,7 @@ import type { ParseArgsConfig } from 'node:util';
 import { isKeyName } from '../../partners/apiKeys.js';
 import type { Config } from '../../shared/config.js';
 import { bootstrap } from '../bootstrap.js';
-import type { Runtime } from '../runtime.js';
+import type { Runtime, RuntimeOverrides } from '../runtime.js';
 
 /** A mistake in the command's options: exit 2, with the command's usage. */
 export class UsageError extends Error {}
@@ -46,9 +46,9 @@ export async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<voi
   }
 }
 
-/** Runs `fn` with a runtime, closing it after. */
-export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>): Promise<T> {
-  const rt = await deps.createRuntime(config);
+/** Runs `fn` with a runtime (made with `overrides`), closing it after. */
+export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>, overrides: RuntimeOverrides = {}): Promise<T> {
+  const rt = await deps.createRuntime(config, overrides);
   try {
     await bootstrapIfLocal(config, rt);
     await rt.boundaries.seedIfEmpty();
