@@ -41,9 +41,9 @@ export const reconcile: Command = {
 
 /**
  * The runtime of a bulk job (reprocess, import): it runs its parts' queries side by side, two
- * to eight at once, so each query gets one of DuckDB's threads. Two threads a query spent more
- * CPU than they saved on parts of a few thousand reports: the national year re-tagged in 60–61 s
- * with one against 68–70 s with two, with a sixth less CPU (docs/performance.md).
+ * to eight at once, so each query gets one of DuckDB's threads. A second thread a query spent
+ * more CPU than it saved on parts of a few thousand reports (docs/performance.md, "One DuckDB
+ * thread a query in bulk jobs").
  */
 export const BULK_JOB = { duckdbThreads: 1 };
 
