@@ -1,10 +1,8 @@
 // The ready texts a bulk job adds to its stored parts: small consecutive parts built together,
 // each part's text the one it has built alone; a part no longer stored gets none.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb } from '../../src/archive/duckdb.js';
+import { describe, expect, it } from 'vitest';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { readyKeyOf, readyTextsOf } from '../../src/archive/sidecars/index.js';
@@ -12,20 +10,11 @@ import { addReadyTexts, groupsOf, SMALL_PART_REPORTS, type UntextedPart } from '
 import { newDayPartKey } from '../../src/store/layout.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { random, randomReports } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 const HOUR = 3_600_000;
 
-let dir: string;
-let db: DuckDb;
-
-beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'add-ready-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-});
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
+const work = scratch('add-ready-');
 
 describe('groups of parts built together', () => {
   const part = (name: string, reports?: number): UntextedPart => ({ key: name, file: name, reports });
@@ -38,15 +27,15 @@ describe('groups of parts built together', () => {
 
 describe('ready texts added to a bulk job\'s parts', () => {
   it('are each part\'s ready text built alone, for every part still stored, and every part is told done', async () => {
-    const store = new FileObjectStore(path.join(dir, 'store'));
-    const publisher = storePartPublisher({ store, db, log: { warn: () => undefined } });
+    const store = new FileObjectStore(path.join(work.dir, 'store'));
+    const publisher = storePartPublisher({ store, db: work.db, log: { warn: () => undefined } });
     // Days of a file spread over a year (small, built together), a busy day, and one of unknown size.
     const sizes: (number | undefined)[] = [120, 300, 1, 80, SMALL_PART_REPORTS + 500, 200, undefined, 150];
     const parts: UntextedPart[] = [];
     for (const [d, n] of sizes.entries()) {
       const dayMs = Date.UTC(2026, 0, 1 + d);
-      const file = path.join(dir, `day-${d}.parquet`);
-      await writeParquet(db, randomReports(random(100 + d), n ?? 50, dayMs, 24 * HOUR), file);
+      const file = path.join(work.dir, `day-${d}.parquet`);
+      await writeParquet(work.db, randomReports(random(100 + d), n ?? 50, dayMs, 24 * HOUR), file);
       const key = newDayPartKey(dayMs);
       await store.put(key, await fs.readFile(file));
       parts.push({ key, file, reports: n });
@@ -55,14 +44,14 @@ describe('ready texts added to a bulk job\'s parts', () => {
     await store.delete([parts[1]!.key]);
     let done = 0;
 
-    await addReadyTexts({ store, publisher }, parts, dir, () => (done += 1));
+    await addReadyTexts({ store, publisher }, parts, work.dir, () => (done += 1));
 
     expect(done).toBe(parts.length);
     expect(await store.head(readyKeyOf(parts[1]!.key))).toBeUndefined();
     for (const [d, p] of parts.entries()) {
       if (d === 1) continue;
       const stored = await store.get(readyKeyOf(p.key));
-      expect(stored?.body.equals(await readyTextsOf(db, p.file, path.join(dir, `alone-${d}`))), p.key).toBe(true);
+      expect(stored?.body.equals(await readyTextsOf(work.db, p.file, path.join(work.dir, `alone-${d}`))), p.key).toBe(true);
     }
   }, 120_000);
 });

@@ -1,11 +1,9 @@
 // A bulk import stages the reports it accepts with DuckDB reading each record's JSON
 // (archiveRowSql, stageAccepted); a worker writes the same reports as rows made in JavaScript
 // (archiveRowOf, writeParquet). Both must give the same archive rows, column for column.
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { describe, expect, it } from 'vitest';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import type { Tags } from '../../src/boundaries/tagger.js';
 import { archiveRowOf } from '../../src/ingest/archiveRow.js';
@@ -13,18 +11,9 @@ import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { stageAccepted, sortValidated, writeValidated } from '../../src/ops/validatedRecords.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { report } from '../support/env.js';
+import { scratch } from '../support/scratch.js';
 
-let dir: string;
-let db: DuckDb;
-
-beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'archive-row-sql-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-});
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
+const work = scratch('archive-row-sql-');
 
 /** Reports with what a partner may send: no title or text, quotes, newlines, emoji, U+FFFD, a NUL, long decimals. */
 const bodies: Record<string, unknown>[] = [
@@ -50,20 +39,20 @@ describe('archive rows staged from the records\' JSON', () => {
       });
       const tagsOf = (i: number) => tagSets[i % tagSets.length]!;
 
-      const expected = path.join(dir, `expected-${partner}.parquet`);
-      await writeParquet(db, records.map((r, i) => archiveRowOf(r, tagsOf(i), 'ph-test-1')), expected);
+      const expected = path.join(work.dir, `expected-${partner}.parquet`);
+      await writeParquet(work.db, records.map((r, i) => archiveRowOf(r, tagsOf(i), 'ph-test-1')), expected);
 
       const valid = records.map(({ received_at: _received, ...record }, n) => ({ n, record }));
-      const validated = path.join(dir, `valid-${partner}.parquet`);
-      const sorted = path.join(dir, `sorted-${partner}.parquet`);
-      await writeValidated(db, 0, { index: valid.map((v) => v.n), postIds: valid.map((v) => v.record.post_id), json: valid.map((v) => JSON.stringify(v.record)) }, validated);
-      await sortValidated(db, [validated], sorted);
+      const validated = path.join(work.dir, `valid-${partner}.parquet`);
+      const sorted = path.join(work.dir, `sorted-${partner}.parquet`);
+      await writeValidated(work.db, 0, { index: valid.map((v) => v.n), postIds: valid.map((v) => v.record.post_id), json: valid.map((v) => JSON.stringify(v.record)) }, validated);
+      await sortValidated(work.db, [validated], sorted);
       const postIds = records.map((r) => r.post_id);
-      const staged = path.join(dir, `staged-${partner}.parquet`);
-      await stageAccepted(db, sorted, { n: valid.map((v) => v.n), postIds: [Math.min(...postIds), Math.max(...postIds)], tags: valid.map((v) => tagsOf(v.n)) }, { receivedAtMs: Date.parse(receivedAt), version: 'ph-test-1' }, staged);
+      const staged = path.join(work.dir, `staged-${partner}.parquet`);
+      await stageAccepted(work.db, sorted, { n: valid.map((v) => v.n), postIds: [Math.min(...postIds), Math.max(...postIds)], tags: valid.map((v) => tagsOf(v.n)) }, { receivedAtMs: Date.parse(receivedAt), version: 'ph-test-1' }, staged);
 
       const read = (file: string) =>
-        db.withConnection(async (conn) => ({
+        work.db.withConnection(async (conn) => ({
           columns: (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)})`)).getRowsJS().map((r) => [r[0], r[1]]),
           rows: (await conn.runAndReadAll(`SELECT * FROM read_parquet(${sqlString(file)}) ORDER BY pkey`)).getRowObjectsJson(),
         }));
@@ -76,7 +65,7 @@ describe('archive rows staged from the records\' JSON', () => {
 
       // Post_ids that leave a record out fail the staging rather than lose the record.
       const short = { n: valid.map((v) => v.n), postIds: [Math.min(...postIds), Math.max(...postIds) - 1] as [number, number], tags: valid.map((v) => tagsOf(v.n)) };
-      await expect(stageAccepted(db, sorted, short, { receivedAtMs: Date.parse(receivedAt), version: 'ph-test-1' }, staged)).rejects.toThrow(/staging wrote 5 of 6/);
+      await expect(stageAccepted(work.db, sorted, short, { receivedAtMs: Date.parse(receivedAt), version: 'ph-test-1' }, staged)).rejects.toThrow(/staging wrote 5 of 6/);
     });
   }
 });

@@ -1,24 +1,14 @@
 // Bulk parts: an import's staged rows leave as parts of the ordinary layout, each report once and
 // newest first, whatever the staged files repeat (a report staged again by a resumed run).
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { describe, expect, it } from 'vitest';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { partitionedParts, wholeSortedFiles, writeBulkParts, type BulkPart } from '../../src/archive/bulkParts.js';
 import { writePartFile } from '../support/parts.js';
+import { scratch } from '../support/scratch.js';
 
-let dir: string;
-let db: DuckDb;
-
-beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bulk-parts-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-});
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
+const work = scratch('bulk-parts-');
 
 describe('writeBulkParts', () => {
   it('writes each staged report once, in closed day parts, newest first, and names each part\'s reports', async () => {
@@ -26,13 +16,13 @@ describe('writeBulkParts', () => {
     const from = Date.UTC(2025, 2, 1);
     const step = 600_000; // a report every 10 minutes
     // Reports 1..600, and 400..700 staged again by a second file (the same rows for 400..600).
-    const first = path.join(dir, 'stage-1.parquet');
-    const again = path.join(dir, 'stage-2.parquet');
-    await writePartFile(db, first, 1, 600, from, step);
-    await writePartFile(db, again, 400, 301, from + 399 * step, step);
+    const first = path.join(work.dir, 'stage-1.parquet');
+    const again = path.join(work.dir, 'stage-2.parquet');
+    await writePartFile(work.db, first, 1, 600, from, step);
+    await writePartFile(work.db, again, 400, 301, from + 399 * step, step);
 
     const parts: Named[] = [];
-    const count = await writeBulkParts(db, [first, again], { closedBeforeMs: Date.now(), retracted: new Set(), scratch: path.join(dir, 'scratch') }, async ({ key, file, reports }) => {
+    const count = await writeBulkParts(work.db, [first, again], { closedBeforeMs: Date.now(), retracted: new Set(), scratch: path.join(work.dir, 'scratch') }, async ({ key, file, reports }) => {
       parts.push({ key, ...(await partRows(file)), reports });
     });
 
@@ -48,10 +38,10 @@ describe('writeBulkParts', () => {
   it("names each part's reports when they are listed for a run of parts at a time (more rows than one listing holds)", async () => {
     // 400,000 reports a second apart: five days of up to 86,400, listed in two runs.
     const from = Date.UTC(2025, 3, 1);
-    const staged = path.join(dir, 'stage-many.parquet');
-    await writePartFile(db, staged, 1, 400_000, from, 1_000);
+    const staged = path.join(work.dir, 'stage-many.parquet');
+    await writePartFile(work.db, staged, 1, 400_000, from, 1_000);
     const parts: Named[] = [];
-    await writeBulkParts(db, [staged], { closedBeforeMs: Date.now(), retracted: new Set(), scratch: path.join(dir, 'scratch-many') }, async ({ key, file, reports }) => {
+    await writeBulkParts(work.db, [staged], { closedBeforeMs: Date.now(), retracted: new Set(), scratch: path.join(work.dir, 'scratch-many') }, async ({ key, file, reports }) => {
       parts.push({ key, ...(await partRows(file)), reports });
     });
     expect(parts.length).toBe(5);
@@ -66,17 +56,17 @@ describe('small parts, a run of them copied at once', () => {
 
   it('are each one file of the run, newest first, with the columns of a part copied alone; a large part is left to its caller', async () => {
     // Three hours of 100 reports each, then one of 3,000 (a large part), then another small one.
-    const staged = path.join(dir, 'run-rows.parquet');
-    await writePartFile(db, staged, 1, 300, from, 36_000);
-    const large = path.join(dir, 'run-large.parquet');
-    await writePartFile(db, large, 301, 3_000, from + 3 * HOUR, 1_200);
-    const last = path.join(dir, 'run-last.parquet');
-    await writePartFile(db, last, 3_301, 50, from + 4 * HOUR, 60_000);
+    const staged = path.join(work.dir, 'run-rows.parquet');
+    await writePartFile(work.db, staged, 1, 300, from, 36_000);
+    const large = path.join(work.dir, 'run-large.parquet');
+    await writePartFile(work.db, large, 301, 3_000, from + 3 * HOUR, 1_200);
+    const last = path.join(work.dir, 'run-last.parquet');
+    await writePartFile(work.db, last, 3_301, 50, from + 4 * HOUR, 60_000);
     const parts = [0, 1, 2, 3, 4].map((h) => ({ fromMs: from + h * HOUR, toMs: from + (h + 1) * HOUR, rows: h === 3 ? 3_000 : 100 }));
     const rowsSql = `SELECT * FROM read_parquet([${[staged, large, last].map(sqlString).join(', ')}])`;
-    const scratch = path.join(dir, 'run-scratch');
+    const scratch = path.join(work.dir, 'run-scratch');
     await fs.mkdir(scratch, { recursive: true });
-    const copied = partitionedParts(db, rowsSql, parts, scratch);
+    const copied = partitionedParts(work.db, rowsSql, parts, scratch);
     const files = await Promise.all(parts.map((_, i) => copied(i)));
     expect(files[3]).toBeUndefined();
     for (const i of [0, 1, 2, 4]) {
@@ -87,16 +77,16 @@ describe('small parts, a run of them copied at once', () => {
     }
     // The same columns as a part copied alone: the partition column is not written.
     const alone = path.join(scratch, 'alone.parquet');
-    await db.withConnection((conn) => conn.run(`COPY (${rowsSql} WHERE created_at < make_timestamptz(${from + HOUR}::BIGINT * 1000)) TO ${sqlString(alone)} (FORMAT parquet)`));
+    await work.db.withConnection((conn) => conn.run(`COPY (${rowsSql} WHERE created_at < make_timestamptz(${from + HOUR}::BIGINT * 1000)) TO ${sqlString(alone)} (FORMAT parquet)`));
     expect(await columnsOf(files[0]!)).toEqual(await columnsOf(alone));
   });
 
   it('are not taken from a partition whose rows are out of order, or that came out as several files', async () => {
-    const run = path.join(dir, 'checked-run');
-    const rows = path.join(dir, 'checked-rows.parquet');
-    await writePartFile(db, rows, 1, 200, from, 60_000);
+    const run = path.join(work.dir, 'checked-run');
+    const rows = path.join(work.dir, 'checked-rows.parquet');
+    await writePartFile(work.db, rows, 1, 200, from, 60_000);
     const write = (part: number, file: string, order: string) =>
-      db.withConnection(async (conn) => {
+      work.db.withConnection(async (conn) => {
         await fs.mkdir(path.join(run, `bulk_part=${part}`), { recursive: true });
         await conn.run(`COPY (SELECT * FROM read_parquet(${sqlString(rows)}) ORDER BY ${order}) TO ${sqlString(path.join(run, `bulk_part=${part}`, file))} (FORMAT parquet)`);
       });
@@ -104,20 +94,20 @@ describe('small parts, a run of them copied at once', () => {
     await write(1, 'data_0.parquet', 'created_at ASC');
     await write(2, 'data_0.parquet', 'created_at DESC');
     await write(2, 'data_1.parquet', 'created_at DESC');
-    const found = await db.withConnection((conn) => wholeSortedFiles(conn, run));
+    const found = await work.db.withConnection((conn) => wholeSortedFiles(conn, run));
     expect([...found.keys()]).toEqual([0]);
     expect(found.get(0)).toBe(path.join(run, 'bulk_part=0', 'data_0.parquet'));
   });
 });
 
 async function columnsOf(file: string): Promise<unknown[][]> {
-  return db.withConnection(async (conn) => (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)}, hive_partitioning = false)`)).getRowsJS());
+  return work.db.withConnection(async (conn) => (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)}, hive_partitioning = false)`)).getRowsJS());
 }
 
 type Named = { key: string; pkeys: string[]; created: number[]; reports: BulkPart['reports'] };
 
 async function partRows(file: string): Promise<{ pkeys: string[]; created: number[] }> {
-  const [pkeys, created] = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE FROM read_parquet(${sqlString(file)})`)).getColumnsJS() as [string[], number[]]);
+  const [pkeys, created] = await work.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE FROM read_parquet(${sqlString(file)})`)).getColumnsJS() as [string[], number[]]);
   return { pkeys, created };
 }
 

@@ -2,32 +2,19 @@
 // connections are (or were, during its run) in use (their work gives memory back in a moment), and
 // once more alone after a full collection; then the OverloadedError (a 503 before an answer's
 // first byte).
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb } from '../../src/archive/duckdb.js';
+import { describe, expect, it } from 'vitest';
 import { OverloadedError } from '../../src/shared/errors.js';
+import { scratch } from '../support/scratch.js';
 
 /** A list of ten million numbers, held whole in memory: more than the engine's 16 MB, however long it waits. */
 const TOO_LARGE = 'SELECT len(list(range)) FROM range(10000000)';
 
 describe("an answer's query out of the engine's memory", () => {
-  let dir: string;
-  let db: DuckDb;
-
-  beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'with-memory-'));
-    db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb'), memoryLimit: '16MB', threads: 1 });
-  });
-  afterAll(async () => {
-    db?.close();
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+  const work = scratch('with-memory-', { memoryLimit: '16MB', threads: 1 });
 
   it('alone on the engine, runs once more after a collection, then is an OverloadedError', async () => {
     let runs = 0;
-    const query = db.withMemory(async (conn) => {
+    const query = work.db.withMemory(async (conn) => {
       runs += 1;
       return conn.runAndReadAll(TOO_LARGE);
     });
@@ -37,9 +24,9 @@ describe("an answer's query out of the engine's memory", () => {
 
   it('runs again while another connection is in use, and gives up once it is alone', async () => {
     let release!: () => void;
-    const other = db.withConnection(() => new Promise<void>((resolve) => (release = resolve)));
+    const other = work.db.withConnection(() => new Promise<void>((resolve) => (release = resolve)));
     let runs = 0;
-    const query = db.withMemory(async (conn) => {
+    const query = work.db.withMemory(async (conn) => {
       runs += 1;
       return conn.runAndReadAll(TOO_LARGE);
     });
@@ -58,9 +45,9 @@ describe("an answer's query out of the engine's memory", () => {
   it('runs again when another connection was in use during its run, though closed by the time it failed', async () => {
     // Another answer between two of its queries: in use while this one ran, closed when it failed.
     let runs = 0;
-    const rows = await db.withMemory(async (conn) => {
+    const rows = await work.db.withMemory(async (conn) => {
       runs += 1;
-      await db.withConnection((other) => other.run('SELECT 1'));
+      await work.db.withConnection((other) => other.run('SELECT 1'));
       // The third run finds the memory the other answer held given back.
       return (await conn.runAndReadAll(runs < 3 ? TOO_LARGE : 'SELECT 42::INTEGER')).getRowsJS();
     });
@@ -69,7 +56,7 @@ describe("an answer's query out of the engine's memory", () => {
   });
 
   it('a query that fits is answered at once', async () => {
-    const rows = await db.withMemory(async (conn) => (await conn.runAndReadAll('SELECT count(*)::INTEGER FROM range(1000)')).getRowsJS());
+    const rows = await work.db.withMemory(async (conn) => (await conn.runAndReadAll('SELECT count(*)::INTEGER FROM range(1000)')).getRowsJS());
     expect(rows).toEqual([[1000]]);
   });
 });

@@ -3,23 +3,20 @@
 // once, the copy in the newest part (a reprocessed report answers with its new tags, a report
 // retracted since answers as retracted), every filter and cursor applied after de-duplication
 // where the whole answer applies it. Compared with DuckDB's whole answer on random windows.
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb } from '../../src/archive/duckdb.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import type { WindowQuery } from '../../src/archive/query.js';
 import { ANSWER_ORDER, filteredRows, ITEM_SQL } from '../../src/archive/sql.js';
 import { CITIES, random, randomFilter, randomReports } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 const FROM = Date.UTC(2025, 6, 14, 3);
 const SPAN = 3_600_000;
 const WINDOWS = 120;
 
-let dir: string;
-let db: DuckDb;
+const work = scratch('page-rows-');
 let rows: ArchiveRow[];
 const parts: string[] = [];
 
@@ -27,8 +24,6 @@ const parts: string[] = [];
 const partName = (i: number) => `part-01J${String(i).padStart(23, '0')}.parquet`;
 
 beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'page-rows-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
   const next = random(31);
   rows = randomReports(next, 900, FROM, SPAN);
   // Three overlapping parts of the hour (at-least-once delivery): later parts repeat some
@@ -45,19 +40,15 @@ beforeAll(async () => {
     }
   }
   for (let p = 0; p < 3; p++) {
-    const file = path.join(dir, partName(p));
-    await writeParquet(db, copies[p]!, file);
+    const file = path.join(work.dir, partName(p));
+    await writeParquet(work.db, copies[p]!, file);
     parts.push(file);
   }
 }, 60_000);
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
 
 async function answer(query: WindowQuery, limit: number | undefined): Promise<string[]> {
   const bound = filteredRows(parts, query, false, limit);
-  return db.withConnection(async (conn) => {
+  return work.db.withConnection(async (conn) => {
     const reader = await conn.runAndReadAll(`SELECT ${ITEM_SQL.geojson} FROM ${bound.sql} ${ANSWER_ORDER}`, bound.values, bound.types);
     return reader.getRowsJS().map((r) => r[0] as string);
   });

@@ -3,26 +3,19 @@
 // window.parquet: three row groups and key-value metadata) and what the splice made of them
 // when its footer codec was hyparquet's (spliced-*.parquet). Same sources, same bytes.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFooter, spliceParquet, type Footer } from '../../src/archive/parquetSplice.js';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { sqlString } from '../../src/archive/duckdb.js';
+import { scratch } from '../support/scratch.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/parquet');
-let dir: string;
-
-beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'parquet-splice-'));
-});
-afterAll(async () => {
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
+const work = scratch('parquet-splice-');
 
 /** A fixture's footer, the file embedded in a larger one (as in a sidecar) when `before`/`after` say so. */
 async function source(name: string, before = 0, after = 0): Promise<Footer> {
   const bytes = await fs.readFile(path.join(FIXTURES, name));
-  const host = path.join(dir, `${before}-${name}`);
+  const host = path.join(work.dir, `${before}-${name}`);
   await fs.writeFile(host, Buffer.concat([Buffer.alloc(before, 0x5a), bytes, Buffer.alloc(after, 0xa5)]));
   const handle = await fs.open(host, 'r');
   return readFooter({ handle, offset: before, length: bytes.length });
@@ -46,31 +39,26 @@ describe('the splice', () => {
   });
 
   it('answers what DuckDB reads as the sources, in order: row groups, bloom filters, key-value metadata, bbox', async () => {
-    const file = path.join(dir, 'answer.parquet');
+    const file = path.join(work.dir, 'answer.parquet');
     await fs.writeFile(file, await bytesOf([await source('window.parquet', 100, 50), await source('day.parquet')]));
-    const db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-    try {
-      const rows = (sql: string) => db.withConnection(async (conn) => (await conn.runAndReadAll(sql)).getRowObjectsJS());
-      const [window, day, answer] = [path.join(FIXTURES, 'window.parquet'), path.join(FIXTURES, 'day.parquet'), file].map(sqlString);
-      expect(await rows(`SELECT * FROM read_parquet(${answer})`)).toEqual(await rows(`(SELECT * FROM read_parquet(${window})) UNION ALL (SELECT * FROM read_parquet(${day}))`));
-      expect(await rows(`SELECT DISTINCT row_group_id FROM parquet_metadata(${answer}) ORDER BY 1`)).toHaveLength(4);
-      // The filters copied where the footer says: present values are not excluded, absent ones are.
-      const probe = (value: string) => rows(`SELECT bloom_filter_excludes AS out FROM parquet_bloom_probe(${answer}, 'source', '${value}')`);
-      expect((await probe('partner')).map((r) => r.out)).toEqual([false, false, false, false]);
-      expect((await probe('nobody')).map((r) => r.out)).toEqual([true, true, true, true]);
-      const kv = await rows(`SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata(${answer})`);
-      expect(kv.map((r) => r.k)).toEqual(['note', 'geo']);
-      const bbox = (await rows(`SELECT min(lng) AS x0, min(lat) AS y0, max(lng) AS x1, max(lat) AS y1 FROM read_parquet(${answer})`))[0]!;
-      expect(JSON.parse(String(kv[1]!.v)).columns.geometry.bbox).toEqual([bbox.x0, bbox.y0, bbox.x1, bbox.y1]);
-    } finally {
-      db.close();
-    }
+    const rows = (sql: string) => work.db.withConnection(async (conn) => (await conn.runAndReadAll(sql)).getRowObjectsJS());
+    const [window, day, answer] = [path.join(FIXTURES, 'window.parquet'), path.join(FIXTURES, 'day.parquet'), file].map(sqlString);
+    expect(await rows(`SELECT * FROM read_parquet(${answer})`)).toEqual(await rows(`(SELECT * FROM read_parquet(${window})) UNION ALL (SELECT * FROM read_parquet(${day}))`));
+    expect(await rows(`SELECT DISTINCT row_group_id FROM parquet_metadata(${answer}) ORDER BY 1`)).toHaveLength(4);
+    // The filters copied where the footer says: present values are not excluded, absent ones are.
+    const probe = (value: string) => rows(`SELECT bloom_filter_excludes AS out FROM parquet_bloom_probe(${answer}, 'source', '${value}')`);
+    expect((await probe('partner')).map((r) => r.out)).toEqual([false, false, false, false]);
+    expect((await probe('nobody')).map((r) => r.out)).toEqual([true, true, true, true]);
+    const kv = await rows(`SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata(${answer})`);
+    expect(kv.map((r) => r.k)).toEqual(['note', 'geo']);
+    const bbox = (await rows(`SELECT min(lng) AS x0, min(lat) AS y0, max(lng) AS x1, max(lat) AS y1 FROM read_parquet(${answer})`))[0]!;
+    expect(JSON.parse(String(kv[1]!.v)).columns.geometry.bbox).toEqual([bbox.x0, bbox.y0, bbox.x1, bbox.y1]);
   });
 });
 
 describe('a source that is not a whole Parquet file', () => {
   const fails = async (bytes: Buffer, message: RegExp) => {
-    const file = path.join(dir, 'bad.parquet');
+    const file = path.join(work.dir, 'bad.parquet');
     await fs.writeFile(file, bytes);
     const handle = await fs.open(file, 'r');
     try {

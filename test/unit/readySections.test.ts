@@ -5,11 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DuckDb } from '../../src/archive/duckdb.js';
 import { Holds } from '../../src/archive/holds.js';
 import { PartCache } from '../../src/archive/partCache.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
@@ -21,6 +19,7 @@ import type { ObjectInfo } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { random, randomReports } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 const DAY = 86_400_000;
 const FIRST = Date.UTC(2026, 9, 1);
@@ -30,8 +29,7 @@ const PER_DAY = 4000;
 
 let peer: Emulator;
 let store: S3ObjectStore;
-let dir: string;
-let db: DuckDb;
+const work = scratch('ready-sections-');
 /** Each day's part (as listed) and its ready texts' local file. */
 const days: { part: ObjectInfo; local: string }[] = [];
 let gets = 0;
@@ -48,14 +46,12 @@ beforeAll(async () => {
   const bucket = `ready-${randomBytes(4).toString('hex')}`;
   await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
   store = new S3ObjectStore(peer.s3, { bucket, prefix: '' });
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ready-sections-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
   for (let d = 0; d < DAYS; d++) {
     const dayMs = FIRST + d * DAY;
-    const partFile = path.join(dir, `part-${d}.parquet`);
-    await writeParquet(db, randomReports(random(d + 1), PER_DAY, dayMs, DAY - 1), partFile);
-    const local = path.join(dir, `part-${d}.ready`);
-    await writeReadyTexts(db, partFile, local);
+    const partFile = path.join(work.dir, `part-${d}.parquet`);
+    await writeParquet(work.db, randomReports(random(d + 1), PER_DAY, dayMs, DAY - 1), partFile);
+    const local = path.join(work.dir, `part-${d}.ready`);
+    await writeReadyTexts(work.db, partFile, local);
     const key = newDayPartKey(dayMs);
     await store.put(readyKeyOf(key), await fs.readFile(local));
     days.push({ part: { key, size: (await fs.stat(partFile)).size, etag: `"${d}"`, lastModified: new Date() }, local });
@@ -63,9 +59,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  db?.close();
   await peer?.stop();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
 });
 
 /** A day's whole window in a shape. */
@@ -90,7 +84,7 @@ async function getsOf<T>(read: () => Promise<T>): Promise<{ value: T; gets: numb
 
 describe('ready texts from S3, ranged', () => {
   it('reads the same bytes as the whole file; one GET for a whole GeoJSON day, the first one too, two for a text of another shape', async () => {
-    const cache = new PartCache(store, path.join(dir, 'cache'), 100_000_000);
+    const cache = new PartCache(store, path.join(work.dir, 'cache'), 100_000_000);
     const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
 
     const first = await getsOf(() => sections.fileOf(days[0]!.part, wantOf(0, 'geojson')));
@@ -111,7 +105,7 @@ describe('ready texts from S3, ranged', () => {
 
   it('keeps a held copy past the cache\'s bound until it is released, then removes it; a hold taken after the release is let go at once', async () => {
     // A bound of one byte: each copy taken evicts every other one not held.
-    const cache = new PartCache(store, path.join(dir, 'cache-held'), 1);
+    const cache = new PartCache(store, path.join(work.dir, 'cache-held'), 1);
     const sections = new ReadySections((info, head, holds) => cache.rangedFileIfPresent(info, head, holds));
     const holds = new Holds();
     const held = (await sections.fileOf(days[0]!.part, wantOf(0, 'geojson'), holds))!;
@@ -132,7 +126,7 @@ describe('ready texts from S3, ranged', () => {
   });
 
   it('reads nothing of an hour the window only touches: a window ending at a day\'s first instant fetches its index alone', async () => {
-    const cache = new PartCache(store, path.join(dir, 'cache-touch'), 100_000_000);
+    const cache = new PartCache(store, path.join(work.dir, 'cache-touch'), 100_000_000);
     const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
     // Day 0 and the first millisecond of day 1, whose first report comes later: not even the
     // GeoJSON sections a whole day's first read would take with its index.
@@ -163,7 +157,7 @@ describe('ready texts from S3, ranged', () => {
       { shape: 'arrow', filter: filterOf(FIRST + 3 * DAY - 1) },
     ];
     for (const want of wants) {
-      const cache = new PartCache(store, path.join(dir, `cache-mixed-${want.shape}`), 100_000_000);
+      const cache = new PartCache(store, path.join(work.dir, `cache-mixed-${want.shape}`), 100_000_000);
       const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
       const file = (await sections.fileOf(days[2]!.part, want))!;
       const shape = want.shape as 'geojson' | 'csv' | 'arrow';
@@ -177,7 +171,7 @@ describe('ready texts from S3, ranged', () => {
   });
 
   it('fetches for a whole day in Parquet its Parquet section and the index, hardly more', async () => {
-    const cache = new PartCache(store, path.join(dir, 'cache-parquet'), 100_000_000);
+    const cache = new PartCache(store, path.join(work.dir, 'cache-parquet'), 100_000_000);
     const sections = new ReadySections((info, head) => cache.rangedFileIfPresent(info, head));
     const file = (await getsOf(() => sections.fileOf(days[0]!.part, wantOf(0, 'parquet')))).value!;
     const { base, index } = readReadyIndex(days[0]!.local);

@@ -1,16 +1,15 @@
 // Bulk re-tagging: the order in which it tags a part's points (every row in the window once,
 // nearby points together), and the part it writes (each row's new tags, whatever that order).
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { describe, expect, it } from 'vitest';
+import { sqlString } from '../../src/archive/duckdb.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { retagParts, spatialOrder } from '../../src/archive/retag.js';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import { random, randomReports } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 describe('spatial order', () => {
   it('is a permutation of the rows asked for, and puts neighbours next to each other', () => {
@@ -41,16 +40,7 @@ describe('spatial order', () => {
 });
 
 describe('re-tagging parts', () => {
-  let dir: string;
-  let db: DuckDb;
-  beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'retag-'));
-    db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-  });
-  afterAll(async () => {
-    db?.close();
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
-  });
+  const work = scratch('retag-');
 
   it('gives every report in the window the tagger\'s tags and the version, keeps the others, newest first, each once', async () => {
     const from = Date.UTC(2026, 10, 12);
@@ -59,18 +49,18 @@ describe('re-tagging parts', () => {
     const rows = randomReports(random(11), 30_000, from, span);
     const older = rows.slice(0, 20_000);
     const newer = [...rows.slice(20_000), ...rows.slice(0, 2_000).map((r) => ({ ...r, title: `${r.title} (edited)` }))];
-    const files = [path.join(dir, 'part-00000000000000000000000001.parquet'), path.join(dir, 'part-00000000000000000000000002.parquet')];
-    await writeParquet(db, older, files[0]!);
-    await writeParquet(db, newer, files[1]!);
+    const files = [path.join(work.dir, 'part-00000000000000000000000001.parquet'), path.join(work.dir, 'part-00000000000000000000000002.parquet')];
+    await writeParquet(work.db, older, files[0]!);
+    await writeParquet(work.db, newer, files[1]!);
     const tagger = new Tagger(await defaultBoundaries());
     const window = { fromMs: from + 6 * 3_600_000, toMs: from + 24 * 3_600_000, dryRun: false };
-    const out = path.join(dir, 'retagged.parquet');
-    const done = await retagParts(db, files, (lng, lat) => tagger.tag(lng, lat), 'v-new', window, out);
+    const out = path.join(work.dir, 'retagged.parquet');
+    const done = await retagParts(work.db, files, (lng, lat) => tagger.tag(lng, lat), 'v-new', window, out);
 
     const kept = new Map([...older, ...newer].map((r) => [r.pkey, r]));
     const expected = [...kept.values()].sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
     const inWindow = (r: ArchiveRow) => r.created_at_ms >= window.fromMs && r.created_at_ms <= window.toMs;
-    const got = await db.withConnection(async (conn) =>
+    const got = await work.db.withConnection(async (conn) =>
       (await conn.runAndReadAll(`SELECT pkey, title, instance_region_code, local_area_id, province_code, region_code, boundary_version FROM read_parquet(${sqlString(out)})`)).getRowsJS(),
     );
     expect(got.map((r) => r[0])).toEqual(expected.map((r) => r.pkey));

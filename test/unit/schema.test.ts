@@ -3,21 +3,21 @@
 // Arrow schema, each text serialiser run by DuckDB, the tombstone, the event Feature and the
 // OpenAPI schema), and the event Feature is byte for byte the properties the SQL writes.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { Utf8 } from 'apache-arrow';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { arrowFields, stringColumns } from '../../src/archive/arrow.js';
 import { GEOMETRY_SQL, prepareGeometry, wkbPoints } from '../../src/archive/geoparquet.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { readRows } from '../../src/archive/readRows.js';
 import { answerColumns, COLUMNS, notTombstoneSql, reportPropertiesSchema, tableDdl, tombstoneProperties, tombstoneRow, tombstoneSql, type ArchiveRow, type ColumnSpec } from '../../src/archive/schema.js';
 import { csvHeader, EXPORT_COLUMNS, itemSql, propertiesSql } from '../../src/archive/sql.js';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { featureBuilder, featureOf } from '../../src/events/feature.js';
 import { ogcOpenApi30From } from '../../src/http/ogc/openapi.js';
+import { scratch } from '../support/scratch.js';
 
 const ADDED = { name: 'moderation_flag', kind: 'text', nullable: true, answer: 'property', personal: true, description: 'Why a moderator held the report.' } as const satisfies ColumnSpec;
 /** The real table with a column added after `text`, before the point. */
@@ -51,20 +51,13 @@ const rows: (ArchiveRow & { moderation_flag: string | null })[] = [
   { ...base, pkey: 'partner-k-2', post_id: 2, created_at_ms: base.created_at_ms + 1000, moderation_flag: null, report_data: null, url: null, lng: -0.5, lat: 0 },
 ];
 
-let dir: string;
-let db: DuckDb;
+const work = scratch('schema-');
 let part: string;
-const all = async <T>(sql: string): Promise<T[]> => db.withConnection(async (conn) => (await conn.runAndReadAll(sql)).getRowObjectsJS() as T[]);
+const all = async <T>(sql: string): Promise<T[]> => work.db.withConnection(async (conn) => (await conn.runAndReadAll(sql)).getRowObjectsJS() as T[]);
 
 beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'schema-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-  part = path.join(dir, 'part.parquet');
-  await writeParquet(db, rows, part, WIDER);
-});
-
-afterAll(async () => {
-  await fs.rm(dir, { recursive: true, force: true });
+  part = path.join(work.dir, 'part.parquet');
+  await writeParquet(work.db, rows, part, WIDER);
 });
 
 describe('a column added to a copy of the table', () => {
@@ -73,7 +66,7 @@ describe('a column added to a copy of the table', () => {
     expect(tableDdl()).not.toContain('moderation_flag');
     const described = await all<{ column_name: string; column_type: string }>(`DESCRIBE SELECT * FROM read_parquet(${sqlString(part)})`);
     expect(described.map((c) => c.column_name)).toEqual(WIDER.map((c) => c.name));
-    const back = await readRows(db, [part], WIDER);
+    const back = await readRows(work.db, [part], WIDER);
     expect(back).toEqual(rows.map((r) => ({ ...r, lng: Object.is(r.lng, -0) ? 0 : r.lng })));
   });
 
@@ -97,7 +90,7 @@ describe('a column added to a copy of the table', () => {
     expect(header).toEqual(answerColumns(WIDER).map((c) => c.name));
     expect(out[0]!.csv).toContain(`,"'@held for review",`);
     // Read back by a CSV reader: the added column is a column of its own, an empty cell for null.
-    const file = path.join(dir, 'answer.csv');
+    const file = path.join(work.dir, 'answer.csv');
     await fs.writeFile(file, `${csvHeader(WIDER)}\n${out.map((o) => o.csv).join('\n')}\n`);
     const read = await all<Record<string, unknown>>(`SELECT * FROM read_csv(${sqlString(file)}, header = true, quote = '"', escape = '"', all_varchar = true) ORDER BY pkey`);
     expect(read.map((r) => r.moderation_flag)).toEqual(["'@held for review", null]);
@@ -172,7 +165,7 @@ describe('the WKB of a point', () => {
       [5e-324, -1.7976931348623157e308],
     ];
     const rowsSql = points.map(([x, y]) => `(${x!.toExponential(17)}::DOUBLE, ${y!.toExponential(17)}::DOUBLE, ${points.findIndex((p) => p[0] === x && Object.is(p[1], y))})`);
-    const sql = await db.withConnection(async (conn) => {
+    const sql = await work.db.withConnection(async (conn) => {
       await prepareGeometry(conn);
       const reader = await conn.runAndReadAll(`SELECT ${GEOMETRY_SQL} FROM (VALUES ${rowsSql.join(', ')}) AS t(lng, lat, i) ORDER BY i`);
       return reader.getRowsJS().map((r) => Buffer.from((r[0] as { bytes: Uint8Array }).bytes ?? (r[0] as Uint8Array)));

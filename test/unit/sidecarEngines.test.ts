@@ -3,16 +3,16 @@
 // bucket (stats sidecars). Both must agree with the SQL to the report, so each is compared with
 // DuckDB over the same part on random reports, windows, cities, bboxes, intervals and offsets.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import { readReadyIndex, readyReads, readyRunsOf, sidecarCounter, statsSidecarOf, StoredSection, writeReadyTexts } from '../../src/archive/sidecars/index.js';
 import { filteredRows, ITEM_SQL } from '../../src/archive/sql.js';
 import { bucketer, STATS_BY, STATS_INTERVALS, StatsTally, statsSql, type StatsSpec } from '../../src/archive/stats.js';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { random, randomFilter, randomReports } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 const HOUR = 3_600_000;
 /** Across a month's end and a Monday in Manila (2025-06-02 starts at 2025-06-01T16:00Z). */
@@ -21,28 +21,21 @@ const SPAN = 36 * HOUR;
 const OFFSETS = [0, 480, -330, 345, -720, 840, 60];
 const WINDOWS = 150;
 
-let dir: string;
-let db: DuckDb;
+const work = scratch('sidecar-engines-');
 let rows: ArchiveRow[];
 let part: string;
 let ready: string;
 let stats: string;
 
 beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'sidecar-engines-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
   rows = randomReports(random(11), 1_500, FROM, SPAN);
-  part = path.join(dir, 'part.parquet');
-  await writeParquet(db, rows, part);
-  ready = path.join(dir, 'part.ready');
-  await writeReadyTexts(db, part, ready);
-  stats = path.join(dir, 'part.stats');
-  await fs.writeFile(stats, (await statsSidecarOf(db, part))!);
+  part = path.join(work.dir, 'part.parquet');
+  await writeParquet(work.db, rows, part);
+  ready = path.join(work.dir, 'part.ready');
+  await writeReadyTexts(work.db, part, ready);
+  stats = path.join(work.dir, 'part.stats');
+  await fs.writeFile(stats, (await statsSidecarOf(work.db, part))!);
 }, 60_000);
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
 
 describe('the ready texts\' selection', () => {
   it('keeps exactly the reports, bboxes and bytes the SQL filters keep', async () => {
@@ -54,7 +47,7 @@ describe('the ready texts\' selection', () => {
       // The separators ready texts serve: NDJSON's newlines or a FeatureCollection's commas and newlines.
       const separator = shape === 'topojson' ? ',' : shape === 'geojson' && next() < 0.5 ? ',\n' : '\n';
       const bound = filteredRows([part], filter, true);
-      const sql = await db.withConnection(async (conn) => {
+      const sql = await work.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(
           `SELECT epoch_ms(created_at) // ${HOUR} * ${HOUR}, count(*)::INTEGER, min(lng), min(lat), max(lng), max(lat),
               encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC))
@@ -91,7 +84,7 @@ describe('the stats sidecars\' count', () => {
       sidecarCounter(filter, spec.by, bucketer(spec), (b, k, n) => js.add(b, k, n))(stats);
       const duck = new StatsTally();
       const bound = filteredRows([part], filter, true);
-      await db.withConnection(async (conn) => {
+      await work.db.withConnection(async (conn) => {
         const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
         for (const row of reader.getRowObjectsJS()) duck.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
       });

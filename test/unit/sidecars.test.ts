@@ -5,10 +5,9 @@
 // reports; every section is a gzip member, and a damaged one fails the read.
 import fs from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
-import os from 'node:os';
 import path from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { arrowStream, STRING_COLUMNS, stringSqlOf } from '../../src/archive/arrow.js';
 import { writeParquet } from '../../src/archive/partWriter.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
@@ -29,35 +28,29 @@ import {
   writeReadyTexts,
 } from '../../src/archive/sidecars/index.js';
 import { ITEM_SQL, type FeatureShape } from '../../src/archive/sql.js';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { newDayPartKey } from '../../src/store/layout.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { random, randomReports } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 const HOUR = 3_600_000;
 const FROM = Date.UTC(2026, 10, 12, 5);
 const SPAN = 6 * HOUR;
 const SEPARATORS: Record<FeatureShape, string> = { geojson: ',\n', topojson: ',', csv: '\n' };
 
-let dir: string;
-let db: DuckDb;
+const work = scratch('sidecars-');
 let rows: ArchiveRow[];
 let part: string;
 let ready: string;
 
 beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'sidecars-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
   rows = randomReports(random(7), 600, FROM, SPAN);
-  part = path.join(dir, 'part.parquet');
-  await writeParquet(db, rows, part);
-  ready = path.join(dir, 'part.ready');
-  await writeReadyTexts(db, part, ready);
+  part = path.join(work.dir, 'part.parquet');
+  await writeParquet(work.db, rows, part);
+  ready = path.join(work.dir, 'part.ready');
+  await writeReadyTexts(work.db, part, ready);
 }, 60_000);
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
-});
 
 /** Every chunk of the reads, joined, each chunk handed back as a consumer would once written. */
 async function readAll(reads: (() => Iterable<Uint8Array | StoredSection>)[]): Promise<Buffer> {
@@ -68,7 +61,7 @@ async function readAll(reads: (() => Iterable<Uint8Array | StoredSection>)[]): P
 
 /** What DuckDB builds of the part's kept reports by hour (newest first): the items joined by `separator`, and the count. */
 async function duckdbHours(shape: FeatureShape, separator: string, where = 'TRUE', of = part): Promise<{ hourMs: number; text: string; n: number }[]> {
-  return db.withConnection(async (conn) => {
+  return work.db.withConnection(async (conn) => {
     const reader = await conn.runAndReadAll(
       `SELECT epoch_ms(created_at) // ${HOUR} * ${HOUR} AS h, encode(string_agg(${ITEM_SQL[shape]}, ${sqlString(separator)} ORDER BY created_at DESC, pkey DESC)) AS t, count(*)::INTEGER AS n
         FROM read_parquet(${sqlString(of)}) WHERE status <> 'retracted' AND ${where} GROUP BY 1 ORDER BY 1 DESC`,
@@ -121,7 +114,7 @@ describe('a ready text', () => {
     expect(table.getChild('pkey')!.toArray()).toEqual(order.map((r) => r.pkey));
     expect(table.batches.map((b) => b.numRows)).toEqual(index.hours.map((h) => h.count));
     // Every string column's values (nulls, quotes, newlines, ñ) as DuckDB reads them from the part.
-    const want = await db.withConnection(async (conn) =>
+    const want = await work.db.withConnection(async (conn) =>
       (await conn.runAndReadAll(`SELECT ${STRING_COLUMNS.map((c) => stringSqlOf(c)).join(', ')} FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' ORDER BY created_at DESC, pkey DESC`)).getRowsJS(),
     );
     STRING_COLUMNS.forEach((c, i) => expect([...table.getChild(c)!], c).toEqual(want.map((r) => r[i])));
@@ -137,15 +130,15 @@ describe('a ready text', () => {
     const bytes = Buffer.alloc(stored.length);
     await stored.handle.read(bytes, 0, stored.length, stored.offset);
     await stored.handle.close();
-    const file = path.join(dir, 'section.parquet');
+    const file = path.join(work.dir, 'section.parquet');
     await fs.writeFile(file, bytes);
-    const got = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet(${sqlString(file)})`)).getRowsJS().map((r) => r[0]));
-    const want = await db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' ORDER BY created_at DESC, pkey DESC`)).getRowsJS().map((r) => r[0]));
+    const got = await work.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet(${sqlString(file)})`)).getRowsJS().map((r) => r[0]));
+    const want = await work.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet(${sqlString(part)}) WHERE status <> 'retracted' ORDER BY created_at DESC, pkey DESC`)).getRowsJS().map((r) => r[0]));
     expect(got).toEqual(want);
   });
 
   it('is read from its index once, and again once rewritten (a purge): reads made before take the file as it now is', async () => {
-    const copy = path.join(dir, 'rewritten.ready');
+    const copy = path.join(work.dir, 'rewritten.ready');
     await fs.copyFile(ready, copy);
     const first = readReadyIndex(copy);
     expect(readReadyIndex(copy)).toBe(first);
@@ -153,14 +146,14 @@ describe('a ready text', () => {
     const reads = readyReads(hours.map((h) => readyRunsOf(copy, hours, WHOLE).get(h)!), 'csv', '\n');
     // The part rewritten with fewer reports: a new file under the same name.
     const fewer = rows.filter((r) => r.post_id % 3 !== 0);
-    const smaller = path.join(dir, 'smaller.parquet');
-    await writeParquet(db, fewer, smaller);
-    await writeReadyTexts(db, smaller, `${copy}.new`);
+    const smaller = path.join(work.dir, 'smaller.parquet');
+    await writeParquet(work.db, fewer, smaller);
+    await writeReadyTexts(work.db, smaller, `${copy}.new`);
     await fs.rename(`${copy}.new`, copy);
     const second = readReadyIndex(copy);
     expect(second).not.toBe(first);
     expect(second.index.items.count).toBe(fewer.filter((r) => r.status !== 'retracted').length);
-    const want = await db.withConnection(async (conn) =>
+    const want = await work.db.withConnection(async (conn) =>
       Buffer.from((await conn.runAndReadAll(`SELECT encode(string_agg(${ITEM_SQL.csv}, chr(10) ORDER BY created_at DESC, pkey DESC)) FROM read_parquet(${sqlString(smaller)}) WHERE status <> 'retracted'`)).getRowsJS()[0]![0] as Uint8Array).toString('utf8'),
     );
     expect((await readAll(reads)).toString('utf8')).toBe(want);
@@ -181,7 +174,7 @@ describe('a ready text', () => {
     }
     expect(plain / stored).toBeGreaterThan(3);
     // A byte flipped inside the newest hour's CSV member: the read fails, nothing is sent as if whole.
-    const damaged = path.join(dir, 'damaged.ready');
+    const damaged = path.join(work.dir, 'damaged.ready');
     const copy = Buffer.from(bytes);
     const [start, end] = index.hours[0]!.csv;
     const at = base + Math.floor((start + end) / 2);
@@ -197,10 +190,10 @@ describe('a ready text of a storm\'s day', () => {
   it('holds every hour\'s bytes as DuckDB builds them, each cut out of the lines of the whole day', async () => {
     // 24,000 reports over 30 hours, written one item a line (readyWriter.ts): each hour's text is
     // the slice of its reports' lines, wherever a CSV cell holds a newline.
-    const storm = path.join(dir, 'storm.parquet');
-    await writeParquet(db, randomReports(random(5), 24_000, FROM, 30 * HOUR), storm);
-    const stormReady = path.join(dir, 'storm.ready');
-    await writeReadyTexts(db, storm, stormReady);
+    const storm = path.join(work.dir, 'storm.parquet');
+    await writeParquet(work.db, randomReports(random(5), 24_000, FROM, 30 * HOUR), storm);
+    const stormReady = path.join(work.dir, 'storm.ready');
+    await writeReadyTexts(work.db, storm, stormReady);
     const hours = readReadyIndex(stormReady).index.hours;
     expect(hours).toHaveLength(30);
     const runs = readyRunsOf(stormReady, hours.map((h) => h.hourMs), WHOLE);
@@ -214,10 +207,10 @@ describe('a ready text of a storm\'s day', () => {
 
 describe('a ready text of a part of purged retractions only', () => {
   it('holds no hour and no report', async () => {
-    const purged = path.join(dir, 'purged.parquet');
-    await writeParquet(db, randomReports(random(9), 50, FROM, SPAN).map((r) => ({ ...r, status: 'retracted' })), purged);
-    const file = path.join(dir, 'purged.ready');
-    await writeReadyTexts(db, purged, file);
+    const purged = path.join(work.dir, 'purged.parquet');
+    await writeParquet(work.db, randomReports(random(9), 50, FROM, SPAN).map((r) => ({ ...r, status: 'retracted' })), purged);
+    const file = path.join(work.dir, 'purged.ready');
+    await writeReadyTexts(work.db, purged, file);
     const { index } = readReadyIndex(file);
     expect(index.hours).toEqual([]);
     expect(index.items.count).toBe(0);
@@ -228,28 +221,28 @@ describe('ready texts of several parts built together', () => {
   it('are each, byte for byte, the part\'s ready text built alone, whatever hours and keys the parts share', async () => {
     // Parts over the same hours with the same pkeys (each part numbers its reports from 0), one
     // of purged retractions only between them, and one of a single report.
-    const files = [part, path.join(dir, 'together-purged.parquet'), path.join(dir, 'together-busy.parquet'), path.join(dir, 'together-one.parquet')];
-    await writeParquet(db, randomReports(random(11), 40, FROM, SPAN).map((r) => ({ ...r, status: 'retracted' })), files[1]!);
-    await writeParquet(db, randomReports(random(12), 3_000, FROM - 2 * HOUR, SPAN + 4 * HOUR), files[2]!);
-    await writeParquet(db, randomReports(random(13), 1, FROM + HOUR, HOUR), files[3]!);
+    const files = [part, path.join(work.dir, 'together-purged.parquet'), path.join(work.dir, 'together-busy.parquet'), path.join(work.dir, 'together-one.parquet')];
+    await writeParquet(work.db, randomReports(random(11), 40, FROM, SPAN).map((r) => ({ ...r, status: 'retracted' })), files[1]!);
+    await writeParquet(work.db, randomReports(random(12), 3_000, FROM - 2 * HOUR, SPAN + 4 * HOUR), files[2]!);
+    await writeParquet(work.db, randomReports(random(13), 1, FROM + HOUR, HOUR), files[3]!);
     const alone: Buffer[] = [];
-    for (const [k, file] of files.entries()) alone.push(await readyTextsOf(db, file, path.join(dir, `alone-${k}`)));
-    const together = await readyTextsOfParts(db, files, path.join(dir, 'together'));
+    for (const [k, file] of files.entries()) alone.push(await readyTextsOf(work.db, file, path.join(work.dir, `alone-${k}`)));
+    const together = await readyTextsOfParts(work.db, files, path.join(work.dir, 'together'));
     expect(together).toHaveLength(files.length);
     together.forEach((text, k) => expect(text.equals(alone[k]!), files[k]).toBe(true));
   }, 60_000);
 
   it('are built alone when they cannot be built together: a part that cannot be built costs only its own', async () => {
-    const store = new FileObjectStore(path.join(dir, 'together-store'));
-    const damaged = path.join(dir, 'together-damaged.parquet');
+    const store = new FileObjectStore(path.join(work.dir, 'together-store'));
+    const damaged = path.join(work.dir, 'together-damaged.parquet');
     await fs.writeFile(damaged, 'not a Parquet file');
     const keys = [0, 1, 2].map((d) => newDayPartKey(Date.UTC(2026, 10, 20 + d)));
     const files = [part, damaged, part];
     for (const [k, key] of keys.entries()) await store.put(key, await fs.readFile(files[k]!));
     const warnings: { obj: unknown; msg?: string }[] = [];
-    const publisher = storePartPublisher({ store, db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
+    const publisher = storePartPublisher({ store, db: work.db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
 
-    await publisher.upgrade(await Promise.all(keys.map(async (key, k) => ({ part: (await store.head(key))!, file: files[k]! }))), path.join(dir, 'together-scratch'));
+    await publisher.upgrade(await Promise.all(keys.map(async (key, k) => ({ part: (await store.head(key))!, file: files[k]! }))), path.join(work.dir, 'together-scratch'));
 
     for (const k of [0, 2]) expect((await store.get(readyKeyOf(keys[k]!)))!.body.equals(await fs.readFile(ready))).toBe(true);
     expect(await store.head(readyKeyOf(keys[1]!))).toBeUndefined();
@@ -267,13 +260,13 @@ describe('an older ready text', () => {
 
   it('of another version is never read', async () => {
     const { index, body } = await split(ready);
-    const file = path.join(dir, 'v2.ready');
+    const file = path.join(work.dir, 'v2.ready');
     await fs.writeFile(file, Buffer.concat([Buffer.from(`${JSON.stringify({ ...index, version: 2 })}\n`), body]));
     expect(() => readReadyIndex(file)).toThrow(/unknown ready-text version/);
   });
 
   it('is rewritten by the upgrade, and older versions\' objects deleted; a second upgrade writes nothing', async () => {
-    const store = new FileObjectStore(path.join(dir, 'store'));
+    const store = new FileObjectStore(path.join(work.dir, 'store'));
     const key = newDayPartKey(Date.UTC(2026, 10, 12));
     await store.put(key, await fs.readFile(part));
     const { index, body } = await split(ready);
@@ -290,14 +283,14 @@ describe('an older ready text', () => {
     for (const old of [v3, v4, v5, v6]) expect(await storedIndex(store, old)).toBeUndefined();
     expect(await storedIndex(store, readyKeyOf(key))).toBeUndefined();
 
-    const publisher = storePartPublisher({ store, db, log: { warn: () => undefined } });
-    expect(await publisher.upgrade([{ part: (await store.head(key))!, file: part }], path.join(dir, 'scratch.ready'))).toEqual([true]);
+    const publisher = storePartPublisher({ store, db: work.db, log: { warn: () => undefined } });
+    expect(await publisher.upgrade([{ part: (await store.head(key))!, file: part }], path.join(work.dir, 'scratch.ready'))).toEqual([true]);
     expect((await storedIndex(store, readyKeyOf(key)))?.version).toBe(7);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
     for (const old of [v3, v4, v5, v6]) expect(await store.head(old)).toBeUndefined();
     expect(await store.head(statsV1)).toBeUndefined();
     expect(await store.head(statsKeyOf(key))).toBeDefined();
-    expect(await publisher.upgrade([{ part: (await store.head(key))!, file: part }], path.join(dir, 'scratch.ready'))).toEqual([false]);
+    expect(await publisher.upgrade([{ part: (await store.head(key))!, file: part }], path.join(work.dir, 'scratch.ready'))).toEqual([false]);
 
     // Retired with its part: every sidecar of any version goes, after the part.
     await store.put(v3, Buffer.from('{"version":3}\n'));
@@ -310,16 +303,16 @@ describe('an older ready text', () => {
 
 describe('a part whose ready texts cannot be built', () => {
   it('is still stored, with its stats sidecar and without ready texts (older ones under its key deleted), and the failure is logged', async () => {
-    const store = new FileObjectStore(path.join(dir, 'unbuilt-store'));
+    const store = new FileObjectStore(path.join(work.dir, 'unbuilt-store'));
     const key = newDayPartKey(Date.UTC(2026, 10, 13));
-    const file = path.join(dir, 'unbuilt.parquet');
+    const file = path.join(work.dir, 'unbuilt.parquet');
     await fs.copyFile(part, file);
     // Ready texts of an earlier version of this part, which no longer match it.
     await store.put(readyKeyOf(key), await fs.readFile(ready));
     // The writer's scratch file for GeoJSON lines cannot be created: DuckDB's COPY fails.
     await fs.mkdir(`${file}.ready.geojson`);
     const warnings: { obj: unknown; msg?: string }[] = [];
-    const publisher = storePartPublisher({ store, db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
+    const publisher = storePartPublisher({ store, db: work.db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
 
     const body = await publisher.publish(key, file);
 
@@ -332,15 +325,15 @@ describe('a part whose ready texts cannot be built', () => {
 
     // Once the scratch path is free, the upgrade writes them: the same texts as a normal build.
     await fs.rm(`${file}.ready.geojson`, { recursive: true });
-    expect(await publisher.upgrade([{ part: (await store.head(key))!, file }], path.join(dir, 'unbuilt.scratch'))).toEqual([true]);
+    expect(await publisher.upgrade([{ part: (await store.head(key))!, file }], path.join(work.dir, 'unbuilt.scratch'))).toEqual([true]);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
   });
 });
 
 describe('a stats sidecar', () => {
   it('holds the part\'s kept reports, oldest first, with their places and codes', async () => {
-    const file = path.join(dir, 'part.stats');
-    await fs.writeFile(file, (await statsSidecarOf(db, part))!);
+    const file = path.join(work.dir, 'part.stats');
+    await fs.writeFile(file, (await statsSidecarOf(work.db, part))!);
     const got = readStatsSidecar(file, { place: true, area: true, city: true });
     const kept = rows.filter((r) => r.status !== 'retracted').sort((a, b) => a.created_at_ms - b.created_at_ms);
     expect(got.count).toBe(kept.length);
@@ -359,10 +352,10 @@ describe('sidecars of a part from all over the country', () => {
   it('are written for a part naming more cities than one byte counts, and select and count by any of them', async () => {
     // 1,642 cities nationally: an hour's part can hold hundreds.
     const many = randomReports(random(41), 900, FROM, SPAN).map((r, i) => ({ ...r, status: 'confirmed', instance_region_code: i % 9 === 0 ? null : `PH-${String(1_000_000 + (i % 700)).padStart(10, '0')}` }));
-    const file = path.join(dir, 'many.parquet');
-    await writeParquet(db, many, file);
-    const text = path.join(dir, 'many.ready');
-    await writeReadyTexts(db, file, text);
+    const file = path.join(work.dir, 'many.parquet');
+    await writeParquet(work.db, many, file);
+    const text = path.join(work.dir, 'many.ready');
+    await writeReadyTexts(work.db, file, text);
     const ready = readReadyIndex(text);
     expect(ready.index.items.codes.length).toBeGreaterThan(600);
     const hours = ready.index.hours.map((h) => h.hourMs);
@@ -372,8 +365,8 @@ describe('sidecars of a part from all over the country', () => {
       const count = hours.reduce((n, h) => n + (runs.get(h)?.selection?.count ?? 0), 0);
       expect(count).toBe(many.filter((r) => r.instance_region_code === code).length);
     }
-    const stats = path.join(dir, 'many.stats');
-    await fs.writeFile(stats, (await statsSidecarOf(db, file))!);
+    const stats = path.join(work.dir, 'many.stats');
+    await fs.writeFile(stats, (await statsSidecarOf(work.db, file))!);
     const got = readStatsSidecar(stats, { place: false, area: false, city: true });
     const last = got.cities.length - 1;
     expect(got.cities.length).toBe(ready.index.items.codes.length);

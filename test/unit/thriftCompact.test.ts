@@ -2,9 +2,8 @@
 // byte, the decoded values are the ones DuckDB reports, the encoding is the protocol's, and a
 // malformed footer is an error that says where.
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { copyAnswerParquet } from '../../src/archive/answerFormParquet.js';
 import { geoCopyOption } from '../../src/archive/geoparquet.js';
 import { ARCHIVE_TABLE_DDL } from '../../src/archive/partColumns.js';
@@ -25,15 +24,15 @@ import {
   type Struct,
   type Value,
 } from '../../src/archive/thriftCompact.js';
-import { DuckDb, sqlString } from '../../src/archive/duckdb.js';
+import { sqlString } from '../../src/archive/duckdb.js';
 import { writePartFile } from '../support/parts.js';
+import { scratch } from '../support/scratch.js';
 
-let dir: string;
-let db: DuckDb;
+const work = scratch('thrift-compact-');
 /** Files DuckDB wrote, by what they show. */
 const files: Record<string, string> = {};
 
-const run = (sql: string) => db.withConnection(async (conn) => (await conn.runAndReadAll(sql)).getRowObjectsJS());
+const run = (sql: string) => work.db.withConnection(async (conn) => (await conn.runAndReadAll(sql)).getRowObjectsJS());
 
 async function footerOf(file: string): Promise<Uint8Array> {
   const bytes = await fs.readFile(file);
@@ -42,16 +41,14 @@ async function footerOf(file: string): Promise<Uint8Array> {
 }
 
 beforeAll(async () => {
-  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'thrift-compact-'));
-  db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
-  const part = path.join(dir, 'part.parquet');
-  await writePartFile(db, part, 1, 300, Date.UTC(2026, 10, 14), 60_000);
+  const part = path.join(work.dir, 'part.parquet');
+  await writePartFile(work.db, part, 1, 300, Date.UTC(2026, 10, 14), 60_000);
   files.part = part;
-  files.answer = path.join(dir, 'answer.parquet');
-  files.groups = path.join(dir, 'groups.parquet');
-  files.empty = path.join(dir, 'empty.parquet');
-  files.types = path.join(dir, 'types.parquet');
-  await db.withConnection(async (conn) => {
+  files.answer = path.join(work.dir, 'answer.parquet');
+  files.groups = path.join(work.dir, 'groups.parquet');
+  files.empty = path.join(work.dir, 'empty.parquet');
+  files.types = path.join(work.dir, 'types.parquet');
+  await work.db.withConnection(async (conn) => {
     await copyAnswerParquet(conn, `read_parquet(${sqlString(part)})`, files.answer!);
     await conn.run('SET preserve_insertion_order = true');
     // One row group per chunk of the union: several, with key-value metadata.
@@ -71,11 +68,6 @@ beforeAll(async () => {
        TO ${sqlString(files.types!)} (FORMAT parquet)`,
     );
   });
-});
-
-afterAll(async () => {
-  db?.close();
-  if (dir) await fs.rm(dir, { recursive: true, force: true });
 });
 
 describe('footers DuckDB writes', () => {

@@ -1,24 +1,19 @@
 // An import's validated records between its passes: written a batch at a time, sorted into the
 // ledger's key order, and read back in batches (the next read while the caller works on one).
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDb } from '../../src/archive/duckdb.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { eachSortedBatch, sortValidated, writeValidated, type SortedBatch } from '../../src/ops/validatedRecords.js';
 import { random } from '../support/randomReports.js';
+import { scratch } from '../support/scratch.js';
 
 describe("an import's validated records", () => {
-  let dir: string;
-  let db: DuckDb;
+  const work = scratch('validated-');
   let sorted: string;
   /** The records written, n the place in the file, post_ids shuffled. */
   const written: { n: number; record: Omit<IngestRecord, 'received_at'> }[] = [];
 
   beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'validated-'));
-    db = await DuckDb.open({ tempDir: path.join(dir, 'duckdb') });
     const next = random(5);
     for (let n = 0; n < 5_000; n++) {
       // Some post_ids twice (a file's repeats): sorted by post_id, then by place in the file.
@@ -30,16 +25,12 @@ describe("an import's validated records", () => {
     }
     const files: string[] = [];
     for (let i = 0; i < 5; i++) {
-      files.push(path.join(dir, `valid-${i}.parquet`));
+      files.push(path.join(work.dir, `valid-${i}.parquet`));
       const batch = written.slice(i * 1_000, (i + 1) * 1_000);
-      await writeValidated(db, i * 1_000, { index: batch.map((_, k) => k), postIds: batch.map((w) => w.record.post_id), json: batch.map((w) => JSON.stringify(w.record)) }, files[i]!);
+      await writeValidated(work.db, i * 1_000, { index: batch.map((_, k) => k), postIds: batch.map((w) => w.record.post_id), json: batch.map((w) => JSON.stringify(w.record)) }, files[i]!);
     }
-    sorted = path.join(dir, 'sorted.parquet');
-    expect(await sortValidated(db, files, sorted)).toBe(5_000);
-  });
-  afterAll(async () => {
-    db?.close();
-    await fs.rm(dir, { recursive: true, force: true });
+    sorted = path.join(work.dir, 'sorted.parquet');
+    expect(await sortValidated(work.db, files, sorted)).toBe(5_000);
   });
 
   /** What a batch holds of each record, in the ledger's key order. */
@@ -58,7 +49,7 @@ describe("an import's validated records", () => {
     for (const from of [0, 1_234]) {
       const batches: SortedBatch[] = [];
       // Batches across the engine's chunks (2,048 rows): a chunk's rest starts the next batch.
-      await eachSortedBatch(db, sorted, from, 700, async (batch) => {
+      await eachSortedBatch(work.db, sorted, from, 700, async (batch) => {
         batches.push(batch);
         await new Promise((resolve) => setTimeout(resolve, 1));
       });
@@ -70,7 +61,7 @@ describe("an import's validated records", () => {
 
   it("stops at a batch that fails, with that batch's error", async () => {
     const seen: number[] = [];
-    const failing = eachSortedBatch(db, sorted, 0, 1_000, async (batch) => {
+    const failing = eachSortedBatch(work.db, sorted, 0, 1_000, async (batch) => {
       seen.push(batch.n.length);
       if (seen.length === 2) throw new Error('the ledger refused');
     });
@@ -78,7 +69,7 @@ describe("an import's validated records", () => {
     expect(seen).toEqual([1_000, 1_000]);
     // The connection was given back: the file reads again.
     let rows = 0;
-    await eachSortedBatch(db, sorted, 4_000, 1_000, async (batch) => void (rows += batch.n.length));
+    await eachSortedBatch(work.db, sorted, 4_000, 1_000, async (batch) => void (rows += batch.n.length));
     expect(rows).toBe(1_000);
   });
 });
