@@ -12,6 +12,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { footprint } from './footprint.js';
 import { postgresLoad } from './postgres.js';
+import { reprocessRows, type BoundaryFolder } from './reprocess.js';
 import { cliChild, cliMeasured, startServer } from './server.js';
 import { pointPool, prng } from './synthetic.js';
 
@@ -124,6 +125,8 @@ export interface BulkOptions {
   /** Live posts a second while an import runs, and for how many seconds. */
   liveRate: number;
   liveSeconds: number;
+  /** The boundary sets the imported year is reprocessed to, in turn (after its import in time order). */
+  reprocessSets: readonly BoundaryFolder[];
 }
 
 export async function bulkScenario(options: BulkOptions, log: (line: string) => void): Promise<{ scenario: string; rows: Row[] }[]> {
@@ -141,6 +144,7 @@ export async function bulkScenario(options: BulkOptions, log: (line: string) => 
     results.push({ scenario: 'bulk import of a file spread over the last year (random order) into an empty data dir, beside DuckDB on the same file', rows: [importRow('spread over the last year, random order', options.spread, spreadImport, duck)] });
     const rows: Row[] = [];
     const storage: { scenario: string; rows: Row[] }[] = [];
+    const reprocessed: { scenario: string; rows: Row[] }[] = [];
 
     // The benchmark year, in time order and shuffled.
     for (const order of ['time', 'random'] as const) {
@@ -155,10 +159,17 @@ export async function bulkScenario(options: BulkOptions, log: (line: string) => 
       const stored = await footprint(dataDir, options.year);
       if (postgres) stored.push({ store: 'PostgreSQL: table, indexes and TOAST', reports: options.year, MB: Math.round(postgres.bytes / 1e5) / 10, 'bytes/report': Math.round(postgres.bytes / options.year) });
       storage.push({ scenario: `storage after importing the benchmark year (${order === 'time' ? 'in time order' : 'shuffled'}), by store`, rows: stored });
+      if (order === 'time') {
+        // The imported year (its points in the shipped two cities) re-tagged after each set is published.
+        const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+        const retagged = await reprocessRows(dataDir, day(endMs - 365 * DAY_MS), day(endMs - 1), options.reprocessSets, base);
+        log(`bulk: the imported year reprocessed in ${retagged.map((row) => `${row.s} s (${row.boundaries})`).join(', ')}`);
+        reprocessed.push({ scenario: 'reprocess the imported year (in time order) after publishing a boundary set', rows: retagged });
+      }
       await fsp.rm(dataDir, { recursive: true, force: true });
       await fsp.rm(file, { force: true });
     }
-    results.push({ scenario: 'bulk import into an empty data dir (embedded), until every report is queryable', rows }, ...storage);
+    results.push({ scenario: 'bulk import into an empty data dir (embedded), until every report is queryable', rows }, ...storage, ...reprocessed);
 
     // The object-store ledger, on the S3 emulator.
     const { startFauxqs } = await import('fauxqs');

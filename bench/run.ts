@@ -16,12 +16,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { pageScenario, statsScenario } from './explorer.js';
-import { asServer, cliJson as cli, cliMeasured, freePort, peakRssMb, processCpuMs, startServer, threadCpuMs, type Server } from './server.js';
+import { asServer, cliJson as cli, freePort, peakRssMb, processCpuMs, startServer, threadCpuMs, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
 import { buildBenchStore } from './synthetic.js';
 import { bulkScenario } from './bulk.js';
+import { reprocessRows, type BoundaryFolder } from './reprocess.js';
 import { footprint, storeBytes } from './footprint.js';
 import { startShapedProxyProcess } from './shapedProxyProcess.js';
 import { ingestOnShapedS3 } from './ingestS3.js';
@@ -73,6 +74,11 @@ const COLD_RUNS = QUICK ? 1 : Math.max(1, Number(args['cold-runs']));
 const START_MS = Date.UTC(2025, 0, 1);
 const END_MS = START_MS + DAYS * 86_400_000 - 1;
 const API_KEY = randomBytes(18).toString('base64url');
+
+/** The boundary sets a reprocess figure publishes, in the order given: the shipped default and the national set. */
+function boundaryFolders(labels: readonly ('two-city' | 'national')[]): BoundaryFolder[] {
+  return labels.map((label) => ({ label, folder: label === 'national' ? SHARED_NATIONAL(root) : path.join(root, 'boundaries', 'ph-2023') }));
+}
 
 interface Row {
   [k: string]: string | number;
@@ -528,26 +534,7 @@ async function nationalYearScenario(): Promise<void> {
     // Reprocessing the year after publishing the two-city set (most reports leave every city),
     // then the national set again (every report comes back): every part is rewritten both times.
     const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-    const year = [day(START_MS), day(END_MS)] as const;
-    const rows: Row[] = [];
-    for (const [label, folder] of [['two-city', path.join(root, 'boundaries', 'ph-2023')], ['national', SHARED_NATIONAL(root)]] as const) {
-      await cli(['cities', 'publish', '--from', folder, '--label', `${label} (reprocess benchmark)`], { DATA_DIR: dataDir });
-      const { result: done, seconds, rssMb } = await cliMeasured(['reprocess', '--from', year[0], '--to', year[1]], { DATA_DIR: dataDir });
-      const phases = done.seconds as unknown as { retagging: number; readyTexts: number };
-      rows.push({
-        boundaries: label,
-        window: `${year[0]} to ${year[1]}`,
-        reports: Number(done.reports),
-        'hours rewritten': Number(done.hoursRewritten),
-        'city changes': Number(done.cityChanges),
-        // Answers carry the new tags once the parts are re-tagged; the ready texts follow.
-        're-tagged s': phases.retagging,
-        'ready texts s': phases.readyTexts,
-        s: Math.round(seconds * 10) / 10,
-        'reports/s': Math.round(Number(done.reports) / seconds),
-        'peak RSS MB': rssMb,
-      });
-    }
+    const rows = await reprocessRows(dataDir, day(START_MS), day(END_MS), boundaryFolders(['two-city', 'national']));
     results.push({ scenario: 'reprocess the year after publishing a boundary set (every part rewritten)', rows });
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
@@ -625,7 +612,7 @@ async function main(): Promise<void> {
   await fsp.mkdir(storeDir, { recursive: true });
   if (ONLY.has('archive') || ONLY.has('stats')) await archiveBench(dir, dataDir, storeDir);
   if (ONLY.has('bulk')) {
-    const bulk = { spread: QUICK ? 20_000 : Number(args.backfill), year: QUICK ? 100_000 : REPORTS, s3: QUICK ? 2_000 : Number(args['bulk-s3']), liveRate: 500, liveSeconds: QUICK ? 10 : 30 };
+    const bulk = { spread: QUICK ? 20_000 : Number(args.backfill), year: QUICK ? 100_000 : REPORTS, s3: QUICK ? 2_000 : Number(args['bulk-s3']), liveRate: 500, liveSeconds: QUICK ? 10 : 30, reprocessSets: boundaryFolders(['national', 'two-city']) };
     results.push(...(await bulkScenario(bulk, log)));
   }
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
