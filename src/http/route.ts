@@ -31,6 +31,9 @@ export interface Route {
   warmUp?: (window: string) => string[];
 }
 
+/** A public read: under the per-address read rate limit, and a CORS preflight is answered. */
+export const PUBLIC_READ = { readLimit: true, preflight: true } as const;
+
 /** A prefix served by one handler as a whole (static files). */
 export interface Mount {
   prefix: string;

@@ -3,7 +3,7 @@
 // service's, OpenAPI 3.1, and converted to 3.0 for /ogc/api by ogc/openapi.ts). A collection's
 // routes take its id as a parameter; the document names each collection's paths.
 import { OGC_DATETIME_PATTERN } from '../../partners/partnerReport.js';
-import type { Route } from '../route.js';
+import { PUBLIC_READ, type Route } from '../route.js';
 import { REPORT_FEATURE_ID } from './openapi.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
 
@@ -85,15 +85,14 @@ const meta = (operationId: string, summary: string, schema: string, type = 'appl
 
 const cursor = () => ({ name: 'cursor', in: 'query', description: 'Opaque: where the page starts. Follow the next link.', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,512}$' } });
 const offset = () => ({ name: 'offset', in: 'query', description: 'Items skipped. Follow the next and prev links.', schema: { type: 'integer', minimum: 0, maximum: 9_999_999 } });
-const READ = { readLimit: true, preflight: true } as const;
 
 export const OGC_ROUTES: readonly Route[] = [
-  { path: '/ogc', serve: { get: 'ogcLandingPage' }, ...READ, doc: () => ({ '/ogc': meta('ogcLandingPage', 'The OGC API – Features landing page', 'OgcLandingPage') }) },
-  { path: '/ogc/conformance', serve: { get: 'ogcConformance' }, ...READ, doc: () => ({ '/ogc/conformance': meta('ogcConformance', 'The conformance classes implemented', 'OgcConformance') }) },
+  { path: '/ogc', serve: { get: 'ogcLandingPage' }, ...PUBLIC_READ, doc: () => ({ '/ogc': meta('ogcLandingPage', 'The OGC API – Features landing page', 'OgcLandingPage') }) },
+  { path: '/ogc/conformance', serve: { get: 'ogcConformance' }, ...PUBLIC_READ, doc: () => ({ '/ogc/conformance': meta('ogcConformance', 'The conformance classes implemented', 'OgcConformance') }) },
   {
     path: '/ogc/api',
     serve: { get: 'ogcApiDefinition' },
-    ...READ,
+    ...PUBLIC_READ,
     doc: () => ({
       '/ogc/api': {
         get: {
@@ -109,11 +108,11 @@ export const OGC_ROUTES: readonly Route[] = [
       },
     }),
   },
-  { path: '/ogc/collections', serve: { get: 'ogcCollections' }, ...READ, doc: () => ({ '/ogc/collections': meta('ogcCollections', 'The collections: reports, regions, provinces, cities, local-areas', 'OgcCollections') }) },
+  { path: '/ogc/collections', serve: { get: 'ogcCollections' }, ...PUBLIC_READ, doc: () => ({ '/ogc/collections': meta('ogcCollections', 'The collections: reports, regions, provinces, cities, local-areas', 'OgcCollections') }) },
   {
     path: '/ogc/collections/:collectionId',
     serve: { get: 'ogcCollection' },
-    ...READ,
+    ...PUBLIC_READ,
     doc: () => ({
       '/ogc/collections/reports': meta('ogcCollection_reports', 'The reports collection', 'OgcCollection'),
       '/ogc/collections/regions': meta('ogcCollection_regions', 'The regions collection', 'OgcCollection'),
@@ -125,7 +124,7 @@ export const OGC_ROUTES: readonly Route[] = [
   {
     path: '/ogc/collections/:collectionId/items',
     serve: { get: 'ogcItems' },
-    ...READ,
+    ...PUBLIC_READ,
     doc: () => ({
       '/ogc/collections/reports/items': items('reports', 'OgcReports', cursor(), 'Flood reports, newest first'),
       '/ogc/collections/regions/items': items('regions', 'OgcRegions', offset(), 'Regions and their boundaries'),
@@ -137,7 +136,7 @@ export const OGC_ROUTES: readonly Route[] = [
   {
     path: '/ogc/collections/:collectionId/items/:featureId',
     serve: { get: 'ogcItem' },
-    ...READ,
+    ...PUBLIC_READ,
     doc: () => ({
       '/ogc/collections/reports/items/{featureId}': item('reports', 'OgcReport', { type: 'string', pattern: REPORT_FEATURE_ID }, 'One report (its id: pkey@created_at)'),
       '/ogc/collections/regions/items/{featureId}': item('regions', 'OgcRegion', { type: 'string', pattern: '^\\d{10}$' }, 'One region, by PSGC code'),
