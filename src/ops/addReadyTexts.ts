@@ -24,15 +24,21 @@ export const SMALL_PART_REPORTS = 8_000;
 /** Reports whose ready texts are built together at most: DuckDB holds their rows in its memory. */
 const GROUP_REPORTS = 24_000;
 
-/** A group of at most this many reports is built eight at a time, as a larger one two at a time. */
+/** A group of at most this many reports is built eight at a time. */
 const LIGHT_REPORTS = 2_000;
+/** What a group weighs against the budget of 12: eight light ones at a time, three of up to GROUP_REPORTS, two larger parts. */
+const weightOf = (group: readonly UntextedPart[]): number => {
+  const reports = reportsOf(group);
+  return reports <= LIGHT_REPORTS ? 1.5 : reports <= GROUP_REPORTS ? 4 : 6;
+};
 
 /**
  * Writes the ready texts of `parts` still stored, each from its local copy (the caller's), built
  * in `scratchDir`. Consecutive small parts are built together, by one set of queries (each query
- * has a fixed cost of some milliseconds, most of a small part's texts); two groups or larger
- * parts at once, as DuckDB holds their rows in its memory (four days of 6,850 reports each, built
- * at once apart, ran it out of its default 256 MB). A part of unknown size is built alone.
+ * has a fixed cost of some milliseconds, most of a small part's texts); three groups or two
+ * larger parts at once, as DuckDB holds their rows in its memory (four days of 6,850 reports
+ * each, built at once apart, ran it out of its default 256 MB). A part of unknown size is built
+ * alone.
  */
 export async function addReadyTexts(
   deps: { store: Pick<ObjectStore, 'head'>; publisher: Pick<PartPublisher, 'upgrade'> },
@@ -41,8 +47,7 @@ export async function addReadyTexts(
   onDone?: () => void,
 ): Promise<void> {
   const groups = groupsOf(parts);
-  const weight = (group: UntextedPart[]) => (reportsOf(group) <= LIGHT_REPORTS ? 1 : 4);
-  await mapWeighted(groups, { limit: 8, budget: 8, weight }, async (group) => {
+  await mapWeighted(groups, { limit: 8, budget: 12, weight: weightOf }, async (group) => {
     const stored = await Promise.all(group.map(async ({ key, file }) => ((await exists(file)) ? await deps.store.head(key) : undefined)));
     const present = group.flatMap((p, i) => (stored[i] ? [{ part: stored[i], file: p.file }] : []));
     if (present.length > 0) await deps.publisher.upgrade(present, path.join(scratchDir, `${randomUUID()}.ready`));

@@ -5,13 +5,13 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { storePartPublisher } from '../archive/partPublisher.js';
-import { listWindowParts } from '../archive/partListing.js';
+import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
-import { mapLimit } from './concurrency.js';
+import { mapWeighted, type WeightedLimits } from './concurrency.js';
 import type { Progress } from './progress.js';
 import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
 
@@ -33,6 +33,21 @@ export interface ReprocessResult {
   /** Where the time went: re-tagging and storing the parts (after which answers carry the new tags); their ready texts. */
   seconds: { retagging: number; readyTexts: number };
 }
+
+/** Bytes of stored parts re-tagged at once, at most: two of a storm's days (106,089 reports, 2.2 MB each). */
+const RETAG_BYTES = 4.5 * 1024 ** 2;
+
+/**
+ * Three hours at a time: one's tagging (JavaScript) runs while the others' parts are read and
+ * written, each query on one DuckDB thread in a bulk job (with two, the cores idled). Larger
+ * hours fewer at a time, as DuckDB holds each one's rows in its memory: three storm days at once
+ * ran it out of its 256 MB (docs/performance.md, "Three hours re-tagged at a time").
+ */
+const RETAG_LANES: WeightedLimits<HourParts> = {
+  limit: 3,
+  budget: RETAG_BYTES,
+  weight: (hour) => Math.max(RETAG_BYTES / 3, hour.parts.reduce((n, p) => n + p.size, 0)),
+};
 
 export async function reprocess(
   rt: ReprocessDeps,
@@ -60,9 +75,7 @@ export async function reprocess(
   const started = performance.now();
   try {
     progress?.start(hours.length);
-    // Two hours at a time: one's tagging (JavaScript) runs while the other's parts are read and
-    // written (DuckDB's threads), so the tagger's cost hides behind the writing.
-    await mapLimit(hours, 2, async (hour) => {
+    await mapWeighted(hours, RETAG_LANES, async (hour) => {
       const out = path.join(tmpDir, `${randomUUID()}.parquet`);
       written.push(out);
       try {
