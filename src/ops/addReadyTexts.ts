@@ -36,9 +36,8 @@ const weightOf = (group: readonly UntextedPart[]): number => {
  * Writes the ready texts of `parts` still stored, each from its local copy (the caller's), built
  * in `scratchDir`. Consecutive small parts are built together, by one set of queries (each query
  * has a fixed cost of some milliseconds, most of a small part's texts); three groups or two
- * larger parts at once, as DuckDB holds their rows in its memory (four days of 6,850 reports
- * each, built at once apart, ran it out of its default 256 MB). A part of unknown size is built
- * alone.
+ * larger parts at once, as DuckDB holds their rows in its memory (256 MB by default). A part of
+ * unknown size is built alone.
  */
 export async function addReadyTexts(
   deps: { store: Pick<ObjectStore, 'head'>; publisher: Pick<PartPublisher, 'upgrade'> },
