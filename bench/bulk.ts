@@ -161,8 +161,7 @@ export async function bulkScenario(options: BulkOptions, log: (line: string) => 
       storage.push({ scenario: `storage after importing the benchmark year (${order === 'time' ? 'in time order' : 'shuffled'}), by store`, rows: stored });
       if (order === 'time') {
         // The imported year (its points in the shipped two cities) re-tagged after each set is published.
-        const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-        const retagged = await reprocessRows(dataDir, day(endMs - 365 * DAY_MS), day(endMs - 1), options.reprocessSets, base);
+        const retagged = await reprocessRows(dataDir, endMs - 365 * DAY_MS, endMs - 1, options.reprocessSets, base);
         log(`bulk: the imported year reprocessed in ${retagged.map((row) => `${row.s} s (${row.boundaries})`).join(', ')}`);
         reprocessed.push({ scenario: 'reprocess the imported year (in time order) after publishing a boundary set', rows: retagged });
       }

@@ -9,8 +9,9 @@ export interface BoundaryFolder {
   folder: string;
 }
 
-/** Publishes each set in turn and reprocesses `from`..`to` (days, YYYY-MM-DD) after each. */
-export async function reprocessRows(dataDir: string, from: string, to: string, sets: readonly BoundaryFolder[], env: Record<string, string> = {}): Promise<Row[]> {
+/** Publishes each set in turn and reprocesses the days from `fromMs` to `toMs` after each. */
+export async function reprocessRows(dataDir: string, fromMs: number, toMs: number, sets: readonly BoundaryFolder[], env: Record<string, string> = {}): Promise<Row[]> {
+  const [from, to] = [fromMs, toMs].map((ms) => new Date(ms).toISOString().slice(0, 10)) as [string, string];
   const rows: Row[] = [];
   for (const { label, folder } of sets) {
     await cliJson(['cities', 'publish', '--from', folder, '--label', `${label} (reprocess benchmark)`], { ...env, DATA_DIR: dataDir });

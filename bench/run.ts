@@ -533,8 +533,7 @@ async function nationalYearScenario(): Promise<void> {
     });
     // Reprocessing the year after publishing the two-city set (most reports leave every city),
     // then the national set again (every report comes back): every part is rewritten both times.
-    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-    const rows = await reprocessRows(dataDir, day(START_MS), day(END_MS), boundaryFolders(['two-city', 'national']));
+    const rows = await reprocessRows(dataDir, START_MS, END_MS, boundaryFolders(['two-city', 'national']));
     results.push({ scenario: 'reprocess the year after publishing a boundary set (every part rewritten)', rows });
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
