@@ -11,11 +11,11 @@ import { UnavailableError } from '../../src/shared/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { CLI } from '../support/cli.js';
-import { allArchived, eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, API_KEY, type TestService, pkeyOf } from '../support/env.js';
+import { allArchived, eventually, postAll, postReport, report, startTestService, tempDir, testConfig, testRuntime, API_KEY, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, motoEnv, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
-import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+import { deliveredByPkey, pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 import type { Config } from '../../src/shared/config.js';
 
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -49,28 +49,6 @@ async function receiver(): Promise<Receiver> {
   const r = await startReceiver();
   cleanups.push(() => r.close());
   return r;
-}
-
-/** Every pkey delivered, by the distinct event ids that carried it. */
-function deliveredByPkey(r: Receiver): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const got of r.received) {
-    if (got.headers['webhook-id'] === undefined || !got.body) continue;
-    const id = String(got.headers['webhook-id']);
-    for (const pkey of pkeysOf(got.body)) {
-      const ids = out.get(pkey) ?? new Set<string>();
-      ids.add(id);
-      out.set(pkey, ids);
-    }
-  }
-  return out;
-}
-
-async function postAll(url: string, ids: number[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 20) {
-    const results = await Promise.all(ids.slice(i, i + 20).map((id) => postReport(url, report(id))));
-    for (const r of results) expect(r.status).toBe(201);
-  }
 }
 
 describe('webhooks on AWS (fauxqs)', () => {

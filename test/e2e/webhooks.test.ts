@@ -9,8 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { addSubscription } from '../../src/events/manage.js';
 import { SubscriptionError } from '../../src/events/subscriptions.js';
 import { runCli } from '../support/cli.js';
-import { allArchived, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
-import { pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+import { allArchived, eventually, postAll, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
+import { deliveredByPkey, pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -31,28 +31,6 @@ async function receiver(): Promise<Receiver> {
   const r = await startReceiver();
   cleanups.push(() => r.close());
   return r;
-}
-
-/** Every pkey delivered, by the distinct event ids that carried it. */
-function deliveredByPkey(r: Receiver): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const got of r.received) {
-    if (got.headers['webhook-id'] === undefined || !got.body) continue;
-    const id = String(got.headers['webhook-id']);
-    for (const pkey of pkeysOf(got.body)) {
-      const ids = out.get(pkey) ?? new Set<string>();
-      ids.add(id);
-      out.set(pkey, ids);
-    }
-  }
-  return out;
-}
-
-async function postAll(url: string, ids: number[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 20) {
-    const results = await Promise.all(ids.slice(i, i + 20).map((id) => postReport(url, report(id))));
-    for (const r of results) expect(r.status).toBe(201);
-  }
 }
 
 describe('webhooks', () => {

@@ -128,6 +128,15 @@ export async function postReport(url: string, body: unknown, options: PostOption
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
 
+/** Posts `report(id)` for each id, twenty at a time; throws unless every one is accepted as new (201). */
+export async function postAll(url: string, ids: readonly number[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 20) {
+    const results = await Promise.all(ids.slice(i, i + 20).map((id) => postReport(url, report(id))));
+    const refused = results.find((r) => r.status !== 201);
+    if (refused) throw new Error(`a post was answered ${refused.status}, not 201: ${JSON.stringify(refused.body)}`);
+  }
+}
+
 /**
  * Posts as a partner does: a 503 (the service too busy to accept durably in time) is sent again
  * with the same body, for up to `ms`. For a test's seed reports, where the feed's answers under

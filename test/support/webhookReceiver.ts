@@ -69,3 +69,18 @@ export function pkeysOf(body: string): string[] {
   const event = JSON.parse(body) as { data: { features: { properties: { pkey: string } }[] } };
   return event.data.features.map((f) => f.properties.pkey);
 }
+
+/** Every pkey delivered to `r`, by the distinct event ids (webhook-id) that carried it. */
+export function deliveredByPkey(r: Pick<Receiver, 'received'>): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const got of r.received) {
+    if (got.headers['webhook-id'] === undefined || !got.body) continue;
+    const id = String(got.headers['webhook-id']);
+    for (const pkey of pkeysOf(got.body)) {
+      const ids = out.get(pkey) ?? new Set<string>();
+      ids.add(id);
+      out.set(pkey, ids);
+    }
+  }
+  return out;
+}
