@@ -58,6 +58,8 @@ const MIGRATIONS = [
    );
    CREATE INDEX deliveries_due ON deliveries (next_attempt_ms) WHERE state = 'pending';
    CREATE INDEX deliveries_subscription ON deliveries (subscription_id);`,
+  // Each subscription's queue in order: its oldest pending delivery found without a scan.
+  `CREATE INDEX deliveries_queue ON deliveries (subscription_id) WHERE state = 'pending';`,
 ];
 
 /** Features a delivery carries at most: a large flush becomes several POSTs. */
@@ -128,9 +130,12 @@ export class EventLog implements EventFeed {
       retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
       dropArchived: db.prepare('DELETE FROM events WHERE key = ?'),
       prune: db.prepare('DELETE FROM events WHERE at_ms < ?'),
+      // Each subscription's oldest pending delivery (rowid: the order they were queued in), when
+      // it is due: a later one waits while an earlier one waits for its retry.
       due: db.prepare(
-        `SELECT d.*, s.url, s.secret FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
-         WHERE d.state = 'pending' AND d.next_attempt_ms <= ? AND d.lease_until_ms <= ?
+        `SELECT d.*, s.url, s.secret FROM subscriptions s
+           JOIN deliveries d ON d.rowid = (SELECT e.rowid FROM deliveries e WHERE e.subscription_id = s.id AND e.state = 'pending' ORDER BY e.rowid LIMIT 1)
+         WHERE d.next_attempt_ms <= ? AND d.lease_until_ms <= ?
          ORDER BY d.next_attempt_ms, d.id LIMIT ?`,
       ),
       lease: db.prepare('UPDATE deliveries SET lease_until_ms = ? WHERE id = ? AND lease_until_ms <= ?'),
@@ -272,7 +277,8 @@ export class EventLog implements EventFeed {
           const out: DueDelivery[] = [];
           const seen = new Set(skip);
           for (const row of this.stmts.due.all(now, now, limit * 4) as (DeliveryRow & { url: string; secret: string })[]) {
-            // One at a time per subscription: its batches arrive in order, and a slow one holds only itself.
+            // One at a time per subscription, in order (the query gives each one's oldest): a slow
+            // or failing one holds back only its own subscription.
             if (seen.has(row.subscription_id) || out.length >= limit) continue;
             if (this.stmts.lease.run(now + leaseMs, row.id, now).changes !== 1) continue;
             seen.add(row.subscription_id);

@@ -98,6 +98,29 @@ describe('webhooks', () => {
     for (const g of hook.received) expect(verifies(g, SECRET)).toBe(true);
   });
 
+  it('keeps a subscription in order: a later event waits while an earlier one is retried', async () => {
+    const svc = await service();
+    const hook = await receiver();
+    const [first, second] = [pkeyOf(31), pkeyOf(32)];
+    let holding = true;
+    // The first report's event fails until it is let through; the second's must not overtake it.
+    hook.answer = (_req, _n, body) => ({ status: holding && pkeysOf(body).includes(first) ? 503 : 200 });
+    await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: ['archived'] });
+    await postAll(svc.url, [31]);
+    await eventually(async () => (hook.received.length >= 1 ? true : undefined), 10_000, 'the first attempt');
+    await postAll(svc.url, [32]);
+    // Archived: its event and its delivery are recorded together.
+    await allArchived(svc.rt);
+    // Three more failed attempts of the first (50 ms backoff and up) while the second is due.
+    await eventually(async () => (hook.received.length >= 4 ? true : undefined), 10_000, 'retries of the first');
+    holding = false;
+    await eventually(async () => (svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 10_000, 'both delivered');
+    const sent = hook.received.map((g) => pkeysOf(g.body));
+    expect(sent.filter((pkeys) => pkeys.includes(second))).toHaveLength(1);
+    expect(sent.findIndex((pkeys) => pkeys.includes(second))).toBe(sent.length - 1);
+    expect(sent.slice(0, -1).every((pkeys) => pkeys.includes(first))).toBe(true);
+  });
+
   it('rotates a secret read from a file or standard input: undelivered events are kept and signed with the new one', async () => {
     const svc = await service();
     const hook = await receiver();
