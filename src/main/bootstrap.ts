@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from '../shared/config.js';
+import { failureName, UnavailableError } from '../shared/errors.js';
 import { ensureDataDir } from '../shared/files.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../queue/settings.js';
 import { parseS3Url } from '../store/s3Location.js';
@@ -31,37 +32,50 @@ export async function bootstrap(
     try {
       await clients.s3!.send(new CreateBucketCommand({ Bucket: bucket }));
     } catch (err) {
-      if ((err as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw err;
+      if ((err as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw unavailable('storage', err);
     }
   }
   if (config.queueUrl !== 'sqlite:') {
-    const sqs = clients.sqs!;
-    const { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
-    const name = config.queueUrl.replace(/\/+$/, '').split('/').pop()!;
-    const dlq = await sqs.send(new CreateQueueCommand({ QueueName: deadLetterQueueName(name) }));
-    await sqs.send(
-      new SetQueueAttributesCommand({
-        QueueUrl: dlq.QueueUrl,
-        Attributes: { MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds) },
-      }),
-    );
-    const dlqAttrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }));
-    const main = await sqs.send(new CreateQueueCommand({ QueueName: name }));
-    await sqs.send(
-      new SetQueueAttributesCommand({
-        QueueUrl: main.QueueUrl,
-        Attributes: {
-          VisibilityTimeout: String(config.worker.visibilitySeconds),
-          MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds),
-          RedrivePolicy: JSON.stringify({
-            deadLetterTargetArn: dlqAttrs.Attributes?.QueueArn,
-            maxReceiveCount: QUEUE_SETTINGS.maxReceiveCount,
-          }),
-        },
-      }),
-    );
-    result.queueUrl = main.QueueUrl;
-    result.deadLetterQueueUrl = dlq.QueueUrl;
+    try {
+      Object.assign(result, await ensureQueues(config, clients.sqs!));
+    } catch (err) {
+      throw unavailable('queue', err);
+    }
   }
   return result;
+}
+
+/** The queue and its dead-letter queue, with the redrive policy between them. */
+async function ensureQueues(config: Config, sqs: SQSClient): Promise<Pick<BootstrapResult, 'queueUrl' | 'deadLetterQueueUrl'>> {
+  const { CreateQueueCommand, GetQueueAttributesCommand, SetQueueAttributesCommand } = await import('@aws-sdk/client-sqs');
+  const name = config.queueUrl.replace(/\/+$/, '').split('/').pop()!;
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: deadLetterQueueName(name) }));
+  await sqs.send(
+    new SetQueueAttributesCommand({
+      QueueUrl: dlq.QueueUrl,
+      Attributes: { MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds) },
+    }),
+  );
+  const dlqAttrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }));
+  const main = await sqs.send(new CreateQueueCommand({ QueueName: name }));
+  await sqs.send(
+    new SetQueueAttributesCommand({
+      QueueUrl: main.QueueUrl,
+      Attributes: {
+        VisibilityTimeout: String(config.worker.visibilitySeconds),
+        MessageRetentionPeriod: String(QUEUE_SETTINGS.retentionSeconds),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqAttrs.Attributes?.QueueArn,
+          maxReceiveCount: QUEUE_SETTINGS.maxReceiveCount,
+        }),
+      },
+    }),
+  );
+  return { queueUrl: main.QueueUrl, deadLetterQueueUrl: dlq.QueueUrl };
+}
+
+/** A store or queue that cannot be set up is unavailable (exit 69), named with the SDK's or the system's error. */
+function unavailable(dependency: 'storage' | 'queue', err: unknown): UnavailableError {
+  const what = dependency === 'storage' ? 'object store' : 'queue';
+  return new UnavailableError(dependency, `${what} set-up failed (${failureName(err)})`, { cause: err });
 }

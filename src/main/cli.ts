@@ -101,6 +101,7 @@ async function main(argv: string[]): Promise<number> {
 function unavailableHint(err: UnavailableError): string {
   if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${err.message.startsWith('ledger') ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
   if (err.message.startsWith('ledger unavailable')) return 'is the ledger (ledger.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?';
+  if (err.message.startsWith('data directory unavailable')) return 'set DATA_DIR to a directory this process can create and write';
   return `is the ${err.dependency === 'storage' ? 'object store' : 'queue'} reachable?`;
 }
 

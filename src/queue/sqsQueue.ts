@@ -8,7 +8,7 @@ import {
   SendMessageBatchCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { UnavailableError } from '../shared/errors.js';
+import { failureName, UnavailableError } from '../shared/errors.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
 export class SqsQueue implements Queue {
@@ -124,6 +124,5 @@ export class SqsQueue implements Queue {
 
 function unavailable(err: unknown): UnavailableError {
   if (err instanceof UnavailableError) return err;
-  const name = (err as { name?: string })?.name ?? 'Error';
-  return new UnavailableError('queue', `queue request failed (${name})`, { cause: err });
+  return new UnavailableError('queue', `queue request failed (${failureName(err)})`, { cause: err });
 }

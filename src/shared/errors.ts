@@ -63,6 +63,12 @@ export class UnavailableError extends Error {
   }
 }
 
+/** A failure's short name for a message: the system's code (ECONNREFUSED) where it has one, else its name. */
+export function failureName(err: unknown): string {
+  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown };
+  return typeof code === 'string' ? code : typeof name === 'string' ? name : 'Error';
+}
+
 /** Whether a failure, or one that caused it, is a full disk or a used-up quota (the system's codes, and SQLite's). */
 export function isDiskFull(err: unknown): boolean {
   for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {

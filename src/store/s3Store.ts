@@ -12,7 +12,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { UnavailableError } from '../shared/errors.js';
+import { failureName, UnavailableError } from '../shared/errors.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 import type { S3Location } from './s3Location.js';
 
@@ -207,6 +207,5 @@ function isNotFound(err: unknown): boolean {
 
 function unavailable(err: unknown): Error {
   if (err instanceof UnavailableError || err instanceof InvalidKeyError) return err;
-  const name = (err as { name?: string })?.name ?? 'Error';
-  return new UnavailableError('storage', `object store request failed (${name})`, { cause: err });
+  return new UnavailableError('storage', `object store request failed (${failureName(err)})`, { cause: err });
 }

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import path from 'node:path';
 import { runCli as run } from '../support/cli.js';
 import { report, SHARED_PH_NATIONAL, tempDir } from '../support/env.js';
+import { freePort } from '../support/net.js';
 
 
 describe('flood-archive CLI', () => {
@@ -31,6 +32,26 @@ describe('flood-archive CLI', () => {
     const bad = await run(['verify'], { ...env, FLUSH_INTERVAL_SECONDS: '-1' });
     expect(bad.code).toBe(78);
     expect(bad.stderr).toMatch(/FLUSH_INTERVAL_SECONDS/);
+  });
+
+  it('exits 69 (unavailable) naming the store or the queue it cannot reach, whichever the command needs first', async () => {
+    // A port nothing listens on: every connection is refused.
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const aws = { AWS_ENDPOINT_URL: closed, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1' };
+    for (const command of [['keys', 'list'], ['verify', '--from', '2026-11-01', '--to', '2026-11-02'], ['bootstrap']]) {
+      const onS3 = await run(command, { DATA_DIR: await tempDir(), STORAGE_URL: 's3://flood-archive/x', ...aws });
+      expect(onS3.code, command.join(' ')).toBe(69);
+      expect(onS3.stderr).toMatch(/object store .*\(ECONNREFUSED\): is the object store reachable\?/);
+    }
+    // Not a directory: the data dir is named, not the object store.
+    const file = path.join(await tempDir(), 'a-file');
+    await fs.writeFile(file, '');
+    const notADirectory = await run(['keys', 'list'], { DATA_DIR: path.join(file, 'data') });
+    expect(notADirectory.code).toBe(69);
+    expect(notADirectory.stderr).toMatch(/data directory unavailable \(ENO\w+\).*set DATA_DIR to a directory/);
+    const onSqs = await run(['bootstrap'], { DATA_DIR: await tempDir(), QUEUE_URL: `${closed}/000000000000/flood-reports`, ...aws });
+    expect(onSqs.code).toBe(69);
+    expect(onSqs.stderr).toMatch(/queue .*\(ECONNREFUSED\): is the queue reachable\?/);
   });
 
   it('retracts any report by post_id with a reason, once; keeps keys hashed: add, list, rotate, revoke', async () => {
