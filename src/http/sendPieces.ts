@@ -9,6 +9,12 @@ import { GzipJoin, StoredSection } from '../archive/sidecars/index.js';
 import { plainPieces, type Piece } from './archiveBody.js';
 import { encoder, type Encoding } from './encoding.js';
 
+/**
+ * Bytes handed to the client's connection at once, at most: an hour of a busy day is megabytes,
+ * and a client reading slowly then shows its progress write by write (sendStall.ts closes only a
+ * connection none of whose writes completes for a while).
+ */
+const WRITE_AT_MOST = 256 * 1024;
 /** Plain bytes of plain text deflated at once (each block is deflated on its own). */
 const DEFLATE_BLOCK = 256 * 1024;
 /** Plain bytes sent stored rather than deflated: separators, an envelope's ends. */
@@ -30,8 +36,11 @@ export async function sendPieces(pieces: AsyncIterable<Piece>, encoding: Encodin
   const piped = e ? pipeline(e, res).catch((err: Error) => void (pipeError = err)) : undefined;
   try {
     for await (const piece of plainPieces(pieces)) {
-      if (pipeError || target.destroyed || target.writableEnded) throw pipeError ?? new Error('the client closed the connection');
-      if (!target.write(piece)) await drained(target);
+      const bytes = typeof piece === 'string' && piece.length > WRITE_AT_MOST ? Buffer.from(piece) : piece;
+      for (const slice of slices(bytes)) {
+        if (pipeError || target.destroyed || target.writableEnded) throw pipeError ?? new Error('the client closed the connection');
+        if (!target.write(slice)) await drained(target);
+      }
     }
     target.end();
     if (piped) await piped;
@@ -50,9 +59,9 @@ async function sendJoined(pieces: AsyncIterable<Piece>, res: ServerResponse): Pr
   let plain: Uint8Array[] = [];
   let plainBytes = 0;
   const write = async (chunks: Buffer[]) => {
-    for (const chunk of chunks) {
+    for (const slice of chunks.flatMap(slices)) {
       if (res.destroyed || res.writableEnded) throw new Error('the client closed the connection');
-      if (!res.write(chunk)) await drained(res);
+      if (!res.write(slice)) await drained(res);
     }
   };
   const flushPlain = async () => {
@@ -83,6 +92,14 @@ async function sendJoined(pieces: AsyncIterable<Piece>, res: ServerResponse): Pr
     res.destroy(err as Error);
     throw err;
   }
+}
+
+/** A piece in writes of at most WRITE_AT_MOST bytes (views of it, not copies). */
+function slices<T extends string | Uint8Array>(piece: T): T[] {
+  if (typeof piece === 'string' || piece.byteLength <= WRITE_AT_MOST) return [piece];
+  const out: T[] = [];
+  for (let at = 0; at < piece.byteLength; at += WRITE_AT_MOST) out.push(piece.subarray(at, at + WRITE_AT_MOST) as T);
+  return out;
 }
 
 /** Resolves when `w` wants more, rejects when it closes or fails first. */

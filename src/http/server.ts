@@ -5,6 +5,7 @@ import type { Config } from '../shared/config.js';
 import { reasonPhrase } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { onClientError } from './clientErrors.js';
+import { closeStalledSends } from './sendStall.js';
 
 /** How often Node looks for connections past their header or request timeout (its default, 30 s, would let a slow client outlive both by as much). */
 const CHECK_TIMEOUTS_EVERY_MS = 1_000;
@@ -24,6 +25,7 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => closeStalledSends(res, limits.sendStallMs));
   server.on('clientError', onClientError(log));
   // An Expect other than 100-continue: Node would answer 417 with an empty body.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {

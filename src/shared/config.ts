@@ -75,7 +75,7 @@ export interface Config {
   /** Acceptances under way (those past their deadline included) beyond which the feed answers 503 at once. */
   acceptMaxInFlight: number;
   /** Node's HTTP server limits: a client sending headers or a body slowly, or idling, cannot hold a connection longer. */
-  http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number };
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number; sendStallMs: number };
   /** Key of the HMAC on pagination cursors; undefined: one generated once and kept (src/http/cursorSecret.ts). */
   cursorSecret: string | undefined;
   /** node-cron expressions of the scheduled jobs (jobs/). */
@@ -157,6 +157,7 @@ const envSchema = {
     HTTP_HEADERS_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
     HTTP_REQUEST_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
     HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 600 },
+    HTTP_SEND_STALL_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     SCHEDULE_COMPACT: { type: 'string' },
     SCHEDULE_RECONCILE: { type: 'string' },
     SCHEDULE_VERIFY: { type: 'string' },
@@ -295,7 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     },
     acceptDeadlineMs: seconds(v.ACCEPT_DEADLINE_SECONDS, 2),
     acceptMaxInFlight: Number(v.ACCEPT_MAX_IN_FLIGHT ?? 1024),
-    http: { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: seconds(v.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS, 5) },
+    http: { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: seconds(v.HTTP_KEEP_ALIVE_TIMEOUT_SECONDS, 5), sendStallMs: seconds(v.HTTP_SEND_STALL_SECONDS, 60) },
     events: eventsConfig(v),
     explorerMaxPoints: Number(v.EXPLORER_MAX_POINTS ?? 20_000),
   };

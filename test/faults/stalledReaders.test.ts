@@ -1,0 +1,120 @@
+// Clients that stop reading a large answer: each holds one of the archive's few turns for heavy
+// answers (admission.ts) for as long as its answer waits on it. Four of them took every turn of a
+// process for as long as they kept their connections open, and every other whole-window request
+// got a 503. The server closes a connection whose client has taken none of its answer's bytes for
+// HTTP_SEND_STALL_SECONDS; a client that reads slowly keeps its answer.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBenchStore } from '../../bench/synthetic.js';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
+import { CLI, runCli } from '../support/cli.js';
+import { tempDir } from '../support/env.js';
+
+const DAY = 86_400_000;
+const FROM = Math.floor(Date.now() / DAY) * DAY - 4 * DAY;
+const iso = (ms: number) => new Date(ms).toISOString();
+/** Three closed days of 20,000 reports each: some 40 MB of GeoJSON, far more than the sockets' buffers hold. */
+const WHOLE = `/reports/archive?start=${iso(FROM)}&end=${iso(FROM + 3 * DAY - 1000)}&format=geojson`;
+const DAY_WINDOW = `start=${iso(FROM)}&end=${iso(FROM + DAY - 1000)}`;
+const STALL_SECONDS = 3;
+
+let dataDir: string;
+let child: ChildProcess;
+let output = '';
+let port: number;
+
+beforeAll(async () => {
+  dataDir = await tempDir('flood-stalled-');
+  await buildBenchStore({ storeDir: path.join(dataDir, 'store'), reports: 60_000, startMs: FROM, days: 3, boundaries: await defaultBoundaries() });
+  const compacted = await runCli(['compact', '--json'], { DATA_DIR: dataDir });
+  expect(compacted.code, compacted.stderr).toBe(0);
+  child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const m = /listening on http:\/\/[^:]+:(\d+)/.exec(output);
+    if (m) {
+      port = Number(m[1]);
+      break;
+    }
+    if (Date.now() > deadline) throw new Error(`the service did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}, 180_000);
+
+afterAll(async () => {
+  child?.kill('SIGKILL');
+  if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
+});
+
+/** A raw request for `target` whose client reads `reads` bytes (none: it never reads) every `everyMs`; counts what arrived. */
+function reader(target: string, reads?: { bytes: number; everyMs: number; agent: string }): { received: () => number; closed: Promise<void>; socket: net.Socket } {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  let received = 0;
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.on('connect', () => {
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${reads?.agent ?? 'stalled-reader/1.0'}\r\nAccept-Encoding: identity\r\n\r\n`);
+    if (!reads) return socket.pause();
+    // Paused between reads: the kernel's buffers fill, and the server waits on this client.
+    socket.pause();
+    const timer = setInterval(() => {
+      let got = 0;
+      socket.resume();
+      const take = (chunk: Buffer) => {
+        received += chunk.length;
+        got += chunk.length;
+        if (got >= reads.bytes) {
+          socket.pause();
+          socket.off('data', take);
+        }
+      };
+      socket.on('data', take);
+    }, reads.everyMs);
+    socket.once('close', () => clearInterval(timer));
+  });
+  socket.on('data', (chunk: Buffer) => {
+    if (!reads) received += chunk.length;
+  });
+  return { received: () => received, closed, socket };
+}
+
+describe('clients that stop reading', () => {
+  it('lose their connections, and their turns go to the next requests; a slow reader keeps its answer', async () => {
+    // Four stalled clients: every one of the process's turns for heavy answers.
+    const stalled = Array.from({ length: 4 }, () => reader(WHOLE));
+    await new Promise((r) => setTimeout(r, 1_000));
+
+    const res = await fetch(`http://127.0.0.1:${port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: { 'User-Agent': 'flood-tests/1.0' } });
+    expect(res.status, await res.clone().text().then((t) => t.slice(0, 300))).toBe(200);
+    const count = await fetch(`http://127.0.0.1:${port}/reports/archive/count?${DAY_WINDOW}`, { headers: { 'User-Agent': 'flood-tests/1.0' } });
+    // Every report of the day, a line each after the header.
+    expect((await res.text()).trimEnd().split('\n').length - 1).toBe(((await count.json()) as { result: { count: number } }).result.count);
+    // The server closed the stalled ones: read now, each ends short of its answer (bounded here to
+    // fail a server that keeps them open).
+    for (const s of stalled) s.socket.resume();
+    const closedAll = await Promise.race([Promise.all(stalled.map((s) => s.closed)).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000))]);
+    expect(closedAll).toBe(true);
+    const whole = (await (await fetch(`http://127.0.0.1:${port}${WHOLE}`, { headers: { 'User-Agent': 'flood-tests/1.0', 'Accept-Encoding': 'identity' } })).arrayBuffer()).byteLength;
+    for (const s of stalled) expect(s.received()).toBeLessThan(whole);
+
+    // A client that reads in bursts (512 KiB every quarter second, pausing between) keeps its
+    // answer past twice the stall time: its writes complete, if not one by one.
+    const slow = reader(WHOLE, { bytes: 512 * 1024, everyMs: 250, agent: 'slow-reader/1.0' });
+    await new Promise((r) => setTimeout(r, 1_000));
+    const before = slow.received();
+    await new Promise((r) => setTimeout(r, 2 * STALL_SECONDS * 1000));
+    expect(slow.received()).toBeGreaterThan(before);
+    // The server has not ended it: its access log has no line for it yet.
+    expect(output).not.toMatch(/slow-reader/);
+    slow.socket.destroy();
+    expect(child.exitCode).toBeNull();
+  }, 120_000);
+});
