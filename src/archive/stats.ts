@@ -48,7 +48,7 @@ const WEEK_ORIGIN_MS = 4 * 86_400_000;
 /**
  * The grouping query over `rows` (a subquery of de-duplicated, filtered archive rows); only
  * created_at and the key column are read. Buckets are cut in local time: hours, days and weeks
- * by integer arithmetic on the epoch shifted by the offset (no calendar or time-zone work per
+ * by arithmetic on the epoch shifted by the offset, floored (no calendar or time-zone work per
  * row); months by truncating a plain TIMESTAMP built from the shifted epoch. The bucket start
  * comes back as a UTC instant in ms.
  */
@@ -58,7 +58,7 @@ export function statsSql(rows: string, spec: StatsSpec): string {
   const origin = spec.interval === 'week' ? WEEK_ORIGIN_MS : 0;
   const bucket =
     len !== undefined
-      ? `(epoch_ms(created_at) + ${off - origin}) // ${len} * ${len} + ${origin - off}`
+      ? `floor((epoch_ms(created_at) + ${off - origin}) / ${len})::BIGINT * ${len} + ${origin - off}`
       : `epoch_ms(date_trunc('month', make_timestamp(epoch_us(created_at) + ${off * 1000}))) - ${off}`;
   return `SELECT ${bucket} AS bucket_ms, ${KEY_COLUMN[spec.by]} AS key, count(*)::BIGINT AS n FROM ${rows} GROUP BY ALL`;
 }
@@ -87,8 +87,9 @@ export class StatsTally {
 }
 
 /**
- * The bucket of a report created at `us` (epoch µs) as `statsSql` computes it in DuckDB (its
- * integer division truncates, and epoch_ms truncates the microseconds), and the created_at
+ * The bucket of a report created at `us` (epoch µs) as `statsSql` computes it in DuckDB (time
+ * shifted by the offset and origin, floored to the bucket's length, epoch_ms dropping the
+ * microseconds: created_at is never before 1970), and the created_at
  * range [fromUs, toUs) that shares it: reports come oldest first, so the bucket is worked out
  * again only when one falls outside the last range.
  */
@@ -99,9 +100,9 @@ export function bucketer(spec: StatsSpec): (us: number) => { bucketMs: number; f
     const origin = spec.interval === 'week' ? WEEK_ORIGIN_MS : 0;
     return (us) => {
       const shifted = Math.trunc(us / 1000) + off - origin;
-      const bucketMs = Math.trunc(shifted / len) * len + origin - off;
-      // Before the first bucket past the epoch truncation is not flooring: that report's range is its own millisecond.
-      return shifted < 0 ? { bucketMs, fromUs: us, toUs: us } : { bucketMs, fromUs: bucketMs * 1000, toUs: (bucketMs + len) * 1000 };
+      // Floored: a week or a local day that began before the epoch holds its first reports too.
+      const bucketMs = Math.floor(shifted / len) * len + origin - off;
+      return { bucketMs, fromUs: bucketMs * 1000, toUs: (bucketMs + len) * 1000 };
     };
   }
   return (us) => {

@@ -92,3 +92,32 @@ describe('the stats sidecars\' count', () => {
     }
   }, 120_000);
 });
+
+describe('buckets before the epoch', () => {
+  it('puts a report of 1970-01-01 in the bucket holding it, whichever engine counts it', async () => {
+    // The first hour of 1970 (UTC): its week began on Monday 1969-12-29, and an hour west of
+    // Greenwich its day is still 31 December.
+    const early = randomReports(random(14), 30, 0, HOUR);
+    const file = path.join(work.dir, 'early.parquet');
+    await writeParquet(work.db, early, file);
+    const cases: [StatsSpec, number][] = [
+      [{ interval: 'week', by: 'none', offsetMinutes: 0 }, Date.UTC(1969, 11, 29)],
+      [{ interval: 'day', by: 'none', offsetMinutes: -60 }, Date.UTC(1969, 11, 31, 1)],
+      [{ interval: 'week', by: 'city', offsetMinutes: 480 }, Date.UTC(1969, 11, 28, 16)],
+    ];
+    for (const [spec, bucketMs] of cases) {
+      const buckets = await work.db.withConnection(async (conn) => {
+        const bound = filteredRows([file], { startMs: 0, endMs: HOUR, admin: undefined }, true);
+        const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+        return [...new Set(reader.getRowObjectsJS().map((row) => Number(row.bucket_ms)))];
+      });
+      expect(buckets, JSON.stringify(spec)).toEqual([bucketMs]);
+      const of = bucketer(spec);
+      for (const row of early) {
+        const got = of(row.created_at_ms * 1000);
+        expect(got.bucketMs, JSON.stringify(spec)).toBe(bucketMs);
+        expect(got.fromUs <= row.created_at_ms * 1000 && row.created_at_ms * 1000 < got.toUs).toBe(true);
+      }
+    }
+  });
+});
