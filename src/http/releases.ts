@@ -110,6 +110,9 @@ async function localCopy(deps: ReleasesDeps, key: string): Promise<string | unde
   const partial = `${file}.${randomUUID()}.partial`;
   try {
     await pipeline(found.body, createWriteStream(partial));
+    // Its time is the stored file's: Last-Modified says when the release was written, the same
+    // from every API task, not when this one copied it.
+    await fs.utimes(partial, found.lastModified, found.lastModified);
     await fs.rename(partial, file);
   } finally {
     await fs.rm(partial, { force: true });

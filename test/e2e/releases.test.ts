@@ -135,6 +135,13 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const etag = whole.headers.get('etag')!;
     expect(etag).toMatch(/^"[^"]+"$/);
     expect(whole.headers.get('cache-control')).toMatch(/immutable/);
+    // Last-Modified is when the file was stored, the same from every API task and after its copy
+    // here is gone, not when this process copied it.
+    const stored = (await svc.rt.store.head('releases/2025-r1/reports-2025-06.parquet'))!.lastModified.toUTCString();
+    expect(whole.headers.get('last-modified')).toBe(stored);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await fs.rm(path.join(svc.rt.config.cacheDir, 'releases'), { recursive: true, force: true });
+    expect((await get('/releases/2025-r1/reports-2025-06.parquet')).headers.get('last-modified')).toBe(stored);
     expect(whole.headers.get('content-type')).toBe('application/vnd.apache.parquet');
     const size = Number(whole.headers.get('content-length'));
     const head = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=0-3' });
