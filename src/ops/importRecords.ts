@@ -103,6 +103,13 @@ const NDJSON_BLOCK = 1 << 20;
 /** A record that cannot be read as a report at all (its reason goes to the rejects). */
 export class RecordError extends Error {
   override name = 'RecordError';
+  /** The text that is no record (a line that is not JSON): the rejects keep it as it was. */
+  constructor(
+    message: string,
+    readonly text?: string,
+  ) {
+    super(message);
+  }
 }
 
 type CityForPoint = (lng: number, lat: number) => string | null;

@@ -45,7 +45,8 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
   } catch (err) {
     if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
     const reasons = err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message];
-    out.rejects.push({ index, reasons, input: JSON.stringify(record) ?? 'null' });
+    const input = record instanceof RecordError && record.text !== undefined ? record.text : record;
+    out.rejects.push({ index, reasons, input: JSON.stringify(input) ?? 'null' });
   }
 }
 
@@ -61,7 +62,7 @@ export function recordOfLine(line: string): unknown {
   try {
     return JSON.parse(line);
   } catch {
-    return new RecordError('the line is not valid JSON');
+    return new RecordError('the line is not valid JSON', line);
   }
 }
 

@@ -113,6 +113,8 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
       [3, ['location.lat: must be between -90 and 90']],
       [4, ['the line is not valid JSON']],
     ]);
+    // A line that is not JSON is kept as its text, for whoever mends the file.
+    expect(rejects[1].input).toBe('{not json');
     const csvRejects = (await fs.readFile(first[1]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(csvRejects[0].reasons[0]).toMatch(/partner_city missing/);
 
