@@ -5,13 +5,15 @@ import path from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import { openApiDocument } from './openapi.js';
 import type { Handlers } from './route.js';
+import { readQuery, throwIfAny } from './query.js';
 
 /** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
 const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
 export function apiDocsHandlers(): Handlers {
   const document = JSON.stringify(openApiDocument());
-  const openApiJson: RequestHandler = (_req, res) => {
+  const openApiJson: RequestHandler = (req, res) => {
+    throwIfAny(readQuery(req, []).details);
     res.set('Cache-Control', 'public, max-age=300').type('application/json').send(document);
   };
   const docs = Router();

@@ -46,6 +46,7 @@ export function capHandlers(deps: CapDeps): Handlers {
   });
 
   serve('capAlert', async (req, res) => {
+    throwIfAny(readQuery(req, []).details);
     const pkey = String(req.params.pkey);
     if (!parsePkey(pkey)) {
       throw new HttpError(400, 'The path does not name a report.', [{ in: 'path', field: 'pkey', message: PKEY_MESSAGE }]);
@@ -56,7 +57,7 @@ export function capHandlers(deps: CapDeps): Handlers {
       if (await events.wasRetracted(pkey)) throw new HttpError(410, `The report ${pkey} was retracted.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
       throw new HttpError(404, `No alert for ${pkey}: it is not archived, or older than the events kept.`, [{ in: 'path', field: 'pkey', message: 'has no alert' }]);
     }
-    res.set('Cache-Control', 'public, max-age=300').type('application/cap+xml; charset=utf-8');
+    res.set('Cache-Control', 'public, max-age=60').type('application/cap+xml; charset=utf-8');
     res.send(capDocument(alertOf(event, deps.publicBase()), areaNamesOf(await deps.boundaries.current())));
   });
 

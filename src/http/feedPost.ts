@@ -20,6 +20,7 @@ import { apiKeyCheck, partnerOf, type AuthFailureGuard, type KeyLookup } from '.
 import { RETRY_AFTER_SECONDS } from './errorHandler.js';
 import type { DirectHandler } from './route.js';
 import { invalidUtf8 } from './utf8.js';
+import { refuseQuery } from './query.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -108,6 +109,8 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
   return async (req, res) => {
     await authenticate(req, res);
     await run(rateLimit, req, res);
+    // A parameter here is a mistake (admin=, post_id=): the report is in the body alone.
+    refuseQuery(req);
     if (!typeIs(req, ['application/json', 'application/*+json'])) {
       throw new HttpError(415, 'The request body must be JSON (Content-Type: application/json).', [
         { in: 'header', field: 'Content-Type', message: 'must be application/json' },

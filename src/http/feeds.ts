@@ -8,6 +8,7 @@ import type { KeyLedger, ReportLookup, RetractionLedger } from '../ledger/ledger
 import { SOURCE } from '../store/layout.js';
 import { partnerOf, requireApiKey, type AuthFailureGuard } from './auth.js';
 import { handlerSet, type Handlers } from './route.js';
+import { readQuery, throwIfAny } from './query.js';
 
 export interface FeedsDeps {
   metrics: Metrics;
@@ -24,6 +25,7 @@ export function feedsHandlers(deps: FeedsDeps): Handlers {
   const { handlers, serve } = handlerSet<'retractPartnerReport'>();
   const auth = requireApiKey(deps.apiKeys, deps.ledger, deps.authFailures);
   serve('retractPartnerReport', auth, deps.rateLimit, async (req, res) => {
+    throwIfAny(readQuery(req, []).details);
     const raw = String(req.params.postId);
     if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
       throw new HttpError(400, 'The post_id in the path must be a non-negative integer.', [{ in: 'path', field: 'post_id', message: `must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}` }]);

@@ -4,6 +4,7 @@ import { Router } from 'express';
 import type { Config } from '../shared/config.js';
 import { Readiness, type ReadinessDeps } from './readiness.js';
 import { RETRY_AFTER_SECONDS, sendError } from './errorHandler.js';
+import { readQuery, throwIfAny } from './query.js';
 
 /** What /ready checks: the store, the queue, the ledger's writes, the boundaries; within the acceptance deadline. */
 export interface OperationsDeps extends Pick<ReadinessDeps, 'store' | 'queue' | 'ledger' | 'boundaries' | 'log'> {
@@ -12,12 +13,14 @@ export interface OperationsDeps extends Pick<ReadinessDeps, 'store' | 'queue' | 
 
 export function operationsRouter(rt: OperationsDeps): Router {
   const router = Router();
-  router.get('/health', (_req, res) => {
+  router.get('/health', (req, res) => {
+    throwIfAny(readQuery(req, []).details);
     res.set('Cache-Control', 'no-store').json({ status: 'ok' });
   });
 
   const readiness = new Readiness({ store: rt.store, queue: rt.queue, ledger: rt.ledger, boundaries: rt.boundaries, log: rt.log, deadlineMs: rt.config.acceptDeadlineMs });
-  router.get('/ready', async (_req, res) => {
+  router.get('/ready', async (req, res) => {
+    throwIfAny(readQuery(req, []).details);
     const { ready, checks } = await readiness.check();
     res.set('Cache-Control', 'no-store');
     if (ready) {

@@ -1,5 +1,6 @@
 // Query-string checks shared by the GET endpoints. Every problem is collected,
 // so one 400 tells the caller everything to fix.
+import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { AdminAreas } from '../boundaries/adminAreas.js';
 import { BadRequestError, type ErrorDetail } from '../shared/errors.js';
@@ -17,7 +18,7 @@ export function readQuery(req: Request, allowed: readonly string[]): { values: Q
   const values: QueryValues = {};
   for (const [name, raw] of Object.entries(req.query as Record<string, unknown>)) {
     if (!allowed.includes(name)) {
-      details.push({ in: 'query', field: name, message: `is not a known parameter (allowed: ${allowed.join(', ')})` });
+      details.push({ in: 'query', field: name, message: `is not a known parameter (${allowed.length > 0 ? `allowed: ${allowed.join(', ')}` : 'this operation takes none'})` });
       continue;
     }
     if (typeof raw !== 'string') {
@@ -54,4 +55,12 @@ export function readAdmin(code: string, areas: AdminAreas, details: ErrorDetail[
   const area = areas.get(code);
   if (!area) details.push({ in: 'query', field: 'admin', message: areas.problem(code) });
   return area?.cities;
+}
+
+/** A 400 for any query parameter: for operations that take none, served on Node's request (layer.ts). */
+export function refuseQuery(req: IncomingMessage): void {
+  const at = (req.url ?? '').indexOf('?');
+  if (at < 0) return;
+  const names = [...new Set(new URLSearchParams((req.url ?? '').slice(at + 1)).keys())];
+  throwIfAny(names.map((name) => ({ in: 'query', field: name.slice(0, 100), message: 'is not a known parameter (this operation takes none)' })));
 }
