@@ -105,6 +105,14 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       case 'request.aborted':
         return sendError(res, 400, 'The request was aborted by the client.');
     }
+    // A file's answer (releases, static pages) refused by its own headers.
+    if (parserError.status === 416) {
+      return sendError(res, 416, 'The Range asks for no byte of the file: each range must start within its size.', [{ in: 'header', field: 'Range', message: 'is not satisfiable' }]);
+    }
+    if (parserError.status === 412) {
+      const field = req.headers['if-match'] !== undefined ? 'If-Match' : 'If-Unmodified-Since';
+      return sendError(res, 412, `The file does not meet the request's ${field}.`, [{ in: 'header', field, message: 'does not hold: the file has another version or time' }]);
+    }
     if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
       return sendError(res, parserError.status, 'The request could not be read.');
     }

@@ -150,7 +150,10 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect([tail.status, Buffer.from(await tail.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
     const again = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-None-Match': etag });
     expect(again.status).toBe(304);
-    expect((await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size + 10}-` })).status).toBe(416);
+    const unsatisfiable = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size + 10}-` });
+    expect([unsatisfiable.status, ((await unsatisfiable.json()) as any).error, unsatisfiable.headers.get('content-range')]).toEqual([416, 'Range Not Satisfiable', `bytes */${size}`]);
+    const otherVersion = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': '"another"' });
+    expect([otherVersion.status, ((await otherVersion.json()) as any).details[0].field]).toEqual([412, 'If-Match']);
     for (const missing of ['/releases/2025-r9/manifest.json', '/releases/2025-r1/other.txt', '/releases/nope/manifest.json', '/releases/other.json']) {
       const res = await get(missing);
       expect([missing, res.status]).toEqual([missing, 404]);
