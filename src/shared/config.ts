@@ -195,6 +195,9 @@ const messages: Record<string, string> = {
 const ajv = new Ajv({ allErrors: true, coerceTypes: true });
 const validateEnv = ajv.compile(envSchema);
 
+/** Every environment variable the configuration reads (docs/operations.md has a row for each). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.properties);
+
 /** Builds the config from an environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const raw: Record<string, string | number> = {};

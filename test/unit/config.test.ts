@@ -1,8 +1,16 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/shared/config.js';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from '../../src/shared/config.js';
+import { projectDir } from '../../src/shared/projectDir.js';
 
 describe('config', () => {
+  it('has a row in the configuration table of docs/operations.md for every variable it reads, and no other', () => {
+    const doc = readFileSync(`${projectDir()}/docs/operations.md`, 'utf8');
+    const rows = [...doc.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
+    expect([...new Set(rows)].sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+
   it('defaults to the embedded backend under ./data', () => {
     const c = loadConfig({}, '/srv/app');
     expect(c.dataDir).toBe('/srv/app/data');

@@ -82,7 +82,7 @@ export const serve = serviceCommand('serve', 'the HTTP API alone');
 export const worker = serviceCommand('worker', 'the archive worker and reconciliation alone');
 
 export const scheduler: Command = {
-  summary: 'run the scheduled jobs (compaction, reconciliation, verify) with node-cron',
+  summary: 'run the scheduled jobs (compaction, reconciliation, verify, the monthly release) with node-cron',
   usage: 'scheduler',
   options: {},
   async run({ config }) {
