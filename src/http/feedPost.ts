@@ -116,6 +116,11 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
         { in: 'header', field: 'Content-Type', message: 'must be application/json' },
       ]);
     }
+    // A body declared larger than the limit is refused before any of it is read, and the
+    // connection closed: one sent slowly would otherwise be read to its end first.
+    if (Number(req.headers['content-length']) > MAX_BODY_BYTES) {
+      throw new HttpError(413, 'The request body is larger than 64 KiB.', [{ in: 'header', field: 'Content-Length', message: `must be at most ${MAX_BODY_BYTES}` }], { Connection: 'close' });
+    }
     await run(parseJson, req, res);
     let report;
     try {

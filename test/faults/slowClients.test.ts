@@ -51,15 +51,20 @@ async function within<T>(ms: number, p: Promise<T>): Promise<T | 'still open'> {
   }
 }
 
+/** The server's answer to `client` once it closed the connection: `status`, in the error shape. */
+async function expectClosedWith(client: { closed: Promise<string>; socket: net.Socket }, status: number): Promise<void> {
+  const received = await within(10_000, client.closed);
+  client.socket.destroy();
+  expect(received).not.toBe('still open');
+  const res = parseRaw(received as string);
+  expect(res.status).toBe(status);
+  expectErrorShape(JSON.parse(res.body), status);
+}
+
 describe('slow and idle clients', () => {
   it('headers sent a byte at a time: 408 in the error shape, connection closed', async () => {
     const client = slowClient('GET /cities HTTP/1.1\r\nHost: x\r\n', 'X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n');
-    const received = await within(10_000, client.closed);
-    client.socket.destroy();
-    expect(received).not.toBe('still open');
-    const res = parseRaw(received as string);
-    expect(res.status).toBe(408);
-    expectErrorShape(JSON.parse(res.body), 408);
+    await expectClosedWith(client, 408);
   });
 
   it('a feed body sent a byte at a time: 408, connection closed', async () => {
@@ -67,12 +72,15 @@ describe('slow and idle clients', () => {
       `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 65536\r\n\r\n{"title": "`,
       'a',
     );
-    const received = await within(10_000, client.closed);
-    client.socket.destroy();
-    expect(received).not.toBe('still open');
-    const res = parseRaw(received as string);
-    expect(res.status).toBe(408);
-    expectErrorShape(JSON.parse(res.body), 408);
+    await expectClosedWith(client, 408);
+  });
+
+  it('a feed body declared over 64 KiB, sent slowly: 413 at once, before it is read, connection closed', async () => {
+    const client = slowClient(
+      `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n{"title": "`,
+      'a',
+    );
+    await expectClosedWith(client, 413);
   });
 
   it('an idle keep-alive connection is closed', async () => {
