@@ -48,6 +48,21 @@ export function newKey(): string {
   return randomBytes(24).toString('base64url');
 }
 
+/** Where a data dir keeps the key generated for it (the `local` key), when no key is configured. */
+const GENERATED_KEY_FILE = 'api-key';
+
+/** The key generated earlier for `dataDir`, and its file; undefined when there is none. */
+export async function generatedKey(dataDir: string): Promise<{ file: string; key: string } | undefined> {
+  const file = path.join(dataDir, GENERATED_KEY_FILE);
+  try {
+    const key = (await fs.readFile(file, 'utf8')).trim();
+    return key.length >= 16 ? { file, key } : undefined;
+  } catch (err) {
+    if (!isCode(err, 'ENOENT')) throw err;
+    return undefined;
+  }
+}
+
 export async function resolveApiKeys(
   configured: ApiKey[],
   dataDir: string,
@@ -55,14 +70,10 @@ export async function resolveApiKeys(
   ledgerHasKeys = false,
 ): Promise<{ keys: ApiKey[]; generated?: { file: string; key: string; created: boolean } }> {
   if (configured.length > 0 || ledgerHasKeys) return { keys: configured };
-  const file = path.join(dataDir, 'api-key');
   ensureDataDir(dataDir);
-  try {
-    const key = (await fs.readFile(file, 'utf8')).trim();
-    if (key.length >= 16) return { keys: [{ name: 'local', key }], generated: { file, key, created: false } };
-  } catch (err) {
-    if (!isCode(err, 'ENOENT')) throw err;
-  }
+  const kept = await generatedKey(dataDir);
+  if (kept) return { keys: [{ name: 'local', key: kept.key }], generated: { ...kept, created: false } };
+  const file = path.join(dataDir, GENERATED_KEY_FILE);
   const key = newKey();
   await writeDurably(file, 'w', `${key}\n`, 0o600);
   await fsyncDir(dataDir);

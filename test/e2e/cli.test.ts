@@ -7,6 +7,7 @@ import path from 'node:path';
 import { runCli as run } from '../support/cli.js';
 import { report, SHARED_PH_NATIONAL, tempDir } from '../support/env.js';
 import { freePort } from '../support/net.js';
+import { resolveApiKeys } from '../../src/partners/apiKeys.js';
 
 
 describe('flood-archive CLI', () => {
@@ -29,6 +30,8 @@ describe('flood-archive CLI', () => {
     const missing = await run(['reprocess', '--from', '2026-11-01'], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--to is required/);
+    const absent = await run(['import', '--file', path.join(env.DATA_DIR, 'nowhere.ndjson')], env);
+    expect([absent.code, absent.stderr]).toEqual([2, expect.stringMatching(/nowhere\.ndjson: no such file/)]);
     const bad = await run(['verify'], { ...env, FLUSH_INTERVAL_SECONDS: '-1' });
     expect(bad.code).toBe(78);
     expect(bad.stderr).toMatch(/FLUSH_INTERVAL_SECONDS/);
@@ -52,6 +55,16 @@ describe('flood-archive CLI', () => {
     const onSqs = await run(['bootstrap'], { DATA_DIR: await tempDir(), QUEUE_URL: `${closed}/000000000000/flood-reports`, ...aws });
     expect(onSqs.code).toBe(69);
     expect(onSqs.stderr).toMatch(/queue .*\(ECONNREFUSED\): is the queue reachable\?/);
+  });
+
+  it('lists the key a data dir generated for itself when no key is configured or kept, without the key', async () => {
+    const dataDir = await tempDir();
+    expect((await run(['keys', 'list'], { DATA_DIR: dataDir })).stdout.trim()).toBe('no keys');
+    // As the service does on its first start without keys.
+    const { generated } = await resolveApiKeys([], dataDir);
+    const listed = JSON.parse((await run(['keys', 'list', '--json'], { DATA_DIR: dataDir })).stdout);
+    expect(listed).toEqual([{ name: 'local', from: `generated (${path.join(dataDir, 'api-key')})` }]);
+    expect(JSON.stringify(listed)).not.toContain(generated!.key);
   });
 
   it('retracts any report by post_id with a reason, once; keeps keys hashed: add, list, rotate, revoke', async () => {

@@ -1,4 +1,5 @@
 // The archive's ops commands: compaction, reconciliation, re-tagging, backfill, export and verification.
+import fs from 'node:fs/promises';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
@@ -70,7 +71,9 @@ export const reprocess: Command = {
         [
           `${result.dryRun ? 'would re-tag' : 're-tagged'} ${result.reports} reports with boundary version ${result.boundaryVersion}`,
           `city changes: ${result.cityChanges}; barangay changes: ${result.localAreaChanges}; hours rewritten: ${result.hoursRewritten}`,
-          `seconds re-tagging ${result.seconds.retagging} (answers carry the new tags from here), ready texts ${result.seconds.readyTexts}`,
+          result.dryRun
+            ? `seconds re-tagging ${result.seconds.retagging} (a dry run: nothing written)`
+            : `seconds re-tagging ${result.seconds.retagging} (answers carry the new tags from here), ready texts ${result.seconds.readyTexts}`,
           ...Object.entries(result.moves).map(([move, n]) => `  ${move}: ${n}`),
         ].join('\n'),
       );
@@ -88,6 +91,9 @@ export const importCommand: Command = {
       if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
       const partner = partnerOption(values);
       const file = required(values, 'file');
+      // A file that is not there is the command's mistake, not an import to resume.
+      const stat = await fs.stat(file).catch(() => undefined);
+      if (!stat?.isFile()) throw new UsageError(`--file ${file}: no such file`);
       const result = await deps
         .importFile(
           rt,

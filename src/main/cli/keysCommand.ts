@@ -1,5 +1,5 @@
 // `keys`: partner API keys kept in the ledger.
-import { isKeyName, keyDigest, newKey } from '../../partners/apiKeys.js';
+import { generatedKey, isKeyName, keyDigest, newKey } from '../../partners/apiKeys.js';
 import { common, deps, print, required, UsageError, withRuntime, type Command } from './options.js';
 
 export const keys: Command = {
@@ -12,6 +12,9 @@ export const keys: Command = {
       if (sub === 'list') {
         const kept = (await rt.ledger.listKeys()).map((k) => ({ name: k.name, from: 'ledger', created_at: k.created_at, ...(k.revoked_at && { revoked_at: k.revoked_at }) }));
         const listed = [...config.apiKeys.map((k) => ({ name: k.name, from: 'API_KEYS' })), ...kept];
+        // With none configured or kept, the service runs on the key it generated for the data dir.
+        const generated = listed.length === 0 ? await generatedKey(config.dataDir) : undefined;
+        if (generated) listed.push({ name: 'local', from: `generated (${generated.file})` });
         print(values, listed, () => listed.map((k) => `${k.name}  ${k.from}${'revoked_at' in k && k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
         return 0;
       }
