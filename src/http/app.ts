@@ -123,6 +123,8 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   app.use([...new Set(ROUTES.filter((r) => r.readLimit).map((r) => `/${r.path.split('/')[1]}`))], readLimit);
   for (const route of ROUTES) {
     if (route.direct) continue;
+    // A preflight is answered where the table says so: elsewhere OPTIONS is a 404 or a 405, as any other method.
+    if (route.preflight) app.options(route.path, preflight);
     for (const [verb, name] of Object.entries(route.serve)) app[verb as 'get' | 'post' | 'delete'](route.path, handler(name));
   }
   for (const mount of MOUNTS) app.use(mount.prefix, handler(mount.serve));
@@ -169,16 +171,17 @@ const cors: RequestHandler = (req, res, next) => {
   if (req.path.startsWith('/feeds/')) return next();
   res.set('Access-Control-Allow-Origin', '*');
   res.set('Access-Control-Expose-Headers', EXPOSED);
-  if (req.method === 'OPTIONS') {
-    res.set({
-      'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
-      'Access-Control-Allow-Headers': 'If-None-Match, Accept, Accept-Encoding, Content-Type, X-Request-Id',
-      'Access-Control-Max-Age': '86400',
-    });
-    res.status(204).end();
-    return;
-  }
   next();
+};
+
+/** A CORS preflight of a public read (a route with `preflight` in the table). */
+const preflight: RequestHandler = (_req, res) => {
+  res.set({
+    'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
+    'Access-Control-Allow-Headers': 'If-None-Match, Accept, Accept-Encoding, Content-Type, X-Request-Id',
+    'Access-Control-Max-Age': '86400',
+  });
+  res.status(204).end();
 };
 
 function limiter(perMinute: number, key: (req: Request, res: Response) => string, per: string, skip?: (req: Request) => boolean): RequestHandler {
