@@ -36,7 +36,11 @@ export function onClientError(log: Logger) {
       socket.destroy();
       return;
     }
-    const [status, message] = REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.'];
+    const reason = (err as ParserError & { reason?: string }).reason ?? err.message;
+    const [status, message] =
+      code === 'HPE_UNEXPECTED_CONTENT_LENGTH' && /duplicate/i.test(reason)
+        ? [400, 'The request has more than one Content-Length header; send one.']
+        : (REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.']);
     log.info({ code, status }, 'request refused by the HTTP parser');
     const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details: [] });
     socket.end(

@@ -8,6 +8,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Request } from 'express';
 import type { StartAccessLog } from './accessLog.js';
 import type { ErrorAnswer } from './errorHandler.js';
+import { BadRequestError } from '../shared/errors.js';
 import { checkQueryString } from './queryGuards.js';
 import type { DirectHandler, Route } from './route.js';
 
@@ -65,6 +66,10 @@ export function requestLayer(options: LayerOptions): RequestListener {
       options.observe(req, res, served ? served.label : labelOf(req));
     }
     try {
+      // HTTP/1.1 requires Host (RFC 9112 3.2); Node's own refusal of one without it has no body.
+      if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+        throw new BadRequestError('An HTTP/1.1 request must carry a Host header.', [{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);
+      }
       if (query >= 0) checkQueryString(url);
     } catch (err) {
       options.errorAnswer(err, req, res);

@@ -18,6 +18,8 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       connectionsCheckingInterval: CHECK_TIMEOUTS_EVERY_MS,
+      // A request without Host is refused by the request layer (layer.ts), in the error shape.
+      requireHostHeader: false,
     },
     app,
   );

@@ -56,6 +56,23 @@ describe('requests refused by Node before the app sees them, in the error shape'
     expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
+  it('two Content-Length headers: 400 saying so', async () => {
+    const body = JSON.stringify(report(2));
+    const res = await rawRequest(svc.url, [
+      `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    ]);
+    expect(expectShaped(res, 400).message).toMatch(/more than one Content-Length/);
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
+  });
+
+  it('an HTTP/1.1 request without Host: 400 naming the header, with a request id', async () => {
+    const res = await rawRequest(svc.url, ['GET /cities/levels HTTP/1.1\r\n\r\n']);
+    expect(expectShaped(res, 400).details).toEqual([{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    // HTTP/1.0 has no Host header to require.
+    expect((await rawRequest(svc.url, ['GET /health HTTP/1.0\r\n\r\n'])).status).toBe(200);
+  });
+
   it('a request line that is not HTTP: 400', async () => {
     expectShaped(await rawRequest(svc.url, ['G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n']), 400);
   });
