@@ -91,6 +91,7 @@ const CASES: Case[] = [
   { rule: 'the same report without it → 201: the refused one was not stored', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: keyed, body: JSON.stringify(report(13, OTHER_DAY)), status: 201 },
   { rule: 'a query parameter on a retraction → 400', method: 'DELETE', path: '/feeds/partner/13?reason=x', route: '/feeds/partner/{post_id}', headers: { 'X-Api-Key': API_KEY }, status: 400, check: fields('reason') },
   { rule: 'a query parameter on an operation that takes none → 400', method: 'GET', path: '/health?verbose=1', route: '', status: 400, check: fields('verbose') },
+  { rule: 'the OpenAPI document in brotli when asked: the same document', method: 'GET', path: '/openapi.json', route: '', headers: { 'Accept-Encoding': 'br' }, status: 200, expectHeaders: { 'content-encoding': /^br$/, vary: /Accept-Encoding/ }, check: (a) => expect(a.body).toEqual(doc) },
   { rule: 'a query parameter on the OpenAPI document → 400', method: 'GET', path: '/openapi.json?v=2', route: '', status: 400, check: fields('v') },
   { rule: 'unknown path → 404', method: 'GET', path: '/nowhere', route: '', status: 404 },
   { rule: 'wrong method → 405 with Allow', method: 'PUT', path: '/reports/archive', route: '', status: 405, expectHeaders: { allow: /^GET, HEAD, OPTIONS$/ } },
