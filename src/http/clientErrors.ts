@@ -2,6 +2,7 @@
 // a malformed request line, Content-Length with Transfer-Encoding, a request too slow to
 // arrive): Node would answer them with an empty body. The server's 'clientError' event lets
 // us answer in the error shape instead, as raw bytes on the socket, then close it.
+import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { reasonPhrase } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
@@ -41,12 +42,16 @@ export function onClientError(log: Logger) {
       code === 'HPE_UNEXPECTED_CONTENT_LENGTH' && /duplicate/i.test(reason)
         ? [400, 'The request has more than one Content-Length header; send one.']
         : (REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.']);
-    log.info({ code, status }, 'request refused by the HTTP parser');
-    const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details: [] });
-    socket.end(
-      `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    const requestId = randomUUID();
+    log.info({ code, status, requestId }, 'request refused by the HTTP parser');
+    socket.end(rawAnswer(status, message, requestId));
     // Whatever the client still sends is not read; end() alone would wait for it.
     setTimeout(() => socket.destroy(), 1000).unref();
   };
+}
+
+/** An answer in the error shape as the bytes of a whole HTTP/1.1 response that closes the connection. */
+export function rawAnswer(status: number, message: string, requestId: string): string {
+  const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details: [] });
+  return `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
 }

@@ -1,10 +1,12 @@
 // The HTTP server around the app: Node's limits set for a service whose largest request is
 // a 64 KiB feed body, and what Node refuses itself answered in the error shape.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Config } from '../shared/config.js';
 import { reasonPhrase } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
-import { onClientError } from './clientErrors.js';
+import { onClientError, rawAnswer } from './clientErrors.js';
 import { closeStalledSends } from './sendStall.js';
 
 /** How often Node looks for connections past their header or request timeout (its default, 30 s, would let a slow client outlive both by as much). */
@@ -29,6 +31,11 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => closeStalledSends(res, limits.sendStallMs));
   server.on('clientError', onClientError(log));
+  // CONNECT (a proxy's tunnel): Node would close the connection without a word.
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+    socket.end(rawAnswer(400, 'CONNECT is not served: this service is not a proxy.', randomUUID()));
+    setTimeout(() => socket.destroy(), 1000).unref();
+  });
   // An Expect other than 100-continue: Node would answer 417 with an empty body.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const body = JSON.stringify({

@@ -73,8 +73,16 @@ describe('requests refused by Node before the app sees them, in the error shape'
     expect((await rawRequest(svc.url, ['GET /health HTTP/1.0\r\n\r\n'])).status).toBe(200);
   });
 
-  it('a request line that is not HTTP: 400', async () => {
-    expectShaped(await rawRequest(svc.url, ['G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n']), 400);
+  it('a request line that is not HTTP: 400, with a request id', async () => {
+    const res = await rawRequest(svc.url, ['G\x01T / HTTP/1.1\r\nHost: x\r\n\r\n']);
+    expectShaped(res, 400);
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('CONNECT, as to a proxy: 400 in the error shape, not a connection closed without a word', async () => {
+    const { port } = new URL(svc.url);
+    const res = await rawRequest(svc.url, [`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`]);
+    expect(expectShaped(res, 400).message).toMatch(/not a proxy/);
   });
 
   it('an Expect other than 100-continue: 417', async () => {
