@@ -75,11 +75,13 @@ export function checkQueryString(url: string): void {
 /**
  * The URL with the value of every credential-like parameter, and of every parameter whose value
  * has the shape of a key (KEY_PATTERN: any key, configured, kept in the ledger or not yet
- * known), replaced. Cursors have that shape too: they go as well, being opaque to a reader.
+ * known), replaced. Cursors have that shape too: they go as well, being opaque to a reader. In
+ * the path, where reports' keys and file names have that shape as well, the configured keys and
+ * any segment shaped like a generated key go.
  */
 export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {
   const at = url.indexOf('?');
-  if (at < 0) return url;
+  if (at < 0) return redactPath(url, knownKeys);
   const redacted = url
     .slice(at + 1)
     .split('&')
@@ -90,7 +92,31 @@ export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {
       return isSecret(name, pair.slice(eq + 1), knownKeys) ? `${name}=[redacted]` : pair;
     })
     .join('&');
-  return `${url.slice(0, at)}?${redacted}`;
+  return `${redactPath(url.slice(0, at), knownKeys)}?${redacted}`;
+}
+
+/**
+ * A generated key (newKey: 24 random bytes as base64url: one without both cases is one in some
+ * nine million) and nothing a path names otherwise: reports' keys, files and codes are lower
+ * case, or upper case, never both in 32 characters.
+ */
+const GENERATED_KEY_SHAPED = /^(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{32}$/;
+
+/** The path with every segment that is a configured key, or has a generated key's shape, replaced. */
+function redactPath(path: string, knownKeys: ReadonlySet<string>): string {
+  if (!path.includes('/', 1) && path.length < 17) return path;
+  return path
+    .split('/')
+    .map((segment) => {
+      let value = segment;
+      try {
+        value = decodeURIComponent(segment);
+      } catch {
+        // Not percent-encoding: compared as sent.
+      }
+      return knownKeys.has(value) || GENERATED_KEY_SHAPED.test(value) ? '[redacted]' : segment;
+    })
+    .join('/');
 }
 
 function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<string>): boolean {

@@ -61,9 +61,23 @@ describe('request logs', () => {
       for (const q of [`q=${ledgerKey}`, `note=${encodeURIComponent(stranger)}`]) expect((await fetch(`${svc.url}/health?${q}`)).status).toBeLessThan(500);
       const page = await fetch(`${svc.url}/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=${'A'.repeat(40)}`, { headers: { 'User-Agent': 'log-tests/1.0' } });
       expect(page.status).toBe(400);
+      // A key pasted into a path (a configured one, or one with a generated key's shape) goes too;
+      // a report's key and a file name stay.
+      for (const path of [`/cities/${API_KEY}/local-areas`, `/cities/${ledgerKey}/local-areas`, '/reports/partner-alpha-1234567890123456', '/releases/2025-r1/reports-2025-06.parquet']) {
+        expect((await fetch(`${svc.url}${path}`, { headers: { 'User-Agent': 'log-tests/1.0' } })).status).toBeLessThan(500);
+      }
       const urls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed').map((l) => l.req.url as string);
-      expect(urls).toEqual(['/health?q=[redacted]', '/health?note=[redacted]', '/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=[redacted]']);
+      expect(urls).toEqual([
+        '/health?q=[redacted]',
+        '/health?note=[redacted]',
+        '/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=[redacted]',
+        '/cities/[redacted]/local-areas',
+        '/cities/[redacted]/local-areas',
+        '/reports/partner-alpha-1234567890123456',
+        '/releases/2025-r1/reports-2025-06.parquet',
+      ]);
       expect(lines.join('\n')).not.toContain(ledgerKey);
+      expect(lines.join('\n')).not.toContain(API_KEY);
     } finally {
       await svc.stop();
     }
