@@ -127,7 +127,14 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     if (route.preflight) app.options(route.path, preflight);
     for (const [verb, name] of Object.entries(route.serve)) app[verb as 'get' | 'post' | 'delete'](route.path, handler(name));
   }
-  for (const mount of MOUNTS) app.use(mount.prefix, handler(mount.serve));
+  for (const mount of MOUNTS) {
+    // Static files: read, never written.
+    app.use(mount.prefix, (req, _res, next) => {
+      if (req.method === 'GET' || req.method === 'HEAD') return next();
+      throw new HttpError(405, `${mount.prefix} allows GET, HEAD only.`, [], { Allow: 'GET, HEAD' });
+    });
+    app.use(mount.prefix, handler(mount.serve));
+  }
   for (const route of ROUTES) {
     if (route.unlisted) continue;
     const allow = allowOf(route);

@@ -118,6 +118,7 @@ const CASES: Case[] = [
   { rule: 'request id generated', method: 'GET', path: '/health', route: '/health', status: 200, expectHeaders: { 'x-request-id': /^[0-9a-f-]{36}$/ } },
   { rule: 'request id echoed', method: 'GET', path: '/health', route: '/health', headers: { 'X-Request-Id': 'abc-123' }, status: 200, expectHeaders: { 'x-request-id': /^abc-123$/ } },
   { rule: 'CORS preflight on a GET endpoint', method: 'OPTIONS', path: '/reports/archive', route: '', headers: { Origin: 'https://dashboard.example.org', 'Access-Control-Request-Method': 'GET' }, status: 204, expectHeaders: { 'access-control-allow-origin': /^\*$/, 'access-control-allow-methods': /GET/, 'access-control-expose-headers': /Link/ } },
+  { rule: 'a write to the static pages → 405 with Allow', method: 'PUT', path: '/docs/index.html', route: '', status: 405, expectHeaders: { allow: /^GET, HEAD$/ } },
   { rule: 'a preflight of a path that is not there → 404', method: 'OPTIONS', path: '/nowhere', route: '', headers: { Origin: 'https://dashboard.example.org', 'Access-Control-Request-Method': 'GET' }, status: 404 },
   { rule: 'no CORS on the partner feed', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: { ...keyed, Origin: 'https://evil.example.org' }, body: JSON.stringify(report(12, OTHER_DAY)), status: 201, expectHeaders: { 'access-control-allow-origin': undefined } },
 ];
