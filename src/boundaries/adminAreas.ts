@@ -68,12 +68,14 @@ export class AdminAreas {
   problem(code: string): string {
     const codes = [...this.byCode.keys()];
     if (codes.length <= LISTED) return `must be one of: ${codes.join(', ')}`;
-    const closest = codes
-      .map((c) => ({ c, shared: commonPrefix(c, code) }))
-      .sort((a, b) => b.shared - a.shared || a.c.localeCompare(b.c))
+    const ranked = codes.map((c) => ({ c, shared: commonPrefix(c, code) })).sort((a, b) => b.shared - a.shared || a.c.localeCompare(b.c));
+    const what = 'must be the code of a region, province or city of the current boundaries (GET /cities, /ogc/collections)';
+    // Sharing no more than "PH-" is no likeness: the first codes in order would only mislead.
+    if (ranked[0]!.shared <= 'PH-'.length) return `${what}; none of its codes begins as ${code.slice(0, 40)} does`;
+    return `${what}; closest: ${ranked
       .slice(0, 5)
-      .map(({ c }) => `${c} (${this.byCode.get(c)!.name})`);
-    return `must be the code of a region, province or city of the current boundaries (GET /cities, /ogc/collections); closest: ${closest.join(', ')}`;
+      .map(({ c }) => `${c} (${this.byCode.get(c)!.name})`)
+      .join(', ')}`;
   }
 }
 

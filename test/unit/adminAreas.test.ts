@@ -37,6 +37,8 @@ describe('admin areas', () => {
 
   it('names the closest codes for an unknown one, and lists them all where there are few', async () => {
     expect(areas.problem('PH-03054')).toMatch(/^must be the code of a region, province or city of the current boundaries \(GET \/cities, \/ogc\/collections\); closest: PH-0305400000 \(Pampanga\)/);
+    // The two-city set's code for Quezon City shares only "PH-" with the national codes: no list of strangers.
+    expect(areas.problem('PH-QC')).toBe('must be the code of a region, province or city of the current boundaries (GET /cities, /ogc/collections); none of its codes begins as PH-QC does');
     const twoCities = new AdminAreas(await defaultBoundaries());
     expect(twoCities.problem('PH-MNL')).toBe('must be one of: PH-QC, PH-PG');
     expect(twoCities.get('PH-PG')).toEqual({ code: 'PH-PG', name: 'Pampanga', level: 'city', cities: ['PH-PG'] });
