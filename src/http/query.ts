@@ -1,4 +1,4 @@
-// Query-string checks shared by the GET endpoints. Every problem is collected,
+// Query-string checks shared by the endpoints. Every problem is collected,
 // so one 400 tells the caller everything to fix.
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
