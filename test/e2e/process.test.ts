@@ -75,6 +75,8 @@ describe('the service process', () => {
     const svc = start({ DATA_DIR: await tempDir(), PORT: '0', METRICS_PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
     const url = (await waitFor(svc.output, /listening on (http:\/\/\S+)/))[1]!;
     const metricsUrl = (await waitFor(svc.output, /Prometheus metrics on (http:\/\/\S+)/))[1]!;
+    // Without METRICS_HOST the port is open on every interface, and the line says so.
+    expect(svc.output()).toMatch(/Prometheus metrics on http:\/\/127\.0\.0\.1:\d+\/metrics \(bound to 0\.0\.0\.0: every interface\)/);
     for (const id of [1, 2, 3]) expect((await postReport(url, report(id), { key: 'key-0123456789abcdef' })).status).toBe(201);
     let text = '';
     const deadline = Date.now() + 20_000;

@@ -32,7 +32,11 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
       }
       rt.log.info({ role, storage: rt.store.description, queue: rt.queue.description, url: service.url }, 'started');
       if (service.url) process.stdout.write(`\nFlood report archive listening on ${service.url}\n`);
-      if (service.metricsUrl) process.stdout.write(`Prometheus metrics on ${service.metricsUrl}\n`);
+      if (service.metricsUrl) {
+        // Reached here through loopback; bound to every interface unless METRICS_HOST narrows it.
+        const everywhere = rt.config.metrics.host === '0.0.0.0' || rt.config.metrics.host === '::';
+        process.stdout.write(`Prometheus metrics on ${service.metricsUrl}${everywhere ? ` (bound to ${rt.config.metrics.host}: every interface)` : ''}\n`);
+      }
       // The key itself only when it is created: output is kept in logs, and every start would copy it there.
       if ('generated' in keys && keys.generated) {
         process.stdout.write(
