@@ -92,7 +92,9 @@ export class CacheFiles<E extends CachedFile> {
     const oldest = [...this.entries.entries()].sort((a, b) => a[1].usedAt - b[1].usedAt);
     for (const [key, entry] of oldest) {
       if (this.bytes <= this.maxBytes) break;
-      if (key === keep || (entry.holders ?? 0) > 0) continue;
+      // Passes run at once: one that listed an entry another has since evicted (and perhaps
+      // fetched again to the same file) leaves it.
+      if (key === keep || (entry.holders ?? 0) > 0 || this.entries.get(key) !== entry) continue;
       this.forget(key, entry);
       await fs.rm(entry.file, { force: true });
     }
@@ -117,6 +119,8 @@ export class CacheFiles<E extends CachedFile> {
       found.push({ key: name.slice(0, -this.suffix.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
     }
     for (const f of found.sort((a, b) => a.mtimeMs - b.mtimeMs)) {
+      // A scan tried again after a failure: what the first one counted is counted once.
+      if (this.entries.has(f.key)) continue;
       this.entries.set(f.key, { file: f.file, size: f.size, usedAt: ++this.clock } as E);
       this.bytes += f.size;
     }

@@ -152,8 +152,8 @@ function wholeAnswer(piece: Footer): ParquetAnswer {
  * Writes the window as one Parquet file (archive columns, newest first), by one streaming
  * COPY over the window's files in answer order. Hours with a single part are read as they
  * are (each part is de-duplicated and sorted newest first); an hour with several parts is
- * first merged into a de-duplicated, sorted segment. Memory stays bounded however long the
- * window: nothing is sorted beyond one hour.
+ * first merged into a de-duplicated, sorted segment, as is a compacted day with late hour parts
+ * beside it. Memory stays bounded however long the window: nothing is sorted beyond one day.
  */
 async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], out: string): Promise<void> {
   const segmentDir = `${out}.segments`;

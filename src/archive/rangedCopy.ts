@@ -111,8 +111,9 @@ export class RangedCopy implements RangedFile {
       const settled = await Promise.allSettled(missing.map(([a, b]) => this.fetch(handle, a, b)));
       const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
       if (failed) throw failed.reason;
-      await handle.utimes(this.mtime, this.mtime);
     } finally {
+      // The object's time, whatever the ranges did: a failed fetch wrote some bytes too.
+      await handle.utimes(this.mtime, this.mtime).catch(() => undefined);
       await handle.close();
     }
     const before = this.bytes;

@@ -139,7 +139,11 @@ export class Window {
   /** Writes the window's GeoParquet answer to `out`. */
   async writeParquet(out: string): Promise<void> {
     const answer = await this.parquet(path.dirname(out));
-    await pipeline(Readable.from(answer.chunks()), createWriteStream(out));
+    try {
+      await pipeline(Readable.from(answer.chunks()), createWriteStream(out));
+    } finally {
+      await answer.close();
+    }
   }
 
   /**

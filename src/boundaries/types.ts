@@ -1,4 +1,4 @@
-import type { Feature, FeatureCollection, MultiPolygon, Polygon } from 'geojson';
+import type { FeatureCollection, MultiPolygon, Polygon } from 'geojson';
 
 export type Area = Polygon | MultiPolygon;
 export interface RegionProps {
@@ -28,10 +28,6 @@ export interface LocalAreaProps {
   psgc: string;
   name: string;
 }
-export type RegionFeature = Feature<Area, RegionProps>;
-export type ProvinceFeature = Feature<Area, ProvinceProps>;
-export type CityFeature = Feature<Area, CityProps>;
-export type LocalAreaFeature = Feature<Area, LocalAreaProps>;
 
 /**
  * What a boundary version holds: region → province → city/municipality → barangay (local area).

@@ -43,7 +43,11 @@ export class DurableCursor {
       if (n === 0) return { n, state: await this.initial() };
       const state = await this.seq.get(n);
       if (state) return { n, state };
-      // Pruned between the listing and the read: a newer one exists.
+      // Pruned between the listing and the read (a newer one exists), or every state removed
+      // with its subscription: listed again from the start, which tells them apart. Without it,
+      // a removed consumer's worker read the same missing state for ever.
+      this.seq.forget();
+      if ((await this.seq.head()) === 0) throw new Error(`consumer ${this.name} has no state left: it was removed`);
     }
   }
 

@@ -60,10 +60,12 @@ export class WebhookDispatcher {
         const room = this.options.concurrency - this.inFlight.size;
         const due = room > 0 ? this.events.claimDue(room, this.options.webhookTimeoutMs + 30_000, new Set(this.inFlight.keys())) : [];
         for (const d of due) {
-          const p = this.deliver(d).finally(() => {
-            this.inFlight.delete(d.subscriptionId);
-            this.wake();
-          });
+          const p = this.deliver(d)
+            .catch((err: unknown) => this.log.error({ err: String(err), subscription: d.subscriptionId }, 'webhook delivery failed before it was sent; its claim lapses and it is tried again'))
+            .finally(() => {
+              this.inFlight.delete(d.subscriptionId);
+              this.wake();
+            });
           this.inFlight.set(d.subscriptionId, p);
         }
       } catch (err) {

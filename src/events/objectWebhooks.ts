@@ -45,7 +45,12 @@ export class ObjectWebhooks {
   }
 
   cursor(s: StoredSubscription): DurableCursor {
-    return new DurableCursor(this.store, `webhook-${s.id}`, async () => ({ upto: s.startAfter }));
+    return new DurableCursor(this.store, `webhook-${s.id}`, async () => {
+      // No state yet: a new subscription, or one removed with its states, which a worker's list
+      // still holds for a few seconds and which must not start again from its beginning.
+      if (!(await this.store.get(this.key(s.id)))) throw new Error(`subscription ${s.id} was removed`);
+      return { upto: s.startAfter };
+    });
   }
 
   async add(s: Subscription): Promise<StoredSubscription> {

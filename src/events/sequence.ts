@@ -13,11 +13,6 @@ const DIGITS = 12;
 /** Every this many entries, the newest number is noted in <prefix>head.json, where a new reader starts listing. */
 const HINT_EVERY = 100;
 
-export interface SequenceEntry<T> {
-  n: number;
-  body: T;
-}
-
 export class ObjectSequence<T> {
   /** The highest number this process has seen exist (0: none yet, or not looked). */
   private known = 0;
@@ -58,6 +53,11 @@ export class ObjectSequence<T> {
     const after = await this.numbersAfter(this.known);
     if (after.length > 0) this.known = Math.max(this.known, after.at(-1)!.n);
     return this.known;
+  }
+
+  /** Forgets the newest number seen: the next head() lists from the start (or from the hint). */
+  forget(): void {
+    this.known = 0;
   }
 
   async get(n: number): Promise<T | undefined> {

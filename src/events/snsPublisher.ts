@@ -12,15 +12,14 @@ import { cloudEventBody } from './webhook.js';
 
 /** Features per message (cut further when their JSON would pass SNS's 256 KiB). */
 const PER_MESSAGE = 50;
-/** SNS's limit of entries per PublishBatch. */
+/** SNS's limits of a PublishBatch: its entries, and their messages and attributes together. */
 const PER_BATCH = 10;
+const MAX_BATCH_BYTES = 256 * 1024;
 const MAX_MESSAGE_BYTES = 256 * 1024;
 
 /** Publishes a batch of one kind's features; throws what SNS refused. */
 export async function publish(sns: SNSClient, topicArn: string, kind: EventKind, features: readonly ReportFeature[], timeMs: number): Promise<void> {
-  const entries = messagesOf(features, kind, timeMs);
-  for (let i = 0; i < entries.length; i += PER_BATCH) {
-    const batch = entries.slice(i, i + PER_BATCH);
+  for (const batch of batchesOf(messagesOf(features, kind, timeMs))) {
     let failed: string[];
     try {
       const out = await sns.send(new PublishBatchCommand({ TopicArn: topicArn, PublishBatchRequestEntries: batch }));
@@ -62,6 +61,36 @@ export function messagesOf(features: readonly ReportFeature[], kind: EventKind =
     }
   }
   return entries;
+}
+
+/**
+ * The entries in PublishBatch calls, in order: at most PER_BATCH a call and MAX_BATCH_BYTES of
+ * messages and attributes together (ten messages of a busy barangay's 50 reports pass it, and SNS
+ * refuses the whole call).
+ */
+export function batchesOf(entries: readonly PublishBatchRequestEntry[]): PublishBatchRequestEntry[][] {
+  const batches: PublishBatchRequestEntry[][] = [];
+  let batch: PublishBatchRequestEntry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const size = entryBytes(entry);
+    if (batch.length > 0 && (batch.length === PER_BATCH || bytes + size > MAX_BATCH_BYTES)) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(entry);
+    bytes += size;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+/** An entry's bytes as SNS counts them: the message, and each attribute's name, type and value. */
+function entryBytes(entry: PublishBatchRequestEntry): number {
+  let n = Buffer.byteLength(entry.Message ?? '');
+  for (const [name, value] of Object.entries(entry.MessageAttributes ?? {})) n += Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '') + Buffer.byteLength(value.StringValue ?? '');
+  return n;
 }
 
 /** Halves a chunk until each part's JSON fits a message (long texts and titles). */

@@ -32,7 +32,7 @@ interface Seen {
 type Tracked = IncomingMessage & { [SEEN]?: Seen };
 
 export interface AccessLogOptions {
-  /** API keys: a key sent in a URL (refused by queryGuard) must not reach the log. */
+  /** API keys: a key sent in a URL (refused by checkQueryString, queryGuards.ts) must not reach the log. */
   knownKeys: ReadonlySet<string>;
   /** Paths polled by probes and scrapers: no access line (their errors are still logged). */
   quietPaths: ReadonlySet<string>;

@@ -1,6 +1,7 @@
 // GET /reports/archive (and /count): a time window of archived reports,
 // streamed newest first, as JSON (GeoJSON or TopoJSON) or in bulk formats.
 import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
@@ -48,8 +49,10 @@ export interface ArchiveRouteDeps {
   tmpDir: string;
   /** Signs and checks the cursors of pages. */
   cursors: CursorCodec;
-  /** Turns of heavy answers (whole windows): a bounded number at once. */
+  /** Turns of heavy answers (whole windows): a bounded number at once, and for one client. */
   admission: Admission;
+  /** The key a client's share of the turns counts under (its address). */
+  clientOf: (req: IncomingMessage) => string;
   /** The base of the absolute URLs of paging links (config, never the request's Host). */
   publicBase: () => string;
 }
@@ -154,7 +157,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     }
     // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end.
     if (query.limit === undefined) {
-      const leave = await deps.admission.enter(hungUp);
+      const leave = await deps.admission.enter(deps.clientOf(req), hungUp);
       if (res.writableFinished || res.closed) leave();
       res.once('finish', leave).once('close', leave);
     }
@@ -216,7 +219,12 @@ async function* toAsync<T>(items: T[]): AsyncIterable<T> {
 async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window): Promise<void> {
   const answer = await window.parquet(deps.tmpDir);
   res.set('Content-Length', String(answer.size));
-  await pipeline(Readable.from(answer.chunks()), res);
+  try {
+    await pipeline(Readable.from(answer.chunks()), res);
+  } finally {
+    // A client gone before the first chunk is read leaves the chunks' own `finally` unrun.
+    await answer.close();
+  }
 }
 
 /** A sync's answer (updated_after) changes as changes arrive: never closed, never an ETag. */
@@ -262,8 +270,9 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
   const query = await parseFilters(req, values, details, deps);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
-  if (values.geoformat !== undefined && (format === 'geojson' || format === 'topojson')) {
-    details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} is already ${format === 'geojson' ? 'GeoJSON' : 'TopoJSON'}` });
+  if (values.geoformat !== undefined && format !== 'json') {
+    const shape = format === 'geojson' ? 'is already GeoJSON' : format === 'topojson' ? 'is already TopoJSON' : 'has one shape';
+    details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} ${shape}` });
   }
   const fingerprint = cursorFingerprint(values);
   if (values.limit !== undefined || values.cursor !== undefined) {

@@ -54,18 +54,16 @@ export const windowParams = [
   {
     name: 'start',
     in: 'query',
-    required: true,
     description:
-      'Start of the window, inclusive: ISO 8601 with a UTC offset, from 1970-01-01T00:00:00Z (in UTC, once the offset is applied) to 9999-12-31T23:59:59Z. Send `+` as `%2B` (a space before the offset digits is read as `+`). With end not before start, the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+      'Required unless updated_after is given (then start and end may be left out together). Start of the window, inclusive: ISO 8601 with a UTC offset, from 1970-01-01T00:00:00Z (in UTC, once the offset is applied) to 9999-12-31T23:59:59Z. Send `+` as `%2B` (a space before the offset digits is read as `+`). With end not before start, the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
     schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-21T00:00:00+0800',
   },
   {
     name: 'end',
     in: 'query',
-    required: true,
     description:
-      'End of the window, inclusive, in the same form and range as start; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+      'Required unless updated_after is given (then start and end may be left out together). End of the window, inclusive, in the same form and range as start; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
     schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-21T23:59:59+0800',
   },
@@ -98,8 +96,14 @@ export const badQuery = error('A query parameter is missing, malformed, unknown 
   statusCode: 400,
   error: 'Bad Request',
   message: 'The query is invalid; see details for each problem.',
-  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, limit, cursor)' }],
+  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, include_retracted, updated_after, limit, cursor)' }],
 });
 export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
 export const syncGone = error('updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark.');
 export const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
+/** A whole window's refusals before its first byte: its address's share of the turns, or the process's. */
+export const archiveTooMany = { ...error("Past the rate limit, or this address already has its share of whole-window answers under way (ARCHIVE_MAX_CONCURRENT_PER_ADDRESS): wait for one to end, or page with limit."), headers: retryAfter };
+export const archiveUnavailable = {
+  ...error('The object store is unreachable, or a whole window found no turn (ARCHIVE_MAX_CONCURRENT under way) or ran the query engine out of memory or temp space before its first byte.'),
+  headers: retryAfter,
+};

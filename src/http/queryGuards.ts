@@ -3,7 +3,6 @@
 // query), and never a credential: a key in a URL ends up in proxies' and browsers'
 // histories, so it is refused, and redacted from our own request log.
 import querystring from 'node:querystring';
-import type { RequestHandler } from 'express';
 import { KEY_PATTERN } from '../partners/apiKeys.js';
 import { BadRequestError } from '../shared/errors.js';
 
@@ -49,13 +48,7 @@ function parameterNames(search: string): string[] {
     });
 }
 
-/** 400 for too many parameters or a credential in the URL, before any route reads it. */
-export const queryGuard: RequestHandler = (req, _res, next) => {
-  checkQueryString(req.originalUrl);
-  next();
-};
-
-/** Throws the 400 for too many parameters or a credential in `url`'s query string. */
+/** Throws the 400 for too many parameters or a credential in `url`'s query string (the request layer asks before any route reads it). */
 export function checkQueryString(url: string): void {
   const names = parameterNames(searchOf(url));
   if (names.length > MAX_QUERY_PARAMETERS) {

@@ -4,9 +4,9 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../shared/config.js';
-import { reasonPhrase } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { onClientError, rawAnswer } from './clientErrors.js';
+import { sendError } from './errorHandler.js';
 import { closeStalledSends } from './sendStall.js';
 
 /** How often Node looks for connections past their header or request timeout (its default, 30 s, would let a slow client outlive both by as much). */
@@ -38,13 +38,8 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
   });
   // An Expect other than 100-continue: Node would answer 417 with an empty body.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const body = JSON.stringify({
-      statusCode: 417,
-      error: reasonPhrase(417),
-      message: 'Only "Expect: 100-continue" is supported.',
-      details: [{ in: 'header', field: 'Expect', message: `"${String(req.headers.expect).slice(0, 100)}" is not supported` }],
-    });
-    res.writeHead(417, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).end(body);
+    const details = [{ in: 'header' as const, field: 'Expect', message: `"${String(req.headers.expect).slice(0, 100)}" is not supported` }];
+    sendError(res, 417, 'Only "Expect: 100-continue" is supported.', details, { Connection: 'close' });
   });
   return server;
 }

@@ -95,6 +95,8 @@ export function streamHandlers(deps: StreamDeps): Handlers {
       release(client);
     };
     res.on('close', finish);
+    // Gone while where the stream starts was read: its 'close' came before the listener.
+    if (res.closed) finish();
     const socket = req.socket as Socket & { server?: { listening: boolean } };
 
     while (!closed && !expired) {

@@ -2,6 +2,7 @@
 // export rows (point as GeoJSON or WKT), each mapped to a feed body for the feed's validation.
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
+import { pipeline } from 'node:stream';
 import { parse as parseCsv } from 'csv-parse';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
@@ -22,7 +23,11 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
     yield* features;
     return;
   }
-  yield* createReadStream(file).pipe(parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true }));
+  const parser = parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true });
+  // pipeline, not pipe: a read error fails the parser (and so this iteration) instead of being an
+  // 'error' event nobody listens to, and a reader that stops early closes the file.
+  pipeline(createReadStream(file), parser, () => undefined);
+  yield* parser;
 }
 
 /**

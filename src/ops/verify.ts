@@ -50,7 +50,8 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
     const toMs = Math.min(options.toMs, start + blockMs - 1);
     const accepted = new Map<string, { day: string; pending: boolean }>();
     for await (const report of rt.ledger.accepted(fromMs, toMs)) accepted.set(report.pkey, { day: report.created_at.slice(0, 10), pending: report.pending });
-    const parts = hours.filter((h) => h.hourMs + 3_600_000 > fromMs && h.hourMs <= toMs).flatMap((h) => h.parts);
+    // A compacted day is keyed at its midnight and spans the whole day.
+    const parts = hours.filter((h) => h.hourMs + (h.wholeDay ? DAY_MS : 3_600_000) > fromMs && h.hourMs <= toMs).flatMap((h) => h.parts);
     const archived = await archivedPkeys(rt, parts, fromMs, toMs, () => (result.duplicatedInStorage += 1));
     const byDay = new Map<string, DayReport>();
     const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;

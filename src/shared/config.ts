@@ -39,8 +39,11 @@ export interface Config {
   duckdbMaxTempSize: string;
   /** The API's temporary files (DuckDB's spills, Parquet answers being written); off the ledger's volume where configured. */
   tmpDir: string;
-  /** Whole-window archive answers at once (admission), and how long one more waits for a turn before a 503. */
-  heavyAnswers: { maxConcurrent: number; queueMs: number };
+  /**
+   * Whole-window archive answers at once (admission), at once for one client address, and how
+   * long one more waits for a turn before a 503 (a 429 when its address's share is what it waited on).
+   */
+  heavyAnswers: { maxConcurrent: number; perAddress: number; queueMs: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   worker: {
     /** Flush early when this many reports are buffered. */
@@ -139,6 +142,7 @@ const envSchema = {
     DUCKDB_MAX_TEMP_SIZE: { type: 'string', pattern: '^[1-9]\\d*(MB|GB)$' },
     TMP_DIR: { type: 'string', minLength: 1 },
     ARCHIVE_MAX_CONCURRENT: { type: 'integer', minimum: 1, maximum: 1000 },
+    ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: { type: 'integer', minimum: 1, maximum: 1000 },
     ARCHIVE_QUEUE_SECONDS: { type: 'number', minimum: 0, maximum: 300 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
@@ -244,6 +248,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     .map(([job, expr]) => `SCHEDULE_${job.toUpperCase()}=${JSON.stringify(expr)}: must be a cron expression, e.g. "5 * * * *"`);
   if (badCron.length > 0) throw new ConfigError(`invalid configuration: ${badCron.join('; ')}`);
   const duckdbMemoryLimit = String(v.DUCKDB_MEMORY_LIMIT ?? '256MB');
+  // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a storm
+  // hour's slice need, measured, with room to spare. Half of them for one address by default.
+  const maxConcurrent = Number(v.ARCHIVE_MAX_CONCURRENT ?? Math.max(1, Math.floor(bytesOf(duckdbMemoryLimit) / (64 * 1024 ** 2))));
+  const heavyAnswers = {
+    maxConcurrent,
+    perAddress: Math.min(maxConcurrent, Number(v.ARCHIVE_MAX_CONCURRENT_PER_ADDRESS ?? Math.max(1, Math.floor(maxConcurrent / 2)))),
+    queueMs: seconds(v.ARCHIVE_QUEUE_SECONDS, 10),
+  };
   const headersTimeoutMs = seconds(v.HTTP_HEADERS_TIMEOUT_SECONDS, 10);
   const requestTimeoutMs = seconds(v.HTTP_REQUEST_TIMEOUT_SECONDS, 30);
   if (headersTimeoutMs > requestTimeoutMs) {
@@ -272,12 +284,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     duckdbMemoryLimit,
     duckdbMaxTempSize: String(v.DUCKDB_MAX_TEMP_SIZE ?? '4GB'),
     tmpDir: path.resolve(cwd, String(v.TMP_DIR ?? path.join(dataDir, 'tmp'))),
-    heavyAnswers: {
-      // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a
-      // storm hour's slice need, measured, with room to spare.
-      maxConcurrent: Number(v.ARCHIVE_MAX_CONCURRENT ?? Math.max(1, Math.floor(bytesOf(duckdbMemoryLimit) / (64 * 1024 ** 2)))),
-      queueMs: seconds(v.ARCHIVE_QUEUE_SECONDS, 10),
-    },
+    heavyAnswers,
     logLevel: (v.LOG_LEVEL ?? 'info') as Config['logLevel'],
     worker: { maxBufferedReports: 5000, maxReceives: QUEUE_SETTINGS.maxReceiveCount, visibilitySeconds },
     reconcileAfterSeconds,

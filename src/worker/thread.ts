@@ -38,7 +38,10 @@ const METRICS_WAIT_MS = 1_000;
 
 /** Starts the worker and reconciliation on a new thread; resolves once they run, rejects with why they could not start. */
 export function startWorkerThread(config: Config): Promise<WorkerThread> {
-  const thread = new Worker(new URL('../main/workerThread.js', import.meta.url), { workerData: { config } });
+  // The API's thread alone binds METRICS_PORT (its /metrics adds this thread's): a second bind of
+  // a fixed port would fail the whole process's start.
+  const threadConfig: Config = { ...config, metrics: { ...config.metrics, port: undefined } };
+  const thread = new Worker(new URL('../main/workerThread.js', import.meta.url), { workerData: { config: threadConfig } });
   let stopping = false;
   let nextId = 0;
   const waiting = new Map<number, (m: MetricsJson) => void>();

@@ -109,6 +109,26 @@ describe('webhooks on AWS (fauxqs)', () => {
     for (const ids of deliveredByPkey(all).values()) expect(ids.size).toBe(1);
   });
 
+  it('a subscription removed while its worker delivers to it: the worker lets it go, and stops when asked', async () => {
+    const emu = await emulator();
+    const svc = await service(await testConfig('aws', emu, ENV), emu);
+    const hook = await receiver();
+    const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });
+    await postAll(svc.url, [81]);
+    await allArchived(svc.rt);
+    // Its cursor has states: the worker's consumer remembers the newest.
+    await eventually(async () => (deliveredByPkey(hook).size === 1 ? true : undefined), 15_000, 'the first delivery');
+    expect(await svc.rt.webhookAdmin.remove(sub.id)).toBe(true);
+    // A report archived before the worker's list of subscriptions is read again (every 5 s): the
+    // consumer of the removed subscription steps, and finds its states gone.
+    await postAll(svc.url, [82]);
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const stopped = await Promise.race([svc.stop().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 20_000))]);
+    expect(stopped).toBe(true);
+    expect([...deliveredByPkey(hook).keys()]).toEqual([pkeyOf(81)]);
+  }, 60_000);
+
   it('retries a failing receiver with backoff across a worker restart, under the same event id, until it recovers', async () => {
     const emu = await emulator();
     const config = await testConfig('aws', emu, { ...ENV, WEBHOOK_RETRY_BASE_SECONDS: '0.3' });

@@ -70,7 +70,7 @@ describe('envelope-free formats', () => {
   it('format=json keeps SPEC 4.3: the envelope, geoformat choosing GeoJSON or TopoJSON; geoformat with an envelope-free format is a 400', async () => {
     expect(enveloped.geojson.statusCode).toBe(200);
     expect(enveloped.topojson.result.type).toBe('Topology');
-    for (const f of ['geojson', 'topojson']) {
+    for (const f of ['geojson', 'topojson', 'csv', 'ndjson', 'parquet', 'arrow']) {
       const res = await fetchChecked(`${WINDOW}&format=${f}&geoformat=geojson`);
       expect(res.status).toBe(400);
       expect(res.body.details.map((d: any) => d.field)).toEqual(['geoformat']);

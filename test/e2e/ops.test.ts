@@ -215,6 +215,13 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(ok.missing).toEqual([]);
     const day = ok.days.find((d) => d.day === '2026-11-21')!;
     expect(day.accepted).toBe(day.archived);
+    // From 02:30, as the scheduled job's window of the last days begins: the compacted day's one
+    // part (keyed at midnight) holds the afternoon's reports too.
+    expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).map((h) => h.wholeDay)).toEqual([true]);
+    const late = await verify(svc.rt, { fromMs: Date.parse('2026-11-21T02:30:00Z'), toMs: DAY.toMs });
+    expect(late.missing).toEqual([]);
+    expect(late.days[0]!.archived).toBe(late.days[0]!.accepted);
+    expect(late.days[0]!.accepted).toBeGreaterThan(0);
 
     const hours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);
     const victim = hours[0]!;

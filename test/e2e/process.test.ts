@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { getJson, postReport, report, tempDir } from '../support/env.js';
+import { freePort } from '../support/net.js';
 
 const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
 const children: ChildProcess[] = [];
@@ -72,11 +73,14 @@ describe('the service process', () => {
   });
 
   it('runs the worker beside the API: what it archives is counted on the API\'s /metrics, with the process\'s own metrics once', async () => {
-    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', METRICS_PORT: '0', FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
+    // A fixed METRICS_PORT, as a deployment sets it: the API's thread binds it, the worker's does not.
+    const metricsPort = await freePort();
+    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', METRICS_PORT: String(metricsPort), FLUSH_INTERVAL_SECONDS: '0.5', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
     const url = (await waitFor(svc.output, /listening on (http:\/\/\S+)/))[1]!;
     const metricsUrl = (await waitFor(svc.output, /Prometheus metrics on (http:\/\/\S+)/))[1]!;
-    // Without METRICS_HOST the port is open on every interface, and the line says so.
-    expect(svc.output()).toMatch(/Prometheus metrics on http:\/\/127\.0\.0\.1:\d+\/metrics \(bound to 0\.0\.0\.0: every interface\)/);
+    expect(metricsUrl).toBe(`http://127.0.0.1:${metricsPort}/metrics`);
+    // Without METRICS_HOST the port is open on every interface, and the line says so, once.
+    expect(svc.output().match(/Prometheus metrics on http:\/\/127\.0\.0\.1:\d+\/metrics \(bound to 0\.0\.0\.0: every interface\)/g)).toHaveLength(1);
     for (const id of [1, 2, 3]) expect((await postReport(url, report(id), { key: 'key-0123456789abcdef' })).status).toBe(201);
     let text = '';
     const deadline = Date.now() + 20_000;

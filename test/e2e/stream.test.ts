@@ -1,5 +1,6 @@
 // GET /reports/stream: each archived report once as an SSE event, filters, heartbeats, the bound
 // on clients, and resuming with Last-Event-ID across an API restart with the worker apart.
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/main/runtime.js';
 import { createLogger } from '../../src/shared/log.js';
@@ -126,6 +127,31 @@ describe('GET /reports/stream, one client among many', () => {
       return s.status === 200 ? s : undefined;
     }, 5_000, 'a freed slot');
     expect(again.status).toBe(200);
+  });
+
+  it('gives the slot back of a client that hangs up before its stream starts', async () => {
+    const svc = await service({ TRUST_PROXY: '1', STREAM_MAX_CLIENTS_PER_ADDRESS: '2' });
+    const { port } = new URL(svc.url);
+    // Each request sent and its connection closed at once: the server learns of the hang-up while
+    // it reads where the stream starts, before it writes anything.
+    for (let i = 0; i < 6; i++) {
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(Number(port), '127.0.0.1', () => {
+          socket.end('GET /reports/stream HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.6\r\n\r\n');
+          socket.destroy();
+        });
+        socket.on('error', () => undefined).on('close', () => resolve());
+      });
+    }
+    // Not one of them holds a slot: the address gets its two streams.
+    const from = { 'X-Forwarded-For': '203.0.113.6' };
+    const streams = await eventually(async () => {
+      const two = [await stream(`${svc.url}/reports/stream`, from), await stream(`${svc.url}/reports/stream`, from)];
+      if (two.every((s) => s.status === 200)) return two;
+      for (const s of two) s.close();
+      return undefined;
+    }, 5_000, 'two streams for the address');
+    expect(streams.map((s) => s.status)).toEqual([200, 200]);
   });
 
   it('ends a stream at its lifetime; the client reconnecting with Last-Event-ID gets every report once', async () => {

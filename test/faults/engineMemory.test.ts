@@ -45,6 +45,8 @@ beforeAll(async () => {
     DUCKDB_MAX_TEMP_SIZE: '1GB',
     TMP_DIR: tmpDir,
     ARCHIVE_MAX_CONCURRENT: '2',
+    // Every pull here comes from one address: both turns are its own.
+    ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: '2',
     ARCHIVE_QUEUE_SECONDS: '0',
     LOG_LEVEL: 'info',
   });

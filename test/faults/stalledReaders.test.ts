@@ -1,8 +1,10 @@
 // Clients that stop reading a large answer: each holds one of the archive's few turns for heavy
-// answers (admission.ts) for as long as its answer waits on it. Four of them took every turn of a
-// process for as long as they kept their connections open, and every other whole-window request
-// got a 503. The server closes a connection whose client has taken none of its answer's bytes for
-// HTTP_SEND_STALL_SECONDS; a client that reads slowly keeps its answer.
+// answers (admission.ts) for as long as its answer waits on it. Four of them, from four addresses,
+// took every turn of a process for as long as they kept their connections open, and every other
+// whole-window request got a 503. The server closes a connection whose client has taken none of
+// its answer's bytes for HTTP_SEND_STALL_SECONDS; a client that reads slowly keeps its answer. And
+// one address holds at most its share of the turns, however it reads: the others are left to the
+// rest. The service runs behind one trusted proxy here, so X-Forwarded-For names each client.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
@@ -32,7 +34,7 @@ beforeAll(async () => {
   const compacted = await runCli(['compact', '--json'], { DATA_DIR: dataDir });
   expect(compacted.code, compacted.stderr).toBe(0);
   child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS) },
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS), TRUST_PROXY: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (output += d));
@@ -54,14 +56,17 @@ afterAll(async () => {
   if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
 });
 
-/** A raw request for `target` whose client reads `reads` bytes (none: it never reads) every `everyMs`; counts what arrived. */
-function reader(target: string, reads?: { bytes: number; everyMs: number; agent: string }): { received: () => number; closed: Promise<void>; socket: net.Socket } {
+/**
+ * A raw request for `target` from `client` (the address the proxy reports) whose client reads
+ * `reads` bytes (none: it never reads) every `everyMs`; counts what arrived.
+ */
+function reader(target: string, client: string, reads?: { bytes: number; everyMs: number; agent: string }): { received: () => number; closed: Promise<void>; socket: net.Socket } {
   const socket = net.connect(port, '127.0.0.1');
   socket.on('error', () => undefined);
   let received = 0;
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   socket.on('connect', () => {
-    socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${reads?.agent ?? 'stalled-reader/1.0'}\r\nAccept-Encoding: identity\r\n\r\n`);
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${reads?.agent ?? 'stalled-reader/1.0'}\r\nX-Forwarded-For: ${client}\r\nAccept-Encoding: identity\r\n\r\n`);
     if (!reads) return socket.pause();
     // Paused between reads: the kernel's buffers fill, and the server waits on this client.
     socket.pause();
@@ -88,8 +93,8 @@ function reader(target: string, reads?: { bytes: number; everyMs: number; agent:
 
 describe('clients that stop reading', () => {
   it('lose their connections, and their turns go to the next requests; a slow reader keeps its answer', async () => {
-    // Four stalled clients: every one of the process's turns for heavy answers.
-    const stalled = Array.from({ length: 4 }, () => reader(WHOLE));
+    // Four stalled clients at four addresses: every one of the process's turns for heavy answers.
+    const stalled = Array.from({ length: 4 }, (_, i) => reader(WHOLE, `198.51.100.${i + 1}`));
     await new Promise((r) => setTimeout(r, 1_000));
 
     const res = await fetch(`http://127.0.0.1:${port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: { 'User-Agent': 'flood-tests/1.0' } });
@@ -107,7 +112,7 @@ describe('clients that stop reading', () => {
 
     // A client that reads in bursts (512 KiB every quarter second, pausing between) keeps its
     // answer past twice the stall time: its writes complete, if not one by one.
-    const slow = reader(WHOLE, { bytes: 512 * 1024, everyMs: 250, agent: 'slow-reader/1.0' });
+    const slow = reader(WHOLE, '198.51.100.9', { bytes: 512 * 1024, everyMs: 250, agent: 'slow-reader/1.0' });
     await new Promise((r) => setTimeout(r, 1_000));
     const before = slow.received();
     await new Promise((r) => setTimeout(r, 2 * STALL_SECONDS * 1000));
@@ -117,4 +122,36 @@ describe('clients that stop reading', () => {
     slow.socket.destroy();
     expect(child.exitCode).toBeNull();
   }, 120_000);
+
+  it("hold no more than their address's share of the turns: the same address gets a 429, another its answer", async () => {
+    const from = (client: string) => ({ 'User-Agent': 'flood-tests/1.0', 'X-Forwarded-For': client });
+    // Two clients that read in bursts of 256 KiB (so the server keeps their answers for some 25 s,
+    // making progress within its stall time), from one address: its share (half of the four turns).
+    const held = Array.from({ length: 2 }, () => reader(WHOLE, '203.0.113.7', { bytes: 256 * 1024, everyMs: 250, agent: 'held-reader/1.0' }));
+    await new Promise((r) => setTimeout(r, 1_000));
+    try {
+      // A third from that address waits for one of its own answers (ARCHIVE_QUEUE_SECONDS, 10 s),
+      // then is told why, before any byte.
+      const third = await fetch(`http://127.0.0.1:${port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: from('203.0.113.7') });
+      expect(third.status).toBe(429);
+      expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
+      const problem = (await third.json()) as { statusCode: number; error: string; message: string };
+      expect(problem).toMatchObject({ statusCode: 429, error: 'Too Many Requests' });
+      expect(problem.message).toMatch(/This address already has 2 whole-window answers under way/);
+      // Two other addresses get theirs at once: the turns the first one cannot take are theirs.
+      const others = await Promise.all(
+        ['203.0.113.8', '203.0.113.9'].map(async (client) => {
+          const res = await fetch(`http://127.0.0.1:${port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: from(client) });
+          return [res.status, (await res.text()).length] as const;
+        }),
+      );
+      for (const [status, length] of others) {
+        expect(status).toBe(200);
+        expect(length).toBeGreaterThan(1_000_000);
+      }
+    } finally {
+      for (const h of held) h.socket.destroy();
+    }
+    expect(child.exitCode).toBeNull();
+  }, 60_000);
 });

@@ -1,7 +1,7 @@
 // The window's filters (time, city, bbox) applied to a ready text's per-report index, so an hour
 // the window cuts, or a filtered window, is still read from the texts. It must select exactly
 // what `filteredRows` (sql.ts) selects from the part: the same doubles compared the same way,
-// created_at to the microsecond. test/unit/itemFilter.test.ts proves it on random windows.
+// created_at to the microsecond. test/unit/sidecarEngines.test.ts proves it on random windows.
 import type { ReadyFile } from './readyIndex.js';
 import type { ReadyHour, ReadyItems } from './readyFormat.js';
 

@@ -1,6 +1,6 @@
 // Counts a stats sidecar's reports by bucket and key in JavaScript, with the window's filters
 // as DuckDB's (the same doubles compared; created_at to the microsecond). It must count what
-// `statsSql` (stats.ts) counts over the part's rows: test/unit/statsEngines.test.ts proves it on
+// `statsSql` (stats.ts) counts over the part's rows: test/unit/sidecarEngines.test.ts proves it on
 // random windows, filters, intervals and offsets.
 import { keptCodes, type ItemFilter } from './itemFilter.js';
 import { NO_AREA, NO_CITY } from './statsFormat.js';

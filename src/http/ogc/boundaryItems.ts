@@ -31,11 +31,6 @@ export class BoundaryItems {
 
   constructor(private readonly boundaries: BoundaryRepository) {}
 
-  /** The version the answers come from (its id is part of their ETag). */
-  async version(): Promise<string> {
-    return (await this.boundaries.current()).version;
-  }
-
   async extent(collection: BoundaryCollection): Promise<Bbox | undefined> {
     const index = await this.index(collection);
     return index.features.length > 0 ? index.extent : undefined;

@@ -13,7 +13,7 @@ import { partitionOfPartKey, REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectStore } from '../../store/objectStore.js';
 import { applyEncoding, encoder, negotiateEncoding } from '../encoding.js';
 import { readQuery, throwIfAny } from '../query.js';
-import { BoundaryItems, type BoundaryCollection } from './boundaryItems.js';
+import { BoundaryItems } from './boundaryItems.js';
 import { CONFORMS_TO, CRS84, GREGORIAN } from './conformance.js';
 import { GEOJSON, ogcBase, JSON_TYPE, OPENAPI_30, queryString, setLinkHeader, type Link } from './links.js';
 import { openApiDocument } from '../openapi.js';
@@ -97,7 +97,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     res.set('Cache-Control', 'public, max-age=300').type(OPENAPI_30).send(document);
   });
 
-  const collectionOf = async (req: Request, id: CollectionId) => {
+  const collectionOf = async (id: CollectionId) => {
     const base = ogcBase(deps.publicBase());
     let bbox: Bbox | undefined;
     let interval: [string | null, string | null] = [null, null];
@@ -129,14 +129,14 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     const base = ogcBase(deps.publicBase());
     await sendJson(req, res, JSON_TYPE, {
       links: [{ href: `${base}/collections`, rel: 'self', type: JSON_TYPE, title: 'The collections' }],
-      collections: await Promise.all(COLLECTION_IDS.map((id) => collectionOf(req, id))),
+      collections: await Promise.all(COLLECTION_IDS.map((id) => collectionOf(id))),
     });
   });
 
   serve('ogcCollection', async (req, res) => {
     const id = collectionId(req);
     throwIfAny(query(req).details);
-    await sendJson(req, res, JSON_TYPE, await collectionOf(req, id));
+    await sendJson(req, res, JSON_TYPE, await collectionOf(id));
   });
 
   serve('ogcItems', async (req, res) => {
@@ -258,4 +258,3 @@ function firstReportCache(store: ObjectStore): () => Promise<number | undefined>
   };
 }
 
-export type { BoundaryCollection };

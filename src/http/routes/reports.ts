@@ -4,7 +4,7 @@ import { STATS_ANSWER_BY, STATS_INTERVALS } from '../../archive/stats.js';
 import { PKEY_PATTERN } from '../../store/layout.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from '../archive.js';
 import { BBOX_PATTERN } from '../query.js';
-import { ADMIN_DESCRIPTION, ADMIN_SCHEMA, badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from '../openapiParts.js';
+import { ADMIN_DESCRIPTION, ADMIN_SCHEMA, archiveTooMany, archiveUnavailable, badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 
 export const REPORTS_ROUTES: readonly Route[] = [
@@ -34,7 +34,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
                 'json: the SPEC envelope {statusCode, result} with GeoJSON or TopoJSON (geoformat); geojson (application/geo+json) and topojson: the same collection without the envelope (geoformat applies to format=json only); csv, ndjson, parquet (GeoParquet 1.1), arrow for bulk pulls.',
               schema: { type: 'string', enum: [...ARCHIVE_FORMATS], default: 'json' },
             },
-            { name: 'limit', in: 'query', description: 'Page size (json, csv, ndjson).', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE } },
+            { name: 'limit', in: 'query', description: 'Page size (json, geojson, topojson, csv, ndjson; 1,000 when only cursor is given).', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE } },
             {
               name: 'cursor',
               in: 'query',
@@ -70,8 +70,8 @@ export const REPORTS_ROUTES: readonly Route[] = [
             '304': { description: 'Not modified (If-None-Match, closed windows).' },
             '400': badQuery,
             '410': syncGone,
-            '429': tooMany,
-            '503': unavailable,
+            '429': archiveTooMany,
+            '503': archiveUnavailable,
           },
         },
       },
