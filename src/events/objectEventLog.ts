@@ -25,8 +25,8 @@ const INDEX_MS = 25 * 3_600_000;
  * later than this (a worker down for longer) is announced again: at least once.
  */
 const REPEAT_WINDOW_MS = 3_600_000;
-/** Where a fresh process starts looking for recent announcements: this many batches back. */
-const REPEAT_SCAN_BATCHES = 500;
+/** Batches listed back at most to find the window's first: some thirty times a busy hour's. */
+const REPEAT_SCAN_LIMIT = 20_000;
 
 interface LogBatch {
   v: 1;
@@ -67,12 +67,17 @@ export class ObjectEventLog implements EventFeed {
 
   /** Reports recorded as archived within REPEAT_WINDOW_MS, by any process (followed incrementally). */
   private async recentlyAnnounced(): Promise<Map<string, number>> {
+    const horizon = this.now() - REPEAT_WINDOW_MS;
     if (!this.announced) {
+      // A fresh process (a worker restarted after a crash) reads from the first batch written
+      // within the window, found by the listing's times (a minute's slack for clocks): busy
+      // workers write hundreds of batches an hour, so a count of batches back fell short. The
+      // listing starts REPEAT_SCAN_LIMIT batches back, not at the log's start (a week of keys).
       const head = await this.tail();
-      this.announced = { upto: Math.max(0, head - REPEAT_SCAN_BATCHES) * PER_BATCH + PER_BATCH - 1, at: new Map() };
+      const recent = (await this.seq.numbersAfter(Math.max(0, head - REPEAT_SCAN_LIMIT))).find((e) => e.lastModified.getTime() >= horizon - 60_000);
+      this.announced = { upto: (recent === undefined ? head + 1 : recent.n) * PER_BATCH - 1, at: new Map() };
     }
     const state = this.announced;
-    const horizon = this.now() - REPEAT_WINDOW_MS;
     for (;;) {
       const next = await this.since(state.upto, 5000);
       if (next.length === 0) break;
