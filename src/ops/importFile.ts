@@ -114,6 +114,12 @@ interface Checkpoint {
   valid: number;
   /** Rows of the sorted file accepted so far (pass 2). */
   acceptedUpTo: number;
+  /**
+   * Bytes of the rejects file that belong to the records done: a run that died after writing a
+   * batch's rejects but before its checkpoint wrote them again on resume (absent in a checkpoint
+   * written before it was kept).
+   */
+  rejectsBytes?: number;
   /** Staged files (names in the run's folder) whose reports are accepted, not yet archived. */
   staged: string[];
   stagedReports: number;
@@ -172,7 +178,19 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     }
   }
   const resumedFrom = checkpoint.processed;
-  if (resumedFrom === 0) await fs.writeFile(rejectsFile, '');
+  if (resumedFrom === 0) {
+    await fs.writeFile(rejectsFile, '');
+    checkpoint.rejectsBytes = 0;
+  } else {
+    // The rejects of the records done, and none of those the resumed run does again.
+    const size = (await fs.stat(rejectsFile).catch(() => undefined))?.size ?? 0;
+    if (checkpoint.rejectsBytes === undefined) checkpoint.rejectsBytes = size;
+    else if (size > checkpoint.rejectsBytes) await fs.truncate(rejectsFile, checkpoint.rejectsBytes);
+  }
+  const appendRejects = async (text: string) => {
+    await fs.appendFile(rejectsFile, text);
+    checkpoint.rejectsBytes = (checkpoint.rejectsBytes ?? 0) + Buffer.byteLength(text);
+  };
   const runDir = path.join(rt.config.dataDir, 'tmp', 'import', checkpoint.run);
   await fs.mkdir(runDir, { recursive: true });
   const save = () => writeCheckpoint(stateFile, checkpoint);
@@ -249,7 +267,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
           const name = `valid-${String(first).padStart(12, '0')}.parquet`;
           // The checkpoint counts a batch once its file and rejects are written.
           await writes.then(async () => {
-            if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.map((r) => rejectLine(first + r.index, r.reasons, r.input)).join(''));
+            if (rejects.length > 0) await appendRejects(rejects.map((r) => rejectLine(first + r.index, r.reasons, r.input)).join(''));
             if (valid.index.length > 0) {
               await writeValidated(rt.db, first, valid, path.join(runDir, name));
               checkpoint.validated.push(name);
@@ -311,7 +329,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       const postIds = rangeOfPostIds(batch.records);
       queued += batch.n.length;
       await stagings.then(async () => {
-        if (rejects.length > 0) await fs.appendFile(rejectsFile, rejects.join(''));
+        if (rejects.length > 0) await appendRejects(rejects.join(''));
         if (created.n.length > 0) {
           await stageAccepted(rt.db, sortedFile, { ...created, postIds }, { receivedAtMs: Date.parse(receivedAt), version: boundaries.version }, path.join(runDir, `${name}.parquet`));
           checkpoint.staged.push(`${name}.parquet`);

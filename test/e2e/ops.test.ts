@@ -145,6 +145,25 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(await svc.rt.ledger.get({ source: 'partner', post_id: 9103 })).toBeDefined();
   });
 
+  it('a resumed import writes each reject once: the rejects a dead run wrote past its checkpoint are not repeated', async () => {
+    const file = path.join(dir, 'resume-rejects.ndjson');
+    await fs.writeFile(file, [JSON.stringify(report(9111)), 'not json', JSON.stringify(report(9112)), '{"post_id": -1}'].join('\n'));
+    const stat = await fs.stat(file);
+    const rejectsFile = `${file}.rejected.ndjson`;
+    // As if a run had checkpointed its first record, written the rejects of the next three
+    // (a batch's), and died before its next checkpoint.
+    const written = [
+      JSON.stringify({ record: 2, reasons: ['not JSON'], input: 'not json' }),
+      JSON.stringify({ record: 4, reasons: ['post_id: must be a positive integer'], input: { post_id: -1 } }),
+    ].join('\n') + '\n';
+    await fs.writeFile(rejectsFile, written);
+    await fs.writeFile(`${file}.import-state.json`, JSON.stringify({ size: stat.size, mtimeMs: stat.mtimeMs, processed: 1, accepted: 1, duplicate: 0, rejected: 0, complete: false, rejectsBytes: 0 }));
+    const result = await importFile(svc.rt, { file });
+    expect(result).toMatchObject({ resumedFrom: 1, records: 4, rejected: 2 });
+    const lines = (await fs.readFile(rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { record: number });
+    expect(lines.map((l) => l.record)).toEqual([2, 4]);
+  });
+
   it('compaction leaves one part per closed hour and byte-identical answers before, during and after', async () => {
     await drained(svc);
     // A second flush into the same hours.
