@@ -2,8 +2,9 @@
 //   events/v1/subscriptions/<id>.json        one object per subscription (created if absent, deleted on remove)
 //   events/v1/consumers/webhook-<id>/…       its durable cursor in the log (DurableCursor)
 //   events/v1/set-aside/<id>/<batch>.json    batches that failed for WEBHOOK_RETRY_HOURS
-// Nothing is ever read, changed and written back: subscriptions are written whole once, a
-// cursor advances by conditional appends, a set-aside batch is its own object. So any number
+// Nothing is read, changed and written back unconditionally: subscriptions are written whole
+// once (a new secret replaces one only while it is the version read), a cursor advances by
+// conditional appends, a set-aside batch is its own object. So any number
 // of workers send deliveries (each subscription's batches one at a time, in log order, at
 // least once under a stable id) and a restart carries on from the cursor, backoff included.
 import { randomUUID } from 'node:crypto';
@@ -78,10 +79,15 @@ export class ObjectWebhooks {
 
   /** Replaces a subscription's signing secret (its cursor, so what waits, is kept); false when there is none. */
   async setSecret(id: string, secret: string): Promise<boolean> {
-    const s = await this.get(id);
-    if (!s) return false;
-    await this.store.put(this.key(id), JSON.stringify({ ...s, secret }));
-    return true;
+    if (!/^sub_[A-Za-z0-9_-]{1,40}$/.test(id)) return false;
+    // Replaced only while it is the version read: a removal meanwhile is not undone (a put would
+    // bring the subscription back without its cursor, resending everything kept).
+    for (;;) {
+      const o = await this.store.get(this.key(id));
+      if (!o) return false;
+      const s = JSON.parse(o.body.toString('utf8')) as StoredSubscription;
+      if (await this.store.putIfMatch(this.key(id), JSON.stringify({ ...s, secret }), o.etag)) return true;
+    }
   }
 
   /** Removes a subscription, its cursor and what was set aside for it; false when there was none. */
