@@ -44,7 +44,7 @@ export class ObjectEventLog implements EventFeed {
   private refreshing: Promise<number> | undefined;
   private oldest: { n: number; atMs: number } | undefined;
   /** Reports archived in the last INDEX_MS, for CAP (loaded on first use, then followed). */
-  private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Set<string> } | undefined;
+  private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Map<string, number> } | undefined;
   private indexing: Promise<void> | undefined;
 
   constructor(
@@ -202,6 +202,8 @@ export class ObjectEventLog implements EventFeed {
     }
     const horizon = this.now() - INDEX_MS;
     for (const [pkey, e] of index.archived) if (e.at_ms < horizon) index.archived.delete(pkey);
+    // Retractions as far back as a fresh process's index reads them, so the set stays bounded.
+    for (const [pkey, at] of index.retracted) if (at < horizon) index.retracted.delete(pkey);
     return index;
   }
 
@@ -209,7 +211,7 @@ export class ObjectEventLog implements EventFeed {
   private async loadIndex(): Promise<void> {
     const horizon = this.now() - INDEX_MS;
     const recent = (await this.seq.numbersAfter(0)).filter((e) => e.lastModified.getTime() >= horizon - 60_000);
-    const index: NonNullable<ObjectEventLog['index']> = { upto: 0, archived: new Map(), retracted: new Set() };
+    const index: NonNullable<ObjectEventLog['index']> = { upto: 0, archived: new Map(), retracted: new Map() };
     const batches: [number, LogBatch | undefined][] = [];
     for (let i = 0; i < recent.length; i += 16) {
       const slice = recent.slice(i, i + 16);
@@ -253,11 +255,11 @@ function eventOf(n: number, i: number, b: LogBatch): StoredEvent {
   return { seq: n * PER_BATCH + i, kind: b.kind, pkey: feature.properties.pkey, at_ms: b.at, feature };
 }
 
-function addToIndex(index: { archived: Map<string, StoredEvent>; retracted: Set<string> }, e: StoredEvent): void {
+function addToIndex(index: { archived: Map<string, StoredEvent>; retracted: Map<string, number> }, e: StoredEvent): void {
   if (e.kind === 'archived') {
     if (!index.retracted.has(e.pkey) && !index.archived.has(e.pkey)) index.archived.set(e.pkey, e);
   } else {
     index.archived.delete(e.pkey);
-    index.retracted.add(e.pkey);
+    index.retracted.set(e.pkey, e.at_ms);
   }
 }
