@@ -11,6 +11,17 @@ import {
 import { failureName, UnavailableError } from '../shared/errors.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
+/**
+ * A JSON body as SQS takes it. SQS refuses a message holding a character outside XML's
+ * (#x9, #xA, #xD, #x20–#xD7FF, #xE000–#xFFFD, #x10000–#x10FFFF), and a partner's title may hold
+ * U+FFFE or U+FFFF: the only two JSON.stringify leaves raw (it escapes control characters and
+ * lone surrogates). Escaped, they parse back to themselves; refused, the post got a 503 and its
+ * retries found it accepted but never sent. Every body is JSON, where they can only be in strings.
+ */
+export function sqsSafe(body: string): string {
+  return body.replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 export class SqsQueue implements Queue {
   readonly description: string;
   private readonly abort = new AbortController();
@@ -29,7 +40,7 @@ export class SqsQueue implements Queue {
         this.client.send(
           new SendMessageBatchCommand({
             QueueUrl: this.queueUrl,
-            Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })),
+            Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: sqsSafe(body) })),
           }),
         ),
       );

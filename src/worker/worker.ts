@@ -142,7 +142,7 @@ export class Worker {
       try {
         if (this.flushDue()) await this.flush();
         if (this.stopping) break;
-        if (this.buffer.size >= this.options.maxBufferedReports) continue; // flush failed: back off below
+        if (this.buffer.size >= this.options.maxBufferedReports) continue; // still full after a partial flush: flush again first
         await this.pollOnce(this.waitSeconds());
         this.failures = 0;
       } catch (err) {
@@ -241,7 +241,8 @@ export class Worker {
    * Reports retracted while they waited in the queue are written as tombstones (status
    * retracted, title and text "", URLs null), so their personal fields never reach a part.
    * They stay "unpurged" in the ledger: the purge job confirms no other copy holds them (a
-   * crash may have repeated a flush) before it marks them purged.
+   * crash may have repeated a flush) before it marks them purged. A copy arriving after the
+   * purge is a tombstone too.
    */
   private async tombstoneRetracted(entries: Buffered[]): Promise<void> {
     let fromMs = Infinity;
@@ -251,7 +252,9 @@ export class Worker {
       toMs = Math.max(toMs, row.created_at_ms);
     }
     const retracted = new Set<string>();
-    for await (const r of this.deps.ledger.retractions({ createdFromMs: fromMs, createdToMs: toMs, unpurgedOnly: true })) retracted.add(r.pkey);
+    // Purged ones too: a late copy (a duplicate message, a flush repeated after a crash) of a
+    // report whose retraction was purged would be the newest copy, personal fields and all.
+    for await (const r of this.deps.ledger.retractions({ createdFromMs: fromMs, createdToMs: toMs, unpurgedOnly: false })) retracted.add(r.pkey);
     if (retracted.size === 0) return;
     for (const entry of entries) {
       if (!retracted.has(entry.row.pkey)) continue;
@@ -308,10 +311,17 @@ export class Worker {
     // A report retracted before it was archived is announced by its retraction alone.
     await this.deps.events?.archived(entries.filter((e) => e.row.status !== 'retracted').map((e) => e.row));
     await this.deps.ledger.markArchived(entries.map((e) => e.row.pkey));
-    await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
-    for (const [partition, at] of this.partitionsWritten) if (at < started - 2 * DAY_MS) this.partitionsWritten.delete(partition);
+    // Archived: out of the buffer whatever the delete does, or a failed delete had every retry
+    // write the flush again. A message left undeleted comes back and is dropped, its report no
+    // longer pending.
     const partial = this.buffer.size > entries.length;
     for (const e of entries) this.buffer.delete(e.row.pkey);
+    try {
+      await this.deps.queue.delete(entries.flatMap((e) => e.receipts));
+    } catch (err) {
+      this.deps.log.warn({ err: describe(err), reports: entries.length }, 'archived, but their messages could not be deleted: they come back and are dropped');
+    }
+    for (const [partition, at] of this.partitionsWritten) if (at < started - 2 * DAY_MS) this.partitionsWritten.delete(partition);
     // What a partial flush left is due at once; what arrived meanwhile waits its interval.
     this.firstBufferedAt = this.buffer.size === 0 ? undefined : partial ? this.firstBufferedAt : Date.now();
     this.deps.metrics?.flushDuration.observe((Date.now() - started) / 1000);

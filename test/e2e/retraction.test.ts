@@ -6,9 +6,11 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeRetracted } from '../../src/ops/purge.js';
+import type { IngestRecord } from '../../src/ledger/ledger.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { compact } from '../../src/ops/compact.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
+import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, eventually, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 let emulator: Emulator;
 beforeAll(async () => {
@@ -140,5 +142,24 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     await expectGone();
     // Nothing left to do.
     expect(await purgeRetracted(svc.rt)).toMatchObject({ retractions: 0, partsRewritten: 0 });
+  });
+
+  it('a late copy of a purged report (a duplicate message) is archived as a tombstone, never with its personal fields', async () => {
+    // The queue delivers the report's message again after its retraction was purged, as a
+    // duplicate SQS message or a flush repeated after a crash would.
+    const record: IngestRecord = {
+      v: 1,
+      pkey: pkeyOf(1),
+      source: 'partner',
+      post_id: 1,
+      partner: API_KEY_NAME,
+      received_at: '2026-11-21T05:06:00.000Z',
+      report: parsePartnerReport(report(1, { created_at: '2026-11-21T05:05:00Z', title: SECRET, text: `call ${SECRET}`, image_url: 'https://img.example.org/juan.jpg' })),
+    };
+    await svc.rt.queue.send([JSON.stringify(record)]);
+    await eventually(async () => ((await partRows()).filter((r) => r.pkey === pkeyOf(1)).length >= 2 ? true : undefined), 20_000, 'the late copy archived');
+    expect(JSON.stringify(await partRows())).not.toContain('Juan');
+    expect((await fetchText(url('format=csv&include_retracted=true'))).text).not.toContain(SECRET);
+    await expectGone();
   });
 });

@@ -213,3 +213,19 @@ describe('the SQLite queue across processes', () => {
     expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
   });
 });
+
+describe('SQS message bodies', () => {
+  it('hold only the characters SQS accepts, and parse back to what was sent', async () => {
+    const config = await testConfig('aws', emulator, {});
+    await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+    const queue = new SqsQueue(emulator.sqs, config.queueUrl);
+    // A partner's title with the two characters JSON.stringify leaves raw that SQS refuses.
+    const record = { title: 'Baha \uFFFF sa \uFFFE kanto', text: 'tab\there, and é' };
+    await queue.send([JSON.stringify(record)]);
+    const out = await emulator.sqs.send(new ReceiveMessageCommand({ QueueUrl: config.queueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 1 }));
+    const body = out.Messages?.[0]?.Body ?? '';
+    expect(body).toMatch(/^[\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]*$/u);
+    expect(JSON.parse(body)).toEqual(record);
+    queue.close();
+  });
+});
