@@ -56,17 +56,20 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'purge');
   await fs.mkdir(tmpDir, { recursive: true });
   for (const [dayMs, retracted] of byDay) {
+    // Archived before the parts are listed, or not purged this time: a report a worker is
+    // still storing (with the fields it read before the retraction) would be in no part listed,
+    // and once marked purged, readers no longer hide it.
+    const done: string[] = [];
+    for (const r of retracted) {
+      if ((await rt.ledger.lookup(r.pkey))?.pending) result.waiting += 1;
+      else done.push(r.pkey);
+    }
     const hours = new Set(retracted.map((r) => hourStart(r.createdMs)));
     const partitions = await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1);
     // A report lives in its hour's parts, or in its day's compacted part.
     const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
     const pkeys = retracted.map((r) => r.pkey);
     for (const part of parts) if (await rewrite(rt, part, pkeys, tmpDir)) result.partsRewritten += 1;
-    const done: string[] = [];
-    for (const r of retracted) {
-      if ((await rt.ledger.lookup(r.pkey))?.pending) result.waiting += 1;
-      else done.push(r.pkey);
-    }
     await rt.ledger.markPurged(done);
     result.purged += done.length;
   }
