@@ -36,21 +36,27 @@ export class StoreRunCoordinator implements RunCoordinator {
     const [job, slot] = splitKey(key);
     const won = await this.store.putIfAbsent(`${RUNS_PREFIX}${job}/${slot}.json`, JSON.stringify({ owner: this.owner, at: new Date().toISOString() }));
     if (!won) return false;
-    const lease = await this.store.get(`${LEASES_PREFIX}${job}.json`);
-    if (lease) {
-      const held = JSON.parse(lease.body.toString('utf8')) as { owner: string; until: number };
+    const held = await this.lease(job);
+    if (held) {
       if (held.until > Date.now()) {
         this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
         return false;
       }
     }
-    await this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify({ owner: this.owner, until: Date.now() + LEASE_TTL_MS }));
+    await this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify({ owner: this.owner, slot, until: Date.now() + LEASE_TTL_MS }));
     return true;
   }
 
+  private async lease(job: string): Promise<{ owner: string; slot?: string; until: number } | undefined> {
+    const lease = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+    return lease ? (JSON.parse(lease.body.toString('utf8')) as { owner: string; slot?: string; until: number }) : undefined;
+  }
+
   async onComplete(key: string): Promise<void> {
-    const [job] = splitKey(key);
-    await this.store.delete([`${LEASES_PREFIX}${job}.json`]);
+    const [job, slot] = splitKey(key);
+    // Only this run's own lease: a run that outlived it must not end the next run's.
+    const held = await this.lease(job);
+    if (held?.owner === this.owner && held.slot === slot) await this.store.delete([`${LEASES_PREFIX}${job}.json`]);
     // Tick keys are only needed around their tick; keep a day for inspection.
     const old: string[] = [];
     const cutoff = Date.now() - 86_400_000;
