@@ -52,8 +52,9 @@ interface KeyRow {
 
 /**
  * How long an acceptance waits for another process's write lock: well inside the acceptance
- * deadline (2 s by default), so a long lock ends in a clean 503 with nothing accepted rather
- * than in a 503 whose report is committed after the answer.
+ * deadline (2 s by default), so a long lock mostly ends in a clean 503 with nothing accepted.
+ * An acceptance that waited behind others too may still commit after its 503: the partner's
+ * retry then finds it accepted (docs/http.md).
  */
 const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
 
@@ -118,7 +119,9 @@ export class SqliteLedger implements IngestLedger {
          FROM reports r LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
          WHERE r.state = 'pending' AND r.enqueued_at_ms < ?
            AND (p.record IS NOT NULL OR EXISTS (SELECT 1 FROM held_batches h WHERE h.id = r.held_batch))
-           -- A message waiting in line will get there; one in flight this long lost its worker.
+           -- A message waiting in line will get there. One in flight past the reconcile time may
+           -- have lost its worker: sent again as a redelivery, which a worker drops if the report
+           -- was archived meanwhile (two copies in flight at once are stored twice, read once).
            AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
            AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
          LIMIT 500`,
