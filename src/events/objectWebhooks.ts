@@ -72,21 +72,24 @@ export class ObjectWebhooks {
   }
 
   async get(id: string): Promise<StoredSubscription | undefined> {
+    return (await this.stored(id))?.sub;
+  }
+
+  /** A subscription as stored, with the ETag of that version; undefined when there is none. */
+  private async stored(id: string): Promise<{ sub: StoredSubscription; etag: string } | undefined> {
     if (!/^sub_[A-Za-z0-9_-]{1,40}$/.test(id)) return undefined;
     const o = await this.store.get(this.key(id));
-    return o ? (JSON.parse(o.body.toString('utf8')) as StoredSubscription) : undefined;
+    return o ? { sub: JSON.parse(o.body.toString('utf8')) as StoredSubscription, etag: o.etag } : undefined;
   }
 
   /** Replaces a subscription's signing secret (its cursor, so what waits, is kept); false when there is none. */
   async setSecret(id: string, secret: string): Promise<boolean> {
-    if (!/^sub_[A-Za-z0-9_-]{1,40}$/.test(id)) return false;
     // Replaced only while it is the version read: a removal meanwhile is not undone (a put would
     // bring the subscription back without its cursor, resending everything kept).
     for (;;) {
-      const o = await this.store.get(this.key(id));
-      if (!o) return false;
-      const s = JSON.parse(o.body.toString('utf8')) as StoredSubscription;
-      if (await this.store.putIfMatch(this.key(id), JSON.stringify({ ...s, secret }), o.etag)) return true;
+      const found = await this.stored(id);
+      if (!found) return false;
+      if (await this.store.putIfMatch(this.key(id), JSON.stringify({ ...found.sub, secret }), found.etag)) return true;
     }
   }
 

@@ -37,11 +37,9 @@ export class StoreRunCoordinator implements RunCoordinator {
     const won = await this.store.putIfAbsent(`${RUNS_PREFIX}${job}/${slot}.json`, JSON.stringify({ owner: this.owner, at: new Date().toISOString() }));
     if (!won) return false;
     const held = await this.lease(job);
-    if (held) {
-      if (held.until > Date.now()) {
-        this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
-        return false;
-      }
+    if (held && held.until > Date.now()) {
+      this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
+      return false;
     }
     await this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify({ owner: this.owner, slot, until: Date.now() + LEASE_TTL_MS }));
     return true;
