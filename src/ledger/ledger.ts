@@ -170,6 +170,14 @@ export interface AcceptanceLedger {
    */
   acceptHeld(records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number): Promise<HeldAcceptResult[]>;
   /**
+   * An import's claim on reports it holds, before it archives them: each of `pkeys` still held
+   * (pending, never queued) is held until `holdUntilMs`, if that is later (the embedded ledger
+   * renews the others accepted in the same call of acceptHeld with it). Returns those it no
+   * longer holds (archived, or queued by reconciliation once their hold ran out: the worker's
+   * now), which the import must not archive. Waits out a busy ledger rather than failing.
+   */
+  renewHolds(pkeys: readonly string[], holdUntilMs: number): Promise<string[]>;
+  /**
    * Gives back to the disk the space that held records took once their reports were marked
    * archived: a bulk import's last step, after its reports are queryable. What another
    * writer's lock keeps it from giving back stays free for later rows.

@@ -50,6 +50,9 @@ import {
   type StoredKey,
 } from './ledger.js';
 
+/** A hold closer than this to its end is not renewed: reconciliation may be sending its report (clocks differ a little). */
+const RENEW_MARGIN_MS = 5 * 60_000;
+
 export class ObjectLedger implements IngestLedger {
   readonly description: string;
   /**
@@ -61,6 +64,8 @@ export class ObjectLedger implements IngestLedger {
   constructor(
     private readonly store: ObjectStore,
     private readonly queue: Queue,
+    /** A hold closer than this to its end is not renewed (RENEW_MARGIN_MS). */
+    private readonly renewMarginMs = RENEW_MARGIN_MS,
   ) {
     this.description = `${store.description} (ingest/)`;
   }
@@ -124,6 +129,31 @@ export class ObjectLedger implements IngestLedger {
       const earlier = results[first.get(records[i]!.pkey)!]!;
       return 'taken' in earlier ? earlier : { created: false, pkey: earlier.pkey };
     });
+  }
+
+  /**
+   * The marker names the hold: rewritten with the later one, only as read. Reconciliation sends a
+   * report again only once it has read a marker whose hold has passed, then rewrites that marker;
+   * a hold renewed with RENEW_MARGIN_MS still to run cannot cross it (the renewal or the sending
+   * loses its conditional write), and one closer to its end is let go to the worker.
+   */
+  async renewHolds(pkeys: readonly string[], holdUntilMs: number): Promise<string[]> {
+    const held_until = new Date(holdUntilMs).toISOString();
+    const released: string[] = [];
+    await mapLimit(pkeys, 32, async (pkey) => {
+      const slot = parsePkey(pkey);
+      const marker = slot ? pendingKey(slot) : undefined;
+      const found = marker === undefined ? undefined : await this.store.get(marker);
+      const record = found ? parseRecord(found.body) : undefined;
+      const until = record?.held_until === undefined ? 0 : Date.parse(record.held_until);
+      if (marker === undefined || !found || !record || until <= Date.now() + this.renewMarginMs) {
+        released.push(pkey);
+        return;
+      }
+      if (until >= holdUntilMs) return;
+      if (!(await this.store.putIfMatch(marker, JSON.stringify({ ...record, held_until }), found.etag))) released.push(pkey);
+    });
+    return released;
   }
 
   /** Nothing to give back: each held report is an object of its own, deleted once archived. */
@@ -205,7 +235,7 @@ export class ObjectLedger implements IngestLedger {
       if (known && (known.heldUntilMs > now || !due(sentMs, known.acceptedMs))) continue;
       const found = await this.recordOf(info.key);
       if (!found) continue;
-      const heldUntilMs = found.record.held_until === undefined ? 0 : Date.parse(found.record.held_until);
+      const { heldUntilMs } = found;
       this.waiting.set(info.key, { acceptedMs: found.acceptedMs, heldUntilMs });
       if (heldUntilMs > now || !due(sentMs, found.acceptedMs)) continue;
       batch.push({ marker: info.key, etag: found.markerEtag, record: found.record });
@@ -224,26 +254,26 @@ export class ObjectLedger implements IngestLedger {
   /**
    * The record a marker stands for, its key in place (rolled forward from the marker when a
    * crash lost it), when it was accepted (its key's time), and the marker's version as read. The
-   * key's version wins: it is the first one accepted. Undefined when the marker was cleared since
-   * it was listed.
+   * key's version wins: it is the first one accepted. The hold is the marker's (renewHolds
+   * rewrites it). Undefined when the marker was cleared since it was listed.
    */
-  private async recordOf(marker: string): Promise<{ record: IngestRecord; acceptedMs: number; markerEtag: string } | undefined> {
+  private async recordOf(marker: string): Promise<{ record: IngestRecord; acceptedMs: number; markerEtag: string; heldUntilMs: number } | undefined> {
     const key = keyOfMarker(marker);
-    const [held, stored] = await Promise.all([this.store.get(marker), this.store.get(key)]);
-    if (!held) return undefined;
-    const fromMarker = parseRecord(held.body);
-    const markerEtag = held.etag;
+    const [found, stored] = await Promise.all([this.store.get(marker), this.store.get(key)]);
+    if (!found) return undefined;
+    const fromMarker = parseRecord(found.body);
+    const held = { markerEtag: found.etag, heldUntilMs: fromMarker?.held_until === undefined ? 0 : Date.parse(fromMarker.held_until) };
     if (stored) {
       const record = parseRecord(stored.body) ?? fromMarker;
-      return record && { record, acceptedMs: stored.lastModified.getTime(), markerEtag };
+      return record && { record, acceptedMs: stored.lastModified.getTime(), ...held };
     }
     if (!fromMarker) return undefined;
     // The crash came between the marker and its key: the key from the marker, unless another
     // acceptance wrote it meanwhile.
-    if (await this.store.putIfAbsent(key, held.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: held.lastModified.getTime(), markerEtag };
+    if (await this.store.putIfAbsent(key, found.body, { seenAbsent: true })) return { record: fromMarker, acceptedMs: found.lastModified.getTime(), ...held };
     const winner = await this.store.get(key);
     const record = winner && parseRecord(winner.body);
-    return record ? { record, acceptedMs: winner.lastModified.getTime(), markerEtag } : { record: fromMarker, acceptedMs: held.lastModified.getTime(), markerEtag };
+    return record ? { record, acceptedMs: winner.lastModified.getTime(), ...held } : { record: fromMarker, acceptedMs: found.lastModified.getTime(), ...held };
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {

@@ -84,6 +84,14 @@ export class SqliteLedger implements IngestLedger {
     this.description = `sqlite:${db.name}`;
     this.stmts = {
       state: db.prepare(`SELECT state FROM reports WHERE ${reportByPkeySql('@pkey')}`),
+      holdOf: db.prepare(`SELECT state, held_batch FROM reports WHERE ${reportByPkeySql('@pkey')}`),
+      // A batch's held reports all share its hold (the pending index finds them by it, see
+      // doneBatches): renewed together, in one transaction with the batch.
+      renewBatchReports: db.prepare(
+        `UPDATE reports SET enqueued_at_ms = @until WHERE state = 'pending' AND held_batch = @id
+           AND enqueued_at_ms = (SELECT hold_until_ms FROM held_batches WHERE id = @id AND hold_until_ms < @until)`,
+      ),
+      renewBatch: db.prepare('UPDATE held_batches SET hold_until_ms = @until WHERE id = @id AND hold_until_ms < @until'),
       insert: db.prepare(INSERT_REPORT_SQL),
       insertRecord: db.prepare(INSERT_RECORD_SQL),
       batch: db.prepare('SELECT records FROM held_batches WHERE id = ?'),
@@ -170,6 +178,45 @@ export class SqliteLedger implements IngestLedger {
       if (typeof outcome === 'string') return { created: false, pkey: outcome };
       return { created: false, pkey: outcome.pkey, held: JSON.parse(outcome.record) as IngestRecord };
     });
+  }
+
+  /**
+   * A report is held while its row names its batch: reconciliation queues it and unholds the row
+   * in one transaction. Renewing a batch renews all its held reports (those this import staged
+   * before a crash and those it accepted but had not staged alike).
+   */
+  async renewHolds(pkeys: readonly string[], holdUntilMs: number): Promise<string[]> {
+    const released: string[] = [];
+    const renewed = new Set<number>();
+    const renew = (turn: readonly string[]) =>
+      guardSync(() =>
+        this.db
+          .transaction(() => {
+            const gone: string[] = [];
+            const batches: number[] = [];
+            for (const pkey of turn) {
+              const row = this.stmts.holdOf.get({ pkey }) as { state: string; held_batch: number | null } | undefined;
+              if (row?.state !== 'pending' || row.held_batch === null) gone.push(pkey);
+              else if (!renewed.has(row.held_batch) && !batches.includes(row.held_batch)) {
+                this.stmts.renewBatchReports.run({ until: holdUntilMs, id: row.held_batch });
+                this.stmts.renewBatch.run({ until: holdUntilMs, id: row.held_batch });
+                batches.push(row.held_batch);
+              }
+            }
+            return { gone, batches };
+          })
+          .immediate(),
+      );
+    await inTimedTurns(
+      pkeys,
+      async (turn) => {
+        const { gone, batches } = await patiently(() => renew(turn), isBusy);
+        released.push(...gone);
+        for (const id of batches) renewed.add(id);
+      },
+      { othersWrote: commitsOfOthers(this.db) },
+    );
+    return released;
   }
 
   /**

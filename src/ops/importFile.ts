@@ -19,7 +19,8 @@
 // and is written after each step. A run that dies anywhere is resumed by running it again: the
 // staged files are archived first, then the pass goes on from the checkpoint; the batch the
 // crash cut short comes back as "held" repeats and is staged again. An import that is never
-// resumed loses nothing either: once its hold ends, reconciliation queues what it left pending.
+// resumed loses nothing either: once its hold ends, reconciliation queues what it left pending,
+// and a run resumed after that archives only what the ledger still holds for it (importHolds.ts).
 //
 // Imported reports reach mirrors through updated_after; they are not announced as events
 // (webhooks, the stream, CAP, SNS), which tell of reports as they arrive, not of history.
@@ -44,6 +45,7 @@ import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
+import { keepHeld } from './importHolds.js';
 import { bothSettled, OneBehind } from './concurrency.js';
 import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
 import { detectFormat, type ImportFormat } from './importRecords.js';
@@ -67,6 +69,8 @@ export interface ImportOptions {
   batchSize?: number;
   /** NDJSON files of at least this many bytes are validated on threads of their own (validateFile.ts: 48 MiB). */
   threadsFromBytes?: number;
+  /** How long the ledger leaves the reports the import accepts to it before reconciliation may queue them (HOLD_MS). */
+  holdMs?: number;
 }
 
 export interface ImportResult {
@@ -84,7 +88,7 @@ export interface ImportResult {
 
 /** What an import uses: the ledger's acceptance and archiving, the store, DuckDB, the change log, the current boundaries. */
 export interface ImportDeps {
-  ledger: Pick<AcceptanceLedger, 'acceptHeld' | 'reclaimHeldSpace'> & Pick<PendingLedger, 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
+  ledger: Pick<AcceptanceLedger, 'acceptHeld' | 'renewHolds' | 'reclaimHeldSpace'> & Pick<PendingLedger, 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
   store: ObjectStore;
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
@@ -123,6 +127,8 @@ interface Checkpoint {
   /** Staged files (names in the run's folder) whose reports are accepted, not yet archived. */
   staged: string[];
   stagedReports: number;
+  /** When the first hold of the staged reports ends (absent: unknown, as a checkpoint of an earlier release). */
+  stagedHeldUntilMs?: number;
   parts: number;
   /**
    * Archived parts still without their ready texts, each with its local copy (a name in the run's
@@ -137,11 +143,16 @@ const SORTED = 'sorted.parquet';
 const BATCH = 10_000;
 /** Staged reports archived at once: a year of a few million in one round, so each day is one part. */
 const ROUND_ROWS = 4_000_000;
-/** How long the ledger leaves an import's reports to it: a round's staging and archiving, with room. */
+/**
+ * How long the ledger leaves an import's reports to it: a round's staging and archiving, with
+ * room. A round that reaches half of it renews the holds before archiving (importHolds.ts), as
+ * does a resumed run whose staged reports' hold is that close to its end.
+ */
 const HOLD_MS = 60 * 60_000;
 
 export async function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
   const runStartedMs = Date.now();
+  const holdMs = options.holdMs ?? HOLD_MS;
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
@@ -213,12 +224,20 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     // What accepting left behind goes before DuckDB sorts the staged rows (the import's peak).
     releaseAll();
     const files = checkpoint.staged.map((name) => path.join(runDir, name));
+    if (Date.now() > (checkpoint.stagedHeldUntilMs ?? 0) - holdMs / 2) {
+      const holdUntilMs = Date.now() + holdMs;
+      const dropped = await keepHeld(rt.db, rt.ledger, files, holdUntilMs);
+      checkpoint.stagedReports -= dropped;
+      checkpoint.stagedHeldUntilMs = holdUntilMs;
+      await save();
+    }
+    // Undefined when reconciliation took every staged report (see keepHeld): no parts then.
     const stagedRange = await rangeOf(rt.db, files);
     const retracted = new Set<string>();
-    for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
+    if (stagedRange) for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
     const untexted: Checkpoint['untexted'] = [];
     const archived: string[] = [];
-    const parts = await writeBulkParts(
+    const parts = !stagedRange ? 0 : await writeBulkParts(
       rt.db,
       files,
       { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
@@ -240,6 +259,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     checkpoint.parts += parts;
     checkpoint.staged = [];
     checkpoint.stagedReports = 0;
+    delete checkpoint.stagedHeldUntilMs;
     await save();
     await Promise.all(files.map((f) => fs.rm(f, { force: true })));
   });
@@ -303,9 +323,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     // crash before that brings its reports back as held repeats, staged again).
     const stagings = new OneBehind();
     let queued = checkpoint.acceptedUpTo;
-    type Accepting = { batch: SortedBatch; receivedAt: string; outcomes: Promise<HeldAcceptResult[]> };
+    type Accepting = { batch: SortedBatch; receivedAt: string; heldUntilMs: number; outcomes: Promise<HeldAcceptResult[]> };
     let accepting: Accepting | undefined;
-    const stage = async ({ batch, receivedAt, outcomes }: Accepting) => {
+    const stage = async ({ batch, receivedAt, heldUntilMs, outcomes }: Accepting) => {
       const rejects: string[] = [];
       // The new reports, staged by DuckDB from the sorted file; those an earlier run of this
       // import accepted and did not stage (the ledger's first version), staged from here.
@@ -338,6 +358,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
           await writeParquet(rt.db, heldRows, path.join(runDir, `${name}-held.parquet`));
           checkpoint.staged.push(`${name}-held.parquet`);
         }
+        // A held repeat's hold is the earlier run's, ending at any time: renewed before archiving.
+        const holdEnds = heldRows.length > 0 ? 0 : created.n.length > 0 ? heldUntilMs : Infinity;
+        if (holdEnds < (checkpoint.stagedHeldUntilMs ?? Infinity)) checkpoint.stagedHeldUntilMs = holdEnds;
         const rows = created.n.length + heldRows.length;
         checkpoint.stagedReports += rows;
         checkpoint.rejected += rejects.length;
@@ -353,11 +376,13 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       await eachSortedBatch(rt.db, sortedFile, checkpoint.acceptedUpTo, batchSize, async (batch) => {
         const receivedAt = new Date().toISOString();
         const before = accepting;
-        const accept = () => rt.ledger.acceptHeld(batch.records, receivedAt, Date.now() + HOLD_MS);
+        // The checkpoint knows when the batch's hold ends (a round that nears it renews it).
+        const heldUntilMs = Date.now() + holdMs;
+        const accept = () => rt.ledger.acceptHeld(batch.records, receivedAt, heldUntilMs);
         const outcomes = before ? before.outcomes.then(accept) : accept();
         // Handled here: a failure is thrown by stage(), which awaits it.
         outcomes.catch(() => undefined);
-        accepting = { batch, receivedAt, outcomes };
+        accepting = { batch, receivedAt, heldUntilMs, outcomes };
         if (before) await stage(before);
       });
       const last = accepting;
@@ -393,12 +418,12 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   };
 }
 
-/** The created_at range of the staged rows. */
-async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number }> {
+/** The created_at range of the staged rows; undefined when they hold none. */
+async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number } | undefined> {
   return db.withConnection(async (conn) => {
     const list = files.map(sqlString).join(', ');
-    const [row] = (await conn.runAndReadAll(`SELECT epoch_ms(min(created_at))::DOUBLE, epoch_ms(max(created_at))::DOUBLE FROM read_parquet([${list}])`)).getRows() as [number, number][];
-    return { fromMs: row![0], toMs: row![1] };
+    const [row] = (await conn.runAndReadAll(`SELECT epoch_ms(min(created_at))::DOUBLE, epoch_ms(max(created_at))::DOUBLE FROM read_parquet([${list}])`)).getRows() as [number | null, number | null][];
+    return row![0] === null || row![1] === null ? undefined : { fromMs: row![0], toMs: row![1] };
   });
 }
 

@@ -13,7 +13,7 @@ import { verify } from '../../src/ops/verify.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
-import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, report, startTestService, storedCopies, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY_MS = 86_400_000;
 const START = Date.UTC(2026, 3, 1);
@@ -71,6 +71,7 @@ function stoppedAfterSecondAcceptance(svc: TestService): ImportDeps {
         if (++calls === 2) throw new Error('killed after the ledger committed');
         return outcome;
       },
+      renewHolds: (pkeys, holdUntilMs) => svc.rt.ledger.renewHolds(pkeys, holdUntilMs),
       markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
       reclaimHeldSpace: () => svc.rt.ledger.reclaimHeldSpace(),
       retractions: (filter) => svc.rt.ledger.retractions(filter),
@@ -178,6 +179,29 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(after.size).toBe(before + 900);
     for (let id = 20_000; id < 20_900; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
     expect(await pendingCount(svc.rt)).toBe(0);
+  });
+
+  it('a run resumed after its hold ran out leaves to the worker what reconciliation queued meanwhile: every report stored once', async () => {
+    const file = path.join(dir, 'late.ndjson');
+    await fs.writeFile(file, yearLines(50_000, 400).join('\n'));
+    const ids = Array.from({ length: 400 }, (_, i) => `partner-${50_000 + i}`);
+    // Killed with its first batch staged, its second accepted; both held for a second only.
+    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 200, threadsFromBytes: 0, holdMs: 1_000 })).rejects.toThrow(/killed/);
+    await new Promise((r) => setTimeout(r, 1_200));
+    // Not resumed within its hold: reconciliation queues all 400, and a worker archives some.
+    expect(await svc.rt.ledger.requeueStale(Date.now())).toBe(400);
+    expect(await svc.rt.worker.pollOnce(0)).toBeGreaterThan(0);
+    await svc.rt.worker.flush();
+
+    const resumed = await importFile(svc.rt, { file, batchSize: 200 });
+    expect(resumed).toMatchObject({ resumedFrom: 400, rejected: 0 });
+    while ((await svc.rt.worker.pollOnce(0)) > 0) await svc.rt.worker.flush();
+    await svc.rt.worker.flush();
+    expect(await pendingCount(svc.rt)).toBe(0);
+    const copies = await storedCopies(svc.rt);
+    expect(ids.filter((pkey) => copies.get(pkey) !== 1)).toEqual([]);
+    const after = await archived(svc);
+    for (let id = 50_000; id < 50_400; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
   });
 
   it('resumes a run that the release before stopped while accepting (its sorted file without post_ids): every report once', async () => {

@@ -16,7 +16,7 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
-import { report, tempDir, testConfig } from '../support/env.js';
+import { acceptHeld, report, tempDir, testConfig } from '../support/env.js';
 
 let fauxqs: Emulator;
 let moto: Emulator | undefined;
@@ -42,7 +42,8 @@ async function onS3(peer: Emulator, queueUrl: (e: Emulator) => Record<string, st
   const bucket = `ledger-${randomBytes(4).toString('hex')}`;
   await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
   const queue = new SqsQueue(peer.sqs, config.queueUrl);
-  const ledger = () => new ObjectLedger(new S3ObjectStore(peer.s3, { bucket, prefix: 'flood/' }), queue);
+  // Any hold renewed, however near its end (the tests' holds last a fraction of a second).
+  const ledger = () => new ObjectLedger(new S3ObjectStore(peer.s3, { bucket, prefix: 'flood/' }), queue, 0);
   return { ledgers: [ledger(), ledger()], queue };
 }
 
@@ -139,6 +140,23 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     // That message lost too, and nothing else queued: sent again at once.
     expect((await drain(queue)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-4']);
     expect(await stale()).toBe(1);
+  });
+
+  it("renews an import's hold only on the reports it still holds: those archived, queued once their hold ran out, or never accepted are given back", async () => {
+    const { ledgers: [ledger, other], queue } = await make();
+    const minutes = (n: number) => Date.now() + n * 60_000;
+    await acceptHeld(ledger, [record(60, 'held')], Date.now() + 300);
+    await acceptHeld(ledger, [record(62, 'ran out')], Date.now() + 300);
+    await acceptHeld(ledger, [record(61, 'archived')], minutes(10));
+    await ledger.markArchived(['partner-61']);
+    // From another process, as a resumed import is: the renewed hold outlasts the first.
+    expect(await other.renewHolds(['partner-60'], minutes(10))).toEqual([]);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await ledger.requeueStale(Date.now())).toBe(1);
+    expect((await drain(queue)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-62']);
+    expect((await other.renewHolds(['partner-60', 'partner-61', 'partner-62', 'partner-63'], minutes(20))).sort()).toEqual(['partner-61', 'partner-62', 'partner-63']);
+    const [again] = await acceptHeld(ledger, [record(60, 'later')], minutes(10));
+    expect(again).toMatchObject({ created: false, pkey: 'partner-60', held: { report: { title: 'held' } } });
   });
 
   it('retracts a report once: its state, the first retraction kept, listed by created_at until purged', async () => {

@@ -202,8 +202,8 @@ export async function acceptedPkeys(rt: Runtime): Promise<string[]> {
   return out.sort();
 }
 
-/** A report's row as the archive's parts hold it (every column), read by DuckDB; undefined when no part holds it. */
-export async function archivedRow(rt: Runtime, pkey: string): Promise<Record<string, unknown> | undefined> {
+/** `read` over local copies of every part in the store (none when it holds no part). */
+async function withPartFiles<T>(rt: Runtime, read: (files: string[]) => Promise<T>): Promise<T> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-parts-'));
   try {
     const files: string[] = [];
@@ -212,14 +212,32 @@ export async function archivedRow(rt: Runtime, pkey: string): Promise<Record<str
       await fsp.writeFile(file, (await rt.store.get(key))!.body);
       files.push(file);
     }
-    if (files.length === 0) return undefined;
-    return await rt.db.withConnection(async (conn) => {
-      const reader = await conn.runAndReadAll(`SELECT * FROM read_parquet($files, union_by_name = true) WHERE pkey = $pkey`, { files: listValue(files), pkey }, { files: LIST(VARCHAR), pkey: VARCHAR });
-      return reader.getRowObjectsJS()[0] as Record<string, unknown> | undefined;
-    });
+    return await read(files);
   } finally {
     await fsp.rm(dir, { recursive: true, force: true });
   }
+}
+
+/** A report's row as the archive's parts hold it (every column), read by DuckDB; undefined when no part holds it. */
+export async function archivedRow(rt: Runtime, pkey: string): Promise<Record<string, unknown> | undefined> {
+  return withPartFiles(rt, async (files) => {
+    if (files.length === 0) return undefined;
+    return rt.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(`SELECT * FROM read_parquet($files, union_by_name = true) WHERE pkey = $pkey`, { files: listValue(files), pkey }, { files: LIST(VARCHAR), pkey: VARCHAR });
+      return reader.getRowObjectsJS()[0] as Record<string, unknown> | undefined;
+    });
+  });
+}
+
+/** How many rows the archive's parts hold of each report (answers show one; storage may hold more). */
+export async function storedCopies(rt: Runtime): Promise<Map<string, number>> {
+  return withPartFiles(rt, async (files) => {
+    if (files.length === 0) return new Map();
+    return rt.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(`SELECT pkey, count(*)::INTEGER FROM read_parquet($files, union_by_name = true) GROUP BY pkey`, { files: listValue(files) }, { files: LIST(VARCHAR) });
+      return new Map(reader.getRows() as [string, number][]);
+    });
+  });
 }
 
 /** How many accepted reports the ledger says still wait to be archived. */
