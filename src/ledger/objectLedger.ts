@@ -91,10 +91,16 @@ export class ObjectLedger implements IngestLedger {
     if (shared && shared.partner === record.partner) return { created: false, pkey: shared.pkey };
     const body = JSON.stringify(record);
     // Lost only to an acceptance of the same report since the reads above (or, for a report of
-    // no partner, to the older report that holds its key): ours is then a repeat, and its marker
-    // is left for reconciliation, which sends the key's (first) version again.
+    // no partner, to the older report that holds its key): ours is then a repeat.
     if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
-    if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
+    if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) {
+      // The key's report wrote its marker before its key, and no marker stood when ours was
+      // written: that report was archived between our reads and our writes. Ours would have it
+      // sent and stored again; no one else reads it (their markers lose to it, their reads find
+      // the key), so it goes.
+      await this.store.delete([pendingKey(slot)]);
+      return this.repeatOf(id, slot, record.pkey);
+    }
     if (send) await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
   }

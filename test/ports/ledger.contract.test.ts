@@ -353,7 +353,7 @@ describe("the object ledger's requests to S3", () => {
   });
 });
 
-describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match on a PUT as S3 does', () => {
+describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match and If-None-Match on a PUT as S3 does', () => {
   it('a report archived while reconciliation sends it again stays archived: its marker does not come back', async () => {
     const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
     await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
@@ -388,5 +388,35 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match on
     // Nothing left for a later run to send a third time.
     await drain(sqs);
     expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(0);
+  });
+
+  it('a post whose reads came before another copy was accepted and archived leaves no marker: the report is not stored again', async () => {
+    const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
+    await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
+    const bucket = `late-${randomBytes(4).toString('hex')}`;
+    await moto!.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const store = new S3ObjectStore(moto!.s3, { bucket, prefix: 'flood/' });
+    const sqs = new SqsQueue(moto!.sqs, config.queueUrl);
+    const first = new ObjectLedger(store, sqs);
+    // A slow API task: its reads found nothing, as they would have before the first copy came.
+    const late = new ObjectLedger(
+      new Proxy(store, {
+        get(target, prop) {
+          if (prop === 'head') return async () => undefined;
+          const value = Reflect.get(target, prop, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      }),
+      sqs,
+    );
+    expect(await first.accept(record(43, 'first'))).toEqual({ created: true, pkey: 'partner-43' });
+    await drain(sqs);
+    await first.markArchived(['partner-43']);
+
+    expect(await late.accept(record(43, 'second'))).toEqual({ created: false, pkey: 'partner-43' });
+    expect(await first.isPending('partner-43')).toBe(false);
+    expect(await first.requeueStale(Date.now() + 1_000)).toBe(0);
+    expect(await drain(sqs)).toEqual([]);
+    expect((await first.get({ source: 'partner', post_id: 43 }))!.record!.report.title).toBe('first');
   });
 });
