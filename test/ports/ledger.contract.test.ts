@@ -354,13 +354,17 @@ describe("the object ledger's requests to S3", () => {
 });
 
 describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match and If-None-Match on a PUT as S3 does', () => {
-  it('a report archived while reconciliation sends it again stays archived: its marker does not come back', async () => {
+  /** A bucket and a queue of the test's own. */
+  async function onMoto(): Promise<{ store: S3ObjectStore; sqs: SqsQueue }> {
     const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
     await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
-    const bucket = `archived-${randomBytes(4).toString('hex')}`;
+    const bucket = `ledger-${randomBytes(4).toString('hex')}`;
     await moto!.s3.send(new CreateBucketCommand({ Bucket: bucket }));
-    const store = new S3ObjectStore(moto!.s3, { bucket, prefix: 'flood/' });
-    const sqs = new SqsQueue(moto!.sqs, config.queueUrl);
+    return { store: new S3ObjectStore(moto!.s3, { bucket, prefix: 'flood/' }), sqs: new SqsQueue(moto!.sqs, config.queueUrl) };
+  }
+
+  it('a report archived while reconciliation sends it again stays archived: its marker does not come back', async () => {
+    const { store, sqs } = await onMoto();
     const worker = new ObjectLedger(store, sqs);
     // Once armed, a worker that receives each message sent again at once and archives its
     // report, before reconciliation has rewritten the report's marker.
@@ -391,12 +395,7 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
   });
 
   it('a post whose reads came before another copy was accepted and archived leaves no marker: the report is not stored again', async () => {
-    const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
-    await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
-    const bucket = `late-${randomBytes(4).toString('hex')}`;
-    await moto!.s3.send(new CreateBucketCommand({ Bucket: bucket }));
-    const store = new S3ObjectStore(moto!.s3, { bucket, prefix: 'flood/' });
-    const sqs = new SqsQueue(moto!.sqs, config.queueUrl);
+    const { store, sqs } = await onMoto();
     const first = new ObjectLedger(store, sqs);
     // A slow API task: its reads found nothing, as they would have before the first copy came.
     const late = new ObjectLedger(
