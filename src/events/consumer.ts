@@ -28,6 +28,8 @@ export interface ConsumerSpec {
   /** Which events it wants (the others are passed over). */
   wants(e: StoredEvent): boolean;
   send(batch: Batch): Promise<BatchOutcome>;
+  /** How long sending these events may take, when that depends on them (absent: the options' leaseMs). */
+  leaseFor?(events: readonly StoredEvent[]): number;
   /** Called before a batch that failed for `retryForMs` is passed over (absent: retried for ever). */
   setAside?(batch: Batch, error: string): Promise<void>;
   retryForMs?: number;
@@ -98,7 +100,8 @@ export class LogConsumer {
       return (await this.spec.cursor.advance(n, { upto: to })) ? 'skipped' : 'lost';
     }
     const pending = state.pending ?? { to, firstAttemptMs: t, attempts: 0, nextAttemptMs: t };
-    const claim: CursorState = { upto: state.upto, pending, lease: { holder: this.options.holder, untilMs: t + this.options.leaseMs } };
+    const leaseMs = this.spec.leaseFor?.(events) ?? this.options.leaseMs;
+    const claim: CursorState = { upto: state.upto, pending, lease: { holder: this.options.holder, untilMs: t + leaseMs } };
     if (!(await this.spec.cursor.advance(n, claim))) return 'lost';
 
     const batch: Batch = {

@@ -5,6 +5,7 @@
 // id is derived from the kind and the reports it carries, so a repeat has the same id.
 import { createHash } from 'node:crypto';
 import { PublishBatchCommand, type PublishBatchRequestEntry, type SNSClient } from '@aws-sdk/client-sns';
+import { mapWeighted } from '../ops/concurrency.js';
 import { UnavailableError } from '../shared/errors.js';
 import { CLOUDEVENT_TYPE, type EventKind } from './events.js';
 import type { ReportFeature } from './feature.js';
@@ -16,10 +17,15 @@ const PER_MESSAGE = 50;
 const PER_BATCH = 10;
 const MAX_BATCH_BYTES = 256 * 1024;
 const MAX_MESSAGE_BYTES = 256 * 1024;
+/** PublishBatch calls in flight at once: the fifty calls of 500 reports in as many barangays go in five rounds. */
+const CALLS_AT_ONCE = 10;
 
-/** Publishes a batch of one kind's features; throws what SNS refused. */
+/**
+ * Publishes a batch of one kind's features, CALLS_AT_ONCE calls at a time; throws what SNS
+ * refused (once the calls under way have ended; none starts after a failure).
+ */
 export async function publish(sns: SNSClient, topicArn: string, kind: EventKind, features: readonly ReportFeature[], timeMs: number): Promise<void> {
-  for (const batch of batchesOf(messagesOf(features, kind, timeMs))) {
+  await mapWeighted(batchesOf(messagesOf(features, kind, timeMs)), { limit: CALLS_AT_ONCE, budget: CALLS_AT_ONCE, weight: () => 1 }, async (batch) => {
     let failed: string[];
     try {
       const out = await sns.send(new PublishBatchCommand({ TopicArn: topicArn, PublishBatchRequestEntries: batch }));
@@ -28,7 +34,12 @@ export async function publish(sns: SNSClient, topicArn: string, kind: EventKind,
       throw new UnavailableError('queue', `SNS publish failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     if (failed.length > 0) throw new UnavailableError('queue', `SNS refused ${failed.length} messages: ${failed.slice(0, 3).join('; ')}`);
-  }
+  });
+}
+
+/** How long publishing these features may take when each call takes at most `callMs` (its retries included): its rounds of calls. */
+export function publishBoundMs(features: readonly ReportFeature[], kind: EventKind, callMs: number): number {
+  return Math.ceil(batchesOf(messagesOf(features, kind)).length / CALLS_AT_ONCE) * callMs;
 }
 
 /** The messages of one batch: grouped by city and barangay, then cut to size. */

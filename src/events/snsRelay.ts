@@ -12,16 +12,21 @@ import { LogConsumer } from './consumer.js';
 import { DurableCursor } from './cursor.js';
 import type { EventFeed } from './events.js';
 import { ConsumerRunner } from './runner.js';
-import { publish } from './snsPublisher.js';
+import { publish, publishBoundMs } from './snsPublisher.js';
 
 export interface SnsRelayOptions {
   topicArn: string;
   /** First retry delay; each retry doubles it, up to `retryMaxMs`. */
   retryBaseMs: number;
   retryMaxMs: number;
-  /** Longer than one publish can take (the SNS client's request bound). */
-  leaseMs: number;
+  /** Longer than one PublishBatch call can take, its retries included (the SNS client's bounds). */
+  callMs: number;
 }
+
+/** Beyond a batch's rounds of calls (publishBoundMs): reading the log, writing the cursor. */
+const LEASE_MARGIN_MS = 30_000;
+/** Reports a relay batch carries at most. */
+const MAX_BATCH = 500;
 
 export function snsRelay(feed: EventFeed, store: ObjectStore, sns: SNSClient, options: SnsRelayOptions, log: Logger): ConsumerRunner {
   const consumer = new LogConsumer(
@@ -30,6 +35,9 @@ export function snsRelay(feed: EventFeed, store: ObjectStore, sns: SNSClient, op
       // A new relay starts with what the log keeps: nothing recorded before it is lost.
       cursor: new DurableCursor(store, 'sns', async () => ({ upto: 0 })),
       wants: () => true,
+      // As long as the batch's calls may take: a lease that ran out mid-batch would have another
+      // worker publish it again beside this one.
+      leaseFor: (events) => publishBoundMs(events.map((e) => e.feature), events[0]!.kind, options.callMs) + LEASE_MARGIN_MS,
       async send(batch) {
         try {
           await publish(sns, options.topicArn, batch.kind, batch.events.map((e) => e.feature), batch.events[0]!.at_ms);
@@ -42,7 +50,7 @@ export function snsRelay(feed: EventFeed, store: ObjectStore, sns: SNSClient, op
         }
       },
     },
-    { holder: randomUUID(), leaseMs: options.leaseMs, maxBatch: 500, retryBaseMs: options.retryBaseMs, retryMaxMs: options.retryMaxMs },
+    { holder: randomUUID(), leaseMs: options.callMs + LEASE_MARGIN_MS, maxBatch: MAX_BATCH, retryBaseMs: options.retryBaseMs, retryMaxMs: options.retryMaxMs },
   );
   return new ConsumerRunner({ concurrency: 1, refreshMs: Number.MAX_SAFE_INTEGER, consumers: async () => [consumer] }, log, 'SNS relay');
 }

@@ -196,7 +196,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           topicArn: config.events.snsTopicArn,
           retryBaseMs: config.events.snsRetryBaseMs,
           retryMaxMs: 300_000,
-          leaseMs: config.aws.requestTimeoutMs * config.aws.maxAttempts * 2 + 30_000,
+          // Each attempt up to the request timeout, and the SDK's backoff between them.
+          callMs: config.aws.requestTimeoutMs * config.aws.maxAttempts * 2,
         }, log)
       : undefined,
   );
