@@ -24,9 +24,13 @@ function isCredentialName(name: string): boolean {
     .some((word) => CREDENTIAL_WORDS.has(word));
 }
 
-/** Express's "query parser": never truncates below our own limit, which the guard enforces. */
+/**
+ * Express's "query parser": never truncates (the guard bounds the parameters, and the request
+ * line's length the pairs). Node counts empty pairs (`&&`) towards maxKeys: any limit here would
+ * let a run of them push a real filter past it, dropped and widening the query.
+ */
 export function parseQuery(raw: string): Record<string, unknown> {
-  return querystring.parse(raw, '&', '=', { maxKeys: MAX_QUERY_PARAMETERS + 1 });
+  return querystring.parse(raw, '&', '=', { maxKeys: 0 });
 }
 
 function searchOf(url: string): string {

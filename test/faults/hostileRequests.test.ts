@@ -102,6 +102,12 @@ describe('query strings', () => {
     expect(res.body.details).toEqual([expect.objectContaining({ in: 'query', field: '(query)' })]);
   });
 
+  it('empty pairs (&&) never push a parameter out of the query: a bad one after 200 of them is still read, and refused', async () => {
+    const res = await getJson(`${svc.url}/reports/archive?${WINDOW}${'&'.repeat(200)}&geoformat=nonsense`, UA);
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([expect.objectContaining({ in: 'query', field: 'geoformat' })]);
+  });
+
   it('a partner key in the query string is refused, even with a valid X-Api-Key, and never logged', async () => {
     for (const name of ['api_key', 'apiKey', 'X-Api-Key', 'access_token', 'key']) {
       const res = await fetch(`${svc.url}/feeds/partner?${encodeURIComponent(name)}=${API_KEY}`, {
