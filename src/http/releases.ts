@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { manifests } from '../ops/release.js';
 import type { Manifest } from '../releases/documents.js';
-import { parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
+import { manifestKey, parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
 import { HttpError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { ifNoneMatch } from './encoding.js';
@@ -37,6 +37,18 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
   const { handlers, serve } = handlerSet<'getReleases' | 'getReleaseIndex' | 'getReleaseFile'>();
   const etags = new Map<string, string>();
   const known = new Map<string, Manifest>();
+  /** Releases whose manifest is stored: published, never unpublished. */
+  const published = new Set<string>();
+  /**
+   * Whether a release is published: its manifest is written last, so until then its files may
+   * still be rewritten by a run finishing it, and none is served (or cached as immutable).
+   */
+  const isPublished = async (id: string): Promise<boolean> => {
+    if (published.has(id)) return true;
+    if (!(await deps.store.head(manifestKey(id)))) return false;
+    published.add(id);
+    return true;
+  };
 
   serve('getReleases', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
@@ -58,6 +70,11 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
   serve('getReleaseIndex', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
     const name = String(req.params.file);
+    // A release's own URL (its citation's, /releases/<id>/): its STAC Item describes it.
+    if (parseReleaseId(name) && (await isPublished(name))) {
+      res.redirect(302, `${deps.publicBase()}/${RELEASES_PREFIX}${name}/item.json`);
+      return;
+    }
     if (name !== 'catalog.json' && name !== 'collection.json') throw notFound(name);
     const found = await deps.store.get(`${RELEASES_PREFIX}${name}`);
     if (!found) throw new HttpError(404, 'No release has been made yet: the STAC catalogue is written with the first one.');
@@ -75,7 +92,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     throwIfAny(readQuery(req, []).details);
     const id = String(req.params.release);
     const name = String(req.params.file);
-    if (!parseReleaseId(id) || !FILE.test(name)) throw notFound(`${id}/${name}`);
+    if (!parseReleaseId(id) || !FILE.test(name) || !(await isPublished(id))) throw notFound(`${id}/${name}`);
     const key = `${RELEASES_PREFIX}${id}/${name}`;
     const file = await localCopy(deps, key);
     if (!file) throw notFound(`${id}/${name}`);
@@ -91,7 +108,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
       res.status(304).end();
       return;
     }
-    await sendFile(res, file, req);
+    await sendFile(res, path.join(deps.cacheDir, 'releases'), path.relative(path.join(deps.cacheDir, 'releases'), file), req);
   });
   return handlers;
 }
@@ -102,7 +119,10 @@ const notFound = (what: string) => new HttpError(404, `No release file ${JSON.st
 async function localCopy(deps: ReleasesDeps, key: string): Promise<string | undefined> {
   const file = path.join(deps.cacheDir, 'releases', key.slice(RELEASES_PREFIX.length));
   if (await fs.stat(file).catch(() => undefined)) return file;
-  // Before the GET: nothing may come between a body and the pipeline that reads it (and handles its errors).
+  // A directory only for a file the store holds (a request for one it lacks leaves nothing
+  // behind), made before the GET: nothing may come between a body and the pipeline that reads
+  // it (and handles its errors).
+  if (!(await deps.store.head(key))) return undefined;
   await fs.mkdir(path.dirname(file), { recursive: true });
   const found = await deps.store.getStream(key);
   if (!found) return undefined;
@@ -120,10 +140,14 @@ async function localCopy(deps: ReleasesDeps, key: string): Promise<string | unde
   return file;
 }
 
-/** Express's sendFile (Range, conditional GET on the ETag set, Last-Modified), settled as a promise. */
-function sendFile(res: Response, file: string, req: Request): Promise<void> {
+/**
+ * Express's sendFile (Range, conditional GET on the ETag set, Last-Modified), settled as a
+ * promise. `file` relative to `root`: the dot-file check then covers the file's own path, not
+ * the cache directory's (which may well be under ~/.cache).
+ */
+function sendFile(res: Response, root: string, file: string, req: Request): Promise<void> {
   return new Promise((resolve, reject) => {
-    res.sendFile(file, { maxAge: '1y', immutable: true, acceptRanges: true, lastModified: true, etag: false, dotfiles: 'deny' }, (err?: Error & { status?: number; code?: string }) => {
+    res.sendFile(file, { root, maxAge: '1y', immutable: true, acceptRanges: true, lastModified: true, etag: false, dotfiles: 'deny' }, (err?: Error & { status?: number; code?: string }) => {
       // A client that hung up (or got all it asked for) is not an error of ours.
       if (!err || err.code === 'ECONNABORTED' || res.headersSent || req.destroyed) resolve();
       else reject(err);

@@ -35,7 +35,8 @@ export function parsePeriod(label: string): Period | undefined {
 export const releaseId = (period: string, revision: number): string => `${period}-r${revision}`;
 
 export function parseReleaseId(id: string): { period: string; revision: number } | undefined {
-  const m = /^(\d{4}(?:-\d{2})?)-r([1-9]\d*)$/.exec(id);
+  // A revision of up to six digits: a longer id names no release (and no file name holds it).
+  const m = /^(\d{4}(?:-\d{2})?)-r([1-9]\d{0,5})$/.exec(id);
   return m ? { period: m[1]!, revision: Number(m[2]) } : undefined;
 }
 

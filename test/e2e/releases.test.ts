@@ -17,7 +17,7 @@ import type { Manifest } from '../../src/releases/documents.js';
 import { runCli } from '../support/cli.js';
 import { HAS_GEOPANDAS, GEOPANDAS_MISSING, python } from '../support/clients.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, API_KEY, BACKENDS, getJson, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, BACKENDS, getJson, pkeyOf, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = { 'User-Agent': 'flood-tests/1.0' };
 const YEAR = 'start=2025-01-01T00:00:00Z&end=2025-12-31T23:59:59.999Z';
@@ -45,7 +45,9 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
   const manifestOf = async (id: string) => (await (await get(`/releases/${id}/manifest.json`)).json()) as Manifest;
 
   beforeAll(async () => {
-    svc = await startTestService(await testRuntime(await testConfig(kind, kind === 'aws' ? emulator : undefined), kind === 'aws' ? emulator : undefined));
+    // The cache under a dot-directory, as ~/.cache is: release files are served from it all the same.
+    const cacheDir = path.join(await tempDir(), '.cache', 'flood');
+    svc = await startTestService(await testRuntime(await testConfig(kind, kind === 'aws' ? emulator : undefined, { CACHE_DIR: cacheDir }), kind === 'aws' ? emulator : undefined));
     for (const p of POSTS) {
       const lng = 121.0 + (p.id % 17) * 0.003;
       expect((await postReport(svc.url, report(p.id, { created_at: p.at, location: { lat: 14.6 + (p.id % 13) * 0.004, lng } }))).status).toBe(201);
@@ -154,10 +156,22 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect([unsatisfiable.status, ((await unsatisfiable.json()) as any).error, unsatisfiable.headers.get('content-range')]).toEqual([416, 'Range Not Satisfiable', `bytes */${size}`]);
     const otherVersion = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': '"another"' });
     expect([otherVersion.status, ((await otherVersion.json()) as any).details[0].field]).toEqual([412, 'If-Match']);
-    for (const missing of ['/releases/2025-r9/manifest.json', '/releases/2025-r1/other.txt', '/releases/nope/manifest.json', '/releases/other.json']) {
+    // A revision not published yet (its manifest is written last) is not served, nor kept.
+    await svc.rt.store.put('releases/2025-r7/item.json', '{}');
+    const longId = `2025-r${'1'.repeat(300)}`;
+    for (const missing of ['/releases/2025-r9/manifest.json', '/releases/2025-r7/item.json', `/releases/${longId}/manifest.json`, `/releases/${longId}/`, '/releases/2025-r1/other.txt', '/releases/nope/manifest.json', '/releases/other.json']) {
       const res = await get(missing);
       expect([missing, res.status]).toEqual([missing, 404]);
       expect((await res.json()) as any).toMatchObject({ statusCode: 404, error: 'Not Found' });
+    }
+    await svc.rt.store.delete(['releases/2025-r7/item.json']);
+    expect((await fs.readdir(path.join(svc.rt.config.cacheDir, 'releases'))).sort()).toEqual(['2025-r1']);
+    // The release's own URL, as its citation gives it (with PUBLIC_BASE_URL): its STAC Item.
+    for (const own of ['/releases/2025-r1/', '/releases/2025-r1']) {
+      const res = await get(own);
+      expect([own, res.status, res.headers.get('location')]).toEqual([own, 200, null]);
+      expect(res.url).toBe(`${svc.url}/releases/2025-r1/item.json`);
+      expect(((await res.json()) as any).id).toBe('2025-r1');
     }
     const listed = await getJson(`${svc.url}/releases`);
     expect(listed.body.result.releases.map((r: any) => [r.release, r.reports, r.files.length])).toEqual([['2025-r1', 31, 24]]);

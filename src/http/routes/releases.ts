@@ -32,10 +32,11 @@ export const RELEASES_ROUTES: readonly Route[] = [
       '/releases/{file}': {
         get: {
           operationId: 'getReleaseIndex',
-          summary: 'The STAC Catalog (catalog.json) and Collection (collection.json) of the releases',
-          parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string', enum: ['catalog.json', 'collection.json'] } }],
+          summary: 'The STAC Catalog (catalog.json) and Collection (collection.json) of the releases; a release\'s own URL',
+          parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' }, description: 'catalog.json, collection.json, or a release (`2025-r1`: its URL in its citation), redirected to its STAC Item' }],
           responses: {
             '200': { description: 'STAC 1.0 JSON, its links relative (the catalogue moves whole).', headers: { ETag: { schema: { type: 'string' } } }, content: { 'application/json': { schema: { type: 'object' } } } },
+            '302': { description: "A release's URL: to its STAC Item (`item.json`).", headers: { Location: { schema: { type: 'string' } } } },
             '304': { description: 'Not modified (If-None-Match).' },
             '400': badQuery,
             '404': error('No release has been made yet, or no such file.'),
@@ -57,7 +58,7 @@ export const RELEASES_ROUTES: readonly Route[] = [
           summary: "A release's file: a month as GeoParquet or CSV.gz, its manifest, STAC Item or citation",
           description: 'Never changes once written: `Cache-Control: immutable`, an ETag and Last-Modified, and byte ranges (`Range`, 206) for resumed downloads and for Parquet readers that fetch a footer and row groups.',
           parameters: [
-            { name: 'release', in: 'path', required: true, schema: { type: 'string', pattern: '^\\d{4}(-\\d{2})?-r[1-9]\\d*$' }, example: '2025-r1' },
+            { name: 'release', in: 'path', required: true, schema: { type: 'string', pattern: '^\\d{4}(-\\d{2})?-r[1-9]\\d{0,5}$' }, example: '2025-r1' },
             { name: 'file', in: 'path', required: true, schema: { type: 'string' }, example: 'reports-2025-06.parquet', description: 'manifest.json, item.json, CITATION.cff, reports-YYYY-MM.parquet or reports-YYYY-MM.csv.gz' },
           ],
           responses: {
@@ -65,7 +66,7 @@ export const RELEASES_ROUTES: readonly Route[] = [
             '206': { description: 'The range asked for.' },
             '304': { description: 'Not modified (If-None-Match, If-Modified-Since).' },
             '400': badQuery,
-            '404': error('No such release or file.'),
+            '404': error('No such release or file, or the release is not published yet (its manifest is written last).'),
             '416': { description: 'The range is outside the file.' },
             '429': tooMany,
             '503': unavailable,
