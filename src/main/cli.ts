@@ -70,6 +70,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${command.summary}\nusage: flood-archive ${command.usage}\n`);
     return 0;
   }
+  // A word the command does not read (`reprocess … dry-run` for `--dry-run`) is refused, not
+  // passed over: run without it, the command would do what it was not asked to.
+  const extra = parsed.positionals.slice(command.subcommand ? 1 : 0);
+  if (extra.length > 0) {
+    process.stderr.write(`unexpected argument ${JSON.stringify(extra[0])}\nusage: flood-archive ${command.usage}\n`);
+    return 2;
+  }
   const { loadConfig, ConfigError } = await loadCommandModules();
   let config: Config;
   try {

@@ -30,6 +30,15 @@ describe('flood-archive CLI', () => {
     const missing = await run(['reprocess', '--from', '2026-11-01'], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--to is required/);
+    // A word the command does not read is refused, not passed over (here, a forgotten --).
+    const stray = await run(['reprocess', '--from', '2026-11-01', '--to', '2026-11-02', 'dry-run'], env);
+    expect([stray.code, stray.stderr]).toEqual([2, expect.stringMatching(/unexpected argument "dry-run"/)]);
+    expect((await run(['compact', '2026-11-01'], env)).code).toBe(2);
+    expect((await run(['keys', 'list', 'extra'], env)).code).toBe(2);
+    for (const command of ['export', 'verify', 'compact', 'reprocess']) {
+      const backwards = await run([command, '--from', '2026-11-02', '--to', '2026-11-01', '--format', 'csv', '--out', path.join(env.DATA_DIR, 'out.csv')].slice(0, command === 'export' ? 9 : 5), env);
+      expect([command, backwards.code, backwards.stderr]).toEqual([command, 2, expect.stringMatching(/--from is after --to/)]);
+    }
     const absent = await run(['import', '--file', path.join(env.DATA_DIR, 'nowhere.ndjson')], env);
     expect([absent.code, absent.stderr]).toEqual([2, expect.stringMatching(/nowhere\.ndjson: no such file/)]);
     const bad = await run(['verify'], { ...env, FLUSH_INTERVAL_SECONDS: '-1' });

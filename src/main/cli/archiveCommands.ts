@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
-import { common, deps, instant, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
+import { common, deps, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
 export const compact: Command = {
   summary: 'merge each closed day (and each closed hour of today) into one de-duplicated part (idempotent)',
@@ -14,7 +14,7 @@ export const compact: Command = {
       const now = Date.now();
       const result = await deps.compact(
         rt,
-        { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', now, true), closedBeforeMs: deps.closedBefore(rt, now) },
+        { ...windowOf(values, { fromMs: 0, toMs: now }), closedBeforeMs: deps.closedBefore(rt, now) },
         values.json ? undefined : createProgress('compact'),
       );
       const purge = await deps.purgeRetracted(rt);
@@ -56,11 +56,7 @@ export const reprocess: Command = {
     withRuntime(config, async (rt) => {
       const result = await deps.reprocess(
         rt,
-        {
-          fromMs: instant(required(values, 'from'), 'from', 0),
-          toMs: instant(required(values, 'to'), 'to', 0, true),
-          dryRun: values['dry-run'] === true,
-        },
+        { ...windowOf(values), dryRun: values['dry-run'] === true },
         values.json ? undefined : createProgress('reprocess'),
       ).catch((err: unknown) => {
         // The hours rewritten so far carry the new tags: a rerun finds them done and goes on.
@@ -135,11 +131,8 @@ export const exportCommand: Command = {
         admin = areas.get(values.admin)?.cities;
         if (!admin) throw new UsageError(`--admin ${areas.problem(values.admin)}`);
       }
-      const query = {
-        startMs: instant(required(values, 'from'), 'from', 0),
-        endMs: instant(required(values, 'to'), 'to', 0, true),
-        admin,
-      };
+      const { fromMs, toMs } = windowOf(values);
+      const query = { startMs: fromMs, endMs: toMs, admin };
       const result = await deps.exportWindow(rt, query, format, required(values, 'out'), values.json ? undefined : createProgress('export'));
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
       return 0;
@@ -154,7 +147,7 @@ export const verify: Command = {
     withRuntime(config, async (rt) => {
       const result = await deps.verify(
         rt,
-        { fromMs: instant(values.from, 'from', 0), toMs: instant(values.to, 'to', Date.now(), true) },
+        windowOf(values, { fromMs: 0, toMs: Date.now() }),
         values.json ? undefined : createProgress('verify'),
       );
       print(values, result, () =>

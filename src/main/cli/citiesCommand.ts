@@ -11,6 +11,7 @@ export const cities: Command = {
     'cities publish --from DIR | --cities F --local-areas F  [--label TEXT] [--attribution TEXT] | cities list | cities rollback --to VERSION  [--json]\n' +
     '  --from DIR: a folder of regions.geojson, provinces.geojson (both optional), cities.geojson and local-areas.geojson',
   options: { ...common, from: { type: 'string' }, cities: { type: 'string' }, 'local-areas': { type: 'string' }, label: { type: 'string' }, attribution: { type: 'string' }, to: { type: 'string' } },
+  subcommand: true,
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       const sub = positionals[0];

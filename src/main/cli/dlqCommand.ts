@@ -5,6 +5,7 @@ export const dlq: Command = {
   summary: 'the dead-letter queue: list, redrive',
   usage: 'dlq list | dlq redrive  [--json]',
   options: common,
+  subcommand: true,
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       // Loads the SQS SDK: only here.

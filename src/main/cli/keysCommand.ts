@@ -6,6 +6,7 @@ export const keys: Command = {
   summary: 'partner API keys kept in the ledger (hashed): list, add, rotate, revoke',
   usage: 'keys list | keys add --name NAME (a name no key has had) | keys rotate --name NAME | keys revoke --name NAME  [--json]',
   options: { ...common, name: { type: 'string' } },
+  subcommand: true,
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       const sub = positionals[0];

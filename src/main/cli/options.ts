@@ -17,6 +17,8 @@ export interface Command {
   summary: string;
   usage: string;
   options: Options;
+  /** Takes a subcommand (`keys add`): one word before its options. Others take none. */
+  subcommand?: true;
   run(ctx: { config: Config; values: Values; positionals: string[] }): Promise<number>;
 }
 
@@ -95,6 +97,14 @@ export function instant(value: string | boolean | undefined, name: string, fallb
   const ms = deps.parseOffsetDateTime(text);
   if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
   return ms;
+}
+
+/** A window's `--from` and `--to` instants (instant), refused when they are the wrong way round. */
+export function windowOf(values: Values, fallback: { fromMs?: number; toMs?: number } = {}): { fromMs: number; toMs: number } {
+  const fromMs = instant(fallback.fromMs === undefined ? required(values, 'from') : values.from, 'from', fallback.fromMs ?? 0);
+  const toMs = instant(fallback.toMs === undefined ? required(values, 'to') : values.to, 'to', fallback.toMs ?? 0, true);
+  if (fromMs > toMs) throw new UsageError('--from is after --to');
+  return { fromMs, toMs };
 }
 
 /** `--partner NAME`, checked as a key name; undefined when not given. */

@@ -16,6 +16,7 @@ export const subscriptions: Command = {
     events: { type: 'string' },
     id: { type: 'string' },
   },
+  subcommand: true,
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       try {
