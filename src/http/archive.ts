@@ -17,7 +17,7 @@ import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswe
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { sendPieces } from './sendPieces.js';
-import { BBOX_PATTERN, oneOf, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
+import { BBOX_PATTERN, oneOf, plusRestored, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 const BBOX = new RegExp(BBOX_PATTERN);
@@ -353,8 +353,7 @@ function readInstant(values: QueryValues, name: string, details: ErrorDetail[]):
     details.push({ in: 'query', field: name, message: 'is required, e.g. 2026-11-21T00:00:00+0800 (send + as %2B)' });
     return undefined;
   }
-  // A '+' sent unencoded arrives as a space; before four offset digits that can only mean '+'.
-  const value = raw.replace(/ (\d{2}:?\d{2})$/, '+$1');
+  const value = plusRestored(raw);
   const ms = parseOffsetDateTime(value);
   if (ms === undefined) {
     details.push({

@@ -46,6 +46,11 @@ export function oneOf(
   return value;
 }
 
+/** A time as sent in a query: a '+' sent unencoded arrives as a space, which before four offset digits can only mean '+'. */
+export function plusRestored(raw: string): string {
+  return raw.replace(/ (\d{2}:?\d{2})$/, '+$1');
+}
+
 export function throwIfAny(details: ErrorDetail[], message = 'The query is invalid; see details for each problem.'): void {
   if (details.length > 0) throw new BadRequestError(message, details);
 }

@@ -108,6 +108,8 @@ export function streamHandlers(deps: StreamDeps): Handlers {
       } catch {
         // The log is busy or unreadable for a moment: the next turn tries again.
       }
+      // Gone while the log was read: a write now would wait for a 'close' that has come.
+      if (closed) break;
       let text = '';
       for (const e of batch) {
         cursor = e.seq;

@@ -2,6 +2,7 @@
 // Every problem is collected, as everywhere else, so one 400 lists them all.
 import type { ErrorDetail } from '../../shared/errors.js';
 import { EARLIEST_MS, LATEST_MS, MAX_FUTURE_MS, parseOffsetDateTime } from '../../partners/partnerReport.js';
+import { plusRestored } from '../query.js';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 10_000;
@@ -54,7 +55,8 @@ export function readLimit(raw: string | undefined, details: ErrorDetail[]): numb
 }
 
 /** One end of a datetime: an RFC 3339 date-time, or a full date (its first or last millisecond). */
-function readEnd(text: string, end: 'start' | 'end'): number | undefined {
+function readEnd(sent: string, end: 'start' | 'end'): number | undefined {
+  const text = plusRestored(sent);
   const date = DATE.exec(text);
   if (date) {
     const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
