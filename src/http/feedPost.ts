@@ -9,7 +9,7 @@ import express, { type RequestHandler } from 'express';
 import typeIs from 'type-is';
 import type { ApiKey } from '../partners/apiKeys.js';
 import { withDeadline } from '../shared/deadline.js';
-import { HttpError, UnavailableError } from '../shared/errors.js';
+import { BadRequestError, HttpError, UnavailableError } from '../shared/errors.js';
 import type { Intake } from '../ingest/intake.js';
 import type { KeyLedger, ReportLookup } from '../ledger/ledger.js';
 import type { Logger } from '../shared/log.js';
@@ -111,6 +111,10 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     await run(rateLimit, req, res);
     // A parameter here is a mistake (admin=, post_id=): the report is in the body alone.
     refuseQuery(req);
+    // type-is finds no type in a request without a body, whatever its Content-Type says.
+    if (!typeIs.hasBody(req)) {
+      throw new BadRequestError('The request has no body: send the report as JSON.', [{ in: 'body', field: '(body)', message: 'is required' }]);
+    }
     if (!typeIs(req, ['application/json', 'application/*+json'])) {
       throw new HttpError(415, 'The request body must be JSON (Content-Type: application/json).', [
         { in: 'header', field: 'Content-Type', message: 'must be application/json' },

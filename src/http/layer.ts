@@ -55,7 +55,9 @@ export function requestLayer(options: LayerOptions): RequestListener {
   };
 
   return (req, res) => {
-    const url = req.url ?? '';
+    // A request line in absolute form (`POST http://host/feeds/partner`, which HTTP/1.1 servers
+    // must take) names its path after the origin, as Express reads it.
+    const url = (req.url ?? '').replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');
     const query = url.indexOf('?');
     const path = query < 0 ? url : url.slice(0, query);
     let served: (typeof direct)[number] | undefined;

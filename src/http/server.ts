@@ -39,6 +39,8 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
   // An Expect other than 100-continue: Node would answer 417 with an empty body.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const details = [{ in: 'header' as const, field: 'Expect', message: `"${String(req.headers.expect).slice(0, 100)}" is not supported` }];
+    // The request layer never sees this request: its id is given here, as for Node's own refusals.
+    res.setHeader('X-Request-Id', randomUUID());
     sendError(res, 417, 'Only "Expect: 100-continue" is supported.', details, { Connection: 'close' });
   });
   return server;
