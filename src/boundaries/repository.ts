@@ -13,6 +13,7 @@ import { PlaceNames, placesOf } from './placeNames.js';
 import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
 import { boundaryProblems } from './validate.js';
+import { NotPublishedError } from '../shared/errors.js';
 
 const VERSIONS_PREFIX = 'cities/versions/';
 const POINTER_KEY = 'cities/current.json';
@@ -96,7 +97,7 @@ export class BoundaryRepository {
   }
 
   private loadPointed(pointer: Pointer | undefined): Promise<LoadedBoundaries> {
-    if (!pointer) throw new Error('no boundary version is published');
+    if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');
     return this.load(pointer.version);
   }
 

@@ -65,6 +65,14 @@ export class UnavailableError extends Error {
   }
 }
 
+/**
+ * What the service needs has not been published yet: no boundary version, on a first start on
+ * AWS before bootstrap (or the scheduler) seeds one. A 503 with Retry-After to a client.
+ */
+export class NotPublishedError extends Error {
+  override name = 'NotPublishedError';
+}
+
 /** A failure's short name for a message: the system's code (ECONNREFUSED) where it has one, else its name. */
 export function failureName(err: unknown): string {
   const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown };
