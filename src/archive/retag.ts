@@ -3,11 +3,12 @@
 // the new and writes the new part by joining the rows to them. A report becomes no JavaScript
 // object, and the new tags travel as a small dictionary of distinct tag sets (a few thousand for a
 // year) plus one integer a report.
-import { type DuckDBConnection } from '@duckdb/node-api';
+import { LIST, VARCHAR, listValue, type DuckDBConnection } from '@duckdb/node-api';
 import { changeLogTextSql } from './changes.js';
 import { columnsOf, rowsWithBytesOf, sqlString, type DuckDb } from './duckdb.js';
 import { dedupedPartsSql } from './readRows.js';
 import { ANSWER_ORDER } from './sql.js';
+import { tombstoneSql } from './schema.js';
 
 /** A report's tags as the tagger gives them (the archive's tag columns). */
 export interface TagSet {
@@ -40,7 +41,7 @@ export interface Retagged {
 /**
  * Re-tags the de-duplicated rows of `files` whose created_at is in [fromMs, toMs] with `tag` and
  * `version`, and, unless `dryRun` or nothing changes, writes them all (the others as they were)
- * to `out` as one part, newest first.
+ * to `out` as one part, newest first, the `retracted` reports as their tombstones.
  */
 export async function retagParts(
   db: DuckDb,
@@ -49,6 +50,7 @@ export async function retagParts(
   version: string,
   window: { fromMs: number; toMs: number; dryRun: boolean },
   out: string,
+  retracted: () => Promise<readonly string[]>,
 ): Promise<Retagged> {
   return db.withConnection(async (conn) => {
     try {
@@ -79,10 +81,13 @@ export async function retagParts(
       // The comparison of old and new tags is DuckDB's: JavaScript reads no tag or key.
       const result = { ...(await compare(conn, version)), rows: lng.length };
       if (window.dryRun || !result.changed) return result;
+      // Asked for last, just before the part is written: a purge that rewrote these parts since
+      // they were read (the copies read still hold the reports whole) is honoured all the same.
       await conn.run(
-        `COPY (SELECT r.* REPLACE (${NEW_TAGS}) FROM ${RETAGGED} ${ANSWER_ORDER})
+        `COPY (SELECT ${tombstoneSql('list_contains($retracted, pkey)')} FROM (SELECT r.* REPLACE (${NEW_TAGS}) FROM ${RETAGGED}) ${ANSWER_ORDER})
          TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
-        { version },
+        { version, retracted: listValue([...(await retracted())]) },
+        { version: VARCHAR, retracted: LIST(VARCHAR) },
       );
       return result;
     } finally {

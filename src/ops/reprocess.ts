@@ -9,16 +9,18 @@ import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
-import { newDayPartKey, newPartKey } from '../store/layout.js';
+import type { RetractionLedger } from '../ledger/ledger.js';
+import { DAY_MS, newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
 import { mapWeighted, type WeightedLimits } from './concurrency.js';
 import type { Progress } from './progress.js';
 import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
 
-/** What reprocessing uses: a rewrite's, the current boundaries and the change log. */
+/** What reprocessing uses: a rewrite's, the current boundaries, the change log and retractions (written as tombstones). */
 export interface ReprocessDeps extends PartRewriteDeps {
   boundaries: Pick<BoundaryRepository, 'latest'>;
   changes: Pick<ChangeLog, 'prepareText' | 'put'>;
+  ledger: Pick<RetractionLedger, 'retractions'>;
 }
 
 export interface ReprocessResult {
@@ -81,7 +83,14 @@ export async function reprocess(
       try {
         // The parts stay in the cache while they are read (and, unchanged, their ready texts written from them).
         const done = await rt.cache.withFiles(hour.parts, async (files) => {
-          const retagged = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out);
+          // Retracted reports go in as tombstones, as compaction writes them: a part read before a
+          // purge rewrote it never brings personal fields back.
+          const retracted = async () => {
+            const pkeys: string[] = [];
+            for await (const r of rt.ledger.retractions({ createdFromMs: hour.hourMs, createdToMs: hour.hourMs + (hour.wholeDay ? DAY_MS : 3_600_000) - 1 })) pkeys.push(r.pkey);
+            return pkeys;
+          };
+          const retagged = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out, retracted);
           // Re-tagged by an earlier run that stopped before its ready texts: this one writes them
           // (the answers already carry its tags).
           if (!options.dryRun && !retagged.changed && hour.parts.length === 1) await publisher.upgrade([{ part: hour.parts[0]!, file: files[0]! }], path.join(tmpDir, `${randomUUID()}.ready`));

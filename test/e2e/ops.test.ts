@@ -18,12 +18,15 @@ import { compact } from '../../src/ops/compact.js';
 import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { exportWindow } from '../../src/ops/exportWindow.js';
 import { importFile } from '../../src/ops/importFile.js';
+import { purgeRetracted } from '../../src/ops/purge.js';
 import { reprocess } from '../../src/ops/reprocess.js';
 import { verify } from '../../src/ops/verify.js';
 import { newPartKey } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived,
+  API_KEY,
+  archivedRow,
   BACKENDS,
   eventually,
   postReport,
@@ -373,5 +376,34 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
     expect(again.hoursRewritten).toBe(0);
     expect(await svc.rt.store.head(readyKeyOf(part.key))).toBeDefined();
     expect(JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`))).toEqual(body);
+  }, 120_000);
+
+  it('a report retracted and purged while reprocess reads its hour stays retracted in the part reprocess writes', async () => {
+    const day = { fromMs: Date.parse('2026-11-22T00:00:00Z'), toMs: Date.parse('2026-11-22T23:59:59.999Z') };
+    expect((await postReport(svc.url, report(9500, { created_at: '2026-11-22T03:00:00Z', title: 'my name and street' }))).status).toBe(201);
+    expect((await postReport(svc.url, report(9501, { created_at: '2026-11-22T03:10:00Z' }))).status).toBe(201);
+    await drained(svc);
+    // New boundaries (the two-city set after the national one, or the other way round): the hour's tags change.
+    const current = await svc.rt.boundaries.latest();
+    await svc.rt.boundaries.publish(current.label === (await defaultBoundaries()).label ? await loadNationalBoundaries() : await defaultBoundaries());
+    const del = await fetch(`${svc.url}/feeds/partner/9500`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY, 'User-Agent': 'flood-tests/1.0' } });
+    expect(del.status).toBe(200);
+    // The purge runs while reprocess has the hour's parts in hand, as read before it.
+    let purged = 0;
+    const racing = {
+      ...svc.rt,
+      cache: {
+        withFiles: <T>(parts: Parameters<typeof svc.rt.cache.withFiles>[0], fn: (files: string[]) => Promise<T>) =>
+          svc.rt.cache.withFiles(parts, async (files) => {
+            if (purged === 0) purged = (await purgeRetracted(svc.rt)).purged;
+            return fn(files);
+          }),
+      },
+    };
+    const done = await reprocess(racing, { ...day, dryRun: false });
+    expect([purged, done.hoursRewritten]).toEqual([1, 1]);
+    const row = await archivedRow(svc.rt, pkeyOf(9500));
+    expect(row).toMatchObject({ status: 'retracted', title: '' });
+    expect((await archivedRow(svc.rt, pkeyOf(9501)))?.status).not.toBe('retracted');
   }, 120_000);
 });

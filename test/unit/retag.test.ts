@@ -55,7 +55,7 @@ describe('re-tagging parts', () => {
     const tagger = new Tagger(await defaultBoundaries());
     const window = { fromMs: from + 6 * 3_600_000, toMs: from + 24 * 3_600_000, dryRun: false };
     const out = path.join(work.dir, 'retagged.parquet');
-    const done = await retagParts(work.db, files, (lng, lat) => tagger.tag(lng, lat), 'v-new', window, out);
+    const done = await retagParts(work.db, files, (lng, lat) => tagger.tag(lng, lat), 'v-new', window, out, async () => []);
 
     const kept = new Map([...older, ...newer].map((r) => [r.pkey, r]));
     const expected = [...kept.values()].sort((a, b) => b.created_at_ms - a.created_at_ms || (a.pkey < b.pkey ? 1 : -1));
