@@ -19,13 +19,20 @@ export function boundaryProblems(set: BoundarySet): string[] {
   }
   const regions = levelProblems(set.regions, 'regions', problems);
   const provinces = levelProblems(set.provinces, 'provinces', problems);
-  set.provinces?.features.forEach((f, i) => {
-    if (set.regions && !regions.has(f.properties?.region_psgc)) problems.push(`provinces[${i}]: region_psgc must name a region of this set`);
-  });
+  if (Array.isArray(set.provinces?.features)) {
+    set.provinces.features.forEach((f, i) => {
+      if (set.regions && !regions.has(f?.properties?.region_psgc)) problems.push(`provinces[${i}]: region_psgc must name a region of this set`);
+    });
+  }
   if (set.cities.features.length === 0) problems.push('cities: at least one city is needed');
   const codes = new Set<string>();
+  const cityPsgcs = new Set<string>();
   set.cities.features.forEach((f, i) => {
     const where = `cities[${i}]`;
+    if (!isFeature(f)) {
+      problems.push(`${where}: must be a GeoJSON Feature`);
+      return;
+    }
     const code = f.properties?.code;
     if (typeof code !== 'string' || !CITY_CODE.test(code)) problems.push(`${where}: code must look like PH-QC`);
     else if (codes.has(code)) problems.push(`${where}: duplicate code ${code}`);
@@ -33,8 +40,25 @@ export function boundaryProblems(set: BoundarySet): string[] {
     if (typeof f.properties?.name !== 'string' || f.properties.name === '') problems.push(`${where}: name is required`);
     const { psgc, region_psgc, province_psgc } = f.properties ?? {};
     if (psgc !== undefined && (typeof psgc !== 'string' || !PSGC.test(psgc))) problems.push(`${where}: psgc must be a 10-digit string`);
+    else if (psgc !== undefined && cityPsgcs.has(psgc)) problems.push(`${where}: duplicate psgc ${psgc}`);
+    else if (psgc !== undefined) cityPsgcs.add(psgc);
     if (set.regions && !regions.has(region_psgc)) problems.push(`${where}: region_psgc must name a region of this set`);
     if (set.provinces && province_psgc != null && !provinces.has(province_psgc)) problems.push(`${where}: province_psgc must name a province of this set, or be null`);
+    problems.push(...geometryProblems(f.geometry, where));
+  });
+  const psgcs = new Set<string>();
+  set.localAreas.features.forEach((f, i) => {
+    const where = `localAreas[${i}]`;
+    if (!isFeature(f)) {
+      problems.push(`${where}: must be a GeoJSON Feature`);
+      return;
+    }
+    const p = f.properties;
+    if (typeof p?.psgc !== 'string' || !PSGC.test(p.psgc)) problems.push(`${where}: psgc must be a 10-digit string`);
+    else if (psgcs.has(p.psgc)) problems.push(`${where}: duplicate psgc ${p.psgc}`);
+    else psgcs.add(p.psgc);
+    if (typeof p?.city_code !== 'string' || !codes.has(p.city_code)) problems.push(`${where}: city_code must name a city of this set`);
+    if (typeof p?.name !== 'string' || p.name === '') problems.push(`${where}: name is required`);
     problems.push(...geometryProblems(f.geometry, where));
   });
   if (problems.length === 0) {
@@ -45,17 +69,6 @@ export function boundaryProblems(set: BoundarySet): string[] {
       problems.push(`place names: ${(err as Error).message}`);
     }
   }
-  const psgcs = new Set<string>();
-  set.localAreas.features.forEach((f, i) => {
-    const where = `localAreas[${i}]`;
-    const p = f.properties;
-    if (typeof p?.psgc !== 'string' || !PSGC.test(p.psgc)) problems.push(`${where}: psgc must be a 10-digit string`);
-    else if (psgcs.has(p.psgc)) problems.push(`${where}: duplicate psgc ${p.psgc}`);
-    else psgcs.add(p.psgc);
-    if (typeof p?.city_code !== 'string' || !codes.has(p.city_code)) problems.push(`${where}: city_code must name a city of this set`);
-    if (typeof p?.name !== 'string' || p.name === '') problems.push(`${where}: name is required`);
-    problems.push(...geometryProblems(f.geometry, where));
-  });
   return problems;
 }
 
@@ -69,6 +82,10 @@ function levelProblems(level: FeatureCollection<Area, { psgc: string; name: stri
   }
   level.features.forEach((f, i) => {
     const where = `${name}[${i}]`;
+    if (!isFeature(f)) {
+      problems.push(`${where}: must be a GeoJSON Feature`);
+      return;
+    }
     const psgc = f.properties?.psgc;
     if (typeof psgc !== 'string' || !PSGC.test(psgc)) problems.push(`${where}: psgc must be a 10-digit string`);
     else if (codes.has(psgc)) problems.push(`${where}: duplicate psgc ${psgc}`);
@@ -79,23 +96,35 @@ function levelProblems(level: FeatureCollection<Area, { psgc: string; name: stri
   return codes;
 }
 
+/** A feature's shape, read from a file: an object (its members are checked one by one after). */
+function isFeature(f: unknown): f is { properties?: Record<string, unknown> | null; geometry?: Area | null } {
+  return typeof f === 'object' && f !== null && !Array.isArray(f);
+}
+
 function geometryProblems(geometry: Area | null | undefined, where: string): string[] {
   if (!geometry || (geometry.type !== 'Polygon' && geometry.type !== 'MultiPolygon')) {
     return [`${where}: geometry must be a Polygon or MultiPolygon`];
   }
+  if (!Array.isArray(geometry.coordinates)) return [`${where}: geometry must have coordinates`];
   const polygons: Position[][][] = geometry.type === 'Polygon' ? [geometry.coordinates] : geometry.coordinates;
   const problems: string[] = [];
   polygons.forEach((rings) => {
-    if (!Array.isArray(rings) || rings.length === 0) problems.push(`${where}: a polygon needs an outer ring`);
+    if (!Array.isArray(rings) || rings.length === 0) {
+      problems.push(`${where}: a polygon needs an outer ring`);
+      return;
+    }
     rings.forEach((ring, r) => {
       if (!Array.isArray(ring) || ring.length < 4) {
         problems.push(`${where}: ring ${r} needs at least 4 positions`);
         return;
       }
-      const bad = ring.find(
+      const bad = ring.some(
         (p) => !Array.isArray(p) || !Number.isFinite(p[0]) || !Number.isFinite(p[1]) || Math.abs(p[0]!) > 180 || Math.abs(p[1]!) > 90,
       );
-      if (bad) problems.push(`${where}: ring ${r} has a position outside longitude/latitude range`);
+      if (bad) {
+        problems.push(`${where}: ring ${r} has a position outside longitude/latitude range`);
+        return;
+      }
       const first = ring[0]!;
       const last = ring[ring.length - 1]!;
       if (first[0] !== last[0] || first[1] !== last[1]) problems.push(`${where}: ring ${r} is not closed`);

@@ -41,6 +41,32 @@ describe('boundary sets', () => {
     expect(problems.join('\n')).toMatch(/city_code must name a city/);
   });
 
+  it('lists the problems of malformed files instead of failing on them: a geometry without coordinates, null features and rings, a level that is no collection, a PSGC twice', () => {
+    const set = clone() as any;
+    set.cities.features[0].geometry = { type: 'Polygon' };
+    set.cities.features[1].geometry = { type: 'MultiPolygon', coordinates: [null, [null, [[0, 0], 'x', [1, 1], [0, 0]]]] };
+    set.cities.features.push(null);
+    set.localAreas.features.push(null, { type: 'Feature', properties: null, geometry: { type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 0]], [null, null, null, null]] } });
+    set.provinces = {};
+    const problems: string[] = boundaryProblems(set);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        'cities[0]: geometry must have coordinates',
+        'cities[1]: a polygon needs an outer ring',
+        'cities[1]: ring 1 has a position outside longitude/latitude range',
+        'cities[2]: must be a GeoJSON Feature',
+        'localAreas[680]: must be a GeoJSON Feature',
+        'localAreas[681]: psgc must be a 10-digit string',
+        'localAreas[681]: ring 1 has a position outside longitude/latitude range',
+        'provinces: must be a GeoJSON FeatureCollection',
+      ]),
+    );
+    const twice = clone();
+    twice.cities.features[0]!.properties.psgc = '1381300000';
+    twice.cities.features[1]!.properties.psgc = '1381300000';
+    expect(boundaryProblems(twice)).toContain('cities[1]: duplicate psgc 1381300000');
+  });
+
   it('publishes content-addressed versions, moves the pointer, and rolls back', async () => {
     const repo = new BoundaryRepository(new FileObjectStore(await tempDir()), 0);
     await repo.seedIfEmpty();
