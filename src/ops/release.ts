@@ -115,17 +115,35 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
       made_with: { service: `flood-archive ${SERVICE_VERSION}`, command: `flood-archive release --period ${label}`, selection: SELECTION },
       changes,
     };
-    // Files first, each created never overwritten. One already there with these very bytes is a
-    // run cut short before its manifest (this run finishes it); other bytes are another run's.
-    for (const f of files) await create(rt.store, id, f.path, await fs.readFile(f.local));
+    // Files first, each created never overwritten but for a dead run's. One already there with
+    // these very bytes is a run cut short before its manifest (this run finishes it); other bytes
+    // are another run's (see create).
+    const written = new Map<string, string>();
+    for (const f of files) written.set(f.path, await create(rt.store, id, f.path, await fs.readFile(f.local), nowMs));
     const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
     const sha = createHash('sha256').update(manifestBody).digest('hex');
     // The citation and Item name this run's manifest: written (over a run cut short's) while no
-    // manifest exists, then the manifest, created if absent, makes the release.
+    // manifest exists, then the manifest, created if absent, makes the release. Each file still
+    // the version this run wrote or found: a run that took over as stale files this run's (a run
+    // slower than STALE_RUN_MS) has the revision, and this one stops.
     if (await rt.store.head(manifestKey(id))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    for (const [name, etag] of written) {
+      if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
+    }
     await rt.store.put(citationKey(id), citation(manifest, sha, rt.config.publicBaseUrl));
     await rt.store.put(itemKey(id), `${JSON.stringify(stacItem(manifest, latest?.release), null, 2)}\n`);
-    if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) {
+      // Another run made the revision first, and this one may have written over its citation and
+      // Item since: both again, from the manifest that stands (whoever writes them last, they
+      // say the same).
+      const published = await rt.store.get(manifestKey(id));
+      if (published) {
+        const stands = JSON.parse(published.body.toString('utf8')) as Manifest;
+        await rt.store.put(citationKey(id), citation(stands, createHash('sha256').update(published.body).digest('hex'), rt.config.publicBaseUrl));
+        await rt.store.put(itemKey(id), `${JSON.stringify(stacItem(stands, stands.revision > 1 ? releaseId(label, stands.revision - 1) : undefined), null, 2)}\n`);
+      }
+      throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    }
     await writeIndex(rt);
     return { release: id, created: true, reports, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0) };
   } finally {
@@ -133,14 +151,29 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
   }
 }
 
-/** Creates a release's file, or finds it there already with the same bytes (a run cut short); other bytes are another run's. */
-async function create(store: ObjectStore, id: string, name: string, body: Buffer): Promise<void> {
+/**
+ * How old a file of a revision with no manifest is when the run that wrote it is taken for dead
+ * (a release of a year takes about half a minute here, of many years on S3 minutes).
+ */
+const STALE_RUN_MS = 60 * 60_000;
+
+/**
+ * Creates a release's file, or finds it there already with the same bytes (a run cut short).
+ * Other bytes are a dead run's when older than STALE_RUN_MS (the reports changed since it
+ * stopped: replaced), else another run's at work. Returns the ETag of the version kept.
+ */
+async function create(store: ObjectStore, id: string, name: string, body: Buffer, nowMs: number): Promise<string> {
   const key = `${releaseDir(id)}${name}`;
-  if (await store.putIfAbsent(key, body)) return;
+  const etagOf = async () => (await store.head(key))?.etag ?? '';
+  if (await store.putIfAbsent(key, body)) return etagOf();
   const there = await store.get(key);
-  if (there?.body.equals(body)) return;
+  if (there?.body.equals(body)) return there.etag;
+  if (there && nowMs - there.lastModified.getTime() > STALE_RUN_MS && !(await store.head(manifestKey(id)))) {
+    await store.put(key, body);
+    return etagOf();
+  }
   throw new ReleaseError(
-    `${key} holds other bytes: another release run is making ${id}, or one stopped before its manifest. Once no other run is going, delete ${releaseDir(id)} and run again.`,
+    `${key} holds other bytes: another release run is making ${id}, or one stopped before its manifest less than ${STALE_RUN_MS / 60_000} minutes ago. Once no other run is going, run again (or delete ${releaseDir(id)} and run again now).`,
   );
 }
 

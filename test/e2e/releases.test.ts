@@ -221,8 +221,13 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const err = await release(svc.rt, '2025').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReleaseError);
     expect((err as Error).message).toMatch(/releases\/2025-r3\/reports-2025-06.parquet holds other bytes.*delete releases\/2025-r3\/ and run again/);
-    await svc.rt.store.delete(['releases/2025-r3/reports-2025-06.parquet']);
-    expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r3', created: true, reports: 29 });
+    // An hour on, the run that left them is taken for dead: its file is replaced, and the
+    // release's checksums are its files'.
+    const later = await release(svc.rt, '2025', { nowMs: Date.now() + 2 * 3_600_000 });
+    expect(later).toMatchObject({ release: '2025-r3', created: true, reports: 29 });
+    const r3 = await manifestOf('2025-r3');
+    const june = r3.files.find((f) => f.path === 'reports-2025-06.parquet')!;
+    expect(sha256((await svc.rt.store.get('releases/2025-r3/reports-2025-06.parquet'))!.body)).toBe(june.sha256);
   }, 120_000);
 
   it('refuses a period that is not over, or not a year or month', async () => {
