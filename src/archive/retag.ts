@@ -40,8 +40,9 @@ export interface Retagged {
 
 /**
  * Re-tags the de-duplicated rows of `files` whose created_at is in [fromMs, toMs] with `tag` and
- * `version`, and, unless `dryRun` or nothing changes, writes them all (the others as they were)
- * to `out` as one part, newest first, the `retracted` reports as their tombstones.
+ * `version`, and, unless `dryRun` or nothing changes (and `merge` is false), writes them all (the
+ * others as they were) to `out` as one part, newest first, the `retracted` reports as their
+ * tombstones.
  */
 export async function retagParts(
   db: DuckDb,
@@ -51,6 +52,7 @@ export async function retagParts(
   window: { fromMs: number; toMs: number; dryRun: boolean },
   out: string,
   retracted: () => Promise<readonly string[]>,
+  merge = false,
 ): Promise<Retagged> {
   return db.withConnection(async (conn) => {
     try {
@@ -80,7 +82,7 @@ export async function retagParts(
       await appendSets(conn, sets, ids);
       // The comparison of old and new tags is DuckDB's: JavaScript reads no tag or key.
       const result = { ...(await compare(conn, version)), rows: lng.length };
-      if (window.dryRun || !result.changed) return result;
+      if (window.dryRun || (!result.changed && !merge)) return result;
       // Asked for last, just before the part is written: a purge that rewrote these parts since
       // they were read (the copies read still hold the reports whole) is honoured all the same.
       await conn.run(

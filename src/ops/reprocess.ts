@@ -90,17 +90,22 @@ export async function reprocess(
             for await (const r of rt.ledger.retractions({ createdFromMs: hour.hourMs, createdToMs: hour.hourMs + (hour.wholeDay ? DAY_MS : 3_600_000) - 1 })) pkeys.push(r.pkey);
             return pkeys;
           };
-          const retagged = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out, retracted);
+          // Several parts whose newest rows carry the new tags: an earlier run stopped after its
+          // new part and before the old ones went (or a worker flushed into the hour since). They
+          // are written as one all the same, the old ones retired, and the new part's ready texts
+          // written.
+          const merge = hour.parts.length > 1;
+          const retagged = await retagParts(rt.db, files, (lng, lat) => boundaries.tagger.tag(lng, lat), boundaries.version, options, out, retracted, merge);
           // Re-tagged by an earlier run that stopped before its ready texts: this one writes them
           // (the answers already carry its tags).
-          if (!options.dryRun && !retagged.changed && hour.parts.length === 1) await publisher.upgrade([{ part: hour.parts[0]!, file: files[0]! }], path.join(tmpDir, `${randomUUID()}.ready`));
-          return retagged;
+          if (!options.dryRun && !retagged.changed && !merge) await publisher.upgrade([{ part: hour.parts[0]!, file: files[0]! }], path.join(tmpDir, `${randomUUID()}.ready`));
+          return { ...retagged, merged: merge };
         });
         result.reports += done.reports;
         result.cityChanges += done.cityChanges;
         result.localAreaChanges += done.localAreaChanges;
         for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
-        if (options.dryRun || !done.changed) return;
+        if (options.dryRun || (!done.changed && !done.merged)) return;
         // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
         // Logged before the new part, and again once it is durable. The first log survives a run
         // cut short after the part (a rerun finds the tags already new and writes nothing); a sync

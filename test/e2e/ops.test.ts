@@ -340,6 +340,8 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
     const unchanged = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
     expect(unchanged.result.features.map((f: any) => f.properties.tags.instance_region_code).filter((c: string | null) => c !== null).sort()).toEqual(['PH-PG', 'PH-PG', 'PH-QC']);
 
+    const [before] = (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
+    const beforeBody = (await svc.rt.store.get(before!.key))!.body;
     const done = await reprocess(svc.rt, { ...DAY, dryRun: false });
     expect(done.moves).toEqual(expectedMoves);
     expect(done.hoursRewritten).toBe(1);
@@ -375,6 +377,17 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
     const again = await reprocess(svc.rt, { ...DAY, dryRun: false });
     expect(again.hoursRewritten).toBe(0);
     expect(await svc.rt.store.head(readyKeyOf(part.key))).toBeDefined();
+    expect(JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`))).toEqual(body);
+    // A run stopped after its new part, before the old one went (and before the ready texts):
+    // the same command again leaves the hour one part, with its ready texts.
+    await svc.rt.store.put(before!.key, beforeBody);
+    await svc.rt.store.delete([readyKeyOf(part.key)]);
+    expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).map((h) => h.parts.length)).toEqual([2]);
+    const finished = await reprocess(svc.rt, { ...DAY, dryRun: false });
+    expect([finished.hoursRewritten, finished.cityChanges]).toEqual([1, 0]);
+    const [merged] = (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
+    expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).map((h) => h.parts.length)).toEqual([1]);
+    expect(await svc.rt.store.head(readyKeyOf(merged!.key))).toBeDefined();
     expect(JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`))).toEqual(body);
   }, 120_000);
 
