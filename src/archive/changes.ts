@@ -171,8 +171,8 @@ export interface ArchiveStates {
   retracted(fromMs: number, toMs: number): Promise<RetractedReport[]>;
   /** Reports whose archived row or state changed in (afterMs, uptoMs], each once. */
   changed(afterMs: number, uptoMs: number): Promise<ChangedReport[]>;
-  /** The instant up to which every change is visible now. */
-  watermark(): number;
+  /** The instant up to which every change is visible now (or was at `atMs`). */
+  watermark(atMs?: number): number;
 }
 
 export function archiveStates(ledger: Pick<RetractionLedger, 'retractions'>, log: ChangeLog, now: () => number = Date.now): ArchiveStates {
@@ -193,7 +193,7 @@ export function archiveStates(ledger: Pick<RetractionLedger, 'retractions'>, log
       }
       return [...byPkey.values()];
     },
-    watermark: () => now() - log.settleMs,
+    watermark: (atMs) => (atMs ?? now()) - log.settleMs,
   };
 }
 

@@ -219,8 +219,10 @@ export class Archive {
    */
   async open(query: WindowQuery, options: { signal?: AbortSignal } = {}): Promise<Window> {
     // Taken before anything is read: what was written up to it is in the parts read after. A
-    // sync's next page keeps its first page's (in its cursor): the pages walk one set of changes.
-    const watermarkMs = query.updatedAfterMs !== undefined && query.after ? query.after.receivedBeforeMs : this.states.watermark();
+    // walk's later pages answer their first page's (a sync's cursor carries it; a pull's, the
+    // instant before which its pages keep reports): they leave out what came after it, so a sync
+    // from a later page's own would miss that.
+    const watermarkMs = query.updatedAfterMs !== undefined && query.after ? query.after.receivedBeforeMs : this.states.watermark(query.after?.receivedBeforeMs ?? query.receivedBeforeMs);
     const ctx = options.signal ? { ...this.ctx, signal: options.signal } : this.ctx;
     // The retractions and the parts (or the changes) are listed at once: on S3 each is a round trip.
     if (query.updatedAfterMs !== undefined) {

@@ -241,6 +241,38 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     }
   });
 
+  it('a full pull walked in pages, then a sync from its last page\'s watermark, misses nothing that changed between its pages', async () => {
+    const window = 'start=2026-11-17T00:00:00Z&end=2026-11-17T23:59:59Z';
+    for (let i = 0; i < 5; i++) expect((await postReport(svc.url, report(900 + i, { created_at: `2026-11-17T0${i}:15:00Z` }))).status).toBe(201);
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const mirror: Mirror = new Map();
+    const watermarks: string[] = [];
+    let url: string | undefined = `${svc.url}/reports/archive?format=ndjson&limit=2&${window}`;
+    while (url) {
+      const res = await fetch(url, { headers: UA });
+      expect(res.status).toBe(200);
+      watermarks.push(res.headers.get('x-archive-watermark')!);
+      apply(mirror, await res.text());
+      url = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+      if (watermarks.length === 1) {
+        // Between pages: a late report, and the retraction of one the first page sent.
+        expect((await postReport(svc.url, report(905, { created_at: '2026-11-17T09:00:00Z' }))).status).toBe(201);
+        expect((await fetch(`${svc.url}/feeds/partner/904`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+        await allArchived(svc.rt);
+        await new Promise((r) => setTimeout(r, SETTLE_MS));
+      }
+    }
+    expect(watermarks).toHaveLength(3);
+    // Every page answers the first page's watermark: the later pages left out what came after it.
+    expect(new Set(watermarks).size).toBe(1);
+    apply(mirror, (await pull(`updated_after=${encodeURIComponent(watermarks.at(-1)!)}&${window}`)).text);
+    const full: Mirror = new Map();
+    apply(full, (await pull(window)).text);
+    expect([...mirror.keys()].sort()).toEqual([pkeyOf(900), pkeyOf(901), pkeyOf(902), pkeyOf(903), pkeyOf(905)]);
+    expect(mirror).toEqual(full);
+  });
+
   it('a sync walked in pages holds the changes up to its first page\'s watermark, while more arrive between pages', async () => {
     const window = 'start=2026-11-18T00:00:00Z&end=2026-11-18T23:59:59Z';
     const since = (await pull(window)).watermark;
