@@ -47,6 +47,14 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     return { text: await res.text(), watermark: res.headers.get('x-archive-watermark')!, status: res.status };
   }
 
+  /** A late report posted and another retracted, both archived and settled: in any answer from then on. */
+  async function lateAndRetracted(late: number, createdAt: string, retracted: number): Promise<void> {
+    expect((await postReport(svc.url, report(late, { created_at: createdAt }))).status).toBe(201);
+    expect((await fetch(`${svc.url}/feeds/partner/${retracted}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+  }
+
   beforeAll(async () => {
     const config = await testConfig(kind, kind === 'aws' ? emulator : undefined, { SYNC_SETTLE_SECONDS: String(SETTLE_MS / 1000), ARCHIVE_MAX_WINDOW: '30d', SYNC_RETENTION_DAYS: '2' });
     svc = await startTestService(await testRuntime(config, kind === 'aws' ? emulator : undefined));
@@ -257,10 +265,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
       url = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
       if (watermarks.length === 1) {
         // Between pages: a late report, and the retraction of one the first page sent.
-        expect((await postReport(svc.url, report(905, { created_at: '2026-11-17T09:00:00Z' }))).status).toBe(201);
-        expect((await fetch(`${svc.url}/feeds/partner/904`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
-        await allArchived(svc.rt);
-        await new Promise((r) => setTimeout(r, SETTLE_MS));
+        await lateAndRetracted(905, '2026-11-17T09:00:00Z', 904);
       }
     }
     expect(watermarks).toHaveLength(3);
@@ -295,10 +300,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
       url = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
       if (pages.length === 1) {
         // Between pages: a late report and a retraction, visible to any answer from now on.
-        expect((await postReport(svc.url, report(805, { created_at: '2026-11-18T09:00:00Z' }))).status).toBe(201);
-        expect((await fetch(`${svc.url}/feeds/partner/800`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
-        await allArchived(svc.rt);
-        await new Promise((r) => setTimeout(r, SETTLE_MS));
+        await lateAndRetracted(805, '2026-11-18T09:00:00Z', 800);
       }
     }
     // One set of changes, newest first, each once, all pages under the first page's watermark.
