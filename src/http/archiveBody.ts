@@ -58,13 +58,21 @@ export async function* renderArchive(batches: AsyncIterable<FeatureBatch>, forma
       yield lead + (batch.items as string[]).join(sep) + (sep === '\n' ? '\n' : '');
       first = false;
     } else {
-      // Runs of joined items go out as they are: no copy into a JS string.
+      // Runs of joined items go out as they are: no copy into a JS string. A run read empty (a
+      // purge rewrote its sidecar since the window was planned, and the hour or the reports
+      // read are gone) gets no separator: the answer stays well formed.
       for (const run of batch.items as Run[]) {
-        if (!first && sep !== '\n') yield sep;
-        if (typeof run === 'function') yield* run();
-        else yield run;
-        if (sep === '\n') yield '\n';
-        first = false;
+        let started = false;
+        for await (const piece of typeof run === 'function' ? run() : [run]) {
+          if (!(piece instanceof StoredSection) && piece.byteLength === 0) continue;
+          if (!started) {
+            if (!first && sep !== '\n') yield sep;
+            started = true;
+            first = false;
+          }
+          yield piece;
+        }
+        if (started && sep === '\n') yield '\n';
       }
     }
     if (batch.bbox) bbox = bbox ? unionBbox(bbox, batch.bbox) : batch.bbox;
