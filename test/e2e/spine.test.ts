@@ -61,6 +61,8 @@ const cases: Case[] = [
   // Both bounds are inclusive.
   { body: report(1006, { created_at: '2026-11-21T00:00:00+08:00' }), inWindow: true, city: 'PH-QC', createdUtc: '2026-11-20T16:00:00.000Z' },
   { body: report(1007, { created_at: '2026-11-21T15:59:59Z' }), inWindow: true, city: 'PH-QC', createdUtc: '2026-11-21T15:59:59.000Z' },
+  // An end to the second covers the whole of it: nothing falls between two consecutive windows.
+  { body: report(1011, { created_at: '2026-11-21T15:59:59.500Z' }), inWindow: true, city: 'PH-QC', createdUtc: '2026-11-21T15:59:59.500Z' },
   { body: report(1008, { created_at: '2026-11-21T16:00:00Z' }), inWindow: false, city: 'PH-QC', createdUtc: '2026-11-21T16:00:00.000Z' },
   { body: report(1009, { created_at: '2026-11-20T15:59:59.999Z' }), inWindow: false, city: 'PH-QC', createdUtc: '2026-11-20T15:59:59.999Z' },
   { body: report(1010, { post_id: '1010', partner_city: 'Pampanga', location: SAN_FERNANDO, created_at: '2026-11-21T12:00:00+0800' }), inWindow: true, city: 'PH-PG', createdUtc: '2026-11-21T04:00:00.000Z' },
