@@ -63,7 +63,7 @@ export const windowParams = [
     name: 'end',
     in: 'query',
     description:
-      'Required unless updated_after is given (then start and end may be left out together). End of the window, inclusive, in the same form and range as start; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
+      'Required unless updated_after is given (then start and end may be left out together). End of the window, inclusive (to the second given: all of that second, as reports keep milliseconds), in the same form and range as start; not before start; the window spans at most ARCHIVE_MAX_WINDOW (366 days by default).',
     schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-21T23:59:59+0800',
   },
