@@ -172,7 +172,7 @@ export interface AcceptanceLedger {
   /**
    * An import's claim on reports it holds, before it archives them: each of `pkeys` still held
    * (pending, never queued) is held until `holdUntilMs`, if that is later (the embedded ledger
-   * renews the others accepted in the same call of acceptHeld with it). Returns those it no
+   * renews the others of its held batch, a turn of acceptHeld, with it). Returns those it no
    * longer holds (archived, or queued by reconciliation once their hold ran out: the worker's
    * now), which the import must not archive. Waits out a busy ledger rather than failing.
    */

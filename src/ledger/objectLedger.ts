@@ -94,12 +94,17 @@ export class ObjectLedger implements IngestLedger {
     // no partner, to the older report that holds its key): ours is then a repeat.
     if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
     if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) {
-      // The key's report wrote its marker before its key, and no marker stood when ours was
-      // written: that report was archived between our reads and our writes. Ours would have it
-      // sent and stored again; no one else reads it (their markers lose to it, their reads find
-      // the key), so it goes.
-      await this.store.delete([pendingKey(slot)]);
-      return this.repeatOf(id, slot, record.pkey);
+      // Our own PUT, retried by the SDK after a timeout, finds itself (412): these very bytes
+      // (another acceptance's record has its own received_at) are ours, and the report is new.
+      const there = await this.store.get(key);
+      if (!there?.body.equals(Buffer.from(body))) {
+        // Another report's key: it wrote its marker before its key, and no marker stood when ours
+        // was written, so it was archived between our reads and our writes. Ours would have it
+        // sent and stored again; no one else reads it (their markers lose to it, their reads
+        // find the key), so it goes.
+        await this.store.delete([pendingKey(slot)]);
+        return this.repeatOf(id, slot, record.pkey);
+      }
     }
     if (send) await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
@@ -139,9 +144,9 @@ export class ObjectLedger implements IngestLedger {
 
   /**
    * The marker names the hold: rewritten with the later one, only as read. Reconciliation sends a
-   * report again only once it has read a marker whose hold has passed, then rewrites that marker;
-   * a hold renewed with RENEW_MARGIN_MS still to run cannot cross it (the renewal or the sending
-   * loses its conditional write), and one closer to its end is let go to the worker.
+   * report again only once it has read a marker whose hold has passed (it sends, then rewrites
+   * the marker as read). A hold is renewed only with RENEW_MARGIN_MS still to run, so no sending
+   * can have read it passed (clocks differ by less); one closer to its end is let go to the worker.
    */
   async renewHolds(pkeys: readonly string[], holdUntilMs: number): Promise<string[]> {
     const held_until = new Date(holdUntilMs).toISOString();

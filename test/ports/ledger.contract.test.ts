@@ -14,6 +14,7 @@ import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
+import { IDEMPOTENCY_PREFIX } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { acceptHeld, report, tempDir, testConfig } from '../support/env.js';
@@ -392,6 +393,25 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     // Nothing left for a later run to send a third time.
     await drain(sqs);
     expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(0);
+  });
+
+  it('a post whose key write was retried after a timeout (its retry finds the key: 412) is still created and queued', async () => {
+    const { store, sqs } = await onMoto();
+    // The SDK's retry of our own PUT of the key answers as if another had written it.
+    const retried = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, body: Buffer | string, options?: { seenAbsent?: boolean }) => {
+          const written = await target.putIfAbsent(key, body, options);
+          return key.startsWith(IDEMPOTENCY_PREFIX) ? false : written;
+        };
+      },
+    });
+    const ledger = new ObjectLedger(retried, sqs);
+    expect(await ledger.accept(record(44, 'first'))).toEqual({ created: true, pkey: 'partner-44' });
+    expect((await drain(sqs)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-44']);
+    expect(await ledger.isPending('partner-44')).toBe(true);
   });
 
   it('a post whose reads came before another copy was accepted and archived leaves no marker: the report is not stored again', async () => {
