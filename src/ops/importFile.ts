@@ -10,7 +10,8 @@
 //      held (acceptHeld: no queue message, and reconciliation leaves them be), and the new ones
 //      tagged and staged as one Parquet file, DuckDB reading their JSON from the sorted file
 //      (this thread parses none of them);
-//   3. every ROUND_ROWS staged reports and at the end, the staged files become parts in set
+//   3. every ROUND_ROWS staged reports (or sooner, well inside their hold) and at the end, the
+//      staged files become parts in set
 //      operations (bulkParts.ts), each part stored with its stats sidecar and its reports written
 //      to the change log; then all of them are marked archived: from here they are queryable;
 //   4. each part gets its ready texts.
@@ -145,8 +146,8 @@ const BATCH = 10_000;
 const ROUND_ROWS = 4_000_000;
 /**
  * How long the ledger leaves an import's reports to it: a round's staging and archiving, with
- * room. A round that reaches half of it renews the holds before archiving (importHolds.ts), as
- * does a resumed run whose staged reports' hold is that close to its end.
+ * room. A round is archived a quarter of the way into its first hold at the latest; one that
+ * reaches half of it (a resumed run's) renews the holds first (importHolds.ts).
  */
 const HOLD_MS = 60 * 60_000;
 
@@ -223,13 +224,20 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     if (checkpoint.staged.length === 0) return;
     // What accepting left behind goes before DuckDB sorts the staged rows (the import's peak).
     releaseAll();
-    const files = checkpoint.staged.map((name) => path.join(runDir, name));
+    let files = checkpoint.staged.map((name) => path.join(runDir, name));
     if (Date.now() > (checkpoint.stagedHeldUntilMs ?? 0) - holdMs / 2) {
       const holdUntilMs = Date.now() + holdMs;
-      const dropped = await keepHeld(rt.db, rt.ledger, files, holdUntilMs);
-      checkpoint.stagedReports -= dropped;
+      const kept = await keepHeld(rt.db, rt.ledger, files, holdUntilMs);
+      files = kept.files;
+      checkpoint.staged = files.map((file) => path.basename(file));
+      checkpoint.stagedReports -= kept.dropped;
       checkpoint.stagedHeldUntilMs = holdUntilMs;
+      if (files.length === 0) {
+        checkpoint.stagedReports = 0;
+        delete checkpoint.stagedHeldUntilMs;
+      }
       await save();
+      if (files.length === 0) return;
     }
     // Undefined when reconciliation took every staged report (see keepHeld): no parts then.
     const stagedRange = await rangeOf(rt.db, files);
@@ -323,9 +331,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     // crash before that brings its reports back as held repeats, staged again).
     const stagings = new OneBehind();
     let queued = checkpoint.acceptedUpTo;
-    type Accepting = { batch: SortedBatch; receivedAt: string; heldUntilMs: number; outcomes: Promise<HeldAcceptResult[]> };
+    type Accepting = { batch: SortedBatch; receivedAt: string; hold: { untilMs: number }; outcomes: Promise<HeldAcceptResult[]> };
     let accepting: Accepting | undefined;
-    const stage = async ({ batch, receivedAt, heldUntilMs, outcomes }: Accepting) => {
+    const stage = async ({ batch, receivedAt, hold, outcomes }: Accepting) => {
       const rejects: string[] = [];
       // The new reports, staged by DuckDB from the sorted file; those an earlier run of this
       // import accepted and did not stage (the ledger's first version), staged from here.
@@ -359,7 +367,7 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
           checkpoint.staged.push(`${name}-held.parquet`);
         }
         // A held repeat's hold is the earlier run's, ending at any time: renewed before archiving.
-        const holdEnds = heldRows.length > 0 ? 0 : created.n.length > 0 ? heldUntilMs : Infinity;
+        const holdEnds = heldRows.length > 0 ? 0 : created.n.length > 0 ? hold.untilMs : Infinity;
         if (holdEnds < (checkpoint.stagedHeldUntilMs ?? Infinity)) checkpoint.stagedHeldUntilMs = holdEnds;
         const rows = created.n.length + heldRows.length;
         checkpoint.stagedReports += rows;
@@ -369,20 +377,23 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
         checkpoint.acceptedUpTo += batch.n.length;
         await save();
         progress?.tick(batch.n.length);
-        if (checkpoint.stagedReports >= ROUND_ROWS) await archiveStaged();
+        // A round ends at ROUND_ROWS, or a quarter of the way into its first hold (an import on a
+        // slow store: 4,000,000 reports on S3 take hours), well before any renewal is due.
+        if (checkpoint.stagedReports >= ROUND_ROWS || Date.now() > (checkpoint.stagedHeldUntilMs ?? Infinity) - (holdMs * 3) / 4) await archiveStaged();
       });
     };
     try {
       await eachSortedBatch(rt.db, sortedFile, checkpoint.acceptedUpTo, batchSize, async (batch) => {
         const receivedAt = new Date().toISOString();
         const before = accepting;
-        // The checkpoint knows when the batch's hold ends (a round that nears it renews it).
-        const heldUntilMs = Date.now() + holdMs;
-        const accept = () => rt.ledger.acceptHeld(batch.records, receivedAt, heldUntilMs);
+        // The hold starts as the acceptance does (after the one before it): the checkpoint knows
+        // when it ends, and a round that nears it is archived.
+        const hold = { untilMs: 0 };
+        const accept = () => rt.ledger.acceptHeld(batch.records, receivedAt, (hold.untilMs = Date.now() + holdMs));
         const outcomes = before ? before.outcomes.then(accept) : accept();
         // Handled here: a failure is thrown by stage(), which awaits it.
         outcomes.catch(() => undefined);
-        accepting = { batch, receivedAt, heldUntilMs, outcomes };
+        accepting = { batch, receivedAt, hold, outcomes };
         if (before) await stage(before);
       });
       const last = accepting;

@@ -204,6 +204,45 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     for (let id = 50_000; id < 50_400; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
   });
 
+  it('an import slower than its hold archives in rounds that end well inside it: reconciliation, running all along, never queues one of its reports', async () => {
+    const file = path.join(dir, 'slow.ndjson');
+    // Two days: a round's parts are stored quickly on either backend.
+    await fs.writeFile(file, Array.from({ length: 500 }, (_, i) => JSON.stringify(report(60_000 + i, { created_at: new Date(START + (i % 48) * 3_600_000).toISOString() }))).join('\n'));
+    // Each acceptance a third of the hold (whose rounds are slower on S3 requests): five of them outlast it.
+    const holdMs = kind === 'aws' ? 6_000 : 2_100;
+    const slow: ImportDeps = {
+      ...svc.rt,
+      ledger: {
+        acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
+          await new Promise((r) => setTimeout(r, holdMs / 3));
+          return svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+        },
+        renewHolds: (pkeys, holdUntilMs) => svc.rt.ledger.renewHolds(pkeys, holdUntilMs),
+        markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
+        reclaimHeldSpace: () => svc.rt.ledger.reclaimHeldSpace(),
+        retractions: (filter) => svc.rt.ledger.retractions(filter),
+      },
+    };
+    let done = false;
+    let queued = 0;
+    const reconciling = (async () => {
+      while (!done) {
+        queued += await svc.rt.ledger.requeueStale(Date.now());
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    try {
+      expect(await importFile(slow, { file, batchSize: 100, threadsFromBytes: 0, holdMs })).toMatchObject({ accepted: 500 });
+    } finally {
+      done = true;
+      await reconciling;
+    }
+    expect(queued).toBe(0);
+    const copies = await storedCopies(svc.rt);
+    expect(Array.from({ length: 500 }, (_, i) => copies.get(`partner-${60_000 + i}`))).toEqual(Array(500).fill(1));
+    expect(await pendingCount(svc.rt)).toBe(0);
+  });
+
   it('resumes a run that the release before stopped while accepting (its sorted file without post_ids): every report once', async () => {
     const file = path.join(dir, 'upgrade.ndjson');
     await fs.writeFile(file, yearLines(40_000, 600).join('\n'));
