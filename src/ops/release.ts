@@ -85,6 +85,8 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     const reports = facts.reduce((n, f) => n + f.reports, 0);
     const same = latest && latest.files.length === files.length && files.every((f, i) => latest.files[i]!.path === f.path && latest.files[i]!.sha256 === f.sha256);
     if (same) {
+      // A run stopped between that revision's manifest and its citation and Item left them out.
+      await describe(rt, latest, (await rt.store.get(manifestKey(latest.release)))!.body, true);
       await writeIndex(rt);
       return { release: latest.release, created: false, reports: latest.reports, files: latest.files.length, bytes: latest.files.reduce((n, f) => n + f.bytes, 0) };
     }
@@ -121,34 +123,32 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     const written = new Map<string, string>();
     for (const f of files) written.set(f.path, await create(rt.store, id, f.path, await fs.readFile(f.local), nowMs));
     const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
-    const sha = createHash('sha256').update(manifestBody).digest('hex');
-    // The citation and Item name this run's manifest: written (over a run cut short's) while no
-    // manifest exists, then the manifest, created if absent, makes the release. Each file still
-    // the version this run wrote or found: a run that took over as stale files this run's (a run
-    // slower than STALE_RUN_MS) has the revision, and this one stops.
-    if (await rt.store.head(manifestKey(id))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    // Each file still the version this run wrote or found: a run that took over as stale files
+    // this run's (a run slower than STALE_RUN_MS) has the revision, and this one stops. Then the
+    // manifest, created if absent, makes the release; its citation and Item, derived from it
+    // alone, only once it stands (the winner's, whoever writes them).
     for (const [name, etag] of written) {
       if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
     }
-    await rt.store.put(citationKey(id), citation(manifest, sha, rt.config.publicBaseUrl));
-    await rt.store.put(itemKey(id), `${JSON.stringify(stacItem(manifest, latest?.release), null, 2)}\n`);
-    if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) {
-      // Another run made the revision first, and this one may have written over its citation and
-      // Item since: both again, from the manifest that stands (whoever writes them last, they
-      // say the same).
-      const published = await rt.store.get(manifestKey(id));
-      if (published) {
-        const stands = JSON.parse(published.body.toString('utf8')) as Manifest;
-        await rt.store.put(citationKey(id), citation(stands, createHash('sha256').update(published.body).digest('hex'), rt.config.publicBaseUrl));
-        await rt.store.put(itemKey(id), `${JSON.stringify(stacItem(stands, stands.revision > 1 ? releaseId(label, stands.revision - 1) : undefined), null, 2)}\n`);
-      }
-      throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
-    }
+    if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+    await describe(rt, manifest, Buffer.from(manifestBody));
     await writeIndex(rt);
     return { release: id, created: true, reports, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0) };
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * A release's citation and STAC Item, from its manifest as stored (the citation names its
+ * SHA-256): the same bytes whoever writes them. Written once the manifest stands, so neither
+ * ever describes a manifest that was not published.
+ */
+async function describe(rt: ReleaseDeps, manifest: Manifest, manifestBody: Buffer, ifMissing = false): Promise<void> {
+  const previous = manifest.revision > 1 ? releaseId(manifest.period, manifest.revision - 1) : undefined;
+  const write = (key: string, body: string) => (ifMissing ? rt.store.putIfAbsent(key, body) : rt.store.put(key, body));
+  await write(citationKey(manifest.release), citation(manifest, createHash('sha256').update(manifestBody).digest('hex'), rt.config.publicBaseUrl));
+  await write(itemKey(manifest.release), `${JSON.stringify(stacItem(manifest, previous), null, 2)}\n`);
 }
 
 /**
