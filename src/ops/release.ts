@@ -2,9 +2,9 @@
 // Each month's reports, as the archive answers them, are written as GeoParquet and gzipped CSV,
 // checksummed, and compared with the period's latest revision: the same files make no new
 // revision; different ones (a retraction purged, reports that came late, a re-tagging) make the
-// next, with what changed in its changelog. Files are created, never overwritten; the manifest is
-// written last, so a release exists once it does; the STAC Collection and Catalog that list the
-// releases are written anew after every run.
+// next, with what changed in its changelog. Files are created, never overwritten (but a dead
+// run's); the manifest after them, so a release exists once it does; its citation and Item, from
+// the manifest, after it; the STAC Collection and Catalog that list the releases anew after every run.
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
