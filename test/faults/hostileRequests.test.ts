@@ -95,13 +95,13 @@ describe('requests refused by Node before the app sees them, in the error shape'
 
 describe('the feed, as HTTP/1.1 allows it to be asked', () => {
   it('a post without a body, though it says it is JSON: 400 saying the body is required, not 415', async () => {
-    const res = await rawRequest(svc.url, [`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\n\r\n`]);
+    const res = await rawRequest(svc.url, [`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\n\r\n`]);
     expect(expectShaped(res, 400).details).toEqual([{ in: 'body', field: '(body)', message: 'is required' }]);
   });
 
   it('a request line in absolute form (POST http://host/feeds/partner), which HTTP/1.1 servers take, reaches the feed: its body is read', async () => {
     // A report without its fields: the feed's 400 naming them, not a 405 from a route that missed it.
-    const res = await rawRequest(svc.url, [`POST ${svc.url}/feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`]);
+    const res = await rawRequest(svc.url, [`POST ${svc.url}/feeds/partner HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`]);
     expect(expectShaped(res, 400).details).toEqual(expect.arrayContaining([expect.objectContaining({ in: 'body', field: 'post_id' })]));
   });
 });

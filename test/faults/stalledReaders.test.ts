@@ -102,8 +102,12 @@ describe('clients that stop reading', () => {
     const count = await fetch(`http://127.0.0.1:${port}/reports/archive/count?${DAY_WINDOW}`, { headers: { 'User-Agent': 'flood-tests/1.0' } });
     // Every report of the day, a line each after the header.
     expect((await res.text()).trimEnd().split('\n').length - 1).toBe(((await count.json()) as { result: { count: number } }).result.count);
-    // The server closed the stalled ones: read now, each ends short of its answer (bounded here to
-    // fail a server that keeps them open).
+    // The server closed the stalled ones (their turns went to the request above as each closed;
+    // the last may close a little later): read now, each ends short of its answer (bounded here
+    // to fail a server that keeps them open).
+    const aborted = () => output.split('\n').filter((l) => l.includes('"userAgent":"stalled-reader/1.0"') && l.includes('"aborted":true')).length;
+    for (const until = Date.now() + 15_000; aborted() < stalled.length && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+    expect(aborted()).toBe(stalled.length);
     for (const s of stalled) s.socket.resume();
     const closedAll = await Promise.race([Promise.all(stalled.map((s) => s.closed)).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000))]);
     expect(closedAll).toBe(true);
