@@ -9,7 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
@@ -65,14 +65,23 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     const files: (ReleaseFile & { local: string })[] = [];
     const facts: ReleaseFileFacts[] = [];
     for (const month of period.months) {
-      const window = await rt.archive.open({ startMs: month.startMs, endMs: month.endMs, admin: undefined });
       const names = monthFiles(month.label);
       const parquet = path.join(tmp, names.parquet);
-      const written = await window.writeReleaseParquet(parquet);
-      facts.push(written);
       const csv = path.join(tmp, names.csv);
-      // Level 9 once, read many times; the gzip header carries no time, so the same rows give the same bytes.
-      await pipeline(Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), createGzip({ level: 9 }), createWriteStream(csv));
+      // The month is read twice, for each file: a purge or a late report between the two reads
+      // makes them differ, and the month is written again (both files from the archive as it is).
+      let written: ReleaseFileFacts | undefined;
+      for (let attempt = 1; !written; attempt++) {
+        const window = await rt.archive.open({ startMs: month.startMs, endMs: month.endMs, admin: undefined });
+        const got = await window.writeReleaseParquet(parquet);
+        // Level 9 once, read many times; the gzip header carries no time, so the same rows give the same bytes.
+        const rows = csvRecords();
+        await pipeline(Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), rows.counter, createGzip({ level: 9 }), createWriteStream(csv));
+        // The header is a line too.
+        if (rows.lines() - 1 === got.reports) written = got;
+        else if (attempt === MONTH_ATTEMPTS) throw new ReleaseError(`the reports of ${month.label} changed while it was written, ${MONTH_ATTEMPTS} times: run the release again`);
+      }
+      facts.push(written);
       for (const [local, name, format, type] of [
         [parquet, names.parquet, 'GeoParquet 1.1', 'application/vnd.apache.parquet'],
         [csv, names.csv, 'CSV (gzip)', 'application/gzip'],
@@ -137,6 +146,29 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
   }
+}
+
+/** Reads of a month for its two files before a release gives up on a month that keeps changing. */
+const MONTH_ATTEMPTS = 3;
+
+/**
+ * A pass-through that counts a CSV's lines: newlines outside quoted cells (a text cell may hold
+ * one; a quote inside a cell is doubled, so the count of quotes tells inside from outside).
+ */
+function csvRecords(): { counter: Transform; lines: () => number } {
+  let lines = 0;
+  let quoted = false;
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      for (let i = 0; i < chunk.length; i++) {
+        const byte = chunk[i];
+        if (byte === 0x22) quoted = !quoted;
+        else if (byte === 0x0a && !quoted) lines += 1;
+      }
+      done(null, chunk);
+    },
+  });
+  return { counter, lines: () => lines };
 }
 
 /**

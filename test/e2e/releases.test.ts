@@ -236,6 +236,45 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(sha256((await svc.rt.store.get('releases/2025-r3/reports-2025-06.parquet'))!.body)).toBe(june.sha256);
   }, 120_000);
 
+  it('writes a month again when a purge comes between its two reads: the CSV holds what the Parquet file holds', async () => {
+    const latest = (await getJson(`${svc.url}/releases`)).body.result.releases.at(-1).release as string;
+    let purged = false;
+    // The purge of a report retracted just after the month's Parquet file was written, before its CSV is read.
+    const racing = {
+      ...svc.rt,
+      archive: {
+        open: async (...args: Parameters<typeof svc.rt.archive.open>) => {
+          const window = await svc.rt.archive.open(...args);
+          if (purged || args[0].startMs !== Date.UTC(2025, 6, 1)) return window;
+          return Object.assign(Object.create(Object.getPrototypeOf(window)), window, {
+            writeReleaseParquet: async (file: string) => {
+              const facts = await window.writeReleaseParquet(file);
+              expect((await fetch(`${svc.url}/feeds/partner/205`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } })).status).toBe(200);
+              await purgeRetracted(svc.rt);
+              purged = true;
+              return facts;
+            },
+          });
+        },
+      },
+    };
+    /** July's reports in a release: the same in both files, and as many as its manifest says. */
+    const july = async (id: string) => {
+      const files = (await manifestOf(id)).files.filter((f) => f.month === '2025-07');
+      expect(files[0]!.reports).toBe(files[1]!.reports);
+      const csv = (await svc.rt.store.get(`releases/${id}/reports-2025-07.csv.gz`))!.body;
+      expect(gunzipSync(csv).toString('utf8').split('\n').filter((l) => l !== '')).toHaveLength(1 + files[1]!.reports);
+      return files[1]!.reports;
+    };
+    const made = await release(racing, '2025');
+    expect(purged).toBe(true);
+    // Both files from the month with the report (the copies read before the purge, on S3) or without it.
+    expect([10, 9]).toContain(await july(made.release));
+    const next = await release(svc.rt, '2025');
+    expect(next.release).not.toBe(latest);
+    expect(await july(next.release)).toBe(9);
+  });
+
   it('refuses a period that is not over, or not a year or month', async () => {
     for (const period of ['2026', '2026-11', '2025-13', '25', 'last-year']) {
       const err = await release(svc.rt, period).catch((e: unknown) => e);
