@@ -239,13 +239,13 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       await save();
       if (files.length === 0) return;
     }
-    // Undefined when reconciliation took every staged report (see keepHeld): no parts then.
+    // Every staged file holds reports (keepHeld removes one the ledger released in full).
     const stagedRange = await rangeOf(rt.db, files);
     const retracted = new Set<string>();
-    if (stagedRange) for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
+    for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
     const untexted: Checkpoint['untexted'] = [];
     const archived: string[] = [];
-    const parts = !stagedRange ? 0 : await writeBulkParts(
+    const parts = await writeBulkParts(
       rt.db,
       files,
       { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
@@ -429,12 +429,12 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   };
 }
 
-/** The created_at range of the staged rows; undefined when they hold none. */
-async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number } | undefined> {
+/** The created_at range of the staged rows. */
+async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number }> {
   return db.withConnection(async (conn) => {
     const list = files.map(sqlString).join(', ');
-    const [row] = (await conn.runAndReadAll(`SELECT epoch_ms(min(created_at))::DOUBLE, epoch_ms(max(created_at))::DOUBLE FROM read_parquet([${list}])`)).getRows() as [number | null, number | null][];
-    return row![0] === null || row![1] === null ? undefined : { fromMs: row![0], toMs: row![1] };
+    const [row] = (await conn.runAndReadAll(`SELECT epoch_ms(min(created_at))::DOUBLE, epoch_ms(max(created_at))::DOUBLE FROM read_parquet([${list}])`)).getRows() as [number, number][];
+    return { fromMs: row![0], toMs: row![1] };
   });
 }
 
