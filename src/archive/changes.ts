@@ -165,6 +165,15 @@ export class ChangeLog {
   }
 }
 
+/**
+ * A purge marks a retraction purged at least this long after its last part was rewritten. A
+ * reader lists the retractions and the parts at once; a listing of parts taken before such a
+ * rewrite pairs with retractions that no longer name the report only if the retractions came
+ * back at least this long after both were asked for. A reader whose retractions took longer
+ * lists the parts again (`Archive.open`).
+ */
+export const PURGE_SETTLE_MS = 2_000;
+
 /** What the reader asks of the ledger and the change log. */
 export interface ArchiveStates {
   /** Retracted reports created in [fromMs, toMs] whose parts are not purged yet. */

@@ -1,13 +1,16 @@
 // Purge: the parts holding retracted reports are rewritten with those reports as tombstones
 // (status `retracted`, title and text "", URLs null; place, time and tags kept), so the
 // personal fields leave storage, not only the answers. Each part is rewritten in place (same
-// key): its place in de-duplication (newest part name wins) stays what it was. Then the ledger
-// marks the retraction purged, and readers hide it by its status from then on. A report still
+// key): its place in de-duplication (newest part name wins) stays what it was. Then, a settling
+// time later (PURGE_SETTLE_MS: a reader's listing of the old parts is not paired with the
+// marked retractions), the ledger marks the retractions purged, and readers hide each by its
+// status from then on. A report still
 // waiting to be archived is left for a later run (the worker may still write it).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
+import { PURGE_SETTLE_MS } from '../archive/changes.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { notTombstoneSql } from '../archive/schema.js';
@@ -19,6 +22,7 @@ import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Logger } from '../shared/log.js';
+import { pause } from '../shared/pause.js';
 
 export interface PurgeResult {
   retractions: number;
@@ -55,11 +59,11 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
   }
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'purge');
   await fs.mkdir(tmpDir, { recursive: true });
+  const done: string[] = [];
   for (const [dayMs, retracted] of byDay) {
     // Archived before the parts are listed, or not purged this time: a report a worker is
     // still storing (with the fields it read before the retraction) would be in no part listed,
     // and once marked purged, readers no longer hide it.
-    const done: string[] = [];
     for (const r of retracted) {
       if ((await rt.ledger.lookup(r.pkey))?.pending) result.waiting += 1;
       else done.push(r.pkey);
@@ -70,8 +74,14 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
     const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
     const pkeys = retracted.map((r) => r.pkey);
     for (const part of parts) if (await rewrite(rt, part, pkeys, tmpDir)) result.partsRewritten += 1;
+  }
+  if (done.length > 0) {
+    // Every part is now as it stays (rewritten here, or found rewritten by another run); a
+    // reader's listing from before that is paired with these retractions until they are
+    // marked, and no longer after the settling (see PURGE_SETTLE_MS).
+    await pause(PURGE_SETTLE_MS);
     await rt.ledger.markPurged(done);
-    result.purged += done.length;
+    result.purged = done.length;
   }
   return result;
 }

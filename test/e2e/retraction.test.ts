@@ -5,6 +5,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Archive } from '../../src/archive/window.js';
+import { archiveStates, PURGE_SETTLE_MS } from '../../src/archive/changes.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
@@ -161,5 +163,91 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     expect(JSON.stringify(await partRows())).not.toContain('Juan');
     expect((await fetchText(url('format=csv&include_retracted=true'))).text).not.toContain(SECRET);
     await expectGone();
+  });
+});
+
+describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', (kind) => {
+  // A reader lists the parts and the retractions at once. Here the parts are listed before the
+  // purge rewrites them and the retractions are read after it marked them purged: the pairing
+  // that would serve the old part (its copy in the cache) with nothing left to hide the report.
+  let svc: TestService;
+  let dir: string;
+  const DAY = Date.UTC(2026, 10, 22);
+  const W2 = 'start=2026-11-22T00:00:00Z&end=2026-11-22T23:59:59Z';
+  beforeAll(async () => {
+    dir = await tempDir();
+    const config = await testConfig(kind, kind === 'aws' ? emulator : undefined);
+    svc = await startTestService(await testRuntime(config, kind === 'aws' ? emulator : undefined));
+    expect((await postReport(svc.url, report(11, { created_at: '2026-11-22T03:10:00Z', title: SECRET }))).status).toBe(201);
+    expect((await postReport(svc.url, report(12, { created_at: '2026-11-22T03:20:00Z', title: 'Baha sa España' }))).status).toBe(201);
+    await allArchived(svc.rt);
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('lists the parts again, so the rewritten part is read', async () => {
+    // Read once, so the old part and its texts are in the cache.
+    for (const format of ['geojson', 'parquet']) expect((await fetchText(`${svc.url}/reports/archive?${W2}&format=${format}`)).status).toBe(200);
+    expect((await fetch(`${svc.url}/feeds/partner/11`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+
+    let partsListed!: () => void;
+    const listed = new Promise<void>((resolve) => (partsListed = resolve));
+    const store = new Proxy(svc.rt.store, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'list') return typeof value === 'function' ? value.bind(target) : value;
+        return async function* (...args: Parameters<typeof target.list>) {
+          yield* target.list(...args);
+          partsListed();
+        };
+      },
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const states = archiveStates(svc.rt.ledger, svc.rt.changes);
+    const archive = new Archive(store, svc.rt.cache, svc.rt.db, { ...states, retracted: async (from, to) => (await released, states.retracted(from, to)) });
+    const opening = archive.open({ startMs: DAY, endMs: DAY + 86_400_000 - 1, admin: undefined });
+    await listed;
+    expect(await purgeRetracted(svc.rt)).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
+    release();
+    const window = await opening;
+    expect(window.query.retracted).toEqual([]);
+    const file = path.join(dir, 'window.parquet');
+    await window.writeParquet(file);
+    const rows = await svc.rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, title FROM read_parquet('${file}')`)).getRowObjectsJS());
+    expect(rows).toEqual([{ pkey: pkeyOf(12), title: 'Baha sa España' }]);
+    for (const part of window.parts()) expect(part.etag).toBe((await svc.rt.store.head(part.key))!.etag);
+  });
+
+  it('marks a retraction purged no sooner than the settling time after the last part is rewritten', async () => {
+    expect((await postReport(svc.url, report(13, { created_at: '2026-11-22T07:00:00Z', title: SECRET }))).status).toBe(201);
+    await allArchived(svc.rt);
+    expect((await fetch(`${svc.url}/feeds/partner/13`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    let partWrittenMs = 0;
+    let markedMs = 0;
+    const store = new Proxy(svc.rt.store, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'put') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, body: Buffer | string) => {
+          await target.put(key, body);
+          if (key.startsWith('reports/')) partWrittenMs = performance.now();
+        };
+      },
+    });
+    const ledger = new Proxy(svc.rt.ledger, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'markPurged') return typeof value === 'function' ? value.bind(target) : value;
+        return async (pkeys: readonly string[]) => {
+          markedMs = performance.now();
+          await target.markPurged(pkeys);
+        };
+      },
+    });
+    expect(await purgeRetracted({ ...svc.rt, store, ledger })).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
+    expect(partWrittenMs).toBeGreaterThan(0);
+    expect(markedMs - partWrittenMs).toBeGreaterThanOrEqual(PURGE_SETTLE_MS);
   });
 });
