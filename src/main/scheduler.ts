@@ -21,40 +21,85 @@ export interface SchedulerDeps {
 
 const RUNS_PREFIX = 'jobs/runs/';
 const LEASES_PREFIX = 'jobs/leases/';
-/** A lease older than this is from a scheduler that died mid-run. */
-const LEASE_TTL_MS = 6 * 3_600_000;
+/**
+ * A run's lease lasts this long and is renewed a third of the way through for as long as the
+ * run goes on: a scheduler killed mid-run holds up its job's next ticks this long at most.
+ */
+const LEASE_TTL_MS = 10 * 60_000;
+
+interface Lease {
+  owner: string;
+  slot?: string;
+  until: number;
+}
 
 export class StoreRunCoordinator implements RunCoordinator {
+  /** This scheduler's runs still going: their job, tick and renewal. */
+  private readonly held = new Map<string, { slot: string; renewal: NodeJS.Timeout }>();
+
   constructor(
     private readonly store: ObjectStore,
     private readonly owner: string,
     private readonly log: Logger,
+    private readonly leaseMs = LEASE_TTL_MS,
   ) {}
 
   /** key is "<job>:<slot ISO time>" */
   async shouldRun(key: string): Promise<boolean> {
     const [job, slot] = splitKey(key);
-    const won = await this.store.putIfAbsent(`${RUNS_PREFIX}${job}/${slot}.json`, JSON.stringify({ owner: this.owner, at: new Date().toISOString() }));
-    if (!won) return false;
+    const tickKey = `${RUNS_PREFIX}${job}/${slot}.json`;
+    if (!(await this.store.putIfAbsent(tickKey, JSON.stringify({ owner: this.owner, at: new Date().toISOString() })))) {
+      // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
+      const tick = await this.store.get(tickKey);
+      if (!tick || (JSON.parse(tick.body.toString('utf8')) as { owner?: string }).owner !== this.owner) return false;
+    }
     const held = await this.lease(job);
     if (held && held.until > Date.now()) {
       this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
       return false;
     }
-    await this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify({ owner: this.owner, slot, until: Date.now() + LEASE_TTL_MS }));
+    await this.writeLease(job, slot);
+    const renewal = setInterval(() => void this.renew(job, slot), Math.max(1, Math.floor(this.leaseMs / 3)));
+    renewal.unref();
+    this.held.set(job, { slot, renewal });
     return true;
   }
 
-  private async lease(job: string): Promise<{ owner: string; slot?: string; until: number } | undefined> {
+  private writeLease(job: string, slot: string): Promise<void> {
+    const lease: Lease = { owner: this.owner, slot, until: Date.now() + this.leaseMs };
+    return this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify(lease));
+  }
+
+  /** Extends the run's lease while it is still this run's (a run that lost it leaves its successor's). */
+  private async renew(job: string, slot: string): Promise<void> {
+    try {
+      const held = await this.lease(job);
+      if (this.held.get(job)?.slot === slot && held?.owner === this.owner && held.slot === slot) await this.writeLease(job, slot);
+    } catch (err) {
+      this.log.warn({ job, slot, err: err instanceof Error ? err.message : String(err) }, 'could not renew the run lease; renewing again later');
+    }
+  }
+
+  private async lease(job: string): Promise<Lease | undefined> {
     const lease = await this.store.get(`${LEASES_PREFIX}${job}.json`);
-    return lease ? (JSON.parse(lease.body.toString('utf8')) as { owner: string; slot?: string; until: number }) : undefined;
+    return lease ? (JSON.parse(lease.body.toString('utf8')) as Lease) : undefined;
+  }
+
+  /** Gives the run's lease back: the job's next tick runs, here or elsewhere. */
+  private async releaseLease(job: string, slot: string): Promise<void> {
+    const mine = this.held.get(job);
+    if (mine?.slot === slot) {
+      clearInterval(mine.renewal);
+      this.held.delete(job);
+    }
+    // Only this run's own lease: a run that outlived it must not end the next run's.
+    const held = await this.lease(job);
+    if (held?.owner === this.owner && held.slot === slot) await this.store.delete([`${LEASES_PREFIX}${job}.json`]);
   }
 
   async onComplete(key: string): Promise<void> {
     const [job, slot] = splitKey(key);
-    // Only this run's own lease: a run that outlived it must not end the next run's.
-    const held = await this.lease(job);
-    if (held?.owner === this.owner && held.slot === slot) await this.store.delete([`${LEASES_PREFIX}${job}.json`]);
+    await this.releaseLease(job, slot);
     // Tick keys are only needed around their tick; keep a day for inspection.
     const old: string[] = [];
     const cutoff = Date.now() - 86_400_000;
@@ -62,6 +107,11 @@ export class StoreRunCoordinator implements RunCoordinator {
       if (info.lastModified.getTime() < cutoff) old.push(info.key);
     }
     if (old.length > 0) await this.store.delete(old);
+  }
+
+  /** At a stop, once the runs have ended: their leases given back before the process exits (node-cron's own call may come too late). */
+  async releaseAll(): Promise<void> {
+    await Promise.all([...this.held].map(([job, { slot }]) => this.releaseLease(job, slot)));
   }
 }
 
@@ -111,6 +161,7 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
     async stop() {
       await Promise.all(tasks.map((t) => t.stop()));
       await Promise.allSettled([...running]);
+      await coordinator.releaseAll().catch((err: unknown) => rt.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not give the run leases back; they lapse on their own'));
     },
   };
 }

@@ -1,10 +1,10 @@
 // The scheduler's run coordinator on the store: one run of a job at a time across processes, a
 // lease past its time taken over, and a run that outlived its lease never ending its successor's.
 import { describe, expect, it } from 'vitest';
-import { StoreRunCoordinator } from '../../src/main/scheduler.js';
+import { startScheduler, StoreRunCoordinator } from '../../src/main/scheduler.js';
 import { createLogger } from '../../src/shared/log.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
-import { tempDir } from '../support/env.js';
+import { tempDir, testConfig, testRuntime } from '../support/env.js';
 
 describe('the run coordinator', () => {
   it("takes over a lapsed lease, and the lapsed run's end leaves the new run's lease", async () => {
@@ -24,5 +24,41 @@ describe('the run coordinator', () => {
     // B's end gives it back.
     await b.onComplete('compaction:2026-11-30T12:00:00.000Z');
     expect(await c.shouldRun('compaction:2026-11-30T14:00:00.000Z')).toBe(true);
+  });
+
+  it('renews a lease while its run goes on, and gives it back when its scheduler stops', async () => {
+    const store = new FileObjectStore(await tempDir('flood-runs-'));
+    const log = createLogger('silent');
+    const a = new StoreRunCoordinator(store, 'a', log, 300);
+    const b = new StoreRunCoordinator(store, 'b', log, 300);
+    expect(await a.shouldRun('compaction:2026-11-30T10:00:00.000Z')).toBe(true);
+    // Twice the lease's time later A's run is still going: its lease was renewed.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(await b.shouldRun('compaction:2026-11-30T11:00:00.000Z')).toBe(false);
+    await a.releaseAll();
+    expect(await store.get('jobs/leases/compaction.json')).toBeUndefined();
+    expect(await b.shouldRun('compaction:2026-11-30T12:00:00.000Z')).toBe(true);
+  });
+
+  it('takes a tick whose key it created itself (a create retried after its answer was lost), and only that one', async () => {
+    const store = new FileObjectStore(await tempDir('flood-runs-'));
+    const log = createLogger('silent');
+    await store.put('jobs/runs/compaction/2026-11-30T10-00-00.000Z.json', JSON.stringify({ owner: 'a', at: new Date().toISOString() }));
+    expect(await new StoreRunCoordinator(store, 'b', log).shouldRun('compaction:2026-11-30T10:00:00.000Z')).toBe(false);
+    expect(await new StoreRunCoordinator(store, 'a', log).shouldRun('compaction:2026-11-30T10:00:00.000Z')).toBe(true);
+  });
+
+  it('a scheduler stopped in the middle of a run leaves no lease behind for the next one', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const scheduler = startScheduler(rt, [{ name: 'slow', schedule: () => '* * * * * *', run: async () => (started(), await new Promise((r) => setTimeout(r, 1000))) }], 'a');
+    try {
+      await running;
+      await scheduler.stop();
+      expect(await rt.store.get('jobs/leases/slow.json')).toBeUndefined();
+    } finally {
+      await rt.close();
+    }
   });
 });
