@@ -30,7 +30,12 @@ export interface ConsumerSpec {
   send(batch: Batch): Promise<BatchOutcome>;
   /** How long sending these events may take, when that depends on them (absent: the options' leaseMs). */
   leaseFor?(events: readonly StoredEvent[]): number;
-  /** Called before a batch that failed for `retryForMs` is passed over (absent: retried for ever). */
+  /**
+   * Called before a batch that has failed `retryForMs` after its first event was recorded is
+   * passed over (absent: retried for ever). From the recording, not the first attempt: behind a
+   * long outage each batch would otherwise wait its full period behind the one before it, and
+   * the log's retention would drop the batches behind them unsent.
+   */
   setAside?(batch: Batch, error: string): Promise<void>;
   retryForMs?: number;
 }
@@ -118,15 +123,16 @@ export class LogConsumer {
       outcome = { ok: false, error: err instanceof Error ? err.message : String(err) };
     }
     const after = now();
+    const sinceMs = Math.min(pending.firstAttemptMs, events[0]!.at_ms);
     let next: CursorState;
     if (outcome.ok) {
       next = { upto: to };
-    } else if (this.spec.retryForMs !== undefined && after - pending.firstAttemptMs >= this.spec.retryForMs) {
+    } else if (this.spec.retryForMs !== undefined && after - sinceMs >= this.spec.retryForMs) {
       await this.spec.setAside?.({ ...batch, attempts: pending.attempts + 1 }, outcome.error ?? 'failed');
       next = { upto: to };
     } else {
       const delay = backoffMs(pending.attempts, this.options.retryBaseMs, this.options.retryMaxMs);
-      const at = this.spec.retryForMs === undefined ? after + delay : Math.min(after + delay, pending.firstAttemptMs + this.spec.retryForMs);
+      const at = this.spec.retryForMs === undefined ? after + delay : Math.min(after + delay, sinceMs + this.spec.retryForMs);
       next = { upto: state.upto, pending: { ...pending, attempts: pending.attempts + 1, nextAttemptMs: at, lastError: (outcome.error ?? 'failed').slice(0, 500) } };
     }
     // Refused when the lease ran out and another worker took the batch over: its outcome stands.

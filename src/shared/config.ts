@@ -316,6 +316,12 @@ function eventsConfig(v: Record<string, string | number | undefined>): EventsCon
   const allow = v.WEBHOOK_ALLOW_HOSTS === undefined ? [] : String(v.WEBHOOK_ALLOW_HOSTS).split(',').map((h) => h.trim().toLowerCase());
   const bad = allow.filter((h) => h.includes('/') && !isCidr(h));
   if (bad.length > 0) throw new ConfigError(`invalid configuration: WEBHOOK_ALLOW_HOSTS: ${bad.join(', ')}: ${messages.WEBHOOK_ALLOW_HOSTS}`);
+  const retryHours = Number(v.WEBHOOK_RETRY_HOURS ?? 24);
+  const retentionHours = Number(v.EVENTS_RETENTION_HOURS ?? 7 * 24);
+  // A delivery is retried from its events, which must outlive its retries (and a day to reach them after a long outage).
+  if (retryHours + 24 > retentionHours) {
+    throw new ConfigError(`invalid configuration: WEBHOOK_RETRY_HOURS=${retryHours}: must be at least 24 less than EVENTS_RETENTION_HOURS (${retentionHours}), so the events a delivery retries are still kept`);
+  }
   return {
     webhookAllowHosts: allow,
     webhookTimeoutMs: seconds(v.WEBHOOK_TIMEOUT_SECONDS, 10),

@@ -85,6 +85,8 @@ describe('config', () => {
     ['METRICS_PORT', '8080'],
     ['METRICS_HOST', 'a host'],
     ['RATE_LIMIT_AUTH_FAILURES_PER_MINUTE', '0'],
+    // The events a delivery retries must outlive its retries (the default retention is 168 h).
+    ['WEBHOOK_RETRY_HOURS', '150'],
   ])('rejects %s=%s naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
