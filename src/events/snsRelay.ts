@@ -29,11 +29,12 @@ const LEASE_MARGIN_MS = 30_000;
 const MAX_BATCH = 500;
 
 export function snsRelay(feed: EventFeed, store: ObjectStore, sns: SNSClient, options: SnsRelayOptions, log: Logger): ConsumerRunner {
+  // A new relay starts with what the log keeps: nothing recorded before it is lost.
+  const cursor = new DurableCursor(store, 'sns', async () => ({ upto: 0 }));
   const consumer = new LogConsumer(
     feed,
     {
-      // A new relay starts with what the log keeps: nothing recorded before it is lost.
-      cursor: new DurableCursor(store, 'sns', async () => ({ upto: 0 })),
+      cursor,
       wants: () => true,
       // As long as the batch's calls may take: a lease that ran out mid-batch would have another
       // worker publish it again beside this one.
@@ -52,5 +53,15 @@ export function snsRelay(feed: EventFeed, store: ObjectStore, sns: SNSClient, op
     },
     { holder: randomUUID(), leaseMs: options.callMs + LEASE_MARGIN_MS, maxBatch: MAX_BATCH, retryBaseMs: options.retryBaseMs, retryMaxMs: options.retryMaxMs },
   );
-  return new ConsumerRunner({ concurrency: 1, refreshMs: Number.MAX_SAFE_INTEGER, consumers: async () => [consumer] }, log, 'SNS relay');
+  return new ConsumerRunner(
+    {
+      concurrency: 1,
+      refreshMs: Number.MAX_SAFE_INTEGER,
+      consumers: async () => [consumer],
+      // Two states a batch, for ever otherwise: the newest ones are all a step reads.
+      housekeeping: async () => void (await cursor.prune(Date.now() - 3_600_000)),
+    },
+    log,
+    'SNS relay',
+  );
 }

@@ -5,10 +5,16 @@
 // what waited is published once it answers again.
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DurableCursor } from '../../src/events/cursor.js';
+import { ObjectEventLog } from '../../src/events/objectEventLog.js';
+import { snsRelay } from '../../src/events/snsRelay.js';
+import { createLogger } from '../../src/shared/log.js';
+import { FileObjectStore, localFiles } from '../../src/store/fileStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { stallableEndpoint, type StallableEndpoint } from '../faults/support.js';
-import { allArchived, API_KEY, eventually, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, eventually, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const SAN_FERNANDO = { lat: 15.0286, lng: 120.6898 };
 
@@ -128,4 +134,32 @@ describe('SNS topic of archived reports', () => {
     await drain(queues.all!, all);
     expect(typesAndPkeys(all)).toEqual(['archived partner-alpha-20', 'archived partner-alpha-21', 'archived partner-alpha-22', 'archived partner-alpha-23']);
   });
+
+  it("keeps the relay's cursor to its newest states: older ones are pruned by its housekeeping", async () => {
+    const root = await tempDir('flood-sns-');
+    const store = new FileObjectStore(root);
+    const feed = new ObjectEventLog(store);
+    const cursor = new DurableCursor(store, 'sns', async () => ({ upto: 0 }));
+    // Two states a published batch, as a relay leaves them; these from hours ago.
+    for (let n = 0; n < 40; n++) expect(await cursor.advance(n, { upto: n })).toBe(true);
+    const hoursAgo = new Date(Date.now() - 3 * 3_600_000);
+    const states = await keysOf(store, 'events/v1/consumers/sns/');
+    for (const key of states) await fs.utimes(localFiles(root).fileOf(key), hoursAgo, hoursAgo);
+    const relay = snsRelay(feed, store, sns, { topicArn: 'arn:aws:sns:us-east-1:000000000000:archived-reports', retryBaseMs: 200, retryMaxMs: 1_000, callMs: 5_000 }, createLogger('silent'));
+    relay.start();
+    try {
+      await eventually(async () => ((await keysOf(store, 'events/v1/consumers/sns/')).length < states.length ? true : undefined), 10_000, 'the old states pruned');
+    } finally {
+      await relay.stop();
+    }
+    const kept = await keysOf(store, 'events/v1/consumers/sns/');
+    expect(kept.filter((k) => !k.endsWith('head.json'))).toHaveLength(1);
+    expect((await cursor.current()).state).toEqual({ upto: 39 });
+  });
 });
+
+async function keysOf(store: FileObjectStore, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const info of store.list({ prefix })) keys.push(info.key);
+  return keys;
+}
