@@ -1,6 +1,8 @@
 // A webhook receiver on loopback for the tests: records every POST, answers as told.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
@@ -56,12 +58,20 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
   return receiver;
 }
 
-/** The receiver's side of the README's verification: HMAC-SHA256 of "<timestamp>.<body>". */
+type Verifier = (rawBody: string, headers: http.IncomingHttpHeaders, secret: string, toleranceSeconds?: number) => boolean;
+
+/** The verification docs/http.md gives receivers (HMAC-SHA256 of "<timestamp>.<body>"), run as written there. */
+export const documentedVerifier: Verifier = (() => {
+  const doc = fs.readFileSync(fileURLToPath(new URL('../../docs/http.md', import.meta.url)), 'utf8');
+  const block = [...doc.matchAll(/```js\n([\s\S]*?)\n\s*```/g)].map((m) => m[1]!).find((code) => code.includes('function verified('));
+  if (!block) throw new Error('docs/http.md has no verified() example');
+  const code = block.replace(/^\s*import .*$/m, '');
+  return new Function('createHmac', 'timingSafeEqual', `${code}\nreturn verified;`)(createHmac, timingSafeEqual) as Verifier;
+})();
+
+/** A delivery signed with `secret`, checked as docs/http.md shows (within an hour of its sending). */
 export function verifies(r: Pick<Received, 'headers' | 'body'>, secret: string): boolean {
-  const ts = String(r.headers['webhook-timestamp'] ?? '');
-  const sig = String(r.headers['webhook-signature'] ?? '');
-  const expected = `v1=${createHmac('sha256', secret).update(`${ts}.${r.body}`).digest('hex')}`;
-  return sig.length === expected.length && timingSafeEqual(Buffer.from(sig), Buffer.from(expected));
+  return documentedVerifier(r.body, r.headers, secret, 3600);
 }
 
 /** The pkeys of a CloudEvent body's features. */
