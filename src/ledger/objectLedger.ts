@@ -27,6 +27,7 @@ import {
   UNPURGED_PREFIX,
 } from '../store/layout.js';
 import type { Queue } from '../queue/queue.js';
+import { UnavailableError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
 import {
@@ -92,22 +93,30 @@ export class ObjectLedger implements IngestLedger {
     const body = JSON.stringify(record);
     // Lost only to an acceptance of the same report since the reads above (or, for a report of
     // no partner, to the older report that holds its key): ours is then a repeat.
-    if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
-    if (!(await this.store.putIfAbsent(key, body, { seenAbsent: true }))) {
-      // Our own PUT, retried by the SDK after a timeout, finds itself (412): these very bytes
-      // (another acceptance's record has its own received_at) are ours, and the report is new.
-      const there = await this.store.get(key);
-      if (!there?.body.equals(Buffer.from(body))) {
-        // Another report's key: it wrote its marker before its key, and no marker stood when ours
-        // was written, so it was archived between our reads and our writes. Ours would have it
-        // sent and stored again; no one else reads it (their markers lose to it, their reads
-        // find the key), so it goes.
-        await this.store.delete([pendingKey(slot)]);
-        return this.repeatOf(id, slot, record.pkey);
-      }
+    if (!(await this.createdOrOurs(pendingKey(slot), body))) return this.repeatOf(id, slot, record.pkey);
+    if (!(await this.createdOrOurs(key, body))) {
+      // Another report's key: it wrote its marker before its key, and no marker stood when ours
+      // was written, so it was archived between our reads and our writes. Ours would have it
+      // sent and stored again; no one else reads it (their markers lose to it, their reads
+      // find the key), so it goes.
+      await this.store.delete([pendingKey(slot)]);
+      return this.repeatOf(id, slot, record.pkey);
     }
     if (send) await this.queue.send([body]);
     return { created: true, pkey: record.pkey };
+  }
+
+  /**
+   * Creates the object, or finds it holding these very bytes: our own PUT, retried by the SDK
+   * after a timeout, finds itself (412), and another acceptance's record has its own
+   * received_at. An object that stands but cannot be read is not taken for another's: that
+   * would drop a report (UnavailableError: the post is refused and its marker rolled forward).
+   */
+  private async createdOrOurs(key: string, body: string): Promise<boolean> {
+    if (await this.store.putIfAbsent(key, body, { seenAbsent: true })) return true;
+    const there = await this.store.get(key);
+    if (!there) throw new UnavailableError('storage', `object store: ${key} was taken but cannot be read yet`);
+    return there.body.equals(Buffer.from(body));
   }
 
   /**

@@ -105,7 +105,10 @@ export class S3ObjectStore implements ObjectStore {
       return true;
     } catch (err) {
       const status = statusOf(err);
-      if (status === 412 || status === 409) return false;
+      if (status === 412) return false;
+      // 409 ConditionalRequestConflict: a write of the key was under way (often our own first
+      // attempt, which the SDK retried). Taken if it now stands; otherwise not known yet.
+      if (status === 409 && (await this.head(key))) return false;
       throw unavailable(err);
     }
   }

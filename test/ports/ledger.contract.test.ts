@@ -14,7 +14,8 @@ import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
-import { IDEMPOTENCY_PREFIX } from '../../src/store/layout.js';
+import { UnavailableError } from '../../src/shared/errors.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { acceptHeld, report, tempDir, testConfig } from '../support/env.js';
@@ -356,6 +357,24 @@ describe("the object ledger's requests to S3", () => {
 
 describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match and If-None-Match on a PUT as S3 does', () => {
   /** A bucket and a queue of the test's own. */
+  /**
+   * The store, its creates under `prefix` answered "taken" (412 or 409): after writing the
+   * object (`written`: the SDK's retry meeting its own first attempt), or without.
+   */
+  function createsAnswered(store: S3ObjectStore, prefix: string, written: boolean): S3ObjectStore {
+    return new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, body: Buffer | string, options?: { seenAbsent?: boolean }) => {
+          if (!key.startsWith(prefix)) return target.putIfAbsent(key, body, options);
+          if (written) await target.putIfAbsent(key, body, options);
+          return false;
+        };
+      },
+    });
+  }
+
   async function onMoto(): Promise<{ store: S3ObjectStore; sqs: SqsQueue }> {
     const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
     await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
@@ -398,20 +417,34 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
   it('a post whose key write was retried after a timeout (its retry finds the key: 412) is still created and queued', async () => {
     const { store, sqs } = await onMoto();
     // The SDK's retry of our own PUT of the key answers as if another had written it.
-    const retried = new Proxy(store, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (prop !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
-        return async (key: string, body: Buffer | string, options?: { seenAbsent?: boolean }) => {
-          const written = await target.putIfAbsent(key, body, options);
-          return key.startsWith(IDEMPOTENCY_PREFIX) ? false : written;
-        };
-      },
-    });
+    const retried = createsAnswered(store, IDEMPOTENCY_PREFIX, true);
     const ledger = new ObjectLedger(retried, sqs);
     expect(await ledger.accept(record(44, 'first'))).toEqual({ created: true, pkey: 'partner-44' });
     expect((await drain(sqs)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-44']);
     expect(await ledger.isPending('partner-44')).toBe(true);
+  });
+
+  it('a post whose marker write was retried after a timeout (its retry finds the marker: 412) is still created and queued', async () => {
+    const { store, sqs } = await onMoto();
+    const retried = createsAnswered(store, PENDING_PREFIX, true);
+    const ledger = new ObjectLedger(retried, sqs);
+    expect(await ledger.accept(record(45, 'first'))).toEqual({ created: true, pkey: 'partner-45' });
+    expect((await drain(sqs)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-45']);
+    // Another acceptance's marker (its own received_at) is still a repeat.
+    expect(await ledger.accept(record(45, 'second'))).toMatchObject({ created: false });
+    expect(await drain(sqs)).toEqual([]);
+  });
+
+  it('a post whose key cannot be read back after its create was refused is refused as unavailable, its marker kept for reconciliation', async () => {
+    const { store, sqs } = await onMoto();
+    // The key's create answered "taken" while no key is there to read (a 409 meeting a write
+    // that did not stand): the report must not be dropped as another's.
+    const refused = createsAnswered(store, IDEMPOTENCY_PREFIX, false);
+    await expect(new ObjectLedger(refused, sqs).accept(record(46, 'first'))).rejects.toBeInstanceOf(UnavailableError);
+    const reconciling = new ObjectLedger(store, sqs);
+    expect(await reconciling.isPending('partner-46')).toBe(true);
+    expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(1);
+    expect((await drain(sqs)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-46']);
   });
 
   it('a post whose reads came before another copy was accepted and archived leaves no marker: the report is not stored again', async () => {

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import http from 'node:http';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
@@ -332,5 +332,44 @@ describe.skipIf(!HAS_MOTO)('moto_lean keeps connections open, as S3 does', () =>
       s3.destroy();
       agent.destroy();
     }
+  });
+});
+
+describe.skipIf(!HAS_MOTO)('S3 answering a conditional create with 409 ConditionalRequestConflict (moto)', () => {
+  // S3 answers 409 to a create that met another write of the key still under way (often the
+  // SDK's retry meeting its own first attempt): "retry", not "it exists". Injected in the SDK's
+  // stack around the real request to moto.
+  let conflict: { key: string; committed: boolean } | undefined;
+  async function store(): Promise<S3ObjectStore> {
+    const client = new S3Client({ endpoint: moto!.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true });
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { IfNoneMatch?: string; Key?: string };
+        const planned = conflict;
+        if (!planned || input.IfNoneMatch !== '*' || !input.Key?.endsWith(planned.key)) return next(args);
+        conflict = undefined;
+        if (planned.committed) await next(args);
+        throw new S3ServiceException({ name: 'ConditionalRequestConflict', $fault: 'client', $metadata: { httpStatusCode: 409 }, message: 'A conflicting conditional operation is in progress' });
+      },
+      { step: 'initialize' },
+    );
+    const bucket = `conflict-${randomBytes(4).toString('hex')}`;
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    return new S3ObjectStore(client, { bucket, prefix: 'p/' });
+  }
+
+  it('is taken as created elsewhere only when the object then stands', async () => {
+    const s3 = await store();
+    conflict = { key: 'a.json', committed: true };
+    expect(await s3.putIfAbsent('a.json', 'first', { seenAbsent: true })).toBe(false);
+    expect((await s3.get('a.json'))?.body.toString()).toBe('first');
+  });
+
+  it('is the store unavailable (try again) when nothing stands, never "it exists"', async () => {
+    const s3 = await store();
+    conflict = { key: 'b.json', committed: false };
+    await expect(s3.putIfAbsent('b.json', 'first', { seenAbsent: true })).rejects.toBeInstanceOf(UnavailableError);
+    expect(await s3.head('b.json')).toBeUndefined();
+    expect(await s3.putIfAbsent('b.json', 'first', { seenAbsent: true })).toBe(true);
   });
 });
