@@ -47,11 +47,12 @@ export function readBbox(raw: string | undefined, details: ErrorDetail[]): Bbox 
 
 export function readLimit(raw: string | undefined, details: ErrorDetail[]): number {
   if (raw === undefined) return DEFAULT_LIMIT;
-  if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_LIMIT) {
-    details.push({ in: 'query', field: 'limit', message: `must be an integer from 1 to ${MAX_LIMIT}` });
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
+    details.push({ in: 'query', field: 'limit', message: `must be a whole number of at least 1 (pages hold at most ${MAX_LIMIT})` });
     return DEFAULT_LIMIT;
   }
-  return Number(raw);
+  // Part 1 (/req/core/fc-limit-response-1): a limit above the maximum is answered with the maximum, not an error.
+  return Math.min(Number(raw), MAX_LIMIT);
 }
 
 /** One end of a datetime: an RFC 3339 date-time, or a full date (its first or last millisecond). */
