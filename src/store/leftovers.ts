@@ -9,6 +9,11 @@ import { isTemporaryName } from './fileStore.js';
 
 /** Older than this, a temporary file belongs to no live write (a write takes seconds). */
 export const LEFTOVER_AGE_MS = 15 * 60_000;
+/**
+ * An import's working files (DATA_DIR/tmp/import/<run>/) are its checkpoint's, which a resumed
+ * run reads however long after; untouched this long, the import was given up (or restarted).
+ */
+export const IMPORT_LEFTOVER_AGE_MS = 14 * 86_400_000;
 
 export interface SweepResult {
   removed: number;
@@ -16,15 +21,11 @@ export interface SweepResult {
 }
 
 /**
- * Removes, under each root, files older than `olderThanMs` that `isLeftover` names; walks the
- * tree one directory at a time (a year of hourly partitions is some 9,000 directories).
+ * Removes, under each root, the files `ageOf` names a leftover once older than the age it
+ * gives; walks the tree one directory at a time (a year of hourly partitions is some 9,000
+ * directories).
  */
-export async function sweepLeftovers(
-  roots: readonly string[],
-  isLeftover: (name: string, dir: string) => boolean,
-  olderThanMs = LEFTOVER_AGE_MS,
-  now = Date.now(),
-): Promise<SweepResult> {
+export async function sweepLeftovers(roots: readonly string[], ageOf: (name: string, dir: string) => number | undefined, now = Date.now()): Promise<SweepResult> {
   const result: SweepResult = { removed: 0, bytes: 0 };
   const walk = async (dir: string): Promise<void> => {
     let entries;
@@ -37,13 +38,15 @@ export async function sweepLeftovers(
       const full = path.join(dir, e.name);
       if (e.isDirectory()) {
         await walk(full);
-      } else if (isLeftover(e.name, dir)) {
-        const stat = await fs.stat(full).catch(() => undefined);
-        if (!stat || now - stat.mtimeMs < olderThanMs) continue;
-        await fs.rm(full, { force: true });
-        result.removed += 1;
-        result.bytes += stat.size;
+        continue;
       }
+      const olderThanMs = ageOf(e.name, dir);
+      if (olderThanMs === undefined) continue;
+      const stat = await fs.stat(full).catch(() => undefined);
+      if (!stat || now - stat.mtimeMs < olderThanMs) continue;
+      await fs.rm(full, { force: true });
+      result.removed += 1;
+      result.bytes += stat.size;
     }
   };
   for (const root of roots) await walk(root);
@@ -51,12 +54,18 @@ export async function sweepLeftovers(
 }
 
 /**
- * The store's temporary files (embedded backend) and everything stale under DATA_DIR/tmp, and
- * under the API's own folders of TMP_DIR (never TMP_DIR itself: it may be shared, e.g. /tmp).
+ * The store's temporary files (embedded backend) and everything stale under DATA_DIR/tmp (an
+ * import's files only after IMPORT_LEFTOVER_AGE_MS), and under the API's own folders of
+ * TMP_DIR (never TMP_DIR itself: it may be shared, e.g. /tmp).
  */
 export function sweepCrashLeftovers(config: Config, olderThanMs = LEFTOVER_AGE_MS): Promise<SweepResult> {
   const tmp = path.join(config.dataDir, 'tmp');
+  const imports = path.join(tmp, 'import');
   const own = [tmp, ...(config.tmpDir === tmp ? [] : [path.join(config.tmpDir, 'duckdb'), path.join(config.tmpDir, 'exports')])];
   const roots = [...own, ...(config.storageUrl.startsWith('file://') ? [config.storageUrl.slice('file://'.length)] : [])];
-  return sweepLeftovers(roots, (name, dir) => isTemporaryName(name) || own.some((t) => dir === t || dir.startsWith(t + path.sep)), olderThanMs);
+  const under = (dir: string, root: string) => dir === root || dir.startsWith(root + path.sep);
+  return sweepLeftovers(roots, (name, dir) => {
+    if (under(dir, imports)) return Math.max(olderThanMs, IMPORT_LEFTOVER_AGE_MS);
+    return isTemporaryName(name) || own.some((t) => under(dir, t)) ? olderThanMs : undefined;
+  });
 }

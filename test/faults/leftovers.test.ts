@@ -16,7 +16,7 @@ async function plant(file: string, ageMs: number): Promise<string> {
 const exists = (file: string) => fs.access(file).then(() => true, () => false);
 
 describe('leftovers of a killed process', () => {
-  it('are removed when a worker starts; stored objects and young temporary files are kept', async () => {
+  it("are removed when a worker starts; stored objects, young temporary files and a stopped import's files are kept", async () => {
     const config = await testConfig('embedded');
     const root = config.storageUrl.slice('file://'.length);
     const hour = path.join(root, 'reports/v1/year=2026/month=11/day=20/hour=05');
@@ -25,11 +25,15 @@ describe('leftovers of a killed process', () => {
     const staleFlush = await plant(path.join(config.dataDir, 'tmp/worker/flush-4f1c.parquet'), hourAgo);
     const youngTemp = await plant(path.join(hour, 'part-01JYYYYYYYYYYYYYYYYYYYYYYY.parquet.tmp-ffeeddccbbaa'), 5_000);
     const oldObject = await plant(path.join(root, 'jobs/compact/2026-11-19.json'), 30 * 86_400_000);
+    // An import stopped an hour ago is resumed from these; one given up a fortnight ago is not.
+    const stoppedImport = await plant(path.join(config.dataDir, 'tmp/import/01JRUN/staged-000001.parquet'), hourAgo);
+    const givenUpImport = await plant(path.join(config.dataDir, 'tmp/import/01JOLD/sorted.parquet'), 15 * 86_400_000);
 
     const svc = await startTestService(await testRuntime(config), { worker: true, reconcile: false });
     try {
-      await eventually(async () => (!(await exists(staleTemp)) && !(await exists(staleFlush)) ? true : undefined), 10_000, 'the stale files to go');
+      await eventually(async () => (!(await exists(staleTemp)) && !(await exists(staleFlush)) && !(await exists(givenUpImport)) ? true : undefined), 10_000, 'the stale files to go');
       expect(await exists(youngTemp)).toBe(true);
+      expect(await exists(stoppedImport)).toBe(true);
       expect(await exists(oldObject)).toBe(true);
     } finally {
       await svc.stop();
