@@ -91,7 +91,7 @@ interface Item {
 }
 
 export class ReportsItems {
-  /** numberMatched of recent queries: every page of a walk asks the same (its window and received-by time are fixed). */
+  /** numberMatched of recent windows: every page of a walk asks the same (its window and received-by time are fixed). */
   private readonly counts = new Map<string, number>();
 
   constructor(private readonly archive: Archive) {}
@@ -163,7 +163,10 @@ export class ReportsItems {
   }
 
   private async count(query: WindowQuery): Promise<number> {
-    const key = JSON.stringify([query.startMs, query.endMs, query.bbox ?? null, query.receivedBeforeMs]);
+    // By the window's tag (its parts and the retractions it hides): a retraction or a new part
+    // during a walk is counted at once.
+    const window = await this.archive.open(query);
+    const key = `${window.tag('count')} ${query.receivedBeforeMs}`;
     const hit = this.counts.get(key);
     if (hit !== undefined) {
       // Most recently used last: the oldest entry is the first one evicted.
@@ -171,7 +174,7 @@ export class ReportsItems {
       this.counts.set(key, hit);
       return hit;
     }
-    const n = await (await this.archive.open(query)).count();
+    const n = await window.count();
     this.counts.set(key, n);
     if (this.counts.size > 256) this.counts.delete(this.counts.keys().next().value!);
     return n;
