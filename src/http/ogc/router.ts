@@ -144,7 +144,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     const { values, details } = query(req, ['bbox', 'datetime', 'limit', id === 'reports' ? 'cursor' : 'offset']);
     const bbox = readBbox(values.bbox, details);
     const limit = readLimit(values.limit, details);
-    const interval = readDatetime(values.datetime, deps.maxWindowMs, details, now());
+    const interval = readDatetime(values.datetime, deps.maxWindowMs, details, now(), id !== 'reports');
     const base = `${ogcBase(deps.publicBase())}/collections/${id}/items`;
     const keep = { bbox: values.bbox, datetime: values.datetime, limit: values.limit, f: values.f };
     const links: Link[] = [{ href: `${base}${queryString({ ...keep, cursor: values.cursor, offset: values.offset })}`, rel: 'self', type: GEOJSON, title: 'This page' }];
