@@ -7,6 +7,7 @@ import { geometryOf } from '../boundaries/compactLevels.js';
 import { OUTLINE_LEVELS, outlineLevels, outlinesOf, type OutlineLevel } from '../boundaries/outlines.js';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
+import { VERSION_TAG } from '../shared/version.js';
 import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
@@ -32,10 +33,13 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     return buf;
   };
 
-  /** Strong ETag from the version's content hash, the representation and its encoding; 304 when it matches. */
+  /**
+   * Strong ETag from the boundary version's content hash, the service's release (which may
+   * render the same boundaries otherwise), the representation and its encoding; 304 when it matches.
+   */
   const sendVersioned = (req: Request, res: Response, current: LoadedBoundaries, key: string, build: () => string) => {
     const encoding = negotiateEncoding(req, true);
-    const etag = `"${current.version}-${key.replace(/[^A-Za-z0-9-]/g, '-')}${applyEncoding(res, encoding)}"`;
+    const etag = `"${current.version}-${VERSION_TAG}-${key.replace(/[^A-Za-z0-9-]/g, '-')}${applyEncoding(res, encoding)}"`;
     res.set({ ETag: etag, 'Cache-Control': 'public, max-age=300' });
     if (ifNoneMatch(req.get('if-none-match'), etag)) {
       res.status(304).end();
@@ -59,8 +63,12 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     throwIfAny(details);
     const current = await deps.boundaries.current();
     const code = String(req.params.code);
-    if (current.adminAreas.get(code)?.level !== 'city') {
-      throw new HttpError(404, `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version: the city ${current.adminAreas.problem(code).replace(/^must be /, 'code must be ')}.`);
+    const area = current.adminAreas.get(code);
+    if (area?.level !== 'city') {
+      const message = area
+        ? `${code} is a ${area.level} (${area.name}); this path takes the code of one of its cities, e.g. ${area.cities.slice(0, 3).join(', ')} (GET /cities lists them)`
+        : `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version: the city ${current.adminAreas.problem(code).replace(/^must be /, 'code must be ')}`;
+      throw new HttpError(404, `${message}.`, [{ in: 'path', field: 'code', message: area ? `is a ${area.level}, not a city` : 'is no city of the current boundaries' }]);
     }
     sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
       const collection = {

@@ -275,6 +275,9 @@ describe('the national boundaries', () => {
     const province = await getJson(`${svc.url}/cities/PH-0305400000/local-areas`);
     expect(province.status).toBe(404);
     expect(province.body.message.length).toBeLessThan(400);
+    // Says what the code is and which codes the path takes, never the code it was sent as the closest.
+    expect(province.body.message).toMatch(/^PH-0305400000 is a province \(Pampanga\); this path takes the code of one of its cities, e\.g\. PH-\d{10}/);
+    expect(province.body.details).toEqual([{ in: 'path', field: 'code', message: 'is a province, not a city' }]);
   });
 
   it('take partner_city by the name of any city, municipality or province, and ask which where a name repeats', async () => {

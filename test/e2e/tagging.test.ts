@@ -21,6 +21,7 @@ import {
   pkeyOf,
 } from '../support/env.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
+import { VERSION_TAG } from '../../src/shared/version.js';
 
 if (!HAS_SHARED_PH) console.warn(SHARED_PH_MISSING);
 
@@ -97,16 +98,16 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
         { code: 'PH-QC', name: 'Quezon City' },
         { code: 'PH-PG', name: 'Pampanga' },
       ]);
-      expect(outlines.headers.get('etag')).toMatch(new RegExp(`^"${version}-outlines-city`));
+      expect(outlines.headers.get('etag')).toMatch(new RegExp(`^"${version}-${VERSION_TAG}-outlines-city`));
       const none = await getJson(`${svc.url}/cities/outlines?level=province`);
       expect(none.status).toBe(400);
       expect(none.body.details).toEqual([{ in: 'query', field: 'level', message: 'the current boundary version has no province level; GET /cities/levels lists the levels it has' }]);
     });
 
-    it('serves the published cities with the version as a strong ETag, and 304 on If-None-Match', async () => {
+    it("serves the published cities with the boundary version and the service's release in a strong ETag, and 304 on If-None-Match", async () => {
       const geo = await getJson(`${svc.url}/cities?geoformat=geojson`);
       // Node's fetch asks for br/gzip: the strong ETag names the encoding too.
-      expect(geo.headers.get('etag')).toMatch(new RegExp(`^"${version}-geojson(-br|-gz)?"$`));
+      expect(geo.headers.get('etag')).toMatch(new RegExp(`^"${version}-${VERSION_TAG}-geojson(-br|-gz)?"$`));
       expect(geo.body.result.features.map((f: any) => f.properties)).toEqual([
         { code: 'PH-QC', name: 'Quezon City' },
         { code: 'PH-PG', name: 'Pampanga' },
@@ -115,7 +116,7 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
 
       const topo = await fetch(`${svc.url}/cities`);
       const etag = topo.headers.get('etag')!;
-      expect(etag).toMatch(new RegExp(`^"${version}-topojson(-br|-gz)?"$`));
+      expect(etag).toMatch(new RegExp(`^"${version}-${VERSION_TAG}-topojson(-br|-gz)?"$`));
       const body = (await topo.json()) as any;
       const decoded = feature(body.result as Topology, body.result.objects.output) as any;
       decoded.features.forEach((f: any, i: number) => {
@@ -137,7 +138,7 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       const previous = versions.find((v) => v !== version)!;
       await svc.rt.boundaries.rollback(previous);
       const res = await getJson(`${svc.url}/cities?geoformat=geojson`);
-      expect(res.headers.get('etag')).toMatch(new RegExp(`^"${previous}-geojson(-br|-gz)?"$`));
+      expect(res.headers.get('etag')).toMatch(new RegExp(`^"${previous}-${VERSION_TAG}-geojson(-br|-gz)?"$`));
       const shipped = (await defaultBoundaries()).cities.features.map((f) => ({ type: 'Feature', geometry: f.geometry, properties: { code: f.properties.code, name: f.properties.name } }));
       expect(res.body.result.features).toEqual(shipped);
       await svc.rt.boundaries.rollback(version);
