@@ -215,9 +215,12 @@ function popupOf(f) {
   add('Reported', `${formatManila(ms)} (${formatUtc(ms)})`);
   if (p.title) add('Title', p.title);
   if (p.text) add('Text', p.text);
-  const area = areas.areaName(p.tags?.local_area_id);
+  const id = p.tags?.local_area_id;
+  const area = areas.areaName(id);
   const city = areas.cityName(p.tags?.instance_region_code);
-  add('Barangay', area ? `${area.name}${city ? `, ${city}` : ''}` : city ? `outside the barangays of ${city}` : 'outside the covered cities');
+  const inCity = city ? `, ${city}` : '';
+  // Nationally a barangay's name is loaded with its city's, from close in: until then, its code.
+  add('Barangay', area ? `${area.name}${inCity}` : id ? `PSGC ${id}${inCity}` : city ? `outside the barangays of ${city}` : 'outside the covered cities');
   if (typeof p.image_url === 'string' && /^https?:\/\//.test(p.image_url)) {
     const a = document.createElement('a');
     a.href = p.image_url;

@@ -324,7 +324,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     try {
       for (const r of juneReports.slice(0, 4)) {
         const [lat, lng] = r.place;
-        expect((await postAccepted(national.url, report(r.post_id, { created_at: r.created_at, partner_city: 'Quezon City', location: { lat, lng } }))).status).toBe(201);
+        expect((await postAccepted(national.url, report(r.post_id, { created_at: r.created_at, partner_city: 'Quezon City', title: `Baha #${r.post_id}`, location: { lat, lng } }))).status).toBe(201);
       }
       await allArchived(rt);
       const regionOf = (await rt.boundaries.current()).tagger;
@@ -346,6 +346,16 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(requests.filter((u) => u.includes('/local-areas') || u.includes('/cities?'))).toEqual([]);
       expect(requests.filter((u) => u.includes('by=')).map((u) => new URL(u).searchParams.get('by'))).toEqual(['region']);
       await page.screenshot({ path: path.join(SHOTS, 'national.png') });
+      // A report's popup before its city's barangay names are loaded: its barangay by code, not "outside".
+      const first = juneReports[0]!;
+      const psgc = regionOf.tag(first.place[1], first.place[0]).local_area_id!;
+      await page.getByRole('button', { name: `Report Baha #${first.post_id},` }).focus();
+      await page.keyboard.press('Enter');
+      const popup = page.locator('.leaflet-popup-content');
+      await popup.waitFor({ timeout: 5_000 });
+      expect(await popup.innerText()).toContain(`PSGC ${psgc}`);
+      expect(await popup.innerText()).not.toContain('outside');
+      await page.click('.leaflet-popup-close-button');
       // Closer: the provinces, then the cities and municipalities, each level's counts asked once.
       const zoomTo = (zoom: number) => page.evaluate((z) => (window as any).floodExplorer.map.setView([14.6516, 121.0497], z), zoom);
       await zoomTo(7.5);
