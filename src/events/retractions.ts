@@ -2,23 +2,36 @@
 // caller (the partner's DELETE, the CLI). The log records a `retracted` event without the
 // personal fields (the stream and CAP stop showing the report; webhooks of `retracted` and SNS
 // announce it), with the city and barangay of its archived event, or of its point when that event
-// is no longer kept. On the embedded backend recording is idempotent, so a repeated retraction
-// (a retry after a crash between the ledger and the log) fills a gap and never announces twice.
+// is no longer kept. A repeated retraction (a retry after a crash between the ledger and the log)
+// fills that gap and never announces twice: within REPEAT_ANNOUNCED_WITHIN_MS of the first the
+// log is asked whether it has it; a repeat later than that was announced back then.
 import { tombstoneProperties } from '../archive/schema.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import type { EventFeed } from './events.js';
 import type { ReportFeature } from './feature.js';
 
+/**
+ * A crash between the ledger and the log is seconds long; a repeat this long after its first
+ * retraction finds that one announced (and the AWS log's index of retractions reaches back a
+ * little further: 25 hours).
+ */
+const REPEAT_ANNOUNCED_WITHIN_MS = 24 * 3_600_000;
+
 /** City and barangay of a point, for a report retracted before its archived event was kept. */
 export type TagOf = (lng: number, lat: number) => Promise<ReportFeature['properties']['tags']>;
 
 /** The same ledger (every other role passes through), its retract() announcing too. */
-export function announcingRetractions<L extends RetractionLedger & Pick<ReportLookup, 'lookup'>>(ledger: L, events: Pick<EventFeed, 'wasRetracted' | 'archivedReport' | 'retracted'>, tagOf?: TagOf): L {
+export function announcingRetractions<L extends RetractionLedger & Pick<ReportLookup, 'lookup'>>(
+  ledger: L,
+  events: Pick<EventFeed, 'wasRetracted' | 'archivedReport' | 'retracted'>,
+  tagOf?: TagOf,
+  now: () => number = Date.now,
+): L {
   const retract: RetractionLedger['retract'] = async (pkey, by, reason) => {
     const result = await ledger.retract(pkey, by, reason);
     if (!result.found) return result;
     // A repeat is announced again only if the first one never reached the log (a crash between).
-    if (!result.first && (await events.wasRetracted(pkey))) return result;
+    if (!result.first && (now() - Date.parse(result.retraction.retracted_at) > REPEAT_ANNOUNCED_WITHIN_MS || (await events.wasRetracted(pkey)))) return result;
     const archived = (await events.archivedReport(pkey))?.feature;
     // Pending reports alone are in the ledger whole: of an archived one without its event, the point is unknown here.
     const record = archived ? undefined : (await ledger.lookup(pkey))?.record;

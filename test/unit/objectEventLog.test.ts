@@ -4,9 +4,15 @@
 import { describe, expect, it } from 'vitest';
 import { featureOf } from '../../src/events/feature.js';
 import { ObjectEventLog } from '../../src/events/objectEventLog.js';
+import { announcingRetractions } from '../../src/events/retractions.js';
+import type { IngestRecord } from '../../src/ledger/ledger.js';
+import { ObjectLedger } from '../../src/ledger/objectLedger.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
+import { openLedgerDb } from '../../src/sqlite/database.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
-import { tempDir } from '../support/env.js';
+import { report, tempDir } from '../support/env.js';
 
 const HOUR = 3_600_000;
 const row = (n: number) =>
@@ -31,5 +37,26 @@ describe('the event log on the object store', () => {
     expect(await log.archivedReport('partner-1')).toBeUndefined();
     expect(await log.wasRetracted('partner-2')).toBe(false);
     expect((await log.archivedReport('partner-3'))?.pkey).toBe('partner-3');
+  });
+
+  it('announces a retraction once: a repeat days later (a partner or an operator retracting again) is not a new event', async () => {
+    const dir = await tempDir('flood-eventlog-');
+    const store = new FileObjectStore(dir);
+    let now = Date.now();
+    const log = new ObjectEventLog(store, () => now);
+    const ledger = announcingRetractions(new ObjectLedger(store, new SqliteQueue(openLedgerDb(dir), 5)), log, undefined, () => now);
+    const record: IngestRecord = {
+      v: 1, pkey: 'partner-alpha-7', source: 'partner', post_id: 7, partner: 'alpha', received_at: new Date().toISOString(),
+      report: parsePartnerReport(report(7, { created_at: '2026-11-21T05:00:00Z' }), Date.now()),
+    };
+    expect((await ledger.accept(record)).created).toBe(true);
+    const retracted = async () => (await log.since(0, 100)).filter((e) => e.kind === 'retracted').length;
+    expect((await ledger.retract('partner-alpha-7', 'alpha', 'posted twice')).found).toBe(true);
+    expect(await retracted()).toBe(1);
+    // At once (the log has it), and 27 hours later (past the log's index of retractions).
+    expect(await ledger.retract('partner-alpha-7', 'alpha', 'posted twice')).toMatchObject({ found: true, first: false });
+    now += 27 * HOUR;
+    expect(await ledger.retract('partner-alpha-7', 'ops', 'again')).toMatchObject({ found: true, first: false });
+    expect(await retracted()).toBe(1);
   });
 });
