@@ -40,7 +40,6 @@ export interface VerifyResult {
 const BLOCK_DAYS = 31;
 
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
-  const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
   const result: VerifyResult = { days: [], missing: [], unexpected: [], duplicatedInStorage: 0, ok: true };
   const firstDay = dayStart(options.fromMs);
   const blockMs = BLOCK_DAYS * DAY_MS;
@@ -50,9 +49,10 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
     const toMs = Math.min(options.toMs, start + blockMs - 1);
     const accepted = new Map<string, { day: string; pending: boolean }>();
     for await (const report of rt.ledger.accepted(fromMs, toMs)) accepted.set(report.pkey, { day: report.created_at.slice(0, 10), pending: report.pending });
-    // A compacted day is keyed at its midnight and spans the whole day.
-    const parts = hours.filter((h) => h.hourMs + (h.wholeDay ? DAY_MS : 3_600_000) > fromMs && h.hourMs <= toMs).flatMap((h) => h.parts);
-    const archived = await archivedPkeys(rt, parts, fromMs, toMs, () => (result.duplicatedInStorage += 1));
+    // The parts after the ledger: a report the ledger no longer had pending was durable in a part
+    // by then (listed first, a report archived meanwhile would be in no part listed: a "loss").
+    const { pkeys: archived, duplicated } = await archivedInBlock(rt, fromMs, toMs);
+    result.duplicatedInStorage += duplicated;
     const byDay = new Map<string, DayReport>();
     const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;
     for (const [pkey, { day, pending }] of accepted) {
@@ -74,6 +74,22 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.unexpected.sort();
   result.ok = result.missing.length === 0;
   return result;
+}
+
+/** Parts a block's read may find retired (compaction, a purge) since they were listed: listed again. */
+const READ_ATTEMPTS = 3;
+
+/** The distinct pkeys the parts of [fromMs, toMs] hold, and how many are stored twice. */
+async function archivedInBlock(rt: VerifyDeps, fromMs: number, toMs: number): Promise<{ pkeys: Set<string>; duplicated: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const parts = (await listWindowParts(rt.store, fromMs, toMs)).flatMap((h) => h.parts);
+    let duplicated = 0;
+    try {
+      return { pkeys: await archivedPkeys(rt, parts, fromMs, toMs, () => (duplicated += 1)), duplicated };
+    } catch (err) {
+      if (attempt >= READ_ATTEMPTS) throw err;
+    }
+  }
 }
 
 /** The distinct pkeys the parts hold in [fromMs, toMs]; `duplicated` once per pkey stored twice. */

@@ -230,6 +230,31 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(fc.features.map((f: any) => f.properties.pkey).sort()).toEqual(want);
   });
 
+  it('verify on a live system: a report archived while it reads is not taken for a loss', async () => {
+    await drained(svc);
+    const window = { fromMs: Date.parse('2026-11-26T00:00:00Z'), toMs: Date.parse('2026-11-26T23:59:59.999Z') };
+    // The report is posted and archived by the worker just before verify reads the ledger.
+    let posted = false;
+    const ledger = new Proxy(svc.rt.ledger, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'accepted') return typeof value === 'function' ? value.bind(target) : value;
+        return async function* (fromMs: number, toMs: number) {
+          if (!posted) {
+            posted = true;
+            expect((await postReport(svc.url, report(9401, { created_at: '2026-11-26T21:00:00Z' }))).status).toBe(201);
+            await allArchived(svc.rt);
+          }
+          yield* target.accepted(fromMs, toMs);
+        };
+      },
+    });
+    const result = await verify({ ...svc.rt, ledger }, window);
+    expect(result.missing).toEqual([]);
+    expect(result.days).toEqual([{ day: '2026-11-26', accepted: 1, archived: 1, pending: 0, missing: 0 }]);
+    expect(result.ok).toBe(true);
+  });
+
   it('verify finds nothing missing, then reports a part deleted behind the system\'s back', async () => {
     await drained(svc);
     const ok = await verify(svc.rt, DAY);
