@@ -62,19 +62,31 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
   const publisher = storePartPublisher(rt);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
+  const retractedOn = async (dayMs: number) => {
+    const pkeys: string[] = [];
+    for await (const r of rt.ledger.retractions({ createdFromMs: dayMs, createdToMs: dayMs + DAY_MS - 1 })) pkeys.push(r.pkey);
+    return pkeys;
+  };
   const merge = async (inputs: ObjectInfo[], key: string, dayMs: number) => {
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
-    // Retracted reports go in as tombstones: a merged file never brings personal fields back.
-    const retracted: string[] = [];
-    for await (const r of rt.ledger.retractions({ createdFromMs: dayMs, createdToMs: dayMs + DAY_MS - 1 })) retracted.push(r.pkey);
+    const again = `${out}.again`;
+    // Retracted reports go in as tombstones (purged ones too): a merged file never brings personal fields back.
+    const retracted = await retractedOn(dayMs);
     try {
       result.rows += await rt.cache.withFiles(inputs, (files) => mergeParts(rt.db, files, out, retracted));
       // New file first, then the old ones go.
       await publisher.publish(key, out);
+      // A retraction made while merging, which a purge of the old parts may have marked purged
+      // meanwhile (readers then hide it by its status alone): written again with it as a tombstone.
+      const now = await retractedOn(dayMs);
+      if (now.some((pkey) => !retracted.includes(pkey))) {
+        await mergeParts(rt.db, [out], again, now);
+        await publisher.publish(key, again);
+      }
       await publisher.retire(inputs.map((p) => p.key));
       result.partsRemoved += inputs.length;
     } finally {
-      await fs.rm(out, { force: true });
+      await Promise.all([fs.rm(out, { force: true }), fs.rm(again, { force: true })]);
     }
   };
   progress?.start(days.size);

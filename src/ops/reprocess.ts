@@ -4,6 +4,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { mergeParts } from '../archive/readRows.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
@@ -79,17 +80,19 @@ export async function reprocess(
     progress?.start(hours.length);
     await mapWeighted(hours, RETAG_LANES, async (hour) => {
       const out = path.join(tmpDir, `${randomUUID()}.parquet`);
-      written.push(out);
+      written.push(out, `${out}.again`);
+      // Retracted reports go in as tombstones, as compaction writes them: a part read before a
+      // purge rewrote it never brings personal fields back.
+      let readRetracted: string[] = [];
+      const retractedNow = async () => {
+        const pkeys: string[] = [];
+        for await (const r of rt.ledger.retractions({ createdFromMs: hour.hourMs, createdToMs: hour.hourMs + (hour.wholeDay ? DAY_MS : 3_600_000) - 1 })) pkeys.push(r.pkey);
+        return pkeys;
+      };
+      const retracted = async () => (readRetracted = await retractedNow());
       try {
         // The parts stay in the cache while they are read (and, unchanged, their ready texts written from them).
         const done = await rt.cache.withFiles(hour.parts, async (files) => {
-          // Retracted reports go in as tombstones, as compaction writes them: a part read before a
-          // purge rewrote it never brings personal fields back.
-          const retracted = async () => {
-            const pkeys: string[] = [];
-            for await (const r of rt.ledger.retractions({ createdFromMs: hour.hourMs, createdToMs: hour.hourMs + (hour.wholeDay ? DAY_MS : 3_600_000) - 1 })) pkeys.push(r.pkey);
-            return pkeys;
-          };
           // Several parts whose newest rows carry the new tags: an earlier run stopped after its
           // new part and before the old ones went (or a worker flushed into the hour since). They
           // are written as one all the same, the old ones retired, and the new part's ready texts
@@ -115,6 +118,14 @@ export async function reprocess(
         const moved = done.moved.count > 0 ? await rt.changes.prepareText(done.moved.log) : undefined;
         if (moved) await rt.changes.put(moved);
         await publisher.publish(key, out, { readyTexts: false });
+        // A retraction made since they were read, which a purge of the old parts may have marked
+        // purged meanwhile (readers then hide it by its status alone): written again with it as a tombstone.
+        const now = await retractedNow();
+        if (now.some((pkey) => !readRetracted.includes(pkey))) {
+          await mergeParts(rt.db, [out], `${out}.again`, now);
+          await fs.rename(`${out}.again`, out);
+          await publisher.publish(key, out, { readyTexts: false });
+        }
         if (moved) await rt.changes.put(moved);
         await publisher.retire(hour.parts.map((p) => p.key));
         untexted.push({ key, file: out, reports: done.rows });
