@@ -207,3 +207,45 @@ export function contains(rings: readonly Float64Array[], x: number, y: number): 
   }
   return inside;
 }
+
+/**
+ * Whether feature `i` of a level meets the box [minX, minY, maxX, maxY] (its area, not only its
+ * bounding box): one of its edges crosses into the box, or the box lies inside it.
+ */
+export function intersectsBox(level: Level<unknown>, i: number, box: readonly [number, number, number, number]): boolean {
+  const [minX, minY, maxX, maxY] = box;
+  const b = level.bboxes;
+  if (b[4 * i]! > maxX || b[4 * i + 2]! < minX || b[4 * i + 1]! > maxY || b[4 * i + 3]! < minY) return false;
+  if (b[4 * i]! >= minX && b[4 * i + 2]! <= maxX && b[4 * i + 1]! >= minY && b[4 * i + 3]! <= maxY) return true;
+  const { ringStarts, featureRings, coordinates: c } = level;
+  for (let r = featureRings[i]!, end = featureRings[i + 1]!; r < end; r++) {
+    for (let k = ringStarts[r]!, stop = ringStarts[r + 1]! - 2; k < stop; k += 2) {
+      if (segmentMeetsBox(c[k]!, c[k + 1]!, c[k + 2]!, c[k + 3]!, minX, minY, maxX, maxY)) return true;
+    }
+  }
+  // No edge in the box: it is inside the feature whole, or outside it.
+  return containsAt(level, i, minX, minY);
+}
+
+/** Liang–Barsky: whether the segment (x0, y0)–(x1, y1) has a point in the box. */
+function segmentMeetsBox(x0: number, y0: number, x1: number, y1: number, minX: number, minY: number, maxX: number, maxY: number): boolean {
+  const dx = x1 - x0;
+  const dy = y1 - y0;
+  let t0 = 0;
+  let t1 = 1;
+  for (const [p, q] of [[-dx, x0 - minX], [dx, maxX - x0], [-dy, y0 - minY], [dy, maxY - y0]] as const) {
+    if (p === 0) {
+      if (q < 0) return false;
+    } else {
+      const t = q / p;
+      if (p < 0) {
+        if (t > t1) return false;
+        if (t > t0) t0 = t;
+      } else {
+        if (t < t0) return false;
+        if (t < t1) t1 = t;
+      }
+    }
+  }
+  return true;
+}

@@ -261,6 +261,11 @@ describe('OGC API – Features: cities and barangays', () => {
     expect(boxed.numberMatched).toBeGreaterThan(0);
     expect(boxed.numberMatched).toBeLessThan(680);
     expect(boxed.features.every((f: any) => f.properties.city_code === 'PH-QC')).toBe(true);
+    // A box that is a point: the one barangay whose area holds it, not every one whose bounding box does.
+    const point = (await ogc('/ogc/collections/local-areas/items?bbox=121.05,14.65,121.05,14.65')).body;
+    const holder = (await svc.rt.boundaries.current()).tagger.tag(121.05, 14.65).local_area_id;
+    expect(point.features.map((f: any) => f.id)).toEqual([holder]);
+    expect(point.numberMatched).toBe(1);
   });
 });
 

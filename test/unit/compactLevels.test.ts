@@ -1,7 +1,8 @@
 // The point-in-polygon test over a feature's horizontal bands answers as the plain even-odd test
 // over every edge, for every point, on the national boundaries' large outlines.
 import { describe, expect, it } from 'vitest';
-import { compactLevels, contains, containsAt, isBanded } from '../../src/boundaries/compactLevels.js';
+import { compactLevels, contains, containsAt, intersectsBox, isBanded } from '../../src/boundaries/compactLevels.js';
+import type { BoundarySet } from '../../src/boundaries/types.js';
 import { random } from '../support/randomReports.js';
 import { loadNationalBoundaries } from '../support/sharedData.js';
 
@@ -34,5 +35,58 @@ describe('banded point-in-polygon', () => {
     // The sample holds banded features and points on both sides.
     expect(banded).toBeGreaterThan(100);
     expect(inside).toBeGreaterThan(1000);
+  });
+});
+
+describe('a feature meeting a box (OGC bbox on the boundary collections)', () => {
+  it('meets a box by its area: not in its bounding box\'s empty corner or its hole, yes on an edge or wholly inside', () => {
+    const set: BoundarySet = {
+      label: 'shapes',
+      cities: { type: 'FeatureCollection', features: [{ type: 'Feature', properties: { code: 'PH-T', name: 'Triangle' }, geometry: { type: 'Polygon', coordinates: [[[0, 0], [10, 0], [0, 10], [0, 0]]] } }] },
+      localAreas: {
+        type: 'FeatureCollection',
+        features: [
+          {
+            type: 'Feature',
+            properties: { psgc: '1', name: 'Ring', city_code: 'PH-T' },
+            geometry: { type: 'Polygon', coordinates: [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]], [[2, 2], [8, 2], [8, 8], [2, 8], [2, 2]]] },
+          },
+        ],
+      },
+    };
+    const shapes = compactLevels(set);
+    expect(intersectsBox(shapes.cities, 0, [8, 8, 9, 9])).toBe(false); // the bbox's empty corner
+    expect(intersectsBox(shapes.cities, 0, [4, 4, 6, 6])).toBe(true); // across the hypotenuse
+    expect(intersectsBox(shapes.cities, 0, [1, 1, 1, 1])).toBe(true); // a point inside
+    expect(intersectsBox(shapes.cities, 0, [-5, -5, 20, 20])).toBe(true); // the whole of it
+    expect(intersectsBox(shapes.cities, 0, [11, 0, 12, 1])).toBe(false); // beside it
+    expect(intersectsBox(shapes.localAreas, 0, [4, 4, 6, 6])).toBe(false); // in the hole
+    expect(intersectsBox(shapes.localAreas, 0, [1, 4, 3, 6])).toBe(true); // across the hole's edge
+    expect(intersectsBox(shapes.localAreas, 0, [0.5, 0.5, 1.5, 1.5])).toBe(true); // within the ring's band
+  });
+
+  it('meets every box that holds one of its vertices or a point inside it, on the national outlines', () => {
+    const next = random(7);
+    let misses = 0;
+    for (const level of [levels.cities, levels.localAreas]) {
+      for (let n = 0; n < 200; n++) {
+        const i = Math.floor(next() * level.properties.length);
+        const [x0, y0, x1, y1] = level.bboxes.subarray(4 * i, 4 * i + 4) as unknown as number[];
+        const w = (x1! - x0!) / 4;
+        const h = (y1! - y0!) / 4;
+        const bx = x0! - w + next() * (x1! - x0! + w);
+        const by = y0! - h + next() * (y1! - y0! + h);
+        const box = [bx, by, bx + w, by + h] as [number, number, number, number];
+        const got = intersectsBox(level, i, box);
+        // Found without it: a vertex in the box, or a point of a 12 × 12 grid of the box inside the feature.
+        let meets = false;
+        for (const ring of level.rings[i]!) for (let k = 0; k < ring.length && !meets; k += 2) meets = ring[k]! >= box[0] && ring[k]! <= box[2] && ring[k + 1]! >= box[1] && ring[k + 1]! <= box[3];
+        for (let gx = 0; gx <= 11 && !meets; gx++) for (let gy = 0; gy <= 11 && !meets; gy++) meets = contains(level.rings[i]!, box[0] + (gx * w) / 11, box[1] + (gy * h) / 11);
+        if (meets) expect(got, `${i} ${box.join(',')}`).toBe(true);
+        if (!got) misses += 1;
+      }
+    }
+    // Boxes in the bounding box's empty parts are told apart.
+    expect(misses).toBeGreaterThan(20);
   });
 });

@@ -2,7 +2,7 @@
 // version's polygons as OGC API – Features items, paged by offset. A version without regions and
 // provinces (the two-city default) has empty collections of them.
 import type { Feature } from 'geojson';
-import { geometryOf, type CompactLevels, type Level } from '../../boundaries/compactLevels.js';
+import { geometryOf, intersectsBox, type CompactLevels, type Level } from '../../boundaries/compactLevels.js';
 import type { BoundaryRepository } from '../../boundaries/repository.js';
 import type { Bbox } from './params.js';
 
@@ -38,7 +38,8 @@ export class BoundaryItems {
 
   async page(collection: BoundaryCollection, bbox: Bbox | undefined, limit: number, offset: number): Promise<{ features: Feature[]; numberMatched: number }> {
     const index = await this.index(collection);
-    const matched = bbox ? index.features.filter((f) => intersects(f.bbox, bbox)) : index.features;
+    // Part 1: the items whose geometry meets the box, not only their bounding box.
+    const matched = bbox ? index.features.filter((f) => intersects(f.bbox, bbox) && intersectsBox(index.level!, f.at, bbox)) : index.features;
     return { features: matched.slice(offset, offset + limit).map((f) => this.itemOf(index.level!, f)), numberMatched: matched.length };
   }
 
