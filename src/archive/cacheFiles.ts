@@ -107,6 +107,9 @@ export class CacheFiles<E extends CachedFile> {
     for (const name of await fs.readdir(this.dir)) {
       const file = path.join(this.dir, name);
       if (name.endsWith('.tmp')) {
+        // A download under way in another process on the directory (its pid in the name) stays.
+        const owner = Number(/\.(\d+)-[0-9a-f-]+\.tmp$/.exec(name)?.[1]);
+        if (owner !== process.pid && isRunning(owner)) continue;
         await fs.rm(file, { force: true });
         continue;
       }
@@ -125,5 +128,16 @@ export class CacheFiles<E extends CachedFile> {
       this.bytes += f.size;
     }
     await this.evict();
+  }
+}
+
+/** Whether a process of that id is running (signal 0 tests, sends nothing; EPERM: running, another user's). */
+export function isRunning(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -80,6 +80,33 @@ describe('PartCache on a remote store', () => {
     expect(await fs.readFile(await failing.localFile(a))).toEqual((await store.get(a.key))!.body);
   });
 
+  it('fetches again a whole copy removed behind its back (another process on the directory) or cut short by a crash', async () => {
+    const cacheDir = path.join(dir, 'shared');
+    const a = await putPart('reports/v1/shared-a.parquet', 1000);
+    const body = (await store.get(a.key))!.body;
+    const cache = new PartCache(store, cacheDir, 10_000);
+    const file = await cache.localFile(a);
+    // Another process's eviction removed it.
+    await fs.rm(file);
+    expect(await fs.readFile(await cache.localFile(a))).toEqual(body);
+    // A crash left it short (renamed before its bytes reached the disk); the next run adopts it.
+    await fs.truncate(await cache.localFile(a), 0);
+    const restarted = new PartCache(store, cacheDir, 10_000);
+    expect(await fs.readFile(await restarted.localFile(a))).toEqual(body);
+  });
+
+  it("leaves another running process's download in the directory, and removes a download of a process gone", async () => {
+    const cacheDir = path.join(dir, 'downloads');
+    await fs.mkdir(cacheDir, { recursive: true });
+    // The parent process (the test runner) is running; a pid far beyond the kernel's limit is not.
+    const running = path.join(cacheDir, `0123456789abcdef01234567-x.parquet.${process.ppid}-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.tmp`);
+    const gone = path.join(cacheDir, `0123456789abcdef01234567-y.parquet.99999999-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.tmp`);
+    await fs.writeFile(running, 'half');
+    await fs.writeFile(gone, 'half');
+    await new PartCache(store, cacheDir, 10_000).prepare();
+    expect((await fs.readdir(cacheDir)).filter((n) => n.endsWith('.tmp'))).toEqual([path.basename(running)]);
+  });
+
   it('answers undefined for an absent companion and never leaves a temporary file', async () => {
     const cache = new PartCache(store, dir, 10_000);
     const missing = { key: 'ready/v1/reports/v1/none.parquet', etag: '"x"', size: 1, lastModified: new Date() };
