@@ -58,7 +58,15 @@ export class SqliteQueue implements Queue {
       delete: db.prepare('DELETE FROM queue WHERE receipt = ?'),
       hide: db.prepare('UPDATE queue SET visible_at_ms = ? WHERE receipt = ?'),
       depth: db.prepare('SELECT sum(visible_at_ms <= ?) AS visible, sum(visible_at_ms > ?) AS in_flight FROM queue'),
-      deadLetters: db.prepare('SELECT id, body, receive_count, dead_lettered_at_ms FROM dead_letters ORDER BY id'),
+      // An accepted report's dead letter reads as its message was received: its pending record
+      // (or, archived since, its key alone).
+      deadLetters: db.prepare(
+        `SELECT d.id, CASE WHEN d.body = '' THEN coalesce(p.record, json_object('pkey', d.pkey)) ELSE d.body END AS body, d.receive_count, d.dead_lettered_at_ms
+         FROM dead_letters d
+           LEFT JOIN reports r ON d.body = '' AND ${reportByPkeySql('d.pkey', 'r')}
+           LEFT JOIN pending_records p ON p.source = r.source AND p.partner = r.partner AND p.post_id = r.post_id
+         ORDER BY d.id`,
+      ),
       redrive: db.prepare('INSERT INTO queue (body, pkey, sent_at_ms, visible_at_ms) SELECT body, pkey, ?, ? FROM dead_letters ORDER BY id'),
       clearDead: db.prepare('DELETE FROM dead_letters'),
     };
