@@ -8,7 +8,7 @@ import { createRuntime } from '../../src/main/runtime.js';
 import { UnavailableError } from '../../src/shared/errors.js';
 import { keyDigest } from '../../src/partners/apiKeys.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { API_KEY, eventually, report, startTestService, testConfig, type TestService } from '../support/env.js';
+import { API_KEY, eventually, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape, fetchWithin, stallableEndpoint, type StallableEndpoint } from './support.js';
 
 /** Well beyond the acceptance deadline (2 s) and well short of an outage: an answer, not a hang. */
@@ -105,5 +105,40 @@ describe('a stalled S3/SQS endpoint', () => {
     expect([200, 201]).toContain((await post(2)).status);
     // Six refusals of the kept key, past the limit of 3 failed authentications: none counted.
     expect((await post(20, KEPT_KEY)).status).toBe(201);
+  });
+});
+
+describe('a repeat post whose state cannot be read', () => {
+  it('is answered 503 within the acceptance deadline and counted with the acceptances under way', async () => {
+    const rt = await testRuntime(await testConfig('embedded', undefined, { ACCEPT_MAX_IN_FLIGHT: '2' }));
+    // Whether a repeat was retracted is read after its acceptance: here that read never answers.
+    let silent = false;
+    const ledger = rt.ledger;
+    rt.ledger = new Proxy(ledger, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'lookup') return typeof value === 'function' ? value.bind(target) : value;
+        return (pkey: string) => (silent ? new Promise(() => undefined) : target.lookup(pkey));
+      },
+    });
+    const svc = await startTestService(rt, { worker: false, reconcile: false });
+    const post = (postId: number) =>
+      fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/feeds/partner`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' }, body: JSON.stringify(report(postId)) });
+    try {
+      for (const id of [1, 2]) expect((await post(id)).status).toBe(201);
+      silent = true;
+      const repeats = await Promise.all([post(1), post(2)]);
+      for (const res of repeats) {
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expectErrorShape(res.body, 503);
+      }
+      // Both reads still wait: a third post finds the acceptances under way at their bound.
+      const third = await post(3);
+      expect(third.status).toBe(503);
+      expect(third.body.message).toMatch(/under way/);
+    } finally {
+      await svc.stop();
+    }
   });
 });
