@@ -2,7 +2,11 @@
 // against a byte bound, least recently used first out, and adoption of what an earlier
 // run left, so a restart keeps its warm cache.
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+
+/** A download written to within this long may be another process's, under way. */
+const TMP_IDLE_MS = 15 * 60_000;
 
 export interface CachedFile {
   file: string;
@@ -107,9 +111,10 @@ export class CacheFiles<E extends CachedFile> {
     for (const name of await fs.readdir(this.dir)) {
       const file = path.join(this.dir, name);
       if (name.endsWith('.tmp')) {
-        // A download under way in another process on the directory (its pid in the name) stays.
-        const owner = Number(/\.(\d+)-[0-9a-f-]+\.tmp$/.exec(name)?.[1]);
-        if (owner !== process.pid && isRunning(owner)) continue;
+        // A download under way in another process on the directory (written to within the
+        // quarter hour: pids tell nothing across containers, each of them pid 1) stays.
+        const stat = await fs.stat(file).catch(() => undefined);
+        if (stat && stat.mtimeMs > Date.now() - TMP_IDLE_MS) continue;
         await fs.rm(file, { force: true });
         continue;
       }
@@ -119,6 +124,12 @@ export class CacheFiles<E extends CachedFile> {
         continue;
       }
       const stat = await fs.stat(file);
+      // Written before the machine last booted: renamed into place perhaps before its bytes
+      // reached the disk (a power cut), so not trusted.
+      if (stat.mtimeMs < Date.now() - os.uptime() * 1000) {
+        await fs.rm(file, { force: true });
+        continue;
+      }
       found.push({ key: name.slice(0, -this.suffix.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
     }
     for (const f of found.sort((a, b) => a.mtimeMs - b.mtimeMs)) {
@@ -128,16 +139,5 @@ export class CacheFiles<E extends CachedFile> {
       this.bytes += f.size;
     }
     await this.evict();
-  }
-}
-
-/** Whether a process of that id is running (signal 0 tests, sends nothing; EPERM: running, another user's). */
-export function isRunning(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

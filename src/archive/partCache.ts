@@ -12,7 +12,7 @@ import { finished, pipeline } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
-import { CacheFiles, isRunning, type CachedFile } from './cacheFiles.js';
+import { CacheFiles, type CachedFile } from './cacheFiles.js';
 import { Holds } from './holds.js';
 import { RangedCopy, type RangedFile } from './rangedCopy.js';
 import { JOURNAL, JournalWriter, readJournal, type JournaledCopy } from './rangedJournal.js';
@@ -86,9 +86,8 @@ export class PartCache {
     await this.prepare();
     const name = cacheKeyOf(info);
     let hit = this.files.get(name);
-    // A copy another process on the directory evicted, or one cut short by a crash before it
-    // reached the disk whole (adopted with the size it had): fetched again.
-    if (hit && statSync(hit.file, { throwIfNoEntry: false })?.size !== info.size) {
+    // A copy another process on the directory evicted: fetched again.
+    if (hit && !existsSync(hit.file)) {
       this.files.forget(name, hit);
       hit = undefined;
     }
@@ -285,8 +284,7 @@ export class PartCache {
 
   private async fetch(info: ObjectInfo, name: string): Promise<string> {
     const file = this.files.fileOf(name);
-    // Named by its process: another process's scan of the directory leaves it while this one runs.
-    const tmp = `${file}.${process.pid}-${randomUUID()}.tmp`;
+    const tmp = `${file}.${randomUUID()}.tmp`;
     try {
       // Within the bound until the whole body is written: the download holds its socket.
       await this.requests(async () => {
@@ -307,6 +305,17 @@ export class PartCache {
 
   get sizeBytes(): number {
     return this.files.sizeBytes;
+  }
+}
+
+/** Whether a process of that id is running (signal 0 tests, sends nothing; EPERM: running, another user's). */
+function isRunning(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

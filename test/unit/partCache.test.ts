@@ -9,6 +9,7 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { shapedProxy } from '../../bench/shapedProxy.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartCache } from '../../src/archive/partCache.js';
+import { statsInfoOf } from '../../src/archive/sidecars/keys.js';
 import { coalesce, subtract } from '../../src/archive/rangedCopy.js';
 import { OverloadedError } from '../../src/shared/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
@@ -80,31 +81,46 @@ describe('PartCache on a remote store', () => {
     expect(await fs.readFile(await failing.localFile(a))).toEqual((await store.get(a.key))!.body);
   });
 
-  it('fetches again a whole copy removed behind its back (another process on the directory) or cut short by a crash', async () => {
+  it('fetches again a whole copy removed behind its back (another process on the directory evicted it), and distrusts one written before the machine booted', async () => {
     const cacheDir = path.join(dir, 'shared');
     const a = await putPart('reports/v1/shared-a.parquet', 1000);
     const body = (await store.get(a.key))!.body;
     const cache = new PartCache(store, cacheDir, 10_000);
     const file = await cache.localFile(a);
-    // Another process's eviction removed it.
     await fs.rm(file);
     expect(await fs.readFile(await cache.localFile(a))).toEqual(body);
-    // A crash left it short (renamed before its bytes reached the disk); the next run adopts it.
-    await fs.truncate(await cache.localFile(a), 0);
+    // Renamed into place before a power cut, perhaps before its bytes reached the disk: a restart does not adopt it.
+    const copy = await cache.localFile(a);
+    await fs.truncate(copy, 10);
+    const beforeBoot = new Date(Date.now() - os.uptime() * 1000 - 60_000);
+    await fs.utimes(copy, beforeBoot, beforeBoot);
     const restarted = new PartCache(store, cacheDir, 10_000);
+    await restarted.prepare();
+    expect(restarted.sizeBytes).toBe(0);
     expect(await fs.readFile(await restarted.localFile(a))).toEqual(body);
   });
 
-  it("leaves another running process's download in the directory, and removes a download of a process gone", async () => {
+  it("reads a part's stats sidecar (asked for with its part's facts) from its copy once fetched", async () => {
+    const part = await putPart('reports/v1/stats-a.parquet', 1000);
+    await store.put(statsInfoOf(part).key, randomBytes(50));
+    let gets = 0;
+    const counting = { getStream: (key: string) => ((gets += 1), store.getStream(key)), getRangeStream: store.getRangeStream.bind(store) };
+    const cache = new PartCache(counting, path.join(dir, 'stats'), 10_000);
+    for (let i = 0; i < 3; i++) expect(await fs.readFile((await cache.localFileIfPresent(statsInfoOf(part)))!)).toHaveLength(50);
+    expect(gets).toBe(1);
+  });
+
+  it("leaves a download another process may still be writing, and removes one idle for a quarter hour", async () => {
     const cacheDir = path.join(dir, 'downloads');
     await fs.mkdir(cacheDir, { recursive: true });
-    // The parent process (the test runner) is running; a pid far beyond the kernel's limit is not.
-    const running = path.join(cacheDir, `0123456789abcdef01234567-x.parquet.${process.ppid}-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.tmp`);
-    const gone = path.join(cacheDir, `0123456789abcdef01234567-y.parquet.99999999-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.tmp`);
-    await fs.writeFile(running, 'half');
-    await fs.writeFile(gone, 'half');
+    const writing = path.join(cacheDir, '0123456789abcdef01234567-x.parquet.1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.tmp');
+    const idle = path.join(cacheDir, '0123456789abcdef01234567-y.parquet.2b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.tmp');
+    await fs.writeFile(writing, 'half');
+    await fs.writeFile(idle, 'half');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await fs.utimes(idle, hourAgo, hourAgo);
     await new PartCache(store, cacheDir, 10_000).prepare();
-    expect((await fs.readdir(cacheDir)).filter((n) => n.endsWith('.tmp'))).toEqual([path.basename(running)]);
+    expect((await fs.readdir(cacheDir)).filter((n) => n.endsWith('.tmp'))).toEqual([path.basename(writing)]);
   });
 
   it('answers undefined for an absent companion and never leaves a temporary file', async () => {
