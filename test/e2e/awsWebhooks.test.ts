@@ -157,7 +157,8 @@ describe('webhooks on AWS (fauxqs)', () => {
 
   it('sets a batch aside after its retry period, lists it, and redrives it from the CLI', async () => {
     const emu = await emulator();
-    const svc = await service(await testConfig('aws', emu, { ...ENV, WEBHOOK_RETRY_HOURS: '0.0005' }), emu); // 1.8 s
+    // 5.4 s from the events' recording: time for retries however long the first attempt takes to come.
+    const svc = await service(await testConfig('aws', emu, { ...ENV, WEBHOOK_RETRY_HOURS: '0.0015' }), emu);
     const hook = await receiver();
     hook.answer = () => ({ status: 503 });
     const sub = await addSubscription(svc.rt, { url: hook.url, secret: SECRET, admins: [], localAreas: [], events: [] });

@@ -72,9 +72,9 @@ function readEnd(sent: string, end: 'start' | 'end'): number | undefined {
  * The window spans at most `maxWindowMs`: an open end resolves to an hour from now (nothing is
  * dated later), an open start to `maxWindowMs` before the end; no datetime at all is the
  * newest `maxWindowMs`. A longer explicit interval is refused, as on the archive endpoint.
- * `syntaxOnly`: for collections without time, which match any datetime; only its form is checked.
+ * `anySpan`: for collections without time, which match any datetime: an interval of any length.
  */
-export function readDatetime(raw: string | undefined, maxWindowMs: number, details: ErrorDetail[], now = Date.now(), syntaxOnly = false): Interval {
+export function readDatetime(raw: string | undefined, maxWindowMs: number, details: ErrorDetail[], now = Date.now(), anySpan = false): Interval {
   const latest = Math.min(LATEST_MS, now + MAX_FUTURE_MS);
   const fallback = { startMs: Math.max(EARLIEST_MS, latest - maxWindowMs), endMs: latest, given: false };
   if (raw === undefined) return fallback;
@@ -90,7 +90,6 @@ export function readDatetime(raw: string | undefined, maxWindowMs: number, detai
     const startMs = readEnd(text, 'start');
     const endMs = readEnd(text, 'end');
     if (startMs === undefined || endMs === undefined) return problem(usage);
-    if (syntaxOnly) return { startMs, endMs, given: true };
     if (startMs < EARLIEST_MS || endMs > LATEST_MS) return problem(`must be ${RANGE}`);
     return { startMs, endMs, given: true };
   }
@@ -100,13 +99,13 @@ export function readDatetime(raw: string | undefined, maxWindowMs: number, detai
   const startMs = open(a) ? undefined : readEnd(a, 'start');
   const endMs = open(b) ? undefined : readEnd(b, 'end');
   if ((!open(a) && startMs === undefined) || (!open(b) && endMs === undefined)) return problem(usage);
-  if (syntaxOnly) return startMs !== undefined && endMs !== undefined && endMs < startMs ? problem('the interval must not end before it starts') : { ...fallback, given: true };
   if ((startMs !== undefined && (startMs < EARLIEST_MS || startMs > LATEST_MS)) || (endMs !== undefined && (endMs < EARLIEST_MS || endMs > LATEST_MS))) {
     return problem(`each end must be ${RANGE}`);
   }
   const end = endMs ?? Math.max(latest, startMs!);
   const start = startMs ?? Math.max(EARLIEST_MS, end - maxWindowMs);
   if (end < start) return problem('the interval must not end before it starts');
+  if (anySpan) return { startMs: start, endMs: end, given: true };
   if (end - start > maxWindowMs) return problem(`an interval spans at most ${Math.round(maxWindowMs / 86_400_000)} days (an open end is an hour from now); split longer pulls`);
   return { startMs: start, endMs: end, given: true };
 }
