@@ -383,7 +383,8 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       });
     };
     try {
-      await eachSortedBatch(rt.db, sortedFile, checkpoint.acceptedUpTo, batchSize, async (batch) => {
+      // A file of no valid record (empty, or every line rejected) has no sorted file to read.
+      if (checkpoint.valid > 0) await eachSortedBatch(rt.db, sortedFile, checkpoint.acceptedUpTo, batchSize, async (batch) => {
         const receivedAt = new Date().toISOString();
         const before = accepting;
         // The hold starts as the acceptance does (after the one before it): the checkpoint knows

@@ -18,7 +18,9 @@ export function detectFormat(file: string): ImportFormat {
 /** A GeoJSON or CSV file's records in order (NDJSON is read as bytes: ndjsonBatches). */
 export async function* records(file: string, format: Exclude<ImportFormat, 'ndjson'>): AsyncIterable<unknown> {
   if (format === 'geojson') {
-    const doc = JSON.parse(await fs.readFile(file, 'utf8')) as { type?: string; features?: unknown[] };
+    const text = await fs.readFile(file, 'utf8');
+    // A byte order mark (a file saved by a Windows editor) is no part of the document.
+    const doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as { type?: string; features?: unknown[] };
     const features = doc.type === 'FeatureCollection' && Array.isArray(doc.features) ? doc.features : [doc];
     yield* features;
     return;

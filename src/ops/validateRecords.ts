@@ -50,17 +50,36 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
   }
 }
 
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A batch of NDJSON lines end to end, line i ending at ends[i] (ndjsonBatches), validated. */
 export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: ValidationContext): ValidatedBatch {
   const out = emptyBatch();
-  for (let i = 0, start = 0; i < ends.length; start = ends[i]!, i++) validateInto(out, i, recordOfLine(lines.toString('utf8', start, ends[i])), ctx);
+  // Checked once a batch (the common case), line by line only when it fails: a line that is not
+  // UTF-8 is refused as the feed refuses such a body, never stored with its bytes replaced.
+  const allUtf8 = isUtf8(lines);
+  for (let i = 0, start = 0; i < ends.length; start = ends[i]!, i++) {
+    const bytes = lines.subarray(start, ends[i]);
+    const record = allUtf8 || isUtf8(bytes) ? recordOfLine(bytes.toString('utf8')) : new RecordError('the line is not valid UTF-8: send text as UTF-8', bytes.toString('utf8'));
+    validateInto(out, i, record, ctx);
+  }
   return out;
+}
+
+function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    strictUtf8.decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A line of an NDJSON file as the record it holds, or a RecordError when it is not JSON. */
 export function recordOfLine(line: string): unknown {
   try {
-    return JSON.parse(line);
+    // A byte order mark (a file saved by a Windows editor) before the first record is no part of it.
+    return JSON.parse(line.charCodeAt(0) === 0xfeff ? line.slice(1) : line);
   } catch {
     return new RecordError('the line is not valid JSON', line);
   }

@@ -157,6 +157,32 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect((await partKeys(svc)).length).toBe(DAYS + 1);
   });
 
+  it('finishes a file of no valid record (empty, or every line rejected), and reads a BOM and bytes that are not UTF-8 as the feed would', async () => {
+    const empty = path.join(dir, 'empty.ndjson');
+    await fs.writeFile(empty, '');
+    expect(await importFile(svc.rt, { file: empty, batchSize: 100, threadsFromBytes: 0 })).toMatchObject({ records: 0, accepted: 0, rejected: 0 });
+    const bad = path.join(dir, 'bad.ndjson');
+    await fs.writeFile(bad, '{"post_id": 1}\nnot json\n');
+    const none = await importFile(svc.rt, { file: bad, batchSize: 100, threadsFromBytes: 0 });
+    expect(none).toMatchObject({ records: 2, accepted: 0, rejected: 2 });
+    expect((await fs.readFile(none.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l).record)).toEqual([1, 2]);
+    // Saved by a Windows editor: a byte order mark, CRLF; one line's text in Latin-1, not UTF-8.
+    const windows = path.join(dir, 'windows.ndjson');
+    const latin1 = Buffer.from(JSON.stringify(report(70_002, { created_at: new Date(START).toISOString(), text: 'tubig sa kalye ABC' })).replace('ABC', '\u0000'), 'utf8');
+    latin1[latin1.indexOf(0x00, latin1.indexOf('kalye'))] = 0xe9; // a lone é byte where a character was
+    await fs.writeFile(windows, Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from(`${JSON.stringify(report(70_001, { created_at: new Date(START).toISOString() }))}\r\n`),
+      latin1,
+      Buffer.from('\r\n'),
+    ]));
+    const read = await importFile(svc.rt, { file: windows, batchSize: 100, threadsFromBytes: 0 });
+    expect(read).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    const [reject] = (await fs.readFile(read.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(reject).toMatchObject({ record: 2, reasons: [expect.stringMatching(/not valid UTF-8/)] });
+    expect((await archived(svc)).get('partner-70001')).toBeDefined();
+  });
+
   it('finishes when run again after a crash while accepting, and after one while storing parts: every report once, none left pending', async () => {
     const file = path.join(dir, 'crash.ndjson');
     await fs.writeFile(file, yearLines(20_000, 900).join('\n'));
