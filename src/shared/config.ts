@@ -316,18 +316,15 @@ function eventsConfig(v: Record<string, string | number | undefined>): EventsCon
   const allow = v.WEBHOOK_ALLOW_HOSTS === undefined ? [] : String(v.WEBHOOK_ALLOW_HOSTS).split(',').map((h) => h.trim().toLowerCase());
   const bad = allow.filter((h) => h.includes('/') && !isCidr(h));
   if (bad.length > 0) throw new ConfigError(`invalid configuration: WEBHOOK_ALLOW_HOSTS: ${bad.join(', ')}: ${messages.WEBHOOK_ALLOW_HOSTS}`);
-  const retryHours = Number(v.WEBHOOK_RETRY_HOURS ?? 24);
-  const retentionHours = Number(v.EVENTS_RETENTION_HOURS ?? 7 * 24);
-  // A delivery is retried from its events, which must outlive its retries (and a day to reach them after a long outage).
-  if (retryHours + 24 > retentionHours) {
-    throw new ConfigError(`invalid configuration: WEBHOOK_RETRY_HOURS=${retryHours}: must be at least 24 less than EVENTS_RETENTION_HOURS (${retentionHours}), so the events a delivery retries are still kept`);
-  }
+  const retentionMs = seconds(v.EVENTS_RETENTION_HOURS, 7 * 24) * 3600;
   return {
     webhookAllowHosts: allow,
     webhookTimeoutMs: seconds(v.WEBHOOK_TIMEOUT_SECONDS, 10),
     webhookRetryBaseMs: seconds(v.WEBHOOK_RETRY_BASE_SECONDS, 10),
-    webhookRetryForMs: seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600,
-    retentionMs: seconds(v.EVENTS_RETENTION_HOURS, 7 * 24) * 3600,
+    // Retried from when its events were recorded, and set aside well before the log drops them
+    // (a day, or half the retention if shorter, to work through a long outage's backlog).
+    webhookRetryForMs: Math.min(seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600, retentionMs - Math.min(86_400_000, retentionMs / 2)),
+    retentionMs,
     streamMaxClients: Number(v.STREAM_MAX_CLIENTS ?? 200),
     streamMaxClientsPerAddress: Number(v.STREAM_MAX_CLIENTS_PER_ADDRESS ?? 4),
     streamMaxLifetimeMs: seconds(v.STREAM_MAX_LIFETIME_SECONDS, 3600),

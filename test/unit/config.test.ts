@@ -85,8 +85,6 @@ describe('config', () => {
     ['METRICS_PORT', '8080'],
     ['METRICS_HOST', 'a host'],
     ['RATE_LIMIT_AUTH_FAILURES_PER_MINUTE', '0'],
-    // The events a delivery retries must outlive its retries (the default retention is 168 h).
-    ['WEBHOOK_RETRY_HOURS', '150'],
   ])('rejects %s=%s naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
@@ -126,6 +124,12 @@ describe('config', () => {
     for (const env of [{ FLUSH_INTERVAL_SECONDS: '30', QUEUE_VISIBILITY_SECONDS: '59' }, { QUEUE_VISIBILITY_SECONDS: '0' }, { QUEUE_VISIBILITY_SECONDS: '1.5' }, { QUEUE_VISIBILITY_SECONDS: '43201' }]) {
       expect(() => loadConfig(env, '/'), JSON.stringify(env)).toThrow(/QUEUE_VISIBILITY_SECONDS=/);
     }
+  });
+
+  it('retries a webhook delivery for WEBHOOK_RETRY_HOURS, at most until a day (or half the retention) before the event log drops its events', () => {
+    expect(loadConfig({}, '/').events.webhookRetryForMs).toBe(24 * 3_600_000);
+    expect(loadConfig({ WEBHOOK_RETRY_HOURS: '150' }, '/').events.webhookRetryForMs).toBe(144 * 3_600_000);
+    expect(loadConfig({ EVENTS_RETENTION_HOURS: '24' }, '/').events.webhookRetryForMs).toBe(12 * 3_600_000);
   });
 
   it('lists every bad variable at once', () => {
