@@ -18,6 +18,9 @@ import type { S3Location } from './s3Location.js';
 
 export { parseS3Url, type S3Location } from './s3Location.js';
 
+/** Conditional creates tried at most this often while S3 answers 409 (a write of the key under way). */
+const CONFLICT_ATTEMPTS = 4;
+
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
 
@@ -98,18 +101,23 @@ export class S3ObjectStore implements ObjectStore {
     // conditional PUT closes the race on stores that enforce If-None-Match
     // (S3, LocalStack, MinIO).
     if (!options.seenAbsent && (await this.head(key))) return false;
-    try {
-      await this.client.send(
-        new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfNoneMatch: '*' }),
-      );
-      return true;
-    } catch (err) {
-      const status = statusOf(err);
-      if (status === 412) return false;
-      // 409 ConditionalRequestConflict: a write of the key was under way (often our own first
-      // attempt, which the SDK retried). Taken if it now stands; otherwise not known yet.
-      if (status === 409 && (await this.head(key))) return false;
-      throw unavailable(err);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfNoneMatch: '*' }));
+        return true;
+      } catch (err) {
+        const status = statusOf(err);
+        if (status === 412) return false;
+        // 409 ConditionalRequestConflict: another write of the key was under way (writers racing
+        // by design, or our own first attempt that the SDK retried). Asked again, it settles to
+        // created or taken; taken if it stands by the last attempt, else not known yet.
+        if (status !== 409) throw unavailable(err);
+        if (attempt >= CONFLICT_ATTEMPTS) {
+          if (await this.head(key)) return false;
+          throw unavailable(err);
+        }
+        await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+      }
     }
   }
 

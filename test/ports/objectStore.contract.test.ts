@@ -339,7 +339,7 @@ describe.skipIf(!HAS_MOTO)('S3 answering a conditional create with 409 Condition
   // S3 answers 409 to a create that met another write of the key still under way (often the
   // SDK's retry meeting its own first attempt): "retry", not "it exists". Injected in the SDK's
   // stack around the real request to moto.
-  let conflict: { key: string; committed: boolean } | undefined;
+  let conflict: { key: string; committed: boolean; times: number } | undefined;
   async function store(): Promise<S3ObjectStore> {
     const client = new S3Client({ endpoint: moto!.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true });
     client.middlewareStack.add(
@@ -347,7 +347,7 @@ describe.skipIf(!HAS_MOTO)('S3 answering a conditional create with 409 Condition
         const input = args.input as { IfNoneMatch?: string; Key?: string };
         const planned = conflict;
         if (!planned || input.IfNoneMatch !== '*' || !input.Key?.endsWith(planned.key)) return next(args);
-        conflict = undefined;
+        if (--planned.times === 0) conflict = undefined;
         if (planned.committed) await next(args);
         throw new S3ServiceException({ name: 'ConditionalRequestConflict', $fault: 'client', $metadata: { httpStatusCode: 409 }, message: 'A conflicting conditional operation is in progress' });
       },
@@ -358,18 +358,22 @@ describe.skipIf(!HAS_MOTO)('S3 answering a conditional create with 409 Condition
     return new S3ObjectStore(client, { bucket, prefix: 'p/' });
   }
 
-  it('is taken as created elsewhere only when the object then stands', async () => {
+  it('is asked again: taken when the other write stood (412), created when it did not', async () => {
     const s3 = await store();
-    conflict = { key: 'a.json', committed: true };
+    conflict = { key: 'a.json', committed: true, times: 1 };
     expect(await s3.putIfAbsent('a.json', 'first', { seenAbsent: true })).toBe(false);
     expect((await s3.get('a.json'))?.body.toString()).toBe('first');
+    conflict = { key: 'b.json', committed: false, times: 2 };
+    expect(await s3.putIfAbsent('b.json', 'second', { seenAbsent: true })).toBe(true);
+    expect((await s3.get('b.json'))?.body.toString()).toBe('second');
   });
 
-  it('is the store unavailable (try again) when nothing stands, never "it exists"', async () => {
+  it('is the store unavailable (try again) while S3 goes on answering 409 and nothing stands, never "it exists"', async () => {
     const s3 = await store();
-    conflict = { key: 'b.json', committed: false };
-    await expect(s3.putIfAbsent('b.json', 'first', { seenAbsent: true })).rejects.toBeInstanceOf(UnavailableError);
-    expect(await s3.head('b.json')).toBeUndefined();
-    expect(await s3.putIfAbsent('b.json', 'first', { seenAbsent: true })).toBe(true);
+    conflict = { key: 'c.json', committed: false, times: 100 };
+    await expect(s3.putIfAbsent('c.json', 'first', { seenAbsent: true })).rejects.toBeInstanceOf(UnavailableError);
+    expect(await s3.head('c.json')).toBeUndefined();
+    conflict = undefined;
+    expect(await s3.putIfAbsent('c.json', 'first', { seenAbsent: true })).toBe(true);
   });
 });
