@@ -55,6 +55,10 @@ export function requestLayer(options: LayerOptions): RequestListener {
   };
 
   return (req, res) => {
+    // The access log, the metrics, the admission, the stall guard and the hang-up signal each
+    // listen for 'close', and Node's stream pipeline adds seven of its own to a response: past
+    // the default ten, a warning that is no leak (and no JSON line) went to stderr.
+    res.setMaxListeners(32);
     // A request line in absolute form (`POST http://host/feeds/partner`, which HTTP/1.1 servers
     // must take) names its path after the origin, as Express reads it.
     const url = (req.url ?? '').replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '');

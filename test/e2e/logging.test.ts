@@ -7,7 +7,7 @@ import { keyDigest, newKey } from '../../src/partners/apiKeys.js';
 import { createLogger } from '../../src/shared/log.js';
 import { newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
-import { API_KEY, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
+import { allArchived, API_KEY, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
 /** A log destination that keeps its lines. */
 function logSink(): { lines: string[]; sink: Writable } {
@@ -128,6 +128,34 @@ describe('request logs', () => {
       expect(lines.map((l) => JSON.parse(l).msg)).not.toContainEqual(expect.stringMatching(/closed the connection|failed|error/i));
       expect(lines.filter((l) => JSON.parse(l).level >= 40)).toEqual([]);
     } finally {
+      await svc.stop();
+    }
+  });
+
+  it('leave stderr to JSON lines: an answer in every format, plain and gzipped, raises no process warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    // At info, as a service runs: every request has its access line.
+    const { sink } = logSink();
+    const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
+    const svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', sink) }), { worker: true, reconcile: false });
+    try {
+      for (const id of [601, 602]) expect((await postReport(svc.url, report(id, { created_at: '2026-11-21T05:00:00Z' }))).status).toBe(201);
+      await allArchived(svc.rt);
+      const window = 'start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z';
+      for (const format of ['geojson', 'csv', 'ndjson', 'parquet', 'arrow']) {
+        for (const encoding of ['identity', 'gzip']) {
+          const res = await fetch(`${svc.url}/reports/archive?${window}&format=${format}`, { headers: { 'User-Agent': 'flood-tests/1.0', 'Accept-Encoding': encoding } });
+          expect(res.status, `${format} ${encoding}`).toBe(200);
+          await res.arrayBuffer();
+        }
+      }
+      // Warnings are emitted on the next tick.
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
       await svc.stop();
     }
   });
