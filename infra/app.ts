@@ -1,6 +1,7 @@
 // The CDK app: one FloodArchive stack, configured from context, e.g.
 //   -c imageTag=<commit> -c imageRepository=flood-archive -c flushIntervalSeconds=30
 //   -c certificateArn=arn:aws:acm:... -c account=123456789012 -c region=ap-southeast-1
+//   -c publicBaseUrl=https://floods.example.org -c publicReleases=true
 // A certificate is required; -c allowPlainHttp=true serves plain HTTP instead (a trial only).
 // Without account/region the template is environment-agnostic.
 import { pathToFileURL } from 'node:url';
@@ -22,6 +23,11 @@ export function defineApp(app: App): App {
   const certificateArn = context('certificateArn');
   const plain = context('allowPlainHttp') ?? 'false';
   if (plain !== 'true' && plain !== 'false') throw new Error(`context allowPlainHttp must be true or false, not ${plain}`);
+  const publicReleases = context('publicReleases') ?? 'false';
+  if (publicReleases !== 'true' && publicReleases !== 'false') throw new Error(`context publicReleases must be true or false, not ${publicReleases}`);
+  // The address clients use (the certificate's name), for links in answers; else the load balancer's.
+  const publicBaseUrl = context('publicBaseUrl');
+  if (publicBaseUrl !== undefined && !/^https?:\/\/[^/?#]+(\/[^?#]*)?$/.test(publicBaseUrl)) throw new Error(`context publicBaseUrl must be an http(s) URL without a query, not ${publicBaseUrl}`);
   new FloodArchiveStack(app, 'FloodArchive', {
     description: 'Flood report archive: S3 Parquet archive, SQS intake queue, API/worker/scheduler on Fargate',
     ...((account || region) && { env: { account, region } }),
@@ -31,6 +37,8 @@ export function defineApp(app: App): App {
     flushIntervalSeconds,
     ...(certificateArn && { certificateArn }),
     allowPlainHttp: plain === 'true',
+    publicReleases: publicReleases === 'true',
+    ...(publicBaseUrl && { publicBaseUrl: publicBaseUrl.replace(/\/+$/, '') }),
   });
   return app;
 }

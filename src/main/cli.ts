@@ -44,7 +44,7 @@ function help(): string {
     '',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
-    'Every command takes --help; ops commands take --json. Configuration comes from the environment (see README).',
+    'Every command takes --help; ops commands take --json. Configuration comes from the environment (docs/operations.md, Configuration).',
   ].join('\n');
 }
 

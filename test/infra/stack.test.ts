@@ -636,4 +636,17 @@ describe('outputs and synthesis', () => {
     expect(queue.Properties.VisibilityTimeout).toBe(150);
     expect(() => defineApp(new App({ context: { flushIntervalSeconds: 'soon', certificateArn: CERTIFICATE_ARN } }))).toThrow(/flushIntervalSeconds/);
   });
+
+  it('the app takes the public address and public releases from context, as docs/aws.md says', () => {
+    const built = defineApp(
+      new App({ context: { certificateArn: CERTIFICATE_ARN, publicBaseUrl: 'https://floods.example.org/', publicReleases: 'true' } }),
+    ).node.findChild('FloodArchive') as FloodArchiveStack;
+    const resources = Object.values(Template.fromStack(built).toJSON().Resources as Record<string, any>);
+    const env = resources.filter((r) => r.Type === 'AWS::ECS::TaskDefinition').flatMap((r) => r.Properties.ContainerDefinitions.flatMap((c: any) => c.Environment ?? []));
+    expect(env.filter((e: any) => e.Name === 'PUBLIC_BASE_URL').map((e: any) => e.Value)).toContain('https://floods.example.org');
+    const open = resources.filter((r) => r.Type === 'AWS::S3::BucketPolicy').flatMap((r) => r.Properties.PolicyDocument.Statement).filter((st: any) => st.Sid === 'PublicReleases');
+    expect(open).toHaveLength(1);
+    expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicReleases: 'yes' } }))).toThrow(/publicReleases/);
+    expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicBaseUrl: 'floods.example.org' } }))).toThrow(/publicBaseUrl/);
+  });
 });

@@ -3,7 +3,7 @@ import { listOption, SubscriptionError } from '../../events/subscriptions.js';
 import { common, deps, print, required, secretOption, UsageError, withRuntime, type Command } from './options.js';
 
 export const subscriptions: Command = {
-  summary: 'webhook subscriptions: add, list, remove, test; deliveries set aside: failed, redrive',
+  summary: 'webhook subscriptions: add, rotate-secret, list, remove, test; deliveries set aside: failed, redrive',
   usage:
     'subscriptions add --url URL --secret-file F|- [--admin CODES] [--local-area PSGCS] [--events archived,retracted] | rotate-secret --id ID --secret-file F|- | list | remove --id ID | test --id ID | failed | redrive [--id ID]  [--json]',
   options: {
