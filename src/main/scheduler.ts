@@ -34,8 +34,8 @@ interface Lease {
 }
 
 export class StoreRunCoordinator implements RunCoordinator {
-  /** This scheduler's runs still going: their job, tick and renewal. */
-  private readonly held = new Map<string, { slot: string; renewal: NodeJS.Timeout }>();
+  /** This scheduler's runs still going: their job, tick, renewal timer and renewal under way. */
+  private readonly held = new Map<string, { slot: string; renewal: NodeJS.Timeout; renewing?: Promise<void> }>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -59,9 +59,14 @@ export class StoreRunCoordinator implements RunCoordinator {
       return false;
     }
     await this.writeLease(job, slot);
-    const renewal = setInterval(() => void this.renew(job, slot), Math.max(1, Math.floor(this.leaseMs / 3)));
-    renewal.unref();
-    this.held.set(job, { slot, renewal });
+    const entry: { slot: string; renewal: NodeJS.Timeout; renewing?: Promise<void> } = {
+      slot,
+      renewal: setInterval(() => {
+        entry.renewing ??= this.renew(job, slot).finally(() => (entry.renewing = undefined));
+      }, Math.max(1, Math.floor(this.leaseMs / 3))),
+    };
+    entry.renewal.unref();
+    this.held.set(job, entry);
     return true;
   }
 
@@ -70,11 +75,17 @@ export class StoreRunCoordinator implements RunCoordinator {
     return this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify(lease));
   }
 
-  /** Extends the run's lease while it is still this run's (a run that lost it leaves its successor's). */
+  /**
+   * Extends the run's lease while it is still this run's: written only over the very version
+   * read (If-Match), so a run that lost its lease meanwhile leaves its successor's.
+   */
   private async renew(job: string, slot: string): Promise<void> {
     try {
-      const held = await this.lease(job);
-      if (this.held.get(job)?.slot === slot && held?.owner === this.owner && held.slot === slot) await this.writeLease(job, slot);
+      const current = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+      const held = current && (JSON.parse(current.body.toString('utf8')) as Lease);
+      if (!held || held.owner !== this.owner || held.slot !== slot || this.held.get(job)?.slot !== slot) return;
+      const lease: Lease = { owner: this.owner, slot, until: Date.now() + this.leaseMs };
+      await this.store.putIfMatch(`${LEASES_PREFIX}${job}.json`, JSON.stringify(lease), current.etag);
     } catch (err) {
       this.log.warn({ job, slot, err: err instanceof Error ? err.message : String(err) }, 'could not renew the run lease; renewing again later');
     }
@@ -91,6 +102,8 @@ export class StoreRunCoordinator implements RunCoordinator {
     if (mine?.slot === slot) {
       clearInterval(mine.renewal);
       this.held.delete(job);
+      // A renewal under way would write the lease back after its deletion.
+      await mine.renewing;
     }
     // Only this run's own lease: a run that outlived it must not end the next run's.
     const held = await this.lease(job);

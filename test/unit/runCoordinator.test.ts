@@ -40,6 +40,27 @@ describe('the run coordinator', () => {
     expect(await b.shouldRun('compaction:2026-11-30T12:00:00.000Z')).toBe(true);
   });
 
+  it('gives its lease back for good when a renewal is under way (the renewal does not write it back after)', async () => {
+    const files = new FileObjectStore(await tempDir('flood-runs-'));
+    // The store answers the lease's writes slowly: a renewal is still writing when the run ends.
+    const slow = new Proxy(files, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'put' && name !== 'putIfMatch') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: unknown[]) => {
+          await new Promise((r) => setTimeout(r, 150));
+          return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        };
+      },
+    });
+    const a = new StoreRunCoordinator(slow, 'a', createLogger('silent'), 300);
+    expect(await a.shouldRun('compaction:2026-11-30T10:00:00.000Z')).toBe(true);
+    await new Promise((r) => setTimeout(r, 130)); // a renewal has begun (every 100 ms)
+    await a.releaseAll();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await files.get('jobs/leases/compaction.json')).toBeUndefined();
+  });
+
   it('takes a tick whose key it created itself (a create retried after its answer was lost), and only that one', async () => {
     const store = new FileObjectStore(await tempDir('flood-runs-'));
     const log = createLogger('silent');
