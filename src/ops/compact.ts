@@ -72,17 +72,23 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
     const again = `${out}.again`;
     // Retracted reports go in as tombstones (purged ones too): a merged file never brings personal fields back.
     const retracted = await retractedOn(dayMs);
+    /** The merged file with any retraction made since `known` as a tombstone too; what is known then. */
+    const withLater = async (known: string[]): Promise<string[]> => {
+      const now = await retractedOn(dayMs);
+      if (!now.some((pkey) => !known.includes(pkey))) return known;
+      await mergeParts(rt.db, [out], again, now);
+      await fs.rename(again, out);
+      return now;
+    };
     try {
       result.rows += await rt.cache.withFiles(inputs, (files) => mergeParts(rt.db, files, out, retracted));
+      // A retraction made while merging, which a purge of the old parts may mark purged before
+      // the new part stands (readers then hide it by its status alone): read again just before
+      // the new part is stored, and once more after, the part written again if one came.
+      const known = await withLater(retracted);
       // New file first, then the old ones go.
       await publisher.publish(key, out);
-      // A retraction made while merging, which a purge of the old parts may have marked purged
-      // meanwhile (readers then hide it by its status alone): written again with it as a tombstone.
-      const now = await retractedOn(dayMs);
-      if (now.some((pkey) => !retracted.includes(pkey))) {
-        await mergeParts(rt.db, [out], again, now);
-        await publisher.publish(key, again);
-      }
+      if ((await withLater(known)) !== known) await publisher.publish(key, out);
       await publisher.retire(inputs.map((p) => p.key));
       result.partsRemoved += inputs.length;
     } finally {

@@ -3,9 +3,10 @@
 // personal fields leave storage, not only the answers. Each part is rewritten in place (same
 // key): its place in de-duplication (newest part name wins) stays what it was. Then, a settling
 // time later (PURGE_SETTLE_MS: a reader's listing of the old parts is not paired with the
-// marked retractions), the ledger marks the retractions purged, and readers hide each by its
-// status from then on. A report still
-// waiting to be archived is left for a later run (the worker may still write it).
+// marked retractions) and once a second listing finds no part left to rewrite (a compaction may
+// have published one from what it read before), the ledger marks the retractions purged, and
+// readers hide each by its status from then on. A report still waiting to be archived is left
+// for a later run (the worker may still write it).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -31,6 +32,9 @@ export interface PurgeResult {
   /** Retracted while still pending: purged by a later run, once archived. */
   waiting: number;
 }
+
+/** Listings of the days after a settling, at most, before the retractions are left for the next run. */
+const SETTLE_ROUNDS = 3;
 
 /** The condition a part's rows are tombstoned by, and the check that a part still holds one as it was. */
 const NAMED = 'list_contains($pkeys, pkey)';
@@ -60,7 +64,7 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'purge');
   await fs.mkdir(tmpDir, { recursive: true });
   const done: string[] = [];
-  for (const [dayMs, retracted] of byDay) {
+  for (const retracted of byDay.values()) {
     // Archived before the parts are listed, or not purged this time: a report a worker is
     // still storing (with the fields it read before the retraction) would be in no part listed,
     // and once marked purged, readers no longer hide it.
@@ -68,21 +72,38 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
       if ((await rt.ledger.lookup(r.pkey))?.pending) result.waiting += 1;
       else done.push(r.pkey);
     }
-    const hours = new Set(retracted.map((r) => hourStart(r.createdMs)));
-    const partitions = await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1);
-    // A report lives in its hour's parts, or in its day's compacted part.
-    const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
-    const pkeys = retracted.map((r) => r.pkey);
-    for (const part of parts) if (await rewrite(rt, part, pkeys, tmpDir)) result.partsRewritten += 1;
   }
-  if (done.length > 0) {
-    // Every part is now as it stays (rewritten here, or found rewritten by another run); a
-    // reader's listing from before that is paired with these retractions until they are
-    // marked, and no longer after the settling (see PURGE_SETTLE_MS).
+  /** Each day's parts that still hold its retracted reports as they were, rewritten; how many. */
+  const rewriteDays = async (): Promise<number> => {
+    let rewritten = 0;
+    for (const [dayMs, retracted] of byDay) {
+      const hours = new Set(retracted.map((r) => hourStart(r.createdMs)));
+      const partitions = await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1);
+      // A report lives in its hour's parts, or in its day's compacted part.
+      const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
+      const pkeys = retracted.map((r) => r.pkey);
+      for (const part of parts) if (await rewrite(rt, part, pkeys, tmpDir)) rewritten += 1;
+    }
+    return rewritten;
+  };
+  result.partsRewritten += await rewriteDays();
+  if (done.length === 0) return result;
+  // Every part listed is now as it stays (rewritten here, or found rewritten by another run); a
+  // reader's listing from before that is paired with these retractions until they are marked,
+  // and no longer after the settling (see PURGE_SETTLE_MS). Then the days are listed again: a
+  // part published meanwhile from what was read before the retractions (a compaction, a
+  // reprocess) is rewritten too, and settles in turn; marked once a listing finds none left.
+  for (let round = 0; round < SETTLE_ROUNDS; round++) {
     await pause(PURGE_SETTLE_MS);
+    const again = await rewriteDays();
+    result.partsRewritten += again;
+    if (again > 0) continue;
     await rt.ledger.markPurged(done);
     result.purged = done.length;
+    return result;
   }
+  // Still being rewritten behind us: left unpurged (and hidden) for the next run.
+  result.waiting += done.length;
   return result;
 }
 

@@ -13,6 +13,7 @@ import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { compact } from '../../src/ops/compact.js';
 import { reprocess } from '../../src/ops/reprocess.js';
+import { newPartKey } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, eventually, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
@@ -259,6 +260,35 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     expect(partWrittenMs).toBeGreaterThan(0);
     // (Less a few milliseconds: a timer may fire that much before performance.now() says it is due.)
     expect(markedMs - partWrittenMs).toBeGreaterThanOrEqual(PURGE_SETTLE_MS - 5);
+  });
+
+  it('rewrites a part published while it settles from what was read before the retraction (a compaction beside it), before marking it purged', async () => {
+    expect((await postReport(svc.url, report(18, { created_at: '2026-11-22T12:00:00Z', title: SECRET }))).status).toBe(201);
+    await allArchived(svc.rt);
+    expect((await fetch(`${svc.url}/feeds/partner/18`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    const hour = 'reports/v1/year=2026/month=11/day=22/hour=12/';
+    const [old] = (await keysUnder(svc.rt, hour)).filter((k) => k.endsWith('.parquet'));
+    const before = (await svc.rt.store.get(old!))!.body;
+    // Once the purge has listed the parts, another process publishes a part made from the old one.
+    let published = false;
+    const store = new Proxy(svc.rt.store, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'list') return typeof value === 'function' ? value.bind(target) : value;
+        return async function* (...args: Parameters<typeof target.list>) {
+          yield* target.list(...args);
+          if (!published && args[0].prefix?.startsWith('reports/')) {
+            published = true;
+            await target.put(newPartKey(Date.parse('2026-11-22T12:00:00Z')), before);
+          }
+        };
+      },
+    });
+    expect(await purgeRetracted({ ...svc.rt, store })).toEqual({ retractions: 1, partsRewritten: 2, purged: 1, waiting: 0 });
+    expect(await storedRows(hour, pkeyOf(18))).toEqual([
+      { pkey: pkeyOf(18), status: 'retracted', title: '' },
+      { pkey: pkeyOf(18), status: 'retracted', title: '' },
+    ]);
   });
 
   /** The store's ledger, its first reading of retractions followed by the retraction of `postId` (as if made just after). */
