@@ -14,6 +14,7 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { compact } from '../../src/ops/compact.js';
 import { reprocess } from '../../src/ops/reprocess.js';
 import { newPartKey } from '../../src/store/layout.js';
+import type { ListOptions, ObjectStore } from '../../src/store/objectStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, eventually, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
@@ -203,16 +204,7 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
 
     let partsListed!: () => void;
     const listed = new Promise<void>((resolve) => (partsListed = resolve));
-    const store = new Proxy(svc.rt.store, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target) as unknown;
-        if (name !== 'list') return typeof value === 'function' ? value.bind(target) : value;
-        return async function* (...args: Parameters<typeof target.list>) {
-          yield* target.list(...args);
-          partsListed();
-        };
-      },
-    });
+    const store = afterEachListing(svc.rt.store, async () => partsListed());
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const states = archiveStates(svc.rt.ledger, svc.rt.changes);
@@ -271,18 +263,10 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     const before = (await svc.rt.store.get(old!))!.body;
     // Once the purge has listed the parts, another process publishes a part made from the old one.
     let published = false;
-    const store = new Proxy(svc.rt.store, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target) as unknown;
-        if (name !== 'list') return typeof value === 'function' ? value.bind(target) : value;
-        return async function* (...args: Parameters<typeof target.list>) {
-          yield* target.list(...args);
-          if (!published && args[0].prefix?.startsWith('reports/')) {
-            published = true;
-            await target.put(newPartKey(Date.parse('2026-11-22T12:00:00Z')), before);
-          }
-        };
-      },
+    const store = afterEachListing(svc.rt.store, async (options) => {
+      if (published || !options.prefix?.startsWith('reports/')) return;
+      published = true;
+      await svc.rt.store.put(newPartKey(Date.parse('2026-11-22T12:00:00Z')), before);
     });
     expect(await purgeRetracted({ ...svc.rt, store })).toEqual({ retractions: 1, partsRewritten: 2, purged: 1, waiting: 0 });
     expect(await storedRows(hour, pkeyOf(18))).toEqual([
@@ -351,3 +335,17 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     expect(await storedRows(day, pkeyOf(14))).toEqual([{ pkey: pkeyOf(14), status: 'retracted', title: '' }]);
   });
 });
+
+/** The store, `then` run after each of its listings has been read to its end. */
+function afterEachListing(store: ObjectStore, then: (options: ListOptions) => Promise<void>): ObjectStore {
+  return new Proxy(store, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target) as unknown;
+      if (name !== 'list') return typeof value === 'function' ? value.bind(target) : value;
+      return async function* (options: ListOptions) {
+        yield* target.list(options);
+        await then(options);
+      };
+    },
+  });
+}
