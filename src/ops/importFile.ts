@@ -136,6 +136,12 @@ interface Checkpoint {
    * folder) and its reports (absent in a checkpoint written before they were counted).
    */
   untexted: { key: string; file: string; reports?: number }[];
+  /**
+   * While a round is archived: where its parts begin in `untexted` (each is added once stored). A
+   * run that finds it set was stopped mid-round: those parts' reports are marked archived, and
+   * left out of the staged files, before the rest is archived.
+   */
+  roundFrom?: number;
 }
 
 /** The sorted file of validated records, in the run's folder. */
@@ -205,7 +211,9 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
   };
   const runDir = path.join(rt.config.dataDir, 'tmp', 'import', checkpoint.run);
   await fs.mkdir(runDir, { recursive: true });
-  const save = () => writeCheckpoint(stateFile, checkpoint);
+  // One write at a time (parts are stored several at once, each saving): a later one never lands first.
+  let saving: Promise<void> = Promise.resolve();
+  const save = () => (saving = saving.then(() => writeCheckpoint(stateFile, checkpoint)));
   const publisher = storePartPublisher(rt);
   const boundaries = await rt.boundaries.latest();
   const tagger = boundaries.tagger;
@@ -225,7 +233,27 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     // What accepting left behind goes before DuckDB sorts the staged rows (the import's peak).
     releaseAll();
     let files = checkpoint.staged.map((name) => path.join(runDir, name));
-    if (Date.now() > (checkpoint.stagedHeldUntilMs ?? 0) - holdMs / 2) {
+    // A round stopped part-way: of the parts it named, those that stand are logged and marked now
+    // (their reports then left out below); the others are made again from the staged files.
+    let stood = 0;
+    if (checkpoint.roundFrom !== undefined) {
+      const named = checkpoint.untexted.splice(checkpoint.roundFrom);
+      const standing: Checkpoint['untexted'] = [];
+      for (const p of named) {
+        if (await rt.store.head(p.key)) standing.push(p);
+        else await fs.rm(path.join(runDir, p.file), { force: true });
+      }
+      if (standing.length > 0) {
+        const reports = await reportsIn(rt.db, standing.map((p) => path.join(runDir, p.file)));
+        await rt.changes.record(reports);
+        await rt.ledger.markArchived(inLedgerOrder(reports.map((r) => r.pkey)));
+      }
+      checkpoint.untexted.push(...standing);
+      checkpoint.parts += standing.length;
+      stood = standing.length;
+      delete checkpoint.roundFrom;
+    }
+    if (stood > 0 || Date.now() > (checkpoint.stagedHeldUntilMs ?? 0) - holdMs / 2) {
       const holdUntilMs = Date.now() + holdMs;
       const kept = await keepHeld(rt.db, rt.ledger, files, holdUntilMs);
       files = kept.files;
@@ -243,27 +271,31 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     const stagedRange = await rangeOf(rt.db, files);
     const retracted = new Set<string>();
     for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
-    const untexted: Checkpoint['untexted'] = [];
     const archived: string[] = [];
+    checkpoint.roundFrom = checkpoint.untexted.length;
+    await save();
     const parts = await writeBulkParts(
       rt.db,
       files,
       { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
       async ({ key, file, reports }) => {
-        // As a worker's flush: the part before the change log, the change log before "archived".
-        // Its stats go with it; its ready texts once every report is queryable (see addReadyTexts).
-        await publisher.publish(key, file, { readyTexts: false });
-        await rt.changes.record(reports);
-        for (const r of reports) archived.push(r.pkey);
+        // Named in the checkpoint before it is stored: a run stopped mid-round finds whether it
+        // stands, and marks its reports rather than storing them again.
         const kept = `texts-${ulid()}.parquet`;
         await fs.rename(file, path.join(runDir, kept));
-        untexted.push({ key, file: kept, reports: reports.length });
+        checkpoint.untexted.push({ key, file: kept, reports: reports.length });
+        await save();
+        // As a worker's flush: the part before the change log, the change log before "archived".
+        // Its stats go with it; its ready texts once every report is queryable (see addReadyTexts).
+        await publisher.publish(key, path.join(runDir, kept), { readyTexts: false });
+        await rt.changes.record(reports);
+        for (const r of reports) archived.push(r.pkey);
       },
     );
     // Once every part is stored, all at once and in the ledger's order: each of its pages is
     // then rewritten once, not once per part that has a report on it.
     await rt.ledger.markArchived(inLedgerOrder(archived));
-    checkpoint.untexted.push(...untexted);
+    delete checkpoint.roundFrom;
     checkpoint.parts += parts;
     checkpoint.staged = [];
     checkpoint.stagedReports = 0;
@@ -460,6 +492,14 @@ async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, '
 }
 
 /** Pkeys in the ledger's order (partner, then post_id), each parsed once. */
+/** The reports the part files hold (pkey and created_at), as a change log names them. */
+async function reportsIn(db: DuckDb, files: readonly string[]): Promise<{ pkey: string; createdMs: number }[]> {
+  return db.withConnection(async (conn) => {
+    const reader = await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE AS createdMs FROM read_parquet([${files.map(sqlString).join(', ')}])`);
+    return reader.getRowObjectsJS() as { pkey: string; createdMs: number }[];
+  });
+}
+
 function inLedgerOrder(pkeys: readonly string[]): string[] {
   const keyed = pkeys.map((pkey) => {
     const parts = parsePkey(pkey);

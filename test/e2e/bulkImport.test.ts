@@ -205,6 +205,9 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(after.size).toBe(before + 900);
     for (let id = 20_000; id < 20_900; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
     expect(await pendingCount(svc.rt)).toBe(0);
+    // Stored once: the parts stored before the crash are not written again.
+    const copies = await storedCopies(svc.rt);
+    expect(Array.from({ length: 900 }, (_, i) => copies.get(`partner-${20_000 + i}`)).filter((n) => n !== 1)).toEqual([]);
   });
 
   it('a run resumed after its hold ran out leaves to the worker what reconciliation queued meanwhile: every report stored once', async () => {
