@@ -232,6 +232,11 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
     if (checkpoint.staged.length === 0) return;
     // What accepting left behind goes before DuckDB sorts the staged rows (the import's peak).
     releaseAll();
+    // A staged file gone (removed once the ledger had released all of it, before the checkpoint
+    // said so; or swept long after the import stopped) holds nothing left to archive: its
+    // reports are the worker's, queued by reconciliation once their hold ended.
+    const present = await Promise.all(checkpoint.staged.map((name) => fs.access(path.join(runDir, name)).then(() => true, () => false)));
+    checkpoint.staged = checkpoint.staged.filter((_, i) => present[i]);
     let files = checkpoint.staged.map((name) => path.join(runDir, name));
     // A round stopped part-way: of the parts it named, those that stand are logged and marked now
     // (their reports then left out below); the others are made again from the staged files.
@@ -252,6 +257,12 @@ export async function importFile(rt: ImportDeps, options: ImportOptions, progres
       checkpoint.parts += standing.length;
       stood = standing.length;
       delete checkpoint.roundFrom;
+    }
+    if (files.length === 0) {
+      checkpoint.stagedReports = 0;
+      delete checkpoint.stagedHeldUntilMs;
+      await save();
+      return;
     }
     if (stood > 0 || Date.now() > (checkpoint.stagedHeldUntilMs ?? 0) - holdMs / 2) {
       const holdUntilMs = Date.now() + holdMs;

@@ -210,6 +210,27 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(Array.from({ length: 900 }, (_, i) => copies.get(`partner-${20_000 + i}`)).filter((n) => n !== 1)).toEqual([]);
   });
 
+  it('resumes past a staged file that is gone (removed before the checkpoint said so): its reports are left to reconciliation, the rest archived, each once', async () => {
+    const file = path.join(dir, 'gone.ndjson');
+    await fs.writeFile(file, yearLines(80_000, 400).join('\n'));
+    const ids = Array.from({ length: 400 }, (_, i) => `partner-${80_000 + i}`);
+    // Killed as it stores its first part: both batches staged.
+    const crashWhileStoring: ImportDeps = { ...svc.rt, store: failAfterPuts(svc.rt.store, 'reports/v1/', 1) };
+    await expect(importFile(crashWhileStoring, { file, batchSize: 200, threadsFromBytes: 0, holdMs: 4_000 })).rejects.toThrow(/simulated crash/);
+    const state = JSON.parse(await fs.readFile(`${file}.import-state.json`, 'utf8')) as { run: string; staged: string[] };
+    expect(state.staged).toHaveLength(2);
+    await fs.rm(path.join(svc.rt.config.dataDir, 'tmp', 'import', state.run, state.staged[0]!));
+    expect(await importFile(svc.rt, { file, batchSize: 200 })).toMatchObject({ resumedFrom: 400 });
+    // The gone file's reports wait out their hold; then reconciliation queues them, as for an import never resumed.
+    await new Promise((r) => setTimeout(r, 4_200));
+    expect(await svc.rt.ledger.requeueStale(Date.now())).toBeGreaterThan(0);
+    while ((await svc.rt.worker.pollOnce(0)) > 0) await svc.rt.worker.flush();
+    await svc.rt.worker.flush();
+    expect(await pendingCount(svc.rt)).toBe(0);
+    const copies = await storedCopies(svc.rt);
+    expect(ids.filter((pkey) => copies.get(pkey) !== 1)).toEqual([]);
+  });
+
   it('a run resumed after its hold ran out leaves to the worker what reconciliation queued meanwhile: every report stored once', async () => {
     const file = path.join(dir, 'late.ndjson');
     await fs.writeFile(file, yearLines(50_000, 400).join('\n'));
