@@ -10,6 +10,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { finished, pipeline } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
+import { isRunning } from '../shared/processes.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
@@ -308,16 +309,6 @@ export class PartCache {
   }
 }
 
-/** Whether a process of that id is running (signal 0 tests, sends nothing; EPERM: running, another user's). */
-function isRunning(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** The cached file's name without its suffix: a hash of key and ETag, then the part's own name (de-duplication prefers the newest part by it). */
 function cacheKeyOf(info: ObjectInfo): string {

@@ -47,6 +47,7 @@ import { closedBefore, parsePkey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { keepHeld } from './importHolds.js';
+import { withImportLock } from './importLock.js';
 import { bothSettled, OneBehind } from './concurrency.js';
 import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
 import { detectFormat, type ImportFormat } from './importRecords.js';
@@ -157,7 +158,12 @@ const ROUND_ROWS = 4_000_000;
  */
 const HOLD_MS = 60 * 60_000;
 
-export async function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
+/** One import at a time on a data directory (importLock.ts). */
+export function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
+  return withImportLock(rt.config.dataDir, () => importAlone(rt, options, progress));
+}
+
+async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
   const runStartedMs = Date.now();
   const holdMs = options.holdMs ?? HOLD_MS;
   const format = options.format ?? detectFormat(options.file);

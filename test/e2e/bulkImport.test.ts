@@ -183,6 +183,19 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect((await archived(svc)).get('partner-70001')).toBeDefined();
   });
 
+  it('runs one import at a time on a data directory: another running is refused, one left by a process gone is taken over', async () => {
+    const file = path.join(dir, 'alone.ndjson');
+    await fs.writeFile(file, yearLines(90_000, 10).join('\n'));
+    const lock = path.join(svc.rt.config.dataDir, 'tmp', 'import', 'import.lock');
+    await fs.mkdir(path.dirname(lock), { recursive: true });
+    // The test runner's parent process is running; a pid beyond the kernel's limit is not.
+    await fs.writeFile(lock, String(process.ppid));
+    await expect(importFile(svc.rt, { file, batchSize: 100 })).rejects.toThrow(/another import is running on this data directory/);
+    await fs.writeFile(lock, '99999999');
+    expect(await importFile(svc.rt, { file, batchSize: 100 })).toMatchObject({ accepted: 10 });
+    await expect(fs.access(lock)).rejects.toThrow();
+  });
+
   it('finishes when run again after a crash while accepting, and after one while storing parts: every report once, none left pending', async () => {
     const file = path.join(dir, 'crash.ndjson');
     await fs.writeFile(file, yearLines(20_000, 900).join('\n'));
