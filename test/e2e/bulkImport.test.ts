@@ -157,7 +157,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect((await partKeys(svc)).length).toBe(DAYS + 1);
   });
 
-  it('finishes a file of no valid record (empty, or every line rejected), and reads a BOM and bytes that are not UTF-8 as the feed would', async () => {
+  it('finishes a file of no valid record (empty, or every line rejected), reads a BOM and bytes that are not UTF-8 as the feed would, and rejects a CSV row of the wrong width', async () => {
     const empty = path.join(dir, 'empty.ndjson');
     await fs.writeFile(empty, '');
     expect(await importFile(svc.rt, { file: empty, batchSize: 100, threadsFromBytes: 0 })).toMatchObject({ records: 0, accepted: 0, rejected: 0 });
@@ -181,6 +181,13 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const [reject] = (await fs.readFile(read.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(reject).toMatchObject({ record: 2, reasons: [expect.stringMatching(/not valid UTF-8/)] });
     expect((await archived(svc)).get('partner-70001')).toBeDefined();
+    // A CSV row with more fields than the header (a comma left unquoted) is a reject, not the end of the file.
+    const csv = path.join(dir, 'rows.csv');
+    const at = new Date(START).toISOString();
+    await fs.writeFile(csv, `post_id,created_at,partner_city,disaster_type,lat,lng\n70003,${at},Quezon City,flood,14.65,121.05,has,comma\n70004,${at},Quezon City,flood,14.65,121.05\n`);
+    const rows = await importFile(svc.rt, { file: csv, batchSize: 100 });
+    expect(rows).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    expect(JSON.parse((await fs.readFile(rows.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: [expect.stringMatching(/fields do not match the header's columns/)] });
   });
 
   it('runs one import at a time on a data directory: another running is refused, one left by a process gone is taken over', async () => {
