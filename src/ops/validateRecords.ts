@@ -51,6 +51,8 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/** A line longer than this is no report (a post's body is at most 64 KiB): refused undecoded. */
+const MAX_LINE_BYTES = 1 << 20;
 
 /** A batch of NDJSON lines end to end, line i ending at ends[i] (ndjsonBatches), validated. */
 export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: ValidationContext): ValidatedBatch {
@@ -60,7 +62,12 @@ export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: Validati
   const allUtf8 = isUtf8(lines);
   for (let i = 0, start = 0; i < ends.length; start = ends[i]!, i++) {
     const bytes = lines.subarray(start, ends[i]);
-    const record = allUtf8 || isUtf8(bytes) ? recordOfLine(bytes.toString('utf8')) : new RecordError('the line is not valid UTF-8: send text as UTF-8', bytes.toString('utf8'));
+    const record =
+      bytes.length > MAX_LINE_BYTES
+        ? new RecordError(`the line is ${bytes.length} bytes long, more than a report can be (${MAX_LINE_BYTES})`, bytes.toString('utf8', 0, 200))
+        : allUtf8 || isUtf8(bytes)
+          ? recordOfLine(bytes.toString('utf8'))
+          : new RecordError('the line is not valid UTF-8: send text as UTF-8', bytes.toString('utf8'));
     validateInto(out, i, record, ctx);
   }
   return out;

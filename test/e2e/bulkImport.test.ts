@@ -157,7 +157,9 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect((await partKeys(svc)).length).toBe(DAYS + 1);
   });
 
-  it('finishes a file of no valid record (empty, or every line rejected), reads a BOM and bytes that are not UTF-8 as the feed would, and rejects a CSV row of the wrong width', async () => {
+  const at0 = () => new Date(START).toISOString();
+
+  it('finishes a file of no valid record (empty, or every line rejected), reads a BOM and bytes that are not UTF-8 as the feed would, and rejects an over-long line and a CSV row of the wrong width', async () => {
     const empty = path.join(dir, 'empty.ndjson');
     await fs.writeFile(empty, '');
     expect(await importFile(svc.rt, { file: empty, batchSize: 100, threadsFromBytes: 0 })).toMatchObject({ records: 0, accepted: 0, rejected: 0 });
@@ -181,6 +183,12 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const [reject] = (await fs.readFile(read.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(reject).toMatchObject({ record: 2, reasons: [expect.stringMatching(/not valid UTF-8/)] });
     expect((await archived(svc)).get('partner-70001')).toBeDefined();
+    // A line longer than any report (here 1.1 MB of text) is refused before it is decoded.
+    const long = path.join(dir, 'long.ndjson');
+    await fs.writeFile(long, `${JSON.stringify(report(70_005, { created_at: at0(), text: 'x'.repeat(1_100_000) }))}\n${JSON.stringify(report(70_006, { created_at: at0() }))}\n`);
+    const longRun = await importFile(svc.rt, { file: long, batchSize: 100, threadsFromBytes: 0 });
+    expect(longRun).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    expect(JSON.parse((await fs.readFile(longRun.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: [expect.stringMatching(/more than a report can be/)] });
     // A CSV row with more fields than the header (a comma left unquoted) is a reject, not the end of the file.
     const csv = path.join(dir, 'rows.csv');
     const at = new Date(START).toISOString();
