@@ -136,7 +136,7 @@ interface Checkpoint {
    * Archived parts still without their ready texts, each with its local copy (a name in the run's
    * folder) and its reports (absent in a checkpoint written before they were counted).
    */
-  untexted: { key: string; file: string; reports?: number }[];
+  untexted: { key: string; file: string; reports?: number; stored?: boolean }[];
   /**
    * While a round is archived: where its parts begin in `untexted` (each is added once stored). A
    * run that finds it set was stopped mid-round: those parts' reports are marked archived, and
@@ -251,8 +251,20 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
       const named = checkpoint.untexted.splice(checkpoint.roundFrom);
       const standing: Checkpoint['untexted'] = [];
       for (const p of named) {
-        if (await rt.store.head(p.key)) standing.push(p);
-        else await fs.rm(path.join(runDir, p.file), { force: true });
+        // Known stored (a compaction since may have merged it under another key), or found.
+        const stands = p.stored === true || (await rt.store.head(p.key)) !== undefined;
+        const local = path.join(runDir, p.file);
+        if (!stands) {
+          await fs.rm(local, { force: true });
+          continue;
+        }
+        // Its local copy swept since: fetched back while the part is still under its key.
+        if (!(await fs.access(local).then(() => true, () => false))) {
+          const got = await rt.store.get(p.key);
+          if (!got) continue;
+          await fs.writeFile(local, got.body);
+        }
+        standing.push({ ...p, stored: true });
       }
       if (standing.length > 0) {
         const reports = await reportsIn(rt.db, standing.map((p) => path.join(runDir, p.file)));
@@ -300,13 +312,16 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
         // stands, and marks its reports rather than storing them again.
         const kept = `texts-${ulid()}.parquet`;
         await fs.rename(file, path.join(runDir, kept));
-        checkpoint.untexted.push({ key, file: kept, reports: reports.length });
+        const named: Checkpoint['untexted'][number] = { key, file: kept, reports: reports.length };
+        checkpoint.untexted.push(named);
         await save();
         // As a worker's flush: the part before the change log, the change log before "archived".
         // Its stats go with it; its ready texts once every report is queryable (see addReadyTexts).
         await publisher.publish(key, path.join(runDir, kept), { readyTexts: false });
         await rt.changes.record(reports);
         for (const r of reports) archived.push(r.pkey);
+        named.stored = true;
+        await save();
       },
     );
     // Once every part is stored, all at once and in the ledger's order: each of its pages is

@@ -2,6 +2,7 @@
 // (toPartnerInput, parsePartnerReport), the valid ones as the JSON the ledger keeps, the others
 // as rejects with their reasons. The same code runs on the import's thread (GeoJSON, CSV and
 // small NDJSON files) and on the validation threads (large NDJSON files, validationPool.ts).
+import { isUtf8 } from 'node:buffer';
 import type { Tagger } from '../boundaries/tagger.js';
 import type { PlaceNames } from '../boundaries/placeNames.js';
 import type { IngestRecord } from '../ledger/ledger.js';
@@ -50,15 +51,15 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
   }
 }
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 /** A line longer than this is no report (a post's body is at most 64 KiB): refused undecoded. */
 const MAX_LINE_BYTES = 1 << 20;
 
 /** A batch of NDJSON lines end to end, line i ending at ends[i] (ndjsonBatches), validated. */
 export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: ValidationContext): ValidatedBatch {
   const out = emptyBatch();
-  // Checked once a batch (the common case), line by line only when it fails: a line that is not
-  // UTF-8 is refused as the feed refuses such a body, never stored with its bytes replaced.
+  // Checked once a batch (the common case; node:buffer's check builds no string), line by line
+  // only when it fails: a line that is not UTF-8 is refused as the feed refuses such a body,
+  // never stored with its bytes replaced.
   const allUtf8 = isUtf8(lines);
   for (let i = 0, start = 0; i < ends.length; start = ends[i]!, i++) {
     const bytes = lines.subarray(start, ends[i]);
@@ -73,14 +74,7 @@ export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: Validati
   return out;
 }
 
-function isUtf8(bytes: Uint8Array): boolean {
-  try {
-    strictUtf8.decode(bytes);
-    return true;
-  } catch {
-    return false;
-  }
-}
+
 
 /** A line of an NDJSON file as the record it holds, or a RecordError when it is not JSON. */
 export function recordOfLine(line: string): unknown {

@@ -103,8 +103,11 @@ export const importCommand: Command = {
           values.json ? undefined : createProgress('import'),
         )
         .catch((err: unknown) => {
-          // Everything done so far is kept: the same command carries on from the checkpoint.
-          process.stderr.write(`import stopped; run the same command again to resume from its checkpoint (${file}.import-state.json)\n`);
+          // Everything done so far is kept: the same command carries on from the checkpoint
+          // (unless it never started: another import holds the data directory).
+          if ((err as Error)?.name !== 'ImportRunningError') {
+            process.stderr.write(`import stopped; run the same command again to resume from its checkpoint (${file}.import-state.json)\n`);
+          }
           throw err;
         });
       print(values, result, () =>
