@@ -73,6 +73,9 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
       else done.push(r.pkey);
     }
   }
+  /** Parts known clean (as this run rewrote or read them): a later listing's round skips them. */
+  const clean = new Set<string>();
+  const versionOf = (part: ObjectInfo) => `${part.key}\n${part.etag}`;
   /** Each day's parts that still hold its retracted reports as they were, rewritten; how many. */
   const rewriteDays = async (): Promise<number> => {
     let rewritten = 0;
@@ -82,7 +85,16 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
       // A report lives in its hour's parts, or in its day's compacted part.
       const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
       const pkeys = retracted.map((r) => r.pkey);
-      for (const part of parts) if (await rewrite(rt, part, pkeys, tmpDir)) rewritten += 1;
+      for (const part of parts) {
+        if (clean.has(versionOf(part))) continue;
+        if (!(await rewrite(rt, part, pkeys, tmpDir))) {
+          clean.add(versionOf(part));
+          continue;
+        }
+        rewritten += 1;
+        const now = await rt.store.head(part.key);
+        if (now) clean.add(versionOf(now));
+      }
     }
     return rewritten;
   };
