@@ -138,9 +138,10 @@ interface Checkpoint {
    */
   untexted: { key: string; file: string; reports?: number; stored?: boolean }[];
   /**
-   * While a round is archived: where its parts begin in `untexted` (each is added once stored). A
-   * run that finds it set was stopped mid-round: those parts' reports are marked archived, and
-   * left out of the staged files, before the rest is archived.
+   * While a round is archived: where its parts begin in `untexted` (each named there before it
+   * is stored, `stored` once it is). A run that finds it set was stopped mid-round: the reports of
+   * those parts that stand are marked archived, and left out of the staged files, before the rest
+   * is archived.
    */
   roundFrom?: number;
 }
