@@ -26,12 +26,13 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
     return;
   }
   // A row with more or fewer fields than the header is a reject of its own, not the end of the file.
-  const parser = parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true, relax_column_count: true, info: true });
+  const parser = parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true, relax_column_count: true, info: true, raw: true });
   // pipeline, not pipe: a read error fails the parser (and so this iteration) instead of being an
   // 'error' event nobody listens to, and a reader that stops early closes the file.
   pipeline(createReadStream(file), parser, () => undefined);
-  for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { error?: Error } }>) {
-    yield info.error ? new RecordError(`the row's fields do not match the header's columns (${info.error.message})`, JSON.stringify(record)) : record;
+  for await (const { record, info, raw } of parser as AsyncIterable<{ record: Record<string, string>; info: { error?: Error }; raw: string }>) {
+    // Its reject keeps the row as it was written (the parsed record lacks the fields beyond the header's).
+    yield info.error ? new RecordError(`the row's fields do not match the header's columns (${info.error.message})`, raw.replace(/\r?\n$/, '')) : record;
   }
 }
 

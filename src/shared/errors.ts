@@ -84,6 +84,8 @@ export function isDiskFull(err: unknown): boolean {
   for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL') return true;
+    // DuckDB says so in its message alone ("IO Error: … No space left on device").
+    if (/No space left on device|Disk quota exceeded/.test(String((e as { message?: unknown }).message ?? ''))) return true;
   }
   return false;
 }

@@ -195,7 +195,11 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     await fs.writeFile(csv, `post_id,created_at,partner_city,disaster_type,lat,lng\n70003,${at},Quezon City,flood,14.65,121.05,has,comma\n70004,${at},Quezon City,flood,14.65,121.05\n`);
     const rows = await importFile(svc.rt, { file: csv, batchSize: 100 });
     expect(rows).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
-    expect(JSON.parse((await fs.readFile(rows.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: [expect.stringMatching(/fields do not match the header's columns/)] });
+    expect(JSON.parse((await fs.readFile(rows.rejectsFile, 'utf8')).trim())).toMatchObject({
+      record: 1,
+      reasons: [expect.stringMatching(/fields do not match the header's columns/)],
+      input: `70003,${at},Quezon City,flood,14.65,121.05,has,comma`,
+    });
   });
 
   it('runs one import at a time on a data directory: another running is refused, a lock untouched for five minutes is taken over', async () => {

@@ -156,6 +156,22 @@ describe('a full disk', () => {
     await expectWhole(setup.dir, n);
   });
 
+  it('on a real tmpfs: an import whose working files (DuckDB\'s) fill the disk stops with 69 and says to free space', async (ctx) => {
+    const dataDir = await tempDir('flood-full-tmp-');
+    const tmp = path.join(dataDir, 'tmp');
+    await fs.mkdir(tmp);
+    if (!mountTmpfs(tmp, 1)) return ctx.skip('skipped: this process may not mount a tmpfs (needs root)');
+    cleanups.push(async () => {
+      execFileSync('umount', ['-l', tmp]);
+    });
+    const file = path.join(await tempDir('flood-full-tmp-file-'), 'backfill.ndjson');
+    const start = Date.UTC(2026, 5, 1);
+    await fs.writeFile(file, Array.from({ length: 40_000 }, (_, i) => JSON.stringify(report(i + 1, { created_at: new Date(start + (i % 720) * 3_600_000).toISOString(), title: `r${i + 1} ${'x'.repeat(80)}` }))).join('\n'));
+    const failed = await runCli(['import', '--file', file, '--json'], { DATA_DIR: dataDir });
+    expect(failed.code).toBe(69);
+    expect(failed.stderr).toMatch(/No space left on device.*the disk is full: free space on the disk holding DATA_DIR/s);
+  });
+
   it('on a real tmpfs: an import whose disk fills while it stores its parts stops, shows each report once at most, and finishes when run again', async (ctx) => {
     const n = 6_000;
     const setup = await importSetup(ctx, n);
