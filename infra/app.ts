@@ -6,6 +6,7 @@
 // Without account/region the template is environment-agnostic.
 import { pathToFileURL } from 'node:url';
 import { App } from 'aws-cdk-lib';
+import { PUBLIC_BASE_URL_PATTERN } from '../src/shared/config.js';
 import { FloodArchiveStack } from './floodArchiveStack.js';
 
 /** Adds the stack to `app`, reading its settings from the app's context. */
@@ -27,7 +28,7 @@ export function defineApp(app: App): App {
   if (publicReleases !== 'true' && publicReleases !== 'false') throw new Error(`context publicReleases must be true or false, not ${publicReleases}`);
   // The address clients use (the certificate's name), for links in answers; else the load balancer's.
   const publicBaseUrl = context('publicBaseUrl');
-  if (publicBaseUrl !== undefined && !/^https?:\/\/[^/?#]+(\/[^?#]*)?$/.test(publicBaseUrl)) throw new Error(`context publicBaseUrl must be an http(s) URL without a query, not ${publicBaseUrl}`);
+  if (publicBaseUrl !== undefined && !new RegExp(PUBLIC_BASE_URL_PATTERN).test(publicBaseUrl)) throw new Error(`context publicBaseUrl must be an http(s) address without a query (as PUBLIC_BASE_URL), not ${publicBaseUrl}`);
   new FloodArchiveStack(app, 'FloodArchive', {
     description: 'Flood report archive: S3 Parquet archive, SQS intake queue, API/worker/scheduler on Fargate',
     ...((account || region) && { env: { account, region } }),

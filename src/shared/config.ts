@@ -8,6 +8,8 @@ import { KEY_NAME_PATTERN, KEY_PATTERN, parseApiKeys, type ApiKey } from '../par
 
 /** One API_KEYS entry: `name:key` or a bare key. */
 const API_KEY_ENTRY = `(?:${KEY_NAME_PATTERN}:)?${KEY_PATTERN}`;
+/** PUBLIC_BASE_URL: an http(s) origin, a path perhaps, no query or fragment (the CDK app checks its context by it too). */
+export const PUBLIC_BASE_URL_PATTERN = '^https?://[A-Za-z0-9.\\[\\]:-]+(/[A-Za-z0-9._~!$&\'()*+,;=:@%/-]*)?$';
 
 export interface Config {
   port: number;
@@ -149,7 +151,7 @@ const envSchema = {
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: { type: 'integer', minimum: 1 },
     TRUST_PROXY: { type: 'integer', minimum: 0, maximum: 10 },
-    PUBLIC_BASE_URL: { type: 'string', pattern: '^https?://[A-Za-z0-9.\\[\\]:-]+(/[A-Za-z0-9._~!$&\'()*+,;=:@%/-]*)?$' },
+    PUBLIC_BASE_URL: { type: 'string', pattern: PUBLIC_BASE_URL_PATTERN },
     CURSOR_SECRET: { type: 'string', minLength: 32 },
     DATA_LICENSE: { type: 'string', pattern: '^[A-Za-z0-9.+-]{1,64}$' },
     DATA_PUBLISHER: { type: 'string', minLength: 1, maxLength: 200 },

@@ -647,6 +647,9 @@ describe('outputs and synthesis', () => {
     const open = resources.filter((r) => r.Type === 'AWS::S3::BucketPolicy').flatMap((r) => r.Properties.PolicyDocument.Statement).filter((st: any) => st.Sid === 'PublicReleases');
     expect(open).toHaveLength(1);
     expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicReleases: 'yes' } }))).toThrow(/publicReleases/);
-    expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicBaseUrl: 'floods.example.org' } }))).toThrow(/publicBaseUrl/);
+    // Refused as the service would refuse it as PUBLIC_BASE_URL (its tasks would exit 78 at every start).
+    for (const bad of ['floods.example.org', 'https://floods_example.org', 'https://floods.example.org/?x=1']) {
+      expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicBaseUrl: bad } })), bad).toThrow(/publicBaseUrl/);
+    }
   });
 });
