@@ -96,7 +96,7 @@ export interface ImportDeps {
   changes: Pick<ChangeLog, 'record'>;
   boundaries: Pick<BoundaryRepository, 'latest'>;
   config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
-  /** Told of a sidecar that could not be built. */
+  /** Told of a sidecar that could not be built, and of staged files gone. */
   log: Pick<Logger, 'warn'>;
 }
 
@@ -243,6 +243,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
     // said so; or swept long after the import stopped) holds nothing left to archive: its
     // reports are the worker's, queued by reconciliation once their hold ended.
     const present = await Promise.all(checkpoint.staged.map((name) => fs.access(path.join(runDir, name)).then(() => true, () => false)));
+    const gone = checkpoint.staged.filter((_, i) => !present[i]);
+    if (gone.length > 0) rt.log.warn({ files: gone }, 'staged files gone: their reports are archived through the queue once their hold ends');
     checkpoint.staged = checkpoint.staged.filter((_, i) => present[i]);
     let files = checkpoint.staged.map((name) => path.join(runDir, name));
     // A round stopped part-way: of the parts it named, those that stand are logged and marked now
