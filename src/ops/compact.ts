@@ -6,6 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { mergeParts } from '../archive/readRows.js';
@@ -62,37 +63,24 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
   const publisher = storePartPublisher(rt);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
-  const retractedOn = async (dayMs: number) => {
-    const pkeys: string[] = [];
-    for await (const r of rt.ledger.retractions({ createdFromMs: dayMs, createdToMs: dayMs + DAY_MS - 1 })) pkeys.push(r.pkey);
-    return pkeys;
-  };
   const merge = async (inputs: ObjectInfo[], key: string, dayMs: number) => {
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
-    const again = `${out}.again`;
+    const span = { fromMs: dayMs, toMs: dayMs + DAY_MS - 1 };
     // Retracted reports go in as tombstones (purged ones too): a merged file never brings personal fields back.
-    const retracted = await retractedOn(dayMs);
-    /** The merged file with any retraction made since `known` as a tombstone too; what is known then. */
-    const withLater = async (known: string[]): Promise<string[]> => {
-      const now = await retractedOn(dayMs);
-      if (!now.some((pkey) => !known.includes(pkey))) return known;
-      await mergeParts(rt.db, [out], again, now);
-      await fs.rename(again, out);
-      return now;
-    };
+    const retracted = await retractedIn(rt.ledger, span);
     try {
       result.rows += await rt.cache.withFiles(inputs, (files) => mergeParts(rt.db, files, out, retracted));
       // A retraction made while merging, which a purge of the old parts may mark purged before
-      // the new part stands (readers then hide it by its status alone): read again just before
-      // the new part is stored, and once more after, the part written again if one came.
-      const known = await withLater(retracted);
+      // the new part stands (lateRetractions.ts): read again just before the new part is stored,
+      // and once more after, the part written again if one came.
+      const known = await withLaterRetractions(rt, out, span, retracted);
       // New file first, then the old ones go.
       await publisher.publish(key, out);
-      if ((await withLater(known)) !== known) await publisher.publish(key, out);
+      if ((await withLaterRetractions(rt, out, span, known)) !== known) await publisher.publish(key, out);
       await publisher.retire(inputs.map((p) => p.key));
       result.partsRemoved += inputs.length;
     } finally {
-      await Promise.all([fs.rm(out, { force: true }), fs.rm(again, { force: true })]);
+      await fs.rm(out, { force: true });
     }
   };
   progress?.start(days.size);

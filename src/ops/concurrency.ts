@@ -108,3 +108,24 @@ export async function bothSettled(a: Promise<unknown>, b: Promise<unknown>): Pro
   if (first.status === 'rejected') throw first.reason;
   if (second.status === 'rejected') throw second.reason;
 }
+
+/**
+ * `write` made a saver whose calls share writes: a call while one is under way waits for the
+ * next, one write for every call made meanwhile, which reads the state as it is when it starts.
+ * So a call resolves once a write begun after it is done (what it saved is on disk), and
+ * writes never overlap or land out of order. A failed write fails the calls it served.
+ */
+export function coalescing(write: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = () => (running = write().finally(() => (running = undefined)));
+  return () => {
+    if (next) return next;
+    if (!running) return start();
+    next = running.catch(() => undefined).then(() => {
+      next = undefined;
+      return start();
+    });
+    return next;
+  };
+}

@@ -48,7 +48,7 @@ import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { keepHeld } from './importHolds.js';
 import { withImportLock } from './importLock.js';
-import { bothSettled, OneBehind } from './concurrency.js';
+import { bothSettled, coalescing, OneBehind } from './concurrency.js';
 import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
 import { detectFormat, type ImportFormat } from './importRecords.js';
 import { validateFile } from './validateFile.js';
@@ -218,9 +218,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
   };
   const runDir = path.join(rt.config.dataDir, 'tmp', 'import', checkpoint.run);
   await fs.mkdir(runDir, { recursive: true });
-  // One write at a time (parts are stored several at once, each saving): a later one never lands first.
-  let saving: Promise<void> = Promise.resolve();
-  const save = () => (saving = saving.then(() => writeCheckpoint(stateFile, checkpoint)));
+  // One write at a time, a later one never landing first; the saves of parts stored at once
+  // (each saves twice) share writes.
+  const save = coalescing(() => writeCheckpoint(stateFile, checkpoint));
   const publisher = storePartPublisher(rt);
   const boundaries = await rt.boundaries.latest();
   const tagger = boundaries.tagger;
@@ -526,7 +526,6 @@ async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, '
   }
 }
 
-/** Pkeys in the ledger's order (partner, then post_id), each parsed once. */
 /** The reports the part files hold (pkey and created_at), as a change log names them. */
 async function reportsIn(db: DuckDb, files: readonly string[]): Promise<{ pkey: string; createdMs: number }[]> {
   return db.withConnection(async (conn) => {
@@ -535,6 +534,7 @@ async function reportsIn(db: DuckDb, files: readonly string[]): Promise<{ pkey: 
   });
 }
 
+/** Pkeys in the ledger's order (partner, then post_id), each parsed once. */
 function inLedgerOrder(pkeys: readonly string[]): string[] {
   const keyed = pkeys.map((pkey) => {
     const parts = parsePkey(pkey);

@@ -4,7 +4,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { mergeParts } from '../archive/readRows.js';
+import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
@@ -80,16 +80,12 @@ export async function reprocess(
     progress?.start(hours.length);
     await mapWeighted(hours, RETAG_LANES, async (hour) => {
       const out = path.join(tmpDir, `${randomUUID()}.parquet`);
-      written.push(out, `${out}.again`);
+      written.push(out);
       // Retracted reports go in as tombstones, as compaction writes them: a part read before a
       // purge rewrote it never brings personal fields back.
-      let readRetracted: string[] = [];
-      const retractedNow = async () => {
-        const pkeys: string[] = [];
-        for await (const r of rt.ledger.retractions({ createdFromMs: hour.hourMs, createdToMs: hour.hourMs + (hour.wholeDay ? DAY_MS : 3_600_000) - 1 })) pkeys.push(r.pkey);
-        return pkeys;
-      };
-      const retracted = async () => (readRetracted = await retractedNow());
+      const span = { fromMs: hour.hourMs, toMs: hour.hourMs + (hour.wholeDay ? DAY_MS : 3_600_000) - 1 };
+      let readRetracted: readonly string[] = [];
+      const retracted = async () => (readRetracted = await retractedIn(rt.ledger, span));
       try {
         // The parts stay in the cache while they are read (and, unchanged, their ready texts written from them).
         const done = await rt.cache.withFiles(hour.parts, async (files) => {
@@ -119,13 +115,8 @@ export async function reprocess(
         if (moved) await rt.changes.put(moved);
         await publisher.publish(key, out, { readyTexts: false });
         // A retraction made since they were read, which a purge of the old parts may have marked
-        // purged meanwhile (readers then hide it by its status alone): written again with it as a tombstone.
-        const now = await retractedNow();
-        if (now.some((pkey) => !readRetracted.includes(pkey))) {
-          await mergeParts(rt.db, [out], `${out}.again`, now);
-          await fs.rename(`${out}.again`, out);
-          await publisher.publish(key, out, { readyTexts: false });
-        }
+        // purged meanwhile (lateRetractions.ts): the part written again with it as a tombstone.
+        if ((await withLaterRetractions(rt, out, span, readRetracted)) !== readRetracted) await publisher.publish(key, out, { readyTexts: false });
         if (moved) await rt.changes.put(moved);
         await publisher.retire(hour.parts.map((p) => p.key));
         untexted.push({ key, file: out, reports: done.rows });

@@ -8,12 +8,13 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
 import type { HeldRecord, IngestRecord } from '../../src/ledger/ledger.js';
+import { compact } from '../../src/ops/compact.js';
 import { importFile, type ImportDeps } from '../../src/ops/importFile.js';
 import { verify } from '../../src/ops/verify.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
-import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, report, startTestService, storedCopies, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, postReport, report, startTestService, storedCopies, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY_MS = 86_400_000;
 const START = Date.UTC(2026, 3, 1);
@@ -60,23 +61,28 @@ async function partKeys(svc: TestService): Promise<string[]> {
   return (await keysUnder(svc.rt, 'reports/v1/')).filter((k) => k.endsWith('.parquet'));
 }
 
-/** The service's import dependencies, its ledger failing once it has committed the second batch (a kill before that batch is staged). */
-function stoppedAfterSecondAcceptance(svc: TestService): ImportDeps {
-  let calls = 0;
+/** The service's import dependencies with the ledger's acceptHeld replaced. */
+function withAcceptHeld(svc: TestService, acceptHeld: ImportDeps['ledger']['acceptHeld']): ImportDeps {
   return {
     ...svc.rt,
     ledger: {
-      acceptHeld: async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
-        const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
-        if (++calls === 2) throw new Error('killed after the ledger committed');
-        return outcome;
-      },
+      acceptHeld,
       renewHolds: (pkeys, holdUntilMs) => svc.rt.ledger.renewHolds(pkeys, holdUntilMs),
       markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
       reclaimHeldSpace: () => svc.rt.ledger.reclaimHeldSpace(),
       retractions: (filter) => svc.rt.ledger.retractions(filter),
     },
   };
+}
+
+/** The service's import dependencies, its ledger failing once it has committed the second batch (a kill before that batch is staged). */
+function stoppedAfterSecondAcceptance(svc: TestService): ImportDeps {
+  let calls = 0;
+  return withAcceptHeld(svc, async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
+    const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+    if (++calls === 2) throw new Error('killed after the ledger committed');
+    return outcome;
+  });
 }
 
 describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
@@ -249,19 +255,57 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(Array.from({ length: 900 }, (_, i) => copies.get(`partner-${20_000 + i}`)).filter((n) => n !== 1)).toEqual([]);
   });
 
+  it('resumes after a crash while storing parts when a compaction has since merged a stored part under another key: every report once', async () => {
+    const file = path.join(dir, 'compacted.ndjson');
+    await fs.writeFile(file, yearLines(110_000, 300).join('\n'));
+    const ids = Array.from({ length: 300 }, (_, i) => `partner-${110_000 + i}`);
+    const crashWhileStoring: ImportDeps = { ...svc.rt, store: failAfterPuts(svc.rt.store, 'reports/v1/', 20) };
+    await expect(importFile(crashWhileStoring, { file, batchSize: 300 })).rejects.toThrow(/simulated crash/);
+    const state = JSON.parse(await fs.readFile(`${file}.import-state.json`, 'utf8')) as { roundFrom: number; untexted: { key: string; stored?: boolean }[] };
+    const storedPart = state.untexted.slice(state.roundFrom).find((p) => p.stored)!;
+    expect(storedPart).toBeDefined();
+    // A live report on the stored part's day, archived by the worker, then the day compacted:
+    // the stored part is merged into a new one and its key removed.
+    const [, y, m, d] = /year=(\d+)\/month=(\d+)\/day=(\d+)\//.exec(storedPart.key)!;
+    const dayMs = Date.UTC(Number(y), Number(m) - 1, Number(d));
+    expect((await postReport(svc.url, report(110_999, { created_at: new Date(dayMs + 12 * 3_600_000).toISOString() }))).status).toBe(201);
+    while ((await svc.rt.worker.pollOnce(0)) > 0) await svc.rt.worker.flush();
+    await svc.rt.worker.flush();
+    expect((await compact(svc.rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
+    expect(await svc.rt.store.head(storedPart.key)).toBeUndefined();
+
+    expect(await importFile(svc.rt, { file, batchSize: 300 })).toMatchObject({ resumedFrom: 300 });
+    const after = await archived(svc);
+    for (const pkey of ids) expect(after.has(pkey)).toBe(true);
+    expect(await pendingCount(svc.rt)).toBe(0);
+    // The merged part's reports are not stored again under a new part.
+    const copies = await storedCopies(svc.rt);
+    expect(ids.filter((pkey) => copies.get(pkey) !== 1)).toEqual([]);
+  });
+
   it('resumes past a staged file that is gone (removed before the checkpoint said so): its reports are left to reconciliation, the rest archived, each once', async () => {
     const file = path.join(dir, 'gone.ndjson');
     await fs.writeFile(file, yearLines(80_000, 400).join('\n'));
     const ids = Array.from({ length: 400 }, (_, i) => `partner-${80_000 + i}`);
-    // Killed as it stores its first part: both batches staged.
-    const crashWhileStoring: ImportDeps = { ...svc.rt, store: failAfterPuts(svc.rt.store, 'reports/v1/', 1) };
-    await expect(importFile(crashWhileStoring, { file, batchSize: 200, threadsFromBytes: 0, holdMs: 4_000 })).rejects.toThrow(/simulated crash/);
+    // Killed as it stores its first part: both batches staged (the import's own hold is long, so
+    // it archives them in one round at the end, however slowly it stages), the ledger holding
+    // their reports for 3 s only.
+    let heldUntilMs = 0;
+    const crashWhileStoring: ImportDeps = {
+      ...withAcceptHeld(svc, (records, receivedAt) => svc.rt.ledger.acceptHeld(records, receivedAt, (heldUntilMs = Date.now() + 3_000))),
+      store: failAfterPuts(svc.rt.store, 'reports/v1/', 1),
+    };
+    await expect(importFile(crashWhileStoring, { file, batchSize: 200, threadsFromBytes: 0 })).rejects.toThrow(/simulated crash/);
     const state = JSON.parse(await fs.readFile(`${file}.import-state.json`, 'utf8')) as { run: string; staged: string[] };
     expect(state.staged).toHaveLength(2);
     await fs.rm(path.join(svc.rt.config.dataDir, 'tmp', 'import', state.run, state.staged[0]!));
-    expect(await importFile(svc.rt, { file, batchSize: 200 })).toMatchObject({ resumedFrom: 400 });
+    const warned: { obj: unknown; msg?: string }[] = [];
+    const logged: ImportDeps = { ...svc.rt, log: { warn: (obj: unknown, msg?: string) => warned.push({ obj, msg }) } };
+    expect(await importFile(logged, { file, batchSize: 200 })).toMatchObject({ resumedFrom: 400 });
+    // Operators are told which file was gone and where its reports go.
+    expect(warned).toEqual([{ obj: { files: [state.staged[0]] }, msg: expect.stringMatching(/staged files gone/) }]);
     // The gone file's reports wait out their hold; then reconciliation queues them, as for an import never resumed.
-    await new Promise((r) => setTimeout(r, 4_200));
+    await new Promise((r) => setTimeout(r, Math.max(0, heldUntilMs + 200 - Date.now())));
     expect(await svc.rt.ledger.requeueStale(Date.now())).toBeGreaterThan(0);
     while ((await svc.rt.worker.pollOnce(0)) > 0) await svc.rt.worker.flush();
     await svc.rt.worker.flush();

@@ -4,8 +4,10 @@
 // Bulk writes run many small parts at once and a storm's day with few others: mapWeighted keeps
 // both bounds, starts parts in order, and on a failure starts nothing more and settles only once
 // what had started is done (an import removes its scratch files after it).
+// An import's checkpoint saves share writes (coalescing): each save resolves once a write begun
+// after it is on disk, and writes never overlap.
 import { describe, expect, it } from 'vitest';
-import { mapWeighted, OneBehind } from '../../src/ops/concurrency.js';
+import { coalescing, mapWeighted, OneBehind } from '../../src/ops/concurrency.js';
 
 /** Runs mapWeighted over `weights`, each item held until released; records what ran at once. */
 function harness(weights: number[], limit: number, budget: number, failing = new Set<number>()) {
@@ -112,5 +114,57 @@ describe('OneBehind', () => {
     expect(ran).toBe(false);
     await expect(steps.settle()).rejects.toThrow('disk full');
     await expect(steps.idle()).resolves.toBeUndefined();
+  });
+});
+
+describe('coalescing', () => {
+  it('serves the saves made during a write with one write begun after them, never two at once', async () => {
+    let state = 0;
+    const written: number[] = [];
+    const release: (() => void)[] = [];
+    let writing = 0;
+    let most = 0;
+    const save = coalescing(async () => {
+      const seen = state;
+      most = Math.max(most, ++writing);
+      await new Promise<void>((r) => release.push(r));
+      written.push(seen);
+      writing -= 1;
+    });
+    state = 1;
+    const first = save();
+    state = 2;
+    const second = save();
+    state = 3;
+    const third = save();
+    await new Promise((r) => setImmediate(r));
+    expect(release).toHaveLength(1); // the second and third wait for one write after the first
+    release.shift()!();
+    await first;
+    expect(written).toEqual([1]);
+    await new Promise((r) => setImmediate(r));
+    expect(release).toHaveLength(1);
+    release.shift()!();
+    await Promise.all([second, third]);
+    // What the later saves saw is on disk: the state when their write began.
+    expect(written).toEqual([1, 3]);
+    expect(most).toBe(1);
+    // Idle again: the next save writes at once.
+    state = 4;
+    const fourth = save();
+    await new Promise((r) => setImmediate(r));
+    release.shift()!();
+    await fourth;
+    expect(written).toEqual([1, 3, 4]);
+  });
+
+  it('fails the saves a failed write served, and writes again for the next', async () => {
+    let fail = true;
+    const save = coalescing(async () => {
+      if (fail) throw new Error('disk full');
+    });
+    await expect(save()).rejects.toThrow('disk full');
+    fail = false;
+    await expect(save()).resolves.toBeUndefined();
   });
 });
