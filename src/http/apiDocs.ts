@@ -5,7 +5,7 @@ import path from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import { openApiDocument } from './openapi.js';
 import type { Handlers } from './route.js';
-import { applyEncoding, encodeSync, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encodeOnce, negotiateEncoding, type Encoding } from './encoding.js';
 import { readQuery, throwIfAny } from './query.js';
 
 /** The static files of swagger-ui-dist (found, not imported: importing loads its whole bundle). */
@@ -14,14 +14,14 @@ const SWAGGER_UI_DIR = path.dirname(createRequire(import.meta.url).resolve('swag
 export function apiDocsHandlers(): Handlers {
   const document = JSON.stringify(openApiDocument());
   // Some 100 KB of JSON, the same for the process's life: each encoding made once, when first asked.
-  const encoded = new Map<Encoding, Buffer>();
-  const openApiJson: RequestHandler = (req, res) => {
+  const encoded = new Map<Encoding, Promise<Buffer>>();
+  const openApiJson: RequestHandler = (req, res, next) => {
     throwIfAny(readQuery(req, []).details);
     const encoding = negotiateEncoding(req, true);
     applyEncoding(res, encoding);
     let body = encoded.get(encoding);
-    if (!body) encoded.set(encoding, (body = encodeSync(document, encoding)));
-    res.set('Cache-Control', 'public, max-age=300').type('application/json').send(body);
+    if (!body) encoded.set(encoding, (body = encodeOnce(document, encoding)));
+    body.then((buf) => res.set('Cache-Control', 'public, max-age=300').type('application/json').send(buf), next);
   };
   const docs = Router();
   docs.get('/', (req, res, next) => (req.originalUrl.split('?', 1)[0] === '/docs' && !req.originalUrl.endsWith('/') ? res.redirect(301, '/docs/') : next()));

@@ -65,7 +65,7 @@ export interface AppOptions {
   listeningUrl?: () => string | undefined;
 }
 
-const EXPOSED = 'Link, ETag, Content-Disposition, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
+const EXPOSED = 'Link, ETag, Content-Disposition, Content-Range, Accept-Ranges, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
 
 export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   const app = express();
@@ -186,7 +186,7 @@ const cors: RequestHandler = (req, res, next) => {
 const preflight: RequestHandler = (_req, res) => {
   res.set({
     'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
-    'Access-Control-Allow-Headers': 'If-None-Match, Accept, Accept-Encoding, Content-Type, X-Request-Id',
+    'Access-Control-Allow-Headers': 'If-None-Match, If-Range, Range, Accept, Accept-Encoding, Content-Type, X-Request-Id',
     'Access-Control-Max-Age': '86400',
   });
   res.status(204).end();

@@ -304,15 +304,15 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
   const whole = values.updated_after !== undefined && values.start === undefined && values.end === undefined;
   const startMs = whole ? EARLIEST_MS : readInstant(values, 'start', details);
   const given = whole ? LATEST_MS : readInstant(values, 'end', details);
-  if (startMs !== undefined && given !== undefined && !whole) {
-    if (given < startMs) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
+  // An end to the second covers the whole of it (reports keep milliseconds): a window ending at
+  // 23:59:59 and the next starting at 00:00:00 leave nothing between them.
+  const endMs = given === undefined || whole || /:\d{2}\.\d/.test(values.end ?? '') ? given : given + 999;
+  if (startMs !== undefined && endMs !== undefined && given !== undefined && !whole) {
+    if (endMs < startMs) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
     else if (given - startMs > deps.maxWindowMs) {
       details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
     }
   }
-  // An end to the second covers the whole of it (reports keep milliseconds): a window ending at
-  // 23:59:59 and the next starting at 00:00:00 leave nothing between them.
-  const endMs = given === undefined || whole || /:\d{2}\.\d/.test(values.end ?? '') ? given : given + 999;
   // The boundaries are read only to check a code (a cold read without one need not wait for them).
   const admin = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';

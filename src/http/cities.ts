@@ -8,7 +8,7 @@ import { OUTLINE_LEVELS, outlineLevels, outlinesOf, type OutlineLevel } from '..
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
 import { VERSION_TAG } from '../shared/version.js';
-import { applyEncoding, encodeSync, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encodeOnce, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
@@ -19,16 +19,19 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
   const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas' | 'getLevels' | 'getOutlines'>();
   // Bodies are immutable per version: build and compress each once, keep the current version's.
   // A body is built once per version whatever the encodings it is then asked in.
-  let cache: { version: string; texts: Map<string, string>; bodies: Map<string, Buffer> } | undefined;
-  const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Buffer => {
+  let cache: { version: string; texts: Map<string, string>; bodies: Map<string, Promise<Buffer>> } | undefined;
+  /** Each body encoded once per version, by the first request for it (the others wait for it). */
+  const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Promise<Buffer> => {
     if (cache?.version !== current.version) cache = { version: current.version, texts: new Map(), bodies: new Map() };
+    const { texts, bodies } = cache;
     const id = `${key}/${encoding}`;
-    let buf = cache.bodies.get(id);
+    let buf = bodies.get(id);
     if (!buf) {
-      let text = cache.texts.get(key);
-      if (text === undefined) cache.texts.set(key, (text = build()));
-      buf = encodeSync(text, encoding);
-      cache.bodies.set(id, buf);
+      let text = texts.get(key);
+      if (text === undefined) texts.set(key, (text = build()));
+      bodies.set(id, (buf = encodeOnce(text, encoding)));
+      // A failure is the asking request's; the next one tries again.
+      buf.catch(() => bodies.delete(id));
     }
     return buf;
   };
@@ -37,7 +40,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
    * Strong ETag from the boundary version's content hash, the service's release (which may
    * render the same boundaries otherwise), the representation and its encoding; 304 when it matches.
    */
-  const sendVersioned = (req: Request, res: Response, current: LoadedBoundaries, key: string, build: () => string) => {
+  const sendVersioned = async (req: Request, res: Response, current: LoadedBoundaries, key: string, build: () => string) => {
     const encoding = negotiateEncoding(req, true);
     const etag = `"${current.version}-${VERSION_TAG}-${key.replace(/[^A-Za-z0-9-]/g, '-')}${applyEncoding(res, encoding)}"`;
     res.set({ ETag: etag, 'Cache-Control': 'public, max-age=300' });
@@ -45,7 +48,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
       res.status(304).end();
       return;
     }
-    res.type('application/json').send(body(current, key, build, encoding));
+    res.type('application/json').send(await body(current, key, build, encoding));
   };
 
   serve('getCities', async (req, res) => {
@@ -54,7 +57,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
     throwIfAny(details);
     const current = await deps.boundaries.current();
-    sendVersioned(req, res, current, geoformat, () => (geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson));
+    await sendVersioned(req, res, current, geoformat, () => (geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson));
   });
 
   serve('getLocalAreas', async (req, res) => {
@@ -70,7 +73,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
         : `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version: the city ${current.adminAreas.problem(code).replace(/^must be /, 'code must be ')}`;
       throw new HttpError(404, `${message}.`, [{ in: 'path', field: 'code', message: area ? `is a ${area.level}, not a city` : 'is no city of the current boundaries' }]);
     }
-    sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
+    await sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
       const collection = {
         type: 'FeatureCollection' as const,
         features: current.levels.localAreas.properties.flatMap((p, i) =>
@@ -84,7 +87,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
   serve('getLevels', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
     const current = await deps.boundaries.current();
-    sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, levels: outlineLevels(current.levels) } }));
+    await sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, levels: outlineLevels(current.levels) } }));
   });
 
   serve('getOutlines', async (req, res) => {
@@ -95,7 +98,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
       details.push({ in: 'query', field: 'level', message: `the current boundary version has no ${level} level; GET /cities/levels lists the levels it has` });
     }
     throwIfAny(details);
-    sendVersioned(req, res, current, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current.levels, level) }));
+    await sendVersioned(req, res, current, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current.levels, level) }));
   });
   return handlers;
 }

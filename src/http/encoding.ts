@@ -2,6 +2,7 @@
 // strong ETag of each representation can name its encoding.
 import type { Request, Response } from 'express';
 import type { Transform } from 'node:stream';
+import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 
 export type Encoding = 'br' | 'gzip' | 'identity';
@@ -23,11 +24,19 @@ export function encoder(encoding: Encoding): Transform | undefined {
   return undefined;
 }
 
-export function encodeSync(body: string, encoding: Encoding): Buffer {
-  if (encoding === 'br') return zlib.brotliCompressSync(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } });
-  if (encoding === 'gzip') return zlib.gzipSync(body, { level: 9 });
+/**
+ * A body encoded once and served many times (at the encodings' best compression), on the thread
+ * pool: brotli's best takes seconds on the national boundaries, which on the event loop would
+ * stall every request meanwhile.
+ */
+export async function encodeOnce(body: string, encoding: Encoding): Promise<Buffer> {
+  if (encoding === 'br') return brotliCompress(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } });
+  if (encoding === 'gzip') return gzip(body, { level: 9 });
   return Buffer.from(body);
 }
+
+const brotliCompress = promisify(zlib.brotliCompress);
+const gzip = promisify(zlib.gzip);
 
 /** Sets Content-Encoding and Vary; returns the ETag suffix of the encoding. */
 export function applyEncoding(res: Response, encoding: Encoding): string {

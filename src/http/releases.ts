@@ -5,13 +5,14 @@
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { manifests } from '../ops/release.js';
 import type { Manifest } from '../releases/documents.js';
 import { manifestKey, parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
-import { HttpError } from '../shared/errors.js';
+import { HttpError, UnavailableError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { ifNoneMatch } from './encoding.js';
 import { readQuery, throwIfAny } from './query.js';
@@ -94,7 +95,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     const name = String(req.params.file);
     if (!parseReleaseId(id) || !FILE.test(name) || !(await isPublished(id))) throw notFound(`${id}/${name}`);
     const key = `${RELEASES_PREFIX}${id}/${name}`;
-    const file = await localCopy(deps, key);
+    const file = await localCopy(deps, id, name);
     if (!file) throw notFound(`${id}/${name}`);
     // The store's ETag, the same from every API task (a file never changes, so it is asked once).
     let etag = etags.get(key);
@@ -108,6 +109,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
       res.status(304).end();
       return;
     }
+    keepRangeIf(req, etag, (await fs.stat(file)).mtimeMs);
     await sendFile(res, path.join(deps.cacheDir, 'releases'), path.relative(path.join(deps.cacheDir, 'releases'), file), req);
   });
   return handlers;
@@ -115,21 +117,49 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
 
 const notFound = (what: string) => new HttpError(404, `No release file ${JSON.stringify(what.slice(0, 80))}; GET /releases lists every release and its files.`);
 
-/** A local copy of a stored release file, fetched once. */
-async function localCopy(deps: ReleasesDeps, key: string): Promise<string | undefined> {
-  const file = path.join(deps.cacheDir, 'releases', key.slice(RELEASES_PREFIX.length));
+/**
+ * A local copy of a stored release file, fetched once. A data file's copy is kept only with the
+ * size and SHA-256 its manifest gives (it is served as immutable, under the store's ETag, for a
+ * year), and on disk before it is named.
+ */
+async function localCopy(deps: ReleasesDeps, id: string, name: string): Promise<string | undefined> {
+  const key = `${RELEASES_PREFIX}${id}/${name}`;
+  const file = path.join(deps.cacheDir, 'releases', id, name);
   if (await fs.stat(file).catch(() => undefined)) return file;
   // A directory only for a file the store holds (a request for one it lacks leaves nothing
   // behind), made before the GET: nothing may come between a body and the pipeline that reads
   // it (and handles its errors).
   if (!(await deps.store.head(key))) return undefined;
+  const manifest = await deps.store.get(manifestKey(id));
+  const expected = manifest && (JSON.parse(manifest.body.toString('utf8')) as Manifest).files.find((f) => f.path === name);
   await fs.mkdir(path.dirname(file), { recursive: true });
   const found = await deps.store.getStream(key);
   if (!found) return undefined;
   // Written aside, then renamed: a reader never sees half a file.
   const partial = `${file}.${randomUUID()}.partial`;
   try {
-    await pipeline(found.body, createWriteStream(partial));
+    const hash = createHash('sha256');
+    let bytes = 0;
+    await pipeline(
+      found.body,
+      new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          hash.update(chunk);
+          bytes += chunk.length;
+          done(null, chunk);
+        },
+      }),
+      createWriteStream(partial),
+    );
+    const written = await fs.open(partial, 'r+');
+    try {
+      await written.sync();
+    } finally {
+      await written.close();
+    }
+    if (expected && (bytes !== expected.bytes || hash.digest('hex') !== expected.sha256)) {
+      throw new UnavailableError('storage', `${key} as read from the store is not the file its manifest describes (${bytes} bytes; ${expected.bytes} expected)`);
+    }
     // Its time is the stored file's: Last-Modified says when the release was written, the same
     // from every API task, not when this one copied it.
     await fs.utimes(partial, found.lastModified, found.lastModified);
@@ -141,6 +171,19 @@ async function localCopy(deps: ReleasesDeps, key: string): Promise<string | unde
 }
 
 /**
+ * If-Range as RFC 9110 has it: the range is served only when the validator is the file's strong
+ * ETag, or exactly its Last-Modified date; otherwise the whole file. (send, under sendFile, takes
+ * a weak ETag and an earlier date too.)
+ */
+function keepRangeIf(req: Request, etag: string, lastModifiedMs: number): void {
+  const validator = req.get('if-range');
+  if (validator === undefined || req.headers.range === undefined) return;
+  const holds = validator.trim().startsWith('"') || validator.trim().startsWith('W/') ? validator.trim() === etag : Date.parse(validator) === Math.floor(lastModifiedMs / 1000) * 1000;
+  delete req.headers['if-range'];
+  if (!holds) delete req.headers.range;
+}
+
+/**
  * Express's sendFile (Range, conditional GET on the ETag set, Last-Modified), settled as a
  * promise. `file` relative to `root`: the dot-file check then covers the file's own path, not
  * the cache directory's (which may well be under ~/.cache).
@@ -148,7 +191,10 @@ async function localCopy(deps: ReleasesDeps, key: string): Promise<string | unde
 function sendFile(res: Response, root: string, file: string, req: Request): Promise<void> {
   return new Promise((resolve, reject) => {
     res.sendFile(file, { root, maxAge: '1y', immutable: true, acceptRanges: true, lastModified: true, etag: false, dotfiles: 'deny' }, (err?: Error & { status?: number; code?: string }) => {
-      // A client that hung up (or got all it asked for) is not an error of ours.
+      // A client that hung up (or got all it asked for) is not an error of ours. A read that
+      // failed once the headers were out cuts the connection: the client must not take a short
+      // body for the file.
+      if (err && res.headersSent && !req.destroyed) res.destroy();
       if (!err || err.code === 'ECONNABORTED' || res.headersSent || req.destroyed) resolve();
       else reject(err);
     });

@@ -33,6 +33,9 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
   server.on('clientError', onClientError(log));
   // CONNECT (a proxy's tunnel): Node would close the connection without a word.
   server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {
+    // Node hands the socket over without its own error listener: a client's reset would
+    // otherwise be an uncaught exception that stops the process.
+    socket.on('error', () => socket.destroy());
     socket.end(rawAnswer(400, 'CONNECT is not served: this service is not a proxy.', randomUUID()));
     setTimeout(() => socket.destroy(), 1000).unref();
   });

@@ -62,9 +62,12 @@ export function streamHandlers(deps: StreamDeps): Handlers {
     byClient.set(client, (byClient.get(client) ?? 0) + 1);
     let cursor: number;
     try {
-      cursor = lastId ?? (await events.lastSeq());
+      const newest = await events.lastSeq();
+      cursor = lastId ?? newest;
       // Before the oldest event kept, resume from the oldest: what was pruned cannot be sent.
-      if (lastId !== undefined) cursor = Math.max(cursor, (await events.firstSeq()) - 1);
+      // Past the newest (an id from before the log was reset), from the newest: the stream
+      // would otherwise wait for ids that are not coming.
+      if (lastId !== undefined) cursor = Math.min(Math.max(cursor, (await events.firstSeq()) - 1), newest);
     } catch (err) {
       release(client);
       throw err;

@@ -2,9 +2,9 @@
 // Each month's reports, as the archive answers them, are written as GeoParquet and gzipped CSV,
 // checksummed, and compared with the period's latest revision: the same files make no new
 // revision; different ones (a retraction purged, reports that came late, a re-tagging) make the
-// next, with what changed in its changelog. Files are created, never overwritten (but a dead
-// run's); the manifest after them, so a release exists once it does; its citation and Item, from
-// the manifest, after it; the STAC Collection and Catalog that list the releases anew after every run.
+// next, with what changed in its changelog. Files are created, never overwritten; the manifest
+// after them, so a release exists once it does; its citation and Item, from the manifest, after
+// it; the STAC Collection and Catalog that list the releases anew after every run.
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -17,7 +17,7 @@ import type { ReleaseFileFacts } from '../archive/releaseParquet.js';
 import type { Archive } from '../archive/window.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
-import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacItem, type Change, type Manifest, type ReleaseFile } from '../releases/documents.js';
+import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacItem, type Manifest, type ReleaseFile } from '../releases/documents.js';
 import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId } from '../releases/layout.js';
 import type { Config } from '../shared/config.js';
 import { SERVICE_VERSION } from '../shared/version.js';
@@ -57,7 +57,7 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
   if (!period) throw new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true);
   const nowMs = options.nowMs ?? Date.now();
   if (period.endMs >= nowMs) throw new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true);
-  const latest = (await manifests(rt.store)).filter((m) => m.period === label).sort((a, b) => b.revision - a.revision)[0];
+  const latest = (await manifests(rt.store)).filter((m) => m.period === label).at(-1);
   const tmp = path.join(rt.config.dataDir, 'tmp', 'release', randomUUID());
   await fs.mkdir(tmp, { recursive: true });
   try {
@@ -94,23 +94,18 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     const reports = facts.reduce((n, f) => n + f.reports, 0);
     const same = latest && latest.files.length === files.length && files.every((f, i) => latest.files[i]!.path === f.path && latest.files[i]!.sha256 === f.sha256);
     if (same) {
-      // A run stopped between that revision's manifest and its citation and Item left them out.
-      await describe(rt, latest, (await rt.store.get(manifestKey(latest.release)))!.body, true);
       await writeIndex(rt);
       return { release: latest.release, created: false, reports: latest.reports, files: latest.files.length, bytes: latest.files.reduce((n, f) => n + f.bytes, 0) };
     }
 
-    const revision = (latest?.revision ?? 0) + 1;
-    const id = releaseId(label, revision);
     const created = new Date(nowMs).toISOString();
     const boxes = facts.flatMap((f) => (f.bbox ? [f.bbox] : []));
     const firsts = facts.flatMap((f) => (f.firstMs === undefined ? [] : [f.firstMs]));
     const lasts = facts.flatMap((f) => (f.lastMs === undefined ? [] : [f.lastMs]));
     const boundaries = await rt.boundaries.latest();
     const note = latest ? await changesSince(rt, latest, files, tmp) : 'First release of the period.';
-    const changes: Change[] = [...(latest?.changes ?? []), { revision, created, note }];
-    const manifest: Manifest = {
-      release: id,
+    const manifestOf = (revision: number): Manifest => ({
+      release: releaseId(label, revision),
       period: label,
       revision,
       created,
@@ -124,25 +119,45 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
       license: rt.config.releases.license,
       publisher: rt.config.releases.publisher,
       made_with: { service: `flood-archive ${SERVICE_VERSION}`, command: `flood-archive release --period ${label}`, selection: SELECTION },
-      changes,
-    };
-    // Files first, each created never overwritten but for a dead run's. One already there with
-    // these very bytes is a run cut short before its manifest (this run finishes it); other bytes
-    // are another run's (see create).
-    const written = new Map<string, string>();
-    for (const f of files) written.set(f.path, await create(rt.store, id, f.path, await fs.readFile(f.local), nowMs));
-    const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
-    // Each file still the version this run wrote or found: a run that took over as stale files
-    // this run's (a run slower than STALE_RUN_MS) has the revision, and this one stops. Then the
-    // manifest, created if absent, makes the release; its citation and Item, derived from it
-    // alone, only once it stands (the winner's, whoever writes them).
-    for (const [name, etag] of written) {
-      if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
+      changes: [...(latest?.changes ?? []), { revision, created, note }],
+    });
+    // The next revision, unless a dead run's files hold its folder: the one after (a file once
+    // written is never replaced, so a revision number may go unused).
+    for (let revision = (latest?.revision ?? 0) + 1, skipped = 0; ; revision++) {
+      const manifest = manifestOf(revision);
+      const id = manifest.release;
+      // Files first, each created, never overwritten. One already there with these very bytes
+      // is a run cut short before its manifest (this run finishes it); other bytes are another
+      // run's (see create).
+      const written = new Map<string, string>();
+      let stale = false;
+      for (const f of files) {
+        const etag = await create(rt.store, id, f.path, await fs.readFile(f.local), nowMs);
+        if (etag === undefined) {
+          stale = true;
+          break;
+        }
+        written.set(f.path, etag);
+      }
+      if (stale) {
+        if (++skipped === STALE_FOLDERS) throw new ReleaseError(`${STALE_FOLDERS} revisions of ${label} in a row hold a dead run's files: remove their folders under ${RELEASES_PREFIX} and run again`);
+        continue;
+      }
+      // Each file still the version this run wrote or found, and no later revision made by a run
+      // that took this one for dead (a run slower than STALE_RUN_MS). Then the manifest, created
+      // if absent, makes the release; its citation and Item, derived from it alone, only once
+      // it stands (the winner's, whoever writes them).
+      for (const [name, etag] of written) {
+        if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
+      }
+      const later = (await manifests(rt.store)).find((m) => m.period === label && m.revision > revision);
+      if (later) throw new ReleaseError(`${later.release} was made by another run meanwhile, which took this one for dead: GET /releases lists it`);
+      const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
+      if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+      await describe(rt, manifest, Buffer.from(manifestBody), latest?.release);
+      await writeIndex(rt);
+      return { release: id, created: true, reports, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0) };
     }
-    if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
-    await describe(rt, manifest, Buffer.from(manifestBody));
-    await writeIndex(rt);
-    return { release: id, created: true, reports, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0) };
   } finally {
     await fs.rm(tmp, { recursive: true, force: true });
   }
@@ -173,14 +188,13 @@ function csvRecords(): { counter: Transform; lines: () => number } {
 
 /**
  * A release's citation and STAC Item, from its manifest as stored (the citation names its
- * SHA-256): the same bytes whoever writes them. Written once the manifest stands, so neither
- * ever describes a manifest that was not published.
+ * SHA-256) and the period's revision before it: the same bytes whoever writes them, each created
+ * if absent. Written once the manifest stands, so neither ever describes a manifest that was not
+ * published; one a run stopped before is written by the next run (writeIndex).
  */
-async function describe(rt: ReleaseDeps, manifest: Manifest, manifestBody: Buffer, ifMissing = false): Promise<void> {
-  const previous = manifest.revision > 1 ? releaseId(manifest.period, manifest.revision - 1) : undefined;
-  const write = (key: string, body: string) => (ifMissing ? rt.store.putIfAbsent(key, body) : rt.store.put(key, body));
-  await write(citationKey(manifest.release), citation(manifest, createHash('sha256').update(manifestBody).digest('hex'), rt.config.publicBaseUrl));
-  await write(itemKey(manifest.release), `${JSON.stringify(stacItem(manifest, previous), null, 2)}\n`);
+async function describe(rt: ReleaseDeps, manifest: Manifest, manifestBody: Buffer, previous: string | undefined): Promise<void> {
+  await rt.store.putIfAbsent(citationKey(manifest.release), citation(manifest, createHash('sha256').update(manifestBody).digest('hex'), rt.config.publicBaseUrl));
+  await rt.store.putIfAbsent(itemKey(manifest.release), `${JSON.stringify(stacItem(manifest, previous), null, 2)}\n`);
 }
 
 /**
@@ -188,22 +202,21 @@ async function describe(rt: ReleaseDeps, manifest: Manifest, manifestBody: Buffe
  * (a release of a year takes about half a minute here, of many years on S3 minutes).
  */
 const STALE_RUN_MS = 60 * 60_000;
+/** Revisions in a row skipped for a dead run's files before a run gives up. */
+const STALE_FOLDERS = 5;
 
 /**
- * Creates a release's file, or finds it there already with the same bytes (a run cut short).
- * Other bytes are a dead run's when older than STALE_RUN_MS (the reports changed since it
- * stopped: replaced), else another run's at work. Returns the ETag of the version kept.
+ * Creates a release's file, or finds it there already with the same bytes (a run cut short);
+ * the ETag of the version kept. Other bytes are a dead run's when older than STALE_RUN_MS with no
+ * manifest beside them (the reports changed since it stopped): undefined, the folder is left to
+ * it. Younger, they are another run's at work: an error.
  */
-async function create(store: ObjectStore, id: string, name: string, body: Buffer, nowMs: number): Promise<string> {
+async function create(store: ObjectStore, id: string, name: string, body: Buffer, nowMs: number): Promise<string | undefined> {
   const key = `${releaseDir(id)}${name}`;
-  const etagOf = async () => (await store.head(key))?.etag ?? '';
-  if (await store.putIfAbsent(key, body)) return etagOf();
+  if (await store.putIfAbsent(key, body)) return (await store.head(key))?.etag ?? '';
   const there = await store.get(key);
   if (there?.body.equals(body)) return there.etag;
-  if (there && nowMs - there.lastModified.getTime() > STALE_RUN_MS && !(await store.head(manifestKey(id)))) {
-    await store.put(key, body);
-    return etagOf();
-  }
+  if (there && nowMs - there.lastModified.getTime() > STALE_RUN_MS && !(await store.head(manifestKey(id)))) return undefined;
   throw new ReleaseError(
     `${key} holds other bytes: another release run is making ${id}, or one stopped before its manifest less than ${STALE_RUN_MS / 60_000} minutes ago. Once no other run is going, run again (or delete ${releaseDir(id)} and run again now).`,
   );
@@ -230,11 +243,39 @@ export async function manifests(store: ObjectStore, known = new Map<string, Mani
   return out.sort((a, b) => a.period.localeCompare(b.period) || a.revision - b.revision);
 }
 
-/** The STAC Collection and Catalog, from every manifest: the only objects of releases/ ever rewritten. */
+/**
+ * The STAC Collection and Catalog, from every manifest: the only objects of releases/ ever
+ * rewritten. The Collection is replaced only as the version read before the manifests were
+ * listed: a run beside this one that published a release and wrote it meanwhile makes this one
+ * list again, so the last one written lists every release. A release whose run stopped before
+ * its citation or Item gets them here.
+ */
 async function writeIndex(rt: ReleaseDeps): Promise<void> {
-  const all = await manifests(rt.store);
-  await rt.store.put(COLLECTION_KEY, `${JSON.stringify(stacCollection(all, rt.config.releases.license, rt.config.releases.publisher), null, 2)}\n`);
+  for (let attempt = 1; ; attempt++) {
+    const before = await rt.store.head(COLLECTION_KEY);
+    const all = await manifests(rt.store);
+    await describeMissing(rt, all);
+    const body = `${JSON.stringify(stacCollection(all, rt.config.releases.license, rt.config.releases.publisher), null, 2)}\n`;
+    if (before ? await rt.store.putIfMatch(COLLECTION_KEY, body, before.etag) : await rt.store.putIfAbsent(COLLECTION_KEY, body)) break;
+    if (attempt === INDEX_ATTEMPTS) throw new ReleaseError(`${COLLECTION_KEY} was rewritten by other runs ${INDEX_ATTEMPTS} times while this one wrote it: run again`);
+  }
   await rt.store.put(CATALOG_KEY, `${JSON.stringify(stacCatalog(), null, 2)}\n`);
+}
+
+/** Writes of the Collection a run tries before it gives up. */
+const INDEX_ATTEMPTS = 5;
+
+/** The citation and Item of every release (of `all`, oldest first) that lacks either. */
+async function describeMissing(rt: ReleaseDeps, all: readonly Manifest[]): Promise<void> {
+  const keys = new Set<string>();
+  for await (const info of rt.store.list({ prefix: RELEASES_PREFIX })) keys.add(info.key);
+  for (const [i, m] of all.entries()) {
+    if (keys.has(citationKey(m.release)) && keys.has(itemKey(m.release))) continue;
+    const body = await rt.store.get(manifestKey(m.release));
+    if (!body) continue;
+    const previous = all.slice(0, i).filter((p) => p.period === m.period).at(-1)?.release;
+    await describe(rt, m, body.body, previous);
+  }
 }
 
 async function sha256Of(file: string): Promise<string> {

@@ -65,6 +65,8 @@ const polygonOf = ([x0, y0, x1, y1]: Bbox) => ({ type: 'Polygon', coordinates: [
 
 const COLLECTION_ID = 'flood-reports';
 const FILE_EXTENSION = 'https://stac-extensions.github.io/file/v2.1.0/schema.json';
+/** `version` and the `predecessor-version` link. */
+const VERSION_EXTENSION = 'https://stac-extensions.github.io/version/v1.2.0/schema.json';
 
 /** The release's STAC Item: its files as assets, with sizes and checksums; links relative, so the catalogue moves whole. */
 export function stacItem(m: Manifest, previous: string | undefined): Record<string, unknown> {
@@ -84,7 +86,7 @@ export function stacItem(m: Manifest, previous: string | undefined): Record<stri
   return {
     type: 'Feature',
     stac_version: '1.0.0',
-    stac_extensions: [FILE_EXTENSION],
+    stac_extensions: [FILE_EXTENSION, VERSION_EXTENSION],
     id: m.release,
     collection: COLLECTION_ID,
     geometry: m.bbox ? polygonOf(m.bbox) : null,
@@ -99,6 +101,8 @@ export function stacItem(m: Manifest, previous: string | undefined): Record<stri
       license: m.license,
       'flood:reports': m.reports,
       'flood:period': m.period,
+      // The revision as a number: versions compare as strings ("10" before "9").
+      'flood:revision': m.revision,
     },
     links: [
       { rel: 'root', href: '../catalog.json', type: 'application/json' },

@@ -98,6 +98,7 @@ const CASES: Case[] = [
   { rule: 'GET on the feed → 405 with Allow: POST', method: 'GET', path: '/feeds/partner', route: '', status: 405, expectHeaders: { allow: /^POST$/ } },
   { rule: 'archive without User-Agent → 400', method: 'GET', path: `/reports/archive?${WINDOW}`, route: '/reports/archive', status: 400, check: fields('User-Agent') },
   { rule: 'unknown query parameter → 400', method: 'GET', path: `/reports/archive?${WINDOW}&admn=PH-QC`, route: '/reports/archive', headers: UA, status: 400, check: fields('admn') },
+  { rule: 'an end to the second covers all of it: a start inside that second → 200', method: 'GET', path: '/reports/archive?start=2026-11-21T23:59:59.500Z&end=2026-11-21T23:59:59Z&geoformat=geojson', route: '/reports/archive', headers: UA, status: 200, check: (a) => expect(a.body.result.features).toEqual([]) },
   { rule: 'end before start → 400', method: 'GET', path: '/reports/archive?start=2026-11-21T00:00:00%2B0800&end=2026-11-20T00:00:00%2B0800', route: '/reports/archive', headers: UA, status: 400, check: fields('end') },
   { rule: 'window over ARCHIVE_MAX_WINDOW → 400', method: 'GET', path: '/reports/archive?start=2024-01-01T00:00:00%2B0800&end=2026-11-20T00:00:00%2B0800', route: '/reports/archive', headers: UA, status: 400, check: fields('end') },
   { rule: 'admin not a city code → 400', method: 'GET', path: `/reports/archive?${WINDOW}&admin=Manila`, route: '/reports/archive', headers: UA, status: 400, check: fields('admin') },

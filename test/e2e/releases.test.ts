@@ -156,6 +156,26 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect([unsatisfiable.status, ((await unsatisfiable.json()) as any).error, unsatisfiable.headers.get('content-range')]).toEqual([416, 'Range Not Satisfiable', `bytes */${size}`]);
     const otherVersion = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': '"another"' });
     expect([otherVersion.status, ((await otherVersion.json()) as any).details[0].field]).toEqual([412, 'If-Match']);
+    // If-Range (RFC 9110): the range only for the strong ETag or the exact date, else the whole file.
+    for (const [ifRange, status] of [[etag, 206], [`W/${etag}`, 200], ['"another"', 200], [stored, 206], [new Date(Date.parse(stored) - 1_000).toUTCString(), 200]] as const) {
+      const res = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=0-3', 'If-Range': ifRange });
+      expect([ifRange, res.status, (await res.arrayBuffer()).byteLength]).toEqual([ifRange, status, status === 206 ? 4 : size]);
+    }
+    // Ranges from other origins (a browser's Parquet reader): the headers it needs are exposed.
+    const preflight = await fetch(`${svc.url}/releases/2025-r1/reports-2025-06.parquet`, { method: 'OPTIONS', headers: { Origin: 'https://stac.example.org', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'range, if-range' } });
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/(^|, )If-Range(,|$)/);
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/(^|, )Range(,|$)/);
+    expect(whole.headers.get('access-control-expose-headers')).toMatch(/Content-Range/);
+    // A copy read from the store that is not the file its manifest describes is neither served nor kept.
+    const julyKey = 'releases/2025-r1/reports-2025-07.csv.gz';
+    const july = (await svc.rt.store.get(julyKey))!.body;
+    await svc.rt.store.put(julyKey, Buffer.concat([july, Buffer.from('x')]));
+    const torn = await get('/releases/2025-r1/reports-2025-07.csv.gz');
+    expect([torn.status, ((await torn.json()) as any).statusCode]).toEqual([503, 503]);
+    expect(await fs.readdir(path.join(svc.rt.config.cacheDir, 'releases', '2025-r1'))).not.toContain('reports-2025-07.csv.gz');
+    await svc.rt.store.put(julyKey, july);
+    const mended = await get('/releases/2025-r1/reports-2025-07.csv.gz');
+    expect(sha256(Buffer.from(await mended.arrayBuffer()))).toBe(m.files.find((f) => f.path === 'reports-2025-07.csv.gz')!.sha256);
     // A revision not published yet (its manifest is written last) is not served, nor kept.
     await svc.rt.store.put('releases/2025-r7/item.json', '{}');
     const longId = `2025-r${'1'.repeat(300)}`;
@@ -214,8 +234,8 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
 
   it('finishes a revision whose run stopped before its manifest, and stops where another run left other bytes', async () => {
     const made = await manifestOf('2025-r2');
-    // As if the run had stopped before its manifest: the next run makes the same revision.
-    await svc.rt.store.delete(['releases/2025-r2/manifest.json']);
+    // As if the run had stopped before its manifest (so before its Item and citation): the next run makes the same revision.
+    await svc.rt.store.delete(['releases/2025-r2/manifest.json', 'releases/2025-r2/item.json', 'releases/2025-r2/CITATION.cff']);
     expect((await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release)).toEqual(['2025-r1']);
     expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r2', created: true });
     expect((await manifestOf('2025-r2')).files).toEqual(made.files);
@@ -227,13 +247,24 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const err = await release(svc.rt, '2025').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReleaseError);
     expect((err as Error).message).toMatch(/releases\/2025-r3\/reports-2025-06.parquet holds other bytes.*delete releases\/2025-r3\/ and run again/);
-    // An hour on, the run that left them is taken for dead: its file is replaced, and the
-    // release's checksums are its files'.
+    // An hour on, the run that left them is taken for dead: its folder is left as it is (a file
+    // once written is never replaced) and the release is the next revision, whose checksums are
+    // its files' and whose predecessor is the revision published before it. A run stopped
+    // before the Item of an earlier revision has it written by this one.
+    const r2Item = (await svc.rt.store.get('releases/2025-r2/item.json'))!.body;
+    await svc.rt.store.delete(['releases/2025-r2/item.json']);
     const later = await release(svc.rt, '2025', { nowMs: Date.now() + 2 * 3_600_000 });
-    expect(later).toMatchObject({ release: '2025-r3', created: true, reports: 29 });
-    const r3 = await manifestOf('2025-r3');
-    const june = r3.files.find((f) => f.path === 'reports-2025-06.parquet')!;
-    expect(sha256((await svc.rt.store.get('releases/2025-r3/reports-2025-06.parquet'))!.body)).toBe(june.sha256);
+    expect(later).toMatchObject({ release: '2025-r4', created: true, reports: 29 });
+    expect((await svc.rt.store.get('releases/2025-r3/reports-2025-06.parquet'))!.body.toString()).toBe('other bytes');
+    const r4 = await manifestOf('2025-r4');
+    expect(r4.changes.map((c) => c.revision)).toEqual([1, 2, 4]);
+    const june = r4.files.find((f) => f.path === 'reports-2025-06.parquet')!;
+    expect(sha256((await svc.rt.store.get('releases/2025-r4/reports-2025-06.parquet'))!.body)).toBe(june.sha256);
+    const item = (await (await get('/releases/2025-r4/item.json')).json()) as any;
+    expect(item.links).toContainEqual({ rel: 'predecessor-version', href: '../2025-r2/item.json', type: 'application/geo+json' });
+    expect(item.properties).toMatchObject({ version: '4', 'flood:revision': 4 });
+    expect((await svc.rt.store.get('releases/2025-r2/item.json'))?.body).toEqual(r2Item);
+    await svc.rt.store.delete(['releases/2025-r3/reports-2025-06.parquet']);
   }, 120_000);
 
   it('writes a month again when a purge comes between its two reads: the CSV holds what the Parquet file holds', async () => {

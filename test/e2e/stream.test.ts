@@ -157,6 +157,14 @@ describe('GET /reports/stream, one client among many', () => {
     expect(streams.map((s) => s.status)).toEqual([200, 200]);
   });
 
+  it('resumes a Last-Event-ID past the newest event (an id from before the log was reset) from the newest: new reports still come', async () => {
+    const svc = await service({ FLUSH_INTERVAL_SECONDS: '0.1' });
+    const s = await stream(`${svc.url}/reports/stream`, { 'Last-Event-ID': '999999999999' });
+    expect(s.status).toBe(200);
+    expect((await postReport(svc.url, report(400))).status).toBe(201);
+    await eventually(async () => (pkeys(s).includes(pkeyOf(400)) ? true : undefined), 10_000, 'the new report on the stream');
+  });
+
   it('ends a stream at its lifetime; the client reconnecting with Last-Event-ID gets every report once', async () => {
     const svc = await service({ STREAM_MAX_LIFETIME_SECONDS: '0.5', FLUSH_INTERVAL_SECONDS: '0.1' });
     // A client as EventSource is: on the end of a stream, reconnect with the last id it was sent.

@@ -1,6 +1,7 @@
 // Hostile requests: what Node's parser refuses is answered in the error shape; too many
 // query parameters, invalid UTF-8 in a feed body and credentials in the URL are 400s that
 // store nothing; a key sent in a URL never reaches the request log.
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/log.js';
@@ -83,6 +84,18 @@ describe('requests refused by Node before the app sees them, in the error shape'
     const { port } = new URL(svc.url);
     const res = await rawRequest(svc.url, [`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`]);
     expect(expectShaped(res, 400).message).toMatch(/not a proxy/);
+  });
+
+  it('CONNECT, then a reset as the answer arrives: the service goes on', async () => {
+    const { port } = new URL(svc.url);
+    await new Promise<void>((resolve) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`));
+      socket.on('data', () => socket.resetAndDestroy());
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve());
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await getJson(`${svc.url}/health`)).status).toBe(200);
   });
 
   it('an Expect other than 100-continue: 417', async () => {
