@@ -148,7 +148,12 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     const suffix = applyEncoding(res, encoding);
     setCaching(res, query, deps, window);
     if (closed) {
-      const etag = `"${tag}${suffix}"`;
+      // Strong where the bytes are fixed by the rows: a text answer as is. A Parquet or Arrow
+      // answer, or a compressed one, is laid out (row groups, batches, deflate members) by
+      // whether each part's ready texts are there yet, which a part can gain unchanged: the same
+      // rows, other bytes, so a weak tag.
+      const weak = format === 'parquet' || format === 'arrow' || encoding !== 'identity';
+      const etag = `${weak ? 'W/' : ''}"${tag}${suffix}"`;
       res.set('ETag', etag);
       if (ifNoneMatch(req.get('if-none-match'), etag)) {
         res.status(304).end();

@@ -48,5 +48,7 @@ export function applyEncoding(res: Response, encoding: Encoding): string {
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+  // Weak comparison (RFC 9110 13.1.2), as If-None-Match asks: W/ is no part of the tag.
+  const opaque = etag.replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === opaque);
 }

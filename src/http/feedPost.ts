@@ -120,6 +120,12 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
         { in: 'header', field: 'Content-Type', message: 'must be application/json' },
       ]);
     }
+    // UTF-8 only (RFC 8259 8.1): a body the parser would decode as UTF-16 is not what the
+    // service checks and stores.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      throw new HttpError(415, 'The request body must be JSON in UTF-8.', [{ in: 'header', field: 'Content-Type', message: `charset=${charset.slice(0, 40)} is not accepted: send UTF-8 (or no charset)` }]);
+    }
     // A body declared larger than the limit is refused before any of it is read, and the
     // connection closed: one sent slowly would otherwise be read to its end first.
     if (Number(req.headers['content-length']) > MAX_BODY_BYTES) {

@@ -80,6 +80,7 @@ const fields = (...names: string[]) => (a: Answer) => expect(a.body.details.map(
 
 const CASES: Case[] = [
   { rule: 'created → 201', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: keyed, body: JSON.stringify(report(10, OTHER_DAY)), status: 201 },
+  { rule: 'a body declared UTF-16 → 415 (JSON is UTF-8)', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: { ...keyed, 'Content-Type': 'application/json; charset=utf-16' }, body: JSON.stringify(report(11, OTHER_DAY)), status: 415, check: fields('Content-Type') },
   { rule: 'already exists → 200', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: keyed, body: JSON.stringify(report(10, OTHER_DAY)), status: 200 },
   { rule: 'no API key → 401', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: json, body: '{}', status: 401, check: fields('X-Api-Key') },
   { rule: 'unknown API key → 403', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: { ...json, 'X-Api-Key': 'x'.repeat(20) }, body: '{}', status: 403 },
@@ -112,6 +113,7 @@ const CASES: Case[] = [
   { rule: 'cities TopoJSON by default, CORS, strong ETag, Cache-Control', method: 'GET', path: '/cities', route: '/cities', status: 200, expectHeaders: { 'access-control-allow-origin': /^\*$/, etag: /^"[0-9a-f]{24}-[A-Za-z0-9]{10}-topojson"$/, 'cache-control': /max-age=\d+/ }, check: (a) => expect(a.body.result.type).toBe('Topology') },
   { rule: 'a window reaching past the maximum span → 400', method: 'GET', path: `/reports/archive?start=2026-11-21T00:00:00%2B0800&end=2999-01-01T00:00:00%2B0000&geoformat=geojson`, route: '/reports/archive', headers: UA, status: 400 },
   { rule: 'closed archive window: long Cache-Control and strong ETag', method: 'GET', path: `/reports/archive?${WINDOW}&geoformat=geojson`, route: '/reports/archive', headers: UA, status: 200, expectHeaders: { 'cache-control': /max-age=600/, etag: /^"[A-Za-z0-9_-]{32}"$/, 'access-control-allow-origin': /^\*$/ } },
+  { rule: 'closed archive window as Parquet: a weak ETag (the same rows may be laid out otherwise once ready texts are written)', method: 'GET', path: `/reports/archive?${WINDOW}&format=parquet`, route: '/reports/archive', headers: UA, status: 200, expectHeaders: { etag: /^W\/"[A-Za-z0-9_-]{32}"$/ } },
   { rule: 'count', method: 'GET', path: `/reports/archive/count?${WINDOW}`, route: '/reports/archive/count', headers: UA, status: 200, check: (a) => expect(a.body.result.count).toBe(3) },
   { rule: 'count rejects archive-only parameters', method: 'GET', path: `/reports/archive/count?${WINDOW}&geoformat=geojson`, route: '/reports/archive/count', headers: UA, status: 400, check: fields('geoformat') },
   { rule: 'health', method: 'GET', path: '/health', route: '/health', status: 200 },
