@@ -160,15 +160,20 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
         return;
       }
     }
-    // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end.
+    res.status(200).type(CONTENT_TYPES[format]);
+    const inline = format === 'json' || format === 'geojson' || format === 'topojson';
+    res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format, typeof req.query.admin === 'string' ? req.query.admin : undefined)}"`);
     if (query.limit === undefined) {
+      // HEAD of a whole window: its headers, not a year's answer built for no byte read.
+      if (req.method === 'HEAD') {
+        res.end();
+        return;
+      }
+      // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end.
       const leave = await deps.admission.enter(deps.clientOf(req), hungUp);
       if (res.writableFinished || res.closed) leave();
       res.once('finish', leave).once('close', leave);
     }
-    res.status(200).type(CONTENT_TYPES[format]);
-    const inline = format === 'json' || format === 'geojson' || format === 'topojson';
-    res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format, typeof req.query.admin === 'string' ? req.query.admin : undefined)}"`);
 
     if (format === 'parquet') return sendParquet(res, deps, window);
     // The first pieces are read before the status line: a failure there is an answer of its own.

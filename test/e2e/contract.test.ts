@@ -149,6 +149,32 @@ describe('conformance', () => {
     expect(a.headers.etag).toBeUndefined();
   });
 
+  it('HEAD of a whole window answers its headers without building the answer', async () => {
+    const archive = svc.rt.archive;
+    const open = archive.open.bind(archive);
+    const built: string[] = [];
+    archive.open = async (...args) => {
+      const window = await open(...args);
+      for (const name of ['batches', 'parquet', 'arrow', 'page'] as const) {
+        const method = (window[name] as (...a: unknown[]) => unknown).bind(window);
+        (window as unknown as Record<string, unknown>)[name] = (...a: unknown[]) => (built.push(name), method(...a));
+      }
+      return window;
+    };
+    try {
+      for (const format of ['geojson', 'csv', 'parquet', 'arrow']) {
+        const res = await fetch(`${svc.url}/reports/archive?${WINDOW}&format=${format}`, { method: 'HEAD', headers: UA });
+        expect([format, res.status, res.headers.get('etag') !== null, res.headers.get('content-disposition')]).toEqual([format, 200, true, expect.stringMatching(/filename=/)]);
+      }
+      expect(built).toEqual([]);
+      // A GET builds it.
+      expect((await fetch(`${svc.url}/reports/archive?${WINDOW}&format=csv`, { headers: UA })).status).toBe(200);
+      expect(built).toEqual(['batches']);
+    } finally {
+      Reflect.deleteProperty(archive, 'open');
+    }
+  });
+
   it('If-None-Match answers 304 on /cities and on closed windows, per encoding', async () => {
     for (const path of ['/cities?geoformat=geojson', `/reports/archive?${WINDOW}`]) {
       for (const enc of ['identity', 'gzip', 'br']) {
