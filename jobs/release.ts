@@ -1,20 +1,66 @@
-// Monthly: the release of the month just closed (src/releases/FORMAT.md). A day after the month
-// ends by default, so reports that come in late and the day's compaction are in; a month already
-// released with the same reports makes no new revision.
-import { release, type ReleaseDeps } from '../src/ops/release.js';
+// Monthly: releases (src/releases/FORMAT.md) of the month just closed, of every month since the
+// latest one released (a tick the scheduler missed, or one that failed, is made up next time),
+// and again of every period released in the year before (a retraction purged since makes a new
+// revision of each release that held it; the same reports make none). A day after the month ends
+// by default, so reports that come in late and the day's compaction are in.
+import { manifests, release, type ReleaseDeps, type ReleaseResult } from '../src/ops/release.js';
+import { parsePeriod } from '../src/releases/layout.js';
 import type { JobDefinition } from './job.js';
 
 export type ReleaseJobDeps = ReleaseDeps;
 
 /** The UTC month before the one `nowMs` falls in: `2026-10`. */
 export function lastMonth(nowMs: number): string {
-  const d = new Date(nowMs);
-  const month = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1));
-  return `${month.getUTCFullYear()}-${String(month.getUTCMonth() + 1).padStart(2, '0')}`;
+  return monthOf(nowMs, -1);
+}
+
+/** How far back a released period is released again, to honour retractions purged since. */
+const AGAIN_WITHIN_MS = 366 * 86_400_000;
+
+/**
+ * The periods a run at `nowMs` releases, oldest first: the months from the one after the latest
+ * month released (at most a year back) to the month just closed, and every period already
+ * released that ended within the year before.
+ */
+export function periodsToRelease(released: readonly string[], nowMs: number): string[] {
+  const closed = lastMonth(nowMs);
+  const months = released.filter((p) => p.length === 7 && p <= closed).sort();
+  const from = months.length > 0 ? months[months.length - 1]! : closed;
+  const out = new Set<string>();
+  for (let back = 12; back >= 1; back--) {
+    const month = monthOf(nowMs, -back);
+    if (month >= from) out.add(month);
+  }
+  for (const period of released) {
+    const endMs = parsePeriod(period)?.endMs;
+    if (endMs !== undefined && endMs < nowMs && nowMs - endMs <= AGAIN_WITHIN_MS) out.add(period);
+  }
+  return [...out].sort();
 }
 
 export const releaseJob: JobDefinition<ReleaseJobDeps> = {
   name: 'release',
   schedule: (config) => config.schedules.release,
-  run: async (rt) => ({ ...(await release(rt, lastMonth(Date.now()))) }),
+  run: async (rt) => {
+    const periods = periodsToRelease([...new Set((await manifests(rt.store)).map((m) => m.period))], Date.now());
+    const made: ReleaseResult[] = [];
+    const failed: { period: string; error: string }[] = [];
+    // Each period on its own: one that fails (another run at work on it) leaves the others be.
+    for (const period of periods) {
+      try {
+        made.push(await release(rt, period));
+      } catch (err) {
+        failed.push({ period, error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+    if (failed.length > 0) throw new Error(`releases failed: ${failed.map((f) => `${f.period}: ${f.error}`).join('; ')} (made: ${made.map((m) => m.release).join(', ') || 'none'})`);
+    return { releases: made.map((m) => ({ release: m.release, created: m.created, reports: m.reports })) };
+  },
 };
+
+/** The UTC month `delta` months from the one `nowMs` falls in. */
+function monthOf(nowMs: number, delta: number): string {
+  const d = new Date(nowMs);
+  const month = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + delta, 1));
+  return `${month.getUTCFullYear()}-${String(month.getUTCMonth() + 1).padStart(2, '0')}`;
+}

@@ -1,6 +1,6 @@
-// Periods a release may be of, the ids of releases, and the month the monthly job releases.
+// Periods a release may be of, the ids of releases, and the periods the monthly job releases.
 import { describe, expect, it } from 'vitest';
-import { lastMonth } from '../../jobs/release.js';
+import { lastMonth, periodsToRelease } from '../../jobs/release.js';
 import { parsePeriod, parseReleaseId, releaseId } from '../../src/releases/layout.js';
 
 describe('release periods and ids', () => {
@@ -26,5 +26,17 @@ describe('release periods and ids', () => {
   it('releases, each month, the UTC month just closed (December in January)', () => {
     expect(lastMonth(Date.UTC(2026, 10, 2, 3, 30))).toBe('2026-10');
     expect(lastMonth(Date.UTC(2027, 0, 2, 3, 30))).toBe('2026-12');
+  });
+
+  it('makes up the months a missed or failed tick left out, and releases again the periods released in the year before', () => {
+    const now = Date.UTC(2026, 10, 2, 3, 30);
+    // Nothing released yet: the month just closed.
+    expect(periodsToRelease([], now)).toEqual(['2026-10']);
+    // The ticks of September and October missed: from the latest month released on.
+    expect(periodsToRelease(['2026-06', '2026-07', '2026-08'], now)).toEqual(['2026-06', '2026-07', '2026-08', '2026-09', '2026-10']);
+    // A year released, and months released long ago: those within the year before again, at most twelve months made up.
+    expect(periodsToRelease(['2025', '2024', '2024-03'], now)).toEqual(['2025', '2025-11', '2025-12', '2026-01', '2026-02', '2026-03', '2026-04', '2026-05', '2026-06', '2026-07', '2026-08', '2026-09', '2026-10']);
+    // Up to date: the month just closed and the months of the year before, each again (the same reports make no new revision).
+    expect(periodsToRelease(['2026-09', '2026-10'], now)).toEqual(['2026-09', '2026-10']);
   });
 });
