@@ -95,32 +95,26 @@ export class Window {
     return rows.reduce((n, r) => n + r.count, 0);
   }
 
-  /** How many reports, and the first and last created_at (ms; undefined when none). */
+  /**
+   * How many reports, and the first and last created_at (ms; undefined when none): counted by
+   * day as count() is (the stats sidecars, where they answer), then the first and the last
+   * instant read from the parts of the first and the last day that holds any, not from all.
+   */
   async extent(): Promise<{ count: number; firstMs: number | undefined; lastMs: number | undefined }> {
-    let count = 0;
-    let firstMs: number | undefined;
-    let lastMs: number | undefined;
-    // The parts stay until every month's query is done.
-    await Holds.during(async (holds) => {
-      for (const bound of await this.monthly(holds)) {
-        const row = await this.ctx.db.withMemory(async (conn) => {
-          const reader = await conn.runAndReadAll(
-            `SELECT count(*)::BIGINT AS n, min(epoch_ms(created_at)) AS first_ms, max(epoch_ms(created_at)) AS last_ms FROM ${bound.sql}`,
-            bound.values,
-            bound.types,
-          );
-          return reader.getRowObjectsJS()[0];
-        }, this.ctx.signal);
-        const n = Number(row?.n ?? 0);
-        if (n === 0) continue;
-        count += n;
-        const first = Number(row!.first_ms);
-        const last = Number(row!.last_ms);
-        firstMs = firstMs === undefined ? first : Math.min(firstMs, first);
-        lastMs = lastMs === undefined ? last : Math.max(lastMs, last);
-      }
-    });
-    return { count, firstMs, lastMs };
+    const rows = await countStats(this.ctx, this.query, this.days, { interval: 'day', by: 'none', offsetMinutes: 0 });
+    const held = rows.filter((r) => r.count > 0).map((r) => Date.parse(r.bucket));
+    const count = rows.reduce((n, r) => n + r.count, 0);
+    if (held.length === 0) return { count, firstMs: undefined, lastMs: undefined };
+    const bound = async (dayMs: number, fn: 'min' | 'max'): Promise<number | undefined> => {
+      const day = this.days.find((d) => d.dayMs === dayMs);
+      if (!day) return undefined;
+      return Holds.during(async (holds) => {
+        const rowsOf = filteredRows(await this.ctx.files(partsOf(day), holds), this.query, isDayClean(day));
+        const row = await this.ctx.db.withMemory(async (conn) => (await conn.runAndReadAll(`SELECT ${fn}(epoch_ms(created_at))::DOUBLE AS ms FROM ${rowsOf.sql}`, rowsOf.values, rowsOf.types)).getRowObjectsJS()[0], this.ctx.signal);
+        return row?.ms === null || row?.ms === undefined ? undefined : Number(row.ms);
+      });
+    };
+    return { count, firstMs: await bound(Math.min(...held), 'min'), lastMs: await bound(Math.max(...held), 'max') };
   }
 
   /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
