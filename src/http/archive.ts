@@ -363,7 +363,8 @@ function readBbox(values: QueryValues, details: ErrorDetail[]): WindowQuery['bbo
 function readInstant(values: QueryValues, name: string, details: ErrorDetail[]): number | undefined {
   const raw = values[name];
   if (raw === undefined) {
-    details.push({ in: 'query', field: name, message: 'is required, e.g. 2026-11-21T00:00:00+0800 (send + as %2B)' });
+    // Given more than once is said already (readQuery), not missing.
+    if (!details.some((d) => d.in === 'query' && d.field === name)) details.push({ in: 'query', field: name, message: 'is required, e.g. 2026-11-21T00:00:00+0800 (send + as %2B)' });
     return undefined;
   }
   const value = plusRestored(raw);

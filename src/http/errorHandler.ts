@@ -117,6 +117,10 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       const field = req.headers['if-match'] !== undefined ? 'If-Match' : 'If-Unmodified-Since';
       return sendError(res, 412, `The file does not meet the request's ${field}.`, [{ in: 'header', field, message: 'does not hold: the file has another version or time' }]);
     }
+    // The router's own: a path segment that does not decode (`/cities/%ZZ/local-areas`).
+    if (err instanceof URIError) {
+      return sendError(res, 400, 'A path segment is not valid percent-encoding: a % must be followed by two hex digits (send % itself as %25).', [{ in: 'path', field: '(path)', message: 'is not valid percent-encoding' }]);
+    }
     if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
       return sendError(res, parserError.status, 'The request could not be read.');
     }
