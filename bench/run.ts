@@ -458,7 +458,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
   if (!args.hourly) {
     log('compacting closed days …');
     t = performance.now();
-    const compacted = await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir });
+    const compacted = await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir, RETIRE_GRACE_SECONDS: '0' });
     const seconds = (performance.now() - t) / 1000;
     const after = await storeBytes(path.join(storeDir, 'reports'));
     const ready = await storeBytes(path.join(storeDir, 'ready'), '.ready');
@@ -517,7 +517,7 @@ async function nationalYearScenario(): Promise<void> {
     const built = await buildBenchStore({ storeDir, reports: REPORTS, startMs: START_MS, days: DAYS, boundaries: national });
     const buildS = (performance.now() - t) / 1000;
     t = performance.now();
-    await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir });
+    await cli(['compact', '--from', new Date(START_MS).toISOString().slice(0, 10), '--to', new Date(END_MS).toISOString().slice(0, 10)], { DATA_DIR: dataDir, RETIRE_GRACE_SECONDS: '0' });
     results.push({ scenario: 'national year (synthetic, points in barangays nationwide)', rows: [{ reports: REPORTS, days: DAYS, parts: built.parts, 'build s': Math.round(buildS), 'compaction s': Math.round((performance.now() - t) / 1000) }] });
     const serve = () => startServer({ DATA_DIR: dataDir, RATE_LIMIT_READ_PER_MINUTE: '100000000' }, { role: 'serve', apiKey: API_KEY });
     results.push({ scenario: 'stats, national year (cold: a new process, every cache emptied)', rows: await statsScenario(serve, path.join(dataDir, 'cache'), START_MS, DAYS, ['region', 'province', 'city']) });

@@ -48,3 +48,29 @@ export function storePartPublisher(deps: SidecarDeps): PartPublisher {
     },
   };
 }
+
+/**
+ * Retirements of parts merged away, each made `graceMs` after it is asked for: an answer that
+ * listed the old parts before their successor was stored still reads them meanwhile (readers
+ * that see both de-duplicate). `settle()` waits for every one and throws the first failure; a
+ * process stopped before leaves the old parts beside their successor, which the next compaction
+ * merges again.
+ */
+export function retireAfter(publisher: Pick<PartPublisher, 'retire'>, graceMs: number): { retire(keys: readonly string[]): void; settle(): Promise<void> } {
+  const pending: Promise<unknown>[] = [];
+  const failures: unknown[] = [];
+  return {
+    retire(keys) {
+      // Handled here, when created: a failure is settle()'s to throw.
+      pending.push(
+        new Promise((resolve) => setTimeout(resolve, graceMs))
+          .then(() => publisher.retire(keys))
+          .catch((err: unknown) => failures.push(err)),
+      );
+    },
+    async settle() {
+      await Promise.all(pending);
+      if (failures.length > 0) throw failures[0];
+    },
+  };
+}

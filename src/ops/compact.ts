@@ -1,5 +1,5 @@
-// Compaction: merges parts into one file with duplicates removed, then deletes
-// them. A closed day becomes one compacted part (hour=all): a year is then 365
+// Compaction: merges parts into one file with duplicates removed, then, a grace later
+// (RETIRE_GRACE_SECONDS), deletes them. A closed day becomes one compacted part (hour=all): a year is then 365
 // files instead of 8,760, which is what makes long pulls fast. Hours of a day
 // still open are merged hour by hour. Readers that see both the new file and
 // the old parts meanwhile still answer the same (they de-duplicate by pkey).
@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
-import { storePartPublisher } from '../archive/partPublisher.js';
+import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { mergeParts } from '../archive/readRows.js';
 import type { PartCache } from '../archive/partCache.js';
 import type { Config } from '../shared/config.js';
@@ -24,7 +24,7 @@ export interface PartRewriteDeps {
   store: ObjectStore;
   db: DuckDb;
   cache: Pick<PartCache, 'withFiles'>;
-  config: Pick<Config, 'dataDir'>;
+  config: Pick<Config, 'dataDir' | 'retireGraceMs'>;
   /** Told of a sidecar that could not be built. */
   log: Pick<Logger, 'warn'>;
 }
@@ -61,6 +61,8 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
   }
   const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0 };
   const publisher = storePartPublisher(rt);
+  // The merged parts go a grace after their successor is stored (answers planned before read them).
+  const retiring = retireAfter(publisher, rt.config.retireGraceMs);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
   const merge = async (inputs: ObjectInfo[], key: string, dayMs: number) => {
@@ -77,7 +79,7 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
       // New file first, then the old ones go.
       await publisher.publish(key, out);
       if ((await withLaterRetractions(rt, out, span, known)) !== known) await publisher.publish(key, out);
-      await publisher.retire(inputs.map((p) => p.key));
+      retiring.retire(inputs.map((p) => p.key));
       result.partsRemoved += inputs.length;
     } finally {
       await fs.rm(out, { force: true });
@@ -107,6 +109,7 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
     }
   }
   progress?.stop();
+  await retiring.settle();
   return result;
 }
 

@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js';
-import { storePartPublisher } from '../archive/partPublisher.js';
+import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
 import type { ChangeLog } from '../archive/changes.js';
@@ -70,6 +70,9 @@ export async function reprocess(
     seconds: { retagging: 0, readyTexts: 0 },
   };
   const publisher = storePartPublisher(rt);
+  // The old parts go a grace after their successor is stored (answers planned before read them),
+  // while the ready texts are written.
+  const retiring = retireAfter(publisher, rt.config.retireGraceMs);
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'reprocess');
   await fs.mkdir(tmpDir, { recursive: true });
   const untexted: UntextedPart[] = [];
@@ -118,7 +121,7 @@ export async function reprocess(
         // purged meanwhile (lateRetractions.ts): the part written again with it as a tombstone.
         if ((await withLaterRetractions(rt, out, span, readRetracted)) !== readRetracted) await publisher.publish(key, out, { readyTexts: false });
         if (moved) await rt.changes.put(moved);
-        await publisher.retire(hour.parts.map((p) => p.key));
+        retiring.retire(hour.parts.map((p) => p.key));
         untexted.push({ key, file: out, reports: done.rows });
         result.hoursRewritten += 1;
       } finally {
@@ -131,6 +134,7 @@ export async function reprocess(
     progress?.start(untexted.length);
     await addReadyTexts({ store: rt.store, publisher }, untexted, tmpDir, () => progress?.tick());
     progress?.stop();
+    await retiring.settle();
     result.seconds.readyTexts = seconds(textsStarted);
   } finally {
     await Promise.all(written.map((file) => fs.rm(file, { force: true })));

@@ -32,6 +32,11 @@ export interface Config {
   syncSettleMs: number;
   /** How long change logs are kept: a sync's updated_after may be at most this old (older: 410, pull in full). */
   syncRetentionMs: number;
+  /**
+   * How long parts merged away (compaction, reprocess) stay in the store after their successor is
+   * stored: an answer planned before still reads them.
+   */
+  retireGraceMs: number;
   archiveMaxWindowMs: number;
   cacheDir: string;
   cacheMaxBytes: number;
@@ -135,6 +140,7 @@ const envSchema = {
     RECONCILE_AFTER_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 86400 },
     QUEUE_VISIBILITY_SECONDS: { type: 'integer', minimum: 1, maximum: 43200 },
     SYNC_SETTLE_SECONDS: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    RETIRE_GRACE_SECONDS: { type: 'number', minimum: 0, maximum: 3600 },
     SYNC_RETENTION_DAYS: { type: 'integer', minimum: 1, maximum: 3660 },
     ARCHIVE_MAX_WINDOW: { type: 'string', pattern: '^[1-9]\\d{0,4}[dh]?$' },
     EXPLORER_MAX_POINTS: { type: 'integer', minimum: 0, maximum: 200000 },
@@ -279,6 +285,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     apiKeys: v.API_KEYS === undefined ? [] : parseApiKeys(String(v.API_KEYS)),
     flushIntervalSeconds,
     syncSettleMs: Number(v.SYNC_SETTLE_SECONDS ?? 60) * 1000,
+    retireGraceMs: Number(v.RETIRE_GRACE_SECONDS ?? 30) * 1000,
     syncRetentionMs: Number(v.SYNC_RETENTION_DAYS ?? 30) * 86_400_000,
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),

@@ -81,7 +81,7 @@ beforeAll(async () => {
   const boundaries = await defaultBoundaries();
   await buildBenchStore({ storeDir: path.join(dataDir, 'store'), reports: 9_000, startMs: CLOSED_FROM, days: 3, boundaries });
   const env = { DATA_DIR: dataDir, API_KEYS: `hangup:${KEY}` };
-  const compacted = await runCli(['compact', '--json'], env);
+  const compacted = await runCli(['compact', '--json'], { ...env, RETIRE_GRACE_SECONDS: '0' });
   expect(compacted.code, compacted.stderr).toBe(0);
   const released = await runCli(['release', '--period', String(RELEASED), '--json'], env);
   expect(released.code, released.stderr).toBe(0);

@@ -31,7 +31,7 @@ let port: number;
 beforeAll(async () => {
   dataDir = await tempDir('flood-stalled-');
   await buildBenchStore({ storeDir: path.join(dataDir, 'store'), reports: 60_000, startMs: FROM, days: 3, boundaries: await defaultBoundaries() });
-  const compacted = await runCli(['compact', '--json'], { DATA_DIR: dataDir });
+  const compacted = await runCli(['compact', '--json'], { DATA_DIR: dataDir, RETIRE_GRACE_SECONDS: '0' });
   expect(compacted.code, compacted.stderr).toBe(0);
   child = spawn(process.execPath, [CLI, 'serve'], {
     env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS), TRUST_PROXY: '1' },
