@@ -1,5 +1,5 @@
-// Monthly: releases (src/releases/FORMAT.md) of the month just closed, of every month since the
-// latest one released (a tick the scheduler missed, or one that failed, is made up next time),
+// Monthly: releases (src/releases/FORMAT.md) of the month just closed, of every month of the year
+// before not released yet (a tick the scheduler missed, or a month that failed, is made up next time),
 // and again of every period released in the year before (a retraction purged since makes a new
 // revision of each release that held it; the same reports make none). A day after the month ends
 // by default, so reports that come in late and the day's compaction are in.
@@ -18,14 +18,15 @@ export function lastMonth(nowMs: number): string {
 const AGAIN_WITHIN_MS = 366 * 86_400_000;
 
 /**
- * The periods a run at `nowMs` releases, oldest first: the months from the one after the latest
- * month released (at most a year back) to the month just closed, and every period already
+ * The periods a run at `nowMs` releases, oldest first: every month of the year before, from the
+ * first month ever released on (the month just closed when none is), whether released already
+ * or not (a tick missed, or a month that failed in one, is made up), and every period already
  * released that ended within the year before.
  */
 export function periodsToRelease(released: readonly string[], nowMs: number): string[] {
   const closed = lastMonth(nowMs);
   const months = released.filter((p) => p.length === 7 && p <= closed).sort();
-  const from = months.length > 0 ? months[months.length - 1]! : closed;
+  const from = months.length > 0 ? months[0]! : closed;
   const out = new Set<string>();
   for (let back = 12; back >= 1; back--) {
     const month = monthOf(nowMs, -back);

@@ -20,7 +20,11 @@ export function apiDocsHandlers(): Handlers {
     const encoding = negotiateEncoding(req, true);
     applyEncoding(res, encoding);
     let body = encoded.get(encoding);
-    if (!body) encoded.set(encoding, (body = encodeOnce(document, encoding)));
+    if (!body) {
+      encoded.set(encoding, (body = encodeOnce(document, encoding)));
+      // A failure is the asking request's; the next one tries again.
+      body.catch(() => encoded.delete(encoding));
+    }
     body.then((buf) => res.set('Cache-Control', 'public, max-age=300').type('application/json').send(buf), next);
   };
   const docs = Router();

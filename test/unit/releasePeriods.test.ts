@@ -38,5 +38,7 @@ describe('release periods and ids', () => {
     expect(periodsToRelease(['2025', '2024', '2024-03'], now)).toEqual(['2025', '2025-11', '2025-12', '2026-01', '2026-02', '2026-03', '2026-04', '2026-05', '2026-06', '2026-07', '2026-08', '2026-09', '2026-10']);
     // Up to date: the month just closed and the months of the year before, each again (the same reports make no new revision).
     expect(periodsToRelease(['2026-09', '2026-10'], now)).toEqual(['2026-09', '2026-10']);
+    // A month that failed while a later one was made: made up all the same.
+    expect(periodsToRelease(['2026-06', '2026-08', '2026-10'], now)).toEqual(['2026-06', '2026-07', '2026-08', '2026-09', '2026-10']);
   });
 });
