@@ -1,7 +1,8 @@
 // `release --period 2025`: an immutable, citable snapshot of a closed period (src/releases/FORMAT.md).
 // Each month's reports, as the archive answers them, are written as GeoParquet and gzipped CSV,
-// checksummed, and compared with the period's latest revision: the same files make no new
-// revision; different ones (a retraction purged, reports that came late, a re-tagging) make the
+// checksummed, and compared with the period's latest revision: the same files, or the same
+// reports in other bytes, make no new revision; other reports (a retraction purged, reports that
+// came late, a re-tagging) make the
 // next, with what changed in its changelog. Files are created, never overwritten; the manifest
 // after them, so a release exists once it does; its citation and Item, from the manifest, after
 // it; the STAC Collection and Catalog that list the releases anew after every run.
@@ -11,7 +12,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
+import { createGunzip, createGzip } from 'node:zlib';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { ReleaseFileFacts } from '../archive/releaseParquet.js';
 import type { Archive } from '../archive/window.js';
@@ -64,6 +65,8 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     options.progress?.start(period.months.length);
     const files: (ReleaseFile & { local: string })[] = [];
     const facts: ReleaseFileFacts[] = [];
+    /** Each CSV file's SHA-256 before gzip, by its path. */
+    const csvTexts = new Map<string, string>();
     for (const month of period.months) {
       const names = monthFiles(month.label);
       const parquet = path.join(tmp, names.parquet);
@@ -78,7 +81,10 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
         const rows = csvRecords();
         await pipeline(Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), rows.counter, createGzip({ level: 9 }), createWriteStream(csv));
         // The header is a line too.
-        if (rows.lines() - 1 === got.reports) written = got;
+        if (rows.lines() - 1 === got.reports) {
+          written = got;
+          csvTexts.set(names.csv, rows.sha256());
+        }
         else if (attempt === MONTH_ATTEMPTS) throw new ReleaseError(`the reports of ${month.label} changed while it was written, ${MONTH_ATTEMPTS} times: run the release again`);
       }
       facts.push(written);
@@ -92,10 +98,14 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     }
     options.progress?.stop();
     const reports = facts.reduce((n, f) => n + f.reports, 0);
-    const same = latest && latest.files.length === files.length && files.every((f, i) => latest.files[i]!.path === f.path && latest.files[i]!.sha256 === f.sha256);
-    if (same) {
+    const sameFiles = latest !== undefined && latest.files.length === files.length && files.every((f, i) => latest.files[i]!.path === f.path);
+    const same = sameFiles && files.every((f, i) => latest.files[i]!.sha256 === f.sha256);
+    // Other bytes, the same reports (a new DuckDB or zlib lays the same rows out otherwise): no
+    // new revision either, the files released stand.
+    const changes = latest ? await changesSince(rt, latest, files, tmp) : [];
+    if (same || (sameFiles && changes.every(unchanged) && (await sameCsvTexts(rt, latest, files, csvTexts)))) {
       await writeIndex(rt);
-      return { release: latest.release, created: false, reports: latest.reports, files: latest.files.length, bytes: latest.files.reduce((n, f) => n + f.bytes, 0) };
+      return { release: latest!.release, created: false, reports: latest!.reports, files: latest!.files.length, bytes: latest!.files.reduce((n, f) => n + f.bytes, 0) };
     }
 
     const created = new Date(nowMs).toISOString();
@@ -103,7 +113,7 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     const firsts = facts.flatMap((f) => (f.firstMs === undefined ? [] : [f.firstMs]));
     const lasts = facts.flatMap((f) => (f.lastMs === undefined ? [] : [f.lastMs]));
     const boundaries = await rt.boundaries.latest();
-    const note = latest ? await changesSince(rt, latest, files, tmp) : 'First release of the period.';
+    const note = latest ? noteOf(latest, changes) : 'First release of the period.';
     const manifestOf = (revision: number): Manifest => ({
       release: releaseId(label, revision),
       period: label,
@@ -168,13 +178,16 @@ const MONTH_ATTEMPTS = 3;
 
 /**
  * A pass-through that counts a CSV's lines: newlines outside quoted cells (a text cell may hold
- * one; a quote inside a cell is doubled, so the count of quotes tells inside from outside).
+ * one; a quote inside a cell is doubled, so the count of quotes tells inside from outside); and
+ * the SHA-256 of its text (before gzip).
  */
-function csvRecords(): { counter: Transform; lines: () => number } {
+function csvRecords(): { counter: Transform; lines: () => number; sha256: () => string } {
   let lines = 0;
   let quoted = false;
+  const hash = createHash('sha256');
   const counter = new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
       for (let i = 0; i < chunk.length; i++) {
         const byte = chunk[i];
         if (byte === 0x22) quoted = !quoted;
@@ -183,7 +196,7 @@ function csvRecords(): { counter: Transform; lines: () => number } {
       done(null, chunk);
     },
   });
-  return { counter, lines: () => lines };
+  return { counter, lines: () => lines, sha256: () => hash.digest('hex') };
 }
 
 /**
@@ -284,9 +297,41 @@ async function sha256Of(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** What changed since the period's previous revision, month by month: reports added, removed, and changed (tags, tombstones). */
-async function changesSince(rt: ReleaseDeps, previous: Manifest, files: readonly (ReleaseFile & { local: string })[], tmp: string): Promise<string> {
-  const lines: string[] = [];
+/** A month's Parquet file against the previous revision's: its reports added, removed and changed (tags, tombstones). */
+interface MonthChange {
+  month: string;
+  added: number;
+  removed: number;
+  changed: number;
+  before: number;
+  after: number;
+}
+
+const unchanged = (c: MonthChange) => c.added === 0 && c.removed === 0 && c.changed === 0;
+
+/** The changelog entry of a new revision: the months whose reports changed. */
+function noteOf(previous: Manifest, changes: readonly MonthChange[]): string {
+  const lines = changes.filter((c) => !unchanged(c)).map((c) => `${c.month}: ${c.added} added, ${c.removed} removed, ${c.changed} changed (${c.before} → ${c.after} reports)`);
+  return lines.length > 0 ? `Since ${previous.release}: ${lines.join('; ')}.` : `Since ${previous.release}: the same reports; the files were written anew.`;
+}
+
+/** Whether each CSV file whose bytes differ from the previous revision's holds the same text (compared by the SHA-256 of the gunzipped text). */
+async function sameCsvTexts(rt: ReleaseDeps, previous: Manifest | undefined, files: readonly ReleaseFile[], csvTexts: ReadonlyMap<string, string>): Promise<boolean> {
+  if (!previous) return false;
+  for (const f of files) {
+    if (!f.path.endsWith('.csv.gz') || previous.files.find((p) => p.path === f.path)?.sha256 === f.sha256) continue;
+    const stored = await rt.store.getStream(`${releaseDir(previous.release)}${f.path}`);
+    if (!stored) return false;
+    const hash = createHash('sha256');
+    await pipeline(stored.body, createGunzip(), hash);
+    if (hash.digest('hex') !== csvTexts.get(f.path)) return false;
+  }
+  return true;
+}
+
+/** What changed since the period's previous revision in each month whose Parquet file's bytes differ. */
+async function changesSince(rt: ReleaseDeps, previous: Manifest, files: readonly (ReleaseFile & { local: string })[], tmp: string): Promise<MonthChange[]> {
+  const out: MonthChange[] = [];
   for (const f of files) {
     if (!f.path.endsWith('.parquet')) continue;
     const before = previous.files.find((p) => p.path === f.path);
@@ -306,7 +351,7 @@ async function changesSince(rt: ReleaseDeps, previous: Manifest, files: readonly
       ).getRowObjectsJS()[0]!;
       return { added: Number(row.added), removed: Number(row.removed), changed: Number(row.changed) };
     });
-    lines.push(`${f.month}: ${counts.added} added, ${counts.removed} removed, ${counts.changed} changed (${before?.reports ?? 0} → ${f.reports} reports)`);
+    out.push({ month: f.month, ...counts, before: before?.reports ?? 0, after: f.reports });
   }
-  return `Since ${previous.release}: ${lines.join('; ')}.`;
+  return out;
 }

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlString } from '../../src/archive/duckdb.js';
 import { CSV_HEADER } from '../../src/http/archiveBody.js';
@@ -304,6 +304,32 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const next = await release(svc.rt, '2025');
     expect(next.release).not.toBe(latest);
     expect(await july(next.release)).toBe(9);
+  });
+
+  it('makes no new revision for the same reports written as other bytes (as a new DuckDB or zlib writes them)', async () => {
+    const { release: id } = await release(svc.rt, '2025');
+    const manifestKey = `releases/${id}/manifest.json`;
+    const m = JSON.parse((await svc.rt.store.get(manifestKey))!.body.toString('utf8')) as Manifest;
+    // As an earlier release wrote them: June's Parquet file with other compression, its CSV at
+    // another gzip level; the same rows and the same text.
+    const dir = await tempDir();
+    const [parquetKey, csvKey] = ['reports-2025-06.parquet', 'reports-2025-06.csv.gz'].map((f) => `releases/${id}/${f}`) as [string, string];
+    const was = path.join(dir, 'was.parquet');
+    const other = path.join(dir, 'other.parquet');
+    await fs.writeFile(was, (await svc.rt.store.get(parquetKey))!.body);
+    await svc.rt.db.withConnection((conn) => conn.run(`COPY (SELECT * FROM read_parquet(${sqlString(was)})) TO ${sqlString(other)} (FORMAT parquet, COMPRESSION snappy)`));
+    const bodies = new Map([
+      [parquetKey, await fs.readFile(other)],
+      [csvKey, gzipSync(gunzipSync((await svc.rt.store.get(csvKey))!.body), { level: 1 })],
+    ]);
+    for (const [key, body] of bodies) {
+      await svc.rt.store.put(key, body);
+      const f = m.files.find((x) => key.endsWith(x.path))!;
+      expect(sha256(body)).not.toBe(f.sha256);
+      Object.assign(f, { sha256: sha256(body), bytes: body.length });
+    }
+    await svc.rt.store.put(manifestKey, `${JSON.stringify(m, null, 2)}\n`);
+    expect(await release(svc.rt, '2025')).toMatchObject({ release: id, created: false });
   });
 
   it('refuses a period that is not over, or not a year or month', async () => {
