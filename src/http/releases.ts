@@ -109,7 +109,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
       res.status(304).end();
       return;
     }
-    keepRangeIf(req, etag, (await fs.stat(file)).mtimeMs);
+    await keepRangeIf(req, etag, file);
     await sendFile(res, path.join(deps.cacheDir, 'releases'), path.relative(path.join(deps.cacheDir, 'releases'), file), req);
   });
   return handlers;
@@ -175,10 +175,11 @@ async function localCopy(deps: ReleasesDeps, id: string, name: string): Promise<
  * ETag, or exactly its Last-Modified date; otherwise the whole file. (send, under sendFile, takes
  * a weak ETag and an earlier date too.)
  */
-function keepRangeIf(req: Request, etag: string, lastModifiedMs: number): void {
-  const validator = req.get('if-range');
+async function keepRangeIf(req: Request, etag: string, file: string): Promise<void> {
+  const validator = req.get('if-range')?.trim();
   if (validator === undefined || req.headers.range === undefined) return;
-  const holds = validator.trim().startsWith('"') || validator.trim().startsWith('W/') ? validator.trim() === etag : Date.parse(validator) === Math.floor(lastModifiedMs / 1000) * 1000;
+  // The file's time only for a date: most requests carry neither header.
+  const holds = validator.startsWith('"') || validator.startsWith('W/') ? validator === etag : Date.parse(validator) === Math.floor((await fs.stat(file)).mtimeMs / 1000) * 1000;
   delete req.headers['if-range'];
   if (!holds) delete req.headers.range;
 }
