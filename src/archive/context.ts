@@ -3,6 +3,7 @@ import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo } from '../store/objectStore.js';
 import type { Holds } from './holds.js';
 import type { ReadyWant } from './sidecars/index.js';
+import type { Replan } from './replan.js';
 
 export interface WindowContext {
   db: DuckDb;
@@ -19,6 +20,8 @@ export interface WindowContext {
   readyFiles(parts: readonly ObjectInfo[], want: ReadyWant, holds?: Holds): Promise<(string | undefined)[]>;
   /** Local paths of the parts' stats sidecars (sidecars/), undefined for a part that has none; they stay until `holds` are released. */
   statsFiles(parts: readonly ObjectInfo[], holds: Holds): Promise<(string | undefined)[]>;
+  /** The window's days listed again when a part of theirs is gone from the store (replan.ts). */
+  replan: Replan;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */
   signal: AbortSignal | undefined;
 }

@@ -4,6 +4,7 @@
 // (partitions are by created_at), so de-duplicating within a day is de-duplicating the answer.
 import { sqlString } from './duckdb.js';
 import { fetchAhead } from './fetchAhead.js';
+import { withDayReplanned } from './replan.js';
 import { Holds } from './holds.js';
 import type { WindowContext } from './context.js';
 import { groupBySize, HOUR_MS, isClean, isDayClean, partsOf, type DayPlan } from './plan.js';
@@ -70,7 +71,7 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
     const run = (i: number) => {
       const holds = new Holds();
       held.add(holds);
-      const day = renderDay(ctx, plan[i]!, query, shape, separator, holds);
+      const day = withDayReplanned(ctx, plan[i]!, (d) => renderDay(ctx, d, query, shape, separator, holds));
       // Handled from the start: a day that fails while the one before is still being sent is
       // awaited (and fails the answer) only then, and must not crash the process meanwhile.
       day.catch(() => undefined);
@@ -101,9 +102,8 @@ export async function* renderBatches(ctx: WindowContext, query: WindowQuery, pla
   }
   let remaining = query.limit;
   for (let i = 0; i < plan.length && remaining > 0; i++) {
-    const day = plan[i]!;
     // The day's parts held until its query is done.
-    const batch = await Holds.during(async (holds) => queryDay(ctx, await ctx.files(partsOf(day), holds), query, shape, remaining, isDayClean(day)));
+    const batch = await withDayReplanned(ctx, plan[i]!, (day) => Holds.during(async (holds) => queryDay(ctx, await ctx.files(partsOf(day), holds), query, shape, remaining, isDayClean(day))));
     remaining -= batch.items.length;
     yield batch;
   }

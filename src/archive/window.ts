@@ -9,6 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { SERVICE_VERSION } from '../shared/version.js';
+import { DAY_MS, dayStart } from '../store/layout.js';
 import { arrowStream } from './arrow.js';
 import type { WindowContext } from './context.js';
 import { arrowDayBatches, type ArrowDay } from './arrowAnswer.js';
@@ -22,6 +23,7 @@ import { isUnfiltered, queryKey, type WindowQuery } from './query.js';
 import { planChanges, PURGE_SETTLE_MS, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { readyWantOf, renderBatches, trimPage, type FeatureBatch } from './render.js';
 import { fetchAhead } from './fetchAhead.js';
+import { replanner, withDayReplanned, withReplan } from './replan.js';
 import { Holds } from './holds.js';
 import { filteredRows, type FeatureShape } from './sql.js';
 import { countStats, type StatsRow, type StatsSpec } from './stats.js';
@@ -91,7 +93,7 @@ export class Window {
    * parts), by DuckDB for the rest.
    */
   async count(): Promise<number> {
-    const rows = await countStats(this.ctx, this.query, this.days, { interval: 'month', by: 'none', offsetMinutes: 0 });
+    const rows = await this.stats({ interval: 'month', by: 'none', offsetMinutes: 0 });
     return rows.reduce((n, r) => n + r.count, 0);
   }
 
@@ -101,25 +103,27 @@ export class Window {
    * instant read from the parts of the first and the last day that holds any, not from all.
    */
   async extent(): Promise<{ count: number; firstMs: number | undefined; lastMs: number | undefined }> {
-    const rows = await countStats(this.ctx, this.query, this.days, { interval: 'day', by: 'none', offsetMinutes: 0 });
+    const rows = await this.stats({ interval: 'day', by: 'none', offsetMinutes: 0 });
     const held = rows.filter((r) => r.count > 0).map((r) => Date.parse(r.bucket));
     const count = rows.reduce((n, r) => n + r.count, 0);
     if (held.length === 0) return { count, firstMs: undefined, lastMs: undefined };
     const bound = async (dayMs: number, fn: 'min' | 'max'): Promise<number | undefined> => {
-      const day = this.days.find((d) => d.dayMs === dayMs);
-      if (!day) return undefined;
-      return Holds.during(async (holds) => {
-        const rowsOf = filteredRows(await this.ctx.files(partsOf(day), holds), this.query, isDayClean(day));
-        const row = await this.ctx.db.withMemory(async (conn) => (await conn.runAndReadAll(`SELECT ${fn}(epoch_ms(created_at))::DOUBLE AS ms FROM ${rowsOf.sql}`, rowsOf.values, rowsOf.types)).getRowObjectsJS()[0], this.ctx.signal);
-        return row?.ms === null || row?.ms === undefined ? undefined : Number(row.ms);
-      });
+      const planned = this.days.find((d) => d.dayMs === dayMs);
+      if (!planned) return undefined;
+      return withDayReplanned(this.ctx, planned, (day) =>
+        Holds.during(async (holds) => {
+          const rowsOf = filteredRows(await this.ctx.files(partsOf(day), holds), this.query, isDayClean(day));
+          const row = await this.ctx.db.withMemory(async (conn) => (await conn.runAndReadAll(`SELECT ${fn}(epoch_ms(created_at))::DOUBLE AS ms FROM ${rowsOf.sql}`, rowsOf.values, rowsOf.types)).getRowObjectsJS()[0], this.ctx.signal);
+          return row?.ms === null || row?.ms === undefined ? undefined : Number(row.ms);
+        }),
+      );
     };
     return { count, firstMs: await bound(Math.min(...held), 'min'), lastMs: await bound(Math.max(...held), 'max') };
   }
 
   /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
   stats(spec: StatsSpec): Promise<StatsRow[]> {
-    return countStats(this.ctx, this.query, this.days, spec);
+    return withReplan(this.ctx, this.days, (days) => countStats(this.ctx, this.query, days, spec));
   }
 
   /**
@@ -127,7 +131,7 @@ export class Window {
    * size known before it is sent. `tmpDir`: where DuckDB writes what cannot be copied.
    */
   parquet(tmpDir: string): Promise<ParquetAnswer> {
-    return windowParquet(this.ctx, this.query, this.days, tmpDir);
+    return withReplan(this.ctx, this.days, (days) => windowParquet(this.ctx, this.query, days, tmpDir));
   }
 
   /** Writes the window's GeoParquet answer to `out`. */
@@ -145,8 +149,8 @@ export class Window {
    * (releaseParquet.ts), and says how many reports it holds, where and when.
    */
   writeReleaseParquet(out: string): Promise<ReleaseFileFacts> {
-    return Holds.during(async (holds) => {
-      const bounds = await this.monthly(holds);
+    return withReplan(this.ctx, this.days, (days) => Holds.during(async (holds) => {
+      const bounds = await this.monthly(days, holds);
       if (bounds.length > 1) throw new Error('a release file holds a month at most');
       return this.ctx.db.withConnection(async (conn) => {
         if (bounds[0]) return copyReleaseParquet(conn, bounds[0], out);
@@ -154,7 +158,7 @@ export class Window {
         await conn.run(`CREATE OR REPLACE TEMP TABLE "empty" ${ARCHIVE_TABLE_DDL}`);
         return copyReleaseParquet(conn, { sql: '"empty"', values: {}, types: {} }, out);
       }, this.ctx.signal);
-    });
+    }));
   }
 
   /**
@@ -176,10 +180,10 @@ export class Window {
   }
 
   /** The filtered rows a month of days at a time (few round trips, bounded memory for de-duplication), their parts held for `holds`. */
-  private async monthly(holds: Holds) {
+  private async monthly(days: readonly DayPlan[], holds: Holds) {
     const out = [];
-    for (let i = 0; i < this.days.length; i += 31) {
-      const month = this.days.slice(i, i + 31);
+    for (let i = 0; i < days.length; i += 31) {
+      const month = days.slice(i, i + 31);
       out.push(filteredRows(await this.ctx.files(month.flatMap(partsOf), holds), this.query, month.every(isDayClean)));
     }
     return out;
@@ -201,6 +205,7 @@ export class Archive {
     this.ctx = {
       db,
       signal: undefined,
+      replan: async () => undefined,
       files: (parts, holds) => Promise.all(parts.map((p) => cache.localFile(p, holds))),
       readyFiles: (parts, want, holds) => Promise.all(parts.map((p) => sections.fileOf(p, want, holds))),
       statsFiles: (parts, holds) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p), holds))),
@@ -226,7 +231,8 @@ export class Archive {
       const frozen = Object.freeze({ ...query, retracted, changed, includeRetracted: true });
       const days = await planChanges(this.store, changed);
       options.signal?.throwIfAborted();
-      return new Window(ctx, frozen, days, watermarkMs);
+      const again = (some: readonly DayPlan[]) => planChanges(this.store, changed.filter((c) => some.some((d) => d.dayMs === dayStart(c.createdMs))));
+      return new Window({ ...ctx, replan: replanner(this.store, again) }, frozen, days, watermarkMs);
     }
     const askedMs = performance.now();
     const [{ retracted, tookMs }, listed] = await Promise.all([
@@ -238,6 +244,12 @@ export class Archive {
     const days = tookMs < PURGE_SETTLE_MS / 2 ? listed : await planWindow(this.store, query);
     const frozen = Object.freeze({ ...query, retracted });
     options.signal?.throwIfAborted();
-    return new Window(ctx, frozen, days, watermarkMs);
+    // The days' own range alone is listed again.
+    const again = (some: readonly DayPlan[]) => {
+      const firstDay = Math.min(...some.map((d) => d.dayMs));
+      const lastDay = Math.max(...some.map((d) => d.dayMs));
+      return planWindow(this.store, { ...query, startMs: Math.max(query.startMs, firstDay), endMs: Math.min(query.endMs, lastDay + DAY_MS - 1) });
+    };
+    return new Window({ ...ctx, replan: replanner(this.store, again) }, frozen, days, watermarkMs);
   }
 }

@@ -1,42 +1,59 @@
 // Parts merged away by compaction or rewritten by a reprocess stay readable for RETIRE_GRACE_SECONDS
 // after their successor is stored: an answer that listed them before (a long pull, a page being
-// built) still reads them, with every report once, on both backends. Then they are gone.
+// built) still reads them, with every report once, on both backends. Then they are gone, and an
+// answer slower than that reads their successors instead, by every path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs/promises';
 import path from 'node:path';
+import { tableFromIPC } from 'apache-arrow';
+import { plainPieces } from '../../src/http/archiveBody.js';
+import { exportWindow } from '../../src/ops/exportWindow.js';
 import { compact } from '../../src/ops/compact.js';
 import { reprocess } from '../../src/ops/reprocess.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, BACKENDS, eventually, keysUnder, pkeyOf, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, BACKENDS, type BackendKind, eventually, keysUnder, pkeyOf, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY = Date.UTC(2026, 10, 18);
 const DAY_MS = 86_400_000;
 const GRACE_S = 3;
 
-describe.each(BACKENDS)('retired parts on the %s backend', (kind) => {
-  let emulator: Emulator | undefined;
-  let svc: TestService;
-  let dir: string;
+/**
+ * A service on `kind` whose parts are retired `graceS` after their successor, holding three
+ * reports of DAY: two parts in one hour (a reprocess writes them as one) and another hour
+ * (compaction merges the day).
+ */
+function serviceWithDay(kind: BackendKind, graceS: number) {
+  const env: { emulator?: Emulator; svc?: TestService; dir: string } = { dir: '' };
   beforeAll(async () => {
-    if (kind === 'aws') emulator = await startEmulator();
-    svc = await startTestService(await testRuntime(await testConfig(kind, emulator, { RETIRE_GRACE_SECONDS: String(GRACE_S) }), emulator));
-    dir = await tempDir();
-    // Two parts in one hour of a closed day (a reprocess writes them as one), and another hour: compaction merges the day.
+    if (kind === 'aws') env.emulator = await startEmulator();
+    env.svc = await startTestService(await testRuntime(await testConfig(kind, env.emulator, { RETIRE_GRACE_SECONDS: String(graceS) }), env.emulator));
+    env.dir = await tempDir();
     for (const [id, hour] of [[1, 3], [2, 3], [3, 9]] as const) {
-      expect((await postReport(svc.url, report(id, { created_at: new Date(DAY + hour * 3_600_000).toISOString() }))).status).toBe(201);
-      await allArchived(svc.rt);
+      expect((await postReport(env.svc.url, report(id, { created_at: new Date(DAY + hour * 3_600_000).toISOString() }))).status).toBe(201);
+      await allArchived(env.svc.rt);
     }
   }, 60_000);
   afterAll(async () => {
-    await svc?.stop();
-    await emulator?.stop();
+    await env.svc?.stop();
+    await env.emulator?.stop();
   });
+  const svc = () => env.svc!;
+  return {
+    svc,
+    dir: () => env.dir,
+    parts: async () => (await keysUnder(svc().rt, 'reports/v1/year=2026/month=11/day=18/')).filter((k) => k.endsWith('.parquet')),
+    rowsOf: async (file: string) =>
+      svc().rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet('${file}') ORDER BY pkey`)).getRowObjectsJS().map((r) => r.pkey)),
+  };
+}
 
-  const parts = async () => (await keysUnder(svc.rt, 'reports/v1/year=2026/month=11/day=18/')).filter((k) => k.endsWith('.parquet'));
-  const rowsOf = async (file: string) =>
-    svc.rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet('${file}') ORDER BY pkey`)).getRowObjectsJS().map((r) => r.pkey));
+describe.each(BACKENDS)('retired parts on the %s backend', (kind) => {
+  const { svc: service, dir: dirOf, parts, rowsOf } = serviceWithDay(kind, GRACE_S);
 
   for (const job of ['reprocess', 'compaction'] as const) {
     it(`an answer planned before a ${job} reads the parts it listed after their successor is stored`, async () => {
+      const svc = service();
+      const dir = dirOf();
       const before = await parts();
       expect(before.length).toBeGreaterThan(1);
       const window = await svc.rt.archive.open({ startMs: DAY, endMs: DAY + DAY_MS - 1, admin: undefined });
@@ -57,6 +74,49 @@ describe.each(BACKENDS)('retired parts on the %s backend', (kind) => {
       const replaced = before.filter((k) => job === 'compaction' || k.includes('/hour=03/'));
       expect(replaced.length).toBeGreaterThan(1);
       expect((await parts()).filter((k) => replaced.includes(k))).toEqual([]);
+    }, 60_000);
+  }
+});
+
+describe.each(BACKENDS)('an answer slower than the grace on the %s backend', (kind) => {
+  const { svc: service, dir: dirOf, parts, rowsOf: pkeysOfParquet } = serviceWithDay(kind, 0);
+  const all = [pkeyOf(1), pkeyOf(2), pkeyOf(3)];
+
+  for (const job of ['reprocess', 'compaction'] as const) {
+    it(`a window planned before a ${job} whose parts are gone since reads their successors`, async () => {
+      const svc = service();
+      const dir = dirOf();
+      const before = await parts();
+      const range = { startMs: DAY, endMs: DAY + DAY_MS - 1, admin: undefined };
+      const whole = await svc.rt.archive.open(range);
+      const paged = await svc.rt.archive.open({ ...range, limit: 10 });
+      await (job === 'compaction' ? compact(svc.rt, { fromMs: DAY, toMs: DAY + DAY_MS - 1, closedBeforeMs: Date.now() }) : reprocess(svc.rt, { fromMs: DAY, toMs: DAY + DAY_MS - 1, dryRun: false }));
+      // Parts the windows listed are gone from the store.
+      expect(whole.parts().map((p) => p.key).sort()).toEqual([...before].sort());
+      expect((await parts()).filter((k) => before.includes(k)).length).toBeLessThan(before.length);
+      // And from the part cache, which the job filled on S3: the window must go to the store.
+      for (const f of await fs.readdir(svc.rt.config.cacheDir).catch(() => [])) if (f.endsWith('.parquet')) await fs.rm(path.join(svc.rt.config.cacheDir, f));
+
+      const opened = { archive: { open: async () => whole } };
+      const geojson = path.join(dir, `${kind}-${job}.geojson`);
+      await exportWindow(opened, range, 'geojson', geojson);
+      const features = JSON.parse(await fs.readFile(geojson, 'utf8')).features as { properties: { pkey: string } }[];
+      expect(features.map((f) => f.properties.pkey).sort()).toEqual(all);
+      const parquet = path.join(dir, `${kind}-${job}.parquet`);
+      await whole.writeParquet(parquet);
+      expect(await pkeysOfParquet(parquet)).toEqual(all);
+      const release = path.join(dir, `${kind}-${job}-release.parquet`);
+      expect((await whole.writeReleaseParquet(release)).reports).toBe(3);
+      expect(await pkeysOfParquet(release)).toEqual(all);
+      const arrow: Uint8Array[] = [];
+      for await (const piece of plainPieces(whole.arrow())) arrow.push(typeof piece === 'string' ? Buffer.from(piece) : piece);
+      expect(tableFromIPC(Buffer.concat(arrow)).getChild('pkey')!.toArray().slice().sort()).toEqual(all);
+      expect(await whole.count()).toBe(3);
+      const extent = await whole.extent();
+      expect(extent).toEqual({ count: 3, firstMs: DAY + 3 * 3_600_000, lastMs: DAY + 9 * 3_600_000 });
+      expect((await whole.stats({ interval: 'day', by: 'none', offsetMinutes: 0 })).map((r) => r.count)).toEqual([3]);
+      const page = await paged.page('geojson');
+      expect(page.batches.flatMap((b) => b.items as string[]).map((item) => JSON.parse(item).properties.pkey).sort()).toEqual(all);
     }, 60_000);
   }
 });
