@@ -3,7 +3,10 @@
 // together, and at most `perClient` of them for one client address, so one client (however
 // slowly it reads) cannot hold every turn while others wait. One more waits its turn in a queue
 // for at most `queueMs`, then is refused before any byte with Retry-After: a 503 when the
-// process is busy, a 429 when only its own address's answers kept it waiting.
+// process is busy, a 429 when only its own address's answers kept it waiting. While one waits,
+// an answer whose client has read slower than `slowReads.minBytesPerSecond` over the last
+// `slowReads.windowMs` is cut, and its turn goes to the waiter: readers at many addresses, each
+// taking a trickle, would otherwise hold every turn for hours (a year at 10 KB/s).
 import { HttpError, OverloadedError } from '../shared/errors.js';
 
 interface Waiter {
@@ -11,16 +14,43 @@ interface Waiter {
   grant: () => void;
 }
 
+/** What the admission sees of an answer under way: the bytes its client has taken, and how to cut it. */
+export interface Reader {
+  bytesTaken(): number;
+  cut(): void;
+}
+
+/** When a slow reader's turn is taken back (only while another answer waits). */
+export interface SlowReads {
+  /** 0: never. */
+  minBytesPerSecond: number;
+  /** The span its rate is measured over; a turn younger than it is kept. */
+  windowMs: number;
+}
+
+/** A turn held, with its reader's recent byte counts (oldest first, one a sampling). */
+interface Holding {
+  reader: Reader;
+  since: number;
+  samples: { atMs: number; bytes: number }[];
+}
+
+/** Samplings of each reader within a window. */
+const SAMPLES_PER_WINDOW = 6;
+
 export class Admission {
   private running = 0;
   /** Turns held, by client. */
   private readonly held = new Map<string, number>();
   private readonly waiting: Waiter[] = [];
+  private readonly holdings = new Set<Holding>();
+  private sampler: NodeJS.Timeout | undefined;
 
   constructor(
     readonly max: number,
     readonly perClient: number,
     private readonly queueMs: number,
+    private readonly slowReads: SlowReads = { minBytesPerSecond: 0, windowMs: 60_000 },
   ) {}
 
   /** Answers under way, and waiting for their turn. */
@@ -33,11 +63,11 @@ export class Admission {
    * happens). Fails past the queue's wait (OverloadedError, or a 429 if the client's own share
    * was what it waited for), or with `signal`'s reason when the client leaves while waiting.
    */
-  async enter(client: string, signal?: AbortSignal): Promise<() => void> {
+  async enter(client: string, signal?: AbortSignal, reader?: Reader): Promise<() => void> {
     signal?.throwIfAborted();
     if (this.mayRun(client)) {
       this.take(client);
-      return this.leaver(client);
+      return this.leaver(client, reader);
     }
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
@@ -59,9 +89,10 @@ export class Admission {
       const timer = setTimeout(() => drop(this.refusal(client)), this.queueMs);
       signal?.addEventListener('abort', leave, { once: true });
       this.waiting.push(waiter);
+      this.cutSlowest();
     });
     // The turn was taken for it by the answer that left (dispatch).
-    return this.leaver(client);
+    return this.leaver(client, reader);
   }
 
   private mayRun(client: string): boolean {
@@ -82,11 +113,13 @@ export class Admission {
     return new OverloadedError(`The archive is answering ${this.max} large requests already`);
   }
 
-  private leaver(client: string): () => void {
+  private leaver(client: string, reader: Reader | undefined): () => void {
+    const holding = reader && this.slowReads.minBytesPerSecond > 0 ? this.hold(reader) : undefined;
     let left = false;
     return () => {
       if (left) return;
       left = true;
+      if (holding) this.release(holding);
       this.running -= 1;
       const n = (this.held.get(client) ?? 1) - 1;
       if (n > 0) this.held.set(client, n);
@@ -107,5 +140,51 @@ export class Admission {
       this.take(waiter.client);
       waiter.grant();
     }
+  }
+
+  private hold(reader: Reader): Holding {
+    const now = performance.now();
+    const holding = { reader, since: now, samples: [{ atMs: now, bytes: reader.bytesTaken() }] };
+    this.holdings.add(holding);
+    this.sampler ??= setInterval(() => this.sample(), this.slowReads.windowMs / SAMPLES_PER_WINDOW).unref();
+    return holding;
+  }
+
+  private release(holding: Holding): void {
+    this.holdings.delete(holding);
+    if (this.holdings.size > 0) return;
+    clearInterval(this.sampler);
+    this.sampler = undefined;
+  }
+
+  /** Each reader's bytes now, a window's worth kept; a slow one cut if an answer waits. */
+  private sample(): void {
+    const now = performance.now();
+    for (const h of this.holdings) {
+      h.samples.push({ atMs: now, bytes: h.reader.bytesTaken() });
+      if (h.samples.length > SAMPLES_PER_WINDOW + 1) h.samples.shift();
+    }
+    this.cutSlowest();
+  }
+
+  /**
+   * When every turn is held and an answer that could take one waits: the slowest reader below
+   * the floor over the last window is cut (one at a time; its leaving gives the turn on).
+   */
+  private cutSlowest(): void {
+    if (this.running < this.max || !this.waiting.some((w) => (this.held.get(w.client) ?? 0) < this.perClient)) return;
+    const now = performance.now();
+    let slowest: { holding: Holding; rate: number } | undefined;
+    for (const h of this.holdings) {
+      if (now - h.since < this.slowReads.windowMs) continue;
+      // The oldest sample kept: about a window ago (its first, at its turn's start, until then).
+      const from = h.samples[0]!;
+      const rate = ((h.reader.bytesTaken() - from.bytes) * 1000) / Math.max(1, now - from.atMs);
+      if (rate < this.slowReads.minBytesPerSecond && (!slowest || rate < slowest.rate)) slowest = { holding: h, rate };
+    }
+    if (!slowest) return;
+    // Out of the running at once: the cut's leaving may come later (its close event).
+    this.holdings.delete(slowest.holding);
+    slowest.holding.reader.cut();
   }
 }

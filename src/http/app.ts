@@ -101,7 +101,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
       tmpDir: path.join(rt.config.tmpDir, 'exports'),
       cursors,
-      admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs),
+      admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs, { minBytesPerSecond: rt.config.heavyAnswers.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs }),
       clientOf: (req) => clientKey(req, rt.config.trustProxy),
       publicBase,
       adminAreas: async () => (await rt.boundaries.current()).adminAreas,

@@ -169,8 +169,17 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
         res.end();
         return;
       }
-      // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end.
-      const leave = await deps.admission.enter(deps.clientOf(req), hungUp);
+      // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end
+      // (or until its client reads too slowly while another waits).
+      const socket = req.socket;
+      const reader = {
+        bytesTaken: () => socket.bytesWritten,
+        cut: () => {
+          req.log.warn({ bytesSent: socket.bytesWritten }, 'whole-window answer cut: its client read too slowly while another answer waited for a turn');
+          res.destroy();
+        },
+      };
+      const leave = await deps.admission.enter(deps.clientOf(req), hungUp, reader);
       if (res.writableFinished || res.closed) leave();
       res.once('finish', leave).once('close', leave);
     }

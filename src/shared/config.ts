@@ -49,8 +49,10 @@ export interface Config {
   /**
    * Whole-window archive answers at once (admission), at once for one client address, and how
    * long one more waits for a turn before a 503 (a 429 when its address's share is what it waited on).
+   * While one waits, an answer whose client read slower than `minReadBytesPerSecond` over the
+   * last `http.sendStallMs` is cut (0: never).
    */
-  heavyAnswers: { maxConcurrent: number; perAddress: number; queueMs: number };
+  heavyAnswers: { maxConcurrent: number; perAddress: number; queueMs: number; minReadBytesPerSecond: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   worker: {
     /** Flush early when this many reports are buffered. */
@@ -152,6 +154,7 @@ const envSchema = {
     ARCHIVE_MAX_CONCURRENT: { type: 'integer', minimum: 1, maximum: 1000 },
     ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: { type: 'integer', minimum: 1, maximum: 1000 },
     ARCHIVE_QUEUE_SECONDS: { type: 'number', minimum: 0, maximum: 300 },
+    ARCHIVE_MIN_READ_KIB_PER_SECOND: { type: 'number', minimum: 0, maximum: 1_048_576 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     RATE_LIMIT_FEED_PER_MINUTE: { type: 'integer', minimum: 1 },
     RATE_LIMIT_READ_PER_MINUTE: { type: 'integer', minimum: 1 },
@@ -263,6 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     maxConcurrent,
     perAddress: Math.min(maxConcurrent, Number(v.ARCHIVE_MAX_CONCURRENT_PER_ADDRESS ?? Math.max(1, Math.floor(maxConcurrent / 2)))),
     queueMs: seconds(v.ARCHIVE_QUEUE_SECONDS, 10),
+    minReadBytesPerSecond: Number(v.ARCHIVE_MIN_READ_KIB_PER_SECOND ?? 64) * 1024,
   };
   const headersTimeoutMs = seconds(v.HTTP_HEADERS_TIMEOUT_SECONDS, 10);
   const requestTimeoutMs = seconds(v.HTTP_REQUEST_TIMEOUT_SECONDS, 30);

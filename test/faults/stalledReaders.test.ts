@@ -4,7 +4,9 @@
 // whole-window request got a 503. The server closes a connection whose client has taken none of
 // its answer's bytes for HTTP_SEND_STALL_SECONDS; a client that reads slowly keeps its answer. And
 // one address holds at most its share of the turns, however it reads: the others are left to the
-// rest. The service runs behind one trusted proxy here, so X-Forwarded-For names each client.
+// rest. Readers at many addresses that each take a trickle keep their turns until another answer
+// waits: then the slowest below ARCHIVE_MIN_READ_KIB_PER_SECOND gives its turn up. The service
+// runs behind one trusted proxy here, so X-Forwarded-For names each client.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
@@ -22,6 +24,12 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const WHOLE = `/reports/archive?start=${iso(FROM)}&end=${iso(FROM + 3 * DAY - 1000)}&format=geojson`;
 const DAY_WINDOW = `start=${iso(FROM)}&end=${iso(FROM + DAY - 1000)}`;
 const STALL_SECONDS = 3;
+/**
+ * The floor below which a reader's turn goes to a waiting answer (measured over STALL_SECONDS):
+ * high here, as a reader on loopback far slower than it lets the server's writes wait on TCP's
+ * window for longer than the stall time.
+ */
+const MIN_READ_KIB = 8192;
 
 let dataDir: string;
 let child: ChildProcess;
@@ -34,7 +42,7 @@ beforeAll(async () => {
   const compacted = await runCli(['compact', '--json'], { DATA_DIR: dataDir, RETIRE_GRACE_SECONDS: '0' });
   expect(compacted.code, compacted.stderr).toBe(0);
   child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS), TRUST_PROXY: '1' },
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS), ARCHIVE_MIN_READ_KIB_PER_SECOND: String(MIN_READ_KIB), TRUST_PROXY: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (output += d));
@@ -155,6 +163,28 @@ describe('clients that stop reading', () => {
       }
     } finally {
       for (const h of held) h.socket.destroy();
+    }
+    expect(child.exitCode).toBeNull();
+  }, 60_000);
+
+  it('that read a trickle keep their turns until another answer waits: then the slowest is cut and its turn goes on', async () => {
+    const cuts = () => output.split('\n').filter((l) => l.includes('whole-window answer cut')).length;
+    const before = cuts();
+    // Four readers at four addresses, each taking 512 KiB every quarter second (2 MiB/s, under the
+    // floor but never stalled): every turn of the process.
+    const trickles = Array.from({ length: 4 }, (_, i) => reader(WHOLE, `192.0.2.${i + 1}`, { bytes: 512 * 1024, everyMs: 250, agent: 'trickle-reader/1.0' }));
+    try {
+      await new Promise((r) => setTimeout(r, (STALL_SECONDS + 1.5) * 1000));
+      // Nobody waited: none was cut, though each has read slowly for longer than the window.
+      expect(cuts()).toBe(before);
+      for (const t of trickles) expect(t.socket.destroyed).toBe(false);
+      // An answer for a fifth address: without a cut it would wait ARCHIVE_QUEUE_SECONDS and get a 503.
+      const res = await fetch(`http://127.0.0.1:${port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: { 'User-Agent': 'flood-tests/1.0', 'X-Forwarded-For': '192.0.2.99' } });
+      expect(res.status, await res.clone().text().then((t) => t.slice(0, 300))).toBe(200);
+      expect((await res.text()).length).toBeGreaterThan(1_000_000);
+      expect(cuts()).toBeGreaterThan(before);
+    } finally {
+      for (const t of trickles) t.socket.destroy();
     }
     expect(child.exitCode).toBeNull();
   }, 60_000);

@@ -71,4 +71,75 @@ describe('admission', () => {
     await admission.enter('c');
     expect(admission.load).toEqual({ running: 1, waiting: 0 });
   });
+
+  describe('slow readers', () => {
+    const WINDOW_MS = 300;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    /** A reader taking `bytesPerSecond`; `cuts` counts its cuts, and a cut gives its turn back as the answer's close would. */
+    function reader(bytesPerSecond: number) {
+      const start = performance.now();
+      const state = { cuts: 0, leave: undefined as (() => void) | undefined };
+      return {
+        state,
+        bytesTaken: () => Math.floor(((performance.now() - start) * bytesPerSecond) / 1000),
+        cut: () => {
+          state.cuts += 1;
+          setImmediate(() => state.leave?.());
+        },
+      };
+    }
+
+    it('cuts the slowest reader below the floor over the window when an answer waits, and its turn goes to it', async () => {
+      const admission = new Admission(2, 2, 5_000, { minBytesPerSecond: 10_000, windowMs: WINDOW_MS });
+      const trickle = reader(1_000);
+      const slower = reader(100);
+      trickle.state.leave = await admission.enter('a', undefined, trickle);
+      slower.state.leave = await admission.enter('b', undefined, slower);
+      // Nobody waits: both keep their turns past the window.
+      await sleep(WINDOW_MS * 2);
+      expect([trickle.state.cuts, slower.state.cuts]).toEqual([0, 0]);
+      // One waits: the slower is cut at once, and the waiter takes its turn.
+      const started = performance.now();
+      const waiter = await admission.enter('c');
+      expect(performance.now() - started).toBeLessThan(WINDOW_MS);
+      expect([trickle.state.cuts, slower.state.cuts]).toEqual([0, 1]);
+      expect(admission.load).toEqual({ running: 2, waiting: 0 });
+      waiter();
+      trickle.state.leave();
+    });
+
+    it('keeps a reader above the floor, and a turn younger than the window', async () => {
+      const admission = new Admission(1, 1, WINDOW_MS * 2, { minBytesPerSecond: 10_000, windowMs: WINDOW_MS });
+      const fast = reader(1_000_000);
+      fast.state.leave = await admission.enter('a', undefined, fast);
+      await sleep(WINDOW_MS * 2);
+      // The waiter is refused after its wait; the fast reader is never cut.
+      await expect(admission.enter('b')).rejects.toBeInstanceOf(OverloadedError);
+      expect(fast.state.cuts).toBe(0);
+      fast.state.leave();
+
+      const young = reader(0);
+      young.state.leave = await admission.enter('a', undefined, young);
+      // A waiter arriving at once waits until the new turn is a window old, then takes it.
+      const started = performance.now();
+      const waiter = await admission.enter('b');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(WINDOW_MS * 0.9);
+      expect(young.state.cuts).toBe(1);
+      waiter();
+    });
+
+    it('cuts nobody for a waiter at its own share: that would not give it a turn', async () => {
+      const admission = new Admission(2, 1, WINDOW_MS * 3, { minBytesPerSecond: 10_000, windowMs: WINDOW_MS });
+      const own = reader(0);
+      const other = reader(0);
+      own.state.leave = await admission.enter('a', undefined, own);
+      other.state.leave = await admission.enter('b', undefined, other);
+      await sleep(WINDOW_MS * 2);
+      // Full, and at its share: refused after its wait (the process's refusal), nobody cut.
+      await expect(admission.enter('a')).rejects.toBeInstanceOf(OverloadedError);
+      expect([own.state.cuts, other.state.cuts]).toEqual([0, 0]);
+      own.state.leave();
+      other.state.leave();
+    });
+  });
 });
