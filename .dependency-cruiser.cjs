@@ -46,6 +46,8 @@ module.exports = {
           'node_modules/[^@/][^/]*/(dist|lib|build)[a-z-]*/[^/]+/[^/]+/',
           'node_modules/@[^/]+/[^/]+/(dist|lib|build)[a-z-]*/[^/]+/[^/]+/',
         ],
+        // A subpath the package exports (`@smithy/core/protocols`) resolves to its submodule's index there.
+        pathNot: ['node_modules/@smithy/core/dist-[a-z]+/submodules/[a-z-]+/index\\.'],
       },
     },
     {

@@ -15,6 +15,7 @@ import {
 import { failureName, UnavailableError } from '../shared/errors.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 import type { S3Location } from './s3Location.js';
+import { S3DirectGets } from './s3DirectGets.js';
 
 export { parseS3Url, type S3Location } from './s3Location.js';
 
@@ -23,12 +24,15 @@ const CONFLICT_ATTEMPTS = 4;
 
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
+  /** Reads taken straight from S3 where it sends the bytes; the SDK's commands for everything else. */
+  private readonly direct: S3DirectGets;
 
   constructor(
     private readonly client: S3Client,
     private readonly location: S3Location,
   ) {
     this.description = `s3://${location.bucket}/${location.prefix}`;
+    this.direct = new S3DirectGets(client, location.bucket);
   }
 
   private full(key: string): string {
@@ -63,6 +67,8 @@ export class S3ObjectStore implements ObjectStore {
       return { ...info, body: Readable.from([]) };
     };
     if (length <= 0) return empty();
+    const direct = await this.direct.get(this.full(key), { start, length }, options.ifMatch);
+    if (direct) return { key, size: direct.size, etag: direct.etag, lastModified: direct.lastModified, body: storeStream(direct.body, unavailable) };
     try {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
@@ -183,6 +189,8 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async getStream(key: string): Promise<StreamedObject | undefined> {
+    const direct = await this.direct.get(this.full(key));
+    if (direct) return { key, size: direct.size, etag: direct.etag, lastModified: direct.lastModified, body: storeStream(direct.body, unavailable) };
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
       const body = storeStream(out.Body as Readable, unavailable);

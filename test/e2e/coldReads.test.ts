@@ -41,32 +41,32 @@ const stored: { size: number; index: ReadyIndex; base: number }[] = [];
 
 beforeAll(async () => {
   emulator = await startEmulator();
-  emulator.s3.middlewareStack.add(
-    (next) => async (args) => {
-      const input = args.input as { Key?: string; Prefix?: string };
-      if (input.Prefix !== undefined && input.Key === undefined) {
-        mostListing = Math.max(mostListing, ++listing);
-        try {
-          return await next(args);
-        } finally {
-          listing -= 1;
-        }
-      }
-      const key = input.Key ?? '';
-      if (key.includes('reports/v1/') && args.input && !('Body' in (args.input as object))) partGets += 1;
-      if (!key.includes('/ready/')) return next(args);
-      most = Math.max(most, ++inFlight);
+  // Counted where every request goes, the SDK's commands and the store's direct GETs alike: its
+  // request handler.
+  const handler = emulator.s3.config.requestHandler;
+  const handle = handler.handle.bind(handler);
+  handler.handle = async (request, options) => {
+    if (request.query?.['list-type'] !== undefined) {
+      mostListing = Math.max(mostListing, ++listing);
       try {
-        const out = await next(args);
-        readyGets += 1;
-        readyBytes += (out.output as { ContentLength?: number }).ContentLength ?? 0;
-        return out;
+        return await handle(request, options);
       } finally {
-        inFlight -= 1;
+        listing -= 1;
       }
-    },
-    { step: 'initialize', name: 'countReadyGets' },
-  );
+    }
+    const key = decodeURIComponent(request.path);
+    if (key.includes('reports/v1/') && (request.method === 'GET' || request.method === 'HEAD')) partGets += 1;
+    if (!key.includes('/ready/') || request.method !== 'GET') return handle(request, options);
+    most = Math.max(most, ++inFlight);
+    try {
+      const out = await handle(request, options);
+      readyGets += 1;
+      readyBytes += Number(out.response.headers['content-length'] ?? 0);
+      return out;
+    } finally {
+      inFlight -= 1;
+    }
+  };
   svc = await startTestService(await testRuntime(await testConfig('aws', emulator), emulator), { worker: false, reconcile: false });
   for (let d = 0; d < DAYS; d++) {
     const file = path.join(svc.rt.config.dataDir, `day-${d}.parquet`);

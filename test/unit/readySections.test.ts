@@ -36,13 +36,13 @@ let gets = 0;
 
 beforeAll(async () => {
   peer = await startEmulator();
-  peer.s3.middlewareStack.add(
-    (next) => async (args) => {
-      if ((args.input as { Key?: string }).Key?.startsWith('ready/') && !('Body' in (args.input as object))) gets += 1;
-      return next(args);
-    },
-    { step: 'initialize', name: 'countReadyGets' },
-  );
+  // Counted by the client's request handler, which the SDK's commands and the store's direct GETs share.
+  const handler = peer.s3.config.requestHandler;
+  const handle = handler.handle.bind(handler);
+  handler.handle = (request, options) => {
+    if (request.method === 'GET' && decodeURIComponent(request.path).includes('/ready/')) gets += 1;
+    return handle(request, options);
+  };
   const bucket = `ready-${randomBytes(4).toString('hex')}`;
   await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
   store = new S3ObjectStore(peer.s3, { bucket, prefix: '' });
