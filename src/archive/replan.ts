@@ -3,18 +3,14 @@
 // successors are stored (partPublisher.ts): an answer slower than that (a long pull to a slow
 // client, a page built while a year is compacted) reaches days it planned before. Their
 // successors hold the same reports, so reading them instead gives the answer it would have.
-import pLimit from 'p-limit';
-import type { ObjectStore } from '../store/objectStore.js';
 import { partsOf, type DayPlan } from './plan.js';
 
 /** Listings a day's read may be tried on: each retry follows a part gone since the listing before. */
 const ATTEMPTS = 3;
-/** HEAD requests in flight at once while a failed read's parts are checked. */
-const CHECKS = 16;
 
 /**
  * The days listed again when a part of theirs is gone from the store, undefined when every one
- * is still there (the read failed for another reason). `list`: a new plan of those days.
+ * is still there (the read failed for another reason).
  */
 export type Replan = (days: readonly DayPlan[]) => Promise<DayPlan[] | undefined>;
 
@@ -24,14 +20,19 @@ interface Replanning {
   signal: AbortSignal | undefined;
 }
 
-export function replanner(store: Pick<ObjectStore, 'head'>, list: (days: readonly DayPlan[]) => Promise<DayPlan[]>): Replan {
+/**
+ * A Replan by `list` (a new plan of the days: one listing, where a HEAD of each part would be
+ * hundreds of requests for a year whose read failed for another reason, such as DuckDB out of
+ * memory).
+ */
+export function replanner(list: (days: readonly DayPlan[]) => Promise<DayPlan[]>): Replan {
   return async (days) => {
-    const check = pLimit(CHECKS);
-    const present = await Promise.all(days.flatMap(partsOf).map((p) => check(async () => (await store.head(p.key)) !== undefined)));
-    if (present.every(Boolean)) return undefined;
-    const listed = new Map((await list(days)).map((d) => [d.dayMs, d]));
+    const listed = await list(days);
+    const present = new Set(listed.flatMap(partsOf).map((p) => p.key));
+    if (days.flatMap(partsOf).every((p) => present.has(p.key))) return undefined;
+    const byDay = new Map(listed.map((d) => [d.dayMs, d]));
     // A day whose reports are all gone (a purge since) is read as empty.
-    return days.map((d) => listed.get(d.dayMs) ?? { dayMs: d.dayMs, whole: [], hours: [] });
+    return days.map((d) => byDay.get(d.dayMs) ?? { dayMs: d.dayMs, whole: [], hours: [] });
   };
 }
 

@@ -232,7 +232,7 @@ export class Archive {
       const days = await planChanges(this.store, changed);
       options.signal?.throwIfAborted();
       const again = (some: readonly DayPlan[]) => planChanges(this.store, changed.filter((c) => some.some((d) => d.dayMs === dayStart(c.createdMs))));
-      return new Window({ ...ctx, replan: replanner(this.store, again) }, frozen, days, watermarkMs);
+      return new Window({ ...ctx, replan: replanner(again) }, frozen, days, watermarkMs);
     }
     const askedMs = performance.now();
     const [{ retracted, tookMs }, listed] = await Promise.all([
@@ -250,6 +250,6 @@ export class Archive {
       const lastDay = Math.max(...some.map((d) => d.dayMs));
       return planWindow(this.store, { ...query, startMs: Math.max(query.startMs, firstDay), endMs: Math.min(query.endMs, lastDay + DAY_MS - 1) });
     };
-    return new Window({ ...ctx, replan: replanner(this.store, again) }, frozen, days, watermarkMs);
+    return new Window({ ...ctx, replan: replanner(again) }, frozen, days, watermarkMs);
   }
 }
