@@ -136,52 +136,20 @@ export class RangedCopy implements RangedFile {
 }
 
 /**
- * Writes a range's chunks into the copy at `at` as they arrive, up to WRITE_BYTES of them in one
- * call (a socket's chunks are some 16–64 KiB: a year's 100 MB were thousands of writes, each a
- * trip to the thread pool); its length. The chunks are dropped once written: a whole range
- * gathered first (and a year's hundreds of them in flight) kept V8 collecting its whole heap
- * every 150 ms or so of a cold answer. A body longer than the `most` bytes asked for (a store or
- * proxy that ignored the range) fails before a byte of it lands past them, over ranges the copy
- * already holds.
+ * Writes a range's chunks into the copy at `at` as they arrive; its length. Each chunk is
+ * dropped once written: a whole range gathered first (and a year's hundreds of them in
+ * flight) kept V8 collecting its whole heap every 150 ms or so of a cold answer. A body longer
+ * than the `most` bytes asked for (a store or proxy that ignored the range) fails before a byte
+ * of it lands past them, over ranges the copy already holds.
  */
 async function writeAt(handle: FileHandle, body: AsyncIterable<Uint8Array>, at: number, most: number, key: string): Promise<number> {
   let length = 0;
-  let written = 0;
-  let pending: Uint8Array[] = [];
-  const flush = async () => {
-    let buffers = pending;
-    pending = [];
-    while (buffers.length > 0) {
-      const { bytesWritten } = await handle.writev(buffers, at + written);
-      written += bytesWritten;
-      buffers = rest(buffers, bytesWritten);
-    }
-  };
   for await (const chunk of body) {
     if (length + chunk.length > most) throw new Error(`ranged read of ${key} longer than asked: more than ${most} bytes at ${at}`);
-    pending.push(chunk);
+    for (let done = 0; done < chunk.length; ) done += (await handle.write(chunk, done, chunk.length - done, at + length + done)).bytesWritten;
     length += chunk.length;
-    if (length - written >= WRITE_BYTES) await flush();
   }
-  await flush();
   return length;
-}
-
-/** Bytes gathered from a range's body before they are written. */
-const WRITE_BYTES = 512 * 1024;
-
-/** `buffers` less their first `bytes` (a short write's remainder). */
-function rest(buffers: Uint8Array[], bytes: number): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (const b of buffers) {
-    if (bytes >= b.length) {
-      bytes -= b.length;
-      continue;
-    }
-    out.push(bytes > 0 ? b.subarray(bytes) : b);
-    bytes = 0;
-  }
-  return out;
 }
 
 /** [a, b) less the sorted disjoint `present` ranges. */
