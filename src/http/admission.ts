@@ -44,6 +44,8 @@ export class Admission {
   private readonly held = new Map<string, number>();
   private readonly waiting: Waiter[] = [];
   private readonly holdings = new Set<Holding>();
+  /** Holdings cut whose answers have not left yet (their close comes a moment later). */
+  private readonly cutting = new Set<Holding>();
   private sampler: NodeJS.Timeout | undefined;
 
   constructor(
@@ -119,7 +121,10 @@ export class Admission {
     return () => {
       if (left) return;
       left = true;
-      if (holding) this.release(holding);
+      if (holding) {
+        this.release(holding);
+        this.cutting.delete(holding);
+      }
       this.running -= 1;
       const n = (this.held.get(client) ?? 1) - 1;
       if (n > 0) this.held.set(client, n);
@@ -169,10 +174,12 @@ export class Admission {
 
   /**
    * When every turn is held and an answer that could take one waits: the slowest reader below
-   * the floor over the last window is cut (one at a time; its leaving gives the turn on).
+   * the floor over the last window is cut (one for each such waiter, counting those cut that
+   * have not left yet; its leaving gives the turn on).
    */
   private cutSlowest(): void {
-    if (this.running < this.max || !this.waiting.some((w) => (this.held.get(w.client) ?? 0) < this.perClient)) return;
+    const waiters = this.waiting.filter((w) => (this.held.get(w.client) ?? 0) < this.perClient).length;
+    if (this.running < this.max || waiters <= this.cutting.size) return;
     const now = performance.now();
     let slowest: { holding: Holding; rate: number } | undefined;
     for (const h of this.holdings) {
@@ -185,6 +192,7 @@ export class Admission {
     if (!slowest) return;
     // Out of the running at once: the cut's leaving may come later (its close event).
     this.holdings.delete(slowest.holding);
+    this.cutting.add(slowest.holding);
     slowest.holding.reader.cut();
   }
 }

@@ -108,6 +108,21 @@ describe('admission', () => {
       trickle.state.leave();
     });
 
+    it('cuts one reader for one waiter, though the cut one leaves a moment later', async () => {
+      const admission = new Admission(2, 2, 5_000, { minBytesPerSecond: 10_000, windowMs: WINDOW_MS });
+      const readers = [reader(0), reader(0)];
+      for (const r of readers) {
+        const leave = await admission.enter('a', undefined, { ...r, cut: () => ((r.state.cuts += 1), setTimeout(() => leave(), WINDOW_MS)) });
+        r.state.leave = leave;
+      }
+      await sleep(WINDOW_MS * 1.5);
+      const waiter = await admission.enter('b');
+      // Samplings ran while the cut one had not left: still one cut.
+      expect(readers.map((r) => r.state.cuts).sort()).toEqual([0, 1]);
+      waiter();
+      for (const r of readers) r.state.leave?.();
+    });
+
     it('keeps a reader above the floor, and a turn younger than the window', async () => {
       const admission = new Admission(1, 1, WINDOW_MS * 2, { minBytesPerSecond: 10_000, windowMs: WINDOW_MS });
       const fast = reader(1_000_000);
