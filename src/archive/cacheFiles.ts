@@ -119,7 +119,7 @@ export class CacheFiles<E extends CachedFile> {
         continue;
       }
       if (!name.endsWith(this.suffix)) continue;
-      if (!this.adoptable(name.slice(0, -this.suffix.length))) {
+      if (!this.adoptable(name.slice(0, name.length - this.suffix.length))) {
         await fs.rm(file, { force: true });
         continue;
       }
@@ -130,7 +130,7 @@ export class CacheFiles<E extends CachedFile> {
         await fs.rm(file, { force: true });
         continue;
       }
-      found.push({ key: name.slice(0, -this.suffix.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
+      found.push({ key: name.slice(0, name.length - this.suffix.length), file, size: stat.size, mtimeMs: stat.mtimeMs });
     }
     for (const f of found.sort((a, b) => a.mtimeMs - b.mtimeMs)) {
       // A scan tried again after a failure: what the first one counted is counted once.

@@ -107,7 +107,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       adminAreas: async () => (await rt.boundaries.current()).adminAreas,
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
-    ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, publicBase }),
+    ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, cacheMaxBytes: rt.config.releaseCacheMaxBytes, publicBase }),
     ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }),
     ...apiDocsHandlers(),
     ...explorerHandlers({ maxPoints: rt.config.explorerMaxPoints }),

@@ -40,6 +40,8 @@ export interface Config {
   archiveMaxWindowMs: number;
   cacheDir: string;
   cacheMaxBytes: number;
+  /** Bytes of the API's copies of release files (least recently served out first). */
+  releaseCacheMaxBytes: number;
   /** DuckDB's memory bound (it spills to disk beyond it), e.g. "256MB". */
   duckdbMemoryLimit: string;
   /** DuckDB's bound on its spill files, e.g. "4GB": past it a query fails (503) instead of filling the disk. */
@@ -148,6 +150,7 @@ const envSchema = {
     EXPLORER_MAX_POINTS: { type: 'integer', minimum: 0, maximum: 200000 },
     CACHE_DIR: { type: 'string', minLength: 1 },
     CACHE_MAX_BYTES: { type: 'integer', minimum: 16777216 },
+    RELEASE_CACHE_MAX_BYTES: { type: 'integer', minimum: 0 },
     DUCKDB_MEMORY_LIMIT: { type: 'string', pattern: '^[1-9]\\d*(KB|MB|GB)$' },
     DUCKDB_MAX_TEMP_SIZE: { type: 'string', pattern: '^[1-9]\\d*(MB|GB)$' },
     TMP_DIR: { type: 'string', minLength: 1 },
@@ -294,6 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
+    releaseCacheMaxBytes: Number(v.RELEASE_CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
     duckdbMemoryLimit,
     duckdbMaxTempSize: String(v.DUCKDB_MAX_TEMP_SIZE ?? '4GB'),
     tmpDir: path.resolve(cwd, String(v.TMP_DIR ?? path.join(dataDir, 'tmp'))),

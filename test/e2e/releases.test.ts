@@ -142,7 +142,7 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const stored = (await svc.rt.store.head('releases/2025-r1/reports-2025-06.parquet'))!.lastModified.toUTCString();
     expect(whole.headers.get('last-modified')).toBe(stored);
     await new Promise((r) => setTimeout(r, 1_100));
-    await fs.rm(path.join(svc.rt.config.cacheDir, 'releases'), { recursive: true, force: true });
+    await fs.rm(path.join(svc.rt.config.cacheDir, 'release-files'), { recursive: true, force: true });
     expect((await get('/releases/2025-r1/reports-2025-06.parquet')).headers.get('last-modified')).toBe(stored);
     expect(whole.headers.get('content-type')).toBe('application/vnd.apache.parquet');
     const size = Number(whole.headers.get('content-length'));
@@ -172,7 +172,7 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     await svc.rt.store.put(julyKey, Buffer.concat([july, Buffer.from('x')]));
     const torn = await get('/releases/2025-r1/reports-2025-07.csv.gz');
     expect([torn.status, ((await torn.json()) as any).statusCode]).toEqual([503, 503]);
-    expect(await fs.readdir(path.join(svc.rt.config.cacheDir, 'releases', '2025-r1'))).not.toContain('reports-2025-07.csv.gz');
+    expect(await fs.readdir(path.join(svc.rt.config.cacheDir, 'release-files'))).not.toContain('2025-r1--reports-2025-07.csv.gz');
     await svc.rt.store.put(julyKey, july);
     const mended = await get('/releases/2025-r1/reports-2025-07.csv.gz');
     expect(sha256(Buffer.from(await mended.arrayBuffer()))).toBe(m.files.find((f) => f.path === 'reports-2025-07.csv.gz')!.sha256);
@@ -185,7 +185,7 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
       expect((await res.json()) as any).toMatchObject({ statusCode: 404, error: 'Not Found' });
     }
     await svc.rt.store.delete(['releases/2025-r7/item.json']);
-    expect((await fs.readdir(path.join(svc.rt.config.cacheDir, 'releases'))).sort()).toEqual(['2025-r1']);
+    expect((await fs.readdir(path.join(svc.rt.config.cacheDir, 'release-files'))).filter((f) => !f.startsWith('2025-r1--'))).toEqual([]);
     // The release's own URL, as its citation gives it (with PUBLIC_BASE_URL): its STAC Item.
     for (const own of ['/releases/2025-r1/', '/releases/2025-r1']) {
       const res = await get(own);

@@ -1,0 +1,123 @@
+// Local copies of published release files, which the API serves (Range, conditional GETs) from
+// disk: a file never changes once its release is published, so one copy serves every request.
+// They live in one directory of the cache, `release-files/<release>--<file>`, bounded in bytes:
+// least recently served first out, never one being sent (a year's release is some 190 MB, and
+// a release a month would otherwise fill an API task's disk). A copy is kept only with the size
+// and SHA-256 its manifest gives, and is on disk before it is named.
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { CacheFiles, type CachedFile } from '../archive/cacheFiles.js';
+import type { Manifest } from '../releases/documents.js';
+import { manifestKey, RELEASES_PREFIX } from '../releases/layout.js';
+import { UnavailableError } from '../shared/errors.js';
+import type { ObjectStore } from '../store/objectStore.js';
+
+/** Where the copies were kept before they were bounded (a directory a release): removed once. */
+const UNBOUNDED_DIR = 'releases';
+
+/** A copy being served: its path, and the function that lets it be evicted again. */
+export interface HeldCopy {
+  file: string;
+  release(): void;
+}
+
+export class ReleaseCopies {
+  private readonly files: CacheFiles<CachedFile>;
+  private ready: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: Pick<ObjectStore, 'head' | 'get' | 'getStream'>,
+    private readonly cacheDir: string,
+    maxBytes: number,
+  ) {
+    this.files = new CacheFiles(path.join(cacheDir, 'release-files'), '', maxBytes);
+  }
+
+  /** The directory the copies are in (a sender's root). */
+  get dir(): string {
+    return this.files.dir;
+  }
+
+  /**
+   * The local copy of release `id`'s file `name`, fetched once, held until `release()` is
+   * called (the answer is sent); undefined when the store has no such file.
+   */
+  async held(id: string, name: string): Promise<HeldCopy | undefined> {
+    await this.prepare();
+    const key = `${id}--${name}`;
+    let entry = this.files.get(key);
+    // A copy removed by hand (or by another process on the directory): fetched again.
+    if (entry && !existsSync(entry.file)) {
+      this.files.forget(key, entry);
+      entry = undefined;
+    }
+    if (!entry) {
+      const size = await this.fetch(id, name, this.files.fileOf(key));
+      if (size === undefined) return undefined;
+      await this.files.add(key, { file: this.files.fileOf(key), size });
+      entry = this.files.get(key);
+      // Evicted at once (a bound smaller than the file, the others held): fetched again.
+      if (!entry) return this.held(id, name);
+    }
+    this.files.touch(entry);
+    return { file: entry.file, release: this.files.hold(entry) };
+  }
+
+  /** Adopts the copies an earlier run left (and removes the unbounded layout's), once; a failed scan is tried again. */
+  private prepare(): Promise<void> {
+    return (this.ready ??= (async () => {
+      await fs.rm(path.join(this.cacheDir, UNBOUNDED_DIR), { recursive: true, force: true });
+      await this.files.scan();
+    })().catch((err: unknown) => {
+      this.ready = undefined;
+      throw err;
+    }));
+  }
+
+  /** Fetches the stored file into `file`; its size, or undefined when the store has none. */
+  private async fetch(id: string, name: string, file: string): Promise<number | undefined> {
+    const key = `${RELEASES_PREFIX}${id}/${name}`;
+    if (!(await this.store.head(key))) return undefined;
+    const manifest = await this.store.get(manifestKey(id));
+    const expected = manifest && (JSON.parse(manifest.body.toString('utf8')) as Manifest).files.find((f) => f.path === name);
+    // Made before the GET (the directory may have been removed by hand since the scan): nothing
+    // may come between a body and the pipeline that reads it (and handles its errors).
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    const found = await this.store.getStream(key);
+    if (!found) return undefined;
+    // Written aside (the cache's temporary name), then renamed: a reader never sees half a file.
+    const partial = `${file}.${randomUUID()}.tmp`;
+    try {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      await pipeline(
+        found.body,
+        new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            hash.update(chunk);
+            bytes += chunk.length;
+            done(null, chunk);
+          },
+        }),
+        createWriteStream(partial),
+      );
+      const written = await fs.open(partial, 'r+');
+      try {
+        await written.sync();
+      } finally {
+        await written.close();
+      }
+      if (expected && (bytes !== expected.bytes || hash.digest('hex') !== expected.sha256)) {
+        throw new UnavailableError('storage', `${key} as read from the store is not the file its manifest describes (${bytes} bytes; ${expected.bytes} expected)`);
+      }
+      await fs.rename(partial, file);
+      return bytes;
+    } finally {
+      await fs.rm(partial, { force: true });
+    }
+  }
+}
