@@ -58,6 +58,11 @@ export class CacheFiles<E extends CachedFile> {
    */
   hold(entry: E): () => void {
     entry.holders = (entry.holders ?? 0) + 1;
+    return this.releaser(entry);
+  }
+
+  /** Lets go of one hold of `entry` (once; later calls do nothing). */
+  private releaser(entry: E): () => void {
     let held = true;
     return () => {
       if (!held) return;
@@ -75,6 +80,20 @@ export class CacheFiles<E extends CachedFile> {
     this.entries.set(key, { ...entry, usedAt: ++this.clock } as E);
     this.bytes += entry.size;
     await this.evict(key);
+  }
+
+  /**
+   * Counts a file now in the cache, held from the start (no eviction can come between its add
+   * and its first reader), then keeps the bound; the entry and the function that lets it go.
+   */
+  async addHeld(key: string, entry: Omit<E, 'usedAt' | 'holders'>): Promise<{ entry: E; release: () => void }> {
+    const previous = this.entries.get(key);
+    if (previous) this.forget(key, previous);
+    const added = { ...entry, usedAt: ++this.clock, holders: 1 } as E;
+    this.entries.set(key, added);
+    this.bytes += entry.size;
+    await this.evict(key);
+    return { entry: added, release: this.releaser(added) };
   }
 
   /** Counts `bytes` more of an entry's file (a ranged copy that fetched more), then keeps the bound. */

@@ -4,9 +4,11 @@
 // slowly it reads) cannot hold every turn while others wait. One more waits its turn in a queue
 // for at most `queueMs`, then is refused before any byte with Retry-After: a 503 when the
 // process is busy, a 429 when only its own address's answers kept it waiting. While one waits,
-// an answer whose client has read slower than `slowReads.minBytesPerSecond` over the last
-// `slowReads.windowMs` is cut, and its turn goes to the waiter: readers at many addresses, each
-// taking a trickle, would otherwise hold every turn for hours (a year at 10 KB/s).
+// an answer that spent most of the last `slowReads.windowMs` waiting on its client, and whose
+// client took less than `slowReads.minBytesPerSecond` meanwhile, is cut, and its turn goes to
+// the waiter: readers at many addresses, each taking a trickle, would otherwise hold every turn
+// for hours (a year at 10 KB/s). An answer slow to make (a Parquet file built before its first
+// byte, DuckDB waiting for memory) is not waiting on its client, and is never cut for it.
 import { HttpError, OverloadedError } from '../shared/errors.js';
 
 interface Waiter {
@@ -14,9 +16,10 @@ interface Waiter {
   grant: () => void;
 }
 
-/** What the admission sees of an answer under way: the bytes its client has taken, and how to cut it. */
+/** What the admission sees of an answer under way: the bytes its client has taken, how long it has waited on the client, and how to cut it. */
 export interface Reader {
   bytesTaken(): number;
+  waitedMs(): number;
   cut(): void;
 }
 
@@ -32,7 +35,7 @@ export interface SlowReads {
 interface Holding {
   reader: Reader;
   since: number;
-  samples: { atMs: number; bytes: number }[];
+  samples: { atMs: number; bytes: number; waitedMs: number }[];
 }
 
 /** Samplings of each reader within a window. */
@@ -149,7 +152,7 @@ export class Admission {
 
   private hold(reader: Reader): Holding {
     const now = performance.now();
-    const holding = { reader, since: now, samples: [{ atMs: now, bytes: reader.bytesTaken() }] };
+    const holding = { reader, since: now, samples: [{ atMs: now, bytes: reader.bytesTaken(), waitedMs: reader.waitedMs() }] };
     this.holdings.add(holding);
     this.sampler ??= setInterval(() => this.sample(), this.slowReads.windowMs / SAMPLES_PER_WINDOW).unref();
     return holding;
@@ -166,7 +169,7 @@ export class Admission {
   private sample(): void {
     const now = performance.now();
     for (const h of this.holdings) {
-      h.samples.push({ atMs: now, bytes: h.reader.bytesTaken() });
+      h.samples.push({ atMs: now, bytes: h.reader.bytesTaken(), waitedMs: h.reader.waitedMs() });
       if (h.samples.length > SAMPLES_PER_WINDOW + 1) h.samples.shift();
     }
     this.cutSlowest();
@@ -186,7 +189,10 @@ export class Admission {
       if (now - h.since < this.slowReads.windowMs) continue;
       // The oldest sample kept: about a window ago (its first, at its turn's start, until then).
       const from = h.samples[0]!;
-      const rate = ((h.reader.bytesTaken() - from.bytes) * 1000) / Math.max(1, now - from.atMs);
+      const span = Math.max(1, now - from.atMs);
+      // Mostly waiting on its client meanwhile: the client, not the answer, is what is slow.
+      if (h.reader.waitedMs() - from.waitedMs < span / 2) continue;
+      const rate = ((h.reader.bytesTaken() - from.bytes) * 1000) / span;
       if (rate < this.slowReads.minBytesPerSecond && (!slowest || rate < slowest.rate)) slowest = { holding: h, rate };
     }
     if (!slowest) return;

@@ -11,6 +11,7 @@ import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../shared/errors.js';
 import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../partners/partnerReport.js';
 import type { Admission } from './admission.js';
+import { clientWaitMs } from './sendStall.js';
 import { startAnswer } from './answerStart.js';
 import type { CursorCodec } from './cursor.js';
 import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
@@ -173,7 +174,9 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
       // (or until its client reads too slowly while another waits).
       const socket = req.socket;
       const reader = {
-        bytesTaken: () => socket.bytesWritten,
+        // Handed to the kernel: Node counts the bytes still queued in the socket as written.
+        bytesTaken: () => socket.bytesWritten - socket.writableLength,
+        waitedMs: () => clientWaitMs(res),
         cut: () => {
           req.log.warn({ bytesSent: socket.bytesWritten }, 'whole-window answer cut: its client read too slowly while another answer waited for a turn');
           res.destroy();

@@ -22,12 +22,16 @@ const UNBOUNDED_DIR = 'releases';
 /** A copy being served: its path, and the function that lets it be evicted again. */
 export interface HeldCopy {
   file: string;
+  /** The stored file's ETag and time, when this copy was just fetched (and checked) from it. */
+  stored: { etag: string; lastModified: Date } | undefined;
   release(): void;
 }
 
 export class ReleaseCopies {
   private readonly files: CacheFiles<CachedFile>;
   private ready: Promise<void> | undefined;
+  /** Copies being fetched, by key: requests for one at once share its download. */
+  private readonly inflight = new Map<string, Promise<HeldCopy | undefined>>();
 
   constructor(
     private readonly store: Pick<ObjectStore, 'head' | 'get' | 'getStream'>,
@@ -49,22 +53,30 @@ export class ReleaseCopies {
   async held(id: string, name: string): Promise<HeldCopy | undefined> {
     await this.prepare();
     const key = `${id}--${name}`;
-    let entry = this.files.get(key);
-    // A copy removed by hand (or by another process on the directory): fetched again.
-    if (entry && !existsSync(entry.file)) {
-      this.files.forget(key, entry);
-      entry = undefined;
+    const entry = this.files.get(key);
+    // A copy removed by hand (or by another process on the directory) is fetched again.
+    if (entry && existsSync(entry.file)) {
+      this.files.touch(entry);
+      return { file: entry.file, stored: undefined, release: this.files.hold(entry) };
     }
-    if (!entry) {
-      const size = await this.fetch(id, name, this.files.fileOf(key));
-      if (size === undefined) return undefined;
-      await this.files.add(key, { file: this.files.fileOf(key), size });
-      entry = this.files.get(key);
-      // Evicted at once (a bound smaller than the file, the others held): fetched again.
-      if (!entry) return this.held(id, name);
+    const pending = this.inflight.get(key);
+    if (pending) {
+      // Another request's download: this one holds the copy too, once it is in.
+      const copy = await pending;
+      const added = copy && this.files.get(key);
+      return added ? { file: added.file, stored: copy.stored, release: this.files.hold(added) } : this.held(id, name);
     }
-    this.files.touch(entry);
-    return { file: entry.file, release: this.files.hold(entry) };
+    const fetching = (async () => {
+      if (entry) this.files.forget(key, entry);
+      const file = this.files.fileOf(key);
+      const fetched = await this.fetch(id, name, file);
+      if (!fetched) return undefined;
+      // Held from the start: no eviction comes between the copy and its first reader.
+      const { release } = await this.files.addHeld(key, { file, size: fetched.size });
+      return { file, stored: fetched.stored, release };
+    })().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, fetching);
+    return fetching;
   }
 
   /** Adopts the copies an earlier run left (and removes the unbounded layout's), once; a failed scan is tried again. */
@@ -78,8 +90,8 @@ export class ReleaseCopies {
     }));
   }
 
-  /** Fetches the stored file into `file`; its size, or undefined when the store has none. */
-  private async fetch(id: string, name: string, file: string): Promise<number | undefined> {
+  /** Fetches the stored file into `file` and checks it: its size and the stored file's validators, or undefined when the store has none. */
+  private async fetch(id: string, name: string, file: string): Promise<{ size: number; stored: { etag: string; lastModified: Date } } | undefined> {
     const key = `${RELEASES_PREFIX}${id}/${name}`;
     if (!(await this.store.head(key))) return undefined;
     const manifest = await this.store.get(manifestKey(id));
@@ -115,7 +127,7 @@ export class ReleaseCopies {
         throw new UnavailableError('storage', `${key} as read from the store is not the file its manifest describes (${bytes} bytes; ${expected.bytes} expected)`);
       }
       await fs.rename(partial, file);
-      return bytes;
+      return { size: bytes, stored: { etag: `"${found.etag.replace(/"/g, '')}"`, lastModified: found.lastModified } };
     } finally {
       await fs.rm(partial, { force: true });
     }

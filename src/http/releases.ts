@@ -34,7 +34,7 @@ export interface ReleasesDeps {
 
 export function releasesHandlers(deps: ReleasesDeps): Handlers {
   const { handlers, serve } = handlerSet<'getReleases' | 'getReleaseIndex' | 'getReleaseFile'>();
-  /** Each file's ETag and time as stored, the same from every API task (a file never changes, so it is asked once). */
+  /** Each file's ETag and time as stored, once a copy was checked against its manifest (a file never changes). */
   const stored = new Map<string, { etag: string; lastModified: Date }>();
   const copies = new ReleaseCopies(deps.store, deps.cacheDir, deps.cacheMaxBytes);
   const known = new Map<string, Manifest>();
@@ -95,21 +95,28 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     const name = String(req.params.file);
     if (!parseReleaseId(id) || !FILE.test(name) || !(await isPublished(id))) throw notFound(`${id}/${name}`);
     const key = `${RELEASES_PREFIX}${id}/${name}`;
-    let info = stored.get(key);
-    if (!info) {
-      const found = await deps.store.head(key);
-      if (!found) throw notFound(`${id}/${name}`);
-      stored.set(key, (info = { etag: `"${found.etag.replace(/"/g, '')}"`, lastModified: found.lastModified }));
-    }
-    // Last-Modified says when the release was written, the same from every API task, not when this one copied it.
-    res.set({ ETag: info.etag, 'Last-Modified': info.lastModified.toUTCString(), 'Cache-Control': 'public, max-age=31536000, immutable' }).type(TYPES.find(([re]) => re.test(name))?.[1] ?? 'application/octet-stream');
-    if (ifNoneMatch(req.get('if-none-match'), info.etag)) {
-      res.status(304).end();
+    // Known once a copy was checked against its manifest: a 304 needs no copy.
+    const known = stored.get(key);
+    if (known && ifNoneMatch(req.get('if-none-match'), known.etag)) {
+      fileHeaders(res, name, known).status(304).end();
       return;
     }
     const copy = await copies.held(id, name);
     if (!copy) throw notFound(`${id}/${name}`);
     try {
+      let info = stored.get(key) ?? copy.stored;
+      if (!info) {
+        // A copy an earlier process made (and checked): the stored file's validators, asked once.
+        const found = await deps.store.head(key);
+        if (!found) throw notFound(`${id}/${name}`);
+        info = { etag: `"${found.etag.replace(/"/g, '')}"`, lastModified: found.lastModified };
+      }
+      stored.set(key, info);
+      fileHeaders(res, name, info);
+      if (ifNoneMatch(req.get('if-none-match'), info.etag)) {
+        res.status(304).end();
+        return;
+      }
       keepRangeIf(req, info);
       await sendFile(res, copies.dir, path.basename(copy.file), req);
     } finally {
@@ -117,6 +124,16 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     }
   });
   return handlers;
+}
+
+/**
+ * A release file's headers: the stored file's ETag, and its time as Last-Modified (when the
+ * release was written, the same from every API task, not when this one copied it); immutable.
+ */
+function fileHeaders(res: Response, name: string, stored: { etag: string; lastModified: Date }): Response {
+  return res
+    .set({ ETag: stored.etag, 'Last-Modified': stored.lastModified.toUTCString(), 'Cache-Control': 'public, max-age=31536000, immutable' })
+    .type(TYPES.find(([re]) => re.test(name))?.[1] ?? 'application/octet-stream');
 }
 
 const notFound = (what: string) => new HttpError(404, `No release file ${JSON.stringify(what.slice(0, 80))}; GET /releases lists every release and its files.`);

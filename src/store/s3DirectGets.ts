@@ -1,17 +1,19 @@
-// GETs of S3 objects without the SDK's command pipeline: signed by SigV4 with the client's own
-// credentials and region, sent by the client's own request handler (its agent, its timeouts),
-// to the URL the client's own endpoint rules give for the bucket. A cold year's answer makes
-// some 400 GETs of ready texts and sidecars; a command's middleware (endpoint rules, schema
-// serde, checksums, retries) cost about 2 ms of CPU each against 0.7 here, on the same cores
-// that build the answer. Only an answer with the bytes (200, 206) is taken from here: anything
-// else (absent, replaced, throttled, a 5xx, a connection that failed) is left to the SDK's
-// command, with its retries and its errors, by the caller.
+// Ranged GETs of S3 objects without the SDK's command pipeline: signed by SigV4 with the
+// client's own credentials, region and clock offset, sent by the client's own request handler
+// (its agent, its timeouts), to the URL the client's own endpoint rules give for the bucket. A
+// cold year's answer makes some 400 ranged GETs of ready texts; a command's middleware
+// (endpoint rules, schema serde, checksums, retries) cost about 2 ms of CPU each against 0.7
+// here, on the same cores that build the answer. Only the range's bytes (206) are taken from
+// here: anything else (absent, replaced, throttled, a 5xx, a connection that failed) is left to
+// the SDK's command, with its retries and its errors, by the caller. Whole objects are left to
+// the SDK too: S3 checks no checksum of a range, while a whole object's is checked by the
+// SDK's response validation.
 import type { S3Client } from '@aws-sdk/client-s3';
 import { HttpRequest } from '@smithy/core/protocols';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Readable } from 'node:stream';
 
-/** An object's bytes (all, or the range asked for) as S3 sent them. */
+/** A range of an object's bytes as S3 sent them. */
 export interface DirectGot {
   body: Readable;
   /** The whole object's size. */
@@ -27,58 +29,64 @@ interface Target {
   port: number | undefined;
   /** Prefix of every object's path: "/bucket" in path style, "" for a virtual-hosted bucket. */
   basePath: string;
+  signer: SignatureV4;
 }
+
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/** How long a failed resolution of the bucket's URL stands before it is tried again. */
+const RESOLVE_AGAIN_MS = 60_000;
 
 export class S3DirectGets {
   private target: Promise<Target | undefined> | undefined;
-  private readonly signer: SignatureV4;
 
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
-  ) {
-    this.signer = new SignatureV4({
-      credentials: client.config.credentials,
-      region: client.config.region,
-      service: 's3',
-      sha256: client.config.sha256,
-      // The path is encoded once, as S3 wants it (objectPath), and signed as it is.
-      uriEscapePath: false,
-      applyChecksum: false,
-    });
-  }
+  ) {}
 
   /**
-   * The object `key` (its bytes [start, start + length) when given), or undefined when S3
-   * answered anything but its bytes, or the request failed: the caller asks by the SDK then.
+   * Bytes [start, start + length) of the object `key` (of its version `ifMatch`), or undefined
+   * when S3 answered anything but them, or the request failed: the caller asks by the SDK then.
    */
-  async get(key: string, range?: { start: number; length: number }, ifMatch?: string): Promise<DirectGot | undefined> {
-    const target = await this.resolve();
-    if (!target) return undefined;
-    const headers: Record<string, string> = { host: target.port ? `${target.hostname}:${target.port}` : target.hostname, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' };
-    if (range) headers.range = `bytes=${range.start}-${range.start + range.length - 1}`;
-    if (ifMatch !== undefined) headers['if-match'] = ifMatch;
-    const request = new HttpRequest({ method: 'GET', protocol: target.protocol, hostname: target.hostname, port: target.port, path: `${target.basePath}/${objectPath(key)}`, headers });
+  async get(key: string, range: { start: number; length: number }, ifMatch?: string): Promise<DirectGot | undefined> {
+    const request = await this.signed(key, range, ifMatch);
+    if (!request) return undefined;
     let response;
     try {
-      ({ response } = await this.client.config.requestHandler.handle(await this.signer.sign(request)));
+      ({ response } = await this.client.config.requestHandler.handle(request));
     } catch {
       return undefined;
     }
     const body = response.body as Readable;
-    const status = response.statusCode;
-    if (status !== 200 && status !== 206) {
+    // "bytes 0-65535/1234567": the whole object's size after the slash.
+    const size = Number(/\/(\d+)$/.exec(response.headers['content-range'] ?? '')?.[1]);
+    // A 200 is the whole object (a store that ignored the range): not the bytes asked for.
+    if (response.statusCode !== 206 || !Number.isFinite(size)) {
       body?.destroy();
       return undefined;
     }
     const h = response.headers;
-    // "bytes 0-65535/1234567": the whole object's size after the slash.
-    const size = status === 206 ? Number(/\/(\d+)$/.exec(h['content-range'] ?? '')?.[1]) : Number(h['content-length']);
-    if (!Number.isFinite(size)) {
-      body.destroy();
+    return { body, size, etag: h.etag ?? '', lastModified: h['last-modified'] ? new Date(h['last-modified']) : new Date(0) };
+  }
+
+  /** The signed request for the range, as it is sent; undefined when reads are left to the SDK. */
+  async signed(key: string, range: { start: number; length: number }, ifMatch?: string, at = new Date(Date.now() + (this.client.config.systemClockOffset ?? 0))): Promise<HttpRequest | undefined> {
+    const target = await this.resolve();
+    if (!target) return undefined;
+    const headers: Record<string, string> = {
+      host: target.port ? `${target.hostname}:${target.port}` : target.hostname,
+      // The hash of an empty body, as the SDK signs a GET.
+      'x-amz-content-sha256': EMPTY_SHA256,
+      range: `bytes=${range.start}-${range.start + range.length - 1}`,
+    };
+    if (ifMatch !== undefined) headers['if-match'] = ifMatch;
+    const request = new HttpRequest({ method: 'GET', protocol: target.protocol, hostname: target.hostname, port: target.port, path: `${target.basePath}/${objectPath(key)}`, headers });
+    try {
+      return (await target.signer.sign(request, { signingDate: at })) as HttpRequest;
+    } catch {
       return undefined;
     }
-    return { body, size, etag: h.etag ?? '', lastModified: h['last-modified'] ? new Date(h['last-modified']) : new Date(0) };
   }
 
   /** The URL `key` is read from here; undefined when its reads are left to the SDK. */
@@ -89,7 +97,11 @@ export class S3DirectGets {
 
   /** Where the bucket's objects are, by the client's own endpoint rules; undefined when they name anything but SigV4 for s3 (S3 Express, access points). */
   private resolve(): Promise<Target | undefined> {
-    return (this.target ??= this.targetOf().catch(() => undefined));
+    return (this.target ??= this.targetOf().catch(() => {
+      // Tried again later (a region or credentials provider that failed once).
+      setTimeout(() => (this.target = undefined), RESOLVE_AGAIN_MS).unref();
+      return undefined;
+    }));
   }
 
   private async targetOf(): Promise<Target | undefined> {
@@ -104,10 +116,19 @@ export class S3DirectGets {
       Accelerate: config.useAccelerateEndpoint ?? false,
       ...(custom && { Endpoint: `${custom.protocol}//${custom.hostname}${custom.port ? `:${custom.port}` : ''}${custom.path}` }),
     });
-    const schemes = (endpoint.properties?.authSchemes ?? []) as { name?: string; signingName?: string }[];
+    const schemes = (endpoint.properties?.authSchemes ?? []) as { name?: string; signingName?: string; signingRegion?: string }[];
     if (schemes.some((s) => s.name !== 'sigv4' || (s.signingName ?? 's3') !== 's3')) return undefined;
+    const signer = new SignatureV4({
+      credentials: config.credentials,
+      region: schemes[0]?.signingRegion ?? (await config.region()),
+      service: 's3',
+      sha256: config.sha256,
+      // The path is encoded once, as S3 wants it (objectPath), and signed as it is.
+      uriEscapePath: false,
+      applyChecksum: false,
+    });
     const url = endpoint.url;
-    return { protocol: url.protocol, hostname: url.hostname, port: url.port ? Number(url.port) : undefined, basePath: url.pathname.replace(/\/$/, '') };
+    return { protocol: url.protocol, hostname: url.hostname, port: url.port ? Number(url.port) : undefined, basePath: url.pathname.replace(/\/$/, ''), signer };
   }
 }
 

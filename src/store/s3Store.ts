@@ -24,7 +24,7 @@ const CONFLICT_ATTEMPTS = 4;
 
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
-  /** Reads taken straight from S3 where it sends the bytes; the SDK's commands for everything else. */
+  /** Ranged reads taken straight from S3 where it sends the bytes; the SDK's commands for everything else. */
   private readonly direct: S3DirectGets;
 
   constructor(
@@ -189,8 +189,6 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async getStream(key: string): Promise<StreamedObject | undefined> {
-    const direct = await this.direct.get(this.full(key));
-    if (direct) return { key, size: direct.size, etag: direct.etag, lastModified: direct.lastModified, body: storeStream(direct.body, unavailable) };
     try {
       const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
       const body = storeStream(out.Body as Readable, unavailable);

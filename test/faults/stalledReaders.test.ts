@@ -33,34 +33,42 @@ const MIN_READ_KIB = 8192;
 
 let dataDir: string;
 let child: ChildProcess;
-let output = '';
+/** What the suite's service printed so far. */
+let output: () => string;
 let port: number;
+/** The services started, stopped after the file. */
+const children: ChildProcess[] = [];
+
+/** A `serve` on the data dir with `env` besides the suite's; its port, and everything it printed so far. */
+async function startServe(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+  const started = spawn(process.execPath, [CLI, 'serve'], {
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS), TRUST_PROXY: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(started);
+  let printed = '';
+  started.stdout!.on('data', (d) => (printed += d));
+  started.stderr!.on('data', (d) => (printed += d));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const m = /listening on http:\/\/[^:]+:(\d+)/.exec(printed);
+    if (m) return { child: started, port: Number(m[1]), output: () => printed };
+    if (Date.now() > deadline) throw new Error(`the service did not start:\n${printed}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 beforeAll(async () => {
   dataDir = await tempDir('flood-stalled-');
   await buildBenchStore({ storeDir: path.join(dataDir, 'store'), reports: 60_000, startMs: FROM, days: 3, boundaries: await defaultBoundaries() });
   const compacted = await runCli(['compact', '--json'], { DATA_DIR: dataDir, RETIRE_GRACE_SECONDS: '0' });
   expect(compacted.code, compacted.stderr).toBe(0);
-  child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_READ_PER_MINUTE: '100000', HTTP_SEND_STALL_SECONDS: String(STALL_SECONDS), ARCHIVE_MIN_READ_KIB_PER_SECOND: String(MIN_READ_KIB), TRUST_PROXY: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const m = /listening on http:\/\/[^:]+:(\d+)/.exec(output);
-    if (m) {
-      port = Number(m[1]);
-      break;
-    }
-    if (Date.now() > deadline) throw new Error(`the service did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // No floor for slow readers here: stalled clients give their turns up by the stall clock alone.
+  ({ child, port, output } = await startServe({ ARCHIVE_MIN_READ_KIB_PER_SECOND: '0' }));
 }, 180_000);
 
 afterAll(async () => {
-  child?.kill('SIGKILL');
+  for (const c of children) c.kill('SIGKILL');
   if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
 });
 
@@ -68,8 +76,8 @@ afterAll(async () => {
  * A raw request for `target` from `client` (the address the proxy reports) whose client reads
  * `reads` bytes (none: it never reads) every `everyMs`; counts what arrived.
  */
-function reader(target: string, client: string, reads?: { bytes: number; everyMs: number; agent: string }): { received: () => number; closed: Promise<void>; socket: net.Socket } {
-  const socket = net.connect(port, '127.0.0.1');
+function reader(target: string, client: string, reads?: { bytes: number; everyMs: number; agent: string }, at = port): { received: () => number; closed: Promise<void>; socket: net.Socket } {
+  const socket = net.connect(at, '127.0.0.1');
   socket.on('error', () => undefined);
   let received = 0;
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
@@ -113,7 +121,7 @@ describe('clients that stop reading', () => {
     // The server closed the stalled ones (their turns went to the request above as each closed;
     // the last may close a little later): read now, each ends short of its answer (bounded here
     // to fail a server that keeps them open).
-    const aborted = () => output.split('\n').filter((l) => l.includes('"userAgent":"stalled-reader/1.0"') && l.includes('"aborted":true')).length;
+    const aborted = () => output().split('\n').filter((l) => l.includes('"userAgent":"stalled-reader/1.0"') && l.includes('"aborted":true')).length;
     for (const until = Date.now() + 15_000; aborted() < stalled.length && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
     expect(aborted()).toBe(stalled.length);
     for (const s of stalled) s.socket.resume();
@@ -130,7 +138,7 @@ describe('clients that stop reading', () => {
     await new Promise((r) => setTimeout(r, 2 * STALL_SECONDS * 1000));
     expect(slow.received()).toBeGreaterThan(before);
     // The server has not ended it: its access log has no line for it yet.
-    expect(output).not.toMatch(/slow-reader/);
+    expect(output()).not.toMatch(/slow-reader/);
     slow.socket.destroy();
     expect(child.exitCode).toBeNull();
   }, 120_000);
@@ -168,24 +176,26 @@ describe('clients that stop reading', () => {
   }, 60_000);
 
   it('that read a trickle keep their turns until another answer waits: then the slowest is cut and its turn goes on', async () => {
-    const cuts = () => output.split('\n').filter((l) => l.includes('whole-window answer cut')).length;
+    // A service of its own, with a floor for slow readers.
+    const floored = await startServe({ ARCHIVE_MIN_READ_KIB_PER_SECOND: String(MIN_READ_KIB) });
+    const cuts = () => floored.output().split('\n').filter((l) => l.includes('whole-window answer cut')).length;
     const before = cuts();
     // Four readers at four addresses, each taking 512 KiB every quarter second (2 MiB/s, under the
     // floor but never stalled): every turn of the process.
-    const trickles = Array.from({ length: 4 }, (_, i) => reader(WHOLE, `192.0.2.${i + 1}`, { bytes: 512 * 1024, everyMs: 250, agent: 'trickle-reader/1.0' }));
+    const trickles = Array.from({ length: 4 }, (_, i) => reader(WHOLE, `192.0.2.${i + 1}`, { bytes: 512 * 1024, everyMs: 250, agent: 'trickle-reader/1.0' }, floored.port));
     try {
       await new Promise((r) => setTimeout(r, (STALL_SECONDS + 1.5) * 1000));
       // Nobody waited: none was cut, though each has read slowly for longer than the window.
       expect(cuts()).toBe(before);
       for (const t of trickles) expect(t.socket.destroyed).toBe(false);
       // An answer for a fifth address: without a cut it would wait ARCHIVE_QUEUE_SECONDS and get a 503.
-      const res = await fetch(`http://127.0.0.1:${port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: { 'User-Agent': 'flood-tests/1.0', 'X-Forwarded-For': '192.0.2.99' } });
+      const res = await fetch(`http://127.0.0.1:${floored.port}/reports/archive?${DAY_WINDOW}&format=csv`, { headers: { 'User-Agent': 'flood-tests/1.0', 'X-Forwarded-For': '192.0.2.99' } });
       expect(res.status, await res.clone().text().then((t) => t.slice(0, 300))).toBe(200);
       expect((await res.text()).length).toBeGreaterThan(1_000_000);
       expect(cuts()).toBeGreaterThan(before);
     } finally {
       for (const t of trickles) t.socket.destroy();
     }
-    expect(child.exitCode).toBeNull();
+    expect(floored.child.exitCode).toBeNull();
   }, 60_000);
 });

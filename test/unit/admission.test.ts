@@ -75,13 +75,18 @@ describe('admission', () => {
   describe('slow readers', () => {
     const WINDOW_MS = 300;
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    /** A reader taking `bytesPerSecond`; `cuts` counts its cuts, and a cut gives its turn back as the answer's close would. */
-    function reader(bytesPerSecond: number) {
+    /**
+     * A reader taking `bytesPerSecond`, its answer waiting on it all along (or, `waiting` false,
+     * never: an answer slow to make); `cuts` counts its cuts, and a cut gives its turn back as
+     * the answer's close would.
+     */
+    function reader(bytesPerSecond: number, waiting = true) {
       const start = performance.now();
       const state = { cuts: 0, leave: undefined as (() => void) | undefined };
       return {
         state,
         bytesTaken: () => Math.floor(((performance.now() - start) * bytesPerSecond) / 1000),
+        waitedMs: () => (waiting ? performance.now() - start : 0),
         cut: () => {
           state.cuts += 1;
           setImmediate(() => state.leave?.());
@@ -141,6 +146,16 @@ describe('admission', () => {
       expect(performance.now() - started).toBeGreaterThanOrEqual(WINDOW_MS * 0.9);
       expect(young.state.cuts).toBe(1);
       waiter();
+    });
+
+    it('cuts no answer for being slow to make: only one that waited on its client', async () => {
+      const admission = new Admission(1, 1, WINDOW_MS * 2, { minBytesPerSecond: 10_000, windowMs: WINDOW_MS });
+      const making = reader(0, false);
+      making.state.leave = await admission.enter('a', undefined, making);
+      await sleep(WINDOW_MS * 2);
+      await expect(admission.enter('b')).rejects.toBeInstanceOf(OverloadedError);
+      expect(making.state.cuts).toBe(0);
+      making.state.leave();
     });
 
     it('cuts nobody for a waiter at its own share: that would not give it a turn', async () => {
