@@ -141,10 +141,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const sqs = overrides.sqs ?? defaults.sqs;
   const sns = overrides.sns ?? defaults.sns;
 
+  const metrics = overrides.metrics ?? new Metrics({ defaults: true });
   const storeRoot = config.storageUrl.startsWith('file://') ? config.storageUrl.slice('file://'.length) : undefined;
   const store: ObjectStore =
     overrides.store ??
-    (storeRoot !== undefined ? new FileObjectStore(storeRoot) : new (await import('../store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl)));
+    (storeRoot !== undefined
+      ? new FileObjectStore(storeRoot)
+      : new (await import('../store/s3Store.js')).S3ObjectStore(s3!, parseS3Url(config.storageUrl), (reason) => metrics.s3DirectFallbacks.inc({ reason })));
 
   // Embedded: one SQLite database holds the ledger and the queue, shared by every process on
   // DATA_DIR. AWS: the ledger is objects in the bucket, the queue SQS.
@@ -164,7 +167,6 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     ledger = new ObjectLedger(store, queue);
   }
 
-  const metrics = overrides.metrics ?? new Metrics({ defaults: true });
   const db = await DuckDb.open({
     tempDir: path.join(config.tmpDir, 'duckdb'),
     memoryLimit: config.duckdbMemoryLimit,

@@ -61,6 +61,12 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly s3DirectFallbacks = new Counter({
+    name: 's3_direct_get_fallbacks_total',
+    help: 'Ranged S3 GETs sent straight to the bucket and asked again through the SDK, by reason (the HTTP status, or error); a steady count of 403 is a signing fault',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly cacheBytes = new Gauge({
     name: 'part_cache_bytes',
     help: 'Bytes held in the local archive part cache',

@@ -43,6 +43,8 @@ export class S3DirectGets {
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
+    /** Told why a GET sent here is left to the SDK (the HTTP status, or "error"): counted, so a signing fault shows. */
+    private readonly fellBack: (reason: string) => void = () => undefined,
   ) {}
 
   /**
@@ -56,6 +58,7 @@ export class S3DirectGets {
     try {
       ({ response } = await this.client.config.requestHandler.handle(request));
     } catch {
+      this.fellBack('error');
       return undefined;
     }
     const body = response.body as Readable;
@@ -64,6 +67,7 @@ export class S3DirectGets {
     // A 200 is the whole object (a store that ignored the range): not the bytes asked for.
     if (response.statusCode !== 206 || !Number.isFinite(size)) {
       body?.destroy();
+      this.fellBack(String(response.statusCode));
       return undefined;
     }
     const h = response.headers;

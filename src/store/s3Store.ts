@@ -30,9 +30,11 @@ export class S3ObjectStore implements ObjectStore {
   constructor(
     private readonly client: S3Client,
     private readonly location: S3Location,
+    /** Told why a ranged GET sent straight to the bucket was asked again through the SDK (s3DirectGets.ts). */
+    directFellBack?: (reason: string) => void,
   ) {
     this.description = `s3://${location.bucket}/${location.prefix}`;
-    this.direct = new S3DirectGets(client, location.bucket);
+    this.direct = new S3DirectGets(client, location.bucket, directFellBack);
   }
 
   private full(key: string): string {

@@ -11,6 +11,7 @@ import { S3DirectGets } from '../../src/store/s3DirectGets.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { testConfig, testRuntime } from '../support/env.js';
 
 let fauxqs: Emulator;
 let moto: Emulator | undefined;
@@ -52,11 +53,26 @@ describe.each(peers)('direct GETs on $name', ({ peer }) => {
     expect(await buffer(tail!.body)).toEqual(body.subarray(body.length - 10));
   });
 
-  it('takes nothing but the bytes: an absent key, a bucket that is not there, another version are left to the SDK', async () => {
-    const direct = new S3DirectGets(peer().s3, bucket);
+  it('takes nothing but the bytes: an absent key, a bucket that is not there, another version are left to the SDK, each told', async () => {
+    const reasons: string[] = [];
+    const direct = new S3DirectGets(peer().s3, bucket, (reason) => reasons.push(reason));
     expect(await direct.get(`${KEY}.absent`, { start: 0, length: 10 })).toBeUndefined();
     expect(await new S3DirectGets(peer().s3, `${bucket}-gone`).get(KEY, { start: 0, length: 10 })).toBeUndefined();
     expect(await direct.get(KEY, { start: 0, length: 10 }, '"0123456789abcdef0123456789abcdef"')).toBeUndefined();
+    expect(reasons[0]).toBe('404');
+    expect(reasons.length).toBe(2);
+    expect(await direct.get(KEY, { start: 0, length: 10 })).toBeDefined();
+    expect(reasons.length).toBe(2);
+  });
+
+  it("counts the service's fallbacks in its metrics, by reason", async () => {
+    const rt = await testRuntime(await testConfig('aws', peer()), peer());
+    try {
+      expect(await rt.store.getRange('reports/v1/absent.ready', 0, 10)).toBeUndefined();
+      expect(await rt.metrics.registry.metrics()).toMatch(/^s3_direct_get_fallbacks_total\{reason="404"\} 1$/m);
+    } finally {
+      await rt.close();
+    }
   });
 
   it("serves the store's ranged reads of present objects without one GetObject command; whole objects and misses by the SDK", async () => {
