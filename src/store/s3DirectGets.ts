@@ -62,8 +62,7 @@ export class S3DirectGets {
       return undefined;
     }
     const body = response.body as Readable;
-    // "bytes 0-65535/1234567": the whole object's size after the slash.
-    const size = Number(/\/(\d+)$/.exec(response.headers['content-range'] ?? '')?.[1]);
+    const size = objectSizeOf(response.headers['content-range']);
     // A 200 is the whole object (a store that ignored the range): not the bytes asked for.
     if (response.statusCode !== 206 || !Number.isFinite(size)) {
       body?.destroy();
@@ -142,4 +141,9 @@ export function objectPath(key: string): string {
     .split('/')
     .map((segment) => encodeURIComponent(segment).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
     .join('/');
+}
+
+/** The whole object's size a Content-Range gives ("bytes 0-65535/1234567": after the slash); NaN without one. */
+export function objectSizeOf(contentRange: string | undefined): number {
+  return Number(/\/(\d+)$/.exec(contentRange ?? '')?.[1]);
 }

@@ -15,7 +15,7 @@ import {
 import { failureName, UnavailableError } from '../shared/errors.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 import type { S3Location } from './s3Location.js';
-import { S3DirectGets } from './s3DirectGets.js';
+import { objectSizeOf, S3DirectGets } from './s3DirectGets.js';
 
 export { parseS3Url, type S3Location } from './s3Location.js';
 
@@ -75,8 +75,8 @@ export class S3ObjectStore implements ObjectStore {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
       );
-      // "bytes 0-65535/1234567": the whole object's size after the slash.
-      const size = Number(/\/(\d+)$/.exec(out.ContentRange ?? '')?.[1] ?? start + (out.ContentLength ?? 0));
+      const stated = objectSizeOf(out.ContentRange);
+      const size = Number.isFinite(stated) ? stated : start + (out.ContentLength ?? 0);
       return { key, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0), body: storeStream(out.Body as Readable, unavailable) };
     } catch (err) {
       if (isNotFound(err) || statusOf(err) === 412) return undefined;
