@@ -334,13 +334,21 @@ function eventsConfig(v: Record<string, string | number | undefined>): EventsCon
   const bad = allow.filter((h) => h.includes('/') && !isCidr(h));
   if (bad.length > 0) throw new ConfigError(`invalid configuration: WEBHOOK_ALLOW_HOSTS: ${bad.join(', ')}: ${messages.WEBHOOK_ALLOW_HOSTS}`);
   const retentionMs = seconds(v.EVENTS_RETENTION_HOURS, 7 * 24) * 3600;
+  // Retried from when its events were recorded, and set aside well before the log drops them
+  // (a day, or half the retention if shorter, to work through a long outage's backlog). A
+  // value set past that is refused rather than shortened without a word; the default is
+  // shortened to fit a short retention.
+  const retryCapMs = retentionMs - Math.min(86_400_000, retentionMs / 2);
+  if (v.WEBHOOK_RETRY_HOURS !== undefined && seconds(v.WEBHOOK_RETRY_HOURS, 0) * 3600 > retryCapMs) {
+    throw new ConfigError(
+      `invalid configuration: WEBHOOK_RETRY_HOURS=${v.WEBHOOK_RETRY_HOURS}: must end a day (or half the retention) before EVENTS_RETENTION_HOURS (${retentionMs / 3_600_000}) drops the events: at most ${retryCapMs / 3_600_000}`,
+    );
+  }
   return {
     webhookAllowHosts: allow,
     webhookTimeoutMs: seconds(v.WEBHOOK_TIMEOUT_SECONDS, 10),
     webhookRetryBaseMs: seconds(v.WEBHOOK_RETRY_BASE_SECONDS, 10),
-    // Retried from when its events were recorded, and set aside well before the log drops them
-    // (a day, or half the retention if shorter, to work through a long outage's backlog).
-    webhookRetryForMs: Math.min(seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600, retentionMs - Math.min(86_400_000, retentionMs / 2)),
+    webhookRetryForMs: Math.min(seconds(v.WEBHOOK_RETRY_HOURS, 24) * 3600, retryCapMs),
     retentionMs,
     streamMaxClients: Number(v.STREAM_MAX_CLIENTS ?? 200),
     streamMaxClientsPerAddress: Number(v.STREAM_MAX_CLIENTS_PER_ADDRESS ?? 4),

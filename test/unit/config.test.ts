@@ -126,9 +126,12 @@ describe('config', () => {
     }
   });
 
-  it('retries a webhook delivery for WEBHOOK_RETRY_HOURS, at most until a day (or half the retention) before the event log drops its events', () => {
+  it('retries a webhook delivery for WEBHOOK_RETRY_HOURS, refused past a day (or half the retention) before the event log drops its events', () => {
     expect(loadConfig({}, '/').events.webhookRetryForMs).toBe(24 * 3_600_000);
-    expect(loadConfig({ WEBHOOK_RETRY_HOURS: '150' }, '/').events.webhookRetryForMs).toBe(144 * 3_600_000);
+    expect(loadConfig({ WEBHOOK_RETRY_HOURS: '144' }, '/').events.webhookRetryForMs).toBe(144 * 3_600_000);
+    expect(() => loadConfig({ WEBHOOK_RETRY_HOURS: '150' }, '/')).toThrow(/WEBHOOK_RETRY_HOURS=150: .*EVENTS_RETENTION_HOURS \(168\).*at most 144/);
+    expect(() => loadConfig({ WEBHOOK_RETRY_HOURS: '13', EVENTS_RETENTION_HOURS: '24' }, '/')).toThrow(/at most 12$/);
+    // The default fits a short retention without a word: nobody asked for 24 hours.
     expect(loadConfig({ EVENTS_RETENTION_HOURS: '24' }, '/').events.webhookRetryForMs).toBe(12 * 3_600_000);
   });
 
