@@ -159,9 +159,9 @@ const ROUND_ROWS = 4_000_000;
  */
 const HOLD_MS = 60 * 60_000;
 
-/** One import at a time on a data directory (importLock.ts). */
+/** One import at a time into an archive, and on a data directory (importLock.ts). */
 export function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
-  return withImportLock(rt.config.dataDir, () => importAlone(rt, options, progress));
+  return withImportLock({ store: rt.store, dataDir: rt.config.dataDir, log: rt.log }, () => importAlone(rt, options, progress));
 }
 
 async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {

@@ -1,13 +1,21 @@
-// One import at a time on a DATA_DIR. Two at once would each take the other's held reports for
-// their own crashed run's (importFile.ts stages every held report received before it started)
-// and store them twice, and two runs of one file would share its checkpoint and rejects file.
-// The lock is a file (`tmp/import/import.lock`) created whole by a link, naming its holder; the
-// holder touches it every minute, and one untouched for five minutes (its process gone, on this
-// host or in another container) is taken over. Imports called at once in one process take turns.
+// One import at a time. Two at once would each take the other's held reports for their own
+// crashed run's (importFile.ts stages every held report received before it started) and store
+// them twice, and two runs of one file would share its checkpoint and rejects file. Two locks:
+// - the archive's, an object in the store (`ingest/import-lock.json`), created if absent and
+//   naming its holder, so imports on other hosts into the same bucket (whose ledger the bucket
+//   holds on AWS) wait their turn too;
+// - the data directory's, a file (`tmp/import/import.lock`) created whole by a link, for the run
+//   folders and checkpoints under it, whatever store it names.
+// Each holder touches its locks every minute; one untouched for five minutes (its process gone,
+// on this host or in another container) is taken over. Imports called at once in one process
+// take turns.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Logger } from '../shared/log.js';
+import { IMPORT_LOCK_KEY } from '../store/layout.js';
+import type { ObjectStore } from '../store/objectStore.js';
 
 /** Untouched this long, a lock's holder is gone. */
 const STALE_MS = 5 * 60_000;
@@ -17,21 +25,92 @@ export class ImportRunningError extends Error {
   override name = 'ImportRunningError';
 }
 
-/** This process's imports, one after another (the lock file tells processes apart, not calls). */
+/** Where an import's locks are: the archive's store, the data directory; told of a lock lost while held. */
+export interface ImportLocks {
+  store: Pick<ObjectStore, 'description' | 'get' | 'putIfAbsent' | 'putIfMatch' | 'delete'>;
+  dataDir: string;
+  log: Pick<Logger, 'warn'>;
+}
+
+/** This process's imports, one after another (the locks tell processes apart, not calls). */
 let turns: Promise<unknown> = Promise.resolve();
 
-export function withImportLock<T>(dataDir: string, run: () => Promise<T>): Promise<T> {
-  const turn = turns.then(() => locked(dataDir, run));
+export function withImportLock<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T> {
+  const turn = turns.then(() => inStore(locks, () => inDataDir(locks.dataDir, run)));
   turns = turn.catch(() => undefined);
   return turn;
 }
 
-async function locked<T>(dataDir: string, run: () => Promise<T>): Promise<T> {
+/** What a lock says of its holder; `touched` is the holder's clock, as the scheduler's leases are. */
+interface Holder {
+  host: string;
+  pid: number;
+  id: string;
+  since: string;
+  touched: string;
+}
+
+async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T> {
+  const { store, log } = locks;
+  const since = new Date().toISOString();
+  const me = { host: os.hostname(), pid: process.pid, id: randomUUID(), since };
+  const body = (): string => JSON.stringify({ ...me, touched: new Date().toISOString() } satisfies Holder);
+  const holderOf = async (): Promise<{ holder: Holder | undefined; etag: string } | undefined> => {
+    const got = await store.get(IMPORT_LOCK_KEY);
+    if (!got) return undefined;
+    try {
+      return { holder: JSON.parse(got.body.toString('utf8')) as Holder, etag: got.etag };
+    } catch {
+      return { holder: undefined, etag: got.etag }; // not ours to read: taken for stale below
+    }
+  };
+  const acquire = async (): Promise<void> => {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (await store.putIfAbsent(IMPORT_LOCK_KEY, body())) return;
+      const held = await holderOf();
+      if (!held) continue; // released meanwhile
+      // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
+      if (held.holder?.id === me.id) return;
+      const touched = Date.parse(held.holder?.touched ?? '');
+      if (Date.now() - touched < STALE_MS) {
+        throw new ImportRunningError(`another import is running on this archive (${JSON.stringify(held.holder)}, ${IMPORT_LOCK_KEY} in ${store.description}): wait for it to end, then run this one`);
+      }
+      // Taken over only as it was judged stale: a lock another process took over since stays.
+      if (await store.putIfMatch(IMPORT_LOCK_KEY, body(), held.etag)) return;
+    }
+    throw new ImportRunningError(`another import took this archive's lock (${IMPORT_LOCK_KEY} in ${store.description}) at the same moment: run this one once it ends`);
+  };
+  await acquire();
+  let touching: Promise<void> | undefined;
+  const touch = setInterval(() => {
+    touching ??= (async () => {
+      const held = await holderOf();
+      // Written only over the version read, and only while it is still ours.
+      if (held?.holder?.id === me.id && (await store.putIfMatch(IMPORT_LOCK_KEY, body(), held.etag))) return;
+      log.warn({ lock: IMPORT_LOCK_KEY, holder: held?.holder }, 'this import lost the archive\'s import lock (untouched for five minutes, another import took it over): stop this import and run it again once the other ends');
+      clearInterval(touch);
+    })()
+      .catch(() => undefined) // the store unreachable for a moment: touched again in a minute
+      .finally(() => (touching = undefined));
+  }, TOUCH_MS);
+  touch.unref();
+  try {
+    return await run();
+  } finally {
+    clearInterval(touch);
+    await touching;
+    // Only our own: a lock taken over meanwhile is its new holder's.
+    const held = await holderOf().catch(() => undefined);
+    if (held?.holder?.id === me.id) await store.delete([IMPORT_LOCK_KEY]).catch(() => undefined);
+  }
+}
+
+async function inDataDir<T>(dataDir: string, run: () => Promise<T>): Promise<T> {
   const dir = path.join(dataDir, 'tmp', 'import');
   await fs.mkdir(dir, { recursive: true });
   const lock = path.join(dir, 'import.lock');
   const token = JSON.stringify({ host: os.hostname(), pid: process.pid, id: randomUUID(), since: new Date().toISOString() });
-  await acquire(lock, token);
+  await acquireFile(lock, token);
   const touch = setInterval(() => void fs.utimes(lock, new Date(), new Date()).catch(() => undefined), TOUCH_MS);
   touch.unref();
   try {
@@ -43,7 +122,7 @@ async function locked<T>(dataDir: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
-async function acquire(lock: string, token: string): Promise<void> {
+async function acquireFile(lock: string, token: string): Promise<void> {
   const mine = `${lock}.${randomUUID()}`;
   await fs.writeFile(mine, token);
   try {

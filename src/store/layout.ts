@@ -65,6 +65,8 @@ export const UNPURGED_PREFIX = 'ingest/unpurged/';
 export const API_KEYS_PREFIX = 'ingest/api-keys/';
 /** One object per key name ever given, created with If-None-Match: a new key cannot take a name in use. */
 export const API_KEY_NAMES_PREFIX = 'ingest/api-key-names/';
+/** The lock of the one import at a time into the archive (src/ops/importLock.ts). */
+export const IMPORT_LOCK_KEY = 'ingest/import-lock.json';
 
 /** `<created_at ms, 15 digits>-<pkey>.json`: sorts by created_at. */
 export function retractionName(createdMs: number, pkey: string): string {

@@ -11,6 +11,7 @@ import type { HeldRecord, IngestRecord } from '../../src/ledger/ledger.js';
 import { compact } from '../../src/ops/compact.js';
 import { importFile, type ImportDeps } from '../../src/ops/importFile.js';
 import { verify } from '../../src/ops/verify.js';
+import { IMPORT_LOCK_KEY } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
@@ -221,6 +222,24 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     await fs.utimes(lock, sixMinutesAgo, sixMinutesAgo);
     expect(await importFile(svc.rt, { file, batchSize: 100 })).toMatchObject({ accepted: 10 });
     await expect(fs.access(lock)).rejects.toThrow();
+  });
+
+  it('runs one import at a time into an archive, from any host: the lock in the store refuses another, is taken over once untouched for five minutes, and is given back', async () => {
+    const file = path.join(dir, 'alone-in-store.ndjson');
+    await fs.writeFile(file, yearLines(91_000, 10).join('\n'));
+    const holder = (touchedMs: number) => JSON.stringify({ host: 'another-host', pid: 1, id: 'elsewhere', since: new Date(touchedMs).toISOString(), touched: new Date(touchedMs).toISOString() });
+    // An import on another host, into the same bucket from a data directory of its own, touched a minute ago.
+    await svc.rt.store.put(IMPORT_LOCK_KEY, holder(Date.now() - 60_000));
+    await expect(importFile(svc.rt, { file, batchSize: 100 })).rejects.toThrow(/another import is running on this archive .*another-host/);
+    expect((await archived(svc)).has('partner-91000')).toBe(false);
+    // Untouched for six minutes: its holder is gone, and the lock is taken over, then given back.
+    await svc.rt.store.put(IMPORT_LOCK_KEY, holder(Date.now() - 6 * 60_000));
+    let heldDuring: string | undefined;
+    const watching: ImportDeps = { ...svc.rt, changes: { record: async (...args) => ((heldDuring ??= (await svc.rt.store.get(IMPORT_LOCK_KEY))?.body.toString('utf8')), svc.rt.changes.record(...args)) } };
+    expect(await importFile(watching, { file, batchSize: 100 })).toMatchObject({ accepted: 10 });
+    expect(JSON.parse(heldDuring!)).toMatchObject({ pid: process.pid, touched: expect.any(String) });
+    expect(await svc.rt.store.get(IMPORT_LOCK_KEY)).toBeUndefined();
+    expect((await archived(svc)).has('partner-91000')).toBe(true);
   });
 
   it('finishes when run again after a crash while accepting, and after one while storing parts: every report once, none left pending', async () => {
