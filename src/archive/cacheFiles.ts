@@ -104,6 +104,28 @@ export class CacheFiles<E extends CachedFile> {
     await this.evict(key);
   }
 
+  /**
+   * Counts `bytes` of a file still being written (a download the size of which is known), then
+   * keeps the bound: others make room before it lands, not after. The function returned gives
+   * them back (once; later calls do nothing), just before the file is added or dropped.
+   */
+  async reserve(bytes: number): Promise<() => void> {
+    this.bytes += bytes;
+    let reserved = true;
+    const giveBack = () => {
+      if (!reserved) return;
+      reserved = false;
+      this.bytes -= bytes;
+    };
+    try {
+      await this.evict();
+    } catch (err) {
+      giveBack();
+      throw err;
+    }
+    return giveBack;
+  }
+
   forget(key: string, entry: E): void {
     if (this.entries.get(key) !== entry) return;
     this.entries.delete(key);

@@ -1,8 +1,9 @@
 // Local copies of published release files, which the API serves (Range, conditional GETs) from
 // disk: a file never changes once its release is published, so one copy serves every request.
-// They live in one directory of the cache, `release-files/<release>--<file>`, bounded in bytes:
-// least recently served first out, never one being sent (a year's release is some 190 MB, and
-// a release a month would otherwise fill an API task's disk). A copy is kept only with the size
+// They live in one directory of the cache, `release-files/<release>--<file>`, bounded in bytes
+// (the copies being fetched counted from their first byte): least recently served first out,
+// never one being sent (a year's release is some 190 MB, and a release a month would otherwise
+// fill an API task's disk). A copy is kept only with the size
 // and SHA-256 its manifest gives, and is on disk before it is named.
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
@@ -93,17 +94,21 @@ export class ReleaseCopies {
   /** Fetches the stored file into `file` and checks it: its size and the stored file's validators, or undefined when the store has none. */
   private async fetch(id: string, name: string, file: string): Promise<{ size: number; stored: { etag: string; lastModified: Date } } | undefined> {
     const key = `${RELEASES_PREFIX}${id}/${name}`;
-    if (!(await this.store.head(key))) return undefined;
+    const info = await this.store.head(key);
+    if (!info) return undefined;
     const manifest = await this.store.get(manifestKey(id));
     const expected = manifest && (JSON.parse(manifest.body.toString('utf8')) as Manifest).files.find((f) => f.path === name);
-    // Made before the GET (the directory may have been removed by hand since the scan): nothing
-    // may come between a body and the pipeline that reads it (and handles its errors).
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    const found = await this.store.getStream(key);
-    if (!found) return undefined;
+    // Counted from the start of the download: copies served less recently make room for it now,
+    // so the bound holds on the disk while it lands (every copy at once being fetched too).
+    const giveBack = await this.files.reserve(info.size);
     // Written aside (the cache's temporary name), then renamed: a reader never sees half a file.
     const partial = `${file}.${randomUUID()}.tmp`;
     try {
+      // Made before the GET (the directory may have been removed by hand since the scan): nothing
+      // may come between a body and the pipeline that reads it (and handles its errors).
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      const found = await this.store.getStream(key);
+      if (!found) return undefined;
       const hash = createHash('sha256');
       let bytes = 0;
       await pipeline(
@@ -130,6 +135,8 @@ export class ReleaseCopies {
       return { size: bytes, stored: { etag: `"${found.etag.replace(/"/g, '')}"`, lastModified: found.lastModified } };
     } finally {
       await fs.rm(partial, { force: true });
+      // Given back just before the copy is counted (held() adds it at once) or dropped.
+      giveBack();
     }
   }
 }

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ReleaseCopies } from '../../src/http/releaseCopies.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
@@ -52,6 +53,35 @@ describe('release copies', () => {
     expect(await kept()).toEqual([`2025-r1--${names[1]}`, `2025-r1--${names[2]}`]);
     b!.release();
     c!.release();
+  });
+
+  it('count a copy from the start of its download: the least recently served make room before it lands', async () => {
+    const { store, names } = await storeWithRelease();
+    // The third file's body is held back until the test lets it go: its download is under way.
+    let letGo!: () => void;
+    const going = new Promise<void>((resolve) => (letGo = resolve));
+    let started!: () => void;
+    const downloading = new Promise<void>((resolve) => (started = resolve));
+    const slow = Object.assign(Object.create(store) as FileObjectStore, {
+      getStream: async (key: string) => {
+        const got = await store.getStream(key);
+        if (!got || !key.endsWith(names[2]!)) return got;
+        started();
+        const body = got.body;
+        return { ...got, body: Readable.from((async function* () { await going; yield* body; })()) };
+      },
+    });
+    const copies = new ReleaseCopies(slow, await tempDir(), 2 * KB);
+    for (const name of names.slice(0, 2)) (await copies.held('2025-r1', name))!.release();
+    const third = copies.held('2025-r1', names[2]!);
+    await downloading;
+    // The least recently served copy is gone while the third is still coming (a temporary file).
+    expect((await fs.readdir(copies.dir)).filter((f) => !f.endsWith('.tmp'))).toEqual([`2025-r1--${names[1]}`]);
+    letGo();
+    const copy = await third;
+    expect(await fs.readFile(copy!.file)).toEqual(Buffer.alloc(KB, 3));
+    copy!.release();
+    expect((await fs.readdir(copies.dir)).sort()).toEqual([`2025-r1--${names[1]}`, `2025-r1--${names[2]}`]);
   });
 
   it('are adopted by the next process on the directory, and the unbounded layout is removed', async () => {
