@@ -66,6 +66,10 @@ export function apiKeyCheck(
   return async (req, res) => {
     const client = guard.clientOf(req);
     guard.limiter.check(client);
+    // Node joins repeated headers into one value, which no key matches: a sender's mistake, not a wrong key.
+    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'x-api-key').length > 1) {
+      throw new HttpError(400, 'Send one X-Api-Key header: this request has several.', [{ in: 'header', field: 'X-Api-Key', message: 'must be given once' }]);
+    }
     try {
       (res as Authenticated)[PARTNER] = await identify(req);
     } catch (err) {

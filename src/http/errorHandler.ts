@@ -104,8 +104,11 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       case 'entity.parse.failed':
         return sendError(res, 400, 'The request body is not valid JSON.', [{ in: 'body', field: '(body)', message: 'is not valid JSON' }]);
       case 'encoding.unsupported':
+        return sendError(res, 415, 'The request body\'s Content-Encoding is not supported: send it as it is, or in one of gzip, deflate and br.', [
+          { in: 'header', field: 'Content-Encoding', message: 'must be one of identity, gzip, deflate, br' },
+        ]);
       case 'charset.unsupported':
-        return sendError(res, 415, 'The request body must be UTF-8 JSON.');
+        return sendError(res, 415, 'The request body must be UTF-8 JSON.', [{ in: 'header', field: 'Content-Type', message: 'must have no charset, or charset=utf-8' }]);
       case 'request.aborted':
         return sendError(res, 400, 'The request was aborted by the client.');
     }
@@ -120,6 +123,13 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
     // The router's own: a path segment that does not decode (`/cities/%ZZ/local-areas`).
     if (err instanceof URIError) {
       return sendError(res, 400, 'A path segment is not valid percent-encoding: a % must be followed by two hex digits (send % itself as %25).', [{ in: 'path', field: '(path)', message: 'is not valid percent-encoding' }]);
+    }
+    // zlib's own, raised while the body was decoded as its Content-Encoding said.
+    const code = (err as { code?: unknown }).code;
+    if (parserError.status === 400 && typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR__ERROR_'))) {
+      return sendError(res, 400, `The request body is not what its Content-Encoding says (${String(req.headers['content-encoding']).slice(0, 40)}): it could not be decoded.`, [
+        { in: 'header', field: 'Content-Encoding', message: 'does not match the body' },
+      ]);
     }
     if (typeof parserError.status === 'number' && parserError.status >= 400 && parserError.status < 500) {
       return sendError(res, parserError.status, 'The request could not be read.');

@@ -131,6 +131,8 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     if (Number(req.headers['content-length']) > MAX_BODY_BYTES) {
       throw new HttpError(413, 'The request body is larger than 64 KiB.', [{ in: 'header', field: 'Content-Length', message: `must be at most ${MAX_BODY_BYTES}` }], { Connection: 'close' });
     }
+    // `utf8` is UTF-8's other name, which the JSON parser would refuse (it takes `utf-*` only).
+    if (charset === 'utf8') req.headers['content-type'] = req.headers['content-type']!.replace(/(;\s*charset\s*=\s*"?)utf8/i, '$1utf-8');
     await run(parseJson, req, res);
     let report;
     try {

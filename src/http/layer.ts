@@ -8,7 +8,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Request } from 'express';
 import type { StartAccessLog } from './accessLog.js';
 import type { ErrorAnswer } from './errorHandler.js';
-import { BadRequestError } from '../shared/errors.js';
+import { BadRequestError, HttpError } from '../shared/errors.js';
 import { checkQueryString } from './queryGuards.js';
 import type { DirectHandler, Route } from './route.js';
 
@@ -75,6 +75,13 @@ export function requestLayer(options: LayerOptions): RequestListener {
       // HTTP/1.1 requires Host (RFC 9112 3.2); Node's own refusal of one without it has no body.
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
         throw new BadRequestError('An HTTP/1.1 request must carry a Host header.', [{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);
+      }
+      // Node frames a body whose last transfer coding is chunked and passes the others (gzip,
+      // chunked) on undecoded: refused here rather than read as a body of other bytes (RFC 9112
+      // 6.1 would answer 501; the connection closes, its framing being one we do not take).
+      const coded = req.headers['transfer-encoding'];
+      if (coded !== undefined && !/^\s*chunked\s*$/i.test(coded)) {
+        throw new HttpError(400, 'Transfer-Encoding other than chunked is not supported: send the body plain or chunked, compressed with Content-Encoding if you like.', [{ in: 'header', field: 'Transfer-Encoding', message: 'must be chunked (or absent)' }], { Connection: 'close' });
       }
       if (query >= 0) checkQueryString(url);
     } catch (err) {

@@ -141,6 +141,11 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
     const value = input[field];
     if (typeof value === 'string' && !isWellFormed(value)) details.push({ in: 'body', field, message: LONE_SURROGATE_MESSAGE });
   }
+  // A URL the schema's pattern lets through but no client can fetch (no host, a port past
+  // 65535): refused as it arrives; a report accepted before this check is re-read as it is.
+  if (places && typeof input.image_url === 'string' && !isFetchableUrl(input.image_url)) {
+    details.push({ in: 'body', field: 'image_url', message: 'must be an http(s) URL with a host (and a port, if any, up to 65535)' });
+  }
   if (details.length > 0) throw new InvalidReportError(details);
   return {
     post_id: Number(input.post_id),
@@ -152,6 +157,16 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
     disaster_type: input.disaster_type as PartnerReport['disaster_type'],
     location: { lat: input.location.lat, lng: input.location.lng },
   };
+}
+
+/** Whether `text` is an http(s) URL WHATWG's parser (a browser's, fetch's) reads, with a host. */
+function isFetchableUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 // POST /feeds/partner: every bad input gets a clear 4xx in the error shape and stores nothing.
+import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -169,6 +170,48 @@ describe('POST /feeds/partner accepts', () => {
     expectErrorShape(await leaked.json(), 400);
     for (const id of [701, 703]) expect(await acceptedPkeys(svc.rt)).not.toContain(pkeyOf(id));
     for (const id of [700, 702]) expect(await acceptedPkeys(svc.rt)).toContain(pkeyOf(id));
+  });
+
+  it('header and framing mistakes: each a 4xx naming its header, nothing stored; utf8, the charset\'s other name, is UTF-8', async () => {
+    const post = (body: string | Buffer, headers: Record<string, string>) => fetch(`${svc.url}/feeds/partner`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json', ...headers }, body });
+    /** A request as written, byte for byte (fetch would merge repeated headers and frame the body itself); its status and JSON body. */
+    const raw = (head: string, body: Buffer) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const { port } = new URL(svc.url);
+        const socket = net.connect(Number(port), '127.0.0.1', () => socket.end(Buffer.concat([Buffer.from(head.replace(/\n/g, '\r\n')), body])));
+        let got = '';
+        socket.on('data', (d) => (got += d));
+        socket.on('error', reject);
+        socket.on('close', () => resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(got)?.[1]), body: JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4)) }));
+      });
+    const fieldsOf = async (res: Response) => ((await res.json()) as { details: { field: string }[] }).details.map((d) => d.field);
+
+    const zstd = await post(JSON.stringify(report(710)), { 'Content-Encoding': 'zstd' });
+    expect(zstd.status).toBe(415);
+    expect(await fieldsOf(zstd)).toEqual(['Content-Encoding']);
+    const notGzip = await post(JSON.stringify(report(711)), { 'Content-Encoding': 'gzip' });
+    expect(notGzip.status).toBe(400);
+    expect(await fieldsOf(notGzip)).toEqual(['Content-Encoding']);
+    for (const url of ['https://', 'http://x:99999/photo.jpg']) {
+      const res = await post(JSON.stringify(report(712, { image_url: url })), {});
+      expect(res.status, url).toBe(400);
+      expect(await fieldsOf(res)).toEqual(['image_url']);
+    }
+    const gzipChunked = gzipSync(JSON.stringify(report(713)));
+    const coded = await raw(`POST /feeds/partner HTTP/1.1\nHost: x\nX-Api-Key: ${API_KEY}\nContent-Type: application/json\nTransfer-Encoding: gzip, chunked\nConnection: close\n\n`, Buffer.concat([Buffer.from(`${gzipChunked.length.toString(16)}\r\n`), gzipChunked, Buffer.from('\r\n0\r\n\r\n')]));
+    expect(coded.status).toBe(400);
+    expect(coded.body.details.map((d: { field: string }) => d.field)).toEqual(['Transfer-Encoding']);
+    const body = Buffer.from(JSON.stringify(report(714)));
+    const twice = await raw(`POST /feeds/partner HTTP/1.1\nHost: x\nX-Api-Key: ${API_KEY}\nX-Api-Key: ${API_KEY}\nContent-Type: application/json\nContent-Length: ${body.length}\nConnection: close\n\n`, body);
+    expect(twice.status).toBe(400);
+    expectErrorShape(twice.body, 400);
+    expect(twice.body.details.map((d: { field: string }) => d.field)).toEqual(['X-Api-Key']);
+    const stored = await acceptedPkeys(svc.rt);
+    for (const id of [710, 711, 712, 713, 714]) expect(stored).not.toContain(pkeyOf(id));
+
+    for (const [id, type] of [[715, 'application/json; charset=utf8'], [716, 'application/json;charset="UTF8"']] as const) {
+      expect((await post(JSON.stringify(report(id)), { 'Content-Type': type })).status, type).toBe(201);
+    }
   });
 
   it('a post_id sent as a string of digits is the same report as the number', async () => {

@@ -195,6 +195,10 @@ describe('OGC API – Features: reports items', () => {
     ['datetime=a/b/c', 'datetime'],
     ['bbox=1,2,3', 'bbox'],
     ['bbox=121,15,120,16', 'bbox'],
+    // Decimal numbers only, as the archive reads them: not hex, binary, octal or padded.
+    ['bbox=0x79,0xe,0x7a,0xf', 'bbox'],
+    ['bbox=0b1111001,14,0o172,15', 'bbox'],
+    ['bbox=%09121,14,122,15%20', 'bbox'],
     ['limit=0', 'limit'],
     ['limit=ten', 'limit'],
     ['cursor=WzEsMiwzXQ', 'cursor'],

@@ -165,7 +165,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     } else {
       let offset = 0;
       if (values.offset !== undefined) {
-        if (!/^\d{1,7}$/.test(values.offset)) details.push({ in: 'query', field: 'offset', message: 'must be a non-negative integer (follow the next and prev links)' });
+        if (!/^\d{1,7}$/.test(values.offset)) details.push({ in: 'query', field: 'offset', message: 'must be a non-negative integer below 10,000,000 (follow the next and prev links)' });
         else offset = Number(values.offset);
       }
       throwIfAny(details);
