@@ -3,7 +3,8 @@
 // whole; ready texts are ranged copies holding the sections answers read (an answer reads one
 // format of a few hours). One byte bound, least recently used out first (a copy an answer is
 // reading stays until the answer lets go of it: holds.ts). A store on a local
-// directory is read in place (its LocalFiles), never copied.
+// directory is read in place (its LocalFiles), never copied; what an answer holds there is
+// pinned, so a part retired meanwhile stays readable to it as a held copy does.
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -83,7 +84,7 @@ export class PartCache {
    * copy is not evicted until they are released (its reader is done with it).
    */
   async localFile(info: ObjectInfo, holds?: Holds): Promise<string> {
-    if (this.local) return this.local.fileOf(info.key);
+    if (this.local) return this.inPlace(info.key, holds) ?? this.local.fileOf(info.key);
     await this.prepare();
     const name = cacheKeyOf(info);
     let hit = this.files.get(name);
@@ -113,6 +114,19 @@ export class PartCache {
     return file;
   }
 
+  /**
+   * On a local store, the object's own file, pinned for `holds` (a reader that reads it later,
+   * as a day of an answer is sent, still reads it if the part is retired meanwhile); undefined
+   * when it is absent, or with no holds.
+   */
+  private inPlace(key: string, holds: Holds | undefined): string | undefined {
+    if (!holds || !this.local) return undefined;
+    const pinned = this.local.pin(key);
+    if (!pinned) return undefined;
+    holds.add(pinned.release);
+    return pinned.file;
+  }
+
   /** Runs `read` over local files of `parts` (as localFile), which stay in the cache until it is done. */
   withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>): Promise<T> {
     return Holds.during(async (holds) => read(await Promise.all(parts.map((p) => this.localFile(p, holds)))));
@@ -125,6 +139,7 @@ export class PartCache {
    */
   async localFileIfPresent(info: ObjectInfo, holds?: Holds): Promise<string | undefined> {
     if (this.local) {
+      if (holds) return this.inPlace(info.key, holds);
       const direct = this.local.fileOf(info.key);
       // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
       return existsSync(direct) ? direct : undefined;
@@ -147,9 +162,9 @@ export class PartCache {
    */
   async rangedFileIfPresent(info: ObjectInfo, headBytes: number, holds?: Holds): Promise<RangedFile | undefined> {
     if (this.local) {
-      const file = this.local.fileOf(info.key);
+      const file = holds ? this.inPlace(info.key, holds) : this.local.fileOf(info.key);
       // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
-      if (!existsSync(file)) return undefined;
+      if (file === undefined || !existsSync(file)) return undefined;
       return { file, size: statSync(file).size, ensure: async () => undefined };
     }
     const id = `${info.key}\n${info.etag}`;

@@ -3,7 +3,7 @@
 // file, fsync'd, renamed (or linked, for create-if-absent) into place, and its
 // directory fsync'd.
 import { randomBytes } from 'node:crypto';
-import { constants as fsc, linkSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
+import { constants as fsc, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,19 +13,61 @@ import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type Lo
 
 const TMP_MARK = '.tmp-';
 
+/** Whether a file name is a pin's (localFiles' `pin`): its age is its inode's last change, as its content's time is its object's. */
+export function isPinName(name: string): boolean {
+  return name.includes(`${TMP_MARK}pin-`);
+}
+
 /** Whether a file name is one of this store's temporary files (never a stored object). */
 export function isTemporaryName(name: string): boolean {
   return name.includes(TMP_MARK);
 }
 
+/**
+ * Where pins are: hard links to objects' files, one per reader, which keep a file's bytes after
+ * the object is deleted until the reader lets go. A temporary name: never listed, and swept with
+ * the other temporary files should a process die holding some (leftovers.ts).
+ */
+const PINS_DIR = `${TMP_MARK}pins`;
+
 /** The files of a store on the directory `root`: the file store's own layout, for readers that open them in place. */
 export function localFiles(root: string): LocalFiles {
+  const fileOf = (key: string) => {
+    assertValidKey(key);
+    return path.join(root, ...key.split('/'));
+  };
+  const pins = path.join(root, PINS_DIR);
   return {
-    fileOf(key) {
-      assertValidKey(key);
-      return path.join(root, ...key.split('/'));
+    fileOf,
+    // Synchronous, as the readers' own opens are: a link is a few microseconds here, and a
+    // year's answer pins some 365 files.
+    pin(key) {
+      const file = fileOf(key);
+      const pinned = path.join(pins, `${path.basename(file)}${TMP_MARK}pin-${randomBytes(6).toString('hex')}`);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          linkSync(file, pinned);
+          return { file: pinned, release: () => unlinkQuietly(pinned) };
+        } catch (err) {
+          if (isCode(err, 'ENOENT') && existsSync(file) && attempt === 0) {
+            mkdirSync(pins, { recursive: true }); // the first pin of this directory
+            continue;
+          }
+          if (isCode(err, 'ENOENT')) return undefined;
+          // No hard links here (another file system's mount, a read-only store): read in place, as before pins.
+          return { file, release: () => undefined };
+        }
+      }
     },
   };
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Gone already (swept as a dead process's): nothing to let go.
+  }
 }
 
 export class FileObjectStore implements ObjectStore {

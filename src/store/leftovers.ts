@@ -1,11 +1,11 @@
 // Files a killed process leaves behind: the file store's temporary files (`<key>.tmp-<random>`,
-// written then renamed into place) and the worker's Parquet files in the making under
-// DATA_DIR/tmp. Nothing reads them; swept once they are older than any write in progress
+// written then renamed into place, and the pins of what its answers were reading) and the
+// worker's Parquet files in the making under DATA_DIR/tmp. Nothing reads them; swept once they are older than any write in progress
 // could be, so a second process on the same directory never loses a file it is writing.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../shared/config.js';
-import { isTemporaryName } from './fileStore.js';
+import { isPinName, isTemporaryName } from './fileStore.js';
 
 /** Older than this, a temporary file belongs to no live write (a write takes seconds). */
 export const LEFTOVER_AGE_MS = 15 * 60_000;
@@ -43,7 +43,9 @@ export async function sweepLeftovers(roots: readonly string[], ageOf: (name: str
       const olderThanMs = ageOf(e.name, dir);
       if (olderThanMs === undefined) continue;
       const stat = await fs.stat(full).catch(() => undefined);
-      if (!stat || now - stat.mtimeMs < olderThanMs) continue;
+      // A pin (a hard link, fileStore.ts) made a moment ago to an old part carries the part's
+      // time of writing: its own age is its inode's last change.
+      if (!stat || now - (isPinName(e.name) ? stat.ctimeMs : stat.mtimeMs) < olderThanMs) continue;
       await fs.rm(full, { force: true });
       result.removed += 1;
       result.bytes += stat.size;

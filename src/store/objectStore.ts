@@ -70,6 +70,12 @@ export interface ObjectStore {
 export interface LocalFiles {
   /** The file that holds, or would hold, the object under `key`. */
   fileOf(key: string): string;
+  /**
+   * A name of the object's file that stays readable until `release` is called, even if the
+   * object is deleted meanwhile (a part retired while a slow answer still reads it, as the part
+   * cache's held copies do on S3); undefined when the object is absent.
+   */
+  pin(key: string): { file: string; release(): void } | undefined;
 }
 
 /**

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { tableFromIPC } from 'apache-arrow';
-import { plainPieces } from '../../src/http/archiveBody.js';
+import type { FeatureBatch } from '../../src/archive/render.js';
+import { plainPieces, renderArchive } from '../../src/http/archiveBody.js';
 import { exportWindow } from '../../src/ops/exportWindow.js';
 import { compact } from '../../src/ops/compact.js';
 import { reprocess } from '../../src/ops/reprocess.js';
@@ -119,4 +120,33 @@ describe.each(BACKENDS)('an answer slower than the grace on the %s backend', (ki
       expect(page.batches.flatMap((b) => b.items as string[]).map((item) => JSON.parse(item).properties.pkey).sort()).toEqual(all);
     }, 60_000);
   }
+});
+
+describe.each(BACKENDS)('a day read as it is sent on the %s backend', (kind) => {
+  const { svc: service } = serviceWithDay(kind, 0);
+
+  it('is sent whole though its parts and their ready texts are deleted after it was prepared: what an answer holds stays readable', async () => {
+    const svc = service();
+    const range = { startMs: DAY, endMs: DAY + DAY_MS - 1, admin: undefined };
+    const window = await svc.rt.archive.open(range);
+    const day = 'year=2026/month=11/day=18/';
+    const stored = async () => (await Promise.all(['reports/v1/', 'ready/', 'stats/'].map((prefix) => keysUnder(svc.rt, prefix)))).flat().filter((k) => k.includes(day));
+    expect((await stored()).some((k) => k.startsWith('ready/'))).toBe(true);
+    // The day is prepared (its ready texts' index read, its DuckDB hours built) when its batch
+    // comes; its ready hours are read as its items are sent. Every file of the day goes between.
+    async function* retiredOnceServed(batches: AsyncIterable<FeatureBatch>): AsyncIterable<FeatureBatch> {
+      for await (const batch of batches) {
+        await svc.rt.store.delete(await stored());
+        yield batch;
+      }
+    }
+    const pieces: (string | Uint8Array)[] = [];
+    for await (const piece of plainPieces(renderArchive(retiredOnceServed(window.batches('geojson', ',\n')), 'featurecollection'))) pieces.push(piece);
+    expect(await stored()).toEqual([]);
+    const features = JSON.parse(Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))).toString('utf8')).features as { properties: { pkey: string } }[];
+    expect(features.map((f) => f.properties.pkey).sort()).toEqual([pkeyOf(1), pkeyOf(2), pkeyOf(3)]);
+    // On a local store what it held was pinned (hard links), each let go with its day.
+    const { storageUrl } = svc.rt.config;
+    if (storageUrl.startsWith('file://')) expect(await fs.readdir(path.join(storageUrl.slice('file://'.length), '.tmp-pins'))).toEqual([]);
+  }, 60_000);
 });

@@ -8,7 +8,8 @@ import { pipeline } from 'node:stream/promises';
 import http from 'node:http';
 import { CreateBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../../src/shared/errors.js';
-import { FileObjectStore } from '../../src/store/fileStore.js';
+import { FileObjectStore, isTemporaryName, localFiles } from '../../src/store/fileStore.js';
+import { sweepLeftovers } from '../../src/store/leftovers.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -284,6 +285,31 @@ describe('file store folders', () => {
     await writer.put('ingest/pending/p/2.json', '2');
     expect(await writer.putIfAbsent('ingest/pending/p/3.json', '3')).toBe(true);
     expect(await collect(other.list({ prefix: 'ingest/' }))).toEqual(['ingest/pending/p/2.json', 'ingest/pending/p/3.json']);
+  });
+
+  it('a pinned file stays readable after its object is deleted, until let go; pins are never listed, and are swept once a dead process leaves them', async () => {
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    const files = localFiles(root);
+    const key = 'reports/v1/day=01/hour=all/part-b.parquet';
+    await store.put(key, 'the part');
+    // Written long ago: a pin made now is young all the same.
+    const dayAgo = new Date(Date.now() - 86_400_000);
+    await fs.utimes(files.fileOf(key), dayAgo, dayAgo);
+    const pin = files.pin(key)!;
+    const second = files.pin(key)!;
+    await store.delete([key]);
+    expect(await store.get(key)).toBeUndefined();
+    expect(await fs.readFile(pin.file, 'utf8')).toBe('the part');
+    expect(await collect(store.list({ prefix: '' }))).toEqual([]);
+    pin.release();
+    await expect(fs.stat(pin.file)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await fs.readFile(second.file, 'utf8')).toBe('the part');
+    expect(files.pin(key)).toBeUndefined();
+    // A process killed while it held `second`: its pin is swept once its inode has not changed for the age.
+    expect((await sweepLeftovers([root], (name) => (isTemporaryName(name) ? 60_000 : undefined))).removed).toBe(0);
+    expect((await sweepLeftovers([root], (name) => (isTemporaryName(name) ? 60_000 : undefined), Date.now() + 120_000)).removed).toBe(1);
+    await expect(fs.stat(second.file)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('a listing removes the empty folders it meets (left by older releases)', async () => {

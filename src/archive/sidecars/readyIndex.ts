@@ -17,22 +17,27 @@ export interface ReadyFile {
   index: ReadyIndex;
 }
 
-/** Indexes read lately, by sidecar file. */
+/**
+ * Indexes read lately, by file version: one file is read under many names (a local store's
+ * files are pinned under a name per answer), and a version is one file's bytes.
+ */
 const indexes = new Map<string, ReadyFile>();
 const MAX_INDEXES = 20_000;
 
-const versionOf = (st: { ino: number; size: number; mtimeMs: number }) => `${st.ino}:${st.size}:${st.mtimeMs}`;
+const versionOf = (st: { dev: number; ino: number; size: number; mtimeMs: number }) => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
 
 /** A sidecar's index (its first line); cached, as a window over a year reads hundreds. */
 export function readReadyIndex(file: string): ReadyFile {
   const version = versionOf(statSync(file));
-  const known = indexes.get(file);
-  if (known?.version === version) return known;
+  const known = indexes.get(version);
+  if (known) return known.file === file ? known : { ...known, file };
   const fd = openSync(file, 'r');
   try {
     const read = readyFileOf(fd, file);
+    // Replaced between the stat and the open: the newer version's index, not kept under the older's name.
+    if (read.version !== version) return read;
     if (indexes.size >= MAX_INDEXES) indexes.delete(indexes.keys().next().value!);
-    indexes.set(file, read);
+    indexes.set(version, read);
     return read;
   } finally {
     closeSync(fd);
