@@ -50,13 +50,13 @@ import { keepHeld } from './importHolds.js';
 import { withImportLock } from './importLock.js';
 import { bothSettled, coalescing, OneBehind } from './concurrency.js';
 import { addSortedPostIds, eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
-import { detectFormat, type ImportFormat } from './importRecords.js';
+import { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 import { validateFile } from './validateFile.js';
 import { rejectLine } from './validateRecords.js';
 import type { Progress } from './progress.js';
 import type { Logger } from '../shared/log.js';
 
-export { detectFormat, type ImportFormat } from './importRecords.js';
+export { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 
 export interface ImportOptions {
   file: string;
@@ -146,6 +146,20 @@ interface Checkpoint {
   roundFrom?: number;
 }
 
+/**
+ * The rejects file is written over at a run's start: never the input or the checkpoint (a
+ * `--rejects` naming the input would empty it), and in a folder that is there.
+ */
+async function checkRejectsFile(rejectsFile: string, others: readonly string[]): Promise<void> {
+  const real = async (file: string) => fs.realpath(file).catch(() => path.resolve(file));
+  const rejects = await real(rejectsFile);
+  for (const other of others) {
+    if (rejects === (await real(other))) throw new ImportInputError(`--rejects ${rejectsFile} is ${other}: the rejects file is written over, so it must be another file`);
+  }
+  const folder = await fs.stat(path.dirname(rejects)).catch(() => undefined);
+  if (!folder?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile}: there is no folder ${path.dirname(rejectsFile)} to write it in`);
+}
+
 /** The sorted file of validated records, in the run's folder. */
 const SORTED = 'sorted.parquet';
 /** Records validated (and written) at once in pass 1, accepted per ledger call (and staged per file) in pass 2. */
@@ -171,6 +185,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
   const rejectsFile = options.rejectsFile ?? `${options.file}.rejected.ndjson`;
+  await checkRejectsFile(rejectsFile, [options.file, stateFile]);
+  await removeCheckpointLeftovers(stateFile);
   const partner = options.partner;
   let checkpoint: Checkpoint = {
     v: 4,
@@ -547,6 +563,13 @@ function inLedgerOrder(pkeys: readonly string[]): string[] {
 const round = (s: number) => Math.round(s * 10) / 10;
 
 /** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */
+/** Removes what a run stopped while it wrote its checkpoint left beside it (its `<file>.<pid>.tmp`): under the lock, no other run writes it. */
+async function removeCheckpointLeftovers(file: string): Promise<void> {
+  const name = path.basename(file);
+  const left = (await fs.readdir(path.dirname(file)).catch(() => [])).filter((n) => n.startsWith(`${name}.`) && /^\d+\.tmp$/.test(n.slice(name.length + 1)));
+  await Promise.all(left.map((n) => fs.rm(path.join(path.dirname(file), n), { force: true })));
+}
+
 async function writeCheckpoint(file: string, checkpoint: Checkpoint): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
   await fs.writeFile(tmp, JSON.stringify(checkpoint));

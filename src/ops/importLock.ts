@@ -7,8 +7,9 @@
 // - the data directory's, a file (`tmp/import/import.lock`) created whole by a link, for the run
 //   folders and checkpoints under it, whatever store it names.
 // Each holder touches its locks every minute; one untouched for five minutes (its process gone,
-// on this host or in another container) is taken over. Imports called at once in one process
-// take turns.
+// on this host or in another container), or whose holder is no longer running on this host, is
+// taken over, and a process stopped by a signal gives its locks back (giveBackImportLocks).
+// Imports called at once in one process take turns.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -34,6 +35,32 @@ export interface ImportLocks {
 
 /** This process's imports, one after another (the locks tell processes apart, not calls). */
 let turns: Promise<unknown> = Promise.resolve();
+
+/** How to give back each lock this process holds now: for a stop by a signal (the command line's). */
+const holding = new Set<() => Promise<void>>();
+
+/**
+ * Gives back the locks this process holds, for a process about to exit on a signal (Ctrl-C): the
+ * next import need not wait five minutes for them to go stale. The import itself is left where
+ * the signal found it, as a crash would leave it; its checkpoint resumes it.
+ */
+export async function giveBackImportLocks(): Promise<void> {
+  await Promise.all([...holding].map((giveBack) => giveBack().catch(() => undefined)));
+}
+
+/** Whether `holder`, which is not this lock's own, names a process gone from this host (a lock its crash left). */
+function goneFromThisHost(holder: { host?: unknown; pid?: unknown }): boolean {
+  if (holder.host !== os.hostname() || typeof holder.pid !== 'number') return false;
+  // This very process, under another lock id: an earlier process of a container (pid 1 again).
+  if (holder.pid === process.pid) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return false;
+  } catch (err) {
+    // EPERM: there, another user's.
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
 
 export function withImportLock<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T> {
   const turn = turns.then(() => inStore(locks, () => inDataDir(locks.dataDir, run)));
@@ -72,7 +99,7 @@ async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T>
       // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
       if (held.holder?.id === me.id) return;
       const touched = Date.parse(held.holder?.touched ?? '');
-      if (Date.now() - touched < STALE_MS) {
+      if (Date.now() - touched < STALE_MS && !(held.holder && goneFromThisHost(held.holder))) {
         throw new ImportRunningError(`another import is running on this archive (${JSON.stringify(held.holder)}, ${IMPORT_LOCK_KEY} in ${store.description}): wait for it to end, then run this one`);
       }
       // Taken over only as it was judged stale: a lock another process took over since stays.
@@ -81,6 +108,12 @@ async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T>
     throw new ImportRunningError(`another import took this archive's lock (${IMPORT_LOCK_KEY} in ${store.description}) at the same moment: run this one once it ends`);
   };
   await acquire();
+  const giveBack = async () => {
+    // Only our own: a lock taken over meanwhile is its new holder's.
+    const held = await holderOf().catch(() => undefined);
+    if (held?.holder?.id === me.id) await store.delete([IMPORT_LOCK_KEY]).catch(() => undefined);
+  };
+  holding.add(giveBack);
   let touching: Promise<void> | undefined;
   const touch = setInterval(() => {
     touching ??= (async () => {
@@ -99,9 +132,8 @@ async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T>
   } finally {
     clearInterval(touch);
     await touching;
-    // Only our own: a lock taken over meanwhile is its new holder's.
-    const held = await holderOf().catch(() => undefined);
-    if (held?.holder?.id === me.id) await store.delete([IMPORT_LOCK_KEY]).catch(() => undefined);
+    holding.delete(giveBack);
+    await giveBack();
   }
 }
 
@@ -111,14 +143,19 @@ async function inDataDir<T>(dataDir: string, run: () => Promise<T>): Promise<T> 
   const lock = path.join(dir, 'import.lock');
   const token = JSON.stringify({ host: os.hostname(), pid: process.pid, id: randomUUID(), since: new Date().toISOString() });
   await acquireFile(lock, token);
+  // Only our own: a lock taken over meanwhile is its new holder's.
+  const giveBack = async () => {
+    if ((await fs.readFile(lock, 'utf8').catch(() => '')) === token) await fs.rm(lock, { force: true });
+  };
+  holding.add(giveBack);
   const touch = setInterval(() => void fs.utimes(lock, new Date(), new Date()).catch(() => undefined), TOUCH_MS);
   touch.unref();
   try {
     return await run();
   } finally {
     clearInterval(touch);
-    // Only our own: a lock taken over meanwhile is its new holder's.
-    if ((await fs.readFile(lock, 'utf8').catch(() => '')) === token) await fs.rm(lock, { force: true });
+    holding.delete(giveBack);
+    await giveBack();
   }
 }
 
@@ -132,7 +169,7 @@ async function acquireFile(lock: string, token: string): Promise<void> {
       const held = await fs.readFile(lock, 'utf8').catch(() => undefined);
       const stat = await fs.stat(lock).catch(() => undefined);
       if (held === undefined || !stat) continue; // released meanwhile
-      if (Date.now() - stat.mtimeMs < STALE_MS) {
+      if (Date.now() - stat.mtimeMs < STALE_MS && !goneFromThisHost(parseHolder(held))) {
         throw new ImportRunningError(`another import is running on this data directory (${held}, ${lock}): wait for it to end, then run this one`);
       }
       // Taken over only as it was judged stale: a lock another process took over since stays.
@@ -141,5 +178,13 @@ async function acquireFile(lock: string, token: string): Promise<void> {
     throw new ImportRunningError(`another import took this data directory's lock (${lock}) at the same moment: run this one once it ends`);
   } finally {
     await fs.rm(mine, { force: true });
+  }
+}
+
+function parseHolder(text: string): { host?: unknown; pid?: unknown } {
+  try {
+    return JSON.parse(text) as { host?: unknown; pid?: unknown };
+  } catch {
+    return {};
   }
 }

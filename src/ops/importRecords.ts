@@ -3,16 +3,25 @@
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { pipeline } from 'node:stream';
-import { parse as parseCsv } from 'csv-parse';
+import { CsvError, parse as parseCsv } from 'csv-parse';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
+
+/**
+ * A file or option that cannot be imported as asked (its format, a GeoJSON document that does
+ * not parse, a CSV the parser gives up on, a rejects file that is the input): running the same
+ * command again cannot help, so it is the command's mistake (exit 2), not a run to resume.
+ */
+export class ImportInputError extends Error {
+  override name = 'ImportInputError';
+}
 
 export function detectFormat(file: string): ImportFormat {
   const ext = file.toLowerCase().slice(file.lastIndexOf('.') + 1);
   if (ext === 'ndjson' || ext === 'jsonl') return 'ndjson';
   if (ext === 'geojson' || ext === 'json') return 'geojson';
   if (ext === 'csv') return 'csv';
-  throw new Error(`cannot tell the format of ${file}; pass --format ndjson|geojson|csv`);
+  throw new ImportInputError(`cannot tell the format of ${file} from its name: pass --format ndjson|geojson|csv`);
 }
 
 /** A GeoJSON or CSV file's records in order (NDJSON is read as bytes: ndjsonBatches). */
@@ -20,7 +29,15 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
   if (format === 'geojson') {
     const text = await fs.readFile(file, 'utf8');
     // A byte order mark (a file saved by a Windows editor) is no part of the document.
-    const doc = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as { type?: string; features?: unknown[] };
+    const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+    // An empty file holds no record, as an empty NDJSON file does.
+    if (body.trim() === '') return;
+    let doc: { type?: string; features?: unknown[] };
+    try {
+      doc = JSON.parse(body) as typeof doc;
+    } catch (err) {
+      throw new ImportInputError(`${file} is not one GeoJSON document (${(err as Error).message}): a FeatureCollection or a Feature, or pass --format ndjson for one record a line`);
+    }
     const features = doc.type === 'FeatureCollection' && Array.isArray(doc.features) ? doc.features : [doc];
     yield* features;
     return;
@@ -30,7 +47,18 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
   // pipeline, not pipe: a read error fails the parser (and so this iteration) instead of being an
   // 'error' event nobody listens to, and a reader that stops early closes the file.
   pipeline(createReadStream(file), parser, () => undefined);
-  for await (const { record, info, raw } of parser as AsyncIterable<{ record: Record<string, string>; info: { error?: Error }; raw: string }>) {
+  const rows = (parser as AsyncIterable<{ record: Record<string, string>; info: { error?: Error }; raw: string }>)[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<{ record: Record<string, string>; info: { error?: Error }; raw: string }>;
+    try {
+      next = await rows.next();
+    } catch (err) {
+      // The parser's own (a quote it cannot close, not CSV at all): it reads no further.
+      if (err instanceof CsvError) throw new ImportInputError(`${file} could not be read as CSV: ${(err as Error).message}`);
+      throw err;
+    }
+    if (next.done) return;
+    const { record, info, raw } = next.value;
     // Its reject keeps the row as it was written (the parsed record lacks the fields beyond the header's).
     yield info.error ? new RecordError(`the row's fields do not match the header's columns (${info.error.message})`, raw.replace(/\r?\n$/, '')) : record;
   }

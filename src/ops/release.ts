@@ -53,6 +53,11 @@ export class ReleaseError extends Error {
   }
 }
 
+/** A first release of a period that holds no report: nothing to cite (a mistyped period, or a month before any report). */
+export class NothingToReleaseError extends ReleaseError {
+  override name = 'NothingToReleaseError';
+}
+
 export async function release(rt: ReleaseDeps, label: string, options: { nowMs?: number; progress?: Progress } = {}): Promise<ReleaseResult> {
   const period = parsePeriod(label);
   if (!period) throw new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true);
@@ -98,6 +103,9 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
     }
     options.progress?.stop();
     const reports = facts.reduce((n, f) => n + f.reports, 0);
+    // Empty after a release is a revision (every report retracted and purged since); empty
+    // before any, a period to leave alone.
+    if (reports === 0 && !latest) throw new NothingToReleaseError(`${label} holds no report: nothing to release`, true);
     const sameFiles = latest !== undefined && latest.files.length === files.length && files.every((f, i) => latest.files[i]!.path === f.path);
     const same = sameFiles && files.every((f, i) => latest.files[i]!.sha256 === f.sha256);
     // Other bytes, the same reports (a new DuckDB or zlib lays the same rows out otherwise): no

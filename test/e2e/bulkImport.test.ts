@@ -3,7 +3,9 @@
 // records go to the rejects with reasons; a crash at any point is finished by running it again;
 // what it holds is left alone by reconciliation until its hold ends; a busy ledger is waited out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
@@ -240,6 +242,13 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(JSON.parse(heldDuring!)).toMatchObject({ pid: process.pid, touched: expect.any(String) });
     expect(await svc.rt.store.get(IMPORT_LOCK_KEY)).toBeUndefined();
     expect((await archived(svc)).has('partner-91000')).toBe(true);
+    // Touched a moment ago by a process of this host that is gone (killed): taken over at once.
+    const gone = spawn(process.execPath, ['-e', '']);
+    await new Promise((resolve) => gone.on('exit', resolve));
+    await svc.rt.store.put(IMPORT_LOCK_KEY, JSON.stringify({ host: os.hostname(), pid: gone.pid, id: 'killed', since: new Date().toISOString(), touched: new Date().toISOString() }));
+    const more = path.join(dir, 'after-a-kill.ndjson');
+    await fs.writeFile(more, yearLines(92_000, 5).join('\n'));
+    expect(await importFile(svc.rt, { file: more, batchSize: 100 })).toMatchObject({ accepted: 5 });
   });
 
   it('finishes when run again after a crash while accepting, and after one while storing parts: every report once, none left pending', async () => {

@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { runCli as run } from '../support/cli.js';
+import { spawn } from 'node:child_process';
+import { CLI, runCli as run } from '../support/cli.js';
 import { report, SHARED_PH_NATIONAL, tempDir } from '../support/env.js';
 import { freePort } from '../support/net.js';
 import { resolveApiKeys } from '../../src/partners/apiKeys.js';
@@ -45,6 +46,72 @@ describe('flood-archive CLI', () => {
     expect(bad.code).toBe(78);
     expect(bad.stderr).toMatch(/FLUSH_INTERVAL_SECONDS/);
   });
+
+  it('import and export mistakes exit 2 with what to fix, never a hint to resume, and touch no input', async () => {
+    const dataDir = await tempDir();
+    const env = { DATA_DIR: dataDir, API_KEYS: 'alpha:alpha-key-0123456789abcdef' };
+    const lines = [report(1), report(2)].map((r) => JSON.stringify(r)).join('\n');
+    const file = path.join(dataDir, 'in.ndjson');
+    await fs.writeFile(file, lines);
+    const mistake = async (args: string[], message: RegExp) => {
+      const got = await run(args, env);
+      expect([args.join(' '), got.code, got.stderr]).toEqual([args.join(' '), 2, expect.stringMatching(message)]);
+      expect(got.stderr).not.toMatch(/resume/);
+    };
+    // The rejects file is written over: naming the input would have emptied it.
+    await mistake(['import', '--file', file, '--rejects', file], /--rejects .* is .*in\.ndjson: the rejects file is written over/);
+    expect(await fs.readFile(file, 'utf8')).toBe(lines);
+    await mistake(['import', '--file', file, '--rejects', path.join(dataDir, 'nowhere', 'r.ndjson')], /there is no folder .*nowhere to write it in/);
+    const text = path.join(dataDir, 'in.txt');
+    await fs.writeFile(text, lines);
+    await mistake(['import', '--file', text], /cannot tell the format of .*in\.txt from its name: pass --format/);
+    await mistake(['import', '--file', text, '--format', 'csv'], /in\.txt could not be read as CSV/);
+    await mistake(['import', '--file', dataDir], /is not a file/);
+    const truncated = path.join(dataDir, 'cut.geojson');
+    await fs.writeFile(truncated, '{"type":"FeatureCollection","features":[{"type":"Feature",');
+    await mistake(['import', '--file', truncated], /cut\.geojson is not one GeoJSON document/);
+    // An empty GeoJSON file holds no record, as an empty NDJSON file does.
+    const empty = path.join(dataDir, 'empty.geojson');
+    await fs.writeFile(empty, '\n');
+    const none = await run(['import', '--file', empty, '--json'], env);
+    expect([none.code, JSON.parse(none.stdout)]).toEqual([0, expect.objectContaining({ records: 0, accepted: 0 })]);
+    for (const format of ['csv', 'parquet']) {
+      const out = path.join(dataDir, 'missing', `out.${format}`);
+      await mistake(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', format, '--out', out], /there is no folder .*missing to write it in/);
+      await expect(fs.stat(path.dirname(out))).rejects.toMatchObject({ code: 'ENOENT' });
+    }
+    // A partner no key is named after is imported as asked (the service's API_KEYS may name it), with a warning.
+    const ghost = await run(['import', '--file', file, '--partner', 'alhpa', '--json'], env);
+    expect([ghost.code, ghost.stderr]).toEqual([0, expect.stringMatching(/warning: no API key named alhpa is known here/)]);
+    expect((await run(['import', '--file', file, '--partner', 'alpha', '--restart', '--json'], env)).stderr).not.toMatch(/warning/);
+  });
+
+  it('import stopped by Ctrl-C says how to go on and gives its locks back: run again at once, it finishes with every record once', async () => {
+    const dataDir = await tempDir();
+    const env = { DATA_DIR: dataDir, API_KEYS: 'alpha:alpha-key-0123456789abcdef' };
+    const file = path.join(dataDir, 'many.ndjson');
+    const n = 30_000;
+    const at = Date.UTC(2026, 9, 1);
+    await fs.writeFile(file, Array.from({ length: n }, (_, i) => JSON.stringify(report(i + 1, { created_at: new Date(at + i * 60_000).toISOString() }))).join('\n'));
+    const child = spawn(process.execPath, [CLI, 'import', '--file', file], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // Once it has begun (its locks taken), interrupted as a person at a terminal would.
+    while (!/"state":"started"/.test(stderr)) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/import interrupted \(SIGINT\); run the same command again to resume from its checkpoint \(.*many\.ndjson\.import-state\.json\)/);
+    const again = await run(['import', '--file', file, '--json'], env);
+    expect([again.code, again.stderr]).toEqual([0, expect.not.stringMatching(/another import/)]);
+    const out = path.join(dataDir, 'out.csv');
+    expect((await run(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'csv', '--out', out, '--json'], env)).code).toBe(0);
+    const rows = (await fs.readFile(out, 'utf8')).trim().split('\n').slice(1);
+    expect(rows).toHaveLength(n);
+    expect(new Set(rows.map((r) => r.split(',')[0])).size).toBe(n);
+    expect((await fs.readdir(dataDir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  }, 120_000);
 
   it('exits 69 (unavailable) naming the store or the queue it cannot reach, whichever the command needs first', async () => {
     // A port nothing listens on: every connection is refused.

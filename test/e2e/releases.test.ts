@@ -12,12 +12,13 @@ import { sqlString } from '../../src/archive/duckdb.js';
 import { CSV_HEADER } from '../../src/http/archiveBody.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
-import { release, ReleaseError } from '../../src/ops/release.js';
+import { releaseJob } from '../../jobs/release.js';
+import { NothingToReleaseError, release, ReleaseError } from '../../src/ops/release.js';
 import type { Manifest } from '../../src/releases/documents.js';
 import { runCli } from '../support/cli.js';
 import { HAS_GEOPANDAS, GEOPANDAS_MISSING, python } from '../support/clients.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
-import { allArchived, API_KEY, BACKENDS, getJson, pkeyOf, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, BACKENDS, getJson, keysUnder, pkeyOf, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = { 'User-Agent': 'flood-tests/1.0' };
 const YEAR = 'start=2025-01-01T00:00:00Z&end=2025-12-31T23:59:59.999Z';
@@ -345,6 +346,22 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
       expect(run.stderr).toMatch(/--period 2099 is not over until 2100-01-01T00:00:00.000Z/);
     }
   });
+
+  it('makes no first release of a period without reports (a mistyped period), and the monthly job passes such months by', async () => {
+    const err = await release(svc.rt, '2019-03').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NothingToReleaseError);
+    expect((err as ReleaseError).usage).toBe(true);
+    expect(await keysUnder(svc.rt, 'releases/2019-03')).toEqual([]);
+    if (kind === 'embedded') {
+      const run = await runCli(['release', '--period', '2019'], { DATA_DIR: svc.rt.config.dataDir, API_KEYS: API_KEY });
+      expect([run.code, run.stderr]).toEqual([2, expect.stringMatching(/^2019 holds no report: nothing to release$/m)]);
+    }
+    // The last twelve closed months: those without reports are passed by, the job does not fail.
+    const ran = (await releaseJob.run(svc.rt)) as { releases: { release: string; reports: number }[]; empty: string[] };
+    expect(ran.empty.length).toBeGreaterThan(0);
+    expect(ran.releases.every((r) => r.reports > 0)).toBe(true);
+    for (const period of ran.empty) expect(await keysUnder(svc.rt, `releases/${period}-r`)).toEqual([]);
+  }, 120_000);
 });
 
 describe('a release, read by researchers\' tools', () => {

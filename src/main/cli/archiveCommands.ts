@@ -1,5 +1,6 @@
 // The archive's ops commands: compaction, reconciliation, re-tagging, backfill, export and verification.
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
@@ -86,10 +87,24 @@ export const importCommand: Command = {
       const format = values.format as ImportFormat | undefined;
       if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
       const partner = partnerOption(values);
+      // Not refused: the service's API_KEYS may name it where this command's environment does not.
+      if (partner !== undefined && !config.apiKeys.some((k) => k.name === partner) && !(await rt.ledger.listKeys()).some((k) => k.name === partner)) {
+        process.stderr.write(`warning: no API key named ${partner} is known here (API_KEYS, keys list): its reports are imported under that name, which only a key of that name reads back; a misspelt name is a partner of its own\n`);
+      }
       const file = required(values, 'file');
       // A file that is not there is the command's mistake, not an import to resume.
       const stat = await fs.stat(file).catch(() => undefined);
-      if (!stat?.isFile()) throw new UsageError(`--file ${file}: no such file`);
+      if (!stat) throw new UsageError(`--file ${file}: no such file`);
+      if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
+      // Ctrl-C (or a stop) leaves the run where it is, as a crash would, but says how to go on,
+      // and gives its locks back so the next run need not wait for them to go stale.
+      const stateFile = `${file}.import-state.json`;
+      const onSignal = (signal: NodeJS.Signals) => {
+        process.stderr.write(`import interrupted (${signal}); run the same command again to resume from its checkpoint (${stateFile})\n`);
+        void deps.giveBackImportLocks().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
       const result = await deps
         .importFile(
           rt,
@@ -103,12 +118,19 @@ export const importCommand: Command = {
           values.json ? undefined : createProgress('import'),
         )
         .catch((err: unknown) => {
+          const name = (err as Error)?.name;
+          // The file or an option as given cannot be imported: running it again would not help.
+          if (name === 'ImportInputError') throw new UsageError((err as Error).message);
           // Everything done so far is kept: the same command carries on from the checkpoint
-          // (unless it never started: another import holds the data directory).
-          if ((err as Error)?.name !== 'ImportRunningError') {
-            process.stderr.write(`import stopped; run the same command again to resume from its checkpoint (${file}.import-state.json)\n`);
+          // (unless it never started: another import holds the archive or the data directory).
+          if (name !== 'ImportRunningError') {
+            process.stderr.write(`import stopped; run the same command again to resume from its checkpoint (${stateFile})\n`);
           }
           throw err;
+        })
+        .finally(() => {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
         });
       print(values, result, () =>
         `records: ${result.records}; accepted: ${result.accepted}; duplicate: ${result.duplicate}; rejected: ${result.rejected}` +
@@ -136,7 +158,11 @@ export const exportCommand: Command = {
       }
       const { fromMs, toMs } = windowOf(values);
       const query = { startMs: fromMs, endMs: toMs, admin };
-      const result = await deps.exportWindow(rt, query, format, required(values, 'out'), values.json ? undefined : createProgress('export'));
+      const out = required(values, 'out');
+      // Checked before a row is read, whatever the format: a file goes only where a folder is.
+      if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${out}: there is no folder ${path.dirname(out)} to write it in`);
+      if ((await fs.stat(out).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${out} is a folder: name the file to write`);
+      const result = await deps.exportWindow(rt, query, format, out, values.json ? undefined : createProgress('export'));
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
       return 0;
     }),
