@@ -77,6 +77,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`unexpected argument ${JSON.stringify(extra[0])}\nusage: flood-archive ${command.usage}\n`);
     return 2;
   }
+  const sub = parsed.positionals[0];
+  const reads = sub === undefined ? undefined : command.subcommandOptions?.[sub];
+  const unread = reads && Object.keys(parsed.values).find((option) => option !== 'json' && option !== 'help' && !reads.includes(option));
+  if (unread) {
+    process.stderr.write(`--${unread} is not an option of ${name} ${sub}${reads.length > 0 ? ` (it takes ${reads.map((o) => `--${o}`).join(', ')})` : ''}\nusage: flood-archive ${command.usage}\n`);
+    return 2;
+  }
   const { loadConfig, ConfigError } = await loadCommandModules();
   let config: Config;
   try {

@@ -86,6 +86,25 @@ describe('flood-archive CLI', () => {
     expect((await run(['import', '--file', file, '--partner', 'alpha', '--restart', '--json'], env)).stderr).not.toMatch(/warning/);
   });
 
+  it('refuses an option its subcommand does not read, and names what to give where a word is missing or wrong', async () => {
+    const env = { DATA_DIR: await tempDir(), API_KEYS: 'alpha:alpha-key-0123456789abcdef' };
+    const expectUsage = async (args: string[], message: RegExp) => {
+      const got = await run(args, env);
+      expect([args.join(' '), got.code, got.stderr]).toEqual([args.join(' '), 2, expect.stringMatching(message)]);
+    };
+    // Listed every key, as if the name narrowed the list.
+    await expectUsage(['keys', 'list', '--name', 'alpha'], /--name is not an option of keys list/);
+    await expectUsage(['subscriptions', 'failed', '--url', 'https://x.example'], /--url is not an option of subscriptions failed/);
+    await expectUsage(['subscriptions', 'add', '--id', 'x', '--url', 'https://x.example', '--secret-file', '-'], /--id is not an option of subscriptions add \(it takes --url, /);
+    await expectUsage(['retract', '--reason', 'r'], /give the report: --pkey KEY, or --post-id N/);
+    await expectUsage(['cities', 'publish'], /publish takes --from DIR, or --cities F with --local-areas F/);
+    await expectUsage(['cities', 'publish', '--from', path.join(env.DATA_DIR, 'nowhere')], /--from .*nowhere: no such folder/);
+    await expectUsage(['cities', 'rollback', '--to', 'nope'], /--to nope: no such version/);
+    await expectUsage(['verify', '--from', '2099-01-01'], /--from is after --to \(20\d\d-.*Z when not given\)/);
+    const absent = await run(['retract', '--post-id', '404', '--reason', 'r'], env);
+    expect([absent.code, absent.stdout, absent.stderr]).toEqual([1, '', expect.stringMatching(/no such report was accepted: post_id 404 of no partner/)]);
+  });
+
   it('import stopped by Ctrl-C says how to go on and gives its locks back: run again at once, it finishes with every record once', async () => {
     const dataDir = await tempDir();
     const env = { DATA_DIR: dataDir, API_KEYS: 'alpha:alpha-key-0123456789abcdef' };

@@ -11,6 +11,7 @@ export const cities: Command = {
     'cities publish --from DIR | --cities F --local-areas F  [--label TEXT] [--attribution TEXT] | cities list | cities rollback --to VERSION  [--json]\n' +
     '  --from DIR: a folder of regions.geojson, provinces.geojson (both optional), cities.geojson and local-areas.geojson',
   options: { ...common, from: { type: 'string' }, cities: { type: 'string' }, 'local-areas': { type: 'string' }, label: { type: 'string' }, attribution: { type: 'string' }, to: { type: 'string' } },
+  subcommandOptions: { publish: ['from', 'cities', 'local-areas', 'label', 'attribution'], list: [], rollback: ['to'] },
   subcommand: true,
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
@@ -20,6 +21,11 @@ export const cities: Command = {
         if (from !== undefined && (values.cities !== undefined || values['local-areas'] !== undefined)) throw new UsageError('publish takes --from, or --cities with --local-areas, not both');
         const label = typeof values.label === 'string' ? values.label : `published ${new Date().toISOString()}${from !== undefined ? ` from ${path.basename(path.resolve(from))}` : ''}`;
         const attribution = typeof values.attribution === 'string' ? values.attribution : undefined;
+        if (from === undefined && (typeof values.cities !== 'string' || typeof values['local-areas'] !== 'string')) throw new UsageError('publish takes --from DIR, or --cities F with --local-areas F');
+        // A file or folder that is not there is the command's mistake (exit 2), not a failure.
+        for (const [option, file] of [['from', from], ['cities', values.cities], ['local-areas', values['local-areas']]] as const) {
+          if (typeof file === 'string' && !(await fs.stat(file).catch(() => undefined))) throw new UsageError(`--${option} ${file}: no such ${option === 'from' ? 'folder' : 'file'}`);
+        }
         const read = async (f: string) => JSON.parse(await fs.readFile(f, 'utf8')) as unknown;
         const set =
           from !== undefined
@@ -45,6 +51,7 @@ export const cities: Command = {
       }
       if (sub === 'rollback') {
         const to = required(values, 'to');
+        if (!(await rt.boundaries.versions()).includes(to)) throw new UsageError(`--to ${to}: no such version (cities list shows them)`);
         await rt.boundaries.rollback(to);
         print(values, { version: to }, () => `current version is now ${to}`);
         return 0;

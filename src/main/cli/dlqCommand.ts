@@ -6,6 +6,7 @@ export const dlq: Command = {
   usage: 'dlq list | dlq redrive  [--json]',
   options: common,
   subcommand: true,
+  subcommandOptions: { list: [], redrive: [] },
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       // Loads the SQS SDK: only here.

@@ -7,6 +7,7 @@ export const keys: Command = {
   usage: 'keys list | keys add --name NAME (a name no key has had) | keys rotate --name NAME | keys revoke --name NAME  [--json]',
   options: { ...common, name: { type: 'string' } },
   subcommand: true,
+  subcommandOptions: { list: [], add: ['name'], rotate: ['name'], revoke: ['name'] },
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       const sub = positionals[0];

@@ -19,6 +19,11 @@ export interface Command {
   options: Options;
   /** Takes a subcommand (`keys add`): one word before its options. Others take none. */
   subcommand?: true;
+  /**
+   * The options each subcommand reads, beside --json and --help: any other given is refused (a
+   * `keys list --name x` would otherwise list every key, as if the name narrowed it).
+   */
+  subcommandOptions?: Record<string, readonly string[]>;
   run(ctx: { config: Config; values: Values; positionals: string[] }): Promise<number>;
 }
 
@@ -103,7 +108,7 @@ export function instant(value: string | boolean | undefined, name: string, fallb
 export function windowOf(values: Values, fallback: { fromMs?: number; toMs?: number } = {}): { fromMs: number; toMs: number } {
   const fromMs = instant(fallback.fromMs === undefined ? required(values, 'from') : values.from, 'from', fallback.fromMs ?? 0);
   const toMs = instant(fallback.toMs === undefined ? required(values, 'to') : values.to, 'to', fallback.toMs ?? 0, true);
-  if (fromMs > toMs) throw new UsageError('--from is after --to');
+  if (fromMs > toMs) throw new UsageError(`--from is after --to${values.to === undefined ? ` (${new Date(toMs).toISOString()} when not given)` : ''}`);
   return { fromMs, toMs };
 }
 

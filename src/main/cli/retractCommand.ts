@@ -19,6 +19,7 @@ export const retract: Command = {
         pkey = values.pkey;
         postId = parts.post_id;
       } else {
+        if (typeof values['post-id'] !== 'string') throw new UsageError('give the report: --pkey KEY, or --post-id N (with --partner NAME for a partner\'s)');
         const raw = required(values, 'post-id');
         if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
         postId = Number(raw);
@@ -28,7 +29,9 @@ export const retract: Command = {
       }
       const result = pkey === undefined ? ({ found: false } as const) : await rt.ledger.retract(pkey, 'ops', reason);
       if (!result.found) {
-        print(values, { post_id: postId, found: false }, () => `no such report was accepted`);
+        // --json keeps its answer on stdout; said plainly, it is an error's message.
+        if (values.json) print(values, { post_id: postId, found: false }, () => '');
+        else process.stderr.write(`no such report was accepted: ${pkey ?? `post_id ${postId}${values.partner === undefined ? ' of no partner' : ` of ${String(values.partner)}`}`}\n`);
         return 1;
       }
       const answer = { post_id: postId, retracted: true, first: result.first, ...result.retraction };

@@ -17,6 +17,15 @@ export const subscriptions: Command = {
     id: { type: 'string' },
   },
   subcommand: true,
+  subcommandOptions: {
+    add: ['url', 'secret-file', 'secret', 'admin', 'local-area', 'events'],
+    'rotate-secret': ['id', 'secret-file', 'secret'],
+    list: [],
+    remove: ['id'],
+    test: ['id'],
+    failed: [],
+    redrive: ['id'],
+  },
   run: ({ config, values, positionals }) =>
     withRuntime(config, async (rt) => {
       try {
