@@ -357,7 +357,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
 
   /** The ready texts of the parts archived so far (addReadyTexts.ts). */
   const addTexts = () => timed('readyTexts', async () => {
-    await addReadyTexts({ store: rt.store, publisher }, checkpoint.untexted.map((part) => ({ ...part, file: path.join(runDir, part.file) })), runDir);
+    progress?.start(checkpoint.untexted.length, 'ready texts of parts');
+    await addReadyTexts({ store: rt.store, publisher }, checkpoint.untexted.map((part) => ({ ...part, file: path.join(runDir, part.file) })), runDir, () => progress?.tick());
     checkpoint.untexted = [];
     await save();
   });
@@ -370,7 +371,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
   // Pass 1: read and validate, a batch at a time, into validated files.
   if (checkpoint.sorted === undefined) {
     await timed('reading', async () => {
-      progress?.start(format === 'ndjson' ? stat.size : 0);
+      progress?.start(format === 'ndjson' ? stat.size : 0, format === 'ndjson' ? 'reading bytes' : 'reading records');
       // Each batch's file is written (by DuckDB, off this thread) while the next ones are validated.
       const writes = new OneBehind();
       try {
@@ -406,7 +407,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
   const archivingBefore = seconds.archiving;
   const sortedFile = path.join(runDir, SORTED);
   await timed('accepting', async () => {
-    progress?.start(checkpoint.valid);
+    progress?.start(checkpoint.valid, 'accepting records');
     progress?.tick(checkpoint.acceptedUpTo);
     // The ledger accepts a batch (on its own thread) while the one before is tagged, and staged
     // by DuckDB while the next is accepted; the ledger's calls follow one another in the file's

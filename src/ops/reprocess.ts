@@ -80,7 +80,7 @@ export async function reprocess(
   const written: string[] = [];
   const started = performance.now();
   try {
-    progress?.start(hours.length);
+    progress?.start(hours.length, 're-tagging partitions');
     await mapWeighted(hours, RETAG_LANES, async (hour) => {
       const out = path.join(tmpDir, `${randomUUID()}.parquet`);
       written.push(out);
@@ -131,7 +131,7 @@ export async function reprocess(
     progress?.stop();
     result.seconds.retagging = seconds(started);
     const textsStarted = performance.now();
-    progress?.start(untexted.length);
+    progress?.start(untexted.length, 'ready texts of parts');
     await addReadyTexts({ store: rt.store, publisher }, untexted, tmpDir, () => progress?.tick());
     progress?.stop();
     await retiring.settle();

@@ -24,4 +24,24 @@ describe('progress off a terminal', () => {
       { progress: 'import', state: 'done', done: 1_000, total: 1_000, rate: 167, elapsed_s: 6 },
     ]);
   });
+
+  it('names each pass of a job, and says a pass is done once', () => {
+    const written: string[] = [];
+    const stream = { isTTY: false, write: (s: string) => written.push(s) } as unknown as NodeJS.WriteStream;
+    const progress = createProgress('import', stream, () => 0);
+    progress.start(10, 'reading bytes');
+    progress.tick(10);
+    progress.stop();
+    progress.start(3, 'accepting records');
+    progress.tick(3);
+    progress.stop();
+    // The job's own end, after its last pass's.
+    progress.stop();
+    expect(written.map((l) => JSON.parse(l)).map((l) => [l.pass, l.state, l.done])).toEqual([
+      ['reading bytes', 'started', 0],
+      ['reading bytes', 'done', 10],
+      ['accepting records', 'started', 0],
+      ['accepting records', 'done', 3],
+    ]);
+  });
 });
