@@ -134,9 +134,9 @@ export class ReleaseCopies {
       await fs.rename(partial, file);
       return { size: bytes, stored: { etag: `"${found.etag.replace(/"/g, '')}"`, lastModified: found.lastModified } };
     } finally {
-      await fs.rm(partial, { force: true });
-      // Given back just before the copy is counted (held() adds it at once) or dropped.
+      // Given back as the copy is counted (held() adds it at once) or dropped, whatever the removal of its temporary name does.
       giveBack();
+      await fs.rm(partial, { force: true });
     }
   }
 }

@@ -175,10 +175,11 @@ const HOLD_MS = 60 * 60_000;
 
 /** One import at a time into an archive, and on a data directory (importLock.ts). */
 export function importFile(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
-  return withImportLock({ store: rt.store, dataDir: rt.config.dataDir, log: rt.log }, () => importAlone(rt, options, progress));
+  return withImportLock({ store: rt.store, dataDir: rt.config.dataDir, log: rt.log }, (stillHeld) => importAlone(rt, options, progress, stillHeld));
 }
 
-async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Progress): Promise<ImportResult> {
+/** `stillHeld`: throws once the archive's import lock is another's (called before each step that writes). */
+async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Progress | undefined, stillHeld: () => void): Promise<ImportResult> {
   const runStartedMs = Date.now();
   const holdMs = options.holdMs ?? HOLD_MS;
   const format = options.format ?? detectFormat(options.file);
@@ -253,6 +254,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
   /** The staged reports as parts, then the checkpoint without them. */
   const archiveStaged = () => timed('archiving', async () => {
     if (checkpoint.staged.length === 0) return;
+    stillHeld();
     // What accepting left behind goes before DuckDB sorts the staged rows (the import's peak).
     releaseAll();
     // A staged file gone (removed once the ledger had released all of it, before the checkpoint
@@ -474,7 +476,10 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress?: Pr
         // The hold starts as the acceptance does (after the one before it): the checkpoint knows
         // when it ends, and a round that nears it is archived.
         const hold = { untilMs: 0 };
-        const accept = () => rt.ledger.acceptHeld(batch.records, receivedAt, (hold.untilMs = Date.now() + holdMs));
+        const accept = () => {
+          stillHeld();
+          return rt.ledger.acceptHeld(batch.records, receivedAt, (hold.untilMs = Date.now() + holdMs));
+        };
         const outcomes = before ? before.outcomes.then(accept) : accept();
         // Handled here: a failure is thrown by stage(), which awaits it.
         outcomes.catch(() => undefined);

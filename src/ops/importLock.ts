@@ -11,6 +11,7 @@
 // taken over, and a process stopped by a signal gives its locks back (giveBackImportLocks).
 // Imports called at once in one process take turns.
 import { randomUUID } from 'node:crypto';
+import { readFileSync, readlinkSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +32,8 @@ export interface ImportLocks {
   store: Pick<ObjectStore, 'description' | 'get' | 'putIfAbsent' | 'putIfMatch' | 'delete'>;
   dataDir: string;
   log: Pick<Logger, 'warn'>;
+  /** How often the locks are touched (a minute; shorter in tests). */
+  touchMs?: number;
 }
 
 /** This process's imports, one after another (the locks tell processes apart, not calls). */
@@ -48,10 +51,23 @@ export async function giveBackImportLocks(): Promise<void> {
   await Promise.all([...holding].map((giveBack) => giveBack().catch(() => undefined)));
 }
 
-/** Whether `holder`, which is not this lock's own, names a process gone from this host (a lock its crash left). */
-function goneFromThisHost(holder: { host?: unknown; pid?: unknown }): boolean {
-  if (holder.host !== os.hostname() || typeof holder.pid !== 'number') return false;
-  // This very process, under another lock id: an earlier process of a container (pid 1 again).
+/**
+ * Where this process runs, as far as telling a holder's death goes: the machine's boot and its pid
+ * namespace (Linux; elsewhere unknown). A pid means the same process only under both: containers
+ * on one host may share its name while each has its own pids (and each is pid 1).
+ */
+export const PLACE = (() => {
+  try {
+    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()} ${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** Whether `holder`, which is not this lock's own, names a process gone from where this one runs (a lock its crash left). */
+function goneFromHere(holder: { host?: unknown; pid?: unknown; place?: unknown }): boolean {
+  if (PLACE === undefined || holder.place !== PLACE || holder.host !== os.hostname() || typeof holder.pid !== 'number') return false;
+  // This very process, under another lock id: an earlier process that had its pid.
   if (holder.pid === process.pid) return true;
   try {
     process.kill(holder.pid, 0);
@@ -62,8 +78,18 @@ function goneFromThisHost(holder: { host?: unknown; pid?: unknown }): boolean {
   }
 }
 
-export function withImportLock<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T> {
-  const turn = turns.then(() => inStore(locks, () => inDataDir(locks.dataDir, run)));
+/** A lock lost while its import ran (taken over by another, its touches unable to reach the store for five minutes). */
+export class ImportLockLostError extends ImportRunningError {
+  override name = 'ImportLockLostError';
+}
+
+/**
+ * Runs `run` holding both locks. `run` is given `stillHeld`, which throws ImportLockLostError once
+ * the archive's lock is known to be another's: called before each step that writes, it stops an
+ * import that two would otherwise run at once.
+ */
+export function withImportLock<T>(locks: ImportLocks, run: (stillHeld: () => void) => Promise<T>): Promise<T> {
+  const turn = turns.then(() => inStore(locks, (stillHeld) => inDataDir(locks.dataDir, () => run(stillHeld))));
   turns = turn.catch(() => undefined);
   return turn;
 }
@@ -72,15 +98,17 @@ export function withImportLock<T>(locks: ImportLocks, run: () => Promise<T>): Pr
 interface Holder {
   host: string;
   pid: number;
+  /** Boot and pid namespace (goneFromHere), when known. */
+  place?: string;
   id: string;
   since: string;
   touched: string;
 }
 
-async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T> {
+async function inStore<T>(locks: ImportLocks, run: (stillHeld: () => void) => Promise<T>): Promise<T> {
   const { store, log } = locks;
   const since = new Date().toISOString();
-  const me = { host: os.hostname(), pid: process.pid, id: randomUUID(), since };
+  const me = { host: os.hostname(), pid: process.pid, ...(PLACE !== undefined && { place: PLACE }), id: randomUUID(), since };
   const body = (): string => JSON.stringify({ ...me, touched: new Date().toISOString() } satisfies Holder);
   const holderOf = async (): Promise<{ holder: Holder | undefined; etag: string } | undefined> => {
     const got = await store.get(IMPORT_LOCK_KEY);
@@ -99,12 +127,14 @@ async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T>
       // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
       if (held.holder?.id === me.id) return;
       const touched = Date.parse(held.holder?.touched ?? '');
-      if (Date.now() - touched < STALE_MS && !(held.holder && goneFromThisHost(held.holder))) {
+      if (Date.now() - touched < STALE_MS && !(held.holder && goneFromHere(held.holder))) {
         throw new ImportRunningError(`another import is running on this archive (${JSON.stringify(held.holder)}, ${IMPORT_LOCK_KEY} in ${store.description}): wait for it to end, then run this one`);
       }
       // Taken over only as it was judged stale: a lock another process took over since stays.
       if (await store.putIfMatch(IMPORT_LOCK_KEY, body(), held.etag)) return;
     }
+    // A takeover of ours whose answer was lost, refused when the SDK asked again: still ours.
+    if ((await holderOf())?.holder?.id === me.id) return;
     throw new ImportRunningError(`another import took this archive's lock (${IMPORT_LOCK_KEY} in ${store.description}) at the same moment: run this one once it ends`);
   };
   await acquire();
@@ -114,21 +144,32 @@ async function inStore<T>(locks: ImportLocks, run: () => Promise<T>): Promise<T>
     if (held?.holder?.id === me.id) await store.delete([IMPORT_LOCK_KEY]).catch(() => undefined);
   };
   holding.add(giveBack);
+  let lost: Holder | 'gone' | undefined;
+  const stillHeld = () => {
+    if (lost) throw new ImportLockLostError(`this import lost the archive's lock (${IMPORT_LOCK_KEY} in ${store.description}) to ${lost === 'gone' ? 'no one (it was removed)' : JSON.stringify(lost)}: it stopped where it was; run it again once no other import is running`);
+  };
   let touching: Promise<void> | undefined;
   const touch = setInterval(() => {
     touching ??= (async () => {
-      const held = await holderOf();
-      // Written only over the version read, and only while it is still ours.
-      if (held?.holder?.id === me.id && (await store.putIfMatch(IMPORT_LOCK_KEY, body(), held.etag))) return;
-      log.warn({ lock: IMPORT_LOCK_KEY, holder: held?.holder }, 'this import lost the archive\'s import lock (untouched for five minutes, another import took it over): stop this import and run it again once the other ends');
-      clearInterval(touch);
+      // Written only over the version read, and only while it is still ours. A refused write
+      // (a retry of our own that had landed, a race) is judged by what the lock says after it.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const held = await holderOf();
+        if (held?.holder?.id !== me.id) {
+          lost = held?.holder ?? 'gone';
+          log.warn({ lock: IMPORT_LOCK_KEY, holder: held?.holder }, 'this import lost the archive\'s import lock (another import took it over, its touches having failed for five minutes): it stops at its next step');
+          clearInterval(touch);
+          return;
+        }
+        if (await store.putIfMatch(IMPORT_LOCK_KEY, body(), held.etag)) return;
+      }
     })()
-      .catch(() => undefined) // the store unreachable for a moment: touched again in a minute
+      .catch((err: unknown) => log.warn({ lock: IMPORT_LOCK_KEY, err: err instanceof Error ? err.message : String(err) }, 'could not touch the archive\'s import lock; trying again in a minute (untouched for five minutes, another import may take it over)'))
       .finally(() => (touching = undefined));
-  }, TOUCH_MS);
+  }, locks.touchMs ?? TOUCH_MS);
   touch.unref();
   try {
-    return await run();
+    return await run(stillHeld);
   } finally {
     clearInterval(touch);
     await touching;
@@ -141,7 +182,7 @@ async function inDataDir<T>(dataDir: string, run: () => Promise<T>): Promise<T> 
   const dir = path.join(dataDir, 'tmp', 'import');
   await fs.mkdir(dir, { recursive: true });
   const lock = path.join(dir, 'import.lock');
-  const token = JSON.stringify({ host: os.hostname(), pid: process.pid, id: randomUUID(), since: new Date().toISOString() });
+  const token = JSON.stringify({ host: os.hostname(), pid: process.pid, ...(PLACE !== undefined && { place: PLACE }), id: randomUUID(), since: new Date().toISOString() });
   await acquireFile(lock, token);
   // Only our own: a lock taken over meanwhile is its new holder's.
   const giveBack = async () => {
@@ -169,7 +210,7 @@ async function acquireFile(lock: string, token: string): Promise<void> {
       const held = await fs.readFile(lock, 'utf8').catch(() => undefined);
       const stat = await fs.stat(lock).catch(() => undefined);
       if (held === undefined || !stat) continue; // released meanwhile
-      if (Date.now() - stat.mtimeMs < STALE_MS && !goneFromThisHost(parseHolder(held))) {
+      if (Date.now() - stat.mtimeMs < STALE_MS && !goneFromHere(parseHolder(held))) {
         throw new ImportRunningError(`another import is running on this data directory (${held}, ${lock}): wait for it to end, then run this one`);
       }
       // Taken over only as it was judged stale: a lock another process took over since stays.
@@ -181,9 +222,9 @@ async function acquireFile(lock: string, token: string): Promise<void> {
   }
 }
 
-function parseHolder(text: string): { host?: unknown; pid?: unknown } {
+function parseHolder(text: string): { host?: unknown; pid?: unknown; place?: unknown } {
   try {
-    return JSON.parse(text) as { host?: unknown; pid?: unknown };
+    return JSON.parse(text) as { host?: unknown; pid?: unknown; place?: unknown };
   } catch {
     return {};
   }

@@ -48,19 +48,24 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
   // 'error' event nobody listens to, and a reader that stops early closes the file.
   pipeline(createReadStream(file), parser, () => undefined);
   const rows = (parser as AsyncIterable<{ record: Record<string, string>; info: { error?: Error }; raw: string }>)[Symbol.asyncIterator]();
-  for (;;) {
-    let next: IteratorResult<{ record: Record<string, string>; info: { error?: Error }; raw: string }>;
-    try {
-      next = await rows.next();
-    } catch (err) {
-      // The parser's own (a quote it cannot close, not CSV at all): it reads no further.
-      if (err instanceof CsvError) throw new ImportInputError(`${file} could not be read as CSV: ${(err as Error).message}`);
-      throw err;
+  try {
+    for (;;) {
+      let next: IteratorResult<{ record: Record<string, string>; info: { error?: Error }; raw: string }>;
+      try {
+        next = await rows.next();
+      } catch (err) {
+        // The parser's own (a quote it cannot close, not CSV at all): it reads no further.
+        if (err instanceof CsvError) throw new ImportInputError(`${file} could not be read as CSV: ${err.message}`);
+        throw err;
+      }
+      if (next.done) return;
+      const { record, info, raw } = next.value;
+      // Its reject keeps the row as it was written (the parsed record lacks the fields beyond the header's).
+      yield info.error ? new RecordError(`the row's fields do not match the header's columns (${info.error.message})`, raw.replace(/\r?\n$/, '')) : record;
     }
-    if (next.done) return;
-    const { record, info, raw } = next.value;
-    // Its reject keeps the row as it was written (the parsed record lacks the fields beyond the header's).
-    yield info.error ? new RecordError(`the row's fields do not match the header's columns (${info.error.message})`, raw.replace(/\r?\n$/, '')) : record;
+  } finally {
+    // A reader that stops early (a sink that failed) closes the parser, and with it the file.
+    await rows.return?.();
   }
 }
 

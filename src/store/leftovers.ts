@@ -14,6 +14,11 @@ export const LEFTOVER_AGE_MS = 15 * 60_000;
  * run reads however long after; untouched this long, the import was given up (or restarted).
  */
 export const IMPORT_LEFTOVER_AGE_MS = 14 * 86_400_000;
+/**
+ * A pin (what an answer reads, fileStore.ts) is let go with its day: one a day old belongs to no
+ * live answer (a client that stalls is cut within minutes), where a quarter hour might.
+ */
+export const PIN_LEFTOVER_AGE_MS = 86_400_000;
 
 export interface SweepResult {
   removed: number;
@@ -68,6 +73,7 @@ export function sweepCrashLeftovers(config: Config, olderThanMs = LEFTOVER_AGE_M
   const under = (dir: string, root: string) => dir === root || dir.startsWith(root + path.sep);
   return sweepLeftovers(roots, (name, dir) => {
     if (under(dir, imports)) return Math.max(olderThanMs, IMPORT_LEFTOVER_AGE_MS);
+    if (isPinName(name)) return Math.max(olderThanMs, PIN_LEFTOVER_AGE_MS);
     return isTemporaryName(name) || own.some((t) => under(dir, t)) ? olderThanMs : undefined;
   });
 }

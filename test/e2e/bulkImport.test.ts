@@ -12,6 +12,7 @@ import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
 import type { HeldRecord, IngestRecord } from '../../src/ledger/ledger.js';
 import { compact } from '../../src/ops/compact.js';
 import { importFile, type ImportDeps } from '../../src/ops/importFile.js';
+import { PLACE } from '../../src/ops/importLock.js';
 import { verify } from '../../src/ops/verify.js';
 import { IMPORT_LOCK_KEY } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
@@ -245,7 +246,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     // Touched a moment ago by a process of this host that is gone (killed): taken over at once.
     const gone = spawn(process.execPath, ['-e', '']);
     await new Promise((resolve) => gone.on('exit', resolve));
-    await svc.rt.store.put(IMPORT_LOCK_KEY, JSON.stringify({ host: os.hostname(), pid: gone.pid, id: 'killed', since: new Date().toISOString(), touched: new Date().toISOString() }));
+    await svc.rt.store.put(IMPORT_LOCK_KEY, JSON.stringify({ host: os.hostname(), pid: gone.pid, place: PLACE, id: 'killed', since: new Date().toISOString(), touched: new Date().toISOString() }));
     const more = path.join(dir, 'after-a-kill.ndjson');
     await fs.writeFile(more, yearLines(92_000, 5).join('\n'));
     expect(await importFile(svc.rt, { file: more, batchSize: 100 })).toMatchObject({ accepted: 5 });

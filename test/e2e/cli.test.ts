@@ -116,12 +116,16 @@ describe('flood-archive CLI', () => {
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let code: number | null | undefined;
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (c) => resolve((code = c))));
     // Once it has begun (its locks taken), interrupted as a person at a terminal would.
-    while (!/"state":"started"/.test(stderr)) await new Promise((r) => setTimeout(r, 20));
+    while (!/"state":"started"/.test(stderr) && code === undefined) await new Promise((r) => setTimeout(r, 20));
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(stderr).toMatch(/import interrupted \(SIGINT\); run the same command again to resume from its checkpoint \(.*many\.ndjson\.import-state\.json\)/);
+    // Both locks given back on the way out, not left to go stale.
+    await expect(fs.stat(path.join(dataDir, 'tmp', 'import', 'import.lock'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(fs.stat(path.join(dataDir, 'store', 'ingest', 'import-lock.json'))).rejects.toMatchObject({ code: 'ENOENT' });
     const again = await run(['import', '--file', file, '--json'], env);
     expect([again.code, again.stderr]).toEqual([0, expect.not.stringMatching(/another import/)]);
     const out = path.join(dataDir, 'out.csv');
