@@ -7,8 +7,9 @@
 // - the data directory's, a file (`tmp/import/import.lock`) created whole by a link, for the run
 //   folders and checkpoints under it, whatever store it names.
 // Each holder touches its locks every minute; one untouched for five minutes (its process gone,
-// on this host or in another container), or whose holder is no longer running on this host, is
-// taken over, and a process stopped by a signal gives its locks back (giveBackImportLocks).
+// on this host or in another container), or whose holder is seen to be gone (the same boot and
+// pid namespace, its pid not running), is taken over; an import whose lock was taken over stops
+// at its next step; a process stopped by a signal gives its locks back (giveBackImportLocks).
 // Imports called at once in one process take turns.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
