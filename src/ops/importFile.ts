@@ -372,37 +372,47 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
 
   // Pass 1: read and validate, a batch at a time, into validated files.
   if (checkpoint.sorted === undefined) {
-    await timed('reading', async () => {
-      progress?.start(format === 'ndjson' ? stat.size : 0, format === 'ndjson' ? 'reading bytes' : 'reading records');
-      // Each batch's file is written (by DuckDB, off this thread) while the next ones are validated.
-      const writes = new OneBehind();
-      try {
-        await validateFile({ file: options.file, bytes: stat.size, format, from: resumedFrom, size: batchSize, boundaries, partner, threadsFromBytes: options.threadsFromBytes }, async (first, count, { valid, rejects }) => {
-          const name = `valid-${String(first).padStart(12, '0')}.parquet`;
-          // The checkpoint counts a batch once its file and rejects are written.
-          await writes.then(async () => {
-            if (rejects.length > 0) await appendRejects(rejects.map((r) => rejectLine(first + r.index, r.reasons, r.input)).join(''));
-            if (valid.index.length > 0) {
-              await writeValidated(rt.db, first, valid, path.join(runDir, name));
-              checkpoint.validated.push(name);
-            }
-            checkpoint.rejected += rejects.length;
-            checkpoint.processed += count;
-            await save();
-          });
-        }, progress);
-        await writes.settle();
-      } finally {
-        await writes.idle();
+    try {
+      await timed('reading', async () => {
+        progress?.start(format === 'ndjson' ? stat.size : 0, format === 'ndjson' ? 'reading bytes' : 'reading records');
+        // Each batch's file is written (by DuckDB, off this thread) while the next ones are validated.
+        const writes = new OneBehind();
+        try {
+          await validateFile({ file: options.file, bytes: stat.size, format, from: resumedFrom, size: batchSize, boundaries, partner, threadsFromBytes: options.threadsFromBytes }, async (first, count, { valid, rejects }) => {
+            const name = `valid-${String(first).padStart(12, '0')}.parquet`;
+            // The checkpoint counts a batch once its file and rejects are written.
+            await writes.then(async () => {
+              if (rejects.length > 0) await appendRejects(rejects.map((r) => rejectLine(first + r.index, r.reasons, r.input)).join(''));
+              if (valid.index.length > 0) {
+                await writeValidated(rt.db, first, valid, path.join(runDir, name));
+                checkpoint.validated.push(name);
+              }
+              checkpoint.rejected += rejects.length;
+              checkpoint.processed += count;
+              await save();
+            });
+          }, progress);
+          await writes.settle();
+        } finally {
+          await writes.idle();
+        }
+        progress?.stop();
+        const validated = checkpoint.validated.map((name) => path.join(runDir, name));
+        checkpoint.valid = await sortValidated(rt.db, validated, path.join(runDir, SORTED));
+        checkpoint.sorted = SORTED;
+        checkpoint.validated = [];
+        await save();
+        await Promise.all(validated.map((f) => fs.rm(f, { force: true })));
+      });
+    } catch (err) {
+      // A file that cannot be read as its format says, found before any record was accepted:
+      // nothing to resume, so nothing is left to resume from (its rejects so far stay).
+      if (err instanceof ImportInputError) {
+        await fs.rm(runDir, { recursive: true, force: true });
+        await fs.rm(stateFile, { force: true });
       }
-      progress?.stop();
-      const validated = checkpoint.validated.map((name) => path.join(runDir, name));
-      checkpoint.valid = await sortValidated(rt.db, validated, path.join(runDir, SORTED));
-      checkpoint.sorted = SORTED;
-      checkpoint.validated = [];
-      await save();
-      await Promise.all(validated.map((f) => fs.rm(f, { force: true })));
-    });
+      throw err;
+    }
   }
 
   // Pass 2: accept in the ledger's key order, stage what is new, archive every ROUND_ROWS.

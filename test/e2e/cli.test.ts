@@ -70,6 +70,9 @@ describe('flood-archive CLI', () => {
     const truncated = path.join(dataDir, 'cut.geojson');
     await fs.writeFile(truncated, '{"type":"FeatureCollection","features":[{"type":"Feature",');
     await mistake(['import', '--file', truncated], /cut\.geojson is not one GeoJSON document/);
+    // Nothing to resume is left behind: no checkpoint, no run folder.
+    for (const f of [truncated, text]) await expect(fs.stat(`${f}.import-state.json`)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await fs.readdir(path.join(dataDir, 'tmp', 'import'))).filter((n) => !n.startsWith('import.lock'))).toEqual([]);
     // An empty GeoJSON file holds no record, as an empty NDJSON file does.
     const empty = path.join(dataDir, 'empty.geojson');
     await fs.writeFile(empty, '\n');
