@@ -5,7 +5,7 @@ export { closedBefore, compact } from '../ops/compact.js';
 export { purgeRetracted } from '../ops/purge.js';
 export { exportWindow } from '../ops/exportWindow.js';
 export { importFile } from '../ops/importFile.js';
-export { giveBackImportLocks } from '../ops/importLock.js';
+export { giveBackLocks } from '../ops/storeLock.js';
 export { KeyNameInUseError } from '../ledger/ledger.js';
 export { reprocess } from '../ops/reprocess.js';
 export { release, ReleaseError } from '../ops/release.js';

@@ -14,9 +14,10 @@ import type { PartCache } from '../archive/partCache.js';
 import type { Config } from '../shared/config.js';
 import type { DuckDb } from '../archive/duckdb.js';
 import type { RetractionLedger } from '../ledger/ledger.js';
-import { closedBefore as closedBeforeMs, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../store/layout.js';
+import { closedBefore as closedBeforeMs, COMPACTION_LOCK_KEY, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+import { withStoreLock } from './storeLock.js';
 import type { Logger } from '../shared/log.js';
 
 /** What every rewrite of parts uses: the parts and their local files, the query engine, a temporary directory. */
@@ -49,7 +50,22 @@ export interface CompactResult {
   rows: number;
 }
 
-export async function compact(rt: CompactDeps, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
+/** Another compaction holds the archive's compaction lock (by hand or scheduled, on any host); or took it over from this one. */
+export class CompactionRunningError extends Error {
+  override name = 'CompactionRunningError';
+}
+
+/**
+ * Merges the window's days (closed ones into a part a day, the open day's closed hours into a
+ * part an hour), one compaction at a time on the archive: two at once would each merge the same
+ * parts and store their reports twice (storeLock.ts).
+ */
+export function compact(rt: CompactDeps, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
+  const errors = { running: (m: string) => new CompactionRunningError(m), lost: (m: string) => new CompactionRunningError(m) };
+  return withStoreLock({ store: rt.store, key: COMPACTION_LOCK_KEY, what: 'compaction', log: rt.log, errors }, (stillHeld) => compactAlone(rt, options, progress, stillHeld));
+}
+
+async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: Progress | undefined, stillHeld: () => void): Promise<CompactResult> {
   // Whole days are listed: a day is compacted with all of its parts, whatever the window cuts.
   const partitions = await listWindowParts(rt.store, dayStart(options.fromMs), dayStart(options.toMs) + DAY_MS - 1);
   const days = new Map<number, HourParts[]>();
@@ -66,6 +82,7 @@ export async function compact(rt: CompactDeps, options: CompactOptions, progress
   const tmpDir = path.join(rt.config.dataDir, 'tmp', 'compact');
   await fs.mkdir(tmpDir, { recursive: true });
   const merge = async (inputs: ObjectInfo[], key: string, dayMs: number) => {
+    stillHeld();
     const out = path.join(tmpDir, `${randomUUID()}.parquet`);
     const span = { fromMs: dayMs, toMs: dayMs + DAY_MS - 1 };
     // Retracted reports go in as tombstones (purged ones too): a merged file never brings personal fields back.

@@ -67,6 +67,8 @@ export const API_KEYS_PREFIX = 'ingest/api-keys/';
 export const API_KEY_NAMES_PREFIX = 'ingest/api-key-names/';
 /** The lock of the one import at a time into the archive (src/ops/importLock.ts). */
 export const IMPORT_LOCK_KEY = 'ingest/import-lock.json';
+/** The lock of the one compaction at a time (src/ops/compact.ts): by hand or scheduled, from any host. */
+export const COMPACTION_LOCK_KEY = 'jobs/locks/compaction.json';
 
 /** `<created_at ms, 15 digits>-<pkey>.json`: sorts by created_at. */
 export function retractionName(createdMs: number, pkey: string): string {

@@ -12,7 +12,7 @@ import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
 import type { HeldRecord, IngestRecord } from '../../src/ledger/ledger.js';
 import { compact } from '../../src/ops/compact.js';
 import { importFile, type ImportDeps } from '../../src/ops/importFile.js';
-import { PLACE } from '../../src/ops/importLock.js';
+import { PLACE } from '../../src/ops/storeLock.js';
 import { verify } from '../../src/ops/verify.js';
 import { IMPORT_LOCK_KEY } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';

@@ -14,14 +14,15 @@ import { listWindowParts } from '../../src/archive/partListing.js';
 import { readyKeyOf } from '../../src/archive/sidecars/keys.js';
 import { mergeParts } from '../../src/archive/readRows.js';
 import type { IngestRecord } from '../../src/ingest/intake.js';
-import { compact } from '../../src/ops/compact.js';
+import { compaction } from '../../jobs/compaction.js';
+import { compact, CompactionRunningError } from '../../src/ops/compact.js';
 import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { exportWindow } from '../../src/ops/exportWindow.js';
 import { importFile } from '../../src/ops/importFile.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { reprocess } from '../../src/ops/reprocess.js';
 import { verify } from '../../src/ops/verify.js';
-import { newPartKey } from '../../src/store/layout.js';
+import { COMPACTION_LOCK_KEY, newPartKey } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived,
@@ -183,8 +184,19 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     await svc.rt.store.put(newPartKey(busy.hourMs), await fs.readFile(merged));
     expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
 
+    // Another compaction under way (by hand on another host, say): this one is refused and merges nothing.
+    const elsewhere = JSON.stringify({ host: 'another-host', pid: 1, id: 'elsewhere', since: new Date().toISOString(), touched: new Date().toISOString() });
+    await svc.rt.store.put(COMPACTION_LOCK_KEY, elsewhere);
+    await expect(compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() })).rejects.toThrow(CompactionRunningError);
+    // The scheduled job passes the days by for this tick (and still purges), rather than failing.
+    expect(await compaction.run(svc.rt)).toMatchObject({ skipped: expect.stringMatching(/another compaction is running on this archive/), purge: expect.anything() });
+    expect(await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).toEqual(hours.map((h) => (h.hourMs === busy.hourMs ? { ...h, parts: expect.any(Array) } : h)));
+    await svc.rt.store.delete([COMPACTION_LOCK_KEY]);
+
     // While the day is open, its closed hours are merged hour by hour.
     const hourly = await compact(svc.rt, { ...DAY, closedBeforeMs: DAY.toMs - 3_600_000 });
+    // The lock is given back.
+    expect(await svc.rt.store.get(COMPACTION_LOCK_KEY)).toBeUndefined();
     expect(hourly).toMatchObject({ daysCompacted: 0, hoursCompacted: expect.any(Number) });
     expect(hourly.hoursCompacted).toBeGreaterThan(0);
     const afterHours = await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs);

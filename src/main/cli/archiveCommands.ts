@@ -103,7 +103,7 @@ export const importCommand: Command = {
         process.stderr.write(`import interrupted (${signal}); run the same command again to resume from its checkpoint (${stateFile})\n`);
         // A store out of reach must not hold the exit: the locks then go stale on their own.
         const waited = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
-        void Promise.race([deps.giveBackImportLocks(), waited]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+        void Promise.race([deps.giveBackLocks(), waited]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
       };
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);

@@ -1,0 +1,164 @@
+// A lock on the archive for a job that must run alone (an import, a compaction), from any host:
+// an object in the store, created if absent and naming its holder (host, pid, boot and pid
+// namespace, an id of its own), touched every minute over the version read. One untouched for
+// five minutes (its process gone, on this host or in another container), or whose holder is seen
+// to be gone (the same boot and pid namespace, its pid not running), is taken over; a job whose
+// lock was taken over stops at its next step (`stillHeld`); a process stopped by a signal gives
+// its locks back (giveBackLocks).
+import { randomUUID } from 'node:crypto';
+import { readFileSync, readlinkSync } from 'node:fs';
+import os from 'node:os';
+import type { Logger } from '../shared/log.js';
+import type { ObjectStore } from '../store/objectStore.js';
+
+/** Untouched this long, a lock's holder is gone. */
+export const STALE_MS = 5 * 60_000;
+export const TOUCH_MS = 60_000;
+
+/** A lock in the store: where, what job it is for (in messages), and the errors a job sees. */
+export interface StoreLock {
+  store: Pick<ObjectStore, 'description' | 'get' | 'putIfAbsent' | 'putIfMatch' | 'delete'>;
+  key: string;
+  what: string;
+  log: Pick<Logger, 'warn'>;
+  errors: { running: (message: string) => Error; lost: (message: string) => Error };
+  /** How often the lock is touched (a minute; shorter in tests). */
+  touchMs?: number;
+}
+
+/** How to give back each lock this process holds now: for a stop by a signal (the command line's). */
+const holding = new Set<() => Promise<void>>();
+
+/** Counts a lock this process now holds (any kind: the data directory's file too), with how to give it back. */
+export function holdLock(giveBack: () => Promise<void>): void {
+  holding.add(giveBack);
+}
+
+export function letGoOfLock(giveBack: () => Promise<void>): void {
+  holding.delete(giveBack);
+}
+
+/**
+ * Gives back the locks this process holds, for a process about to exit on a signal (Ctrl-C): the
+ * next run need not wait five minutes for them to go stale. The job itself is left where the
+ * signal found it, as a crash would leave it.
+ */
+export async function giveBackLocks(): Promise<void> {
+  await Promise.all([...holding].map((giveBack) => giveBack().catch(() => undefined)));
+}
+
+/**
+ * Where this process runs, as far as telling a holder's death goes: the machine's boot and its pid
+ * namespace (Linux; elsewhere unknown). A pid means the same process only under both: containers
+ * on one host may share its name while each has its own pids (and each is pid 1).
+ */
+export const PLACE = (() => {
+  try {
+    return `${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()} ${readlinkSync('/proc/self/ns/pid')}`;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** Whether `holder`, which is not this lock's own, names a process gone from where this one runs (a lock its crash left). */
+export function goneFromHere(holder: { host?: unknown; pid?: unknown; place?: unknown }): boolean {
+  if (PLACE === undefined || holder.place !== PLACE || holder.host !== os.hostname() || typeof holder.pid !== 'number') return false;
+  // This very process, under another lock id: an earlier process that had its pid.
+  if (holder.pid === process.pid) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return false;
+  } catch (err) {
+    // EPERM: there, another user's.
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** What a lock says of its holder; `touched` is the holder's clock, as the scheduler's leases are. */
+interface Holder {
+  host: string;
+  pid: number;
+  /** Boot and pid namespace (goneFromHere), when known. */
+  place?: string;
+  id: string;
+  since: string;
+  touched: string;
+}
+
+/**
+ * Runs `run` holding the lock object `key` in the store (see the file's head). `run` is given
+ * `stillHeld`, which throws `errors.lost` once the lock is known to be another's: called before
+ * each step that writes, it stops a job that two would otherwise run at once.
+ */
+export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => void) => Promise<T>): Promise<T> {
+  const { store, log, key, what } = lock;
+  const since = new Date().toISOString();
+  const me = { host: os.hostname(), pid: process.pid, ...(PLACE !== undefined && { place: PLACE }), id: randomUUID(), since };
+  const body = (): string => JSON.stringify({ ...me, touched: new Date().toISOString() } satisfies Holder);
+  const holderOf = async (): Promise<{ holder: Holder | undefined; etag: string } | undefined> => {
+    const got = await store.get(key);
+    if (!got) return undefined;
+    try {
+      return { holder: JSON.parse(got.body.toString('utf8')) as Holder, etag: got.etag };
+    } catch {
+      return { holder: undefined, etag: got.etag }; // not ours to read: taken for stale below
+    }
+  };
+  const acquire = async (): Promise<void> => {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (await store.putIfAbsent(key, body())) return;
+      const held = await holderOf();
+      if (!held) continue; // released meanwhile
+      // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
+      if (held.holder?.id === me.id) return;
+      const touched = Date.parse(held.holder?.touched ?? '');
+      if (Date.now() - touched < STALE_MS && !(held.holder && goneFromHere(held.holder))) {
+        throw lock.errors.running(`another ${what} is running on this archive (${JSON.stringify(held.holder)}, ${key} in ${store.description}): wait for it to end, then run this one`);
+      }
+      // Taken over only as it was judged stale: a lock another process took over since stays.
+      if (await store.putIfMatch(key, body(), held.etag)) return;
+    }
+    // A takeover of ours whose answer was lost, refused when the SDK asked again: still ours.
+    if ((await holderOf())?.holder?.id === me.id) return;
+    throw lock.errors.running(`another ${what} took this archive's lock (${key} in ${store.description}) at the same moment: run this one once it ends`);
+  };
+  await acquire();
+  const giveBack = async () => {
+    // Only our own: a lock taken over meanwhile is its new holder's.
+    const held = await holderOf().catch(() => undefined);
+    if (held?.holder?.id === me.id) await store.delete([key]).catch(() => undefined);
+  };
+  holdLock(giveBack);
+  let lost: Holder | 'gone' | undefined;
+  const stillHeld = () => {
+    if (lost) throw lock.errors.lost(`this ${what} lost the archive's lock (${key} in ${store.description}) to ${lost === 'gone' ? 'no one (it was removed)' : JSON.stringify(lost)}: it stopped where it was; run it again once no other ${what} is running`);
+  };
+  let touching: Promise<void> | undefined;
+  const touch = setInterval(() => {
+    touching ??= (async () => {
+      // Written only over the version read, and only while it is still ours. A refused write
+      // (a retry of our own that had landed, a race) is judged by what the lock says after it.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const held = await holderOf();
+        if (held?.holder?.id !== me.id) {
+          lost = held?.holder ?? 'gone';
+          log.warn({ lock: key, holder: held?.holder }, `this ${what} lost the archive's ${what} lock (another took it over, its touches having failed for five minutes): it stops at its next step`);
+          clearInterval(touch);
+          return;
+        }
+        if (await store.putIfMatch(key, body(), held.etag)) return;
+      }
+    })()
+      .catch((err: unknown) => log.warn({ lock: key, err: err instanceof Error ? err.message : String(err) }, `could not touch the archive's ${what} lock; trying again in a minute (untouched for five minutes, another ${what} may take it over)`))
+      .finally(() => (touching = undefined));
+  }, lock.touchMs ?? TOUCH_MS);
+  touch.unref();
+  try {
+    return await run(stillHeld);
+  } finally {
+    clearInterval(touch);
+    await touching;
+    letGoOfLock(giveBack);
+    await giveBack();
+  }
+}
