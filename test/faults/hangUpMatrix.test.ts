@@ -81,6 +81,12 @@ beforeAll(async () => {
   const boundaries = await defaultBoundaries();
   await buildBenchStore({ storeDir: path.join(dataDir, 'store'), reports: 9_000, startMs: CLOSED_FROM, days: 3, boundaries });
   const env = { DATA_DIR: dataDir, API_KEYS: `hangup:${KEY}` };
+  // Last January's reports, for the release (a period with none is not released).
+  const january = path.join(dataDir, 'january.ndjson');
+  const janFirst = Date.UTC(RELEASED, 0, 5);
+  await fs.writeFile(january, Array.from({ length: 300 }, (_, i) => JSON.stringify(report(900_000 + i, { created_at: new Date(janFirst + i * 600_000).toISOString() }))).join('\n'));
+  const imported = await runCli(['import', '--file', january, '--json'], env);
+  expect(imported.code, imported.stderr).toBe(0);
   const compacted = await runCli(['compact', '--json'], { ...env, RETIRE_GRACE_SECONDS: '0' });
   expect(compacted.code, compacted.stderr).toBe(0);
   const released = await runCli(['release', '--period', String(RELEASED), '--json'], env);
