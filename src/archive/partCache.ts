@@ -3,8 +3,8 @@
 // whole; ready texts are ranged copies holding the sections answers read (an answer reads one
 // format of a few hours). One byte bound, least recently used out first (a copy an answer is
 // reading stays until the answer lets go of it: holds.ts). A store on a local
-// directory is read in place (its LocalFiles), never copied; what an answer holds there is
-// pinned, so a part retired meanwhile stays readable to it as a held copy does.
+// directory is read in place (its LocalFiles), never copied; a part or ready text an answer
+// holds there is pinned, so one retired meanwhile stays readable to it as a held copy does.
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -139,7 +139,7 @@ export class PartCache {
    */
   async localFileIfPresent(info: ObjectInfo, holds?: Holds): Promise<string | undefined> {
     if (this.local) {
-      if (holds) return this.inPlace(info.key, holds);
+      // Not pinned: its reader (counts and stats) reads it at once, and a retired part's read is planned again (replan.ts).
       const direct = this.local.fileOf(info.key);
       // Synchronous: a year's window asks for hundreds, and each thread-pool round trip waits.
       return existsSync(direct) ? direct : undefined;
