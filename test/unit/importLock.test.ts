@@ -5,10 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { ImportLockLostError, withImportLock } from '../../src/ops/importLock.js';
 import { IMPORT_LOCK_KEY } from '../../src/store/layout.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
-import { tempDir } from '../support/env.js';
+import { eventually, tempDir } from '../support/env.js';
 
 const quiet = { warn: () => undefined };
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const holderOf = async (store: FileObjectStore) => JSON.parse((await store.get(IMPORT_LOCK_KEY))!.body.toString('utf8')) as { id: string; touched: string };
 
 describe('the archive\'s import lock while held', () => {
@@ -28,9 +27,12 @@ describe('the archive\'s import lock while held', () => {
     });
     await withImportLock({ store: flaky, dataDir: await tempDir(), log: quiet, touchMs: 30 }, async (stillHeld) => {
       const first = await holderOf(store);
-      await pause(200);
-      expect(refuseOnce).toBe(false);
-      const later = await holderOf(store);
+      // The refused touch, then one more that lands.
+      await eventually(async () => (!refuseOnce ? true : undefined), 15_000, 'a refused touch');
+      const later = await eventually(async () => {
+        const now = await holderOf(store);
+        return now.touched !== first.touched ? now : undefined;
+      }, 15_000, 'a touch after it');
       expect(later.id).toBe(first.id);
       expect(Date.parse(later.touched)).toBeGreaterThan(Date.parse(first.touched));
       expect(() => stillHeld()).not.toThrow();
@@ -45,7 +47,15 @@ describe('the archive\'s import lock while held', () => {
       expect(() => stillHeld()).not.toThrow();
       // Taken over (this import's touches had failed for five minutes, say).
       await store.put(IMPORT_LOCK_KEY, other);
-      await pause(200);
+      // Its next touch finds the lock another's; then the next step stops.
+      await eventually(async () => {
+        try {
+          stillHeld();
+          return undefined;
+        } catch {
+          return true;
+        }
+      }, 15_000, 'the lock seen lost');
       stillHeld();
     });
     await expect(run).rejects.toBeInstanceOf(ImportLockLostError);
