@@ -3,7 +3,7 @@
 // and again of every period released in the year before (a retraction purged since makes a new
 // revision of each release that held it; the same reports make none). A day after the month ends
 // by default, so reports that come in late and the day's compaction are in.
-import { manifests, NothingToReleaseError, release, type ReleaseDeps, type ReleaseResult } from '../src/ops/release.js';
+import { manifests, NothingToReleaseError, release, ReleaseRunningError, type ReleaseDeps, type ReleaseResult } from '../src/ops/release.js';
 import { parsePeriod } from '../src/releases/layout.js';
 import type { JobDefinition } from './job.js';
 
@@ -46,19 +46,22 @@ export const releaseJob: JobDefinition<ReleaseJobDeps> = {
     const periods = periodsToRelease([...new Set((await manifests(rt.store)).map((m) => m.period))], Date.now());
     const made: ReleaseResult[] = [];
     const empty: string[] = [];
+    const running: string[] = [];
     const failed: { period: string; error: string }[] = [];
-    // Each period on its own: one that fails (another run at work on it) leaves the others be.
+    // Each period on its own: one that fails leaves the others be.
     for (const period of periods) {
       try {
         made.push(await release(rt, period));
       } catch (err) {
         // A month before the archive's first report: no release, and no failure either.
         if (err instanceof NothingToReleaseError) empty.push(period);
+        // Another run (by hand, say) is making it: left to that run (and released again next month).
+        else if (err instanceof ReleaseRunningError) running.push(period);
         else failed.push({ period, error: err instanceof Error ? err.message : String(err) });
       }
     }
     if (failed.length > 0) throw new Error(`releases failed: ${failed.map((f) => `${f.period}: ${f.error}`).join('; ')} (made: ${made.map((m) => m.release).join(', ') || 'none'})`);
-    return { releases: made.map((m) => ({ release: m.release, created: m.created, reports: m.reports })), empty };
+    return { releases: made.map((m) => ({ release: m.release, created: m.created, reports: m.reports })), empty, running };
   },
 };
 

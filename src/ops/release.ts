@@ -2,10 +2,10 @@
 // Each month's reports, as the archive answers them, are written as GeoParquet and gzipped CSV,
 // checksummed, and compared with the period's latest revision: the same files, or the same
 // reports in other bytes, make no new revision; other reports (a retraction purged, reports that
-// came late, a re-tagging) make the
-// next, with what changed in its changelog. Files are created, never overwritten; the manifest
-// after them, so a release exists once it does; its citation and Item, from the manifest, after
-// it; the STAC Collection and Catalog that list the releases anew after every run.
+// came late, a re-tagging) make the next, with what changed in its changelog. Files are created,
+// never overwritten; the manifest after them, so a release exists once it does; its citation and
+// Item, from the manifest, after it; the STAC Collection and Catalog that list the releases anew
+// after every run. One run at a time makes a period's release, from any host (storeLock.ts).
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -19,11 +19,14 @@ import type { Archive } from '../archive/window.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
 import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacItem, type Manifest, type ReleaseFile } from '../releases/documents.js';
-import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId } from '../releases/layout.js';
+import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId, type Period } from '../releases/layout.js';
 import type { Config } from '../shared/config.js';
+import type { Logger } from '../shared/log.js';
 import { SERVICE_VERSION } from '../shared/version.js';
+import { releaseLockKey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+import { withStoreLock } from './storeLock.js';
 
 export interface ReleaseDeps {
   archive: Pick<Archive, 'open'>;
@@ -31,6 +34,7 @@ export interface ReleaseDeps {
   db: DuckDb;
   boundaries: Pick<BoundaryRepository, 'latest'>;
   config: Pick<Config, 'dataDir' | 'publicBaseUrl' | 'releases'>;
+  log: Pick<Logger, 'warn'>;
 }
 
 export interface ReleaseResult {
@@ -58,16 +62,38 @@ export class NothingToReleaseError extends ReleaseError {
   override name = 'NothingToReleaseError';
 }
 
-export async function release(rt: ReleaseDeps, label: string, options: { nowMs?: number; progress?: Progress } = {}): Promise<ReleaseResult> {
+/** Another run holds the period's release lock (by hand or scheduled, on any host); or took it over from this one. */
+export class ReleaseRunningError extends ReleaseError {
+  override name = 'ReleaseRunningError';
+}
+
+export interface ReleaseOptions {
+  nowMs?: number;
+  progress?: Progress;
+  /** How often the period's lock is touched (a minute; shorter in tests). */
+  lockTouchMs?: number;
+}
+
+/**
+ * Makes the period's next revision, one run at a time for a period from any host: a run that
+ * lost its lock stops before its manifest, so a revision is never published after a later one.
+ */
+export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions = {}): Promise<ReleaseResult> {
   const period = parsePeriod(label);
-  if (!period) throw new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true);
+  if (!period) return Promise.reject(new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true));
   const nowMs = options.nowMs ?? Date.now();
-  if (period.endMs >= nowMs) throw new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true);
+  if (period.endMs >= nowMs) return Promise.reject(new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true));
+  const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseRunningError(m) };
+  const lock = { store: rt.store, key: releaseLockKey(label), what: `release of ${label}`, log: rt.log, errors, touchMs: options.lockTouchMs };
+  return withStoreLock(lock, (stillHeld) => releaseAlone(rt, label, period, nowMs, options.progress, stillHeld));
+}
+
+async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowMs: number, progress: Progress | undefined, stillHeld: () => void): Promise<ReleaseResult> {
   const latest = (await manifests(rt.store)).filter((m) => m.period === label).at(-1);
   const tmp = path.join(rt.config.dataDir, 'tmp', 'release', randomUUID());
   await fs.mkdir(tmp, { recursive: true });
   try {
-    options.progress?.start(period.months.length);
+    progress?.start(period.months.length);
     const files: (ReleaseFile & { local: string })[] = [];
     const facts: ReleaseFileFacts[] = [];
     /** Each CSV file's SHA-256 before gzip, by its path. */
@@ -99,9 +125,9 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
       ] as const) {
         files.push({ local, path: name, format, media_type: type, month: month.label, reports: written.reports, bytes: (await fs.stat(local)).size, sha256: await sha256Of(local) });
       }
-      options.progress?.tick();
+      progress?.tick();
     }
-    options.progress?.stop();
+    progress?.stop();
     const reports = facts.reduce((n, f) => n + f.reports, 0);
     // Empty after a release is a revision (every report retracted and purged since); empty
     // before any, a period to leave alone.
@@ -150,7 +176,8 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
       const written = new Map<string, string>();
       let stale = false;
       for (const f of files) {
-        const etag = await create(rt.store, id, f.path, await fs.readFile(f.local), nowMs);
+        stillHeld();
+        const etag = await create(rt.store, id, f.path, await fs.readFile(f.local));
         if (etag === undefined) {
           stale = true;
           break;
@@ -161,17 +188,18 @@ export async function release(rt: ReleaseDeps, label: string, options: { nowMs?:
         if (++skipped === STALE_FOLDERS) throw new ReleaseError(`${STALE_FOLDERS} revisions of ${label} in a row hold a dead run's files: remove their folders under ${RELEASES_PREFIX} and run again`);
         continue;
       }
-      // Each file still the version this run wrote or found, and no later revision made by a run
-      // that took this one for dead (a run slower than STALE_RUN_MS). Then the manifest, created
+      // Each file still the version this run wrote or found, no later revision made by a run
+      // that took this one's lock over, and the lock still this run's. Then the manifest, created
       // if absent, makes the release; its citation and Item, derived from it alone, only once
       // it stands (the winner's, whoever writes them).
       for (const [name, etag] of written) {
-        if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
+        if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseRunningError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
       }
       const later = (await manifests(rt.store)).find((m) => m.period === label && m.revision > revision);
-      if (later) throw new ReleaseError(`${later.release} was made by another run meanwhile, which took this one for dead: GET /releases lists it`);
+      if (later) throw new ReleaseRunningError(`${later.release} was made by another run meanwhile, which took this one's lock over: GET /releases lists it`);
       const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
-      if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseError(`${id} was made by another run meanwhile: GET /releases lists it`);
+      stillHeld();
+      if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseRunningError(`${id} was made by another run meanwhile: GET /releases lists it`);
       await describe(rt, manifest, Buffer.from(manifestBody), latest?.release);
       await writeIndex(rt);
       return { release: id, created: true, reports, files: files.length, bytes: files.reduce((n, f) => n + f.bytes, 0) };
@@ -218,29 +246,22 @@ async function describe(rt: ReleaseDeps, manifest: Manifest, manifestBody: Buffe
   await rt.store.putIfAbsent(itemKey(manifest.release), `${JSON.stringify(stacItem(manifest, previous), null, 2)}\n`);
 }
 
-/**
- * How old a file of a revision with no manifest is when the run that wrote it is taken for dead
- * (a release of a year takes about half a minute here, of many years on S3 minutes).
- */
-const STALE_RUN_MS = 60 * 60_000;
 /** Revisions in a row skipped for a dead run's files before a run gives up. */
 const STALE_FOLDERS = 5;
 
 /**
  * Creates a release's file, or finds it there already with the same bytes (a run cut short);
- * the ETag of the version kept. Other bytes are a dead run's when older than STALE_RUN_MS with no
- * manifest beside them (the reports changed since it stopped): undefined, the folder is left to
- * it. Younger, they are another run's at work: an error.
+ * the ETag of the version kept. Other bytes with no manifest beside them are a dead run's (this
+ * run holds the period's lock; the reports changed since that run stopped): undefined, the folder
+ * is left to it.
  */
-async function create(store: ObjectStore, id: string, name: string, body: Buffer, nowMs: number): Promise<string | undefined> {
+async function create(store: ObjectStore, id: string, name: string, body: Buffer): Promise<string | undefined> {
   const key = `${releaseDir(id)}${name}`;
   if (await store.putIfAbsent(key, body)) return (await store.head(key))?.etag ?? '';
   const there = await store.get(key);
   if (there?.body.equals(body)) return there.etag;
-  if (there && nowMs - there.lastModified.getTime() > STALE_RUN_MS && !(await store.head(manifestKey(id)))) return undefined;
-  throw new ReleaseError(
-    `${key} holds other bytes: another release run is making ${id}, or one stopped before its manifest less than ${STALE_RUN_MS / 60_000} minutes ago. Once no other run is going, run again (or delete ${releaseDir(id)} and run again now).`,
-  );
+  if (!(await store.head(manifestKey(id)))) return undefined;
+  throw new ReleaseRunningError(`${id} was made by another run meanwhile: GET /releases lists it`);
 }
 
 /**

@@ -1,10 +1,10 @@
-// A lock on the archive for a job that must run alone (an import, a compaction), from any host:
-// an object in the store, created if absent and naming its holder (host, pid, boot and pid
-// namespace, an id of its own), touched every minute over the version read. One untouched for
-// five minutes (its process gone, on this host or in another container), or whose holder is seen
-// to be gone (the same boot and pid namespace, its pid not running), is taken over; a job whose
-// lock was taken over stops at its next step (`stillHeld`); a process stopped by a signal gives
-// its locks back (giveBackLocks).
+// A lock on the archive for a job that must run alone (an import, a compaction, a period's
+// release), from any host: an object in the store, created if absent and naming its holder (host,
+// pid, boot and pid namespace, an id of its own), touched every minute over the version read. One
+// untouched for five minutes (its process gone, on this host or in another container), or whose
+// holder is seen to be gone (the same boot and pid namespace, its pid not running), is taken over;
+// a job whose lock was taken over stops at its next step (`stillHeld`); a process stopped by a
+// signal gives its locks back (giveBackLocks).
 import { randomUUID } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
@@ -142,7 +142,7 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
         const held = await holderOf();
         if (held?.holder?.id !== me.id) {
           lost = held?.holder ?? 'gone';
-          log.warn({ lock: key, holder: held?.holder }, `this ${what} lost the archive's ${what} lock (another took it over, its touches having failed for five minutes): it stops at its next step`);
+          log.warn({ lock: key, holder: held?.holder }, `this ${what} lost its lock on the archive (another took it over, its touches having failed for five minutes): it stops at its next step`);
           clearInterval(touch);
           return;
         }

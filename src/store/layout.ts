@@ -69,6 +69,8 @@ export const API_KEY_NAMES_PREFIX = 'ingest/api-key-names/';
 export const IMPORT_LOCK_KEY = 'ingest/import-lock.json';
 /** The lock of the one compaction at a time (src/ops/compact.ts): by hand or scheduled, from any host. */
 export const COMPACTION_LOCK_KEY = 'jobs/locks/compaction.json';
+/** The lock of the one run at a time making a period's release (src/ops/release.ts): `jobs/locks/release-2025.json`. */
+export const releaseLockKey = (period: string): string => `jobs/locks/release-${period}.json`;
 
 /** `<created_at ms, 15 digits>-<pkey>.json`: sorts by created_at. */
 export function retractionName(createdMs: number, pkey: string): string {

@@ -12,8 +12,9 @@ import { sqlString } from '../../src/archive/duckdb.js';
 import { CSV_HEADER } from '../../src/http/archiveBody.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
-import { releaseJob } from '../../jobs/release.js';
-import { NothingToReleaseError, release, ReleaseError } from '../../src/ops/release.js';
+import { lastMonth, releaseJob } from '../../jobs/release.js';
+import { NothingToReleaseError, release, ReleaseError, ReleaseRunningError } from '../../src/ops/release.js';
+import { releaseLockKey } from '../../src/store/layout.js';
 import type { Manifest } from '../../src/releases/documents.js';
 import { runCli } from '../support/cli.js';
 import { HAS_GEOPANDAS, GEOPANDAS_MISSING, python } from '../support/clients.js';
@@ -233,28 +234,25 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(collection.links.filter((l: any) => l.rel === 'item').map((l: any) => l.href)).toEqual(['./2025-r1/item.json', './2025-r2/item.json']);
   }, 120_000);
 
-  it('finishes a revision whose run stopped before its manifest, and stops where another run left other bytes', async () => {
+  it('finishes a revision whose run stopped before its manifest, and passes by a folder a dead run left other bytes in', async () => {
     const made = await manifestOf('2025-r2');
     // As if the run had stopped before its manifest (so before its Item and citation): the next run makes the same revision.
     await svc.rt.store.delete(['releases/2025-r2/manifest.json', 'releases/2025-r2/item.json', 'releases/2025-r2/CITATION.cff']);
     expect((await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release)).toEqual(['2025-r1']);
     expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r2', created: true });
     expect((await manifestOf('2025-r2')).files).toEqual(made.files);
-    // Another run's bytes where this run's file goes: it stops and says what to do.
+    // A run that died before its manifest left other bytes where this run's file goes (the
+    // reports changed since): its folder is left as it is (a file once written is never
+    // replaced) and the release is the next revision, whose checksums are its files' and whose
+    // predecessor is the revision published before it. A run stopped before the Item of an
+    // earlier revision has it written by this one.
     const del = await fetch(`${svc.url}/feeds/partner/106`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } });
     expect(del.status).toBe(200);
     await purgeRetracted(svc.rt);
     await svc.rt.store.put('releases/2025-r3/reports-2025-06.parquet', Buffer.from('other bytes'));
-    const err = await release(svc.rt, '2025').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ReleaseError);
-    expect((err as Error).message).toMatch(/releases\/2025-r3\/reports-2025-06.parquet holds other bytes.*delete releases\/2025-r3\/ and run again/);
-    // An hour on, the run that left them is taken for dead: its folder is left as it is (a file
-    // once written is never replaced) and the release is the next revision, whose checksums are
-    // its files' and whose predecessor is the revision published before it. A run stopped
-    // before the Item of an earlier revision has it written by this one.
     const r2Item = (await svc.rt.store.get('releases/2025-r2/item.json'))!.body;
     await svc.rt.store.delete(['releases/2025-r2/item.json']);
-    const later = await release(svc.rt, '2025', { nowMs: Date.now() + 2 * 3_600_000 });
+    const later = await release(svc.rt, '2025');
     expect(later).toMatchObject({ release: '2025-r4', created: true, reports: 29 });
     expect((await svc.rt.store.get('releases/2025-r3/reports-2025-06.parquet'))!.body.toString()).toBe('other bytes');
     const r4 = await manifestOf('2025-r4');
@@ -266,6 +264,64 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(item.properties).toMatchObject({ version: '4', 'flood:revision': 4 });
     expect((await svc.rt.store.get('releases/2025-r2/item.json'))?.body).toEqual(r2Item);
     await svc.rt.store.delete(['releases/2025-r3/reports-2025-06.parquet']);
+    // The run gave its lock back.
+    expect(await svc.rt.store.get(releaseLockKey('2025'))).toBeUndefined();
+  }, 120_000);
+
+  it('makes a period\'s release one run at a time: a second is refused, and a run whose lock was taken over publishes nothing', async () => {
+    const listed = async () => (await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release) as string[];
+    const before = await listed();
+    const del = await fetch(`${svc.url}/feeds/partner/107`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } });
+    expect(del.status).toBe(200);
+    await purgeRetracted(svc.rt);
+    // Another run of 2025 at work (by hand on another host, say): this one is refused and writes
+    // nothing; the monthly job leaves the period to it rather than failing.
+    const elsewhere = JSON.stringify({ host: 'another-host', pid: 1, id: 'elsewhere', since: new Date().toISOString(), touched: new Date().toISOString() });
+    await svc.rt.store.put(releaseLockKey('2025'), elsewhere);
+    const refused = await release(svc.rt, '2025').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ReleaseRunningError);
+    expect((refused as Error).message).toMatch(/another release of 2025 is running on this archive/);
+    expect(await keysUnder(svc.rt, 'releases/2025-r5')).toEqual([]);
+    // The job releases the month just closed, whenever the suite runs.
+    const closed = lastMonth(Date.now());
+    await svc.rt.store.put(releaseLockKey(closed), elsewhere);
+    const ran = (await releaseJob.run(svc.rt)) as { running: string[] };
+    expect(ran.running).toContain(closed);
+    expect(await keysUnder(svc.rt, `releases/${closed}-r`)).toEqual([]);
+    await svc.rt.store.delete([releaseLockKey(closed)]);
+    // A run whose lock is taken over while it writes its files (its touches had failed for five
+    // minutes, say, and a later run took the period over) stops before its manifest: a revision
+    // is never published after a later one.
+    await svc.rt.store.delete([releaseLockKey('2025')]);
+    let takenOver = false;
+    let seen!: () => void;
+    const seenTaken = new Promise<void>((resolve) => (seen = resolve));
+    const store = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
+      putIfAbsent: async (key: string, body: string | Buffer) => {
+        if (key.startsWith('releases/2025-r5/') && !takenOver) {
+          takenOver = true;
+          await svc.rt.store.put(releaseLockKey('2025'), elsewhere);
+          await seenTaken;
+        }
+        return svc.rt.store.putIfAbsent(key, body);
+      },
+      get: async (key: string) => {
+        const got = await svc.rt.store.get(key);
+        // The run's touch reads the lock and finds it another's.
+        if (takenOver && key === releaseLockKey('2025')) setTimeout(seen, 0);
+        return got;
+      },
+    });
+    const lost = await release({ ...svc.rt, store }, '2025', { lockTouchMs: 20 }).catch((e: unknown) => e);
+    expect(lost).toBeInstanceOf(ReleaseRunningError);
+    expect((lost as Error).message).toMatch(/this release of 2025 lost the archive's lock/);
+    expect(await svc.rt.store.get('releases/2025-r5/manifest.json')).toBeUndefined();
+    expect(await listed()).toEqual(before);
+    // Left to its new holder.
+    expect(JSON.parse((await svc.rt.store.get(releaseLockKey('2025')))!.body.toString('utf8')).id).toBe('elsewhere');
+    await svc.rt.store.delete([releaseLockKey('2025')]);
+    // The next run makes the revision after the folder the stopped run left.
+    expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r5', created: true, reports: 28 });
   }, 120_000);
 
   it('writes a month again when a purge comes between its two reads: the CSV holds what the Parquet file holds', async () => {
