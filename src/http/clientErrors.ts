@@ -11,6 +11,9 @@ interface ParserError extends Error {
   code?: string;
 }
 
+/** A request line of another HTTP version than 1.0 and 1.1: bad input (a 4xx, as DESIGN.md has it), though RFC 9110 would allow a 505. */
+export const VERSION_REFUSED = 'This service speaks HTTP/1.1 (and 1.0): send the request line as HTTP/1.1.';
+
 /** Status and message for each refusal we can name; anything else from the parser is a 400. */
 const REFUSALS: Record<string, [number, string]> = {
   HPE_HEADER_OVERFLOW: [431, 'The request line and headers exceed 16 KiB (a very long URL or query string counts too).'],
@@ -20,6 +23,8 @@ const REFUSALS: Record<string, [number, string]> = {
   HPE_INVALID_TRANSFER_ENCODING: [400, 'The Transfer-Encoding header is invalid, or sent with Content-Length (send one of Content-Length and Transfer-Encoding).'],
   HPE_INVALID_CONTENT_LENGTH: [400, 'The Content-Length header is invalid.'],
   HPE_INVALID_METHOD: [400, 'The request method is not valid HTTP.'],
+  // A version past 1.1 other than 2.0 (those the parser lets through are refused in layer.ts).
+  HPE_INVALID_VERSION: [400, VERSION_REFUSED],
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'The chunk extensions of the body are too large.'],
 };
 

@@ -9,6 +9,7 @@ import type { Request } from 'express';
 import type { StartAccessLog } from './accessLog.js';
 import type { ErrorAnswer } from './errorHandler.js';
 import { BadRequestError, HttpError } from '../shared/errors.js';
+import { VERSION_REFUSED } from './clientErrors.js';
 import { checkQueryString } from './queryGuards.js';
 import type { DirectHandler, Route } from './route.js';
 
@@ -72,6 +73,10 @@ export function requestLayer(options: LayerOptions): RequestListener {
       options.observe(req, res, served ? served.label : labelOf(req));
     }
     try {
+      // Node's parser lets HTTP/2.0 and 0.9 request lines through, and would answer them as 1.1.
+      if (req.httpVersionMajor !== 1) {
+        throw new HttpError(400, VERSION_REFUSED, [], { Connection: 'close' });
+      }
       // HTTP/1.1 requires Host (RFC 9112 3.2); Node's own refusal of one without it has no body.
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
         throw new BadRequestError('An HTTP/1.1 request must carry a Host header.', [{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);

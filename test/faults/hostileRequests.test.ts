@@ -66,6 +66,17 @@ describe('requests refused by Node before the app sees them, in the error shape'
     expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
+  it('a request line of another HTTP version than 1.0 and 1.1: 400 saying which to send, and the connection closed', async () => {
+    for (const version of ['HTTP/2.0', 'HTTP/0.9', 'HTTP/1.2', 'HTTP/3.0']) {
+      const res = await rawRequest(svc.url, [`GET /cities/levels ${version}\r\nHost: x\r\n\r\n`]);
+      const shaped = expectShaped(res, 400);
+      expect([version, shaped.message]).toEqual([version, 'This service speaks HTTP/1.1 (and 1.0): send the request line as HTTP/1.1.']);
+      expect(res.headers.connection).toBe('close');
+    }
+    // 1.0 is served.
+    expect((await rawRequest(svc.url, ['GET /cities/levels HTTP/1.0\r\nUser-Agent: t\r\n\r\n'])).status).toBe(200);
+  });
+
   it('an HTTP/1.1 request without Host: 400 naming the header, with a request id', async () => {
     const res = await rawRequest(svc.url, ['GET /cities/levels HTTP/1.1\r\n\r\n']);
     expect(expectShaped(res, 400).details).toEqual([{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);
