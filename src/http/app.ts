@@ -20,6 +20,7 @@ import { accessLog, useAccessLog } from './accessLog.js';
 import { Admission } from './admission.js';
 import { apiDocsHandlers } from './apiDocs.js';
 import { archiveHandlers } from './archive.js';
+import { tagBodies } from './bodyTags.js';
 import { cursorSecret } from './cursorSecret.js';
 import { citiesHandlers } from './cities.js';
 import { CursorCodec } from './cursor.js';
@@ -80,6 +81,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   app.set('trust proxy', rt.config.trustProxy);
   useAccessLog(app, rt.log);
   app.use(cors);
+  app.use(tagBodies);
 
   const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', isOwnRequest);
   // Runs after authentication: limits are per key, counted under its name (no second hash of the key).

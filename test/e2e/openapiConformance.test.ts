@@ -315,6 +315,25 @@ describe.each(GETS)('GET %s: the checks of an OpenAPI fuzzer', (path) => {
     }
   });
 
+  it('a 200 answer that may be stored carries an ETag: the same request with it is a 304 without a body, or the new body under a new tag', async () => {
+    const url = `${svc.url}${pathWith(path)}${query(base)}`;
+    const abort = new AbortController();
+    const first = await fetch(url, { headers: { 'User-Agent': 'conformance/1.0', 'Accept-Encoding': 'gzip' }, signal: abort.signal });
+    // An event stream is never stored (no-store) and never ends.
+    if (/no-store/.test(first.headers.get('cache-control') ?? '') || first.status !== 200) {
+      abort.abort();
+      return;
+    }
+    const body = await first.text();
+    const etag = first.headers.get('etag');
+    expect(etag, `GET ${path}`).toMatch(/^(W\/)?"[^"]+"$/);
+    // fetch() sends If-None-Match with `Cache-Control: no-cache`, as a browser's revalidation does.
+    const again = await fetch(url, { headers: { 'User-Agent': 'conformance/1.0', 'Accept-Encoding': 'gzip', 'If-None-Match': etag! } });
+    const text = await again.text();
+    if (again.status === 304) expect(text, `GET ${path}`).toBe('');
+    else expect([again.status, again.headers.get('etag') !== etag, text !== body], `GET ${path}: a full answer to its own ETag`).toEqual([200, true, true]);
+  });
+
   const requiredHeaders = paramsOf(path).filter((p) => p.in === 'header' && p.required);
   if (requiredHeaders.length > 0) it('a required header left out is a 400 naming it', async () => {
     for (const header of requiredHeaders) {

@@ -11,7 +11,8 @@ import type { BoundaryRepository } from '../../boundaries/repository.js';
 import { HttpError } from '../../shared/errors.js';
 import { partitionOfPartKey, REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectStore } from '../../store/objectStore.js';
-import { applyEncoding, encoder, negotiateEncoding } from '../encoding.js';
+import { digestOf } from '../bodyTags.js';
+import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding } from '../encoding.js';
 import { readQuery, throwIfAny } from '../query.js';
 import { BoundaryItems } from './boundaryItems.js';
 import { CONFORMS_TO, CRS84, GREGORIAN } from './conformance.js';
@@ -183,8 +184,10 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     links.push({ href: `${ogcBase(deps.publicBase())}/collections/${id}`, rel: 'collection', type: JSON_TYPE, title: 'The collection' });
     setLinkHeader(res, links);
     res.set('Cache-Control', id === 'reports' ? 'public, max-age=10' : 'public, max-age=300');
-    const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${JSON.stringify(links)},"features":[`;
-    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'));
+    const linksText = JSON.stringify(links);
+    const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${linksText},"features":[`;
+    // Weak: the same page at another time differs only in its timeStamp.
+    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'), { weak: true, opaque: digestOf(String(numberMatched), linksText, ...features) });
   });
 
   serve('ogcItem', async (req, res) => {
@@ -203,7 +206,8 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     setLinkHeader(res, links);
     res.set('Cache-Control', 'public, max-age=300');
     // The links go in beside the feature's own members.
-    await sendPieces(req, res, GEOJSON, [`${found.slice(0, -1)},"links":${JSON.stringify(links)}}`]);
+    const text = `${found.slice(0, -1)},"links":${JSON.stringify(links)}}`;
+    await sendPieces(req, res, GEOJSON, [text], { weak: false, opaque: digestOf(text) });
   });
 
   return handlers;
@@ -226,14 +230,25 @@ function* pieces(head: string, items: string[], tail: string): Iterable<string> 
   yield tail;
 }
 
+/** A document built whole: its ETag from its bytes. */
 async function sendJson(req: Request, res: Response, type: string, body: unknown, cache = 'public, max-age=60'): Promise<void> {
+  const text = JSON.stringify(body);
   res.set('Cache-Control', cache);
-  await sendPieces(req, res, type, [JSON.stringify(body)]);
+  await sendPieces(req, res, type, [text], { weak: false, opaque: digestOf(text) });
 }
 
-async function sendPieces(req: Request, res: Response, type: string, body: Iterable<string>): Promise<void> {
+/**
+ * Sends the pieces under the representation's tag (its encoding named in it): a 304 without them
+ * when If-None-Match names it.
+ */
+async function sendPieces(req: Request, res: Response, type: string, body: Iterable<string>, tag: { weak: boolean; opaque: string }): Promise<void> {
   const encoding = negotiateEncoding(req, true);
-  applyEncoding(res, encoding);
+  const etag = `${tag.weak ? 'W/' : ''}"${tag.opaque}${applyEncoding(res, encoding)}"`;
+  res.set('ETag', etag);
+  if (ifNoneMatch(req.get('if-none-match'), etag)) {
+    res.status(304).end();
+    return;
+  }
   res.status(200).type(type);
   const e = encoder(encoding);
   if (e) await pipeline(Readable.from(body), e, res);
