@@ -13,7 +13,7 @@ export { verify } from '../ops/verify.js';
 export { addSubscription, adminOf, findSubscription, rotateSecret, shown, testSubscription } from '../events/manage.js';
 export { HostPolicy } from '../events/hostPolicy.js';
 export { parseOffsetDateTime } from '../partners/partnerReport.js';
-export { createServiceLogger } from '../shared/log.js';
+export { createCommandLogger, createServiceLogger } from '../shared/log.js';
 export { createRuntime } from './runtime.js';
 export { startScheduler } from './scheduler.js';
 export { startService } from './service.js';

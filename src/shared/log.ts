@@ -20,6 +20,14 @@ export function createServiceLogger(level: string): Logger {
   return createLogger(level, serviceOutput());
 }
 
+/**
+ * A one-shot command's logger: lines go to stderr, so what the command prints on stdout (its
+ * `--json` result above all) is its answer alone.
+ */
+export function createCommandLogger(level: string): Logger {
+  return createLogger(level, pino.destination({ dest: 2, sync: true }));
+}
+
 let output: DestinationStream | undefined;
 /** The process's one buffer to stdout, shared by its service loggers. */
 function serviceOutput(): DestinationStream {

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { CLI, runCli as run } from '../support/cli.js';
-import { report, SHARED_PH_NATIONAL, tempDir } from '../support/env.js';
+import { postReport, report, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
 import { resolveApiKeys } from '../../src/partners/apiKeys.js';
 
@@ -269,6 +269,23 @@ describe('flood-archive CLI', () => {
       db.close();
     }
   }, 60_000);
+
+  it('--json prints the result alone on stdout: log lines go to stderr', async () => {
+    // A report accepted, its queue message lost: reconciliation queues it again, and logs so.
+    const svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+    const dataDir = svc.rt.config.dataDir;
+    try {
+      expect((await postReport(svc.url, report(1))).status).toBe(201);
+    } finally {
+      await svc.stop();
+    }
+    const db = new Database(path.join(dataDir, 'ledger.sqlite'));
+    expect(db.prepare('DELETE FROM queue').run().changes).toBe(1);
+    db.close();
+    const reconciled = await run(['reconcile', '--older-than', '0', '--json'], { DATA_DIR: dataDir, LOG_LEVEL: 'info' });
+    expect([reconciled.code, JSON.parse(reconciled.stdout)]).toEqual([0, { requeued: 1 }]);
+    expect(reconciled.stderr).toMatch(/"msg":"reconciled pending reports"/);
+  });
 
   it('imports with --json, lists boundary versions, and verify exits 1 on a loss', async () => {
     const dataDir = await tempDir();

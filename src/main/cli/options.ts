@@ -55,7 +55,7 @@ export async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<voi
 
 /** Runs `fn` with a runtime (made with `overrides`), closing it after. */
 export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>, overrides: RuntimeOverrides = {}): Promise<T> {
-  const rt = await deps.createRuntime(config, overrides);
+  const rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel), ...overrides });
   try {
     await bootstrapIfLocal(config, rt);
     await rt.boundaries.seedIfEmpty();

@@ -104,7 +104,7 @@ export const bootstrapCommand: Command = {
   usage: 'bootstrap [--json]',
   options: common,
   async run({ config, values }) {
-    const rt = await deps.createRuntime(config);
+    const rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel) });
     try {
       const result = await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
       await rt.boundaries.seedIfEmpty();
