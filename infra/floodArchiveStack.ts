@@ -24,7 +24,7 @@ import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/queue/settings.js';
 import { CURSOR_SECRET_KEY } from '../src/http/cursorSecret.js';
 import { EVENT_LOG_PREFIX } from '../src/events/objectEventLog.js';
 import { WRITE_PROBE_KEY } from '../src/http/readiness.js';
-import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, REPORTS_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX, WHOLE_DAY } from '../src/store/layout.js';
+import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, RECONCILE_TURNS_PREFIX, REPORTS_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX, WHOLE_DAY } from '../src/store/layout.js';
 
 export interface FloodArchiveStackProps extends StackProps {
   /** ECR repository holding the service image (one image runs every process). */
@@ -344,6 +344,8 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
     // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,
     // and creates (If-None-Match) an idempotency key the API never got to write.
     allow(['s3:PutObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`), bucket.arnForObjects(`${IDEMPOTENCY_PREFIX}*`)]),
+    // Its reconciliation timer takes a period's turn (created if absent) and clears old turns.
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], [bucket.arnForObjects(`${RECONCILE_TURNS_PREFIX}*`)]),
     // Events: it appends to the log and prunes it, reads the webhook subscriptions, advances the
     // consumers' cursors (webhooks, SNS) and sets failed batches aside.
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'events')),

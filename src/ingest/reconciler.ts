@@ -3,6 +3,7 @@
 // queued again, so a crash or an outage delays a report but never drops it.
 import type { PendingLedger } from '../ledger/ledger.js';
 import type { Logger } from '../shared/log.js';
+import { RECONCILE_TURNS_PREFIX } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 
 export interface ReconcileResult {
@@ -10,7 +11,6 @@ export interface ReconcileResult {
 }
 
 /** Where the timers of the fleet's processes take their turns: a key per period, as the scheduler's ticks. */
-const TURNS_PREFIX = 'jobs/runs/reconcile-timer/';
 /** Turn keys removed by each turn's winner: the last few periods before the one just past. */
 const TURNS_SWEPT = 10;
 
@@ -49,7 +49,7 @@ export class Reconciler {
 
   private async takeTurn(olderThanMs: number, periodMs: number): Promise<ReconcileResult | undefined> {
     const period = Math.floor(Date.now() / periodMs);
-    const turn = (n: number) => `${TURNS_PREFIX}${new Date(n * periodMs).toISOString().replace(/[^0-9TZ]/g, '')}.json`;
+    const turn = (n: number) => `${RECONCILE_TURNS_PREFIX}${new Date(n * periodMs).toISOString().replace(/[^0-9TZ]/g, '')}.json`;
     if (!(await this.turns.putIfAbsent(turn(period), JSON.stringify({ pid: process.pid, at: new Date().toISOString() })))) return undefined;
     try {
       return await this.run(olderThanMs);

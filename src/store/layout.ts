@@ -67,6 +67,8 @@ export const API_KEYS_PREFIX = 'ingest/api-keys/';
 export const API_KEY_NAMES_PREFIX = 'ingest/api-key-names/';
 /** The lock of the one import at a time into the archive (src/ops/importLock.ts). */
 export const IMPORT_LOCK_KEY = 'ingest/import-lock.json';
+/** Reconciliation timers' turns (src/ingest/reconciler.ts): one object per period, created by the process that takes it. */
+export const RECONCILE_TURNS_PREFIX = 'jobs/runs/reconcile-timer/';
 /** The lock of the one compaction at a time (src/ops/compact.ts): by hand or scheduled, from any host. */
 export const COMPACTION_LOCK_KEY = 'jobs/locks/compaction.json';
 /** The lock of the one run at a time making a period's release (src/ops/release.ts): `jobs/locks/release-2025.json`. */

@@ -258,6 +258,9 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/changes/*',
         's3:PutObject bucket/ingest/pending/*',
         's3:PutObject bucket/ingest/keys/*',
+        's3:GetObject bucket/jobs/runs/reconcile-timer/*',
+        's3:PutObject bucket/jobs/runs/reconcile-timer/*',
+        's3:DeleteObject bucket/jobs/runs/reconcile-timer/*',
         's3:GetObject bucket/events/*',
         's3:PutObject bucket/events/*',
         's3:DeleteObject bucket/events/*',
@@ -286,6 +289,10 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(worker, 's3:PutObject', 'bucket/cities/versions/abc.json')).toBe(false);
     expect(allows(worker, 's3:DeleteObject', part)).toBe(false);
     expect(allows(worker, 'sqs:ReceiveMessage', 'dlq')).toBe(false);
+    // Its reconciliation timer takes turns with the other workers' (src/ingest/reconciler.ts), and touches no other job's objects.
+    expect(allows(worker, 's3:PutObject', 'bucket/jobs/runs/reconcile-timer/20261201T094000000Z.json')).toBe(true);
+    expect(allows(worker, 's3:DeleteObject', 'bucket/jobs/runs/reconcile-timer/20261201T094000000Z.json')).toBe(true);
+    expect(allows(worker, 's3:PutObject', 'bucket/jobs/locks/compaction.json')).toBe(false);
     // Each flush logs what it wrote; pruning the logs is the scheduler's.
     expect(allows(worker, 's3:PutObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(true);
     expect(allows(worker, 's3:DeleteObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(false);
