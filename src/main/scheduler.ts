@@ -2,7 +2,7 @@
 // coordinator on the object store makes sure that, however many schedulers
 // run, each tick of a job runs once (create-if-absent of a tick key) and a run
 // never overlaps a previous one still going elsewhere (a lease object).
-import cron, { type RunCoordinator, type ScheduledTask } from 'node-cron';
+import cron, { type Logger as CronLogger, type RunCoordinator, type ScheduledTask } from 'node-cron';
 import type { JobDefinition } from '../../jobs/job.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
@@ -53,12 +53,19 @@ export class StoreRunCoordinator implements RunCoordinator {
       const tick = await this.store.get(tickKey);
       if (!tick || (JSON.parse(tick.body.toString('utf8')) as { owner?: string }).owner !== this.owner) return false;
     }
-    const held = await this.lease(job);
-    if (held && held.until > Date.now()) {
-      this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
-      return false;
+    try {
+      const held = await this.lease(job);
+      if (held && held.until > Date.now()) {
+        this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
+        return false;
+      }
+      await this.writeLease(job, slot);
+    } catch (err) {
+      // The tick is given back (another scheduler, or a run by hand, may take it): kept, it
+      // would stay claimed by a run that never started.
+      await this.store.delete([tickKey]).catch(() => undefined);
+      throw err;
     }
-    await this.writeLease(job, slot);
     const entry: { slot: string; renewal: NodeJS.Timeout; renewing?: Promise<void> } = {
       slot,
       renewal: setInterval(() => {
@@ -137,6 +144,20 @@ function splitKey(key: string): [string, string] {
 /** A tick's name in its key (and in the log lines of its run): its ISO time, store-safe. */
 const slotName = (iso: string) => iso.replace(/[^A-Za-z0-9._-]/g, '-');
 
+/** How late a tick may still run (never past the next one). */
+const MISSED_TOLERANCE_MS = 60_000;
+
+/** node-cron's own messages, as the service's log lines rather than coloured console text. */
+function cronLogger(log: Logger): CronLogger {
+  const detail = (err?: Error) => (err ? { err: err.message } : {});
+  return {
+    info: (message) => log.info({ source: 'node-cron' }, message),
+    warn: (message) => log.warn({ source: 'node-cron' }, message),
+    error: (message, err) => log.error({ source: 'node-cron', ...detail(err ?? (message instanceof Error ? message : undefined)) }, String(message instanceof Error ? message.message : message)),
+    debug: (message, err) => log.debug({ source: 'node-cron', ...detail(err) }, String(message instanceof Error ? message.message : message)),
+  };
+}
+
 export interface RunningScheduler {
   tasks: ScheduledTask[];
   stop(): Promise<void>;
@@ -166,9 +187,33 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
           running.delete(run);
         }
       },
-      { name: job.name, noOverlap: true, distributed: true, runCoordinator: coordinator, timezone: 'UTC' },
+      {
+        name: job.name,
+        noOverlap: true,
+        distributed: true,
+        runCoordinator: coordinator,
+        timezone: 'UTC',
+        // A tick the event loop reached late (a long synchronous step, a pause) still runs, up to
+        // a minute late and never past the next tick; node-cron's default skips it after a second.
+        missedExecutionTolerance: MISSED_TOLERANCE_MS,
+        logger: cronLogger(rt.log),
+      },
     ),
   );
+  for (const [i, task] of tasks.entries()) {
+    const name = jobs[i]!.name;
+    // Ticks that did not run, counted beside the runs: missed (later than the tolerance) and
+    // skipped (the store failed while claiming them; another scheduler's claim is not counted).
+    task.on('execution:missed', (context) => {
+      rt.metrics.jobRuns.inc({ job: name, result: 'missed' });
+      rt.log.error({ job: name, slot: slotName(context.date.toISOString()) }, 'tick missed: the process reached it too late');
+    });
+    task.on('execution:skipped', (context) => {
+      if (context.reason !== 'coordinator-error') return;
+      rt.metrics.jobRuns.inc({ job: name, result: 'skipped' });
+      rt.log.error({ job: name, slot: slotName(context.date.toISOString()), err: context.error?.message }, 'tick skipped: the store failed while it was claimed');
+    });
+  }
   return {
     tasks,
     async stop() {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/index.js';
 import { startScheduler, type JobDefinition } from '../../src/main/scheduler.js';
-import { testConfig, testRuntime } from '../support/env.js';
+import { eventually, testConfig, testRuntime } from '../support/env.js';
 
 describe('scheduler', () => {
   it('has the compaction, reconciliation, verify and release jobs on their configured schedules', async () => {
@@ -60,4 +60,52 @@ describe('scheduler', () => {
     expect(slow.length).toBeLessThanOrEqual(3);
     expect(overlapped).toBe(false);
   });
+
+  it('runs a tick the process reached late (a stalled event loop), and counts one it could not claim as skipped, giving the tick back', async () => {
+    const config = await testConfig('embedded');
+    const rt = await testRuntime(config);
+    const ran: number[] = [];
+    const late = startScheduler(rt, [{ name: 'late', schedule: () => '*/5 * * * * *', run: async () => void ran.push(Date.now()) }], 'late');
+    try {
+      // The loop held past the next tick by 2.5 s (a long synchronous step): the tick still runs.
+      const next = late.tasks[0]!.getNextRun()!.getTime();
+      while (Date.now() < next + 2500) {
+        // busy: nothing else runs on this thread meanwhile
+      }
+      await eventually(async () => (ran.length > 0 ? true : undefined), 10_000, 'the late tick');
+      // That tick, not the one after it (node-cron's default would have passed it by as missed).
+      expect(ran[0]).toBeGreaterThanOrEqual(next + 2500);
+      expect(ran[0]).toBeLessThan(next + 5000);
+    } finally {
+      await late.stop();
+    }
+    // The store fails once the tick is claimed (reading the run's lease): the tick is given back,
+    // counted as skipped, and logged.
+    let failLease = true;
+    const flaky = Object.assign(Object.create(rt.store) as typeof rt.store, {
+      get: async (key: string) => {
+        if (key.startsWith('jobs/leases/') && failLease) {
+          failLease = false;
+          throw new Error('store unavailable');
+        }
+        return rt.store.get(key);
+      },
+    });
+    const skipped = startScheduler({ ...rt, store: flaky }, [{ name: 'claimed', schedule: () => '* * * * * *', run: async () => undefined }], 'claimed');
+    let slot: string | undefined;
+    skipped.tasks[0]!.on('execution:skipped', (context) => void (slot ??= context.date.toISOString()));
+    try {
+      const counted = (result: string) => async () => ((await rt.metrics.registry.getSingleMetricAsString('job_runs_total')).includes(`job="claimed",result="${result}"`) ? true : undefined);
+      await eventually(counted('skipped'), 10_000, 'a skipped tick counted');
+      await eventually(counted('ok'), 10_000, 'a later tick run');
+      const claimed: string[] = [];
+      for await (const info of rt.store.list({ prefix: 'jobs/runs/claimed/' })) claimed.push(info.key);
+      // The ticks that ran keep their keys; the one given back has none.
+      expect(claimed.length).toBeGreaterThan(0);
+      expect(claimed).not.toContain(`jobs/runs/claimed/${slot!.replace(/[^A-Za-z0-9._-]/g, '-')}.json`);
+    } finally {
+      await skipped.stop();
+      await rt.close();
+    }
+  }, 30_000);
 });

@@ -90,11 +90,16 @@ export const scheduler: Command = {
   usage: 'scheduler',
   options: {},
   async run({ config }) {
-    const rt = await deps.createRuntime(config);
-    await rt.boundaries.seedIfEmpty();
+    const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
+    // No API, worker or reconciliation: the metrics listener alone (METRICS_PORT), for job_runs_total.
+    const service = await deps.startService(rt, { api: false, worker: false, reconcile: false, apiKeys: [] });
     const scheduler = deps.startScheduler(rt, deps.JOBS, `scheduler-${randomUUID()}`);
     rt.log.info({ jobs: deps.JOBS.map((j) => `${j.name} "${j.schedule(config)}"`) }, 'scheduler started');
-    await untilSignal(rt, () => scheduler.stop());
+    if (service.metricsUrl) process.stdout.write(`Prometheus metrics on ${service.metricsUrl}\n`);
+    await untilSignal(rt, async () => {
+      await scheduler.stop();
+      await service.stop();
+    });
     return 0;
   },
 };
