@@ -297,10 +297,14 @@ export class ObjectLedger implements IngestLedger {
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
-    const pending = new Set<string>();
-    for await (const info of this.store.list({ prefix: PENDING_PREFIX })) pending.add(keyOfMarker(info.key));
+    // Keys first, then markers: acceptance writes a report's marker before its key, and the worker
+    // deletes the marker once the report is archived. So a key listed here whose marker the later
+    // listing misses is archived; markers first, a report accepted between the two listings
+    // would have had its key listed, no marker, and counted as archived (a false loss).
     const keys: string[] = [];
     for await (const info of this.store.list({ prefix: IDEMPOTENCY_PREFIX })) keys.push(info.key);
+    const pending = new Set<string>();
+    for await (const info of this.store.list({ prefix: PENDING_PREFIX })) pending.add(keyOfMarker(info.key));
     const found: AcceptedReport[] = [];
     await mapLimit(keys, 16, async (key) => {
       const obj = await this.store.get(key);

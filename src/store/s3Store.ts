@@ -69,12 +69,23 @@ export class S3ObjectStore implements ObjectStore {
       return { ...info, body: Readable.from([]) };
     };
     if (length <= 0) return empty();
+    // Another version than the one asked for (a store that does not enforce If-Match on a GET):
+    // its bytes must not be merged into a copy of the first.
+    const otherVersion = (etag: string, body: Readable | undefined) => {
+      if (options.ifMatch === undefined || etag === options.ifMatch) return false;
+      body?.destroy();
+      return true;
+    };
     const direct = await this.direct.get(this.full(key), { start, length }, options.ifMatch);
-    if (direct) return { key, size: direct.size, etag: direct.etag, lastModified: direct.lastModified, body: storeStream(direct.body, unavailable) };
+    if (direct) {
+      if (otherVersion(direct.etag, direct.body)) return undefined;
+      return { key, size: direct.size, etag: direct.etag, lastModified: direct.lastModified, body: storeStream(direct.body, unavailable) };
+    }
     try {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Range: `bytes=${start}-${start + length - 1}`, IfMatch: options.ifMatch }),
       );
+      if (otherVersion(out.ETag ?? '', out.Body as Readable | undefined)) return undefined;
       const stated = objectSizeOf(out.ContentRange);
       const size = Number.isFinite(stated) ? stated : start + (out.ContentLength ?? 0);
       return { key, size, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0), body: storeStream(out.Body as Readable, unavailable) };

@@ -231,7 +231,9 @@ export class Worker {
       this.deps.log.warn({ messageId: message.id, receiveCount: message.receiveCount, err: describe(err) }, 'rejected queue message');
       // Back off on the flush cadence, doubling: a poison message reaches the DLQ in a few intervals.
       const backoff = Math.min(60, Math.ceil(this.options.flushIntervalSeconds * 2 ** (message.receiveCount - 1)));
-      await this.deps.queue.changeVisibility(message.receipt, backoff);
+      // A refused change (throttled, an expired receipt) leaves the message to come back on its
+      // own time: the batch's other messages are read all the same.
+      await this.deps.queue.changeVisibility(message.receipt, backoff).catch((err: unknown) => this.deps.log.warn({ messageId: message.id, err: describe(err) }, 'could not delay a rejected queue message'));
       return undefined;
     }
     return { row, redelivered: envelope.redelivery === true || message.receiveCount > 1 };

@@ -472,3 +472,35 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     expect((await first.get({ source: 'partner', post_id: 43 }))!.record!.report.title).toBe('first');
   });
 });
+
+describe('the object ledger listing what was accepted (verify on S3)', () => {
+  it('counts a report accepted between its two listings as nothing, never as archived', async () => {
+    const config = await testConfig('aws', fauxqs);
+    await bootstrap(config, { s3: fauxqs.s3, sqs: fauxqs.sqs });
+    const bucket = `ledger-${randomBytes(4).toString('hex')}`;
+    await fauxqs.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const queue = new SqsQueue(fauxqs.sqs, config.queueUrl);
+    const store = new S3ObjectStore(fauxqs.s3, { bucket, prefix: 'flood/' });
+    const other = new ObjectLedger(store, queue, 0);
+    await other.accept(record(1, 'before'));
+    // An API accepts a report while verify lists: between its first listing and its second.
+    let lists = 0;
+    const listing = Object.assign(Object.create(store) as S3ObjectStore, {
+      list: (options: Parameters<S3ObjectStore['list']>[0]) => {
+        lists += 1;
+        if (lists !== 2) return store.list(options);
+        return (async function* () {
+          await other.accept(record(2, 'meanwhile'));
+          yield* store.list(options);
+        })();
+      },
+    });
+    const found = [];
+    for await (const r of new ObjectLedger(listing, queue, 0).accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) found.push(r);
+    expect(lists).toBe(2);
+    // Each listed report is pending (neither is archived); the one accepted meanwhile is left to the next verify.
+    expect(found.every((r) => r.pending)).toBe(true);
+    expect(found.map((r) => r.pkey)).toContain('partner-1');
+    await drain(queue);
+  });
+});

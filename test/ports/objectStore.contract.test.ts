@@ -403,3 +403,36 @@ describe.skipIf(!HAS_MOTO)('S3 answering a conditional create with 409 Condition
     expect(await s3.putIfAbsent('c.json', 'first', { seenAbsent: true })).toBe(true);
   });
 });
+
+describe('S3 behind something that drops If-Match from a GET', () => {
+  it('reads a range of the version asked for or none, whichever way the GET is sent', async () => {
+    // A proxy (or a store) that serves a GET whatever its If-Match: the version is checked on the answer.
+    const proxy = http.createServer((req, res) => {
+      const headers = { ...req.headers };
+      delete headers['if-match'];
+      const upstream = http.request(new URL(req.url ?? '/', emulator.endpoint), { method: req.method, headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const s3 = new S3Client({ endpoint: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1, forcePathStyle: true });
+    try {
+      const bucket = `ifmatch-${randomBytes(4).toString('hex')}`;
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const store = new S3ObjectStore(s3, { bucket, prefix: '' });
+      await store.put('v.bin', Buffer.alloc(100, 1));
+      const etag = (await store.head('v.bin'))!.etag;
+      expect((await store.getRange('v.bin', 10, 5, { ifMatch: etag }))?.body).toEqual(Buffer.alloc(5, 1));
+      await store.put('v.bin', Buffer.alloc(120, 2));
+      expect(await store.getRange('v.bin', 10, 5, { ifMatch: etag })).toBeUndefined();
+      expect(await store.getRangeStream('v.bin', 10, 5, { ifMatch: etag })).toBeUndefined();
+      expect((await store.getRange('v.bin', 10, 5))?.body).toEqual(Buffer.alloc(5, 2));
+    } finally {
+      s3.destroy();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+  });
+});
