@@ -38,11 +38,17 @@ interface Made {
   queue: Queue;
 }
 
-async function onS3(peer: Emulator, queueUrl: (e: Emulator) => Record<string, string>): Promise<Made> {
-  const config = await testConfig('aws', peer, queueUrl(peer));
+/** A configuration bootstrapped on `peer`, and a bucket of its own. */
+async function freshBucket(peer: Emulator, name: string, env: Record<string, string> = {}): Promise<{ config: Awaited<ReturnType<typeof testConfig>>; bucket: string }> {
+  const config = await testConfig('aws', peer, env);
   await bootstrap(config, { s3: peer.s3, sqs: peer.sqs });
-  const bucket = `ledger-${randomBytes(4).toString('hex')}`;
+  const bucket = `${name}-${randomBytes(4).toString('hex')}`;
   await peer.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  return { config, bucket };
+}
+
+async function onS3(peer: Emulator, queueUrl: (e: Emulator) => Record<string, string>): Promise<Made> {
+  const { config, bucket } = await freshBucket(peer, 'ledger', queueUrl(peer));
   const queue = new SqsQueue(peer.sqs, config.queueUrl);
   // Any hold renewed, however near its end (the tests' holds last a fraction of a second).
   const ledger = () => new ObjectLedger(new S3ObjectStore(peer.s3, { bucket, prefix: 'flood/' }), queue, 0);
@@ -317,10 +323,7 @@ describe.skipIf(!HAS_MOTO)('moto as the S3 the race tests rely on', () => {
 
 describe("the object ledger's requests to S3", () => {
   it("a new report's acceptance reads once, all at once, then writes its marker and key without a look before either; a repeat writes nothing", async () => {
-    const config = await testConfig('aws', fauxqs);
-    await bootstrap(config, { s3: fauxqs.s3, sqs: fauxqs.sqs });
-    const bucket = `requests-${randomBytes(4).toString('hex')}`;
-    await fauxqs.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const { config, bucket } = await freshBucket(fauxqs, 'requests');
     // Every request the store's client sends: its command, when it left and when it came back.
     const calls: { command: string; sent: number; back: number }[] = [];
     const s3 = new S3Client({ endpoint: fauxqs.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true });
@@ -475,10 +478,7 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
 
 describe('the object ledger listing what was accepted (verify on S3)', () => {
   it('counts a report accepted between its two listings as nothing, never as archived', async () => {
-    const config = await testConfig('aws', fauxqs);
-    await bootstrap(config, { s3: fauxqs.s3, sqs: fauxqs.sqs });
-    const bucket = `ledger-${randomBytes(4).toString('hex')}`;
-    await fauxqs.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const { config, bucket } = await freshBucket(fauxqs, 'listing');
     const queue = new SqsQueue(fauxqs.sqs, config.queueUrl);
     const store = new S3ObjectStore(fauxqs.s3, { bucket, prefix: 'flood/' });
     const other = new ObjectLedger(store, queue, 0);
