@@ -5,6 +5,7 @@
 // by default, so reports that come in late and the day's compaction are in.
 import { manifests, NothingToReleaseError, release, ReleaseRunningError, type ReleaseDeps, type ReleaseResult } from '../src/ops/release.js';
 import { parsePeriod } from '../src/releases/layout.js';
+import { RELEASE_SINCE_KEY } from '../src/store/layout.js';
 import type { JobDefinition } from './job.js';
 
 export type ReleaseJobDeps = ReleaseDeps;
@@ -19,13 +20,14 @@ const AGAIN_WITHIN_MS = 366 * 86_400_000;
 
 /**
  * The periods a run at `nowMs` releases, oldest first: every month of the year before, from the
- * first month ever released on (the month just closed when none is), whether released already
- * or not (a tick missed, or a month that failed in one, is made up), and every period already
- * released that ended within the year before.
+ * first month ever released on or the first month the job ever set out to release (`since`;
+ * the month just closed when neither is known), whether released already or not (a tick missed,
+ * or a month that failed in one, the job's very first among them, is made up), and every period
+ * already released that ended within the year before.
  */
-export function periodsToRelease(released: readonly string[], nowMs: number): string[] {
+export function periodsToRelease(released: readonly string[], nowMs: number, since?: string): string[] {
   const closed = lastMonth(nowMs);
-  const months = released.filter((p) => p.length === 7 && p <= closed).sort();
+  const months = [...released.filter((p) => p.length === 7 && p <= closed), ...(since !== undefined && since <= closed ? [since] : [])].sort();
   const from = months.length > 0 ? months[0]! : closed;
   const out = new Set<string>();
   for (let back = 12; back >= 1; back--) {
@@ -43,7 +45,8 @@ export const releaseJob: JobDefinition<ReleaseJobDeps> = {
   name: 'release',
   schedule: (config) => config.schedules.release,
   run: async (rt) => {
-    const periods = periodsToRelease([...new Set((await manifests(rt.store)).map((m) => m.period))], Date.now());
+    const now = Date.now();
+    const periods = periodsToRelease([...new Set((await manifests(rt.store)).map((m) => m.period))], now, await firstMonthSetOut(rt.store, lastMonth(now)));
     const made: ReleaseResult[] = [];
     const empty: string[] = [];
     const running: string[] = [];
@@ -64,6 +67,17 @@ export const releaseJob: JobDefinition<ReleaseJobDeps> = {
     return { releases: made.map((m) => ({ release: m.release, created: m.created, reports: m.reports })), empty, running };
   },
 };
+
+/**
+ * The first month the job ever set out to release, written by its first run before it tries
+ * (created if absent, never changed): a first month that failed is made up like any other.
+ */
+async function firstMonthSetOut(store: ReleaseDeps['store'], month: string): Promise<string | undefined> {
+  if (await store.putIfAbsent(RELEASE_SINCE_KEY, JSON.stringify({ month }))) return month;
+  const got = await store.get(RELEASE_SINCE_KEY);
+  const since = got && (JSON.parse(got.body.toString('utf8')) as { month?: unknown }).month;
+  return typeof since === 'string' && parsePeriod(since)?.months.length === 1 ? since : undefined;
+}
 
 /** The UTC month `delta` months from the one `nowMs` falls in. */
 function monthOf(nowMs: number, delta: number): string {

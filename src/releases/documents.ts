@@ -61,7 +61,12 @@ export const SELECTION =
 
 const checksum = (sha256: string) => `1220${sha256}`; // multihash: sha2-256, 32 bytes
 
-const polygonOf = ([x0, y0, x1, y1]: Bbox) => ({ type: 'Polygon', coordinates: [[[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]] });
+/** A release's footprint from its bbox: a valid geometry however few places its reports are at (one point, or on one line of longitude or latitude). */
+export function footprintOf([x0, y0, x1, y1]: Bbox): { type: 'Point' | 'LineString' | 'Polygon'; coordinates: unknown } {
+  if (x0 === x1 && y0 === y1) return { type: 'Point', coordinates: [x0, y0] };
+  if (x0 === x1 || y0 === y1) return { type: 'LineString', coordinates: [[x0, y0], [x1, y1]] };
+  return { type: 'Polygon', coordinates: [[[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]] };
+}
 
 const COLLECTION_ID = 'flood-reports';
 const FILE_EXTENSION = 'https://stac-extensions.github.io/file/v2.1.0/schema.json';
@@ -89,7 +94,7 @@ export function stacItem(m: Manifest, previous: string | undefined): Record<stri
     stac_extensions: [FILE_EXTENSION, VERSION_EXTENSION],
     id: m.release,
     collection: COLLECTION_ID,
-    geometry: m.bbox ? polygonOf(m.bbox) : null,
+    geometry: m.bbox ? footprintOf(m.bbox) : null,
     ...(m.bbox && { bbox: m.bbox }),
     properties: {
       title: `Flood reports of ${m.period}, revision ${m.revision}`,

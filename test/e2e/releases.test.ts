@@ -14,7 +14,7 @@ import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { lastMonth, releaseJob } from '../../jobs/release.js';
 import { NothingToReleaseError, release, ReleaseError, ReleaseRunningError } from '../../src/ops/release.js';
-import { releaseLockKey } from '../../src/store/layout.js';
+import { RELEASE_SINCE_KEY, releaseLockKey } from '../../src/store/layout.js';
 import type { Manifest } from '../../src/releases/documents.js';
 import { runCli } from '../support/cli.js';
 import { HAS_GEOPANDAS, GEOPANDAS_MISSING, python } from '../support/clients.js';
@@ -287,6 +287,8 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     await svc.rt.store.put(releaseLockKey(closed), elsewhere);
     const ran = (await releaseJob.run(svc.rt)) as { running: string[] };
     expect(ran.running).toContain(closed);
+    // Its first run noted the first month it set out to release: made up next month should it fail.
+    expect(JSON.parse((await svc.rt.store.get(RELEASE_SINCE_KEY))!.body.toString('utf8'))).toEqual({ month: closed });
     expect(await keysUnder(svc.rt, `releases/${closed}-r`)).toEqual([]);
     await svc.rt.store.delete([releaseLockKey(closed)]);
     // A run whose lock is taken over while it writes its files (its touches had failed for five

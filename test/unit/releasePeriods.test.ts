@@ -40,5 +40,11 @@ describe('release periods and ids', () => {
     expect(periodsToRelease(['2026-09', '2026-10'], now)).toEqual(['2026-09', '2026-10']);
     // A month that failed while a later one was made: made up all the same.
     expect(periodsToRelease(['2026-06', '2026-08', '2026-10'], now)).toEqual(['2026-06', '2026-07', '2026-08', '2026-09', '2026-10']);
+    // The job's very first month failed (nothing released yet): made up from the month it first set out to release.
+    expect(periodsToRelease([], now, '2026-09')).toEqual(['2026-09', '2026-10']);
+    expect(periodsToRelease(['2026-10'], now, '2026-08')).toEqual(['2026-08', '2026-09', '2026-10']);
+    // No earlier than the year before, nor later than the month just closed.
+    expect(periodsToRelease([], now, '2024-01')).toHaveLength(12);
+    expect(periodsToRelease([], now, '2026-11')).toEqual(['2026-10']);
   });
 });

@@ -10,7 +10,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
 
 const json = (schema: string, type = 'application/json') => ({ content: { [type]: { schema: { $ref: `#/components/schemas/${schema}` } } } });
 const err = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
-const f = (values: string[]) => ({ name: 'f', in: 'query', description: 'The encoding (JSON only; there is no HTML one).', schema: { type: 'string', enum: values } });
+const f = (values: string[]) => ({ name: 'f', in: 'query', description: 'The encoding: JSON (GeoJSON for features), under either name; there is no HTML one.', schema: { type: 'string', enum: values } });
 const linkHeader = { Link: { description: 'The self, next, prev and collection links (RFC 8288).', schema: { type: 'string' } } };
 
 const itemsParams = (paging: object) => [
@@ -18,7 +18,7 @@ const itemsParams = (paging: object) => [
     name: 'bbox',
     in: 'query',
     description:
-      'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84 (six numbers with heights are taken too); latitudes within ±90, minimums not above maximums.',
+      'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84 (six numbers with heights are taken too, the heights any); longitudes within ±180 and latitudes within ±90, minimums not above maximums.',
     style: 'form',
     explode: false,
     schema: {
@@ -27,7 +27,7 @@ const itemsParams = (paging: object) => [
         { minItems: 4, maxItems: 4 },
         { minItems: 6, maxItems: 6 },
       ],
-      items: { type: 'number', minimum: -180, maximum: 180 },
+      items: { type: 'number' },
     },
   },
   {
@@ -78,7 +78,7 @@ const meta = (operationId: string, summary: string, schema: string, type = 'appl
     operationId,
     summary,
     tags: ['OGC API – Features'],
-    parameters: [f(['json'])],
+    parameters: [f(['json', 'geojson'])],
     responses: { '200': { description: summary, ...json(schema, type) }, '400': err('A query parameter is unknown or malformed.'), '429': err('Past the rate limit.') },
   },
 });
@@ -99,7 +99,7 @@ export const OGC_ROUTES: readonly Route[] = [
           operationId: 'ogcApiDefinition',
           summary: 'The OGC API definition (OpenAPI 3.0)',
           tags: ['OGC API – Features'],
-          parameters: [f(['json'])],
+          parameters: [f(['json', 'geojson'])],
           responses: {
             '200': { description: 'OpenAPI 3.0', content: { 'application/vnd.oai.openapi+json;version=3.0': { schema: { type: 'object' } } } },
             '400': err('A query parameter is unknown or malformed.'),
