@@ -125,16 +125,33 @@ export class ReportsItems {
   /**
    * The `limit` reports just newer than the cursor, newest first, and whether there are newer
    * ones still. The archive reads newest first, so a widening time range above the cursor is
-   * read (an hour, then four times more each time) until it holds more than a page.
+   * read (an hour, then four times more each time) until it holds more than a page; as it is
+   * read, only the last `limit` reports newer than the cursor are kept (those nearest it), so a
+   * range of many reports (a backfill's hour, reports of one second) costs time, not memory.
    */
   private async newerThan(base: WindowQuery, cursor: ReportsCursor, limit: number): Promise<{ items: Item[]; more: boolean }> {
     const newer = (k: Key) => k.createdMs > cursor.createdMs || (k.createdMs === cursor.createdMs && k.pkey > cursor.pkey);
     for (let span = 3_600_000; ; span *= 4) {
       const endMs = Math.min(base.endMs, cursor.createdMs + span);
       const range: WindowQuery = { ...base, startMs: Math.max(base.startMs, cursor.createdMs), endMs };
+      // A page of all of them, item by item with their keys (a read without a limit comes joined).
       const n = await (await this.archive.open(range)).count();
-      const found = (await this.read({ ...range, limit: Math.max(n, 1) })).filter((i) => newer(i.key));
-      if (found.length > limit || endMs >= base.endMs) return { items: found.slice(-limit), more: found.length > limit };
+      const ring: Item[] = [];
+      let seen = 0;
+      for await (const batch of (await this.archive.open({ ...range, limit: Math.max(n, 1) })).batches('geojson')) {
+        const features = batch.items as string[];
+        for (let i = 0; i < features.length; i++) {
+          const key = batch.keys![i]!;
+          if (!newer(key)) continue;
+          ring[seen % limit] = { feature: withId(features[i]!, featureId(key.pkey, key.createdMs)), key };
+          seen += 1;
+        }
+      }
+      if (seen > limit || endMs >= base.endMs) {
+        // The ring's oldest entry first: the reports in the order they were read.
+        const first = seen > limit ? seen % limit : 0;
+        return { items: [...ring.slice(first), ...ring.slice(0, first)], more: seen > limit };
+      }
     }
   }
 
