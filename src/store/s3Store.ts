@@ -126,7 +126,7 @@ export class S3ObjectStore implements ObjectStore {
         return true;
       } catch (err) {
         const status = statusOf(err);
-        if (status === 412) return false;
+        if (status === 412) return this.ownRetry(err, key, body);
         // 409 ConditionalRequestConflict: another write of the key was under way (writers racing
         // by design, or our own first attempt that the SDK retried). Asked again, it settles to
         // created or taken; taken if it stands by the last attempt, else not known yet.
@@ -147,9 +147,21 @@ export class S3ObjectStore implements ObjectStore {
     } catch (err) {
       // 412: another version since; 404: deleted since; 409: a write to the key at the same moment.
       const status = statusOf(err);
-      if (status === 412 || status === 409 || isNotFound(err)) return false;
+      if (status === 412) return this.ownRetry(err, key, body);
+      if (status === 409 || isNotFound(err)) return false;
       throw unavailable(err);
     }
+  }
+
+  /**
+   * Whether a conditional write refused (412) on the SDK's retry had landed on an earlier
+   * attempt whose answer was lost: then the key holds these very bytes, and the write is ours.
+   * Refused on its first attempt, it is another writer's.
+   */
+  private async ownRetry(err: unknown, key: string, body: Buffer | string): Promise<boolean> {
+    if (((err as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) <= 1) return false;
+    const there = await this.get(key);
+    return there !== undefined && there.body.equals(typeof body === 'string' ? Buffer.from(body) : body);
   }
 
   async delete(keys: readonly string[]): Promise<void> {

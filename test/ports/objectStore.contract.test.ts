@@ -436,3 +436,46 @@ describe('S3 behind something that drops If-Match from a GET', () => {
     }
   });
 });
+
+describe.skipIf(!HAS_MOTO)('S3 conditional writes whose answer is lost (moto, which enforces If-Match on a PUT)', () => {
+  it('are the writer\'s own when its retry is refused over the bytes its first attempt wrote; another\'s bytes stay another\'s', async () => {
+    // A proxy that lets a PUT reach the store and then drops its answer (a reset connection),
+    // once for each key named: the SDK asks again, and the store refuses the repeat (412).
+    const lose = new Set<string>();
+    const proxy = http.createServer((req, res) => {
+      const key = decodeURIComponent((req.url ?? '').split('?')[0]!.split('/').pop() ?? '');
+      const dropAnswer = req.method === 'PUT' && lose.delete(key);
+      const upstream = http.request(new URL(req.url ?? '/', moto!.endpoint), { method: req.method, headers: req.headers }, (answer) => {
+        if (dropAnswer) {
+          answer.resume();
+          answer.on('end', () => req.socket.destroy());
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const s3 = new S3Client({ endpoint: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 3, forcePathStyle: true });
+    try {
+      const bucket = `lost-${randomBytes(4).toString('hex')}`;
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const store = new S3ObjectStore(s3, { bucket, prefix: '' });
+      lose.add('created.json');
+      expect(await store.putIfAbsent('created.json', '{"mine":1}', { seenAbsent: true })).toBe(true);
+      expect(lose.has('created.json')).toBe(false);
+      const { etag } = (await store.head('created.json'))!;
+      lose.add('created.json');
+      expect(await store.putIfMatch('created.json', '{"mine":2}', etag)).toBe(true);
+      expect((await store.get('created.json'))!.body.toString()).toBe('{"mine":2}');
+      // Refused on a first attempt: another writer's, whatever the bytes.
+      expect(await store.putIfAbsent('created.json', '{"mine":2}', { seenAbsent: true })).toBe(false);
+      expect(await store.putIfMatch('created.json', '{"mine":3}', etag)).toBe(false);
+    } finally {
+      s3.destroy();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+  });
+});
