@@ -404,21 +404,44 @@ describe.skipIf(!HAS_MOTO)('S3 answering a conditional create with 409 Condition
   });
 });
 
+/**
+ * A proxy in front of a store, shaping what passes: each request's headers as `shape` leaves
+ * them, and its answer dropped (the connection reset once the store has answered) where it says.
+ */
+async function storeProxy(target: () => string, shape: (req: http.IncomingMessage) => { headers: http.IncomingHttpHeaders; dropAnswer?: boolean }): Promise<{ client: S3Client; close: () => Promise<void> }> {
+  const proxy = http.createServer((req, res) => {
+    const { headers, dropAnswer } = shape(req);
+    const upstream = http.request(new URL(req.url ?? '/', target()), { method: req.method, headers }, (answer) => {
+      if (dropAnswer) {
+        answer.resume();
+        answer.on('end', () => req.socket.destroy());
+        return;
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const client = new S3Client({ endpoint: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 3, forcePathStyle: true });
+  return {
+    client,
+    close: async () => {
+      client.destroy();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    },
+  };
+}
+
 describe('S3 behind something that drops If-Match from a GET', () => {
   it('reads a range of the version asked for or none, whichever way the GET is sent', async () => {
     // A proxy (or a store) that serves a GET whatever its If-Match: the version is checked on the answer.
-    const proxy = http.createServer((req, res) => {
+    const { client: s3, close } = await storeProxy(() => emulator.endpoint, (req) => {
       const headers = { ...req.headers };
       delete headers['if-match'];
-      const upstream = http.request(new URL(req.url ?? '/', emulator.endpoint), { method: req.method, headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
+      return { headers };
     });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const s3 = new S3Client({ endpoint: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1, forcePathStyle: true });
     try {
       const bucket = `ifmatch-${randomBytes(4).toString('hex')}`;
       await s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -431,8 +454,7 @@ describe('S3 behind something that drops If-Match from a GET', () => {
       expect(await store.getRangeStream('v.bin', 10, 5, { ifMatch: etag })).toBeUndefined();
       expect((await store.getRange('v.bin', 10, 5))?.body).toEqual(Buffer.alloc(5, 2));
     } finally {
-      s3.destroy();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+      await close();
     }
   });
 });
@@ -442,23 +464,10 @@ describe.skipIf(!HAS_MOTO)('S3 conditional writes whose answer is lost (moto, wh
     // A proxy that lets a PUT reach the store and then drops its answer (a reset connection),
     // once for each key named: the SDK asks again, and the store refuses the repeat (412).
     const lose = new Set<string>();
-    const proxy = http.createServer((req, res) => {
-      const key = decodeURIComponent((req.url ?? '').split('?')[0]!.split('/').pop() ?? '');
-      const dropAnswer = req.method === 'PUT' && lose.delete(key);
-      const upstream = http.request(new URL(req.url ?? '/', moto!.endpoint), { method: req.method, headers: req.headers }, (answer) => {
-        if (dropAnswer) {
-          answer.resume();
-          answer.on('end', () => req.socket.destroy());
-          return;
-        }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const s3 = new S3Client({ endpoint: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 3, forcePathStyle: true });
+    const { client: s3, close } = await storeProxy(
+      () => moto!.endpoint,
+      (req) => ({ headers: req.headers, dropAnswer: req.method === 'PUT' && lose.delete(decodeURIComponent((req.url ?? '').split('?')[0]!.split('/').pop() ?? '')) }),
+    );
     try {
       const bucket = `lost-${randomBytes(4).toString('hex')}`;
       await s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -474,8 +483,7 @@ describe.skipIf(!HAS_MOTO)('S3 conditional writes whose answer is lost (moto, wh
       expect(await store.putIfAbsent('created.json', '{"mine":2}', { seenAbsent: true })).toBe(false);
       expect(await store.putIfMatch('created.json', '{"mine":3}', etag)).toBe(false);
     } finally {
-      s3.destroy();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+      await close();
     }
   });
 });
