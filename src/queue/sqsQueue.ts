@@ -22,6 +22,29 @@ export function sqsSafe(body: string): string {
   return body.replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
+/** What one SendMessageBatch may carry: ten messages, and 256 KiB of them in all (a queue's classic maximum). */
+const BATCH_MESSAGES = 10;
+const BATCH_BYTES = 256 * 1024;
+
+/** Bodies in batches SQS takes: at most ten, and their bytes within the batch's total (a lone larger body alone). */
+export function sendBatches(bodies: readonly string[]): string[][] {
+  const out: string[][] = [];
+  let batch: string[] = [];
+  let bytes = 0;
+  for (const body of bodies) {
+    const size = Buffer.byteLength(body);
+    if (batch.length > 0 && (batch.length === BATCH_MESSAGES || bytes + size > BATCH_BYTES)) {
+      out.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(body);
+    bytes += size;
+  }
+  if (batch.length > 0) out.push(batch);
+  return out;
+}
+
 export class SqsQueue implements Queue {
   readonly description: string;
   private readonly abort = new AbortController();
@@ -34,13 +57,12 @@ export class SqsQueue implements Queue {
   }
 
   async send(bodies: readonly string[]): Promise<void> {
-    for (let i = 0; i < bodies.length; i += 10) {
-      const batch = bodies.slice(i, i + 10);
+    for (const batch of sendBatches(bodies.map(sqsSafe))) {
       const out = await this.call(() =>
         this.client.send(
           new SendMessageBatchCommand({
             QueueUrl: this.queueUrl,
-            Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: sqsSafe(body) })),
+            Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })),
           }),
         ),
       );

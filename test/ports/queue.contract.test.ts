@@ -7,7 +7,7 @@ import { UnavailableError } from '../../src/shared/errors.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import type { Queue } from '../../src/queue/queue.js';
-import { SqsQueue } from '../../src/queue/sqsQueue.js';
+import { sendBatches, SqsQueue } from '../../src/queue/sqsQueue.js';
 import { randomBytes } from 'node:crypto';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
@@ -79,6 +79,20 @@ describe.each(adapters)('queue contract: $name', ({ make }) => {
     }
     expect(got.sort()).toEqual([...bodies].sort());
     expect(await queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 })).toEqual([]);
+    queue.close();
+  });
+
+  it('delivers large messages sent together, more bytes than one batch of SQS takes (256 KiB)', async () => {
+    const { queue } = await make();
+    const bodies = Array.from({ length: 10 }, (_, i) => JSON.stringify({ i, text: 'x'.repeat(60_000) }));
+    await queue.send(bodies);
+    const got: string[] = [];
+    for (let i = 0; i < 10 && got.length < 10; i++) {
+      const batch = await receive(queue);
+      got.push(...batch.map((m) => m.body));
+      await queue.delete(batch.map((m) => m.receipt));
+    }
+    expect(got.map((b) => JSON.parse(b).i).sort((a, b) => a - b)).toEqual(bodies.map((_, i) => i));
     queue.close();
   });
 
@@ -211,6 +225,20 @@ describe('the SQLite queue across processes', () => {
     db.exec('DROP TABLE queue');
     await expect(queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 30 })).rejects.toBeInstanceOf(UnavailableError);
     expect(db.pragma('synchronous', { simple: true })).toBe(FULL);
+  });
+});
+
+describe('SQS send batches', () => {
+  it('hold at most ten messages and 256 KiB of them, in the order sent', () => {
+    const sizes = (batches: string[][]) => batches.map((b) => b.reduce((n, body) => n + Buffer.byteLength(body), 0));
+    const large = Array.from({ length: 10 }, (_, i) => `${i}${'é'.repeat(30_000)}`);
+    const batches = sendBatches(large);
+    expect(batches.flat()).toEqual(large);
+    expect(Math.max(...sizes(batches))).toBeLessThanOrEqual(256 * 1024);
+    expect(batches.map((b) => b.length)).toEqual([4, 4, 2]);
+    expect(sendBatches(Array.from({ length: 23 }, (_, i) => `m${i}`)).map((b) => b.length)).toEqual([10, 10, 3]);
+    // A body larger than a batch's bytes goes alone (SQS judges it).
+    expect(sendBatches(['a', 'x'.repeat(300_000), 'b']).map((b) => b.length)).toEqual([1, 1, 1]);
   });
 });
 
