@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { PublishBatchCommand, type PublishBatchRequestEntry, type SNSClient } from '@aws-sdk/client-sns';
 import { mapWeighted } from '../ops/concurrency.js';
+import { batchesBy } from '../shared/batches.js';
 import { UnavailableError } from '../shared/errors.js';
 import { CLOUDEVENT_TYPE, type EventKind } from './events.js';
 import type { ReportFeature } from './feature.js';
@@ -80,21 +81,7 @@ export function messagesOf(features: readonly ReportFeature[], kind: EventKind =
  * refuses the whole call).
  */
 export function batchesOf(entries: readonly PublishBatchRequestEntry[]): PublishBatchRequestEntry[][] {
-  const batches: PublishBatchRequestEntry[][] = [];
-  let batch: PublishBatchRequestEntry[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    const size = entryBytes(entry);
-    if (batch.length > 0 && (batch.length === PER_BATCH || bytes + size > MAX_BATCH_BYTES)) {
-      batches.push(batch);
-      batch = [];
-      bytes = 0;
-    }
-    batch.push(entry);
-    bytes += size;
-  }
-  if (batch.length > 0) batches.push(batch);
-  return batches;
+  return batchesBy(entries, PER_BATCH, MAX_BATCH_BYTES, entryBytes);
 }
 
 /** An entry's bytes as SNS counts them: the message, and each attribute's name, type and value. */

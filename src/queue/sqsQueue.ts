@@ -8,6 +8,7 @@ import {
   SendMessageBatchCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { batchesBy } from '../shared/batches.js';
 import { failureName, UnavailableError } from '../shared/errors.js';
 import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js';
 
@@ -28,21 +29,7 @@ const BATCH_BYTES = 256 * 1024;
 
 /** Bodies in batches SQS takes: at most ten, and their bytes within the batch's total (a lone larger body alone). */
 export function sendBatches(bodies: readonly string[]): string[][] {
-  const out: string[][] = [];
-  let batch: string[] = [];
-  let bytes = 0;
-  for (const body of bodies) {
-    const size = Buffer.byteLength(body);
-    if (batch.length > 0 && (batch.length === BATCH_MESSAGES || bytes + size > BATCH_BYTES)) {
-      out.push(batch);
-      batch = [];
-      bytes = 0;
-    }
-    batch.push(body);
-    bytes += size;
-  }
-  if (batch.length > 0) out.push(batch);
-  return out;
+  return batchesBy(bodies, BATCH_MESSAGES, BATCH_BYTES, (body) => Buffer.byteLength(body));
 }
 
 export class SqsQueue implements Queue {
