@@ -2,7 +2,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import { validate as validCron } from 'node-cron';
+import { validateDetailed } from 'node-cron';
 import { QUEUE_SETTINGS } from '../queue/settings.js';
 import { KEY_NAME_PATTERN, KEY_PATTERN, parseApiKeys, type ApiKey } from '../partners/apiKeys.js';
 
@@ -257,9 +257,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     verify: String(v.SCHEDULE_VERIFY ?? '30 2 * * *'),
     release: String(v.SCHEDULE_RELEASE ?? '30 3 2 * *'),
   };
-  const badCron = Object.entries(schedules)
-    .filter(([, expr]) => !validCron(expr))
-    .map(([job, expr]) => `SCHEDULE_${job.toUpperCase()}=${JSON.stringify(expr)}: must be a cron expression, e.g. "5 * * * *"`);
+  const badCron = Object.entries(schedules).flatMap(([job, expr]) => {
+    const problem = cronProblem(expr);
+    return problem ? [`SCHEDULE_${job.toUpperCase()}=${JSON.stringify(expr)}: ${problem}`] : [];
+  });
   if (badCron.length > 0) throw new ConfigError(`invalid configuration: ${badCron.join('; ')}`);
   const duckdbMemoryLimit = String(v.DUCKDB_MEMORY_LIMIT ?? '256MB');
   // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a storm
@@ -364,6 +365,27 @@ function isCidr(text: string): boolean {
   if (!ip || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
   const kind = isIP(ip);
   return kind !== 0 && Number(bits) <= (kind === 4 ? 32 : 128);
+}
+
+const CRON_FIELDS = ['minute', 'hour', 'day of month', 'month', 'day of week'];
+
+/**
+ * What is wrong with a cron expression, or undefined. Besides node-cron's own checks, a range
+ * that runs backwards (`5-1`): node-cron takes it and runs every minute (or hour, …) instead.
+ */
+function cronProblem(expr: string): string | undefined {
+  const example = 'e.g. "5 * * * *" (minute hour day-of-month month day-of-week, UTC)';
+  const checked = validateDetailed(expr);
+  if (!checked.valid) return `must be a cron expression, ${example}: ${checked.errors.map((e) => e.message).join('; ') || 'not one'}`;
+  const fields = expr.trim().split(/\s+/);
+  const names = fields.length === 6 ? ['second', ...CRON_FIELDS] : CRON_FIELDS;
+  for (const [i, field] of fields.entries()) {
+    for (const part of field.split(',')) {
+      const range = /^(\d+)-(\d+)(\/\d+)?$/.exec(part);
+      if (range && Number(range[1]) > Number(range[2])) return `the ${names[i]} range ${range[1]}-${range[2]} runs backwards: write it from the smaller to the larger, ${example}`;
+    }
+  }
+  return undefined;
 }
 
 /** Bytes of a DuckDB size such as "256MB" (validated by the schema). */

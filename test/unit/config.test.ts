@@ -90,6 +90,15 @@ describe('config', () => {
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
   });
 
+  it('refuses a schedule node-cron would refuse or misread, saying which field is wrong', () => {
+    expect(() => loadConfig({ SCHEDULE_COMPACT: '61 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="61 \* \* \* \*": must be a cron expression.*61 is a invalid expression for minute/);
+    // node-cron takes a backwards range and runs every minute: refused.
+    expect(() => loadConfig({ SCHEDULE_COMPACT: '5-1 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="5-1 \* \* \* \*": the minute range 5-1 runs backwards/);
+    expect(() => loadConfig({ SCHEDULE_RELEASE: '0 3 2 12-1 *' }, '/')).toThrow(/the month range 12-1 runs backwards/);
+    expect(() => loadConfig({ SCHEDULE_VERIFY: '*/10 30-5/5 * * * *' }, '/')).toThrow(/the minute range 30-5 runs backwards/);
+    expect(loadConfig({ SCHEDULE_COMPACT: '1-5,10 */2 * * 1-5', SCHEDULE_VERIFY: '*/10 5-30/5 * * * *' }, '/').schedules).toMatchObject({ compact: '1-5,10 */2 * * 1-5', verify: '*/10 5-30/5 * * * *' });
+  });
+
   it('bounds heavy answers and their temporary files: TMP_DIR, DUCKDB_MAX_TEMP_SIZE, ARCHIVE_MAX_CONCURRENT sized by the memory limit, half of it per address, ARCHIVE_QUEUE_SECONDS, ARCHIVE_MIN_READ_KIB_PER_SECOND', () => {
     const d = loadConfig({}, '/srv/app');
     expect(d.tmpDir).toBe('/srv/app/data/tmp');
