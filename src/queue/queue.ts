@@ -31,6 +31,11 @@ export interface Queue {
   receive(options: ReceiveOptions): Promise<QueueMessage[]>;
   delete(receipts: readonly string[]): Promise<void>;
   changeVisibility(receipt: string, seconds: number): Promise<void>;
+  /**
+   * Keeps received messages hidden `seconds` more from now (a consumer still holding them). A
+   * receipt no longer valid (deleted, or delivered again since) is passed over.
+   */
+  extend(receipts: readonly string[], seconds: number): Promise<void>;
   depth(): Promise<QueueDepth>;
   /** Throws UnavailableError when the queue cannot be reached. */
   ping(): Promise<void>;

@@ -1,6 +1,7 @@
 // Queue on SQS (or anything speaking its protocol). SDK errors become
 // UnavailableError here; callers never see SDK types.
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
@@ -107,6 +108,21 @@ export class SqsQueue implements Queue {
       );
       // A failed delete only means a redelivery, which the worker tolerates.
       void out;
+    }
+  }
+
+  async extend(receipts: readonly string[], seconds: number): Promise<void> {
+    for (let i = 0; i < receipts.length; i += BATCH_MESSAGES) {
+      const batch = receipts.slice(i, i + BATCH_MESSAGES);
+      // An entry refused (its receipt expired, or its message deleted) is passed over.
+      await this.call(() =>
+        this.client.send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: this.queueUrl,
+            Entries: batch.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: Math.ceil(seconds) })),
+          }),
+        ),
+      );
     }
   }
 

@@ -54,6 +54,8 @@ export interface WorkerOptions {
 interface Buffered {
   row: ArchiveRow;
   receipts: string[];
+  /** When its receipts were last hidden for the visibility timeout (received, or kept hidden since). */
+  hiddenSince: number;
 }
 
 export interface FlushResult {
@@ -101,6 +103,9 @@ export class Worker {
 
   /** Where parts are stored, with their sidecars. */
   private readonly parts: PartPublisher;
+  /** Keeps the buffered reports' messages hidden while they wait for (or are in) a flush. */
+  private hiding: NodeJS.Timeout | undefined;
+  private extending: Promise<void> | undefined;
 
   constructor(
     private readonly deps: WorkerDeps,
@@ -118,6 +123,27 @@ export class Worker {
     this.stopping = false;
     this.polling = new AbortController();
     this.running = this.loop();
+    this.hiding ??= setInterval(() => this.keepHidden(), Math.max(1000, (this.options.visibilitySeconds * 1000) / 4));
+    this.hiding.unref();
+  }
+
+  /**
+   * Hides again, for the whole visibility timeout, the messages of reports buffered for half of
+   * it: a slow flush (a backlog, a store that keeps failing) would otherwise let them come back to
+   * another worker, each return a receive counted towards the dead-letter queue.
+   */
+  private keepHidden(): void {
+    if (this.extending) return;
+    const now = Date.now();
+    const due = [...this.buffer.values()].filter((e) => now - e.hiddenSince >= (this.options.visibilitySeconds * 1000) / 2);
+    if (due.length === 0) return;
+    this.extending = this.deps.queue
+      .extend(due.flatMap((e) => e.receipts), this.options.visibilitySeconds)
+      .then(() => {
+        for (const e of due) e.hiddenSince = now;
+      })
+      .catch((err: unknown) => this.deps.log.warn({ err: describe(err), reports: due.length }, 'could not keep buffered messages hidden; they may come back before their flush'))
+      .finally(() => (this.extending = undefined));
   }
 
   /**
@@ -134,7 +160,13 @@ export class Worker {
     } catch (err) {
       this.deps.log.warn({ err: describe(err) }, 'last receive before stopping failed; the queue keeps those reports');
     }
-    while (this.buffer.size > 0) await this.flush();
+    try {
+      while (this.buffer.size > 0) await this.flush();
+    } finally {
+      clearInterval(this.hiding);
+      this.hiding = undefined;
+      await this.extending;
+    }
   }
 
   private async loop(): Promise<void> {
@@ -193,7 +225,7 @@ export class Worker {
       else if (redelivered && pending.get(row.pkey) === false) done.push(message.receipt);
       else {
         if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
-        this.buffer.set(row.pkey, { row, receipts: [message.receipt] });
+        this.buffer.set(row.pkey, { row, receipts: [message.receipt], hiddenSince: Date.now() });
       }
     }
     if (done.length > 0) await this.deps.queue.delete(done);

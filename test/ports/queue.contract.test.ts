@@ -108,6 +108,21 @@ describe.each(adapters)('queue contract: $name', ({ make }) => {
     queue.close();
   });
 
+  it('extend keeps received messages hidden past their visibility timeout, passing over a receipt no longer valid', async () => {
+    const { queue } = await make();
+    await queue.send(['held', 'gone']);
+    const got = await queue.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds: 1 });
+    expect(got.map((m) => m.body).sort()).toEqual(['gone', 'held']);
+    const held = got.find((m) => m.body === 'held')!;
+    const gone = got.find((m) => m.body === 'gone')!;
+    await queue.delete([gone.receipt]);
+    await queue.extend([held.receipt, gone.receipt], 30);
+    // Past the first second: still hidden.
+    expect(await queue.receive({ maxMessages: 10, waitSeconds: 3, visibilitySeconds: 30 })).toEqual([]);
+    await queue.delete([held.receipt]);
+    queue.close();
+  });
+
   it('changeVisibility(0) makes a message available at once', async () => {
     const { queue } = await make();
     await queue.send(['retry-me']);
