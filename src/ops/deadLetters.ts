@@ -61,24 +61,34 @@ class SqsDeadLetters implements DeadLetters {
     return this.url;
   }
 
-  /** Receives everything visible, hiding each message while we hold it. */
-  private async drain(visibility: number): Promise<{ id: string; body: string; receipt: string }[]> {
+  /**
+   * Receives what is visible, `visibility` seconds hidden, a batch at a time to `take`, once each
+   * (a message received again, its first hiding over, is passed over). SQS samples some of its
+   * servers on each receive: an empty answer is not an empty queue, so only a few in a row end it,
+   * each waiting a second for what the others hold.
+   */
+  private async drain(visibility: number, take: (batch: HeldLetter[]) => Promise<void>): Promise<number> {
     const url = await this.dlqUrl();
-    const out: { id: string; body: string; receipt: string }[] = [];
-    for (;;) {
-      const got = await this.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: 0 }),
-      );
-      const messages = got.Messages ?? [];
-      if (messages.length === 0) return out;
-      out.push(...messages.map((m) => ({ id: m.MessageId ?? '', body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' })));
+    const seen = new Set<string>();
+    for (let empty = 0; empty < EMPTY_RECEIVES; ) {
+      const got = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: 1 }));
+      const batch = (got.Messages ?? []).map((m) => ({ id: m.MessageId ?? '', body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' })).filter((m) => !seen.has(m.id));
+      if (batch.length === 0) {
+        empty += 1;
+        continue;
+      }
+      empty = 0;
+      for (const m of batch) seen.add(m.id);
+      await take(batch);
     }
+    return seen.size;
   }
 
   async list(): Promise<DeadLetter[]> {
-    const held = await this.drain(30);
+    const held: HeldLetter[] = [];
+    // Hidden while they are listed (so each comes once), then visible again at once.
+    await this.drain(60, async (batch) => void held.push(...batch));
     const url = await this.dlqUrl();
-    // Listing must not hide them: make them visible again at once.
     for (let i = 0; i < held.length; i += 10) {
       await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
@@ -91,15 +101,34 @@ class SqsDeadLetters implements DeadLetters {
   }
 
   async redrive(): Promise<number> {
-    const held = await this.drain(300);
     const url = await this.dlqUrl();
-    for (let i = 0; i < held.length; i += 10) {
-      const batch = held.slice(i, i + 10);
-      await this.queue.send(batch.map((m) => m.body));
-      await this.sqs.send(
-        new DeleteMessageBatchCommand({ QueueUrl: url, Entries: batch.map((m, n) => ({ Id: String(n), ReceiptHandle: m.receipt })) }),
-      );
-    }
-    return held.length;
+    // Each batch sent back and deleted as it comes, while its receipts are fresh; as
+    // redeliveries, so the worker drops one whose report was archived meanwhile.
+    return this.drain(300, async (batch) => {
+      await this.queue.send(batch.map((m) => asRedelivery(m.body)));
+      await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: batch.map((m, n) => ({ Id: String(n), ReceiptHandle: m.receipt })) }));
+    });
   }
+}
+
+interface HeldLetter {
+  id: string;
+  body: string;
+  receipt: string;
+}
+
+/** Empty receives in a row that end a drain of the dead-letter queue. */
+const EMPTY_RECEIVES = 3;
+
+/** A dead letter's body sent back as a redelivery (an ingest message), or as it was (anything else). */
+function asRedelivery(body: string): string {
+  try {
+    const envelope = JSON.parse(body) as unknown;
+    if (envelope && typeof envelope === 'object' && (envelope as { v?: unknown }).v === 1 && typeof (envelope as { pkey?: unknown }).pkey === 'string') {
+      return JSON.stringify({ ...envelope, redelivery: true });
+    }
+  } catch {
+    // not JSON: a poison message goes back as it came
+  }
+  return body;
 }

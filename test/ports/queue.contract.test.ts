@@ -1,7 +1,8 @@
 // One contract, every adapter: the SQLite queue and SQS (fauxqs) must agree.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { bootstrap } from '../../src/main/bootstrap.js';
+import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { deadLetterQueueName } from '../../src/queue/settings.js';
 import { UnavailableError } from '../../src/shared/errors.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
@@ -271,4 +272,31 @@ describe('SQS message bodies', () => {
     expect(JSON.parse(body)).toEqual(record);
     queue.close();
   });
+});
+
+describe('SQS dead letters (fauxqs)', () => {
+  it('lists every one, leaving them in place, and sends each back once, an ingest message as a redelivery', async () => {
+    const config = await testConfig('aws', emulator, { QUEUE_URL: emulator.queueUrl(`dlq-${randomBytes(4).toString('hex')}`) });
+    const { deadLetterQueueUrl } = await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
+    const queue = new SqsQueue(emulator.sqs, config.queueUrl);
+    const envelope = { v: 1, pkey: 'partner-7', source: 'partner', post_id: 7, received_at: '2026-11-21T00:00:00.000Z', report: { title: 't' } };
+    const bodies = [JSON.stringify(envelope), ...Array.from({ length: 24 }, (_, i) => `poison ${i}`)];
+    for (let i = 0; i < bodies.length; i += 10) {
+      await emulator.sqs.send(new SendMessageBatchCommand({ QueueUrl: deadLetterQueueUrl, Entries: bodies.slice(i, i + 10).map((MessageBody, n) => ({ Id: String(n), MessageBody })) }));
+    }
+    const dlq = deadLettersFor({ queue, sqs: emulator.sqs, config });
+    expect((await dlq.list()).map((l) => l.body).sort()).toEqual([...bodies].sort());
+    expect(await dlq.list()).toHaveLength(25);
+    expect(await dlq.redrive()).toBe(25);
+    expect(await dlq.list()).toEqual([]);
+    const back: string[] = [];
+    for (let i = 0; i < 10 && back.length < 25; i++) {
+      const got = await queue.receive({ maxMessages: 10, waitSeconds: 1, visibilitySeconds: 30 });
+      back.push(...got.map((m) => m.body));
+      await queue.delete(got.map((m) => m.receipt));
+    }
+    expect(back.filter((b) => b.startsWith('poison')).sort()).toEqual(bodies.slice(1).sort());
+    expect(back.filter((b) => !b.startsWith('poison')).map((b) => JSON.parse(b))).toEqual([{ ...envelope, redelivery: true }]);
+    queue.close();
+  }, 60_000);
 });
