@@ -7,7 +7,7 @@
 // An import's checkpoint saves share writes (coalescing): each save resolves once a write begun
 // after it is on disk, and writes never overlap.
 import { describe, expect, it } from 'vitest';
-import { coalescing, mapWeighted, OneBehind } from '../../src/ops/concurrency.js';
+import { coalescing, mapLimit, mapWeighted, OneBehind } from '../../src/ops/concurrency.js';
 
 /** Runs mapWeighted over `weights`, each item held until released; records what ran at once. */
 function harness(weights: number[], limit: number, budget: number, failing = new Set<number>()) {
@@ -74,6 +74,25 @@ describe('mapWeighted', () => {
         return Promise.resolve(w);
       }),
     ).rejects.toThrow('sync throw');
+  });
+});
+
+describe('mapLimit', () => {
+  it('starts nothing after a failure, and rejects once what had started is done (a failed flush writes no more parts)', async () => {
+    const started: number[] = [];
+    const finished: number[] = [];
+    let settled = false;
+    const run = mapLimit([0, 1, 2, 3, 4, 5], 2, async (i) => {
+      started.push(i);
+      await new Promise((r) => setTimeout(r, i === 0 ? 5 : 30));
+      if (i === 0) throw new Error('store refused');
+      finished.push(i);
+      return i;
+    }).finally(() => (settled = true));
+    await expect(run).rejects.toThrow('store refused');
+    expect(settled).toBe(true);
+    // 0 failed while 1 ran: 1 finished before the rejection, and nothing after them started.
+    expect([started, finished]).toEqual([[0, 1], [1]]);
   });
 });
 
