@@ -51,7 +51,8 @@ function help(): string {
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(`${help()}\n`);
+    // Asked for, help is the answer (stdout); without a command, it is a usage error (stderr).
+    (name === undefined ? process.stderr : process.stdout).write(`${help()}\n`);
     return name === undefined ? 2 : 0;
   }
   const command = COMMANDS[name];
@@ -78,6 +79,13 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const sub = parsed.positionals[0];
+  // A subcommand missing or misspelt is told before anything is opened or created (the data
+  // directory, the store), and whatever the store's state.
+  const subs = command.subcommandOptions && Object.keys(command.subcommandOptions);
+  if (subs && (sub === undefined || !subs.includes(sub))) {
+    process.stderr.write(`${sub === undefined ? `${name} needs a subcommand` : `unknown subcommand ${JSON.stringify(sub)} of ${name}`}: one of ${subs.join(', ')}\nusage: flood-archive ${command.usage}\n`);
+    return 2;
+  }
   const reads = sub === undefined ? undefined : command.subcommandOptions?.[sub];
   const unread = reads && Object.keys(parsed.values).find((option) => option !== 'json' && option !== 'help' && !reads.includes(option));
   if (unread) {

@@ -36,6 +36,17 @@ describe('flood-archive CLI', () => {
     expect([stray.code, stray.stderr]).toEqual([2, expect.stringMatching(/unexpected argument "dry-run"/)]);
     expect((await run(['compact', '2026-11-01'], env)).code).toBe(2);
     expect((await run(['keys', 'list', 'extra'], env)).code).toBe(2);
+    // A subcommand missing or misspelt: told at once, before the data directory or the store is
+    // touched (here one that cannot be reached), and without a command, help on stderr.
+    const fresh = path.join(await tempDir(), 'never-made');
+    const offline = { DATA_DIR: fresh, STORAGE_URL: 's3://bucket/', QUEUE_URL: 'http://127.0.0.1:9/000000000000/q', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
+    const misspelt = await run(['keys', 'lst'], offline);
+    expect([misspelt.code, misspelt.stderr]).toEqual([2, expect.stringMatching(/^unknown subcommand "lst" of keys: one of list, add, rotate, revoke$/m)]);
+    expect((await run(['cities'], offline)).stderr).toMatch(/^cities needs a subcommand: one of publish, list, rollback$/m);
+    expect((await run(['dlq', 'bogus'], offline)).code).toBe(2);
+    await expect(fs.access(fresh)).rejects.toThrow();
+    const bare = await run([], env);
+    expect([bare.code, bare.stdout, bare.stderr]).toEqual([2, '', expect.stringMatching(/^usage: flood-archive <command>/)]);
     for (const command of ['export', 'verify', 'compact', 'reprocess']) {
       const backwards = await run([command, '--from', '2026-11-02', '--to', '2026-11-01', '--format', 'csv', '--out', path.join(env.DATA_DIR, 'out.csv')].slice(0, command === 'export' ? 9 : 5), env);
       expect([command, backwards.code, backwards.stderr]).toEqual([command, 2, expect.stringMatching(/--from is after --to/)]);
