@@ -7,6 +7,7 @@ import type { JobDefinition } from '../../jobs/job.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import type { Metrics } from '../shared/metrics.js';
+import { giveBackLocks } from '../ops/storeLock.js';
 import type { ObjectStore } from '../store/objectStore.js';
 
 export type { JobDefinition } from '../../jobs/job.js';
@@ -44,8 +45,23 @@ export class StoreRunCoordinator implements RunCoordinator {
     private readonly leaseMs = LEASE_TTL_MS,
   ) {}
 
+  /** Claims under way: a stop waits for them, so none takes a tick after it. */
+  private readonly claiming = new Set<Promise<boolean>>();
+
   /** key is "<job>:<slot ISO time>" */
-  async shouldRun(key: string): Promise<boolean> {
+  shouldRun(key: string): Promise<boolean> {
+    const claim = this.claim(key);
+    this.claiming.add(claim);
+    void claim.catch(() => undefined).finally(() => this.claiming.delete(claim));
+    return claim;
+  }
+
+  /** Once every claim under way has settled. */
+  async claimsSettled(): Promise<void> {
+    await Promise.allSettled([...this.claiming]);
+  }
+
+  private async claim(key: string): Promise<boolean> {
     const [job, slot] = splitKey(key);
     const tickKey = `${RUNS_PREFIX}${job}/${slot}.json`;
     if (!(await this.store.putIfAbsent(tickKey, JSON.stringify({ owner: this.owner, at: new Date().toISOString() })))) {
@@ -144,6 +160,12 @@ function splitKey(key: string): [string, string] {
 /** A tick's name in its key (and in the log lines of its run): its ISO time, store-safe. */
 const slotName = (iso: string) => iso.replace(/[^A-Za-z0-9._-]/g, '-');
 
+/**
+ * How long a stop waits for the runs under way: within the 120 s an ECS task is given after
+ * SIGTERM (the scheduler's service asks for them), with room to give leases and locks back.
+ */
+const STOP_GRACE_MS = 100_000;
+
 /** How late a tick may still run (never past the next one). */
 const MISSED_TOLERANCE_MS = 60_000;
 
@@ -164,9 +186,10 @@ export interface RunningScheduler {
 }
 
 /** Runs `jobs` on their schedules, each with `rt` (the scheduler's own deps and the jobs'). */
-export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefinition<D>[], owner: string): RunningScheduler {
+export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefinition<D>[], owner: string, options: { stopGraceMs?: number } = {}): RunningScheduler {
   const coordinator = new StoreRunCoordinator(rt.store, owner, rt.log);
   const running = new Set<Promise<unknown>>();
+  let stopping = false;
   const tasks = jobs.map((job) =>
     cron.schedule(
       job.schedule(rt.config),
@@ -174,6 +197,11 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
         const started = Date.now();
         // The tick, as its key in the store names it: which scheduler ran which tick.
         const slot = slotName(context.date.toISOString());
+        // Claimed as the scheduler was stopping: left alone (its lease is given back with the rest).
+        if (stopping) {
+          rt.log.info({ job: job.name, slot }, 'scheduler stopping: tick passed by');
+          return;
+        }
         const run = job.run(rt);
         running.add(run);
         try {
@@ -217,9 +245,20 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
   return {
     tasks,
     async stop() {
+      stopping = true;
       await Promise.all(tasks.map((t) => t.stop()));
-      await Promise.allSettled([...running]);
+      await coordinator.claimsSettled();
+      // Runs under way end, or are left where the grace finds them (a compaction or a release
+      // stopped part-way is finished by its next run), before the process is killed: their
+      // leases and locks are given back either way, so the next ticks, here or on another host,
+      // need not wait for them to lapse.
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), options.stopGraceMs ?? STOP_GRACE_MS)));
+      const ended = await Promise.race([Promise.allSettled([...running]).then(() => false), graceOver]);
+      clearTimeout(timer);
+      if (ended) rt.log.warn({ runs: running.size }, 'scheduler stopping: runs still going are left where they are');
       await coordinator.releaseAll().catch((err: unknown) => rt.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not give the run leases back; they lapse on their own'));
+      if (ended) await giveBackLocks();
     },
   };
 }

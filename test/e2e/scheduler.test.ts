@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/index.js';
 import { startScheduler, type JobDefinition } from '../../src/main/scheduler.js';
+import { withStoreLock } from '../../src/ops/storeLock.js';
 import { eventually, testConfig, testRuntime } from '../support/env.js';
 
 describe('scheduler', () => {
@@ -105,6 +106,32 @@ describe('scheduler', () => {
       expect(claimed).not.toContain(`jobs/runs/claimed/${slot!.replace(/[^A-Za-z0-9._-]/g, '-')}.json`);
     } finally {
       await skipped.stop();
+      await rt.close();
+    }
+  }, 30_000);
+
+  it('a stop waits for runs under way up to its grace, then gives their leases and locks back, so the next scheduler runs the next tick at once', async () => {
+    const config = await testConfig('embedded');
+    const rt = await testRuntime(config);
+    let started = 0;
+    const forever: JobDefinition[] = [{ name: 'endless', schedule: () => '* * * * * *', run: () => { started += 1; return new Promise(() => undefined); } }];
+    const first = startScheduler(rt, forever, 'first', { stopGraceMs: 1_000 });
+    try {
+      await eventually(async () => (started > 0 ? true : undefined), 10_000, 'the endless run');
+      // A lock the run holds in the store (a compaction's, say), given back with its lease.
+      const held = withStoreLock({ store: rt.store, key: 'jobs/locks/endless.json', what: 'endless job', log: rt.log, errors: { running: (m) => new Error(m), lost: (m) => new Error(m) } }, () => new Promise(() => undefined));
+      void held.catch(() => undefined);
+      await eventually(async () => ((await rt.store.get('jobs/locks/endless.json')) ? true : undefined), 10_000, 'the lock taken');
+      expect(await rt.store.get('jobs/leases/endless.json')).toBeDefined();
+      await first.stop();
+      expect(await rt.store.get('jobs/leases/endless.json')).toBeUndefined();
+      expect(await rt.store.get('jobs/locks/endless.json')).toBeUndefined();
+      // The next scheduler's next tick runs: no lease holds it back.
+      const ran: number[] = [];
+      const next = startScheduler(rt, [{ name: 'endless', schedule: () => '* * * * * *', run: async () => void ran.push(Date.now()) }], 'next');
+      await eventually(async () => (ran.length > 0 ? true : undefined), 10_000, 'the next tick');
+      await next.stop();
+    } finally {
       await rt.close();
     }
   }, 30_000);

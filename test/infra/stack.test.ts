@@ -444,8 +444,9 @@ describe('ECS: one image, three processes', () => {
     expect(resources[schedulerId].DependsOn ?? []).not.toContain(logicalId(stack.api.service));
   });
 
-  it('lets the worker flush its buffer on stop', () => {
+  it('lets the worker flush its buffer on stop, and the scheduler end its runs (100 s) and give their leases back', () => {
     expect(containers().worker!.container.StopTimeout).toBe(120);
+    expect(containers().scheduler!.container.StopTimeout).toBe(120);
   });
 
   it('places the tasks in a new two-AZ VPC with one NAT gateway and an S3 endpoint', () => {
