@@ -70,12 +70,19 @@ export class StoreRunCoordinator implements RunCoordinator {
       if (!tick || (JSON.parse(tick.body.toString('utf8')) as { owner?: string }).owner !== this.owner) return false;
     }
     try {
-      const held = await this.lease(job);
-      if (held && held.until > Date.now()) {
+      const current = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+      const held = current && (JSON.parse(current.body.toString('utf8')) as Lease);
+      // Our own lease left by a run whose release failed is no run going on.
+      if (held && held.until > Date.now() && held.owner !== this.owner) {
         this.log.info({ job, slot, heldBy: held.owner }, 'previous run still going elsewhere; skipping this tick');
         return false;
       }
-      await this.writeLease(job, slot);
+      // Created if absent, or written over the very version judged lapsed: another scheduler
+      // that took the lease meanwhile keeps it, and this tick is passed by.
+      if (!(await this.writeLease(job, slot, current?.etag))) {
+        this.log.info({ job, slot }, 'the run lease was taken meanwhile elsewhere; skipping this tick');
+        return false;
+      }
     } catch (err) {
       // The tick is given back (another scheduler, or a run by hand, may take it): kept, it
       // would stay claimed by a run that never started.
@@ -93,9 +100,11 @@ export class StoreRunCoordinator implements RunCoordinator {
     return true;
   }
 
-  private writeLease(job: string, slot: string): Promise<void> {
+  /** Writes this run's lease: created if absent (`over` undefined), else over that version only. */
+  private writeLease(job: string, slot: string, over: string | undefined): Promise<boolean> {
     const lease: Lease = { owner: this.owner, slot, until: Date.now() + this.leaseMs };
-    return this.store.put(`${LEASES_PREFIX}${job}.json`, JSON.stringify(lease));
+    const key = `${LEASES_PREFIX}${job}.json`;
+    return over === undefined ? this.store.putIfAbsent(key, JSON.stringify(lease), { seenAbsent: true }) : this.store.putIfMatch(key, JSON.stringify(lease), over);
   }
 
   /**

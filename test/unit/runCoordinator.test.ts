@@ -26,6 +26,28 @@ describe('the run coordinator', () => {
     expect(await c.shouldRun('compaction:2026-11-30T14:00:00.000Z')).toBe(true);
   });
 
+  it('lets one of two schedulers take a lapsed lease that both read as lapsed: the lease is written over the version read', async () => {
+    const store = new FileObjectStore(await tempDir('flood-runs-'));
+    const log = createLogger('silent');
+    await store.put('jobs/leases/compaction.json', JSON.stringify({ owner: 'gone', slot: 'x', until: Date.now() - 1 }));
+    // B reads the lapsed lease too, and takes it just before A writes: A's write is refused.
+    const b = new StoreRunCoordinator(store, 'b', log);
+    let raced = false;
+    const racing = Object.assign(Object.create(store) as FileObjectStore, {
+      putIfMatch: async (key: string, body: string, etag: string) => {
+        if (key === 'jobs/leases/compaction.json' && !raced) {
+          raced = true;
+          expect(await b.shouldRun('compaction:2026-11-30T10:00:00.000Z')).toBe(true);
+        }
+        return store.putIfMatch(key, body, etag);
+      },
+    });
+    const late = new StoreRunCoordinator(racing, 'a', log);
+    expect(await late.shouldRun('compaction:2026-11-30T11:00:00.000Z')).toBe(false);
+    expect(JSON.parse((await store.get('jobs/leases/compaction.json'))!.body.toString('utf8')).owner).toBe('b');
+    await b.releaseAll();
+  });
+
   it('renews a lease while its run goes on, and gives it back when its scheduler stops', async () => {
     const store = new FileObjectStore(await tempDir('flood-runs-'));
     const log = createLogger('silent');
