@@ -1,9 +1,9 @@
-// ETags for answers built whole in memory (counts, extents, one report, the CAP documents, the
-// release listing, the OGC documents): a strong tag from the bytes sent, so a client that
+// ETags for answers built whole in memory and sent with res.send (counts, extents, one report,
+// the CAP documents, the release listing): a strong tag from the bytes sent, so a client that
 // revalidates gets 304 for the same bytes and the new body otherwise (a count's watermark or the
-// CAP feed's time moves on: a new body). Answers that stream (archive
-// windows, OGC items) and those that name their own ETag (cities, closed windows, release files)
-// are left as they are; `no-store` answers (syncs, health) carry none.
+// CAP feed's time moves on: a new body). Answers that stream (archive windows) and those that
+// name their own ETag (cities, closed windows, release files, the OGC documents and items) are
+// left as they are; `no-store` answers (syncs, health) carry none.
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { ifNoneMatch } from './encoding.js';

@@ -63,6 +63,8 @@ export class StoreRunCoordinator implements RunCoordinator {
 
   private async claim(key: string): Promise<boolean> {
     const [job, slot] = splitKey(key);
+    // A run of the job still going here (a claim outside node-cron's noOverlap): no second one.
+    if (this.held.has(job)) return false;
     const tickKey = `${RUNS_PREFIX}${job}/${slot}.json`;
     if (!(await this.store.putIfAbsent(tickKey, JSON.stringify({ owner: this.owner, at: new Date().toISOString() })))) {
       // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
@@ -85,8 +87,12 @@ export class StoreRunCoordinator implements RunCoordinator {
       }
     } catch (err) {
       // The tick is given back (another scheduler, or a run by hand, may take it): kept, it
-      // would stay claimed by a run that never started.
+      // would stay claimed by a run that never started. So is a lease of ours that landed though
+      // its write failed: no run renews or ends it.
       await this.store.delete([tickKey]).catch(() => undefined);
+      await this.lease(job)
+        .then((held) => (held?.owner === this.owner && held.slot === slot ? this.store.delete([`${LEASES_PREFIX}${job}.json`]) : undefined))
+        .catch(() => undefined);
       throw err;
     }
     const entry: { slot: string; renewal: NodeJS.Timeout; renewing?: Promise<void> } = {
@@ -198,7 +204,6 @@ export interface RunningScheduler {
 export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefinition<D>[], owner: string, options: { stopGraceMs?: number } = {}): RunningScheduler {
   const coordinator = new StoreRunCoordinator(rt.store, owner, rt.log);
   const running = new Set<Promise<unknown>>();
-  let stopping = false;
   const tasks = jobs.map((job) =>
     cron.schedule(
       job.schedule(rt.config),
@@ -206,11 +211,8 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
         const started = Date.now();
         // The tick, as its key in the store names it: which scheduler ran which tick.
         const slot = slotName(context.date.toISOString());
-        // Claimed as the scheduler was stopping: left alone (its lease is given back with the rest).
-        if (stopping) {
-          rt.log.info({ job: job.name, slot }, 'scheduler stopping: tick passed by');
-          return;
-        }
+        // A tick claimed as the scheduler began to stop runs all the same (no other scheduler
+        // can take it now), within the stop's grace.
         const run = job.run(rt);
         running.add(run);
         try {
@@ -254,9 +256,10 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
   return {
     tasks,
     async stop() {
-      stopping = true;
       await Promise.all(tasks.map((t) => t.stop()));
       await coordinator.claimsSettled();
+      // A claim won just now starts its run on the next turns of the loop: counted below.
+      await new Promise((resolve) => setImmediate(resolve));
       // Runs under way end, or are left where the grace finds them (a compaction or a release
       // stopped part-way is finished by its next run), before the process is killed: their
       // leases and locks are given back either way, so the next ticks, here or on another host,

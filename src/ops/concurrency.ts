@@ -22,6 +22,8 @@ export interface WeightedLimits<T> {
  * the first one, once what has started is done: nothing runs on after the call has settled.
  */
 export function mapWeighted<T, R>(items: readonly T[], limits: WeightedLimits<T>, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  // Nothing would ever start, and the call never settle.
+  if (!Number.isInteger(limits.limit) || limits.limit < 1) return Promise.reject(new RangeError(`a limit of at least one item in flight, not ${limits.limit}`));
   const out = new Array<R>(items.length);
   let next = 0;
   let running = 0;

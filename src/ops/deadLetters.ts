@@ -62,51 +62,56 @@ class SqsDeadLetters implements DeadLetters {
   }
 
   /**
-   * Receives what is visible, `visibility` seconds hidden, a batch at a time to `take`, once each
-   * (a message received again, its first hiding over, is passed over). SQS samples some of its
-   * servers on each receive: an empty answer is not an empty queue, so only a few in a row end it,
-   * each waiting a second for what the others hold.
+   * Receives what is visible, `visibility` seconds hidden, a batch at a time to `take`: the
+   * messages not seen before, and the receipts of those received again (their first hiding over,
+   * or SQS delivering a copy), which are the live ones now. SQS samples some of its servers on each
+   * receive: an empty answer is not an empty queue, so only a few in a row end it, each waiting a
+   * second for what the others hold.
    */
-  private async drain(visibility: number, take: (batch: HeldLetter[]) => Promise<void>): Promise<number> {
+  private async drain(visibility: number, take: (fresh: HeldLetter[], again: HeldLetter[]) => Promise<void>): Promise<number> {
     const url = await this.dlqUrl();
     const seen = new Set<string>();
     for (let empty = 0; empty < EMPTY_RECEIVES; ) {
       const got = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: 1 }));
-      const batch = (got.Messages ?? []).map((m) => ({ id: m.MessageId ?? '', body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' })).filter((m) => !seen.has(m.id));
-      if (batch.length === 0) {
-        empty += 1;
-        continue;
-      }
-      empty = 0;
-      for (const m of batch) seen.add(m.id);
-      await take(batch);
+      const batch = (got.Messages ?? []).map((m) => ({ id: m.MessageId ?? '', body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' }));
+      const fresh = batch.filter((m) => !seen.has(m.id));
+      const again = batch.filter((m) => seen.has(m.id));
+      empty = fresh.length === 0 ? empty + 1 : 0;
+      for (const m of fresh) seen.add(m.id);
+      if (batch.length > 0) await take(fresh, again);
     }
     return seen.size;
   }
 
   async list(): Promise<DeadLetter[]> {
-    const held: HeldLetter[] = [];
-    // Hidden while they are listed (so each comes once), then visible again at once.
-    await this.drain(60, async (batch) => void held.push(...batch));
+    const held = new Map<string, HeldLetter>();
+    // Hidden while they are listed (so each comes once), then visible again at once, by the
+    // receipt each was last received with.
+    await this.drain(60, async (fresh, again) => {
+      for (const m of [...fresh, ...again]) held.set(m.id, held.has(m.id) ? { ...held.get(m.id)!, receipt: m.receipt } : m);
+    });
     const url = await this.dlqUrl();
-    for (let i = 0; i < held.length; i += 10) {
+    const letters = [...held.values()];
+    for (let i = 0; i < letters.length; i += 10) {
       await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: url,
-          Entries: held.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: m.receipt, VisibilityTimeout: 0 })),
+          Entries: letters.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: m.receipt, VisibilityTimeout: 0 })),
         }),
       );
     }
-    return held.map(({ id, body }) => ({ id, body }));
+    return letters.map(({ id, body }) => ({ id, body }));
   }
 
   async redrive(): Promise<number> {
     const url = await this.dlqUrl();
     // Each batch sent back and deleted as it comes, while its receipts are fresh; as
-    // redeliveries, so the worker drops one whose report was archived meanwhile.
-    return this.drain(300, async (batch) => {
-      await this.queue.send(batch.map((m) => asRedelivery(m.body)));
-      await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: batch.map((m, n) => ({ Id: String(n), ReceiptHandle: m.receipt })) }));
+    // redeliveries, so the worker drops one whose report was archived meanwhile. A copy received
+    // again is deleted, not sent twice.
+    return this.drain(300, async (fresh, again) => {
+      if (fresh.length > 0) await this.queue.send(fresh.map((m) => asRedelivery(m.body)));
+      const done = [...fresh, ...again];
+      await this.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: done.map((m, n) => ({ Id: String(n), ReceiptHandle: m.receipt })) }));
     });
   }
 }

@@ -123,14 +123,17 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     throw lock.errors.running(`another ${what} took this archive's lock (${key} in ${store.description}) at the same moment: run this one once it ends`);
   };
   await acquire();
+  let lost: Holder | 'gone' | 'given back' | undefined;
   const giveBack = async () => {
+    // The job stops at its next step: another may take the lock the moment it is gone.
+    lost ??= 'given back';
     // Only our own: a lock taken over meanwhile is its new holder's.
     const held = await holderOf().catch(() => undefined);
     if (held?.holder?.id === me.id) await store.delete([key]).catch(() => undefined);
   };
   holdLock(giveBack);
-  let lost: Holder | 'gone' | undefined;
   const stillHeld = () => {
+    if (lost === 'given back') throw lock.errors.lost(`this ${what} gave the archive's lock (${key} in ${store.description}) back as its process stops: it stopped where it was; run it again`);
     if (lost) throw lock.errors.lost(`this ${what} lost the archive's lock (${key} in ${store.description}) to ${lost === 'gone' ? 'no one (it was removed)' : JSON.stringify(lost)}: it stopped where it was; run it again once no other ${what} is running`);
   };
   let touching: Promise<void> | undefined;

@@ -123,7 +123,7 @@ export class Worker {
     this.stopping = false;
     this.polling = new AbortController();
     this.running = this.loop();
-    this.hiding ??= setInterval(() => this.keepHidden(), Math.max(1000, (this.options.visibilitySeconds * 1000) / 4));
+    this.hiding ??= setInterval(() => this.keepHidden(), Math.max(250, (this.options.visibilitySeconds * 1000) / 4));
     this.hiding.unref();
   }
 
@@ -200,6 +200,8 @@ export class Worker {
 
   /** Receives one batch and buffers what is valid. Returns how many messages arrived. */
   async pollOnce(waitSeconds = 0, signal: AbortSignal | null = this.polling.signal): Promise<number> {
+    // Their visibility runs from the receive: counted from before it, never later.
+    const receivedAt = Date.now();
     const messages = await this.deps.queue.receive({
       // SQS gives at most 10 a call; the SQLite queue takes a larger batch in one transaction.
       maxMessages: 200,
@@ -225,7 +227,7 @@ export class Worker {
       else if (redelivered && pending.get(row.pkey) === false) done.push(message.receipt);
       else {
         if (this.buffer.size === 0) this.firstBufferedAt = Date.now();
-        this.buffer.set(row.pkey, { row, receipts: [message.receipt], hiddenSince: Date.now() });
+        this.buffer.set(row.pkey, { row, receipts: [message.receipt], hiddenSince: receivedAt });
       }
     }
     if (done.length > 0) await this.deps.queue.delete(done);

@@ -122,6 +122,21 @@ describe('OGC API – Features: reports items', () => {
     expect(seen[0].id).toBe(`${archive[0].properties.pkey}@${archive[0].properties.created_at.replace(/[-:]/g, '')}`);
   });
 
+  it('a page asked again with its ETag is a 304 (its timeStamp and cursors\' sealing time are no part of it); another page has another tag', async () => {
+    const url = `${svc.url}${items}?${datetime}&limit=7`;
+    const first = await fetch(url);
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^W\/"[^"]+"$/);
+    const next = ((await first.json()) as any).links.find((l: any) => l.rel === 'next').href as string;
+    await new Promise((r) => setTimeout(r, 5));
+    const again = await fetch(url, { headers: { 'If-None-Match': etag } });
+    expect([again.status, await again.text(), again.headers.get('content-encoding')]).toEqual([304, '', null]);
+    const second = await fetch(next, { headers: { 'If-None-Match': etag } });
+    expect(second.status).toBe(200);
+    expect(second.headers.get('etag')).not.toBe(etag);
+    await second.arrayBuffer();
+  });
+
   it('prev links walk back through the same pages', async () => {
     const forward: string[][] = [];
     let url: string | undefined = `${items}?${datetime}&limit=7`;

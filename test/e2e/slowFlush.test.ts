@@ -9,7 +9,7 @@ import { report, testConfig, testRuntime } from '../support/env.js';
 
 describe('a flush slower than the visibility timeout', () => {
   it('keeps its messages hidden from other consumers until it has archived and deleted them', async () => {
-    const config = await testConfig('embedded', undefined, { FLUSH_INTERVAL_SECONDS: '1', QUEUE_VISIBILITY_SECONDS: '2' });
+    const config = await testConfig('embedded', undefined, { FLUSH_INTERVAL_SECONDS: '1', QUEUE_VISIBILITY_SECONDS: '3' });
     const rt = await testRuntime(config);
     try {
       await rt.boundaries.seedIfEmpty();
@@ -20,22 +20,22 @@ describe('a flush slower than the visibility timeout', () => {
         put: async (key: string, body: Buffer | string) => {
           if (key.startsWith('reports/')) {
             storing = true;
-            await new Promise((r) => setTimeout(r, 6_000));
+            await new Promise((r) => setTimeout(r, 9_000));
           }
           return rt.store.put(key, body);
         },
       });
       const worker = new Worker(
         { store: slow, queue: rt.queue, ledger: rt.ledger, boundaries: rt.boundaries, db: rt.db, tmpDir: path.join(config.dataDir, 'tmp', 'slow'), log: rt.log },
-        { flushIntervalSeconds: 1, maxBufferedReports: 1000, visibilitySeconds: 2 },
+        { flushIntervalSeconds: 1, maxBufferedReports: 1000, visibilitySeconds: 3 },
       );
       worker.start();
       // Another consumer polls all along the flush: it never receives the message.
       const seen: number[] = [];
       while (!storing) await new Promise((r) => setTimeout(r, 50));
-      const until = Date.now() + 5_500;
+      const until = Date.now() + 8_500;
       while (Date.now() < until) {
-        const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 2 });
+        const got = await rt.queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 3 });
         seen.push(...got.map((m) => m.receiveCount));
         await new Promise((r) => setTimeout(r, 200));
       }

@@ -186,8 +186,10 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     res.set('Cache-Control', id === 'reports' ? 'public, max-age=10' : 'public, max-age=300');
     const linksText = JSON.stringify(links);
     const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${linksText},"features":[`;
-    // Weak: the same page at another time differs only in its timeStamp.
-    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'), { weak: true, opaque: digestOf(String(numberMatched), linksText, ...features) });
+    // Weak: the same page asked again differs only in its timeStamp and in the time its paging
+    // cursors are sealed at (reports received by then), so those are left out of the tag.
+    const paging = links.map((l) => (l.rel === 'next' || l.rel === 'prev' ? l.rel : l.href));
+    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'), { weak: true, opaque: digestOf(String(numberMatched), JSON.stringify(paging), ...features) });
   });
 
   serve('ogcItem', async (req, res) => {
@@ -246,6 +248,7 @@ async function sendPieces(req: Request, res: Response, type: string, body: Itera
   const etag = `${tag.weak ? 'W/' : ''}"${tag.opaque}${applyEncoding(res, encoding)}"`;
   res.set('ETag', etag);
   if (ifNoneMatch(req.get('if-none-match'), etag)) {
+    res.removeHeader('Content-Encoding');
     res.status(304).end();
     return;
   }

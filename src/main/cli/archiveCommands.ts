@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
-import { common, deps, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
+import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
 export const compact: Command = {
   summary: 'merge each closed day (and each closed hour of today) into one de-duplicated part (idempotent)',
@@ -13,10 +13,8 @@ export const compact: Command = {
   run: ({ config, values }) =>
     withRuntime(config, async (rt) => {
       const now = Date.now();
-      const result = await deps.compact(
-        rt,
-        { ...windowOf(values, { fromMs: 0, toMs: now }), closedBeforeMs: deps.closedBefore(rt, now) },
-        values.json ? undefined : createProgress('compact'),
+      const result = await interruptible('compact', 'run it again: the days it merged stand, the others are merged then', () =>
+        deps.compact(rt, { ...windowOf(values, { fromMs: 0, toMs: now }), closedBeforeMs: deps.closedBefore(rt, now) }, values.json ? undefined : createProgress('compact')),
       );
       const purge = await deps.purgeRetracted(rt);
       print(values, { ...result, purge }, () =>
@@ -96,18 +94,8 @@ export const importCommand: Command = {
       const stat = await fs.stat(file).catch(() => undefined);
       if (!stat) throw new UsageError(`--file ${file}: no such file`);
       if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
-      // Ctrl-C (or a stop) leaves the run where it is, as a crash would, but says how to go on,
-      // and gives its locks back so the next run need not wait for them to go stale.
       const stateFile = `${file}.import-state.json`;
-      const onSignal = (signal: NodeJS.Signals) => {
-        process.stderr.write(`import interrupted (${signal}); run the same command again to resume from its checkpoint (${stateFile})\n`);
-        // A store out of reach must not hold the exit: the locks then go stale on their own.
-        const waited = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
-        void Promise.race([deps.giveBackLocks(), waited]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      const result = await deps
+      const result = await interruptible('import', `run the same command again to resume from its checkpoint (${stateFile})`, () => deps
         .importFile(
           rt,
           {
@@ -129,11 +117,7 @@ export const importCommand: Command = {
             process.stderr.write(`import stopped; run the same command again to resume from its checkpoint (${stateFile})\n`);
           }
           throw err;
-        })
-        .finally(() => {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-        });
+        }));
       print(values, result, () =>
         `records: ${result.records}; accepted: ${result.accepted}; duplicate: ${result.duplicate}; rejected: ${result.rejected}` +
           (result.rejected > 0 ? ` (reasons in ${result.rejectsFile})` : '') +

@@ -66,6 +66,28 @@ export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promis
 }
 
 /**
+ * Runs a job that holds locks in the store, ready for Ctrl-C (or SIGTERM): the job is left where
+ * the signal finds it, as a crash would leave it, but `advice` says how to go on and its locks are
+ * given back (within five seconds: a store out of reach lets them go stale on their own), so the
+ * next run need not wait for them. Exits 130 (143).
+ */
+export async function interruptible<T>(what: string, advice: string, job: () => Promise<T>): Promise<T> {
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`${what} interrupted (${signal}); ${advice}\n`);
+    const waited = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+    void Promise.race([deps.giveBackLocks(), waited]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await job();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/**
  * A webhook secret: from --secret-file (a file, or - for standard input; one trailing newline
  * dropped), or from --secret, which leaves it in the process list and the shell's history.
  */

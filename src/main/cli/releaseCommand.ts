@@ -1,6 +1,6 @@
 // `release --period 2025`: an immutable, citable snapshot of a closed period (src/releases/FORMAT.md).
 import { createProgress } from '../../ops/progress.js';
-import { common, deps, print, required, UsageError, withRuntime, type Command } from './options.js';
+import { common, deps, interruptible, print, required, UsageError, withRuntime, type Command } from './options.js';
 
 export const release: Command = {
   summary: 'write an immutable, citable release of a closed UTC year or month (GeoParquet, CSV.gz, manifest, STAC, citation)',
@@ -9,7 +9,10 @@ export const release: Command = {
   run: ({ config, values }) =>
     withRuntime(config, async (rt) => {
       try {
-        const result = await deps.release(rt, required(values, 'period'), { progress: values.json ? undefined : createProgress('release') });
+        const period = required(values, 'period');
+        const result = await interruptible('release', `run the same command again: it finishes the revision, or makes the next one`, () =>
+          deps.release(rt, period, { progress: values.json ? undefined : createProgress('release') }),
+        );
         print(values, result, () =>
           result.created
             ? `released ${result.release}: ${result.reports} reports in ${result.files} files (${result.bytes} bytes) under releases/${result.release}/`

@@ -91,6 +91,9 @@ export const scheduler: Command = {
   options: {},
   async run({ config }) {
     const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
+    // On AWS only the scheduler may publish the default boundaries: a start that cannot is a
+    // failed start (the task is restarted), not a scheduler the others wait on forever.
+    await rt.boundaries.seedIfEmpty();
     // No API, worker or reconciliation: the metrics listener alone (METRICS_PORT), for job_runs_total.
     const service = await deps.startService(rt, { api: false, worker: false, reconcile: false, apiKeys: [] });
     const scheduler = deps.startScheduler(rt, deps.JOBS, `scheduler-${randomUUID()}`);
