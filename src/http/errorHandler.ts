@@ -114,7 +114,7 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
     }
     // A file's answer (releases, static pages) refused by its own headers.
     if (parserError.status === 416) {
-      return sendError(res, 416, 'The Range asks for no byte of the file: each range must start within its size.', [{ in: 'header', field: 'Range', message: 'is not satisfiable' }]);
+      return sendError(res, 416, 'The Range asks for no byte of the file: each range must start within its size, and end no earlier than it starts.', [{ in: 'header', field: 'Range', message: 'is not satisfiable' }]);
     }
     if (parserError.status === 412) {
       const field = req.headers['if-match'] !== undefined ? 'If-Match' : 'If-Unmodified-Since';

@@ -67,6 +67,11 @@ export class ReleaseRunningError extends ReleaseError {
   override name = 'ReleaseRunningError';
 }
 
+/** This run's lock was taken over (its touches failed for five minutes) or given back as its process stops: it stopped before its manifest. */
+export class ReleaseLockLostError extends ReleaseError {
+  override name = 'ReleaseLockLostError';
+}
+
 export interface ReleaseOptions {
   nowMs?: number;
   progress?: Progress;
@@ -83,7 +88,7 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   if (!period) return Promise.reject(new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true));
   const nowMs = options.nowMs ?? Date.now();
   if (period.endMs >= nowMs) return Promise.reject(new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true));
-  const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseRunningError(m) };
+  const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseLockLostError(m) };
   const lock = { store: rt.store, key: releaseLockKey(label), what: `release of ${label}`, log: rt.log, errors, touchMs: options.lockTouchMs };
   return withStoreLock(lock, (stillHeld) => releaseAlone(rt, label, period, nowMs, options.progress, stillHeld));
 }

@@ -13,7 +13,7 @@ import { CSV_HEADER } from '../../src/http/archiveBody.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { lastMonth, releaseJob } from '../../jobs/release.js';
-import { NothingToReleaseError, release, ReleaseError, ReleaseRunningError } from '../../src/ops/release.js';
+import { NothingToReleaseError, release, ReleaseError, ReleaseLockLostError, ReleaseRunningError } from '../../src/ops/release.js';
 import { RELEASE_SINCE_KEY, releaseLockKey } from '../../src/store/layout.js';
 import type { Manifest } from '../../src/releases/documents.js';
 import { runCli } from '../support/cli.js';
@@ -315,7 +315,7 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
       },
     });
     const lost = await release({ ...svc.rt, store }, '2025', { lockTouchMs: 20 }).catch((e: unknown) => e);
-    expect(lost).toBeInstanceOf(ReleaseRunningError);
+    expect(lost).toBeInstanceOf(ReleaseLockLostError);
     expect((lost as Error).message).toMatch(/this release of 2025 lost the archive's lock/);
     expect(await svc.rt.store.get('releases/2025-r5/manifest.json')).toBeUndefined();
     expect(await listed()).toEqual(before);
