@@ -213,7 +213,8 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
         const slot = slotName(context.date.toISOString());
         // A tick claimed as the scheduler began to stop runs all the same (no other scheduler
         // can take it now), within the stop's grace.
-        const run = job.run(rt);
+        // A job that throws before its promise counts as a failed run, as one that rejects.
+        const run = Promise.resolve().then(() => job.run(rt));
         running.add(run);
         try {
           const result = await run;
@@ -266,11 +267,11 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
       // need not wait for them to lapse.
       let timer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), options.stopGraceMs ?? STOP_GRACE_MS)));
-      const ended = await Promise.race([Promise.allSettled([...running]).then(() => false), graceOver]);
+      const graceRanOut = await Promise.race([Promise.allSettled([...running]).then(() => false), graceOver]);
       clearTimeout(timer);
-      if (ended) rt.log.warn({ runs: running.size }, 'scheduler stopping: runs still going are left where they are');
+      if (graceRanOut) rt.log.warn({ runs: running.size }, 'scheduler stopping: runs still going are left where they are');
       await coordinator.releaseAll().catch((err: unknown) => rt.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not give the run leases back; they lapse on their own'));
-      if (ended) await giveBackLocks();
+      if (graceRanOut) await giveBackLocks();
     },
   };
 }

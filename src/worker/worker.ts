@@ -163,8 +163,11 @@ export class Worker {
     try {
       while (this.buffer.size > 0) await this.flush();
     } finally {
-      clearInterval(this.hiding);
-      this.hiding = undefined;
+      // Unless started again meanwhile: its loop's messages are kept hidden by the same timer.
+      if (!this.running) {
+        clearInterval(this.hiding);
+        this.hiding = undefined;
+      }
       await this.extending;
     }
   }
