@@ -18,10 +18,12 @@ export interface PartPublisher {
   retire(keys: readonly string[]): Promise<void>;
   /**
    * Writes the derived objects stored parts lack, or hold only in an older version (written by
-   * an earlier release), each from its local `file`; the parts' ready texts are built together.
-   * `scratch`: a local path to build them at. For each part, true if any was written.
+   * an earlier release), each from its local `file`, a copy of the version `part.etag` (none is
+   * left beside a part rewritten since: see sidecars/upgrade.ts); the parts' ready texts are
+   * built together. `scratch`: a local path to build them at. For each part, true if any was
+   * written.
    */
-  upgrade(parts: readonly { part: ObjectInfo; file: string }[], scratch: string): Promise<boolean[]>;
+  upgrade(parts: readonly { part: Pick<ObjectInfo, 'key' | 'etag'>; file: string }[], scratch: string): Promise<boolean[]>;
 }
 
 /**
@@ -41,9 +43,10 @@ export function storePartPublisher(deps: SidecarDeps): PartPublisher {
       await deps.store.delete(sidecarKeysOf(keys));
     },
     async upgrade(parts, scratch) {
-      const ready = await upgradeReadyTexts(deps, parts.map(({ part, file }) => ({ key: part.key, file })), scratch);
+      const copied = parts.map(({ part, file }) => ({ key: part.key, etag: part.etag, file }));
+      const ready = await upgradeReadyTexts(deps, copied, scratch);
       const stats: boolean[] = [];
-      for (const { part, file } of parts) stats.push(await upgradeStatsSidecar(deps, part.key, file));
+      for (const part of copied) stats.push(await upgradeStatsSidecar(deps, part));
       return ready.map((r, i) => r || stats[i]!);
     },
   };

@@ -11,11 +11,16 @@ import type { PartPublisher } from '../archive/partPublisher.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapWeighted } from './concurrency.js';
 
-/** A part stored without its ready texts: its key, its local copy, and its reports (when known). */
+/**
+ * A part stored without its ready texts: its key, its local copy, its reports (when known), and
+ * the version it was stored as (when known: a part rewritten since, by a purge, gets none from
+ * the copy).
+ */
 export interface UntextedPart {
   key: string;
   file: string;
   reports?: number;
+  etag?: string;
 }
 
 /** A part whose ready texts are built with its neighbours': a day of a file spread over a year, not a busy day. */
@@ -47,7 +52,14 @@ export async function addReadyTexts(
 ): Promise<void> {
   const groups = groupsOf(parts);
   await mapWeighted(groups, { limit: 8, budget: 12, weight: weightOf }, async (group) => {
-    const stored = await Promise.all(group.map(async ({ key, file }) => ((await exists(file)) ? await deps.store.head(key) : undefined)));
+    const stored = await Promise.all(
+      group.map(async ({ key, file, etag }) => {
+        if (!(await exists(file))) return undefined;
+        const now = await deps.store.head(key);
+        // Merged away (compaction), or rewritten since it was stored (a purge, with its own sidecars).
+        return now && (etag === undefined || now.etag === etag) ? now : undefined;
+      }),
+    );
     const present = group.flatMap((p, i) => (stored[i] ? [{ part: stored[i], file: p.file }] : []));
     if (present.length > 0) await deps.publisher.upgrade(present, path.join(scratchDir, `${randomUUID()}.ready`));
     for (let i = 0; i < group.length; i++) onDone?.();

@@ -134,9 +134,10 @@ interface Checkpoint {
   parts: number;
   /**
    * Archived parts still without their ready texts, each with its local copy (a name in the run's
-   * folder) and its reports (absent in a checkpoint written before they were counted).
+   * folder), its reports (absent in a checkpoint written before they were counted) and the
+   * version it was stored as (absent until known, and in a checkpoint of an earlier release).
    */
-  untexted: { key: string; file: string; reports?: number; stored?: boolean }[];
+  untexted: { key: string; file: string; reports?: number; stored?: boolean; etag?: string }[];
   /**
    * While a round is archived: where its parts begin in `untexted` (each named there before it
    * is stored, `stored` once it is). A run that finds it set was stopped mid-round: the reports of
@@ -272,20 +273,24 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       const named = checkpoint.untexted.splice(checkpoint.roundFrom);
       const standing: Checkpoint['untexted'] = [];
       for (const p of named) {
-        // Known stored (a compaction since may have merged it under another key), or found.
-        const stands = p.stored === true || (await rt.store.head(p.key)) !== undefined;
+        // Known stored (a compaction since may have merged it under another key), or found; its
+        // version as this run stored it (its reports still pending, no purge has rewritten it).
+        const found = p.stored === true && p.etag !== undefined ? undefined : await rt.store.head(p.key);
+        const stands = p.stored === true || found !== undefined;
         const local = path.join(runDir, p.file);
         if (!stands) {
           await fs.rm(local, { force: true });
           continue;
         }
+        let etag = p.etag ?? found?.etag;
         // Its local copy swept since: fetched back while the part is still under its key.
         if (!(await fs.access(local).then(() => true, () => false))) {
           const got = await rt.store.get(p.key);
           if (!got) continue;
           await fs.writeFile(local, got.body);
+          etag = got.etag;
         }
-        standing.push({ ...p, stored: true });
+        standing.push({ ...p, stored: true, ...(etag !== undefined && { etag }) });
       }
       if (standing.length > 0) {
         const reports = await reportsIn(rt.db, standing.map((p) => path.join(runDir, p.file)));
@@ -342,6 +347,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
         await rt.changes.record(reports);
         for (const r of reports) archived.push(r.pkey);
         named.stored = true;
+        // The version its ready texts are built for: its reports are pending until the round ends, so no purge has rewritten it yet.
+        named.etag = (await rt.store.head(key))?.etag;
         await save();
       },
     );

@@ -11,11 +11,12 @@ import { retagParts } from '../archive/retag.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { RetractionLedger } from '../ledger/ledger.js';
-import { DAY_MS, newDayPartKey, newPartKey } from '../store/layout.js';
+import { COMPACTION_LOCK_KEY, DAY_MS, newDayPartKey, newPartKey } from '../store/layout.js';
 import type { PartRewriteDeps } from './compact.js';
 import { mapWeighted, type WeightedLimits } from './concurrency.js';
 import type { Progress } from './progress.js';
 import { addReadyTexts, type UntextedPart } from './addReadyTexts.js';
+import { withStoreLock } from './storeLock.js';
 
 /** What reprocessing uses: a rewrite's, the current boundaries, the change log and retractions (written as tombstones). */
 export interface ReprocessDeps extends PartRewriteDeps {
@@ -52,11 +53,26 @@ const RETAG_LANES: WeightedLimits<HourParts> = {
   weight: (hour) => Math.max(RETAG_BYTES / 3, hour.parts.reduce((n, p) => n + p.size, 0)),
 };
 
-export async function reprocess(
-  rt: ReprocessDeps,
-  options: { fromMs: number; toMs: number; dryRun: boolean },
-  progress?: Progress,
-): Promise<ReprocessResult> {
+/** A compaction or another reprocess holds the archive's lock for rewriting parts (by hand or scheduled, on any host); or took it over from this one. */
+export class ReprocessRunningError extends Error {
+  override name = 'ReprocessRunningError';
+}
+
+type ReprocessOptions = { fromMs: number; toMs: number; dryRun: boolean };
+
+/**
+ * Re-tags the window's reports. It holds the compaction's lock (a dry run writes nothing and
+ * takes none): a compaction that listed the old parts and stored its merge after the re-tagged
+ * part would win de-duplication with the old tags, for good.
+ */
+export function reprocess(rt: ReprocessDeps, options: ReprocessOptions, progress?: Progress): Promise<ReprocessResult> {
+  if (options.dryRun) return reprocessAlone(rt, options, progress, () => undefined);
+  const errors = { running: (m: string) => new ReprocessRunningError(m), lost: (m: string) => new ReprocessRunningError(m) };
+  return withStoreLock({ store: rt.store, key: COMPACTION_LOCK_KEY, what: 'reprocess', log: rt.log, errors }, (stillHeld) => reprocessAlone(rt, options, progress, stillHeld));
+}
+
+/** `stillHeld`: throws once the lock is another's (called before each hour's writes). */
+async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, progress: Progress | undefined, stillHeld: () => void): Promise<ReprocessResult> {
   const boundaries = await rt.boundaries.latest();
   const hours = await listWindowParts(rt.store, options.fromMs, options.toMs);
   const result: ReprocessResult = {
@@ -108,6 +124,7 @@ export async function reprocess(
         result.localAreaChanges += done.localAreaChanges;
         for (const [move, n] of Object.entries(done.moves)) result.moves[move] = (result.moves[move] ?? 0) + n;
         if (options.dryRun || (!done.changed && !done.merged)) return;
+        stillHeld();
         // New part first, then the old ones go: readers meanwhile see both and de-duplicate.
         // Logged before the new part, and again once it is durable. The first log survives a run
         // cut short after the part (a rerun finds the tags already new and writes nothing); a sync
@@ -122,7 +139,7 @@ export async function reprocess(
         if ((await withLaterRetractions(rt, out, span, readRetracted)) !== readRetracted) await publisher.publish(key, out, { readyTexts: false });
         if (moved) await rt.changes.put(moved);
         retiring.retire(hour.parts.map((p) => p.key));
-        untexted.push({ key, file: out, reports: done.rows });
+        untexted.push({ key, file: out, reports: done.rows, etag: (await rt.store.head(key))?.etag });
         result.hoursRewritten += 1;
       } finally {
         progress?.tick();
@@ -131,6 +148,7 @@ export async function reprocess(
     progress?.stop();
     result.seconds.retagging = seconds(started);
     const textsStarted = performance.now();
+    stillHeld();
     progress?.start(untexted.length, 'ready texts of parts');
     await addReadyTexts({ store: rt.store, publisher }, untexted, tmpDir, () => progress?.tick());
     progress?.stop();

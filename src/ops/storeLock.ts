@@ -1,5 +1,5 @@
-// A lock on the archive for a job that must run alone (an import, a compaction, a period's
-// release), from any host: an object in the store, created if absent and naming its holder (host,
+// A lock on the archive for a job that must run alone (an import, a rewrite of parts: a compaction
+// or a reprocess, a period's release), from any host: an object in the store, created if absent and naming its holder (host,
 // pid, boot and pid namespace, an id of its own), touched every minute over the version read. One
 // untouched for five minutes (its process gone, on this host or in another container), or whose
 // holder is seen to be gone (the same boot and pid namespace, its pid not running), is taken over;
@@ -25,6 +25,9 @@ export interface StoreLock {
   /** How often the lock is touched (a minute; shorter in tests). */
   touchMs?: number;
 }
+
+/** The ids of the store locks this process's jobs hold now. */
+const heldHere = new Set<string>();
 
 /** How to give back each lock this process holds now: for a stop by a signal (the command line's). */
 const holding = new Set<() => Promise<void>>();
@@ -61,10 +64,10 @@ export const PLACE = (() => {
 })();
 
 /** Whether `holder`, which is not this lock's own, names a process gone from where this one runs (a lock its crash left). */
-export function goneFromHere(holder: { host?: unknown; pid?: unknown; place?: unknown }): boolean {
+export function goneFromHere(holder: { host?: unknown; pid?: unknown; place?: unknown; id?: unknown }): boolean {
   if (PLACE === undefined || holder.place !== PLACE || holder.host !== os.hostname() || typeof holder.pid !== 'number') return false;
-  // This very process, under another lock id: an earlier process that had its pid.
-  if (holder.pid === process.pid) return true;
+  // This very process: the holder is another of its jobs, or an earlier process that had its pid.
+  if (holder.pid === process.pid) return typeof holder.id !== 'string' || !heldHere.has(holder.id);
   try {
     process.kill(holder.pid, 0);
     return false;
@@ -81,6 +84,8 @@ interface Holder {
   /** Boot and pid namespace (goneFromHere), when known. */
   place?: string;
   id: string;
+  /** The job that holds it: one lock may be several jobs' (a compaction's and a reprocess's). */
+  job?: string;
   since: string;
   touched: string;
 }
@@ -93,7 +98,7 @@ interface Holder {
 export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => void) => Promise<T>): Promise<T> {
   const { store, log, key, what } = lock;
   const since = new Date().toISOString();
-  const me = { host: os.hostname(), pid: process.pid, ...(PLACE !== undefined && { place: PLACE }), id: randomUUID(), since };
+  const me = { host: os.hostname(), pid: process.pid, ...(PLACE !== undefined && { place: PLACE }), id: randomUUID(), job: what, since };
   const body = (): string => JSON.stringify({ ...me, touched: new Date().toISOString() } satisfies Holder);
   const holderOf = async (): Promise<{ holder: Holder | undefined; etag: string } | undefined> => {
     const got = await store.get(key);
@@ -113,7 +118,7 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
       if (held.holder?.id === me.id) return;
       const touched = Date.parse(held.holder?.touched ?? '');
       if (Date.now() - touched < STALE_MS && !(held.holder && goneFromHere(held.holder))) {
-        throw lock.errors.running(`another ${what} is running on this archive (${JSON.stringify(held.holder)}, ${key} in ${store.description}): wait for it to end, then run this one`);
+        throw lock.errors.running(`another ${typeof held.holder?.job === 'string' ? held.holder.job : what} is running on this archive (${JSON.stringify(held.holder)}, ${key} in ${store.description}): wait for it to end, then run this one`);
       }
       // Taken over only as it was judged stale: a lock another process took over since stays.
       if (await store.putIfMatch(key, body(), held.etag)) return;
@@ -123,6 +128,7 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     throw lock.errors.running(`another ${what} took this archive's lock (${key} in ${store.description}) at the same moment: run this one once it ends`);
   };
   await acquire();
+  heldHere.add(me.id);
   let lost: Holder | 'gone' | 'given back' | undefined;
   const giveBack = async () => {
     // The job stops at its next step: another may take the lock the moment it is gone.
@@ -163,5 +169,6 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     await touching;
     letGoOfLock(giveBack);
     await giveBack();
+    heldHere.delete(me.id);
   }
 }

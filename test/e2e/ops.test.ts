@@ -20,7 +20,7 @@ import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { exportWindow } from '../../src/ops/exportWindow.js';
 import { importFile } from '../../src/ops/importFile.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
-import { reprocess } from '../../src/ops/reprocess.js';
+import { reprocess, ReprocessRunningError } from '../../src/ops/reprocess.js';
 import { verify } from '../../src/ops/verify.js';
 import { COMPACTION_LOCK_KEY, newPartKey } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
@@ -381,7 +381,30 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
 
     const [before] = (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
     const beforeBody = (await svc.rt.store.get(before!.key))!.body;
-    const done = await reprocess(svc.rt, { ...DAY, dryRun: false });
+    // A compaction under way (on another host, say): the reprocess is refused and rewrites nothing,
+    // as a compaction that listed the old parts would store them again after it; a dry run still answers.
+    const elsewhere = JSON.stringify({ host: 'another-host', pid: 1, id: 'elsewhere', job: 'compaction', since: new Date().toISOString(), touched: new Date().toISOString() });
+    await svc.rt.store.put(COMPACTION_LOCK_KEY, elsewhere);
+    await expect(reprocess(svc.rt, { ...DAY, dryRun: false })).rejects.toThrow(ReprocessRunningError);
+    expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts)).toEqual([before]);
+    expect((await reprocess(svc.rt, { ...DAY, dryRun: true })).moves).toEqual(expectedMoves);
+    await svc.rt.store.delete([COMPACTION_LOCK_KEY]);
+    // And a compaction asked for while the reprocess runs is refused.
+    let compaction: unknown;
+    const compacting = {
+      ...svc.rt,
+      cache: {
+        withFiles: <T>(parts: Parameters<typeof svc.rt.cache.withFiles>[0], fn: (files: string[]) => Promise<T>) =>
+          svc.rt.cache.withFiles(parts, async (files) => {
+            compaction ??= await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() }).catch((err: unknown) => err);
+            return fn(files);
+          }),
+      },
+    };
+    const done = await reprocess(compacting, { ...DAY, dryRun: false });
+    expect(compaction).toBeInstanceOf(CompactionRunningError);
+    expect(String(compaction)).toMatch(/another reprocess is running on this archive/);
+    expect(await svc.rt.store.get(COMPACTION_LOCK_KEY)).toBeUndefined();
     expect(done.moves).toEqual(expectedMoves);
     expect(done.hoursRewritten).toBe(1);
     const body = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));

@@ -13,6 +13,9 @@ import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { compact } from '../../src/ops/compact.js';
 import { reprocess } from '../../src/ops/reprocess.js';
+import { listWindowParts } from '../../src/archive/partListing.js';
+import { storePartPublisher } from '../../src/archive/partPublisher.js';
+import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/index.js';
 import { newPartKey } from '../../src/store/layout.js';
 import type { ListOptions, ObjectStore } from '../../src/store/objectStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -140,9 +143,23 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
 
   it('the purge (run with compaction) rewrites the parts without the personal fields; answers stay the same', async () => {
     expect(JSON.stringify(await partRows())).toContain('Juan');
+    // A job's local copy of the part, taken before the purge (an import's or a compaction's, about to write its sidecars).
+    const [held] = (await listWindowParts(svc.rt.store, Date.parse('2026-11-21T05:00:00Z'), Date.parse('2026-11-21T05:59:59.999Z'))).flatMap((h) => h.parts);
+    const copy = path.join(dir, 'before-purge.parquet');
+    await fs.writeFile(copy, (await svc.rt.store.get(held!.key))!.body);
     const purge = await purgeRetracted(svc.rt);
     expect(purge).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
     expect(JSON.stringify(await partRows())).not.toContain('Juan');
+    // Its sidecars, written from that copy after the purge, never replace the purge's own...
+    const purged = (await svc.rt.store.get(readyKeyOf(held!.key)))!.body;
+    const late = () => storePartPublisher(svc.rt).upgrade([{ part: held!, file: copy }], path.join(dir, 'late.ready'));
+    expect(await late()).toEqual([false]);
+    expect((await svc.rt.store.get(readyKeyOf(held!.key)))!.body.equals(purged)).toBe(true);
+    // ...nor stand beside the part it rewrote, where the purge's were not there to refuse them.
+    await svc.rt.store.delete([readyKeyOf(held!.key), statsKeyOf(held!.key)]);
+    expect(await late()).toEqual([false]);
+    expect([await svc.rt.store.head(readyKeyOf(held!.key)), await svc.rt.store.head(statsKeyOf(held!.key))]).toEqual([undefined, undefined]);
+    for (const format of formats) expect((await fetchText(url(`format=${format}&include_retracted=true`))).bytes.includes(SECRET), format).toBe(false);
     // Compaction merges the day and keeps the tombstone.
     expect((await compact(svc.rt, { fromMs: Date.UTC(2026, 10, 21), toMs: Date.UTC(2026, 10, 21, 23), closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
     const unpurged = [];

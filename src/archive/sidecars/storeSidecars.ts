@@ -33,10 +33,7 @@ export interface LocalPart {
  * stored under its key).
  */
 export async function storeReadyTexts(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<boolean[]> {
-  const bodies: (Buffer | undefined)[] = (parts.length > 1 ? await builtTogether(deps, parts, scratch) : undefined) ?? [];
-  if (bodies.length === 0) {
-    for (const part of parts) bodies.push(await built(deps, part.key, 'ready texts', () => readyTextsOf(deps.db, part.file, scratch)));
-  }
+  const bodies = await buildReadyTexts(deps, parts, scratch);
   await Promise.all(
     parts.map(async (part, i) => {
       const body = bodies[i];
@@ -48,11 +45,28 @@ export async function storeReadyTexts(deps: SidecarDeps, parts: readonly LocalPa
 }
 
 /**
+ * The ready texts of parts, built together (readyTextsOfParts); when that fails, each alone, so a
+ * part that cannot be built costs only its own (undefined, logged).
+ */
+export async function buildReadyTexts(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<(Buffer | undefined)[]> {
+  const bodies: (Buffer | undefined)[] = (parts.length > 1 ? await builtTogether(deps, parts, scratch) : undefined) ?? [];
+  if (bodies.length === 0) {
+    for (const part of parts) bodies.push(await built(deps, part.key, 'ready texts', () => readyTextsOf(deps.db, part.file, scratch)));
+  }
+  return bodies;
+}
+
+/** The stats sidecar of a part, or undefined (logged) when its codes do not fit or it cannot be built. */
+export function buildStatsSidecar(deps: SidecarDeps, partKey: string, partFile: string): Promise<Buffer | undefined> {
+  return built(deps, partKey, 'stats sidecar', () => statsSidecarOf(deps.db, partFile));
+}
+
+/**
  * The stats sidecar of a part; one whose codes do not fit, or that cannot be built, loses any
  * older sidecar (the part is then counted by DuckDB).
  */
 export async function storeStatsSidecar(deps: SidecarDeps, partKey: string, partFile: string): Promise<void> {
-  const body = await built(deps, partKey, 'stats sidecar', () => statsSidecarOf(deps.db, partFile));
+  const body = await buildStatsSidecar(deps, partKey, partFile);
   if (body) await deps.store.put(statsKeyOf(partKey), body);
   else await deps.store.delete([statsKeyOf(partKey)]);
 }

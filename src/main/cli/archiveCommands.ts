@@ -53,10 +53,8 @@ export const reprocess: Command = {
   options: { ...common, ...window, 'dry-run': { type: 'boolean' } },
   run: ({ config, values }) =>
     withRuntime(config, async (rt) => {
-      const result = await deps.reprocess(
-        rt,
-        { ...windowOf(values), dryRun: values['dry-run'] === true },
-        values.json ? undefined : createProgress('reprocess'),
+      const result = await interruptible('reprocess', 'run the same command again to finish (hours already re-tagged are left as they are)', () =>
+        deps.reprocess(rt, { ...windowOf(values), dryRun: values['dry-run'] === true }, values.json ? undefined : createProgress('reprocess')),
       ).catch((err: unknown) => {
         // The hours rewritten so far carry the new tags: a rerun finds them done and goes on.
         process.stderr.write('reprocess stopped; run the same command again to finish (hours already re-tagged are left as they are)\n');
