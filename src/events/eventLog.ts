@@ -128,6 +128,9 @@ export class EventLog implements EventFeed {
       createdSince: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ? ORDER BY created_at_ms DESC, pkey LIMIT ?"),
       byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
       retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
+      // Deliveries of archived reports that may carry one: the Features as JSON.stringify wrote them.
+      deliveriesNaming: db.prepare("SELECT id, features FROM deliveries WHERE kind = 'archived' AND instr(features, ?) > 0"),
+      rewriteDelivery: db.prepare('UPDATE deliveries SET features = ?, count = ? WHERE id = ?'),
       dropArchived: db.prepare('DELETE FROM events WHERE key = ?'),
       prune: db.prepare('DELETE FROM events WHERE at_ms < ?'),
       // Each subscription's oldest pending delivery (rowid: the order they were queued in), when
@@ -156,12 +159,22 @@ export class EventLog implements EventFeed {
     this.record('archived', rows.map(featureOf));
   }
 
-  /** A retraction: the archived event goes (stream and CAP stop showing it), a `retracted` event is recorded once. */
+  /**
+   * A retraction: the archived event goes (stream and CAP stop showing it), and the report with it
+   * from the deliveries still waiting or set aside (they would send its personal fields); a
+   * `retracted` event is recorded once.
+   */
   retracted(feature: ReportFeature): void {
+    const { pkey } = feature.properties;
     guardSync(() =>
       this.db
         .transaction(() => {
-          this.stmts.dropArchived.run(`archived:${feature.properties.pkey}`);
+          this.stmts.dropArchived.run(`archived:${pkey}`);
+          for (const row of this.stmts.deliveriesNaming.all(`"pkey":${JSON.stringify(pkey)}`) as { id: string; features: string }[]) {
+            const kept = (JSON.parse(row.features) as ReportFeature[]).filter((f) => f.properties.pkey !== pkey);
+            if (kept.length === 0) this.stmts.delivered.run(row.id);
+            else this.stmts.rewriteDelivery.run(JSON.stringify(kept), kept.length, row.id);
+          }
           this.record('retracted', [feature]);
         })
         .immediate(),
@@ -177,6 +190,8 @@ export class EventLog implements EventFeed {
           const fresh: { f: ReportFeature; json: string }[] = [];
           for (const f of features) {
             const p = f.properties;
+            // Retracted while its flush ran (it read the retractions before): never announced.
+            if (kind === 'archived' && this.stmts.retracted.get(`retracted:${p.pkey}`) !== undefined) continue;
             const [lng, lat] = f.geometry.coordinates as [number, number];
             const json = JSON.stringify(f);
             const inserted = this.stmts.insertEvent.run(
@@ -259,6 +274,10 @@ export class EventLog implements EventFeed {
 
   wasRetracted(pkey: string): boolean {
     return guardSync(() => this.stmts.retracted.get(`retracted:${pkey}`)) !== undefined;
+  }
+
+  withoutRetracted(features: readonly ReportFeature[]): ReportFeature[] {
+    return features.filter((f) => !this.wasRetracted(f.properties.pkey));
   }
 
   /** Drops events older than the retention; returns how many. */

@@ -63,7 +63,13 @@ export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
       for (const b of await hooks.setAsideBatches(id)) {
         const sub = subs.get(b.subscriptionId);
         if (!sub) continue;
-        const body = cloudEventBody({ id: b.id, type: CLOUDEVENT_TYPE[b.kind], timeMs: b.atMs }, JSON.stringify(b.features));
+        // A report retracted since the batch was set aside is not sent with its personal fields.
+        const features = b.kind === 'archived' ? await hooks.withoutRetracted(b.features) : b.features;
+        if (features.length === 0) {
+          await hooks.dropSetAside(b);
+          continue;
+        }
+        const body = cloudEventBody({ id: b.id, type: CLOUDEVENT_TYPE[b.kind], timeMs: b.atMs }, JSON.stringify(features));
         const attempt = await post(sub.url, body, signedHeaders(b.id, sub.secret, body), policy, timeoutMs);
         if (attempt.ok) {
           await hooks.dropSetAside(b);

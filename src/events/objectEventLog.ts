@@ -12,6 +12,13 @@ import { featureOf, type ReportFeature } from './feature.js';
 import { ObjectSequence } from './sequence.js';
 
 export const EVENT_LOG_PREFIX = 'events/v1/log/';
+/**
+ * A mark per report retracted, `<pkey>` (empty), written before its retraction is logged and
+ * kept as long as the log: the log is never rewritten, so readers leave out the archived events
+ * of the reports marked, wherever they lie in it (one recorded by a flush that read the
+ * retractions before they were made comes after the retraction).
+ */
+export const RETRACTED_PREFIX = 'events/v1/retracted/';
 const PER_BATCH = 1000;
 /** A listing of the log's tail at most this often, however many readers ask. */
 const REFRESH_MS = 250;
@@ -47,8 +54,12 @@ export class ObjectEventLog implements EventFeed {
   private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Map<string, number> } | undefined;
   private indexing: Promise<void> | undefined;
 
+  /** The reports marked retracted, listed at most every REFRESH_MS (one listing for every reader). */
+  private marked: { atMs: number; pkeys: Set<string> } | undefined;
+  private marking: Promise<Set<string>> | undefined;
+
   constructor(
-    store: ObjectStore,
+    private readonly store: ObjectStore,
     private readonly now: () => number = Date.now,
   ) {
     this.seq = new ObjectSequence(store, EVENT_LOG_PREFIX);
@@ -79,7 +90,7 @@ export class ObjectEventLog implements EventFeed {
     }
     const state = this.announced;
     for (;;) {
-      const next = await this.since(state.upto, 5000);
+      const next = await this.logged(state.upto, 5000);
       if (next.length === 0) break;
       for (const e of next) if (e.kind === 'archived' && e.at_ms >= horizon) state.at.set(e.pkey, e.at_ms);
       state.upto = next.at(-1)!.seq;
@@ -89,7 +100,31 @@ export class ObjectEventLog implements EventFeed {
   }
 
   async retracted(feature: ReportFeature): Promise<void> {
+    const { pkey } = feature.properties;
+    await this.store.put(`${RETRACTED_PREFIX}${pkey}`, '');
+    this.marked?.pkeys.add(pkey);
     await this.append('retracted', [feature]);
+  }
+
+  /** The reports marked retracted (see RETRACTED_PREFIX). */
+  private async retractedPkeys(): Promise<Set<string>> {
+    if (this.marked && this.now() - this.marked.atMs < REFRESH_MS) return this.marked.pkeys;
+    this.marking ??= (async () => {
+      const atMs = this.now();
+      const pkeys = new Set<string>();
+      for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) pkeys.add(info.key.slice(RETRACTED_PREFIX.length));
+      this.marked = { atMs, pkeys };
+      return pkeys;
+    })().finally(() => {
+      this.marking = undefined;
+    });
+    return this.marking;
+  }
+
+  /** The features of reports not retracted. */
+  async withoutRetracted(features: readonly ReportFeature[]): Promise<ReportFeature[]> {
+    const retracted = await this.retractedPkeys();
+    return features.filter((f) => !retracted.has(f.properties.pkey));
   }
 
   private async append(kind: EventKind, features: ReportFeature[]): Promise<void> {
@@ -145,7 +180,16 @@ export class ObjectEventLog implements EventFeed {
     return this.oldest.n;
   }
 
+  /** Events after `after`, the archived events of reports retracted since left out. */
   async since(after: number, limit = 500): Promise<StoredEvent[]> {
+    const events = await this.logged(after, limit);
+    if (!events.some((e) => e.kind === 'archived')) return events;
+    const retracted = await this.retractedPkeys();
+    return events.filter((e) => e.kind !== 'archived' || !retracted.has(e.pkey));
+  }
+
+  /** The log's events after `after`, as they were written. */
+  private async logged(after: number, limit: number): Promise<StoredEvent[]> {
     const head = await this.tail();
     let n = Math.floor(after / PER_BATCH);
     let index = after - n * PER_BATCH;
@@ -195,7 +239,7 @@ export class ObjectEventLog implements EventFeed {
     }
     const index = this.index!;
     for (;;) {
-      const next = await this.since(index.upto, 5000);
+      const next = await this.logged(index.upto, 5000);
       if (next.length === 0) break;
       for (const e of next) addToIndex(index, e);
       index.upto = next.at(-1)!.seq;
@@ -246,7 +290,13 @@ export class ObjectEventLog implements EventFeed {
   }
 
   async prune(retentionMs: number): Promise<number> {
-    return this.seq.prune(this.now() - retentionMs);
+    const before = this.now() - retentionMs;
+    const n = await this.seq.prune(before);
+    // Marks go with the retention too: the events they hide are older, or later by a flush at most.
+    const old: string[] = [];
+    for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) if (info.lastModified.getTime() < before) old.push(info.key);
+    await this.store.delete(old);
+    return n;
   }
 }
 

@@ -1,10 +1,11 @@
 // Retractions as events: a ledger whose retract() also tells the event log, in one place for every
 // caller (the partner's DELETE, the CLI). The log records a `retracted` event without the
 // personal fields (the stream and CAP stop showing the report; webhooks of `retracted` and SNS
-// announce it), with the city and barangay of its archived event, or of its point when that event
-// is no longer kept. A repeated retraction (a retry after a crash between the ledger and the log)
-// fills that gap and never announces twice: within REPEAT_ANNOUNCED_WITHIN_MS of the first the
-// log is asked whether it has it; a repeat later than that was announced back then.
+// announce it), with the point, city and barangay of its archived event, or of the archive's copy
+// when that event is no longer kept (of a pending report, its point's). A repeated retraction (a
+// retry after a crash between the ledger and the log) fills that gap and never announces twice:
+// within REPEAT_ANNOUNCED_WITHIN_MS of the first the log is asked whether it has it; a repeat
+// later than that was announced back then.
 import { tombstoneProperties } from '../archive/schema.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import type { EventFeed } from './events.js';
@@ -20,21 +21,27 @@ const REPEAT_ANNOUNCED_WITHIN_MS = 24 * 3_600_000;
 /** City and barangay of a point, for a report retracted before its archived event was kept. */
 export type TagOf = (lng: number, lat: number) => Promise<ReportFeature['properties']['tags']>;
 
+/** A report as the archive holds it (its Feature, retracted or not), for one whose archived event is no longer kept. */
+export type ArchivedFeatureOf = (pkey: string, createdMs: number) => Promise<ReportFeature | undefined>;
+
 /** The same ledger (every other role passes through), its retract() announcing too. */
 export function announcingRetractions<L extends RetractionLedger & Pick<ReportLookup, 'lookup'>>(
   ledger: L,
   events: Pick<EventFeed, 'wasRetracted' | 'archivedReport' | 'retracted'>,
   tagOf?: TagOf,
   now: () => number = Date.now,
+  archivedFeatureOf?: ArchivedFeatureOf,
 ): L {
   const retract: RetractionLedger['retract'] = async (pkey, by, reason) => {
     const result = await ledger.retract(pkey, by, reason);
     if (!result.found) return result;
     // A repeat is announced again only if the first one never reached the log (a crash between).
     if (!result.first && (now() - Date.parse(result.retraction.retracted_at) > REPEAT_ANNOUNCED_WITHIN_MS || (await events.wasRetracted(pkey)))) return result;
-    const archived = (await events.archivedReport(pkey))?.feature;
-    // Pending reports alone are in the ledger whole: of an archived one without its event, the point is unknown here.
-    const record = archived ? undefined : (await ledger.lookup(pkey))?.record;
+    const logged = (await events.archivedReport(pkey))?.feature;
+    // Pending reports alone are in the ledger whole; an archived one whose event is no longer
+    // kept (older than the log's retention) is read from the archive.
+    const record = logged ? undefined : (await ledger.lookup(pkey))?.record;
+    const archived = logged ?? (record ? undefined : await archivedFeatureOf?.(pkey, Date.parse(result.retraction.created_at)));
     const location = archived?.geometry.coordinates ?? (record ? [record.report.location.lng, record.report.location.lat] : undefined);
     if (!location) return result;
     const [lng, lat] = location as [number, number];

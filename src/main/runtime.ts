@@ -33,6 +33,7 @@ import { WebhookDispatcher } from '../events/dispatcher.js';
 import { EventLog } from '../events/eventLog.js';
 import { HostPolicy } from '../events/hostPolicy.js';
 import { announcingRetractions } from '../events/retractions.js';
+import type { ReportFeature } from '../events/feature.js';
 import type { EventFeed } from '../events/events.js';
 import { ObjectEventLog } from '../events/objectEventLog.js';
 import { objectWebhookDispatcher, ObjectWebhooks } from '../events/objectWebhooks.js';
@@ -180,7 +181,12 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   // bucket on AWS. The worker records into it; webhooks, the stream, CAP and SNS read it.
   const events = config.queueUrl === 'sqlite:' ? new EventLog(config.dataDir) : undefined;
   const feed: EventFeed = events ?? new ObjectEventLog(store);
-  ledger = announcingRetractions(ledger, feed, async (lng, lat) => (await boundaries.current()).tagger.tag(lng, lat));
+  ledger = announcingRetractions(ledger, feed, async (lng, lat) => (await boundaries.current()).tagger.tag(lng, lat), Date.now, async (pkey, createdMs) => {
+    // Its tombstone too: the ledger already says it is retracted.
+    const window = await archive().open({ startMs: createdMs, endMs: createdMs, admin: undefined, pkey, limit: 1, includeRetracted: true });
+    const item = (await window.page('geojson')).batches.flatMap((b) => b.items as string[])[0];
+    return item === undefined ? undefined : (JSON.parse(item) as ReportFeature);
+  });
   const changes = new ChangeLog(store, config.syncSettleMs, config.syncRetentionMs);
 
   const policy = new HostPolicy(config.events.webhookAllowHosts);

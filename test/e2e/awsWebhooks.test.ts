@@ -17,7 +17,7 @@ import { allArchived, eventually, postAll, postReport, report, startTestService,
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, motoEnv, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
-import { deliveredByPkey, pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+import { deliveredByPkey, pkeysOf, receiverClosedBy, verifies } from '../support/webhookReceiver.js';
 import type { Config } from '../../src/shared/config.js';
 
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -47,11 +47,7 @@ async function service(config: Config, emu: Emulator, options: { worker?: boolea
   return svc;
 }
 
-async function receiver(): Promise<Receiver> {
-  const r = await startReceiver();
-  cleanups.push(() => r.close());
-  return r;
-}
+const receiver = () => receiverClosedBy(cleanups);
 
 describe('webhooks on AWS (fauxqs)', () => {
   it('signs what waits with a rotated secret, keeping its event ids', async () => {

@@ -10,7 +10,7 @@ import { addSubscription } from '../../src/events/manage.js';
 import { SubscriptionError } from '../../src/events/subscriptions.js';
 import { runCli } from '../support/cli.js';
 import { allArchived, eventually, postAll, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
-import { deliveredByPkey, pkeysOf, startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
+import { deliveredByPkey, pkeysOf, receiverClosedBy, verifies } from '../support/webhookReceiver.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -27,11 +27,7 @@ async function service(env: Record<string, string> = {}, options: { worker?: boo
   return svc;
 }
 
-async function receiver(): Promise<Receiver> {
-  const r = await startReceiver();
-  cleanups.push(() => r.close());
-  return r;
-}
+const receiver = () => receiverClosedBy(cleanups);
 
 describe('webhooks', () => {
   it('POSTs each archived report once, as a signed CloudEvents 1.0 batch of GeoJSON Features', async () => {

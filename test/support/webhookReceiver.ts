@@ -19,6 +19,13 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
+/** A receiver closed by the test's cleanups (run after each test). */
+export async function receiverClosedBy(cleanups: (() => Promise<unknown>)[]): Promise<Receiver> {
+  const r = await startReceiver();
+  cleanups.push(() => r.close());
+  return r;
+}
+
 export async function startReceiver(path = '/hook'): Promise<Receiver> {
   const received: Received[] = [];
   const sockets = new Set<import('node:net').Socket>();
