@@ -3,7 +3,11 @@
 // any other key is looked up by its digest in the ledger on every request, so a revocation
 // counts at once on every API process. The accepted key's name is kept on the response (for the
 // handlers and the request's log line); the key itself never leaves this function. Failures are
-// counted per client address, and an address past its limit is refused before its key is read.
+// counted per client address, and an address past its limit is refused before its key is looked
+// up, unless the key is one this process knows good: one of API_KEYS, or a kept key that has
+// authenticated here before (it is still looked up, so a revocation counts). So a client guessing
+// keys costs no ledger reads, and partners behind the same address (a NAT, a load balancer
+// without TRUST_PROXY) are not shut out by it.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
@@ -19,6 +23,9 @@ export interface AuthFailureGuard {
 }
 
 export type KeyLookup = Pick<KeyLedger, 'keyByDigest'>;
+
+/** Kept keys remembered as having authenticated, at most (the least recently used go first). */
+const VOUCHED_KEYS = 10_000;
 
 const PARTNER = Symbol('partner');
 type Authenticated = ServerResponse & { [PARTNER]?: string };
@@ -40,23 +47,35 @@ export function apiKeyCheck(
   guard: AuthFailureGuard,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const configured = keys.map((k) => ({ name: k.name, digest: createHash('sha256').update(k.key).digest() }));
-  const identify = async (req: IncomingMessage): Promise<string> => {
-    const header = req.headers['x-api-key'];
-    const presented = Array.isArray(header) ? header.join(', ') : header;
-    if (presented === undefined || presented === '') {
+  /** Digests (hex) of kept keys that authenticated in this process, least recently used first. */
+  const vouched = new Set<string>();
+  const configuredName = (digest: Buffer): string | undefined => {
+    let name: string | undefined;
+    for (const k of configured) if (timingSafeEqual(k.digest, digest)) name ??= k.name;
+    return name;
+  };
+  /** The name of the key `digest` is of: one of API_KEYS, or a kept one (401, 403 thrown). */
+  const identify = async (digest: Buffer | undefined, client: string): Promise<string> => {
+    if (digest === undefined) {
+      guard.limiter.check(client);
       throw new HttpError(401, 'An API key is required in the X-Api-Key header.', [
         { in: 'header', field: 'X-Api-Key', message: 'is required' },
       ]);
     }
-    const digest = createHash('sha256').update(presented).digest();
-    let name: string | undefined;
-    for (const k of configured) if (timingSafeEqual(k.digest, digest)) name ??= k.name;
+    let name = configuredName(digest);
     if (name === undefined) {
-      const kept = await ledger.keyByDigest(digest.toString('hex'));
+      const hex = digest.toString('hex');
+      if (!vouched.has(hex)) guard.limiter.check(client);
+      const kept = await ledger.keyByDigest(hex);
+      vouched.delete(hex);
       if (kept?.revoked_at) {
         throw new HttpError(403, 'The API key was revoked.', [{ in: 'header', field: 'X-Api-Key', message: 'was revoked' }]);
       }
       name = kept?.name;
+      if (name !== undefined) {
+        vouched.add(hex);
+        if (vouched.size > VOUCHED_KEYS) vouched.delete(vouched.values().next().value!);
+      }
     }
     if (name === undefined) {
       throw new HttpError(403, 'The API key is not recognised.', [{ in: 'header', field: 'X-Api-Key', message: 'is not a valid key' }]);
@@ -65,16 +84,19 @@ export function apiKeyCheck(
   };
   return async (req, res) => {
     const client = guard.clientOf(req);
-    guard.limiter.check(client);
     // Node joins repeated headers into one value, which no key matches: a sender's mistake, not a wrong key.
     if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'x-api-key').length > 1) {
+      guard.limiter.check(client);
       throw new HttpError(400, 'Send one X-Api-Key header: this request has several.', [{ in: 'header', field: 'X-Api-Key', message: 'must be given once' }]);
     }
+    const header = req.headers['x-api-key'];
+    const presented = Array.isArray(header) ? header.join(', ') : header;
+    const digest = presented === undefined || presented === '' ? undefined : createHash('sha256').update(presented).digest();
     try {
-      (res as Authenticated)[PARTNER] = await identify(req);
+      (res as Authenticated)[PARTNER] = await identify(digest, client);
     } catch (err) {
-      // A wrong key counts against the client; a lookup refused for the service's own state does not.
-      if (err instanceof HttpError && err.statusCode < 500) guard.limiter.fail(client);
+      // A wrong key counts against the client; a lookup refused for the service's own state, or the 429 itself, does not.
+      if (err instanceof HttpError && err.statusCode < 500 && err.statusCode !== 429) guard.limiter.fail(client);
       throw err;
     }
   };

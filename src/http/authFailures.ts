@@ -1,6 +1,7 @@
 // Failed authentications (401, 403) counted per client address, checked before a presented key
-// is looked at: past the limit an address is answered 429 without a lookup, so guessing keys
-// costs neither a ledger read (an S3 GET on AWS) nor much else, and stays slow.
+// is looked up: past the limit an address is answered 429 without a lookup (a key known good
+// aside: auth.ts), so guessing keys costs neither a ledger read (an S3 GET on AWS) nor much
+// else, and stays slow.
 import { HttpError } from '../shared/errors.js';
 
 const WINDOW_MS = 60_000;

@@ -1,11 +1,13 @@
 // What one client can cost the service on AWS, where each key lookup is an S3 GET and each
 // readiness check S3 and SQS calls: failed authentications are limited per client address
-// before any lookup, and a flood of /ready probes makes a bounded number of backend checks.
+// before any lookup (keys known good still get in), and a flood of /ready probes makes a bounded
+// number of backend checks.
 // The calls are counted on the SDK clients, as they leave for the (fauxqs) endpoint.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { expectErrorShape } from '../faults/support.js';
+import { keyDigest } from '../../src/partners/apiKeys.js';
 
 const FAILURES_PER_MINUTE = 3;
 let emulator: Emulator;
@@ -27,6 +29,8 @@ beforeAll(async () => {
   }
   const config = await testConfig('aws', emulator, { TRUST_PROXY: '1', RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: String(FAILURES_PER_MINUTE) });
   svc = await startTestService(await testRuntime(config, emulator), { worker: false, reconcile: false });
+  await svc.rt.ledger.addKey('kept_partner', keyDigest(KEPT_KEY));
+  await svc.rt.ledger.addKey('fresh_partner', keyDigest(FRESH_KEY));
 });
 afterAll(async () => {
   await svc?.stop();
@@ -35,6 +39,9 @@ afterAll(async () => {
 
 const count = (name: string) => sent.filter((s) => s === name).length;
 const WRONG_KEY = 'wrong-key-0123456789abcdef';
+/** Kept keys (`keys add`): one that authenticates before its address is limited, one that never does before. */
+const KEPT_KEY = 'kept-key-0123456789abcdefghij';
+const FRESH_KEY = 'fresh-key-0123456789abcdefghi';
 
 async function retract(address: string, key: string): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(`${svc.url}/feeds/partner/1`, { method: 'DELETE', headers: { 'X-Api-Key': key, 'X-Forwarded-For': address } });
@@ -61,8 +68,8 @@ describe('failed authentications, per client address', () => {
     const refused = [
       await post('203.0.113.7', WRONG_KEY, 1),
       await post('203.0.113.7', null, 1),
-      // Not even a good key gets through from that address this minute: it is not read.
-      await post('203.0.113.7', API_KEY, 1),
+      // A kept key this process has not seen authenticate is not even read from that address this minute.
+      await post('203.0.113.7', FRESH_KEY, 1),
       await retract('203.0.113.7', WRONG_KEY),
     ];
     for (const answer of refused) {
@@ -80,10 +87,28 @@ describe('failed authentications, per client address', () => {
     expect(lookups() - before).toBe(FAILURES_PER_MINUTE + 1);
   });
 
+  it('partners sharing the address of a client that fails still get in with keys known good: API_KEYS, and kept keys that authenticated before', async () => {
+    const lookups = () => count('GetObject ingest/api-keys/');
+    // A kept key authenticates once (from anywhere), then its partner's address fills with failures.
+    expect((await post('192.0.2.50', KEPT_KEY, 20)).status).toBe(201);
+    for (let i = 0; i < FAILURES_PER_MINUTE; i++) expect((await post('203.0.113.44', `${WRONG_KEY}${i}`, 1)).status).toBe(403);
+    expect((await post('203.0.113.44', WRONG_KEY, 1)).status).toBe(429);
+    const before = lookups();
+    expect((await post('203.0.113.44', API_KEY, 21)).status).toBe(201);
+    expect((await post('203.0.113.44', KEPT_KEY, 22)).status).toBe(201);
+    // The kept key was still looked up: a revocation counts at once, and then the address's limit.
+    expect(lookups() - before).toBe(1);
+    await svc.rt.ledger.revokeKeys('kept_partner');
+    const revoked = lookups();
+    expect((await post('203.0.113.44', KEPT_KEY, 23)).status).toBe(403);
+    expect((await post('203.0.113.44', KEPT_KEY, 24)).status).toBe(429);
+    expect(lookups() - revoked).toBe(1);
+  });
+
   it('counts failures on the retraction route too', async () => {
     for (let i = 0; i < FAILURES_PER_MINUTE; i++) expect((await retract('203.0.113.99', `${WRONG_KEY}${i}`)).status).toBe(403);
-    expect((await retract('203.0.113.99', API_KEY)).status).toBe(429);
-    expect((await post('203.0.113.99', API_KEY, 3)).status).toBe(429);
+    expect((await retract('203.0.113.99', FRESH_KEY)).status).toBe(429);
+    expect((await post('203.0.113.99', FRESH_KEY, 3)).status).toBe(429);
   });
 });
 
