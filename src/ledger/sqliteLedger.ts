@@ -58,6 +58,14 @@ interface KeyRow {
  */
 const ACCEPT_BUSY_TIMEOUT_MS = 1_000;
 
+/**
+ * A report whose message was dead-lettered is sent again by reconciliation once the dead letter
+ * is this old: a worker crashing in a loop dead-letters good reports, archived then with no
+ * operator's help (as the bucket's markers send them again on AWS); a poison message costs a few
+ * receives an hour.
+ */
+export const DEAD_LETTER_RETRY_MS = 3_600_000;
+
 /** A new report's row, nothing on a repeat; after takenKeys (takenKeys.ts) has found its key free. */
 const INSERT_REPORT_SQL = `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms)
   VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING`;
@@ -131,7 +139,8 @@ export class SqliteLedger implements IngestLedger {
            -- have lost its worker: sent again as a redelivery, which a worker drops if the report
            -- was archived meanwhile (two copies in flight at once are stored twice, read once).
            AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.pkey = r.pkey AND q.visible_at_ms <= ?)
-           AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey)
+           -- Dead-lettered: sent again once its dead letter is DEAD_LETTER_RETRY_MS old.
+           AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.pkey = r.pkey AND d.dead_lettered_at_ms > ?)
          LIMIT 500`,
       ),
       touch: db.prepare('UPDATE reports SET enqueued_at_ms = ? WHERE source = ? AND partner = ? AND post_id = ?'),
@@ -302,8 +311,8 @@ export class SqliteLedger implements IngestLedger {
       const moved = guardSync(() =>
         this.db
           .transaction(() => {
-            const rows = this.stmts.stale.all(beforeMs, this.now()) as ReportRow[];
             const now = this.now();
+            const rows = this.stmts.stale.all(beforeMs, now, now - DEAD_LETTER_RETRY_MS) as ReportRow[];
             const batches = new Map<number, Buffer>();
             for (const row of rows) {
               const record = this.recordOf(row, batches)!;

@@ -54,6 +54,8 @@ export class SqliteQueue implements Queue {
       ),
       take: db.prepare('UPDATE queue SET receive_count = receive_count + 1, visible_at_ms = ?, receipt = ? WHERE id = ?'),
       bury: db.prepare('INSERT INTO dead_letters (id, body, pkey, sent_at_ms, receive_count, dead_lettered_at_ms) VALUES (?, ?, ?, ?, ?, ?)'),
+      // A report's earlier dead letter (its message sent again since by reconciliation) gives way to the new one.
+      unbury: db.prepare('DELETE FROM dead_letters WHERE pkey = ?'),
       drop: db.prepare('DELETE FROM queue WHERE id = ?'),
       delete: db.prepare('DELETE FROM queue WHERE receipt = ?'),
       hide: db.prepare('UPDATE queue SET visible_at_ms = ? WHERE receipt = ?'),
@@ -121,6 +123,7 @@ export class SqliteQueue implements Queue {
             // As SQS's redrive policy: past the allowed receives, a message moves aside instead.
             if (row.receive_count >= this.maxReceives) {
               // As it was sent: an accepted report's message stays one that reads its record.
+              if (row.pkey !== null) this.stmts.unbury.run(row.pkey);
               this.stmts.bury.run(row.id, row.accepted ? '' : row.body, row.pkey, row.sent_at_ms, row.receive_count, now);
               this.stmts.drop.run(row.id);
               continue;

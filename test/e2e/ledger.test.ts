@@ -9,7 +9,7 @@ import { crc32 } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { MIGRATIONS, openLedgerDb, reportByPkeySql } from '../../src/sqlite/database.js';
-import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
+import { DEAD_LETTER_RETRY_MS, SqliteLedger } from '../../src/ledger/sqliteLedger.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import {
   acceptHeld,
@@ -287,6 +287,36 @@ describe("a bulk import's held records", () => {
       expect(tables(rt.config.dataDir)).toEqual({ batches: 0, records: 0 });
       expect(await rt.ledger.lookup('partner-7')).toMatchObject({ pending: false });
       expect(await rt.ledger.lookup('partner-5099')).toMatchObject({ pending: false });
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('a report whose message was dead-lettered (a worker crashing in a loop) is sent again once its dead letter is an hour old, and buried once at a time', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      await rt.ledger.accept(record(31, 'thirty-one'));
+      const receiveAll = () => rt.queue.receive({ maxMessages: 10, waitSeconds: 0, visibilitySeconds: 0 });
+      const deadLetter = async () => {
+        for (let i = 0; i < 10 && (await receiveAll()).length > 0; i++);
+      };
+      const db = new Database(path.join(rt.config.dataDir, 'ledger.sqlite'));
+      const buried = () => db.prepare("SELECT count(*) AS n FROM dead_letters WHERE pkey = 'partner-31'").get() as { n: number };
+      try {
+        await deadLetter();
+        expect(buried().n).toBe(1);
+        // Fresh: left to the operators (and to a later run), not sent again at once.
+        expect(await rt.ledger.requeueStale(Date.now() + 1)).toBe(0);
+        db.prepare("UPDATE dead_letters SET dead_lettered_at_ms = ? WHERE pkey = 'partner-31'").run(Date.now() - DEAD_LETTER_RETRY_MS - 1);
+        expect(await rt.ledger.requeueStale(Date.now() + 1)).toBe(1);
+        const [again] = await receiveAll();
+        expect((JSON.parse(again!.body) as { pkey: string; redelivery?: boolean })).toMatchObject({ pkey: 'partner-31', redelivery: true });
+        // Dead-lettered again: its new dead letter takes the old one's place.
+        await deadLetter();
+        expect(buried().n).toBe(1);
+      } finally {
+        db.close();
+      }
     } finally {
       await rt.close();
     }
