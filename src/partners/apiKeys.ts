@@ -49,9 +49,12 @@ export function newKey(): string {
 }
 
 /** Where a data dir keeps the key generated for it (the `local` key), when no key is configured. */
-const GENERATED_KEY_FILE = 'api-key';
+export const GENERATED_KEY_FILE = 'api-key';
 
 /** The key generated earlier for `dataDir`, and its file; undefined when there is none. */
+/** The name of the key generated for a data directory (its reports are `partner-local-<post_id>`). */
+export const GENERATED_KEY_NAME = 'local';
+
 export async function generatedKey(dataDir: string): Promise<{ file: string; key: string } | undefined> {
   const file = path.join(dataDir, GENERATED_KEY_FILE);
   try {
@@ -72,10 +75,10 @@ export async function resolveApiKeys(
   if (configured.length > 0 || ledgerHasKeys) return { keys: configured };
   ensureDataDir(dataDir);
   const kept = await generatedKey(dataDir);
-  if (kept) return { keys: [{ name: 'local', key: kept.key }], generated: { ...kept, created: false } };
+  if (kept) return { keys: [{ name: GENERATED_KEY_NAME, key: kept.key }], generated: { ...kept, created: false } };
   const file = path.join(dataDir, GENERATED_KEY_FILE);
   const key = newKey();
   await writeDurably(file, 'w', `${key}\n`, 0o600);
   await fsyncDir(dataDir);
-  return { keys: [{ name: 'local', key }], generated: { file, key, created: true } };
+  return { keys: [{ name: GENERATED_KEY_NAME, key }], generated: { file, key, created: true } };
 }

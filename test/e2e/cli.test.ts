@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { CLI, runCli as run } from '../support/cli.js';
 import { postReport, report, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
-import { resolveApiKeys } from '../../src/partners/apiKeys.js';
+import { GENERATED_KEY_FILE, GENERATED_KEY_NAME, resolveApiKeys } from '../../src/partners/apiKeys.js';
 
 
 describe('flood-archive CLI', () => {
@@ -237,6 +237,15 @@ describe('flood-archive CLI', () => {
     expect(JSON.parse((await run(['keys', 'rotate', '--name', 'beta', '--json'], env)).stdout)).toMatchObject({ name: 'beta', revoked: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 3 });
     db.close();
+  });
+
+  it('keys add refuses the name of the key generated for the data directory: its reports and rights follow the name', async () => {
+    const dataDir = await tempDir();
+    await fs.writeFile(path.join(dataDir, GENERATED_KEY_FILE), 'a-generated-key-0123456789abcdef\n');
+    const refused = await run(['keys', 'add', '--name', GENERATED_KEY_NAME], { DATA_DIR: dataDir });
+    expect([refused.code, refused.stdout]).toEqual([1, '']);
+    expect(refused.stderr).toMatch(/local is the key generated for this data directory/);
+    expect(JSON.parse((await run(['keys', 'add', '--name', 'gamma', '--json'], { DATA_DIR: dataDir })).stdout)).toMatchObject({ name: 'gamma' });
   });
 
   it('publishes the whole country from a folder in one command, validated, and lists its levels', async () => {

@@ -1,5 +1,5 @@
 // `keys`: partner API keys kept in the ledger.
-import { generatedKey, isKeyName, keyDigest, newKey } from '../../partners/apiKeys.js';
+import { GENERATED_KEY_NAME, generatedKey, isKeyName, keyDigest, newKey } from '../../partners/apiKeys.js';
 import { common, deps, print, required, UsageError, withRuntime, type Command } from './options.js';
 
 export const keys: Command = {
@@ -16,7 +16,7 @@ export const keys: Command = {
         const listed = [...config.apiKeys.map((k) => ({ name: k.name, from: 'API_KEYS' })), ...kept];
         // With none configured or kept, the service runs on the key it generated for the data dir.
         const generated = listed.length === 0 ? await generatedKey(config.dataDir) : undefined;
-        if (generated) listed.push({ name: 'local', from: `generated (${generated.file})` });
+        if (generated) listed.push({ name: GENERATED_KEY_NAME, from: `generated (${generated.file})` });
         print(values, listed, () => listed.map((k) => `${k.name}  ${k.from}${'revoked_at' in k && k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
         return 0;
       }
@@ -32,6 +32,12 @@ export const keys: Command = {
       const configured = config.apiKeys.some((k) => k.name === name);
       if (sub === 'add' && configured) {
         process.stderr.write(`the name ${name} is a key in API_KEYS, and its reports and rights follow the name: choose another name\n`);
+        return 1;
+      }
+      // The key generated for the data directory had the name, and maybe reports under it.
+      const generated = name === GENERATED_KEY_NAME ? await generatedKey(config.dataDir) : undefined;
+      if (sub === 'add' && generated) {
+        process.stderr.write(`the name ${name} is the key generated for this data directory (${generated.file}), and its reports and rights follow the name: choose another name\n`);
         return 1;
       }
       if (sub === 'rotate' && !configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) {
