@@ -96,9 +96,11 @@ function heldTurn(db: Database.Database): (rows: readonly AcceptRow[], now: numb
       }
       const found = first.get(row.source, row.partner, row.post_id) as FirstRow | undefined;
       if (!found) return null;
-      // Still held by an import (this one, before a crash): its first version, to archive. One
-      // held earlier in this turn is in the batch being gathered.
-      if (found.state !== 'pending' || found.enqueued_at_ms <= now) return found.pkey;
+      // Still held by an import (this one, before a crash): its first version, to archive, its
+      // hold passed or not: reconciliation takes a report out of its batch as it queues it, in one
+      // transaction, so one still in its batch is queued nowhere (and a renewal before the
+      // archiving keeps it). One held earlier in this turn is in the batch being gathered.
+      if (found.state !== 'pending' || (found.held_batch === null && found.enqueued_at_ms <= now)) return found.pkey;
       const record = found.held_batch === batch ? gathered.get(found.pkey)!.toString() : (found.record ?? heldRecord(found, batches, (id) => batchOf.get(id) as Buffer | undefined));
       return record === null ? found.pkey : { pkey: found.pkey, record };
     });

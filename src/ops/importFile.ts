@@ -433,6 +433,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     // order, so the first version still wins. The checkpoint counts a batch once it is staged (a
     // crash before that brings its reports back as held repeats, staged again).
     const stagings = new OneBehind();
+    /** Reports an earlier run accepted and this one stages (held repeats), each once. */
+    const stagedHeld = new Set<string>();
     let queued = checkpoint.acceptedUpTo;
     type Accepting = { batch: SortedBatch; receivedAt: string; hold: { untilMs: number }; outcomes: Promise<HeldAcceptResult[]> };
     let accepting: Accepting | undefined;
@@ -451,7 +453,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
         } else if (outcome.created) {
           created.n.push(n);
           created.tags.push(tagger.tag(batch.lng[i]!, batch.lat[i]!));
-        } else if ('held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs) {
+        } else if ('held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs && !stagedHeld.has(outcome.pkey)) {
+          // Once: the file's later copies of a post_id come back held too (their first version).
+          stagedHeld.add(outcome.pkey);
           const { location } = outcome.held.report;
           heldRows.push(archiveRowOf(outcome.held, tagger.tag(location.lng, location.lat), boundaries.version));
         } else duplicate += 1;
