@@ -15,18 +15,28 @@ export interface ExportDeps {
   archive: Pick<Archive, 'open'>;
 }
 
-/** Writes the window to `out`; `progress` counts its UTC days (a Parquet file is one step). */
+/**
+ * Writes the window to `out`; `progress` counts its UTC days (a Parquet file is one step). The
+ * file is written beside `out` and renamed into place once whole: an export that fails or is
+ * killed leaves no file under that name that looks done (a cut CSV reads as a shorter one).
+ */
 export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string, progress?: Progress): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
-  if (format === 'parquet') {
-    progress?.start(1);
-    await window.writeParquet(out);
-    progress?.tick();
-  } else {
-    progress?.start(window.days.length);
-    // A plain FeatureCollection for GIS tools (no API envelope); CSV with a header.
-    const text = format === 'csv' ? 'csv' : 'featurecollection';
-    await pipeline(Readable.from(plainPieces(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text))), createWriteStream(out));
+  const partial = `${out}.partial-${process.pid}`;
+  try {
+    if (format === 'parquet') {
+      progress?.start(1);
+      await window.writeParquet(partial);
+      progress?.tick();
+    } else {
+      progress?.start(window.days.length);
+      // A plain FeatureCollection for GIS tools (no API envelope); CSV with a header.
+      const text = format === 'csv' ? 'csv' : 'featurecollection';
+      await pipeline(Readable.from(plainPieces(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text))), createWriteStream(partial));
+    }
+    await fs.rename(partial, out);
+  } finally {
+    await fs.rm(partial, { force: true });
   }
   progress?.stop();
   return { bytes: (await fs.stat(out)).size };

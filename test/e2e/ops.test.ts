@@ -240,6 +240,30 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     const fc = JSON.parse(await fs.readFile(geo, 'utf8'));
     expect(fc.type).toBe('FeatureCollection');
     expect(fc.features.map((f: any) => f.properties.pkey).sort()).toEqual(want);
+
+    // One that fails part-way (the store gone after its first day) leaves the earlier file as it
+    // was, and nothing beside it: never a cut file under the name asked for.
+    const failing = {
+      archive: {
+        open: async (q: typeof query) =>
+          new Proxy(await svc.rt.archive.open(q), {
+            get: (w, p) =>
+              p === 'batches'
+                ? (...args: Parameters<typeof w.batches>) =>
+                    (async function* () {
+                      for await (const batch of w.batches(...args)) {
+                        yield batch;
+                        throw new Error('the store went away');
+                      }
+                    })()
+                : Reflect.get(w, p, w),
+          }),
+      },
+    };
+    const before = await fs.readFile(csvFile);
+    await expect(exportWindow(failing, query, 'csv', csvFile)).rejects.toThrow(/the store went away/);
+    expect((await fs.readFile(csvFile)).equals(before)).toBe(true);
+    expect((await fs.readdir(dir)).filter((f) => f.startsWith('out.csv'))).toEqual(['out.csv']);
   });
 
   it('verify on a live system: a report archived while it reads is not taken for a loss', async () => {
