@@ -90,7 +90,7 @@ function appendAlert(parent: XMLBuilder, alert: CapAlert, names: AreaNames): voi
   if (p.image_url) {
     const r = info.ele('resource');
     r.ele('resourceDesc').txt('photo sent with the report');
-    r.ele('mimeType').txt('image/*');
+    r.ele('mimeType').txt(imageTypeOf(p.image_url));
     r.ele('uri').txt(p.image_url);
   }
   const area = info.ele('area');
@@ -139,4 +139,19 @@ export function capFeed(feed: FeedInfo, alerts: readonly CapAlert[], names: Area
     appendAlert(entry.ele('content', { type: 'application/cap+xml' }), alert, names);
   }
   return doc.end({ prettyPrint: true });
+}
+
+/** Image types by a URL path's extension: CAP asks for a resource's content type, not a range such as image/*. */
+const IMAGE_TYPES: Record<string, string> = { jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp', heic: 'image/heic', avif: 'image/avif' };
+
+/** The photo's content type, from its URL's extension; unknown (a page, a URL without one): application/octet-stream. */
+export function imageTypeOf(url: string): string {
+  let pathname: string;
+  try {
+    pathname = new URL(url).pathname;
+  } catch {
+    return 'application/octet-stream';
+  }
+  const ext = /\.([A-Za-z0-9]+)$/.exec(pathname)?.[1]?.toLowerCase();
+  return (ext !== undefined && IMAGE_TYPES[ext]) || 'application/octet-stream';
 }

@@ -10,6 +10,7 @@ import { convert } from 'xmlbuilder2';
 import { validateXML } from 'xmllint-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addSubscription } from '../../src/events/manage.js';
+import { imageTypeOf } from '../../src/events/cap.js';
 import { allArchived, API_KEY, BACKENDS, eventually, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { pkeysOf, startReceiver, type Receiver } from '../support/webhookReceiver.js';
@@ -115,6 +116,9 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     const photo = await getText(`${svc.url}/reports/partner-alpha-2.cap`);
     expect((await validCap(photo.text)).valid).toBe(true);
     expect(photo.text).toContain('<uri>https://images.example.org/2.jpg</uri>');
+    // Its content type, as CAP asks, not a range such as image/*.
+    expect(photo.text).toContain('<mimeType>image/jpeg</mimeType>');
+    expect(['https://x.example/a.PNG?w=2', 'https://x.example/photo', 'https://x.example/a.webp#f'].map(imageTypeOf)).toEqual(['image/png', 'application/octet-stream', 'image/webp']);
   });
 
   it('the schema check fails a document that breaks CAP 1.2', async () => {
