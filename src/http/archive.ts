@@ -20,6 +20,7 @@ import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding }
 import { sendPieces } from './sendPieces.js';
 import { BBOX_PATTERN, oneOf, plusRestored, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
+import { REVALIDATE } from './bodyTags.js';
 
 const BBOX = new RegExp(BBOX_PATTERN);
 
@@ -256,7 +257,7 @@ function isClosed(query: WindowQuery, deps: ArchiveRouteDeps): boolean {
 
 /** Cache-Control, and the watermark every answer carries: the instant up to which it holds every change. */
 function setCaching(res: Response, query: WindowQuery, deps: ArchiveRouteDeps, window: Window): void {
-  res.set('Cache-Control', query.updatedAfterMs !== undefined ? 'no-store' : isClosed(query, deps) ? 'public, max-age=600' : 'public, max-age=10');
+  res.set('Cache-Control', query.updatedAfterMs !== undefined ? 'no-store' : isClosed(query, deps) ? REVALIDATE : 'public, max-age=10');
   res.set('X-Archive-Watermark', new Date(window.watermarkMs).toISOString());
 }
 

@@ -8,6 +8,13 @@ import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { ifNoneMatch } from './encoding.js';
 
+/**
+ * Cache-Control of an answer that may hold a report's personal fields and carries an ETag: stored
+ * by caches, and revalidated before each use (a 304 while it stands), so a retraction leaves it at
+ * once, as the ETag changes with it. A max-age would let a shared cache serve the report after.
+ */
+export const REVALIDATE = 'public, no-cache';
+
 /** The opaque part of an ETag for these pieces (bytes, or what a representation is made of). */
 export function digestOf(...pieces: readonly (string | Buffer)[]): string {
   const hash = createHash('sha1');

@@ -6,6 +6,7 @@ import { HttpError } from '../shared/errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../store/layout.js';
+import { REVALIDATE } from './bodyTags.js';
 import { readAdmin, readQuery, throwIfAny } from './query.js';
 import { PKEY_MESSAGE } from './reports.js';
 import { handlerSet, type Handlers } from './route.js';
@@ -41,7 +42,7 @@ export function capHandlers(deps: CapDeps): Handlers {
       .map((e) => alertOf(e, base));
     const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
     const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
-    res.set('Cache-Control', 'public, max-age=60').type('application/atom+xml; charset=utf-8');
+    res.set('Cache-Control', REVALIDATE).type('application/atom+xml; charset=utf-8');
     res.send(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, names, now));
   });
 
@@ -57,7 +58,7 @@ export function capHandlers(deps: CapDeps): Handlers {
       if (await events.wasRetracted(pkey)) throw new HttpError(410, `The report ${pkey} was retracted.`, [{ in: 'path', field: 'pkey', message: 'was retracted' }]);
       throw new HttpError(404, `No alert for ${pkey}: it is not archived, or older than the events kept.`, [{ in: 'path', field: 'pkey', message: 'has no alert' }]);
     }
-    res.set('Cache-Control', 'public, max-age=60').type('application/cap+xml; charset=utf-8');
+    res.set('Cache-Control', REVALIDATE).type('application/cap+xml; charset=utf-8');
     res.send(capDocument(alertOf(event, deps.publicBase()), areaNamesOf(await deps.boundaries.current())));
   });
 

@@ -5,6 +5,7 @@ import { HttpError } from '../shared/errors.js';
 import type { ReportLookup } from '../ledger/ledger.js';
 import { parsePkey } from '../store/layout.js';
 import { plainPieces, renderArchive } from './archiveBody.js';
+import { REVALIDATE } from './bodyTags.js';
 import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
@@ -42,7 +43,7 @@ export function reportsHandlers(deps: ReportRouteDeps): Handlers {
         'Retry-After': String(RETRY_AFTER_SECONDS),
       });
     }
-    res.set('Cache-Control', 'public, max-age=60');
+    res.set('Cache-Control', REVALIDATE);
     res.status(200).type('application/json; charset=utf-8');
     if (geoformat === 'geojson') {
       res.send(`{"statusCode":200,"result":${item}}`);

@@ -11,7 +11,7 @@ import type { BoundaryRepository } from '../../boundaries/repository.js';
 import { HttpError } from '../../shared/errors.js';
 import { partitionOfPartKey, REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectStore } from '../../store/objectStore.js';
-import { digestOf } from '../bodyTags.js';
+import { digestOf, REVALIDATE } from '../bodyTags.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding } from '../encoding.js';
 import { readQuery, throwIfAny } from '../query.js';
 import { BoundaryItems } from './boundaryItems.js';
@@ -183,7 +183,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     }
     links.push({ href: `${ogcBase(deps.publicBase())}/collections/${id}`, rel: 'collection', type: JSON_TYPE, title: 'The collection' });
     setLinkHeader(res, links);
-    res.set('Cache-Control', id === 'reports' ? 'public, max-age=10' : 'public, max-age=300');
+    res.set('Cache-Control', id === 'reports' ? REVALIDATE : 'public, max-age=300');
     const linksText = JSON.stringify(links);
     const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${linksText},"features":[`;
     // Weak: the same page asked again differs only in its timeStamp and in the time its paging
@@ -206,7 +206,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       { href: base, rel: 'collection', type: JSON_TYPE, title: 'The collection' },
     ];
     setLinkHeader(res, links);
-    res.set('Cache-Control', 'public, max-age=300');
+    res.set('Cache-Control', id === 'reports' ? REVALIDATE : 'public, max-age=300');
     // The links go in beside the feature's own members.
     const text = `${found.slice(0, -1)},"links":${JSON.stringify(links)}}`;
     await sendPieces(req, res, GEOJSON, [text], { weak: false, opaque: digestOf(text) });
