@@ -161,11 +161,7 @@ export function containsAt(level: Level<unknown>, i: number, x: number, y: numbe
       for (let k = start, j = stop - 2; k < stop; j = k, k += 2) {
         const yi = c[k + 1]!;
         const yj = c[j + 1]!;
-        if (yi > y !== yj > y) {
-          const xi = c[k]!;
-          const xj = c[j]!;
-          if (x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
-        }
+        if (yi > y !== yj > y && x < crossingX(c[k]!, yi, c[j]!, yj, y)) inside = !inside;
       }
     }
     return inside;
@@ -178,18 +174,24 @@ export function containsAt(level: Level<unknown>, i: number, x: number, y: numbe
     const j = edges[e + 1]!;
     const yi = c[k + 1]!;
     const yj = c[j + 1]!;
-    if (yi > y !== yj > y) {
-      const xi = c[k]!;
-      const xj = c[j]!;
-      if (x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
-    }
+    if (yi > y !== yj > y && x < crossingX(c[k]!, yi, c[j]!, yj, y)) inside = !inside;
   }
   return inside;
 }
 
 /**
+ * Where the edge (xi, yi)–(xj, yj) meets the line at height y, from its lower end whichever way
+ * it runs: two neighbours run their shared edge in opposite directions, and the same arithmetic
+ * gives both the same x to the last bit, so a point on that edge is in exactly one of them
+ * (rounded each its own way, it could fall in neither).
+ */
+function crossingX(xi: number, yi: number, xj: number, yj: number, y: number): number {
+  return yi < yj ? ((xj - xi) * (y - yi)) / (yj - yi) + xi : ((xi - xj) * (y - yj)) / (yi - yj) + xj;
+}
+
+/**
  * Whether a point lies in a feature: the even-odd rule over all its rings (a point on an edge
- * may fall either way, as with any boundary shared by two polygons).
+ * shared by two features is in the one to its right, as the crossing's x is the same for both).
  */
 export function contains(rings: readonly Float64Array[], x: number, y: number): boolean {
   let inside = false;
@@ -198,11 +200,7 @@ export function contains(rings: readonly Float64Array[], x: number, y: number): 
     for (let i = 0, j = n - 2; i < n; j = i, i += 2) {
       const yi = ring[i + 1]!;
       const yj = ring[j + 1]!;
-      if (yi > y !== yj > y) {
-        const xi = ring[i]!;
-        const xj = ring[j]!;
-        if (x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
-      }
+      if (yi > y !== yj > y && x < crossingX(ring[i]!, yi, ring[j]!, yj, y)) inside = !inside;
     }
   }
   return inside;

@@ -22,6 +22,13 @@ export const RETRACTED_PREFIX = 'events/v1/retracted/';
 const PER_BATCH = 1000;
 /** A listing of the log's tail at most this often, however many readers ask. */
 const REFRESH_MS = 250;
+/**
+ * The marks listed at most this often (a LIST each time, in every API and worker process). The
+ * log's own retracted events count at once as they are read, so a flush's late archived event,
+ * which comes after its retraction, is always left out; an event from before a retraction made
+ * on another process may still go out for this long (a webhook retry, a stream resumed).
+ */
+const MARKS_REFRESH_MS = 10_000;
 /** Events kept in memory for readers (the newest batches). */
 const CACHE_EVENTS = 50_000;
 /** What the CAP index covers: reports archived in the last day and a bit (their alerts' window). */
@@ -54,9 +61,10 @@ export class ObjectEventLog implements EventFeed {
   private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Map<string, number> } | undefined;
   private indexing: Promise<void> | undefined;
 
-  /** The reports marked retracted, listed at most every REFRESH_MS (one listing for every reader). */
-  private marked: { atMs: number; pkeys: Set<string> } | undefined;
-  private marking: Promise<Set<string>> | undefined;
+  /** Reports known retracted here: the marks listed (at most every MARKS_REFRESH_MS, one listing for every reader), and retractions read in the log or made here. */
+  private readonly retractedKnown = new Set<string>();
+  private marksListedAt = -Infinity;
+  private listingMarks: Promise<void> | undefined;
 
   constructor(
     private readonly store: ObjectStore,
@@ -102,23 +110,23 @@ export class ObjectEventLog implements EventFeed {
   async retracted(feature: ReportFeature): Promise<void> {
     const { pkey } = feature.properties;
     await this.store.put(`${RETRACTED_PREFIX}${pkey}`, '');
-    this.marked?.pkeys.add(pkey);
+    this.retractedKnown.add(pkey);
     await this.append('retracted', [feature]);
   }
 
   /** The reports marked retracted (see RETRACTED_PREFIX). */
   private async retractedPkeys(): Promise<Set<string>> {
-    if (this.marked && this.now() - this.marked.atMs < REFRESH_MS) return this.marked.pkeys;
-    this.marking ??= (async () => {
-      const atMs = this.now();
-      const pkeys = new Set<string>();
-      for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) pkeys.add(info.key.slice(RETRACTED_PREFIX.length));
-      this.marked = { atMs, pkeys };
-      return pkeys;
-    })().finally(() => {
-      this.marking = undefined;
-    });
-    return this.marking;
+    if (this.now() - this.marksListedAt >= MARKS_REFRESH_MS) {
+      this.listingMarks ??= (async () => {
+        const atMs = this.now();
+        for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) this.retractedKnown.add(info.key.slice(RETRACTED_PREFIX.length));
+        this.marksListedAt = atMs;
+      })().finally(() => {
+        this.listingMarks = undefined;
+      });
+      await this.listingMarks;
+    }
+    return this.retractedKnown;
   }
 
   /** The features of reports not retracted. */
@@ -183,6 +191,7 @@ export class ObjectEventLog implements EventFeed {
   /** Events after `after`, the archived events of reports retracted since left out. */
   async since(after: number, limit = 500): Promise<StoredEvent[]> {
     const events = await this.logged(after, limit);
+    for (const e of events) if (e.kind === 'retracted') this.retractedKnown.add(e.pkey);
     if (!events.some((e) => e.kind === 'archived')) return events;
     const retracted = await this.retractedPkeys();
     return events.filter((e) => e.kind !== 'archived' || !retracted.has(e.pkey));

@@ -212,6 +212,8 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/secrets/cursor-key',
         's3:GetObject bucket/events/v1/log/*',
         's3:PutObject bucket/events/v1/log/*',
+        's3:GetObject bucket/events/v1/retracted/*',
+        's3:PutObject bucket/events/v1/retracted/*',
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
       ].sort(),

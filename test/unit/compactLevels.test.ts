@@ -8,6 +8,23 @@ import { loadNationalBoundaries } from '../support/sharedData.js';
 
 const levels = compactLevels(await loadNationalBoundaries());
 
+describe('a point on an edge two features share', () => {
+  it('lies in exactly one of them, whichever way each runs the edge', () => {
+    // A square cut along its diagonal: the two halves run the diagonal in opposite directions.
+    // Its corners and the points on the diagonal have six decimals, as the data's do: computed
+    // from either end, the diagonal's x at the third point's height differs in the last bit.
+    const [x0, y0, x1, y1] = [120.361592, 14.563467, 120.363872, 14.565887];
+    const below = [Float64Array.of(x0, y0, x1, y0, x1, y1, x0, y0)];
+    const above = [Float64Array.of(x0, y0, x1, y1, x0, y1, x0, y0)];
+    const held: string[] = [];
+    for (let k = 1; k < 10; k++) {
+      const [x, y] = [(120_361_592 + 228 * k) / 1e6, (14_563_467 + 242 * k) / 1e6];
+      held.push(`${x},${y}: ${[contains(below, x, y) ? 'below' : '', contains(above, x, y) ? 'above' : ''].filter(Boolean).join(' and ') || 'neither'}`);
+    }
+    for (const line of held) expect(line).toMatch(/: (below|above)$/);
+  });
+});
+
 describe('banded point-in-polygon', () => {
   it('agrees with the test over every edge, inside, outside and on the rows of vertices', () => {
     const next = random(42);
