@@ -58,6 +58,10 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   /** Search label (folded) → { level, code }. */
   const places = new Map();
   let national = false;
+  /** The current boundaries' attribution on the map (HTML of its text). */
+  let attribution;
+  /** Whether the map's moves redraw the level in view (set once, however often the levels load). */
+  let following = false;
   let shown;
   /** The window's counts by level (a Map key → count), for the window `countsFor` last asked. */
   let counts = new Map();
@@ -74,6 +78,8 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   })[level];
 
   function addLayer(level, collection) {
+    // Loaded again (after a level failed to load): the layers drawn before give way.
+    for (const name of level === 'city' ? [level, 'city-line'] : [level]) layers.get(name)?.layer.remove();
     const layer = L.geoJSON(collection, {
       style: () => ({ ...outlineStyle(level), fillOpacity: 0 }),
       onEachFeature: (f, sub) => {
@@ -107,12 +113,16 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   async function addAreas(codes) {
     const todo = codes.filter((code) => !citiesWithAreas.has(code));
     for (const code of todo) citiesWithAreas.add(code);
-    const answers = await Promise.all(todo.map((code) => api(`/cities/${encodeURIComponent(code)}/local-areas?geoformat=geojson`)));
-    const features = answers.flatMap((a) => a.result.features);
+    const answers = await Promise.allSettled(todo.map((code) => api(`/cities/${encodeURIComponent(code)}/local-areas?geoformat=geojson`)));
+    // A city whose barangays could not be fetched is asked for again next time.
+    answers.forEach((a, i) => a.status === 'rejected' && citiesWithAreas.delete(todo[i]));
+    const failed = answers.find((a) => a.status === 'rejected');
+    const features = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value.result.features : []));
     for (const f of features) areaNames.set(f.properties.psgc, { name: f.properties.name, city: f.properties.city_code });
     areasLayer.addData({ type: 'FeatureCollection', features });
     mapEl.dataset.areas = String(areaNames.size);
     if (features.length > 0 && shown === 'local_area') paint();
+    if (failed) throw failed.reason;
     return features.length;
   }
 
@@ -264,7 +274,14 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
      * (and the admin list and the place search filled): the window's counts need not wait for it.
      */
     async load() {
-      const { levels, label: versionLabel } = (await api('/cities/levels')).result;
+      const { levels, label: versionLabel, attribution: credit } = (await api('/cities/levels')).result;
+      // The boundaries' makers, acknowledged where they are shown (as text: Leaflet takes HTML).
+      const html = credit ? textElement(credit).innerHTML : undefined;
+      if (html !== attribution) {
+        if (attribution) map.attributionControl.removeAttribution(attribution);
+        attribution = html;
+        if (attribution) map.attributionControl.addAttribution(attribution);
+      }
       const has = (level) => levels.some((l) => l.level === level);
       const cityCount = levels.find((l) => l.level === 'city')?.count ?? 0;
       national = has('region') || cityCount > ALL_AREAS_UP_TO;
@@ -273,8 +290,8 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
         const cities = (await api('/cities?geoformat=geojson')).result;
         addLayer('city', cities);
         map.fitBounds(layers.get('city').layer.getBounds(), { padding: [10, 10], animate: false });
-        const n = await addAreas(cities.features.map((f) => f.properties.code));
-        label.textContent = `${cities.features.length} cities, ${n} barangays`;
+        await addAreas(cities.features.map((f) => f.properties.code));
+        label.textContent = `${cities.features.length} cities, ${areaNames.size} barangays`;
         fillLists();
         await show();
         return { rest: Promise.resolve() };
@@ -287,7 +304,10 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
       map.fitBounds(layers.get(order[0]).layer.getBounds(), { padding: [10, 10], animate: false });
       const plural = { region: 'regions', province: 'provinces', city: 'cities and municipalities' };
       label.textContent = `${versionLabel}: ${levels.map((l) => `${l.count.toLocaleString('en')} ${plural[l.level]}`).join(', ')}; barangays drawn when you zoom in`;
-      map.on('zoomend moveend', () => show().catch((err) => onError(`The map could not be drawn: ${err.message}`)));
+      if (!following) {
+        following = true;
+        map.on('zoomend moveend', () => show().catch((err) => onError(`The map could not be drawn: ${err.message}`)));
+      }
       await show();
       const loaded = (async () => {
         for (const p of rest) {

@@ -42,7 +42,11 @@ async function api(path) {
   if (res.status === 429) throw new RateLimited(Number(res.headers.get('Retry-After') ?? 60));
   if (res.status >= 500) throw new ServiceDown(`The service answered ${res.status}; try again in a minute.`);
   const body = await res.json().catch(() => undefined);
-  if (!res.ok) throw new ApiError(body?.message ?? `The service answered ${res.status}.`);
+  if (!res.ok) {
+    // The problems themselves ("the window may span at most 366 days"), not only that there are some.
+    const details = Array.isArray(body?.details) ? body.details.map((d) => (d.field ? `${d.field} ${d.message}` : d.message)).filter(Boolean) : [];
+    throw new ApiError(details.length > 0 ? details.join('; ') : (body?.message ?? `The service answered ${res.status}.`));
+  }
   return body;
 }
 
@@ -392,12 +396,20 @@ async function load(state) {
   const mine = ++generation;
   const range = windowOf(state);
   if (typeof range === 'string') {
+    // Nothing of the window before stays on show (its count, its links), and the map still gets its places.
+    clearView();
     setStatus('error', range);
+    if (!boundaries) boundaries = await areas.load().catch(() => undefined);
     return;
   }
   setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
   try {
     if (!boundaries) boundaries = await areas.load();
+    // A level that failed to load (a 429, an outage) is asked for again by the next window.
+    const { rest } = boundaries;
+    rest.catch(() => {
+      if (boundaries?.rest === rest) boundaries = undefined;
+    });
     const params = windowParams(range, state.admin);
     const interval = intervalFor(range);
     // The series' total is the window's count (the same filters): no separate /count request.

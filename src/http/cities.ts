@@ -87,7 +87,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
   serve('getLevels', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
     const current = await deps.boundaries.current();
-    await sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, levels: outlineLevels(current.levels) } }));
+    await sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, attribution: current.attribution ?? null, levels: outlineLevels(current.levels) } }));
   });
 
   serve('getOutlines', async (req, res) => {

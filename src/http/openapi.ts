@@ -250,10 +250,11 @@ const schemas = {
   BoundaryLevels: envelope({
     type: 'object',
     additionalProperties: false,
-    required: ['version', 'label', 'levels'],
+    required: ['version', 'label', 'attribution', 'levels'],
     properties: {
       version: { type: 'string' },
       label: { type: 'string' },
+      attribution: { type: ['string', 'null'], description: "Who made the version's boundaries, to acknowledge wherever they are shown (the default's: PSA and NAMRIA); null when its publisher gave none." },
       levels: {
         type: 'array',
         items: {

@@ -336,6 +336,15 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.goto(`${national.url}${JUNE_VIEW}`);
       expect(await settled(page)).toBe('ready');
       expect(await page.textContent('#boundary-label')).toMatch(/: 17 regions, 88 provinces, 1,642 cities and municipalities; barangays drawn when you zoom in$/);
+      // On a phone the place list (a region's long name among its options) stays within the screen.
+      const phone = await openPage({ width: 375, height: 800 });
+      try {
+        await phone.page.goto(`${national.url}${JUNE_VIEW}`);
+        expect(await settled(phone.page)).toBe('ready');
+        expect(await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      } finally {
+        await phone.close();
+      }
       // The country opens on its 17 regions, each with its count; nothing finer fetched or drawn.
       expect(await page.getAttribute('#map', 'data-level')).toBe('region');
       expect(await page.locator('path.region').count()).toBe(17);
@@ -481,6 +490,65 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.screenshot({ path: path.join(SHOTS, 'empty.png') });
     } finally {
       await close();
+    }
+  });
+
+  it('says why a window is refused, and shows nothing of the window before', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#download-count')).not.toBe('');
+      // Over ARCHIVE_MAX_WINDOW: the service's own reason, not only that the query is invalid.
+      await page.goto(`${svc.url}/?w=custom&start=2024-01-01T00%3A00&end=2026-11-30T23%3A59`);
+      expect(await settled(page)).toBe('error');
+      expect(await page.textContent('#status')).toMatch(/366 days/);
+      // A window that ends before it starts, after a good one: its count and links go, the places stay.
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      await page.getByLabel('Custom').check();
+      await page.fill('input[name=start]', '2025-06-30T00:00');
+      await page.fill('input[name=end]', '2025-06-01T00:00');
+      await page.click('button[type=submit]');
+      await page.waitForFunction(() => document.getElementById('status')?.dataset.state === 'error');
+      expect(await page.textContent('#download-count')).toBe('');
+      expect(await page.locator('#download-links a').count()).toBe(0);
+      expect(Number(await page.getAttribute('#map', 'data-areas'))).toBeGreaterThan(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it('gets over a boundary request that failed once: the next window loads them', async () => {
+    const { page, close } = await openPage();
+    try {
+      let refused = 0;
+      await page.route('**/cities/*/local-areas*', (route) => (refused++ === 0 ? route.fulfill({ status: 429, headers: { 'Retry-After': '1', 'Content-Type': 'application/json' }, body: '{"statusCode":429,"message":"Too many requests"}' }) : route.continue()));
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('limited');
+      await page.click('button[type=submit]');
+      expect(await settled(page)).toBe('ready');
+      expect(Number(await page.getAttribute('#map', 'data-areas'))).toBe(680);
+      expect(await page.textContent('#boundary-label')).toMatch(/2 cities, 680 barangays/);
+    } finally {
+      await close();
+    }
+  });
+
+  it("acknowledges the boundaries' makers on the map, as their attribution asks", async () => {
+    // The default boundaries the service ships, with their PSA and NAMRIA attribution.
+    const rt = await testRuntime(await testConfig('embedded'));
+    const shipped = await startTestService(rt);
+    const { page, close } = await openPage();
+    try {
+      const { attribution } = ((await (await fetch(`${shipped.url}/cities/levels`)).json()) as { result: { attribution: string } }).result;
+      expect(attribution).toMatch(/PSA and NAMRIA/);
+      await page.goto(`${shipped.url}/?w=24h`);
+      await settled(page);
+      expect(await page.textContent('.leaflet-control-attribution')).toContain(attribution);
+    } finally {
+      await close();
+      await shipped.stop();
     }
   });
 
