@@ -57,7 +57,19 @@ export class InvalidBoundariesError extends Error {
   }
 }
 
+/** Another publish or rollback moved the pointer between this one's read of it and its write. */
+export class PointerMovedError extends Error {
+  override name = 'PointerMovedError';
+}
+
+/**
+ * Versions kept loaded at once: the current one and the one before (a national version is some
+ * 100 MB in memory; one kept per publish and rollback ran a worker out of its memory).
+ */
+const LOADED_VERSIONS = 2;
+
 export class BoundaryRepository {
+  /** Versions loaded or loading, the least recently asked for first. */
   private loaded = new Map<string, Promise<LoadedBoundaries>>();
   private pointerCache: { pointer: Pointer; readAt: number } | undefined;
   /** The one pointer read under way, shared by every caller that needs it. */
@@ -103,11 +115,21 @@ export class BoundaryRepository {
 
   async load(version: string): Promise<LoadedBoundaries> {
     let loading = this.loaded.get(version);
-    if (!loading) {
+    if (loading) {
+      // The most recently asked for last.
+      this.loaded.delete(version);
+    } else {
       // One read and parse per version, however many requests ask for it at once.
       loading = this.read(version);
-      this.loaded.set(version, loading);
-      loading.catch(() => this.loaded.delete(version));
+      loading.catch(() => {
+        if (this.loaded.get(version) === loading) this.loaded.delete(version);
+      });
+    }
+    this.loaded.set(version, loading);
+    // The least recently asked for go (a request holding one keeps it until it is done).
+    for (const old of this.loaded.keys()) {
+      if (this.loaded.size <= LOADED_VERSIONS) break;
+      this.loaded.delete(old);
     }
     return loading;
   }
@@ -148,16 +170,15 @@ export class BoundaryRepository {
     const version = BoundaryRepository.versionId(set);
     const stored: StoredBoundarySet = { id: version, ...set };
     await this.store.putIfAbsent(`${VERSIONS_PREFIX}${version}${VERSION_SUFFIX}`, gzipSync(JSON.stringify(stored)));
-    const pointer = await this.pointer(true);
-    if (pointer?.version === version) return { version, changed: false };
-    await this.writePointer(version, pointer?.version ?? null);
+    const read = await this.readPointerObject();
+    if (read?.pointer.version === version) return { version, changed: false };
+    await this.movePointer(version, read);
     return { version, changed: true };
   }
 
   async rollback(version: string): Promise<void> {
     await this.load(version); // must exist and parse
-    const pointer = await this.pointer(true);
-    await this.writePointer(version, pointer?.version ?? null);
+    await this.movePointer(version, await this.readPointerObject());
   }
 
   async versions(): Promise<string[]> {
@@ -170,7 +191,12 @@ export class BoundaryRepository {
 
   /** First start: publish the project's default boundaries (PSA/NAMRIA, two cities) so the service runs. */
   async seedIfEmpty(): Promise<void> {
-    if (!(await this.pointer(true))) await this.publish(await defaultBoundaries());
+    if (await this.pointer(true)) return;
+    // Only where no version is published: one published meanwhile (`cities publish` as this
+    // process starts) stays.
+    await this.publish(await defaultBoundaries()).catch((err: unknown) => {
+      if (!(err instanceof PointerMovedError)) throw err;
+    });
   }
 
   private async pointer(fresh = false): Promise<Pointer | undefined> {
@@ -191,18 +217,34 @@ export class BoundaryRepository {
   }
 
   private async readPointer(): Promise<Pointer | undefined> {
+    return (await this.readPointerObject())?.pointer;
+  }
+
+  /** The pointer and the version of its object, read from the store. */
+  private async readPointerObject(): Promise<{ pointer: Pointer; etag: string } | undefined> {
     const readAt = Date.now();
     const obj = await this.store.get(POINTER_KEY);
     if (!obj) return undefined;
     const pointer = JSON.parse(obj.body.toString('utf8')) as Pointer;
     // A read that began before a pointer was written here must not put the older one back.
     if (!this.pointerCache || this.pointerCache.readAt <= readAt) this.pointerCache = { pointer, readAt };
-    return pointer;
+    return { pointer, etag: obj.etag };
   }
 
-  private async writePointer(version: string, previous: string | null): Promise<void> {
-    const pointer: Pointer = { version, published_at: new Date().toISOString(), previous };
-    await this.store.put(POINTER_KEY, JSON.stringify(pointer));
+  /**
+   * Points at `version`, over the pointer as `read` (created if there was none): a publish or
+   * rollback that moved it meanwhile, from any host, is not undone (PointerMovedError), as two
+   * writers both reading the old pointer would otherwise each think theirs stands.
+   */
+  private async movePointer(version: string, read: { pointer: Pointer; etag: string } | undefined): Promise<void> {
+    const pointer: Pointer = { version, published_at: new Date().toISOString(), previous: read?.pointer.version ?? null };
+    const body = JSON.stringify(pointer);
+    const moved = read ? await this.store.putIfMatch(POINTER_KEY, body, read.etag) : await this.store.putIfAbsent(POINTER_KEY, body);
+    if (!moved) {
+      const now = await this.readPointer();
+      if (now?.version === version) return;
+      throw new PointerMovedError(`another publish or rollback made ${now?.version ?? 'no version'} current meanwhile; this one changed nothing: run it again if it should win`);
+    }
     this.pointerCache = { pointer, readAt: Date.now() };
   }
 }

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { CLI, runCli as run } from '../support/cli.js';
-import { postReport, report, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
+import { postReport, report, SHARED_PH, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
 import { GENERATED_KEY_FILE, GENERATED_KEY_NAME, resolveApiKeys } from '../../src/partners/apiKeys.js';
 
@@ -237,6 +237,14 @@ describe('flood-archive CLI', () => {
     expect(JSON.parse((await run(['keys', 'rotate', '--name', 'beta', '--json'], env)).stdout)).toMatchObject({ name: 'beta', revoked: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 3 });
     db.close();
+  });
+
+  it('publishing the same folder again without a label changes nothing: the default label holds no time', async () => {
+    const env = { DATA_DIR: await tempDir() };
+    const first = JSON.parse((await run(['cities', 'publish', '--from', SHARED_PH, '--json'], env)).stdout);
+    expect(first).toMatchObject({ changed: true, label: 'published from ph' });
+    const again = await run(['cities', 'publish', '--from', SHARED_PH, '--json'], env);
+    expect([again.code, JSON.parse(again.stdout)]).toEqual([0, expect.objectContaining({ version: first.version, changed: false })]);
   });
 
   it('keys add refuses the name of the key generated for the data directory: its reports and rights follow the name', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
-import { BoundaryRepository, InvalidBoundariesError } from '../../src/boundaries/repository.js';
+import { BoundaryRepository, InvalidBoundariesError, PointerMovedError } from '../../src/boundaries/repository.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import type { BoundarySet } from '../../src/boundaries/types.js';
 import { boundaryProblems } from '../../src/boundaries/validate.js';
@@ -91,6 +91,57 @@ describe('boundary sets', () => {
     bad.cities.features = [];
     await expect(repo.publish(bad)).rejects.toBeInstanceOf(InvalidBoundariesError);
     expect((await repo.current()).version).toBe(seeded);
+  });
+
+  it('keeps the current version and the one before loaded, not every version ever asked for', async () => {
+    const repo = new BoundaryRepository(new FileObjectStore(await tempDir()), 0);
+    const versions: string[] = [];
+    for (const label of ['one', 'two', 'three']) versions.push((await repo.publish({ ...clone(), label })).version);
+    const [one, two, three] = versions as [string, string, string];
+    const first = await repo.load(one);
+    await repo.load(two);
+    // Asked for again: the same, loaded once.
+    expect(await repo.load(one)).toBe(first);
+    const third = await repo.load(three);
+    // The least recently asked for (two) went; one and three stay.
+    expect(await repo.load(one)).toBe(first);
+    expect(await repo.load(three)).toBe(third);
+    await repo.load(two);
+    expect(await repo.load(one)).not.toBe(first);
+  });
+
+  it('never undoes a publish made meanwhile elsewhere: the pointer moves only over the version read', async () => {
+    const dir = await tempDir();
+    // Another host publishes between this one's read of the pointer and its write.
+    let elsewhere: (() => Promise<unknown>) | undefined;
+    class RacedStore extends FileObjectStore {
+      override async putIfMatch(key: string, body: Buffer | string, etag: string): Promise<boolean> {
+        const race = elsewhere;
+        elsewhere = undefined;
+        await race?.();
+        return super.putIfMatch(key, body, etag);
+      }
+      override async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
+        if (key === 'cities/current.json') {
+          const race = elsewhere;
+          elsewhere = undefined;
+          await race?.();
+        }
+        return super.putIfAbsent(key, body);
+      }
+    }
+    const here = new BoundaryRepository(new RacedStore(dir), 0);
+    const other = new BoundaryRepository(new FileObjectStore(dir), 0);
+    // A first start seeding the default while a first publish lands: the publish stays.
+    elsewhere = () => other.publish({ ...clone(), label: 'published at the first start' });
+    await here.seedIfEmpty();
+    const won = (await other.latest()).version;
+    expect((await here.latest()).label).toBe('published at the first start');
+    // Two publishes at once: the later write is refused, and says so.
+    elsewhere = () => other.publish({ ...clone(), label: 'the other publish' });
+    await expect(here.publish({ ...clone(), label: 'this publish' })).rejects.toBeInstanceOf(PointerMovedError);
+    expect((await here.latest()).label).toBe('the other publish');
+    expect((await here.latest()).version).not.toBe(won);
   });
 
   it('serves the version it knows while the pointer is re-read, so a stalled store holds no request', async () => {

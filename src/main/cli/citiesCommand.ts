@@ -19,7 +19,9 @@ export const cities: Command = {
       if (sub === 'publish') {
         const from = typeof values.from === 'string' ? values.from : undefined;
         if (from !== undefined && (values.cities !== undefined || values['local-areas'] !== undefined)) throw new UsageError('publish takes --from, or --cities with --local-areas, not both');
-        const label = typeof values.label === 'string' ? values.label : `published ${new Date().toISOString()}${from !== undefined ? ` from ${path.basename(path.resolve(from))}` : ''}`;
+        // The label is part of the version's content: one without a time makes the same data the same version again.
+        const source = from !== undefined ? path.basename(path.resolve(from)) : [values.cities, values['local-areas']].map((f) => path.basename(String(f))).join(' and ');
+        const label = typeof values.label === 'string' ? values.label : `published from ${source}`;
         const attribution = typeof values.attribution === 'string' ? values.attribution : undefined;
         if (from === undefined && (typeof values.cities !== 'string' || typeof values['local-areas'] !== 'string')) throw new UsageError('publish takes --from DIR, or --cities F with --local-areas F');
         // A file or folder that is not there is the command's mistake (exit 2), not a failure.
