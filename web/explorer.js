@@ -441,7 +441,7 @@ async function load(state) {
     }
     if (n > MAX_POINTS) {
       drawPoints([]);
-      mapNote.textContent = `${n.toLocaleString('en')} reports: too many to draw one by one, so the barangays show the counts. Narrow the window (drag on the chart) to see the reports as points.`;
+      mapNote.textContent = `${n.toLocaleString('en')} reports: too many to draw one by one, so the areas on the map show the counts. Narrow the window (drag on the chart) to see the reports as points.`;
       setStatus('ready', `${n.toLocaleString('en')} reports between ${formatManila(range[0])} and ${formatManila(range[1])}.`);
       return;
     }
