@@ -200,8 +200,23 @@ const areas = createAreas({
   label: document.getElementById('boundary-label'),
   onError: (message) => setStatus('error', message),
 });
-/** Set once the boundaries' first level is drawn; `rest` once every level is loaded. */
-let boundaries;
+/**
+ * The boundaries' load, shared by every window that asks for it: resolved once their first level
+ * is drawn, its `rest` once every level is loaded. One that failed, or whose other levels failed
+ * (a 429, an outage), is tried again by the next window.
+ */
+let boundariesLoading;
+function loadBoundaries() {
+  if (!boundariesLoading) {
+    const loading = areas.load();
+    const forget = () => {
+      if (boundariesLoading === loading) boundariesLoading = undefined;
+    };
+    loading.then((b) => b.rest.catch(forget), forget);
+    boundariesLoading = loading;
+  }
+  return boundariesLoading;
+}
 
 function popupOf(f) {
   const p = f.properties;
@@ -399,17 +414,12 @@ async function load(state) {
     // Nothing of the window before stays on show (its count, its links), and the map still gets its places.
     clearView();
     setStatus('error', range);
-    if (!boundaries) boundaries = await areas.load().catch(() => undefined);
+    await loadBoundaries().catch(() => {});
     return;
   }
   setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
   try {
-    if (!boundaries) boundaries = await areas.load();
-    // A level that failed to load (a 429, an outage) is asked for again by the next window.
-    const { rest } = boundaries;
-    rest.catch(() => {
-      if (boundaries?.rest === rest) boundaries = undefined;
-    });
+    const boundaries = await loadBoundaries();
     const params = windowParams(range, state.admin);
     const interval = intervalFor(range);
     // The series' total is the window's count (the same filters): no separate /count request.

@@ -165,20 +165,28 @@ export class EventLog implements EventFeed {
    * `retracted` event is recorded once.
    */
   retracted(feature: ReportFeature): void {
-    const { pkey } = feature.properties;
     guardSync(() =>
       this.db
         .transaction(() => {
-          this.stmts.dropArchived.run(`archived:${pkey}`);
-          for (const row of this.stmts.deliveriesNaming.all(`"pkey":${JSON.stringify(pkey)}`) as { id: string; features: string }[]) {
-            const kept = (JSON.parse(row.features) as ReportFeature[]).filter((f) => f.properties.pkey !== pkey);
-            if (kept.length === 0) this.stmts.delivered.run(row.id);
-            else this.stmts.rewriteDelivery.run(JSON.stringify(kept), kept.length, row.id);
-          }
+          this.hideNow(feature.properties.pkey);
           this.record('retracted', [feature]);
         })
         .immediate(),
     );
+  }
+
+  hide(pkey: string): void {
+    guardSync(() => this.db.transaction(() => this.hideNow(pkey)).immediate());
+  }
+
+  /** The report's archived event goes, and the report from the deliveries waiting or set aside. */
+  private hideNow(pkey: string): void {
+    this.stmts.dropArchived.run(`archived:${pkey}`);
+    for (const row of this.stmts.deliveriesNaming.all(`"pkey":${JSON.stringify(pkey)}`) as { id: string; features: string }[]) {
+      const kept = (JSON.parse(row.features) as ReportFeature[]).filter((f) => f.properties.pkey !== pkey);
+      if (kept.length === 0) this.stmts.delivered.run(row.id);
+      else this.stmts.rewriteDelivery.run(JSON.stringify(kept), kept.length, row.id);
+    }
   }
 
   record(kind: EventKind, features: readonly ReportFeature[]): number {

@@ -38,8 +38,13 @@ export interface StoredEvent {
  * follow it by id: no process needs another's memory.
  */
 export interface EventFeed extends ArchiveEvents {
-  /** Records a retraction (the report's Feature without its personal fields). */
+  /** Records a retraction (the report's Feature without its personal fields); hides the report as `hide` does. */
   retracted(feature: ReportFeature): Awaitable<void>;
+  /**
+   * Leaves the report's archived events out of what readers get from now on, and out of the
+   * webhook deliveries waiting: for a retraction whose Feature cannot be made (its point unknown).
+   */
+  hide(pkey: string): Awaitable<void>;
   /** Events after `seq`, in order, at most `limit`. */
   since(seq: number, limit?: number): Awaitable<StoredEvent[]>;
   /** The id of the newest event (0 when none). */

@@ -9,6 +9,7 @@ import { HostPolicy } from './hostPolicy.js';
 import type { ObjectWebhooks } from './objectWebhooks.js';
 import { newSubscription, secretProblems, SubscriptionError, type Subscription, type SubscriptionInput } from './subscriptions.js';
 import { cloudEventBody, post, signedHeaders, type Attempt } from './webhook.js';
+import { mapLimit } from '../ops/concurrency.js';
 
 export const TEST_EVENT_TYPE = 'ph.floodarchive.test.v1';
 
@@ -46,7 +47,11 @@ export function sqliteAdmin(log: EventLog): WebhookAdmin {
   };
 }
 
-export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
+/**
+ * `isRetracted`: the ledger's word (retractions are kept for good), for a batch set aside longer
+ * than the event log keeps its marks of retracted reports.
+ */
+export function objectAdmin(hooks: ObjectWebhooks, isRetracted: (pkey: string) => Promise<boolean>): WebhookAdmin {
   return {
     add: async (s) => void (await hooks.add(s)),
     list: () => hooks.list(),
@@ -64,7 +69,9 @@ export function objectAdmin(hooks: ObjectWebhooks): WebhookAdmin {
         const sub = subs.get(b.subscriptionId);
         if (!sub) continue;
         // A report retracted since the batch was set aside is not sent with its personal fields.
-        const features = b.kind === 'archived' ? await hooks.withoutRetracted(b.features) : b.features;
+        const marked = b.kind === 'archived' ? await hooks.withoutRetracted(b.features) : b.features;
+        const retracted = b.kind === 'archived' ? await mapLimit(marked, 16, (f) => isRetracted(f.properties.pkey)) : [];
+        const features = marked.filter((_, i) => !retracted[i]);
         if (features.length === 0) {
           await hooks.dropSetAside(b);
           continue;

@@ -29,6 +29,8 @@ const REFRESH_MS = 250;
  * on another process may still go out for this long (a webhook retry, a stream resumed).
  */
 const MARKS_REFRESH_MS = 10_000;
+/** A mark outlives the log's retention by this much: a late flush's event comes after its mark. */
+const MARKS_MARGIN_MS = 3_600_000;
 /** Events kept in memory for readers (the newest batches). */
 const CACHE_EVENTS = 50_000;
 /** What the CAP index covers: reports archived in the last day and a bit (their alerts' window). */
@@ -61,8 +63,10 @@ export class ObjectEventLog implements EventFeed {
   private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Map<string, number> } | undefined;
   private indexing: Promise<void> | undefined;
 
-  /** Reports known retracted here: the marks listed (at most every MARKS_REFRESH_MS, one listing for every reader), and retractions read in the log or made here. */
-  private readonly retractedKnown = new Set<string>();
+  /** Reports known retracted here: the marks last listed (at most every MARKS_REFRESH_MS, one listing for every reader), and retractions read in the log or made here since that listing began. */
+  private retractedKnown = new Set<string>();
+  /** Those noted since the listing under way began (a listing replaces the set, so it never outgrows the marks kept). */
+  private notedSinceListing = new Set<string>();
   private marksListedAt = -Infinity;
   private listingMarks: Promise<void> | undefined;
 
@@ -108,10 +112,19 @@ export class ObjectEventLog implements EventFeed {
   }
 
   async retracted(feature: ReportFeature): Promise<void> {
-    const { pkey } = feature.properties;
-    await this.store.put(`${RETRACTED_PREFIX}${pkey}`, '');
-    this.retractedKnown.add(pkey);
+    await this.hide(feature.properties.pkey);
     await this.append('retracted', [feature]);
+  }
+
+  /** Marks the report retracted (see RETRACTED_PREFIX): its archived events reach no reader from now on. */
+  async hide(pkey: string): Promise<void> {
+    await this.store.put(`${RETRACTED_PREFIX}${pkey}`, '');
+    this.noteRetracted(pkey);
+  }
+
+  private noteRetracted(pkey: string): void {
+    this.retractedKnown.add(pkey);
+    this.notedSinceListing.add(pkey);
   }
 
   /** The reports marked retracted (see RETRACTED_PREFIX). */
@@ -119,7 +132,12 @@ export class ObjectEventLog implements EventFeed {
     if (this.now() - this.marksListedAt >= MARKS_REFRESH_MS) {
       this.listingMarks ??= (async () => {
         const atMs = this.now();
-        for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) this.retractedKnown.add(info.key.slice(RETRACTED_PREFIX.length));
+        this.notedSinceListing = new Set();
+        const listed = new Set<string>();
+        for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) listed.add(info.key.slice(RETRACTED_PREFIX.length));
+        // Those noted meanwhile may be marked after the listing's page: kept.
+        for (const pkey of this.notedSinceListing) listed.add(pkey);
+        this.retractedKnown = listed;
         this.marksListedAt = atMs;
       })().finally(() => {
         this.listingMarks = undefined;
@@ -188,13 +206,23 @@ export class ObjectEventLog implements EventFeed {
     return this.oldest.n;
   }
 
-  /** Events after `after`, the archived events of reports retracted since left out. */
+  /**
+   * Events after `after`, the archived events of reports retracted since left out; read on past
+   * those left out, so a reader whose next event is one of them still gets the ones after it.
+   */
   async since(after: number, limit = 500): Promise<StoredEvent[]> {
-    const events = await this.logged(after, limit);
-    for (const e of events) if (e.kind === 'retracted') this.retractedKnown.add(e.pkey);
-    if (!events.some((e) => e.kind === 'archived')) return events;
-    const retracted = await this.retractedPkeys();
-    return events.filter((e) => e.kind !== 'archived' || !retracted.has(e.pkey));
+    const out: StoredEvent[] = [];
+    for (let from = after; out.length < limit; ) {
+      const wanted = limit - out.length;
+      const events = await this.logged(from, wanted);
+      for (const e of events) if (e.kind === 'retracted') this.noteRetracted(e.pkey);
+      const retracted = events.some((e) => e.kind === 'archived') ? await this.retractedPkeys() : undefined;
+      for (const e of events) if (e.kind !== 'archived' || !retracted?.has(e.pkey)) out.push(e);
+      // Fewer than asked for: the log's end.
+      if (events.length < wanted) break;
+      from = events.at(-1)!.seq;
+    }
+    return out;
   }
 
   /** The log's events after `after`, as they were written. */
@@ -301,9 +329,10 @@ export class ObjectEventLog implements EventFeed {
   async prune(retentionMs: number): Promise<number> {
     const before = this.now() - retentionMs;
     const n = await this.seq.prune(before);
-    // Marks go with the retention too: the events they hide are older, or later by a flush at most.
+    // Marks go with the retention too, an hour later: the events they hide are older, or later
+    // by a flush at most.
     const old: string[] = [];
-    for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) if (info.lastModified.getTime() < before) old.push(info.key);
+    for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) if (info.lastModified.getTime() < before - MARKS_MARGIN_MS) old.push(info.key);
     await this.store.delete(old);
     return n;
   }

@@ -27,7 +27,7 @@ export type ArchivedFeatureOf = (pkey: string, createdMs: number) => Promise<Rep
 /** The same ledger (every other role passes through), its retract() announcing too. */
 export function announcingRetractions<L extends RetractionLedger & Pick<ReportLookup, 'lookup'>>(
   ledger: L,
-  events: Pick<EventFeed, 'wasRetracted' | 'archivedReport' | 'retracted'>,
+  events: Pick<EventFeed, 'wasRetracted' | 'archivedReport' | 'retracted' | 'hide'>,
   tagOf?: TagOf,
   now: () => number = Date.now,
   archivedFeatureOf?: ArchivedFeatureOf,
@@ -41,9 +41,14 @@ export function announcingRetractions<L extends RetractionLedger & Pick<ReportLo
     // Pending reports alone are in the ledger whole; an archived one whose event is no longer
     // kept (older than the log's retention) is read from the archive.
     const record = logged ? undefined : (await ledger.lookup(pkey))?.record;
-    const archived = logged ?? (record ? undefined : await archivedFeatureOf?.(pkey, Date.parse(result.retraction.created_at)));
+    // The archive unreadable for a moment: the retraction stands all the same (a repeat fills the gap).
+    const archived = logged ?? (record ? undefined : await archivedFeatureOf?.(pkey, Date.parse(result.retraction.created_at)).catch(() => undefined));
     const location = archived?.geometry.coordinates ?? (record ? [record.report.location.lng, record.report.location.lat] : undefined);
-    if (!location) return result;
+    if (!location) {
+      // No Feature to announce: still, no reader gets its archived events from now on.
+      await events.hide(pkey);
+      return result;
+    }
     const [lng, lat] = location as [number, number];
     const tags = archived?.properties.tags ?? (tagOf ? await tagOf(lng, lat) : undefined);
     const feature: ReportFeature = {

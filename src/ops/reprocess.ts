@@ -58,6 +58,11 @@ export class ReprocessRunningError extends Error {
   override name = 'ReprocessRunningError';
 }
 
+/** This reprocess's lock was taken over while it ran: it stopped at its next step. */
+export class ReprocessLockLostError extends ReprocessRunningError {
+  override name = 'ReprocessLockLostError';
+}
+
 type ReprocessOptions = { fromMs: number; toMs: number; dryRun: boolean };
 
 /**
@@ -67,7 +72,7 @@ type ReprocessOptions = { fromMs: number; toMs: number; dryRun: boolean };
  */
 export function reprocess(rt: ReprocessDeps, options: ReprocessOptions, progress?: Progress): Promise<ReprocessResult> {
   if (options.dryRun) return reprocessAlone(rt, options, progress, () => undefined);
-  const errors = { running: (m: string) => new ReprocessRunningError(m), lost: (m: string) => new ReprocessRunningError(m) };
+  const errors = { running: (m: string) => new ReprocessRunningError(m), lost: (m: string) => new ReprocessLockLostError(m) };
   return withStoreLock({ store: rt.store, key: COMPACTION_LOCK_KEY, what: 'reprocess', log: rt.log, errors }, (stillHeld) => reprocessAlone(rt, options, progress, stillHeld));
 }
 

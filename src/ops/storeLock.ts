@@ -127,8 +127,14 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     if ((await holderOf())?.holder?.id === me.id) return;
     throw lock.errors.running(`another ${what} took this archive's lock (${key} in ${store.description}) at the same moment: run this one once it ends`);
   };
-  await acquire();
+  // Known as this process's before it is taken: another job here never takes it for a dead one's.
   heldHere.add(me.id);
+  try {
+    await acquire();
+  } catch (err) {
+    heldHere.delete(me.id);
+    throw err;
+  }
   let lost: Holder | 'gone' | 'given back' | undefined;
   const giveBack = async () => {
     // The job stops at its next step: another may take the lock the moment it is gone.

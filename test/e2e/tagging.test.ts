@@ -91,7 +91,8 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
 
     it('lists the two-city version as cities alone, and draws them (no region or province level: a 400 that says so)', async () => {
       const levels = await getJson(`${svc.url}/cities/levels`);
-      expect(levels.body.result).toEqual({ version, label: expect.stringMatching(/PSA/), levels: [{ level: 'city', count: 2 }] });
+      // Published without an attribution: null, said so rather than left out.
+      expect(levels.body.result).toEqual({ version, label: expect.stringMatching(/PSA/), attribution: null, levels: [{ level: 'city', count: 2 }] });
       const outlines = await getJson(`${svc.url}/cities/outlines`);
       expect(outlines.status).toBe(200);
       expect(outlines.body.result.objects.output.geometries.map((g: any) => g.properties)).toEqual([

@@ -39,6 +39,25 @@ describe('the event log on the object store', () => {
     expect((await log.archivedReport('partner-3'))?.pkey).toBe('partner-3');
   });
 
+  it('leaves out the archived events of retracted reports, wherever they lie, and reads on past them', async () => {
+    const store = new FileObjectStore(await tempDir('flood-eventlog-'));
+    const log = new ObjectEventLog(store);
+    await log.archived([row(1)]);
+    await log.retracted(featureOf(row(1)));
+    // Retracted while pending; then a flush that read the retractions before records it.
+    await log.retracted(featureOf(row(2)));
+    await log.archived([row(2)]);
+    await log.archived([row(3)]);
+    const seen = (events: { kind: string; pkey: string }[]) => events.map((e) => `${e.kind} ${e.pkey}`);
+    for (const reader of [log, new ObjectEventLog(store)]) {
+      expect(seen(await reader.since(0, 10))).toEqual(['retracted partner-1', 'retracted partner-2', 'archived partner-3']);
+      // A reader one event at a time gets each in turn, never an empty answer before the end.
+      const one: string[] = [];
+      for (let after = 0, next = await reader.since(after, 1); next.length > 0; after = next[0]!.seq, next = await reader.since(after, 1)) one.push(...seen(next));
+      expect(one).toEqual(['retracted partner-1', 'retracted partner-2', 'archived partner-3']);
+    }
+  });
+
   it('announces a retraction once: a repeat days later (a partner or an operator retracting again) is not a new event', async () => {
     const dir = await tempDir('flood-eventlog-');
     const store = new FileObjectStore(dir);

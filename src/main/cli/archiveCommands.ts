@@ -56,8 +56,11 @@ export const reprocess: Command = {
       const result = await interruptible('reprocess', 'run the same command again to finish (hours already re-tagged are left as they are)', () =>
         deps.reprocess(rt, { ...windowOf(values), dryRun: values['dry-run'] === true }, values.json ? undefined : createProgress('reprocess')),
       ).catch((err: unknown) => {
-        // The hours rewritten so far carry the new tags: a rerun finds them done and goes on.
-        process.stderr.write('reprocess stopped; run the same command again to finish (hours already re-tagged are left as they are)\n');
+        // The hours rewritten so far carry the new tags: a rerun finds them done and goes on
+        // (unless it never started: a compaction or another reprocess holds the archive).
+        if ((err as Error)?.name !== 'ReprocessRunningError') {
+          process.stderr.write('reprocess stopped; run the same command again to finish (hours already re-tagged are left as they are)\n');
+        }
         throw err;
       });
       print(values, result, () =>
