@@ -284,10 +284,6 @@ export class EventLog implements EventFeed {
     return guardSync(() => this.stmts.retracted.get(`retracted:${pkey}`)) !== undefined;
   }
 
-  withoutRetracted(features: readonly ReportFeature[]): ReportFeature[] {
-    return features.filter((f) => !this.wasRetracted(f.properties.pkey));
-  }
-
   /** Drops events older than the retention; returns how many. */
   prune(retentionMs: number): number {
     return guardSync(() => this.stmts.prune.run(this.now() - retentionMs).changes);

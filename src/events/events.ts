@@ -55,8 +55,6 @@ export interface EventFeed extends ArchiveEvents {
   createdBetween(fromMs: number, toMs: number, limit: number): Awaitable<StoredEvent[]>;
   archivedReport(pkey: string): Awaitable<StoredEvent | undefined>;
   wasRetracted(pkey: string): Awaitable<boolean>;
-  /** The features of reports not retracted (as far as the log knows: retractions of its retention). */
-  withoutRetracted(features: readonly ReportFeature[]): Awaitable<ReportFeature[]>;
   /** Drops events older than the retention; returns how many. */
   prune(retentionMs: number): Awaitable<number>;
 }

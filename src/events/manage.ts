@@ -48,8 +48,8 @@ export function sqliteAdmin(log: EventLog): WebhookAdmin {
 }
 
 /**
- * `isRetracted`: the ledger's word (retractions are kept for good), for a batch set aside longer
- * than the event log keeps its marks of retracted reports.
+ * `isRetracted`: the ledger's word (retractions are kept for good): a batch may be set aside
+ * longer than the event log keeps its marks of retracted reports.
  */
 export function objectAdmin(hooks: ObjectWebhooks, isRetracted: (pkey: string) => Promise<boolean>): WebhookAdmin {
   return {
@@ -69,9 +69,8 @@ export function objectAdmin(hooks: ObjectWebhooks, isRetracted: (pkey: string) =
         const sub = subs.get(b.subscriptionId);
         if (!sub) continue;
         // A report retracted since the batch was set aside is not sent with its personal fields.
-        const marked = b.kind === 'archived' ? await hooks.withoutRetracted(b.features) : b.features;
-        const retracted = b.kind === 'archived' ? await mapLimit(marked, 16, (f) => isRetracted(f.properties.pkey)) : [];
-        const features = marked.filter((_, i) => !retracted[i]);
+        const retracted = b.kind === 'archived' ? await mapLimit(b.features, 16, (f) => isRetracted(f.properties.pkey)) : [];
+        const features = b.features.filter((_, i) => !retracted[i]);
         if (features.length === 0) {
           await hooks.dropSetAside(b);
           continue;

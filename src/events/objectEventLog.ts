@@ -147,12 +147,6 @@ export class ObjectEventLog implements EventFeed {
     return this.retractedKnown;
   }
 
-  /** The features of reports not retracted. */
-  async withoutRetracted(features: readonly ReportFeature[]): Promise<ReportFeature[]> {
-    const retracted = await this.retractedPkeys();
-    return features.filter((f) => !retracted.has(f.properties.pkey));
-  }
-
   private async append(kind: EventKind, features: ReportFeature[]): Promise<void> {
     if (features.length === 0) return;
     const batch: LogBatch = { v: 1, kind, at: this.now(), features };

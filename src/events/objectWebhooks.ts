@@ -145,11 +145,6 @@ export class ObjectWebhooks {
     return out.sort((a, b) => a.atMs - b.atMs || (a.id < b.id ? -1 : 1));
   }
 
-  /** The features of reports not retracted since (a set-aside batch's, before it is sent again). */
-  async withoutRetracted(features: readonly ReportFeature[]): Promise<ReportFeature[]> {
-    return this.feed.withoutRetracted(features);
-  }
-
   async dropSetAside(b: SetAsideBatch): Promise<void> {
     await this.store.delete([`${SET_ASIDE_PREFIX}${b.subscriptionId}/${b.id}.json`]);
   }
