@@ -1,9 +1,13 @@
 // The national boundaries against the two-city default: how long the tagger takes per report,
 // what /cities weighs and costs, and (with run.ts's ingest scenario) whether ingest keeps its pace.
+import fsp from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { readBoundaryFolder } from '../src/boundaries/folder.js';
+import { BoundaryRepository } from '../src/boundaries/repository.js';
+import { FileObjectStore } from '../src/store/fileStore.js';
 import { Tagger } from '../src/boundaries/tagger.js';
 import type { BoundarySet } from '../src/boundaries/types.js';
 import { pointPool, prng } from './synthetic.js';
@@ -37,6 +41,48 @@ export function taggingRows(twoCity: BoundarySet, national: BoundarySet, n = 20_
   time('national, the same points', nationalTagger, twoCityPoints);
   time('national, points in random barangays nationwide', nationalTagger, postingPoints(national, n, 12));
   rows.push({ boundaries: 'national: building the tagger from the set (compact levels and indexes)', points: 0, 'µs/tag': `${buildMs} ms once`, 'with a barangay': '-' });
+  return rows;
+}
+
+/**
+ * Loading a stored version in a process, as a server does at its start and after a publish: the
+ * time until it serves, and the longest the event loop was held meanwhile (every request waits
+ * that long). `onThreadFromBytes` 0 and Infinity: the parsing on its thread, and in place.
+ */
+export async function versionLoadRows(sets: readonly { label: string; set: BoundarySet }[], runs = 3): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const { label, set } of sets) {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-bench-versions-'));
+    try {
+      const store = new FileObjectStore(dir);
+      const { version } = await new BoundaryRepository(store).publish(set);
+      for (const [where, fromBytes] of [['default (large versions on a thread)', undefined], ['in place', Infinity]] as const) {
+        const loads: number[] = [];
+        const held: number[] = [];
+        for (let i = 0; i < runs; i++) {
+          // A timer every 5 ms: the longest gap between two of its turns, less the 5 ms.
+          let longest = 0;
+          let last = performance.now();
+          const ticks = setInterval(() => {
+            const now = performance.now();
+            longest = Math.max(longest, now - last - 5);
+            last = now;
+          }, 5);
+          const t0 = performance.now();
+          await new BoundaryRepository(store, 5_000, fromBytes).load(version);
+          loads.push(performance.now() - t0);
+          // A stall is counted when the timer turns after it.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          clearInterval(ticks);
+          held.push(longest);
+        }
+        const median = (xs: number[]) => Math.round(xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!);
+        rows.push({ boundaries: label, parsed: where, 'load ms (median)': median(loads), 'event loop held, longest ms (median)': median(held) });
+      }
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }
   return rows;
 }
 

@@ -19,7 +19,7 @@ import { pageScenario, statsScenario } from './explorer.js';
 import { asServer, cliJson as cli, freePort, peakRssMb, processCpuMs, startServer, threadCpuMs, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
-import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows } from './national.js';
+import { citiesRows, loadSets, postingPoints, SHARED_NATIONAL, taggingRows, versionLoadRows } from './national.js';
 import { buildBenchStore } from './synthetic.js';
 import { bulkScenario } from './bulk.js';
 import { reprocessRows, type BoundaryFolder } from './reprocess.js';
@@ -486,6 +486,7 @@ async function archiveBench(dir: string, dataDir: string, storeDir: string): Pro
 async function nationalScenario(): Promise<void> {
   const { twoCity, national } = await loadSets(SHARED_NATIONAL(root));
   results.push({ scenario: 'tagging (the worker tags each report; µs per report)', rows: taggingRows(twoCity, national) });
+  results.push({ scenario: 'loading a boundary version in a process (at a start, and after a publish)', rows: await versionLoadRows([{ label: 'two-city', set: twoCity }, { label: 'national', set: national }]) });
   await ingestScenario(16, false, { label: 'two-city boundaries, points in its barangays', points: postingPoints(twoCity, 5_000) });
   await ingestScenario(16, false, { label: 'national boundaries, points in barangays nationwide', points: postingPoints(national, 5_000), publishFrom: SHARED_NATIONAL(root) });
   const cities: Row[] = [];

@@ -3,9 +3,8 @@
 // (an independent city counts in the province that holds it: hierarchy.ts).
 // Reports carry their city's code (instance_region_code), so a filter by any level is a filter by
 // the set of cities it covers, as the current version draws them.
-import { compactLevels } from './compactLevels.js';
+import type { CompactLevels } from './compactLevels.js';
 import { areaCode, cityParents, type CityParents } from './hierarchy.js';
-import type { BoundarySet } from './types.js';
 
 export type AdminLevel = 'region' | 'province' | 'city';
 
@@ -27,28 +26,29 @@ export class AdminAreas {
   readonly levels: ReadonlySet<AdminLevel>;
 
   constructor(
-    set: BoundarySet,
+    /** The version's levels: their properties name the areas. */
+    levels: CompactLevels,
     /** The boundary version's id: answers rolled up by this hierarchy are cached under it. */
     readonly version = '',
     /** Each city's province and region (hierarchy.ts), when the caller has them already. */
-    parents: CityParents = cityParents(compactLevels(set)),
+    parents: CityParents = cityParents(levels),
   ) {
-    const cities = set.cities.features.map((f) => f.properties);
+    const cities = levels.cities.properties;
     const covered = (codes: readonly (string | null)[], code: string) => cities.filter((_, i) => codes[i] === code).map((c) => c.code);
-    for (const f of set.regions?.features ?? []) {
-      const code = areaCode(f.properties.psgc);
-      this.add({ code, name: f.properties.name, level: 'region', cities: covered(parents.region, code) });
+    for (const region of levels.regions?.properties ?? []) {
+      const code = areaCode(region.psgc);
+      this.add({ code, name: region.name, level: 'region', cities: covered(parents.region, code) });
     }
-    for (const f of set.provinces?.features ?? []) {
-      const code = areaCode(f.properties.psgc);
-      this.add({ code, name: f.properties.name, level: 'province', cities: covered(parents.province, code) });
+    for (const province of levels.provinces?.properties ?? []) {
+      const code = areaCode(province.psgc);
+      this.add({ code, name: province.name, level: 'province', cities: covered(parents.province, code) });
     }
     // A city's own code wins over a province or region that shares it.
     cities.forEach((c, i) => {
       this.byCode.set(c.code, { code: c.code, name: c.name, level: 'city', cities: [c.code] });
       this.parents.set(c.code, { ...(parents.province[i] && { province: parents.province[i] }), ...(parents.region[i] && { region: parents.region[i] }) });
     });
-    this.levels = new Set<AdminLevel>(['city', ...(set.provinces ? (['province'] as const) : []), ...(set.regions ? (['region'] as const) : [])]);
+    this.levels = new Set<AdminLevel>(['city', ...(levels.provinces ? (['province'] as const) : []), ...(levels.regions ? (['region'] as const) : [])]);
   }
 
   /** A city's province or region code in this version; null where it has none (or the city is not in it). */

@@ -2,17 +2,17 @@
 // named by its content hash, plus a pointer to the current one. Publishing
 // writes the version, then moves the pointer; rollback moves it back.
 import { createHash } from 'node:crypto';
-import { gunzipSync, gzipSync } from 'node:zlib';
-import { topology } from 'topojson-server';
+import { gzipSync } from 'node:zlib';
 import type { ObjectStore } from '../store/objectStore.js';
 import { defaultBoundaries } from './defaultBoundaries.js';
 import { AdminAreas } from './adminAreas.js';
-import { compactLevels, type CompactLevels } from './compactLevels.js';
+import type { CompactLevels } from './compactLevels.js';
 import { cityParents } from './hierarchy.js';
-import { PlaceNames, placesOf } from './placeNames.js';
+import { PlaceNames } from './placeNames.js';
 import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
 import { boundaryProblems } from './validate.js';
+import { parseStoredVersion, PARSE_ON_THREAD_FROM_BYTES } from './versionParse.js';
 import { NotPublishedError } from '../shared/errors.js';
 
 const VERSIONS_PREFIX = 'cities/versions/';
@@ -20,8 +20,6 @@ const POINTER_KEY = 'cities/current.json';
 /** A version's object: `<id>.json.gz`, or `<id>.json` for versions written before they were gzipped. */
 const VERSION_SUFFIX = '.json.gz';
 const PLAIN_SUFFIX = '.json';
-/** Quantization of the /cities TopoJSON: about a metre over the Philippines' extent. */
-const CITIES_QUANTIZATION = 1e5;
 
 interface Pointer {
   version: string;
@@ -69,8 +67,10 @@ export class PointerMovedError extends Error {
 const LOADED_VERSIONS = 2;
 
 export class BoundaryRepository {
-  /** Versions loaded or loading, the least recently asked for first. */
-  private loaded = new Map<string, Promise<LoadedBoundaries>>();
+  /** Versions loaded or loading, the least recently asked for first; `value` once loaded. */
+  private loaded = new Map<string, { promise: Promise<LoadedBoundaries>; value?: LoadedBoundaries }>();
+  /** The version requests were last answered with: they still are while a newer one loads. */
+  private served: LoadedBoundaries | undefined;
   private pointerCache: { pointer: Pointer; readAt: number } | undefined;
   /** The one pointer read under way, shared by every caller that needs it. */
   private refreshing: Promise<Pointer | undefined> | undefined;
@@ -79,6 +79,8 @@ export class BoundaryRepository {
     private readonly store: ObjectStore,
     /** How long a read pointer is trusted before it is read again (other processes may publish). */
     private readonly pointerTtlMs = 5_000,
+    /** A stored version at least this large is parsed on a thread of its own (versionParse.ts). */
+    private readonly parseOnThreadFromBytes = PARSE_ON_THREAD_FROM_BYTES,
   ) {}
 
   static versionId(set: BoundarySet): string {
@@ -97,41 +99,55 @@ export class BoundaryRepository {
   /**
    * The version to serve a request with: the pointer last read, re-read in the background once
    * it is older than the TTL. A request never waits on that read when a version is already
-   * known, so a stalled store cannot hold every post and page behind it.
+   * known, so a stalled store cannot hold every post and page behind it; nor on the loading of a
+   * version newly published (about a second for the national set): until it is loaded, requests
+   * are answered with the version they were a moment before.
    */
   async current(): Promise<LoadedBoundaries> {
-    return this.loadPointed(await this.pointer());
+    const pointer = await this.pointer();
+    if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');
+    const entry = this.entry(pointer.version);
+    // A load that fails is asked for again by the next request; the version before serves meanwhile.
+    if (!entry.value && this.served) return this.served;
+    this.served = entry.value ?? (await entry.promise);
+    return this.served;
   }
 
   /** The version published now, read from the store: for jobs that must not tag with an older one. */
   async latest(): Promise<LoadedBoundaries> {
-    return this.loadPointed(await this.pointer(true));
-  }
-
-  private loadPointed(pointer: Pointer | undefined): Promise<LoadedBoundaries> {
+    const pointer = await this.pointer(true);
     if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');
     return this.load(pointer.version);
   }
 
-  async load(version: string): Promise<LoadedBoundaries> {
-    let loading = this.loaded.get(version);
-    if (loading) {
+  load(version: string): Promise<LoadedBoundaries> {
+    return this.entry(version).promise;
+  }
+
+  /** A version's entry, its loading begun if it was not loaded or loading, and made the most recently asked for. */
+  private entry(version: string): { promise: Promise<LoadedBoundaries>; value?: LoadedBoundaries } {
+    let entry = this.loaded.get(version);
+    if (entry) {
       // The most recently asked for last.
       this.loaded.delete(version);
     } else {
       // One read and parse per version, however many requests ask for it at once.
-      loading = this.read(version);
-      loading.catch(() => {
-        if (this.loaded.get(version) === loading) this.loaded.delete(version);
-      });
+      const loading: { promise: Promise<LoadedBoundaries>; value?: LoadedBoundaries } = { promise: this.read(version) };
+      loading.promise.then(
+        (value) => (loading.value = value),
+        () => {
+          if (this.loaded.get(version) === loading) this.loaded.delete(version);
+        },
+      );
+      entry = loading;
     }
-    this.loaded.set(version, loading);
+    this.loaded.set(version, entry);
     // The least recently asked for go (a request holding one keeps it until it is done).
     for (const old of this.loaded.keys()) {
       if (this.loaded.size <= LOADED_VERSIONS) break;
       this.loaded.delete(old);
     }
-    return loading;
+    return entry;
   }
 
   private async read(version: string): Promise<LoadedBoundaries> {
@@ -141,25 +157,18 @@ export class BoundaryRepository {
     const zipped = await this.store.get(`${VERSIONS_PREFIX}${version}${VERSION_SUFFIX}`);
     const obj = zipped ?? (await this.store.get(`${VERSIONS_PREFIX}${version}${PLAIN_SUFFIX}`));
     if (!obj) throw new Error(`boundary version ${version} is missing from the store`);
-    const set = JSON.parse((zipped ? gunzipSync(obj.body) : obj.body).toString('utf8')) as StoredBoundarySet;
-    const cities = set.cities.features.map((f) => ({
-      type: 'Feature' as const,
-      geometry: f.geometry,
-      properties: { code: f.properties.code, name: f.properties.name },
-    }));
-    const collection = { type: 'FeatureCollection' as const, features: cities };
-    // The parsed set is let go once these are made: only the compact levels stay (compactLevels.ts).
-    const levels = compactLevels(set);
+    const parsed = await parseStoredVersion({ body: obj.body, gzipped: zipped !== undefined }, this.parseOnThreadFromBytes);
+    const { levels } = parsed;
     return {
       version,
-      label: set.label,
-      attribution: set.attribution,
+      label: parsed.label,
+      attribution: parsed.attribution,
       levels,
       tagger: new Tagger(levels),
-      placeNames: new PlaceNames(placesOf(set)),
-      adminAreas: new AdminAreas(set, version, cityParents(levels)),
-      citiesGeoJson: JSON.stringify({ statusCode: 200, result: collection }),
-      citiesTopoJson: JSON.stringify({ statusCode: 200, result: topology({ output: collection }, CITIES_QUANTIZATION) }),
+      placeNames: new PlaceNames(parsed.places),
+      adminAreas: new AdminAreas(levels, version, cityParents(levels)),
+      citiesGeoJson: parsed.citiesGeoJson,
+      citiesTopoJson: parsed.citiesTopoJson,
     };
   }
 
@@ -246,5 +255,7 @@ export class BoundaryRepository {
       throw new PointerMovedError(`another publish or rollback made ${now?.version ?? 'no version'} current meanwhile; this one changed nothing: run it again if it should win`);
     }
     this.pointerCache = { pointer, readAt: Date.now() };
+    // A publish or rollback of this process is what its next request sees (waiting for its load).
+    this.served = undefined;
   }
 }

@@ -11,6 +11,20 @@ import { tempDir } from '../support/env.js';
 const shipped = await defaultBoundaries();
 const clone = (): BoundarySet => JSON.parse(JSON.stringify(shipped));
 
+/** A process serving the default (re-reading the pointer each time) over `store`, and a version then published by another on the same `dir`. */
+async function publishedElsewhere(store: FileObjectStore, dir: string) {
+  const serving = new BoundaryRepository(store, 0);
+  await serving.seedIfEmpty();
+  const seeded = (await serving.current()).version;
+  const next = clone();
+  next.label = 'published elsewhere';
+  const { version: published } = await new BoundaryRepository(new FileObjectStore(dir), 0).publish(next);
+  return { serving, seeded, published };
+}
+
+/** A promise's value, or 'waiting' when it has not settled within a second. */
+const settled = <T>(p: Promise<T>) => Promise.race([p, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 1_000))]);
+
 describe('boundary sets', () => {
   it('the shipped PSA/NAMRIA set is valid, credited, and tags landmarks with their city and barangay', () => {
     expect(boundaryProblems(shipped)).toEqual([]);
@@ -167,16 +181,10 @@ describe('boundary sets', () => {
     }
     const dir = await tempDir();
     const store = new StallableStore(dir);
-    const serving = new BoundaryRepository(store, 0);
-    await serving.seedIfEmpty();
-    const seeded = (await serving.current()).version;
-    const next = clone();
-    next.label = 'published elsewhere';
-    const { version: published } = await new BoundaryRepository(new FileObjectStore(dir), 0).publish(next);
+    const { serving, seeded, published } = await publishedElsewhere(store, dir);
 
     store.stall();
     const before = store.gets;
-    const settled = <T>(p: Promise<T>) => Promise.race([p, new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 1_000))]);
     // Many requests at once: each answered with the known version, one read of the pointer between them.
     const answers = await Promise.all(Array.from({ length: 5 }, () => settled(serving.current())));
     expect(answers.map((a) => (a === 'waiting' ? a : a.version))).toEqual(Array(5).fill(seeded));
@@ -192,5 +200,36 @@ describe('boundary sets', () => {
     store.failing = true;
     expect((await serving.current()).version).toBe(published);
     await expect(serving.latest()).rejects.toThrow(/unreachable/);
+  });
+
+  it('answers with the version before while a version newly published loads, then with the new one', async () => {
+    // Reading a version's object waits at a gate; the pointer's reads are told as they are answered.
+    class GatedStore extends FileObjectStore {
+      gate: Promise<void> | undefined;
+      pointerRead: (() => void) | undefined;
+      override async get(key: string): Promise<StoredObject | undefined> {
+        if (key.startsWith('cities/versions/')) await this.gate;
+        const got = await super.get(key);
+        if (key === 'cities/current.json') this.pointerRead?.();
+        return got;
+      }
+    }
+    const dir = await tempDir();
+    const store = new GatedStore(dir);
+    const { serving, seeded, published } = await publishedElsewhere(store, dir);
+
+    let open!: () => void;
+    store.gate = new Promise<void>((resolve) => (open = resolve));
+    // A job reads the pointer (now the new version's) and waits for the version itself.
+    const pointerRead = new Promise<void>((resolve) => (store.pointerRead = resolve));
+    const latest = serving.latest();
+    await pointerRead;
+    await new Promise((resolve) => setImmediate(resolve));
+    // Requests meanwhile: answered at once, with the version they had.
+    const during = await Promise.all(Array.from({ length: 3 }, () => settled(serving.current())));
+    expect(during.map((a) => (a === 'waiting' ? a : a.version))).toEqual(Array(3).fill(seeded));
+    open();
+    expect((await latest).version).toBe(published);
+    expect((await serving.current()).version).toBe(published);
   });
 });
