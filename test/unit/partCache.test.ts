@@ -1,7 +1,7 @@
 // The local copy of a remote store's parts: bounded in bytes, fetched once, kept across a restart;
 // ranged copies of ready texts holding the bytes asked for, at their own offsets.
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -132,7 +132,7 @@ describe('PartCache on a remote store', () => {
   });
 
   it('keeps a ranged copy: the first bytes at once, then the ranges asked for at their offsets, each fetched once', async () => {
-    const body = randomBytes(600_000);
+    const body = randomBytes(3_000_000);
     await store.put('ready/v7/r1.ready', body);
     const info = { ...(await store.head('ready/v7/r1.ready'))!, etag: '"part-1"' };
     const cache = new PartCache(store, path.join(dir, 'ranged'), 10_000_000);
@@ -165,6 +165,11 @@ describe('PartCache on a remote store', () => {
     expect(again).toBe(copy);
     await again.ensure([[300_000, 320_000]]);
     expect(cache.sizeBytes).toBe(31_000);
+    // A range of megabytes, its chunks written several at a time: every byte at its offset.
+    await copy.ensure([[700_000, 2_950_000]]);
+    const digest = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+    expect(digest(await bytesAt(700_000, 2_950_000))).toBe(digest(body.subarray(700_000, 2_950_000)));
+    expect(cache.sizeBytes).toBe(31_000 + 2_250_000);
   });
 
   it('adopts after a restart the ranged copies it or an ended process left, with the ranges they hold: nothing fetched again', async () => {
