@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
-import { CONNECTION_PRAGMAS, guardSync } from '../sqlite/database.js';
+import { CONNECTION_PRAGMAS, guardSync, writeOnLoop } from '../sqlite/database.js';
 import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
@@ -164,8 +164,9 @@ export class EventLog implements EventFeed {
    * from the deliveries still waiting or set aside (they would send its personal fields); a
    * `retracted` event is recorded once.
    */
-  retracted(feature: ReportFeature): void {
-    guardSync(() =>
+  async retracted(feature: ReportFeature): Promise<void> {
+    // An API request's: another process's write lock (a worker recording a flush) is waited out off the event loop.
+    await writeOnLoop(this.db, () =>
       this.db
         .transaction(() => {
           this.hideNow(feature.properties.pkey);
@@ -175,8 +176,8 @@ export class EventLog implements EventFeed {
     );
   }
 
-  hide(pkey: string): void {
-    guardSync(() => this.db.transaction(() => this.hideNow(pkey)).immediate());
+  async hide(pkey: string): Promise<void> {
+    await writeOnLoop(this.db, () => this.db.transaction(() => this.hideNow(pkey)).immediate());
   }
 
   /** The report's archived event goes, and the report from the deliveries waiting or set aside. */

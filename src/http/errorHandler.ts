@@ -2,7 +2,7 @@
 // {statusCode, error, message, details}. Nothing internal reaches a body. On Node's own request
 // and response, so the feed's intake (which does not go through Express) answers the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AnswerFailedError, HttpError, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
+import { AnswerFailedError, dependencyName, HttpError, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { InvalidReportError } from '../partners/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
@@ -92,7 +92,7 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       return sendError(
         res,
         503,
-        `The ${err.dependency === 'storage' ? 'object store' : 'queue'} is unavailable; retry after ${RETRY_AFTER_SECONDS} seconds.`,
+        `The ${dependencyName(err)} is unavailable; retry after ${RETRY_AFTER_SECONDS} seconds.`,
         [],
         { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       );

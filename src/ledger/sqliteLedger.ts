@@ -2,7 +2,7 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { DAY_MS, guardSync, isBusy, reclaimFreePages, reportByPkeySql, type Db } from '../sqlite/database.js';
+import { DAY_MS, guardSync, isBusy, reclaimFreePages, reportByPkeySql, writeOnLoop, type Db } from '../sqlite/database.js';
 import { commitsOfOthers, inTimedTurns, inTurns, patiently } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
 import { heldRecord } from './heldTurn.js';
@@ -349,8 +349,9 @@ export class SqliteLedger implements IngestLedger {
 
   async retract(pkey: string, by: string, reason: string): Promise<RetractResult> {
     const now = this.now();
-    // One transaction: the first retraction wins, a repeat reads it back.
-    const row = guardSync(() =>
+    // One transaction: the first retraction wins, a repeat reads it back. A client waits on it:
+    // another process's write lock is waited out off the event loop.
+    const row = await writeOnLoop(this.db, () =>
       this.db
         .transaction(() => {
           const first = this.stmts.retract.run(now, by, reason, { pkey }).changes === 1;

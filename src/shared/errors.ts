@@ -66,6 +66,15 @@ export class UnavailableError extends Error {
 }
 
 /**
+ * What an unavailable dependency is, as a person names it: the embedded ledger's failures are
+ * 'storage' too (SQLite files under DATA_DIR), but not the object store's.
+ */
+export function dependencyName(err: UnavailableError): 'ledger' | 'object store' | 'queue' {
+  if (err.dependency === 'queue') return 'queue';
+  return err.message.startsWith('ledger') ? 'ledger' : 'object store';
+}
+
+/**
  * What the service needs has not been published yet: no boundary version, on a first start on
  * AWS before bootstrap (or the scheduler) seeds one. A 503 with Retry-After to a client.
  */

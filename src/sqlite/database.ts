@@ -295,6 +295,35 @@ export async function reclaimFreePages(db: Db): Promise<number> {
   }
 }
 
+/** A try's own wait for another connection's write lock, on the thread (SQLite's busy handler sleeps it). */
+const TRY_BUSY_MS = 2;
+/** Between tries, on a timer: the event loop serves meanwhile. */
+const RETRY_PAUSE_MS = 2;
+
+/**
+ * Runs `fn` (one write transaction) on the event loop without sleeping the loop while another
+ * process holds the write lock (a worker's flush, a purge): SQLite's busy handler sleeps the
+ * calling thread for as long as the connection's busy timeout, so an API request's write (a
+ * retraction) held every other request up to 2 s. Each try waits on the thread at most
+ * TRY_BUSY_MS, then again after a pause on a timer, for BUSY_TIMEOUT_MS in all; then it fails
+ * as a busy database does (UnavailableError).
+ */
+export async function writeOnLoop<T>(db: Db, fn: () => T): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const own = db.pragma('busy_timeout', { simple: true }) as number;
+    db.pragma(`busy_timeout = ${TRY_BUSY_MS}`);
+    try {
+      return guardSync(fn);
+    } catch (err) {
+      if (!isBusy(err) || Date.now() - started >= BUSY_TIMEOUT_MS) throw err;
+    } finally {
+      db.pragma(`busy_timeout = ${own}`);
+    }
+    await pause(RETRY_PAUSE_MS);
+  }
+}
+
 /** SQLite errors a client cannot cause: locked, full, read-only, corrupt, I/O. */
 export function guardSync<T>(fn: () => T): T {
   try {

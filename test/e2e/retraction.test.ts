@@ -3,6 +3,7 @@
 // window's ETag would have served it; include_retracted=true shows it as a tombstone; and
 // after compaction its personal fields are gone from the parts themselves.
 import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -379,3 +380,50 @@ function afterEachListing(store: ObjectStore, then: (options: ListOptions) => Pr
     },
   });
 }
+
+describe('a retraction beside another process writing (embedded)', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    // The API alone, as `serve` runs it (a worker in the same thread would sleep it in its own writes).
+    svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it("waits out another connection's write lock on the ledger and on the event log with the service answering meanwhile", async () => {
+    for (const [postId, file] of [[21, 'ledger.sqlite'], [22, 'events.sqlite']] as const) {
+      expect((await postReport(svc.url, report(postId, { created_at: '2026-11-23T07:00:00Z' }))).status).toBe(201);
+      // Another connection (a worker's flush, a purge) holds the write lock for half a second.
+      const other = new Database(path.join(svc.rt.config.dataDir, file));
+      other.exec('BEGIN IMMEDIATE');
+      const release = setTimeout(() => other.exec('COMMIT'), 500);
+      try {
+        const answered: string[] = [];
+        const retraction = fetch(`${svc.url}/feeds/partner/${postId}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } }).then((res) => (answered.push('DELETE'), res.status));
+        const health = fetch(`${svc.url}/health`).then((res) => (answered.push('health'), res.status));
+        // Before: SQLite's busy handler slept the event loop up to 2 s, the lock's holder could not
+        // let go, and the DELETE failed (503) with every other request waiting behind it.
+        expect([file, await health, await retraction]).toEqual([file, 200, 200]);
+        expect(answered).toEqual(['health', 'DELETE']);
+      } finally {
+        clearTimeout(release);
+        if (other.inTransaction) other.exec('COMMIT');
+        other.close();
+      }
+      expect((await svc.rt.ledger.lookup(pkeyOf(postId)))?.state).toBe('retracted');
+    }
+    // A lock held past the 2 s the service waits: a 503 that names the ledger, not the object store.
+    expect((await postReport(svc.url, report(23, { created_at: '2026-11-23T07:00:00Z' }))).status).toBe(201);
+    const other = new Database(path.join(svc.rt.config.dataDir, 'ledger.sqlite'));
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const res = await fetch(`${svc.url}/feeds/partner/23`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+      expect([res.status, res.headers.get('retry-after'), ((await res.json()) as { message: string }).message]).toEqual([503, '5', 'The ledger is unavailable; retry after 5 seconds.']);
+    } finally {
+      other.exec('COMMIT');
+      other.close();
+    }
+    expect((await fetch(`${svc.url}/feeds/partner/23`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+  });
+});
