@@ -60,6 +60,17 @@ const MIGRATIONS = [
    CREATE INDEX deliveries_subscription ON deliveries (subscription_id);`,
   // Each subscription's queue in order: its oldest pending delivery found without a scan.
   `CREATE INDEX deliveries_queue ON deliveries (subscription_id) WHERE state = 'pending';`,
+  // The reports each delivery of archived reports carries: a retraction finds the deliveries
+  // that would send its report by these, not by reading every waiting delivery's JSON under the
+  // write lock (a dead subscriber's backlog held every retraction, and the API, for as long).
+  `CREATE TABLE delivery_reports (
+     pkey TEXT NOT NULL,
+     delivery_id TEXT NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+     PRIMARY KEY (pkey, delivery_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX delivery_reports_delivery ON delivery_reports (delivery_id);
+   INSERT OR IGNORE INTO delivery_reports (pkey, delivery_id)
+     SELECT json_extract(f.value, '$.properties.pkey'), d.id FROM deliveries d, json_each(d.features) f WHERE d.kind = 'archived';`,
 ];
 
 /** Features a delivery carries at most: a large flush becomes several POSTs. */
@@ -128,9 +139,11 @@ export class EventLog implements EventFeed {
       createdSince: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ? ORDER BY created_at_ms DESC, pkey LIMIT ?"),
       byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
       retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
-      // Deliveries of archived reports that may carry one: the Features as JSON.stringify wrote them.
-      deliveriesNaming: db.prepare("SELECT id, features FROM deliveries WHERE kind = 'archived' AND instr(features, ?) > 0"),
+      addDeliveryReport: db.prepare('INSERT OR IGNORE INTO delivery_reports (pkey, delivery_id) VALUES (?, ?)'),
+      // Deliveries of archived reports that carry one.
+      deliveriesNaming: db.prepare('SELECT d.id, d.features FROM delivery_reports r JOIN deliveries d ON d.id = r.delivery_id WHERE r.pkey = ?'),
       rewriteDelivery: db.prepare('UPDATE deliveries SET features = ?, count = ? WHERE id = ?'),
+      dropDeliveryReport: db.prepare('DELETE FROM delivery_reports WHERE pkey = ? AND delivery_id = ?'),
       dropArchived: db.prepare('DELETE FROM events WHERE key = ?'),
       prune: db.prepare('DELETE FROM events WHERE at_ms < ?'),
       // Each subscription's oldest pending delivery (rowid: the order they were queued in), when
@@ -183,10 +196,13 @@ export class EventLog implements EventFeed {
   /** The report's archived event goes, and the report from the deliveries waiting or set aside. */
   private hideNow(pkey: string): void {
     this.stmts.dropArchived.run(`archived:${pkey}`);
-    for (const row of this.stmts.deliveriesNaming.all(`"pkey":${JSON.stringify(pkey)}`) as { id: string; features: string }[]) {
+    for (const row of this.stmts.deliveriesNaming.all(pkey) as { id: string; features: string }[]) {
       const kept = (JSON.parse(row.features) as ReportFeature[]).filter((f) => f.properties.pkey !== pkey);
       if (kept.length === 0) this.stmts.delivered.run(row.id);
-      else this.stmts.rewriteDelivery.run(JSON.stringify(kept), kept.length, row.id);
+      else {
+        this.stmts.rewriteDelivery.run(JSON.stringify(kept), kept.length, row.id);
+        this.stmts.dropDeliveryReport.run(pkey, row.id);
+      }
     }
   }
 
@@ -215,7 +231,9 @@ export class EventLog implements EventFeed {
             const matching = fresh.filter(({ f }) => matches(s, f));
             for (let i = 0; i < matching.length; i += MAX_BATCH) {
               const batch = matching.slice(i, i + MAX_BATCH);
-              this.stmts.addDelivery.run(ulid(now), s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
+              const id = ulid(now);
+              this.stmts.addDelivery.run(id, s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
+              if (kind === 'archived') for (const { f } of batch) this.stmts.addDeliveryReport.run(f.properties.pkey, id);
             }
           }
           return fresh.length;

@@ -1,0 +1,85 @@
+// The embedded event log's deliveries of archived reports, indexed by the reports they carry: a
+// retraction takes its report out of every delivery still waiting or set aside (and only its
+// report), also in a log written before that index existed, which it builds when it opens one.
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import type { ArchiveRow } from '../../src/archive/partColumns.js';
+import { EventLog } from '../../src/events/eventLog.js';
+import { featureOf, type ReportFeature } from '../../src/events/feature.js';
+import { tempDir } from '../support/env.js';
+
+const NOW = Date.parse('2026-11-21T00:00:00Z');
+const row = (n: number): ArchiveRow =>
+  ({
+    pkey: `partner-a-${n}`, created_at_ms: NOW, source: 'partner', status: 'confirmed', url: null, image_url: null, disaster_type: 'flood', report_data: null,
+    instance_region_code: 'PH-QC', local_area_id: null, province_code: null, region_code: null, title: `report ${n}`, text: '', lng: 121.05, lat: 14.65, post_id: n,
+    partner_city: 'Quezon City', received_at_ms: NOW, boundary_version: 'v1',
+  }) as ArchiveRow;
+
+/** The reports of each delivery waiting or set aside, by subscription, in the order they were queued. */
+function carried(log: EventLog): Record<string, string[][]> {
+  const out: Record<string, string[][]> = {};
+  // The log's own connection: its deliveries in the order they were queued.
+  const db = (log as unknown as { db: Database.Database }).db;
+  for (const d of db.prepare('SELECT subscription_id, features FROM deliveries ORDER BY rowid').all() as { subscription_id: string; features: string }[]) {
+    (out[d.subscription_id] ??= []).push((JSON.parse(d.features) as ReportFeature[]).map((f) => f.properties.pkey));
+  }
+  return out;
+}
+
+async function logWithBacklog(dir: string): Promise<EventLog> {
+  const log = new EventLog(dir, () => NOW);
+  for (const id of ['sub_a', 'sub_b']) {
+    log.addSubscription({ id, url: `https://hooks.example.org/${id}`, secret: 's'.repeat(32), admins: [], localAreas: [], events: ['archived'], createdAt: new Date(NOW).toISOString() });
+  }
+  // Two flushes: 600 reports (two deliveries a subscription, 500 and 100), then 3.
+  await log.archived(Array.from({ length: 600 }, (_, i) => row(i)));
+  await log.archived([row(600), row(601), row(602)]);
+  // One subscription's receiver gave up on: its first delivery set aside.
+  log.setAside(log.deliveries('pending').find((d) => d.subscriptionId === 'sub_b')!.id, 'connect ECONNREFUSED');
+  return log;
+}
+
+describe("the event log's deliveries of archived reports", () => {
+  it('a retraction takes its report out of every delivery waiting or set aside, and a delivery left empty goes', async () => {
+    const log = await logWithBacklog(await tempDir());
+    const before = carried(log);
+    expect(Object.values(before).map((ds) => ds.map((d) => d.length))).toEqual([
+      [500, 100, 3],
+      [500, 100, 3],
+    ]);
+    await log.retracted(featureOf(row(7)));
+    for (const pkey of ['partner-a-600', 'partner-a-601', 'partner-a-602']) await log.hide(pkey);
+    const after = carried(log);
+    for (const sub of ['sub_a', 'sub_b']) {
+      expect(after[sub]!.map((d) => d.length)).toEqual([499, 100]);
+      expect(after[sub]![0]).toEqual(before[sub]![0]!.filter((p) => p !== 'partner-a-7'));
+      expect(after[sub]![1]).toEqual(before[sub]![1]);
+    }
+    // Hidden twice: nothing more goes.
+    await log.hide('partner-a-7');
+    expect(carried(log)).toEqual(after);
+    log.close();
+  });
+
+  it('a log written before its deliveries were indexed by report is indexed as it opens: a retraction still reaches them', async () => {
+    const dir = await tempDir();
+    (await logWithBacklog(dir)).close();
+    // The log as the release before left it: no index of the reports its deliveries carry.
+    const raw = new Database(path.join(dir, 'events.sqlite'));
+    raw.exec('DROP TABLE delivery_reports');
+    raw.pragma('user_version = 2');
+    raw.close();
+    const log = new EventLog(dir, () => NOW);
+    const before = carried(log);
+    await log.hide('partner-a-450');
+    await log.hide('partner-a-601');
+    const after = carried(log);
+    for (const sub of ['sub_a', 'sub_b']) {
+      expect(after[sub]![0]).toEqual(before[sub]![0]!.filter((p) => p !== 'partner-a-450'));
+      expect(after[sub]![2]).toEqual(['partner-a-600', 'partner-a-602']);
+    }
+    log.close();
+  });
+});
