@@ -31,6 +31,12 @@ export interface WebhookAdmin {
   backlog(subs: readonly Subscription[]): Promise<Map<string, { pending: number; setAside: number }>>;
   failed(): Promise<Delivery[]>;
   redrive(subscriptionId: string | undefined, policy: HostPolicy, timeoutMs: number): Promise<RedriveResult>;
+  /**
+   * Takes retracted reports out of the deliveries set aside; the batches changed. The embedded log
+   * does so as each retraction is made (none left here); on AWS the purge does, for the retractions
+   * it purges.
+   */
+  scrub(pkeys: ReadonlySet<string>): Promise<number>;
 }
 
 export function sqliteAdmin(log: EventLog): WebhookAdmin {
@@ -44,6 +50,7 @@ export function sqliteAdmin(log: EventLog): WebhookAdmin {
     failed: async () => log.deliveries('set_aside'),
     // The dispatcher sends them again from a fresh start, with its backoff.
     redrive: async (id) => ({ redriven: log.redrive(id), stillFailing: 0 }),
+    scrub: async () => 0,
   };
 }
 
@@ -60,6 +67,7 @@ export function objectAdmin(hooks: ObjectWebhooks, isRetracted: (pkey: string) =
     setSecret: (id, secret) => hooks.setSecret(id, secret),
     backlog: async (subs) => hooks.backlog(await Promise.all(subs.map(async (s) => (await hooks.get(s.id))!))),
     failed: async () => (await hooks.setAsideBatches()).map(({ features: _features, ...d }) => d),
+    scrub: (pkeys) => hooks.scrubSetAside(pkeys),
     // Each set-aside batch is sent now, once, under its own id; those delivered are dropped.
     async redrive(id, policy, timeoutMs) {
       const subs = new Map((await hooks.list()).map((s) => [s.id, s]));

@@ -145,6 +145,27 @@ export class ObjectWebhooks {
     return out.sort((a, b) => a.atMs - b.atMs || (a.id < b.id ? -1 : 1));
   }
 
+  /**
+   * Takes `pkeys` (retracted reports) out of the batches of archived reports set aside: a batch
+   * is rewritten without them, or dropped when they were all it held. Over the batch as read: one
+   * redriven and dropped meanwhile is not put back. Returns the batches changed.
+   */
+  async scrubSetAside(pkeys: ReadonlySet<string>): Promise<number> {
+    let changed = 0;
+    for (const key of await this.setAsideKeys()) {
+      const o = await this.store.get(key);
+      if (!o) continue;
+      const batch = JSON.parse(o.body.toString('utf8')) as SetAsideBatch;
+      if (batch.kind !== 'archived') continue;
+      const features = batch.features.filter((f) => !pkeys.has(f.properties.pkey));
+      if (features.length === batch.features.length) continue;
+      if (features.length === 0) await this.store.delete([key]);
+      else if (!(await this.store.putIfMatch(key, JSON.stringify({ ...batch, features, count: features.length } satisfies SetAsideBatch), o.etag))) continue;
+      changed += 1;
+    }
+    return changed;
+  }
+
   async dropSetAside(b: SetAsideBatch): Promise<void> {
     await this.store.delete([`${SET_ASIDE_PREFIX}${b.subscriptionId}/${b.id}.json`]);
   }

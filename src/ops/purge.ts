@@ -20,6 +20,7 @@ import type { PartCache } from '../archive/partCache.js';
 import type { Config } from '../shared/config.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
+import type { WebhookAdmin } from '../events/manage.js';
 import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Logger } from '../shared/log.js';
@@ -31,6 +32,8 @@ export interface PurgeResult {
   purged: number;
   /** Retracted while still pending: purged by a later run, once archived. */
   waiting: number;
+  /** Webhook batches set aside (AWS) that held a retracted report, rewritten without it. */
+  setAsideRewritten: number;
 }
 
 /** Listings of the days after a settling, at most, before the retractions are left for the next run. */
@@ -49,11 +52,13 @@ export interface PurgeDeps {
   config: Pick<Config, 'dataDir'>;
   /** Told of a sidecar that could not be built. */
   log: Pick<Logger, 'warn'>;
+  /** The webhook deliveries set aside, which may hold the retracted reports too. */
+  webhookAdmin?: Pick<WebhookAdmin, 'scrub'>;
 }
 type Purging = PurgeDeps;
 
 export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
-  const result: PurgeResult = { retractions: 0, partsRewritten: 0, purged: 0, waiting: 0 };
+  const result: PurgeResult = { retractions: 0, partsRewritten: 0, purged: 0, waiting: 0, setAsideRewritten: 0 };
   const byDay = new Map<number, { pkey: string; createdMs: number }[]>();
   for await (const r of rt.ledger.retractions({ unpurgedOnly: true })) {
     const createdMs = Date.parse(r.created_at);
@@ -100,6 +105,8 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
   };
   result.partsRewritten += await rewriteDays();
   if (done.length === 0) return result;
+  // A webhook batch set aside before the retraction holds the report whole until it is redriven.
+  result.setAsideRewritten = (await rt.webhookAdmin?.scrub(new Set(done))) ?? 0;
   // Every part listed is now as it stays (rewritten here, or found rewritten by another run); a
   // reader's listing from before that is paired with these retractions until they are marked,
   // and no longer after the settling (see PURGE_SETTLE_MS). Then the days are listed again: a

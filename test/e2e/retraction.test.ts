@@ -18,6 +18,8 @@ import { listWindowParts } from '../../src/archive/partListing.js';
 import { storePartPublisher } from '../../src/archive/partPublisher.js';
 import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/index.js';
 import { newPartKey } from '../../src/store/layout.js';
+import type { StoredEvent } from '../../src/events/events.js';
+import { ObjectWebhooks } from '../../src/events/objectWebhooks.js';
 import type { ListOptions, ObjectStore } from '../../src/store/objectStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, eventually, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
@@ -157,7 +159,7 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     const copy = path.join(dir, 'before-purge.parquet');
     await fs.writeFile(copy, (await svc.rt.store.get(held!.key))!.body);
     const purge = await purgeRetracted(svc.rt);
-    expect(purge).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
+    expect(purge).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0, setAsideRewritten: 0 });
     expect(JSON.stringify(await partRows())).not.toContain('Juan');
     // Its sidecars, written from that copy after the purge, never replace the purge's own...
     const purged = (await svc.rt.store.get(readyKeyOf(held!.key)))!.body;
@@ -237,7 +239,7 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     const archive = new Archive(store, svc.rt.cache, svc.rt.db, { ...states, retracted: async (from, to) => (await released, states.retracted(from, to)) });
     const opening = archive.open({ startMs: DAY, endMs: DAY + 86_400_000 - 1, admin: undefined });
     await listed;
-    expect(await purgeRetracted(svc.rt)).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
+    expect(await purgeRetracted(svc.rt)).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0, setAsideRewritten: 0 });
     release();
     const window = await opening;
     expect(window.query.retracted).toEqual([]);
@@ -277,7 +279,7 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     // Which parts it reads: the settling round's listing finds the part it rewrote as it left it.
     const read: string[] = [];
     const cache: PurgeDeps['cache'] = { withFiles: (parts, fn) => (read.push(...parts.map((p) => p.key)), svc.rt.cache.withFiles(parts, fn)) };
-    expect(await purgeRetracted({ ...svc.rt, store, ledger, cache })).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0 });
+    expect(await purgeRetracted({ ...svc.rt, store, ledger, cache })).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0, setAsideRewritten: 0 });
     expect(read.length).toBeGreaterThan(0);
     expect(read.filter((key, i) => read.indexOf(key) !== i)).toEqual([]);
     expect(partWrittenMs).toBeGreaterThan(0);
@@ -299,7 +301,7 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
       published = true;
       await svc.rt.store.put(newPartKey(Date.parse('2026-11-22T12:00:00Z')), before);
     });
-    expect(await purgeRetracted({ ...svc.rt, store })).toEqual({ retractions: 1, partsRewritten: 2, purged: 1, waiting: 0 });
+    expect(await purgeRetracted({ ...svc.rt, store })).toEqual({ retractions: 1, partsRewritten: 2, purged: 1, waiting: 0, setAsideRewritten: 0 });
     expect(await storedRows(hour, pkeyOf(18))).toEqual([
       { pkey: pkeyOf(18), status: 'retracted', title: '' },
       { pkey: pkeyOf(18), status: 'retracted', title: '' },
@@ -425,5 +427,35 @@ describe('a retraction beside another process writing (embedded)', () => {
       other.close();
     }
     expect((await fetch(`${svc.url}/feeds/partner/23`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+  });
+});
+
+describe('a retraction purged on AWS, with webhook batches set aside', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService(await testRuntime(await testConfig('aws', emulator), emulator));
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('takes the report out of the batches set aside that hold it, and drops one it alone was in', async () => {
+    expect((await postReport(svc.url, report(31, { created_at: '2026-11-24T07:00:00Z', title: SECRET }))).status).toBe(201);
+    expect((await postReport(svc.url, report(32, { created_at: '2026-11-24T07:05:00Z', title: 'Baha sa Maginhawa' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const [retracted, kept] = await Promise.all([pkeyOf(31), pkeyOf(32)].map(async (pkey) => (await svc.rt.feed.archivedReport(pkey))!));
+    // A subscriber's receiver that failed for its whole retry period: two batches set aside.
+    const hooks = new ObjectWebhooks(svc.rt.store, svc.rt.feed);
+    const batch = (id: string, events: StoredEvent[]) => ({ id, kind: 'archived' as const, events, firstAttemptMs: Date.now(), attempts: 9 });
+    await hooks.setAside('sub_gone', batch('b1', [retracted!, kept!]), 'connect ECONNREFUSED');
+    await hooks.setAside('sub_gone', batch('b2', [retracted!]), 'connect ECONNREFUSED');
+
+    expect((await fetch(`${svc.url}/feeds/partner/31`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    expect(await purgeRetracted(svc.rt)).toMatchObject({ purged: 1, setAsideRewritten: 2 });
+    const left = await hooks.setAsideBatches();
+    expect(left.map((b) => [b.id, b.count, b.features.map((f) => f.properties.pkey)])).toEqual([['b1', 1, [pkeyOf(32)]]]);
+    for (const key of await keysUnder(svc.rt, 'events/v1/set-aside/')) expect((await svc.rt.store.get(key))!.body.toString('utf8')).not.toContain(SECRET);
+    // Purged: a later run has nothing more to take out.
+    expect(await purgeRetracted(svc.rt)).toMatchObject({ retractions: 0, setAsideRewritten: 0 });
   });
 });

@@ -19,7 +19,7 @@ export const compact: Command = {
       const purge = await deps.purgeRetracted(rt);
       print(values, { ...result, purge }, () =>
         `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
-        `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived)`,
+        `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived${purge.setAsideRewritten > 0 ? `; ${purge.setAsideRewritten} webhook batches set aside rewritten without them` : ''})`,
       );
       return 0;
     }),
