@@ -136,14 +136,15 @@ export class RangedCopy implements RangedFile {
 }
 
 /**
- * Chunks of a range written at once: the socket's chunks (16–64 KB) each written alone were a
- * thousand file calls for a cold month (15.6 MB), some 40 ms of the main thread on S3.
+ * Bytes of a range's chunks written at once: the socket's chunks (16–64 KB) each written alone
+ * were a thousand file calls for a cold month (15.6 MB), some 40 ms of the main thread on S3.
+ * Small beside a range (a day's section is some 300–600 KB), so a range is never held whole.
  */
-const WRITE_BYTES = 512 * 1024;
+const WRITE_BYTES = 128 * 1024;
 
 /**
- * Writes a range's chunks into the copy at `at` as they arrive, WRITE_BYTES at a time; its
- * length. Each chunk is dropped once written: a whole range gathered first (and a year's
+ * Writes a range's chunks into the copy at `at` as they arrive, some WRITE_BYTES at a time; its
+ * length. The chunks are dropped once written: a whole range gathered first (and a year's
  * hundreds of them in flight) kept V8 collecting its whole heap every 150 ms or so of a cold
  * answer. A body longer than the `most` bytes asked for (a store or proxy that ignored the range)
  * fails before a byte of it lands past them, over ranges the copy already holds.

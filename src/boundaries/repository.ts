@@ -62,15 +62,21 @@ export class PointerMovedError extends Error {
 
 /**
  * Versions kept loaded at once: the current one and the one before (a national version is some
- * 100 MB in memory; one kept per publish and rollback ran a worker out of its memory).
+ * 100 MB in memory; one kept per publish and rollback ran a worker out of its memory). The one
+ * requests are answered with counts among them, and is never the one let go.
  */
 const LOADED_VERSIONS = 2;
+
+/** A version that failed to load is tried again by requests no sooner than this: each try is a read and a parse. */
+const LOAD_RETRY_MS = 30_000;
 
 export class BoundaryRepository {
   /** Versions loaded or loading, the least recently asked for first; `value` once loaded. */
   private loaded = new Map<string, { promise: Promise<LoadedBoundaries>; value?: LoadedBoundaries }>();
   /** The version requests were last answered with: they still are while a newer one loads. */
   private served: LoadedBoundaries | undefined;
+  /** When a version last failed to load (requests go on with `served` until it is tried again). */
+  private failedAt = new Map<string, number>();
   private pointerCache: { pointer: Pointer; readAt: number } | undefined;
   /** The one pointer read under way, shared by every caller that needs it. */
   private refreshing: Promise<Pointer | undefined> | undefined;
@@ -81,6 +87,8 @@ export class BoundaryRepository {
     private readonly pointerTtlMs = 5_000,
     /** A stored version at least this large is parsed on a thread of its own (versionParse.ts). */
     private readonly parseOnThreadFromBytes = PARSE_ON_THREAD_FROM_BYTES,
+    /** Told of a version published that could not be loaded (requests go on with the one before). */
+    private readonly onLoadFailed: (version: string, err: unknown) => void = () => undefined,
   ) {}
 
   static versionId(set: BoundarySet): string {
@@ -106,11 +114,14 @@ export class BoundaryRepository {
   async current(): Promise<LoadedBoundaries> {
     const pointer = await this.pointer();
     if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');
+    // A version that failed to load is tried again a while later; the version before serves meanwhile.
+    if (this.served && Date.now() - (this.failedAt.get(pointer.version) ?? -Infinity) < LOAD_RETRY_MS) return this.served;
     const entry = this.entry(pointer.version);
-    // A load that fails is asked for again by the next request; the version before serves meanwhile.
     if (!entry.value && this.served) return this.served;
-    this.served = entry.value ?? (await entry.promise);
-    return this.served;
+    const loaded = entry.value ?? (await entry.promise);
+    // Served from now on only while it is still the one pointed at (a publish here may have moved on meanwhile).
+    if (this.pointerCache?.pointer.version === loaded.version) this.served = loaded;
+    return loaded;
   }
 
   /** The version published now, read from the store: for jobs that must not tag with an older one. */
@@ -134,18 +145,24 @@ export class BoundaryRepository {
       // One read and parse per version, however many requests ask for it at once.
       const loading: { promise: Promise<LoadedBoundaries>; value?: LoadedBoundaries } = { promise: this.read(version) };
       loading.promise.then(
-        (value) => (loading.value = value),
-        () => {
+        (value) => {
+          loading.value = value;
+          this.failedAt.delete(version);
+        },
+        (err: unknown) => {
           if (this.loaded.get(version) === loading) this.loaded.delete(version);
+          this.failedAt.set(version, Date.now());
+          this.onLoadFailed(version, err);
         },
       );
       entry = loading;
     }
     this.loaded.set(version, entry);
-    // The least recently asked for go (a request holding one keeps it until it is done).
-    for (const old of this.loaded.keys()) {
+    // The least recently asked for go, but not the one requests are answered with (a request
+    // holding another keeps it until it is done).
+    for (const [old, { value }] of this.loaded) {
       if (this.loaded.size <= LOADED_VERSIONS) break;
-      this.loaded.delete(old);
+      if (value === undefined || value !== this.served) this.loaded.delete(old);
     }
     return entry;
   }
@@ -180,7 +197,11 @@ export class BoundaryRepository {
     const stored: StoredBoundarySet = { id: version, ...set };
     await this.store.putIfAbsent(`${VERSIONS_PREFIX}${version}${VERSION_SUFFIX}`, gzipSync(JSON.stringify(stored)));
     const read = await this.readPointerObject();
-    if (read?.pointer.version === version) return { version, changed: false };
+    if (read?.pointer.version === version) {
+      // What this process publishes is what its next request sees, whatever it served before.
+      this.served = undefined;
+      return { version, changed: false };
+    }
     await this.movePointer(version, read);
     return { version, changed: true };
   }
@@ -251,7 +272,10 @@ export class BoundaryRepository {
     const moved = read ? await this.store.putIfMatch(POINTER_KEY, body, read.etag) : await this.store.putIfAbsent(POINTER_KEY, body);
     if (!moved) {
       const now = await this.readPointer();
-      if (now?.version === version) return;
+      if (now?.version === version) {
+        this.served = undefined;
+        return;
+      }
       throw new PointerMovedError(`another publish or rollback made ${now?.version ?? 'no version'} current meanwhile; this one changed nothing: run it again if it should win`);
     }
     this.pointerCache = { pointer, readAt: Date.now() };

@@ -58,8 +58,21 @@ export function parseVersion({ body, gzipped }: StoredVersion): ParsedVersion {
   };
 }
 
+/**
+ * The parse threads' turn: one at a time in a process, as parsing in place was. Each has a heap of
+ * its own (several hundred MB while it parses the national set), and a process asked for several
+ * versions at once (`cities list`, publishes in quick succession) ran out of memory.
+ */
+let parsing: Promise<unknown> = Promise.resolve();
+
 /** Parses a stored version on a thread of its own, which ends with it; a version that does not parse fails with the thread's error. */
 export function parseVersionOnThread(stored: StoredVersion): Promise<ParsedVersion> {
+  const parsed = parsing.then(() => parseOnNewThread(stored));
+  parsing = parsed.catch(() => undefined);
+  return parsed;
+}
+
+function parseOnNewThread(stored: StoredVersion): Promise<ParsedVersion> {
   return new Promise((resolve, reject) => {
     const thread = new Worker(workerScript('boundaries/versionThread'), { workerData: stored });
     thread.once('message', resolve);

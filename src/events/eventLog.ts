@@ -63,12 +63,18 @@ const MIGRATIONS = [
   // The reports each delivery of archived reports carries: a retraction finds the deliveries
   // that would send its report by these, not by reading every waiting delivery's JSON under the
   // write lock (a dead subscriber's backlog held every retraction, and the API, for as long).
+  // Kept by a trigger, so deliveries queued by any release on the file are indexed (a worker not
+  // yet upgraded beside an upgraded API); the ones already there are indexed here (some 0.6 s
+  // for 200,000 waiting reports).
   `CREATE TABLE delivery_reports (
      pkey TEXT NOT NULL,
      delivery_id TEXT NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
      PRIMARY KEY (pkey, delivery_id)
    ) WITHOUT ROWID;
    CREATE INDEX delivery_reports_delivery ON delivery_reports (delivery_id);
+   CREATE TRIGGER deliveries_indexed AFTER INSERT ON deliveries WHEN NEW.kind = 'archived' BEGIN
+     INSERT OR IGNORE INTO delivery_reports (pkey, delivery_id) SELECT json_extract(value, '$.properties.pkey'), NEW.id FROM json_each(NEW.features);
+   END;
    INSERT OR IGNORE INTO delivery_reports (pkey, delivery_id)
      SELECT json_extract(f.value, '$.properties.pkey'), d.id FROM deliveries d, json_each(d.features) f WHERE d.kind = 'archived';`,
 ];
@@ -139,7 +145,6 @@ export class EventLog implements EventFeed {
       createdSince: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ? ORDER BY created_at_ms DESC, pkey LIMIT ?"),
       byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
       retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
-      addDeliveryReport: db.prepare('INSERT OR IGNORE INTO delivery_reports (pkey, delivery_id) VALUES (?, ?)'),
       // Deliveries of archived reports that carry one.
       deliveriesNaming: db.prepare('SELECT d.id, d.features FROM delivery_reports r JOIN deliveries d ON d.id = r.delivery_id WHERE r.pkey = ?'),
       rewriteDelivery: db.prepare('UPDATE deliveries SET features = ?, count = ? WHERE id = ?'),
@@ -231,9 +236,8 @@ export class EventLog implements EventFeed {
             const matching = fresh.filter(({ f }) => matches(s, f));
             for (let i = 0; i < matching.length; i += MAX_BATCH) {
               const batch = matching.slice(i, i + MAX_BATCH);
-              const id = ulid(now);
-              this.stmts.addDelivery.run(id, s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
-              if (kind === 'archived') for (const { f } of batch) this.stmts.addDeliveryReport.run(f.properties.pkey, id);
+              // (Indexed by its reports by the table's trigger: see MIGRATIONS.)
+              this.stmts.addDelivery.run(ulid(now), s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
             }
           }
           return fresh.length;

@@ -52,7 +52,7 @@ export class CommitThread {
 
   /** Resolves after the row (and its message, if new) are committed, with what the commit made of it. */
   submit(row: AcceptRow): Promise<Committed> {
-    if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));
+    if (this.closed) return Promise.reject(new UnavailableError('ledger', 'ledger closed'));
     return new Promise<Committed>((resolve, reject) => {
       this.queued.push({ row, resolve, reject });
       this.pump();
@@ -65,7 +65,7 @@ export class CommitThread {
    * are UnavailableError with SQLite's code in their cause.
    */
   hold(rows: readonly AcceptRow[], now: number, holdUntilMs: number, receivedAt: string): Promise<HeldCommitted[]> {
-    if (this.closed) return Promise.reject(new UnavailableError('storage', 'ledger closed'));
+    if (this.closed) return Promise.reject(new UnavailableError('ledger', 'ledger closed'));
     return new Promise<HeldCommitted[]>((resolve, reject) => {
       let worker: Worker;
       try {
@@ -89,7 +89,7 @@ export class CommitThread {
     this.gathering = undefined;
     const worker = this.worker;
     this.worker = undefined;
-    this.fail(new UnavailableError('storage', 'ledger closed'));
+    this.fail(new UnavailableError('ledger', 'ledger closed'));
     if (!worker) return;
     const ended = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage({ close: true } satisfies CloseRequest);
@@ -139,7 +139,7 @@ export class CommitThread {
     const lost = (err: unknown) => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      this.fail(new UnavailableError('storage', 'ledger unavailable (commit thread stopped)', { cause: err }));
+      this.fail(new UnavailableError('ledger', 'ledger unavailable (commit thread stopped)', { cause: err }));
     };
     worker.on('error', lost);
     worker.on('exit', (code) => lost(new Error(`exit ${code}`)));
@@ -193,6 +193,6 @@ export class CommitThread {
  */
 function errorOf({ code, message }: { code?: string; message: string }): Error {
   return typeof code === 'string' && /^(SQLITE_|E[A-Z]+$)/.test(code)
-    ? new UnavailableError('storage', `ledger unavailable (${code})`, { cause: Object.assign(new Error(message), { code }) })
+    ? new UnavailableError('ledger', `ledger unavailable (${code})`, { cause: Object.assign(new Error(message), { code }) })
     : new Error(message);
 }

@@ -5,7 +5,7 @@
 // unavailable, 78 bad configuration.
 import { parseArgs } from 'node:util';
 import type { Config } from '../shared/config.js';
-import { isDiskFull, UnavailableError } from '../shared/errors.js';
+import { dependencyName, isDiskFull, UnavailableError } from '../shared/errors.js';
 import { compact, exportCommand, importCommand, reconcile, reprocess, verify } from './cli/archiveCommands.js';
 import { cities } from './cli/citiesCommand.js';
 import { dlq } from './cli/dlqCommand.js';
@@ -126,10 +126,10 @@ async function main(argv: string[]): Promise<number> {
 
 /** What to check when a dependency is unavailable: the embedded ledger is a file, not a service. */
 function unavailableHint(err: UnavailableError): string {
-  if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${err.message.startsWith('ledger') ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
-  if (err.message.startsWith('ledger unavailable')) return 'is the ledger (ledger.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?';
+  if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${err.dependency === 'ledger' ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
   if (err.message.startsWith('data directory unavailable')) return 'set DATA_DIR to a directory this process can create and write';
-  return `is the ${err.dependency === 'storage' ? 'object store' : 'queue'} reachable?`;
+  if (err.dependency === 'ledger') return 'is the ledger (ledger.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?';
+  return `is the ${dependencyName(err)} reachable?`;
 }
 
 main(process.argv.slice(2)).then(

@@ -174,7 +174,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     maxTempSize: config.duckdbMaxTempSize,
     ...(overrides.duckdbThreads !== undefined && { threads: overrides.duckdbThreads }),
   });
-  const boundaries = new BoundaryRepository(store);
+  const boundaries = new BoundaryRepository(store, undefined, undefined, (version, err) =>
+    log.warn({ version, err: String(err) }, 'the boundary version published could not be loaded: requests go on with the one before, and it is tried again in 30 s'),
+  );
   // On the embedded store DuckDB reads the store's own files: the cache copies nothing.
   const cache = new PartCache(store, config.cacheDir, config.cacheMaxBytes, metrics, storeRoot !== undefined ? localFiles(storeRoot) : undefined);
   // The event log: SQLite beside the ledger on the embedded backend, numbered objects in the

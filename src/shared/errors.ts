@@ -54,10 +54,13 @@ export class BadRequestError extends HttpError {
  * A dependency (object store or queue) could not be reached or refused the
  * request. Adapters throw this at their boundary so callers never see SDK errors.
  */
+export type Dependency = 'storage' | 'ledger' | 'queue';
+
 export class UnavailableError extends Error {
   override name = 'UnavailableError';
   constructor(
-    readonly dependency: 'storage' | 'queue',
+    /** The object store, the embedded ledger (SQLite files under DATA_DIR), or the queue. */
+    readonly dependency: Dependency,
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -65,13 +68,9 @@ export class UnavailableError extends Error {
   }
 }
 
-/**
- * What an unavailable dependency is, as a person names it: the embedded ledger's failures are
- * 'storage' too (SQLite files under DATA_DIR), but not the object store's.
- */
+/** What an unavailable dependency is, as a person names it. */
 export function dependencyName(err: UnavailableError): 'ledger' | 'object store' | 'queue' {
-  if (err.dependency === 'queue') return 'queue';
-  return err.message.startsWith('ledger') ? 'ledger' : 'object store';
+  return err.dependency === 'storage' ? 'object store' : err.dependency;
 }
 
 /**

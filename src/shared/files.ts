@@ -51,7 +51,7 @@ export function ensureDataDir(dir: string): void {
   } catch (err) {
     // A file where the directory should be, a read-only mount, no permission: storage the
     // process cannot use (the exit code and message a start reports), not a fault in this code.
-    throw new UnavailableError('storage', `data directory unavailable (${(err as { code?: string }).code ?? 'error'}): ${dir}`, { cause: err });
+    throw new UnavailableError('ledger', `data directory unavailable (${(err as { code?: string }).code ?? 'error'}): ${dir}`, { cause: err });
   }
 }
 

@@ -330,7 +330,7 @@ export function guardSync<T>(fn: () => T): T {
     return fn();
   } catch (err) {
     if (err instanceof UnavailableError) throw err;
-    if (isDatabaseError(err)) throw new UnavailableError('storage', `ledger unavailable (${(err as { code?: string }).code ?? 'error'})`, { cause: err });
+    if (isDatabaseError(err)) throw new UnavailableError('ledger', `ledger unavailable (${(err as { code?: string }).code ?? 'error'})`, { cause: err });
     throw err;
   }
 }

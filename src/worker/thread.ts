@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Config } from '../shared/config.js';
-import { UnavailableError } from '../shared/errors.js';
+import { UnavailableError, type Dependency } from '../shared/errors.js';
 import { writeLogLines } from '../shared/log.js';
 
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
@@ -15,7 +15,7 @@ export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 /** What the thread says to the API's thread. */
 export type FromThread =
   | { type: 'ready' }
-  | { type: 'failed'; error: { name: string; message: string; dependency?: 'storage' | 'queue' } }
+  | { type: 'failed'; error: { name: string; message: string; dependency?: Dependency } }
   | { type: 'metrics'; id: number; metrics: MetricsJson }
   | { type: 'log'; lines: string }
   | { type: 'stopped' };

@@ -51,6 +51,6 @@ describe('the worker thread of all', () => {
     );
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).name).toBe('UnavailableError');
-    expect((err as UnavailableError).dependency).toBe('storage');
+    expect((err as UnavailableError).dependency).toBe('ledger');
   });
 });

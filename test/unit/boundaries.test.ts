@@ -232,4 +232,42 @@ describe('boundary sets', () => {
     expect((await latest).version).toBe(published);
     expect((await serving.current()).version).toBe(published);
   });
+
+  it('goes on with the version before when a version published cannot be loaded, says so, and tries it again only a while later', async () => {
+    class CountingStore extends FileObjectStore {
+      versionReads = 0;
+      override async get(key: string): Promise<StoredObject | undefined> {
+        if (key.startsWith('cities/versions/')) this.versionReads += 1;
+        return super.get(key);
+      }
+    }
+    const dir = await tempDir();
+    const store = new CountingStore(dir);
+    const failures: string[] = [];
+    let failed!: () => void;
+    const failedOnce = new Promise<void>((resolve) => (failed = resolve));
+    const serving = new BoundaryRepository(store, 0, undefined, (version, err) => {
+      failures.push(`${version}: ${String(err)}`);
+      failed();
+    });
+    await serving.seedIfEmpty();
+    const seeded = (await serving.current()).version;
+    const next = clone();
+    next.label = 'published elsewhere, then damaged';
+    const { version: broken } = await new BoundaryRepository(new FileObjectStore(dir), 0).publish(next);
+    await store.put(`cities/versions/${broken}.json.gz`, Buffer.from('not gzip at all'));
+
+    // Requests go on with the version they had while the new one (once the pointer is read again) fails to load.
+    while (failures.length === 0) {
+      expect((await serving.current()).version).toBe(seeded);
+      await Promise.race([failedOnce, new Promise((resolve) => setTimeout(resolve, 10))]);
+    }
+    expect(failures).toEqual([expect.stringMatching(new RegExp(`^${broken}: `))]);
+    const reads = store.versionReads;
+    for (let i = 0; i < 5; i++) expect((await serving.current()).version).toBe(seeded);
+    // Not read and parsed again by every request.
+    expect(store.versionReads).toBe(reads);
+    // A job asking for what is published is told it cannot be loaded.
+    await expect(serving.latest()).rejects.toThrow();
+  });
 });
