@@ -138,15 +138,16 @@ export class RangedCopy implements RangedFile {
 /**
  * Bytes of a range's chunks written at once: the socket's chunks (16–64 KB) each written alone
  * were a thousand file calls for a cold month (15.6 MB), some 40 ms of the main thread on S3.
- * Small beside a range (a day's section is some 300–600 KB), so a range is never held whole.
+ * A day's section (some 300–600 KB) is then one or two writes; what waits to be written is at
+ * most this much a range, some 12 MB for the 24 days a cold answer fetches ahead (fetchAhead.ts).
+ * 128 KB measured no better (docs/performance.md).
  */
-const WRITE_BYTES = 128 * 1024;
+const WRITE_BYTES = 512 * 1024;
 
 /**
  * Writes a range's chunks into the copy at `at` as they arrive, some WRITE_BYTES at a time; its
- * length. The chunks are dropped once written: a whole range gathered first (and a year's
- * hundreds of them in flight) kept V8 collecting its whole heap every 150 ms or so of a cold
- * answer. A body longer than the `most` bytes asked for (a store or proxy that ignored the range)
+ * length. The chunks are dropped once written: whole ranges gathered first (a year's hundreds
+ * of them in flight) kept V8 collecting its whole heap every 150 ms or so of a cold answer. A body longer than the `most` bytes asked for (a store or proxy that ignored the range)
  * fails before a byte of it lands past them, over ranges the copy already holds.
  */
 async function writeAt(handle: FileHandle, body: AsyncIterable<Uint8Array>, at: number, most: number, key: string): Promise<number> {
