@@ -8,6 +8,16 @@ import { InvalidReportError } from '../partners/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
 import { isCutShort } from './answerStart.js';
 
+
+/** The request body codings the service reads (the feed's): what a Node release's parser adds besides (zstd in Node 24) is refused too. */
+export const REQUEST_CODINGS: ReadonlySet<string> = new Set(['identity', 'gzip', 'deflate', 'br']);
+
+/** A body in another coding: 415. */
+export const UNSUPPORTED_ENCODING = {
+  message: "The request body's Content-Encoding is not supported: send it as it is, or in one of gzip, deflate and br.",
+  details: [{ in: 'header', field: 'Content-Encoding', message: 'must be one of identity, gzip, deflate, br' }] as ErrorDetail[],
+};
+
 export const RETRY_AFTER_SECONDS = 5;
 
 const REPRESENTATION_HEADERS = ['Content-Encoding', 'Content-Disposition', 'ETag', 'Link', 'Cache-Control', 'X-Archive-Watermark'];
@@ -104,9 +114,7 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       case 'entity.parse.failed':
         return sendError(res, 400, 'The request body is not valid JSON.', [{ in: 'body', field: '(body)', message: 'is not valid JSON' }]);
       case 'encoding.unsupported':
-        return sendError(res, 415, 'The request body\'s Content-Encoding is not supported: send it as it is, or in one of gzip, deflate and br.', [
-          { in: 'header', field: 'Content-Encoding', message: 'must be one of identity, gzip, deflate, br' },
-        ]);
+        return sendError(res, 415, UNSUPPORTED_ENCODING.message, UNSUPPORTED_ENCODING.details);
       case 'charset.unsupported':
         return sendError(res, 415, 'The request body must be UTF-8 JSON.', [{ in: 'header', field: 'Content-Type', message: 'must have no charset, or charset=utf-8' }]);
       case 'request.aborted':

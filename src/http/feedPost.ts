@@ -17,7 +17,7 @@ import type { Metrics } from '../shared/metrics.js';
 import type { PlaceNames } from '../boundaries/placeNames.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import { apiKeyCheck, partnerOf, type AuthFailureGuard, type KeyLookup } from './auth.js';
-import { RETRY_AFTER_SECONDS } from './errorHandler.js';
+import { REQUEST_CODINGS, RETRY_AFTER_SECONDS, UNSUPPORTED_ENCODING } from './errorHandler.js';
 import type { DirectHandler } from './route.js';
 import { invalidUtf8 } from './utf8.js';
 import { refuseQuery } from './query.js';
@@ -111,8 +111,9 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     await run(rateLimit, req, res);
     // A parameter here is a mistake (admin=, post_id=): the report is in the body alone.
     refuseQuery(req);
-    // type-is finds no type in a request without a body, whatever its Content-Type says.
-    if (!typeIs.hasBody(req)) {
+    // type-is finds no type in a request without a body, whatever its Content-Type says; an
+    // empty one (Content-Length: 0, as `curl -d ''` sends) is none either.
+    if (!typeIs.hasBody(req) || req.headers['content-length'] === '0') {
       throw new BadRequestError('The request has no body: send the report as JSON.', [{ in: 'body', field: '(body)', message: 'is required' }]);
     }
     if (!typeIs(req, ['application/json', 'application/*+json'])) {
@@ -131,6 +132,9 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     if (Number(req.headers['content-length']) > MAX_BODY_BYTES) {
       throw new HttpError(413, 'The request body is larger than 64 KiB.', [{ in: 'header', field: 'Content-Length', message: `must be at most ${MAX_BODY_BYTES}` }], { Connection: 'close' });
     }
+    // Only the codings the docs name, whatever the parser of this Node release would decode.
+    const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+    if (!REQUEST_CODINGS.has(coding)) throw new HttpError(415, UNSUPPORTED_ENCODING.message, UNSUPPORTED_ENCODING.details);
     // `utf8` is UTF-8's other name, which the JSON parser would refuse (it takes `utf-*` only).
     if (charset === 'utf8') req.headers['content-type'] = req.headers['content-type']!.replace(/(;\s*charset\s*=\s*"?)utf8/i, '$1utf-8');
     await run(parseJson, req, res);

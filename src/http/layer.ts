@@ -10,7 +10,7 @@ import type { StartAccessLog } from './accessLog.js';
 import type { ErrorAnswer } from './errorHandler.js';
 import { BadRequestError, HttpError } from '../shared/errors.js';
 import { VERSION_REFUSED } from './clientErrors.js';
-import { checkQueryString } from './queryGuards.js';
+import { checkQueryString, checkUserinfo } from './queryGuards.js';
 import type { DirectHandler, Route } from './route.js';
 
 export interface LayerOptions {
@@ -88,6 +88,7 @@ export function requestLayer(options: LayerOptions): RequestListener {
       if (coded !== undefined && !/^\s*chunked\s*$/i.test(coded)) {
         throw new HttpError(400, 'Transfer-Encoding other than chunked is not supported: send the body plain or chunked, compressed with Content-Encoding if you like.', [{ in: 'header', field: 'Transfer-Encoding', message: 'must be chunked (or absent)' }], { Connection: 'close' });
       }
+      checkUserinfo(req.url ?? '');
       if (query >= 0) checkQueryString(url);
     } catch (err) {
       options.errorAnswer(err, req, res);

@@ -52,6 +52,19 @@ function parameterNames(search: string): string[] {
     });
 }
 
+/** The scheme and the user information of a request target in absolute form (`http://user:key@host/…`). */
+export const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i;
+
+/** Throws the 400 for a request target that names a user (and perhaps a password: a key) before its host (RFC 9110 4.2.4). */
+export function checkUserinfo(url: string): void {
+  if (USERINFO.test(url)) {
+    throw new BadRequestError(
+      'Credentials are never accepted in the URL: send the API key in the X-Api-Key header. A key sent in a URL should be treated as exposed and replaced.',
+      [{ in: 'path', field: '(userinfo)', message: 'a user or password before the host is refused; it was not logged' }],
+    );
+  }
+}
+
 /** Throws the 400 for too many parameters or a credential in `url`'s query string (the request layer asks before any route reads it). */
 export function checkQueryString(url: string): void {
   const names = parameterNames(searchOf(url));
@@ -76,7 +89,10 @@ export function checkQueryString(url: string): void {
  * the path, where reports' keys and file names have that shape as well, the configured keys and
  * any segment shaped like a generated key go.
  */
-export function redactUrl(url: string, knownKeys: ReadonlySet<string>): string {
+export function redactUrl(given: string, knownKeys: ReadonlySet<string>): string {
+  // A request line in absolute form may name a user and password before its host (refused: see
+  // USERINFO): never logged.
+  const url = given.replace(USERINFO, '$1[redacted]@');
   const at = url.indexOf('?');
   if (at < 0) return redactPath(url, knownKeys);
   const redacted = url

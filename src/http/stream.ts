@@ -46,9 +46,10 @@ export function streamHandlers(deps: StreamDeps): Handlers {
   };
 
   serve('streamReports', async (req, res) => {
+    // Before its parameters: a HEAD is refused for what it is, whatever it asks for.
+    if (req.method === 'HEAD') throw new HttpError(405, '/reports/stream allows GET, OPTIONS only.', [], { Allow: 'GET, OPTIONS' });
     const filter = await readFilter(req, deps);
     const events = deps.events;
-    if (req.method === 'HEAD') throw new HttpError(405, '/reports/stream allows GET, OPTIONS only.', [], { Allow: 'GET, OPTIONS' });
     const lastId = readLastEventId(req);
     if (clients >= deps.config.streamMaxClients) {
       throw new HttpError(429, `This server already streams to ${deps.config.streamMaxClients} clients; retry later.`, [], { 'Retry-After': '30' });

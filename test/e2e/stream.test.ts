@@ -103,6 +103,9 @@ describe('GET /reports/stream', () => {
     const head = await fetch(`${svc.url}/reports/stream`, { method: 'HEAD' });
     expect(head.status).toBe(405);
     expect(head.headers.get('allow')).toBe('GET, OPTIONS');
+    // Refused for its method, whatever it asks for.
+    const badHead = await fetch(`${svc.url}/reports/stream?admin=NOPE`, { method: 'HEAD' });
+    expect([badHead.status, badHead.headers.get('allow')]).toEqual([405, 'GET, OPTIONS']);
   });
 });
 

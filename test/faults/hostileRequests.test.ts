@@ -123,6 +123,21 @@ describe('the feed, as HTTP/1.1 allows it to be asked', () => {
     expect(expectShaped(res, 400).details).toEqual([{ in: 'body', field: '(body)', message: 'is required' }]);
   });
 
+  it('an empty body (Content-Length: 0, as `curl -d \'\'` sends): the same 400, not the fields a report lacks', async () => {
+    const res = await rawRequest(svc.url, [`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n`]);
+    expect(expectShaped(res, 400).details).toEqual([{ in: 'body', field: '(body)', message: 'is required' }]);
+  });
+
+  it('a request line in absolute form naming a user and a key before the host: 400, and the key is never logged', async () => {
+    const target = `http://${API_KEY_NAME}:${API_KEY}@${new URL(svc.url).host}/reports/archive/extent`;
+    const res = await rawRequest(svc.url, [`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`]);
+    expect(expectShaped(res, 400).details).toEqual([expect.objectContaining({ in: 'path', field: '(userinfo)' })]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const logged = lines.filter((l) => l.includes('/reports/archive/extent'));
+    expect(logged.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).not.toContain(API_KEY);
+  });
+
   it('a request line in absolute form (POST http://host/feeds/partner), which HTTP/1.1 servers take, reaches the feed: its body is read', async () => {
     // A report without its fields: the feed's 400 naming them, not a 405 from a route that missed it.
     const res = await rawRequest(svc.url, [`POST ${svc.url}/feeds/partner HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`]);
