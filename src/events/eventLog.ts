@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { ulid } from 'ulid';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
-import { CONNECTION_PRAGMAS, guardSync, writeOnLoop } from '../sqlite/database.js';
+import { CONNECTION_PRAGMAS, guardSync, migrate, writeOnLoop } from '../sqlite/database.js';
 import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
@@ -117,11 +117,7 @@ export class EventLog implements EventFeed {
       const db = new Database(file, { timeout: 2_000 });
       for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
       db.pragma('foreign_keys = ON');
-      db.transaction(() => {
-        const version = db.pragma('user_version', { simple: true }) as number;
-        for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
-        if (version < MIGRATIONS.length) db.pragma(`user_version = ${MIGRATIONS.length}`);
-      }).immediate();
+      migrate(db, MIGRATIONS);
       return db;
     });
     const db = this.db;

@@ -243,13 +243,30 @@ export function openLedgerDb(dataDir: string): Db {
   });
 }
 
-function migrate(db: Db): void {
-  // IMMEDIATE: two processes starting together migrate once, one after the other.
-  db.transaction(() => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    for (let v = version; v < MIGRATIONS.length; v++) db.exec(MIGRATIONS[v]!);
-    if (version < MIGRATIONS.length) db.pragma(`user_version = ${MIGRATIONS.length}`);
-  }).immediate();
+/**
+ * How long a process opening a database waits for another's migration (or long write) before
+ * applying its own: it serves nothing yet, and a migration may take seconds on a large file.
+ */
+const MIGRATION_BUSY_TIMEOUT_MS = 60_000;
+
+/**
+ * Applies the `migrations` not yet applied (PRAGMA user_version counts them), once however many
+ * processes open the file together. A file already up to date takes no write lock.
+ */
+export function migrate(db: Db, migrations: readonly string[] = MIGRATIONS): void {
+  if ((db.pragma('user_version', { simple: true }) as number) >= migrations.length) return;
+  const own = db.pragma('busy_timeout', { simple: true }) as number;
+  db.pragma(`busy_timeout = ${MIGRATION_BUSY_TIMEOUT_MS}`);
+  try {
+    // IMMEDIATE: two processes starting together migrate once, one after the other.
+    db.transaction(() => {
+      const version = db.pragma('user_version', { simple: true }) as number;
+      for (let v = version; v < migrations.length; v++) db.exec(migrations[v]!);
+      if (version < migrations.length) db.pragma(`user_version = ${migrations.length}`);
+    }).immediate();
+  } finally {
+    db.pragma(`busy_timeout = ${own}`);
+  }
 }
 
 /**

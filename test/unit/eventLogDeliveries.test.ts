@@ -1,6 +1,8 @@
 // The embedded event log's deliveries of archived reports, indexed by the reports they carry: a
 // retraction takes its report out of every delivery still waiting or set aside (and only its
 // report), also in a log written before that index existed, which it builds when it opens one.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -92,5 +94,26 @@ describe("the event log's deliveries of archived reports", () => {
     }
     expect(after.sub_a![3]).toEqual(['partner-a-600', 'partner-a-602']);
     log.close();
+  });
+
+  it('a process opening a log to index while another holds its write lock waits for it, rather than failing at 2 s', async () => {
+    const dir = await tempDir();
+    (await logWithBacklog(dir)).close();
+    const file = path.join(dir, 'events.sqlite');
+    const raw = new Database(file);
+    raw.exec('DROP TRIGGER deliveries_indexed; DROP TABLE delivery_reports');
+    raw.pragma('user_version = 2');
+    raw.close();
+    // Another process (a worker's long write, or another process's migration) holds the lock 2.5 s.
+    const holder = spawn(process.execPath, [
+      '-e',
+      `const D = require('better-sqlite3'); const d = new D(${JSON.stringify(file)}); d.exec('BEGIN IMMEDIATE'); console.log('held'); setTimeout(() => { d.exec('COMMIT'); d.close(); }, 2500);`,
+    ]);
+    const exited = once(holder, 'exit');
+    await once(holder.stdout, 'data');
+    const log = new EventLog(dir, () => NOW);
+    expect(indexed(log)).toBe(2 * 603);
+    log.close();
+    expect((await exited)[0]).toBe(0);
   });
 });
