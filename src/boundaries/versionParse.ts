@@ -83,11 +83,6 @@ function parseOnNewThread(stored: StoredVersion): Promise<ParsedVersion> {
 }
 
 /** Parses a stored version where it costs the event loop least: a large one on a thread. */
-export function parseStoredVersion(stored: StoredVersion, onThreadFromBytes = PARSE_ON_THREAD_FROM_BYTES): Promise<ParsedVersion> {
-  if (stored.body.byteLength >= onThreadFromBytes) return parseVersionOnThread(stored);
-  try {
-    return Promise.resolve(parseVersion(stored));
-  } catch (err) {
-    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-  }
+export async function parseStoredVersion(stored: StoredVersion, onThreadFromBytes = PARSE_ON_THREAD_FROM_BYTES): Promise<ParsedVersion> {
+  return stored.body.byteLength >= onThreadFromBytes ? parseVersionOnThread(stored) : parseVersion(stored);
 }
