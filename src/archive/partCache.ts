@@ -6,11 +6,12 @@
 // directory is read in place (its LocalFiles), never copied; a part or ready text an answer
 // holds there is pinned, so one retired meanwhile stays readable to it as a held copy does.
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { finished, pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
 import type { Metrics } from '../shared/metrics.js';
+import { pipeToFile } from '../shared/files.js';
 import { isRunning } from '../shared/processes.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
@@ -306,7 +307,7 @@ export class PartCache {
       await this.requests(async () => {
         const got = await this.store.getStream(info.key);
         if (!got) throw new VanishedError(`archive part vanished: ${info.key}`);
-        await pipeline(got.body, createWriteStream(tmp));
+        await pipeToFile(tmp, got.body);
       });
       await fs.rename(tmp, file);
     } catch (err) {

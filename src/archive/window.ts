@@ -2,12 +2,11 @@
 // day) and returns a `Window` that answers everything about it from that plan: its tag, its
 // serialised reports, its count and stats, its Parquet file and its Arrow stream.
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+import { pipeToFile } from '../shared/files.js';
 import { SERVICE_VERSION } from '../shared/version.js';
 import { DAY_MS, dayStart } from '../store/layout.js';
 import { arrowStream } from './arrow.js';
@@ -138,7 +137,7 @@ export class Window {
   async writeParquet(out: string): Promise<void> {
     const answer = await this.parquet(path.dirname(out));
     try {
-      await pipeline(Readable.from(answer.chunks()), createWriteStream(out));
+      await pipeToFile(out, Readable.from(answer.chunks()));
     } finally {
       await answer.close();
     }

@@ -6,15 +6,15 @@
 // fill an API task's disk). A copy is kept only with the size
 // and SHA-256 its manifest gives, and is on disk before it is named.
 import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { CacheFiles, type CachedFile } from '../archive/cacheFiles.js';
 import type { Manifest } from '../releases/documents.js';
 import { manifestKey, RELEASES_PREFIX } from '../releases/layout.js';
 import { UnavailableError } from '../shared/errors.js';
+import { pipeToFile } from '../shared/files.js';
 import type { ObjectStore } from '../store/objectStore.js';
 
 /** Where the copies were kept before they were bounded (a directory a release): removed once. */
@@ -111,7 +111,8 @@ export class ReleaseCopies {
       if (!found) return undefined;
       const hash = createHash('sha256');
       let bytes = 0;
-      await pipeline(
+      await pipeToFile(
+        partial,
         found.body,
         new Transform({
           transform(chunk: Buffer, _encoding, done) {
@@ -120,7 +121,6 @@ export class ReleaseCopies {
             done(null, chunk);
           },
         }),
-        createWriteStream(partial),
       );
       const written = await fs.open(partial, 'r+');
       try {

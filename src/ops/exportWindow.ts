@@ -1,11 +1,10 @@
 // Export: the bulk counterpart of the archive endpoint, to a file.
-import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { WindowQuery } from '../archive/query.js';
 import type { Archive } from '../archive/window.js';
 import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
+import { pipeToFile } from '../shared/files.js';
 import type { Progress } from './progress.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
@@ -32,7 +31,7 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
       progress?.start(window.days.length);
       // A plain FeatureCollection for GIS tools (no API envelope); CSV with a header.
       const text = format === 'csv' ? 'csv' : 'featurecollection';
-      await pipeline(Readable.from(plainPieces(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text))), createWriteStream(partial));
+      await pipeToFile(partial, Readable.from(plainPieces(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text))));
     }
     await fs.rename(partial, out);
   } finally {

@@ -7,7 +7,7 @@
 // Item, from the manifest, after it; the STAC Collection and Catalog that list the releases anew
 // after every run. One run at a time makes a period's release, from any host (storeLock.ts).
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
@@ -22,6 +22,7 @@ import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacIt
 import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId, type Period } from '../releases/layout.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
+import { pipeToFile } from '../shared/files.js';
 import { SERVICE_VERSION } from '../shared/version.js';
 import { releaseLockKey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
@@ -115,7 +116,7 @@ async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowM
         const got = await window.writeReleaseParquet(parquet);
         // Level 9 once, read many times; the gzip header carries no time, so the same rows give the same bytes.
         const rows = csvRecords();
-        await pipeline(Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), rows.counter, createGzip({ level: 9 }), createWriteStream(csv));
+        await pipeToFile(csv, Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), rows.counter, createGzip({ level: 9 }));
         // The header is a line too.
         if (rows.lines() - 1 === got.reports) {
           written = got;

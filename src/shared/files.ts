@@ -3,6 +3,8 @@
 // page-cache operations of microseconds, done synchronously; flushing, which waits for the
 // disk, goes to the thread pool.
 import { chmodSync, closeSync, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
+import fsp from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { UnavailableError } from './errors.js';
 
@@ -69,5 +71,20 @@ export function privateDatabaseFile(file: string): void {
       // EPERM: another user's file, shared through the group; only its owner can narrow it.
       if (!isCode(err, 'ENOENT') && !isCode(err, 'EPERM')) throw err;
     }
+  }
+}
+
+/**
+ * Pipes `source` (through any `transforms`) into a new file at `file`, closed before this
+ * settles. The file is opened first, not by a write stream: a stream still opening when its
+ * pipeline fails creates the file after the caller's clean-up has run, leaving a stray file.
+ */
+export async function pipeToFile(file: string, source: NodeJS.ReadableStream, ...transforms: NodeJS.ReadWriteStream[]): Promise<void> {
+  const handle = await fsp.open(file, 'w');
+  try {
+    await pipeline([source, ...transforms, handle.createWriteStream()]);
+  } finally {
+    // The stream closes the handle as it ends or fails; this waits for that close (or makes it).
+    await handle.close();
   }
 }
