@@ -26,9 +26,11 @@ describe('pipeToFile', () => {
     const dir = await tempDir('flood-pipe-');
     const fifo = path.join(dir, 'out.partial');
     await promisify(execFile)('mkfifo', [fifo]);
-    const failing = Readable.from((async function* () {
-      throw new Error('the store went away');
-    })());
+    const failing = new Readable({
+      read() {
+        this.destroy(new Error('the store went away'));
+      },
+    });
     const settled = pipeToFile(fifo, failing).then(() => 'resolved', (err: Error) => err.message);
     // Failing while its file was still being opened, it must not give up before the open ends:
     // the caller would remove the name, and the open would then create it.
