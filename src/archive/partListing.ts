@@ -1,10 +1,12 @@
 // Finds the archive parts of a time window. Keys sort in time order, so a window is the key range
-// [its first hour, its last day]: one ranged listing. A listing from a key goes on past the
-// window, up to a page of 1,000 keys on S3, which the client parses (some 30 ms for 350 keys): a
-// window of a few days is listed a day at a time instead, its days at once, each listing holding
-// its own day's keys alone.
-import { DAY_MS, dayPrefix, dayStart, hourPrefix, hourStart, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
-import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
+// [its first hour, its last day]. A listing has no end key: one from the window's first hour
+// would go on past the window, up to a page of 1,000 keys on S3, which the client parses (some
+// 30 ms for 350 keys; a month of 2024 in an archive running since would read 1,000 keys of later
+// months). So a window is listed by its folders, all at once: a window of a few days a day at a
+// time, a longer one a month at a time (its first month from its first hour).
+import pLimit from 'p-limit';
+import { DAY_MS, dayPrefix, dayStart, hourPrefix, hourStart, monthPrefix, partitionOfPartKey } from '../store/layout.js';
+import type { ListOptions, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 /** The parts of one partition: an hour, or (wholeDay) a compacted day starting at hourMs. */
 export interface HourParts {
@@ -16,15 +18,16 @@ export interface HourParts {
 /** Windows of at most this many UTC days are listed a day at a time (that many listings at once). */
 const DAYS_LISTED_APART = 7;
 
+/** Month listings in flight at once, for a window of many months. */
+const MONTH_LISTINGS_AT_ONCE = 12;
+
 /** The partitions of [startMs, endMs] that hold parts, in key order (oldest first; a day's compacted part after its hours). */
 export async function listWindowParts(store: Pick<ObjectStore, 'list'>, startMs: number, endMs: number): Promise<HourParts[]> {
   const firstHour = hourStart(startMs);
   const lastHour = hourStart(endMs);
   const lastDay = dayStart(endMs);
   const days = Math.max(0, (lastDay - dayStart(startMs)) / DAY_MS + 1);
-  // The folder name sorts before every key inside it, so it is the exclusive start. The
-  // first day's compacted part (hour=all) sorts after its hours, so it is in the range too.
-  const keys = days <= DAYS_LISTED_APART ? dayByDay(store, dayStart(startMs), days) : store.list({ prefix: REPORTS_PREFIX, startAfter: hourPrefix(firstHour) });
+  const keys = days <= DAYS_LISTED_APART ? dayByDay(store, dayStart(startMs), days) : monthByMonth(store, firstHour, lastDay);
   const out: HourParts[] = [];
   for await (const info of keys) {
     const partition = partitionOfPartKey(info.key);
@@ -48,6 +51,28 @@ async function* dayByDay(store: Pick<ObjectStore, 'list'>, firstDay: number, day
   for (const day of settled) {
     if (day.status === 'rejected') throw day.reason;
     yield* day.value;
+  }
+}
+
+/**
+ * The keys of the UTC months from the one of `firstHour` to the one of `lastDay`, in key order,
+ * the first from `firstHour` on; at most MONTH_LISTINGS_AT_ONCE listings in flight.
+ */
+async function* monthByMonth(store: Pick<ObjectStore, 'list'>, firstHour: number, lastDay: number): AsyncIterable<ObjectInfo> {
+  // The folder name sorts before every key inside it, so it is the exclusive start. The
+  // first day's compacted part (hour=all) sorts after its hours, so it is in the range too.
+  const months: ListOptions[] = [{ prefix: monthPrefix(firstHour), startAfter: hourPrefix(firstHour) }];
+  for (let d = new Date(firstHour); ; ) {
+    d = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+    if (d.getTime() > lastDay) break;
+    months.push({ prefix: monthPrefix(d.getTime()) });
+  }
+  const limit = pLimit(MONTH_LISTINGS_AT_ONCE);
+  const listings = months.map((options) => limit(() => collect(store.list(options))));
+  const settled = await Promise.allSettled(listings);
+  for (const month of settled) {
+    if (month.status === 'rejected') throw month.reason;
+    yield* month.value;
   }
 }
 

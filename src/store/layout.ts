@@ -109,6 +109,12 @@ export function closedBefore(flushIntervalSeconds: number, now = Date.now()): nu
 
 const pad2 = (n: number) => String(n).padStart(2, '0');
 
+/** The folder of the UTC month holding `ms` (its days' folders), ending in '/'. */
+export function monthPrefix(ms: number): string {
+  const d = new Date(ms);
+  return `${REPORTS_PREFIX}year=${d.getUTCFullYear()}/month=${pad2(d.getUTCMonth() + 1)}/`;
+}
+
 /** The folder of a UTC day's partitions (its hours and its compacted day), ending in '/'. */
 export function dayPrefix(ms: number): string {
   const d = new Date(ms);

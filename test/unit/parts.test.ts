@@ -1,5 +1,5 @@
-// The window's parts come from one ranged listing over hour and compacted-day keys, or, for a
-// window of a few days, from a listing of each of its days.
+// The window's parts come from a listing of each of its months (the first from its first hour),
+// or, for a window of a few days, of each of its days: never from keys past the window's folders.
 import { describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/partListing.js';
 import { groupBySize } from '../../src/archive/plan.js';
@@ -50,8 +50,8 @@ describe('listWindowParts', () => {
   });
 });
 
-describe('listWindowParts over a few days', () => {
-  it('asks the store for each day of a window of a few days alone, and finds the same parts as a ranged listing would', async () => {
+describe('listWindowParts by folders', () => {
+  it('asks the store for each day of a window of a few days, each month of a longer one, and finds the parts in the window in key order', async () => {
     const store = new FileObjectStore(await tempDir());
     const first = at('2026-11-01T00:00:00Z');
     const keys: string[] = [];
@@ -60,7 +60,6 @@ describe('listWindowParts over a few days', () => {
       keys.push(newDayPartKey(day));
       for (const h of [0, 11, 11, 23]) keys.push(newPartKey(day + h * 3_600_000));
     }
-    for (const key of keys) await store.put(key, 'x');
     // What the window holds: its hours' parts and its days' compacted parts, in key order.
     const expected = (startMs: number, endMs: number) =>
       [...keys]
@@ -69,13 +68,32 @@ describe('listWindowParts over a few days', () => {
           const { startMs: t, wholeDay } = partitionOfPartKey(key)!;
           return wholeDay ? t >= dayStart(startMs) && t <= dayStart(endMs) : t >= hourStart(startMs) && t <= hourStart(endMs);
         });
-    // A window of up to a week is listed a day at a time; a longer one from its first hour on.
-    const windows: [string, string, 'by day' | 'ranged'][] = [
+    // Parts of other months, which no listing of these windows' months may return.
+    for (const month of ['2026-09-15T00:00:00Z', '2026-10-31T23:00:00Z', '2026-12-01T00:00:00Z', '2027-02-03T04:00:00Z']) {
+      keys.push(newDayPartKey(at(month)), newPartKey(at(month)));
+    }
+    for (const key of keys) await store.put(key, 'x');
+    // A window of up to a week is listed a day at a time; a longer one a month at a time.
+    const windows: [string, string, 'by day' | ListOptions[]][] = [
       ['2026-11-03T11:30:00Z', '2026-11-03T11:40:00Z', 'by day'],
       ['2026-11-03T11:30:00Z', '2026-11-04T23:59:59Z', 'by day'],
       ['2026-11-02T00:00:00Z', '2026-11-08T23:59:59.999Z', 'by day'],
-      ['2026-11-02T12:00:00Z', '2026-11-10T00:00:00Z', 'ranged'],
+      ['2026-11-02T12:00:00Z', '2026-11-10T00:00:00Z', [{ prefix: 'reports/v1/year=2026/month=11/', startAfter: 'reports/v1/year=2026/month=11/day=02/hour=12/' }]],
       ['2026-10-30T00:00:00Z', '2026-11-02T05:00:00Z', 'by day'],
+      [
+        '2026-10-25T06:00:00Z',
+        '2026-11-06T00:00:00Z',
+        [{ prefix: 'reports/v1/year=2026/month=10/', startAfter: 'reports/v1/year=2026/month=10/day=25/hour=06/' }, { prefix: 'reports/v1/year=2026/month=11/' }],
+      ],
+      [
+        '2025-12-31T00:00:00Z',
+        '2027-01-31T23:59:59.999Z',
+        [
+          { prefix: 'reports/v1/year=2025/month=12/', startAfter: 'reports/v1/year=2025/month=12/day=31/hour=00/' },
+          ...Array.from({ length: 12 }, (_, m) => ({ prefix: `reports/v1/year=2026/month=${String(m + 1).padStart(2, '0')}/` })),
+          { prefix: 'reports/v1/year=2027/month=01/' },
+        ],
+      ],
     ];
     for (const [from, to, listed] of windows) {
       const asked: ListOptions[] = [];
@@ -83,7 +101,7 @@ describe('listWindowParts over a few days', () => {
       expect(got.flatMap((p) => p.parts.map((i) => i.key)), `${from} ${to}`).toEqual(expected(at(from), at(to)));
       const days = (dayStart(at(to)) - dayStart(at(from))) / DAY_MS + 1;
       if (listed === 'by day') expect(asked, `${from} ${to}`).toEqual(Array.from({ length: days }, (_, i) => ({ prefix: dayPrefix(dayStart(at(from)) + i * DAY_MS) })));
-      else expect(asked, `${from} ${to}`).toEqual([{ prefix: 'reports/v1/', startAfter: 'reports/v1/year=2026/month=11/day=02/hour=12/' }]);
+      else expect(asked, `${from} ${to}`).toEqual(listed);
     }
   });
 });
