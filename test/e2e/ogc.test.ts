@@ -200,6 +200,10 @@ describe('OGC API – Features: reports items', () => {
     const inBox = archive.filter((f) => f.geometry.coordinates[0] <= 121 && f.geometry.coordinates[1] >= 15);
     const boxed = await ogc(`${items}?${datetime}&bbox=120.5,15,121,15.2&limit=100`);
     expect(boxed.body.features.map((f: any) => f.properties.pkey)).toEqual(inBox.map((f) => f.properties.pkey));
+    // The same box with signs typed and sent unencoded: a leading '+' and an exponent's.
+    const signed = await ogc(`${items}?${datetime}&bbox=+120.5,15,1.21e+2,+15.2&limit=100`);
+    expect(signed.status).toBe(200);
+    expect(signed.body.features.map((f: any) => f.properties.pkey)).toEqual(inBox.map((f) => f.properties.pkey));
   });
 
   it.each([

@@ -19,13 +19,14 @@ export interface Interval {
 const RANGE = 'from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z';
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-/** OGC bbox: minLon,minLat,maxLon,maxLat (or six numbers with heights, which points without height ignore). */
 /** A decimal number as JSON writes one (and a leading + or a bare fraction, as people type them). */
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
+/** OGC bbox: minLon,minLat,maxLon,maxLat (or six numbers with heights, which points without height ignore). */
 export function readBbox(raw: string | undefined, details: ErrorDetail[]): Bbox | undefined {
   if (raw === undefined) return undefined;
-  const parts = raw.split(',');
+  // A '+' sent unencoded (`+121.0`, `1e+2`) arrives as a space, which no number holds otherwise.
+  const parts = raw.replace(/ /g, '+').split(',');
   // Decimal numbers only: Number() would also read hex, octal, binary and padded text.
   const nums = parts.map((p) => (DECIMAL.test(p) ? Number(p) : NaN));
   if ((parts.length !== 4 && parts.length !== 6) || nums.some((n) => !Number.isFinite(n))) {
