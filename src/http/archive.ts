@@ -18,11 +18,10 @@ import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswe
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { sendPieces } from './sendPieces.js';
-import { BBOX_PATTERN, oneOf, plusRestored, readAdmin, readQuery, throwIfAny, type QueryValues } from './query.js';
+import { oneOf, plusRestored, readAdmin, readBbox, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 import { REVALIDATE } from './bodyTags.js';
 
-const BBOX = new RegExp(BBOX_PATTERN);
 
 export const MAX_PAGE = 10_000;
 /** json is the {statusCode, result} envelope (GeoJSON or TopoJSON by geoformat; docs/http.md); geojson and topojson are the same without it. */
@@ -339,7 +338,7 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
   // The boundaries are read only to check a code (a cold read without one need not wait for them).
   const admin = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
-  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values, details), includeRetracted, updatedAfterMs };
+  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs };
 }
 
 /** `updated_after`: an instant in the past; without start and end, at most ARCHIVE_MAX_WINDOW ago. */
@@ -353,24 +352,6 @@ function readUpdatedAfter(values: QueryValues, details: ErrorDetail[], deps: Arc
     details.push({ in: 'query', field: 'updated_after', message: `without start and end, may be at most ${formatSpan(deps.maxWindowMs)} ago; give start and end, or pull the window whole` });
   }
   return ms;
-}
-
-function readBbox(values: QueryValues, details: ErrorDetail[]): WindowQuery['bbox'] {
-  const raw = values.bbox;
-  if (raw === undefined) return undefined;
-  const parts = raw.split(',');
-  const nums = parts.map(Number);
-  const [minLng, minLat, maxLng, maxLat] = nums as [number, number, number, number];
-  if (parts.length !== 4 || parts.some((p) => !/^-?\d+(\.\d+)?$/.test(p))) {
-    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat (four decimal numbers)' });
-  } else if (!BBOX.test(raw)) {
-    details.push({ in: 'query', field: 'bbox', message: 'longitudes must be within ±180 and latitudes within ±90, with at most 15 decimals' });
-  } else if (minLng > maxLng || minLat > maxLat) {
-    details.push({ in: 'query', field: 'bbox', message: 'minimums must not exceed maximums' });
-  } else {
-    return [minLng, minLat, maxLng, maxLat];
-  }
-  return undefined;
 }
 
 function readInstant(values: QueryValues, name: string, details: ErrorDetail[]): number | undefined {

@@ -9,6 +9,24 @@ const LNG = '-?(?:180(?:\\.0{1,15})?|(?:1[0-7]\\d|\\d{1,2})(?:\\.\\d{1,15})?)';
 const LAT = '-?(?:90(?:\\.0{1,15})?|[0-8]?\\d(?:\\.\\d{1,15})?)';
 /** bbox as the archive takes it, published as is: minLng,minLat,maxLng,maxLat in decimal degrees. */
 export const BBOX_PATTERN = `^${LNG},${LAT},${LNG},${LAT}$`;
+const BBOX = new RegExp(BBOX_PATTERN);
+
+/** The archive's and the stream's bbox (BBOX_PATTERN), or the problem with it in `details`. */
+export function readBbox(raw: string | undefined, details: ErrorDetail[]): [number, number, number, number] | undefined {
+  if (raw === undefined) return undefined;
+  const parts = raw.split(',');
+  const [minLng, minLat, maxLng, maxLat] = parts.map(Number) as [number, number, number, number];
+  if (parts.length !== 4 || parts.some((p) => !/^-?\d+(\.\d+)?$/.test(p))) {
+    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat (four decimal numbers)' });
+  } else if (!BBOX.test(raw)) {
+    details.push({ in: 'query', field: 'bbox', message: 'longitudes must be within ±180 and latitudes within ±90, with at most 15 decimals' });
+  } else if (minLng > maxLng || minLat > maxLat) {
+    details.push({ in: 'query', field: 'bbox', message: 'minimums must not exceed maximums' });
+  } else {
+    return [minLng, minLat, maxLng, maxLat];
+  }
+  return undefined;
+}
 
 export type QueryValues = Record<string, string | undefined>;
 

@@ -10,14 +10,12 @@ import type { Socket } from 'node:net';
 import type { AdminAreas } from '../boundaries/adminAreas.js';
 import type { Request } from 'express';
 import type { EventsConfig } from '../shared/config.js';
-import type { ErrorDetail } from '../shared/errors.js';
 import { HttpError } from '../shared/errors.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
-import { BBOX_PATTERN, readAdmin, readQuery, throwIfAny } from './query.js';
+import { readAdmin, readBbox, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 const POLL_MS = 200;
-const BBOX = new RegExp(BBOX_PATTERN);
 
 export interface StreamDeps {
   events: EventFeed;
@@ -172,18 +170,5 @@ async function readFilter(req: Request, deps: StreamDeps): Promise<Filter> {
 function readLastEventId(req: Request): number | undefined {
   const given = req.get('last-event-id') ?? (req.query.lastEventId as string | undefined);
   return given === undefined ? undefined : Number(given);
-}
-
-function readBbox(raw: string | undefined, details: ErrorDetail[]): Filter['bbox'] {
-  if (raw === undefined) return undefined;
-  const nums = raw.split(',').map(Number) as [number, number, number, number];
-  if (!BBOX.test(raw)) {
-    details.push({ in: 'query', field: 'bbox', message: 'must be minLng,minLat,maxLng,maxLat in decimal degrees (longitudes within ±180, latitudes within ±90)' });
-  } else if (nums[0] > nums[2] || nums[1] > nums[3]) {
-    details.push({ in: 'query', field: 'bbox', message: 'minimums must not exceed maximums' });
-  } else {
-    return nums;
-  }
-  return undefined;
 }
 
