@@ -70,6 +70,12 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   let countsKey;
   let fetchCounts;
   let painted = false;
+  /**
+   * The boundary version the levels gave: every later boundary request names it, so a map whose
+   * loading a publish interrupts is drawn from one version, never parts of two.
+   */
+  let version;
+  const pinned = (path) => `${path}${path.includes('?') ? '&' : '?'}version=${encodeURIComponent(version)}`;
 
   const outlineStyle = (level) => ({
     region: { color: '#1b2631', weight: 1.2 },
@@ -113,7 +119,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   async function addAreas(codes) {
     const todo = codes.filter((code) => !citiesWithAreas.has(code));
     for (const code of todo) citiesWithAreas.add(code);
-    const answers = await Promise.allSettled(todo.map((code) => api(`/cities/${encodeURIComponent(code)}/local-areas?geoformat=geojson`)));
+    const answers = await Promise.allSettled(todo.map((code) => api(pinned(`/cities/${encodeURIComponent(code)}/local-areas?geoformat=geojson`))));
     // A city whose barangays could not be fetched is asked for again next time.
     answers.forEach((a, i) => a.status === 'rejected' && citiesWithAreas.delete(todo[i]));
     const failed = answers.find((a) => a.status === 'rejected');
@@ -264,7 +270,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   });
 
   const outlines = async (level) => {
-    const topo = (await api(`/cities/outlines?level=${level}`)).result;
+    const topo = (await api(pinned(`/cities/outlines?level=${level}`))).result;
     return topojson.feature(topo, topo.objects.output);
   };
 
@@ -274,7 +280,8 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
      * (and the admin list and the place search filled): the window's counts need not wait for it.
      */
     async load() {
-      const { levels, label: versionLabel, attribution: credit } = (await api('/cities/levels')).result;
+      const { levels, label: versionLabel, attribution: credit, version: levelsVersion } = (await api('/cities/levels')).result;
+      version = levelsVersion;
       // The boundaries' makers, acknowledged where they are shown (as text: Leaflet takes HTML).
       const html = credit ? textElement(credit).innerHTML : undefined;
       if (html !== attribution) {
@@ -287,7 +294,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
       national = has('region') || cityCount > ALL_AREAS_UP_TO;
       if (!national) {
         // Few cities: their full outlines, and every barangay at once.
-        const cities = (await api('/cities?geoformat=geojson')).result;
+        const cities = (await api(pinned('/cities?geoformat=geojson'))).result;
         addLayer('city', cities);
         map.fitBounds(layers.get('city').layer.getBounds(), { padding: [10, 10], animate: false });
         await addAreas(cities.features.map((f) => f.properties.code));

@@ -42,6 +42,10 @@ async function api(path) {
   if (res.status === 429) throw new RateLimited(Number(res.headers.get('Retry-After') ?? 60));
   if (res.status >= 500) throw new ServiceDown(`The service answered ${res.status}; try again in a minute.`);
   const body = await res.json().catch(() => undefined);
+  // The boundary version this map was drawn with is no longer served (a publish since).
+  if (res.status === 410 && body?.details?.some((d) => d.field === 'version')) {
+    throw new ApiError('The boundaries were updated since this map was drawn: reload the page to see them.');
+  }
   if (!res.ok) {
     // The problems themselves ("the window may span at most 366 days"), not only that there are some.
     const details = Array.isArray(body?.details) ? body.details.map((d) => (d.field ? `${d.field} ${d.message}` : d.message)).filter(Boolean) : [];

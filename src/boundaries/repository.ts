@@ -135,6 +135,15 @@ export class BoundaryRepository {
     return this.entry(version).promise;
   }
 
+  /**
+   * A version this process has loaded (the current one, or one of the few kept since), without
+   * loading one: a client that began with a version a publish has since replaced may finish with
+   * it, while one asking for any version by id cannot make the process read and parse them all.
+   */
+  kept(version: string): LoadedBoundaries | undefined {
+    return this.loaded.get(version)?.value;
+  }
+
   /** A version's entry, its loading begun if it was not loaded or loading, and made the most recently asked for. */
   private entry(version: string): { promise: Promise<LoadedBoundaries>; value?: LoadedBoundaries } {
     let entry = this.loaded.get(version);

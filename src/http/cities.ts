@@ -6,10 +6,10 @@ import { topology } from 'topojson-server';
 import { geometryOf } from '../boundaries/compactLevels.js';
 import { OUTLINE_LEVELS, outlineLevels, outlinesOf, type OutlineLevel } from '../boundaries/outlines.js';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
-import { HttpError } from '../shared/errors.js';
+import { HttpError, type ErrorDetail } from '../shared/errors.js';
 import { VERSION_TAG } from '../shared/version.js';
 import { applyEncoding, encodeOnce, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
-import { oneOf, readQuery, throwIfAny } from './query.js';
+import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 /** Quantization of the local areas' TopoJSON: about a metre over a province's extent. */
@@ -17,12 +17,17 @@ const LOCAL_AREAS_QUANTIZATION = 1e5;
 
 export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handlers {
   const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas' | 'getLevels' | 'getOutlines'>();
-  // Bodies are immutable per version: build and compress each once, keep the current version's.
-  // A body is built once per version whatever the encodings it is then asked in.
-  let cache: { version: string; texts: Map<string, string>; bodies: Map<string, Promise<Buffer>> } | undefined;
+  // Bodies are immutable per version: build and compress each once, keep the last two versions'
+  // (the current one, and the one before for clients that began with it). A body is built once
+  // per version whatever the encodings it is then asked in.
+  const caches = new Map<string, { texts: Map<string, string>; bodies: Map<string, Promise<Buffer>> }>();
   /** Each body encoded once per version, by the first request for it (the others wait for it). */
   const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Promise<Buffer> => {
-    if (cache?.version !== current.version) cache = { version: current.version, texts: new Map(), bodies: new Map() };
+    let cache = caches.get(current.version);
+    if (!cache) {
+      caches.set(current.version, (cache = { texts: new Map(), bodies: new Map() }));
+      if (caches.size > 2) caches.delete(caches.keys().next().value!);
+    }
     const { texts, bodies } = cache;
     const id = `${key}/${encoding}`;
     let buf = bodies.get(id);
@@ -51,20 +56,37 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     res.type('application/json').send(await body(current, key, build, encoding));
   };
 
+  /**
+   * The version a request is answered from: the current one, or the one it names (`version=`, as
+   * /cities/levels gave it) while this process still keeps it, so a map begun before a publish
+   * is finished with the version it began with; a version no longer kept is a 410.
+   */
+  const boundariesOf = async (version: string | undefined): Promise<LoadedBoundaries> => {
+    const current = await deps.boundaries.current();
+    if (version === undefined || version === current.version) return current;
+    const kept = deps.boundaries.kept(version);
+    if (kept) return kept;
+    throw new HttpError(410, `Boundary version ${version} is not served any more; the current one is ${current.version} (GET /cities/levels).`, [
+      { in: 'query', field: 'version', message: 'is not a boundary version this service still serves' },
+    ]);
+  };
+
   serve('getCities', async (req, res) => {
-    const { values, details } = readQuery(req, ['format', 'geoformat']);
+    const { values, details } = readQuery(req, ['format', 'geoformat', 'version']);
     oneOf(values, 'format', ['json'], 'json', details);
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
+    readVersion(values, details);
     throwIfAny(details);
-    const current = await deps.boundaries.current();
+    const current = await boundariesOf(values.version);
     await sendVersioned(req, res, current, geoformat, () => (geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson));
   });
 
   serve('getLocalAreas', async (req, res) => {
-    const { values, details } = readQuery(req, ['geoformat']);
+    const { values, details } = readQuery(req, ['geoformat', 'version']);
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
+    readVersion(values, details);
     throwIfAny(details);
-    const current = await deps.boundaries.current();
+    const current = await boundariesOf(values.version);
     const code = String(req.params.code);
     const area = current.adminAreas.get(code);
     if (area?.level !== 'city') {
@@ -85,15 +107,19 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     });
   });
   serve('getLevels', async (req, res) => {
-    throwIfAny(readQuery(req, []).details);
-    const current = await deps.boundaries.current();
+    const { values, details } = readQuery(req, ['version']);
+    readVersion(values, details);
+    throwIfAny(details);
+    const current = await boundariesOf(values.version);
     await sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, attribution: current.attribution ?? null, levels: outlineLevels(current.levels) } }));
   });
 
   serve('getOutlines', async (req, res) => {
-    const { values, details } = readQuery(req, ['level']);
+    const { values, details } = readQuery(req, ['level', 'version']);
     const level = oneOf(values, 'level', OUTLINE_LEVELS, 'city', details) as OutlineLevel;
-    const current = await deps.boundaries.current();
+    readVersion(values, details);
+    throwIfAny(details);
+    const current = await boundariesOf(values.version);
     if (values.level !== undefined && details.length === 0 && !outlineLevels(current.levels).some((l) => l.level === level)) {
       details.push({ in: 'query', field: 'level', message: `the current boundary version has no ${level} level; GET /cities/levels lists the levels it has` });
     }
@@ -101,4 +127,13 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     await sendVersioned(req, res, current, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current.levels, level) }));
   });
   return handlers;
+}
+
+/** A boundary version's id as the service makes them (BoundaryRepository.versionId). */
+const VERSION_ID = /^[0-9a-f]{24}$/;
+
+function readVersion(values: QueryValues, details: ErrorDetail[]): void {
+  if (values.version !== undefined && !VERSION_ID.test(values.version)) {
+    details.push({ in: 'query', field: 'version', message: 'must be a boundary version id (24 hexadecimal digits), as GET /cities/levels gives it' });
+  }
 }

@@ -535,6 +535,44 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
+  it('draws the map from the boundary version it began with when a publish comes while it loads', async () => {
+    const before = await svc.rt.boundaries.current();
+    const set = await loadPsaBoundaries();
+    // The next version names Quezon City otherwise: a map of parts of both would list that name.
+    const renamed = {
+      ...set,
+      label: `${set.label}, renamed`,
+      cities: { ...set.cities, features: set.cities.features.map((f) => (f.properties.code === 'PH-QC' ? { ...f, properties: { ...f.properties, name: 'Lungsod Quezon' } } : f)) },
+    };
+    const { page, errors, requests, close } = await openPage();
+    try {
+      let published: string | undefined;
+      // Published once the page has the levels, before it asks for the cities' outlines.
+      await page.route(
+        (url) => url.pathname === '/cities',
+        async (route) => {
+          published ??= (await svc.rt.boundaries.publish(renamed)).version;
+          await route.continue();
+        },
+      );
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      expect(published).toBeDefined();
+      expect((await svc.rt.boundaries.current()).version).toBe(published);
+      const names = await page.$$eval('select[name=admin] option', (options) => options.map((o) => o.textContent));
+      expect(names).toContain('Quezon City');
+      expect(names).not.toContain('Lungsod Quezon');
+      expect(Number(await page.getAttribute('#map', 'data-areas'))).toBe(680);
+      const boundaryRequests = requests.map((u) => new URL(u)).filter((u) => u.pathname.startsWith('/cities') && u.pathname !== '/cities/levels');
+      expect(boundaryRequests.length).toBe(3);
+      for (const u of boundaryRequests) expect(u.searchParams.get('version'), u.pathname).toBe(before.version);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+      await svc.rt.boundaries.rollback(before.version);
+    }
+  });
+
   it("acknowledges the boundaries' makers on the map, as their attribution asks", async () => {
     // The default boundaries the service ships, with their PSA and NAMRIA attribution.
     const rt = await testRuntime(await testConfig('embedded'));

@@ -144,5 +144,33 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       expect(res.body.result.features).toEqual(shipped);
       await svc.rt.boundaries.rollback(version);
     });
+
+    it('answers a map begun before a publish from the version it began with; a version no longer served is a 410, a malformed one a 400', async () => {
+      const versions = await svc.rt.boundaries.versions();
+      const previous = versions.find((v) => v !== version)!;
+      const began = (await getJson(`${svc.url}/cities/levels`)).body.result.version;
+      expect(began).toBe(version);
+      // Published meanwhile (here, the version before made current again).
+      await svc.rt.boundaries.rollback(previous);
+      try {
+        const now = await getJson(`${svc.url}/cities/outlines`);
+        expect(now.headers.get('etag')).toMatch(new RegExp(`^"${previous}-`));
+        for (const path of ['/cities/outlines', '/cities/levels', '/cities', '/cities/PH-QC/local-areas']) {
+          const pinned = await getJson(`${svc.url}${path}?version=${began}`);
+          expect(pinned.status, path).toBe(200);
+          expect(pinned.headers.get('etag'), path).toMatch(new RegExp(`^"${began}-`));
+        }
+        expect((await getJson(`${svc.url}/cities/levels?version=${began}`)).body.result.version).toBe(began);
+        const gone = await getJson(`${svc.url}/cities/outlines?version=${'0'.repeat(24)}`);
+        expect(gone.status).toBe(410);
+        expect(gone.body).toMatchObject({ statusCode: 410, error: 'Gone', details: [{ in: 'query', field: 'version' }] });
+        expect(gone.body.message).toContain(previous);
+        const malformed = await getJson(`${svc.url}/cities/PH-QC/local-areas?version=latest`);
+        expect(malformed.status).toBe(400);
+        expect(malformed.body.details).toEqual([{ in: 'query', field: 'version', message: expect.stringMatching(/24 hexadecimal digits/) }]);
+      } finally {
+        await svc.rt.boundaries.rollback(version);
+      }
+    });
   });
 });

@@ -3,6 +3,18 @@
 import { badQuery, error, tooMany, unavailable } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 
+/** `version=`: a map's requests pinned to the version it began with, across a publish. */
+const versionParam = {
+  name: 'version',
+  in: 'query',
+  schema: { type: 'string', pattern: '^[0-9a-f]{24}$' },
+  description:
+    "A boundary version's id, as GET /cities/levels gives it: the answer comes from that version while the service still serves it (the current one, or one it kept since a publish), so the parts of a map all come from one version. Without it, the current version.",
+};
+
+/** The 410 for a version no longer served. */
+const versionGone = error('The boundary version named by `version` is no longer served: GET /cities/levels gives the current one.');
+
 export const PLACES_ROUTES: readonly Route[] = [
   {
     path: '/cities',
@@ -16,6 +28,7 @@ export const PLACES_ROUTES: readonly Route[] = [
           parameters: [
             { name: 'format', in: 'query', schema: { type: 'string', enum: ['json'], default: 'json' } },
             { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
+            versionParam,
           ],
           responses: {
             '200': {
@@ -34,6 +47,7 @@ export const PLACES_ROUTES: readonly Route[] = [
               message: 'The query is invalid; see details for each problem.',
               details: [{ in: 'query', field: 'geoformat', message: 'must be one of: topojson, geojson' }],
             }),
+            '410': versionGone,
             '429': tooMany,
             '503': unavailable,
           },
@@ -53,6 +67,7 @@ export const PLACES_ROUTES: readonly Route[] = [
           parameters: [
             { name: 'code', in: 'path', required: true, schema: { type: 'string' }, example: 'PH-QC', description: 'A city code from /cities.' },
             { name: 'geoformat', in: 'query', schema: { type: 'string', enum: ['topojson', 'geojson'], default: 'topojson' } },
+            versionParam,
           ],
           responses: {
             '200': {
@@ -67,6 +82,7 @@ export const PLACES_ROUTES: readonly Route[] = [
             '304': { description: 'Not modified (If-None-Match).' },
             '400': badQuery,
             '404': error('No city with this code in the current boundary version.'),
+            '410': versionGone,
             '429': tooMany,
             '503': unavailable,
           },
@@ -83,6 +99,7 @@ export const PLACES_ROUTES: readonly Route[] = [
         get: {
           operationId: 'getLevels',
           summary: 'The levels of the current boundary version (region, province, city), with their number of areas',
+          parameters: [versionParam],
           responses: {
             '200': {
               description: 'The version, its label, and the levels /cities/outlines draws. The two-city default has cities alone.',
@@ -91,6 +108,7 @@ export const PLACES_ROUTES: readonly Route[] = [
             },
             '304': { description: 'Not modified (If-None-Match).' },
             '400': badQuery,
+            '410': versionGone,
             '429': tooMany,
             '503': unavailable,
           },
@@ -118,6 +136,7 @@ export const PLACES_ROUTES: readonly Route[] = [
               schema: { type: 'string', enum: ['region', 'province', 'city'], default: 'city' },
               description: 'A level the current boundary version has (GET /cities/levels): the two-city default has cities alone.',
             },
+            versionParam,
           ],
           responses: {
             '200': {
@@ -127,6 +146,7 @@ export const PLACES_ROUTES: readonly Route[] = [
             },
             '304': { description: 'Not modified (If-None-Match).' },
             '400': badQuery,
+            '410': versionGone,
             '429': tooMany,
             '503': unavailable,
           },
