@@ -14,6 +14,9 @@ import type { EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
 
+/** SQLite's failures as the event log's (a 503 that names it, not the ledger). */
+const guard = <T>(fn: () => T): T => guardSync(fn, 'events');
+
 const MIGRATIONS = [
   `CREATE TABLE subscriptions (
      id TEXT PRIMARY KEY,
@@ -109,7 +112,7 @@ export class EventLog implements EventFeed {
   onRecorded: (() => void) | undefined;
 
   constructor(dataDir: string, private readonly now: () => number = Date.now) {
-    this.db = guardSync(() => {
+    this.db = guard(() => {
       ensureDataDir(dataDir);
       const file = path.join(dataDir, 'events.sqlite');
       // It holds the webhook secrets.
@@ -187,11 +190,12 @@ export class EventLog implements EventFeed {
           this.record('retracted', [feature]);
         })
         .immediate(),
+      'events',
     );
   }
 
   async hide(pkey: string): Promise<void> {
-    await writeOnLoop(this.db, () => this.db.transaction(() => this.hideNow(pkey)).immediate());
+    await writeOnLoop(this.db, () => this.db.transaction(() => this.hideNow(pkey)).immediate(), 'events');
   }
 
   /** The report's archived event goes, and the report from the deliveries waiting or set aside. */
@@ -209,7 +213,7 @@ export class EventLog implements EventFeed {
 
   record(kind: EventKind, features: readonly ReportFeature[]): number {
     const now = this.now();
-    const added = guardSync(() =>
+    const added = guard(() =>
       this.db
         .transaction(() => {
           // Each feature is serialised once, whatever number of subscriptions carry it.
@@ -251,68 +255,68 @@ export class EventLog implements EventFeed {
   }
 
   subscriptions(): Subscription[] {
-    return guardSync(() => this.subscriptionsNow());
+    return guard(() => this.subscriptionsNow());
   }
 
   subscription(id: string): Subscription | undefined {
-    const row = guardSync(() => this.stmts.subscription.get(id)) as SubscriptionRow | undefined;
+    const row = guard(() => this.stmts.subscription.get(id)) as SubscriptionRow | undefined;
     return row ? toSubscription(row) : undefined;
   }
 
   addSubscription(s: Subscription): void {
-    guardSync(() =>
+    guard(() =>
       this.stmts.addSubscription.run(s.id, s.url, s.secret, JSON.stringify(s.admins), JSON.stringify(s.localAreas), JSON.stringify(s.events), Date.parse(s.createdAt)),
     );
   }
 
   /** Replaces a subscription's signing secret; deliveries not yet made are signed with it (claims read it). False when there is none. */
   setSecret(id: string, secret: string): boolean {
-    return guardSync(() => this.stmts.setSecret.run(secret, id).changes === 1);
+    return guard(() => this.stmts.setSecret.run(secret, id).changes === 1);
   }
 
   /** Removes a subscription and what was waiting to be sent to it; false when there was none. */
   removeSubscription(id: string): boolean {
-    return guardSync(() => this.stmts.removeSubscription.run(id).changes === 1);
+    return guard(() => this.stmts.removeSubscription.run(id).changes === 1);
   }
 
   // --- the stream and the feeds
 
   since(seq: number, limit = 500): StoredEvent[] {
-    return (guardSync(() => this.stmts.since.all(seq, limit)) as EventRow[]).map(toEvent);
+    return (guard(() => this.stmts.since.all(seq, limit)) as EventRow[]).map(toEvent);
   }
 
   lastSeq(): number {
-    return (guardSync(() => this.stmts.lastSeq.get()) as { seq: number }).seq;
+    return (guard(() => this.stmts.lastSeq.get()) as { seq: number }).seq;
   }
 
   firstSeq(): number {
-    return (guardSync(() => this.stmts.firstSeq.get()) as { seq: number }).seq;
+    return (guard(() => this.stmts.firstSeq.get()) as { seq: number }).seq;
   }
 
   /** Archived reports created in [fromMs, toMs], newest first. */
   createdBetween(fromMs: number, toMs: number, limit: number): StoredEvent[] {
-    return (guardSync(() => this.stmts.createdSince.all(fromMs, toMs, limit)) as EventRow[]).map(toEvent);
+    return (guard(() => this.stmts.createdSince.all(fromMs, toMs, limit)) as EventRow[]).map(toEvent);
   }
 
   archivedReport(pkey: string): StoredEvent | undefined {
-    const row = guardSync(() => this.stmts.byPkey.get(pkey)) as EventRow | undefined;
+    const row = guard(() => this.stmts.byPkey.get(pkey)) as EventRow | undefined;
     return row ? toEvent(row) : undefined;
   }
 
   wasRetracted(pkey: string): boolean {
-    return guardSync(() => this.stmts.retracted.get(`retracted:${pkey}`)) !== undefined;
+    return guard(() => this.stmts.retracted.get(`retracted:${pkey}`)) !== undefined;
   }
 
   /** Drops events older than the retention; returns how many. */
   prune(retentionMs: number): number {
-    return guardSync(() => this.stmts.prune.run(this.now() - retentionMs).changes);
+    return guard(() => this.stmts.prune.run(this.now() - retentionMs).changes);
   }
 
   // --- deliveries
 
   /** Due deliveries, each leased to the caller for `leaseMs` (another process skips them meanwhile). */
   claimDue(limit: number, leaseMs: number, skip: ReadonlySet<string>): DueDelivery[] {
-    return guardSync(() =>
+    return guard(() =>
       this.db
         .transaction(() => {
           const now = this.now();
@@ -333,26 +337,26 @@ export class EventLog implements EventFeed {
   }
 
   delivered(id: string): void {
-    guardSync(() => this.stmts.delivered.run(id));
+    guard(() => this.stmts.delivered.run(id));
   }
 
   retryAt(id: string, atMs: number, error: string): void {
-    guardSync(() => this.stmts.retry.run(atMs, error.slice(0, 500), id));
+    guard(() => this.stmts.retry.run(atMs, error.slice(0, 500), id));
   }
 
   setAside(id: string, error: string): void {
-    guardSync(() => this.stmts.setAside.run(error.slice(0, 500), id));
+    guard(() => this.stmts.setAside.run(error.slice(0, 500), id));
   }
 
   deliveries(state: 'pending' | 'set_aside'): Delivery[] {
-    return (guardSync(() => this.stmts.listDeliveries.all(state)) as DeliveryRow[]).map(toDelivery);
+    return (guard(() => this.stmts.listDeliveries.all(state)) as DeliveryRow[]).map(toDelivery);
   }
 
   /** Sends set-aside deliveries again from a fresh start (of one subscription, or all); returns how many. */
   redrive(subscriptionId?: string): number {
     const now = this.now();
     const id = subscriptionId ?? null;
-    const n = guardSync(() => this.stmts.redrive.run(now, now, id, id).changes);
+    const n = guard(() => this.stmts.redrive.run(now, now, id, id).changes);
     if (n > 0) this.onRecorded?.();
     return n;
   }
@@ -360,7 +364,7 @@ export class EventLog implements EventFeed {
   /** Deliveries waiting and set aside, per subscription. */
   backlog(): Map<string, { pending: number; setAside: number }> {
     const out = new Map<string, { pending: number; setAside: number }>();
-    for (const r of guardSync(() => this.stmts.counts.all()) as { subscription_id: string; state: string; n: number }[]) {
+    for (const r of guard(() => this.stmts.counts.all()) as { subscription_id: string; state: string; n: number }[]) {
       const entry = out.get(r.subscription_id) ?? { pending: 0, setAside: 0 };
       if (r.state === 'pending') entry.pending = r.n;
       else entry.setAside = r.n;

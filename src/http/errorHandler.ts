@@ -102,7 +102,7 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
       return sendError(
         res,
         503,
-        `The ${dependencyName(err)} is unavailable; retry after ${RETRY_AFTER_SECONDS} seconds.`,
+        `The ${dependencyName(err.dependency)} is unavailable; retry after ${RETRY_AFTER_SECONDS} seconds.`,
         [],
         { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       );

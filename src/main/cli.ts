@@ -126,10 +126,11 @@ async function main(argv: string[]): Promise<number> {
 
 /** What to check when a dependency is unavailable: the embedded ledger is a file, not a service. */
 function unavailableHint(err: UnavailableError): string {
-  if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${err.dependency === 'ledger' ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
+  const embedded = err.dependency === 'ledger' || err.dependency === 'events';
+  if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${embedded ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
   if (err.message.startsWith('data directory unavailable')) return 'set DATA_DIR to a directory this process can create and write';
-  if (err.dependency === 'ledger') return 'is the ledger (ledger.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?';
-  return `is the ${dependencyName(err)} reachable?`;
+  if (embedded) return `is the ${dependencyName(err.dependency)} (${err.dependency === 'ledger' ? 'ledger' : 'events'}.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?`;
+  return `is the ${dependencyName(err.dependency)} reachable?`;
 }
 
 main(process.argv.slice(2)).then(

@@ -54,12 +54,12 @@ export class BadRequestError extends HttpError {
  * A dependency (object store or queue) could not be reached or refused the
  * request. Adapters throw this at their boundary so callers never see SDK errors.
  */
-export type Dependency = 'storage' | 'ledger' | 'queue';
+/** What failed: the object store, the embedded ledger, the queue, or the embedded event log (webhooks, the stream). */
+export type Dependency = 'storage' | 'ledger' | 'queue' | 'events';
 
 export class UnavailableError extends Error {
   override name = 'UnavailableError';
   constructor(
-    /** The object store, the embedded ledger (SQLite files under DATA_DIR), or the queue. */
     readonly dependency: Dependency,
     message: string,
     options?: { cause?: unknown },
@@ -69,8 +69,8 @@ export class UnavailableError extends Error {
 }
 
 /** What an unavailable dependency is, as a person names it. */
-export function dependencyName(err: UnavailableError): 'ledger' | 'object store' | 'queue' {
-  return err.dependency === 'storage' ? 'object store' : err.dependency;
+export function dependencyName(dependency: Dependency): 'ledger' | 'object store' | 'queue' | 'event log' {
+  return dependency === 'storage' ? 'object store' : dependency === 'events' ? 'event log' : dependency;
 }
 
 /**

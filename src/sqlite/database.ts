@@ -4,7 +4,7 @@
 // the writer. Writers from several processes take turns through SQLite's own lock.
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { UnavailableError } from '../shared/errors.js';
+import { dependencyName, UnavailableError, type Dependency } from '../shared/errors.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
 import { pause } from '../shared/pause.js';
 import { ALONE_GAP_MS } from './turns.js';
@@ -325,13 +325,13 @@ const RETRY_PAUSE_MS = 2;
  * TRY_BUSY_MS, then again after a pause on a timer, for BUSY_TIMEOUT_MS in all; then it fails
  * as a busy database does (UnavailableError).
  */
-export async function writeOnLoop<T>(db: Db, fn: () => T): Promise<T> {
+export async function writeOnLoop<T>(db: Db, fn: () => T, what: Dependency = 'ledger'): Promise<T> {
   const started = Date.now();
   for (;;) {
     const own = db.pragma('busy_timeout', { simple: true }) as number;
     db.pragma(`busy_timeout = ${TRY_BUSY_MS}`);
     try {
-      return guardSync(fn);
+      return guardSync(fn, what);
     } catch (err) {
       if (!isBusy(err) || Date.now() - started >= BUSY_TIMEOUT_MS) throw err;
     } finally {
@@ -341,13 +341,16 @@ export async function writeOnLoop<T>(db: Db, fn: () => T): Promise<T> {
   }
 }
 
-/** SQLite errors a client cannot cause: locked, full, read-only, corrupt, I/O. */
-export function guardSync<T>(fn: () => T): T {
+/**
+ * SQLite errors a client cannot cause (locked, full, read-only, corrupt, I/O) as the named
+ * dependency's: the ledger's file, the embedded queue's or the event log's.
+ */
+export function guardSync<T>(fn: () => T, what: Dependency = 'ledger'): T {
   try {
     return fn();
   } catch (err) {
     if (err instanceof UnavailableError) throw err;
-    if (isDatabaseError(err)) throw new UnavailableError('ledger', `ledger unavailable (${(err as { code?: string }).code ?? 'error'})`, { cause: err });
+    if (isDatabaseError(err)) throw new UnavailableError(what, `${dependencyName(what)} unavailable (${(err as { code?: string }).code ?? 'error'})`, { cause: err });
     throw err;
   }
 }

@@ -427,6 +427,20 @@ describe('a retraction beside another process writing (embedded)', () => {
       other.close();
     }
     expect((await fetch(`${svc.url}/feeds/partner/23`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    // The event log's file locked as long: a 503 that names the event log; asked again, the
+    // retraction stands once and its event is recorded.
+    expect((await postReport(svc.url, report(24, { created_at: '2026-11-23T07:00:00Z' }))).status).toBe(201);
+    const log = new Database(path.join(svc.rt.config.dataDir, 'events.sqlite'));
+    log.exec('BEGIN IMMEDIATE');
+    try {
+      const res = await fetch(`${svc.url}/feeds/partner/24`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+      expect([res.status, ((await res.json()) as { message: string }).message]).toEqual([503, 'The event log is unavailable; retry after 5 seconds.']);
+    } finally {
+      log.exec('COMMIT');
+      log.close();
+    }
+    expect((await fetch(`${svc.url}/feeds/partner/24`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    expect(svc.rt.events!.wasRetracted(pkeyOf(24))).toBe(true);
   });
 });
 
