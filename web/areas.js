@@ -280,7 +280,8 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
      * (and the admin list and the place search filled): the window's counts need not wait for it.
      */
     async load() {
-      const { levels, label: versionLabel, attribution: credit, version: levelsVersion } = (await api('/cities/levels')).result;
+      const { levels, label: versionLabel, attribution: credit, version: levelsVersion } = (await api(version ? pinned('/cities/levels') : '/cities/levels')).result;
+      // Loaded again after a failure: still the version the map has begun to draw.
       version = levelsVersion;
       // The boundaries' makers, acknowledged where they are shown (as text: Leaflet takes HTML).
       const html = credit ? textElement(credit).innerHTML : undefined;

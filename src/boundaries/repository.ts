@@ -80,6 +80,8 @@ export class BoundaryRepository {
   private pointerCache: { pointer: Pointer; readAt: number } | undefined;
   /** The one pointer read under way, shared by every caller that needs it. */
   private refreshing: Promise<Pointer | undefined> | undefined;
+  /** The one pointer read for a pinned version under way. */
+  private pinnedRead: Promise<Pointer | undefined> | undefined;
 
   constructor(
     private readonly store: ObjectStore,
@@ -136,12 +138,23 @@ export class BoundaryRepository {
   }
 
   /**
-   * A version this process has loaded (the current one, or one of the few kept since), without
-   * loading one: a client that began with a version a publish has since replaced may finish with
-   * it, while one asking for any version by id cannot make the process read and parse them all.
+   * A version a client began with (`version=`, as /cities/levels gave it): one this process keeps
+   * loaded, or the one published now or just before it, loaded if need be (this process may not
+   * have seen a publish made elsewhere yet, or may have started after it). Undefined for any
+   * other: a client naming ids cannot make the process read and parse every version stored (an
+   * id the pointer does not name costs a read of the pointer, shared by the requests at once).
    */
-  kept(version: string): LoadedBoundaries | undefined {
-    return this.loaded.get(version)?.value;
+  async pinned(version: string): Promise<LoadedBoundaries | undefined> {
+    const kept = this.loaded.get(version)?.value;
+    if (kept) return kept;
+    let pointer = this.pointerCache?.pointer;
+    if (pointer?.version !== version && pointer?.previous !== version) {
+      // Requests naming versions at once share one read.
+      this.pinnedRead ??= this.readPointer().finally(() => (this.pinnedRead = undefined));
+      pointer = await this.pinnedRead;
+    }
+    if (pointer?.version !== version && pointer?.previous !== version) return undefined;
+    return this.load(version);
   }
 
   /** A version's entry, its loading begun if it was not loaded or loading, and made the most recently asked for. */

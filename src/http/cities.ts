@@ -17,17 +17,14 @@ const LOCAL_AREAS_QUANTIZATION = 1e5;
 
 export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handlers {
   const { handlers, serve } = handlerSet<'getCities' | 'getLocalAreas' | 'getLevels' | 'getOutlines'>();
-  // Bodies are immutable per version: build and compress each once, keep the last two versions'
-  // (the current one, and the one before for clients that began with it). A body is built once
-  // per version whatever the encodings it is then asked in.
-  const caches = new Map<string, { texts: Map<string, string>; bodies: Map<string, Promise<Buffer>> }>();
+  // Bodies are immutable per version: build and compress each once, kept as long as the
+  // repository keeps the version loaded. A body is built once per version whatever the encodings
+  // it is then asked in.
+  const caches = new WeakMap<LoadedBoundaries, { texts: Map<string, string>; bodies: Map<string, Promise<Buffer>> }>();
   /** Each body encoded once per version, by the first request for it (the others wait for it). */
   const body = (current: LoadedBoundaries, key: string, build: () => string, encoding: Encoding): Promise<Buffer> => {
-    let cache = caches.get(current.version);
-    if (!cache) {
-      caches.set(current.version, (cache = { texts: new Map(), bodies: new Map() }));
-      if (caches.size > 2) caches.delete(caches.keys().next().value!);
-    }
+    let cache = caches.get(current);
+    if (!cache) caches.set(current, (cache = { texts: new Map(), bodies: new Map() }));
     const { texts, bodies } = cache;
     const id = `${key}/${encoding}`;
     let buf = bodies.get(id);
@@ -58,14 +55,15 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
 
   /**
    * The version a request is answered from: the current one, or the one it names (`version=`, as
-   * /cities/levels gave it) while this process still keeps it, so a map begun before a publish
-   * is finished with the version it began with; a version no longer kept is a 410.
+   * /cities/levels gave it) while the service still serves it (BoundaryRepository.pinned), so a
+   * map begun before a publish is finished with the version it began with, whichever process
+   * answers; any other version is a 410.
    */
   const boundariesOf = async (version: string | undefined): Promise<LoadedBoundaries> => {
     const current = await deps.boundaries.current();
     if (version === undefined || version === current.version) return current;
-    const kept = deps.boundaries.kept(version);
-    if (kept) return kept;
+    const pinned = await deps.boundaries.pinned(version);
+    if (pinned) return pinned;
     throw new HttpError(410, `Boundary version ${version} is not served any more; the current one is ${current.version} (GET /cities/levels).`, [
       { in: 'query', field: 'version', message: 'is not a boundary version this service still serves' },
     ]);
@@ -120,7 +118,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     readVersion(values, details);
     throwIfAny(details);
     const current = await boundariesOf(values.version);
-    if (values.level !== undefined && details.length === 0 && !outlineLevels(current.levels).some((l) => l.level === level)) {
+    if (values.level !== undefined && !outlineLevels(current.levels).some((l) => l.level === level)) {
       details.push({ in: 'query', field: 'level', message: `the current boundary version has no ${level} level; GET /cities/levels lists the levels it has` });
     }
     throwIfAny(details);

@@ -2,8 +2,8 @@
 // embedded object store, the generated keys, the local caches. Writing and closing are
 // page-cache operations of microseconds, done synchronously; flushing, which waits for the
 // disk, goes to the thread pool.
-import { chmodSync, closeSync, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
-import fsp from 'node:fs/promises';
+import { chmodSync, closeSync, createWriteStream, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
+import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { UnavailableError } from './errors.js';
@@ -75,16 +75,15 @@ export function privateDatabaseFile(file: string): void {
 }
 
 /**
- * Pipes `source` (through any `transforms`) into a new file at `file`, closed before this
- * settles. The file is opened first, not by a write stream: a stream still opening when its
- * pipeline fails creates the file after the caller's clean-up has run, leaving a stray file.
+ * Pipes `source` (through any `transforms`) into a new file at `file`, settling only once the
+ * file is closed: a pipeline fails as soon as its source does, while its write stream may still
+ * be opening the file, which would then be created after the caller's clean-up had run.
  */
 export async function pipeToFile(file: string, source: NodeJS.ReadableStream, ...transforms: NodeJS.ReadWriteStream[]): Promise<void> {
-  const handle = await fsp.open(file, 'w');
+  const out = createWriteStream(file);
   try {
-    await pipeline([source, ...transforms, handle.createWriteStream()]);
+    await pipeline([source, ...transforms, out]);
   } finally {
-    // The stream closes the handle as it ends or fails; this waits for that close (or makes it).
-    await handle.close();
+    if (!out.closed) await once(out, 'close');
   }
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { feature } from 'topojson-client';
 import type { Topology } from 'topojson-specification';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
+import { BoundaryRepository } from '../../src/boundaries/repository.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import type { BoundarySet } from '../../src/boundaries/types.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -143,6 +144,24 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
       const shipped = (await defaultBoundaries()).cities.features.map((f) => ({ type: 'Feature', geometry: f.geometry, properties: { code: f.properties.code, name: f.properties.name } }));
       expect(res.body.result.features).toEqual(shipped);
       await svc.rt.boundaries.rollback(version);
+    });
+
+    it("answers a map pinned to a version another process published, before this one's pointer has moved to it", async () => {
+      const elsewhere = new BoundaryRepository(svc.rt.store);
+      const before = (await getJson(`${svc.url}/cities/levels`)).body.result.version;
+      const { version: next } = await elsewhere.publish({ ...psa, label: `${psa.label}, published elsewhere` });
+      try {
+        // This process trusts the pointer it read for a few seconds: unpinned, still the version before.
+        expect((await getJson(`${svc.url}/cities/levels`)).body.result.version).toBe(before);
+        // A map whose levels another process answered names the new version: this one reads the pointer again.
+        const pinned = await getJson(`${svc.url}/cities/outlines?version=${next}`);
+        expect(pinned.status).toBe(200);
+        expect(pinned.headers.get('etag')).toMatch(new RegExp(`^"${next}-`));
+      } finally {
+        await elsewhere.rollback(before);
+        // This process reads the pointer again at once (its read above named the new version).
+        await svc.rt.boundaries.latest();
+      }
     });
 
     it('answers a map begun before a publish from the version it began with; a version no longer served is a 410, a malformed one a 400', async () => {

@@ -68,7 +68,7 @@ describe('listWindowParts by folders', () => {
           const { startMs: t, wholeDay } = partitionOfPartKey(key)!;
           return wholeDay ? t >= dayStart(startMs) && t <= dayStart(endMs) : t >= hourStart(startMs) && t <= hourStart(endMs);
         });
-    // Parts of other months, which no listing of these windows' months may return.
+    // Parts of other months: in a window only where its time holds them.
     for (const month of ['2026-09-15T00:00:00Z', '2026-10-31T23:00:00Z', '2026-12-01T00:00:00Z', '2027-02-03T04:00:00Z']) {
       keys.push(newDayPartKey(at(month)), newPartKey(at(month)));
     }
