@@ -9,7 +9,7 @@ const versionParam = {
   in: 'query',
   schema: { type: 'string', pattern: '^[0-9a-f]{24}$' },
   description:
-    "A boundary version's id, as GET /cities/levels gives it: the answer comes from that version while the service still serves it (the current one, or one it kept since a publish), so the parts of a map all come from one version. Without it, the current version.",
+    "A boundary version's id, as GET /cities/levels gives it: the answer comes from that version while the service still serves it (the version published now or just before it, or one the answering process still keeps loaded), so the parts of a map all come from one version. Without it, the current version.",
 };
 
 /** The 410 for a version no longer served. */
