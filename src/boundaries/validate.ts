@@ -25,6 +25,9 @@ export function boundaryProblems(set: BoundarySet): string[] {
     });
   }
   if (set.cities.features.length === 0) problems.push('cities: at least one city is needed');
+  // A city may have none (the City of Manila nationally), a set may not: a local-areas file left
+  // empty by mistake would tag no report with a barangay from the moment it went live.
+  if (set.localAreas.features.length === 0) problems.push('local areas: at least one local area (barangay) is needed');
   const codes = new Set<string>();
   const cityPsgcs = new Set<string>();
   set.cities.features.forEach((f, i) => {

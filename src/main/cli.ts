@@ -55,16 +55,25 @@ async function main(argv: string[]): Promise<number> {
     (name === undefined ? process.stderr : process.stdout).write(`${help()}\n`);
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS[name];
+  // Own commands only: `constructor` or `toString` are no commands, whatever an object inherits.
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command) {
     process.stderr.write(`unknown command "${name}"\n\n${help()}\n`);
     return 2;
   }
   let parsed;
   try {
-    parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: rest, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true, tokens: true });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\nusage: flood-archive ${command.usage}\n`);
+    return 2;
+  }
+  // An option given twice is refused: the last one would win unsaid (`retract --post-id 1
+  // --post-id 2` retracted 2, which cannot be undone).
+  const seen = new Set<string>();
+  const twice = parsed.tokens.find((t) => t.kind === 'option' && (seen.has(t.name) || (seen.add(t.name), false)));
+  if (twice?.kind === 'option') {
+    process.stderr.write(`--${twice.name} given twice\nusage: flood-archive ${command.usage}\n`);
     return 2;
   }
   if (parsed.values.help) {

@@ -51,6 +51,20 @@ describe('flood-archive CLI', () => {
       const backwards = await run([command, '--from', '2026-11-02', '--to', '2026-11-01', '--format', 'csv', '--out', path.join(env.DATA_DIR, 'out.csv')].slice(0, command === 'export' ? 9 : 5), env);
       expect([command, backwards.code, backwards.stderr]).toEqual([command, 2, expect.stringMatching(/--from is after --to/)]);
     }
+    // A bad window is a usage error, never a run that "stopped" and should be run again.
+    const backwardsReprocess = await run(['reprocess', '--from', '2026-13-01', '--to', '2026-11-01'], env);
+    expect([backwardsReprocess.code, backwardsReprocess.stderr]).toEqual([2, expect.not.stringMatching(/stopped|run the same command again/)]);
+    // An option given twice: refused, not the last one taken (a retraction cannot be undone).
+    const twice = await run(['retract', '--post-id', '1', '--post-id', '2', '--reason', 'dpa'], env);
+    expect([twice.code, twice.stderr]).toEqual([2, expect.stringMatching(/^--post-id given twice$/m)]);
+    expect((await run(['keys', 'add', '--name', 'a', '--name', 'b'], env)).code).toBe(2);
+    // What every object inherits is no command.
+    for (const inherited of ['constructor', 'toString', '__proto__']) {
+      const got = await run([inherited, '--help'], env);
+      expect([inherited, got.code, got.stderr]).toEqual([inherited, 2, expect.stringMatching(/^unknown command/)]);
+    }
+    // Seconds are digits: an empty --older-than is not 0 (every pending report re-enqueued).
+    expect((await run(['reconcile', '--older-than', ''], env)).code).toBe(2);
     const absent = await run(['import', '--file', path.join(env.DATA_DIR, 'nowhere.ndjson')], env);
     expect([absent.code, absent.stderr]).toEqual([2, expect.stringMatching(/nowhere\.ndjson: no such file/)]);
     const bad = await run(['verify'], { ...env, FLUSH_INTERVAL_SECONDS: '-1' });

@@ -81,6 +81,15 @@ describe('boundary sets', () => {
     expect(boundaryProblems(twice)).toContain('cities[1]: duplicate psgc 1381300000');
   });
 
+  it('refuses a set with no local areas (an empty file by mistake would tag no report with a barangay), and one with no cities', () => {
+    const none = clone();
+    none.localAreas.features = [];
+    expect(boundaryProblems(none)).toEqual(['local areas: at least one local area (barangay) is needed']);
+    const noCities = clone();
+    noCities.cities.features = [];
+    expect(boundaryProblems(noCities)).toContain('cities: at least one city is needed');
+  });
+
   it('publishes content-addressed versions, moves the pointer, and rolls back', async () => {
     const repo = new BoundaryRepository(new FileObjectStore(await tempDir()), 0);
     await repo.seedIfEmpty();

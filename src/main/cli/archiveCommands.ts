@@ -31,8 +31,10 @@ export const reconcile: Command = {
   options: { ...common, 'older-than': { type: 'string' } },
   run: ({ config, values }) =>
     withRuntime(config, async (rt) => {
-      const seconds = values['older-than'] === undefined ? config.reconcileAfterSeconds : Number(values['older-than']);
-      if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError('--older-than must be a number of seconds');
+      const given = values['older-than'] as string | undefined;
+      // Digits only: Number('') and Number(' ') are 0, which would re-enqueue every pending report.
+      if (given !== undefined && !/^\d+(\.\d+)?$/.test(given)) throw new UsageError('--older-than must be a number of seconds');
+      const seconds = given === undefined ? config.reconcileAfterSeconds : Number(given);
       const result = await rt.reconciler.run(seconds * 1000);
       print(values, result, () => `re-enqueued: ${result.requeued}`);
       return 0;
@@ -51,10 +53,12 @@ export const reprocess: Command = {
   summary: 're-tag reports with the current boundaries and rewrite their hours',
   usage: 'reprocess --from DATE --to DATE [--dry-run] [--json]',
   options: { ...common, ...window, 'dry-run': { type: 'boolean' } },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
+  run: ({ config, values }) => {
+    // A bad window is a usage error before anything opens, never a run that "stopped".
+    const span = windowOf(values);
+    return withRuntime(config, async (rt) => {
       const result = await interruptible('reprocess', 'run the same command again to finish (hours already re-tagged are left as they are)', () =>
-        deps.reprocess(rt, { ...windowOf(values), dryRun: values['dry-run'] === true }, values.json ? undefined : createProgress('reprocess')),
+        deps.reprocess(rt, { ...span, dryRun: values['dry-run'] === true }, values.json ? undefined : createProgress('reprocess')),
       ).catch((err: unknown) => {
         // The hours rewritten so far carry the new tags: a rerun finds them done and goes on
         // (unless it never started: a compaction or another reprocess holds the archive).
@@ -74,7 +78,8 @@ export const reprocess: Command = {
         ].join('\n'),
       );
       return 0;
-    }, BULK_JOB),
+    }, BULK_JOB);
+  },
 };
 
 export const importCommand: Command = {
