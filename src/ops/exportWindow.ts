@@ -21,7 +21,7 @@ export interface ExportDeps {
  */
 export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string, progress?: Progress): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
-  const partial = `${out}.partial-${process.pid}`;
+  const partial = partialOf(out);
   try {
     if (format === 'parquet') {
       progress?.start(1);
@@ -39,6 +39,11 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
   }
   progress?.stop();
   return { bytes: (await fs.stat(out)).size };
+}
+
+/** Where an export to `out` is written until it is whole (beside it, this process's own). */
+export function partialOf(out: string): string {
+  return `${out}.partial-${process.pid}`;
 }
 
 /** The batches (a UTC day each), a tick as each is taken. */

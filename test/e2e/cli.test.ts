@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { CLI, runCli as run } from '../support/cli.js';
 import { postReport, report, SHARED_PH, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
@@ -95,6 +96,18 @@ describe('flood-archive CLI', () => {
     const truncated = path.join(dataDir, 'cut.geojson');
     await fs.writeFile(truncated, '{"type":"FeatureCollection","features":[{"type":"Feature",');
     await mistake(['import', '--file', truncated], /cut\.geojson is not one GeoJSON document/);
+    // --out a pipe (or a device) is refused, not replaced by a file; a link is followed, and kept.
+    const fifo = path.join(dataDir, 'out.fifo');
+    await promisify(execFile)('mkfifo', [fifo]);
+    await mistake(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', fifo], /out\.fifo is not a regular file/);
+    expect((await fs.lstat(fifo)).isFIFO()).toBe(true);
+    const target = path.join(dataDir, 'target.csv');
+    await fs.writeFile(target, 'old');
+    const link = path.join(dataDir, 'link.csv');
+    await fs.symlink(target, link);
+    expect((await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', link], env)).code).toBe(0);
+    expect((await fs.lstat(link)).isSymbolicLink()).toBe(true);
+    expect(await fs.readFile(target, 'utf8')).toMatch(/^pkey,created_at,/);
     // Nothing to resume is left behind: no checkpoint, no run folder.
     for (const f of [truncated, text]) await expect(fs.stat(`${f}.import-state.json`)).rejects.toMatchObject({ code: 'ENOENT' });
     expect((await fs.readdir(path.join(dataDir, 'tmp', 'import'))).filter((n) => !n.startsWith('import.lock'))).toEqual([]);
@@ -162,6 +175,23 @@ describe('flood-archive CLI', () => {
     expect(rows).toHaveLength(n);
     expect(new Set(rows.map((r) => r.split(',')[0])).size).toBe(n);
     expect((await fs.readdir(dataDir)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+
+    // An export stopped by Ctrl-C leaves nothing: neither a file under --out nor its partial beside it.
+    const geo = path.join(dataDir, 'stopped.geojson');
+    const exporting = spawn(process.execPath, [CLI, 'export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'geojson', '--out', geo], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let exportErr = '';
+    exporting.stderr.on('data', (d) => (exportErr += d));
+    exporting.stdout.resume();
+    let exportCode: number | null | undefined;
+    const exportExited = new Promise<number | null>((resolve) => exporting.on('exit', (c) => resolve((exportCode = c))));
+    while (!/"state":"started"/.test(exportErr) && exportCode === undefined) await new Promise((r) => setTimeout(r, 5));
+    // Stopped while it reads its first days, interrupted, then let go: the signal is its next event.
+    exporting.kill('SIGSTOP');
+    exporting.kill('SIGINT');
+    exporting.kill('SIGCONT');
+    expect(await exportExited).toBe(130);
+    expect(exportErr).toMatch(/export interrupted \(SIGINT\); nothing was written under --out/);
+    expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.geojson'))).toEqual([]);
   }, 120_000);
 
   it('exits 69 (unavailable) naming the store or the queue it cannot reach, whichever the command needs first', async () => {

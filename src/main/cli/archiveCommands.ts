@@ -1,4 +1,5 @@
 // The archive's ops commands: compaction, reconciliation, re-tagging, backfill, export and verification.
+import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ExportFormat } from '../../ops/exportWindow.js';
@@ -150,11 +151,21 @@ export const exportCommand: Command = {
       }
       const { fromMs, toMs } = windowOf(values);
       const query = { startMs: fromMs, endMs: toMs, admin };
-      const out = required(values, 'out');
+      const named = required(values, 'out');
+      // A link is followed: the file it names is replaced, the link kept (the export is renamed into place).
+      const out = await fs.realpath(named).catch(() => named);
       // Checked before a row is read, whatever the format: a file goes only where a folder is.
-      if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${out}: there is no folder ${path.dirname(out)} to write it in`);
-      if ((await fs.stat(out).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${out} is a folder: name the file to write`);
-      const result = await deps.exportWindow(rt, query, format, out, values.json ? undefined : createProgress('export'));
+      if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${named}: there is no folder ${path.dirname(out)} to write it in`);
+      const existing = await fs.stat(out).catch(() => undefined);
+      if (existing?.isDirectory()) throw new UsageError(`--out ${named} is a folder: name the file to write`);
+      // A pipe, a device or a socket would be replaced by a file of that name (the export is written beside it, then renamed).
+      if (existing && !existing.isFile()) throw new UsageError(`--out ${named} is not a regular file (a pipe, a device or a socket): name a file to write`);
+      const result = await interruptible(
+        'export',
+        'nothing was written under --out; run the same command again',
+        () => deps.exportWindow(rt, query, format, out, values.json ? undefined : createProgress('export')),
+        () => rmSync(deps.partialOf(out), { force: true }),
+      );
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
       return 0;
     }),

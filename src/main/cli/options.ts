@@ -71,9 +71,10 @@ export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promis
  * given back (within five seconds: a store out of reach lets them go stale on their own), so the
  * next run need not wait for them. Exits 130 (143).
  */
-export async function interruptible<T>(what: string, advice: string, job: () => Promise<T>): Promise<T> {
+export async function interruptible<T>(what: string, advice: string, job: () => Promise<T>, cleanUp?: () => void): Promise<T> {
   const onSignal = (signal: NodeJS.Signals) => {
     process.stderr.write(`${what} interrupted (${signal}); ${advice}\n`);
+    cleanUp?.();
     const waited = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
     void Promise.race([deps.giveBackLocks(), waited]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
