@@ -12,6 +12,18 @@ import { freePort } from '../support/net.js';
 import { GENERATED_KEY_FILE, GENERATED_KEY_NAME, resolveApiKeys } from '../../src/partners/apiKeys.js';
 
 
+/** The CLI in a process of its own, once its progress says it has started (or it has exited). */
+async function startedCli(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout.resume();
+  let code: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (c) => resolve((code = c))));
+  while (!/"state":"started"/.test(stderr) && code === undefined) await new Promise((r) => setTimeout(r, 5));
+  return { child, exited, stderr: () => stderr };
+}
+
 describe('flood-archive CLI', () => {
   it('lists its commands, and each command has --help', async () => {
     const env = { DATA_DIR: await tempDir() };
@@ -153,17 +165,11 @@ describe('flood-archive CLI', () => {
     const n = 30_000;
     const at = Date.UTC(2026, 9, 1);
     await fs.writeFile(file, Array.from({ length: n }, (_, i) => JSON.stringify(report(i + 1, { created_at: new Date(at + i * 60_000).toISOString() }))).join('\n'));
-    const child = spawn(process.execPath, [CLI, 'import', '--file', file], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.stdout.resume();
-    let code: number | null | undefined;
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (c) => resolve((code = c))));
     // Once it has begun (its locks taken), interrupted as a person at a terminal would.
-    while (!/"state":"started"/.test(stderr) && code === undefined) await new Promise((r) => setTimeout(r, 20));
-    child.kill('SIGINT');
-    expect(await exited).toBe(130);
-    expect(stderr).toMatch(/import interrupted \(SIGINT\); run the same command again to resume from its checkpoint \(.*many\.ndjson\.import-state\.json\)/);
+    const importing = await startedCli(['import', '--file', file], env);
+    importing.child.kill('SIGINT');
+    expect(await importing.exited).toBe(130);
+    expect(importing.stderr()).toMatch(/import interrupted \(SIGINT\); run the same command again to resume from its checkpoint \(.*many\.ndjson\.import-state\.json\)/);
     // Both locks given back on the way out, not left to go stale.
     await expect(fs.stat(path.join(dataDir, 'tmp', 'import', 'import.lock'))).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(fs.stat(path.join(dataDir, 'store', 'ingest', 'import-lock.json'))).rejects.toMatchObject({ code: 'ENOENT' });
@@ -178,19 +184,13 @@ describe('flood-archive CLI', () => {
 
     // An export stopped by Ctrl-C leaves nothing: neither a file under --out nor its partial beside it.
     const geo = path.join(dataDir, 'stopped.geojson');
-    const exporting = spawn(process.execPath, [CLI, 'export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'geojson', '--out', geo], { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let exportErr = '';
-    exporting.stderr.on('data', (d) => (exportErr += d));
-    exporting.stdout.resume();
-    let exportCode: number | null | undefined;
-    const exportExited = new Promise<number | null>((resolve) => exporting.on('exit', (c) => resolve((exportCode = c))));
-    while (!/"state":"started"/.test(exportErr) && exportCode === undefined) await new Promise((r) => setTimeout(r, 5));
+    const exporting = await startedCli(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'geojson', '--out', geo], env);
     // Stopped while it reads its first days, interrupted, then let go: the signal is its next event.
-    exporting.kill('SIGSTOP');
-    exporting.kill('SIGINT');
-    exporting.kill('SIGCONT');
-    expect(await exportExited).toBe(130);
-    expect(exportErr).toMatch(/export interrupted \(SIGINT\); nothing was written under --out/);
+    exporting.child.kill('SIGSTOP');
+    exporting.child.kill('SIGINT');
+    exporting.child.kill('SIGCONT');
+    expect(await exporting.exited).toBe(130);
+    expect(exporting.stderr()).toMatch(/export interrupted \(SIGINT\); nothing was written under --out/);
     expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.geojson'))).toEqual([]);
   }, 120_000);
 
