@@ -24,6 +24,28 @@ export function detectFormat(file: string): ImportFormat {
   throw new ImportInputError(`cannot tell the format of ${file} from its name: pass --format ndjson|geojson|csv`);
 }
 
+/** Columns that give a record's point: one of them, or a latitude and a longitude. */
+const POINT_COLUMNS = ['location', 'the_geom', 'geom', 'geometry', 'point'];
+const LAT_COLUMNS = ['lat', 'latitude'];
+const LNG_COLUMNS = ['lng', 'lon', 'long', 'longitude'];
+
+/**
+ * A CSV file's header, checked before its rows: one without post_id or a point (another
+ * separator than the comma, names in capitals) would make every row a reject for the same
+ * reason, and the import a success that accepted nothing.
+ */
+function csvColumns(file: string, header: string[]): string[] {
+  const has = (names: string[]) => names.some((n) => header.includes(n));
+  const lacks = [
+    ...(header.includes('post_id') ? [] : ['no post_id column']),
+    ...(has(POINT_COLUMNS) || (has(LAT_COLUMNS) && has(LNG_COLUMNS)) ? [] : ['no point column (location, the_geom, geom, geometry or point; or lat and lng)']),
+  ];
+  if (lacks.length > 0) {
+    throw new ImportInputError(`${file}: its CSV header (${header.slice(0, 8).join(', ').slice(0, 200)}) has ${lacks.join(' and ')}: the first line names the columns, comma-separated, in lower case`);
+  }
+  return header;
+}
+
 /** A GeoJSON or CSV file's records in order (NDJSON is read as bytes: ndjsonBatches). */
 export async function* records(file: string, format: Exclude<ImportFormat, 'ndjson'>): AsyncIterable<unknown> {
   if (format === 'geojson') {
@@ -38,12 +60,16 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
     } catch (err) {
       throw new ImportInputError(`${file} is not one GeoJSON document (${(err as Error).message}): a FeatureCollection or a Feature, or pass --format ndjson for one record a line`);
     }
-    const features = doc.type === 'FeatureCollection' && Array.isArray(doc.features) ? doc.features : [doc];
-    yield* features;
+    // Not a document of records (an array, a FeatureCollection whose features are no list): the
+    // file's mistake, not one reject saying the whole document has no point.
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || (doc.type === 'FeatureCollection' && !Array.isArray(doc.features))) {
+      throw new ImportInputError(`${file} is no FeatureCollection with a list of features, nor one Feature or report: pass --format ndjson for one record a line`);
+    }
+    yield* doc.type === 'FeatureCollection' ? doc.features! : [doc];
     return;
   }
   // A row with more or fewer fields than the header is a reject of its own, not the end of the file.
-  const parser = parseCsv({ columns: true, bom: true, skip_empty_lines: true, trim: true, relax_column_count: true, info: true, raw: true });
+  const parser = parseCsv({ columns: (header: string[]) => csvColumns(file, header), bom: true, skip_empty_lines: true, trim: true, relax_column_count: true, info: true, raw: true });
   // pipeline, not pipe: a read error fails the parser (and so this iteration) instead of being an
   // 'error' event nobody listens to, and a reader that stops early closes the file.
   pipeline(createReadStream(file), parser, () => undefined);

@@ -105,6 +105,16 @@ describe('flood-archive CLI', () => {
     await mistake(['import', '--file', text], /cannot tell the format of .*in\.txt from its name: pass --format/);
     await mistake(['import', '--file', text, '--format', 'csv'], /in\.txt could not be read as CSV/);
     await mistake(['import', '--file', dataDir], /is not a file/);
+    // A file whose structure is wrong is the command's mistake, not a success that rejected every record.
+    const semicolons = path.join(dataDir, 'semi.csv');
+    await fs.writeFile(semicolons, 'post_id;created_at;lat;lng\n1;2026-11-21T00:00:00Z;14.65;121.05\n');
+    await mistake(['import', '--file', semicolons], /semi\.csv: its CSV header \(post_id;created_at;lat;lng\) has no post_id column and no point column/);
+    const shouting = path.join(dataDir, 'upper.csv');
+    await fs.writeFile(shouting, 'POST_ID,CREATED_AT,LAT,LNG\n1,2026-11-21T00:00:00Z,14.65,121.05\n');
+    await mistake(['import', '--file', shouting], /upper\.csv: its CSV header .* has no post_id column/);
+    const noList = path.join(dataDir, 'nolist.geojson');
+    await fs.writeFile(noList, '{"type":"FeatureCollection","features":{"type":"Feature"}}');
+    await mistake(['import', '--file', noList], /nolist\.geojson is no FeatureCollection with a list of features/);
     const truncated = path.join(dataDir, 'cut.geojson');
     await fs.writeFile(truncated, '{"type":"FeatureCollection","features":[{"type":"Feature",');
     await mistake(['import', '--file', truncated], /cut\.geojson is not one GeoJSON document/);

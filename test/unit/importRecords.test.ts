@@ -10,12 +10,12 @@ describe("an import file's records", () => {
   it('reads a CSV file row by row, and fails the reading (not the process) when the file cannot be read', async () => {
     const dir = await tempDir('flood-records-');
     const file = path.join(dir, 'rows.csv');
-    await fs.writeFile(file, 'post_id,title\n1,Baha\n2,Flood\n');
+    await fs.writeFile(file, 'post_id,title,lat,lng\n1,Baha,14.6,121\n2,Flood,15,120.7\n');
     const rows: unknown[] = [];
     for await (const row of records(file, 'csv')) rows.push(row);
     expect(rows).toEqual([
-      { post_id: '1', title: 'Baha' },
-      { post_id: '2', title: 'Flood' },
+      { post_id: '1', title: 'Baha', lat: '14.6', lng: '121' },
+      { post_id: '2', title: 'Flood', lat: '15', lng: '120.7' },
     ]);
     // A directory where the file should be: reading it fails with EISDIR.
     const unreadable = path.join(dir, 'folder.csv');
