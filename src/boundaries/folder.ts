@@ -8,20 +8,33 @@ import type { BoundarySet } from './types.js';
 
 export const BOUNDARY_FILES = { regions: 'regions.geojson', provinces: 'provinces.geojson', cities: 'cities.geojson', localAreas: 'local-areas.geojson' } as const;
 
-async function readJson(file: string): Promise<unknown> {
-  const text = await fs.readFile(file, 'utf8');
+/** A boundary file that cannot be read as JSON: missing, a folder, not JSON (the operator's to fix). */
+export class BoundaryFileError extends Error {
+  override name = 'BoundaryFileError';
+}
+
+/** One GeoJSON file of a boundary set, parsed; what it holds is checked when it is published. */
+export async function readBoundaryFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a folder, not a GeoJSON file' : code === 'ENOTDIR' ? `${path.dirname(file)} is no folder` : `cannot be read (${code ?? (err as Error).message})`;
+    throw new BoundaryFileError(`${file}: ${why}`, { cause: err });
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new Error(`${file} is not JSON: ${(err as Error).message}`, { cause: err });
+    throw new BoundaryFileError(`${file} is not JSON: ${(err as Error).message}`, { cause: err });
   }
 }
 
 async function readOptional(file: string): Promise<unknown> {
   try {
-    return await readJson(file);
+    return await readBoundaryFile(file);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (((err as Error).cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return undefined;
     throw err;
   }
 }
@@ -31,8 +44,8 @@ export async function readBoundaryFolder(dir: string, meta: { label: string; att
   const [regions, provinces, cities, localAreas] = await Promise.all([
     readOptional(path.join(dir, BOUNDARY_FILES.regions)),
     readOptional(path.join(dir, BOUNDARY_FILES.provinces)),
-    readJson(path.join(dir, BOUNDARY_FILES.cities)),
-    readJson(path.join(dir, BOUNDARY_FILES.localAreas)),
+    readBoundaryFile(path.join(dir, BOUNDARY_FILES.cities)),
+    readBoundaryFile(path.join(dir, BOUNDARY_FILES.localAreas)),
   ]);
   return {
     label: meta.label,

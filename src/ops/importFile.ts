@@ -159,6 +159,7 @@ async function checkRejectsFile(rejectsFile: string, others: readonly string[]):
   }
   const folder = await fs.stat(path.dirname(rejects)).catch(() => undefined);
   if (!folder?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile}: there is no folder ${path.dirname(rejectsFile)} to write it in`);
+  if ((await fs.stat(rejects).catch(() => undefined))?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
 }
 
 /** The sorted file of validated records, in the run's folder. */

@@ -105,6 +105,14 @@ describe('flood-archive CLI', () => {
     await mistake(['import', '--file', text], /cannot tell the format of .*in\.txt from its name: pass --format/);
     await mistake(['import', '--file', text, '--format', 'csv'], /in\.txt could not be read as CSV/);
     await mistake(['import', '--file', dataDir], /is not a file/);
+    await mistake(['import', '--file', file, '--rejects', dataDir], /--rejects .* is a folder: name the file/);
+    // Boundary files that cannot be read: named, exit 2, nothing published.
+    const emptyFolder = await tempDir();
+    await mistake(['cities', 'publish', '--from', emptyFolder], /cities\.geojson: no such file/);
+    await mistake(['cities', 'publish', '--from', file], /in\.ndjson is no folder/);
+    const notJson = path.join(dataDir, 'bad.geojson');
+    await fs.writeFile(notJson, '{"type":"FeatureCollection",');
+    await mistake(['cities', 'publish', '--cities', notJson, '--local-areas', notJson], /bad\.geojson is not JSON/);
     // A file whose structure is wrong is the command's mistake, not a success that rejected every record.
     const semicolons = path.join(dataDir, 'semi.csv');
     await fs.writeFile(semicolons, 'post_id;created_at;lat;lng\n1;2026-11-21T00:00:00Z;14.65;121.05\n');

@@ -1,7 +1,7 @@
 // `cities`: boundary versions.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { readBoundaryFolder } from '../../boundaries/folder.js';
+import { BoundaryFileError, readBoundaryFile, readBoundaryFolder } from '../../boundaries/folder.js';
 import type { BoundarySet } from '../../boundaries/types.js';
 import { common, print, required, UsageError, withRuntime, type Command } from './options.js';
 
@@ -28,11 +28,17 @@ export const cities: Command = {
         for (const [option, file] of [['from', from], ['cities', values.cities], ['local-areas', values['local-areas']]] as const) {
           if (typeof file === 'string' && !(await fs.stat(file).catch(() => undefined))) throw new UsageError(`--${option} ${file}: no such ${option === 'from' ? 'folder' : 'file'}`);
         }
-        const read = async (f: string) => JSON.parse(await fs.readFile(f, 'utf8')) as unknown;
-        const set =
-          from !== undefined
-            ? await readBoundaryFolder(from, { label, attribution })
-            : ({ label, ...(attribution !== undefined && { attribution }), cities: await read(required(values, 'cities')), localAreas: await read(required(values, 'local-areas')) } as BoundarySet);
+        let set: BoundarySet;
+        try {
+          set =
+            from !== undefined
+              ? await readBoundaryFolder(from, { label, attribution })
+              : ({ label, ...(attribution !== undefined && { attribution }), cities: await readBoundaryFile(required(values, 'cities')), localAreas: await readBoundaryFile(required(values, 'local-areas')) } as BoundarySet);
+        } catch (err) {
+          // A file missing, a folder, or not JSON: the command's mistake, named (exit 2).
+          if (err instanceof BoundaryFileError) throw new UsageError(err.message);
+          throw err;
+        }
         const result = await rt.boundaries.publish(set);
         const levels = `${set.regions?.features.length ?? 0} regions, ${set.provinces?.features.length ?? 0} provinces, ${set.cities.features.length} cities, ${set.localAreas.features.length} local areas`;
         print(values, { ...result, label, levels }, () => (result.changed ? `published version ${result.version}: ${levels}` : `version ${result.version} is already current`));
