@@ -414,10 +414,12 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       });
     } catch (err) {
       // A file that cannot be read as its format says, found before any record was accepted:
-      // nothing to resume, so nothing is left to resume from (its rejects so far stay).
+      // nothing to resume, so nothing is left to resume from (its rejects so far stay; a rejects
+      // file this run began and left empty goes too).
       if (err instanceof ImportInputError) {
         await fs.rm(runDir, { recursive: true, force: true });
         await fs.rm(stateFile, { force: true });
+        if (resumedFrom === 0 && (await fs.stat(rejectsFile).catch(() => undefined))?.size === 0) await fs.rm(rejectsFile, { force: true });
       }
       throw err;
     }

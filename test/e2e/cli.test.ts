@@ -140,6 +140,8 @@ describe('flood-archive CLI', () => {
     expect(await fs.readFile(target, 'utf8')).toMatch(/^pkey,created_at,/);
     // Nothing to resume is left behind: no checkpoint, no run folder.
     for (const f of [truncated, text]) await expect(fs.stat(`${f}.import-state.json`)).rejects.toMatchObject({ code: 'ENOENT' });
+    // Nor an empty rejects file beside a file refused for its structure.
+    for (const f of [truncated, text, semicolons, shouting, noList]) await expect(fs.stat(`${f}.rejected.ndjson`), f).rejects.toMatchObject({ code: 'ENOENT' });
     expect((await fs.readdir(path.join(dataDir, 'tmp', 'import'))).filter((n) => !n.startsWith('import.lock'))).toEqual([]);
     // An empty GeoJSON file holds no record, as an empty NDJSON file does.
     const empty = path.join(dataDir, 'empty.geojson');

@@ -63,6 +63,11 @@ describe('flood-archive subscriptions', () => {
     expect(link.stderr).toMatch(/169\.254\.169\.254 is a private, loopback, link-local or reserved address/);
     expect((await run(['subscriptions', 'add', '--secret', SECRET], env)).stderr).toMatch(/--url is required/);
     expect((await run(['subscriptions', 'frob'], env)).code).toBe(2);
+    // Given but naming nothing: refused, not read as every city or the default events.
+    for (const [option, value] of [['--admin', ''], ['--events', ','], ['--local-area', ' ']]) {
+      const empty = await run(['subscriptions', 'add', '--url', 'https://hooks.example.org/flood', '--secret', SECRET, option!, value!], env);
+      expect([option, empty.code, empty.stderr]).toEqual([option, 2, expect.stringMatching(new RegExp(`^${option} names nothing`, 'm'))]);
+    }
     expect(JSON.parse((await run(['subscriptions', 'list', '--json'], env)).stdout)).toEqual([]);
     const badConfig = await run(['subscriptions', 'list'], { ...env, WEBHOOK_ALLOW_HOSTS: '10.0.0.0/99' });
     expect(badConfig.code).toBe(78);

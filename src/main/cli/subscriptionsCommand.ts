@@ -32,12 +32,19 @@ export const subscriptions: Command = {
         const sub = positionals[0];
         if (sub === 'add') {
           const url = required(values, 'url');
+          // Given but naming nothing (`--admin ''`, `--events ,`): refused, not read as left out
+          // (every city, or the default events), which would subscribe to more than was asked.
+          const listed = (name: 'admin' | 'local-area' | 'events'): string[] => {
+            const list = listOption(values[name]);
+            if (typeof values[name] === 'string' && list.length === 0) throw new UsageError(`--${name} names nothing: leave it out, or name at least one`);
+            return list;
+          };
           const s = await deps.addSubscription(rt, {
             url,
             secret: await secretOption(values),
-            admins: listOption(values.admin),
-            localAreas: listOption(values['local-area']),
-            events: listOption(values.events),
+            admins: listed('admin'),
+            localAreas: listed('local-area'),
+            events: listed('events'),
           });
           print(values, deps.shown(s), () => `added ${s.id} → ${s.url} (${s.events.join(', ')})`);
           return 0;
