@@ -278,6 +278,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
     /**
      * Loads the version's levels and draws the first. `rest` settles once every level is loaded
      * (and the admin list and the place search filled): the window's counts need not wait for it.
+     * `version` is the boundary version drawn, for the window's requests to name.
      */
     async load() {
       const { levels, label: versionLabel, attribution: credit, version: levelsVersion } = (await api(version ? pinned('/cities/levels') : '/cities/levels')).result;
@@ -302,7 +303,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
         label.textContent = `${cities.features.length} cities, ${areaNames.size} barangays`;
         fillLists();
         await show();
-        return { rest: Promise.resolve() };
+        return { rest: Promise.resolve(), version };
       }
       // The country: the first level drawn now, the others (and the lists) behind it.
       const order = LEVELS.filter((l) => has(l.level)).map((l) => l.level);
@@ -325,7 +326,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
         fillLists();
         await show();
       })();
-      return { rest: loaded };
+      return { rest: loaded, version };
     },
     /** A new window: `fetch(level)` gives its counts by that level (a Map key → count); drawn at the level in view. */
     async setWindow(key, fetch) {

@@ -425,14 +425,17 @@ async function load(state) {
   try {
     const boundaries = await loadBoundaries();
     const params = windowParams(range, state.admin);
+    // What the map shows names the boundary version it is drawn with (the areas of admin= and
+    // by=), across a publish; the download links do not, so they keep working after the next one.
+    const shown = `${params}&version=${encodeURIComponent(boundaries.version)}`;
     const interval = intervalFor(range);
     // The series' total is the window's count (the same filters): no separate /count request.
-    const seriesAnswer = api(`/reports/archive/stats?${params}&interval=${interval}&tz=%2B0800`);
+    const seriesAnswer = api(`/reports/archive/stats?${shown}&interval=${interval}&tz=%2B0800`);
     // Awaited below; this handler only keeps a failure from being reported as unhandled meanwhile.
     seriesAnswer.catch(() => {});
     // The map first, as soon as the counts of the level in view are in; the chart and the count follow.
     await areas.setWindow(params, async (level) => {
-      const answer = await api(`/reports/archive/stats?${params}&interval=month&by=${level}&tz=%2B0800`);
+      const answer = await api(`/reports/archive/stats?${shown}&interval=month&by=${level}&tz=%2B0800`);
       const byKey = new Map();
       for (const r of answer.result.rows) if (r.key !== null) byKey.set(r.key, (byKey.get(r.key) ?? 0) + r.count);
       return byKey;
@@ -459,7 +462,7 @@ async function load(state) {
       setStatus('ready', `${n.toLocaleString('en')} reports between ${formatManila(range[0])} and ${formatManila(range[1])}.`);
       return;
     }
-    const answer = await api(`/reports/archive?${params}&format=json&geoformat=geojson`);
+    const answer = await api(`/reports/archive?${shown}&format=json&geoformat=geojson`);
     if (mine !== generation) return;
     drawPoints(answer.result.features);
     mapNote.textContent = 'Click a point for the report.';

@@ -65,11 +65,12 @@ export class AdminAreas {
   }
 
   /** The message of a 400 for a code this version does not have: the codes, or where to find them, and the closest. */
-  problem(code: string): string {
+  /** Why `code` is none of these areas' codes; `of` names the version in the words. */
+  problem(code: string, of = 'the current boundaries'): string {
     const codes = [...this.byCode.keys()];
     if (codes.length <= LISTED) return `must be one of: ${codes.join(', ')}`;
     const ranked = codes.map((c) => ({ c, shared: commonPrefix(c, code) })).sort((a, b) => b.shared - a.shared || a.c.localeCompare(b.c));
-    const what = 'must be the code of a region, province or city of the current boundaries (GET /cities, /ogc/collections)';
+    const what = `must be the code of a region, province or city of ${of} (GET /cities, /ogc/collections)`;
     // Sharing no more than "PH-" is no likeness: the first codes in order would only mislead.
     if (ranked[0]!.shared <= 'PH-'.length) return `${what}; none of its codes begins as ${code.slice(0, 40)} does`;
     return `${what}; closest: ${ranked

@@ -18,6 +18,7 @@ import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswe
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { sendPieces } from './sendPieces.js';
+import { readVersion, versionWords } from './boundaryVersion.js';
 import { oneOf, plusRestored, readAdmin, readBbox, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 import { REVALIDATE } from './bodyTags.js';
@@ -42,7 +43,8 @@ const CONTENT_TYPES: Record<ArchiveFormat, string> = {
 export interface ArchiveRouteDeps {
   archive: Archive;
   /** The current boundary version's areas, read only when a request names one. */
-  adminAreas: () => Promise<AdminAreas>;
+  /** The areas of the boundary version named (version=, while served), else of the current one. */
+  adminAreas: (version: string | undefined) => Promise<AdminAreas>;
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
   closedAfterMs: number;
@@ -71,7 +73,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
   const statsAnswers = new StatsAnswers();
 
   serve('countArchive', async (req, res) => {
-    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after']);
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'bbox', 'include_retracted', 'updated_after']);
     const query = await parseFilters(req, values, details, deps);
     throwIfAny(details);
     const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
@@ -93,14 +95,15 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
   });
 
   serve('statsArchive', async (req, res) => {
-    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'bbox', 'include_retracted', 'updated_after', 'interval', 'by', 'tz']);
+    const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'bbox', 'include_retracted', 'updated_after', 'interval', 'by', 'tz']);
     const query = await parseFilters(req, values, details, deps);
     const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
     const by = oneOf(values, 'by', STATS_ANSWER_BY, 'none', details) as StatsAnswerBy;
-    // Provinces and regions are cities rolled up by the current version's hierarchy.
-    const rolled = by === 'province' || by === 'region' ? await deps.adminAreas() : undefined;
+    // Provinces and regions are cities rolled up by the boundary version's hierarchy.
+    const version = readVersion(values, []);
+    const rolled = by === 'province' || by === 'region' ? await deps.adminAreas(version) : undefined;
     if (rolled && !rolled.levels.has(by as 'province' | 'region')) {
-      details.push({ in: 'query', field: 'by', message: `the current boundary version has no ${by === 'region' ? 'regions' : 'provinces'}: by=${by} needs national boundaries (by=city works with any)` });
+      details.push({ in: 'query', field: 'by', message: `${versionWords(version)} has no ${by === 'region' ? 'regions' : 'provinces'}: by=${by} needs national boundaries (by=city works with any)` });
     }
     const offsetMinutes = readOffset(values.tz, details);
     const buckets = Math.ceil((query.endMs - query.startMs + 1) / BUCKET_MS[interval]);
@@ -288,7 +291,7 @@ export function cursorFingerprint(values: Partial<Record<'start' | 'end' | 'admi
 }
 
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
-  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
+  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
   const query = await parseFilters(req, values, details, deps);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
@@ -335,8 +338,11 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
       details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
     }
   }
-  // The boundaries are read only to check a code (a cold read without one need not wait for them).
-  const admin = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
+  // The boundaries are read only to check a code or a version (a cold read without either need
+  // not wait for them); a version no longer served is a 410 whether or not admin= needs it.
+  const version = readVersion(values, details);
+  const areas = values.admin !== undefined || version !== undefined ? await deps.adminAreas(version) : undefined;
+  const admin = values.admin === undefined ? undefined : readAdmin(values.admin, areas!, details, version && versionWords(version));
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
   return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs };
 }

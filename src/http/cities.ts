@@ -6,10 +6,11 @@ import { topology } from 'topojson-server';
 import { geometryOf } from '../boundaries/compactLevels.js';
 import { OUTLINE_LEVELS, outlineLevels, outlinesOf, type OutlineLevel } from '../boundaries/outlines.js';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
-import { HttpError, type ErrorDetail } from '../shared/errors.js';
+import { HttpError } from '../shared/errors.js';
 import { VERSION_TAG } from '../shared/version.js';
+import { boundariesAt, readVersion, versionWords } from './boundaryVersion.js';
 import { applyEncoding, encodeOnce, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
-import { oneOf, readQuery, throwIfAny, type QueryValues } from './query.js';
+import { oneOf, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 /** Quantization of the local areas' TopoJSON: about a metre over a province's extent. */
@@ -53,21 +54,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     res.type('application/json').send(await body(current, key, build, encoding));
   };
 
-  /**
-   * The version a request is answered from: the current one, or the one it names (`version=`, as
-   * /cities/levels gave it) while the service still serves it (BoundaryRepository.pinned), so a
-   * map begun before a publish is finished with the version it began with, whichever process
-   * answers; any other version is a 410.
-   */
-  const boundariesOf = async (version: string | undefined): Promise<LoadedBoundaries> => {
-    const current = await deps.boundaries.current();
-    if (version === undefined || version === current.version) return current;
-    const pinned = await deps.boundaries.pinned(version);
-    if (pinned) return pinned;
-    throw new HttpError(410, `Boundary version ${version} is not served any more; the current one is ${current.version} (GET /cities/levels).`, [
-      { in: 'query', field: 'version', message: 'is not a boundary version this service still serves' },
-    ]);
-  };
+  const boundariesOf = (version: string | undefined) => boundariesAt(deps.boundaries, version);
 
   serve('getCities', async (req, res) => {
     const { values, details } = readQuery(req, ['format', 'geoformat', 'version']);
@@ -90,8 +77,8 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     if (area?.level !== 'city') {
       const message = area
         ? `${code} is a ${area.level} (${area.name}); this path takes the code of one of its cities, e.g. ${area.cities.slice(0, 3).join(', ')} (GET /cities lists them)`
-        : `No city ${JSON.stringify(code.slice(0, 40))} in the current boundary version: the city ${current.adminAreas.problem(code).replace(/^must be /, 'code must be ')}`;
-      throw new HttpError(404, `${message}.`, [{ in: 'path', field: 'code', message: area ? `is a ${area.level}, not a city` : 'is no city of the current boundaries' }]);
+        : `No city ${JSON.stringify(code.slice(0, 40))} in ${versionWords(values.version)}: the city ${current.adminAreas.problem(code, values.version && versionWords(values.version)).replace(/^must be /, 'code must be ')}`;
+      throw new HttpError(404, `${message}.`, [{ in: 'path', field: 'code', message: area ? `is a ${area.level}, not a city` : `is no city of ${values.version === undefined ? 'the current boundaries' : versionWords(values.version)}` }]);
     }
     await sendVersioned(req, res, current, `${code}-local-areas-${geoformat}`, () => {
       const collection = {
@@ -119,7 +106,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     throwIfAny(details);
     const current = await boundariesOf(values.version);
     if (values.level !== undefined && !outlineLevels(current.levels).some((l) => l.level === level)) {
-      details.push({ in: 'query', field: 'level', message: `the current boundary version has no ${level} level; GET /cities/levels lists the levels it has` });
+      details.push({ in: 'query', field: 'level', message: `${versionWords(values.version)} has no ${level} level; GET /cities/levels lists the levels it has` });
     }
     throwIfAny(details);
     await sendVersioned(req, res, current, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current.levels, level) }));
@@ -127,11 +114,3 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
   return handlers;
 }
 
-/** A boundary version's id as the service makes them (BoundaryRepository.versionId). */
-const VERSION_ID = /^[0-9a-f]{24}$/;
-
-function readVersion(values: QueryValues, details: ErrorDetail[]): void {
-  if (values.version !== undefined && !VERSION_ID.test(values.version)) {
-    details.push({ in: 'query', field: 'version', message: 'must be a boundary version id (24 hexadecimal digits), as GET /cities/levels gives it' });
-  }
-}

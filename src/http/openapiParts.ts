@@ -9,6 +9,7 @@ export const ADMIN_DESCRIPTION =
   'Only reports of this area: a city code of the current boundary version (`PH-QC`, `PH-PG` by default; nationally `PH-` and the PSGC code of a city or municipality), or nationally a province or region code (`PH-0305400000` Pampanga, `PH-0300000000` Central Luzon), which covers its cities. An unknown code is a 400 naming the closest.';
 export const ADMIN_SCHEMA = { type: 'string', pattern: '^[A-Z]{2}-[A-Z0-9]{1,12}$', examples: ['PH-QC', 'PH-PG', 'PH-0300000000'] };
 
+
 export const envelope = (result: object) => ({
   type: 'object',
   additionalProperties: false,
@@ -50,6 +51,23 @@ export const exampleFeature = {
   },
 };
 
+/** `version=`: a map's requests pinned to the boundary version it began with, across a publish. */
+const SERVED_VERSION =
+  "A boundary version's id, as GET /cities/levels gives it, while the service still serves it (the version published now or just before it, or one the answering process still keeps loaded); another is a 410. Without it, the current version.";
+export const versionParam = {
+  name: 'version',
+  in: 'query',
+  schema: { type: 'string', pattern: '^[0-9a-f]{24}$' },
+  description: `The answer comes from this boundary version, so the parts of a map all come from one version. ${SERVED_VERSION}`,
+};
+/** The same for the archive: the areas admin= and by= name are that version's. */
+export const archiveVersionParam = {
+  ...versionParam,
+  description: `admin= and by= (province, region) name the areas of this boundary version, so a map's counts and filters come from the version it was drawn with. ${SERVED_VERSION}`,
+};
+/** The 410 for a version no longer served. */
+export const versionGone = error('The boundary version named by `version` is no longer served: GET /cities/levels gives the current one.');
+
 export const windowParams = [
   {
     name: 'start',
@@ -68,6 +86,7 @@ export const windowParams = [
     example: '2026-11-21T23:59:59+0800',
   },
   { name: 'admin', in: 'query', description: ADMIN_DESCRIPTION, schema: ADMIN_SCHEMA },
+  archiveVersionParam,
   {
     name: 'bbox',
     in: 'query',
@@ -99,7 +118,9 @@ export const badQuery = error('A query parameter is missing, malformed, unknown 
   details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, include_retracted, updated_after, limit, cursor)' }],
 });
 export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
-export const syncGone = error('updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark.');
+export const syncGone = error(
+  'updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark; or the boundary version named by `version` is no longer served: GET /cities/levels gives the current one.',
+);
 export const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
 /** A whole window's refusals before its first byte: its address's share of the turns, or the process's. */
 export const archiveTooMany = { ...error("Past the rate limit, or this address already has its share of whole-window answers under way (ARCHIVE_MAX_CONCURRENT_PER_ADDRESS): wait for one to end, or page with limit."), headers: retryAfter };

@@ -73,10 +73,10 @@ export function throwIfAny(details: ErrorDetail[], message = 'The query is inval
   if (details.length > 0) throw new BadRequestError(message, details);
 }
 
-/** The cities `admin` covers, or a problem for a code the current boundaries lack. */
-export function readAdmin(code: string, areas: AdminAreas, details: ErrorDetail[]): readonly string[] | undefined {
+/** The cities `admin` covers, or a problem for a code the boundaries (`of`: the current ones) lack. */
+export function readAdmin(code: string, areas: AdminAreas, details: ErrorDetail[], of?: string): readonly string[] | undefined {
   const area = areas.get(code);
-  if (!area) details.push({ in: 'query', field: 'admin', message: areas.problem(code) });
+  if (!area) details.push({ in: 'query', field: 'admin', message: areas.problem(code, of) });
   return area?.cities;
 }
 

@@ -566,6 +566,10 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       const boundaryRequests = requests.map((u) => new URL(u)).filter((u) => u.pathname.startsWith('/cities') && u.pathname !== '/cities/levels');
       expect(boundaryRequests.length).toBe(3);
       for (const u of boundaryRequests) expect(u.searchParams.get('version'), u.pathname).toBe(before.version);
+      // The window's counts and points name it too (the areas of admin= and by= are that version's).
+      const windowRequests = requests.map((u) => new URL(u)).filter((u) => u.pathname.startsWith('/reports/archive'));
+      expect(windowRequests.length).toBeGreaterThanOrEqual(2);
+      for (const u of windowRequests) expect(u.searchParams.get('version'), `${u.pathname}${u.search}`).toBe(before.version);
       expect(errors).toEqual([]);
     } finally {
       await close();

@@ -214,6 +214,45 @@ describe('the national boundaries', () => {
     expect((await stats('region')).rows.filter((r) => r.key !== null)).toHaveLength(17);
   });
 
+  it('answer a map drawn before a publish by the areas of its version (version=): admin= and by= keep naming regions the new version lacks', async () => {
+    const drawn = (await svc.rt.boundaries.current()).version;
+    const previous = (await svc.rt.boundaries.versions()).find((v) => v !== drawn)!;
+    const centralLuzon = 'PH-0300000000';
+    const filtered = `${svc.url}/reports/archive?${WINDOW}&geoformat=geojson&admin=${centralLuzon}`;
+    const regions = `${svc.url}/reports/archive/stats?${WINDOW}&interval=day&by=region`;
+    const [inRegion, byRegion] = [await getJson(filtered), await getJson(regions)];
+    expect(inRegion.status).toBe(200);
+    expect(inRegion.body.result.features.length).toBeGreaterThan(0);
+    // The two cities' version (no regions) made current meanwhile.
+    await svc.rt.boundaries.rollback(previous);
+    try {
+      const now = await getJson(filtered);
+      expect(now.status).toBe(400);
+      expect(now.body.details).toEqual([{ in: 'query', field: 'admin', message: expect.stringMatching(/^must be one of: PH-QC, PH-PG/) }]);
+      expect((await getJson(regions)).body.details).toEqual([{ in: 'query', field: 'by', message: expect.stringMatching(/^the current boundary version has no regions/) }]);
+      const pinned = await getJson(`${filtered}&version=${drawn}`);
+      expect(pinned.status).toBe(200);
+      expect(pinned.body.result.features.map((f: { properties: { pkey: string } }) => f.properties.pkey)).toEqual(inRegion.body.result.features.map((f: { properties: { pkey: string } }) => f.properties.pkey));
+      const pinnedRegions = await getJson(`${regions}&version=${drawn}`);
+      expect(pinnedRegions.status).toBe(200);
+      expect(pinnedRegions.body.result).toEqual(byRegion.body.result);
+      // Pinned to the two cities' version, a region is named as that version's mistake.
+      const wrongVersion = await getJson(`${regions}&version=${previous}`);
+      expect(wrongVersion.body.details).toEqual([{ in: 'query', field: 'by', message: expect.stringMatching(new RegExp(`^boundary version ${previous} has no regions`)) }]);
+      // A version no longer served is a 410 on every window operation, needed or not; a malformed one a 400.
+      for (const path of ['/reports/archive', '/reports/archive/count', '/reports/archive/stats']) {
+        const gone = await getJson(`${svc.url}${path}?${WINDOW}&version=${'0'.repeat(24)}`);
+        expect(gone.status, path).toBe(410);
+        expect(gone.body.details, path).toEqual([{ in: 'query', field: 'version', message: 'is not a boundary version this service still serves' }]);
+        const malformed = await getJson(`${svc.url}${path}?${WINDOW}&version=national`);
+        expect(malformed.status, path).toBe(400);
+        expect(malformed.body.details, path).toEqual([{ in: 'query', field: 'version', message: expect.stringMatching(/24 hexadecimal digits/) }]);
+      }
+    } finally {
+      await svc.rt.boundaries.rollback(drawn);
+    }
+  });
+
   it('list their levels, and draw each simplified for a map: every area kept, small, and still holding its places', async () => {
     const levels = await getJson(`${svc.url}/cities/levels`);
     expect(levels.status).toBe(200);

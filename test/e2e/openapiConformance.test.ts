@@ -64,12 +64,12 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string; status
   // A bound on the answer's size, stated in the operation's description.
   '/reports/archive/stats start': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
   '/reports/archive/stats end': [{ message: /buckets; at most/, documented: 'At most 10,000 buckets' }],
-  '/cities/outlines level': [{ message: /^the current boundary version has no (region|province) level/, documented: 'A level the current boundary version has' }],
-  '/reports/archive/stats by': [{ message: /^the current boundary version has no (regions|provinces)/, documented: 'need a version that has them' }],
+  '/cities/outlines level': [{ message: /^(the current boundary version|boundary version [0-9a-f]{24}) has no (region|province) level/, documented: 'A level the current boundary version has' }],
+  '/reports/archive/stats by': [{ message: /^(the current boundary version|boundary version [0-9a-f]{24}) has no (regions|provinces)/, documented: 'need a version that has them' }],
   '/reports/archive format': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   '/reports/archive geoformat': [{ message: /applies to format=json only/, documented: 'geoformat applies to format=json only' }],
   // A code of the current boundary version: the document cannot list them (they change with each version).
-  admin: [{ message: /^must be one of: |^must be the code of a region, province or city of the current boundaries/, documented: 'An unknown code is a 400' }],
+  admin: [{ message: /^must be one of: |^must be the code of a region, province or city of (the current boundaries|boundary version [0-9a-f]{24})/, documented: 'An unknown code is a 400' }],
   cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
   // A well-formed id of a version the service no longer keeps (or never had): 410, declared by the operation.
   version: [{ message: /is not a boundary version this service still serves/, documented: 'while the service still serves it', status: 410 }],

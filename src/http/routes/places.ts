@@ -1,19 +1,7 @@
 // The places' routes: the cities with their boundaries, a city's barangays, the levels and
 // their outlines.
-import { badQuery, error, tooMany, unavailable } from '../openapiParts.js';
+import { badQuery, error, tooMany, unavailable, versionGone, versionParam } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
-
-/** `version=`: a map's requests pinned to the version it began with, across a publish. */
-const versionParam = {
-  name: 'version',
-  in: 'query',
-  schema: { type: 'string', pattern: '^[0-9a-f]{24}$' },
-  description:
-    "A boundary version's id, as GET /cities/levels gives it: the answer comes from that version while the service still serves it (the version published now or just before it, or one the answering process still keeps loaded), so the parts of a map all come from one version. Without it, the current version.",
-};
-
-/** The 410 for a version no longer served. */
-const versionGone = error('The boundary version named by `version` is no longer served: GET /cities/levels gives the current one.');
 
 export const PLACES_ROUTES: readonly Route[] = [
   {
