@@ -1,5 +1,6 @@
 // Export: the bulk counterpart of the archive endpoint, to a file.
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { WindowQuery } from '../archive/query.js';
 import type { Archive } from '../archive/window.js';
@@ -21,6 +22,7 @@ export interface ExportDeps {
  */
 export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string, progress?: Progress): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
+  await removeAbandoned(out);
   const partial = partialOf(out);
   try {
     if (format === 'parquet') {
@@ -44,6 +46,29 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
 /** Where an export to `out` is written until it is whole (beside it, this process's own). */
 export function partialOf(out: string): string {
   return `${out}.partial-${process.pid}`;
+}
+
+/**
+ * Removes the partial files beside `out` of exports no longer running on this machine (killed
+ * before they could clean up: SIGKILL, a power cut). A running export's file is kept.
+ */
+async function removeAbandoned(out: string): Promise<void> {
+  const prefix = `${path.basename(out)}.partial-`;
+  const names = await fs.readdir(path.dirname(out)).catch(() => []);
+  for (const name of names) {
+    const pid = name.startsWith(prefix) ? Number(name.slice(prefix.length)) : NaN;
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isRunning(pid)) await fs.rm(path.join(path.dirname(out), name), { force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: running, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** The batches (a UTC day each), a tick as each is taken. */

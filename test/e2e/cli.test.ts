@@ -212,6 +212,17 @@ describe('flood-archive CLI', () => {
     expect(await exporting.exited).toBe(130);
     expect(exporting.stderr()).toMatch(/export interrupted \(SIGINT\); nothing was written under --out/);
     expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.geojson'))).toEqual([]);
+
+    // Killed outright, an export cannot clean up: the next one to the same file removes what it
+    // left, and keeps the file of one still running (here, this process's pid).
+    const killed = await startedCli(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'geojson', '--out', geo], env);
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    await fs.writeFile(`${geo}.partial-${killed.child.pid}`, '{"type":"FeatureCollection","features":[');
+    await fs.writeFile(`${geo}.partial-${process.pid}`, 'another export under way');
+    expect((await run(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'geojson', '--out', geo, '--json'], env)).code).toBe(0);
+    expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.geojson')).sort()).toEqual(['stopped.geojson', `stopped.geojson.partial-${process.pid}`]);
+    expect(JSON.parse(await fs.readFile(geo, 'utf8')).features).toHaveLength(n);
   }, 120_000);
 
   it('exits 69 (unavailable) naming the store or the queue it cannot reach, whichever the command needs first', async () => {
