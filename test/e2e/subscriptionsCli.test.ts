@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli as run } from '../support/cli.js';
 import { tempDir } from '../support/env.js';
+import { cliAtTerminal } from '../support/terminal.js';
 import { startReceiver, verifies, type Receiver } from '../support/webhookReceiver.js';
 
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -48,6 +49,24 @@ describe('flood-archive subscriptions', () => {
     const again = await run(['subscriptions', 'remove', '--id', sub.id], env);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/no subscription/);
+  });
+
+  it('asks for the secret at a terminal without showing it (--secret-file - with nothing piped in); Ctrl-C stops it, storing nothing', async () => {
+    hook = await startReceiver();
+    const env = { DATA_DIR: await tempDir(), WEBHOOK_ALLOW_HOSTS: '127.0.0.1' };
+    const add = ['subscriptions', 'add', '--url', hook.url, '--secret-file', '-', '--json'];
+    // Typed with a slip taken back (Backspace sends DEL), ended by Enter.
+    const typed = await cliAtTerminal(add, env, 'Secret', `${SECRET}x\u007f\r`);
+    expect([typed.code, typed.signal]).toEqual([0, null]);
+    expect(typed.screen).toMatch(/^Secret \(not shown; Enter to end\): /);
+    expect(typed.screen).not.toContain(SECRET.slice(0, 8));
+    const sub = JSON.parse(typed.screen.slice(typed.screen.indexOf('{')));
+    expect((await run(['subscriptions', 'test', '--id', sub.id], env)).code).toBe(0);
+    expect(verifies(hook.received[0]!, SECRET)).toBe(true);
+
+    const stopped = await cliAtTerminal(add, env, 'Secret', 'half a secr\u0003');
+    expect([stopped.code, stopped.signal]).toEqual([null, 'SIGINT']);
+    expect(JSON.parse((await run(['subscriptions', 'list', '--json'], env)).stdout)).toHaveLength(1);
   });
 
   it('exits 2 naming every problem of a bad subscription, and stores nothing', async () => {

@@ -102,12 +102,50 @@ export async function secretOption(values: Values): Promise<string> {
   if (typeof file !== 'string' || file === '') throw new UsageError('--secret-file is required (a file holding the secret, or - to read it from standard input)');
   let text = '';
   try {
+    if (file === '-' && process.stdin.isTTY) return await typedSecret();
     if (file === '-') for await (const chunk of process.stdin) text += String(chunk);
     else text = await fs.readFile(file, 'utf8');
   } catch (err) {
     throw new UsageError(`cannot read --secret-file ${file}: ${(err as Error).message}`);
   }
   return text.replace(/\r?\n$/, '');
+}
+
+/**
+ * The secret typed at a terminal (--secret-file - with nothing piped in): asked for, not echoed,
+ * ended by Enter. Ctrl-C stops the command as it would anywhere else.
+ */
+async function typedSecret(): Promise<string> {
+  const stdin = process.stdin;
+  // Raw (no echo) before asking: what is typed or pasted at once is not shown either.
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  process.stderr.write('Secret (not shown; Enter to end): ');
+  const typed = await new Promise<string | undefined>((resolve) => {
+    let text = '';
+    const done = (value: string | undefined) => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+      resolve(value);
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return done(text);
+        if (ch === '\u0003') return done(undefined);
+        // Backspace (DEL at most terminals) takes back the last character.
+        if (ch === '\u007f' || ch === '\b') text = [...text].slice(0, -1).join('');
+        else text += ch;
+      }
+    };
+    stdin.on('data', onData);
+    stdin.resume();
+  });
+  if (typed !== undefined) return typed;
+  // Ctrl-C, which the terminal did not turn into a signal while it was raw.
+  process.kill(process.pid, 'SIGINT');
+  throw new UsageError('no secret typed');
 }
 
 export function print(values: Values, result: unknown, human: () => string): void {
