@@ -29,6 +29,7 @@ import { ingestOnShapedS3 } from './ingestS3.js';
 import { uploadStore } from './uploadStore.js';
 import { pull, type Pulled } from './pull.js';
 import { feedBody, postFeed } from './partnerPosts.js';
+import { syncScenario } from './sync.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -47,7 +48,7 @@ const { values: args } = parseArgs({
     's3-shaped': { type: 'string' },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts; the year in time order reprocessed to the national set and back), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts; the year in time order reprocessed to the national set and back), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100), sync (a month imported, then its first sync beside the month pulled whole). */
     only: { type: 'string', default: 'archive,ingest' },
     /** Comma-separated archive windows to measure: day, week, month, year. */
     windows: { type: 'string', default: 'day,week,month,year' },
@@ -59,7 +60,7 @@ const { values: args } = parseArgs({
     'answers-only': { type: 'boolean', default: false },
     /** Keep the built archive in this directory and reuse it on the next run (skips building and compacting when it holds one). */
     data: { type: 'string' },
-    /** The ingest scenarios against another build's dist/src/main/cli.js (the same client, to compare releases). */
+    /** The ingest and sync scenarios against another build's dist/src/main/cli.js (the same client, to compare releases). */
     cli: { type: 'string' },
     /** Cold pulls per archive answer, each by a new process with empty caches: the table gives their median. */
     'cold-runs': { type: 'string', default: '3' },
@@ -616,6 +617,7 @@ async function main(): Promise<void> {
     results.push(...(await bulkScenario(bulk, log)));
   }
   if (ONLY.has('memory')) await memoryScenario(QUICK ? 20_000 : 100_000);
+  if (ONLY.has('sync')) results.push(await syncScenario({ reports: QUICK ? 20_000 : 200_000, apiKey: API_KEY, ...(args.cli && { cli: String(args.cli) }) }, log));
   if (ONLY.has('national')) await nationalScenario();
   if (ONLY.has('national-year')) await nationalYearScenario();
   if (ONLY.has('ingest')) {

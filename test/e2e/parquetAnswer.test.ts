@@ -22,6 +22,8 @@ const COLUMNS = ['pkey', 'created_at', 'source', 'status', 'url', 'image_url', '
 
 let svc: TestService;
 let dir: string;
+/** An instant before any report was posted: a sync from it has every report changed. */
+let beforePosts: string;
 
 async function parquet(query: string, name: string): Promise<string> {
   const res = await fetch(`${svc.url}/reports/archive?${query}&format=parquet`, { headers: UA });
@@ -86,8 +88,10 @@ const bboxOf = (fs: any[]) => {
 };
 
 beforeAll(async () => {
-  svc = await startTestService(await testRuntime(await testConfig('embedded')));
+  // Changes are in a sync's answer once settled (half a second here).
+  svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { SYNC_SETTLE_SECONDS: '0.5' })));
   dir = await tempDir();
+  beforePosts = new Date(Date.now() - 1_000).toISOString();
   // Four days, a report every 50 minutes, two cities, texts that need escaping, some URLs.
   for (let i = 0; i < 4 * 29; i++) {
     const qc = i % 3 !== 0;
@@ -130,6 +134,15 @@ describe('Parquet answers spliced from stored row groups', () => {
       expect(await asFeatures(file), query).toEqual(expected);
       expect(await geoBbox(file), query).toEqual(bboxOf(expected));
     }
+  });
+
+  it("a sync's answer (updated_after) holds the changed reports in the answer's order, as the GeoJSON answer does", async () => {
+    const sync = `${WHOLE}&updated_after=${encodeURIComponent(beforePosts)}`;
+    await new Promise((r) => setTimeout(r, 600));
+    const file = await parquet(sync, 'sync.parquet');
+    const expected = await features(sync);
+    expect(expected).toEqual(await features(WHOLE));
+    expect(await asFeatures(file)).toEqual(expected);
   });
 
   it('a retraction not yet purged leaves the answer at once (its day written by DuckDB)', async () => {
