@@ -21,7 +21,7 @@ import { Admission } from './admission.js';
 import { apiDocsHandlers } from './apiDocs.js';
 import { archiveHandlers } from './archive.js';
 import { tagBodies } from './bodyTags.js';
-import { boundariesAt } from './boundaryVersion.js';
+import { servedBoundaries } from './boundaryVersion.js';
 import { cursorSecret } from './cursorSecret.js';
 import { citiesHandlers } from './cities.js';
 import { CursorCodec } from './cursor.js';
@@ -107,7 +107,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs, { minBytesPerSecond: rt.config.heavyAnswers.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs }),
       clientOf: (req) => clientKey(req, rt.config.trustProxy),
       publicBase,
-      adminAreas: async (version) => (await boundariesAt(rt.boundaries, version)).adminAreas,
+      adminAreas: async (version, details) => (await servedBoundaries(rt.boundaries, version, details))?.adminAreas,
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
     ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, cacheMaxBytes: rt.config.releaseCacheMaxBytes, publicBase }),

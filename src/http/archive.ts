@@ -18,7 +18,7 @@ import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswe
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { sendPieces } from './sendPieces.js';
-import { readVersion, versionWords } from './boundaryVersion.js';
+import { readVersion, throwIfProblems, versionWords } from './boundaryVersion.js';
 import { oneOf, plusRestored, readAdmin, readBbox, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 import { REVALIDATE } from './bodyTags.js';
@@ -43,8 +43,8 @@ const CONTENT_TYPES: Record<ArchiveFormat, string> = {
 export interface ArchiveRouteDeps {
   archive: Archive;
   /** The current boundary version's areas, read only when a request names one. */
-  /** The areas of the boundary version named (version=, while served), else of the current one. */
-  adminAreas: (version: string | undefined) => Promise<AdminAreas>;
+  /** The areas of the boundary version named (version=, while served), else of the current one; undefined with its problem among `details`. */
+  adminAreas: (version: string | undefined, details: ErrorDetail[]) => Promise<AdminAreas | undefined>;
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
   closedAfterMs: number;
@@ -74,8 +74,8 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
 
   serve('countArchive', async (req, res) => {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'bbox', 'include_retracted', 'updated_after']);
-    const query = await parseFilters(req, values, details, deps);
-    throwIfAny(details);
+    const { query } = await parseFilters(req, values, details, deps);
+    throwIfProblems(details);
     const window = await deps.archive.open(query, { signal: hangUpSignal(res) });
     const count = await window.count();
     setCaching(res, query, deps, window);
@@ -96,12 +96,12 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
 
   serve('statsArchive', async (req, res) => {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'bbox', 'include_retracted', 'updated_after', 'interval', 'by', 'tz']);
-    const query = await parseFilters(req, values, details, deps);
+    // Provinces and regions are cities rolled up by the boundary version's hierarchy.
+    const rollUpBy = values.by === 'province' || values.by === 'region';
+    const { query, areas, version } = await parseFilters(req, values, details, deps, rollUpBy);
     const interval = oneOf(values, 'interval', STATS_INTERVALS, 'day', details) as StatsInterval;
     const by = oneOf(values, 'by', STATS_ANSWER_BY, 'none', details) as StatsAnswerBy;
-    // Provinces and regions are cities rolled up by the boundary version's hierarchy.
-    const version = readVersion(values, []);
-    const rolled = by === 'province' || by === 'region' ? await deps.adminAreas(version) : undefined;
+    const rolled = rollUpBy ? areas : undefined;
     if (rolled && !rolled.levels.has(by as 'province' | 'region')) {
       details.push({ in: 'query', field: 'by', message: `${versionWords(version)} has no ${by === 'region' ? 'regions' : 'provinces'}: by=${by} needs national boundaries (by=city works with any)` });
     }
@@ -112,7 +112,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     if (buckets > maxBuckets && !(query.updatedAfterMs !== undefined && values.start === undefined)) {
       details.push({ in: 'query', field: 'interval', message: `the window holds about ${buckets} ${interval} buckets; at most ${maxBuckets}${by === 'local_area' ? ' by local_area' : ''}: pick a longer interval or a shorter window` });
     }
-    throwIfAny(details);
+    throwIfProblems(details);
     const spec: StatsSpec = { interval, by: rolled ? 'city' : (by as StatsBy), offsetMinutes };
     const closed = isClosed(query, deps);
     const encoding = negotiateEncoding(req, true);
@@ -283,16 +283,19 @@ function nextUrl(base: string, req: Request, cursor: string): string {
 }
 
 /** The filters a page cursor is bound to: a cursor used with other filters is refused. */
-export function cursorFingerprint(values: Partial<Record<'start' | 'end' | 'admin' | 'bbox' | 'include_retracted' | 'updated_after', string>>): string {
+export function cursorFingerprint(values: Partial<Record<'start' | 'end' | 'admin' | 'version' | 'bbox' | 'include_retracted' | 'updated_after', string>>): string {
+  // The boundary version decides what admin= covers; left out when not given, so cursors made
+  // before the version could be named stay valid.
+  const version = values.version === undefined ? [] : [values.version];
   return createHash('sha256')
-    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false', values.updated_after ?? null]))
+    .update(JSON.stringify([values.start, values.end, values.admin ?? null, values.bbox ?? null, values.include_retracted ?? 'false', values.updated_after ?? null, ...version]))
     .digest('base64url')
     .slice(0, 16);
 }
 
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
   const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
-  const query = await parseFilters(req, values, details, deps);
+  const { query } = await parseFilters(req, values, details, deps);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
   if (values.geoformat !== undefined && format !== 'json') {
@@ -316,11 +319,22 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
     }
     else query.receivedBeforeMs = Date.now();
   }
-  throwIfAny(details);
+  throwIfProblems(details);
   return { query, format, geoformat, fingerprint };
 }
 
-async function parseFilters(req: Request, values: QueryValues, details: ErrorDetail[], deps: ArchiveRouteDeps): Promise<WindowQuery> {
+/**
+ * The window's filters; with the areas of the boundary version asked for (version=, else the
+ * current one) when admin= or version= is given or `needAreas`, undefined when that version is
+ * not served (its problem among `details`).
+ */
+async function parseFilters(
+  req: Request,
+  values: QueryValues,
+  details: ErrorDetail[],
+  deps: ArchiveRouteDeps,
+  needAreas = false,
+): Promise<{ query: WindowQuery; areas: AdminAreas | undefined; version: string | undefined }> {
   if (!req.get('user-agent')) {
     details.push({ in: 'header', field: 'User-Agent', message: 'is required: identify your client, e.g. "my-dashboard/1.0 (me@example.org)"' });
   }
@@ -339,12 +353,14 @@ async function parseFilters(req: Request, values: QueryValues, details: ErrorDet
     }
   }
   // The boundaries are read only to check a code or a version (a cold read without either need
-  // not wait for them); a version no longer served is a 410 whether or not admin= needs it.
+  // not wait for them); a version not served is a problem whether or not admin= needs it.
   const version = readVersion(values, details);
-  const areas = values.admin !== undefined || version !== undefined ? await deps.adminAreas(version) : undefined;
-  const admin = values.admin === undefined ? undefined : readAdmin(values.admin, areas!, details, version && versionWords(version));
+  // A malformed version names no areas: admin= and by= are checked once it names one.
+  const malformed = values.version !== undefined && version === undefined;
+  const areas = !malformed && (values.admin !== undefined || version !== undefined || needAreas) ? await deps.adminAreas(version, details) : undefined;
+  const admin = values.admin === undefined || !areas ? undefined : readAdmin(values.admin, areas, details, version && versionWords(version));
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
-  return { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs };
+  return { query: { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs }, areas, version };
 }
 
 /** `updated_after`: an instant in the past; without start and end, at most ARCHIVE_MAX_WINDOW ago. */

@@ -6,11 +6,11 @@ import { topology } from 'topojson-server';
 import { geometryOf } from '../boundaries/compactLevels.js';
 import { OUTLINE_LEVELS, outlineLevels, outlinesOf, type OutlineLevel } from '../boundaries/outlines.js';
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
-import { HttpError } from '../shared/errors.js';
+import { HttpError, type ErrorDetail } from '../shared/errors.js';
 import { VERSION_TAG } from '../shared/version.js';
-import { boundariesAt, readVersion, versionWords } from './boundaryVersion.js';
+import { readVersion, servedBoundaries, throwIfProblems, versionWords } from './boundaryVersion.js';
 import { applyEncoding, encodeOnce, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
-import { oneOf, readQuery, throwIfAny } from './query.js';
+import { oneOf, readQuery, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
 /** Quantization of the local areas' TopoJSON: about a metre over a province's extent. */
@@ -54,24 +54,25 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     res.type('application/json').send(await body(current, key, build, encoding));
   };
 
-  const boundariesOf = (version: string | undefined) => boundariesAt(deps.boundaries, version);
+  /** The version asked for (version=, else the current one); every problem of the query said first. */
+  const boundariesOf = async (values: QueryValues, details: ErrorDetail[]): Promise<LoadedBoundaries> => {
+    const served = await servedBoundaries(deps.boundaries, readVersion(values, details), details);
+    throwIfProblems(details);
+    return served!;
+  };
 
   serve('getCities', async (req, res) => {
     const { values, details } = readQuery(req, ['format', 'geoformat', 'version']);
     oneOf(values, 'format', ['json'], 'json', details);
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
-    readVersion(values, details);
-    throwIfAny(details);
-    const current = await boundariesOf(values.version);
+    const current = await boundariesOf(values, details);
     await sendVersioned(req, res, current, geoformat, () => (geoformat === 'geojson' ? current.citiesGeoJson : current.citiesTopoJson));
   });
 
   serve('getLocalAreas', async (req, res) => {
     const { values, details } = readQuery(req, ['geoformat', 'version']);
     const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details);
-    readVersion(values, details);
-    throwIfAny(details);
-    const current = await boundariesOf(values.version);
+    const current = await boundariesOf(values, details);
     const code = String(req.params.code);
     const area = current.adminAreas.get(code);
     if (area?.level !== 'city') {
@@ -93,23 +94,20 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
   });
   serve('getLevels', async (req, res) => {
     const { values, details } = readQuery(req, ['version']);
-    readVersion(values, details);
-    throwIfAny(details);
-    const current = await boundariesOf(values.version);
+    const current = await boundariesOf(values, details);
     await sendVersioned(req, res, current, 'levels', () => JSON.stringify({ statusCode: 200, result: { version: current.version, label: current.label, attribution: current.attribution ?? null, levels: outlineLevels(current.levels) } }));
   });
 
   serve('getOutlines', async (req, res) => {
     const { values, details } = readQuery(req, ['level', 'version']);
     const level = oneOf(values, 'level', OUTLINE_LEVELS, 'city', details) as OutlineLevel;
-    readVersion(values, details);
-    throwIfAny(details);
-    const current = await boundariesOf(values.version);
-    if (values.level !== undefined && !outlineLevels(current.levels).some((l) => l.level === level)) {
-      details.push({ in: 'query', field: 'level', message: `${versionWords(values.version)} has no ${level} level; GET /cities/levels lists the levels it has` });
+    const version = readVersion(values, details);
+    const current = await servedBoundaries(deps.boundaries, version, details);
+    if (current && values.level !== undefined && !outlineLevels(current.levels).some((l) => l.level === level)) {
+      details.push({ in: 'query', field: 'level', message: `${versionWords(version)} has no ${level} level; GET /cities/levels lists the levels it has` });
     }
-    throwIfAny(details);
-    await sendVersioned(req, res, current, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current.levels, level) }));
+    throwIfProblems(details);
+    await sendVersioned(req, res, current!, `outlines-${level}`, () => JSON.stringify({ statusCode: 200, result: outlinesOf(current!.levels, level) }));
   });
   return handlers;
 }

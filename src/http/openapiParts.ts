@@ -66,7 +66,7 @@ export const archiveVersionParam = {
   description: `admin= and by= (province, region) name the areas of this boundary version, so a map's counts and filters come from the version it was drawn with. ${SERVED_VERSION}`,
 };
 /** The 410 for a version no longer served. */
-export const versionGone = error('The boundary version named by `version` is no longer served: GET /cities/levels gives the current one.');
+export const versionGone = error('The boundary version named by `version` is unknown or no longer served (and the query has no other problem): GET /cities/levels gives the current one.');
 
 export const windowParams = [
   {
@@ -119,7 +119,7 @@ export const badQuery = error('A query parameter is missing, malformed, unknown 
 });
 export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
 export const syncGone = error(
-  'updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark; or the boundary version named by `version` is no longer served: GET /cities/levels gives the current one.',
+  'updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark; or the boundary version named by `version` is unknown or no longer served (and the query has no other problem): GET /cities/levels gives the current one.',
 );
 export const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
 /** A whole window's refusals before its first byte: its address's share of the turns, or the process's. */

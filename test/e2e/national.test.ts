@@ -239,15 +239,28 @@ describe('the national boundaries', () => {
       // Pinned to the two cities' version, a region is named as that version's mistake.
       const wrongVersion = await getJson(`${regions}&version=${previous}`);
       expect(wrongVersion.body.details).toEqual([{ in: 'query', field: 'by', message: expect.stringMatching(new RegExp(`^boundary version ${previous} has no regions`)) }]);
-      // A version no longer served is a 410 on every window operation, needed or not; a malformed one a 400.
+      // A version not served is a 410 on every window operation, needed or not, when it is the
+      // only problem; beside others, one of the 400's. A malformed one is a 400 of its own, and
+      // names no areas to check by= against.
+      const notServed = { in: 'query', field: 'version', message: `is not a boundary version this service serves (unknown, or no longer served); the current one is ${previous}` };
       for (const path of ['/reports/archive', '/reports/archive/count', '/reports/archive/stats']) {
         const gone = await getJson(`${svc.url}${path}?${WINDOW}&version=${'0'.repeat(24)}`);
         expect(gone.status, path).toBe(410);
-        expect(gone.body.details, path).toEqual([{ in: 'query', field: 'version', message: 'is not a boundary version this service still serves' }]);
-        const malformed = await getJson(`${svc.url}${path}?${WINDOW}&version=national`);
+        expect(gone.body.details, path).toEqual([notServed]);
+        const andMore = await getJson(`${svc.url}${path}?start=2026-13-01T00:00:00Z&end=2026-11-21T23:59:59Z&version=${'0'.repeat(24)}`);
+        expect(andMore.status, path).toBe(400);
+        expect(andMore.body.details, path).toEqual([{ in: 'query', field: 'start', message: expect.any(String) }, notServed]);
+        const malformed = await getJson(`${svc.url}${path}?${WINDOW}&version=national${path.endsWith('stats') ? '&by=region' : ''}`);
         expect(malformed.status, path).toBe(400);
         expect(malformed.body.details, path).toEqual([{ in: 'query', field: 'version', message: expect.stringMatching(/24 hexadecimal digits/) }]);
       }
+      // A page's cursor holds to the version it was made with: what admin= covers depends on it.
+      const firstPage = await fetch(`${filtered}&limit=1&version=${drawn}`, { headers: { 'User-Agent': 'national-tests/1.0' } });
+      const next = /<([^>]+)>; rel="next"/.exec(firstPage.headers.get('link') ?? '')![1]!;
+      expect((await getJson(next)).status).toBe(200);
+      const elsewhere = await getJson(next.replace(`version=${drawn}`, `version=${previous}`));
+      expect(elsewhere.status).toBe(400);
+      expect(elsewhere.body.details).toContainEqual(expect.objectContaining({ field: 'cursor' }));
     } finally {
       await svc.rt.boundaries.rollback(drawn);
     }

@@ -72,7 +72,7 @@ const WORDED_RULES: Record<string, { message: RegExp; documented: string; status
   admin: [{ message: /^must be one of: |^must be the code of a region, province or city of (the current boundaries|boundary version [0-9a-f]{24})/, documented: 'An unknown code is a 400' }],
   cursor: [{ message: /is not a cursor this service issued|holds a position outside/, documented: 'Opaque' }],
   // A well-formed id of a version the service no longer keeps (or never had): 410, declared by the operation.
-  version: [{ message: /is not a boundary version this service still serves/, documented: 'while the service still serves it', status: 410 }],
+  version: [{ message: /is not a boundary version this service serves/, documented: 'while the service still serves it', status: 410 }],
   updated_after: [
     { message: /must not be in the future/, documented: 'not in the future' },
     { message: /from 1970-01-01T00:00:00Z to 9999/, documented: 'from 1970-01-01T00:00:00Z once the offset is applied' },

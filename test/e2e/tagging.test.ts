@@ -183,7 +183,11 @@ describe.skipIf(!HAS_SHARED_PH)('tagging with the PSA/NAMRIA boundaries', () => 
         const gone = await getJson(`${svc.url}/cities/outlines?version=${'0'.repeat(24)}`);
         expect(gone.status).toBe(410);
         expect(gone.body).toMatchObject({ statusCode: 410, error: 'Gone', details: [{ in: 'query', field: 'version' }] });
-        expect(gone.body.message).toContain(previous);
+        expect(gone.body.details[0].message).toContain(`the current one is ${previous}`);
+        // Beside another problem of the query, one of the 400's problems.
+        const andLevel = await getJson(`${svc.url}/cities/outlines?level=county&version=${'0'.repeat(24)}`);
+        expect(andLevel.status).toBe(400);
+        expect(andLevel.body.details.map((d: { field: string }) => d.field)).toEqual(['level', 'version']);
         const malformed = await getJson(`${svc.url}/cities/PH-QC/local-areas?version=latest`);
         expect(malformed.status).toBe(400);
         expect(malformed.body.details).toEqual([{ in: 'query', field: 'version', message: expect.stringMatching(/24 hexadecimal digits/) }]);
