@@ -3,9 +3,11 @@
 // would go on past the window, up to a page of 1,000 keys on S3, which the client parses (some
 // 30 ms for 350 keys; a month of 2024 in an archive running since would read 1,000 keys of later
 // months). So a window is listed by its folders, all at once: a window of a few days a day at a
-// time, a longer one a month at a time (its first month from its first hour).
+// time, a longer one a month at a time (its first month from its first hour). A window of years
+// (the whole archive: its extent, a sync of everything) is one listing from its first hour, read
+// to its end: a month at a time, 1970 to 9999 was 96,000 listings.
 import pLimit from 'p-limit';
-import { DAY_MS, dayPrefix, dayStart, hourPrefix, hourStart, monthPrefix, partitionOfPartKey } from '../store/layout.js';
+import { DAY_MS, dayPrefix, dayStart, hourPrefix, hourStart, monthPrefix, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { ListOptions, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 
 /** The parts of one partition: an hour, or (wholeDay) a compacted day starting at hourMs. */
@@ -21,13 +23,21 @@ const DAYS_LISTED_APART = 7;
 /** Month listings in flight at once, for a window of many months. */
 const MONTH_LISTINGS_AT_ONCE = 12;
 
+/** Windows of more months than this are one listing (the archive's own windows span at most 13). */
+const MONTHS_LISTED_APART = 24;
+
 /** The partitions of [startMs, endMs] that hold parts, in key order (oldest first; a day's compacted part after its hours). */
 export async function listWindowParts(store: Pick<ObjectStore, 'list'>, startMs: number, endMs: number): Promise<HourParts[]> {
   const firstHour = hourStart(startMs);
   const lastHour = hourStart(endMs);
   const lastDay = dayStart(endMs);
   const days = Math.max(0, (lastDay - dayStart(startMs)) / DAY_MS + 1);
-  const keys = days <= DAYS_LISTED_APART ? dayByDay(store, dayStart(startMs), days) : monthByMonth(store, firstHour, lastDay);
+  const keys =
+    days <= DAYS_LISTED_APART
+      ? dayByDay(store, dayStart(startMs), days)
+      : monthsOf(firstHour, lastDay) <= MONTHS_LISTED_APART
+        ? monthByMonth(store, firstHour, lastDay)
+        : store.list({ prefix: REPORTS_PREFIX, startAfter: hourPrefix(firstHour) });
   const out: HourParts[] = [];
   for await (const info of keys) {
     const partition = partitionOfPartKey(info.key);
@@ -74,6 +84,12 @@ async function* monthByMonth(store: Pick<ObjectStore, 'list'>, firstHour: number
     if (month.status === 'rejected') throw month.reason;
     yield* month.value;
   }
+}
+
+/** UTC months from the one of `fromMs` to the one of `toMs`, both counted. */
+function monthsOf(fromMs: number, toMs: number): number {
+  const [from, to] = [new Date(fromMs), new Date(toMs)];
+  return (to.getUTCFullYear() - from.getUTCFullYear()) * 12 + to.getUTCMonth() - from.getUTCMonth() + 1;
 }
 
 async function collect(keys: AsyncIterable<ObjectInfo>): Promise<ObjectInfo[]> {

@@ -46,7 +46,10 @@ export function onClientError(log: Logger) {
     const [status, message] =
       code === 'HPE_UNEXPECTED_CONTENT_LENGTH' && /duplicate/i.test(reason)
         ? [400, 'The request has more than one Content-Length header; send one.']
-        : (REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.']);
+        : // A valid Content-Length beside a Transfer-Encoding other than chunked: the pair is the fault.
+          code === 'HPE_INVALID_CONTENT_LENGTH' && /Transfer-Encoding/i.test(reason)
+          ? REFUSALS.HPE_UNEXPECTED_CONTENT_LENGTH!
+          : (REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.']);
     const requestId = randomUUID();
     log.info({ code, status, requestId }, 'request refused by the HTTP parser');
     socket.end(rawAnswer(status, message, requestId));

@@ -58,7 +58,8 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
     res.set({ 'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
     res.type('html').send(page);
   };
-  const assets = { maxAge: '1h', index: false } as const;
+  // No index and no redirect of a folder to its slash: /explorer/ lists nothing, so /explorer is a 404 at once.
+  const assets = { maxAge: '1h', index: false, redirect: false } as const;
   const explorerAssets = Router();
   explorerAssets.use('/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
   explorerAssets.use('/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));

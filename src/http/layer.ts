@@ -81,6 +81,10 @@ export function requestLayer(options: LayerOptions): RequestListener {
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
         throw new BadRequestError('An HTTP/1.1 request must carry a Host header.', [{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);
       }
+      // Two Host headers name no one host (RFC 9112 3.2); Node keeps the first without a word.
+      if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length > 1) {
+        throw new BadRequestError('The request carries more than one Host header; send one.', [{ in: 'header', field: 'Host', message: 'must be given once' }]);
+      }
       // Node frames a body whose last transfer coding is chunked and passes the others (gzip,
       // chunked) on undecoded: refused here rather than read as a body of other bytes (RFC 9112
       // 6.1 would answer 501; the connection closes, its framing being one we do not take).

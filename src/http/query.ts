@@ -69,8 +69,17 @@ export function plusRestored(raw: string): string {
   return raw.replace(/ (\d{2}:?\d{2})$/, '+$1');
 }
 
-export function throwIfAny(details: ErrorDetail[], message = 'The query is invalid; see details for each problem.'): void {
+export function throwIfAny(details: ErrorDetail[], message = invalidPart(details)): void {
   if (details.length > 0) throw new BadRequestError(message, details);
+}
+
+const PART_WORDS: Record<ErrorDetail['in'], string> = { query: 'The query is', path: 'The path is', header: 'A request header is', body: 'The body is' };
+
+/** What the problems are of: the query, the path, a header, the body, or several parts of the request. */
+function invalidPart(details: readonly ErrorDetail[]): string {
+  const parts = new Set(details.map((d) => d.in));
+  const part = parts.size === 1 ? PART_WORDS[[...parts][0]!] : 'The request is';
+  return `${part} invalid; see details for each problem.`;
 }
 
 /** The cities `admin` covers, or a problem for a code the boundaries (`of`: the current ones) lack. */

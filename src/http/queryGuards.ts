@@ -132,6 +132,9 @@ function redactPath(path: string, knownKeys: ReadonlySet<string>): string {
     .join('/');
 }
 
+/** A boundary version's id (BoundaryRepository.versionId), as version= names one. */
+const BOUNDARY_VERSION = /^[0-9a-f]{24}$/;
+
 function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<string>): boolean {
   const decode = (s: string) => {
     try {
@@ -140,6 +143,8 @@ function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<stri
       return s;
     }
   };
-  const value = decode(rawValue);
-  return isCredentialName(decode(rawName)) || knownKeys.has(value) || KEY_SHAPED.test(value);
+  const [name, value] = [decode(rawName), decode(rawValue)];
+  if (isCredentialName(name) || knownKeys.has(value)) return true;
+  // A boundary version's id has a key's shape, and says which map asked: kept.
+  return !(name === 'version' && BOUNDARY_VERSION.test(value)) && KEY_SHAPED.test(value);
 }

@@ -158,9 +158,13 @@ async function readFilter(req: Request, deps: StreamDeps): Promise<Filter> {
   const { values, details } = readQuery(req, ['admin', 'bbox', 'lastEventId']);
   const cities = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
   const bbox = readBbox(values.bbox, details);
+  const inHeader = req.get('last-event-id') !== undefined;
   const given = req.get('last-event-id') ?? values.lastEventId;
-  if (given !== undefined && !/^\d{1,15}$/.test(given)) {
-    details.push({ in: req.get('last-event-id') !== undefined ? 'header' : 'query', field: req.get('last-event-id') !== undefined ? 'Last-Event-ID' : 'lastEventId', message: 'must be the id of an event this stream sent (a whole number)' });
+  // Node joins a repeated header's values with ", ": said as repeated, not as a bad number.
+  if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'last-event-id').length > 1) {
+    details.push({ in: 'header', field: 'Last-Event-ID', message: 'must be given once' });
+  } else if (given !== undefined && !/^\d{1,15}$/.test(given)) {
+    details.push({ in: inHeader ? 'header' : 'query', field: inHeader ? 'Last-Event-ID' : 'lastEventId', message: 'must be the id of an event this stream sent (a whole number)' });
   }
   throwIfAny(details);
   return { admin: cities && new Set(cities), bbox };

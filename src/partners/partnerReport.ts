@@ -161,6 +161,9 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
 
 /** Whether `text` is an http(s) URL WHATWG's parser (a browser's, fetch's) reads, with a host. */
 function isFetchableUrl(text: string): boolean {
+  // The host as written: WHATWG URL (a browser) reads `http:///x` or `http:\\x` as host x, as
+  // other clients (curl, Python) do not; the URL is kept as sent, so it must mean one thing.
+  if (!/^https?:\/\/[^/\\?#]/i.test(text) || text.includes('\\')) return false;
   try {
     const url = new URL(text);
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';

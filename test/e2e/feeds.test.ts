@@ -89,6 +89,8 @@ describe('POST /feeds/partner rejects', () => {
     ['title not a string', { title: 5 }, 'title'],
     ['text too long', { text: 'y'.repeat(10_001) }, 'text'],
     ['image_url not http(s)', { image_url: 'javascript:alert(1)' }, 'image_url'],
+    ['image_url with an empty host (read as x by a browser alone)', { image_url: 'http:///x' }, 'image_url'],
+    ['image_url with a backslash for a slash', { image_url: 'https://\\example.org/a.jpg' }, 'image_url'],
     ['partner_city unknown', { partner_city: 'Manila' }, 'partner_city'],
     ['partner_city missing', { partner_city: undefined }, 'partner_city'],
     ['disaster_type not flood', { disaster_type: 'earthquake' }, 'disaster_type'],

@@ -66,6 +66,9 @@ describe('request logs', () => {
       for (const path of [`/cities/${API_KEY}/local-areas`, `/cities/${ledgerKey}/local-areas`, '/reports/partner-alpha-1234567890123456', '/releases/2025-r1/reports-2025-06.parquet']) {
         expect((await fetch(`${svc.url}${path}`, { headers: { 'User-Agent': 'log-tests/1.0' } })).status).toBeLessThan(500);
       }
+      // A boundary version's id (a key's shape too) says which map asked: kept. A key given as a version goes.
+      const version = 'a1b2c3d4e5f60718293a4b5c';
+      for (const q of [`version=${version}`, `version=${ledgerKey}`]) expect((await fetch(`${svc.url}/cities/levels?${q}`)).status).toBeLessThan(500);
       const urls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed').map((l) => l.req.url as string);
       expect(urls).toEqual([
         '/health?q=[redacted]',
@@ -75,6 +78,8 @@ describe('request logs', () => {
         '/cities/[redacted]/local-areas',
         '/reports/partner-alpha-1234567890123456',
         '/releases/2025-r1/reports-2025-06.parquet',
+        `/cities/levels?version=${version}`,
+        '/cities/levels?version=[redacted]',
       ]);
       expect(lines.join('\n')).not.toContain(ledgerKey);
       expect(lines.join('\n')).not.toContain(API_KEY);

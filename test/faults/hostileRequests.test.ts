@@ -54,6 +54,11 @@ describe('requests refused by Node before the app sees them, in the error shape'
     ]);
     const shaped = expectShaped(res, 400);
     expect(shaped.message).toMatch(/one of Content-Length and Transfer-Encoding/);
+    // The same with a coding other than chunked: the pair is named, not the Content-Length alone.
+    for (const coding of ['identity', 'gzip']) {
+      const other = await rawRequest(svc.url, [`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${coding}\r\nContent-Length: ${body.length}\r\n\r\n${body}`]);
+      expect([coding, expectShaped(other, 400).message]).toEqual([coding, expect.stringMatching(/one of Content-Length and Transfer-Encoding/)]);
+    }
     expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
@@ -83,6 +88,23 @@ describe('requests refused by Node before the app sees them, in the error shape'
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     // HTTP/1.0 has no Host header to require.
     expect((await rawRequest(svc.url, ['GET /health HTTP/1.0\r\n\r\n'])).status).toBe(200);
+    // Two name no one host.
+    const twice = await rawRequest(svc.url, ['GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n']);
+    expect(expectShaped(twice, 400).details).toEqual([{ in: 'header', field: 'Host', message: 'must be given once' }]);
+  });
+
+  it('Last-Event-ID given twice: 400 saying so (Node joins the two as "5, 6", no bad number of the client\'s)', async () => {
+    const res = await rawRequest(svc.url, ['GET /reports/stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\nLast-Event-ID: 5\r\nLast-Event-ID: 6\r\n\r\n']);
+    expect(expectShaped(res, 400).details).toEqual([{ in: 'header', field: 'Last-Event-ID', message: 'must be given once' }]);
+  });
+
+  it("a folder of the explorer's files is a 404 at once, not a redirect to another 404", async () => {
+    for (const folder of ['/explorer', '/explorer/', '/explorer/vendor/leaflet']) {
+      const res = await fetch(`${svc.url}${folder}`, { redirect: 'manual' });
+      expect([folder, res.status]).toEqual([folder, 404]);
+      expectErrorShape(await res.json(), 404);
+    }
+    expect((await fetch(`${svc.url}/explorer/vendor/leaflet/leaflet.js`)).status).toBe(200);
   });
 
   it('a request line that is not HTTP: 400, with a request id', async () => {

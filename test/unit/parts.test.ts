@@ -94,6 +94,9 @@ describe('listWindowParts by folders', () => {
           { prefix: 'reports/v1/year=2027/month=01/' },
         ],
       ],
+      // Years (the whole archive: its extent, a sync of everything): one listing from the first hour.
+      ['1970-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', [{ prefix: 'reports/v1/', startAfter: 'reports/v1/year=1970/month=01/day=01/hour=00/' }]],
+      ['2024-11-30T00:00:00Z', '2026-11-07T23:59:59.999Z', [{ prefix: 'reports/v1/', startAfter: 'reports/v1/year=2024/month=11/day=30/hour=00/' }]],
     ];
     for (const [from, to, listed] of windows) {
       const asked: ListOptions[] = [];
