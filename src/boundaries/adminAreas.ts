@@ -64,8 +64,7 @@ export class AdminAreas {
     return this.byCode.get(code);
   }
 
-  /** The message of a 400 for a code this version does not have: the codes, or where to find them, and the closest. */
-  /** Why `code` is none of these areas' codes; `of` names the version in the words. */
+  /** The message of a 400 for a code this version does not have: the codes, or where to find them, and the closest; `of` names the version. */
   problem(code: string, of = 'the current boundaries'): string {
     const codes = [...this.byCode.keys()];
     if (codes.length <= LISTED) return `must be one of: ${codes.join(', ')}`;

@@ -42,8 +42,7 @@ const CONTENT_TYPES: Record<ArchiveFormat, string> = {
 
 export interface ArchiveRouteDeps {
   archive: Archive;
-  /** The current boundary version's areas, read only when a request names one. */
-  /** The areas of the boundary version named (version=, while served), else of the current one; undefined with its problem among `details`. */
+  /** Read only when a request needs them: the areas of the boundary version named (version=, while served), else of the current one; undefined with its problem among `details`. */
   adminAreas: (version: string | undefined, details: ErrorDetail[]) => Promise<AdminAreas | undefined>;
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */

@@ -102,7 +102,8 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     const { values, details } = readQuery(req, ['level', 'version']);
     const level = oneOf(values, 'level', OUTLINE_LEVELS, 'city', details) as OutlineLevel;
     const version = readVersion(values, details);
-    const current = await servedBoundaries(deps.boundaries, version, details);
+    // A malformed version names no levels to check `level` against.
+    const current = values.version !== undefined && version === undefined ? undefined : await servedBoundaries(deps.boundaries, version, details);
     if (current && values.level !== undefined && !outlineLevels(current.levels).some((l) => l.level === level)) {
       details.push({ in: 'query', field: 'level', message: `${versionWords(version)} has no ${level} level; GET /cities/levels lists the levels it has` });
     }

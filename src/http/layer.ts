@@ -83,7 +83,7 @@ export function requestLayer(options: LayerOptions): RequestListener {
       }
       // Two Host headers name no one host (RFC 9112 3.2); Node keeps the first without a word.
       if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length > 1) {
-        throw new BadRequestError('The request carries more than one Host header; send one.', [{ in: 'header', field: 'Host', message: 'must be given once' }]);
+        throw new HttpError(400, 'The request carries more than one Host header; send one.', [{ in: 'header', field: 'Host', message: 'must be given once' }], { Connection: 'close' });
       }
       // Node frames a body whose last transfer coding is chunked and passes the others (gzip,
       // chunked) on undecoded: refused here rather than read as a body of other bytes (RFC 9112

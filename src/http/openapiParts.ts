@@ -4,9 +4,9 @@ import { QUERY_DATE_TIME_PATTERN } from '../partners/partnerReport.js';
 import { BBOX_PATTERN } from './query.js';
 
 /** The {statusCode: 200, result} envelope of every GET answer. */
-/** admin=: a code of the current boundary version, at any level. */
+/** admin=: a code of the boundary version (version=, else the current one), at any level. */
 export const ADMIN_DESCRIPTION =
-  'Only reports of this area: a city code of the current boundary version (`PH-QC`, `PH-PG` by default; nationally `PH-` and the PSGC code of a city or municipality), or nationally a province or region code (`PH-0305400000` Pampanga, `PH-0300000000` Central Luzon), which covers its cities. An unknown code is a 400 naming the closest.';
+  'Only reports of this area: a city code of the boundary version (`version`, else the current one) (`PH-QC`, `PH-PG` by default; nationally `PH-` and the PSGC code of a city or municipality), or nationally a province or region code (`PH-0305400000` Pampanga, `PH-0300000000` Central Luzon), which covers its cities. An unknown code is a 400 naming the closest.';
 export const ADMIN_SCHEMA = { type: 'string', pattern: '^[A-Z]{2}-[A-Z0-9]{1,12}$', examples: ['PH-QC', 'PH-PG', 'PH-0300000000'] };
 
 

@@ -125,6 +125,8 @@ async function typedSecret(): Promise<string> {
     let text = '';
     const done = (value: string | undefined) => {
       stdin.off('data', onData);
+      stdin.off('end', ended);
+      stdin.off('error', ended);
       stdin.setRawMode(false);
       stdin.pause();
       process.stderr.write('\n');
@@ -139,7 +141,11 @@ async function typedSecret(): Promise<string> {
         else text += ch;
       }
     };
+    // The terminal gone before Enter: nothing typed to keep.
+    const ended = () => done(undefined);
     stdin.on('data', onData);
+    stdin.once('end', ended);
+    stdin.once('error', ended);
     stdin.resume();
   });
   if (typed !== undefined) return typed;
