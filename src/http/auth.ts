@@ -15,6 +15,7 @@ import type { ApiKey } from '../partners/apiKeys.js';
 import { HttpError } from '../shared/errors.js';
 import type { KeyLedger } from '../ledger/ledger.js';
 import type { AuthFailureLimiter } from './authFailures.js';
+import { givenTwice } from './headers.js';
 
 /** Who failed to authenticate too often: the limiter, and the key of a request's client. */
 export interface AuthFailureGuard {
@@ -85,7 +86,7 @@ export function apiKeyCheck(
   return async (req, res) => {
     const client = guard.clientOf(req);
     // Node joins repeated headers into one value, which no key matches: a sender's mistake, not a wrong key.
-    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'x-api-key').length > 1) {
+    if (givenTwice(req, 'x-api-key')) {
       guard.limiter.check(client);
       throw new HttpError(400, 'Send one X-Api-Key header: this request has several.', [{ in: 'header', field: 'X-Api-Key', message: 'must be given once' }]);
     }

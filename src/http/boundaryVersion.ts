@@ -6,7 +6,7 @@ import { HttpError, type ErrorDetail } from '../shared/errors.js';
 import { throwIfAny, type QueryValues } from './query.js';
 
 /** A boundary version's id as the service makes them (BoundaryRepository.versionId). */
-const VERSION_ID = /^[0-9a-f]{24}$/;
+export const VERSION_ID = /^[0-9a-f]{24}$/;
 
 /** How a version not served is said (a made-up id cannot be told from one published long ago). */
 const NOT_SERVED = 'is not a boundary version this service serves (unknown, or no longer served)';

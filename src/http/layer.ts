@@ -12,6 +12,7 @@ import { BadRequestError, HttpError } from '../shared/errors.js';
 import { VERSION_REFUSED } from './clientErrors.js';
 import { checkQueryString, checkUserinfo } from './queryGuards.js';
 import type { DirectHandler, Route } from './route.js';
+import { givenTwice } from './headers.js';
 
 export interface LayerOptions {
   routes: readonly Route[];
@@ -82,7 +83,7 @@ export function requestLayer(options: LayerOptions): RequestListener {
         throw new BadRequestError('An HTTP/1.1 request must carry a Host header.', [{ in: 'header', field: 'Host', message: 'is required in HTTP/1.1' }]);
       }
       // Two Host headers name no one host (RFC 9112 3.2); Node keeps the first without a word.
-      if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'host').length > 1) {
+      if (givenTwice(req, 'host')) {
         throw new HttpError(400, 'The request carries more than one Host header; send one.', [{ in: 'header', field: 'Host', message: 'must be given once' }], { Connection: 'close' });
       }
       // Node frames a body whose last transfer coding is chunked and passes the others (gzip,

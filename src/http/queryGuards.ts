@@ -5,6 +5,7 @@
 import querystring from 'node:querystring';
 import { KEY_PATTERN } from '../partners/apiKeys.js';
 import { BadRequestError } from '../shared/errors.js';
+import { VERSION_ID } from './boundaryVersion.js';
 
 export const MAX_QUERY_PARAMETERS = 100;
 
@@ -132,9 +133,6 @@ function redactPath(path: string, knownKeys: ReadonlySet<string>): string {
     .join('/');
 }
 
-/** A boundary version's id (BoundaryRepository.versionId), as version= names one. */
-const BOUNDARY_VERSION = /^[0-9a-f]{24}$/;
-
 function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<string>): boolean {
   const decode = (s: string) => {
     try {
@@ -146,5 +144,5 @@ function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<stri
   const [name, value] = [decode(rawName), decode(rawValue)];
   if (isCredentialName(name) || knownKeys.has(value)) return true;
   // A boundary version's id has a key's shape, and says which map asked: kept.
-  return !(name === 'version' && BOUNDARY_VERSION.test(value)) && KEY_SHAPED.test(value);
+  return !(name === 'version' && VERSION_ID.test(value)) && KEY_SHAPED.test(value);
 }

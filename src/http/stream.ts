@@ -14,6 +14,7 @@ import { HttpError } from '../shared/errors.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { readAdmin, readBbox, readQuery, throwIfAny } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
+import { givenTwice } from './headers.js';
 
 const POLL_MS = 200;
 
@@ -161,7 +162,7 @@ async function readFilter(req: Request, deps: StreamDeps): Promise<Filter> {
   const inHeader = req.get('last-event-id') !== undefined;
   const given = req.get('last-event-id') ?? values.lastEventId;
   // Node joins a repeated header's values with ", ": said as repeated, not as a bad number.
-  if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'last-event-id').length > 1) {
+  if (givenTwice(req, 'last-event-id')) {
     details.push({ in: 'header', field: 'Last-Event-ID', message: 'must be given once' });
   } else if (given !== undefined && !/^\d{1,15}$/.test(given)) {
     details.push({ in: inHeader ? 'header' : 'query', field: inHeader ? 'Last-Event-ID' : 'lastEventId', message: 'must be the id of an event this stream sent (a whole number)' });

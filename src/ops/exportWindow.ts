@@ -6,6 +6,7 @@ import type { WindowQuery } from '../archive/query.js';
 import type { Archive } from '../archive/window.js';
 import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
 import { pipeToFile } from '../shared/files.js';
+import { isRunning } from '../shared/processes.js';
 import type { Progress } from './progress.js';
 
 export type ExportFormat = 'parquet' | 'csv' | 'geojson';
@@ -58,16 +59,6 @@ async function removeAbandoned(out: string): Promise<void> {
   for (const name of names) {
     const pid = name.startsWith(prefix) ? Number(name.slice(prefix.length)) : NaN;
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isRunning(pid)) await fs.rm(path.join(path.dirname(out), name), { force: true });
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: running, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
