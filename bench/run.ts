@@ -48,7 +48,7 @@ const { values: args } = parseArgs({
     's3-shaped': { type: 'string' },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts; the year in time order reprocessed to the national set and back), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100), sync (a month imported, then its first sync beside the month pulled whole). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts; the year in time order reprocessed to the national set and back), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100), sync (a month imported, then its first sync beside the month pulled whole, each cold and warm). */
     only: { type: 'string', default: 'archive,ingest' },
     /** Comma-separated archive windows to measure: day, week, month, year. */
     windows: { type: 'string', default: 'day,week,month,year' },
