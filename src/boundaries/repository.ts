@@ -82,6 +82,9 @@ export class BoundaryRepository {
   private refreshing: Promise<Pointer | undefined> | undefined;
   /** The one pointer read for a pinned version under way. */
   private pinnedRead: Promise<Pointer | undefined> | undefined;
+  /** Re-reads the pointer every TTL once requests are served (keepFresh); stopped by close(). */
+  private freshTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     private readonly store: ObjectStore,
@@ -114,6 +117,7 @@ export class BoundaryRepository {
    * are answered with the version they were a moment before.
    */
   async current(): Promise<LoadedBoundaries> {
+    this.keepFresh();
     const pointer = await this.pointer();
     if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');
     // A version that failed to load is tried again a while later; the version before serves meanwhile.
@@ -124,6 +128,41 @@ export class BoundaryRepository {
     // Served from now on only while it is still the one pointed at (a publish here may have moved on meanwhile).
     if (this.pointerCache?.pointer.version === loaded.version) this.served = loaded;
     return loaded;
+  }
+
+  /**
+   * From the first request on, the pointer is re-read every TTL and a version newly pointed at
+   * begins loading, whether or not anything asks: a worker idle since a publish elsewhere tags
+   * its next batch with the new version, not its next one or two batches with the old one (a
+   * request answered from a stale pointer only starts the read). A TTL of 0 re-reads on demand.
+   */
+  private keepFresh(): void {
+    if (this.freshTimer || this.closed || this.pointerTtlMs <= 0) return;
+    let reading = false;
+    this.freshTimer = setInterval(() => {
+      if (reading) return;
+      reading = true;
+      void this.refresh().finally(() => (reading = false));
+    }, this.pointerTtlMs);
+    // A process ends when its work does, not when this says so.
+    this.freshTimer.unref();
+  }
+
+  /** The pointer read again, and the version it names loading unless it is (or failed a moment ago). */
+  private async refresh(): Promise<void> {
+    // A store unreachable for a moment: the next tick reads again, and requests go on meanwhile.
+    const pointer = await this.readPointer().catch(() => undefined);
+    if (!pointer || this.closed || this.loaded.has(pointer.version)) return;
+    if (Date.now() - (this.failedAt.get(pointer.version) ?? -Infinity) < LOAD_RETRY_MS) return;
+    // Its failure is handled (and told) where the entry is made.
+    this.entry(pointer.version);
+  }
+
+  /** Stops re-reading the pointer (the process is shutting down). */
+  close(): void {
+    this.closed = true;
+    clearInterval(this.freshTimer);
+    this.freshTimer = undefined;
   }
 
   /** The version published now, read from the store: for jobs that must not tag with an older one. */

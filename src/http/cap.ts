@@ -12,6 +12,7 @@ import { PKEY_MESSAGE } from './reports.js';
 import { handlerSet, type Handlers } from './route.js';
 
 const DAY_MS = 86_400_000;
+const MINUTE_MS = 60_000;
 /** Entries a feed carries at most (the newest). */
 const FEED_LIMIT = 1000;
 
@@ -33,7 +34,9 @@ export function capHandlers(deps: CapDeps): Handlers {
     throwIfAny(details);
     const covered = cities && new Set(cities);
     const events = deps.events;
-    const now = Date.now();
+    // The feed's instant to the minute: the same alerts within a minute are the same bytes (its
+    // subtitle names it), so a reader polling with If-None-Match gets 304 until one is added.
+    const now = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
     const base = deps.publicBase();
     const names = areaNamesOf(current);
     const alerts = (await events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))

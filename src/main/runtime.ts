@@ -272,6 +272,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     async close() {
       await webhooks.built()?.stop();
       await relay.built()?.stop();
+      boundaries.close();
       // The ranged copies' journal now, so a restart keeps what this process fetched last.
       await cache.close();
       events?.close();

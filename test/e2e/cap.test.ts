@@ -89,6 +89,20 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     expect(alertsOf(cityOnly.text).map((a) => /<identifier>(.*)<\/identifier>/.exec(a)![1])).toEqual(['partner-alpha-3']);
   });
 
+  it('answers a reader polling an unchanged feed with 304', async () => {
+    const url = `${svc.url}/reports/cap.atom`;
+    const ask = (etag?: string) => fetch(url, { headers: { 'User-Agent': 'flood-tests/1.0', ...(etag && { 'If-None-Match': etag }) } });
+    let etag = (await ask()).headers.get('etag')!;
+    expect(etag).toMatch(/^"/);
+    let again = await ask(etag);
+    // The two asked on either side of a minute's turn: the feed's 24 hours moved on, once.
+    if (again.status === 200) {
+      etag = again.headers.get('etag')!;
+      again = await ask(etag);
+    }
+    expect(again.status).toBe(304);
+  });
+
   it('serves each report as a .cap document with the reference deployment\'s values', async () => {
     const res = await getText(`${svc.url}/reports/partner-alpha-1.cap`);
     expect(res.status).toBe(200);

@@ -211,6 +211,30 @@ describe('boundary sets', () => {
     await expect(serving.latest()).rejects.toThrow(/unreachable/);
   });
 
+  it('an idle process answers its first request after a publish elsewhere with the new version: it re-reads the pointer and loads the version meanwhile', async () => {
+    const dir = await tempDir();
+    const ttlMs = 100;
+    // A worker (or an API) that served the default, then sat idle.
+    const serving = new BoundaryRepository(new FileObjectStore(dir), ttlMs);
+    try {
+      await serving.seedIfEmpty();
+      const seeded = (await serving.current()).version;
+      const next = clone();
+      next.label = 'published while the process was idle';
+      const { version: published } = await new BoundaryRepository(new FileObjectStore(dir), 0).publish(next);
+      expect(published).not.toBe(seeded);
+      // Long past the TTL, with nothing asked meanwhile: its next batch is tagged with the new version.
+      await new Promise((resolve) => setTimeout(resolve, 10 * ttlMs + 1_000));
+      expect((await serving.current()).version).toBe(published);
+      // And a rollback made elsewhere likewise.
+      await new BoundaryRepository(new FileObjectStore(dir), 0).rollback(seeded);
+      await new Promise((resolve) => setTimeout(resolve, 10 * ttlMs + 1_000));
+      expect((await serving.current()).version).toBe(seeded);
+    } finally {
+      serving.close();
+    }
+  });
+
   it('answers with the version before while a version newly published loads, then with the new one', async () => {
     // Reading a version's object waits at a gate; the pointer's reads are told as they are answered.
     class GatedStore extends FileObjectStore {
