@@ -43,6 +43,7 @@ import { MOUNTS, ROUTES } from './routes.js';
 import { streamHandlers } from './stream.js';
 import { capHandlers } from './cap.js';
 import type { WarmUp } from './warmUp.js';
+import { cors, preflight } from './cors.js';
 
 /** What the API serves from: its configuration and the ports and readers its routes use. */
 export interface AppDeps extends OperationsDeps {
@@ -66,8 +67,6 @@ export interface AppOptions {
   /** The address the API listens on, once it does: the public base when PUBLIC_BASE_URL is unset. */
   listeningUrl?: () => string | undefined;
 }
-
-const EXPOSED = 'Link, ETag, Content-Disposition, Content-Range, Accept-Ranges, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
 
 export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   const app = express();
@@ -176,24 +175,6 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     isOwn: options.warmUp && ((req) => options.warmUp!.is(req)),
   });
 }
-
-/** CORS for the public GET endpoints, with preflight; the feed is for servers, not browsers. */
-const cors: RequestHandler = (req, res, next) => {
-  if (req.path.startsWith('/feeds/')) return next();
-  res.set('Access-Control-Allow-Origin', '*');
-  res.set('Access-Control-Expose-Headers', EXPOSED);
-  next();
-};
-
-/** A CORS preflight of a public read (a route with `preflight` in the table). */
-const preflight: RequestHandler = (_req, res) => {
-  res.set({
-    'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
-    'Access-Control-Allow-Headers': 'If-None-Match, If-Range, Range, Accept, Accept-Encoding, Content-Type, X-Request-Id',
-    'Access-Control-Max-Age': '86400',
-  });
-  res.status(204).end();
-};
 
 function limiter(perMinute: number, key: (req: Request, res: Response) => string, per: string, skip?: (req: Request) => boolean): RequestHandler {
   return rateLimit({

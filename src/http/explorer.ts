@@ -64,6 +64,8 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
   explorerAssets.use('/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
   explorerAssets.use('/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
   explorerAssets.use('/vendor/topojson', express.static(path.join(packageDir('topojson-client'), 'dist'), assets));
+  // The page is served at / alone (its security policy, the configured limit): its file is no asset.
+  explorerAssets.use((req, _res, next) => next(req.path === '/index.html' ? 'router' : undefined));
   explorerAssets.use(express.static(web, assets));
   return { explorer, explorerAssets };
 }

@@ -13,6 +13,7 @@ import { VERSION_REFUSED } from './clientErrors.js';
 import { checkQueryString, checkUserinfo } from './queryGuards.js';
 import type { DirectHandler, Route } from './route.js';
 import { givenTwice } from './headers.js';
+import { allowReads } from './cors.js';
 
 export interface LayerOptions {
   routes: readonly Route[];
@@ -96,6 +97,8 @@ export function requestLayer(options: LayerOptions): RequestListener {
       checkUserinfo(req.url ?? '');
       if (query >= 0) checkQueryString(url);
     } catch (err) {
+      // Refused before Express's own CORS: a page reading the API still gets to read why.
+      allowReads(path, res);
       options.errorAnswer(err, req, res);
       return;
     }

@@ -31,6 +31,9 @@ export const error = (description: string, example?: unknown) => ({
   },
 });
 
+/** A revalidation: If-None-Match names the ETag of the answer the request would get. */
+export const notModified = { description: 'Not modified: If-None-Match names the ETag of the answer the request would get.' };
+
 export const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } };
 
 export const exampleFeature = {

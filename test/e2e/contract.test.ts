@@ -125,6 +125,8 @@ const CASES: Case[] = [
   { rule: 'CORS preflight on a GET endpoint', method: 'OPTIONS', path: '/reports/archive', route: '', headers: { Origin: 'https://dashboard.example.org', 'Access-Control-Request-Method': 'GET' }, status: 204, expectHeaders: { 'access-control-allow-origin': /^\*$/, 'access-control-allow-methods': /GET/, 'access-control-expose-headers': /Link/ } },
   { rule: 'a write to the static pages → 405 with Allow', method: 'PUT', path: '/docs/index.html', route: '', status: 405, expectHeaders: { allow: /^GET, HEAD$/ } },
   { rule: 'a preflight of a path that is not there → 404', method: 'OPTIONS', path: '/nowhere', route: '', headers: { Origin: 'https://dashboard.example.org', 'Access-Control-Request-Method': 'GET' }, status: 404 },
+  { rule: 'a query the request layer refuses (a secret in it) is a 400 a page of any origin can read', method: 'GET', path: `/reports/archive/count?${WINDOW}&token=abc`, route: '', headers: { ...UA, Origin: 'https://dashboard.example.org' }, status: 400, expectHeaders: { 'access-control-allow-origin': /^\*$/ } },
+  { rule: 'no CORS on the partner feed, refused by the request layer either', method: 'POST', path: '/feeds/partner?token=abc', route: '', headers: { ...keyed, Origin: 'https://evil.example.org' }, body: JSON.stringify(report(13, OTHER_DAY)), status: 400, expectHeaders: { 'access-control-allow-origin': undefined } },
   { rule: 'no CORS on the partner feed', method: 'POST', path: '/feeds/partner', route: '/feeds/partner', headers: { ...keyed, Origin: 'https://evil.example.org' }, body: JSON.stringify(report(12, OTHER_DAY)), status: 201, expectHeaders: { 'access-control-allow-origin': undefined } },
 ];
 
@@ -188,6 +190,35 @@ describe('conformance', () => {
         expect(again.status).toBe(304);
         expect(again.raw.length).toBe(0);
       }
+    }
+  });
+
+  it('every read that gives an ETag answers its If-None-Match with a 304 the document declares', async () => {
+    const pkey = (await call(svc.url, 'GET', `/reports/archive?${WINDOW}&geoformat=geojson`, UA)).body.result.features[0].properties.pkey as string;
+    const reads: [string, string][] = [
+      [`/reports/archive/count?${WINDOW}`, '/reports/archive/count'],
+      [`/reports/${pkey}`, '/reports/{pkey}'],
+      [`/reports/${pkey}.cap`, '/reports/{pkey}.cap'],
+      ['/reports/cap.atom', '/reports/cap.atom'],
+      ['/releases', '/releases'],
+      ['/ogc', '/ogc'],
+      ['/ogc/conformance', '/ogc/conformance'],
+      ['/ogc/api', '/ogc/api'],
+      ['/ogc/collections', '/ogc/collections'],
+      ['/ogc/collections/cities', '/ogc/collections/cities'],
+      ['/ogc/collections/cities/items', '/ogc/collections/cities/items'],
+      ['/ogc/collections/cities/items/PH-QC', '/ogc/collections/cities/items/{featureId}'],
+    ];
+    for (const [path, route] of reads) {
+      const first = await call(svc.url, 'GET', path, UA);
+      expect([path, first.status]).toEqual([path, 200]);
+      const etag = String(first.headers.etag);
+      expect([path, etag]).toEqual([path, expect.stringMatching(/^(W\/)?"/)]);
+      const again = await call(svc.url, 'GET', path, { ...UA, 'If-None-Match': etag });
+      // The CAP feed's minute may turn between the two: asked once more.
+      const answer = again.status === 200 && route === '/reports/cap.atom' ? await call(svc.url, 'GET', path, { ...UA, 'If-None-Match': String(again.headers.etag) }) : again;
+      expect([path, answer.status]).toEqual([path, 304]);
+      checker.check('GET', route, 304, null, undefined);
     }
   });
 

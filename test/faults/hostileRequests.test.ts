@@ -105,6 +105,11 @@ describe('requests refused by Node before the app sees them, in the error shape'
       expectErrorShape(await res.json(), 404);
     }
     expect((await fetch(`${svc.url}/explorer/vendor/leaflet/leaflet.js`)).status).toBe(200);
+    // The page's own file is no asset: served at / alone, with its security policy.
+    const page = await fetch(`${svc.url}/explorer/index.html`);
+    expect(page.status).toBe(404);
+    expectErrorShape(await page.json(), 404);
+    expect((await fetch(`${svc.url}/explorer/explorer.js`)).status).toBe(200);
   });
 
   it('a request line that is not HTTP: 400, with a request id', async () => {

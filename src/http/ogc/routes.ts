@@ -3,6 +3,7 @@
 // service's, OpenAPI 3.1, and converted to 3.0 for /ogc/api by ogc/openapi.ts). A collection's
 // routes take its id as a parameter; the document names each collection's paths.
 import { OGC_DATETIME_PATTERN } from '../../partners/partnerReport.js';
+import { notModified } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 import { REPORT_FEATURE_ID } from './openapi.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './params.js';
@@ -50,6 +51,7 @@ const items = (id: string, schema: string, paging: object, summary: string) => (
     parameters: itemsParams(paging),
     responses: {
       '200': { description: 'A page of items, with next (and prev) links in the body and the Link header.', headers: linkHeader, ...json(schema, 'application/geo+json') },
+      '304': notModified,
       '400': err('A parameter is malformed, unknown or out of range; every problem is listed.'),
       '429': err('Past the rate limit.'),
       '503': err('The object store is unreachable.'),
@@ -65,6 +67,7 @@ const item = (id: string, schema: string, idSchema: object, summary: string) => 
     parameters: [{ name: 'featureId', in: 'path', required: true, schema: idSchema }, f(['json', 'geojson'])],
     responses: {
       '200': { description: 'The item.', headers: linkHeader, ...json(schema, 'application/geo+json') },
+      '304': notModified,
       '400': err('A query parameter is unknown or malformed.'),
       '404': err('No such item.'),
       '429': err('Past the rate limit.'),
@@ -79,7 +82,7 @@ const meta = (operationId: string, summary: string, schema: string, type = 'appl
     summary,
     tags: ['OGC API – Features'],
     parameters: [f(['json', 'geojson'])],
-    responses: { '200': { description: summary, ...json(schema, type) }, '400': err('A query parameter is unknown or malformed.'), '429': err('Past the rate limit.') },
+    responses: { '200': { description: summary, ...json(schema, type) }, '304': notModified, '400': err('A query parameter is unknown or malformed.'), '429': err('Past the rate limit.') },
   },
 });
 
@@ -102,7 +105,9 @@ export const OGC_ROUTES: readonly Route[] = [
           parameters: [f(['json', 'geojson'])],
           responses: {
             '200': { description: 'OpenAPI 3.0', content: { 'application/vnd.oai.openapi+json;version=3.0': { schema: { type: 'object' } } } },
+            '304': notModified,
             '400': err('A query parameter is unknown or malformed.'),
+            '429': err('Past the rate limit.'),
           },
         },
       },

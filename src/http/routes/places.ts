@@ -1,6 +1,6 @@
 // The places' routes: the cities with their boundaries, a city's barangays, the levels and
 // their outlines.
-import { badQuery, error, tooMany, unavailable, versionGone, versionParam } from '../openapiParts.js';
+import { badQuery, error, notModified, tooMany, unavailable, versionGone, versionParam } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 
 export const PLACES_ROUTES: readonly Route[] = [
@@ -28,7 +28,7 @@ export const PLACES_ROUTES: readonly Route[] = [
                 },
               },
             },
-            '304': { description: 'Not modified (If-None-Match).' },
+            '304': notModified,
             '400': error('A query parameter is unknown, repeated or not an allowed value; every problem is listed.', {
               statusCode: 400,
               error: 'Bad Request',
@@ -67,7 +67,7 @@ export const PLACES_ROUTES: readonly Route[] = [
                 },
               },
             },
-            '304': { description: 'Not modified (If-None-Match).' },
+            '304': notModified,
             '400': badQuery,
             '404': error('No city with this code in the current boundary version.'),
             '410': versionGone,
@@ -94,7 +94,7 @@ export const PLACES_ROUTES: readonly Route[] = [
               headers: { ETag: { schema: { type: 'string' } } },
               content: { 'application/json': { schema: { $ref: '#/components/schemas/BoundaryLevels' } } },
             },
-            '304': { description: 'Not modified (If-None-Match).' },
+            '304': notModified,
             '400': badQuery,
             '410': versionGone,
             '429': tooMany,
@@ -132,7 +132,7 @@ export const PLACES_ROUTES: readonly Route[] = [
               headers: { ETag: { schema: { type: 'string' } } },
               content: { 'application/json': { schema: { $ref: '#/components/schemas/OutlinesTopoJson' } } },
             },
-            '304': { description: 'Not modified (If-None-Match).' },
+            '304': notModified,
             '400': badQuery,
             '410': versionGone,
             '429': tooMany,

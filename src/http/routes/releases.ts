@@ -1,5 +1,5 @@
 // The releases' routes: the STAC catalogue of immutable snapshots and their files.
-import { badQuery, error, tooMany, unavailable } from '../openapiParts.js';
+import { badQuery, error, notModified, tooMany, unavailable } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 
 export const RELEASES_ROUTES: readonly Route[] = [
@@ -16,6 +16,7 @@ export const RELEASES_ROUTES: readonly Route[] = [
             'Each release (`flood-archive release --period 2025`, and monthly by the scheduler) is a GeoParquet 1.1 and a gzipped CSV file per UTC month, a manifest (counts, extent, SHA-256 of every file, schema, licence), a STAC Item and a citation, at stable URLs that never change. A later revision of a period (after retractions were purged, or late reports) is a new release beside the earlier one. STAC clients start at /releases/catalog.json.',
           responses: {
             '200': { description: 'Every release, oldest period and revision first, with its files.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Releases' } } } },
+            '304': notModified,
             '400': badQuery,
             '429': tooMany,
             '503': unavailable,
@@ -37,7 +38,7 @@ export const RELEASES_ROUTES: readonly Route[] = [
           responses: {
             '200': { description: 'STAC 1.0 JSON, its links relative (the catalogue moves whole).', headers: { ETag: { schema: { type: 'string' } } }, content: { 'application/json': { schema: { type: 'object' } } } },
             '302': { description: "A release's URL: to its STAC Item (`item.json`).", headers: { Location: { schema: { type: 'string' } } } },
-            '304': { description: 'Not modified (If-None-Match).' },
+            '304': notModified,
             '400': badQuery,
             '404': error('No release has been made yet, or no such file.'),
             '429': tooMany,

@@ -4,7 +4,7 @@ import { STATS_ANSWER_BY, STATS_INTERVALS } from '../../archive/stats.js';
 import { PKEY_PATTERN } from '../../store/layout.js';
 import { ARCHIVE_FORMATS, MAX_PAGE } from '../archive.js';
 import { BBOX_PATTERN } from '../query.js';
-import { ADMIN_DESCRIPTION, ADMIN_SCHEMA, archiveTooMany, archiveUnavailable, badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from '../openapiParts.js';
+import { ADMIN_DESCRIPTION, ADMIN_SCHEMA, archiveTooMany, notModified, archiveUnavailable, badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 
 export const REPORTS_ROUTES: readonly Route[] = [
@@ -120,6 +120,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
           parameters: [{ name: 'admin', in: 'query', schema: ADMIN_SCHEMA, description: ADMIN_DESCRIPTION }],
           responses: {
             '200': { description: 'The feed.', content: { 'application/atom+xml': { schema: { type: 'string' } } } },
+            '304': notModified,
             '400': badQuery,
             '429': tooMany,
             '503': unavailable,
@@ -140,6 +141,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
           parameters: windowParams,
           responses: {
             '200': { description: 'The count.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Count' }, example: { statusCode: 200, result: { count: 6912 } } } } },
+            '304': notModified,
             '400': badQuery,
             '410': syncGone,
             '429': tooMany,
@@ -230,6 +232,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
                 },
               },
             },
+            '304': notModified,
             '400': badQuery,
             '429': tooMany,
             '503': unavailable,
@@ -251,6 +254,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
           parameters: [{ name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, example: 'partner-alpha-1' }],
           responses: {
             '200': { description: 'The alert.', content: { 'application/cap+xml': { schema: { type: 'string' } } } },
+            '304': notModified,
             '400': error('The path does not name a report.'),
             '404': error('No alert: the report is not archived, or older than the events kept.'),
             '410': error('The report was retracted.'),
@@ -290,6 +294,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
                 },
               },
             },
+            '304': notModified,
             '400': error('The pkey or a query parameter is invalid.'),
             '404': error('No report has this key, or it is not archived yet.'),
             '410': error('The report was retracted.'),
