@@ -101,6 +101,17 @@ export function streamHandlers(deps: StreamDeps): Handlers {
     // Gone while where the stream starts was read: its 'close' came before the listener.
     if (res.closed) finish();
     const socket = req.socket as Socket & { server?: { listening: boolean } };
+    /** Resolves once the reader has taken what was written, or is gone, or the stream expires. */
+    const drained = () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done).off('close', done);
+          wake = undefined;
+          resolve();
+        };
+        res.on('drain', done).on('close', done);
+        wake = done;
+      });
 
     while (!closed && !expired) {
       // The server is shutting down: end the stream so the process can stop (clients reconnect).
@@ -113,28 +124,25 @@ export function streamHandlers(deps: StreamDeps): Handlers {
       }
       // Gone while the log was read: a write now would wait for a 'close' that has come.
       if (closed) break;
-      let text = '';
+      let sent = false;
       for (const e of batch) {
+        if (closed || expired) break;
         cursor = e.seq;
-        if (matches(filter, e)) text += `id: ${e.seq}\nevent: ${e.kind}\ndata: ${JSON.stringify(e.feature)}\n\n`;
+        if (!matches(filter, e)) continue;
+        sent = true;
+        // Event by event, each waiting for a slow reader to take the ones before: a stream holds
+        // about one event's bytes (tens of KB at most) beyond the socket's buffer, not a batch's.
+        if (!res.write(`id: ${e.seq}\nevent: ${e.kind}\ndata: ${JSON.stringify(e.feature)}\n\n`)) await drained();
       }
-      if (text === '' && Date.now() - lastWrite >= deps.config.streamHeartbeatMs) text = ': heartbeat\n\n';
-      if (text !== '') {
+      if (sent) lastWrite = Date.now();
+      else if (!closed && Date.now() - lastWrite >= deps.config.streamHeartbeatMs) {
         lastWrite = Date.now();
-        // A slow reader holds only its own stream: wait for it to drain before reading more.
-        if (!res.write(text)) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              res.off('drain', done).off('close', done);
-              wake = undefined;
-              resolve();
-            };
-            res.on('drain', done).on('close', done);
-            wake = done;
-          });
-        }
+        if (!res.write(': heartbeat\n\n')) await drained();
       }
+      // Caught up: wait for new events. Else the next batch, after what else is waiting to run
+      // (the log's reads are synchronous: a replay filtered to nothing would hold the process).
       if (batch.length < 500) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      else await new Promise((resolve) => setImmediate(resolve));
     }
     // The position read up to, past events the filter left out: the reconnect resumes there.
     if (expired && !closed) res.write(`id: ${cursor}\n: this stream ends after ${deps.config.streamMaxLifetimeMs / 1000} s; reconnect with Last-Event-ID\n\n`);
@@ -159,13 +167,15 @@ async function readFilter(req: Request, deps: StreamDeps): Promise<Filter> {
   const { values, details } = readQuery(req, ['admin', 'bbox', 'lastEventId']);
   const cities = values.admin === undefined ? undefined : readAdmin(values.admin, await deps.adminAreas(), details);
   const bbox = readBbox(values.bbox, details);
-  const inHeader = req.get('last-event-id') !== undefined;
-  const given = req.get('last-event-id') ?? values.lastEventId;
   // Node joins a repeated header's values with ", ": said as repeated, not as a bad number.
-  if (givenTwice(req, 'last-event-id')) {
-    details.push({ in: 'header', field: 'Last-Event-ID', message: 'must be given once' });
-  } else if (given !== undefined && !/^\d{1,15}$/.test(given)) {
-    details.push({ in: inHeader ? 'header' : 'query', field: inHeader ? 'Last-Event-ID' : 'lastEventId', message: 'must be the id of an event this stream sent (a whole number)' });
+  if (givenTwice(req, 'last-event-id')) details.push({ in: 'header', field: 'Last-Event-ID', message: 'must be given once' });
+  // Both checked when both are given (the header wins): a bad one is a mistake either way.
+  const given = [
+    { in: 'header', field: 'Last-Event-ID', value: givenTwice(req, 'last-event-id') ? undefined : req.get('last-event-id') },
+    { in: 'query', field: 'lastEventId', value: values.lastEventId },
+  ] as const;
+  for (const { value, ...where } of given) {
+    if (value !== undefined && !/^\d{1,15}$/.test(value)) details.push({ ...where, message: 'must be the id of an event this stream sent (a whole number)' });
   }
   throwIfAny(details);
   return { admin: cities && new Set(cities), bbox };

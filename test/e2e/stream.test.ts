@@ -1,12 +1,13 @@
 // GET /reports/stream: each archived report once as an SSE event, filters, heartbeats, the bound
 // on clients, and resuming with Last-Event-ID across an API restart with the worker apart.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/main/runtime.js';
 import { createLogger } from '../../src/shared/log.js';
 import { startService, type RunningService } from '../../src/main/service.js';
 import type { Config } from '../../src/shared/config.js';
-import { BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService, pkeyOf } from '../support/env.js';
+import { allArchived, BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { openStream, type SseClient } from '../support/sse.js';
 
@@ -66,6 +67,44 @@ describe('GET /reports/stream', () => {
     expect(s.events).toHaveLength(3);
   });
 
+  it('holds about one event for a client that reads nothing, however many large events are due, and sends them all once it reads', async () => {
+    const svc = await service();
+    // Events of some 60 KB each (a control character is six bytes in JSON), 12 MB in all: more
+    // than the sockets' buffers take.
+    const text = '\u0001'.repeat(10_000);
+    const count = 200;
+    for (let id = 1; id <= count; id++) expect((await postReport(svc.url, report(id, { text }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const answers: ServerResponse[] = [];
+    svc.service.server!.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url?.startsWith('/reports/stream')) answers.push(res);
+    });
+    // A client that asks for the whole log and then reads nothing.
+    const socket = net.connect(Number(new URL(svc.url).port), '127.0.0.1');
+    cleanups.push(() => void socket.destroy());
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.pause();
+    socket.write('GET /reports/stream?lastEventId=0 HTTP/1.1\r\nHost: x\r\nUser-Agent: flood-tests/1.0\r\n\r\n');
+    await eventually(async () => (answers.length === 1 ? true : undefined), 5_000, 'the stream answered');
+    const answer = answers[0]!;
+    // Its buffers fill: the service then holds what one event adds past them, not a batch's megabytes.
+    let most = 0;
+    await eventually(async () => {
+      most = Math.max(most, answer.writableLength);
+      return answer.writableNeedDrain ? true : undefined;
+    }, 10_000, 'the client stops taking bytes');
+    for (let i = 0; i < 20; i++) {
+      most = Math.max(most, answer.writableLength);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(most).toBeLessThan(256 * 1024);
+    // Reading at last, the client gets every event once.
+    let got = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => (got += chunk));
+    socket.resume();
+    await eventually(async () => ((got.match(/\nevent: archived\n/g) ?? []).length === count ? true : undefined), 20_000, 'every event');
+  });
+
   it('filters by city and by bbox', async () => {
     const svc = await service();
     const pg = await stream(`${svc.url}/reports/stream?admin=PH-PG`);
@@ -97,6 +136,9 @@ describe('GET /reports/stream', () => {
     const bad = await getJson(`${svc.url}/reports/stream?admin=PH-XX&bbox=1,2,3&since=4`, { 'Last-Event-ID': 'abc' });
     expect(bad.status).toBe(400);
     expect(bad.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['Last-Event-ID', 'admin', 'bbox', 'since']);
+    // A bad lastEventId is a mistake even beside a good header.
+    const both = await getJson(`${svc.url}/reports/stream?lastEventId=abc`, { 'Last-Event-ID': '3' });
+    expect([both.status, both.body.details]).toEqual([400, [{ in: 'query', field: 'lastEventId', message: expect.stringMatching(/whole number/) }]]);
     expect((await getJson(`${svc.url}/reports/stream?bbox=10,10,5,5`)).status).toBe(400);
     const post = await fetch(`${svc.url}/reports/stream`, { method: 'POST' });
     expect(post.status).toBe(405);
