@@ -224,35 +224,3 @@ export function formatInstant(ms: number, offsetMinutes: number): string {
   const abs = Math.abs(offsetMinutes);
   return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
 }
-
-/**
- * Whole stats answers of closed windows, by the window's tag (its parts, filters and
- * retractions): a window many people look at (a typhoon's week on the explorer) is counted
- * once. Bounded by bytes, least recently used first out.
- */
-export class StatsAnswers {
-  private readonly bodies = new Map<string, string>();
-  private bytes = 0;
-
-  constructor(private readonly maxBytes = 32 * 1024 * 1024) {}
-
-  get(tag: string): string | undefined {
-    const body = this.bodies.get(tag);
-    if (body !== undefined) {
-      this.bodies.delete(tag);
-      this.bodies.set(tag, body);
-    }
-    return body;
-  }
-
-  set(tag: string, body: string): void {
-    if (body.length * 2 > this.maxBytes || this.bodies.has(tag)) return;
-    this.bodies.set(tag, body);
-    this.bytes += body.length * 2;
-    for (const [oldest, old] of this.bodies) {
-      if (this.bytes <= this.maxBytes) break;
-      this.bodies.delete(oldest);
-      this.bytes -= old.length * 2;
-    }
-  }
-}

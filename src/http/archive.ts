@@ -14,7 +14,8 @@ import type { Admission } from './admission.js';
 import { clientWaitMs } from './sendStall.js';
 import { startAnswer } from './answerStart.js';
 import type { CursorCodec } from './cursor.js';
-import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, StatsAnswers, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
+import { BuiltAnswers } from './builtAnswers.js';
+import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
 import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 import { sendPieces } from './sendPieces.js';
@@ -69,7 +70,9 @@ interface ArchiveRequest {
 
 export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
   const { handlers, serve } = handlerSet<'countArchive' | 'archiveExtent' | 'statsArchive' | 'getArchive'>();
-  const statsAnswers = new StatsAnswers();
+  // Whole stats answers of closed windows, by the window's tag (its parts, filters and
+  // retractions): a window many people look at (a typhoon's week on the explorer) is counted once.
+  const statsAnswers = new BuiltAnswers();
 
   serve('countArchive', async (req, res) => {
     const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'bbox', 'include_retracted', 'updated_after']);

@@ -7,6 +7,7 @@ import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/c
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../store/layout.js';
 import { REVALIDATE } from './bodyTags.js';
+import { BuiltAnswers } from './builtAnswers.js';
 import { readAdmin, readQuery, throwIfAny } from './query.js';
 import { PKEY_MESSAGE } from './reports.js';
 import { handlerSet, type Handlers } from './route.js';
@@ -15,6 +16,8 @@ const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
 /** Entries a feed carries at most (the newest). */
 const FEED_LIMIT = 1000;
+/** Feeds kept built: the whole country's and some areas' (one of a thousand long reports is some 7 MB). */
+const FEEDS_BYTES = 64 * 1024 * 1024;
 
 export interface CapDeps {
   events: EventFeed;
@@ -25,6 +28,7 @@ export interface CapDeps {
 
 export function capHandlers(deps: CapDeps): Handlers {
   const { handlers, serve } = handlerSet<'capFeed' | 'capAlert'>();
+  const feeds = new BuiltAnswers(FEEDS_BYTES);
 
   serve('capFeed', async (req, res) => {
     const { values, details } = readQuery(req, ['admin']);
@@ -32,21 +36,26 @@ export function capHandlers(deps: CapDeps): Handlers {
     const areas = current.adminAreas;
     const cities = values.admin === undefined ? undefined : readAdmin(values.admin, areas, details);
     throwIfAny(details);
-    const covered = cities && new Set(cities);
-    const events = deps.events;
     // The feed's instant to the minute: the same alerts within a minute are the same bytes (its
     // subtitle names it), so a reader polling with If-None-Match gets 304 until one is added.
     const now = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
     const base = deps.publicBase();
-    const names = areaNamesOf(current);
-    const alerts = (await events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
-      .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
-      .slice(0, FEED_LIMIT)
-      .map((e) => alertOf(e, base));
-    const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
-    const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
+    // Built once for what it is made of: readers polling it (HEAD and revalidations alike) are
+    // answered from the one built, until an event is logged (an alert, a retraction), the minute
+    // turns or the boundaries change. A feed of a thousand long reports takes a second to build.
+    const key = JSON.stringify([values.admin ?? null, now, await deps.events.lastSeq(), current.version, base]);
+    const body = await feeds.of(key, async () => {
+      const covered = cities && new Set(cities);
+      const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
+        .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
+        .slice(0, FEED_LIMIT)
+        .map((e) => alertOf(e, base));
+      const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
+      const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
+      return capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now);
+    });
     res.set('Cache-Control', REVALIDATE).type('application/atom+xml; charset=utf-8');
-    res.send(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, names, now));
+    res.send(body);
   });
 
   serve('capAlert', async (req, res) => {

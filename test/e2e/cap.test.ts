@@ -101,6 +101,12 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
       again = await ask(etag);
     }
     expect(again.status).toBe(304);
+    // A report archived since: the feed the reader revalidates is a new one, the report in it.
+    expect((await postReport(svc.url, report(6, { created_at: recent(5) }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const changed = await ask(etag);
+    expect(changed.status).toBe(200);
+    expect(alertsOf(await changed.text()).some((a) => a.includes('<identifier>partner-alpha-6</identifier>'))).toBe(true);
   });
 
   it('serves each report as a .cap document with the reference deployment\'s values', async () => {
