@@ -6,6 +6,7 @@
 // middleware it needs are Express-independent libraries (body-parser, express-rate-limit).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type RequestHandler } from 'express';
+import { format as formatType, parse as parseType } from 'content-type';
 import typeIs from 'type-is';
 import type { ApiKey } from '../partners/apiKeys.js';
 import { withDeadline } from '../shared/deadline.js';
@@ -122,8 +123,10 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
       ]);
     }
     // UTF-8 only (RFC 8259 8.1): a body the parser would decode as UTF-16 is not what the
-    // service checks and stores.
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    // service checks and stores. The charset as the parser reads it (content-type's parse, quoted
+    // parameters and all), not as a pattern would find it.
+    const declared = parseType(req.headers['content-type'] ?? '');
+    const charset = declared.parameters.charset?.toLowerCase();
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       throw new HttpError(415, 'The request body must be JSON in UTF-8.', [{ in: 'header', field: 'Content-Type', message: `charset=${charset.slice(0, 40)} is not accepted: send UTF-8 (or no charset)` }]);
     }
@@ -136,7 +139,8 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (!REQUEST_CODINGS.has(coding)) throw new HttpError(415, UNSUPPORTED_ENCODING.message, UNSUPPORTED_ENCODING.details);
     // `utf8` is UTF-8's other name, which the JSON parser would refuse (it takes `utf-*` only).
-    if (charset === 'utf8') req.headers['content-type'] = req.headers['content-type']!.replace(/(;\s*charset\s*=\s*"?)utf8/i, '$1utf-8');
+    // Its other parameters mean nothing to JSON (and some could not be written again).
+    if (charset === 'utf8') req.headers['content-type'] = formatType({ type: declared.type, parameters: { charset: 'utf-8' } });
     await run(parseJson, req, res);
     let report;
     try {

@@ -208,10 +208,15 @@ describe('POST /feeds/partner accepts', () => {
     expect(twice.status).toBe(400);
     expectErrorShape(twice.body, 400);
     expect(twice.body.details.map((d: { field: string }) => d.field)).toEqual(['X-Api-Key']);
+    // A charset hidden from a pattern in another parameter's quotes is still the one the JSON parser would decode with.
+    const utf16 = Buffer.from(JSON.stringify(report(717)), 'utf16le');
+    const hidden = await post(utf16, { 'Content-Type': 'application/json; x="; charset=utf-8"; charset=utf-16le' });
+    expect(hidden.status).toBe(415);
+    expect(await fieldsOf(hidden)).toEqual(['Content-Type']);
     const stored = await acceptedPkeys(svc.rt);
-    for (const id of [710, 711, 712, 713, 714]) expect(stored).not.toContain(pkeyOf(id));
+    for (const id of [710, 711, 712, 713, 714, 717]) expect(stored).not.toContain(pkeyOf(id));
 
-    for (const [id, type] of [[715, 'application/json; charset=utf8'], [716, 'application/json;charset="UTF8"']] as const) {
+    for (const [id, type] of [[715, 'application/json; charset=utf8'], [716, 'application/json;charset="UTF8"'], [718, 'application/json; =x; charset=utf8']] as const) {
       expect((await post(JSON.stringify(report(id)), { 'Content-Type': type })).status, type).toBe(201);
     }
   });
