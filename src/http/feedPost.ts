@@ -20,6 +20,7 @@ import { InvalidReportError, parsePartnerReport } from '../partners/partnerRepor
 import { apiKeyCheck, partnerOf, type AuthFailureGuard, type KeyLookup } from './auth.js';
 import { REQUEST_CODINGS, RETRY_AFTER_SECONDS, UNSUPPORTED_ENCODING } from './errorHandler.js';
 import type { DirectHandler } from './route.js';
+import { nameGivenTwice } from '../shared/jsonText.js';
 import { invalidUtf8 } from './utf8.js';
 import { refuseQuery } from './query.js';
 
@@ -89,9 +90,10 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     limit: MAX_BODY_BYTES,
     strict: false,
     type: () => true,
-    // Before decoding: a decoder would turn invalid bytes into U+FFFD and store another report.
+    // Before decoding: a decoder would turn invalid bytes into U+FFFD and store another report;
+    // and a name given twice is read one way by JSON.parse and another by other readers.
     verify: (_req, _res, bytes) => {
-      const problem = invalidUtf8(bytes);
+      const problem = invalidUtf8(bytes) ?? nameGivenTwice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
       if (problem) {
         deps.metrics.reports.inc({ outcome: 'rejected' });
         throw new InvalidReportError([problem]);

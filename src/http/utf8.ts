@@ -2,6 +2,7 @@
 // a report different from the one sent, so invalid bytes are found before JSON.parse and
 // reported with the field whose string holds them.
 import type { ErrorDetail } from '../shared/errors.js';
+import { fieldAt } from '../shared/jsonText.js';
 
 const strict = new TextDecoder('utf-8', { fatal: true });
 
@@ -46,51 +47,4 @@ export function firstInvalidByte(b: Uint8Array): number {
     i += n + 1;
   }
   return b.length;
-}
-
-/**
- * The field whose string the end of `prefix` (valid JSON text up to the bad byte) is in:
- * "title", "location.lat", "tags[2]"; "(body)" outside any string.
- */
-export function fieldAt(prefix: string): { field: string; inKey: boolean } {
-  type Frame = { kind: 'object'; key: string | undefined; expectingKey: boolean } | { kind: 'array'; index: number };
-  const stack: Frame[] = [];
-  let inString = false;
-  let stringIsKey = false;
-  let text = '';
-  for (let i = 0; i < prefix.length; i += 1) {
-    const c = prefix[i]!;
-    const top = stack[stack.length - 1];
-    if (inString) {
-      if (c === '\\') {
-        text += prefix[i + 1] ?? '';
-        i += 1;
-      } else if (c === '"') {
-        inString = false;
-        if (stringIsKey && top?.kind === 'object') top.key = text;
-      } else {
-        text += c;
-      }
-      continue;
-    }
-    if (c === '{') stack.push({ kind: 'object', key: undefined, expectingKey: true });
-    else if (c === '[') stack.push({ kind: 'array', index: 0 });
-    else if (c === '}' || c === ']') stack.pop();
-    else if (c === ':' && top?.kind === 'object') top.expectingKey = false;
-    else if (c === ',' && top?.kind === 'object') {
-      top.expectingKey = true;
-      top.key = undefined;
-    } else if (c === ',' && top?.kind === 'array') top.index += 1;
-    else if (c === '"') {
-      inString = true;
-      stringIsKey = top?.kind === 'object' && top.expectingKey;
-      text = '';
-    }
-  }
-  if (!inString) return { field: '(body)', inKey: false };
-  const path = (stringIsKey ? stack.slice(0, -1) : stack)
-    .map((f) => (f.kind === 'array' ? `[${f.index}]` : `.${f.key ?? ''}`))
-    .join('')
-    .replace(/^\./, '');
-  return { field: path === '' ? '(body)' : path, inKey: stringIsKey };
 }

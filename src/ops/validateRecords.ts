@@ -9,6 +9,7 @@ import type { IngestRecord } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import { pkeyOf, SOURCE } from '../store/layout.js';
 import { RecordError, toPartnerInput } from './importRecords.js';
+import { nameGivenTwice } from '../shared/jsonText.js';
 
 /** What validation needs: the current boundaries, and the partner the import runs as. */
 export interface ValidationContext {
@@ -76,14 +77,21 @@ export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: Validati
 
 
 
-/** A line of an NDJSON file as the record it holds, or a RecordError when it is not JSON. */
+/**
+ * A line of an NDJSON file as the record it holds, or a RecordError when it is not JSON or gives
+ * a name twice in one object (as the feed refuses such a body: parsers read it two ways).
+ */
 export function recordOfLine(line: string): unknown {
+  // A byte order mark (a file saved by a Windows editor) before the first record is no part of it.
+  const text = line.charCodeAt(0) === 0xfeff ? line.slice(1) : line;
+  let record: unknown;
   try {
-    // A byte order mark (a file saved by a Windows editor) before the first record is no part of it.
-    return JSON.parse(line.charCodeAt(0) === 0xfeff ? line.slice(1) : line);
+    record = JSON.parse(text);
   } catch {
     return new RecordError('the line is not valid JSON', line);
   }
+  const twice = nameGivenTwice(text, record);
+  return twice ? new RecordError(`${twice.field}: ${twice.message}`, line) : record;
 }
 
 /** A reject as a line of the rejects file: the record's number in the file (1-based), why, and what it was. */

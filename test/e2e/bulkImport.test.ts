@@ -210,6 +210,14 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
       reasons: [expect.stringMatching(/fields do not match the header's columns/)],
       input: `70003,${at},Quezon City,flood,14.65,121.05,has,comma`,
     });
+    // A line giving a name twice is a reject, as the feed refuses such a body; the same name in
+    // two objects, or inside a string, is no repeat.
+    const twice = path.join(dir, 'twice.ndjson');
+    const once = JSON.stringify(report(70_008, { created_at: at, title: '"lat": 1' }));
+    await fs.writeFile(twice, `${JSON.stringify(report(70_007, { created_at: at })).replace('"lng":', '"lat":0,"lng":')}\n${once}\n`);
+    const twiceRun = await importFile(svc.rt, { file: twice, batchSize: 100, threadsFromBytes: 0 });
+    expect(twiceRun).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    expect(JSON.parse((await fs.readFile(twiceRun.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: ['location.lat: is given twice in one object: send each name once'] });
   });
 
   it('runs one import at a time on a data directory: another running is refused, a lock untouched for five minutes is taken over', async () => {

@@ -261,6 +261,25 @@ describe('invalid UTF-8 in a feed body', () => {
     expect(body.details).toEqual([{ in: 'body', field: 'location', message: expect.stringMatching(/property name .*not valid UTF-8/) }]);
   });
 
+  it.each([
+    ['post_id given twice', '{"post_id":30,"post_id":31,"created_at":"2026-11-21T13:05:00+08:00","partner_city":"Quezon City","disaster_type":"flood","location":{"lat":14.6516,"lng":121.0497}}', 'post_id'],
+    ['lat given twice in location', '{"post_id":32,"created_at":"2026-11-21T13:05:00+08:00","partner_city":"Quezon City","disaster_type":"flood","location":{"lat":14.6516,"lng":121.0497,"lat":0}}', 'location.lat'],
+    ['a name and its escaped spelling', '{"post_id":33,"created_at":"2026-11-21T13:05:00+08:00","partner_city":"Quezon City","disaster_type":"flood","title":"a","\\u0074itle":"b","location":{"lat":14.6516,"lng":121.0497}}', 'title'],
+  ])('%s: 400 naming it (parsers keep the first or the last: two readers, two reports), nothing stored', async (_name, body, field) => {
+    const res = await post(Buffer.from(body));
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as any;
+    expectErrorShape(answer, 400);
+    expect(answer.details).toEqual([{ in: 'body', field, message: expect.stringMatching(/given twice/) }]);
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
+  });
+
+  it('the same name in different objects, and a name inside a string, are no repeat', async () => {
+    const body = '{"post_id":34,"created_at":"2026-11-21T13:05:00+08:00","partner_city":"Quezon City","disaster_type":"flood","title":"\\"lat\\":1, \\"post_id\\":2","location":{"lat":14.6516,"lng":121.0497}}';
+    expect(JSON.parse(body).title).toBe('"lat":1, "post_id":2');
+    expect((await post(Buffer.from(body))).status).toBe(201);
+  });
+
   it('valid UTF-8, U+FFFD and astral characters included, is accepted and kept as sent', async () => {
     const title = 'Baha \uFFFD sa Espa\u00f1a \u{1F30A}';
     expect((await postReport(svc.url, report(22, { title }))).status).toBe(201);
