@@ -131,10 +131,11 @@ export class BoundaryRepository {
   }
 
   /**
-   * From the first request on, the pointer is re-read every TTL and a version newly pointed at
-   * begins loading, whether or not anything asks: a worker idle since a publish elsewhere tags
-   * its next batch with the new version, not its next one or two batches with the old one (a
-   * request answered from a stale pointer only starts the read). A TTL of 0 re-reads on demand.
+   * From the first current() on (a service asks at start), the pointer is re-read every TTL and
+   * a version newly pointed at begins loading, whether or not anything asks: a worker idle since
+   * a publish elsewhere tags its next batch with the new version, not its next one or two
+   * batches with the old one (a request answered from a stale pointer only starts the read). A
+   * TTL of 0 re-reads on demand.
    */
   private keepFresh(): void {
     if (this.freshTimer || this.closed || this.pointerTtlMs <= 0) return;

@@ -130,15 +130,18 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
         return;
       }
     }
-    // A closed window's counts no longer change by themselves: counted once, kept by their tag.
-    let body = tag === undefined ? undefined : statsAnswers.get(tag);
-    if (body === undefined) {
+    const counts = async () => {
       const counted = await window.stats(spec);
       const rows = rolled ? rollUp(counted, (city) => rolled.parentOf(city, by as 'province' | 'region')) : counted;
       const total = rows.reduce((n, r) => n + r.count, 0);
-      body = JSON.stringify({ statusCode: 200, ...watermarkField(query, window), result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } });
-      if (tag !== undefined) statsAnswers.set(tag, body);
-    }
+      return JSON.stringify({ statusCode: 200, ...watermarkField(query, window), result: { interval, by, tz: formatOffset(offsetMinutes), total, rows } });
+    };
+    // A closed window's counts no longer change by themselves: counted once, kept by their tag.
+    // Each request counts with its own window (a request's hang-up ends its own counting, not
+    // another's), so two at once may both count.
+    const kept = tag === undefined ? undefined : statsAnswers.get(tag);
+    const body = kept ?? (await counts());
+    if (tag !== undefined && kept === undefined) statsAnswers.set(tag, body);
     res.status(200).type('application/json');
     await send(Readable.from([body]), encoding, res);
   });

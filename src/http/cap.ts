@@ -6,7 +6,9 @@ import { HttpError } from '../shared/errors.js';
 import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../store/layout.js';
-import { REVALIDATE } from './bodyTags.js';
+import { digestOf, REVALIDATE } from './bodyTags.js';
+import { applyEncoding, encodeAnswer, ifNoneMatch, negotiateEncoding } from './encoding.js';
+import { VERSION_TAG } from '../shared/version.js';
 import { BuiltAnswers } from './builtAnswers.js';
 import { readAdmin, readQuery, throwIfAny } from './query.js';
 import { PKEY_MESSAGE } from './reports.js';
@@ -28,7 +30,7 @@ export interface CapDeps {
 
 export function capHandlers(deps: CapDeps): Handlers {
   const { handlers, serve } = handlerSet<'capFeed' | 'capAlert'>();
-  const feeds = new BuiltAnswers(FEEDS_BYTES);
+  const feeds = new BuiltAnswers<Buffer>(FEEDS_BYTES);
 
   serve('capFeed', async (req, res) => {
     const { values, details } = readQuery(req, ['admin']);
@@ -37,25 +39,38 @@ export function capHandlers(deps: CapDeps): Handlers {
     const cities = values.admin === undefined ? undefined : readAdmin(values.admin, areas, details);
     throwIfAny(details);
     // The feed's instant to the minute: the same alerts within a minute are the same bytes (its
-    // subtitle names it), so a reader polling with If-None-Match gets 304 until one is added.
+    // subtitle names it), so a reader polling more often than that is answered 304 while no
+    // report is archived or retracted.
     const now = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
     const base = deps.publicBase();
-    // Built once for what it is made of: readers polling it (HEAD and revalidations alike) are
-    // answered from the one built, until an event is logged (an alert, a retraction), the minute
-    // turns or the boundaries change. A feed of a thousand long reports takes a second to build.
-    const key = JSON.stringify([values.admin ?? null, now, await deps.events.lastSeq(), current.version, base]);
-    const body = await feeds.of(key, async () => {
-      const covered = cities && new Set(cities);
-      const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
-        .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
-        .slice(0, FEED_LIMIT)
-        .map((e) => alertOf(e, base));
-      const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
-      const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
-      return capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now);
-    });
-    res.set('Cache-Control', REVALIDATE).type('application/atom+xml; charset=utf-8');
-    res.send(body);
+    // What the feed is made of, which fixes its bytes: its ETag comes from it (a revalidation
+    // builds nothing), and it is built (and encoded) once for it, until an event is logged, the
+    // minute turns or the boundaries change. A feed of a thousand long reports takes a second.
+    const slot = JSON.stringify([values.admin ?? null, current.version, base]);
+    const key = JSON.stringify([slot, now, await deps.events.lastSeq()]);
+    const encoding = negotiateEncoding(req, true);
+    const etag = `"${digestOf(key, VERSION_TAG)}${applyEncoding(res, encoding)}"`;
+    res.set({ 'Cache-Control': REVALIDATE, ETag: etag }).type('application/atom+xml; charset=utf-8');
+    if (ifNoneMatch(req.get('if-none-match'), etag)) {
+      res.removeHeader('Content-Encoding');
+      res.status(304).end();
+      return;
+    }
+    const text = await feeds.of(
+      key,
+      async () => {
+        const covered = cities && new Set(cities);
+        const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
+          .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
+          .slice(0, FEED_LIMIT)
+          .map((e) => alertOf(e, base));
+        const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
+        const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
+        return Buffer.from(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now));
+      },
+      slot,
+    );
+    res.send(encoding === 'identity' ? text : await feeds.of(`${key} ${encoding}`, () => encodeAnswer(text, encoding), `${slot} ${encoding}`));
   });
 
   serve('capAlert', async (req, res) => {

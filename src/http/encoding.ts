@@ -35,6 +35,12 @@ export async function encodeOnce(body: string, encoding: Encoding): Promise<Buff
   return Buffer.from(body);
 }
 
+/** A body built whole for one answer, encoded on the thread pool at the streaming encoder's levels. */
+export async function encodeAnswer(body: string | Buffer, encoding: Exclude<Encoding, 'identity'>): Promise<Buffer> {
+  if (encoding === 'br') return brotliCompress(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4, [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT } });
+  return gzip(body, { level: 5 });
+}
+
 const brotliCompress = promisify(zlib.brotliCompress);
 const gzip = promisify(zlib.gzip);
 

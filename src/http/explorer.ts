@@ -64,8 +64,18 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
   explorerAssets.use('/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
   explorerAssets.use('/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
   explorerAssets.use('/vendor/topojson', express.static(path.join(packageDir('topojson-client'), 'dist'), assets));
-  // The page is served at / alone (its security policy, the configured limit): its file is no asset.
-  explorerAssets.use((req, _res, next) => next(req.path === '/index.html' ? 'router' : undefined));
+  // The page is served at / alone (its security policy, the configured limit): its file is no
+  // asset, however its path is spelt (%69ndex.html, //index.html), as the file server decodes it.
+  explorerAssets.use((req, _res, next) => next(isPageFile(req.path) ? 'router' : undefined));
   explorerAssets.use(express.static(web, assets));
   return { explorer, explorerAssets };
+}
+
+/** Whether a path names the page's own file once decoded and normalised (a path that does not decode is the file server's 400). */
+function isPageFile(requested: string): boolean {
+  try {
+    return path.posix.normalize(decodeURIComponent(requested)) === '/index.html';
+  } catch {
+    return false;
+  }
 }

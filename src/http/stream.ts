@@ -135,7 +135,7 @@ export function streamHandlers(deps: StreamDeps): Handlers {
         if (!res.write(`id: ${e.seq}\nevent: ${e.kind}\ndata: ${JSON.stringify(e.feature)}\n\n`)) await drained();
       }
       if (sent) lastWrite = Date.now();
-      else if (!closed && Date.now() - lastWrite >= deps.config.streamHeartbeatMs) {
+      else if (!closed && !expired && Date.now() - lastWrite >= deps.config.streamHeartbeatMs) {
         lastWrite = Date.now();
         if (!res.write(': heartbeat\n\n')) await drained();
       }

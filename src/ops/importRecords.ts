@@ -4,6 +4,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { pipeline } from 'node:stream';
 import { CsvError, parse as parseCsv } from 'csv-parse';
+import { namesGivenTwice } from '../shared/jsonText.js';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
 
@@ -65,7 +66,18 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc) || (doc.type === 'FeatureCollection' && !Array.isArray(doc.features))) {
       throw new ImportInputError(`${file} is no FeatureCollection with a list of features, nor one Feature or report: pass --format ndjson for one record a line`);
     }
-    yield* doc.type === 'FeatureCollection' ? doc.features! : [doc];
+    // A name given twice (read one way here and another by other readers, as the feed refuses
+    // such a body) rejects its feature, or the file when it is outside every feature.
+    const repeated = new Map<number, string>();
+    const collection = doc.type === 'FeatureCollection';
+    for (const { field, message } of namesGivenTwice(body, doc)) {
+      const feature = collection ? /^features\[(\d+)\]\.?/.exec(field) : ([''] as const);
+      if (!feature) throw new ImportInputError(`${file}: ${field} ${message}`);
+      const n = collection ? Number(feature[1]) : 0;
+      if (!repeated.has(n)) repeated.set(n, `${field.slice(feature[0].length) || '(body)'}: ${message}`);
+    }
+    const features = collection ? doc.features! : [doc];
+    yield* features.map((f, i) => (repeated.has(i) ? new RecordError(repeated.get(i)!, JSON.stringify(f)) : f));
     return;
   }
   // A row with more or fewer fields than the header is a reject of its own, not the end of the file.

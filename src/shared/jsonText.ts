@@ -84,25 +84,30 @@ export function fieldAt(prefix: string): { field: string; inKey: boolean } {
 }
 
 /**
- * The first name given twice in one object of a JSON text, as a problem naming it; undefined when
- * none is. `parsed`, the text's value as JSON.parse gave it, saves reading the text: its quotes
- * are two for each name and string written and one for each escaped quote, and the value keeps
- * one of a name given twice (and of its strings), so as many quotes as twice the value's names
- * and strings means no name was given twice.
+ * Each name given twice in one object of a JSON text (its second mention), as a problem naming
+ * it. `parsed`, the text's value as JSON.parse gave it, saves reading the text: its quotes are
+ * two for each name and string written and one for each escaped quote, and the value keeps one
+ * of a name given twice (and of its strings), so as many quotes as twice the value's names and
+ * strings means no name was given twice.
  */
-export function nameGivenTwice(text: string, parsed?: unknown): ErrorDetail | undefined {
-  if (parsed !== undefined && quotesOf(text) === 2 * namesAndStrings(parsed)) return undefined;
-  let field: string | undefined;
+export function namesGivenTwice(text: string, parsed?: unknown, first = false): ErrorDetail[] {
+  if (parsed !== undefined && quotesOf(text) === 2 * namesAndStrings(parsed)) return [];
+  const found: ErrorDetail[] = [];
   walk(text, (name, stack) => {
     const top = stack[stack.length - 1] as Extract<Frame, { kind: 'object' }>;
     if (!top.names.has(name)) {
       top.names.add(name);
       return false;
     }
-    field = pathOf(stack);
-    return true;
+    found.push({ in: 'body', field: pathOf(stack), message: 'is given twice in one object: send each name once' });
+    return first;
   });
-  return field === undefined ? undefined : { in: 'body', field, message: 'is given twice in one object: send each name once' };
+  return found;
+}
+
+/** The first name given twice in one object of a JSON text (namesGivenTwice); undefined when none is. */
+export function nameGivenTwice(text: string, parsed?: unknown): ErrorDetail | undefined {
+  return namesGivenTwice(text, parsed, true)[0];
 }
 
 function quotesOf(text: string): number {
@@ -111,12 +116,23 @@ function quotesOf(text: string): number {
   return n;
 }
 
-/** The names and the strings of a parsed JSON value, each a pair of quotes in its text. */
+/**
+ * The names and the strings of a parsed JSON value, each a pair of quotes in its text. Counted
+ * with a list of values to visit, not by recursion: JSON.parse takes nesting deeper than the
+ * stack would.
+ */
 function namesAndStrings(value: unknown): number {
-  if (typeof value === 'string') return 1;
-  if (value === null || typeof value !== 'object') return 0;
-  if (Array.isArray(value)) return value.reduce((n: number, v) => n + namesAndStrings(v), 0);
   let n = 0;
-  for (const key in value) n += 1 + namesAndStrings((value as Record<string, unknown>)[key]);
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const v = todo.pop();
+    if (typeof v === 'string') n += 1;
+    else if (Array.isArray(v)) for (const x of v as unknown[]) todo.push(x);
+    else if (v !== null && typeof v === 'object') {
+      const keys = Object.keys(v);
+      n += keys.length;
+      for (const key of keys) todo.push((v as Record<string, unknown>)[key]);
+    }
+  }
   return n;
 }

@@ -235,6 +235,27 @@ describe('conformance', () => {
     }
   });
 
+  it('compresses answers built whole when accepted (the OGC API definition), each encoding its own ETag and 304', async () => {
+    for (const path of ['/ogc/api']) {
+      const plain = await call(svc.url, 'GET', path, { ...UA, 'Accept-Encoding': 'identity' });
+      expect([path, plain.status, plain.headers['content-encoding']]).toEqual([path, 200, undefined]);
+      expect(plain.raw.length).toBeGreaterThan(1024);
+      const tags = new Set([String(plain.headers.etag)]);
+      for (const enc of ['gzip', 'br']) {
+        const a = await call(svc.url, 'GET', path, { ...UA, 'Accept-Encoding': enc });
+        expect([path, a.headers['content-encoding'], a.headers.vary]).toEqual([path, enc, expect.stringMatching(/Accept-Encoding/)]);
+        // The same text, fewer bytes.
+        expect(enc === 'gzip' ? gunzipSync(a.raw).equals(plain.raw) : brotliDecompressSync(a.raw).equals(plain.raw)).toBe(true);
+        expect(a.raw.length).toBeLessThan(plain.raw.length);
+        const etag = String(a.headers.etag);
+        tags.add(etag);
+        const again = await call(svc.url, 'GET', path, { ...UA, 'Accept-Encoding': enc, 'If-None-Match': etag });
+        expect([path, enc, again.status, again.raw.length]).toEqual([path, enc, 304, 0]);
+      }
+      expect(tags.size).toBe(3);
+    }
+  });
+
   it('every example in the document fits its own schema, and matches what the service answers', async () => {
     let examples = 0;
     for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {

@@ -54,6 +54,7 @@ SHAPES['release catalogue'] = '/releases/catalog.json';
 SHAPES['release file'] = `/releases/${RELEASED}-r1/reports-${RELEASED}-01.parquet`;
 SHAPES['ogc barangays'] = '/ogc/collections/local-areas/items?limit=1000';
 SHAPES['cap'] = '/reports/cap.atom';
+SHAPES['ogc api'] = '/ogc/api';
 SHAPES['stream'] = '/reports/stream';
 
 const ENCODINGS = ['identity', 'gzip', 'br'] as const;

@@ -106,9 +106,10 @@ describe('requests refused by Node before the app sees them, in the error shape'
     }
     expect((await fetch(`${svc.url}/explorer/vendor/leaflet/leaflet.js`)).status).toBe(200);
     // The page's own file is no asset: served at / alone, with its security policy.
-    const page = await fetch(`${svc.url}/explorer/index.html`);
-    expect(page.status).toBe(404);
-    expectErrorShape(await page.json(), 404);
+    for (const spelt of ['/explorer/index.html', '/explorer/%69ndex.html', '/explorer//index.html', '/explorer/vendor/../index.html']) {
+      const page = await rawRequest(svc.url, [`GET ${spelt} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`]);
+      expect([spelt, page.status]).toEqual([spelt, 404]);
+    }
     expect((await fetch(`${svc.url}/explorer/explorer.js`)).status).toBe(200);
   });
 
