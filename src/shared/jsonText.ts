@@ -136,3 +136,31 @@ function namesAndStrings(value: unknown): number {
   }
   return n;
 }
+
+/**
+ * Whether a JSON text nests objects and lists deeper than `levels` (brackets inside strings are
+ * text). Such a value parses, but recursive code (JSON.stringify among it) overflows the stack on
+ * it from some thousands of levels.
+ */
+export function nestsDeeperThan(text: string, levels: number): boolean {
+  let openings = 0;
+  for (let i = 0; i < text.length && openings <= levels; i++) {
+    const c = text.charCodeAt(i);
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) openings += 1;
+  }
+  // Fewer openings in all than the levels: no deeper nesting (the common case, read no further).
+  if (openings <= levels) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      let end = text.indexOf('"', i + 1);
+      while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      if (end < 0) return false;
+      i = end;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > levels) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth -= 1;
+  }
+  return false;
+}

@@ -218,6 +218,12 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const twiceRun = await importFile(svc.rt, { file: twice, batchSize: 100, threadsFromBytes: 0 });
     expect(twiceRun).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
     expect(JSON.parse((await fs.readFile(twiceRun.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: ['location.lat: is given twice in one object: send each name once'] });
+    // Lists nested 50,000 deep parse, but would overflow the stack written back: a reject, not a failed import.
+    const deep = path.join(dir, 'deep.ndjson');
+    await fs.writeFile(deep, `${'['.repeat(50_000)}${']'.repeat(50_000)}\n${JSON.stringify(report(70_009, { created_at: at }))}\n`);
+    const deepRun = await importFile(svc.rt, { file: deep, batchSize: 100, threadsFromBytes: 0 });
+    expect(deepRun).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    expect(JSON.parse((await fs.readFile(deepRun.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: [expect.stringMatching(/nests objects or lists more than \d+ deep/)] });
   });
 
   it('runs one import at a time on a data directory: another running is refused, a lock untouched for five minutes is taken over', async () => {
