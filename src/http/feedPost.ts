@@ -58,6 +58,8 @@ async function placeNamesOf(deps: FeedPostDeps): Promise<Pick<PlaceNames, 'resol
 }
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+const noBody = () => new BadRequestError('The request has no body: send the report as JSON.', [{ in: 'body', field: '(body)', message: 'is required' }]);
+
 const run = (middleware: Middleware, req: IncomingMessage, res: ServerResponse) =>
   new Promise<void>((resolve, reject) => middleware(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
 
@@ -93,6 +95,8 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     // Before decoding: a decoder would turn invalid bytes into U+FFFD and store another report;
     // and a name given twice is read one way by JSON.parse and another by other readers.
     verify: (_req, _res, bytes) => {
+      // A chunked body of no bytes: no body, as one of Content-Length 0 (not a list of the fields it lacks).
+      if (bytes.length === 0) throw noBody();
       const problem = invalidUtf8(bytes) ?? nameGivenTwice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
       if (problem) {
         deps.metrics.reports.inc({ outcome: 'rejected' });
@@ -117,7 +121,7 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
     // type-is finds no type in a request without a body, whatever its Content-Type says; an
     // empty one (Content-Length: 0, as `curl -d ''` sends) is none either.
     if (!typeIs.hasBody(req) || req.headers['content-length'] === '0') {
-      throw new BadRequestError('The request has no body: send the report as JSON.', [{ in: 'body', field: '(body)', message: 'is required' }]);
+      throw noBody();
     }
     if (!typeIs(req, ['application/json', 'application/*+json'])) {
       throw new HttpError(415, 'The request body must be JSON (Content-Type: application/json).', [

@@ -139,11 +139,13 @@ function fileHeaders(res: Response, name: string, stored: { etag: string; lastMo
 const notFound = (what: string) => new HttpError(404, `No release file ${JSON.stringify(what.slice(0, 80))}; GET /releases lists every release and its files.`);
 
 /**
- * If-Range as RFC 9110 has it: the range is served only when the validator is the file's strong
- * ETag, or exactly its Last-Modified date; otherwise the whole file. (send, under sendFile, takes
- * a weak ETag and an earlier date too.)
+ * Range and If-Range as RFC 9110 has them: the unit in any case (`Bytes=0-99`; send reads it in
+ * lower case only); the range served only when the If-Range validator is the file's strong ETag,
+ * or exactly its Last-Modified date, otherwise the whole file (send, under sendFile, takes a weak
+ * ETag and an earlier date too).
  */
 function keepRangeIf(req: Request, stored: { etag: string; lastModified: Date }): void {
+  if (req.headers.range !== undefined) req.headers.range = req.headers.range.replace(/^\s*bytes\s*=/i, 'bytes=');
   const validator = req.get('if-range')?.trim();
   if (validator === undefined || req.headers.range === undefined) return;
   const holds = validator.startsWith('"') || validator.startsWith('W/') ? validator === stored.etag : Date.parse(validator) === Math.floor(stored.lastModified.getTime() / 1000) * 1000;

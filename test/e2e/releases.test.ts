@@ -150,6 +150,9 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const size = Number(whole.headers.get('content-length'));
     const head = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=0-3' });
     expect([head.status, Buffer.from(await head.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
+    // The range unit in any case (RFC 9110 14.1).
+    const cased = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'Bytes=0-3' });
+    expect([cased.status, Buffer.from(await cased.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
     const tail = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size - 4}-` });
     expect([tail.status, Buffer.from(await tail.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
     const again = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-None-Match': etag });

@@ -154,6 +154,9 @@ describe('the feed, as HTTP/1.1 allows it to be asked', () => {
   it('an empty body (Content-Length: 0, as `curl -d \'\'` sends): the same 400, not the fields a report lacks', async () => {
     const res = await rawRequest(svc.url, [`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n`]);
     expect(expectShaped(res, 400).details).toEqual([{ in: 'body', field: '(body)', message: 'is required' }]);
+    // Chunked, with no chunk but the last: no body either.
+    const chunked = await rawRequest(svc.url, [`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`]);
+    expect(expectShaped(chunked, 400).details).toEqual([{ in: 'body', field: '(body)', message: 'is required' }]);
   });
 
   it('a request line in absolute form naming a user and a key before the host: 400, and the key is never logged', async () => {

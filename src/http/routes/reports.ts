@@ -7,6 +7,9 @@ import { BBOX_PATTERN } from '../query.js';
 import { ADMIN_DESCRIPTION, ADMIN_SCHEMA, archiveTooMany, notModified, archiveUnavailable, badQuery, envelope, error, exampleFeature, retryAfter, syncGone, tooMany, unavailable, windowParams } from '../openapiParts.js';
 import { PUBLIC_READ, type Route } from '../route.js';
 
+/** What the pattern does not say: a post_id is a whole number a JSON number holds exactly. */
+const PKEY_DESCRIPTION = 'A report key, `<source>-<post_id>` or `<source>-<partner>-<post_id>`, its post_id at most 9007199254740991 (2^53 − 1).';
+
 export const REPORTS_ROUTES: readonly Route[] = [
   {
     path: '/reports/archive',
@@ -251,7 +254,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
         get: {
           operationId: 'capAlert',
           summary: 'One report as a CAP 1.2 alert',
-          parameters: [{ name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, example: 'partner-alpha-1' }],
+          parameters: [{ name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, description: PKEY_DESCRIPTION, example: 'partner-alpha-1' }],
           responses: {
             '200': { description: 'The alert.', content: { 'application/cap+xml': { schema: { type: 'string' } } } },
             '304': notModified,
@@ -276,7 +279,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
           summary: 'One report by its key',
           description: 'Read from the hour the report belongs to (its key is looked up in the ledger). 410 once retracted; 404 when unknown, or accepted and not archived yet (then with Retry-After).',
           parameters: [
-            { name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, example: 'partner-alpha-1' },
+            { name: 'pkey', in: 'path', required: true, schema: { type: 'string', pattern: PKEY_PATTERN }, description: PKEY_DESCRIPTION, example: 'partner-alpha-1' },
             { name: 'geoformat', in: 'query', description: 'geojson: the Feature; topojson: a Topology holding its one geometry.', schema: { type: 'string', enum: ['geojson', 'topojson'], default: 'geojson' } },
           ],
           responses: {
