@@ -25,9 +25,7 @@ function walk(text: string, onName?: (name: string, stack: readonly Frame[]) => 
     const top = stack[stack.length - 1];
     if (c === QUOTE) {
       const isKey = top?.kind === 'object' && top.expectingKey;
-      // To the closing quote: the next one not escaped (an odd run of backslashes before it).
-      let end = text.indexOf('"', i + 1);
-      while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      const end = closingQuote(text, i);
       if (end < 0) return { stack, inString: true, stringIsKey: isKey };
       if (isKey) {
         top.key = decoded(text.slice(i + 1, end));
@@ -47,6 +45,13 @@ function walk(text: string, onName?: (name: string, stack: readonly Frame[]) => 
 }
 
 const [QUOTE, BACKSLASH, OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET, COLON, COMMA] = [...'"\\{}[]:,'].map((c) => c.charCodeAt(0)) as [number, number, number, number, number, number, number, number];
+
+/** Where the string opened at `open` closes: the next quote not escaped (an odd run of backslashes before it); -1 if none. */
+function closingQuote(text: string, open: number): number {
+  let end = text.indexOf('"', open + 1);
+  while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+  return end;
+}
 
 /** Whether the quote at `at` is escaped: an odd run of backslashes before it. */
 function escaped(text: string, at: number): boolean {
@@ -154,8 +159,7 @@ export function nestsDeeperThan(text: string, levels: number): boolean {
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
-      let end = text.indexOf('"', i + 1);
-      while (end > 0 && escaped(text, end)) end = text.indexOf('"', end + 1);
+      const end = closingQuote(text, i);
       if (end < 0) return false;
       i = end;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
