@@ -2,7 +2,8 @@
 // openapi.ts) and Swagger UI under /docs, from its npm package, served offline.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import express, { Router, type RequestHandler } from 'express';
+import { Router, type RequestHandler } from 'express';
+import { staticFiles } from './staticFiles.js';
 import { openApiDocument } from './openapi.js';
 import type { Handlers } from './route.js';
 import { applyEncoding, encodeOnce, negotiateEncoding, type Encoding } from './encoding.js';
@@ -35,6 +36,6 @@ export function apiDocsHandlers(): Handlers {
       "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
     );
   });
-  docs.use(express.static(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
+  docs.use(staticFiles(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
   return { openApiJson, docs };
 }

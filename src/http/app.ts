@@ -83,7 +83,9 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   app.use(cors);
   app.use(tagBodies);
 
-  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', isOwnRequest);
+  // A CORS preflight is not counted: a page sends one before each cross-origin read of a new URL,
+  // and it costs a few headers.
+  const readLimit = limiter(rt.config.rateLimits.readPerMinute, (req) => ipKeyGenerator(req.ip ?? 'unknown'), 'client', (req) => req.method === 'OPTIONS' || isOwnRequest(req));
   // Runs after authentication: limits are per key, counted under its name (no second hash of the key).
   const feedLimit = limiter(rt.config.rateLimits.feedPerMinute, (_req, res) => `key:${partnerOf(res)}`, 'API key');
   // One count of failed authentications per client address, for every authenticated route.

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import express, { Router, type RequestHandler } from 'express';
+import { Router, type RequestHandler } from 'express';
+import { staticFiles } from './staticFiles.js';
 import { projectDir } from '../shared/projectDir.js';
 import type { Handlers } from './route.js';
 
@@ -61,13 +62,13 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
   // No index and no redirect of a folder to its slash: /explorer/ lists nothing, so /explorer is a 404 at once.
   const assets = { maxAge: '1h', index: false, redirect: false } as const;
   const explorerAssets = Router();
-  explorerAssets.use('/vendor/leaflet', express.static(path.join(packageDir('leaflet'), 'dist'), assets));
-  explorerAssets.use('/vendor/uplot', express.static(path.join(packageDir('uplot'), 'dist'), assets));
-  explorerAssets.use('/vendor/topojson', express.static(path.join(packageDir('topojson-client'), 'dist'), assets));
+  explorerAssets.use('/vendor/leaflet', staticFiles(path.join(packageDir('leaflet'), 'dist'), assets));
+  explorerAssets.use('/vendor/uplot', staticFiles(path.join(packageDir('uplot'), 'dist'), assets));
+  explorerAssets.use('/vendor/topojson', staticFiles(path.join(packageDir('topojson-client'), 'dist'), assets));
   // The page is served at / alone (its security policy, the configured limit): its file is no
   // asset, however its path is spelt (%69ndex.html, //index.html), as the file server decodes it.
   explorerAssets.use((req, _res, next) => next(isPageFile(req.path) ? 'router' : undefined));
-  explorerAssets.use(express.static(web, assets));
+  explorerAssets.use(staticFiles(web, assets));
   return { explorer, explorerAssets };
 }
 

@@ -325,7 +325,11 @@ describe('rate limits', () => {
     expect(other.status).toBe(201);
   });
 
-  it('per client on the GET endpoints', async () => {
+  it('per client on the GET endpoints; CORS preflights are not counted (a page sends one before its reads)', async () => {
+    const preflight = { Origin: 'https://dashboard.example.org', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'if-none-match' };
+    const preflights: number[] = [];
+    for (let i = 0; i < 5; i++) preflights.push((await call(limited.url, 'OPTIONS', `/reports/archive?${WINDOW}&limit=${i + 1}`, preflight)).status);
+    expect(preflights).toEqual([204, 204, 204, 204, 204]);
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await call(limited.url, 'GET', '/cities')).status);
     expect(statuses).toEqual([200, 200, 200, 429, 429]);

@@ -56,6 +56,9 @@ SHAPES['ogc barangays'] = '/ogc/collections/local-areas/items?limit=1000';
 SHAPES['cap'] = '/reports/cap.atom';
 SHAPES['ogc api'] = '/ogc/api';
 SHAPES['stream'] = '/reports/stream';
+/** Static files, compressed once and then sent from memory. */
+SHAPES['docs bundle'] = '/docs/swagger-ui-bundle.js';
+SHAPES['explorer library'] = '/explorer/vendor/leaflet/leaflet-src.js';
 
 const ENCODINGS = ['identity', 'gzip', 'br'] as const;
 const MOMENTS = ['after the headers', 'after the first chunk', 'mid-stream'] as const;

@@ -1,0 +1,99 @@
+// The pages' static files (Swagger UI's bundle, the explorer's scripts and libraries): compressed
+// for a client that accepts it, each encoding with its own strong ETag and a 304 on it; ranges,
+// clients that accept no encoding and paths that climb out are express.static's, as before.
+import { createRequire } from 'node:module';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+function get(target: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${svc.url}${target}`, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const swaggerFile = (name: string) => path.join(path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json')), name);
+
+describe("the pages' static files", () => {
+  it("Swagger UI's bundle: brotli and gzip for clients that accept them, each the file's bytes, with a strong ETag per encoding and a 304 on it", async () => {
+    const file = await fs.readFile(swaggerFile('swagger-ui-bundle.js'));
+    const br = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br, gzip' });
+    expect(br.status).toBe(200);
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(br.headers['content-type']).toMatch(/javascript/);
+    expect(br.headers.vary).toMatch(/Accept-Encoding/i);
+    expect(br.headers['cache-control']).toBe('public, max-age=3600');
+    expect(br.body.length).toBeLessThan(file.length / 3);
+    expect(zlib.brotliDecompressSync(br.body).equals(file)).toBe(true);
+    expect(br.headers.etag).toMatch(/^"[^"]+-br"$/);
+
+    const gz = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'gzip' });
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(zlib.gunzipSync(gz.body).equals(file)).toBe(true);
+    expect(gz.headers.etag).toMatch(/^"[^"]+-gz"$/);
+    expect(Number(gz.headers['content-length'])).toBe(gz.body.length);
+
+    // Asked again: the same bytes (made once), and a 304 on the tag.
+    expect((await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br' })).body.equals(br.body)).toBe(true);
+    const again = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br', 'If-None-Match': br.headers.etag! });
+    expect(again.status).toBe(304);
+    expect(again.body.length).toBe(0);
+    expect(again.headers['content-encoding']).toBeUndefined();
+    // Another encoding's tag is another representation: the body.
+    expect((await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br', 'If-None-Match': gz.headers.etag! })).status).toBe(200);
+
+    const head = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br' }, 'HEAD');
+    expect([head.status, head.headers['content-length'], head.headers.etag, head.body.length]).toEqual([200, String(br.body.length), br.headers.etag, 0]);
+  });
+
+  it("the explorer's scripts and its libraries are compressed too", async () => {
+    for (const target of ['/explorer/explorer.js', '/explorer/vendor/leaflet/leaflet.js', '/explorer/vendor/leaflet/leaflet.css', '/explorer/vendor/uplot/uPlot.iife.min.js']) {
+      const res = await get(target, { 'Accept-Encoding': 'gzip' });
+      expect([target, res.status, res.headers['content-encoding']]).toEqual([target, 200, 'gzip']);
+      expect(zlib.gunzipSync(res.body).length).toBeGreaterThan(res.body.length);
+    }
+  });
+
+  it('a client that accepts no encoding, and a range, get the file as it is from the file server', async () => {
+    const file = await fs.readFile(swaggerFile('swagger-ui-bundle.js'));
+    const plain = await get('/docs/swagger-ui-bundle.js');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.body.equals(file)).toBe(true);
+    const range = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'gzip', Range: 'bytes=0-99' });
+    expect(range.status).toBe(206);
+    expect(range.headers['content-encoding']).toBeUndefined();
+    expect(range.body.equals(file.subarray(0, 100))).toBe(true);
+  });
+
+  it('paths that climb out, dotfiles and folders are not served, however spelt', async () => {
+    for (const target of ['/docs/..%2Fpackage.json', '/docs/%2e%2e/package.json', '/explorer/vendor/leaflet/..%2F..%2F..%2Fpackage.json', '/docs/.npmignore', '/explorer/vendor/leaflet/']) {
+      const res = await get(target, { 'Accept-Encoding': 'gzip' });
+      expect([target, res.status < 400 ? 'served' : 'refused']).toEqual([target, 'refused']);
+      expect([target, res.headers['content-encoding']]).toEqual([target, undefined]);
+    }
+  });
+});
