@@ -144,7 +144,7 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   // A URL the schema's pattern lets through but no client can fetch (no host, a port past
   // 65535): refused as it arrives; a report accepted before this check is re-read as it is.
   if (places && typeof input.image_url === 'string' && !isFetchableUrl(input.image_url)) {
-    details.push({ in: 'body', field: 'image_url', message: 'must be an http(s) URL with a host written after // (no backslash; a port, if any, up to 65535)' });
+    details.push({ in: 'body', field: 'image_url', message: 'must be an http(s) URL with a host written after // (no backslash; a port, if any, from 1 to 65535)' });
   }
   if (details.length > 0) throw new InvalidReportError(details);
   return {
@@ -166,7 +166,8 @@ function isFetchableUrl(text: string): boolean {
   if (!/^https?:\/\/[^/\\?#]/i.test(text) || text.includes('\\')) return false;
   try {
     const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    // Port 0 parses, but no client can connect to it.
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.port !== '0';
   } catch {
     return false;
   }

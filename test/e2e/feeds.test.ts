@@ -91,6 +91,8 @@ describe('POST /feeds/partner rejects', () => {
     ['image_url not http(s)', { image_url: 'javascript:alert(1)' }, 'image_url'],
     ['image_url with an empty host (read as x by a browser alone)', { image_url: 'http:///x' }, 'image_url'],
     ['image_url with a backslash for a slash', { image_url: 'https://\\example.org/a.jpg' }, 'image_url'],
+    ['image_url on port 0 (no client can connect to it)', { image_url: 'https://example.org:0/a.jpg' }, 'image_url'],
+    ['image_url on a port past 65535', { image_url: 'https://example.org:65536/a.jpg' }, 'image_url'],
     ['partner_city unknown', { partner_city: 'Manila' }, 'partner_city'],
     ['partner_city missing', { partner_city: undefined }, 'partner_city'],
     ['disaster_type not flood', { disaster_type: 'earthquake' }, 'disaster_type'],
