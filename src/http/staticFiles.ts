@@ -34,7 +34,10 @@ export function staticFiles(root: string, options: StaticOptions): Router {
   const maxAgeSeconds = Math.round(parseMaxAge(options.maxAge) / 1000);
   const compressed: RequestHandler = (req, res, next) => {
     const file = fileUnder(root, req.path);
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || req.get('range') !== undefined || file === undefined || !TEXT_FILE.test(file)) return next();
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || file === undefined || !TEXT_FILE.test(file)) return next();
+    // Its answer depends on Accept-Encoding however it is sent: a shared cache keeps them apart.
+    res.vary('Accept-Encoding');
+    if (req.get('range') !== undefined) return next();
     const encoding = negotiateEncoding(req, true);
     if (encoding === 'identity') return next();
     void compressedFile(files, file, encoding)
@@ -59,8 +62,10 @@ export function staticFiles(root: string, options: StaticOptions): Router {
 }
 
 /**
- * The file a request path names under `root`, or undefined for one express.static should judge:
- * a path that does not decode, climbs out, or names a dotfile (which it ignores).
+ * The file a request path names under `root`, spelt as a plain path (/a/b.js), or undefined for
+ * one express.static should judge: a path that does not decode, climbs out, names a dotfile
+ * (which it ignores), or is spelt another way (an empty segment, a backslash), which a handler
+ * before this one may have refused by its plain spelling (the explorer's page file).
  */
 function fileUnder(root: string, requested: string): string | undefined {
   let decoded: string;
@@ -69,9 +74,9 @@ function fileUnder(root: string, requested: string): string | undefined {
   } catch {
     return undefined;
   }
-  if (decoded.includes('\0')) return undefined;
-  const segments = decoded.split(/[\\/]/);
-  if (segments.some((s) => s === '..' || s.startsWith('.'))) return undefined;
+  if (!decoded.startsWith('/') || /[\\\0]/.test(decoded)) return undefined;
+  const segments = decoded.slice(1).split('/');
+  if (segments.some((s) => s === '' || s.startsWith('.'))) return undefined;
   const file = path.join(root, ...segments);
   const relative = path.relative(root, file);
   return relative === '' || relative.startsWith('..') || path.isAbsolute(relative) ? undefined : file;

@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { pipeline } from 'node:stream';
 import { CsvError, parse as parseCsv } from 'csv-parse';
-import { namesGivenTwice } from '../shared/jsonText.js';
+import { namesGivenTwice, valueNestsDeeperThan } from '../shared/jsonText.js';
 
 export type ImportFormat = 'ndjson' | 'geojson' | 'csv';
 
@@ -77,7 +77,14 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
       if (!repeated.has(n)) repeated.set(n, `${field.slice(feature[0].length) || '(body)'}: ${message}`);
     }
     const features = collection ? doc.features! : [doc];
-    yield* features.map((f, i) => (repeated.has(i) ? new RecordError(repeated.get(i)!, JSON.stringify(f)) : f));
+    yield* features.map((f, i) =>
+      // Kept as a note, not its text: written back it would overflow the stack.
+      valueNestsDeeperThan(f, MAX_NESTING)
+        ? new RecordError(NESTED_TOO_DEEP, `(feature ${i + 1}, not copied: nested more than ${MAX_NESTING} deep)`)
+        : repeated.has(i)
+          ? new RecordError(repeated.get(i)!, JSON.stringify(f))
+          : f,
+    );
     return;
   }
   // A row with more or fewer fields than the header is a reject of its own, not the end of the file.
@@ -178,6 +185,11 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
     await handle.close();
   }
 }
+
+/** Levels of objects and lists a record may nest: a report has three. */
+export const MAX_NESTING = 32;
+/** Why a record nested deeper than that is refused. */
+export const NESTED_TOO_DEEP = `the record nests objects or lists more than ${MAX_NESTING} deep: no report does`;
 
 /** Bytes read from an NDJSON file at once. */
 const NDJSON_BLOCK = 1 << 20;

@@ -8,7 +8,7 @@ import type { PlaceNames } from '../boundaries/placeNames.js';
 import type { IngestRecord } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import { pkeyOf, SOURCE } from '../store/layout.js';
-import { RecordError, toPartnerInput } from './importRecords.js';
+import { MAX_NESTING, NESTED_TOO_DEEP, RecordError, toPartnerInput } from './importRecords.js';
 import { nameGivenTwice, nestsDeeperThan } from '../shared/jsonText.js';
 
 /** What validation needs: the current boundaries, and the partner the import runs as. */
@@ -54,8 +54,6 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
 
 /** A line longer than this is no report (a post's body is at most 64 KiB): refused undecoded. */
 const MAX_LINE_BYTES = 1 << 20;
-/** Levels of objects and lists a line may nest: a report has three. */
-const MAX_NESTING = 32;
 
 /** A batch of NDJSON lines end to end, line i ending at ends[i] (ndjsonBatches), validated. */
 export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: ValidationContext): ValidatedBatch {
@@ -93,7 +91,7 @@ export function recordOfLine(line: string): unknown {
     return new RecordError('the line is not valid JSON', line);
   }
   // Kept as its text, whose start says enough: written back as a value it would overflow the stack.
-  if (nestsDeeperThan(text, MAX_NESTING)) return new RecordError(`the line nests objects or lists more than ${MAX_NESTING} deep: no report does`, line.slice(0, 200));
+  if (nestsDeeperThan(text, MAX_NESTING)) return new RecordError(NESTED_TOO_DEEP, line.slice(0, 200));
   const twice = nameGivenTwice(text, record);
   return twice ? new RecordError(`${twice.field}: ${twice.message}`, line) : record;
 }

@@ -168,3 +168,19 @@ export function nestsDeeperThan(text: string, levels: number): boolean {
   }
   return false;
 }
+
+/**
+ * Whether a parsed JSON value nests objects and lists more than `levels` deep: JSON.parse reads
+ * far deeper than JSON.stringify can write back (it overflows the stack). Iterative, for the same
+ * reason.
+ */
+export function valueNestsDeeperThan(value: unknown, levels: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth + 1 > levels) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
+}

@@ -224,6 +224,13 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const deepRun = await importFile(svc.rt, { file: deep, batchSize: 100, threadsFromBytes: 0 });
     expect(deepRun).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
     expect(JSON.parse((await fs.readFile(deepRun.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: [expect.stringMatching(/nests objects or lists more than \d+ deep/)] });
+    // The same in a GeoJSON feature's properties (one with no point: its reject once wrote it back whole).
+    const deepGeo = path.join(dir, 'deep.geojson');
+    const feature = (id: number, properties: string) => `{"type":"Feature","geometry":{"type":"Point","coordinates":[121.05,14.65]},"properties":${properties}}`.replace('}}', `,"post_id":${id},"created_at":"${at}","partner_city":"Quezon City","disaster_type":"flood"}}`);
+    await fs.writeFile(deepGeo, `{"type":"FeatureCollection","features":[${feature(70_010, `{"x":${'['.repeat(50_000)}${']'.repeat(50_000)}}`).replace('{"type":"Point","coordinates":[121.05,14.65]}', 'null')},${feature(70_011, '{"y":1}')}]}`);
+    const deepGeoRun = await importFile(svc.rt, { file: deepGeo, batchSize: 100 });
+    expect(deepGeoRun).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    expect(JSON.parse((await fs.readFile(deepGeoRun.rejectsFile, 'utf8')).trim())).toMatchObject({ record: 1, reasons: [expect.stringMatching(/nests objects or lists more than \d+ deep/)] });
   });
 
   it('runs one import at a time on a data directory: another running is refused, a lock untouched for five minutes is taken over', async () => {

@@ -83,10 +83,21 @@ describe("the pages' static files", () => {
     const plain = await get('/docs/swagger-ui-bundle.js');
     expect(plain.headers['content-encoding']).toBeUndefined();
     expect(plain.body.equals(file)).toBe(true);
+    // Another client's answer differs: a shared cache must not give this one to a browser.
+    expect(plain.headers.vary).toMatch(/Accept-Encoding/i);
     const range = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'gzip', Range: 'bytes=0-99' });
     expect(range.status).toBe(206);
     expect(range.headers['content-encoding']).toBeUndefined();
     expect(range.body.equals(file.subarray(0, 100))).toBe(true);
+  });
+
+  it("the explorer's page file is no asset, however spelt, compressed or not (it is served at / alone, with its security policy)", async () => {
+    for (const target of ['/explorer/index.html', '/explorer/index.html/', '/explorer/index.html//', '/explorer/%5Cindex.html', '/explorer/index.html%5C', '/explorer//index.html', '/explorer/vendor/..%2Findex.html']) {
+      for (const encoding of ['gzip', 'br', 'identity']) {
+        const res = await get(target, { 'Accept-Encoding': encoding });
+        expect([target, encoding, res.status]).toEqual([target, encoding, 404]);
+      }
+    }
   });
 
   it('paths that climb out, dotfiles and folders are not served, however spelt', async () => {
