@@ -36,6 +36,7 @@ export function apiDocsHandlers(): Handlers {
       "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
     );
   });
-  docs.use(staticFiles(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h' }));
+  // The package's own initializer (the Petstore's document) is ours above, however its path is spelt.
+  docs.use(staticFiles(SWAGGER_UI_DIR, { index: 'index.html', maxAge: '1h', hidden: ['swagger-initializer.js'] }));
   return { openApiJson, docs };
 }

@@ -43,7 +43,7 @@ import { MOUNTS, ROUTES } from './routes.js';
 import { streamHandlers } from './stream.js';
 import { capHandlers } from './cap.js';
 import type { WarmUp } from './warmUp.js';
-import { cors, preflight } from './cors.js';
+import { cors, preflightOf } from './cors.js';
 
 /** What the API serves from: its configuration and the ports and readers its routes use. */
 export interface AppDeps extends OperationsDeps {
@@ -129,7 +129,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   for (const route of ROUTES) {
     if (route.direct) continue;
     // A preflight is answered where the table says so: elsewhere OPTIONS is a 404 or a 405, as any other method.
-    if (route.preflight) app.options(route.path, preflight);
+    if (route.preflight) app.options(route.path, preflightOf(allowOf(route)));
     for (const [verb, name] of Object.entries(route.serve)) app[verb as 'get' | 'post' | 'delete'](route.path, handler(name));
   }
   for (const mount of MOUNTS) {

@@ -19,10 +19,10 @@ export const cors: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** A CORS preflight of a public read (a route with `preflight` in the table). */
-export const preflight: RequestHandler = (_req, res) => {
+/** A CORS preflight of a public read (a route with `preflight` in the table) allowing `allow`, its Allow header's methods. */
+export const preflightOf = (allow: string): RequestHandler => (_req, res) => {
   res.set({
-    'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
+    'Access-Control-Allow-Methods': allow,
     'Access-Control-Allow-Headers': 'If-None-Match, If-Range, Range, Accept, Accept-Encoding, Content-Type, X-Request-Id',
     'Access-Control-Max-Age': '86400',
   });

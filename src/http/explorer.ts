@@ -66,17 +66,8 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
   explorerAssets.use('/vendor/uplot', staticFiles(path.join(packageDir('uplot'), 'dist'), assets));
   explorerAssets.use('/vendor/topojson', staticFiles(path.join(packageDir('topojson-client'), 'dist'), assets));
   // The page is served at / alone (its security policy, the configured limit): its file is no
-  // asset, however its path is spelt (%69ndex.html, //index.html), as the file server decodes it.
-  explorerAssets.use((req, _res, next) => next(isPageFile(req.path) ? 'router' : undefined));
-  explorerAssets.use(staticFiles(web, assets));
+  // asset, however its path is spelt (%69ndex.html, //index.html).
+  explorerAssets.use(staticFiles(web, { ...assets, hidden: ['index.html'] }));
   return { explorer, explorerAssets };
 }
 
-/** Whether a path names the page's own file once decoded and normalised (a path that does not decode is the file server's 400). */
-function isPageFile(requested: string): boolean {
-  try {
-    return path.posix.normalize(decodeURIComponent(requested)) === '/index.html';
-  } catch {
-    return false;
-  }
-}

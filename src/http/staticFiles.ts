@@ -26,18 +26,28 @@ interface Compressed {
   bodies: Map<Exclude<Encoding, 'identity'>, Promise<Buffer>>;
 }
 
-type StaticOptions = { maxAge: string; index: string | false; redirect?: boolean };
+type StaticOptions = {
+  maxAge: string;
+  index: string | false;
+  redirect?: boolean;
+  /** Files of the folder (relative paths) never served from it, however their path is spelt: others answer for them. */
+  hidden?: readonly string[];
+};
 
 /** express.static over `root`, its text files compressed when the client accepts it. */
-export function staticFiles(root: string, options: StaticOptions): Router {
+export function staticFiles(root: string, { hidden = [], ...options }: StaticOptions): Router {
   const files = new Map<string, Compressed>();
+  const hiddenFiles = new Set(hidden.map((name) => path.join(root, name)));
+  // Judged on the path as the file server reads it (decoded, normalised: %69ndex.html, a//b).
+  const hide: RequestHandler = (req, _res, next) => next(hiddenFiles.has(servedPath(root, req.path)) ? 'router' : undefined);
   const maxAgeSeconds = Math.round(parseMaxAge(options.maxAge) / 1000);
   const compressed: RequestHandler = (req, res, next) => {
     const file = fileUnder(root, req.path);
     if ((req.method !== 'GET' && req.method !== 'HEAD') || file === undefined || !TEXT_FILE.test(file)) return next();
     // Its answer depends on Accept-Encoding however it is sent: a shared cache keeps them apart.
     res.vary('Accept-Encoding');
-    if (req.get('range') !== undefined) return next();
+    // A range, or a precondition on the file as it is (If-Match, If-Unmodified-Since): the file server's.
+    if (req.get('range') !== undefined || req.get('if-match') !== undefined || req.get('if-unmodified-since') !== undefined) return next();
     const encoding = negotiateEncoding(req, true);
     if (encoding === 'identity') return next();
     void compressedFile(files, file, encoding)
@@ -57,8 +67,17 @@ export function staticFiles(root: string, options: StaticOptions): Router {
       .catch((err: unknown) => res.destroy(err as Error));
   };
   const router = Router();
-  router.use(compressed, express.static(root, options));
+  router.use(hide, compressed, express.static(root, options));
   return router;
+}
+
+/** The file express.static would look for at `requested` (a path that does not decode: none, its 400). */
+function servedPath(root: string, requested: string): string {
+  try {
+    return path.join(root, decodeURIComponent(requested)).replace(/(.)\/+$/, '$1');
+  } catch {
+    return '';
+  }
 }
 
 /**

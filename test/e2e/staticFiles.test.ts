@@ -100,6 +100,24 @@ describe("the pages' static files", () => {
     }
   });
 
+  it("a precondition on the file (If-Match, If-Unmodified-Since) is judged as the file server judges it, whatever the encoding", async () => {
+    for (const headers of [{ 'If-Match': '"nope"' }, { 'If-Unmodified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' }]) {
+      for (const encoding of ['gzip', 'identity']) expect([headers, encoding, (await get('/docs/swagger-ui.css', { ...headers, 'Accept-Encoding': encoding })).status]).toEqual([headers, encoding, 412]);
+    }
+  });
+
+  it("Swagger UI's own initializer (the Petstore's document) is never served, however spelt: ours points at /openapi.json", async () => {
+    expect((await get('/docs/swagger-initializer.js')).body.toString()).toMatch(/'\/openapi\.json'/);
+    for (const target of ['/docs/%73wagger-initializer.js', '/docs//swagger-initializer.js', '/docs/./swagger-initializer.js']) {
+      for (const encoding of ['gzip', 'identity']) {
+        const res = await get(target, { 'Accept-Encoding': encoding });
+        const body = encoding === 'gzip' && res.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(res.body).toString() : res.body.toString();
+        const outcome = res.status === 404 ? 'refused' : /'\/openapi\.json'/.test(body) && !/petstore/i.test(body) ? 'ours' : `${res.status}, the package's`;
+        expect([target, encoding, ['refused', 'ours'].includes(outcome) ? 'refused or ours' : outcome]).toEqual([target, encoding, 'refused or ours']);
+      }
+    }
+  });
+
   it('paths that climb out, dotfiles and folders are not served, however spelt', async () => {
     for (const target of ['/docs/..%2Fpackage.json', '/docs/%2e%2e/package.json', '/explorer/vendor/leaflet/..%2F..%2F..%2Fpackage.json', '/docs/.npmignore', '/explorer/vendor/leaflet/']) {
       const res = await get(target, { 'Accept-Encoding': 'gzip' });
