@@ -389,7 +389,7 @@ function readInstant(values: QueryValues, name: string, details: ErrorDetail[]):
     return undefined;
   }
   const value = plusRestored(raw);
-  const ms = parseOffsetDateTime(value);
+  const ms = parseOffsetDateTime(value, name === 'start' ? 'up' : 'down');
   if (ms === undefined) {
     details.push({
       in: 'query',
