@@ -101,7 +101,7 @@ describe("the pages' static files", () => {
   });
 
   it("a precondition on the file (If-Match, If-Unmodified-Since) is judged as the file server judges it, whatever the encoding", async () => {
-    for (const headers of [{ 'If-Match': '"nope"' }, { 'If-Unmodified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' }]) {
+    for (const headers of [{ 'If-Match': '"nope"' }, { 'If-Unmodified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' }] as Record<string, string>[]) {
       for (const encoding of ['gzip', 'identity']) expect([headers, encoding, (await get('/docs/swagger-ui.css', { ...headers, 'Accept-Encoding': encoding })).status]).toEqual([headers, encoding, 412]);
     }
   });
