@@ -389,7 +389,7 @@ function readInstant(values: QueryValues, name: string, details: ErrorDetail[]):
     return undefined;
   }
   const value = plusRestored(raw);
-  const ms = parseOffsetDateTime(value, name === 'start' ? 'up' : 'down');
+  const ms = parseOffsetDateTime(value);
   if (ms === undefined) {
     details.push({
       in: 'query',

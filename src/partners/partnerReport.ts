@@ -197,13 +197,11 @@ function partnerCityOf(value: string, places: Pick<PlaceNames, 'resolve'>): { la
  * Parses `YYYY-MM-DDTHH:mm:ss[.fff](Z|±HH:MM|±HHMM)` to epoch ms, rejecting
  * impossible dates (Feb 30, hour 25) that Date.parse would roll over.
  */
-export function parseOffsetDateTime(value: string, round: 'down' | 'up' = 'down'): number | undefined {
+export function parseOffsetDateTime(value: string): number | undefined {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/.exec(value);
   if (!m) return undefined;
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  // Digits past the millisecond: dropped, or (`up`: a window's start) the next millisecond, so
-  // that a report stored to the millisecond before the instant is not within it.
-  const ms = Number(((m[7] ?? '') + '000').slice(0, 3)) + (round === 'up' && /[1-9]/.test((m[7] ?? '').slice(3)) ? 1 : 0);
+  const ms = Number(((m[7] ?? '') + '000').slice(0, 3));
   const offHours = m[10] === undefined ? 0 : Number(m[10]);
   const offMinutes = m[11] === undefined ? 0 : Number(m[11]);
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59 || offHours > 14 || offMinutes > 59) {

@@ -69,7 +69,7 @@ function readEnd(sent: string, end: 'start' | 'end'): number | undefined {
     return ms === undefined ? undefined : end === 'start' ? ms : ms + 86_400_000 - 1;
   }
   // RFC 3339 allows a lower-case t and z.
-  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'), end === 'start' ? 'up' : 'down');
+  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'));
 }
 
 /**
