@@ -30,6 +30,7 @@ import { uploadStore } from './uploadStore.js';
 import { pull, type Pulled } from './pull.js';
 import { feedBody, postFeed } from './partnerPosts.js';
 import { syncScenario } from './sync.js';
+import { readyCostRows } from './readyCosts.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..'); // dist/bench → project root
@@ -48,7 +49,7 @@ const { values: args } = parseArgs({
     's3-shaped': { type: 'string' },
     quick: { type: 'boolean', default: false },
     hourly: { type: 'boolean', default: false },
-    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts; the year in time order reprocessed to the national set and back), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100), sync (a month imported, then its first sync beside the month pulled whole, each cold and warm). */
+    /** Comma-separated scenarios to run: archive (with stats and the page), stats (stats and the page alone, on the same archive), ingest, memory (the API over 100,000 posts), bulk (imports: a spread-out file against DuckDB, the year in time order and shuffled, on the S3 emulator, and beside live posts; the year in time order reprocessed to the national set and back), national (tagging, ingest and /cities with the national boundaries beside the two-city default), ingest-s3 (posts on moto behind the shaped proxy, --s3-shaped or 30,100), sync (a month imported, then its first sync beside the month pulled whole, each cold and warm), ready-texts (a compacted day's ready texts, step by step). */
     only: { type: 'string', default: 'archive,ingest' },
     /** Comma-separated archive windows to measure: day, week, month, year. */
     windows: { type: 'string', default: 'day,week,month,year' },
@@ -620,6 +621,12 @@ async function main(): Promise<void> {
   if (ONLY.has('sync')) results.push(await syncScenario({ reports: QUICK ? 20_000 : 200_000, apiKey: API_KEY, ...(args.cli && { cli: String(args.cli) }) }, log));
   if (ONLY.has('national')) await nationalScenario();
   if (ONLY.has('national-year')) await nationalYearScenario();
+  if (ONLY.has('ready-texts')) {
+    const { twoCity, national } = await loadSets(SHARED_NATIONAL(root));
+    const sets = [{ label: 'two-city', set: twoCity }, { label: 'national', set: national }];
+    const rows = await readyCostRows({ days: QUICK ? 2 : 10, perDay: QUICK ? 2_000 : 7_000, runs: QUICK ? 1 : 3, sets }, log);
+    results.push({ scenario: "ready texts: where a compacted day's build goes (µs a report, median of the runs)", rows });
+  }
   if (ONLY.has('ingest')) {
     await ingestScenario(16, false);
     await ingestScenario(64, false);

@@ -4,7 +4,7 @@ export { ConfigError, loadConfig } from '../shared/config.js';
 export { closedBefore, compact } from '../ops/compact.js';
 export { purgeRetracted } from '../ops/purge.js';
 export { exportWindow, partialOf } from '../ops/exportWindow.js';
-export { importFile } from '../ops/importFile.js';
+export { checkRejectsFile, importFile, rejectsFileOf } from '../ops/importFile.js';
 export { giveBackLocks } from '../ops/storeLock.js';
 export { KeyNameInUseError } from '../ledger/ledger.js';
 export { reprocess } from '../ops/reprocess.js';

@@ -151,7 +151,11 @@ interface Checkpoint {
  * The rejects file is written over at a run's start: never the input or the checkpoint (a
  * `--rejects` naming the input would empty it), and in a folder that is there.
  */
-async function checkRejectsFile(rejectsFile: string, others: readonly string[]): Promise<void> {
+/** Where an import of `file` writes its rejects unless told. */
+export const rejectsFileOf = (file: string): string => `${file}.rejected.ndjson`;
+
+/** Whether the rejects can be written at `rejectsFile` (and not over the input or the checkpoint): ImportInputError if not. */
+export async function checkRejectsFile(rejectsFile: string, others: readonly string[]): Promise<void> {
   const real = async (file: string) => fs.realpath(file).catch(() => path.resolve(file));
   const rejects = await real(rejectsFile);
   for (const other of others) {
@@ -159,7 +163,15 @@ async function checkRejectsFile(rejectsFile: string, others: readonly string[]):
   }
   const folder = await fs.stat(path.dirname(rejects)).catch(() => undefined);
   if (!folder?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile}: there is no folder ${path.dirname(rejectsFile)} to write it in`);
-  if ((await fs.stat(rejects).catch(() => undefined))?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
+  const existing = await fs.stat(rejects).catch(() => undefined);
+  if (existing?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
+  // Found now, not at the first reject: a run that stops there has nothing to resume from. Opened
+  // to append (nothing written), as the run will: a permission test would pass root anywhere.
+  const handle = await fs.open(rejects, 'a').catch((err: NodeJS.ErrnoException) => {
+    throw new ImportInputError(`--rejects ${rejectsFile} cannot be written (${err.code ?? err.message}): name another file`);
+  });
+  await handle.close();
+  if (!existing) await fs.rm(rejects, { force: true });
 }
 
 /** The sorted file of validated records, in the run's folder. */
@@ -187,7 +199,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
-  const rejectsFile = options.rejectsFile ?? `${options.file}.rejected.ndjson`;
+  const rejectsFile = options.rejectsFile ?? rejectsFileOf(options.file);
   await checkRejectsFile(rejectsFile, [options.file, stateFile]);
   await removeCheckpointLeftovers(stateFile);
   const partner = options.partner;
@@ -222,8 +234,10 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     }
   }
   const resumedFrom = checkpoint.processed;
+  // A new run writes the rejects file over at its first reject (or at the end of its first pass),
+  // not before: a run that stops at once (a file not of the format given) leaves the last run's.
+  let fresh = resumedFrom === 0;
   if (resumedFrom === 0) {
-    await fs.writeFile(rejectsFile, '');
     checkpoint.rejectsBytes = 0;
   } else {
     // The rejects of the records done, and none of those the resumed run does again.
@@ -232,6 +246,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     else if (size > checkpoint.rejectsBytes) await fs.truncate(rejectsFile, checkpoint.rejectsBytes);
   }
   const appendRejects = async (text: string) => {
+    if (fresh) await fs.writeFile(rejectsFile, '');
+    fresh = false;
     await fs.appendFile(rejectsFile, text);
     checkpoint.rejectsBytes = (checkpoint.rejectsBytes ?? 0) + Buffer.byteLength(text);
   };
@@ -406,6 +422,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
         }
         progress?.stop();
         const validated = checkpoint.validated.map((name) => path.join(runDir, name));
+        // A run without rejects leaves an empty file, not the last run's.
+        if (fresh) await appendRejects('');
         checkpoint.valid = await sortValidated(rt.db, validated, path.join(runDir, SORTED));
         checkpoint.sorted = SORTED;
         checkpoint.validated = [];
@@ -414,12 +432,11 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       });
     } catch (err) {
       // A file that cannot be read as its format says, found before any record was accepted:
-      // nothing to resume, so nothing is left to resume from (its rejects so far stay; a rejects
-      // file this run began and left empty goes too).
+      // nothing to resume, so nothing is left to resume from (its rejects so far stay; before
+      // its first, the last run's rejects file is as it was).
       if (err instanceof ImportInputError) {
         await fs.rm(runDir, { recursive: true, force: true });
         await fs.rm(stateFile, { force: true });
-        if (resumedFrom === 0 && (await fs.stat(rejectsFile).catch(() => undefined))?.size === 0) await fs.rm(rejectsFile, { force: true });
       }
       throw err;
     }

@@ -57,6 +57,28 @@ describe('flood-archive CLI', () => {
     expect([misspelt.code, misspelt.stderr]).toEqual([2, expect.stringMatching(/^unknown subcommand "lst" of keys: one of list, add, rotate, revoke$/m)]);
     expect((await run(['cities'], offline)).stderr).toMatch(/^cities needs a subcommand: one of publish, list, rollback$/m);
     expect((await run(['dlq', 'bogus'], offline)).code).toBe(2);
+    // So are options missing or wrong, for every command: a usage error (2), not the unreachable
+    // store's 69, and the data directory not made.
+    const input = path.join(await tempDir(), 'in.ndjson');
+    await fs.writeFile(input, `${JSON.stringify(report(1))}\n`);
+    for (const [args, message] of [
+      [['import'], /--file is required/],
+      [['import', '--file', input, '--format', ''], /--format must be ndjson, geojson or csv/],
+      [['import', '--file', input, '--rejects', '/proc/rejects.ndjson'], /--rejects \/proc\/rejects\.ndjson cannot be written/],
+      [['export', '--format', 'csv', '--out', path.join(path.dirname(input), 'out.csv')], /--from is required/],
+      [['verify', '--from', 'nope'], /--from/],
+      [['compact', '--to', '1960-01-01'], /^--from \(1970-01-01T00:00:00\.000Z when not given\) is after --to$/m],
+      [['release'], /--period is required/],
+      [['release', '--period', '20x5'], /--period must be a UTC year/],
+      [['retract', '--reason', 'dpa'], /give the report/],
+      [['keys', 'add'], /--name is required/],
+      [['keys', 'rotate', '--name', 'bad name'], /--name must be/],
+      [['cities', 'publish', '--from', 'boundaries/ph-2023', '--attribution', ''], /--attribution is required/],
+      [['cities', 'publish', '--from', 'boundaries/ph-2023', '--label', ''], /--label is required/],
+    ] as const) {
+      const got = await run([...args], offline);
+      expect([args.join(' '), got.code, got.stderr]).toEqual([args.join(' '), 2, expect.stringMatching(message)]);
+    }
     await expect(fs.access(fresh)).rejects.toThrow();
     const bare = await run([], env);
     expect([bare.code, bare.stdout, bare.stderr]).toEqual([2, '', expect.stringMatching(/^usage: flood-archive <command>/)]);
@@ -104,6 +126,14 @@ describe('flood-archive CLI', () => {
     await fs.writeFile(text, lines);
     await mistake(['import', '--file', text], /cannot tell the format of .*in\.txt from its name: pass --format/);
     await mistake(['import', '--file', text, '--format', 'csv'], /in\.txt could not be read as CSV/);
+    // A run stopped by such a mistake leaves the last run's rejects as they were.
+    const oneBad = path.join(dataDir, 'one-bad.ndjson');
+    await fs.writeFile(oneBad, `${JSON.stringify(report(3))}\n{"post_id":\n`);
+    expect((await run(['import', '--file', oneBad, '--json'], env)).code).toBe(0);
+    const kept = await fs.readFile(`${oneBad}.rejected.ndjson`, 'utf8');
+    expect(kept).toMatch(/"record":2/);
+    await mistake(['import', '--file', oneBad, '--format', 'csv'], /could not be read as CSV/);
+    expect(await fs.readFile(`${oneBad}.rejected.ndjson`, 'utf8')).toBe(kept);
     await mistake(['import', '--file', dataDir], /is not a file/);
     await mistake(['import', '--file', file, '--rejects', dataDir], /--rejects .* is a folder: name the file/);
     // Boundary files that cannot be read: named, exit 2, nothing published.
@@ -138,6 +168,13 @@ describe('flood-archive CLI', () => {
     expect((await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', link], env)).code).toBe(0);
     expect((await fs.lstat(link)).isSymbolicLink()).toBe(true);
     expect(await fs.readFile(target, 'utf8')).toMatch(/^pkey,created_at,/);
+    // A link to no file yet: the file is made where it points, the link kept.
+    const dangling = path.join(dataDir, 'dangling.csv');
+    const notYet = path.join(dataDir, 'not-yet.csv');
+    await fs.symlink(notYet, dangling);
+    expect((await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', dangling], env)).code).toBe(0);
+    expect((await fs.lstat(dangling)).isSymbolicLink()).toBe(true);
+    expect(await fs.readFile(notYet, 'utf8')).toMatch(/^pkey,created_at,/);
     // Nothing to resume is left behind: no checkpoint, no run folder.
     for (const f of [truncated, text]) await expect(fs.stat(`${f}.import-state.json`)).rejects.toMatchObject({ code: 'ENOENT' });
     // Nor an empty rejects file beside a file refused for its structure.

@@ -407,14 +407,16 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
     const unchanged = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
     expect(unchanged.result.features.map((f: any) => f.properties.tags.instance_region_code).filter((c: string | null) => c !== null).sort()).toEqual(['PH-PG', 'PH-PG', 'PH-QC']);
 
-    const [before] = (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
+    // One part, or two when the posts straddled a flush (a loaded host).
+    const beforeParts = (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
+    const before = beforeParts[0];
     const beforeBody = (await svc.rt.store.get(before!.key))!.body;
     // A compaction under way (on another host, say): the reprocess is refused and rewrites nothing,
     // as a compaction that listed the old parts would store them again after it; a dry run still answers.
     const elsewhere = JSON.stringify({ host: 'another-host', pid: 1, id: 'elsewhere', job: 'compaction', since: new Date().toISOString(), touched: new Date().toISOString() });
     await svc.rt.store.put(COMPACTION_LOCK_KEY, elsewhere);
     await expect(reprocess(svc.rt, { ...DAY, dryRun: false })).rejects.toThrow(ReprocessRunningError);
-    expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts)).toEqual([before]);
+    expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts)).toEqual(beforeParts);
     expect((await reprocess(svc.rt, { ...DAY, dryRun: true })).moves).toEqual(expectedMoves);
     await svc.rt.store.delete([COMPACTION_LOCK_KEY]);
     // And a compaction asked for while the reprocess runs is refused.

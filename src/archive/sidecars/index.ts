@@ -3,7 +3,7 @@
 export { readyInfoOf, readyKeyOf, sidecarKeysOf, statsInfoOf, statsKeyOf } from './keys.js';
 export { storeSidecars, type SidecarDeps } from './storeSidecars.js';
 export { upgradeReadyTexts, upgradeStatsSidecar } from './upgrade.js';
-export { readyTextsOf, readyTextsOfParts, writeReadyTexts } from './readyWriter.js';
+export { readyTextsOf, readyTextsOfParts, writeReadyTexts, type ReadyStep, type ReadyTimings } from './readyWriter.js';
 export { statsSidecarOf } from './statsWriter.js';
 export type { ReadyIndex } from './readyFormat.js';
 export { readReadyIndex, storedIndex } from './readyIndex.js';

@@ -28,13 +28,13 @@ export async function readyTextsOf(db: DuckDb, partFile: string, scratch: string
  * made by one set of queries over all of their rows: each query has a fixed cost of some
  * milliseconds, most of a small part's texts (a day of a file spread over a year).
  */
-export async function readyTextsOfParts(db: DuckDb, partFiles: readonly string[], scratch: string): Promise<Buffer[]> {
+export async function readyTextsOfParts(db: DuckDb, partFiles: readonly string[], scratch: string, timings?: ReadyTimings): Promise<Buffer[]> {
   if (partFiles.length === 0) return [];
   const files: ScratchFiles = { parquet: partFiles.map((_, k) => `${scratch}.${k}.parquet`), geojson: `${scratch}.geojson`, csv: `${scratch}.csv` };
   // Each part's rows numbered by the part (by name: a part written before a column was added lacks it).
   const rowsSql = partFiles.map((file, k) => `SELECT ${k} AS part_no, * FROM ${partsSql(sqlString(file))} WHERE status <> 'retracted'`).join(' UNION ALL BY NAME ');
   try {
-    return await buildReady(db, rowsSql, partFiles.length, files);
+    return await buildReady(db, rowsSql, partFiles.length, files, timings);
   } finally {
     await Promise.all([...files.parquet, files.geojson, files.csv].map((file) => fs.rm(file, { force: true })));
   }
@@ -43,6 +43,21 @@ export async function readyTextsOfParts(db: DuckDb, partFiles: readonly string[]
 /** Writes the ready texts of one part file to `out` (see readyTextsOf). */
 export async function writeReadyTexts(db: DuckDb, partFile: string, out: string): Promise<void> {
   await fs.writeFile(out, await readyTextsOf(db, partFile, out));
+}
+
+/** The steps of building ready texts: DuckDB's queries in turn, then this thread's assembly (items, TopoJSON, deflate, index). */
+export type ReadyStep = 'rows' | 'parquet' | 'hours' | 'geojson' | 'csv' | 'arrow' | 'assemble';
+/** Milliseconds spent in each step, added to by each build given it (the benchmark's probe of where the time goes). */
+export type ReadyTimings = Partial<Record<ReadyStep, number>>;
+
+async function timed<T>(timings: ReadyTimings | undefined, step: ReadyStep, work: () => Promise<T>): Promise<T> {
+  if (!timings) return work();
+  const started = performance.now();
+  try {
+    return await work();
+  } finally {
+    timings[step] = (timings[step] ?? 0) + performance.now() - started;
+  }
 }
 
 const HOUR_SQL = `epoch_ms(created_at) // ${HOUR_MS} * ${HOUR_MS}`;
@@ -85,19 +100,21 @@ interface Lines {
   lengths: number[];
 }
 
-async function buildReady(db: DuckDb, rowsSql: string, partCount: number, files: ScratchFiles): Promise<Buffer[]> {
+async function buildReady(db: DuckDb, rowsSql: string, partCount: number, files: ScratchFiles, timings: ReadyTimings | undefined): Promise<Buffer[]> {
   const [rows, arrows] = await db.withConnection(async (conn) => {
     try {
       // The parts decoded once: every query below reads them (the Parquet files, each time, cost
       // more than the query).
-      await conn.run(`CREATE OR REPLACE TEMP TABLE ready_rows AS ${rowsSql}`);
+      await timed(timings, 'rows', () => conn.run(`CREATE OR REPLACE TEMP TABLE ready_rows AS ${rowsSql}`));
       const from = 'FROM ready_rows';
-      for (let k = 0; k < partCount; k++) await copyAnswerParquet(conn, `(SELECT * ${from} WHERE part_no = ${k})`, files.parquet[k]!);
+      for (let k = 0; k < partCount; k++) await timed(timings, 'parquet', () => copyAnswerParquet(conn, `(SELECT * ${from} WHERE part_no = ${k})`, files.parquet[k]!));
       const hours = (
-        await conn.runAndReadAll(
-          `SELECT part_no::INTEGER, ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
+        await timed(timings, 'hours', () =>
+          conn.runAndReadAll(
+            `SELECT part_no::INTEGER, ${HOUR_SQL} AS hour_ms, count(*)::INTEGER AS n, min(lng) AS min_lng, min(lat) AS min_lat, max(lng) AS max_lng, max(lat) AS max_lat,
               min(epoch_ms(created_at)) AS min_ms, max(epoch_ms(created_at)) AS max_ms
             ${from} GROUP BY 1, 2 ORDER BY 1, 2 DESC`,
+          ),
         )
       ).getRowsJS() as HourRow[];
       // Each report serialised once as GeoJSON and once as CSV, written one item a line in answer
@@ -105,15 +122,20 @@ async function buildReady(db: DuckDb, rowsSql: string, partCount: number, files:
       // out of its memory) took longer (docs/performance.md).
       for (const shape of SERIALISED) {
         const line = separatorOf(shape).slice(0, -1);
-        await conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${PARTS_ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`);
+        await timed(timings, shape, () => conn.run(`COPY (SELECT concat(${ITEM_SQL[shape]}, ${sqlString(line)}) ${from} ${PARTS_ORDER}) TO ${sqlString(files[shape])} ${RAW_LINES}`));
       }
       const counts = new Array<number>(partCount).fill(0);
       for (const [part, , n] of hours) counts[part] = counts[part]! + n;
-      return [hours, await arrowDaysOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }, PARTS_ORDER, counts)] as const;
+      return [hours, await timed(timings, 'arrow', () => arrowDaysOf(conn, { sql: `(SELECT * ${from})`, values: {}, types: {} }, PARTS_ORDER, counts))] as const;
     } finally {
       await conn.run('DROP TABLE IF EXISTS ready_rows');
     }
   });
+  return timed(timings, 'assemble', () => assemble(rows, arrows, partCount, files));
+}
+
+/** Each part's ready texts from the queries' results and files. */
+async function assemble(rows: readonly HourRow[], arrows: readonly ArrowDay[], partCount: number, files: ScratchFiles): Promise<Buffer[]> {
   // Each hour's text in each shape, and each item's length, then each part's share of them.
   const hourCounts = rows.map((r) => r[2]);
   const geojson = itemsOf(await fs.readFile(files.geojson), 'geojson', hourCounts);

@@ -11,11 +11,13 @@ export const compact: Command = {
   summary: 'merge each closed day (and each closed hour of today) into one de-duplicated part (idempotent)',
   usage: 'compact [--from DATE] [--to DATE] [--json]',
   options: { ...common, ...window },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
-      const now = Date.now();
+  run: ({ config, values }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const now = Date.now();
+    const span = windowOf(values, { fromMs: 0, toMs: now });
+    return withRuntime(config, async (rt) => {
       const result = await interruptible('compact', 'run it again: the days it merged stand, the others are merged then', () =>
-        deps.compact(rt, { ...windowOf(values, { fromMs: 0, toMs: now }), closedBeforeMs: deps.closedBefore(rt, now) }, values.json ? undefined : createProgress('compact')),
+        deps.compact(rt, { ...span, closedBeforeMs: deps.closedBefore(rt, now) }, values.json ? undefined : createProgress('compact')),
       );
       const purge = await deps.purgeRetracted(rt);
       print(values, { ...result, purge }, () =>
@@ -23,23 +25,25 @@ export const compact: Command = {
         `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived${purge.setAsideRewritten > 0 ? `; ${purge.setAsideRewritten} webhook batches set aside rewritten without them` : ''})`,
       );
       return 0;
-    }),
+    });
+  },
 };
 
 export const reconcile: Command = {
   summary: 're-enqueue accepted reports still pending',
   usage: 'reconcile [--older-than SECONDS] [--json]',
   options: { ...common, 'older-than': { type: 'string' } },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
-      const given = values['older-than'] as string | undefined;
-      // Digits only: Number('') and Number(' ') are 0, which would re-enqueue every pending report.
-      if (given !== undefined && !/^\d+(\.\d+)?$/.test(given)) throw new UsageError('--older-than must be a number of seconds');
-      const seconds = given === undefined ? config.reconcileAfterSeconds : Number(given);
+  run: ({ config, values }) => {
+    const given = values['older-than'] as string | undefined;
+    // Digits only: Number('') and Number(' ') are 0, which would re-enqueue every pending report.
+    if (given !== undefined && !/^\d+(\.\d+)?$/.test(given)) throw new UsageError('--older-than must be a number of seconds');
+    const seconds = given === undefined ? config.reconcileAfterSeconds : Number(given);
+    return withRuntime(config, async (rt) => {
       const result = await rt.reconciler.run(seconds * 1000);
       print(values, result, () => `re-enqueued: ${result.requeued}`);
       return 0;
-    }),
+    });
+  },
 };
 
 /**
@@ -87,21 +91,26 @@ export const importCommand: Command = {
   summary: 'backfill from NDJSON, GeoJSON or CSV (partner bodies or CogniCity rows); idempotent, resumable',
   usage: 'import --file F [--partner NAME] [--format ndjson|geojson|csv] [--rejects F] [--restart] [--json]',
   options: { ...common, file: { type: 'string' }, partner: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, restart: { type: 'boolean' } },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
-      const format = values.format as ImportFormat | undefined;
-      if (format && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
-      const partner = partnerOption(values);
+  run: async ({ config, values }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const format = values.format as ImportFormat | undefined;
+    if (format !== undefined && !['ndjson', 'geojson', 'csv'].includes(format)) throw new UsageError('--format must be ndjson, geojson or csv');
+    const partner = partnerOption(values);
+    const file = required(values, 'file');
+    // A file that is not there is the command's mistake, not an import to resume.
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (!stat) throw new UsageError(`--file ${file}: no such file`);
+    if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
+    const stateFile = `${file}.import-state.json`;
+    if (values.rejects !== undefined) required(values, 'rejects');
+    await deps.checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : deps.rejectsFileOf(file), [file, stateFile]).catch((err: unknown) => {
+      throw (err as Error)?.name === 'ImportInputError' ? new UsageError((err as Error).message) : err;
+    });
+    return withRuntime(config, async (rt) => {
       // Not refused: the service's API_KEYS may name it where this command's environment does not.
       if (partner !== undefined && !config.apiKeys.some((k) => k.name === partner) && !(await rt.ledger.listKeys()).some((k) => k.name === partner)) {
         process.stderr.write(`warning: no API key named ${partner} is known here (API_KEYS, keys list): its reports are imported under that name, which only a key of that name reads back; a misspelt name is a partner of its own\n`);
       }
-      const file = required(values, 'file');
-      // A file that is not there is the command's mistake, not an import to resume.
-      const stat = await fs.stat(file).catch(() => undefined);
-      if (!stat) throw new UsageError(`--file ${file}: no such file`);
-      if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
-      const stateFile = `${file}.import-state.json`;
       const result = await interruptible('import', `run the same command again to resume from its checkpoint (${stateFile})`, () => deps
         .importFile(
           rt,
@@ -132,34 +141,37 @@ export const importCommand: Command = {
           `\nparts written: ${result.parts}; seconds accepting ${result.seconds.accepting}, archiving ${result.seconds.archiving}, ready texts ${result.seconds.readyTexts}`,
       );
       return 0;
-    }, BULK_JOB),
+    }, BULK_JOB);
+  },
 };
 
 export const exportCommand: Command = {
   summary: 'write an archive window to a file (parquet, csv or geojson)',
   usage: 'export --from DATE --to DATE --format parquet|csv|geojson --out F [--admin CODE (a city, province or region)] [--json]',
   options: { ...common, ...window, format: { type: 'string' }, out: { type: 'string' }, admin: { type: 'string' } },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
-      const format = required(values, 'format') as ExportFormat;
-      if (!['parquet', 'csv', 'geojson'].includes(format)) throw new UsageError('--format must be parquet, csv or geojson');
+  run: async ({ config, values }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const format = required(values, 'format') as ExportFormat;
+    if (!['parquet', 'csv', 'geojson'].includes(format)) throw new UsageError('--format must be parquet, csv or geojson');
+    if (values.admin !== undefined) required(values, 'admin');
+    const { fromMs, toMs } = windowOf(values);
+    const named = required(values, 'out');
+    // A link is followed: the file it names is replaced, the link kept (the export is renamed into place).
+    const out = await linkTarget(named);
+    // Checked before a row is read, whatever the format: a file goes only where a folder is.
+    if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${named}: there is no folder ${path.dirname(out)} to write it in`);
+    const existing = await fs.stat(out).catch(() => undefined);
+    if (existing?.isDirectory()) throw new UsageError(`--out ${named} is a folder: name the file to write`);
+    // A pipe, a device or a socket would be replaced by a file of that name (the export is written beside it, then renamed).
+    if (existing && !existing.isFile()) throw new UsageError(`--out ${named} is not a regular file (a pipe, a device or a socket): name a file to write`);
+    return withRuntime(config, async (rt) => {
       let admin: readonly string[] | undefined;
       if (typeof values.admin === 'string') {
         const areas = (await rt.boundaries.current()).adminAreas;
         admin = areas.get(values.admin)?.cities;
         if (!admin) throw new UsageError(`--admin ${areas.problem(values.admin)}`);
       }
-      const { fromMs, toMs } = windowOf(values);
       const query = { startMs: fromMs, endMs: toMs, admin };
-      const named = required(values, 'out');
-      // A link is followed: the file it names is replaced, the link kept (the export is renamed into place).
-      const out = await fs.realpath(named).catch(() => named);
-      // Checked before a row is read, whatever the format: a file goes only where a folder is.
-      if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${named}: there is no folder ${path.dirname(out)} to write it in`);
-      const existing = await fs.stat(out).catch(() => undefined);
-      if (existing?.isDirectory()) throw new UsageError(`--out ${named} is a folder: name the file to write`);
-      // A pipe, a device or a socket would be replaced by a file of that name (the export is written beside it, then renamed).
-      if (existing && !existing.isFile()) throw new UsageError(`--out ${named} is not a regular file (a pipe, a device or a socket): name a file to write`);
       const result = await interruptible(
         'export',
         'nothing was written under --out; run the same command again',
@@ -168,20 +180,34 @@ export const exportCommand: Command = {
       );
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
       return 0;
-    }),
+    });
+  },
 };
+
+/**
+ * The file a path names, through links, a link that names no file yet (dangling) included: the
+ * export replaces that file and keeps the link.
+ */
+async function linkTarget(named: string): Promise<string> {
+  let file = path.resolve(named);
+  // A bounded walk: a loop of links is refused by the stat after it.
+  for (let hops = 0; hops < 40; hops++) {
+    const link = await fs.readlink(file).catch(() => undefined);
+    if (link === undefined) return fs.realpath(file).catch(() => file);
+    file = path.resolve(path.dirname(file), link);
+  }
+  return file;
+}
 
 export const verify: Command = {
   summary: 'accepted versus archived, per day; exits 1 on any loss',
   usage: 'verify [--from DATE] [--to DATE] [--json]',
   options: { ...common, ...window },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
-      const result = await deps.verify(
-        rt,
-        windowOf(values, { fromMs: 0, toMs: Date.now() }),
-        values.json ? undefined : createProgress('verify'),
-      );
+  run: ({ config, values }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const span = windowOf(values, { fromMs: 0, toMs: Date.now() });
+    return withRuntime(config, async (rt) => {
+      const result = await deps.verify(rt, span, values.json ? undefined : createProgress('verify'));
       print(values, result, () =>
         [
           ...result.days.map((d) => `${d.day}  accepted ${d.accepted}  archived ${d.archived}  pending ${d.pending}  missing ${d.missing}`),
@@ -192,5 +218,6 @@ export const verify: Command = {
         ].join('\n'),
       );
       return result.ok ? 0 : 1;
-    }),
+    });
+  },
 };

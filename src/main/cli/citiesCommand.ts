@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { BoundaryFileError, readBoundaryFile, readBoundaryFolder } from '../../boundaries/folder.js';
 import type { BoundarySet } from '../../boundaries/types.js';
-import { common, print, required, UsageError, withRuntime, type Command } from './options.js';
+import { common, print, required, UsageError, withRuntime, type Command, type Values } from './options.js';
 
 export const cities: Command = {
   summary: 'boundary versions: publish, list, rollback',
@@ -13,35 +13,17 @@ export const cities: Command = {
   options: { ...common, from: { type: 'string' }, cities: { type: 'string' }, 'local-areas': { type: 'string' }, label: { type: 'string' }, attribution: { type: 'string' }, to: { type: 'string' } },
   subcommandOptions: { publish: ['from', 'cities', 'local-areas', 'label', 'attribution'], list: [], rollback: ['to'] },
   subcommand: true,
-  run: ({ config, values, positionals }) =>
-    withRuntime(config, async (rt) => {
-      const sub = positionals[0];
-      if (sub === 'publish') {
-        const from = typeof values.from === 'string' ? values.from : undefined;
-        if (from !== undefined && (values.cities !== undefined || values['local-areas'] !== undefined)) throw new UsageError('publish takes --from, or --cities with --local-areas, not both');
-        // The label is part of the version's content: one without a time makes the same data the same version again.
-        const source = from !== undefined ? path.basename(path.resolve(from)) : [values.cities, values['local-areas']].map((f) => path.basename(String(f))).join(' and ');
-        const label = typeof values.label === 'string' ? values.label : `published from ${source}`;
-        const attribution = typeof values.attribution === 'string' ? values.attribution : undefined;
-        if (from === undefined && (typeof values.cities !== 'string' || typeof values['local-areas'] !== 'string')) throw new UsageError('publish takes --from DIR, or --cities F with --local-areas F');
-        // A file or folder that is not there is the command's mistake (exit 2), not a failure.
-        for (const [option, file] of [['from', from], ['cities', values.cities], ['local-areas', values['local-areas']]] as const) {
-          if (typeof file === 'string' && !(await fs.stat(file).catch(() => undefined))) throw new UsageError(`--${option} ${file}: no such ${option === 'from' ? 'folder' : 'file'}`);
-        }
-        let set: BoundarySet;
-        try {
-          set =
-            from !== undefined
-              ? await readBoundaryFolder(from, { label, attribution })
-              : ({ label, ...(attribution !== undefined && { attribution }), cities: await readBoundaryFile(required(values, 'cities')), localAreas: await readBoundaryFile(required(values, 'local-areas')) } as BoundarySet);
-        } catch (err) {
-          // A file missing, a folder, or not JSON: the command's mistake, named (exit 2).
-          if (err instanceof BoundaryFileError) throw new UsageError(err.message);
-          throw err;
-        }
+  run: async ({ config, values, positionals }) => {
+    const sub = positionals[0];
+    if (sub !== 'publish' && sub !== 'list' && sub !== 'rollback') throw new UsageError('cities needs one of: publish, list, rollback');
+    if (sub === 'rollback') required(values, 'to');
+    // Options and files are read before anything opens: a mistake is a usage error (2), never a store's (69).
+    const set = sub === 'publish' ? await publishedSet(values) : undefined;
+    return withRuntime(config, async (rt) => {
+      if (set) {
         const result = await rt.boundaries.publish(set);
         const levels = `${set.regions?.features.length ?? 0} regions, ${set.provinces?.features.length ?? 0} provinces, ${set.cities.features.length} cities, ${set.localAreas.features.length} local areas`;
-        print(values, { ...result, label, levels }, () => (result.changed ? `published version ${result.version}: ${levels}` : `version ${result.version} is already current`));
+        print(values, { ...result, label: set.label, levels }, () => (result.changed ? `published version ${result.version}: ${levels}` : `version ${result.version} is already current`));
         return 0;
       }
       if (sub === 'list') {
@@ -65,5 +47,35 @@ export const cities: Command = {
         return 0;
       }
       throw new UsageError('cities needs one of: publish, list, rollback');
-    }),
+    });
+  },
 };
+
+/** The boundary set `cities publish` is given: its files read and checked. */
+async function publishedSet(values: Values): Promise<BoundarySet> {
+  for (const option of ['label', 'attribution'] as const) if (values[option] !== undefined) required(values, option);
+  const from = typeof values.from === 'string' ? values.from : undefined;
+  if (from !== undefined && (values.cities !== undefined || values['local-areas'] !== undefined)) throw new UsageError('publish takes --from, or --cities with --local-areas, not both');
+  // The label is part of the version's content: one without a time makes the same data the same version again.
+  const source = from !== undefined ? path.basename(path.resolve(from)) : [values.cities, values['local-areas']].map((f) => path.basename(String(f))).join(' and ');
+  const label = typeof values.label === 'string' ? values.label : `published from ${source}`;
+  const attribution = typeof values.attribution === 'string' ? values.attribution : undefined;
+  if (from === undefined && (typeof values.cities !== 'string' || typeof values['local-areas'] !== 'string')) throw new UsageError('publish takes --from DIR, or --cities F with --local-areas F');
+  // A file or folder that is not there is the command's mistake (exit 2), not a failure.
+  for (const [option, file] of [['from', from], ['cities', values.cities], ['local-areas', values['local-areas']]] as const) {
+    if (typeof file === 'string' && !(await fs.stat(file).catch(() => undefined))) throw new UsageError(`--${option} ${file}: no such ${option === 'from' ? 'folder' : 'file'}`);
+  }
+  let set: BoundarySet;
+  try {
+    set =
+      from !== undefined
+        ? await readBoundaryFolder(from, { label, attribution })
+        : ({ label, ...(attribution !== undefined && { attribution }), cities: await readBoundaryFile(required(values, 'cities')), localAreas: await readBoundaryFile(required(values, 'local-areas')) } as BoundarySet);
+  } catch (err) {
+    // A file missing, a folder, or not JSON: the command's mistake, named (exit 2).
+    if (err instanceof BoundaryFileError) throw new UsageError(err.message);
+    throw err;
+  }
+  return set;
+}
+

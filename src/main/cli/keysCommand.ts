@@ -8,9 +8,13 @@ export const keys: Command = {
   options: { ...common, name: { type: 'string' } },
   subcommand: true,
   subcommandOptions: { list: [], add: ['name'], rotate: ['name'], revoke: ['name'] },
-  run: ({ config, values, positionals }) =>
-    withRuntime(config, async (rt) => {
-      const sub = positionals[0];
+  run: ({ config, values, positionals }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const sub = positionals[0];
+    if (sub !== 'list' && sub !== 'add' && sub !== 'rotate' && sub !== 'revoke') throw new UsageError('keys needs one of: list, add, rotate, revoke');
+    const name = sub === 'list' ? '' : required(values, 'name');
+    if (sub !== 'list' && !isKeyName(name)) throw new UsageError('--name must be 1 to 64 characters of a-z 0-9 . _ - starting with a letter or digit');
+    return withRuntime(config, async (rt) => {
       if (sub === 'list') {
         const kept = (await rt.ledger.listKeys()).map((k) => ({ name: k.name, from: 'ledger', created_at: k.created_at, ...(k.revoked_at && { revoked_at: k.revoked_at }) }));
         const listed = [...config.apiKeys.map((k) => ({ name: k.name, from: 'API_KEYS' })), ...kept];
@@ -20,9 +24,6 @@ export const keys: Command = {
         print(values, listed, () => listed.map((k) => `${k.name}  ${k.from}${'revoked_at' in k && k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
         return 0;
       }
-      if (sub !== 'add' && sub !== 'rotate' && sub !== 'revoke') throw new UsageError('keys needs one of: list, add, rotate, revoke');
-      const name = required(values, 'name');
-      if (!isKeyName(name)) throw new UsageError('--name must be 1 to 64 characters of a-z 0-9 . _ - starting with a letter or digit');
       if (sub === 'revoke') {
         const n = await rt.ledger.revokeKeys(name);
         print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
@@ -56,5 +57,6 @@ export const keys: Command = {
       const revoked = sub === 'rotate' ? await rt.ledger.revokeKeys(name, keyDigest(key)) : 0;
       print(values, { name, key, revoked }, () => `${name}: ${key}${sub === 'rotate' ? `\n(revoked ${revoked} earlier key(s) of ${name})` : ''}\nKeep it now: it is not shown again.`);
       return 0;
-    }),
+    });
+  },
 };

@@ -175,7 +175,8 @@ export function instant(value: string | boolean | undefined, name: string, fallb
 export function windowOf(values: Values, fallback: { fromMs?: number; toMs?: number } = {}): { fromMs: number; toMs: number } {
   const fromMs = instant(fallback.fromMs === undefined ? required(values, 'from') : values.from, 'from', fallback.fromMs ?? 0);
   const toMs = instant(fallback.toMs === undefined ? required(values, 'to') : values.to, 'to', fallback.toMs ?? 0, true);
-  if (fromMs > toMs) throw new UsageError(`--from is after --to${values.to === undefined ? ` (${new Date(toMs).toISOString()} when not given)` : ''}`);
+  const unless = (name: 'from' | 'to', ms: number) => (values[name] === undefined ? ` (${new Date(ms).toISOString()} when not given)` : '');
+  if (fromMs > toMs) throw new UsageError(`--from${unless('from', fromMs)} is after --to${unless('to', toMs)}`);
   return { fromMs, toMs };
 }
 

@@ -1,15 +1,18 @@
 // `release --period 2025`: an immutable, citable snapshot of a closed period (src/releases/FORMAT.md).
 import { createProgress } from '../../ops/progress.js';
+import { parsePeriod } from '../../releases/layout.js';
 import { common, deps, interruptible, print, required, UsageError, withRuntime, type Command } from './options.js';
 
 export const release: Command = {
   summary: 'write an immutable, citable release of a closed UTC year or month (GeoParquet, CSV.gz, manifest, STAC, citation)',
   usage: 'release --period YYYY|YYYY-MM [--json]',
   options: { ...common, period: { type: 'string' } },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
+  run: ({ config, values }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const period = required(values, 'period');
+    if (!parsePeriod(period)) throw new UsageError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(period)}`);
+    return withRuntime(config, async (rt) => {
       try {
-        const period = required(values, 'period');
         const result = await interruptible('release', `run the same command again: it finishes the revision, or makes the next one`, () =>
           deps.release(rt, period, { progress: values.json ? undefined : createProgress('release') }),
         );
@@ -23,5 +26,6 @@ export const release: Command = {
         if (err instanceof deps.ReleaseError && err.usage) throw new UsageError(err.message);
         throw err;
       }
-    }),
+    });
+  },
 };

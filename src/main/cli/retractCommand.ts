@@ -6,27 +6,29 @@ export const retract: Command = {
   summary: "retract a report (any partner's): hidden at once, its personal fields purged from the parts by the next compaction",
   usage: 'retract (--pkey PKEY | --post-id N [--partner NAME]) --reason TEXT [--json]',
   options: { ...common, pkey: { type: 'string' }, 'post-id': { type: 'string' }, partner: { type: 'string' }, reason: { type: 'string' } },
-  run: ({ config, values }) =>
-    withRuntime(config, async (rt) => {
-      const reason = required(values, 'reason');
-      if (reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
-      let pkey: string | undefined;
-      let postId: number;
-      if (typeof values.pkey === 'string') {
-        if (values['post-id'] !== undefined || values.partner !== undefined) throw new UsageError('give --pkey, or --post-id with --partner, not both');
-        const parts = parsePkey(values.pkey);
-        if (!parts) throw new UsageError('--pkey must be a report key such as partner-123 or partner-alpha-123');
-        pkey = values.pkey;
-        postId = parts.post_id;
-      } else {
-        if (typeof values['post-id'] !== 'string') throw new UsageError('give the report: --pkey KEY, or --post-id N (with --partner NAME for a partner\'s)');
-        const raw = required(values, 'post-id');
-        if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
-        postId = Number(raw);
-        // A post_id is a partner's own; without --partner, the report of no partner (partner-N).
-        const partner = partnerOption(values);
-        pkey = (await rt.ledger.get({ source: SOURCE, post_id: postId, ...(partner !== undefined && { partner }) }))?.pkey;
-      }
+  run: ({ config, values }) => {
+    // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
+    const reason = required(values, 'reason');
+    if (reason.length > 500) throw new UsageError('--reason must be at most 500 characters');
+    let given: string | undefined;
+    let postId: number;
+    let partner: string | undefined;
+    if (typeof values.pkey === 'string') {
+      if (values['post-id'] !== undefined || values.partner !== undefined) throw new UsageError('give --pkey, or --post-id with --partner, not both');
+      const parts = parsePkey(values.pkey);
+      if (!parts) throw new UsageError('--pkey must be a report key such as partner-123 or partner-alpha-123');
+      given = values.pkey;
+      postId = parts.post_id;
+    } else {
+      if (typeof values['post-id'] !== 'string') throw new UsageError('give the report: --pkey KEY, or --post-id N (with --partner NAME for a partner\'s)');
+      const raw = required(values, 'post-id');
+      if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
+      postId = Number(raw);
+      partner = partnerOption(values);
+    }
+    return withRuntime(config, async (rt) => {
+      // A post_id is a partner's own; without --partner, the report of no partner (partner-N).
+      const pkey = given ?? (await rt.ledger.get({ source: SOURCE, post_id: postId, ...(partner !== undefined && { partner }) }))?.pkey;
       const result = pkey === undefined ? ({ found: false } as const) : await rt.ledger.retract(pkey, 'ops', reason);
       if (!result.found) {
         // --json keeps its answer on stdout; said plainly, it is an error's message.
@@ -37,5 +39,6 @@ export const retract: Command = {
       const answer = { post_id: postId, retracted: true, first: result.first, ...result.retraction };
       print(values, answer, () => (result.first ? `retracted ${pkey} at ${result.retraction.retracted_at}` : `${pkey} was already retracted at ${result.retraction.retracted_at} (by ${result.retraction.by}: ${result.retraction.reason})`));
       return 0;
-    }),
+    });
+  },
 };
