@@ -32,7 +32,7 @@ export async function readyCostRows(options: ReadyCostOptions, log: (line: strin
       const storeDir = path.join(dir, 'store');
       const startMs = Date.UTC(2025, 7, 1);
       await buildBenchStore({ storeDir, reports: options.days * options.perDay, startMs, days: options.days, boundaries: set });
-      await cliJson(['compact', '--json'], { DATA_DIR: dir, RETIRE_GRACE_SECONDS: '0' });
+      await cliJson(['compact'], { DATA_DIR: dir, RETIRE_GRACE_SECONDS: '0' });
       const parts = (await fsp.readdir(storeDir, { recursive: true })).filter((f) => f.includes('hour=all') && f.endsWith('.parquet')).map((f) => path.join(storeDir, f));
       if (parts.length !== options.days) throw new Error(`${parts.length} compacted days, not ${options.days}`);
       // As the service opens it: two threads.
