@@ -44,11 +44,16 @@ export async function encodeAnswer(body: string | Buffer, encoding: Exclude<Enco
 const brotliCompress = promisify(zlib.brotliCompress);
 const gzip = promisify(zlib.gzip);
 
+/** The suffix an encoding gives a representation's ETag. */
+export function encodingTag(encoding: Encoding): string {
+  return encoding === 'identity' ? '' : `-${encoding === 'gzip' ? 'gz' : 'br'}`;
+}
+
 /** Sets Content-Encoding and Vary; returns the ETag suffix of the encoding. */
 export function applyEncoding(res: Response, encoding: Encoding): string {
   res.vary('Accept-Encoding');
   if (encoding !== 'identity') res.set('Content-Encoding', encoding);
-  return encoding === 'identity' ? '' : `-${encoding === 'gzip' ? 'gz' : 'br'}`;
+  return encodingTag(encoding);
 }
 
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {

@@ -10,7 +10,7 @@ import zlib from 'node:zlib';
 import { promisify } from 'node:util';
 import express, { Router, type RequestHandler } from 'express';
 import { digestOf } from './bodyTags.js';
-import { applyEncoding, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encodingTag, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 
 /** Files worth compressing: text, of some size. */
 const TEXT_FILE = /\.(js|mjs|css|html|json|map|svg|txt|md|ts)$/i;
@@ -46,14 +46,17 @@ export function staticFiles(root: string, { hidden = [], ...options }: StaticOpt
     if ((req.method !== 'GET' && req.method !== 'HEAD') || file === undefined || !TEXT_FILE.test(file)) return next();
     // Its answer depends on Accept-Encoding however it is sent: a shared cache keeps them apart.
     res.vary('Accept-Encoding');
-    // A range, or a precondition on the file as it is (If-Match, If-Unmodified-Since): the file server's.
-    if (req.get('range') !== undefined || req.get('if-match') !== undefined || req.get('if-unmodified-since') !== undefined) return next();
+    // A range, or a precondition on the file's date: the file server's.
+    if (req.get('range') !== undefined || req.get('if-unmodified-since') !== undefined) return next();
     const encoding = negotiateEncoding(req, true);
     if (encoding === 'identity') return next();
     void compressedFile(files, file, encoding)
       .then((found) => {
         if (found === undefined) return next();
         if (res.destroyed || res.writableEnded) return;
+        // If-Match naming none of this representation's tags: the file server judges it (its own tag, or 412).
+        const ifMatch = req.get('if-match');
+        if (ifMatch !== undefined && !ifMatch.split(',').some((t) => t.trim() === '*' || t.trim() === `"${found.digest}${encodingTag(encoding)}"`)) return next();
         const etag = `"${found.digest}${applyEncoding(res, encoding)}"`;
         res.set({ ETag: etag, 'Cache-Control': `public, max-age=${maxAgeSeconds}` });
         res.type(path.extname(file));

@@ -44,6 +44,7 @@ import type { Tags } from '../boundaries/tagger.js';
 import type { AcceptanceLedger, HeldAcceptResult, HeldRecord, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
 import type { Config } from '../shared/config.js';
 import { closedBefore, parsePkey } from '../store/layout.js';
+import { checkWritable, linkTarget } from '../shared/files.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { keepHeld } from './importHolds.js';
@@ -147,31 +148,27 @@ interface Checkpoint {
   roundFrom?: number;
 }
 
-/**
- * The rejects file is written over at a run's start: never the input or the checkpoint (a
- * `--rejects` naming the input would empty it), and in a folder that is there.
- */
 /** Where an import of `file` writes its rejects unless told. */
 export const rejectsFileOf = (file: string): string => `${file}.rejected.ndjson`;
 
-/** Whether the rejects can be written at `rejectsFile` (and not over the input or the checkpoint): ImportInputError if not. */
+/**
+ * Whether the rejects can be written at `rejectsFile`: never over the input or the checkpoint (a
+ * `--rejects` naming the input would empty it), in a folder that is there, and writable, found
+ * now rather than at the first reject (a run that stops there has nothing to resume from).
+ * ImportInputError if not. Creates and changes nothing (another run may be writing there).
+ */
 export async function checkRejectsFile(rejectsFile: string, others: readonly string[]): Promise<void> {
-  const real = async (file: string) => fs.realpath(file).catch(() => path.resolve(file));
+  const real = (file: string) => linkTarget(file).catch(() => path.resolve(file));
   const rejects = await real(rejectsFile);
   for (const other of others) {
     if (rejects === (await real(other))) throw new ImportInputError(`--rejects ${rejectsFile} is ${other}: the rejects file is written over, so it must be another file`);
   }
   const folder = await fs.stat(path.dirname(rejects)).catch(() => undefined);
   if (!folder?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile}: there is no folder ${path.dirname(rejectsFile)} to write it in`);
-  const existing = await fs.stat(rejects).catch(() => undefined);
-  if (existing?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
-  // Found now, not at the first reject: a run that stops there has nothing to resume from. Opened
-  // to append (nothing written), as the run will: a permission test would pass root anywhere.
-  const handle = await fs.open(rejects, 'a').catch((err: NodeJS.ErrnoException) => {
+  if ((await fs.stat(rejects).catch(() => undefined))?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
+  await checkWritable(rejects).catch((err: NodeJS.ErrnoException) => {
     throw new ImportInputError(`--rejects ${rejectsFile} cannot be written (${err.code ?? err.message}): name another file`);
   });
-  await handle.close();
-  if (!existing) await fs.rm(rejects, { force: true });
 }
 
 /** The sorted file of validated records, in the run's folder. */

@@ -3,6 +3,9 @@
 // page-cache operations of microseconds, done synchronously; flushing, which waits for the
 // disk, goes to the thread pool.
 import { chmodSync, closeSync, createWriteStream, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
@@ -86,4 +89,49 @@ export async function pipeToFile(file: string, source: NodeJS.ReadableStream, ..
   } finally {
     if (!out.closed) await once(out, 'close');
   }
+}
+
+/** A path whose links go round in a loop: no file can be written there. */
+export class LinkLoopError extends Error {
+  override name = 'LinkLoopError';
+}
+
+/**
+ * The file a path names through its links, a link to no file yet included (its target), as the
+ * system resolves them (each link against the real folder it sits in): a file written there keeps
+ * the links. LinkLoopError for links that go round.
+ */
+export async function linkTarget(named: string): Promise<string> {
+  let file = path.resolve(named);
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      return await fsp.realpath(file);
+    } catch (err) {
+      if (isCode(err, 'ELOOP')) throw new LinkLoopError(`${named}: its links go round in a loop`);
+      if (!isCode(err, 'ENOENT')) throw err;
+    }
+    // Nothing there: the path itself, or the link to no file yet it is.
+    const folder = await fsp.realpath(path.dirname(file)).catch(() => path.dirname(file));
+    const link = await fsp.readlink(file).catch(() => undefined);
+    if (link === undefined) return path.join(folder, path.basename(file));
+    file = path.resolve(folder, link);
+  }
+  throw new LinkLoopError(`${named}: its links go round in a loop`);
+}
+
+/**
+ * Whether a file can be written at `file` (its target, linkTarget's): one that is there is opened
+ * to append, nothing written; otherwise a file of a name of its own is made in its folder, and
+ * removed. Never a permission test (root passes those anywhere), and nothing another process may
+ * be writing is touched. Rejects with the system's error when it cannot.
+ */
+export async function checkWritable(file: string): Promise<void> {
+  const handle = await fsp.open(file, 'r+').catch((err: unknown) => {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
+  });
+  if (handle) return handle.close();
+  const probe = path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.probe`);
+  await (await fsp.open(probe, 'wx')).close();
+  await fsp.rm(probe, { force: true });
 }

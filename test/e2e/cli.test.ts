@@ -175,6 +175,26 @@ describe('flood-archive CLI', () => {
     expect((await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', dangling], env)).code).toBe(0);
     expect((await fs.lstat(dangling)).isSymbolicLink()).toBe(true);
     expect(await fs.readFile(notYet, 'utf8')).toMatch(/^pkey,created_at,/);
+    // A link read from the folder it really sits in (here through a linked folder), as the system reads it.
+    await fs.mkdir(path.join(dataDir, 'real', 'sub'), { recursive: true });
+    await fs.mkdir(path.join(dataDir, 'real', 'other'));
+    await fs.writeFile(path.join(dataDir, 'real', 'other', 'out.csv'), 'old');
+    await fs.symlink(path.join(dataDir, 'real', 'sub'), path.join(dataDir, 'linkdir'));
+    await fs.symlink('../other/out.csv', path.join(dataDir, 'real', 'sub', 'out.csv'));
+    expect((await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', path.join(dataDir, 'linkdir', 'out.csv')], env)).code).toBe(0);
+    expect(await fs.readFile(path.join(dataDir, 'real', 'other', 'out.csv'), 'utf8')).toMatch(/^pkey,created_at,/);
+    // Links that go round: refused, nothing replaced.
+    await fs.symlink(path.join(dataDir, 'loop-b'), path.join(dataDir, 'loop-a'));
+    await fs.symlink(path.join(dataDir, 'loop-a'), path.join(dataDir, 'loop-b'));
+    await mistake(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', path.join(dataDir, 'loop-a')], /loop-a: its links go round in a loop/);
+    expect((await fs.lstat(path.join(dataDir, 'loop-a'))).isSymbolicLink()).toBe(true);
+    // The rejects through a link to no file yet: written where it points, the link kept.
+    const rejectsLink = path.join(dataDir, 'rejects-link.ndjson');
+    const rejectsTarget = path.join(dataDir, 'rejects-target.ndjson');
+    await fs.symlink(rejectsTarget, rejectsLink);
+    expect((await run(['import', '--file', oneBad, '--rejects', rejectsLink, '--restart', '--json'], env)).code).toBe(0);
+    expect((await fs.lstat(rejectsLink)).isSymbolicLink()).toBe(true);
+    expect(await fs.readFile(rejectsTarget, 'utf8')).toMatch(/"record":2/);
     // Nothing to resume is left behind: no checkpoint, no run folder.
     for (const f of [truncated, text]) await expect(fs.stat(`${f}.import-state.json`)).rejects.toMatchObject({ code: 'ENOENT' });
     // Nor an empty rejects file beside a file refused for its structure.

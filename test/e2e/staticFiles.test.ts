@@ -104,6 +104,10 @@ describe("the pages' static files", () => {
     for (const headers of [{ 'If-Match': '"nope"' }, { 'If-Unmodified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' }] as Record<string, string>[]) {
       for (const encoding of ['gzip', 'identity']) expect([headers, encoding, (await get('/docs/swagger-ui.css', { ...headers, 'Accept-Encoding': encoding })).status]).toEqual([headers, encoding, 412]);
     }
+    // The strong tag a compressed answer gave holds as an If-Match of the same representation.
+    const gz = await get('/docs/swagger-ui.css', { 'Accept-Encoding': 'gzip' });
+    const matched = await get('/docs/swagger-ui.css', { 'Accept-Encoding': 'gzip', 'If-Match': gz.headers.etag! });
+    expect([matched.status, matched.headers['content-encoding'], matched.body.equals(gz.body)]).toEqual([200, 'gzip', true]);
   });
 
   it("Swagger UI's own initializer (the Petstore's document) is never served, however spelt: ours points at /openapi.json", async () => {

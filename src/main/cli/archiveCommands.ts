@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
+import { linkTarget, LinkLoopError } from '../../shared/files.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
 export const compact: Command = {
@@ -156,8 +157,10 @@ export const exportCommand: Command = {
     if (values.admin !== undefined) required(values, 'admin');
     const { fromMs, toMs } = windowOf(values);
     const named = required(values, 'out');
-    // A link is followed: the file it names is replaced, the link kept (the export is renamed into place).
-    const out = await linkTarget(named);
+    // A link is followed: the file it names is replaced (or made), the link kept (the export is renamed into place).
+    const out = await linkTarget(named).catch((err: unknown) => {
+      throw err instanceof LinkLoopError ? new UsageError(`--out ${err.message}`) : err;
+    });
     // Checked before a row is read, whatever the format: a file goes only where a folder is.
     if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${named}: there is no folder ${path.dirname(out)} to write it in`);
     const existing = await fs.stat(out).catch(() => undefined);
@@ -183,21 +186,6 @@ export const exportCommand: Command = {
     });
   },
 };
-
-/**
- * The file a path names, through links, a link that names no file yet (dangling) included: the
- * export replaces that file and keeps the link.
- */
-async function linkTarget(named: string): Promise<string> {
-  let file = path.resolve(named);
-  // A bounded walk: a loop of links is refused by the stat after it.
-  for (let hops = 0; hops < 40; hops++) {
-    const link = await fs.readlink(file).catch(() => undefined);
-    if (link === undefined) return fs.realpath(file).catch(() => file);
-    file = path.resolve(path.dirname(file), link);
-  }
-  return file;
-}
 
 export const verify: Command = {
   summary: 'accepted versus archived, per day; exits 1 on any loss',
