@@ -61,6 +61,7 @@ describe('flood-archive CLI', () => {
     // store's 69, and the data directory not made.
     const input = path.join(await tempDir(), 'in.ndjson');
     await fs.writeFile(input, `${JSON.stringify(report(1))}\n`);
+    const mistakes: Promise<void>[] = [];
     for (const [args, message] of [
       [['import'], /--file is required/],
       [['import', '--file', input, '--format', ''], /--format must be ndjson, geojson or csv/],
@@ -76,9 +77,10 @@ describe('flood-archive CLI', () => {
       [['cities', 'publish', '--from', 'boundaries/ph-2023', '--attribution', ''], /--attribution is required/],
       [['cities', 'publish', '--from', 'boundaries/ph-2023', '--label', ''], /--label is required/],
     ] as const) {
-      const got = await run([...args], offline);
-      expect([args.join(' '), got.code, got.stderr]).toEqual([args.join(' '), 2, expect.stringMatching(message)]);
+      mistakes.push(run([...args], offline).then((got) => expect([args.join(' '), got.code, got.stderr]).toEqual([args.join(' '), 2, expect.stringMatching(message)])));
     }
+    // Side by side: each is a process of its own that opens nothing.
+    await Promise.all(mistakes);
     await expect(fs.access(fresh)).rejects.toThrow();
     const bare = await run([], env);
     expect([bare.code, bare.stdout, bare.stderr]).toEqual([2, '', expect.stringMatching(/^usage: flood-archive <command>/)]);
