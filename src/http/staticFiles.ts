@@ -6,11 +6,9 @@
 // A range, an unknown path, a folder or anything odd is express.static's to answer, uncompressed.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import zlib from 'node:zlib';
-import { promisify } from 'node:util';
 import express, { Router, type RequestHandler } from 'express';
 import { digestOf } from './bodyTags.js';
-import { applyEncoding, encodingTag, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encodeFile, encodingTag, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 
 /** Files worth compressing: text, of some size. */
 const TEXT_FILE = /\.(js|mjs|css|html|json|map|svg|txt|md|ts)$/i;
@@ -27,7 +25,8 @@ interface Compressed {
 }
 
 type StaticOptions = {
-  maxAge: string;
+  /** How long a client may keep a file without asking again. */
+  maxAgeSeconds: number;
   index: string | false;
   redirect?: boolean;
   /** Files of the folder (relative paths) never served from it, however their path is spelt: others answer for them. */
@@ -35,12 +34,11 @@ type StaticOptions = {
 };
 
 /** express.static over `root`, its text files compressed when the client accepts it. */
-export function staticFiles(root: string, { hidden = [], ...options }: StaticOptions): Router {
+export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...options }: StaticOptions): Router {
   const files = new Map<string, Compressed>();
   const hiddenFiles = new Set(hidden.map((name) => path.join(root, name)));
   // Judged on the path as the file server reads it (decoded, normalised: %69ndex.html, a//b).
   const hide: RequestHandler = (req, _res, next) => next(hiddenFiles.has(servedPath(root, req.path)) ? 'router' : undefined);
-  const maxAgeSeconds = Math.round(parseMaxAge(options.maxAge) / 1000);
   const compressed: RequestHandler = (req, res, next) => {
     const file = fileUnder(root, req.path);
     if ((req.method !== 'GET' && req.method !== 'HEAD') || file === undefined || !TEXT_FILE.test(file)) return next();
@@ -70,7 +68,7 @@ export function staticFiles(root: string, { hidden = [], ...options }: StaticOpt
       .catch((err: unknown) => res.destroy(err as Error));
   };
   const router = Router();
-  router.use(hide, compressed, express.static(root, options));
+  router.use(hide, compressed, express.static(root, { ...options, maxAge: maxAgeSeconds * 1000 }));
   return router;
 }
 
@@ -118,29 +116,10 @@ async function compressedFile(files: Map<string, Compressed>, file: string, enco
   let body = entry.bodies.get(encoding);
   if (!body) {
     const source = bytes ? Promise.resolve(bytes) : fs.readFile(file);
-    entry.bodies.set(encoding, (body = source.then((read) => compress(read, encoding))));
+    entry.bodies.set(encoding, (body = source.then((read) => encodeFile(read, encoding))));
     // A failure is the asking request's; the next one tries again.
     const made = entry;
     body.catch(() => made.bodies.delete(encoding));
   }
   return { digest: entry.digest, body: await body };
-}
-
-/**
- * On the thread pool, at a quality near each encoding's best that stays in the tens of
- * milliseconds for a megabyte (brotli's best takes seconds, for a few percent).
- */
-function compress(bytes: Buffer, encoding: Exclude<Encoding, 'identity'>): Promise<Buffer> {
-  if (encoding === 'br') return brotliCompress(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 9, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: bytes.length } });
-  return gzip(bytes, { level: 9 });
-}
-
-const brotliCompress = promisify(zlib.brotliCompress);
-const gzip = promisify(zlib.gzip);
-
-/** '1h' → ms, as express.static reads its maxAge (the forms used here). */
-function parseMaxAge(maxAge: string): number {
-  const m = /^(\d+)\s*(s|m|h|d)$/.exec(maxAge);
-  if (!m) throw new Error(`unreadable maxAge: ${maxAge}`);
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
 }
