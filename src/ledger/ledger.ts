@@ -76,11 +76,19 @@ export interface ReportId {
   post_id: number;
 }
 
-/** A new key asked for under a name that already has one (see addKey). */
+/** A new key asked for under a name that already has one, or reports (see addKey). */
 export class KeyNameInUseError extends Error {
   override name = 'KeyNameInUseError';
-  constructor(readonly keyName: string) {
-    super(`the name ${keyName} already has a key, and its reports and rights follow the name: rotate its key with keys rotate --name ${keyName}, or choose another name`);
+  constructor(
+    readonly keyName: string,
+    /** The name has reports (posted under a key no longer listed, in API_KEYS perhaps), not a kept key. */
+    readonly hasReports = false,
+  ) {
+    super(
+      hasReports
+        ? `the name ${keyName} has reports, and they and the right to retract them follow the name: a new partner takes a name of its own (the partner that posted them gets a key with keys rotate --name ${keyName})`
+        : `the name ${keyName} already has a key, and its reports and rights follow the name: rotate its key with keys rotate --name ${keyName}, or choose another name`,
+    );
   }
 }
 
@@ -231,10 +239,13 @@ export interface KeyLedger {
   keyByDigest(digest: string): Promise<StoredKey | undefined>;
   /**
    * Keeps a key. A partner's rights (its reports, its post_ids) follow its key's name, so a key
-   * under a name that has one already (revoked or not) is only a rotation's: otherwise
-   * KeyNameInUseError, decided atomically with the write.
+   * under a name that has one already (revoked or not), or has reports (posted with a key since
+   * dropped from API_KEYS), is only a rotation's: otherwise KeyNameInUseError, decided atomically
+   * with the write.
    */
   addKey(name: string, digest: string, rotation?: boolean): Promise<void>;
+  /** Whether any report was accepted under the partner `name` (pending or archived, retracted or not). */
+  hasReports(name: string): Promise<boolean>;
   /** Revokes every key of `name` but `keep`; returns how many. */
   revokeKeys(name: string, keep?: string): Promise<number>;
   listKeys(): Promise<StoredKey[]>;

@@ -19,6 +19,7 @@ import {
   keyOfMarker,
   parsePkey,
   parseRetractionName,
+  partnerFolders,
   pendingKey,
   type PkeyParts,
   PENDING_PREFIX,
@@ -93,7 +94,9 @@ export class ObjectLedger implements IngestLedger {
     const body = JSON.stringify(record);
     // Lost only to an acceptance of the same report since the reads above (or, for a report of
     // no partner, to the older report that holds its key): ours is then a repeat.
-    if (!(await this.createdOrOurs(pendingKey(slot), body))) return this.repeatOf(id, slot, record.pkey);
+    // The marker is ours only if created now (the store's adapter knows its own retried PUT):
+    // two posts of one report in the same millisecond make the same bytes, and only one is new.
+    if (!(await this.store.putIfAbsent(pendingKey(slot), body, { seenAbsent: true }))) return this.repeatOf(id, slot, record.pkey);
     if (!(await this.createdOrOurs(key, body))) {
       // Another report's key: it wrote its marker before its key, and no marker stood when ours
       // was written, so it was archived between our reads and our writes. Ours would have it
@@ -107,10 +110,10 @@ export class ObjectLedger implements IngestLedger {
   }
 
   /**
-   * Creates the object, or finds it holding these very bytes: our own PUT, retried by the SDK
-   * after a timeout, finds itself (412), and another acceptance's record has its own
-   * received_at. An object that stands but cannot be read is not taken for another's: that
-   * would drop a report (UnavailableError: the post is refused and its marker rolled forward).
+   * Creates the key, or finds it holding these very bytes: reconciliation rolled our marker
+   * forward between our two writes (another acceptance lost at its marker). A key that stands
+   * but cannot be read is not taken for another's: that would drop a report (UnavailableError:
+   * the post is refused and its marker rolled forward).
    */
   private async createdOrOurs(key: string, body: string): Promise<boolean> {
     if (await this.store.putIfAbsent(key, body, { seenAbsent: true })) return true;
@@ -393,11 +396,20 @@ export class ObjectLedger implements IngestLedger {
     const claim = `${API_KEY_NAMES_PREFIX}${name}.json`;
     if (!rotation) {
       if ((await this.listKeys()).some((k) => k.name === name)) throw new KeyNameInUseError(name);
+      // Before the claim: a name whose reports were posted with a key since dropped from API_KEYS.
+      if (await this.hasReports(name)) throw new KeyNameInUseError(name, true);
       if (!(await this.store.putIfAbsent(claim, JSON.stringify({ name, created_at: key.created_at })))) throw new KeyNameInUseError(name);
     } else {
       await this.store.putIfAbsent(claim, JSON.stringify({ name, created_at: key.created_at }));
     }
     await this.store.putIfAbsent(`${API_KEYS_PREFIX}${digest}.json`, JSON.stringify(key));
+  }
+
+  async hasReports(name: string): Promise<boolean> {
+    for (const prefix of partnerFolders(name)) {
+      for await (const found of this.store.list({ prefix })) if (found) return true;
+    }
+    return false;
   }
 
   async revokeKeys(name: string, keep?: string): Promise<number> {

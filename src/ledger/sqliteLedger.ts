@@ -7,7 +7,7 @@ import { commitsOfOthers, inTimedTurns, inTurns, patiently } from '../sqlite/tur
 import { CommitThread } from './commitThread.js';
 import { heldRecord } from './heldTurn.js';
 import type { AcceptRow } from './commitMessages.js';
-import { parsePkey } from '../store/layout.js';
+import { parsePkey, SOURCE } from '../store/layout.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
 import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type HeldRecord, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
 
@@ -158,6 +158,8 @@ export class SqliteLedger implements IngestLedger {
       keyByDigest: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys WHERE digest = ?'),
       addKey: db.prepare('INSERT INTO api_keys (digest, name, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
       nameHasKey: db.prepare('SELECT 1 FROM api_keys WHERE name = ? LIMIT 1'),
+      // The primary key's prefix (source, partner): one probe of the index.
+      nameHasReports: db.prepare('SELECT 1 FROM reports WHERE source = ? AND partner = ? LIMIT 1'),
       revokeKeys: db.prepare('UPDATE api_keys SET revoked_at_ms = ? WHERE name = ? AND digest <> ? AND revoked_at_ms IS NULL'),
       listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
@@ -386,10 +388,15 @@ export class SqliteLedger implements IngestLedger {
       this.db
         .transaction(() => {
           if (!rotation && this.stmts.nameHasKey.get(name)) throw new KeyNameInUseError(name);
+          if (!rotation && this.stmts.nameHasReports.get(SOURCE, name)) throw new KeyNameInUseError(name, true);
           this.stmts.addKey.run(digest, name, this.now());
         })
         .immediate(),
     );
+  }
+
+  async hasReports(name: string): Promise<boolean> {
+    return guardSync(() => this.stmts.nameHasReports.get(SOURCE, name)) !== undefined;
   }
 
   async revokeKeys(name: string, keep = ''): Promise<number> {

@@ -54,6 +54,11 @@ export function pendingKey(parts: PkeyParts): string {
   return `${PENDING_PREFIX}${slot(parts)}`;
 }
 
+/** The folders of a partner's reports in the S3 ledger: its idempotency keys and its pending markers. */
+export function partnerFolders(partner: string): string[] {
+  return [IDEMPOTENCY_PREFIX, PENDING_PREFIX].map((prefix) => `${prefix}${SOURCE}/${partner}/`);
+}
+
 function slot({ source, partner, post_id }: PkeyParts): string {
   return partner === undefined ? `${source}/${post_id}.json` : `${source}/${partner}/${post_id}.json`;
 }

@@ -367,9 +367,15 @@ describe('flood-archive CLI', () => {
       expect(refused.stderr).toMatch(name === 'beta' ? /beta already has a key.*keys rotate --name beta/ : /alpha is a key in API_KEYS/);
     }
     const unknown = await run(['keys', 'rotate', '--name', 'gamma'], env);
-    expect([unknown.code, unknown.stderr]).toEqual([1, 'no key is named gamma: add one with keys add --name gamma\n']);
+    expect([unknown.code, unknown.stderr]).toEqual([1, 'no key is named gamma, and no report is: add one with keys add --name gamma\n']);
+    // alpha dropped from API_KEYS: its name still holds its reports. A new partner cannot take it
+    // (it would answer and retract alpha's post_ids); a rotation gives alpha a key again.
+    const withoutAlpha = { DATA_DIR: env.DATA_DIR };
+    const taken = await run(['keys', 'add', '--name', 'alpha'], withoutAlpha);
+    expect([taken.code, taken.stdout, taken.stderr]).toEqual([1, '', expect.stringMatching(/^the name alpha has reports, .*keys rotate --name alpha/)]);
+    expect(JSON.parse((await run(['keys', 'rotate', '--name', 'alpha', '--json'], withoutAlpha)).stdout)).toMatchObject({ name: 'alpha', revoked: 0 });
     expect(JSON.parse((await run(['keys', 'rotate', '--name', 'beta', '--json'], env)).stdout)).toMatchObject({ name: 'beta', revoked: 0 });
-    expect(db.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 3 });
+    expect(db.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 4 });
     db.close();
   });
 

@@ -41,8 +41,9 @@ export const keys: Command = {
         process.stderr.write(`the name ${name} is the key generated for this data directory (${generated.file}), and its reports and rights follow the name: choose another name\n`);
         return 1;
       }
-      if (sub === 'rotate' && !configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) {
-        process.stderr.write(`no key is named ${name}: add one with keys add --name ${name}\n`);
+      // A partner whose key was dropped from API_KEYS keeps its name through its reports: a rotation gives it a key again.
+      if (sub === 'rotate' && !configured && !(await rt.ledger.listKeys()).some((k) => k.name === name) && !(await rt.ledger.hasReports(name))) {
+        process.stderr.write(`no key is named ${name}, and no report is: add one with keys add --name ${name}\n`);
         return 1;
       }
       // The key is shown once; the ledger keeps only its digest.
