@@ -23,6 +23,8 @@ const UNBOUNDED_DIR = 'releases';
 /** A copy being served: its path, and the function that lets it be evicted again. */
 export interface HeldCopy {
   file: string;
+  /** Its bytes. */
+  size: number;
   /** The stored file's ETag and time, when this copy was just fetched (and checked) from it. */
   stored: { etag: string; lastModified: Date } | undefined;
   release(): void;
@@ -58,14 +60,14 @@ export class ReleaseCopies {
     // A copy removed by hand (or by another process on the directory) is fetched again.
     if (entry && existsSync(entry.file)) {
       this.files.touch(entry);
-      return { file: entry.file, stored: undefined, release: this.files.hold(entry) };
+      return { file: entry.file, size: entry.size, stored: undefined, release: this.files.hold(entry) };
     }
     const pending = this.inflight.get(key);
     if (pending) {
       // Another request's download: this one holds the copy too, once it is in.
       const copy = await pending;
       const added = copy && this.files.get(key);
-      return added ? { file: added.file, stored: copy.stored, release: this.files.hold(added) } : this.held(id, name);
+      return added ? { file: added.file, size: added.size, stored: copy.stored, release: this.files.hold(added) } : this.held(id, name);
     }
     const fetching = (async () => {
       if (entry) this.files.forget(key, entry);
@@ -74,7 +76,7 @@ export class ReleaseCopies {
       if (!fetched) return undefined;
       // Held from the start: no eviction comes between the copy and its first reader.
       const { release } = await this.files.addHeld(key, { file, size: fetched.size });
-      return { file, stored: fetched.stored, release };
+      return { file, size: fetched.size, stored: fetched.stored, release };
     })().finally(() => this.inflight.delete(key));
     this.inflight.set(key, fetching);
     return fetching;

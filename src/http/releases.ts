@@ -9,6 +9,7 @@ import { manifestKey, parseReleaseId, RELEASES_PREFIX } from '../releases/layout
 import { HttpError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import path from 'node:path';
+import { suffixesWithin } from './byteRanges.js';
 import { ifNoneMatch } from './encoding.js';
 import { readQuery, throwIfAny } from './query.js';
 import { ReleaseCopies } from './releaseCopies.js';
@@ -117,7 +118,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
         res.status(304).end();
         return;
       }
-      keepRangeIf(req, info);
+      keepRangeIf(req, info, copy.size);
       await sendFile(res, copies.dir, path.basename(copy.file), req);
     } finally {
       copy.release();
@@ -140,12 +141,12 @@ const notFound = (what: string) => new HttpError(404, `No release file ${JSON.st
 
 /**
  * Range and If-Range as RFC 9110 has them: the unit in any case (`Bytes=0-99`; send reads it in
- * lower case only); the range served only when the If-Range validator is the file's strong ETag,
+ * lower case only), a suffix longer than the file the whole file (byteRanges.ts); the range served only when the If-Range validator is the file's strong ETag,
  * or exactly its Last-Modified date, otherwise the whole file (send, under sendFile, takes a weak
  * ETag and an earlier date too).
  */
-function keepRangeIf(req: Request, stored: { etag: string; lastModified: Date }): void {
-  if (req.headers.range !== undefined) req.headers.range = req.headers.range.replace(/^\s*bytes\s*=/i, 'bytes=');
+function keepRangeIf(req: Request, stored: { etag: string; lastModified: Date }, size: number): void {
+  if (req.headers.range !== undefined) req.headers.range = suffixesWithin(req.headers.range, size);
   const validator = req.get('if-range')?.trim();
   if (validator === undefined || req.headers.range === undefined) return;
   const holds = validator.startsWith('"') || validator.startsWith('W/') ? validator === stored.etag : Date.parse(validator) === Math.floor(stored.lastModified.getTime() / 1000) * 1000;

@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import { digestOf } from './bodyTags.js';
+import { suffixesWithin } from './byteRanges.js';
 import { applyEncoding, encodeFile, encodingTag, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
 
 /** Files worth compressing: text, of some size. */
@@ -41,11 +42,24 @@ export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...optio
   const hide: RequestHandler = (req, _res, next) => next(hiddenFiles.has(servedPath(root, req.path)) ? 'router' : undefined);
   const compressed: RequestHandler = (req, res, next) => {
     const file = fileUnder(root, req.path);
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || file === undefined || !TEXT_FILE.test(file)) return next();
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || file === undefined) return next();
     // Its answer depends on Accept-Encoding however it is sent: a shared cache keeps them apart.
-    res.vary('Accept-Encoding');
-    // A range, or a precondition on the file's date: the file server's.
-    if (req.get('range') !== undefined || req.get('if-unmodified-since') !== undefined) return next();
+    if (TEXT_FILE.test(file)) res.vary('Accept-Encoding');
+    // A range, or a precondition on the file's date: the file server's (a suffix longer than the
+    // file read as the whole file first, byteRanges.ts).
+    const range = req.headers.range;
+    if (range !== undefined) {
+      void fs
+        .stat(file)
+        .then((stat) => (stat.isFile() ? stat.size : undefined), () => undefined)
+        .then((size) => {
+          if (size !== undefined) req.headers.range = suffixesWithin(range, size);
+          next();
+        })
+        .catch((err: unknown) => res.destroy(err as Error));
+      return;
+    }
+    if (!TEXT_FILE.test(file) || req.get('if-unmodified-since') !== undefined) return next();
     const encoding = negotiateEncoding(req, true);
     if (encoding === 'identity') return next();
     void compressedFile(files, file, encoding)

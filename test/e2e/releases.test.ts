@@ -155,6 +155,12 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect([cased.status, Buffer.from(await cased.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
     const tail = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size - 4}-` });
     expect([tail.status, Buffer.from(await tail.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
+    // A reader of Parquet footers asks for a fixed suffix, whatever the size: longer than the
+    // file, it is the whole file (RFC 9110 14.1.3), not a 416.
+    const footer = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=-${size + 65_536}` });
+    expect([footer.status, footer.headers.get('content-range'), (await footer.arrayBuffer()).byteLength]).toEqual([206, `bytes 0-${size - 1}/${size}`, size]);
+    const lastFour = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=-4' });
+    expect([lastFour.status, Buffer.from(await lastFour.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
     const again = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-None-Match': etag });
     expect(again.status).toBe(304);
     const unsatisfiable = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size + 10}-` });

@@ -89,6 +89,9 @@ describe("the pages' static files", () => {
     expect(range.status).toBe(206);
     expect(range.headers['content-encoding']).toBeUndefined();
     expect(range.body.equals(file.subarray(0, 100))).toBe(true);
+    // A suffix longer than the file is the whole file (RFC 9110 14.1.3), not a 416.
+    const suffix = await get('/docs/swagger-ui-bundle.js', { Range: `bytes=-${file.length + 1}` });
+    expect([suffix.status, suffix.headers['content-range'], suffix.body.equals(file)]).toEqual([206, `bytes 0-${file.length - 1}/${file.length}`, true]);
   });
 
   it("the explorer's page file is no asset, however spelt, compressed or not (it is served at / alone, with its security policy)", async () => {
