@@ -201,7 +201,10 @@ async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowM
       for (const [name, etag] of written) {
         if ((await rt.store.head(`${releaseDir(id)}${name}`))?.etag !== etag) throw new ReleaseRunningError(`${releaseDir(id)}${name} was rewritten by another run meanwhile: that run makes ${id}`);
       }
-      const later = (await manifests(rt.store)).find((m) => m.period === label && m.revision > revision);
+      // Any revision after the one this run read as the latest: this one's changelog and
+      // predecessor would skip it (a run that took the lock over from a stalled one, or from a
+      // host whose clock is ahead, may publish a revision between them).
+      const later = (await manifests(rt.store)).find((m) => m.period === label && m.revision > (latest?.revision ?? 0));
       if (later) throw new ReleaseRunningError(`${later.release} was made by another run meanwhile, which took this one's lock over: GET /releases lists it`);
       const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
       stillHeld();

@@ -374,6 +374,41 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(await july(next.release)).toBe(9);
   });
 
+  it('publishes nothing when a revision after the one it read as the latest appeared meanwhile: its changelog would skip that one', async () => {
+    const listed = async () => (await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release) as string[];
+    const before = await listed();
+    const latest = await manifestOf(before.at(-1)!);
+    const next = `2025-r${latest.revision + 1}`;
+    const after = `2025-r${latest.revision + 2}`;
+    expect((await fetch(`${svc.url}/feeds/partner/108`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } })).status).toBe(200);
+    await purgeRetracted(svc.rt);
+    // Another run at work on the next revision (this run took its lock over: that run had
+    // stalled, or its host's clock is ahead): its file differs, so this run passes to the one
+    // after; while this run writes, that run publishes its manifest.
+    await svc.rt.store.put(`releases/${next}/reports-2025-06.parquet`, Buffer.from('another run'));
+    let published = false;
+    const store = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
+      putIfAbsent: async (key: string, body: string | Buffer) => {
+        if (key.startsWith(`releases/${after}/`) && !published) {
+          published = true;
+          await svc.rt.store.put(`releases/${next}/manifest.json`, `${JSON.stringify({ ...latest, release: next, revision: latest.revision + 1 }, null, 2)}\n`);
+        }
+        return svc.rt.store.putIfAbsent(key, body);
+      },
+    });
+    const refused = await release({ ...svc.rt, store }, '2025').catch((e: unknown) => e);
+    expect(published).toBe(true);
+    expect(refused).toBeInstanceOf(ReleaseRunningError);
+    expect((refused as Error).message).toMatch(new RegExp(`${next} was made by another run meanwhile`));
+    expect(await svc.rt.store.get(`releases/${after}/manifest.json`)).toBeUndefined();
+    // That run's revision stands in for the test's: gone, the next run publishes after its folder, naming every revision before.
+    await svc.rt.store.delete(await keysUnder(svc.rt, `releases/${next}/`));
+    const made = await release(svc.rt, '2025');
+    expect(made).toMatchObject({ created: true });
+    expect((await manifestOf(made.release)).changes.map((c) => c.revision)).toEqual([...latest.changes.map((c) => c.revision), (await manifestOf(made.release)).revision]);
+    expect(await listed()).toEqual([...before, made.release]);
+  });
+
   it('makes no new revision for the same reports written as other bytes (as a new DuckDB or zlib writes them)', async () => {
     const { release: id } = await release(svc.rt, '2025');
     const manifestKey = `releases/${id}/manifest.json`;
