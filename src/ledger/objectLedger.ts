@@ -31,6 +31,7 @@ import type { Queue } from '../queue/queue.js';
 import { UnavailableError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
+import { withoutPersonalFields } from '../partners/partnerReport.js';
 import {
   KeyNameInUseError,
   parseRecord,
@@ -370,12 +371,30 @@ export class ObjectLedger implements IngestLedger {
     }
   }
 
+  /**
+   * The key keeps the report's first version for idempotency: rewritten without its personal
+   * fields (as its parts were), then its unpurged marker goes. A key changed meanwhile (another
+   * purge) is read again.
+   */
   async markPurged(pkeys: readonly string[]): Promise<void> {
     const markers: string[] = [];
     await mapLimit(pkeys, 16, async (pkey) => {
       const slot = parsePkey(pkey);
-      const record = slot && (await this.recordAt(slot));
-      if (record) markers.push(UNPURGED_PREFIX + retractionName(Date.parse(record.report.created_at), pkey));
+      if (!slot) return;
+      const key = idempotencyKey(slot);
+      for (let attempt = 1; ; attempt++) {
+        const found = await this.store.get(key);
+        const record = found ? parseRecord(found.body) : await this.recordAt(slot);
+        if (!record) return;
+        const { report } = record;
+        const cleared = report.title === null && report.text === null && report.image_url === null;
+        if (!found || cleared || (await this.store.putIfMatch(key, JSON.stringify({ ...record, report: withoutPersonalFields(report) }), found.etag))) {
+          markers.push(UNPURGED_PREFIX + retractionName(Date.parse(report.created_at), pkey));
+          return;
+        }
+        // Left unpurged: the next purge clears it.
+        if (attempt === 3) throw new UnavailableError('storage', `object store: ${key} kept changing while its personal fields were cleared`);
+      }
     });
     await this.store.delete(markers);
   }

@@ -91,6 +91,14 @@ export interface PartnerReport {
   location: { lat: number; lng: number };
 }
 
+/**
+ * The report as a purged retraction keeps it: its personal fields (those the archive's schema
+ * marks personal that a partner sends: title, text, image_url) cleared; place, time and the rest kept.
+ */
+export function withoutPersonalFields(report: PartnerReport): PartnerReport {
+  return { ...report, title: null, text: null, image_url: null };
+}
+
 const ajv = new Ajv({ allErrors: true, strict: true, verbose: true });
 addFormats.default(ajv);
 const validateSchema = ajv.compile(partnerReportSchema);
