@@ -158,17 +158,21 @@ export function print(values: Values, result: unknown, human: () => string): voi
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : `${human()}\n`);
 }
 
-/** `2026-11-21` (a whole UTC day) or an ISO date-time with offset. */
-export function instant(value: string | boolean | undefined, name: string, fallback: number, endOfDay = false): number {
+/**
+ * `2026-11-21` (a whole UTC day) or an ISO date-time with offset. `end`: the window's end, so a
+ * date is its last millisecond and a time to the second all of that second.
+ */
+export function instant(value: string | boolean | undefined, name: string, fallback: number, end = false): number {
   if (value === undefined) return fallback;
   const text = String(value);
   if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
     const ms = deps.parseOffsetDateTime(`${text}T00:00:00Z`);
-    if (ms !== undefined) return endOfDay ? ms + 86_400_000 - 1 : ms;
+    if (ms !== undefined) return end ? ms + 86_400_000 - 1 : ms;
   }
   const ms = deps.parseOffsetDateTime(text);
   if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
-  return ms;
+  // An end to the second covers the whole of it, as the archive's `end` does: reports keep milliseconds.
+  return end && !/:\d{2}\.\d/.test(text) ? ms + 999 : ms;
 }
 
 /** A window's `--from` and `--to` instants (instant), refused when they are the wrong way round. */

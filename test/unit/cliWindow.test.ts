@@ -1,0 +1,25 @@
+// The CLI's --from and --to read as the archive endpoint reads start and end: a date is a whole
+// UTC day, and an end to the second covers all of that second (reports keep milliseconds), so
+// back-to-back windows by the second leave nothing between them.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadCommandModules, windowOf } from '../../src/main/cli/options.js';
+
+beforeAll(async () => {
+  await loadCommandModules();
+});
+
+describe('a command window (--from, --to)', () => {
+  it('takes a whole day for a date, and all of the last second for an end to the second', () => {
+    expect(windowOf({ from: '2026-11-21', to: '2026-11-21' })).toEqual({ fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') });
+    // A Philippine day by the second: its last second whole, as GET /reports/archive has it.
+    expect(windowOf({ from: '2026-11-21T00:00:00+08:00', to: '2026-11-21T23:59:59+08:00' })).toEqual({
+      fromMs: Date.parse('2026-11-20T16:00:00Z'),
+      toMs: Date.parse('2026-11-21T15:59:59.999Z'),
+    });
+  });
+
+  it('takes an end with a fraction as sent, and never moves a start', () => {
+    expect(windowOf({ from: '2026-11-21T05:00:00Z', to: '2026-11-21T05:00:00.5Z' })).toEqual({ fromMs: Date.parse('2026-11-21T05:00:00Z'), toMs: Date.parse('2026-11-21T05:00:00.500Z') });
+    expect(windowOf({ from: '2026-11-21T05:00:00Z', to: '2026-11-21T05:00:00Z' })).toEqual({ fromMs: Date.parse('2026-11-21T05:00:00Z'), toMs: Date.parse('2026-11-21T05:00:00.999Z') });
+  });
+});
