@@ -53,9 +53,21 @@ export type StepResult = 'idle' | 'waiting' | 'sent' | 'failed' | 'skipped' | 'l
 
 const SCAN = 2000;
 
+/**
+ * While the state last read says wait (a retry's back-off, another worker's lease), the cursor is
+ * read again this often at most, not at every step: on S3 a read is a LIST and a GET, and a dead
+ * endpoint backs off for up to an hour. Often enough to see a redrive or a lease given back.
+ */
+const WAIT_RECHECK_MS = 10_000;
+
+/** Whether `state` says to wait at `t`. */
+const waits = (state: CursorState, t: number): boolean => (state.lease !== undefined && state.lease.untilMs > t) || (state.pending !== undefined && state.pending.nextAttemptMs > t);
+
 export class LogConsumer {
   /** The last state this process saw, to stay idle without a store request while nothing is new. */
   private seen: CursorState | undefined;
+  /** When the cursor was last read. */
+  private readAtMs = -Infinity;
 
   constructor(
     private readonly feed: EventFeed,
@@ -66,11 +78,12 @@ export class LogConsumer {
   async step(): Promise<StepResult> {
     const now = this.options.now ?? Date.now;
     if (this.seen && !this.seen.pending && !this.seen.lease && (await this.feed.since(this.seen.upto, 1)).length === 0) return 'idle';
+    if (this.seen && waits(this.seen, now()) && now() - this.readAtMs < WAIT_RECHECK_MS) return 'waiting';
     const { n, state } = await this.spec.cursor.current();
     this.seen = state;
     const t = now();
-    if (state.lease && state.lease.untilMs > t) return 'waiting';
-    if (state.pending && state.pending.nextAttemptMs > t) return 'waiting';
+    this.readAtMs = t;
+    if (waits(state, t)) return 'waiting';
 
     const scanned = await this.feed.since(state.upto, SCAN);
     let to: number;

@@ -94,13 +94,13 @@ export class WebhookDispatcher {
       }
       const error = attempt.error ?? 'failed';
       const now = this.now();
-      if (now - d.atMs >= this.options.webhookRetryForMs) {
+      if (now - d.retryFromMs >= this.options.webhookRetryForMs) {
         this.events.setAside(d.id, error);
         this.log.warn({ delivery: d.id, subscription: d.subscriptionId, attempts: d.attempts + 1, error }, 'webhook delivery set aside');
         return;
       }
       const delay = Math.min(MAX_DELAY_MS, this.options.webhookRetryBaseMs * 2 ** Math.min(d.attempts, 20)) * (0.8 + Math.random() * 0.4);
-      this.events.retryAt(d.id, Math.min(now + delay, d.atMs + this.options.webhookRetryForMs), error);
+      this.events.retryAt(d.id, Math.min(now + delay, d.retryFromMs + this.options.webhookRetryForMs), error);
       this.log.info({ delivery: d.id, subscription: d.subscriptionId, attempt: d.attempts + 1, retryInMs: Math.round(delay), error }, 'webhook delivery failed; will retry');
     } catch (err) {
       // The lease runs out and another pass takes it again: at least once.

@@ -80,6 +80,9 @@ const MIGRATIONS = [
    END;
    INSERT OR IGNORE INTO delivery_reports (pkey, delivery_id)
      SELECT json_extract(f.value, '$.properties.pkey'), d.id FROM deliveries d, json_each(d.features) f WHERE d.kind = 'archived';`,
+  // When a redriven delivery's retry period starts again: its at_ms is the events' time, which
+  // its CloudEvent carries (a redrive made it the redrive's time before).
+  `ALTER TABLE deliveries ADD COLUMN retry_from_ms INTEGER;`,
 ];
 
 /** Features a delivery carries at most: a large flush becomes several POSTs. */
@@ -91,7 +94,10 @@ export interface Delivery {
   id: string;
   subscriptionId: string;
   kind: EventKind;
+  /** When its events were recorded: its CloudEvent's time. */
   atMs: number;
+  /** When its retry period began: atMs, or its last redrive. */
+  retryFromMs: number;
   count: number;
   attempts: number;
   nextAttemptMs: number;
@@ -142,6 +148,12 @@ export class EventLog implements EventFeed {
       lastSeq: db.prepare("SELECT coalesce(max(seq), 0) AS seq FROM events"),
       firstSeq: db.prepare("SELECT coalesce(min(seq), 0) AS seq FROM events"),
       createdSince: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ? ORDER BY created_at_ms DESC, pkey LIMIT ?"),
+      // The area's filter before the limit: a busy day elsewhere must not push its reports out.
+      createdSinceIn: db.prepare(
+        `SELECT seq, kind, pkey, at_ms, feature FROM events WHERE kind = 'archived' AND created_at_ms >= ? AND created_at_ms <= ?
+           AND json_extract(feature, '$.properties.tags.instance_region_code') IN (SELECT value FROM json_each(?))
+         ORDER BY created_at_ms DESC, pkey LIMIT ?`,
+      ),
       byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
       retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
       // Deliveries of archived reports that carry one.
@@ -164,7 +176,7 @@ export class EventLog implements EventFeed {
       setAside: db.prepare("UPDATE deliveries SET attempts = attempts + 1, state = 'set_aside', lease_until_ms = 0, last_error = ? WHERE id = ?"),
       listDeliveries: db.prepare('SELECT * FROM deliveries WHERE state = ? ORDER BY at_ms, id'),
       redrive: db.prepare(
-        "UPDATE deliveries SET state = 'pending', attempts = 0, at_ms = ?, next_attempt_ms = ?, last_error = NULL WHERE state = 'set_aside' AND (? IS NULL OR subscription_id = ?)",
+        "UPDATE deliveries SET state = 'pending', attempts = 0, retry_from_ms = ?, next_attempt_ms = ?, last_error = NULL WHERE state = 'set_aside' AND (? IS NULL OR subscription_id = ?)",
       ),
       counts: db.prepare('SELECT subscription_id, state, count(*) AS n FROM deliveries GROUP BY subscription_id, state'),
     };
@@ -294,8 +306,9 @@ export class EventLog implements EventFeed {
   }
 
   /** Archived reports created in [fromMs, toMs], newest first. */
-  createdBetween(fromMs: number, toMs: number, limit: number): StoredEvent[] {
-    return (guard(() => this.stmts.createdSince.all(fromMs, toMs, limit)) as EventRow[]).map(toEvent);
+  createdBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): StoredEvent[] {
+    const rows = guard(() => (cities === undefined ? this.stmts.createdSince.all(fromMs, toMs, limit) : this.stmts.createdSinceIn.all(fromMs, toMs, JSON.stringify(cities), limit)));
+    return (rows as EventRow[]).map(toEvent);
   }
 
   archivedReport(pkey: string): StoredEvent | undefined {
@@ -408,6 +421,7 @@ interface DeliveryRow {
   subscription_id: string;
   kind: EventKind;
   at_ms: number;
+  retry_from_ms: number | null;
   features: string;
   count: number;
   attempts: number;
@@ -438,6 +452,7 @@ function toDelivery(r: DeliveryRow): Delivery {
     subscriptionId: r.subscription_id,
     kind: r.kind,
     atMs: r.at_ms,
+    retryFromMs: r.retry_from_ms ?? r.at_ms,
     count: r.count,
     attempts: r.attempts,
     nextAttemptMs: r.next_attempt_ms,

@@ -51,8 +51,8 @@ export interface EventFeed extends ArchiveEvents {
   lastSeq(): Awaitable<number>;
   /** The id of the oldest event kept (0 when none): resuming from before it starts there. */
   firstSeq(): Awaitable<number>;
-  /** Archived, unretracted reports created in [fromMs, toMs], newest first. */
-  createdBetween(fromMs: number, toMs: number, limit: number): Awaitable<StoredEvent[]>;
+  /** Archived, unretracted reports created in [fromMs, toMs], newest first; `cities`: only those tagged with one of these city codes. */
+  createdBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): Awaitable<StoredEvent[]>;
   archivedReport(pkey: string): Awaitable<StoredEvent | undefined>;
   wasRetracted(pkey: string): Awaitable<boolean>;
   /** Drops events older than the retention; returns how many. */

@@ -301,12 +301,13 @@ export class ObjectEventLog implements EventFeed {
     this.index ??= index;
   }
 
-  async createdBetween(fromMs: number, toMs: number, limit: number): Promise<StoredEvent[]> {
+  async createdBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): Promise<StoredEvent[]> {
     const index = await this.followIndex();
+    const covered = cities && new Set(cities);
     const out: StoredEvent[] = [];
     for (const e of index.archived.values()) {
       const created = Date.parse(e.feature.properties.created_at);
-      if (created >= fromMs && created <= toMs) out.push(e);
+      if (created >= fromMs && created <= toMs && (covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))) out.push(e);
     }
     out.sort((a, b) => Date.parse(b.feature.properties.created_at) - Date.parse(a.feature.properties.created_at) || (a.pkey < b.pkey ? -1 : 1));
     return out.slice(0, limit);

@@ -126,6 +126,7 @@ export class ObjectWebhooks {
       subscriptionId,
       kind: batch.kind,
       atMs: batch.events[0]!.at_ms,
+      retryFromMs: batch.firstAttemptMs,
       count: batch.events.length,
       attempts: batch.attempts,
       nextAttemptMs: 0,

@@ -22,6 +22,8 @@ export class ConsumerRunner {
   private wakeUp: (() => void) | undefined;
   private list: LogConsumer[] = [];
   private listedAt = -Infinity;
+  /** Where the next round of the list starts. */
+  private nextAt = 0;
   private housekeptAt = 0;
 
   constructor(
@@ -56,14 +58,21 @@ export class ConsumerRunner {
           this.housekeptAt = now;
           this.options.housekeeping().catch((err: unknown) => this.log.warn({ err: String(err) }, `${this.what}: housekeeping failed`));
         }
-        for (const c of this.list) {
+        // Round the list from after the last consumer given a slot: a free slot goes to the next
+        // one in turn, so consumers early in the list that always have work cannot keep every slot.
+        const n = this.list.length;
+        const start = this.nextAt;
+        for (let k = 0; k < n; k++) {
           if (this.inFlight.size >= this.options.concurrency) break;
+          const at = (start + k) % n;
+          const c = this.list[at]!;
           const name = c.spec.cursor.name;
           if (this.inFlight.has(name)) continue;
           const p = this.drain(c).finally(() => {
             this.inFlight.delete(name);
           });
           this.inFlight.set(name, p);
+          this.nextAt = at + 1;
         }
       } catch (err) {
         this.log.warn({ err: String(err) }, `${this.what}: step failed; retrying`);

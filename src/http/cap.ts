@@ -59,11 +59,7 @@ export function capHandlers(deps: CapDeps): Handlers {
     const text = await feeds.of(
       key,
       async () => {
-        const covered = cities && new Set(cities);
-        const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, values.admin === undefined ? FEED_LIMIT : FEED_LIMIT * 20))
-          .filter((e) => covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))
-          .slice(0, FEED_LIMIT)
-          .map((e) => alertOf(e, base));
+        const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, FEED_LIMIT, cities)).map((e) => alertOf(e, base));
         const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
         const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
         return Buffer.from(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now));

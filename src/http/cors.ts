@@ -23,7 +23,7 @@ export const cors: RequestHandler = (req, res, next) => {
 export const preflightOf = (allow: string): RequestHandler => (_req, res) => {
   res.set({
     'Access-Control-Allow-Methods': allow,
-    'Access-Control-Allow-Headers': 'If-None-Match, If-Range, Range, Accept, Accept-Encoding, Content-Type, X-Request-Id',
+    'Access-Control-Allow-Headers': 'If-None-Match, If-Range, Range, Accept, Accept-Encoding, Content-Type, X-Request-Id, Last-Event-ID',
     'Access-Control-Max-Age': '86400',
   });
   res.status(204).end();

@@ -87,6 +87,10 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     }
     const cityOnly = await getText(`${svc.url}/reports/cap.atom?admin=PH-PG`);
     expect(alertsOf(cityOnly.text).map((a) => /<identifier>(.*)<\/identifier>/.exec(a)![1])).toEqual(['partner-alpha-3']);
+    // An area's feed is chosen before its limit: on a busy day elsewhere (newer reports beyond
+    // the feed's 1,000), the area's own reports are all still there. The log's query, at a limit of one.
+    const newest = await svc.rt.feed.createdBetween(now - 86_400_000, now + 3_600_000, 1, ['PH-PG']);
+    expect(newest.map((e) => e.pkey)).toEqual(['partner-alpha-3']);
   });
 
   it('answers a reader polling an unchanged feed with 304', async () => {

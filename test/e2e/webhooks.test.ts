@@ -174,9 +174,15 @@ describe('webhooks', () => {
     expect(hook.received.length).toBe(before); // set aside: no more attempts
 
     hook.answer = () => ({ status: 200 });
+    // Each event's time as first sent: when it happened, not when it was redriven.
+    const timeOf = (body: string) => (JSON.parse(body) as { id: string; time: string });
+    const firstTimes = new Map(hook.received.map((r) => [timeOf(r.body).id, timeOf(r.body).time]));
     expect(svc.rt.events!.redrive(sub.id)).toBe(aside.length);
     await eventually(async () => (svc.rt.events!.deliveries('set_aside').length === 0 && svc.rt.events!.deliveries('pending').length === 0 ? true : undefined), 10_000, 'redriven');
     expect([...deliveredByPkey(hook).keys()].sort()).toEqual([pkeyOf(31), pkeyOf(32)]);
+    const redriven = hook.received.slice(before).map((r) => timeOf(r.body));
+    expect(redriven.length).toBeGreaterThan(0);
+    for (const e of redriven) expect(e.time).toBe(firstTimes.get(e.id));
   });
 
   it('a receiver that never answers delays neither the archive nor another subscriber', async () => {

@@ -4,25 +4,16 @@
 // event log, subscriptions and cursor on the file store; the clock is the test's.
 import { describe, expect, it } from 'vitest';
 import { LogConsumer } from '../../src/events/consumer.js';
-import { ObjectEventLog } from '../../src/events/objectEventLog.js';
-import { ObjectWebhooks } from '../../src/events/objectWebhooks.js';
-import type { ArchiveRow } from '../../src/archive/partColumns.js';
-import { FileObjectStore } from '../../src/store/fileStore.js';
-import { tempDir } from '../support/env.js';
+import { archivedRow, eventLogOnFiles } from '../support/eventLogs.js';
 
 const HOUR = 3_600_000;
 
 describe('a webhook behind an outage longer than its retry period', () => {
   it('sets every waiting batch aside once its retry period has passed since it was recorded, not one period after the batch before', async () => {
     let now = Date.parse('2026-11-21T00:00:00Z');
-    const store = new FileObjectStore(await tempDir('flood-hooks-'));
-    const log = new ObjectEventLog(store, () => now);
-    const hooks = new ObjectWebhooks(store, log);
-    const sub = await hooks.add({ id: 'sub_outage', url: 'https://hooks.example.org/flood', secret: 's'.repeat(32), admins: [], localAreas: [], events: ['archived'], createdAt: new Date(now).toISOString() });
-    const row = (n: number): ArchiveRow => ({
-      pkey: `partner-a-${n}`, created_at_ms: now, source: 'partner', status: 'confirmed', url: null, image_url: null, disaster_type: 'flood', report_data: null,
-      instance_region_code: 'PH-QC', local_area_id: null, title: '', text: '', lng: 121.05, lat: 14.65, post_id: n, partner_city: 'Quezon City', received_at_ms: now, boundary_version: 'v1',
-    } as ArchiveRow);
+    const { log, hooks, subscribe } = await eventLogOnFiles(() => now);
+    const sub = await subscribe('sub_outage');
+    const row = (n: number) => archivedRow(n, now);
     // Four batches of 500, a minute apart.
     for (let i = 0; i < 4; i++) {
       await log.archived(Array.from({ length: 500 }, (_, k) => row(i * 500 + k)));
@@ -46,5 +37,33 @@ describe('a webhook behind an outage longer than its retry period', () => {
       await consumer.step();
     }
     expect(setAside).toEqual([500, 500, 500, 500]);
+  });
+
+  it('reads its cursor in the store every ten seconds at most while it waits out a back-off, not at every step', async () => {
+    let now = Date.parse('2026-11-21T00:00:00Z');
+    const { log, hooks, subscribe } = await eventLogOnFiles(() => now);
+    const sub = await subscribe('sub_down');
+    await log.archived([archivedRow(1, now)]);
+    const cursor = hooks.cursor(sub);
+    let reads = 0;
+    const counted = Object.assign(Object.create(cursor) as typeof cursor, { current: () => (reads++, cursor.current()) });
+    let sends = 0;
+    const consumer = new LogConsumer(
+      log,
+      { cursor: counted, wants: () => true, send: async () => (sends++, { ok: false, error: 'connect ECONNREFUSED' }) },
+      { holder: 'worker-1', leaseMs: 40_000, maxBatch: 500, retryBaseMs: 40_000, retryMaxMs: HOUR, now: () => now },
+    );
+    expect(await consumer.step()).toBe('failed');
+    reads = 0;
+    // The runner steps every consumer every 250 ms: a minute of its back-off.
+    const results = new Set<string>();
+    for (let t = 0; t < 60_000; t += 250) {
+      now += 250;
+      results.add(await consumer.step());
+    }
+    expect(results.has('waiting')).toBe(true);
+    // Its retry came when due (a first failure's back-off is 32 to 48 s here; the second's longer than the rest of the minute).
+    expect(sends).toBe(2);
+    expect(reads).toBeLessThanOrEqual(8);
   });
 });
