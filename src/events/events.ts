@@ -47,8 +47,11 @@ export interface EventFeed extends ArchiveEvents {
   hide(pkey: string): Awaitable<void>;
   /** Events after `seq`, in order, at most `limit`. */
   since(seq: number, limit?: number): Awaitable<StoredEvent[]>;
-  /** The id of the newest event (0 when none). */
-  lastSeq(): Awaitable<number>;
+  /**
+   * The id of the newest event (0 when none). A reader may answer from a value some moments old
+   * (on S3, a listing every 250 ms); `fresh`: as of now (an id from another process is newer).
+   */
+  lastSeq(fresh?: boolean): Awaitable<number>;
   /** The id of the oldest event kept (0 when none): resuming from before it starts there. */
   firstSeq(): Awaitable<number>;
   /** Archived, unretracted reports created in [fromMs, toMs], newest first; `cities`: only those tagged with one of these city codes. */

@@ -158,7 +158,13 @@ export class ObjectEventLog implements EventFeed {
   // --- reading
 
   /** The newest batch number, listed at most every REFRESH_MS (one listing for every reader). */
-  private async tail(): Promise<number> {
+  private async tail(fresh = false): Promise<number> {
+    if (fresh) {
+      // A listing begun now (one already under way may have begun before the batch asked about).
+      this.head = Math.max(this.head, await this.seq.head());
+      this.refreshedAt = this.now();
+      return this.head;
+    }
     if (this.now() - this.refreshedAt < REFRESH_MS) return this.head;
     this.refreshing ??= this.seq
       .head()
@@ -249,8 +255,8 @@ export class ObjectEventLog implements EventFeed {
     return out;
   }
 
-  async lastSeq(): Promise<number> {
-    const head = await this.tail();
+  async lastSeq(fresh = false): Promise<number> {
+    const head = await this.tail(fresh);
     // Every event of the newest batch counts as sent: a stream starting now begins after it.
     return head === 0 ? 0 : head * PER_BATCH + PER_BATCH - 1;
   }

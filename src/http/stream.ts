@@ -62,7 +62,10 @@ export function streamHandlers(deps: StreamDeps): Handlers {
     byClient.set(client, (byClient.get(client) ?? 0) + 1);
     let cursor: number;
     try {
-      const newest = await events.lastSeq();
+      let newest = await events.lastSeq();
+      // An id past the newest this process has seen may come from another API process, which
+      // saw a batch this one has not listed yet: asked again, not pulled back (it would repeat them).
+      if (lastId !== undefined && lastId > newest) newest = await events.lastSeq(true);
       cursor = lastId ?? newest;
       // Before the oldest event kept, resume from the oldest: what was pruned cannot be sent.
       // Past the newest (an id from before the log was reset), from the newest: the stream

@@ -39,6 +39,23 @@ describe('the event log on the object store', () => {
     expect((await log.archivedReport('partner-3'))?.pkey).toBe('partner-3');
   });
 
+  it("gives the newest id as of now when asked fresh: another process's batch, not yet listed here", async () => {
+    const now = Date.parse('2026-11-21T06:00:00Z');
+    const store = new FileObjectStore(await tempDir('flood-eventlog-'));
+    // Two API processes on one bucket; this test's clock stands still, so neither lists again by itself.
+    const here = new ObjectEventLog(store, () => now);
+    const there = new ObjectEventLog(store, () => now);
+    await there.archived([row(1)]);
+    const seen = await here.lastSeq();
+    await there.archived([row(2)]);
+    const newer = await there.lastSeq();
+    expect(newer).toBeGreaterThan(seen);
+    // Within its listing's 250 ms, this process still answers what it saw; asked fresh, the other's batch.
+    expect(await here.lastSeq()).toBe(seen);
+    expect(await here.lastSeq(true)).toBe(newer);
+    expect((await here.since(seen)).map((e) => e.pkey)).toEqual(['partner-2']);
+  });
+
   it('leaves out the archived events of retracted reports, wherever they lie, and reads on past them', async () => {
     const store = new FileObjectStore(await tempDir('flood-eventlog-'));
     const log = new ObjectEventLog(store);
