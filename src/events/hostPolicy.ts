@@ -6,11 +6,24 @@ import dns from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
+/**
+ * How long a delivery waits for a name's addresses, per server asked, and how many times each is
+ * asked. Public names are resolved with c-ares (the DNS protocol, on the event loop), not the
+ * system's getaddrinfo: that one runs on libuv's thread pool (four threads), so a few subscribers
+ * whose name servers never answer held every thread for the resolver's timeout, and every other
+ * subscriber's lookup (and the process's file writes) queued behind them.
+ */
+const DNS_TIMEOUT_MS = 3_000;
+const DNS_TRIES = 2;
+
 export class HostPolicy {
   private readonly names = new Set<string>();
   private readonly blocks = new BlockList();
+  private readonly resolver: dns.promises.Resolver;
 
-  constructor(allow: readonly string[]) {
+  /** `resolver`: where public names are resolved (a test's, on its own servers). */
+  constructor(allow: readonly string[], resolver = new dns.promises.Resolver({ timeout: DNS_TIMEOUT_MS, tries: DNS_TRIES })) {
+    this.resolver = resolver;
     for (const entry of allow) {
       const text = entry.trim().toLowerCase();
       if (text.includes('/')) {
@@ -65,19 +78,38 @@ export class HostPolicy {
   /** A `lookup` for http(s).request that refuses an address the policy forbids, after resolving. */
   lookupGuard(host: string): LookupFunction {
     return (hostname, options, callback) => {
-      dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-        if (err) return callback(err, '', 4);
-        const list = addresses;
-        for (const a of list) {
-          const why = this.refuseAddress(host, a.address);
-          if (why) return callback(Object.assign(new Error(`refused: ${hostname} resolves to ${why}`), { code: 'EREFUSED_ADDRESS' }), '', 4);
-        }
-        const first = list[0];
-        if (!first) return callback(Object.assign(new Error(`${hostname} did not resolve`), { code: 'ENOTFOUND' }), '', 4);
-        if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
-        callback(null, first.address, first.family);
-      });
+      const family = (options as { family?: number }).family;
+      this.addressesOf(hostname, family === 4 || family === 6 ? family : undefined).then(
+        (list) => {
+          for (const a of list) {
+            const why = this.refuseAddress(host, a.address);
+            if (why) return callback(Object.assign(new Error(`refused: ${hostname} resolves to ${why}`), { code: 'EREFUSED_ADDRESS' }), '', 4);
+          }
+          const first = list[0];
+          if (!first) return callback(Object.assign(new Error(`${hostname} did not resolve`), { code: 'ENOTFOUND' }), '', 4);
+          if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+          callback(null, first.address, first.family);
+        },
+        (err: NodeJS.ErrnoException) => callback(err, '', 4),
+      );
     };
+  }
+
+  /**
+   * A name's addresses: an allowed or local name as the system resolves it (its hosts file), a
+   * public one by DNS alone (see DNS_TIMEOUT_MS).
+   */
+  async addressesOf(name: string, family?: 4 | 6): Promise<dns.LookupAddress[]> {
+    const bareName = bare(name).replace(/\.+$/, '');
+    if (isIP(bareName) || this.allows(name) || this.allows(bareName) || isLocalName(bareName)) {
+      return dns.promises.lookup(name, { all: true, ...(family && { family }) });
+    }
+    const asked = ([4, 6] as const).filter((f) => family === undefined || f === family);
+    const answers = await Promise.allSettled(asked.map((f) => (f === 4 ? this.resolver.resolve4(bareName) : this.resolver.resolve6(bareName))));
+    const list = answers.flatMap((a, i) => (a.status === 'fulfilled' ? a.value.map((address) => ({ address, family: asked[i]! })) : []));
+    const failed = answers.find((a): a is PromiseRejectedResult => a.status === 'rejected');
+    if (list.length === 0 && failed) throw failed.reason;
+    return list;
   }
 }
 
