@@ -195,6 +195,9 @@ describe('OGC API – Features: reports items', () => {
     expect((await ogc(`${items}?datetime=../2026-11-20T23:59:59.999Z&limit=100`)).body.numberMatched).toBe(day20.length);
     expect((await ogc(`${items}?datetime=2026-11-21T00:00:00Z/..&limit=100`)).body.numberMatched).toBe(TOTAL - day20.length);
     expect((await ogc(`${items}?datetime=/2026-11-20T23:59:59.999Z&limit=100`)).body.numberMatched).toBe(day20.length);
+    // Dates as an interval's ends: whole days (the docs' example).
+    expect((await ogc(`${items}?datetime=2026-11-20/2026-11-20&limit=100`)).body.numberMatched).toBe(day20.length);
+    expect((await ogc(`${items}?datetime=2026-11-20/2026-11-21&limit=100`)).body.numberMatched).toBe(TOTAL);
     // An offset's '+' sent unencoded (a space once decoded), as on the archive endpoint.
     expect((await ogc(`${items}?datetime=2026-11-21T08:00:00+08:00/..&limit=100`)).body.numberMatched).toBe(TOTAL - day20.length);
     const inBox = archive.filter((f) => f.geometry.coordinates[0] <= 121 && f.geometry.coordinates[1] >= 15);
