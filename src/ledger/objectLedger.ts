@@ -31,7 +31,7 @@ import type { Queue } from '../queue/queue.js';
 import { UnavailableError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
-import { withoutPersonalFields } from '../partners/partnerReport.js';
+import { MAX_FUTURE_MS, withoutPersonalFields } from '../partners/partnerReport.js';
 import {
   KeyNameInUseError,
   parseRecord,
@@ -52,6 +52,9 @@ import {
   type RetractionRef,
   type StoredKey,
 } from './ledger.js';
+
+/** How far a host's clock and the store's may differ, for the store's times read as ours. */
+const CLOCK_MARGIN_MS = 15 * 60_000;
 
 /** A hold closer than this to its end is not renewed: reconciliation may be sending its report (clocks differ a little). */
 const RENEW_MARGIN_MS = 5 * 60_000;
@@ -305,8 +308,14 @@ export class ObjectLedger implements IngestLedger {
     // deletes the marker once the report is archived. So a key listed here whose marker the later
     // listing misses is archived; markers first, a report accepted between the two listings
     // would have had its key listed, no marker, and counted as archived (a false loss).
+    // A key is written when its report is accepted (or later, by a purge), and a report is
+    // created at most MAX_FUTURE_MS after it is received: a key written well before the window
+    // holds no report of it, and is not read (the scheduled verify of the last days read every
+    // key in the bucket). The margin covers clocks apart.
     const keys: string[] = [];
-    for await (const info of this.store.list({ prefix: IDEMPOTENCY_PREFIX })) keys.push(info.key);
+    for await (const info of this.store.list({ prefix: IDEMPOTENCY_PREFIX })) {
+      if (info.lastModified.getTime() + MAX_FUTURE_MS + CLOCK_MARGIN_MS >= fromMs) keys.push(info.key);
+    }
     const pending = new Set<string>();
     for await (const info of this.store.list({ prefix: PENDING_PREFIX })) pending.add(keyOfMarker(info.key));
     const found: AcceptedReport[] = [];
