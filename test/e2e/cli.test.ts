@@ -216,7 +216,7 @@ describe('flood-archive CLI', () => {
     const ghost = await run(['import', '--file', file, '--partner', 'alhpa', '--json'], env);
     expect([ghost.code, ghost.stderr]).toEqual([0, expect.stringMatching(/warning: no API key named alhpa is known here/)]);
     expect((await run(['import', '--file', file, '--partner', 'alpha', '--restart', '--json'], env)).stderr).not.toMatch(/warning/);
-  });
+  }, 360_000); // some thirty commands, each a new process: over two minutes on a busy host
 
   it('refuses an option its subcommand does not read, and names what to give where a word is missing or wrong', async () => {
     const env = { DATA_DIR: await tempDir(), API_KEYS: 'alpha:alpha-key-0123456789abcdef' };

@@ -161,13 +161,16 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
   it("renews an import's hold only on the reports it still holds: those archived, queued once their hold ran out, or never accepted are given back", async () => {
     const { ledgers: [ledger, other], queue } = await make();
     const minutes = (n: number) => Date.now() + n * 60_000;
-    await acceptHeld(ledger, [record(60, 'held')], Date.now() + 300);
-    await acceptHeld(ledger, [record(62, 'ran out')], Date.now() + 300);
+    // Holds of 3 s: long enough for the calls between an acceptance and its renewal on a busy
+    // host (0.3 s ran out first on moto once), and waited out below.
+    const heldUntil = Date.now() + 3_000;
+    await acceptHeld(ledger, [record(62, 'ran out')], heldUntil);
     await acceptHeld(ledger, [record(61, 'archived')], minutes(10));
     await ledger.markArchived(['partner-61']);
+    await acceptHeld(ledger, [record(60, 'held')], heldUntil);
     // From another process, as a resumed import is: the renewed hold outlasts the first.
     expect(await other.renewHolds(['partner-60'], minutes(10))).toEqual([]);
-    await new Promise((r) => setTimeout(r, 400));
+    await new Promise((r) => setTimeout(r, Math.max(0, heldUntil - Date.now()) + 100));
     expect(await ledger.requeueStale(Date.now())).toBe(1);
     expect((await drain(queue)).map((b) => JSON.parse(b).pkey)).toEqual(['partner-62']);
     expect((await other.renewHolds(['partner-60', 'partner-61', 'partner-62', 'partner-63'], minutes(20))).sort()).toEqual(['partner-61', 'partner-62', 'partner-63']);
