@@ -38,8 +38,9 @@ describe("an answer's query out of the engine's memory", () => {
     await other;
     await expect(query).rejects.toBeInstanceOf(OverloadedError);
     expect(runsWhileOther).toBeGreaterThanOrEqual(3);
-    // Once alone: one run, a collection, one more.
-    expect(runs - runsWhileOther).toBeLessThanOrEqual(2);
+    // Once alone: one run, a collection, one more; and the run that may have begun while the
+    // other connection was still in use, counted before it ended.
+    expect(runs - runsWhileOther).toBeLessThanOrEqual(3);
   });
 
   it('runs again when another connection was in use during its run, though closed by the time it failed', async () => {
