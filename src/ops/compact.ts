@@ -55,13 +55,18 @@ export class CompactionRunningError extends Error {
   override name = 'CompactionRunningError';
 }
 
+/** This compaction's lock was taken over (or given back as its process stops) while it ran: it stopped at its next step. */
+export class CompactionLockLostError extends CompactionRunningError {
+  override name = 'CompactionLockLostError';
+}
+
 /**
  * Merges the window's days (closed ones into a part a day, the open day's closed hours into a
  * part an hour), one compaction at a time on the archive: two at once would each merge the same
  * parts and store their reports twice (storeLock.ts).
  */
 export function compact(rt: CompactDeps, options: CompactOptions, progress?: Progress): Promise<CompactResult> {
-  const errors = { running: (m: string) => new CompactionRunningError(m), lost: (m: string) => new CompactionRunningError(m) };
+  const errors = { running: (m: string) => new CompactionRunningError(m), lost: (m: string) => new CompactionLockLostError(m) };
   return withStoreLock({ store: rt.store, key: COMPACTION_LOCK_KEY, what: 'compaction', log: rt.log, errors }, (stillHeld) => compactAlone(rt, options, progress, stillHeld));
 }
 

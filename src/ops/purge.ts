@@ -6,7 +6,10 @@
 // marked retractions) and once a second listing finds no part left to rewrite (a compaction may
 // have published one from what it read before), the ledger marks the retractions purged, and
 // readers hide each by its status from then on. A report still waiting to be archived is left
-// for a later run (the worker may still write it).
+// for a later run (the worker may still write it). One purge at a time on the archive, from any
+// host (storeLock.ts): two rewriting the same part in place, each from the version it read with
+// the retractions it knew, would have the later write bring back a report the earlier one
+// tombstoned, and both mark it purged.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -21,10 +24,11 @@ import type { Config } from '../shared/config.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import type { WebhookAdmin } from '../events/manage.js';
-import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
+import { DAY_MS, dayStart, hourStart, PURGE_LOCK_KEY } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Logger } from '../shared/log.js';
 import { pause } from '../shared/pause.js';
+import { withStoreLock } from './storeLock.js';
 
 export interface PurgeResult {
   retractions: number;
@@ -57,7 +61,24 @@ export interface PurgeDeps {
 }
 type Purging = PurgeDeps;
 
-export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
+/** Another purge holds the archive's purge lock (scheduled or after a compaction by hand, on any host); or took it over from this one. */
+export class PurgeRunningError extends Error {
+  override name = 'PurgeRunningError';
+}
+
+/** This purge's lock was taken over while it ran: it stopped at its next step, nothing marked purged. */
+export class PurgeLockLostError extends PurgeRunningError {
+  override name = 'PurgeLockLostError';
+}
+
+/** Purges the retractions not yet purged, one purge at a time on the archive (see the file's head). */
+export function purgeRetracted(rt: Purging): Promise<PurgeResult> {
+  const errors = { running: (m: string) => new PurgeRunningError(m), lost: (m: string) => new PurgeLockLostError(m) };
+  return withStoreLock({ store: rt.store, key: PURGE_LOCK_KEY, what: 'purge', log: rt.log, errors }, (stillHeld) => purgeAlone(rt, stillHeld));
+}
+
+/** `stillHeld`: throws once the lock is another's (called before each write). */
+async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResult> {
   const result: PurgeResult = { retractions: 0, partsRewritten: 0, purged: 0, waiting: 0, setAsideRewritten: 0 };
   const byDay = new Map<number, { pkey: string; createdMs: number }[]>();
   for await (const r of rt.ledger.retractions({ unpurgedOnly: true })) {
@@ -92,7 +113,7 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
       const pkeys = retracted.map((r) => r.pkey);
       for (const part of parts) {
         if (clean.has(versionOf(part))) continue;
-        if (!(await rewrite(rt, part, pkeys, tmpDir))) {
+        if (!(await rewrite(rt, part, pkeys, tmpDir, stillHeld))) {
           clean.add(versionOf(part));
           continue;
         }
@@ -117,6 +138,7 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
     const again = await rewriteDays();
     result.partsRewritten += again;
     if (again > 0) continue;
+    stillHeld();
     await rt.ledger.markPurged(done);
     result.purged = done.length;
     return result;
@@ -127,7 +149,7 @@ export async function purgeRetracted(rt: Purging): Promise<PurgeResult> {
 }
 
 /** Rewrites the part with `pkeys` as tombstones when it holds any of them as they were; true when it did. */
-async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string): Promise<boolean> {
+async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string, stillHeld: () => void): Promise<boolean> {
   const out = path.join(tmpDir, `${randomUUID()}.parquet`);
   try {
     // The part stays in the cache while it is read.
@@ -147,6 +169,7 @@ async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: s
       }),
     );
     if (!found) return false;
+    stillHeld();
     // With its ready texts rewritten first: they never hold a purged report's text.
     await storePartPublisher(rt).publish(part.key, out);
     return true;

@@ -76,6 +76,8 @@ export const IMPORT_LOCK_KEY = 'ingest/import-lock.json';
 export const RECONCILE_TURNS_PREFIX = 'jobs/runs/reconcile-timer/';
 /** The lock of the one compaction at a time (src/ops/compact.ts): by hand or scheduled, from any host. */
 export const COMPACTION_LOCK_KEY = 'jobs/locks/compaction.json';
+/** The lock of the one purge at a time (src/ops/purge.ts): it rewrites parts in place, and two would overwrite each other's. */
+export const PURGE_LOCK_KEY = 'jobs/locks/purge.json';
 /** The first month the monthly release job set out to release (jobs/release.ts): months from it on are made up if they failed. */
 export const RELEASE_SINCE_KEY = 'jobs/release-since.json';
 /** The lock of the one run at a time making a period's release (src/ops/release.ts): `jobs/locks/release-2025.json`. */

@@ -283,7 +283,7 @@ export class Worker {
    * crash may have repeated a flush) before it marks them purged. A copy arriving after the
    * purge is a tombstone too.
    */
-  private async tombstoneRetracted(entries: Buffered[]): Promise<void> {
+  private async tombstoneRetracted(entries: Buffered[]): Promise<Set<string>> {
     let fromMs = Infinity;
     let toMs = -Infinity;
     for (const { row } of entries) {
@@ -294,11 +294,13 @@ export class Worker {
     // Purged ones too: a late copy (a duplicate message, a flush repeated after a crash) of a
     // report whose retraction was purged would be the newest copy, personal fields and all.
     for await (const r of this.deps.ledger.retractions({ createdFromMs: fromMs, createdToMs: toMs, unpurgedOnly: false })) retracted.add(r.pkey);
-    if (retracted.size === 0) return;
+    const tombstoned = new Set<string>();
     for (const entry of entries) {
-      if (!retracted.has(entry.row.pkey)) continue;
+      if (!retracted.has(entry.row.pkey) || entry.row.status === 'retracted') continue;
       entry.row = tombstoneRow(entry.row);
+      tombstoned.add(entry.row.pkey);
     }
+    return tombstoned;
   }
 
   /** Writes one part per hour touched, then acknowledges. */
@@ -328,22 +330,35 @@ export class Worker {
     }
     const groups = partsOfFlush(byHour, closedBefore(this.options.flushIntervalSeconds));
     await fs.mkdir(this.deps.tmpDir, { recursive: true });
-    // A backlog (a backfill, or the queue after an outage) touches many hours per flush: their
-    // parts are written a few at a time, as store puts wait on the disk or the network.
-    const parts = await mapLimit(groups, PART_WRITES_AT_ONCE, async ({ key, rows }) => {
+    /** The parts written with ready texts: written again, they are too (or the old ones would stand beside them). */
+    const withTexts = new Set<string>();
+    const write = async ({ key, rows }: { key: string; rows: ArchiveRow[] }, again = false): Promise<string> => {
       const file = path.join(this.deps.tmpDir, `flush-${randomUUID()}.parquet`);
       try {
         await writeParquet(this.deps.db, rows, file);
         // The part, its stats and (the partition's first here) its ready texts.
         const partition = key.slice(0, key.lastIndexOf('/'));
-        const body = await this.parts.publish(key, file, { readyTexts: !this.partitionsWritten.has(partition) });
+        const readyTexts = again ? withTexts.has(key) : !this.partitionsWritten.has(partition);
+        if (readyTexts) withTexts.add(key);
+        const body = await this.parts.publish(key, file, { readyTexts });
         this.partitionsWritten.set(partition, Date.now());
         this.deps.metrics?.partBytes.observe(body.length);
         return key;
       } finally {
         await fs.rm(file, { force: true });
       }
-    });
+    };
+    // A backlog (a backfill, or the queue after an outage) touches many hours per flush: their
+    // parts are written a few at a time, as store puts wait on the disk or the network.
+    const parts = await mapLimit(groups, PART_WRITES_AT_ONCE, (group) => write(group));
+    // A retraction made while the parts were written: a copy of a report archived before (a
+    // redelivery) is not pending, so a purge meanwhile may have marked it purged without this
+    // part; readers would then show it whole. Its part is written again with it as a tombstone.
+    const late = await this.tombstoneRetracted(entries);
+    if (late.size > 0) {
+      const again = groups.filter(({ rows }) => rows.some((r) => late.has(r.pkey)));
+      await mapLimit(again, PART_WRITES_AT_ONCE, ({ key, rows }) => write({ key, rows: rows.map((r) => (late.has(r.pkey) ? tombstoneRow(r) : r)) }, true));
+    }
     // Before the ledger says "archived": a crash in between repeats the flush, and the events
     // are recorded once per report whatever repeats.
     await this.deps.changes?.record(entries.map((e) => ({ pkey: e.row.pkey, createdMs: e.row.created_at_ms })));

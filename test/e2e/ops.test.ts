@@ -15,7 +15,8 @@ import { readyKeyOf } from '../../src/archive/sidecars/keys.js';
 import { mergeParts } from '../../src/archive/readRows.js';
 import type { IngestRecord } from '../../src/ingest/intake.js';
 import { compaction } from '../../jobs/compaction.js';
-import { compact, CompactionRunningError } from '../../src/ops/compact.js';
+import { compact, CompactionLockLostError, CompactionRunningError } from '../../src/ops/compact.js';
+import { giveBackLocks } from '../../src/ops/storeLock.js';
 import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { exportWindow } from '../../src/ops/exportWindow.js';
 import { importFile } from '../../src/ops/importFile.js';
@@ -219,6 +220,39 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(JSON.parse(await archiveText(svc.url, cut)).result.features).toEqual(inCut);
     const again = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
     expect(again).toMatchObject({ daysCompacted: 0, hoursCompacted: 0, partsRemoved: 0 });
+  });
+
+  it('a scheduled compaction that loses its lock part-way fails its tick: only one that never took the lock passes the tick by', async () => {
+    // Two closed days in the job's look-back, each of two hours' parts.
+    const day = (ago: number, hour: number) => new Date(Math.floor(Date.now() / 86_400_000 - ago) * 86_400_000 + hour * 3_600_000).toISOString();
+    const posted = [day(3, 2), day(3, 5), day(2, 2), day(2, 5)];
+    for (const [i, at] of posted.entries()) expect((await postReport(svc.url, report(700 + i, { created_at: at }))).status).toBe(201);
+    await drained(svc);
+    // The process stops (Ctrl-C, a deploy) while the first day is merged: its locks are given back.
+    let stopped = false;
+    const stopping = {
+      ...svc.rt,
+      cache: {
+        ...svc.rt.cache,
+        withFiles: <T>(parts: Parameters<typeof svc.rt.cache.withFiles>[0], fn: (files: string[]) => Promise<T>) => {
+          if (!stopped) {
+            stopped = true;
+            void giveBackLocks();
+          }
+          return svc.rt.cache.withFiles(parts, fn);
+        },
+      },
+    };
+    const tick = await compaction.run(stopping).catch((err: unknown) => err);
+    expect(stopped).toBe(true);
+    expect(tick).toBeInstanceOf(CompactionLockLostError);
+    expect(String(tick)).toMatch(/gave the archive's lock .* back as its process stops/);
+    // The next tick merges what was left.
+    expect(await compaction.run(svc.rt)).toMatchObject({ daysCompacted: expect.any(Number), purge: expect.anything() });
+    for (const at of posted) {
+      const from = Date.parse(at.slice(0, 10));
+      expect((await listWindowParts(svc.rt.store, from, from + 86_400_000 - 1)).map((h) => h.wholeDay)).toEqual([true]);
+    }
   });
 
   it('exports the window as Parquet, CSV and GeoJSON with the same reports as the archive', async () => {

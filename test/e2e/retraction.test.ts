@@ -9,7 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Archive } from '../../src/archive/window.js';
 import { archiveStates, PURGE_SETTLE_MS } from '../../src/archive/changes.js';
-import { purgeRetracted, type PurgeDeps } from '../../src/ops/purge.js';
+import { purgeRetracted, PurgeRunningError, type PurgeDeps } from '../../src/ops/purge.js';
+import { compaction } from '../../jobs/compaction.js';
 import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { compact } from '../../src/ops/compact.js';
@@ -366,6 +367,48 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     const day = 'reports/v1/year=2026/month=11/day=22/';
     expect((await keysUnder(svc.rt, day)).filter((k) => k.endsWith('.parquet'))).toHaveLength(1);
     expect(await storedRows(day, pkeyOf(14))).toEqual([{ pkey: pkeyOf(14), status: 'retracted', title: '' }]);
+  });
+
+  it('one purge at a time: another (the scheduled one, or one after a compaction by hand) is refused while one rewrites, and the next purges what it missed', async () => {
+    // Both in one part: two purges rewriting it at once, each from the version it read, would
+    // have the later write bring back the report the earlier one tombstoned.
+    for (const id of [20, 21]) expect((await postReport(svc.url, report(id, { created_at: '2026-11-22T14:00:00Z', title: SECRET }))).status).toBe(201);
+    await allArchived(svc.rt);
+    expect((await fetch(`${svc.url}/feeds/partner/20`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    // The first purge waits at its part's write until let go.
+    let writing!: () => void;
+    const atWrite = new Promise<void>((resolve) => (writing = resolve));
+    let letGo!: () => void;
+    const goOn = new Promise<void>((resolve) => (letGo = resolve));
+    const store = new Proxy(svc.rt.store, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'put') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, body: Buffer | string) => {
+          if (key.startsWith('reports/') && key.endsWith('.parquet')) {
+            writing();
+            await goOn;
+          }
+          await target.put(key, body);
+        };
+      },
+    });
+    const first = purgeRetracted({ ...svc.rt, store });
+    await atWrite;
+    expect((await fetch(`${svc.url}/feeds/partner/21`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    const second = await purgeRetracted(svc.rt).catch((err: unknown) => err);
+    expect(second).toBeInstanceOf(PurgeRunningError);
+    expect(String(second)).toContain('another purge is running');
+    // The scheduled job passes the purge by, as it does a compaction running elsewhere.
+    expect(((await compaction.run(svc.rt)) as { purge: unknown }).purge).toEqual({ skipped: expect.stringContaining('another purge is running') });
+    letGo();
+    expect((await first).purged).toBeGreaterThanOrEqual(1);
+    await purgeRetracted(svc.rt);
+    const unpurged = [];
+    for await (const r of svc.rt.ledger.retractions({ unpurgedOnly: true })) unpurged.push(r.pkey);
+    expect(unpurged).toEqual([]);
+    const day = 'reports/v1/year=2026/month=11/day=22/';
+    for (const id of [20, 21]) expect(await storedRows(day, pkeyOf(id))).toEqual([{ pkey: pkeyOf(id), status: 'retracted', title: '' }]);
   });
 });
 

@@ -20,10 +20,16 @@ export const compact: Command = {
       const result = await interruptible('compact', 'run it again: the days it merged stand, the others are merged then', () =>
         deps.compact(rt, { ...span, closedBeforeMs: deps.closedBefore(rt, now) }, values.json ? undefined : createProgress('compact')),
       );
-      const purge = await deps.purgeRetracted(rt);
+      // A purge running meanwhile (the scheduler's) purges what this one would: the compaction stands.
+      const purge = await deps.purgeRetracted(rt).catch((err: unknown) => {
+        if ((err as Error)?.name === 'PurgeRunningError') return { skipped: (err as Error).message };
+        throw err;
+      });
       print(values, { ...result, purge }, () =>
         `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
-        `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived${purge.setAsideRewritten > 0 ? `; ${purge.setAsideRewritten} webhook batches set aside rewritten without them` : ''})`,
+        ('skipped' in purge
+          ? `purge skipped: ${purge.skipped}`
+          : `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived${purge.setAsideRewritten > 0 ? `; ${purge.setAsideRewritten} webhook batches set aside rewritten without them` : ''})`),
       );
       return 0;
     });
