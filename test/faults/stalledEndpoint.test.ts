@@ -28,13 +28,14 @@ describe('a stalled S3/SQS endpoint', () => {
     process.env.AWS_SECRET_ACCESS_KEY = 'test';
     emulator = await startEmulator();
     endpoint = await stallableEndpoint(emulator.endpoint);
-    // Shorter SDK bounds than the defaults keep the suite quick; the acceptance deadline is the default.
+    // Shorter SDK bounds than the defaults keep the suite quick; the acceptance deadline is the default (2 s).
     // Few failed authentications allowed: a refusal for the store's sake must not count as one.
     const config = await testConfig('aws', emulator, {
       AWS_ENDPOINT_URL: endpoint.url,
       AWS_REQUEST_TIMEOUT_SECONDS: '2',
       AWS_MAX_ATTEMPTS: '2',
       ACCEPT_MAX_IN_FLIGHT: '4',
+      ACCEPT_DEADLINE_SECONDS: '2',
       RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: '3',
     });
     await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
@@ -110,7 +111,7 @@ describe('a stalled S3/SQS endpoint', () => {
 
 describe('a repeat post whose state cannot be read', () => {
   it('is answered 503 within the acceptance deadline and counted with the acceptances under way', async () => {
-    const rt = await testRuntime(await testConfig('embedded', undefined, { ACCEPT_MAX_IN_FLIGHT: '2' }));
+    const rt = await testRuntime(await testConfig('embedded', undefined, { ACCEPT_MAX_IN_FLIGHT: '2', ACCEPT_DEADLINE_SECONDS: '2' }));
     // Whether a repeat was retracted is read after its acceptance: here that read never answers.
     let silent = false;
     const ledger = rt.ledger;
