@@ -196,6 +196,10 @@ export function archiveStates(ledger: Pick<RetractionLedger, 'retractions'>, log
       if (afterMs < horizon) throw new ChangesPrunedError(horizon, log.retentionMs);
       const byPkey = new Map<string, ChangedReport>();
       for (const r of await log.written(afterMs, uptoMs)) byPkey.set(r.pkey, r);
+      // Pruned while it was read (the horizon is recorded before any log goes): a log gone
+      // would be a hole in the history, answered as if nothing had changed.
+      const after = await log.horizon();
+      if (afterMs < after) throw new ChangesPrunedError(after, log.retentionMs);
       for await (const r of ledger.retractions()) {
         const at = Date.parse(r.retracted_at);
         if (at > afterMs && at <= uptoMs) byPkey.set(r.pkey, { pkey: r.pkey, createdMs: Date.parse(r.created_at) });

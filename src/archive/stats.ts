@@ -11,6 +11,7 @@ import type { WindowQuery } from './query.js';
 import { filteredRows } from './sql.js';
 import { sidecarCounter } from './sidecars/index.js';
 import type { ObjectInfo } from '../store/objectStore.js';
+import { SETTLE_MS } from './changes.js';
 export const STATS_INTERVALS = ['hour', 'day', 'week', 'month'] as const;
 export type StatsInterval = (typeof STATS_INTERVALS)[number];
 /** What the archive counts by: its own columns. */
@@ -147,24 +148,29 @@ interface DuckDbDay {
  * still holds it is in the sidecar too: its day (or hour) goes to DuckDB, which hides it by pkey.
  */
 async function countSidecars(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec, tally: StatsTally, holds: Holds): Promise<DuckDbDay[]> {
-  // Syncs, tombstones and pages select by what the sidecars do not hold (pkeys, received_at, status).
-  if (query.updatedAfterMs !== undefined || query.changed !== undefined || query.includeRetracted || query.after !== undefined || query.pkey !== undefined || query.receivedBeforeMs !== undefined) {
+  // Syncs, tombstones and pages select by what the sidecars do not hold (pkeys, status).
+  if (query.updatedAfterMs !== undefined || query.changed !== undefined || query.includeRetracted || query.after !== undefined || query.pkey !== undefined) {
     return days.map((day) => ({ parts: [...day.whole, ...day.hours.flatMap((h) => h.parts)], clean: isDayClean(day) }));
   }
   const retracted = query.retracted ?? [];
   const holdsRetracted = (fromMs: number, toMs: number) => retracted.some((r) => r.createdMs >= fromMs && r.createdMs < toMs);
+  // Reports received by an instant (a walk's numberMatched): a part written well before it holds
+  // none received after it (a report is received before its part is written; SETTLE_MS for the
+  // hosts' clocks), so its sidecar counts it; a part written since goes to DuckDB.
+  const { receivedBeforeMs } = query;
+  const answers = (part: ObjectInfo) => receivedBeforeMs === undefined || part.lastModified.getTime() < receivedBeforeMs - SETTLE_MS;
   // Each day: the parts a sidecar may answer for (with their hour, for an hour part), and the
   // hours left to DuckDB (undefined: the whole day).
   const plans = days.map((day) => {
     const candidates: { part: ObjectInfo; hour?: HourParts }[] = [];
     let left: HourParts[] | undefined;
     if (day.whole.length === 1 && day.hours.length === 0) {
-      if (!holdsRetracted(day.dayMs, day.dayMs + 24 * HOUR_MS)) candidates.push({ part: day.whole[0]!});
+      if (!holdsRetracted(day.dayMs, day.dayMs + 24 * HOUR_MS) && answers(day.whole[0]!)) candidates.push({ part: day.whole[0]! });
       left = candidates.length > 0 ? [] : undefined;
     } else if (day.whole.length === 0) {
       left = [];
       for (const hour of day.hours) {
-        if (hour.parts.length === 1 && !holdsRetracted(hour.hourMs, hour.hourMs + HOUR_MS)) candidates.push({ part: hour.parts[0]!, hour });
+        if (hour.parts.length === 1 && !holdsRetracted(hour.hourMs, hour.hourMs + HOUR_MS) && answers(hour.parts[0]!)) candidates.push({ part: hour.parts[0]!, hour });
         else left.push(hour);
       }
     }

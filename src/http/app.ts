@@ -108,7 +108,10 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs, { minBytesPerSecond: rt.config.heavyAnswers.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs }),
       clientOf: (req) => clientKey(req, rt.config.trustProxy),
       publicBase,
-      adminAreas: async (version, details) => (await servedBoundaries(rt.boundaries, version, details))?.adminAreas,
+      adminAreas: async (version, details) => {
+        const served = await servedBoundaries(rt.boundaries, version, details);
+        return served && { areas: served.adminAreas, version: served.version };
+      },
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
     ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, cacheMaxBytes: rt.config.releaseCacheMaxBytes, publicBase }),

@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
-import type { Cursor, WindowQuery } from '../archive/query.js';
+import type { WindowQuery } from '../archive/query.js';
 import type { AdminAreas } from '../boundaries/adminAreas.js';
 import type { Archive, Window } from '../archive/window.js';
 import type { ErrorDetail } from '../shared/errors.js';
@@ -13,7 +13,7 @@ import { EARLIEST_MS, LATEST_MS, parseOffsetDateTime } from '../partners/partner
 import type { Admission } from './admission.js';
 import { clientWaitMs } from './sendStall.js';
 import { startAnswer } from './answerStart.js';
-import type { CursorCodec } from './cursor.js';
+import type { CursorCodec, PageCursor } from './cursor.js';
 import { BuiltAnswers } from './builtAnswers.js';
 import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
@@ -22,6 +22,7 @@ import { sendPieces } from './sendPieces.js';
 import { readVersion, throwIfProblems, versionWords } from './boundaryVersion.js';
 import { oneOf, plusRestored, readAdmin, readBbox, readQuery, throwIfAny, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
+import { hangUpSignal } from './hangUp.js';
 import { REVALIDATE } from './bodyTags.js';
 
 
@@ -44,7 +45,8 @@ const CONTENT_TYPES: Record<ArchiveFormat, string> = {
 export interface ArchiveRouteDeps {
   archive: Archive;
   /** Read only when a request needs them: the areas of the boundary version named (version=, while served), else of the current one; undefined with its problem among `details`. */
-  adminAreas: (version: string | undefined, details: ErrorDetail[]) => Promise<AdminAreas | undefined>;
+  /** The areas of the version asked for (undefined: the current one) and that version's id; undefined when it is not served. */
+  adminAreas: (version: string | undefined, details: ErrorDetail[]) => Promise<{ areas: AdminAreas; version: string } | undefined>;
   maxWindowMs: number;
   /** A window whose end is older than this many ms is closed: its answer no longer changes by itself. */
   closedAfterMs: number;
@@ -66,6 +68,11 @@ interface ArchiveRequest {
   geoformat: 'topojson' | 'geojson';
   /** The filters a cursor is bound to. */
   fingerprint: string;
+  /**
+   * The boundary version admin= was read in when version= was not given: a page's cursor carries
+   * it, so the pages after it cover the same areas though new boundaries are published meanwhile.
+   */
+  pinnedVersion: string | undefined;
 }
 
 export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
@@ -213,26 +220,13 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     if (page.next) {
       // A sync's pages all hold the changes up to the first page's watermark, which its cursor carries.
       const receivedBeforeMs = query.updatedAfterMs !== undefined ? window.watermarkMs : (query.after?.receivedBeforeMs ?? query.receivedBeforeMs!);
-      const cursor: Cursor = { ...page.next, receivedBeforeMs };
+      const cursor: PageCursor = { ...page.next, receivedBeforeMs, ...(request.pinnedVersion !== undefined && { version: request.pinnedVersion }) };
       res.set('Link', `<${nextUrl(deps.publicBase(), req, await deps.cursors.encode(cursor, request.fingerprint))}>; rel="next"`);
     }
     await sendPieces(renderArchive(toAsync(page.batches), text, watermarkField(query, window).watermark), encoding, res);
   });
 
   return handlers;
-}
-
-/**
- * Aborts when the client closes the connection before its answer is complete: the window's
- * queries are interrupted and nothing more is read ahead, so a hung-up year pull frees its
- * memory and temporary files at once.
- */
-function hangUpSignal(res: Response): AbortSignal {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort(new Error('the client closed the connection'));
-  });
-  return controller.signal;
 }
 
 async function send(source: NodeJS.ReadableStream, encoding: Encoding, res: Response): Promise<void> {
@@ -300,14 +294,17 @@ export function cursorFingerprint(values: Partial<Record<'start' | 'end' | 'admi
 
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
   const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
-  const { query } = await parseFilters(req, values, details, deps);
+  const fingerprint = cursorFingerprint(values);
+  // A cursor first: admin= is read in the boundary version the walk began with (see pinnedVersion).
+  const decoded = values.cursor === undefined ? undefined : await deps.cursors.decode(values.cursor, fingerprint);
+  const pinned = decoded?.ok && values.version === undefined ? decoded.cursor.version : undefined;
+  const { query, servedVersion } = await parseFilters(req, values, details, deps, false, pinned);
   const geoformat = oneOf(values, 'geoformat', ['topojson', 'geojson'], 'topojson', details) as ArchiveRequest['geoformat'];
   const format = oneOf(values, 'format', ARCHIVE_FORMATS, 'json', details) as ArchiveFormat;
   if (values.geoformat !== undefined && format !== 'json') {
     const shape = format === 'geojson' ? 'is already GeoJSON' : format === 'topojson' ? 'is already TopoJSON' : 'has one shape';
     details.push({ in: 'query', field: 'geoformat', message: `applies to format=json only; format=${format} ${shape}` });
   }
-  const fingerprint = cursorFingerprint(values);
   if (values.limit !== undefined || values.cursor !== undefined) {
     if (format === 'parquet' || format === 'arrow') {
       details.push({ in: 'query', field: values.limit !== undefined ? 'limit' : 'cursor', message: 'pages are for json, geojson, topojson, csv and ndjson; parquet and arrow return the whole window' });
@@ -317,21 +314,19 @@ async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promis
       details.push({ in: 'query', field: 'limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
     }
     query.limit = limit;
-    if (values.cursor !== undefined) {
-      const decoded = await deps.cursors.decode(values.cursor, fingerprint);
-      if (decoded.ok) query.after = decoded.cursor;
-      else details.push(decoded.detail);
-    }
+    if (decoded?.ok) query.after = { createdMs: decoded.cursor.createdMs, pkey: decoded.cursor.pkey, receivedBeforeMs: decoded.cursor.receivedBeforeMs };
+    else if (decoded) details.push(decoded.detail);
     else query.receivedBeforeMs = Date.now();
   }
   throwIfProblems(details);
-  return { query, format, geoformat, fingerprint };
+  return { query, format, geoformat, fingerprint, pinnedVersion: values.admin !== undefined && values.version === undefined ? servedVersion : undefined };
 }
 
 /**
- * The window's filters; with the areas of the boundary version asked for (version=, else the
- * current one) when admin= or version= is given or `needAreas`, undefined when that version is
- * not served (its problem among `details`).
+ * The window's filters; with the areas of the boundary version asked for (`version`: version=,
+ * else `pinned`; none: the current one) when admin= or version= is given or `needAreas`, and
+ * the id of the version they are of (`servedVersion`); undefined when that version is not served
+ * (its problem among `details`).
  */
 async function parseFilters(
   req: Request,
@@ -339,7 +334,8 @@ async function parseFilters(
   details: ErrorDetail[],
   deps: ArchiveRouteDeps,
   needAreas = false,
-): Promise<{ query: WindowQuery; areas: AdminAreas | undefined; version: string | undefined }> {
+  pinned?: string,
+): Promise<{ query: WindowQuery; areas: AdminAreas | undefined; version: string | undefined; servedVersion: string | undefined }> {
   if (!req.get('user-agent')) {
     details.push({ in: 'header', field: 'User-Agent', message: 'is required: identify your client, e.g. "my-dashboard/1.0 (me@example.org)"' });
   }
@@ -359,13 +355,15 @@ async function parseFilters(
   }
   // The boundaries are read only to check a code or a version (a cold read without either need
   // not wait for them); a version not served is a problem whether or not admin= needs it.
-  const version = readVersion(values, details);
+  const asked = readVersion(values, details);
+  const version = values.version === undefined ? pinned : asked;
   // A malformed version names no areas: admin= and by= are checked once it names one.
-  const malformed = values.version !== undefined && version === undefined;
-  const areas = !malformed && (values.admin !== undefined || version !== undefined || needAreas) ? await deps.adminAreas(version, details) : undefined;
+  const malformed = values.version !== undefined && asked === undefined;
+  const served = !malformed && (values.admin !== undefined || version !== undefined || needAreas) ? await deps.adminAreas(version, details) : undefined;
+  const areas = served?.areas;
   const admin = values.admin === undefined || !areas ? undefined : readAdmin(values.admin, areas, details, version && versionWords(version));
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
-  return { query: { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs }, areas, version };
+  return { query: { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs }, areas, version, servedVersion: served?.version };
 }
 
 /** `updated_after`: an instant in the past; without start and end, at most ARCHIVE_MAX_WINDOW ago. */

@@ -5,6 +5,7 @@
 // a way to reach the query engine with values it cannot hold.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ErrorDetail } from '../shared/errors.js';
+import { VERSION_ID } from './boundaryVersion.js';
 
 /** Position after which a page continues: the last report of the previous page. */
 export interface PageCursor {
@@ -12,6 +13,8 @@ export interface PageCursor {
   pkey: string;
   /** Only reports received up to here: pages stay stable while reports arrive. */
   receivedBeforeMs: number;
+  /** The boundary version admin= was read in on the first page, when the query names none. */
+  version?: string;
 }
 
 /** Instants a cursor may hold: years 0000 to 9999, whose microseconds fit DuckDB's int64. */
@@ -55,7 +58,8 @@ export class CursorCodec {
 
   /** An archive page's cursor, bound to its query's filters. */
   encode(cursor: PageCursor, fingerprint: string): Promise<string> {
-    return this.seal(JSON.stringify([cursor.createdMs, cursor.pkey, cursor.receivedBeforeMs, fingerprint]));
+    const version = cursor.version === undefined ? [] : [cursor.version];
+    return this.seal(JSON.stringify([cursor.createdMs, cursor.pkey, cursor.receivedBeforeMs, fingerprint, ...version]));
   }
 
   /** The cursor, or the detail of a 400: not issued here (tampered, truncated, foreign), another query's, or out of range. */
@@ -69,15 +73,16 @@ export class CursorCodec {
     } catch {
       return invalid(NOT_OURS);
     }
-    if (!Array.isArray(fields) || fields.length !== 4) return invalid(NOT_OURS);
-    const [createdMs, pkey, receivedBeforeMs, boundTo] = fields as unknown[];
+    if (!Array.isArray(fields) || (fields.length !== 4 && fields.length !== 5)) return invalid(NOT_OURS);
+    const [createdMs, pkey, receivedBeforeMs, boundTo, version] = fields as unknown[];
     if (typeof boundTo !== 'string' || boundTo !== fingerprint) {
       return invalid('belongs to another query: keep start, end, admin and bbox as they were');
     }
     if (!isInstant(createdMs) || !isInstant(receivedBeforeMs) || typeof pkey !== 'string' || !PKEY.test(pkey)) {
       return invalid('holds a position outside what the archive can contain');
     }
-    return { ok: true, cursor: { createdMs, pkey, receivedBeforeMs } };
+    if (version !== undefined && (typeof version !== 'string' || !VERSION_ID.test(version))) return invalid(NOT_OURS);
+    return { ok: true, cursor: { createdMs, pkey, receivedBeforeMs, ...(version !== undefined && { version }) } };
   }
 
   private secret(): Promise<Buffer> {

@@ -266,6 +266,34 @@ describe('the national boundaries', () => {
     }
   });
 
+  it('walk the pages of admin= without version= in the areas of the first page, though other boundaries are made current on the way', async () => {
+    const drawn = (await svc.rt.boundaries.current()).version;
+    const previous = (await svc.rt.boundaries.versions()).find((v) => v !== drawn)!;
+    const filtered = `${svc.url}/reports/archive?${WINDOW}&geoformat=geojson&admin=PH-0300000000`;
+    const pkeysOf = (body: { result: { features: { properties: { pkey: string } }[] } }) => body.result.features.map((f) => f.properties.pkey);
+    const whole = pkeysOf((await getJson(filtered)).body);
+    expect(whole.length).toBeGreaterThan(1);
+    const headers = { 'User-Agent': 'national-tests/1.0' };
+    const first = await fetch(`${filtered}&limit=1`, { headers });
+    const walked = pkeysOf((await first.json()) as never);
+    let next = /<([^>]+)>; rel="next"/.exec(first.headers.get('link') ?? '')?.[1];
+    // The two cities' version (no regions) made current after the first page.
+    await svc.rt.boundaries.rollback(previous);
+    try {
+      while (next) {
+        const res = await fetch(next, { headers });
+        expect(res.status, await res.clone().text()).toBe(200);
+        walked.push(...pkeysOf((await res.json()) as never));
+        next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+      }
+      expect(walked).toEqual(whole);
+      // A walk begun now reads admin= in the version now current.
+      expect((await getJson(`${filtered}&limit=1`)).status).toBe(400);
+    } finally {
+      await svc.rt.boundaries.rollback(drawn);
+    }
+  });
+
   it('list their levels, and draw each simplified for a map: every area kept, small, and still holding its places', async () => {
     const levels = await getJson(`${svc.url}/cities/levels`);
     expect(levels.status).toBe(200);

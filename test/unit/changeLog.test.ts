@@ -6,7 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANGES_PREFIX, ChangeLog } from '../../src/archive/changes.js';
+import { archiveStates, CHANGES_PREFIX, ChangeLog, ChangesPrunedError } from '../../src/archive/changes.js';
+import type { ObjectStore } from '../../src/store/objectStore.js';
+import { testConfig, testRuntime } from '../support/env.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 
 let dir: string;
@@ -39,5 +41,41 @@ describe('a change log', () => {
     expect(await log.written(1_763_999_999_999, 1_764_000_001_000)).toEqual(reports);
     expect(await log.written(1_764_000_000_000, clock)).toEqual([{ pkey: 'partner-7', createdMs: 1_763_500_000_000 }]);
     expect((await log.written(1_763_999_999_999, clock)).length).toBe(2_001);
+  });
+
+  it('answers a sync pruned while it reads with the horizon (410), never with the changes that were left', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      const RETENTION = 86_400_000;
+      const t0 = 1_764_000_000_000;
+      let clock = t0;
+      // The scheduled prune runs between the sync's listing of the logs and its reading them, a
+      // retention after the log was written.
+      let pruned = false;
+      const store = new Proxy(rt.store, {
+        get(target, name) {
+          const value = Reflect.get(target, name, target) as unknown;
+          if (name !== 'get') return typeof value === 'function' ? value.bind(target) : value;
+          return async (key: string) => {
+            if (key.startsWith(CHANGES_PREFIX) && !pruned) {
+              pruned = true;
+              clock = t0 + RETENTION + 10;
+              await log.prune();
+            }
+            return target.get(key);
+          };
+        },
+      }) as ObjectStore;
+      const log = new ChangeLog(store, 60_000, RETENTION, () => clock);
+      await log.record([{ pkey: 'partner-1', createdMs: t0 - 5_000 }]);
+      clock = t0 + 1_000;
+      const states = archiveStates(rt.ledger, log, () => clock);
+      const sync = await states.changed(t0 - 1, t0 + 1_000).catch((err: unknown) => err);
+      expect(pruned).toBe(true);
+      expect(sync).toBeInstanceOf(ChangesPrunedError);
+      expect((sync as ChangesPrunedError).horizonMs).toBe(t0 + 10);
+    } finally {
+      await rt.close();
+    }
   });
 });

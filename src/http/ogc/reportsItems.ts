@@ -3,7 +3,7 @@
 // page after page at the cost of each page, and pages stay exact while reports arrive.
 import { createHash } from 'node:crypto';
 import type { WindowQuery } from '../../archive/query.js';
-import type { Archive } from '../../archive/window.js';
+import type { Archive, Window } from '../../archive/window.js';
 import type { ErrorDetail } from '../../shared/errors.js';
 import { parsePkey, PKEY_PATTERN_BODY } from '../../store/layout.js';
 import { EARLIEST_MS, LATEST_MS } from '../../partners/partnerReport.js';
@@ -96,13 +96,15 @@ export class ReportsItems {
 
   constructor(private readonly archive: Archive) {}
 
-  async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, cursor: ReportsCursor | undefined, now: number): Promise<ReportsPage> {
+  /** `signal`: aborts when the page is no longer wanted (the client hung up); its queries stop. */
+  async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, cursor: ReportsCursor | undefined, now: number, signal?: AbortSignal): Promise<ReportsPage> {
+    const open = (query: WindowQuery) => this.archive.open(query, signal ? { signal } : {});
     const receivedBeforeMs = cursor?.receivedBeforeMs ?? now;
     const base: WindowQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
     const at = (k: Key, direction: ReportsCursor['direction']): ReportsCursor => ({ startMs: window.startMs, endMs: window.endMs, createdMs: k.createdMs, pkey: k.pkey, receivedBeforeMs, direction });
-    const numberMatched = await this.count(base);
+    const numberMatched = await this.count(await open(base), base);
     if (cursor?.direction === 'before') {
-      const { items, more } = await this.newerThan(base, cursor, limit);
+      const { items, more } = await this.newerThan(open, base, cursor, limit);
       return {
         features: items.map((i) => i.feature),
         // The reports of this page were older than the cursor: the next page starts after its last one.
@@ -114,7 +116,7 @@ export class ReportsItems {
     const query: WindowQuery = cursor
       ? { ...base, receivedBeforeMs: undefined, after: { createdMs: cursor.createdMs, pkey: cursor.pkey, receivedBeforeMs }, limit: limit + 1 }
       : { ...base, limit: limit + 1 };
-    const items = await this.read(query);
+    const items = await this.read(await open(query));
     const next = items.length > limit ? at(items[limit - 1]!.key, 'after') : undefined;
     const page = items.slice(0, limit);
     // A page reached by a cursor has newer reports before it: the previous page ends at its first.
@@ -129,16 +131,16 @@ export class ReportsItems {
    * read, only the last `limit` reports newer than the cursor are kept (those nearest it), so a
    * range of many reports (a backfill's hour, reports of one second) costs time, not memory.
    */
-  private async newerThan(base: WindowQuery, cursor: ReportsCursor, limit: number): Promise<{ items: Item[]; more: boolean }> {
+  private async newerThan(open: (query: WindowQuery) => Promise<Window>, base: WindowQuery, cursor: ReportsCursor, limit: number): Promise<{ items: Item[]; more: boolean }> {
     const newer = (k: Key) => k.createdMs > cursor.createdMs || (k.createdMs === cursor.createdMs && k.pkey > cursor.pkey);
     for (let span = 3_600_000; ; span *= 4) {
       const endMs = Math.min(base.endMs, cursor.createdMs + span);
       const range: WindowQuery = { ...base, startMs: Math.max(base.startMs, cursor.createdMs), endMs };
       // A page of all of them, item by item with their keys (a read without a limit comes joined).
-      const n = await (await this.archive.open(range)).count();
+      const n = await (await open(range)).count();
       const ring: Item[] = [];
       let seen = 0;
-      for await (const batch of (await this.archive.open({ ...range, limit: Math.max(n, 1) })).batches('geojson')) {
+      for await (const batch of (await open({ ...range, limit: Math.max(n, 1) })).batches('geojson')) {
         const features = batch.items as string[];
         for (let i = 0; i < features.length; i++) {
           const key = batch.keys![i]!;
@@ -155,9 +157,9 @@ export class ReportsItems {
     }
   }
 
-  private async read(query: WindowQuery): Promise<Item[]> {
+  private async read(window: Window): Promise<Item[]> {
     const items: Item[] = [];
-    for await (const batch of (await this.archive.open(query)).batches('geojson')) {
+    for await (const batch of window.batches('geojson')) {
       const features = batch.items as string[];
       for (let i = 0; i < features.length; i++) {
         const key = batch.keys![i]!;
@@ -179,10 +181,9 @@ export class ReportsItems {
     return undefined;
   }
 
-  private async count(query: WindowQuery): Promise<number> {
+  private async count(window: Window, query: WindowQuery): Promise<number> {
     // By the window's tag (its parts and the retractions it hides): a retraction or a new part
     // during a walk is counted at once.
-    const window = await this.archive.open(query);
     const key = `${window.tag('count')} ${query.receivedBeforeMs}`;
     const hit = this.counts.get(key);
     if (hit !== undefined) {

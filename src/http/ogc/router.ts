@@ -23,6 +23,7 @@ import { readBbox, readDatetime, readLimit, type Bbox } from './params.js';
 import type { CursorCodec } from '../cursor.js';
 import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
 import { handlerSet, type Handlers } from '../route.js';
+import { hangUpSignal } from '../hangUp.js';
 
 export interface OgcDeps {
   archive: Archive;
@@ -158,7 +159,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       const after = opened === undefined ? undefined : decodeCursor(opened, fingerprint, details);
       throwIfAny(details);
       const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
-      const page = await reports.page(window, limit, after, now());
+      const page = await reports.page(window, limit, after, now(), hangUpSignal(res));
       features = page.features;
       numberMatched = page.numberMatched;
       if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.next, fingerprint)) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
