@@ -53,7 +53,11 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
     values.changed = listValue(ofTime(query.changed, query));
     types.changed = LIST(VARCHAR);
   }
-  const receivedBefore = query.after?.receivedBeforeMs ?? query.receivedBeforeMs;
+  // A sync's pages hold its changes up to the first page's watermark, whenever each report was
+  // received: bounded by received_at too, pages after the first (bound at that watermark, the
+  // first at its own instant) dropped a report whose change was logged by a host whose clock runs
+  // behind the API's.
+  const receivedBefore = query.changed !== undefined ? undefined : (query.after?.receivedBeforeMs ?? query.receivedBeforeMs);
   if (receivedBefore !== undefined) {
     where.push('received_at <= $receivedBefore');
     values.receivedBefore = micros(receivedBefore);
