@@ -34,6 +34,12 @@ export function archiveRowOf(record: IngestRecord, tags: Tags, version: string):
   };
 }
 
+/** `row` tagged anew: `tags` of its point in boundary version `version`. */
+export function retaggedRow(row: ArchiveRow, tags: Tags, version: string): ArchiveRow {
+  const { instance_region_code, local_area_id, province_code, region_code } = tags;
+  return { ...row, instance_region_code, local_area_id, province_code, region_code, boundary_version: version };
+}
+
 /**
  * The fields of an IngestRecord's JSON that its archive row reads, as DuckDB's `from_json`
  * structure (other fields are ignored; an absent one is null).

@@ -24,7 +24,7 @@ import type { ArchiveRow } from '../archive/partColumns.js';
 import { tombstoneRow } from '../archive/schema.js';
 import type { ArchiveEvents } from '../events/events.js';
 import type { ChangeLog } from '../archive/changes.js';
-import { archiveRowOf } from '../ingest/archiveRow.js';
+import { archiveRowOf, retaggedRow } from '../ingest/archiveRow.js';
 
 export interface WorkerDeps {
   store: ObjectStore;
@@ -277,6 +277,19 @@ export class Worker {
   }
 
   /**
+   * Reports tagged when received with boundaries since replaced (published while they waited in
+   * the buffer) are tagged again with the current ones: a reprocess run after the publish may
+   * have rewritten their hour already, and would leave their old tags for good.
+   */
+  private async retagStale(entries: Buffered[]): Promise<void> {
+    const boundaries = await this.deps.boundaries.current();
+    for (const entry of entries) {
+      const { row } = entry;
+      if (row.boundary_version !== boundaries.version) entry.row = retaggedRow(row, boundaries.tagger.tag(row.lng, row.lat), boundaries.version);
+    }
+  }
+
+  /**
    * Reports retracted while they waited in the queue are written as tombstones (status
    * retracted, title and text "", URLs null), so their personal fields never reach a part.
    * They stay "unpurged" in the ledger: the purge job confirms no other copy holds them (a
@@ -320,6 +333,7 @@ export class Worker {
 
   private async flushEntries(entries: Buffered[]): Promise<FlushResult> {
     const started = Date.now();
+    await this.retagStale(entries);
     await this.tombstoneRetracted(entries);
     const byHour = new Map<number, ArchiveRow[]>();
     for (const { row } of entries) {
