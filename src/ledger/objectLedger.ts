@@ -455,7 +455,9 @@ export class ObjectLedger implements IngestLedger {
       const held = await this.store.get(name);
       if (held) keys.push(JSON.parse(held.body.toString('utf8')) as StoredKey);
     });
-    return keys.sort((a, b) => a.name.localeCompare(b.name) || a.created_at.localeCompare(b.created_at));
+    // By name in byte order, as the SQLite ledger lists them (localeCompare puts '_' before '-'), then by age.
+    const byBytes = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    return keys.sort((a, b) => byBytes(a.name, b.name) || byBytes(a.created_at, b.created_at));
   }
 
   async ping(): Promise<void> {

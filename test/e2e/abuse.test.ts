@@ -3,6 +3,7 @@
 // before any lookup (keys known good still get in), and a flood of /ready probes makes a bounded
 // number of backend checks.
 // The calls are counted on the SDK clients, as they leave for the (fauxqs) endpoint.
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -103,6 +104,32 @@ describe('failed authentications, per client address', () => {
     expect((await post('203.0.113.44', KEPT_KEY, 23)).status).toBe(403);
     expect((await post('203.0.113.44', KEPT_KEY, 24)).status).toBe(429);
     expect(lookups() - revoked).toBe(1);
+  });
+
+  it('refuses a post whose key was revoked while its body was still arriving; a slow body with a good key is accepted', async () => {
+    const SLOW_KEY = 'slow-key-0123456789abcdefghijk';
+    await svc.rt.ledger.addKey('slow_partner', keyDigest(SLOW_KEY));
+    /** Posts a report's body in two halves, `between` run after the first half, the second a second and a half after it. */
+    const slowPost = (postId: number, between: () => Promise<unknown>) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const body = Buffer.from(JSON.stringify(report(postId)));
+        const req = http.request(`${svc.url}/feeds/partner`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'Content-Length': body.length, 'X-Api-Key': SLOW_KEY, 'X-Forwarded-For': '192.0.2.77' },
+        });
+        req.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        });
+        req.on('error', reject);
+        req.write(body.subarray(0, 20));
+        setTimeout(() => void between().then(() => setTimeout(() => req.end(body.subarray(20)), 1_500), reject), 200);
+      });
+    expect((await slowPost(30, async () => undefined)).status).toBe(201);
+    const refused = await slowPost(31, () => svc.rt.ledger.revokeKeys('slow_partner'));
+    expect(refused.status).toBe(403);
+    expect(refused.body.details).toEqual([{ in: 'header', field: 'X-Api-Key', message: 'was revoked' }]);
+    expect(await svc.rt.ledger.lookup('partner-slow_partner-31')).toBeUndefined();
   });
 
   it('counts failures on the retraction route too', async () => {

@@ -368,6 +368,9 @@ describe('flood-archive CLI', () => {
     }
     const unknown = await run(['keys', 'rotate', '--name', 'gamma'], env);
     expect([unknown.code, unknown.stderr]).toEqual([1, 'no key is named gamma, and no report is: add one with keys add --name gamma\n']);
+    // A key in API_KEYS is not the ledger's to revoke: the command says it still works.
+    const configuredStays = await run(['keys', 'revoke', '--name', 'alpha'], env);
+    expect([configuredStays.code, configuredStays.stdout, configuredStays.stderr]).toEqual([1, 'revoked 0 key(s) named alpha\n', 'the key of API_KEYS named alpha still works: remove it from API_KEYS and restart the service to stop it\n']);
     // alpha dropped from API_KEYS: its name still holds its reports. A new partner cannot take it
     // (it would answer and retract alpha's post_ids); a rotation gives alpha a key again.
     const withoutAlpha = { DATA_DIR: env.DATA_DIR };

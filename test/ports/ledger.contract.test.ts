@@ -237,6 +237,9 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     ]);
     expect(await ledger.revokeKeys('beta')).toBe(1);
     expect(await ledger.revokeKeys('beta')).toBe(0);
+    // Listed by name in byte order on every backend, then by age.
+    for (const [i, name] of ['a_b', 'a.b', 'a1', 'a-b'].entries()) await ledger.addKey(name, 'abcd'[i]!.repeat(64));
+    expect((await other.listKeys()).map((k) => k.name)).toEqual(['a-b', 'a.b', 'a1', 'a_b', 'alpha', 'alpha', 'beta']);
   });
 
   it("keeps each partner's post_ids apart: the same post_id from two partners is two reports, each one's repeats find its own", async () => {

@@ -24,13 +24,18 @@ export const keys: Command = {
         print(values, listed, () => listed.map((k) => `${k.name}  ${k.from}${'revoked_at' in k && k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
         return 0;
       }
+      // A partner's reports and rights follow its key's name: a new key takes a name of its own.
+      const configured = config.apiKeys.some((k) => k.name === name);
+      // The ledger's keys are revoked here; a key in API_KEYS is the configuration's to remove.
+      const stillConfigured = () => {
+        if (configured) process.stderr.write(`the key of API_KEYS named ${name} still works: remove it from API_KEYS and restart the service to stop it\n`);
+      };
       if (sub === 'revoke') {
         const n = await rt.ledger.revokeKeys(name);
         print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
+        stillConfigured();
         return n > 0 ? 0 : 1;
       }
-      // A partner's reports and rights follow its key's name: a new key takes a name of its own.
-      const configured = config.apiKeys.some((k) => k.name === name);
       if (sub === 'add' && configured) {
         process.stderr.write(`the name ${name} is a key in API_KEYS, and its reports and rights follow the name: choose another name\n`);
         return 1;
@@ -57,6 +62,7 @@ export const keys: Command = {
       }
       const revoked = sub === 'rotate' ? await rt.ledger.revokeKeys(name, keyDigest(key)) : 0;
       print(values, { name, key, revoked }, () => `${name}: ${key}${sub === 'rotate' ? `\n(revoked ${revoked} earlier key(s) of ${name})` : ''}\nKeep it now: it is not shown again.`);
+      stillConfigured();
       return 0;
     });
   },
