@@ -42,15 +42,36 @@ export interface Page {
 const ANSWER_FORM = 'answers-2';
 
 export class Window {
+  private readonly ctx: WindowContext;
+  private replans = 0;
+
   /** @internal Built by `Archive.open`. */
   constructor(
-    private readonly ctx: WindowContext,
+    ctx: WindowContext,
     readonly query: Readonly<WindowQuery>,
     /** The window's parts by UTC day, newest day first. */
     readonly days: readonly DayPlan[],
     /** Every change up to this instant is in the answer (a mirror's next `updated_after`). */
     readonly watermarkMs: number,
-  ) {}
+  ) {
+    this.ctx = {
+      ...ctx,
+      replan: async (planned) => {
+        const again = await ctx.replan(planned);
+        if (again) this.replans += 1;
+        return again;
+      },
+    };
+  }
+
+  /**
+   * Whether a read of this window found a part gone and read its days from a new listing
+   * (replan.ts): two reads of it may then hold different versions of the same reports (their
+   * tags re-written, say), whose counts alone do not tell apart.
+   */
+  get replanned(): boolean {
+    return this.replans > 0;
+  }
 
   /** Every part the window reads. */
   parts(): ObjectInfo[] {

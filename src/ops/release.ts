@@ -109,7 +109,9 @@ async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowM
       const parquet = path.join(tmp, names.parquet);
       const csv = path.join(tmp, names.csv);
       // The month is read twice, for each file: a purge or a late report between the two reads
-      // makes them differ, and the month is written again (both files from the archive as it is).
+      // makes them differ (their counts), as does a part replaced meanwhile (a reprocess's, read
+      // from a new listing: the counts may agree, the tags not), and the month is written again
+      // (both files from the archive as it is).
       let written: ReleaseFileFacts | undefined;
       for (let attempt = 1; !written; attempt++) {
         const window = await rt.archive.open({ startMs: month.startMs, endMs: month.endMs, admin: undefined });
@@ -118,7 +120,7 @@ async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowM
         const rows = csvRecords();
         await pipeToFile(csv, Readable.from(plainPieces(renderArchive(window.batches(shapeOf('csv'), separatorOf('csv')), 'csv'))), rows.counter, createGzip({ level: 9 }));
         // The header is a line too.
-        if (rows.lines() - 1 === got.reports) {
+        if (rows.lines() - 1 === got.reports && !window.replanned) {
           written = got;
           csvTexts.set(names.csv, rows.sha256());
         }

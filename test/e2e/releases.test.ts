@@ -12,6 +12,9 @@ import { sqlString } from '../../src/archive/duckdb.js';
 import { CSV_HEADER } from '../../src/http/archiveBody.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
+import { reprocess } from '../../src/ops/reprocess.js';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { loadNationalBoundaries } from '../support/sharedData.js';
 import { lastMonth, releaseJob } from '../../jobs/release.js';
 import { NothingToReleaseError, release, ReleaseError, ReleaseLockLostError, ReleaseRunningError } from '../../src/ops/release.js';
 import { RELEASE_SINCE_KEY, releaseLockKey } from '../../src/store/layout.js';
@@ -463,6 +466,42 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(ran.empty.length).toBeGreaterThan(0);
     expect(ran.releases.every((r) => r.reports > 0)).toBe(true);
     for (const period of ran.empty) expect(await keysUnder(svc.rt, `releases/${period}-r`)).toEqual([]);
+  }, 120_000);
+
+  it('writes a month again when its parts are re-tagged between its two reads (as many reports, other tags): its two files hold the same tags', async () => {
+    // The whole country published, then July re-tagged just after its Parquet file was written.
+    await svc.rt.boundaries.publish(await loadNationalBoundaries());
+    const JULY = { fromMs: Date.UTC(2025, 6, 1), toMs: Date.UTC(2025, 7, 1) - 1 };
+    let retagged = false;
+    const racing = {
+      ...svc.rt,
+      archive: {
+        open: async (...args: Parameters<typeof svc.rt.archive.open>) => {
+          const window = await svc.rt.archive.open(...args);
+          if (retagged || args[0].startMs !== JULY.fromMs) return window;
+          // On the window itself: what its reads find out (a part gone, read from a new listing) is its own.
+          const written = window.writeReleaseParquet.bind(window);
+          window.writeReleaseParquet = async (file: string) => {
+            const facts = await written(file);
+            expect((await reprocess(svc.rt, { ...JULY, dryRun: false })).hoursRewritten).toBeGreaterThan(0);
+            retagged = true;
+            return facts;
+          };
+          return window;
+        },
+      },
+    };
+    const made = await release(racing, '2025');
+    expect(retagged).toBe(true);
+    // July's Parquet file and CSV: the same reports with the same tags (the old ones where the CSV
+    // was read from copies taken before, the new ones where it read the new parts), never a mix.
+    const parquet = path.join(svc.rt.config.dataDir, 'july.parquet');
+    await fs.writeFile(parquet, (await svc.rt.store.get(`releases/${made.release}/reports-2025-07.parquet`))!.body);
+    const inParquet = await svc.rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, coalesce(region_code, '') FROM read_parquet(${sqlString(parquet)}) ORDER BY pkey`)).getRowsJS());
+    const rows = parseCsv(gunzipSync((await svc.rt.store.get(`releases/${made.release}/reports-2025-07.csv.gz`))!.body), { columns: true }) as { pkey: string; region_code: string }[];
+    const inCsv = rows.map((r) => [r.pkey, r.region_code]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
+    expect(inParquet.length).toBeGreaterThan(0);
+    expect(inCsv).toEqual(inParquet);
   }, 120_000);
 });
 
