@@ -294,7 +294,7 @@ export class Worker {
    * retracted, title and text "", URLs null), so their personal fields never reach a part.
    * They stay "unpurged" in the ledger: the purge job confirms no other copy holds them (a
    * crash may have repeated a flush) before it marks them purged. A copy arriving after the
-   * purge is a tombstone too.
+   * purge is a tombstone too. Returns the pkeys this call made tombstones.
    */
   private async tombstoneRetracted(entries: Buffered[]): Promise<Set<string>> {
     let fromMs = Infinity;
