@@ -48,6 +48,27 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
   let svc: TestService;
   const get = (p: string, headers: Record<string, string> = {}) => fetch(`${svc.url}${p}`, { headers: { ...UA, ...headers } });
   const manifestOf = async (id: string) => (await (await get(`/releases/${id}/manifest.json`)).json()) as Manifest;
+  /**
+   * The runtime whose release runs `then` once, just after the Parquet file of the month from
+   * `monthMs` is written and before its CSV is read; `ran`: whether it has.
+   */
+  const betweenReads = (monthMs: number, then: () => Promise<void>) => {
+    let ran = false;
+    const open = async (...args: Parameters<typeof svc.rt.archive.open>) => {
+      const window = await svc.rt.archive.open(...args);
+      if (ran || args[0].startMs !== monthMs) return window;
+      // On the window itself: what its reads find out (a part gone, read from a new listing) is its own.
+      const written = window.writeReleaseParquet.bind(window);
+      window.writeReleaseParquet = async (file: string) => {
+        const facts = await written(file);
+        await then();
+        ran = true;
+        return facts;
+      };
+      return window;
+    };
+    return { rt: { ...svc.rt, archive: { open } }, ran: () => ran };
+  };
 
   beforeAll(async () => {
     // The cache under a dot-directory, as ~/.cache is: release files are served from it all the same.
@@ -340,26 +361,11 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
 
   it('writes a month again when a purge comes between its two reads: the CSV holds what the Parquet file holds', async () => {
     const latest = (await getJson(`${svc.url}/releases`)).body.result.releases.at(-1).release as string;
-    let purged = false;
     // The purge of a report retracted just after the month's Parquet file was written, before its CSV is read.
-    const racing = {
-      ...svc.rt,
-      archive: {
-        open: async (...args: Parameters<typeof svc.rt.archive.open>) => {
-          const window = await svc.rt.archive.open(...args);
-          if (purged || args[0].startMs !== Date.UTC(2025, 6, 1)) return window;
-          return Object.assign(Object.create(Object.getPrototypeOf(window)), window, {
-            writeReleaseParquet: async (file: string) => {
-              const facts = await window.writeReleaseParquet(file);
-              expect((await fetch(`${svc.url}/feeds/partner/205`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } })).status).toBe(200);
-              await purgeRetracted(svc.rt);
-              purged = true;
-              return facts;
-            },
-          });
-        },
-      },
-    };
+    const racing = betweenReads(Date.UTC(2025, 6, 1), async () => {
+      expect((await fetch(`${svc.url}/feeds/partner/205`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } })).status).toBe(200);
+      await purgeRetracted(svc.rt);
+    });
     /** July's reports in a release: the same in both files, and as many as its manifest says. */
     const july = async (id: string) => {
       const files = (await manifestOf(id)).files.filter((f) => f.month === '2025-07');
@@ -368,8 +374,8 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
       expect(gunzipSync(csv).toString('utf8').split('\n').filter((l) => l !== '')).toHaveLength(1 + files[1]!.reports);
       return files[1]!.reports;
     };
-    const made = await release(racing, '2025');
-    expect(purged).toBe(true);
+    const made = await release(racing.rt, '2025');
+    expect(racing.ran()).toBe(true);
     // Both files from the month with the report (the copies read before the purge, on S3) or without it.
     expect([10, 9]).toContain(await july(made.release));
     const next = await release(svc.rt, '2025');
@@ -472,27 +478,11 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     // The whole country published, then July re-tagged just after its Parquet file was written.
     await svc.rt.boundaries.publish(await loadNationalBoundaries());
     const JULY = { fromMs: Date.UTC(2025, 6, 1), toMs: Date.UTC(2025, 7, 1) - 1 };
-    let retagged = false;
-    const racing = {
-      ...svc.rt,
-      archive: {
-        open: async (...args: Parameters<typeof svc.rt.archive.open>) => {
-          const window = await svc.rt.archive.open(...args);
-          if (retagged || args[0].startMs !== JULY.fromMs) return window;
-          // On the window itself: what its reads find out (a part gone, read from a new listing) is its own.
-          const written = window.writeReleaseParquet.bind(window);
-          window.writeReleaseParquet = async (file: string) => {
-            const facts = await written(file);
-            expect((await reprocess(svc.rt, { ...JULY, dryRun: false })).hoursRewritten).toBeGreaterThan(0);
-            retagged = true;
-            return facts;
-          };
-          return window;
-        },
-      },
-    };
-    const made = await release(racing, '2025');
-    expect(retagged).toBe(true);
+    const racing = betweenReads(JULY.fromMs, async () => {
+      expect((await reprocess(svc.rt, { ...JULY, dryRun: false })).hoursRewritten).toBeGreaterThan(0);
+    });
+    const made = await release(racing.rt, '2025');
+    expect(racing.ran()).toBe(true);
     // July's Parquet file and CSV: the same reports with the same tags (the old ones where the CSV
     // was read from copies taken before, the new ones where it read the new parts), never a mix.
     const parquet = path.join(svc.rt.config.dataDir, 'july.parquet');
