@@ -10,7 +10,7 @@ import { compact, exportCommand, importCommand, reconcile, reprocess, verify } f
 import { cities } from './cli/citiesCommand.js';
 import { dlq } from './cli/dlqCommand.js';
 import { keys } from './cli/keysCommand.js';
-import { loadCommandModules, UsageError, type Command, type Values } from './cli/options.js';
+import { UsageError, type Command, type Values } from './cli/options.js';
 import { release } from './cli/releaseCommand.js';
 import { retract } from './cli/retractCommand.js';
 import { all, bootstrapCommand, scheduler, serve, worker } from './cli/serviceCommands.js';
@@ -101,7 +101,8 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`--${unread} is not an option of ${name} ${sub}${reads.length > 0 ? ` (it takes ${reads.map((o) => `--${o}`).join(', ')})` : ''}\nusage: flood-archive ${command.usage}\n`);
     return 2;
   }
-  const { loadConfig, ConfigError } = await loadCommandModules();
+  // Configuration alone: the command loads what it runs when it opens its runtime.
+  const { loadConfig, ConfigError } = await import('../shared/config.js');
   let config: Config;
   try {
     config = loadConfig();

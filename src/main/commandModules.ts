@@ -1,10 +1,9 @@
-// What the CLI's commands run (the command line loads this module only once a command is to run: cli/options.ts).
+// What the CLI's commands run (the command line loads this module only once a command opens its runtime: cli/options.ts).
 export { JOBS } from '../../jobs/index.js';
-export { ConfigError, loadConfig } from '../shared/config.js';
 export { closedBefore, compact } from '../ops/compact.js';
 export { purgeRetracted } from '../ops/purge.js';
 export { exportWindow, partialOf } from '../ops/exportWindow.js';
-export { checkRejectsFile, importFile, rejectsFileOf } from '../ops/importFile.js';
+export { importFile } from '../ops/importFile.js';
 export { giveBackLocks } from '../ops/storeLock.js';
 export { KeyNameInUseError } from '../ledger/ledger.js';
 export { reprocess } from '../ops/reprocess.js';
@@ -12,7 +11,6 @@ export { release, ReleaseError } from '../ops/release.js';
 export { verify } from '../ops/verify.js';
 export { addSubscription, adminOf, findSubscription, rotateSecret, shown, testSubscription } from '../events/manage.js';
 export { HostPolicy } from '../events/hostPolicy.js';
-export { parseOffsetDateTime } from '../partners/partnerReport.js';
 export { createCommandLogger, createServiceLogger } from '../shared/log.js';
 export { createRuntime } from './runtime.js';
 export { startScheduler } from './scheduler.js';

@@ -5,10 +5,13 @@ import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CLI, runCli as run } from '../support/cli.js';
 import { postReport, report, SHARED_PH, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
+
+const WITHOUT_ENGINE = fileURLToPath(new URL('../support/withoutEngine.mjs', import.meta.url));
 import { GENERATED_KEY_FILE, GENERATED_KEY_NAME, resolveApiKeys } from '../../src/partners/apiKeys.js';
 
 
@@ -37,8 +40,9 @@ describe('flood-archive CLI', () => {
     }
   });
 
-  it('exits 2 on usage errors and 78 on bad configuration', async () => {
-    const env = { DATA_DIR: await tempDir() };
+  it('exits 2 on usage errors and 78 on bad configuration, told before DuckDB or the AWS SDK is loaded', async () => {
+    // Each mistake is answered at once: the process fails if it imports the engine or the SDK.
+    const env = { DATA_DIR: await tempDir(), NODE_OPTIONS: `--import=${WITHOUT_ENGINE}` };
     expect((await run(['frobnicate'], env)).code).toBe(2);
     expect((await run(['compact', '--nope'], env)).code).toBe(2);
     const missing = await run(['reprocess', '--from', '2026-11-01'], env);
@@ -52,7 +56,7 @@ describe('flood-archive CLI', () => {
     // A subcommand missing or misspelt: told at once, before the data directory or the store is
     // touched (here one that cannot be reached), and without a command, help on stderr.
     const fresh = path.join(await tempDir(), 'never-made');
-    const offline = { DATA_DIR: fresh, STORAGE_URL: 's3://bucket/', QUEUE_URL: 'http://127.0.0.1:9/000000000000/q', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
+    const offline = { NODE_OPTIONS: env.NODE_OPTIONS, DATA_DIR: fresh, STORAGE_URL: 's3://bucket/', QUEUE_URL: 'http://127.0.0.1:9/000000000000/q', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
     const misspelt = await run(['keys', 'lst'], offline);
     expect([misspelt.code, misspelt.stderr]).toEqual([2, expect.stringMatching(/^unknown subcommand "lst" of keys: one of list, add, rotate, revoke$/m)]);
     expect((await run(['cities'], offline)).stderr).toMatch(/^cities needs a subcommand: one of publish, list, rollback$/m);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { PlaceNames, placesOf } from '../../src/boundaries/placeNames.js';
-import { InvalidReportError, parseOffsetDateTime, parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { InvalidReportError, parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { parseOffsetDateTime } from '../../src/shared/offsetDateTime.js';
 import { loadNationalBoundaries } from '../support/sharedData.js';
 
 /** The places of the two-city set the service ships: what the feed checks partner_city against on a fresh start. */

@@ -1,7 +1,8 @@
 // The query parameters of OGC API – Features items: bbox, datetime, limit.
 // Every problem is collected, as everywhere else, so one 400 lists them all.
 import type { ErrorDetail } from '../../shared/errors.js';
-import { EARLIEST_MS, LATEST_MS, MAX_FUTURE_MS, parseOffsetDateTime } from '../../partners/partnerReport.js';
+import { EARLIEST_MS, LATEST_MS, MAX_FUTURE_MS } from '../../partners/partnerReport.js';
+import { parseOffsetDateTime } from '../../shared/offsetDateTime.js';
 import { plusRestored } from '../query.js';
 
 export const DEFAULT_LIMIT = 10;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
+import { checkRejectsFile, rejectsFileOf } from '../../ops/rejectsFile.js';
 import { linkTarget, LinkLoopError } from '../../shared/files.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
@@ -110,7 +111,7 @@ export const importCommand: Command = {
     if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
     const stateFile = `${file}.import-state.json`;
     if (values.rejects !== undefined) required(values, 'rejects');
-    await deps.checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : deps.rejectsFileOf(file), [file, stateFile]).catch((err: unknown) => {
+    await checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : rejectsFileOf(file), [file, stateFile]).catch((err: unknown) => {
       throw (err as Error)?.name === 'ImportInputError' ? new UsageError((err as Error).message) : err;
     });
     return withRuntime(config, async (rt) => {

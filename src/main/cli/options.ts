@@ -3,6 +3,7 @@
 import fs from 'node:fs/promises';
 import type { ParseArgsConfig } from 'node:util';
 import { isKeyName } from '../../partners/apiKeys.js';
+import { parseOffsetDateTime } from '../../shared/offsetDateTime.js';
 import type { Config } from '../../shared/config.js';
 import { bootstrap } from '../bootstrap.js';
 import type { Runtime, RuntimeOverrides } from '../runtime.js';
@@ -31,14 +32,15 @@ export const common: Options = { json: { type: 'boolean' }, help: { type: 'boole
 export const window: Options = { from: { type: 'string' }, to: { type: 'string' } };
 
 /**
- * What the commands run, loaded once a command is to run: `--help` and usage errors answer
- * without loading DuckDB, the SDK adapters and the schemas (most of a second; seconds on a busy host).
- * A live binding: the command modules see it once `loadCommandModules` has run.
+ * What the commands run, loaded once a command opens its runtime (withRuntime, or a process's
+ * start): `--help`, usage errors and bad configuration answer without loading DuckDB, the SDK
+ * adapters and the schemas (over a second of CPU; seconds on a busy host). A live binding: the
+ * command modules see it once `loadCommandModules` has run.
  */
 export let deps: typeof import('../commandModules.js');
 
 export async function loadCommandModules(): Promise<typeof deps> {
-  deps = await import('../commandModules.js');
+  deps ??= await import('../commandModules.js');
   return deps;
 }
 
@@ -55,6 +57,7 @@ export async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<voi
 
 /** Runs `fn` with a runtime (made with `overrides`), closing it after. */
 export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>, overrides: RuntimeOverrides = {}): Promise<T> {
+  await loadCommandModules();
   const rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel), ...overrides });
   try {
     await bootstrapIfLocal(config, rt);
@@ -166,10 +169,10 @@ export function instant(value: string | boolean | undefined, name: string, fallb
   if (value === undefined) return fallback;
   const text = String(value);
   if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
-    const ms = deps.parseOffsetDateTime(`${text}T00:00:00Z`);
+    const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
     if (ms !== undefined) return end ? ms + 86_400_000 - 1 : ms;
   }
-  const ms = deps.parseOffsetDateTime(text);
+  const ms = parseOffsetDateTime(text);
   if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
   // An end to the second covers the whole of it, as the archive's `end` does: reports keep milliseconds.
   return end && !/:\d{2}\.\d/.test(text) ? ms + 999 : ms;

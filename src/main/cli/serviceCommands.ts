@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { resolveApiKeys } from '../../partners/apiKeys.js';
 import { bootstrap } from '../bootstrap.js';
 import type { Runtime } from '../runtime.js';
-import { bootstrapIfLocal, common, deps, print, type Command } from './options.js';
+import { bootstrapIfLocal, common, deps, loadCommandModules, print, type Command } from './options.js';
 
 function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Command {
   const roles = {
@@ -15,6 +15,7 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
     usage: role,
     options: {},
     async run({ config }) {
+      await loadCommandModules();
       const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
       await bootstrapIfLocal(config, rt);
       const api = role !== 'worker';
@@ -90,6 +91,7 @@ export const scheduler: Command = {
   usage: 'scheduler',
   options: {},
   async run({ config }) {
+    await loadCommandModules();
     const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
     // On AWS only the scheduler may publish the default boundaries: a start that cannot is a
     // failed start (the task is restarted), not a scheduler the others wait on forever.
@@ -112,6 +114,7 @@ export const bootstrapCommand: Command = {
   usage: 'bootstrap [--json]',
   options: common,
   async run({ config, values }) {
+    await loadCommandModules();
     const rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel) });
     try {
       const result = await bootstrap(config, { ...(rt.s3 && { s3: rt.s3 }), ...(rt.sqs && { sqs: rt.sqs }) });
