@@ -422,15 +422,32 @@ export class ObjectLedger implements IngestLedger {
   async addKey(name: string, digest: string, rotation = false): Promise<void> {
     const key: StoredKey = { name, digest, created_at: new Date().toISOString() };
     const claim = `${API_KEY_NAMES_PREFIX}${name}.json`;
+    const claimBody = JSON.stringify({ name, created_at: key.created_at, digest });
     if (!rotation) {
       if ((await this.listKeys()).some((k) => k.name === name)) throw new KeyNameInUseError(name);
       // Before the claim: a name whose reports were posted with a key since dropped from API_KEYS.
       if (await this.hasReports(name)) throw new KeyNameInUseError(name, true);
-      if (!(await this.store.putIfAbsent(claim, JSON.stringify({ name, created_at: key.created_at })))) throw new KeyNameInUseError(name);
+      if (!(await this.store.putIfAbsent(claim, claimBody)) && !(await this.takeOverStoppedClaim(claim, claimBody))) throw new KeyNameInUseError(name);
     } else {
-      await this.store.putIfAbsent(claim, JSON.stringify({ name, created_at: key.created_at }));
+      await this.store.putIfAbsent(claim, claimBody);
     }
     await this.store.putIfAbsent(`${API_KEYS_PREFIX}${digest}.json`, JSON.stringify(key));
+  }
+
+  /**
+   * A name's claim is written before its key (two objects, no transaction): an add that stopped
+   * between them left a claim with no key, which would hold the name for good. Such a claim is
+   * taken over once it is older than any add takes (CLOCK_MARGIN_MS, the store's clock against
+   * ours) and its key is still not there; a claim of an add under way is left to it.
+   */
+  private async takeOverStoppedClaim(claim: string, claimBody: string): Promise<boolean> {
+    const held = await this.store.get(claim);
+    if (!held) return this.store.putIfAbsent(claim, claimBody);
+    if (Date.now() - held.lastModified.getTime() < CLOCK_MARGIN_MS) return false;
+    const { name, digest } = JSON.parse(held.body.toString('utf8')) as { name: string; digest?: string };
+    // A claim from before claims named their key: the name's keys, listed, say whether it has one.
+    const keyed = digest === undefined ? (await this.listKeys()).some((k) => k.name === name) : (await this.store.head(`${API_KEYS_PREFIX}${digest}.json`)) !== undefined;
+    return !keyed && this.store.putIfMatch(claim, claimBody, held.etag);
   }
 
   async hasReports(name: string): Promise<boolean> {

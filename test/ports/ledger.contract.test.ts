@@ -3,7 +3,7 @@
 // race of two first acceptances is decided there as on S3).
 import { randomBytes } from 'node:crypto';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bootstrap } from '../../src/main/bootstrap.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
 import { KeyNameInUseError, PkeyTakenError, type IngestLedger, type IngestRecord } from '../../src/ledger/ledger.js';
@@ -15,7 +15,7 @@ import { SqsQueue } from '../../src/queue/sqsQueue.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { UnavailableError } from '../../src/shared/errors.js';
-import { IDEMPOTENCY_PREFIX } from '../../src/store/layout.js';
+import { API_KEYS_PREFIX, IDEMPOTENCY_PREFIX } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { acceptHeld, report, tempDir, testConfig } from '../support/env.js';
@@ -464,6 +464,39 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     // Nothing left for a later run to send a third time.
     await drain(sqs);
     expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(0);
+  });
+
+  it('a key add that stopped between claiming its name and writing its key holds the name only while an add could still be under way', async () => {
+    const { store, sqs } = await onMoto();
+    const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+    // Stopped after its claim: the key's write never happens.
+    const stopping = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, body: Buffer | string) => {
+          if (key.startsWith(API_KEYS_PREFIX)) throw new Error('stopped');
+          return target.putIfAbsent(key, body);
+        };
+      },
+    });
+    await expect(new ObjectLedger(stopping, sqs).addKey('omega', digest(1))).rejects.toThrow('stopped');
+    const ledger = new ObjectLedger(store, sqs);
+    expect(await ledger.listKeys()).toEqual([]);
+    // At once, the claim may be an add's under way: refused.
+    await expect(ledger.addKey('omega', digest(2))).rejects.toBeInstanceOf(KeyNameInUseError);
+    // Long after (beyond any clock difference with the store), the claim with no key is taken over, once.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 20 * 60_000 });
+    try {
+      const results = await Promise.allSettled([3, 4].map((n) => new ObjectLedger(store, sqs).addKey('omega', digest(n))));
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(KeyNameInUseError);
+      expect((await ledger.listKeys()).map((k) => k.name)).toEqual(['omega']);
+      // A claim whose key was written is never taken over, however old.
+      await expect(ledger.addKey('omega', digest(5))).rejects.toBeInstanceOf(KeyNameInUseError);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a post whose key write was retried after a timeout (its retry finds the key: 412) is still created and queued', async () => {
