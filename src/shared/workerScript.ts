@@ -1,7 +1,7 @@
 // Where a worker thread's script is: worker threads run JavaScript only, so a thread runs the
-// build's copy of its module. When the code that starts it runs as TypeScript (under a
-// TypeScript loader), that copy is refused if any source is newer than its build: the thread
-// would run code that is no longer there.
+// build's copy of its module. When the code that starts it runs as TypeScript (under the test
+// runner), that copy is refused if any source is newer than its build: the thread would run code
+// that is no longer there.
 import { readdirSync, statSync } from 'node:fs';
 
 /** The src/ folder of the build, and of the sources. */
