@@ -56,6 +56,12 @@ import {
 /** How far a host's clock and the store's may differ, for the store's times read as ours. */
 const CLOCK_MARGIN_MS = 15 * 60_000;
 
+/**
+ * A name's claim with no key, this old by our clock against the store's, is an add's that
+ * stopped before writing its key: the clocks' margin, then far longer than an add takes.
+ */
+const STOPPED_CLAIM_MS = CLOCK_MARGIN_MS + 15 * 60_000;
+
 /** A hold closer than this to its end is not renewed: reconciliation may be sending its report (clocks differ a little). */
 const RENEW_MARGIN_MS = 5 * 60_000;
 
@@ -437,14 +443,20 @@ export class ObjectLedger implements IngestLedger {
   /**
    * A name's claim is written before its key (two objects, no transaction): an add that stopped
    * between them left a claim with no key, which would hold the name for good. Such a claim is
-   * taken over once it is older than any add takes (CLOCK_MARGIN_MS, the store's clock against
-   * ours) and its key is still not there; a claim of an add under way is left to it.
+   * taken over once it is STOPPED_CLAIM_MS old and its key is still not there; a claim of an add
+   * under way is left to it, and one that does not parse is left alone.
    */
   private async takeOverStoppedClaim(claim: string, claimBody: string): Promise<boolean> {
     const held = await this.store.get(claim);
     if (!held) return this.store.putIfAbsent(claim, claimBody);
-    if (Date.now() - held.lastModified.getTime() < CLOCK_MARGIN_MS) return false;
-    const { name, digest } = JSON.parse(held.body.toString('utf8')) as { name: string; digest?: string };
+    if (Date.now() - held.lastModified.getTime() < STOPPED_CLAIM_MS) return false;
+    let claimed: { name: string; digest?: string };
+    try {
+      claimed = JSON.parse(held.body.toString('utf8')) as typeof claimed;
+    } catch {
+      return false;
+    }
+    const { name, digest } = claimed;
     // A claim from before claims named their key: the name's keys, listed, say whether it has one.
     const keyed = digest === undefined ? (await this.listKeys()).some((k) => k.name === name) : (await this.store.head(`${API_KEYS_PREFIX}${digest}.json`)) !== undefined;
     return !keyed && this.store.putIfMatch(claim, claimBody, held.etag);

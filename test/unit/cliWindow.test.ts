@@ -1,12 +1,8 @@
 // The CLI's --from and --to read as the archive endpoint reads start and end: a date is a whole
 // UTC day, and an end to the second covers all of that second (reports keep milliseconds), so
 // back-to-back windows by the second leave nothing between them.
-import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCommandModules, windowOf } from '../../src/main/cli/options.js';
-
-beforeAll(async () => {
-  await loadCommandModules();
-});
+import { describe, expect, it } from 'vitest';
+import { windowOf } from '../../src/main/cli/options.js';
 
 describe('a command window (--from, --to)', () => {
   it('takes a whole day for a date, and all of the last second for an end to the second', () => {
