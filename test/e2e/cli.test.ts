@@ -10,9 +10,10 @@ import { promisify } from 'node:util';
 import { CLI, runCli as run } from '../support/cli.js';
 import { postReport, report, SHARED_PH, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
-
-const WITHOUT_ENGINE = fileURLToPath(new URL('../support/withoutEngine.mjs', import.meta.url));
 import { GENERATED_KEY_FILE, GENERATED_KEY_NAME, resolveApiKeys } from '../../src/partners/apiKeys.js';
+
+/** A preload that fails the process on any import of DuckDB or the AWS SDK. */
+const WITHOUT_ENGINE = fileURLToPath(new URL('../support/withoutEngine.mjs', import.meta.url));
 
 
 /** The CLI in a process of its own, once its progress says it has started (or it has exited). */
