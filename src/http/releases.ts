@@ -5,7 +5,7 @@
 import type { Request, Response } from 'express';
 import { manifests } from '../ops/release.js';
 import type { Manifest } from '../releases/documents.js';
-import { manifestKey, parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
+import { citationKey, itemKey, manifestKey, parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
 import { HttpError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import path from 'node:path';
@@ -39,15 +39,17 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
   const stored = new Map<string, { etag: string; lastModified: Date }>();
   const copies = new ReleaseCopies(deps.store, deps.cacheDir, deps.cacheMaxBytes);
   const known = new Map<string, Manifest>();
-  /** Releases whose manifest is stored: published, never unpublished. */
+  /** Releases whose manifest, citation and Item are stored: published, never unpublished. */
   const published = new Set<string>();
   /**
-   * Whether a release is published: its manifest is written last, so until then its files may
-   * still be rewritten by a run finishing it, and none is served (or cached as immutable).
+   * Whether a release is published: its manifest is written after its files, so until then they
+   * may still be rewritten by a run finishing it, and none is served (or cached as immutable);
+   * its citation and Item after the manifest, so until they are (a run that stopped between,
+   * finished by the next run), the URL its citation gives would lead nowhere.
    */
   const isPublished = async (id: string): Promise<boolean> => {
     if (published.has(id)) return true;
-    if (!(await deps.store.head(manifestKey(id)))) return false;
+    for (const key of [manifestKey(id), citationKey(id), itemKey(id)]) if (!(await deps.store.head(key))) return false;
     published.add(id);
     return true;
   };
@@ -55,7 +57,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
   serve('getReleases', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
     const base = `${deps.publicBase()}/${RELEASES_PREFIX}`;
-    const releases = (await manifests(deps.store, known)).map((m) => ({
+    const releases = (await manifests(deps.store, known, { described: true })).map((m) => ({
       release: m.release,
       period: m.period,
       revision: m.revision,
@@ -99,7 +101,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     // Known once a copy was checked against its manifest: a 304 needs no copy.
     const known = stored.get(key);
     if (known && ifNoneMatch(req.get('if-none-match'), known.etag)) {
-      fileHeaders(res, name, known).status(304).end();
+      validators(res, known).status(304).end();
       return;
     }
     const copy = await copies.held(id, name);
@@ -113,11 +115,12 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
         info = { etag: `"${found.etag.replace(/"/g, '')}"`, lastModified: found.lastModified };
       }
       stored.set(key, info);
-      fileHeaders(res, name, info);
+      validators(res, info);
       if (ifNoneMatch(req.get('if-none-match'), info.etag)) {
         res.status(304).end();
         return;
       }
+      res.type(TYPES.find(([re]) => re.test(name))?.[1] ?? 'application/octet-stream');
       keepRangeIf(req, info, copy.size);
       await sendFile(res, copies.dir, path.basename(copy.file), req);
     } finally {
@@ -128,13 +131,12 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
 }
 
 /**
- * A release file's headers: the stored file's ETag, and its time as Last-Modified (when the
+ * A release file's validators: the stored file's ETag, and its time as Last-Modified (when the
  * release was written, the same from every API task, not when this one copied it); immutable.
+ * A 304 carries these alone, no representation's headers.
  */
-function fileHeaders(res: Response, name: string, stored: { etag: string; lastModified: Date }): Response {
-  return res
-    .set({ ETag: stored.etag, 'Last-Modified': stored.lastModified.toUTCString(), 'Cache-Control': 'public, max-age=31536000, immutable' })
-    .type(TYPES.find(([re]) => re.test(name))?.[1] ?? 'application/octet-stream');
+function validators(res: Response, stored: { etag: string; lastModified: Date }): Response {
+  return res.set({ ETag: stored.etag, 'Last-Modified': stored.lastModified.toUTCString(), 'Cache-Control': 'public, max-age=31536000, immutable' });
 }
 
 const notFound = (what: string) => new HttpError(404, `No release file ${JSON.stringify(what.slice(0, 80))}; GET /releases lists every release and its files.`);
@@ -146,6 +148,8 @@ const notFound = (what: string) => new HttpError(404, `No release file ${JSON.st
  * ETag and an earlier date too).
  */
 function keepRangeIf(req: Request, stored: { etag: string; lastModified: Date }, size: number): void {
+  // Range is a GET's alone (RFC 9110 §14.2): a HEAD gives the whole file's headers.
+  if (req.method !== 'GET') delete req.headers.range;
   if (req.headers.range !== undefined) req.headers.range = suffixesWithin(req.headers.range, size);
   const validator = req.get('if-range')?.trim();
   if (validator === undefined || req.headers.range === undefined) return;

@@ -278,10 +278,13 @@ async function create(store: ObjectStore, id: string, name: string, body: Buffer
 /**
  * Every release made (those whose manifest is written), oldest period and revision first. A
  * manifest never changes, so `known` (kept by a caller that asks often) saves reading it again.
+ * `described`: only those whose citation and Item are written too (what the API serves).
  */
-export async function manifests(store: ObjectStore, known = new Map<string, Manifest>()): Promise<Manifest[]> {
+export async function manifests(store: ObjectStore, known = new Map<string, Manifest>(), options: { described?: boolean } = {}): Promise<Manifest[]> {
   const out: Manifest[] = [];
+  const keys = new Set<string>();
   for await (const info of store.list({ prefix: RELEASES_PREFIX })) {
+    keys.add(info.key);
     const id = /^releases\/([^/]+)\/manifest\.json$/.exec(info.key)?.[1];
     if (!id || !parseReleaseId(id)) continue;
     const cached = `${info.key} ${info.etag}`;
@@ -293,7 +296,8 @@ export async function manifests(store: ObjectStore, known = new Map<string, Mani
     }
     out.push(manifest);
   }
-  return out.sort((a, b) => a.period.localeCompare(b.period) || a.revision - b.revision);
+  const kept = options.described ? out.filter((m) => keys.has(citationKey(m.release)) && keys.has(itemKey(m.release))) : out;
+  return kept.sort((a, b) => a.period.localeCompare(b.period) || a.revision - b.revision);
 }
 
 /**

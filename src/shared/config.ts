@@ -251,6 +251,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (storageUrl.startsWith('file://') && !path.isAbsolute(storageUrl.slice('file://'.length))) {
     throw new ConfigError(`invalid configuration: STORAGE_URL=${JSON.stringify(storageUrl)}: ${messages.STORAGE_URL}`);
   }
+  const cacheDir = path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache')));
+  // The caches remove what they do not know in their folder: a store's files among them would go.
+  if (storageUrl.startsWith('file://')) {
+    const storeDir = path.resolve(storageUrl.slice('file://'.length));
+    if (within(cacheDir, storeDir) || within(storeDir, cacheDir)) {
+      throw new ConfigError(`invalid configuration: CACHE_DIR=${JSON.stringify(cacheDir)}: must be a folder of its own, neither holding nor inside the store's folder (${storeDir}): the cache removes files it did not write`);
+    }
+  }
   const schedules = {
     compact: String(v.SCHEDULE_COMPACT ?? '5 * * * *'),
     reconcile: String(v.SCHEDULE_RECONCILE ?? '*/2 * * * *'),
@@ -296,7 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     retireGraceMs: Number(v.RETIRE_GRACE_SECONDS ?? 30) * 1000,
     syncRetentionMs: Number(v.SYNC_RETENTION_DAYS ?? 30) * 86_400_000,
     archiveMaxWindowMs: windowHours * 3_600_000,
-    cacheDir: path.resolve(cwd, String(v.CACHE_DIR ?? path.join(dataDir, 'cache'))),
+    cacheDir,
     cacheMaxBytes: Number(v.CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
     releaseCacheMaxBytes: Number(v.RELEASE_CACHE_MAX_BYTES ?? 2 * 1024 ** 3),
     duckdbMemoryLimit,
@@ -396,4 +404,10 @@ function bytesOf(size: string): number {
 
 function seconds(value: string | number | undefined, fallback: number): number {
   return Math.round(Number(value ?? fallback) * 1000);
+}
+
+/** Whether `dir` is `parent` or lies inside it. */
+function within(dir: string, parent: string): boolean {
+  const rel = path.relative(parent, dir);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }

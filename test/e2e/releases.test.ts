@@ -186,7 +186,13 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const lastFour = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=-4' });
     expect([lastFour.status, Buffer.from(await lastFour.arrayBuffer()).toString()]).toEqual([206, 'PAR1']);
     const again = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-None-Match': etag });
-    expect(again.status).toBe(304);
+    // Validators alone on a 304 (RFC 9110 15.4.5), no representation's headers.
+    expect([again.status, again.headers.get('etag'), again.headers.get('content-type')]).toEqual([304, etag, null]);
+    // Range is for GET: a HEAD with one gives the whole file's headers.
+    for (const range of ['bytes=0-3', `bytes=${size + 10}-`]) {
+      const headRange = await fetch(`${svc.url}/releases/2025-r1/reports-2025-06.parquet`, { method: 'HEAD', headers: { ...UA, Range: range } });
+      expect([range, headRange.status, headRange.headers.get('content-length'), headRange.headers.get('content-range')]).toEqual([range, 200, String(size), null]);
+    }
     const unsatisfiable = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: `bytes=${size + 10}-` });
     expect([unsatisfiable.status, ((await unsatisfiable.json()) as any).error, unsatisfiable.headers.get('content-range')]).toEqual([416, 'Range Not Satisfiable', `bytes */${size}`]);
     const otherVersion = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': '"another"' });
@@ -299,6 +305,33 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     await svc.rt.store.delete(['releases/2025-r3/reports-2025-06.parquet']);
     // The run gave its lock back.
     expect(await svc.rt.store.get(releaseLockKey('2025'))).toBeUndefined();
+  }, 120_000);
+
+  it('serves a release once its citation and Item are written: one whose run stopped after its manifest is neither listed nor served until the next run writes them', async () => {
+    // The run stops as it writes the release's citation, after its manifest.
+    const store = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
+      putIfAbsent: async (key: string, body: string | Buffer) => {
+        if (key === 'releases/2025-07-r1/CITATION.cff') throw new Error('killed after the manifest');
+        return svc.rt.store.putIfAbsent(key, body);
+      },
+    });
+    await expect(release({ ...svc.rt, store }, '2025-07')).rejects.toThrow(/killed after the manifest/);
+    expect(await svc.rt.store.head('releases/2025-07-r1/manifest.json')).toBeDefined();
+    const ids = async () => (await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release);
+    expect(await ids()).not.toContain('2025-07-r1');
+    for (const file of ['reports-2025-07.parquet', 'manifest.json', 'item.json', 'CITATION.cff', '']) {
+      expect([file, (await get(`/releases/2025-07-r1/${file}`)).status]).toEqual([file, 404]);
+    }
+    // The next run makes no new revision for the same reports, and writes what the stopped one did not.
+    expect(await release(svc.rt, '2025-07')).toMatchObject({ release: '2025-07-r1', created: false });
+    expect(await ids()).toContain('2025-07-r1');
+    for (const file of ['reports-2025-07.parquet', 'manifest.json', 'item.json', 'CITATION.cff']) {
+      expect([file, (await get(`/releases/2025-07-r1/${file}`)).status]).toEqual([file, 200]);
+    }
+    const cited = await get('/releases/2025-07-r1/', {});
+    expect(cited.url).toMatch(/\/releases\/2025-07-r1\/item\.json$/);
+    // Gone again, so that the monthly job's months are those the tests below expect (a month released is its first).
+    await svc.rt.store.delete(await keysUnder(svc.rt, 'releases/2025-07-r1/'));
   }, 120_000);
 
   it('makes a period\'s release one run at a time: a second is refused, and a run whose lock was taken over publishes nothing', async () => {

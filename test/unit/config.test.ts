@@ -90,6 +90,19 @@ describe('config', () => {
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
   });
 
+  it('refuses a CACHE_DIR that holds, is, or lies inside the file store: its sweeps remove files they did not write', () => {
+    const refused = /CACHE_DIR=.*must be a folder of its own, neither holding nor inside the store's folder/;
+    expect(() => loadConfig({ DATA_DIR: '/srv/data', CACHE_DIR: '/srv/data' }, '/')).toThrow(refused);
+    expect(() => loadConfig({ DATA_DIR: '/srv/data', CACHE_DIR: '/srv/data/store' }, '/')).toThrow(refused);
+    expect(() => loadConfig({ STORAGE_URL: 'file:///srv/archive', CACHE_DIR: 'archive/cache' }, '/srv')).toThrow(refused);
+    expect(() => loadConfig({ STORAGE_URL: 'file:///srv/archive/', CACHE_DIR: '/srv' }, '/')).toThrow(refused);
+    // Beside the store, or with a name that merely starts like it: fine; on S3 there is no folder to guard.
+    expect(loadConfig({ DATA_DIR: '/srv/data', CACHE_DIR: '/srv/data/cache' }, '/').cacheDir).toBe('/srv/data/cache');
+    expect(loadConfig({ STORAGE_URL: 'file:///srv/archive', CACHE_DIR: '/srv/archive-cache' }, '/').cacheDir).toBe('/srv/archive-cache');
+    expect(loadConfig({ STORAGE_URL: 'file:///srv/archive', CACHE_DIR: '/srv/..archive' }, '/').cacheDir).toBe('/srv/..archive');
+    expect(loadConfig({ STORAGE_URL: 's3://bucket/archive', CACHE_DIR: '/srv/data' }, '/').cacheDir).toBe('/srv/data');
+  });
+
   it('refuses a schedule node-cron would refuse or misread, saying which field is wrong', () => {
     expect(() => loadConfig({ SCHEDULE_COMPACT: '61 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="61 \* \* \* \*": must be a cron expression.*61 is a invalid expression for minute/);
     // node-cron takes a backwards range and runs every minute: refused.
