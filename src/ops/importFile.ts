@@ -34,6 +34,8 @@ import { writeBulkParts } from '../archive/bulkParts.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { DuckDb } from '../archive/duckdb.js';
 import { releaseAll } from '../archive/duckdbMemory.js';
+import { HOUR_MS } from '../archive/plan.js';
+import { retagParts } from '../archive/retag.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { writeParquet } from '../archive/partWriter.js';
@@ -43,8 +45,9 @@ import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { Tags } from '../boundaries/tagger.js';
 import type { AcceptanceLedger, HeldAcceptResult, HeldRecord, IngestRecord, PendingLedger, RetractionLedger } from '../ledger/ledger.js';
 import type { Config } from '../shared/config.js';
-import { closedBefore, parsePkey } from '../store/layout.js';
+import { closedBefore, DAY_MS, parsePkey, partitionOfPartKey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
+import type { PartCache } from '../archive/partCache.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { keepHeld } from './importHolds.js';
 import { withImportLock } from './importLock.js';
@@ -55,6 +58,7 @@ import { validateFile } from './validateFile.js';
 import { rejectLine } from './validateRecords.js';
 import { checkRejectsFile, rejectsFileOf } from './rejectsFile.js';
 import type { Progress } from './progress.js';
+import { archivedIn } from './verify.js';
 import type { Logger } from '../shared/log.js';
 
 export { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
@@ -93,6 +97,8 @@ export interface ImportResult {
 export interface ImportDeps {
   ledger: Pick<AcceptanceLedger, 'acceptHeld' | 'renewHolds' | 'reclaimHeldSpace'> & Pick<PendingLedger, 'markArchived'> & Pick<RetractionLedger, 'retractions'>;
   store: ObjectStore;
+  /** Reads the archive's parts: a resumed round's parts merged away since are found in them. */
+  cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
   boundaries: Pick<BoundaryRepository, 'latest'>;
@@ -263,6 +269,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     if (checkpoint.roundFrom !== undefined) {
       const named = checkpoint.untexted.splice(checkpoint.roundFrom);
       const standing: Checkpoint['untexted'] = [];
+      /** Reports of parts not under their keys that the archive holds all the same. */
+      const merged: { pkey: string; createdMs: number }[] = [];
       for (const p of named) {
         // Known stored (a compaction since may have merged it under another key), or found; its
         // version as this run stored it (its reports still pending, no purge has rewritten it).
@@ -270,6 +278,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
         const stands = p.stored === true || found !== undefined;
         const local = path.join(runDir, p.file);
         if (!stands) {
+          // Never stored, or stored by a run stopped before its checkpoint said so and merged
+          // since under another key (a compaction, a reprocess): the archive tells which.
+          merged.push(...(await archivedOf(rt, await partReports(rt.db, local, p.key, files))));
           await fs.rm(local, { force: true });
           continue;
         }
@@ -277,20 +288,26 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
         // Its local copy swept since: fetched back while the part is still under its key.
         if (!(await fs.access(local).then(() => true, () => false))) {
           const got = await rt.store.get(p.key);
-          if (!got) continue;
-          await fs.writeFile(local, got.body);
+          if (!got) {
+            // Merged since under another key, its copy gone too: its reports from the staged files.
+            merged.push(...(await archivedOf(rt, await partReports(rt.db, local, p.key, files))));
+            continue;
+          }
+          // Beside it, then renamed: a run stopped mid-write leaves no torn copy for the next to read.
+          await fs.writeFile(`${local}.tmp`, got.body);
+          await fs.rename(`${local}.tmp`, local);
           etag = got.etag;
         }
         standing.push({ ...p, stored: true, ...(etag !== undefined && { etag }) });
       }
-      if (standing.length > 0) {
-        const reports = await reportsIn(rt.db, standing.map((p) => path.join(runDir, p.file)));
+      const reports = [...(standing.length > 0 ? await reportsIn(rt.db, standing.map((p) => path.join(runDir, p.file))) : []), ...merged];
+      if (reports.length > 0) {
         await rt.changes.record(reports);
         await rt.ledger.markArchived(inLedgerOrder(reports.map((r) => r.pkey)));
       }
       checkpoint.untexted.push(...standing);
       checkpoint.parts += standing.length;
-      stood = standing.length;
+      stood = standing.length + merged.length;
       delete checkpoint.roundFrom;
     }
     if (files.length === 0) {
@@ -318,6 +335,10 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     const retracted = new Set<string>();
     for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
     const archived: string[] = [];
+    // Tagged as they were accepted: with boundaries published since (a reprocess run meanwhile
+    // may have passed their hours already), the parts this round stores are tagged again.
+    const current = await rt.boundaries.latest();
+    const retag = (await versionsIn(rt.db, files)).some((v) => v !== current.version) ? current : undefined;
     checkpoint.roundFrom = checkpoint.untexted.length;
     await save();
     const parts = await writeBulkParts(
@@ -325,6 +346,11 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       files,
       { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
       async ({ key, file, reports }) => {
+        if (retag) {
+          const out = `${file}.retagged`;
+          const done = await retagParts(rt.db, [file], (lng, lat) => retag.tagger.tag(lng, lat), retag.version, { fromMs: -Infinity, toMs: Infinity, dryRun: false }, out, async () => [...retracted]);
+          if (done.changed) await fs.rename(out, file);
+        }
         // Named in the checkpoint before it is stored: a run stopped mid-round finds whether it
         // stands, and marks its reports rather than storing them again.
         const kept = `texts-${ulid()}.parquet`;
@@ -535,6 +561,14 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
 }
 
 /** The created_at range of the staged rows. */
+/** The boundary versions the staged reports were tagged with. */
+async function versionsIn(db: DuckDb, files: readonly string[]): Promise<string[]> {
+  return db.withConnection(async (conn) => {
+    const rows = (await conn.runAndReadAll(`SELECT DISTINCT boundary_version FROM read_parquet([${files.map(sqlString).join(', ')}])`)).getRows() as [string][];
+    return rows.map(([v]) => v);
+  });
+}
+
 async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number }> {
   return db.withConnection(async (conn) => {
     const list = files.map(sqlString).join(', ');
@@ -564,9 +598,31 @@ async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, '
 }
 
 /** The reports the part files hold (pkey and created_at), as a change log names them. */
-async function reportsIn(db: DuckDb, files: readonly string[]): Promise<{ pkey: string; createdMs: number }[]> {
+/**
+ * A part's reports: those of its local copy, or, when that is gone, the staged reports of its
+ * hour or day (a superset: those the archive holds are marked, the rest stored).
+ */
+async function partReports(db: DuckDb, local: string, key: string, staged: readonly string[]): Promise<{ pkey: string; createdMs: number }[]> {
+  if (await fs.access(local).then(() => true, () => false)) return reportsIn(db, [local]);
+  const partition = partitionOfPartKey(key);
+  if (!partition || staged.length === 0) return [];
+  return reportsIn(db, staged, { fromMs: partition.startMs, toMs: partition.startMs + (partition.wholeDay ? DAY_MS : HOUR_MS) - 1 });
+}
+
+/** Those of `reports` the archive holds now, in whatever part. */
+async function archivedOf(rt: Pick<ImportDeps, 'store' | 'cache' | 'db'>, reports: readonly { pkey: string; createdMs: number }[]): Promise<{ pkey: string; createdMs: number }[]> {
+  if (reports.length === 0) return [];
+  let fromMs = Infinity;
+  let toMs = -Infinity;
+  for (const r of reports) [fromMs, toMs] = [Math.min(fromMs, r.createdMs), Math.max(toMs, r.createdMs)];
+  const there = await archivedIn(rt, fromMs, toMs);
+  return reports.filter((r) => there.has(r.pkey));
+}
+
+async function reportsIn(db: DuckDb, files: readonly string[], within?: { fromMs: number; toMs: number }): Promise<{ pkey: string; createdMs: number }[]> {
+  const where = within ? ` WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(within.fromMs)} AND ${Math.trunc(within.toMs)}` : '';
   return db.withConnection(async (conn) => {
-    const reader = await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE AS createdMs FROM read_parquet([${files.map(sqlString).join(', ')}])`);
+    const reader = await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE AS createdMs FROM read_parquet([${files.map(sqlString).join(', ')}])${where}`);
     return reader.getRowObjectsJS() as { pkey: string; createdMs: number }[];
   });
 }
@@ -583,7 +639,6 @@ function inLedgerOrder(pkeys: readonly string[]): string[] {
 
 const round = (s: number) => Math.round(s * 10) / 10;
 
-/** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */
 /** Removes what a run stopped while it wrote its checkpoint left beside it (its `<file>.<pid>.tmp`): under the lock, no other run writes it. */
 async function removeCheckpointLeftovers(file: string): Promise<void> {
   const name = path.basename(file);
@@ -591,6 +646,7 @@ async function removeCheckpointLeftovers(file: string): Promise<void> {
   await Promise.all(left.map((n) => fs.rm(path.join(path.dirname(file), n), { force: true })));
 }
 
+/** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */
 async function writeCheckpoint(file: string, checkpoint: Checkpoint): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
   await fs.writeFile(tmp, JSON.stringify(checkpoint));

@@ -80,7 +80,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
 const READ_ATTEMPTS = 3;
 
 /** The distinct pkeys the parts of [fromMs, toMs] hold, and how many are stored twice. */
-async function archivedInBlock(rt: VerifyDeps, fromMs: number, toMs: number): Promise<{ pkeys: Set<string>; duplicated: number }> {
+async function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<{ pkeys: Set<string>; duplicated: number }> {
   for (let attempt = 1; ; attempt++) {
     const parts = (await listWindowParts(rt.store, fromMs, toMs)).flatMap((h) => h.parts);
     let duplicated = 0;
@@ -92,8 +92,13 @@ async function archivedInBlock(rt: VerifyDeps, fromMs: number, toMs: number): Pr
   }
 }
 
+/** The distinct pkeys the archive's parts hold in [fromMs, toMs], as they stand now. */
+export async function archivedIn(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<Set<string>> {
+  return (await archivedInBlock(rt, fromMs, toMs)).pkeys;
+}
+
 /** The distinct pkeys the parts hold in [fromMs, toMs]; `duplicated` once per pkey stored twice. */
-async function archivedPkeys(rt: VerifyDeps, parts: readonly ObjectInfo[], fromMs: number, toMs: number, duplicated: () => void): Promise<Set<string>> {
+async function archivedPkeys(rt: Pick<VerifyDeps, 'cache' | 'db'>, parts: readonly ObjectInfo[], fromMs: number, toMs: number, duplicated: () => void): Promise<Set<string>> {
   const pkeys = new Set<string>();
   if (parts.length === 0) return pkeys;
   await rt.cache.withFiles(parts, (files) =>

@@ -18,7 +18,8 @@ import { IMPORT_LOCK_KEY } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
-import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, postReport, report, startTestService, storedCopies, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { loadPsaBoundaries } from '../support/sharedData.js';
+import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, postReport, report, startTestService, storedCopies, storedVersions, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY_MS = 86_400_000;
 const START = Date.UTC(2026, 3, 1);
@@ -309,20 +310,29 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const file = path.join(dir, 'compacted.ndjson');
     await fs.writeFile(file, yearLines(110_000, 300).join('\n'));
     const ids = Array.from({ length: 300 }, (_, i) => `partner-${110_000 + i}`);
+    // The 20th part is stored, and the run stops before its checkpoint says so.
     const crashWhileStoring: ImportDeps = { ...svc.rt, store: failAfterPuts(svc.rt.store, 'reports/v1/', 20) };
     await expect(importFile(crashWhileStoring, { file, batchSize: 300 })).rejects.toThrow(/simulated crash/);
-    const state = JSON.parse(await fs.readFile(`${file}.import-state.json`, 'utf8')) as { roundFrom: number; untexted: { key: string; stored?: boolean }[] };
-    const storedPart = state.untexted.slice(state.roundFrom).find((p) => p.stored)!;
+    const state = JSON.parse(await fs.readFile(`${file}.import-state.json`, 'utf8')) as { run: string; roundFrom: number; untexted: { key: string; file: string; stored?: boolean }[] };
+    const round = state.untexted.slice(state.roundFrom);
+    const storedPart = round.find((p) => p.stored)!;
     expect(storedPart).toBeDefined();
-    // A live report on the stored part's day, archived by the worker, then the day compacted:
-    // the stored part is merged into a new one and its key removed.
-    const [, y, m, d] = /year=(\d+)\/month=(\d+)\/day=(\d+)\//.exec(storedPart.key)!;
-    const dayMs = Date.UTC(Number(y), Number(m) - 1, Number(d));
-    expect((await postReport(svc.url, report(110_999, { created_at: new Date(dayMs + 12 * 3_600_000).toISOString() }))).status).toBe(201);
+    const unsaidPart = round.find((p) => !p.stored)!;
+    expect([unsaidPart.stored, await svc.rt.store.head(unsaidPart.key)]).toEqual([undefined, expect.anything()]);
+    // A live report on each part's day, archived by the worker, then the days compacted: the
+    // parts are merged into new ones and their keys removed.
+    const days = [...new Set([storedPart, unsaidPart].map((p) => {
+      const [, y, m, d] = /year=(\d+)\/month=(\d+)\/day=(\d+)\//.exec(p.key)!;
+      return Date.UTC(Number(y), Number(m) - 1, Number(d));
+    }))];
+    for (const [i, dayMs] of days.entries()) expect((await postReport(svc.url, report(110_990 + i, { created_at: new Date(dayMs + 12 * 3_600_000).toISOString() }))).status).toBe(201);
     while ((await svc.rt.worker.pollOnce(0)) > 0);
     await svc.rt.worker.flush();
-    expect((await compact(svc.rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
+    for (const dayMs of days) expect((await compact(svc.rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: Date.now() })).daysCompacted).toBe(1);
     expect(await svc.rt.store.head(storedPart.key)).toBeUndefined();
+    expect(await svc.rt.store.head(unsaidPart.key)).toBeUndefined();
+    // The stored part's local copy swept too: its reports are told from the staged ones of its day.
+    await fs.rm(path.join(svc.rt.config.dataDir, 'tmp', 'import', state.run, storedPart.file));
 
     expect(await importFile(svc.rt, { file, batchSize: 300 })).toMatchObject({ resumedFrom: 300 });
     const after = await archived(svc);
@@ -448,6 +458,25 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(after.size).toBe(before + 600);
     for (let id = 40_000; id < 40_600; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
     expect(await pendingCount(svc.rt)).toBe(0);
+  });
+
+  it('tags the parts it stores with boundaries published while it ran (a reprocess meanwhile may have passed their hours already)', async () => {
+    const file = path.join(dir, 'republished.ndjson');
+    await fs.writeFile(file, yearLines(120_000, 200).join('\n'));
+    const before = (await svc.rt.boundaries.latest()).version;
+    let published: string | undefined;
+    // Published once the reports are accepted, tagged with the boundaries the run began with.
+    const publishing = withAcceptHeld(svc, async (records, receivedAt, holdUntilMs) => {
+      const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+      const set = await loadPsaBoundaries();
+      published ??= (await svc.rt.boundaries.publish({ ...set, label: `${set.label}, published again during an import` })).version;
+      return outcome;
+    });
+    expect(await importFile(publishing, { file, batchSize: 500, threadsFromBytes: 0 })).toMatchObject({ accepted: 200 });
+    expect(published).toBeDefined();
+    expect(published).not.toBe(before);
+    const versions = await storedVersions(svc.rt);
+    expect(Array.from({ length: 200 }, (_, i) => versions.get(`partner-${120_000 + i}`))).toEqual(Array(200).fill(published));
   });
 
   it('a held report is left alone by reconciliation until its hold ends, then queued like any other', async () => {

@@ -245,6 +245,17 @@ export async function storedCopies(rt: Runtime): Promise<Map<string, number>> {
   });
 }
 
+/** Each stored report's boundary version, by pkey (the last part read wins: copies agree). */
+export async function storedVersions(rt: Runtime): Promise<Map<string, string>> {
+  return withPartFiles(rt, async (files) => {
+    if (files.length === 0) return new Map();
+    return rt.db.withConnection(async (conn) => {
+      const reader = await conn.runAndReadAll(`SELECT pkey, boundary_version FROM read_parquet($files, union_by_name = true)`, { files: listValue(files) }, { files: LIST(VARCHAR) });
+      return new Map(reader.getRows() as [string, string][]);
+    });
+  });
+}
+
 /** How many accepted reports the ledger says still wait to be archived. */
 export async function pendingCount(rt: Runtime): Promise<number> {
   let n = 0;
