@@ -179,7 +179,19 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
         from = lf + 1;
         while (lines.length >= size) yield batch();
       }
-      if (from < data.length) carry.push(data.subarray(from));
+      if (from < data.length) {
+        let tail = data.subarray(from);
+        // Lines a lone CR ends are whole: added now, so a file of them is not held until its end.
+        // A CR that ends the block may be half of a CRLF: it waits for the next block.
+        const cr = tail.length > 1 ? tail.lastIndexOf(0x0d, tail.length - 2) : -1;
+        if (cr >= 0) {
+          addSplitAtCr(carry.length > 0 ? Buffer.concat([...carry, tail.subarray(0, cr)]) : tail.subarray(0, cr));
+          carry = [];
+          tail = tail.subarray(cr + 1);
+          while (lines.length >= size) yield batch();
+        }
+        if (tail.length > 0) carry.push(tail);
+      }
     }
   } finally {
     await handle.close();

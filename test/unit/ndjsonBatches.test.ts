@@ -66,6 +66,33 @@ describe('ndjsonBatches', () => {
     }
   });
 
+  it('gives a file of lines a lone CR ends batch by batch as it reads, not once it has read it all, and joins a CRLF a block boundary cuts', async () => {
+    const records = Array.from({ length: 50_000 }, (_, i) => JSON.stringify({ post_id: i, title: 'x'.repeat(i % 150) }));
+    const file = path.join(dir, 'cr.ndjson');
+    await fs.writeFile(file, records.join('\r'));
+    const size = (await fs.stat(file)).size;
+    expect(size).toBeGreaterThan(4 * 1024 * 1024);
+    let first: number | undefined;
+    const lines: string[] = [];
+    for await (const batch of ndjsonBatches(file, 1_000)) {
+      first ??= batch.bytes;
+      batch.ends.forEach((end, i) => lines.push(batch.lines.toString('utf8', i === 0 ? 0 : batch.ends[i - 1], end)));
+    }
+    expect(lines).toEqual(records);
+    // A read block (1 MiB) or two, not the whole file.
+    expect(first).toBeLessThanOrEqual(2 * 1024 * 1024);
+    // A CRLF whose CR ends the first read block and whose LF begins the next: one line end.
+    const head = `${'{"post_id":1}\r'.repeat(1_000)}`;
+    const pad = `{"post_id":2,"pad":"${'p'.repeat(1024 * 1024 - Buffer.byteLength(head) - 23)}"}`;
+    const straddling = `${head}${pad}\r\n{"post_id":3}\r{"post_id":4}`;
+    expect(straddling.indexOf('\r\n')).toBe(1024 * 1024 - 1);
+    const cut = path.join(dir, 'crlf-cut.ndjson');
+    await fs.writeFile(cut, straddling);
+    const expected = await readlineRecords(cut);
+    expect(expected).toHaveLength(1_003);
+    for (const n of [1, 7, 10_000]) expect((await batched(cut, n)).lines).toEqual(expected);
+  });
+
   it('leaves out the records a run before did, counting only non-blank lines', async () => {
     const file = path.join(dir, 'resume.ndjson');
     const records = Array.from({ length: 2_500 }, (_, i) => JSON.stringify({ post_id: i, text: 'x'.repeat(i % 900) }));
