@@ -560,7 +560,6 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   };
 }
 
-/** The created_at range of the staged rows. */
 /** The boundary versions the staged reports were tagged with. */
 async function versionsIn(db: DuckDb, files: readonly string[]): Promise<string[]> {
   return db.withConnection(async (conn) => {
@@ -569,6 +568,7 @@ async function versionsIn(db: DuckDb, files: readonly string[]): Promise<string[
   });
 }
 
+/** The created_at range of the staged rows. */
 async function rangeOf(db: DuckDb, files: readonly string[]): Promise<{ fromMs: number; toMs: number }> {
   return db.withConnection(async (conn) => {
     const list = files.map(sqlString).join(', ');
@@ -597,7 +597,6 @@ async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, '
   }
 }
 
-/** The reports the part files hold (pkey and created_at), as a change log names them. */
 /**
  * A part's reports: those of its local copy, or, when that is gone, the staged reports of its
  * hour or day (a superset: those the archive holds are marked, the rest stored).
@@ -619,6 +618,7 @@ async function archivedOf(rt: Pick<ImportDeps, 'store' | 'cache' | 'db'>, report
   return reports.filter((r) => there.has(r.pkey));
 }
 
+/** The reports the part files hold (pkey and created_at), as a change log names them; `within`: those created then. */
 async function reportsIn(db: DuckDb, files: readonly string[], within?: { fromMs: number; toMs: number }): Promise<{ pkey: string; createdMs: number }[]> {
   const where = within ? ` WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(within.fromMs)} AND ${Math.trunc(within.toMs)}` : '';
   return db.withConnection(async (conn) => {
