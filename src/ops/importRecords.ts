@@ -182,8 +182,8 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
       if (from < data.length) {
         let tail = data.subarray(from);
         // Lines a lone CR ends are whole: added now, so a file of them is not held until its end.
-        // A CR that ends the block may be half of a CRLF: it waits for the next block.
-        const cr = tail.length > 1 ? tail.lastIndexOf(0x0d, tail.length - 2) : -1;
+        // (A CR that is half of a CRLF cut by the block's end leaves an empty line: no record.)
+        const cr = tail.lastIndexOf(0x0d);
         if (cr >= 0) {
           addSplitAtCr(carry.length > 0 ? Buffer.concat([...carry, tail.subarray(0, cr)]) : tail.subarray(0, cr));
           carry = [];

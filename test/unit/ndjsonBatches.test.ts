@@ -66,7 +66,7 @@ describe('ndjsonBatches', () => {
     }
   });
 
-  it('gives a file of lines a lone CR ends batch by batch as it reads, not once it has read it all, and joins a CRLF a block boundary cuts', async () => {
+  it('gives a file of lines a lone CR ends batch by batch as it reads, not once it has read it all, and a CRLF a block boundary cuts as one line end', async () => {
     const records = Array.from({ length: 50_000 }, (_, i) => JSON.stringify({ post_id: i, title: 'x'.repeat(i % 150) }));
     const file = path.join(dir, 'cr.ndjson');
     await fs.writeFile(file, records.join('\r'));
