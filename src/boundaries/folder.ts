@@ -41,12 +41,17 @@ async function readOptional(file: string): Promise<unknown> {
 
 /** The set in `dir`; what it holds is checked by `boundaryProblems` when it is published. */
 export async function readBoundaryFolder(dir: string, meta: { label: string; attribution?: string | undefined }): Promise<BoundarySet> {
-  const [regions, provinces, cities, localAreas] = await Promise.all([
+  // Every file is read before any failure is told, so the operator hears of all that are missing at once.
+  const settled = await Promise.allSettled([
     readOptional(path.join(dir, BOUNDARY_FILES.regions)),
     readOptional(path.join(dir, BOUNDARY_FILES.provinces)),
     readBoundaryFile(path.join(dir, BOUNDARY_FILES.cities)),
     readBoundaryFile(path.join(dir, BOUNDARY_FILES.localAreas)),
   ]);
+  const failed = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as Error] : []));
+  if (failed.length === 1) throw failed[0]!;
+  if (failed.length > 1) throw new BoundaryFileError(failed.map((e) => e.message).join('; '), { cause: failed[0] });
+  const [regions, provinces, cities, localAreas] = settled.map((s) => (s as PromiseFulfilledResult<unknown>).value);
   return {
     label: meta.label,
     ...(meta.attribution !== undefined && { attribution: meta.attribution }),

@@ -145,7 +145,7 @@ describe('flood-archive CLI', () => {
     await mistake(['import', '--file', file, '--rejects', dataDir], /--rejects .* is a folder: name the file/);
     // Boundary files that cannot be read: named, exit 2, nothing published.
     const emptyFolder = await tempDir();
-    await mistake(['cities', 'publish', '--from', emptyFolder], /cities\.geojson: no such file/);
+    await mistake(['cities', 'publish', '--from', emptyFolder], /\/cities\.geojson: no such file; \S+\/local-areas\.geojson: no such file/);
     await mistake(['cities', 'publish', '--from', file], /in\.ndjson is no folder/);
     const notJson = path.join(dataDir, 'bad.geojson');
     await fs.writeFile(notJson, '{"type":"FeatureCollection",');
