@@ -237,8 +237,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   // (each saves twice) share writes.
   const save = coalescing(() => writeCheckpoint(stateFile, checkpoint));
   const publisher = storePartPublisher(rt);
-  const boundaries = await rt.boundaries.latest();
-  const tagger = boundaries.tagger;
+  // Read again after each round: reports accepted after a publish are tagged with it, not
+  // tagged with the old set and then again as their part is stored.
+  let boundaries = await rt.boundaries.latest();
 
   const seconds = { reading: 0, accepting: 0, archiving: 0, readyTexts: 0 };
   const timed = async (phase: keyof typeof seconds, fn: () => Promise<void>) => {
@@ -336,9 +337,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     for await (const r of rt.ledger.retractions({ createdFromMs: stagedRange.fromMs, createdToMs: stagedRange.toMs, unpurgedOnly: true })) retracted.add(r.pkey);
     const archived: string[] = [];
     // Tagged as they were accepted: with boundaries published since (a reprocess run meanwhile
-    // may have passed their hours already), the parts this round stores are tagged again.
-    const current = await rt.boundaries.latest();
-    const retag = (await versionsIn(rt.db, files)).some((v) => v !== current.version) ? current : undefined;
+    // may have passed their hours already), each part is tagged again as it is stored, with the
+    // version published then (a round of a long import on S3 lasts long enough to see a publish).
+    const stagedVersions = await versionsIn(rt.db, files);
     checkpoint.roundFrom = checkpoint.untexted.length;
     await save();
     const parts = await writeBulkParts(
@@ -346,6 +347,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       files,
       { closedBeforeMs: closedBefore(rt.config.flushIntervalSeconds), retracted, scratch: path.join(runDir, 'parts') },
       async ({ key, file, reports }) => {
+        const current = await rt.boundaries.latest();
+        boundaries = current;
+        const retag = stagedVersions.some((v) => v !== current.version) ? current : undefined;
         if (retag) {
           const out = `${file}.retagged`;
           const done = await retagParts(rt.db, [file], (lng, lat) => retag.tagger.tag(lng, lat), retag.version, { fromMs: -Infinity, toMs: Infinity, dryRun: false }, out, async () => [...retracted]);
@@ -465,19 +469,22 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       const created: { n: number[]; tags: Tags[] } = { n: [], tags: [] };
       const heldRows: ArchiveRow[] = [];
       let duplicate = 0;
-      (await outcomes).forEach((outcome, i) => {
+      const accepted = await outcomes;
+      // The set the tags come from names their version, though a round archived before they are staged reads a newer one.
+      const tagging = boundaries;
+      accepted.forEach((outcome, i) => {
         const n = batch.n[i]!;
         if ('taken' in outcome) {
           const { pkey, report } = JSON.parse(batch.records[i]!.json) as IngestRecord;
           rejects.push(rejectLine(n, [`post_id: ${pkey} is a partner's report (accepted before post_ids were per partner); import as a partner with --partner NAME`], JSON.stringify(report)));
         } else if (outcome.created) {
           created.n.push(n);
-          created.tags.push(tagger.tag(batch.lng[i]!, batch.lat[i]!));
+          created.tags.push(tagging.tagger.tag(batch.lng[i]!, batch.lat[i]!));
         } else if ('held' in outcome && Date.parse(outcome.held.received_at) < runStartedMs && !stagedHeld.has(outcome.pkey)) {
           // Once: the file's later copies of a post_id come back held too (their first version).
           stagedHeld.add(outcome.pkey);
           const { location } = outcome.held.report;
-          heldRows.push(archiveRowOf(outcome.held, tagger.tag(location.lng, location.lat), boundaries.version));
+          heldRows.push(archiveRowOf(outcome.held, tagging.tagger.tag(location.lng, location.lat), tagging.version));
         } else duplicate += 1;
       });
       const name = `stage-${String(queued).padStart(12, '0')}`;
@@ -486,7 +493,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       await stagings.then(async () => {
         if (rejects.length > 0) await appendRejects(rejects.join(''));
         if (created.n.length > 0) {
-          await stageAccepted(rt.db, sortedFile, { ...created, postIds }, { receivedAtMs: Date.parse(receivedAt), version: boundaries.version }, path.join(runDir, `${name}.parquet`));
+          await stageAccepted(rt.db, sortedFile, { ...created, postIds }, { receivedAtMs: Date.parse(receivedAt), version: tagging.version }, path.join(runDir, `${name}.parquet`));
           checkpoint.staged.push(`${name}.parquet`);
         }
         if (heldRows.length > 0) {

@@ -19,7 +19,7 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
-import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, postReport, report, startTestService, storedCopies, storedVersions, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, postReport, report, startTestService, storedCopies, storedTags, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY_MS = 86_400_000;
 const START = Date.UTC(2026, 3, 1);
@@ -475,8 +475,65 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(await importFile(publishing, { file, batchSize: 500, threadsFromBytes: 0 })).toMatchObject({ accepted: 200 });
     expect(published).toBeDefined();
     expect(published).not.toBe(before);
-    const versions = await storedVersions(svc.rt);
-    expect(Array.from({ length: 200 }, (_, i) => versions.get(`partner-${120_000 + i}`))).toEqual(Array(200).fill(published));
+    const tags = await storedTags(svc.rt);
+    expect(Array.from({ length: 200 }, (_, i) => tags.get(`partner-${120_000 + i}`)?.version)).toEqual(Array(200).fill(published));
+  });
+
+  it('a set published while a round stores its parts tags the parts stored after it, and the rounds after it tag with it', async () => {
+    const file = path.join(dir, 'republished-mid-round.ndjson');
+    await fs.writeFile(file, yearLines(130_000, 200).join('\n'));
+    const before = (await svc.rt.boundaries.latest()).version;
+    // Quezon City alone: a Pampanga report is tagged with no city under it.
+    const set = await loadPsaBoundaries();
+    const qc = set.cities.features.find((f) => f.properties.name === 'Quezon City')!.properties.code;
+    const qcOnly = {
+      ...set,
+      label: `${set.label}, Quezon City alone`,
+      cities: { ...set.cities, features: set.cities.features.filter((f) => f.properties.code === qc) },
+      localAreas: { ...set.localAreas, features: set.localAreas.features.filter((f) => f.properties.city_code === qc) },
+    };
+    let publishing: Promise<{ version: string }> | undefined;
+    let published: string | undefined;
+    let firstRound: string[] | undefined;
+    const slow = withAcceptHeld(svc, async (records, receivedAt, holdUntilMs) => {
+      firstRound ??= records.map((r) => r.pkey);
+      // Each batch outlasts a quarter of the hold: a round ends after every batch.
+      await new Promise((r) => setTimeout(r, 1_100));
+      return svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+    });
+    const deps: ImportDeps = {
+      ...slow,
+      changes: {
+        record: async (reports) => {
+          await svc.rt.changes.record(reports);
+          // Once the first round's first part is stored: its other parts are stored after the publish.
+          publishing ??= svc.rt.boundaries.publish(qcOnly);
+          published = (await publishing).version;
+        },
+      },
+    };
+    expect(await importFile(deps, { file, batchSize: 50, threadsFromBytes: 0, holdMs: 4_000 })).toMatchObject({ accepted: 200 });
+    expect(published).toBeDefined();
+    // A round that outlasted a later batch's hold (a loaded machine) left that batch to the worker,
+    // which tags with the set published now.
+    for (let i = 0; i < 5 && (await pendingCount(svc.rt)) > 0; i++) {
+      await svc.rt.ledger.requeueStale(Date.now() + 60_000);
+      await svc.rt.worker.pollOnce(0);
+      await svc.rt.worker.flush();
+    }
+    expect(await pendingCount(svc.rt)).toBe(0);
+    const tags = await storedTags(svc.rt);
+    const got = Array.from({ length: 200 }, (_, i) => ({ pkey: `partner-${130_000 + i}`, ...tags.get(`partner-${130_000 + i}`) }));
+    // Every report's tags are those of the version it names (yearLines puts every odd report in Pampanga).
+    expect(got.filter((t, i) => t.city !== (i % 2 === 1 && t.version === published ? null : qc) && !(i % 2 === 1 && t.version === before))).toEqual([]);
+    expect(got.filter((t) => t.version !== published && t.version !== before)).toEqual([]);
+    // Only parts being stored as it was published keep the old version: none of a later round, few of the first.
+    const old = got.filter((t) => t.version === before).map((t) => t.pkey);
+    expect(firstRound).toHaveLength(50);
+    expect(old.filter((pkey) => !firstRound!.includes(pkey))).toEqual([]);
+    expect(old.length).toBeLessThan(firstRound!.length / 2);
+    // The two-city set back, for the tests after this one.
+    await svc.rt.boundaries.publish({ ...set, label: `${set.label}, both cities again` });
   });
 
   it('a held report is left alone by reconciliation until its hold ends, then queued like any other', async () => {

@@ -245,13 +245,13 @@ export async function storedCopies(rt: Runtime): Promise<Map<string, number>> {
   });
 }
 
-/** Each stored report's boundary version, by pkey (the last part read wins: copies agree). */
-export async function storedVersions(rt: Runtime): Promise<Map<string, string>> {
+/** Each stored report's boundary version and city tag, by pkey (the last part read wins: copies agree). */
+export async function storedTags(rt: Runtime): Promise<Map<string, { version: string; city: string | null }>> {
   return withPartFiles(rt, async (files) => {
     if (files.length === 0) return new Map();
     return rt.db.withConnection(async (conn) => {
-      const reader = await conn.runAndReadAll(`SELECT pkey, boundary_version FROM read_parquet($files, union_by_name = true)`, { files: listValue(files) }, { files: LIST(VARCHAR) });
-      return new Map(reader.getRows() as [string, string][]);
+      const reader = await conn.runAndReadAll(`SELECT pkey, boundary_version, instance_region_code FROM read_parquet($files, union_by_name = true)`, { files: listValue(files) }, { files: LIST(VARCHAR) });
+      return new Map((reader.getRows() as [string, string, string | null][]).map(([pkey, version, city]) => [pkey, { version, city }]));
     });
   });
 }
