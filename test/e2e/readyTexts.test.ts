@@ -200,9 +200,16 @@ describe('ready texts', () => {
     try {
       for (const [k, body] of saved) await svc.rt.store.put(k, replaceInSections(body, 'Hanggang tuhod', 'HANGGANG TUHOD'));
       const changed = await answers();
+      /** Whether a "Hanggang tuhod" report of an unfiltered window lies in an hour with a sidecar (flushes decide which hours are shared). */
+      const fromSidecar = (query: string) => {
+        const [start, end] = ['start', 'end'].map((k) => Date.parse(new URLSearchParams(query).get(k)!.replace(/([+-]\d\d)(\d\d)$/, '$1:$2')));
+        return Array.from({ length: 72 }, (_, i) => FROM + i * 20 * 60_000 + 10 * 60_000).some((t, i) => i % 3 !== 0 && t >= start! && t <= end! && !shared.includes(Math.floor(t / 3_600_000) * 3_600_000));
+      };
       ANSWERS.forEach((query, i) => {
         // Cut hours and filtered windows too: selected by the sidecars' per-report index.
-        expect(count(changed[i]!, 'HANGGANG TUHOD'), query).toBeGreaterThan(0);
+        const filtered = /admin=|bbox=/.test(query);
+        if (filtered) expect(count(changed[i]!, 'HANGGANG TUHOD'), query).toBeGreaterThan(0);
+        else expect(count(changed[i]!, 'HANGGANG TUHOD') > 0, query).toBe(fromSidecar(query));
         expect(count(changed[i]!, 'Hanggang tuhod'), query).toBeLessThanOrEqual(inShared);
         expect(count(changed[i]!, 'Hanggang tuhod') + count(changed[i]!, 'HANGGANG TUHOD'), query).toBe(count(before[i]!, 'Hanggang tuhod'));
         if (!query.startsWith(`${DAY}&`) || query.includes('admin')) return;
