@@ -119,7 +119,9 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
  * (`ends[i]`: where the batch's `i`th line ends, the next one starting there), decoded and parsed
  * where they are validated (on a thread of its own for a large file). Lines as Node's readline
  * splits them (at LF, CRLF or a lone CR; blank ones skipped and not counted); the first `skip`
- * records left out. `bytes`: the file's bytes read since the batch before, for progress.
+ * records left out. `bytes`: the file's bytes read since the batch before, for progress. A line
+ * longer than a report can be is handed on cut to MAX_LINE_BYTES + 1 bytes (a record however
+ * blank, refused for its length): a file with no line end holds no more than that in memory.
  */
 export async function* ndjsonBatches(file: string, size: number, skip = 0): AsyncIterable<{ lines: Buffer; ends: Int32Array; bytes: number }> {
   const handle = await fs.open(file);
@@ -136,9 +138,9 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
     bytes = 0;
     return out;
   };
-  const add = (line: Buffer) => {
+  const add = (line: Buffer, cut = false) => {
     // A line that starts as a record does is not blank; any other is decoded to tell.
-    if (line.length === 0 || (line[0] !== 0x7b && line.toString('utf8').trim() === '')) return;
+    if (!cut && (line.length === 0 || (line[0] !== 0x7b && line.toString('utf8').trim() === ''))) return;
     if (skipped < skip) {
       skipped += 1;
       return;
@@ -154,28 +156,44 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
       from = cr + 1;
     }
   };
+  // The start of a line whose end is not read yet (a line may span blocks; no CR in it), kept to
+  // MAX_LINE_BYTES + 1 bytes.
+  let carry: Buffer[] = [];
+  let carried = 0;
+  let cut = false;
+  const keep = (tail: Buffer) => {
+    const room = MAX_LINE_BYTES + 1 - carried;
+    if (tail.length > room) cut = true;
+    if (room > 0) carry.push(tail.subarray(0, room));
+    carried += Math.min(tail.length, Math.max(room, 0));
+  };
+  /** Adds `text` (no LF in it): its first line ends the carried one, the others split at each CR. */
+  const addAfterCarry = (text: Buffer) => {
+    if (carry.length === 0) return addSplitAtCr(text);
+    const cr = text.indexOf(0x0d);
+    keep(cr < 0 ? text : text.subarray(0, cr));
+    const line = Buffer.concat(carry, carried);
+    const long = cut;
+    [carry, carried, cut] = [[], 0, false];
+    add(line, long);
+    if (cr >= 0) addSplitAtCr(text.subarray(cr + 1));
+  };
   try {
-    // The start of a line whose end is not read yet (a line may span blocks).
-    let carry: Buffer[] = [];
     for (;;) {
       const block = Buffer.allocUnsafe(NDJSON_BLOCK);
       const { bytesRead } = await handle.read(block, 0, NDJSON_BLOCK, null);
       bytes += bytesRead;
       if (bytesRead === 0) {
         // The last line, without its newline (a file that ends mid-line, or without one).
-        if (carry.length > 0) addSplitAtCr(Buffer.concat(carry));
+        if (carry.length > 0) addAfterCarry(Buffer.alloc(0));
         while (lines.length > 0) yield batch();
         return;
       }
       const data = block.subarray(0, bytesRead);
       let from = 0;
       for (let lf = data.indexOf(0x0a); lf >= 0; lf = data.indexOf(0x0a, from)) {
-        let line = data.subarray(from, lf);
-        if (carry.length > 0) {
-          line = Buffer.concat([...carry, line]);
-          carry = [];
-        }
-        addSplitAtCr(line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
+        const line = data.subarray(from, lf);
+        addAfterCarry(line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
         from = lf + 1;
         while (lines.length >= size) yield batch();
       }
@@ -185,12 +203,11 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
         // (A CR that is half of a CRLF cut by the block's end leaves an empty line: no record.)
         const cr = tail.lastIndexOf(0x0d);
         if (cr >= 0) {
-          addSplitAtCr(carry.length > 0 ? Buffer.concat([...carry, tail.subarray(0, cr)]) : tail.subarray(0, cr));
-          carry = [];
+          addAfterCarry(tail.subarray(0, cr));
           tail = tail.subarray(cr + 1);
           while (lines.length >= size) yield batch();
         }
-        if (tail.length > 0) carry.push(tail);
+        if (tail.length > 0) keep(tail);
       }
     }
   } finally {
@@ -202,6 +219,9 @@ export async function* ndjsonBatches(file: string, size: number, skip = 0): Asyn
 export const MAX_NESTING = 32;
 /** Why a record nested deeper than that is refused. */
 export const NESTED_TOO_DEEP = `the record nests objects or lists more than ${MAX_NESTING} deep: no report does`;
+
+/** A line longer than this is no report (a post's body is at most 64 KiB): refused undecoded. */
+export const MAX_LINE_BYTES = 1 << 20;
 
 /** Bytes read from an NDJSON file at once. */
 const NDJSON_BLOCK = 1 << 20;

@@ -8,7 +8,7 @@ import type { PlaceNames } from '../boundaries/placeNames.js';
 import type { IngestRecord } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import { pkeyOf, SOURCE } from '../store/layout.js';
-import { MAX_NESTING, NESTED_TOO_DEEP, RecordError, toPartnerInput } from './importRecords.js';
+import { MAX_LINE_BYTES, MAX_NESTING, NESTED_TOO_DEEP, RecordError, toPartnerInput } from './importRecords.js';
 import { nameGivenTwice, nestsDeeperThan } from '../shared/jsonText.js';
 
 /** What validation needs: the current boundaries, and the partner the import runs as. */
@@ -52,9 +52,6 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
   }
 }
 
-/** A line longer than this is no report (a post's body is at most 64 KiB): refused undecoded. */
-const MAX_LINE_BYTES = 1 << 20;
-
 /** A batch of NDJSON lines end to end, line i ending at ends[i] (ndjsonBatches), validated. */
 export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: ValidationContext): ValidatedBatch {
   const out = emptyBatch();
@@ -66,7 +63,7 @@ export function validateLineBatch(lines: Buffer, ends: Int32Array, ctx: Validati
     const bytes = lines.subarray(start, ends[i]);
     const record =
       bytes.length > MAX_LINE_BYTES
-        ? new RecordError(`the line is ${bytes.length} bytes long, more than a report can be (${MAX_LINE_BYTES})`, bytes.toString('utf8', 0, 200))
+        ? new RecordError(`the line is longer than ${MAX_LINE_BYTES} bytes, more than a report can be`, bytes.toString('utf8', 0, 200))
         : allUtf8 || isUtf8(bytes)
           ? recordOfLine(bytes.toString('utf8'))
           : new RecordError('the line is not valid UTF-8: send text as UTF-8', bytes.toString('utf8'));

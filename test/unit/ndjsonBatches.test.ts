@@ -8,12 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ndjsonBatches } from '../../src/ops/importRecords.js';
+import { MAX_LINE_BYTES, ndjsonBatches } from '../../src/ops/importRecords.js';
 
-/** The file's records as readline reads them: non-blank lines. */
+/** The file's records as readline reads them (non-blank lines), each cut as ndjsonBatches cuts a line longer than a report can be. */
 async function readlineRecords(file: string): Promise<string[]> {
   const out: string[] = [];
-  for await (const line of readline.createInterface({ input: createReadStream(file), crlfDelay: Infinity })) if (line.trim() !== '') out.push(line);
+  for await (const line of readline.createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    const bytes = Buffer.from(line);
+    if (line.trim() !== '') out.push(bytes.length > MAX_LINE_BYTES ? bytes.toString('utf8', 0, MAX_LINE_BYTES + 1) : line);
+  }
   return out;
 }
 
@@ -91,6 +94,26 @@ describe('ndjsonBatches', () => {
     const expected = await readlineRecords(cut);
     expect(expected).toHaveLength(1_003);
     for (const n of [1, 7, 10_000]) expect((await batched(cut, n)).lines).toEqual(expected);
+  });
+
+  it('holds no more of a line than a report can be: a file of one endless line, and long lines among others, ends cut to MAX_LINE_BYTES + 1', async () => {
+    // 24 MiB and no line end at all, then long lines between short ones, a CR in their midst.
+    const endless = path.join(dir, 'endless.ndjson');
+    await fs.writeFile(endless, `{"text":"${'y'.repeat(24 * 1024 * 1024)}`);
+    const one = await batched(endless, 10);
+    expect(one.lines.map((l) => l.length)).toEqual([MAX_LINE_BYTES + 1]);
+    expect(one.lines[0]).toBe(`{"text":"${'y'.repeat(MAX_LINE_BYTES + 1 - 9)}`);
+    expect(one.bytes).toBe(24 * 1024 * 1024 + 9);
+    const mixed = path.join(dir, 'long-lines.ndjson');
+    const long = (c: string, n: number) => `{"text":"${c.repeat(n)}"}`;
+    // A line of spaces past the limit is a record all the same (refused for its length).
+    const text = ['{"post_id":1}', long('a', 3 * MAX_LINE_BYTES), `${long('b', MAX_LINE_BYTES - 11)}\r{"post_id":2}`, long('c', MAX_LINE_BYTES + 5), '{"post_id":3}', ' '.repeat(2 * MAX_LINE_BYTES), '{"post_id":4}'].join('\n');
+    await fs.writeFile(mixed, text);
+    const expected = [...(await readlineRecords(mixed)).slice(0, 6), ' '.repeat(MAX_LINE_BYTES + 1), '{"post_id":4}'];
+    expect(expected.map((l) => l.slice(0, 12))).toEqual(['{"post_id":1', `{"text":"aaa`, `{"text":"bbb`, '{"post_id":2', `{"text":"ccc`, '{"post_id":3', '            ', '{"post_id":4']);
+    // The 'b' line is exactly as long as a report may be: whole.
+    expect(Buffer.byteLength(expected[2]!)).toBe(MAX_LINE_BYTES);
+    for (const size of [1, 4, 100]) expect((await batched(mixed, size)).lines).toEqual(expected);
   });
 
   it('leaves out the records a run before did, counting only non-blank lines', async () => {
