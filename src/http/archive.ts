@@ -18,7 +18,7 @@ import type { CursorCodec, PageCursor } from './cursor.js';
 import { BuiltAnswers } from './builtAnswers.js';
 import { rollUp, STATS_ANSWER_BY, STATS_INTERVALS, type StatsAnswerBy, type StatsBy, type StatsInterval, type StatsSpec } from '../archive/stats.js';
 import { renderArchive, separatorOf, shapeOf, type TextFormat } from './archiveBody.js';
-import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, answerNotModified, type Encoding } from './encoding.js';
 import { sendPieces } from './sendPieces.js';
 import { readVersion, throwIfProblems, versionWords } from './boundaryVersion.js';
 import { oneOf, plusRestored, readAdmin, readBbox, readQuery, throwIfAny, type QueryValues } from './query.js';
@@ -134,7 +134,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
       const etag = `"${tag}${suffix}"`;
       res.set('ETag', etag);
       if (ifNoneMatch(req.get('if-none-match'), etag)) {
-        res.status(304).end();
+        answerNotModified(res);
         return;
       }
     }
@@ -173,7 +173,7 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
       const etag = `${weak ? 'W/' : ''}"${tag}${suffix}"`;
       res.set('ETag', etag);
       if (ifNoneMatch(req.get('if-none-match'), etag)) {
-        res.status(304).end();
+        answerNotModified(res);
         return;
       }
     }

@@ -7,7 +7,7 @@ import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/c
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../store/layout.js';
 import { digestOf, REVALIDATE } from './bodyTags.js';
-import { applyEncoding, encodeAnswer, ifNoneMatch, negotiateEncoding } from './encoding.js';
+import { applyEncoding, encodeAnswer, ifNoneMatch, negotiateEncoding, answerNotModified } from './encoding.js';
 import { VERSION_TAG } from '../shared/version.js';
 import { BuiltAnswers } from './builtAnswers.js';
 import { readAdmin, readQuery, throwIfAny } from './query.js';
@@ -52,8 +52,7 @@ export function capHandlers(deps: CapDeps): Handlers {
     const etag = `"${digestOf(key, VERSION_TAG)}${applyEncoding(res, encoding)}"`;
     res.set({ 'Cache-Control': REVALIDATE, ETag: etag }).type('application/atom+xml; charset=utf-8');
     if (ifNoneMatch(req.get('if-none-match'), etag)) {
-      res.removeHeader('Content-Encoding');
-      res.status(304).end();
+      answerNotModified(res);
       return;
     }
     const text = await feeds.of(

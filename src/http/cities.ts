@@ -9,7 +9,7 @@ import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/reposit
 import { HttpError, type ErrorDetail } from '../shared/errors.js';
 import { VERSION_TAG } from '../shared/version.js';
 import { readVersion, servedBoundaries, throwIfProblems, versionWords } from './boundaryVersion.js';
-import { applyEncoding, encodeOnce, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encodeOnce, ifNoneMatch, negotiateEncoding, answerNotModified, type Encoding } from './encoding.js';
 import { oneOf, readQuery, type QueryValues } from './query.js';
 import { handlerSet, type Handlers } from './route.js';
 
@@ -48,7 +48,7 @@ export function citiesHandlers(deps: { boundaries: BoundaryRepository }): Handle
     const etag = `"${current.version}-${VERSION_TAG}-${key.replace(/[^A-Za-z0-9-]/g, '-')}${applyEncoding(res, encoding)}"`;
     res.set({ ETag: etag, 'Cache-Control': 'public, max-age=300' });
     if (ifNoneMatch(req.get('if-none-match'), etag)) {
-      res.status(304).end();
+      answerNotModified(res);
       return;
     }
     res.type('application/json').send(await body(current, key, build, encoding));

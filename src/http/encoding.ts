@@ -65,6 +65,15 @@ export function applyEncoding(res: Response, encoding: Encoding): string {
   return encodingTag(encoding);
 }
 
+/**
+ * A 304 for a tag If-None-Match named: no body, and no Content-Encoding, which describes a body
+ * (RFC 9110 15.4.5: a 304 carries no representation metadata but what guides caches).
+ */
+export function answerNotModified(res: Response): void {
+  res.removeHeader('Content-Encoding');
+  res.status(304).end();
+}
+
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;

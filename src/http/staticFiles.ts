@@ -9,7 +9,7 @@ import path from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import { digestOf } from './bodyTags.js';
 import { suffixesWithin } from './byteRanges.js';
-import { applyEncoding, encodeFile, encodingTag, ifNoneMatch, negotiateEncoding, type Encoding } from './encoding.js';
+import { applyEncoding, encodeFile, encodingTag, ifNoneMatch, negotiateEncoding, answerNotModified, type Encoding } from './encoding.js';
 
 /** Files worth compressing: text, of some size. */
 const TEXT_FILE = /\.(js|mjs|css|html|json|map|svg|txt|md|ts)$/i;
@@ -73,8 +73,7 @@ export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...optio
         res.set({ ETag: etag, 'Cache-Control': `public, max-age=${maxAgeSeconds}` });
         res.type(path.extname(file));
         if (ifNoneMatch(req.get('if-none-match'), etag)) {
-          res.removeHeader('Content-Encoding');
-          res.status(304).end();
+          answerNotModified(res);
           return;
         }
         res.send(found.body);

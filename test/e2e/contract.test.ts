@@ -180,16 +180,17 @@ describe('conformance', () => {
     }
   });
 
-  it('If-None-Match answers 304 on /cities and on closed windows, per encoding', async () => {
-    for (const path of ['/cities?geoformat=geojson', `/reports/archive?${WINDOW}`]) {
+  it('If-None-Match answers 304 on /cities and on closed windows, per encoding, with no body and no Content-Encoding', async () => {
+    for (const path of ['/cities?geoformat=geojson', `/reports/archive?${WINDOW}`, `/reports/archive/stats?${WINDOW}`, '/ogc/collections/cities/items', '/reports/cap.atom']) {
       for (const enc of ['identity', 'gzip', 'br']) {
         const first = await call(svc.url, 'GET', path, { ...UA, 'Accept-Encoding': enc });
         const etag = String(first.headers.etag);
         if (enc === 'identity') expect(etag).not.toMatch(/-(gz|br)"$/);
         else expect(etag).toMatch(enc === 'gzip' ? /-gz"$/ : /-br"$/);
         const again = await call(svc.url, 'GET', path, { ...UA, 'Accept-Encoding': enc, 'If-None-Match': etag });
-        expect(again.status).toBe(304);
-        expect(again.raw.length).toBe(0);
+        // The CAP feed's minute may turn between the two: asked once more.
+        const answer = again.status === 200 && path === '/reports/cap.atom' ? await call(svc.url, 'GET', path, { ...UA, 'Accept-Encoding': enc, 'If-None-Match': String(again.headers.etag) }) : again;
+        expect([path, enc, answer.status, answer.raw.length, answer.headers['content-encoding']]).toEqual([path, enc, 304, 0, undefined]);
       }
     }
   });

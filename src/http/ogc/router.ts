@@ -12,7 +12,7 @@ import { HttpError } from '../../shared/errors.js';
 import { partitionOfPartKey, REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectStore } from '../../store/objectStore.js';
 import { digestOf, REVALIDATE } from '../bodyTags.js';
-import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding } from '../encoding.js';
+import { applyEncoding, encoder, ifNoneMatch, negotiateEncoding, answerNotModified } from '../encoding.js';
 import { readQuery, throwIfAny } from '../query.js';
 import { BoundaryItems } from './boundaryItems.js';
 import { CONFORMS_TO, CRS84, GREGORIAN } from './conformance.js';
@@ -249,8 +249,7 @@ async function sendPieces(req: Request, res: Response, type: string, body: Itera
   const etag = `${tag.weak ? 'W/' : ''}"${tag.opaque}${applyEncoding(res, encoding)}"`;
   res.set('ETag', etag);
   if (ifNoneMatch(req.get('if-none-match'), etag)) {
-    res.removeHeader('Content-Encoding');
-    res.status(304).end();
+    answerNotModified(res);
     return;
   }
   res.status(200).type(type);
