@@ -15,6 +15,14 @@ export const LEFTOVER_AGE_MS = 15 * 60_000;
  */
 export const IMPORT_LEFTOVER_AGE_MS = 14 * 86_400_000;
 /**
+ * The ops jobs' working files (DATA_DIR/tmp/release, reprocess, compact, purge/): a release or a
+ * reprocess keeps what it wrote first until its end, hours into a run of years on S3; a day
+ * untouched, the run is gone.
+ */
+export const JOB_LEFTOVER_AGE_MS = 86_400_000;
+/** The folders under DATA_DIR/tmp that JOB_LEFTOVER_AGE_MS applies to. */
+const JOB_FOLDERS = ['release', 'reprocess', 'compact', 'purge'];
+/**
  * A pin (what an answer reads, fileStore.ts) is let go with its day: one a day old belongs to no
  * live answer (a client that stalls is cut within minutes), where a quarter hour might.
  */
@@ -62,17 +70,19 @@ export async function sweepLeftovers(roots: readonly string[], ageOf: (name: str
 
 /**
  * The store's temporary files (embedded backend) and everything stale under DATA_DIR/tmp (an
- * import's files only after IMPORT_LEFTOVER_AGE_MS), and under the API's own folders of
+ * import's files only after IMPORT_LEFTOVER_AGE_MS, another job's after JOB_LEFTOVER_AGE_MS), and under the API's own folders of
  * TMP_DIR (never TMP_DIR itself: it may be shared, e.g. /tmp).
  */
 export function sweepCrashLeftovers(config: Config, olderThanMs = LEFTOVER_AGE_MS): Promise<SweepResult> {
   const tmp = path.join(config.dataDir, 'tmp');
   const imports = path.join(tmp, 'import');
+  const jobs = JOB_FOLDERS.map((name) => path.join(tmp, name));
   const own = [tmp, ...(config.tmpDir === tmp ? [] : [path.join(config.tmpDir, 'duckdb'), path.join(config.tmpDir, 'exports')])];
   const roots = [...own, ...(config.storageUrl.startsWith('file://') ? [config.storageUrl.slice('file://'.length)] : [])];
   const under = (dir: string, root: string) => dir === root || dir.startsWith(root + path.sep);
   return sweepLeftovers(roots, (name, dir) => {
     if (under(dir, imports)) return Math.max(olderThanMs, IMPORT_LEFTOVER_AGE_MS);
+    if (jobs.some((j) => under(dir, j))) return Math.max(olderThanMs, JOB_LEFTOVER_AGE_MS);
     if (isPinName(name)) return Math.max(olderThanMs, PIN_LEFTOVER_AGE_MS);
     return isTemporaryName(name) || own.some((t) => under(dir, t)) ? olderThanMs : undefined;
   });

@@ -16,7 +16,7 @@ async function plant(file: string, ageMs: number): Promise<string> {
 const exists = (file: string) => fs.access(file).then(() => true, () => false);
 
 describe('leftovers of a killed process', () => {
-  it("are removed when a worker starts; stored objects, young temporary files and a stopped import's files are kept", async () => {
+  it("are removed when a worker starts; stored objects, young temporary files, a stopped import's files and a running job's are kept", async () => {
     const config = await testConfig('embedded');
     const root = config.storageUrl.slice('file://'.length);
     const hour = path.join(root, 'reports/v1/year=2026/month=11/day=20/hour=05');
@@ -28,12 +28,17 @@ describe('leftovers of a killed process', () => {
     // An import stopped an hour ago is resumed from these; one given up a fortnight ago is not.
     const stoppedImport = await plant(path.join(config.dataDir, 'tmp/import/01JRUN/staged-000001.parquet'), hourAgo);
     const givenUpImport = await plant(path.join(config.dataDir, 'tmp/import/01JOLD/sorted.parquet'), 15 * 86_400_000);
+    // A release or a reprocess reads what it wrote first at its end, hours later in a long run.
+    const runningRelease = await plant(path.join(config.dataDir, 'tmp/release/4b9d/2025-01.parquet'), hourAgo);
+    const runningReprocess = await plant(path.join(config.dataDir, 'tmp/reprocess/part-01JX.parquet'), hourAgo);
+    const crashedRelease = await plant(path.join(config.dataDir, 'tmp/release/77aa/2024-12.parquet'), 2 * 86_400_000);
 
     const svc = await startTestService(await testRuntime(config), { worker: true, reconcile: false });
     try {
-      await eventually(async () => (!(await exists(staleTemp)) && !(await exists(staleFlush)) && !(await exists(givenUpImport)) ? true : undefined), 10_000, 'the stale files to go');
+      await eventually(async () => (!(await exists(staleTemp)) && !(await exists(staleFlush)) && !(await exists(givenUpImport)) && !(await exists(crashedRelease)) ? true : undefined), 10_000, 'the stale files to go');
       expect(await exists(youngTemp)).toBe(true);
       expect(await exists(stoppedImport)).toBe(true);
+      expect([await exists(runningRelease), await exists(runningReprocess)]).toEqual([true, true]);
       expect(await exists(oldObject)).toBe(true);
     } finally {
       await svc.stop();
