@@ -218,6 +218,8 @@ export interface PendingLedger {
   requeueStale(beforeMs: number, options?: { backOff?: boolean }): Promise<number>;
   /** Accepted reports created in [fromMs, toMs], in no particular order. */
   accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport>;
+  /** When the earliest accepted report was created; undefined when none was (verify starts there). */
+  earliestCreatedMs(): Promise<number | undefined>;
 }
 
 /** Retractions: made by partners and operators, read by every writer and reader of parts. */

@@ -336,6 +336,20 @@ export class ObjectLedger implements IngestLedger {
     yield* found;
   }
 
+  /** Every key read once: a report created long before it was received (a backfill) may be any. */
+  async earliestCreatedMs(): Promise<number | undefined> {
+    const keys: string[] = [];
+    for await (const info of this.store.list({ prefix: IDEMPOTENCY_PREFIX })) keys.push(info.key);
+    let earliest: number | undefined;
+    await mapLimit(keys, 16, async (key) => {
+      const obj = await this.store.get(key);
+      const record = obj && parseRecord(obj.body);
+      const createdMs = record ? Date.parse(record.report.created_at) : NaN;
+      if (createdMs < (earliest ?? Infinity)) earliest = createdMs;
+    });
+    return earliest;
+  }
+
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {
     const slot = parsePkey(pkey);
     const record = slot && (await this.recordAt(slot));

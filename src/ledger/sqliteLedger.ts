@@ -148,6 +148,7 @@ export class SqliteLedger implements IngestLedger {
       unhold: db.prepare('UPDATE reports SET held_batch = NULL, held_offset = NULL, held_length = NULL WHERE source = ? AND partner = ? AND post_id = ?'),
       // By day first (the index's key, see the migrations), then to the instant.
       accepted: db.prepare(`SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms / ${DAY_MS} BETWEEN ? AND ? AND created_at_ms BETWEEN ? AND ?`),
+      earliest: db.prepare('SELECT min(created_at_ms) AS ms FROM reports'),
       byPkey: db.prepare(`${ENTRY_SQL} WHERE ${reportByPkeySql('@pkey', 'r')}`),
       retract: db.prepare(`UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE ${reportByPkeySql('@pkey')} AND retracted_at_ms IS NULL`),
       retractions: db.prepare(
@@ -336,6 +337,12 @@ export class SqliteLedger implements IngestLedger {
       // Let requests in between batches of a large backlog.
       await new Promise((resolve) => setImmediate(resolve));
     }
+  }
+
+  async earliestCreatedMs(): Promise<number | undefined> {
+    // reports_created answers it from the index's first entry.
+    const { ms } = guardSync(() => this.stmts.earliest.get()) as { ms: number | null };
+    return ms ?? undefined;
   }
 
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {

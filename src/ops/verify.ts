@@ -6,12 +6,12 @@ import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { PendingLedger } from '../ledger/ledger.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
-import { DAY_MS, dayStart } from '../store/layout.js';
+import { DAY_MS, dayStart, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { Progress } from './progress.js';
 
 /** What verify uses: the ledger's acceptances, the parts, the query engine. */
 export interface VerifyDeps {
-  ledger: Pick<PendingLedger, 'accepted'>;
+  ledger: Pick<PendingLedger, 'accepted' | 'earliestCreatedMs'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
@@ -41,11 +41,12 @@ const BLOCK_DAYS = 31;
 
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
   const result: VerifyResult = { days: [], missing: [], unexpected: [], duplicatedInStorage: 0, ok: true };
-  const firstDay = dayStart(options.fromMs);
+  const startMs = await firstToCheck(rt, options);
+  const firstDay = dayStart(startMs);
   const blockMs = BLOCK_DAYS * DAY_MS;
-  progress?.start(Math.floor((dayStart(options.toMs) - firstDay) / blockMs) + 1);
+  progress?.start(startMs > options.toMs ? 0 : Math.floor((dayStart(options.toMs) - firstDay) / blockMs) + 1);
   for (let start = firstDay; start <= options.toMs; start += blockMs) {
-    const fromMs = Math.max(options.fromMs, start);
+    const fromMs = Math.max(startMs, start);
     const toMs = Math.min(options.toMs, start + blockMs - 1);
     const accepted = new Map<string, { day: string; pending: boolean }>();
     for await (const report of rt.ledger.accepted(fromMs, toMs)) accepted.set(report.pkey, { day: report.created_at.slice(0, 10), pending: report.pending });
@@ -74,6 +75,27 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.unexpected.sort();
   result.ok = result.missing.length === 0;
   return result;
+}
+
+/**
+ * Where checking starts: the window's start, or where the ledger's earliest report or the
+ * archive's earliest year begins if later. A window of many blocks (a verify of everything, from
+ * 1970) read the ledger once per block: on S3, each read lists and reads every ledger key.
+ * After the window's end: nothing to check.
+ */
+async function firstToCheck(rt: Pick<VerifyDeps, 'ledger' | 'store'>, options: { fromMs: number; toMs: number }): Promise<number> {
+  if (options.toMs - options.fromMs < BLOCK_DAYS * DAY_MS) return options.fromMs;
+  const [accepted, archived] = await Promise.all([rt.ledger.earliestCreatedMs(), earliestArchivedYear(rt.store)]);
+  return Math.max(options.fromMs, Math.min(accepted ?? Infinity, archived ?? Infinity, options.toMs + 1));
+}
+
+/** The start of the earliest year a part is stored under: the first key listed (keys list in order; a year is four digits). */
+async function earliestArchivedYear(store: Pick<ObjectStore, 'list'>): Promise<number | undefined> {
+  for await (const info of store.list({ prefix: REPORTS_PREFIX })) {
+    const partition = partitionOfPartKey(info.key);
+    if (partition) return Date.UTC(new Date(partition.startMs).getUTCFullYear(), 0, 1);
+  }
+  return undefined;
 }
 
 /** Parts a block's read may find retired (compaction, a purge) since they were listed: listed again. */

@@ -390,6 +390,34 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(await dlq.list()).toEqual([]);
     await eventually(async () => ((await pkeys(svc.url)).includes('partner-9301') ? true : undefined), 20_000, 'the redriven report archived');
   });
+
+  it('verify of everything (from 1970) starts in the year of the earliest report, a report backfilled years back included', async () => {
+    expect((await postReport(svc.url, report(9501, { created_at: '2024-06-01T03:00:00Z' }))).status).toBe(201);
+    await drained(svc);
+    const earliest = Date.parse('2024-06-01T03:00:00Z');
+    expect(await svc.rt.ledger.earliestCreatedMs()).toBe(earliest);
+    // Each block of days reads the ledger once (on S3: every key listed and read).
+    let reads = 0;
+    const ledger = new Proxy(svc.rt.ledger, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'accepted') return typeof value === 'function' ? value.bind(target) : value;
+        return (fromMs: number, toMs: number) => {
+          reads += 1;
+          return target.accepted(fromMs, toMs);
+        };
+      },
+    });
+    const now = Date.now();
+    const all = await verify({ ...svc.rt, ledger }, { fromMs: 0, toMs: now });
+    expect(reads).toBeGreaterThan(0);
+    // From the start of its year at the earliest: the archive's parts are listed by year.
+    expect(reads).toBeLessThanOrEqual(Math.ceil((now - Date.UTC(2024, 0, 1)) / (31 * 86_400_000)) + 1);
+    expect(all.days.find((d) => d.day === '2024-06-01')).toEqual({ day: '2024-06-01', accepted: 1, archived: 1, pending: 0, missing: 0 });
+    // The part deleted behind the system's back above is still found.
+    expect(all.missing).toEqual((await verify(svc.rt, DAY)).missing);
+    expect(all.missing.length).toBeGreaterThan(0);
+  });
 });
 
 describe.each(BACKENDS)('publishing the national boundaries then reprocessing, on the %s backend', (kind) => {

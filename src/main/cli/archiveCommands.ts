@@ -18,13 +18,15 @@ export const compact: Command = {
     const now = Date.now();
     const span = windowOf(values, { fromMs: 0, toMs: now });
     return withRuntime(config, async (rt) => {
-      const result = await interruptible('compact', 'run it again: the days it merged stand, the others are merged then', () =>
-        deps.compact(rt, { ...span, closedBeforeMs: deps.closedBefore(rt, now) }, values.json ? undefined : createProgress('compact')),
-      );
-      // A purge running meanwhile (the scheduler's) purges what this one would: the compaction stands.
-      const purge = await deps.purgeRetracted(rt).catch((err: unknown) => {
-        if ((err as Error)?.name === 'PurgeRunningError') return { skipped: (err as Error).message };
-        throw err;
+      // The purge after it too: a Ctrl-C there gives its lock back as well.
+      const { result, purge } = await interruptible('compact', 'run it again: the days it merged and the reports it purged stand, the rest are done then', async () => {
+        const result = await deps.compact(rt, { ...span, closedBeforeMs: deps.closedBefore(rt, now) }, values.json ? undefined : createProgress('compact'));
+        // A purge running meanwhile (the scheduler's) purges what this one would: the compaction stands.
+        const purge = await deps.purgeRetracted(rt).catch((err: unknown) => {
+          if ((err as Error)?.name === 'PurgeRunningError') return { skipped: (err as Error).message };
+          throw err;
+        });
+        return { result, purge };
       });
       print(values, { ...result, purge }, () =>
         `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
