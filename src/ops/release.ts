@@ -91,10 +91,18 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   if (period.endMs >= nowMs) return Promise.reject(new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true));
   const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseLockLostError(m) };
   const lock = { store: rt.store, key: releaseLockKey(label), what: `release of ${label}`, log: rt.log, errors, touchMs: options.lockTouchMs };
-  return withStoreLock(lock, (stillHeld) => releaseAlone(rt, label, period, nowMs, options.progress, stillHeld));
+  return withStoreLock(lock, (stillHeld, confirmHeld) => releaseAlone(rt, label, period, nowMs, options.progress, stillHeld, confirmHeld));
 }
 
-async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowMs: number, progress: Progress | undefined, stillHeld: () => void): Promise<ReleaseResult> {
+async function releaseAlone(
+  rt: ReleaseDeps,
+  label: string,
+  period: Period,
+  nowMs: number,
+  progress: Progress | undefined,
+  stillHeld: () => void,
+  confirmHeld: () => Promise<void>,
+): Promise<ReleaseResult> {
   const latest = (await manifests(rt.store)).filter((m) => m.period === label).at(-1);
   const tmp = path.join(rt.config.dataDir, 'tmp', 'release', randomUUID());
   await fs.mkdir(tmp, { recursive: true });
@@ -193,6 +201,10 @@ async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowM
         written.set(f.path, etag);
       }
       if (stale) {
+        // Another's files are a dead run's only while the lock is still this run's: a run that
+        // stalled past its lock finds its successor's there, and stops rather than publish the
+        // revision after the one its successor is making.
+        await confirmHeld();
         if (++skipped === STALE_FOLDERS) throw new ReleaseError(`${STALE_FOLDERS} revisions of ${label} in a row hold a dead run's files: remove their folders under ${RELEASES_PREFIX} and run again`);
         continue;
       }
@@ -209,7 +221,8 @@ async function releaseAlone(rt: ReleaseDeps, label: string, period: Period, nowM
       const later = (await manifests(rt.store)).find((m) => m.period === label && m.revision > (latest?.revision ?? 0));
       if (later) throw new ReleaseRunningError(`${later.release} was made by another run meanwhile, which took this one's lock over: GET /releases lists it`);
       const manifestBody = `${JSON.stringify(manifest, null, 2)}\n`;
-      stillHeld();
+      // Touched at once, not as of the last minute's touch: no run can have taken it over since.
+      await confirmHeld();
       if (!(await rt.store.putIfAbsent(manifestKey(id), manifestBody))) throw new ReleaseRunningError(`${id} was made by another run meanwhile: GET /releases lists it`);
       await describe(rt, manifest, Buffer.from(manifestBody), latest?.release);
       await writeIndex(rt);

@@ -93,9 +93,13 @@ interface Holder {
 /**
  * Runs `run` holding the lock object `key` in the store (see the file's head). `run` is given
  * `stillHeld`, which throws `errors.lost` once the lock is known to be another's: called before
- * each step that writes, it stops a job that two would otherwise run at once.
+ * each step that writes, it stops a job that two would otherwise run at once. And
+ * `confirmHeld`, which touches the lock at once and throws `errors.lost` if it is another's: for
+ * a step that must not follow a takeover the minute's touch has not seen yet (a job that stalled
+ * past five minutes learns it only at its next touch), the lock then stays this job's for five
+ * minutes.
  */
-export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => void) => Promise<T>): Promise<T> {
+export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => void, confirmHeld: () => Promise<void>) => Promise<T>): Promise<T> {
   const { store, log, key, what } = lock;
   const since = new Date().toISOString();
   const me = { host: os.hostname(), pid: process.pid, ...(PLACE !== undefined && { place: PLACE }), id: randomUUID(), job: what, since };
@@ -149,27 +153,36 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     if (lost) throw lock.errors.lost(`this ${what} lost the archive's lock (${key} in ${store.description}) to ${lost === 'gone' ? 'no one (it was removed)' : JSON.stringify(lost)}: it stopped where it was; run it again once no other ${what} is running`);
   };
   let touching: Promise<void> | undefined;
-  const touch = setInterval(() => {
-    touching ??= (async () => {
-      // Written only over the version read, and only while it is still ours. A refused write
-      // (a retry of our own that had landed, a race) is judged by what the lock says after it.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const held = await holderOf();
-        if (held?.holder?.id !== me.id) {
-          lost = held?.holder ?? 'gone';
-          log.warn({ lock: key, holder: held?.holder }, `this ${what} lost its lock on the archive (another took it over, its touches having failed for five minutes): it stops at its next step`);
-          clearInterval(touch);
-          return;
-        }
-        if (await store.putIfMatch(key, body(), held.etag)) return;
+  /** Touches the lock once, if it is still ours; else notes it lost. */
+  const touchOnce = async (): Promise<void> => {
+    // Written only over the version read, and only while it is still ours. A refused write
+    // (a retry of our own that had landed, a race) is judged by what the lock says after it.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const held = await holderOf();
+      if (held?.holder?.id !== me.id) {
+        lost ??= held?.holder ?? 'gone';
+        log.warn({ lock: key, holder: held?.holder }, `this ${what} lost its lock on the archive (another took it over, its touches having failed for five minutes): it stops at its next step`);
+        clearInterval(touch);
+        return;
       }
-    })()
+      if (await store.putIfMatch(key, body(), held.etag)) return;
+    }
+  };
+  const touch = setInterval(() => {
+    touching ??= touchOnce()
       .catch((err: unknown) => log.warn({ lock: key, err: err instanceof Error ? err.message : String(err) }, `could not touch the archive's ${what} lock; trying again in a minute (untouched for five minutes, another ${what} may take it over)`))
       .finally(() => (touching = undefined));
   }, lock.touchMs ?? TOUCH_MS);
   touch.unref();
+  const confirmHeld = async (): Promise<void> => {
+    stillHeld();
+    await touching;
+    // A failure to reach the store fails the step: it is not known to be this job's to take.
+    await touchOnce();
+    stillHeld();
+  };
   try {
-    return await run(stillHeld);
+    return await run(stillHeld, confirmHeld);
   } finally {
     clearInterval(touch);
     await touching;

@@ -393,6 +393,64 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r5', created: true, reports: 28 });
   }, 120_000);
 
+  it('a run that stalled past its lock, whose touch has not yet seen the takeover, stops at its successor\'s files or before its manifest: never a revision beside its successor\'s', async () => {
+    const listed = async () => (await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => r.release) as string[];
+    const before = await listed();
+    const latest = await manifestOf(before.at(-1)!);
+    const [next, after] = [1, 2].map((n) => `2025-r${latest.revision + n}`) as [string, string];
+    const successor = JSON.stringify({ host: 'another-host', pid: 1, id: 'successor', since: new Date().toISOString(), touched: new Date().toISOString() });
+    expect((await fetch(`${svc.url}/feeds/partner/109`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } })).status).toBe(200);
+    await purgeRetracted(svc.rt);
+    // The successor took the lock over and is writing the next revision's files as this run
+    // comes to write its own there (the minute's touch, which would have told it, not yet due).
+    let tookOver = false;
+    const atFiles = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
+      putIfAbsent: async (key: string, body: string | Buffer) => {
+        if (key.startsWith(`releases/${next}/`) && !tookOver) {
+          tookOver = true;
+          await svc.rt.store.put(releaseLockKey('2025'), successor);
+          await svc.rt.store.put(key, Buffer.from("the successor's bytes"));
+        }
+        return svc.rt.store.putIfAbsent(key, body);
+      },
+    });
+    const stopped = await release({ ...svc.rt, store: atFiles }, '2025').catch((e: unknown) => e);
+    expect(tookOver).toBe(true);
+    expect(stopped).toBeInstanceOf(ReleaseLockLostError);
+    expect(await keysUnder(svc.rt, `releases/${after}/`)).toEqual([]);
+    expect(await listed()).toEqual(before);
+    expect(JSON.parse((await svc.rt.store.get(releaseLockKey('2025')))!.body.toString('utf8')).id).toBe('successor');
+    await svc.rt.store.delete([releaseLockKey('2025'), ...(await keysUnder(svc.rt, `releases/${next}/`))]);
+    // Taken over once this run's files are written, just before its manifest: no manifest.
+    let writing = false;
+    let beforeManifest = false;
+    const atManifest = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
+      putIfAbsent: async (key: string, body: string | Buffer) => {
+        writing ||= key.startsWith(`releases/${next}/`);
+        return svc.rt.store.putIfAbsent(key, body);
+      },
+      // Its files written, the run lists the releases for a later one: then the takeover.
+      list: (options: Parameters<typeof svc.rt.store.list>[0]) => {
+        if (writing && !beforeManifest) {
+          beforeManifest = true;
+          return (async function* () {
+            await svc.rt.store.put(releaseLockKey('2025'), successor);
+            yield* svc.rt.store.list(options);
+          })();
+        }
+        return svc.rt.store.list(options);
+      },
+    });
+    const late = await release({ ...svc.rt, store: atManifest }, '2025').catch((e: unknown) => e);
+    expect(beforeManifest).toBe(true);
+    expect(late).toBeInstanceOf(ReleaseLockLostError);
+    expect(await svc.rt.store.get(`releases/${next}/manifest.json`)).toBeUndefined();
+    expect(await listed()).toEqual(before);
+    await svc.rt.store.delete([releaseLockKey('2025')]);
+    // The run that holds the lock finishes that revision (its files are this run's very bytes).
+    expect(await release(svc.rt, '2025')).toMatchObject({ release: next, created: true });
+  }, 120_000);
+
   it('writes a month again when a purge comes between its two reads: the CSV holds what the Parquet file holds', async () => {
     const latest = (await getJson(`${svc.url}/releases`)).body.result.releases.at(-1).release as string;
     // The purge of a report retracted just after the month's Parquet file was written, before its CSV is read.
