@@ -10,6 +10,7 @@ import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { mergeParts } from '../archive/readRows.js';
+import { deleteStraySidecars } from '../archive/sidecars/index.js';
 import type { PartCache } from '../archive/partCache.js';
 import type { Config } from '../shared/config.js';
 import type { DuckDb } from '../archive/duckdb.js';
@@ -17,6 +18,7 @@ import type { RetractionLedger } from '../ledger/ledger.js';
 import { closedBefore as closedBeforeMs, COMPACTION_LOCK_KEY, DAY_MS, dayStart, newDayPartKey, newPartKey } from '../store/layout.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+import { mapLimit } from './concurrency.js';
 import { withStoreLock } from './storeLock.js';
 import type { Logger } from '../shared/log.js';
 
@@ -48,6 +50,8 @@ export interface CompactResult {
   daysCompacted: number;
   partsRemoved: number;
   rows: number;
+  /** Sidecars deleted whose part never came (sidecars/strays.ts). */
+  straySidecarsRemoved: number;
 }
 
 /** Another compaction holds the archive's compaction lock (by hand or scheduled, on any host); or took it over from this one. */
@@ -80,7 +84,7 @@ async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: 
     if (list) list.push(p);
     else days.set(day, [p]);
   }
-  const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0 };
+  const result: CompactResult = { hoursSeen: 0, hoursCompacted: 0, daysCompacted: 0, partsRemoved: 0, rows: 0, straySidecarsRemoved: 0 };
   const publisher = storePartPublisher(rt);
   // The merged parts go a grace after their successor is stored (answers planned before read them).
   const retiring = retireAfter(publisher, rt.config.retireGraceMs);
@@ -132,6 +136,12 @@ async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: 
   }
   progress?.stop();
   await retiring.settle();
+  // Once the merged parts and their sidecars are gone: what is left of a closed day without its part.
+  // A few days at a time: on S3 each day is two or three listings.
+  const now = Date.now();
+  const closedDays = [...days.keys()].filter((dayMs) => dayMs + DAY_MS <= options.closedBeforeMs);
+  stillHeld();
+  for (const removed of await mapLimit(closedDays, 8, (dayMs) => deleteStraySidecars(rt.store, dayMs, now))) result.straySidecarsRemoved += removed;
   return result;
 }
 

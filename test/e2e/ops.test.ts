@@ -11,7 +11,8 @@ import { bootstrap } from '../../src/main/bootstrap.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { listWindowParts } from '../../src/archive/partListing.js';
-import { readyKeyOf } from '../../src/archive/sidecars/keys.js';
+import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
+import { ulid } from 'ulid';
 import { mergeParts } from '../../src/archive/readRows.js';
 import type { IngestRecord } from '../../src/ingest/intake.js';
 import { compaction } from '../../jobs/compaction.js';
@@ -219,7 +220,28 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     const inCut = JSON.parse(before[1]!).result.features.filter((f: any) => f.properties.created_at.startsWith('2026-11-21T02:'));
     expect(JSON.parse(await archiveText(svc.url, cut)).result.features).toEqual(inCut);
     const again = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
-    expect(again).toMatchObject({ daysCompacted: 0, hoursCompacted: 0, partsRemoved: 0 });
+    expect(again).toMatchObject({ daysCompacted: 0, hoursCompacted: 0, partsRemoved: 0, straySidecarsRemoved: 0 });
+
+    // Sidecars a writer killed before its part left behind (a part key minted two hours ago, never
+    // stored) go with the next compaction; those of a part being written now (minted a moment
+    // ago), and the day's own part's, stay.
+    const minted = (key: string, ms: number) => key.replace(/part-[0-9A-Z]{26}/, `part-${ulid(ms)}`);
+    const hourPart = newPartKey(DAY.fromMs + 5 * 3_600_000);
+    const [dead, coming] = [minted(hourPart, Date.now() - 2 * 3_600_000), minted(hourPart, Date.now() - 60_000)] as [string, string];
+    const sidecarsOf = (part: string) => [readyKeyOf(part), statsKeyOf(part)];
+    for (const key of [...sidecarsOf(dead), ...sidecarsOf(coming)]) await svc.rt.store.put(key, Buffer.from('a sidecar'));
+    // The day's part, as if written two hours ago: stored, so its sidecars stay.
+    const dayPart = minted(after[0]!.parts[0]!.key, Date.now() - 2 * 3_600_000);
+    for (const [from, to] of [after[0]!.parts[0]!.key, ...sidecarsOf(after[0]!.parts[0]!.key)].map((k, i) => [k, [dayPart, ...sidecarsOf(dayPart)][i]!])) {
+      await svc.rt.store.put(to!, (await svc.rt.store.get(from!))!.body);
+      await svc.rt.store.delete([from!]);
+    }
+    const swept = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(swept).toMatchObject({ daysCompacted: 0, partsRemoved: 0, straySidecarsRemoved: 2 });
+    for (const key of sidecarsOf(dead)) expect(await svc.rt.store.head(key)).toBeUndefined();
+    for (const key of [...sidecarsOf(coming), ...sidecarsOf(dayPart)]) expect(await svc.rt.store.head(key)).toBeDefined();
+    expect([await archiveText(svc.url), await archiveText(svc.url, `${WINDOW}&geoformat=geojson`)]).toEqual(before);
+    await svc.rt.store.delete(sidecarsOf(coming));
   });
 
   it('a scheduled compaction that loses its lock part-way fails its tick: only one that never took the lock passes the tick by', async () => {

@@ -2,6 +2,7 @@
 // in for the rest of the code: their keys, storing and upgrading them, and reading them.
 export { readyInfoOf, readyKeyOf, sidecarKeysOf, statsInfoOf, statsKeyOf } from './keys.js';
 export { storeSidecars, type SidecarDeps } from './storeSidecars.js';
+export { deleteStraySidecars } from './strays.js';
 export { upgradeReadyTexts, upgradeStatsSidecar } from './upgrade.js';
 export { readyTextsOf, readyTextsOfParts, writeReadyTexts, type ReadyStep, type ReadyTimings } from './readyWriter.js';
 export { statsSidecarOf } from './statsWriter.js';

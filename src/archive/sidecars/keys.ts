@@ -1,7 +1,7 @@
 // Where a part's sidecars live: the part's path under a prefix of their own (outside
 // `reports/v1/`, so readers of the Parquet layout never see them), one per kind and version.
 // The only place that spells sidecar keys.
-import { REPORTS_PREFIX } from '../../store/layout.js';
+import { dayPrefix, REPORTS_PREFIX } from '../../store/layout.js';
 import type { ObjectInfo } from '../../store/objectStore.js';
 
 /** Today's ready texts and stats sidecars. */
@@ -22,6 +22,20 @@ export function readyKeyOf(partKey: string): string {
 /** Where a part's stats sidecar lives. */
 export function statsKeyOf(partKey: string): string {
   return `${STATS_PREFIX}${restOf(partKey)}.stats`;
+}
+
+/** The folders of today's sidecars of a UTC day's parts (its hours and its compacted day), each ending in '/'. */
+export function sidecarDayPrefixes(dayMs: number): string[] {
+  const rest = dayPrefix(dayMs).slice(REPORTS_PREFIX.length);
+  return [`${READY_PREFIX}${rest}`, `${STATS_PREFIX}${rest}`];
+}
+
+/** The part a sidecar of today's versions belongs to; undefined for any other key. */
+export function partKeyOfSidecar(key: string): string | undefined {
+  for (const [prefix, ext] of [[READY_PREFIX, '.ready'], [STATS_PREFIX, '.stats']] as const) {
+    if (key.startsWith(prefix) && key.endsWith(ext)) return `${REPORTS_PREFIX}${key.slice(prefix.length, -ext.length)}.parquet`;
+  }
+  return undefined;
 }
 
 /**

@@ -29,7 +29,7 @@ export const compact: Command = {
         return { result, purge };
       });
       print(values, { ...result, purge }, () =>
-        `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts; ${result.rows} rows\n` +
+        `compacted ${result.daysCompacted} days and ${result.hoursCompacted} of ${result.hoursSeen} hours; removed ${result.partsRemoved} parts${result.straySidecarsRemoved > 0 ? ` and ${result.straySidecarsRemoved} sidecars left without their part` : ''}; ${result.rows} rows\n` +
         ('skipped' in purge
           ? `purge skipped: ${purge.skipped}`
           : `purged ${purge.purged} retracted reports (${purge.partsRewritten} parts rewritten; ${purge.waiting} still waiting to be archived${purge.setAsideRewritten > 0 ? `; ${purge.setAsideRewritten} webhook batches set aside rewritten without them` : ''})`),
