@@ -42,6 +42,8 @@ export interface CompactOptions {
   toMs: number;
   /** Hours (and days) ending after this are still being written to and are left alone. */
   closedBeforeMs: number;
+  /** The present, as the age of a sidecar left without its part is told (the clock's by default). */
+  nowMs?: number;
 }
 
 export interface CompactResult {
@@ -138,7 +140,7 @@ async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: 
   await retiring.settle();
   // Once the merged parts and their sidecars are gone: what is left of a closed day without its part.
   // A few days at a time: on S3 each day is two or three listings.
-  const now = Date.now();
+  const now = options.nowMs ?? Date.now();
   const closedDays = [...days.keys()].filter((dayMs) => dayMs + DAY_MS <= options.closedBeforeMs);
   stillHeld();
   for (const removed of await mapLimit(closedDays, 8, (dayMs) => deleteStraySidecars(rt.store, dayMs, now))) result.straySidecarsRemoved += removed;

@@ -8,9 +8,11 @@ import type { ObjectStore } from '../../store/objectStore.js';
 import { partKeyOfSidecar, sidecarDayPrefixes } from './keys.js';
 
 /**
- * A part whose key was minted this long ago and that is still not stored has no writer coming
- * back to it: a writer stores a part seconds after its sidecars. One that stalled longer finds
- * its part without sidecars, which DuckDB answers and compaction gives sidecars again.
+ * A sidecar written this long ago, of a part whose key was minted this long ago and that is
+ * still not stored, has no writer coming back to it: a writer stores a part seconds after its
+ * sidecars (a bulk import mints a round's keys at its start, so the key alone is not enough). One
+ * that stalled longer finds its part without sidecars, which DuckDB answers and compaction gives
+ * sidecars again.
  */
 export const STRAY_AFTER_MS = 60 * 60_000;
 
@@ -25,14 +27,18 @@ function mintedMs(partKey: string): number | undefined {
   }
 }
 
-/** Deletes the sidecars of the UTC day from `dayMs` whose part is not stored and was minted over STRAY_AFTER_MS before `nowMs`; returns how many. */
+/**
+ * Deletes the sidecars of the UTC day from `dayMs` written over STRAY_AFTER_MS before `nowMs`
+ * whose part is not stored and was minted over STRAY_AFTER_MS before it; returns how many.
+ */
 export async function deleteStraySidecars(store: Pick<ObjectStore, 'list' | 'delete'>, dayMs: number, nowMs: number): Promise<number> {
   const candidates: { key: string; part: string }[] = [];
   for (const prefix of sidecarDayPrefixes(dayMs)) {
     for await (const info of store.list({ prefix })) {
       const part = partKeyOfSidecar(info.key);
       const minted = part === undefined ? undefined : mintedMs(part);
-      if (part !== undefined && minted !== undefined && minted < nowMs - STRAY_AFTER_MS) candidates.push({ key: info.key, part });
+      const old = nowMs - STRAY_AFTER_MS;
+      if (part !== undefined && minted !== undefined && minted < old && info.lastModified.getTime() < old) candidates.push({ key: info.key, part });
     }
   }
   if (candidates.length === 0) return 0;
