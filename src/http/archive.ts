@@ -203,9 +203,9 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
       res.once('finish', leave).once('close', leave);
     }
 
-    if (format === 'parquet') return sendParquet(res, deps, window);
     // The first pieces are read before the status line: a failure there is an answer of its own.
     const started = <T>(pieces: AsyncIterable<T>) => startAnswer(pieces, res, hungUp, req.originalUrl.slice(0, 500));
+    if (format === 'parquet') return sendParquet(res, deps, window, started);
     if (format === 'arrow') {
       await sendPieces(await started(window.arrow()), encoding, res);
       return;
@@ -240,12 +240,16 @@ async function* toAsync<T>(items: T[]): AsyncIterable<T> {
   yield* items;
 }
 
-/** The window's Parquet file, its length known before the first byte. */
-async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window): Promise<void> {
+/**
+ * The window's Parquet file, its length known before the first byte; read as the other formats
+ * are (`started`), so a read failing after the first byte is the server's, never a hang-up. A
+ * chunk or two read ahead: an answer is copied from local files at the socket's pace.
+ */
+async function sendParquet(res: Response, deps: ArchiveRouteDeps, window: Window, started: (chunks: AsyncIterable<Uint8Array>) => Promise<AsyncIterable<Uint8Array>>): Promise<void> {
   const answer = await window.parquet(deps.tmpDir);
   res.set('Content-Length', String(answer.size));
   try {
-    await pipeline(Readable.from(answer.chunks()), res);
+    await pipeline(Readable.from(await started(answer.chunks()), { highWaterMark: 2 }), res);
   } finally {
     // A client gone before the first chunk is read leaves the chunks' own `finally` unrun.
     await answer.close();

@@ -4,7 +4,6 @@
 // being cut; the engine out of memory on its own before the first byte is a 503 too; a
 // failure after the first byte cuts the answer and is logged as the server's error, never as a
 // client hang-up. DuckDB's spills live under TMP_DIR, bounded by DUCKDB_MAX_TEMP_SIZE.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/log.js';
 import { newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
+import { stalledGet } from '../support/stalledClient.js';
 import { eventually, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = { 'User-Agent': 'engine-memory-tests/1.0' };
@@ -102,46 +102,16 @@ function held(query: string, base = svc.url): Promise<{ status: number; headers:
 
 const pull = async (query: string, base = svc.url) => (await held(query, base)).read();
 
-/**
- * A client that takes an answer's headers, then reads nothing until `read` is called, with a
- * small receive buffer (Python sets SO_RCVBUF before connecting, which Node cannot): loopback's
- * buffers grow to tens of MB otherwise, and would take a whole answer while the client "waits",
- * ending it (and giving its turn back) at once.
- */
-function stalled(query: string): Promise<{ status: number; read: () => Promise<Pulled> }> {
-  const { hostname, port } = new URL(svc.url);
-  const script = `
-import http.client, socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32768); s.connect((sys.argv[1], int(sys.argv[2])))
-c = http.client.HTTPConnection(sys.argv[1], int(sys.argv[2])); c.sock = s
-c.request('GET', sys.argv[3], headers={'User-Agent': 'engine-memory-tests/1.0', 'Accept-Encoding': 'identity'})
-r = c.getresponse(); print(r.status, flush=True)
-sys.stdin.readline()
-try:
-  body = r.read(); cut = 0
-except http.client.IncompleteRead as e:
-  body = e.partial; cut = 1
-open(sys.argv[4], 'wb').write(body); print(cut, flush=True)
-`;
-  const out = path.join(tmpDir, `stalled-${Math.random().toString(36).slice(2)}.body`);
-  const child = spawn('python3', ['-c', script, hostname, port, `/reports/archive?${query}`, out], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let text = '';
-  const lines = (n: number) => new Promise<string[]>((resolve, reject) => {
-    const check = () => {
-      const got = text.split('\n').filter(Boolean);
-      if (got.length >= n) resolve(got);
-    };
-    child.stdout!.on('data', (d) => ((text += d), check()));
-    child.on('exit', (code) => (text.split('\n').filter(Boolean).length >= n ? check() : reject(new Error(`client exited ${code}`))));
-  });
-  return lines(1).then(([status]) => ({
-    status: Number(status),
+/** A client that takes an answer's headers, then reads nothing until `read` is called (stalledClient.ts). */
+async function stalled(query: string): Promise<{ status: number; read: () => Promise<Pulled> }> {
+  const got = await stalledGet(svc.url, `/reports/archive?${query}`, tmpDir, UA['User-Agent']);
+  return {
+    status: got.status,
     read: async () => {
-      child.stdin!.end('\n');
-      const [, cut] = await lines(2);
-      return { status: Number(status), headers: {}, body: await fs.readFile(out, 'utf8'), cut: cut === '1' };
+      const pulled = await got.read();
+      return { ...pulled, body: pulled.body.toString('utf8'), headers: {} };
     },
-  }));
+  };
 }
 
 /** The errors the service has logged, for a failure's message. */
