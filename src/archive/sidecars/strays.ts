@@ -33,11 +33,11 @@ function mintedMs(partKey: string): number | undefined {
  */
 export async function deleteStraySidecars(store: Pick<ObjectStore, 'list' | 'delete'>, dayMs: number, nowMs: number): Promise<number> {
   const candidates: { key: string; part: string }[] = [];
+  const old = nowMs - STRAY_AFTER_MS;
   for (const prefix of sidecarDayPrefixes(dayMs)) {
     for await (const info of store.list({ prefix })) {
       const part = partKeyOfSidecar(info.key);
       const minted = part === undefined ? undefined : mintedMs(part);
-      const old = nowMs - STRAY_AFTER_MS;
       if (part !== undefined && minted !== undefined && minted < old && info.lastModified.getTime() < old) candidates.push({ key: info.key, part });
     }
   }
