@@ -9,9 +9,12 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { UnavailableError } from '../shared/errors.js';
 import { fsyncDir, isCode, writeDurably } from '../shared/files.js';
+import { whileHeldAmongProcesses } from './fileMutex.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type LocalFiles, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 
 const TMP_MARK = '.tmp-';
+/** The suffix of a key's mutex among processes (fileMutex.ts): a temporary name, never listed. */
+const CAS_MARK = `${TMP_MARK}cas`;
 
 /** Whether a file name is a pin's (localFiles' `pin`): its age is its inode's last change, as its content's time is its object's. */
 export function isPinName(name: string): boolean {
@@ -96,12 +99,15 @@ export class FileObjectStore implements ObjectStore {
   async get(key: string): Promise<StoredObject | undefined> {
     const file = this.localPath(key);
     return this.run(async () => {
+      // One open file for both: a body and an ETag of two versions would let a writer replace
+      // the version it did not read (putIfMatch).
+      const handle = await openIfPresent(file);
+      if (!handle) return undefined;
       try {
-        const [body, stat] = await Promise.all([fs.readFile(file), fs.stat(file)]);
+        const [body, stat] = await Promise.all([handle.readFile(), handle.stat()]);
         return { key, body, size: stat.size, etag: etagOf(stat), lastModified: stat.mtime };
-      } catch (err) {
-        if (isCode(err, 'ENOENT')) return undefined;
-        throw err;
+      } finally {
+        await handle.close();
       }
     });
   }
@@ -172,15 +178,18 @@ export class FileObjectStore implements ObjectStore {
     return this.run(async () => {
       if (this.statInfo(key, file)?.etag !== etag) return false;
       const tmp = await this.writeTemp(file, body);
-      // Looked at again with the rename, no await between them: nothing else in this process
-      // writes the key in between (a delete already on the thread pool still may; a store that
-      // several processes share and rely on the condition of is S3).
+      // Looked at again with the rename, while no other process does the same for this key (a
+      // lock taken over from a dead holder by `all` and a CLI job at once). Unconditional puts,
+      // creates and deletes do not wait for it, as they race on S3 too.
       let replaced = false;
       try {
-        if (this.statInfo(key, file)?.etag === etag) {
+        replaced = await whileHeldAmongProcesses(file, CAS_MARK, () => {
+          if (this.statInfo(key, file)?.etag !== etag) return false;
           renameSync(tmp, file);
-          replaced = true;
-        }
+          return true;
+        });
+      } catch (err) {
+        if (!isCode(err, 'ENOENT')) throw err; // its folder is gone: the key was deleted
       } finally {
         if (!replaced) unlinkSync(tmp);
       }

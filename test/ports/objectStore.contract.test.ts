@@ -1,10 +1,13 @@
 // One contract, every adapter: the file store and S3 (fauxqs, and moto where it is installed) must agree.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import http from 'node:http';
 import { CreateBucketCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { UnavailableError } from '../../src/shared/errors.js';
@@ -29,6 +32,9 @@ afterAll(async () => {
   await lean?.stop();
 });
 if (!HAS_MOTO) console.warn(MOTO_MISSING);
+
+/** The built store, for child processes (the suite's build step makes it). */
+const DIST_FILE_STORE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/store/fileStore.js');
 
 const s3Store = (peer: () => Emulator) => async () => {
   const bucket = `contract-${randomBytes(4).toString('hex')}`;
@@ -303,6 +309,58 @@ describe('file store folders', () => {
     expect((await sweepLeftovers([root], (name) => (isTemporaryName(name) ? 60_000 : undefined))).removed).toBe(0);
     expect((await sweepLeftovers([root], (name) => (isTemporaryName(name) ? 60_000 : undefined), Date.now() + 120_000)).removed).toBe(1);
     await expect(fs.stat(second.file)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('lets one of several processes replacing the version they all read win, never two, each over the body it read', async () => {
+    // The embedded store shared by `all` and a CLI job: a lock taken over from a dead holder, a
+    // scheduler's lease. Each process reads the key and replaces what it read, again and again.
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    await store.put('jobs/locks/compact.json', JSON.stringify({ n: 0 }));
+    const child = `
+      const { FileObjectStore } = await import(process.argv[1]);
+      const store = new FileObjectStore(process.argv[2]);
+      const won = [];
+      for (let i = 0; i < 300; i++) {
+        const read = await store.get('jobs/locks/compact.json');
+        const n = JSON.parse(read.body.toString()).n + 1;
+        if (await store.putIfMatch('jobs/locks/compact.json', JSON.stringify({ n }), read.etag)) won.push(read.etag);
+      }
+      process.stdout.write(JSON.stringify(won));`;
+    const run = promisify(execFile);
+    const outs = await Promise.all(
+      Array.from({ length: 4 }, () => run(process.execPath, ['--input-type=module', '-e', child, DIST_FILE_STORE, root], { timeout: 120_000 })),
+    );
+    const won = outs.flatMap((o) => JSON.parse(o.stdout) as string[]);
+    // Every win replaced a version no other win replaced, so the count kept its every step.
+    expect(won.length).toBeGreaterThan(4);
+    expect(new Set(won).size).toBe(won.length);
+    expect(JSON.parse((await store.get('jobs/locks/compact.json'))!.body.toString()).n).toBe(won.length);
+    expect((await fs.readdir(path.join(root, 'jobs/locks'))).sort()).toEqual(['compact.json']);
+  });
+
+  it('a replace waits while another process compares, and takes over what a process killed meanwhile left', async () => {
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    await store.put('jobs/leases/verify.json', '1');
+    const mutex = `${localFiles(root).fileOf('jobs/leases/verify.json')}.tmp-cas`;
+    // Held by another process, comparing now.
+    await fs.writeFile(mutex, '');
+    const read = (await store.get('jobs/leases/verify.json'))!;
+    let settled = false;
+    const replacing = store.putIfMatch('jobs/leases/verify.json', '2', read.etag).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(settled).toBe(false);
+    await fs.unlink(mutex);
+    expect(await replacing).toBe(true);
+    // Left by a process killed while it compared, a minute ago: taken over, and never listed.
+    await fs.writeFile(mutex, '');
+    const minuteAgo = new Date(Date.now() - 60_000);
+    await fs.utimes(mutex, minuteAgo, minuteAgo);
+    expect(await collect(store.list({ prefix: 'jobs/' }))).toEqual(['jobs/leases/verify.json']);
+    expect(await store.putIfMatch('jobs/leases/verify.json', '3', (await store.get('jobs/leases/verify.json'))!.etag)).toBe(true);
+    expect((await store.get('jobs/leases/verify.json'))!.body.toString()).toBe('3');
+    expect(await fs.readdir(path.dirname(mutex))).toEqual(['verify.json']);
   });
 
   it('a listing removes the empty folders it meets (left by older releases)', async () => {
