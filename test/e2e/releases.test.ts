@@ -364,14 +364,28 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     let takenOver = false;
     let seen!: () => void;
     const seenTaken = new Promise<void>((resolve) => (seen = resolve));
+    // The run's touches of its lock under way: fauxqs ignores If-Match, so a touch sent before the
+    // takeover and landing after it would write over it, where S3 refuses a version read before.
+    const touches = new Set<Promise<void>>();
     const store = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
       putIfAbsent: async (key: string, body: string | Buffer) => {
         if (key.startsWith('releases/2025-r5/') && !takenOver) {
           takenOver = true;
+          await Promise.all(touches);
           await svc.rt.store.put(releaseLockKey('2025'), elsewhere);
           await seenTaken;
         }
         return svc.rt.store.putIfAbsent(key, body);
+      },
+      putIfMatch: async (key: string, body: string | Buffer, etag: string) => {
+        if (key !== releaseLockKey('2025')) return svc.rt.store.putIfMatch(key, body, etag);
+        // Read before the takeover (one read after it finds the lock another's and writes nothing): S3 refuses it.
+        if (takenOver) return false;
+        const written = svc.rt.store.putIfMatch(key, body, etag);
+        const settled = written.then(() => undefined, () => undefined);
+        touches.add(settled);
+        void settled.then(() => touches.delete(settled));
+        return written;
       },
       get: async (key: string) => {
         const got = await svc.rt.store.get(key);
