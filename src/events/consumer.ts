@@ -38,6 +38,14 @@ export interface ConsumerSpec {
    */
   setAside?(batch: Batch, error: string): Promise<void>;
   retryForMs?: number;
+  /**
+   * Whether the consumer still exists (a webhook subscription may be removed while a worker steps
+   * it): asked after each claim, right before sending, so nothing recorded after a removal is
+   * sent. A step under way when the removal came may have written a state after the removal
+   * dropped them all: when gone, `gone` clears up after it.
+   */
+  exists?(): Promise<boolean>;
+  gone?(): Promise<void>;
 }
 
 export interface StepOptions {
@@ -49,7 +57,7 @@ export interface StepOptions {
   now?: () => number;
 }
 
-export type StepResult = 'idle' | 'waiting' | 'sent' | 'failed' | 'skipped' | 'lost';
+export type StepResult = 'idle' | 'waiting' | 'sent' | 'failed' | 'skipped' | 'lost' | 'removed';
 
 const SCAN = 2000;
 
@@ -68,6 +76,8 @@ export class LogConsumer {
   private seen: CursorState | undefined;
   /** When the cursor was last read. */
   private readAtMs = -Infinity;
+  /** Found removed: it never comes back (a worker's list may hold it a few seconds more). */
+  private removed = false;
 
   constructor(
     private readonly feed: EventFeed,
@@ -77,6 +87,7 @@ export class LogConsumer {
 
   async step(): Promise<StepResult> {
     const now = this.options.now ?? Date.now;
+    if (this.removed) return 'removed';
     if (this.seen && !this.seen.pending && !this.seen.lease && (await this.feed.since(this.seen.upto, 1)).length === 0) return 'idle';
     if (this.seen && waits(this.seen, now()) && now() - this.readAtMs < WAIT_RECHECK_MS) return 'waiting';
     const { n, state } = await this.spec.cursor.current();
@@ -121,6 +132,11 @@ export class LogConsumer {
     const leaseMs = this.spec.leaseFor?.(events) ?? this.options.leaseMs;
     const claim: CursorState = { upto: state.upto, pending, lease: { holder: this.options.holder, untilMs: t + leaseMs } };
     if (!(await this.spec.cursor.advance(n, claim))) return 'lost';
+    if (this.spec.exists && !(await this.spec.exists())) {
+      this.removed = true;
+      await this.spec.gone?.();
+      return 'removed';
+    }
 
     const batch: Batch = {
       id: batchId(this.spec.cursor.name, state.upto, to),

@@ -93,6 +93,16 @@ export class ObjectWebhooks {
     }
   }
 
+  /** Whether subscription `id` is kept (not removed). */
+  async exists(id: string): Promise<boolean> {
+    return (await this.store.head(this.key(id))) !== undefined;
+  }
+
+  /** Drops the cursor states of a removed subscription (a step under way at its removal may have written one after). */
+  async dropRemovedCursor(s: StoredSubscription): Promise<void> {
+    if (!(await this.exists(s.id))) await this.cursor(s).drop(this.store);
+  }
+
   /** Removes a subscription, its cursor and what was set aside for it; false when there was none. */
   async remove(id: string): Promise<boolean> {
     const s = await this.get(id);
@@ -180,31 +190,48 @@ export interface ObjectDispatcherOptions {
   concurrency: number;
 }
 
+/** How a worker sends one subscription's batches. */
+export interface WebhookSending {
+  holder: string;
+  policy: HostPolicy;
+  webhookTimeoutMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryForMs: number;
+}
+
+/**
+ * The consumer of one subscription's events. It holds `sub`, so a rotated secret set on that
+ * object signs the next attempt; it sends nothing once the subscription is removed.
+ */
+export function webhookConsumer(hooks: ObjectWebhooks, feed: EventFeed, sub: StoredSubscription, sending: WebhookSending, log: Logger): LogConsumer {
+  return new LogConsumer(
+    feed,
+    {
+      cursor: hooks.cursor(sub),
+      wants: (e) => sub.events.includes(e.kind) && matches(sub, e.feature),
+      retryForMs: sending.webhookRetryForMs,
+      async send(batch) {
+        const body = cloudEventBody({ id: batch.id, type: CLOUDEVENT_TYPE[batch.kind as EventKind], timeMs: batch.events[0]!.at_ms }, JSON.stringify(batch.events.map((e) => e.feature)));
+        const attempt = await post(sub.url, body, signedHeaders(batch.id, sub.secret, body), sending.policy, sending.webhookTimeoutMs);
+        if (attempt.ok) log.debug({ delivery: batch.id, subscription: sub.id, reports: batch.events.length, ms: attempt.ms }, 'webhook delivered');
+        else log.info({ delivery: batch.id, subscription: sub.id, attempt: batch.attempts + 1, error: attempt.error }, 'webhook delivery failed; will retry');
+        return attempt.ok ? { ok: true } : { ok: false, error: attempt.error ?? 'failed' };
+      },
+      async setAside(batch, error) {
+        await hooks.setAside(sub.id, batch, error);
+        log.warn({ delivery: batch.id, subscription: sub.id, attempts: batch.attempts, error }, 'webhook delivery set aside');
+      },
+      exists: () => hooks.exists(sub.id),
+      gone: () => hooks.dropRemovedCursor(sub),
+    },
+    { holder: sending.holder, leaseMs: sending.webhookTimeoutMs + 30_000, maxBatch: MAX_BATCH, retryBaseMs: sending.webhookRetryBaseMs, retryMaxMs: 3_600_000 },
+  );
+}
+
 /** Sends every subscription's batches from the log; also prunes the log and the cursors. */
 export function objectWebhookDispatcher(hooks: ObjectWebhooks, feed: EventFeed, policy: HostPolicy, options: ObjectDispatcherOptions, log: Logger): ConsumerRunner {
-  const holder = randomUUID();
+  const sending: WebhookSending = { holder: randomUUID(), policy, ...options };
   const consumers = new Map<string, { sub: StoredSubscription; consumer: LogConsumer }>();
-  const consumerOf = (sub: StoredSubscription): LogConsumer =>
-    new LogConsumer(
-      feed,
-      {
-        cursor: hooks.cursor(sub),
-        wants: (e) => sub.events.includes(e.kind) && matches(sub, e.feature),
-        retryForMs: options.webhookRetryForMs,
-        async send(batch) {
-          const body = cloudEventBody({ id: batch.id, type: CLOUDEVENT_TYPE[batch.kind as EventKind], timeMs: batch.events[0]!.at_ms }, JSON.stringify(batch.events.map((e) => e.feature)));
-          const attempt = await post(sub.url, body, signedHeaders(batch.id, sub.secret, body), policy, options.webhookTimeoutMs);
-          if (attempt.ok) log.debug({ delivery: batch.id, subscription: sub.id, reports: batch.events.length, ms: attempt.ms }, 'webhook delivered');
-          else log.info({ delivery: batch.id, subscription: sub.id, attempt: batch.attempts + 1, error: attempt.error }, 'webhook delivery failed; will retry');
-          return attempt.ok ? { ok: true } : { ok: false, error: attempt.error ?? 'failed' };
-        },
-        async setAside(batch, error) {
-          await hooks.setAside(sub.id, batch, error);
-          log.warn({ delivery: batch.id, subscription: sub.id, attempts: batch.attempts, error }, 'webhook delivery set aside');
-        },
-      },
-      { holder, leaseMs: options.webhookTimeoutMs + 30_000, maxBatch: MAX_BATCH, retryBaseMs: options.webhookRetryBaseMs, retryMaxMs: 3_600_000 },
-    );
   return new ConsumerRunner(
     {
       concurrency: options.concurrency,
@@ -217,7 +244,7 @@ export function objectWebhookDispatcher(hooks: ObjectWebhooks, feed: EventFeed, 
           const known = consumers.get(sub.id);
           // A rotated secret signs the next attempt (the consumer holds this object).
           if (known) known.sub.secret = sub.secret;
-          else consumers.set(sub.id, { sub, consumer: consumerOf(sub) });
+          else consumers.set(sub.id, { sub, consumer: webhookConsumer(hooks, feed, sub, sending, log) });
         }
         return [...consumers.values()].map((c) => c.consumer);
       },

@@ -15,10 +15,10 @@ export function archivedRow(n: number, atMs: number): ArchiveRow {
 }
 
 /** A new event log and its webhooks on a file store of their own; `clock`: the log's time. */
-export async function eventLogOnFiles(clock: () => number = Date.now): Promise<{ log: ObjectEventLog; hooks: ObjectWebhooks; subscribe(id: string): Promise<StoredSubscription> }> {
+export async function eventLogOnFiles(clock: () => number = Date.now): Promise<{ log: ObjectEventLog; hooks: ObjectWebhooks; store: FileObjectStore; subscribe(id: string): Promise<StoredSubscription> }> {
   const store = new FileObjectStore(await tempDir('flood-hooks-'));
   const log = new ObjectEventLog(store, clock);
   const hooks = new ObjectWebhooks(store, log);
   const subscribe = (id: string) => hooks.add({ id, url: 'https://hooks.example.org/flood', secret: 's'.repeat(32), admins: [], localAreas: [], events: ['archived'], createdAt: new Date(clock()).toISOString() });
-  return { log, hooks, subscribe };
+  return { log, hooks, store, subscribe };
 }

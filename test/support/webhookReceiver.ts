@@ -14,8 +14,8 @@ export interface Received {
 export interface Receiver {
   url: string;
   received: Received[];
-  /** How the next request is answered (status, and an optional delay before answering); `body` is what it sent. */
-  answer: (req: http.IncomingMessage, n: number, body: string) => { status: number; delayMs?: number; headers?: Record<string, string> };
+  /** How the next request is answered (status, and an optional delay or promise to wait for before answering); `body` is what it sent. */
+  answer: (req: http.IncomingMessage, n: number, body: string) => { status: number; delayMs?: number; until?: Promise<unknown>; headers?: Record<string, string> };
   close(): Promise<void>;
 }
 
@@ -52,7 +52,8 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
         res.writeHead(a.status, a.headers ?? {});
         res.end();
       };
-      if (a.delayMs) setTimeout(reply, a.delayMs).unref();
+      if (a.until) void a.until.then(reply, reply);
+      else if (a.delayMs) setTimeout(reply, a.delayMs).unref();
       else reply();
     });
   });
