@@ -65,6 +65,18 @@ export function localFiles(root: string): LocalFiles {
   };
 }
 
+/**
+ * fsyncDir, done when the directory is gone: another process deleted every key in it after this
+ * one's rename (and removed the empty folder), so no name of this write is left to make durable.
+ */
+async function fsyncDirIfThere(dir: string): Promise<void> {
+  try {
+    await fsyncDir(dir);
+  } catch (err) {
+    if (!isCode(err, 'ENOENT')) throw err;
+  }
+}
+
 function unlinkQuietly(file: string): void {
   try {
     unlinkSync(file);
@@ -150,7 +162,9 @@ export class FileObjectStore implements ObjectStore {
     const file = this.localPath(key);
     await this.run(async () => {
       const tmp = await this.writeTemp(file, body);
-      renameSync(tmp, file);
+      // Not between another process's compare and rename (putIfMatch): that would replace this
+      // version on the strength of one read before it, which S3 refuses.
+      await whileHeldAmongProcesses(file, CAS_MARK, () => renameSync(tmp, file));
       await this.syncDir(path.dirname(file));
     });
   }
@@ -179,8 +193,8 @@ export class FileObjectStore implements ObjectStore {
       if (this.statInfo(key, file)?.etag !== etag) return false;
       const tmp = await this.writeTemp(file, body);
       // Looked at again with the rename, while no other process does the same for this key (a
-      // lock taken over from a dead holder by `all` and a CLI job at once). Unconditional puts,
-      // creates and deletes do not wait for it, as they race on S3 too.
+      // lock taken over from a dead holder by `all` and a CLI job at once), nor puts or deletes
+      // it. A create needs no wait: it only succeeds where the compare found nothing.
       let replaced = false;
       try {
         replaced = await whileHeldAmongProcesses(file, CAS_MARK, () => {
@@ -202,10 +216,12 @@ export class FileObjectStore implements ObjectStore {
   async delete(keys: readonly string[]): Promise<void> {
     const files = keys.map((k) => this.localPath(k));
     await this.run(async () => {
+      // Each under its key's mutex: a delete between a replace's compare and its rename would
+      // be undone by the rename, the object back as if never deleted.
       await Promise.all(
         files.map((f) =>
-          fs.unlink(f).catch((err: unknown) => {
-            if (!isCode(err, 'ENOENT')) throw err;
+          whileHeldAmongProcesses(f, CAS_MARK, () => unlinkSync(f)).catch((err: unknown) => {
+            if (!isCode(err, 'ENOENT')) throw err; // the key, or its folder, is not there
           }),
         ),
       );
@@ -323,11 +339,11 @@ export class FileObjectStore implements ObjectStore {
   private syncDir(dir: string): Promise<void> {
     const state = this.dirSyncs.get(dir);
     if (!state) {
-      const running = fsyncDir(dir).finally(() => this.afterDirSync(dir));
+      const running = fsyncDirIfThere(dir).finally(() => this.afterDirSync(dir));
       this.dirSyncs.set(dir, { running });
       return running;
     }
-    state.next ??= state.running.catch(() => undefined).then(() => fsyncDir(dir));
+    state.next ??= state.running.catch(() => undefined).then(() => fsyncDirIfThere(dir));
     return state.next;
   }
 
@@ -347,16 +363,18 @@ export class FileObjectStore implements ObjectStore {
     const dir = path.dirname(file);
     await this.ensureDir(dir);
     const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
-    try {
-      await writeDurably(tmp, 'wx', body);
-    } catch (err) {
-      if (!isCode(err, 'ENOENT')) throw err;
-      // The folder was pruned (by this process or another) since it was made: make it again.
-      this.dirs.delete(dir);
-      await this.ensureDir(dir);
-      await writeDurably(tmp, 'wx', body);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await writeDurably(tmp, 'wx', body);
+        return tmp;
+      } catch (err) {
+        if (!isCode(err, 'ENOENT') || attempt === 10) throw err;
+        // The folder was pruned (by this process or another, emptied by a delete) since it was
+        // made: make it again, as often as a delete racing this write empties it meanwhile.
+        this.dirs.delete(dir);
+        await this.ensureDir(dir);
+      }
     }
-    return tmp;
   }
 }
 

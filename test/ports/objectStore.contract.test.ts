@@ -363,6 +363,66 @@ describe('file store folders', () => {
     expect(await fs.readdir(path.dirname(mutex))).toEqual(['verify.json']);
   });
 
+  it('a put or a delete waits while another process compares: a replace neither undoes them nor is undone', async () => {
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    await store.put('jobs/leases/verify.json', '1');
+    await store.put('jobs/leases/compact.json', '1');
+    const mutexOf = (key: string) => `${localFiles(root).fileOf(key)}.tmp-cas`;
+    // Another process is between its compare and its rename for both keys.
+    await fs.writeFile(mutexOf('jobs/leases/verify.json'), '');
+    await fs.writeFile(mutexOf('jobs/leases/compact.json'), '');
+    const settled: string[] = [];
+    const putting = store.put('jobs/leases/verify.json', '2').then(() => settled.push('put'));
+    const deleting = store.delete(['jobs/leases/compact.json']).then(() => settled.push('delete'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(settled).toEqual([]);
+    expect((await store.get('jobs/leases/verify.json'))!.body.toString()).toBe('1');
+    expect(await store.get('jobs/leases/compact.json')).toBeDefined();
+    await fs.unlink(mutexOf('jobs/leases/verify.json'));
+    await fs.unlink(mutexOf('jobs/leases/compact.json'));
+    await Promise.all([putting, deleting]);
+    expect((await store.get('jobs/leases/verify.json'))!.body.toString()).toBe('2');
+    expect(await store.get('jobs/leases/compact.json')).toBeUndefined();
+    // A key never stored, or whose folder is gone, is deleted at once.
+    await store.delete(['jobs/none/x.json', 'jobs/leases/none.json']);
+    expect(await fs.readdir(path.join(root, 'jobs/leases'))).toEqual(['verify.json']);
+  });
+
+  it('a key one process deletes is not brought back by another replacing the version it read before', async () => {
+    const root = await tempDir();
+    const store = new FileObjectStore(root);
+    await store.put('events/v1/set-aside/sub_a/batch.json', JSON.stringify({ n: 0 }));
+    // Two processes replace the key as they read it (a purge scrubbing a set-aside batch); a third
+    // deletes it (a redrive), looks, and creates it again for the next round.
+    const replacer = `
+      const { FileObjectStore } = await import(process.argv[1]);
+      const store = new FileObjectStore(process.argv[2]);
+      const until = Date.now() + 6000;
+      while (Date.now() < until) {
+        const read = await store.get('events/v1/set-aside/sub_a/batch.json');
+        if (read) await store.putIfMatch('events/v1/set-aside/sub_a/batch.json', JSON.stringify({ n: JSON.parse(read.body.toString()).n + 1 }), read.etag);
+      }`;
+    const deleter = `
+      const { FileObjectStore } = await import(process.argv[1]);
+      const store = new FileObjectStore(process.argv[2]);
+      let back = 0;
+      const until = Date.now() + 5000;
+      while (Date.now() < until) {
+        await store.delete(['events/v1/set-aside/sub_a/batch.json']);
+        if (await store.get('events/v1/set-aside/sub_a/batch.json')) back++;
+        await store.putIfAbsent('events/v1/set-aside/sub_a/batch.json', JSON.stringify({ n: 0 }));
+      }
+      process.stdout.write(String(back));`;
+    const run = promisify(execFile);
+    const [, , deleted] = await Promise.all([
+      run(process.execPath, ['--input-type=module', '-e', replacer, DIST_FILE_STORE, root], { timeout: 120_000 }),
+      run(process.execPath, ['--input-type=module', '-e', replacer, DIST_FILE_STORE, root], { timeout: 120_000 }),
+      run(process.execPath, ['--input-type=module', '-e', deleter, DIST_FILE_STORE, root], { timeout: 120_000 }),
+    ]);
+    expect(Number(deleted.stdout)).toBe(0);
+  });
+
   it('a listing removes the empty folders it meets (left by older releases)', async () => {
     const root = await tempDir();
     const store = new FileObjectStore(root);
