@@ -98,9 +98,9 @@ export class ObjectWebhooks {
     return (await this.store.head(this.key(id))) !== undefined;
   }
 
-  /** Drops the cursor states of a removed subscription (a step under way at its removal may have written one after). */
-  async dropRemovedCursor(s: StoredSubscription): Promise<void> {
-    if (!(await this.exists(s.id))) await this.cursor(s).drop(this.store);
+  /** Drops the cursor states of a subscription found removed (a step under way at its removal may have written one after). */
+  async dropCursor(s: StoredSubscription): Promise<void> {
+    await this.cursor(s).drop(this.store);
   }
 
   /** Removes a subscription, its cursor and what was set aside for it; false when there was none. */
@@ -222,7 +222,7 @@ export function webhookConsumer(hooks: ObjectWebhooks, feed: EventFeed, sub: Sto
         log.warn({ delivery: batch.id, subscription: sub.id, attempts: batch.attempts, error }, 'webhook delivery set aside');
       },
       exists: () => hooks.exists(sub.id),
-      gone: () => hooks.dropRemovedCursor(sub),
+      gone: () => hooks.dropCursor(sub),
     },
     { holder: sending.holder, leaseMs: sending.webhookTimeoutMs + 30_000, maxBatch: MAX_BATCH, retryBaseMs: sending.webhookRetryBaseMs, retryMaxMs: 3_600_000 },
   );
