@@ -36,6 +36,13 @@ if (!HAS_MOTO) console.warn(MOTO_MISSING);
 /** The built store, for child processes (the suite's build step makes it). */
 const DIST_FILE_STORE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/store/fileStore.js');
 
+/** Runs `body` in a process of its own with `store`, a file store on `root`; resolves to what it wrote to stdout. */
+async function inStoreProcess(root: string, body: string): Promise<string> {
+  const script = `const { FileObjectStore } = await import(process.argv[1]);\nconst store = new FileObjectStore(process.argv[2]);\n${body}`;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, DIST_FILE_STORE, root], { timeout: 120_000 });
+  return stdout;
+}
+
 const s3Store = (peer: () => Emulator) => async () => {
   const bucket = `contract-${randomBytes(4).toString('hex')}`;
   await peer().s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -318,8 +325,6 @@ describe('file store folders', () => {
     const store = new FileObjectStore(root);
     await store.put('jobs/locks/compact.json', JSON.stringify({ n: 0 }));
     const child = `
-      const { FileObjectStore } = await import(process.argv[1]);
-      const store = new FileObjectStore(process.argv[2]);
       const won = [];
       for (let i = 0; i < 300; i++) {
         const read = await store.get('jobs/locks/compact.json');
@@ -327,11 +332,8 @@ describe('file store folders', () => {
         if (await store.putIfMatch('jobs/locks/compact.json', JSON.stringify({ n }), read.etag)) won.push(read.etag);
       }
       process.stdout.write(JSON.stringify(won));`;
-    const run = promisify(execFile);
-    const outs = await Promise.all(
-      Array.from({ length: 4 }, () => run(process.execPath, ['--input-type=module', '-e', child, DIST_FILE_STORE, root], { timeout: 120_000 })),
-    );
-    const won = outs.flatMap((o) => JSON.parse(o.stdout) as string[]);
+    const outs = await Promise.all(Array.from({ length: 4 }, () => inStoreProcess(root, child)));
+    const won = outs.flatMap((o) => JSON.parse(o) as string[]);
     // Every win replaced a version no other win replaced, so the count kept its every step.
     expect(won.length).toBeGreaterThan(4);
     expect(new Set(won).size).toBe(won.length);
@@ -396,16 +398,12 @@ describe('file store folders', () => {
     // Two processes replace the key as they read it (a purge scrubbing a set-aside batch); a third
     // deletes it (a redrive), looks, and creates it again for the next round.
     const replacer = `
-      const { FileObjectStore } = await import(process.argv[1]);
-      const store = new FileObjectStore(process.argv[2]);
       const until = Date.now() + 6000;
       while (Date.now() < until) {
         const read = await store.get('events/v1/set-aside/sub_a/batch.json');
         if (read) await store.putIfMatch('events/v1/set-aside/sub_a/batch.json', JSON.stringify({ n: JSON.parse(read.body.toString()).n + 1 }), read.etag);
       }`;
     const deleter = `
-      const { FileObjectStore } = await import(process.argv[1]);
-      const store = new FileObjectStore(process.argv[2]);
       let back = 0;
       const until = Date.now() + 5000;
       while (Date.now() < until) {
@@ -414,13 +412,8 @@ describe('file store folders', () => {
         await store.putIfAbsent('events/v1/set-aside/sub_a/batch.json', JSON.stringify({ n: 0 }));
       }
       process.stdout.write(String(back));`;
-    const run = promisify(execFile);
-    const [, , deleted] = await Promise.all([
-      run(process.execPath, ['--input-type=module', '-e', replacer, DIST_FILE_STORE, root], { timeout: 120_000 }),
-      run(process.execPath, ['--input-type=module', '-e', replacer, DIST_FILE_STORE, root], { timeout: 120_000 }),
-      run(process.execPath, ['--input-type=module', '-e', deleter, DIST_FILE_STORE, root], { timeout: 120_000 }),
-    ]);
-    expect(Number(deleted.stdout)).toBe(0);
+    const [, , broughtBack] = await Promise.all([inStoreProcess(root, replacer), inStoreProcess(root, replacer), inStoreProcess(root, deleter)]);
+    expect(Number(broughtBack)).toBe(0);
   });
 
   it('a listing removes the empty folders it meets (left by older releases)', async () => {
