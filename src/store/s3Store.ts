@@ -22,6 +22,16 @@ export { parseS3Url, type S3Location } from './s3Location.js';
 /** Conditional creates tried at most this often while S3 answers 409 (a write of the key under way). */
 const CONFLICT_ATTEMPTS = 4;
 
+/**
+ * A body as the SDK sends it with its length. An empty string is falsy, so the SDK would add no
+ * Content-Length (the HTTP layer sends 0 after all) and print a warning of a stream of unknown
+ * length to stderr on every such PUT (a retraction's marker): it goes as an empty buffer.
+ */
+function sendable(body: Buffer | string): Buffer | string {
+  return body === '' ? EMPTY : body;
+}
+const EMPTY = Buffer.alloc(0);
+
 export class S3ObjectStore implements ObjectStore {
   readonly description: string;
   /** Ranged reads taken straight from S3 where it sends the bytes; the SDK's commands for everything else. */
@@ -109,7 +119,7 @@ export class S3ObjectStore implements ObjectStore {
 
   async put(key: string, body: Buffer | string): Promise<void> {
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body }));
+      await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: sendable(body) }));
     } catch (err) {
       throw unavailable(err);
     }
@@ -122,7 +132,7 @@ export class S3ObjectStore implements ObjectStore {
     if (!options.seenAbsent && (await this.head(key))) return false;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfNoneMatch: '*' }));
+        await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: sendable(body), IfNoneMatch: '*' }));
         return true;
       } catch (err) {
         const status = statusOf(err);
@@ -142,7 +152,7 @@ export class S3ObjectStore implements ObjectStore {
 
   async putIfMatch(key: string, body: Buffer | string, etag: string): Promise<boolean> {
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: body, IfMatch: etag }));
+      await this.client.send(new PutObjectCommand({ Bucket: this.location.bucket, Key: this.full(key), Body: sendable(body), IfMatch: etag }));
       return true;
     } catch (err) {
       // 412: another version since; 404: deleted since; 409: a write to the key at the same moment.

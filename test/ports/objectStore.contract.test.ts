@@ -1,5 +1,5 @@
 // One contract, every adapter: the file store and S3 (fauxqs, and moto where it is installed) must agree.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -81,6 +81,23 @@ describe.each(adapters)('object store contract: $name', ({ make, enforcesIfMatch
     const head2 = await store.head('a/b.json');
     expect(head2?.size).toBe(8);
     expect(head2?.etag).not.toBe(head1?.etag);
+  });
+
+  it('stores empty objects by every kind of write, with nothing printed (the AWS SDK warns of a body of unknown length)', async () => {
+    const store = await make();
+    const warned = vi.spyOn(console, 'warn');
+    try {
+      await store.put('empty/put', '');
+      expect(await store.putIfAbsent('empty/created', '')).toBe(true);
+      expect(await store.putIfMatch('empty/put', '', (await store.head('empty/put'))!.etag)).toBe(true);
+      expect(warned).not.toHaveBeenCalled();
+    } finally {
+      warned.mockRestore();
+    }
+    for (const key of ['empty/put', 'empty/created']) {
+      expect((await store.get(key))?.body.byteLength).toBe(0);
+      expect((await store.head(key))?.size).toBe(0);
+    }
   });
 
   it('reads a byte range of an object, shorter at its end, empty past it, with the whole object\'s size and ETag', async () => {
