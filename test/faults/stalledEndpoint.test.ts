@@ -1,6 +1,7 @@
 // An S3/SQS endpoint that accepts connections and never answers: posts get a 503 with
 // Retry-After and /ready a 503, promptly, instead of hanging for the whole outage; the SDK
 // calls themselves fail instead of waiting forever; all is well again when it answers.
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bootstrap } from '../../src/main/bootstrap.js';
 import { createLogger } from '../../src/shared/log.js';
@@ -21,6 +22,13 @@ describe('a stalled S3/SQS endpoint', () => {
   let endpoint: StallableEndpoint;
   let svc: TestService;
   const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+  const logged: { msg: string; post_id?: number }[] = [];
+  const logSink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged.push(JSON.parse(chunk.toString()) as { msg: string; post_id?: number });
+      done();
+    },
+  });
 
   beforeAll(async () => {
     // The service's own SDK clients (awsClients) find credentials in the SDK's usual chain.
@@ -39,7 +47,7 @@ describe('a stalled S3/SQS endpoint', () => {
       RATE_LIMIT_AUTH_FAILURES_PER_MINUTE: '3',
     });
     await bootstrap(config, { s3: emulator.s3, sqs: emulator.sqs });
-    svc = await startTestService(await createRuntime(config, { log: createLogger('silent') }), { worker: false, reconcile: false });
+    svc = await startTestService(await createRuntime(config, { log: createLogger('warn', logSink) }), { worker: false, reconcile: false });
     await svc.rt.ledger.addKey('kept', keyDigest(KEPT_KEY));
   });
   afterAll(async () => {
@@ -70,6 +78,8 @@ describe('a stalled S3/SQS endpoint', () => {
       expect(res.headers.get('retry-after')).toBe('5');
       expectErrorShape(res.body, 503);
     }
+    // Ops see each one in the log too.
+    expect(logged.filter((l) => l.msg === 'an acceptance passed its deadline: answered 503').map((l) => l.post_id).sort()).toEqual([2, 3]);
     const ready = await fetchWithin(ANSWER_WITHIN_MS, `${svc.url}/ready`);
     expect(ready.status).toBe(503);
     expectErrorShape(ready.body, 503);
