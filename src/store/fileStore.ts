@@ -33,6 +33,14 @@ export function isTemporaryName(name: string): boolean {
  */
 const PINS_DIR = `${TMP_MARK}pins`;
 
+/** Tries at making a write's folder while deletes elsewhere keep pruning it (each try needs one such delete). */
+const FOLDER_ATTEMPTS = 20;
+
+/** A moment's pause before the next try, longer each time (190 ms in all): a delete's pruning of many folders passes. */
+function folderPause(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, attempt));
+}
+
 /** The files of a store on the directory `root`: the file store's own layout, for readers that open them in place. */
 export function localFiles(root: string): LocalFiles {
   const fileOf = (key: string) => {
@@ -328,7 +336,18 @@ export class FileObjectStore implements ObjectStore {
 
   private async ensureDir(dir: string): Promise<void> {
     if (this.dirs.has(dir)) return;
-    await fs.mkdir(dir, { recursive: true });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await fs.mkdir(dir, { recursive: true });
+        break;
+      } catch (err) {
+        // A delete elsewhere pruned a folder of the path (empty again) while this mkdir made or
+        // checked it: Node's recursive mkdir then fails with ENOENT, or ENOTDIR when the folder it
+        // found is gone by its check. Made again, as often as the race repeats.
+        if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) throw err;
+        await folderPause(attempt);
+      }
+    }
     this.dirs.add(dir);
   }
 
@@ -368,10 +387,11 @@ export class FileObjectStore implements ObjectStore {
         await writeDurably(tmp, 'wx', body);
         return tmp;
       } catch (err) {
-        if (!isCode(err, 'ENOENT') || attempt === 10) throw err;
+        if (!isCode(err, 'ENOENT') || attempt === FOLDER_ATTEMPTS) throw err;
         // The folder was pruned (by this process or another, emptied by a delete) since it was
         // made: make it again, as often as a delete racing this write empties it meanwhile.
         this.dirs.delete(dir);
+        await folderPause(attempt);
         await this.ensureDir(dir);
       }
     }

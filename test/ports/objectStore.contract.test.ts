@@ -310,6 +310,34 @@ describe('file store folders', () => {
     expect(await collect(other.list({ prefix: 'ingest/' }))).toEqual(['ingest/pending/p/2.json', 'ingest/pending/p/3.json']);
   });
 
+  it('writes into new folders land while another process keeps deleting, and pruning, every key under them', async () => {
+    const root = await tempDir();
+    // Parts and sidecars written into hours whose folders a job's retirements empty and prune
+    // meanwhile: Node's recursive mkdir fails (ENOENT, ENOTDIR) when a folder of the path it is
+    // making goes before it is done.
+    const writer = (name: string) => `
+      const failures = [];
+      let n = 0;
+      const until = Date.now() + 3000;
+      for (; Date.now() < until; n++) {
+        await store.put('reports/' + (n % 7) + '/day/hour/${name}-' + n + '.parquet', 'x').catch((err) => failures.push(err.message));
+      }
+      process.stdout.write(JSON.stringify({ n, failures: failures.slice(0, 3), failed: failures.length }));`;
+    const deleter = `
+      const until = Date.now() + 3000;
+      while (Date.now() < until) {
+        const keys = [];
+        for await (const info of store.list({ prefix: 'reports/' })) keys.push(info.key);
+        await store.delete(keys);
+      }`;
+    const [a, b] = await Promise.all([inStoreProcess(root, writer('a')), inStoreProcess(root, writer('b')), inStoreProcess(root, deleter)]);
+    for (const out of [a, b]) {
+      const { n, failed, failures } = JSON.parse(out) as { n: number; failed: number; failures: string[] };
+      expect(n).toBeGreaterThan(100);
+      expect({ failed, failures }).toEqual({ failed: 0, failures: [] });
+    }
+  });
+
   it('a pinned file stays readable after its object is deleted, until let go; pins are never listed, and are swept once a dead process leaves them', async () => {
     const root = await tempDir();
     const store = new FileObjectStore(root);
