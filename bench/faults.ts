@@ -12,7 +12,10 @@
 //   5. Scale-out (bench/scaleOut.ts, on moto_server): three APIs, three workers and two
 //      schedulers on one bucket and queue, APIs and workers killed at random while 20,000 reports
 //      are posted: what was acknowledged and archived, duplicates, kills, time to converge.
-// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash,scaleout]
+//   6. Churn (bench/churn.ts): posts, retractions and reads of every format (hanging up at random)
+//      while the boundaries are published by turns, the window re-tagged after each and compacted:
+//      answers cut short, and whether every acknowledged report is answered once with the last tags.
+// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash,scaleout,churn]
 import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -20,15 +23,17 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLI, cliJson, freePort, startServer, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { scaleOutRun } from './scaleOut.js';
+import { churnRun } from './churn.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { buildBenchStore } from './synthetic.js';
 
 const API_KEY = 'bench-key-0123456789abcdef';
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash,scaleout' } } });
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash,scaleout,churn' } } });
 const QUICK = args.quick === true;
 const ONLY = new Set(String(args.only).split(','));
 const runs = (name: string) => ONLY.has(name);
@@ -49,6 +54,9 @@ const SCALE_OUT_REPORTS = QUICK ? 1_000 : 20_000;
  * report posted, and moto's queue slows with it.
  */
 const SCALE_OUT_KILL_EVERY_MS = QUICK ? 500 : 2_000;
+const CHURN_S = QUICK ? 60 : 240;
+/** Parts retired 5 s after their successors (30 s by default): a run of minutes then sees as many retirements reach slow reads as a day of jobs would. */
+const CHURN_GRACE_S = 5;
 
 /** A relay in front of the emulator that can go silent: it accepts and never answers. */
 async function relay(targetPort: number): Promise<{ port: number; stall(): void; resume(): void; close(): void }> {
@@ -372,6 +380,18 @@ async function scaleOut(): Promise<void> {
   }
 }
 
+/** The churn run, its figures printed. */
+async function churn(): Promise<void> {
+  const run = await churnRun({ root: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..'), seconds: CHURN_S, graceSeconds: CHURN_GRACE_S });
+  const tally = (counts: Record<string, number>) => Object.entries(counts).sort().map(([k, n]) => `${k} ×${n.toLocaleString()}`).join(', ');
+  console.log(`\nchurn: ${CHURN_S} s of posts, retractions and reads while the boundaries flip and the window is re-tagged (parts retired ${CHURN_GRACE_S} s after their successors)`);
+  console.log(`  reports created ${run.created.toLocaleString()}, repeats ${run.repeats.toLocaleString()}, retracted ${run.retracted.toLocaleString()}; posts: ${tally(run.posts)}`);
+  console.log(`  reads: ${tally(run.reads)}`);
+  console.log(`  publishes ${run.publishes} (each followed by a reprocess of the window), compactions ${run.compactions}; jobs failed: ${run.jobFailures.length}${run.jobFailures.map((f) => `\n    ${f}`).join('')}`);
+  console.log(`  the archive after: ${run.answered.toLocaleString()} answered (${(run.created - run.retracted).toLocaleString()} expected), duplicates ${run.duplicates}, missing ${run.missing}, retracted answered ${run.retractedAnswered}, tags not the last boundaries' ${run.staleTags}; verify ${run.verifyOk ? 'ok' : 'FAILED'}`);
+  console.log(`  the service's errors: ${run.serverErrors.length}${run.serverErrors.slice(0, 10).map((e) => `\n    ${e}`).join('')}; ${r1(run.seconds)} s in all`);
+}
+
 async function main(): Promise<void> {
   console.log(`${os.cpus().length} CPUs, Node ${process.version}`);
   if (runs('stall')) await stalledEndpoint();
@@ -379,6 +399,7 @@ async function main(): Promise<void> {
   if (runs('mixed')) await mixedLoad();
   if (runs('crash')) await crashWithBacklog();
   if (runs('scaleout')) await scaleOut();
+  if (runs('churn')) await churn();
 }
 
 main().catch((err: unknown) => {
