@@ -343,7 +343,7 @@ export class FileObjectStore implements ObjectStore {
       } catch (err) {
         // A delete elsewhere pruned a folder of the path (empty again) while this mkdir made or
         // checked it: Node's recursive mkdir then fails with ENOENT, or ENOTDIR when the folder it
-        // found is gone by its check. Made again, as often as the race repeats.
+        // found is gone by its check. Made again, up to FOLDER_ATTEMPTS times.
         if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) throw err;
         await folderPause(attempt);
       }
