@@ -177,9 +177,13 @@ async function startLogged(env: Record<string, string>, errors: string[]): Promi
     const lines = (pending + d.toString('utf8')).split('\n');
     pending = lines.pop()!;
     for (const line of lines) {
-      if (!line.startsWith('{')) continue;
-      const entry = JSON.parse(line) as { level: number; msg: string; err?: { message?: string } };
-      if (entry.level >= 50) errors.push(`${entry.msg}: ${entry.err?.message ?? ''}`.slice(0, 300));
+      let entry: { level?: number; msg?: string; err?: { message?: string } };
+      try {
+        entry = JSON.parse(line) as typeof entry;
+      } catch {
+        continue; // not a log line (the banner)
+      }
+      if ((entry.level ?? 0) >= 50) errors.push(`${entry.msg}: ${entry.err?.message ?? ''}`.slice(0, 300));
     }
   });
   return asServer(child);
