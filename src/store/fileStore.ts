@@ -336,18 +336,7 @@ export class FileObjectStore implements ObjectStore {
 
   private async ensureDir(dir: string): Promise<void> {
     if (this.dirs.has(dir)) return;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await fs.mkdir(dir, { recursive: true });
-        break;
-      } catch (err) {
-        // A delete elsewhere pruned a folder of the path (empty again) while this mkdir made or
-        // checked it: Node's recursive mkdir then fails with ENOENT, or ENOTDIR when the folder it
-        // found is gone by its check. Made again, up to FOLDER_ATTEMPTS times.
-        if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) throw err;
-        await folderPause(attempt);
-      }
-    }
+    await fs.mkdir(dir, { recursive: true });
     this.dirs.add(dir);
   }
 
@@ -380,22 +369,23 @@ export class FileObjectStore implements ObjectStore {
 
   private async writeTemp(file: string, body: Buffer | string): Promise<string> {
     const dir = path.dirname(file);
-    await this.ensureDir(dir);
     const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
     for (let attempt = 1; ; attempt++) {
       try {
+        await this.ensureDir(dir);
         await writeDurably(tmp, 'wx', body);
         return tmp;
       } catch (err) {
-        if (!isCode(err, 'ENOENT') || attempt === FOLDER_ATTEMPTS) throw err;
-        // The folder was pruned (by this process or another, emptied by a delete) since it was
-        // made: make it again, as often as a delete racing this write empties it meanwhile.
+        // A delete (in this process or another) pruned the folder, or one above it, emptied
+        // since it was made, or while Node's recursive mkdir was making it (ENOENT; ENOTDIR when
+        // a folder it found is gone by its check): made again, up to FOLDER_ATTEMPTS times.
+        if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) throw err;
         this.dirs.delete(dir);
         await folderPause(attempt);
-        await this.ensureDir(dir);
       }
     }
   }
+
 }
 
 /** The file open for reading, or undefined when it is absent. */
