@@ -18,7 +18,7 @@ export const release: Command = {
         );
         print(values, result, () =>
           result.created
-            ? `released ${result.release}: ${result.reports} reports in ${result.files} files (${result.bytes} bytes) under releases/${result.release}/`
+            ? `released ${result.release}: ${result.reports} report${result.reports === 1 ? '' : 's'} in ${result.files} files (${result.bytes} bytes) under releases/${result.release}/`
             : `${result.release} already holds these reports, file for file: no new revision`,
         );
         return 0;
