@@ -33,5 +33,5 @@ EXPOSE 8080
 # so worker and scheduler tasks are unaffected. Slim images have no curl: Node's fetch does it.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "dist/src/main/cli.js"]
+ENTRYPOINT ["node", "dist/src/main/flood-archive.cjs"]
 CMD ["all"]

@@ -12,7 +12,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/shared/config.ts', 'test/**', 'bench/**', 'vitest.config.ts'],
+    // The executable sets Node's own UV_THREADPOOL_SIZE before the configuration is loaded.
+    files: ['src/shared/config.ts', 'src/main/flood-archive.cts', 'test/**', 'bench/**', 'vitest.config.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

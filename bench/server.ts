@@ -5,10 +5,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** dist/src/main/cli.js, beside this file's dist/bench/. */
+/** dist/src/main/flood-archive.cjs (the executable), beside this file's dist/bench/. */
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The compiled CLI (`npm run build`), also when this module runs from source (the tests). */
-export const CLI = import.meta.url.endsWith('.ts') ? path.resolve(here, '../dist/src/main/cli.js') : path.resolve(here, '../src/main/cli.js');
+export const CLI = import.meta.url.endsWith('.ts') ? path.resolve(here, '../dist/src/main/flood-archive.cjs') : path.resolve(here, '../src/main/flood-archive.cjs');
 
 export interface Server {
   url: string;

@@ -126,7 +126,7 @@ export class FloodArchiveStack extends Stack {
     const container = (name: Process, command: string): ProcessContainer => ({
       name,
       image,
-      entryPoint: ['node', 'dist/src/main/cli.js'],
+      entryPoint: ['node', 'dist/src/main/flood-archive.cjs'],
       command: [command],
       environment,
       logDriver: ecs.LogDrivers.awsLogs({

@@ -29,7 +29,7 @@ import {
   testRuntime,
 } from '../support/env.js';
 
-const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/flood-archive.cjs');
 const WINDOW = 'start=2026-11-01T00:00:00%2B0000&end=2026-11-30T23:59:59%2B0000&geoformat=geojson';
 const children: ChildProcess[] = [];
 afterEach(() => {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { getJson, postReport, report, tempDir } from '../support/env.js';
 import { freePort } from '../support/net.js';
 
-const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/flood-archive.cjs');
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
@@ -102,6 +102,23 @@ describe('the service process', () => {
     const records = lines.map((l) => JSON.parse(l) as { msg: string; reports?: number });
     expect(records.filter((r) => r.msg === 'flushed').reduce((n, r) => n + (r.reports ?? 0), 0)).toBe(3);
     expect(records.some((r) => r.msg === 'request completed')).toBe(true);
+  });
+
+  it('gives Node\'s thread pool 16 threads, or as many as UV_THREADPOOL_SIZE says, so that DuckDB\'s calls cannot hold them all', async () => {
+    // The pool's threads start together at its first use (the service's start uses it): a
+    // process's threads beyond another's, the same service given four, are the pool's beyond four.
+    const threads = async (env: Record<string, string>) => {
+      const svc = start({ DATA_DIR: await tempDir(), PORT: '0', API_KEYS: 'p:key-0123456789abcdef', ...env });
+      const url = (await waitFor(svc.output, /listening on (http:\/\/\S+)/))[1]!;
+      expect((await fetch(`${url}/ready`)).status).toBe(200);
+      const count = (await fs.readdir(`/proc/${svc.child.pid}/task`)).length;
+      svc.child.kill('SIGTERM');
+      expect(await svc.exited).toBe(0);
+      return count;
+    };
+    const four = await threads({ UV_THREADPOOL_SIZE: '4' });
+    expect((await threads({})) - four).toBe(12);
+    expect((await threads({ UV_THREADPOOL_SIZE: '6' })) - four).toBe(2);
   });
 
   it('stops with a message naming the variable when the config is bad', async () => {

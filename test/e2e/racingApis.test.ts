@@ -11,7 +11,7 @@ import type { Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, motoEnv, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/flood-archive.cjs');
 const POSTS = 40;
 if (!HAS_MOTO) console.warn(MOTO_MISSING);
 

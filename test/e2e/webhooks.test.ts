@@ -12,7 +12,7 @@ import { runCli } from '../support/cli.js';
 import { allArchived, eventually, postAll, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 import { deliveredByPkey, pkeysOf, receiverClosedBy, verifies } from '../support/webhookReceiver.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/flood-archive.cjs');
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
 const ENV = { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_RETRY_BASE_SECONDS: '0.05' };
 

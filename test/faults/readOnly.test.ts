@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acceptedPkeys, postReport, report, startTestService, tempDir, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/cli.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/flood-archive.cjs');
 
 function mount(args: string[]): boolean {
   try {

@@ -353,7 +353,7 @@ describe('ECS: one image, three processes', () => {
     const commands = { api: 'serve', worker: 'worker', scheduler: 'scheduler' } as const;
     for (const [name, command] of Object.entries(commands)) {
       const { container } = all[name]!;
-      expect(container.EntryPoint).toEqual(['node', 'dist/src/main/cli.js']);
+      expect(container.EntryPoint).toEqual(['node', 'dist/src/main/flood-archive.cjs']);
       expect(container.Command).toEqual([command]);
       expect(container.Image['Fn::Join'][1].at(-1)).toBe('/flood-archive:abc123');
     }
