@@ -5,6 +5,8 @@
 // retired a few seconds after their successors (RETIRE_GRACE_SECONDS, shortened so a run of
 // minutes sees as many retirements reach slow reads as days of it would). Then the archive is
 // checked: every acknowledged report once, none retracted, every tag from the last boundaries.
+// Throughout, a load balancer's probe asks /ready twice a second: an instance busy answering is
+// still ready to accept reports.
 import { spawn } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
@@ -28,6 +30,9 @@ export interface ChurnRun {
   posts: Record<string, number>;
   /** Reads by outcome: `complete`, `hung up` (by the reader), `cut short` (by the server), and their statuses. */
   reads: Record<string, number>;
+  /** `/ready` probes by status, and the slowest answer (ms). */
+  ready: Record<string, number>;
+  slowestReadyMs: number;
   /** Boundary publishes, each followed by a reprocess of the window; compactions; jobs that failed. */
   publishes: number;
   compactions: number;
@@ -67,6 +72,8 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
   const retracted = new Set<number>();
   const posts: Record<string, number> = {};
   const reads: Record<string, number> = {};
+  const ready: Record<string, number> = {};
+  let slowestReadyMs = 0;
   const jobFailures: string[] = [];
   let repeats = 0;
   let publishes = 0;
@@ -107,6 +114,15 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
         tally(reads, `${res.outcome} ${res.status}`);
       }
     };
+    const prober = async () => {
+      while (Date.now() < endMs) {
+        const asked = performance.now();
+        const res = await request(server.url, 'GET', '/ready', {});
+        slowestReadyMs = Math.max(slowestReadyMs, performance.now() - asked);
+        tally(ready, String(res.status));
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    };
     const jobs = async () => {
       const cli = async (args: string[]) => {
         const out = await runCli([...args, '--json'], env);
@@ -122,7 +138,8 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
         }
       }
     };
-    await Promise.all([poster(), poster(), poster(), reader(), reader(), jobs()]);
+    // Four readers: as many whole-window answers as an API process runs at once by default.
+    await Promise.all([poster(), poster(), poster(), reader(), reader(), reader(), reader(), prober(), jobs()]);
     // The last boundaries are the two-city set: published (if the national set is current) and the window re-tagged.
     if (publishes % 2 === 1) {
       await runCli(['cities', 'publish', '--from', sets[1]!], env);
@@ -149,6 +166,8 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
       retracted: retracted.size,
       posts,
       reads,
+      ready,
+      slowestReadyMs,
       publishes,
       compactions,
       jobFailures,

@@ -387,6 +387,7 @@ async function churn(): Promise<void> {
   console.log(`\nchurn: ${CHURN_S} s of posts, retractions and reads while the boundaries flip and the window is re-tagged (parts retired ${CHURN_GRACE_S} s after their successors)`);
   console.log(`  reports created ${run.created.toLocaleString()}, repeats ${run.repeats.toLocaleString()}, retracted ${run.retracted.toLocaleString()}; posts: ${tally(run.posts)}`);
   console.log(`  reads: ${tally(run.reads)}`);
+  console.log(`  /ready twice a second: ${tally(run.ready)}, the slowest ${Math.round(run.slowestReadyMs)} ms`);
   console.log(`  publishes ${run.publishes} (each followed by a reprocess of the window), compactions ${run.compactions}; jobs failed: ${run.jobFailures.length}${run.jobFailures.map((f) => `\n    ${f}`).join('')}`);
   console.log(`  the archive after: ${run.answered.toLocaleString()} answered (${(run.created - run.retracted).toLocaleString()} expected), duplicates ${run.duplicates}, missing ${run.missing}, retracted answered ${run.retractedAnswered}, tags not the last boundaries' ${run.staleTags}; verify ${run.verifyOk ? 'ok' : 'FAILED'}`);
   console.log(`  the service's errors: ${run.serverErrors.length}${run.serverErrors.slice(0, 10).map((e) => `\n    ${e}`).join('')}; ${r1(run.seconds)} s in all`);

@@ -104,7 +104,7 @@ describe('the service process', () => {
     expect(records.some((r) => r.msg === 'request completed')).toBe(true);
   });
 
-  it('gives Node\'s thread pool 16 threads, or as many as UV_THREADPOOL_SIZE says, so that DuckDB\'s calls cannot hold them all', async () => {
+  it('gives the service 16 threads in Node\'s thread pool, or as many as UV_THREADPOOL_SIZE says, so that DuckDB\'s calls cannot hold them all', async () => {
     // The pool's threads start together at its first use (the service's start uses it): a
     // process's threads beyond another's, the same service given four, are the pool's beyond four.
     const threads = async (env: Record<string, string>) => {
