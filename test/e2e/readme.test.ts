@@ -39,7 +39,7 @@ function walkThrough(markdown: string, from: string, to: string): Step[] {
         // Comment lines one after another show the lines of one output.
         const last = steps.at(-1)!;
         last.shows = last.shows === undefined ? line.slice(2) : `${last.shows}\n${line.slice(2)}`;
-      } else if (/^[a-z]/i.test(line) && !/^\s/.test(line) && !isContinued(steps.at(-1)?.command)) {
+      } else if (/^[a-z]/i.test(line) && !isContinued(steps.at(-1)?.command)) {
         // A trailing comment on the command's own line shows its output too.
         const inline = /\s+# (\{.*)$/.exec(line);
         steps.push({ command: inline ? line.slice(0, inline.index) : line, ...(inline && { shows: inline[1] }) });
