@@ -15,7 +15,10 @@
 //   6. Churn (bench/churn.ts): posts, retractions and reads of every format (hanging up at random)
 //      while the boundaries are published by turns, the window re-tagged after each and compacted:
 //      answers cut short, and whether every acknowledged report is answered once with the last tags.
-// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash,scaleout,churn]
+//   7. Readiness under reads (bench/readyUnderReads.ts): six clients keep the thread pool busy with
+//      counts and stats of 60 days posted late (thousands of small parts) while /ready is probed,
+//      with Node's default thread pool and the service's.
+// npm run bench:faults [-- --quick --only stall,slowloris,mixed,crash,scaleout,churn,ready]
 import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -29,11 +32,12 @@ import { CLI, cliJson, freePort, startServer, type Server } from './server.js';
 import { startMotoServer } from './moto.js';
 import { scaleOutRun } from './scaleOut.js';
 import { churnRun } from './churn.js';
+import { readyUnderReads } from './readyUnderReads.js';
 import { defaultBoundaries } from '../src/boundaries/defaultBoundaries.js';
 import { buildBenchStore } from './synthetic.js';
 
 const API_KEY = 'bench-key-0123456789abcdef';
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash,scaleout,churn' } } });
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string', default: 'stall,slowloris,mixed,crash,scaleout,churn,ready' } } });
 const QUICK = args.quick === true;
 const ONLY = new Set(String(args.only).split(','));
 const runs = (name: string) => ONLY.has(name);
@@ -55,6 +59,8 @@ const SCALE_OUT_REPORTS = QUICK ? 1_000 : 20_000;
  */
 const SCALE_OUT_KILL_EVERY_MS = QUICK ? 500 : 2_000;
 const CHURN_S = QUICK ? 60 : 240;
+/** Late reports posted before the readers start: thousands of small parts. */
+const READY_REPORTS = QUICK ? 6_000 : 24_000;
 /** Parts retired 5 s after their successors (30 s by default): a run of minutes then sees as many retirements reach slow reads as a day of jobs would. */
 const CHURN_GRACE_S = 5;
 
@@ -393,6 +399,16 @@ async function churn(): Promise<void> {
   console.log(`  the service's errors: ${run.serverErrors.length}${run.serverErrors.slice(0, 10).map((e) => `\n    ${e}`).join('')}; ${r1(run.seconds)} s in all`);
 }
 
+/** Readiness under DuckDB-heavy reads, with both pools, printed. */
+async function ready(): Promise<void> {
+  const { parts, runs } = await readyUnderReads({ reports: READY_REPORTS, seconds: MIXED_S * 2 });
+  const tally = (counts: Record<string, number>) => Object.entries(counts).sort().map(([k, n]) => `${k} ×${n.toLocaleString()}`).join(', ');
+  console.log(`\n/ready under reads: ${READY_REPORTS.toLocaleString()} reports of the last 60 days posted late, in ${parts.toLocaleString()} parts, six clients asking for their counts and stats for ${MIXED_S * 2} s`);
+  for (const run of runs) {
+    console.log(`  thread pool ${run.pool}: /ready ${tally(run.ready)}, the slowest ${Math.round(run.slowestReadyMs)} ms; reads ${tally(run.reads)}, median ${Math.round(run.readMedianMs)} ms`);
+  }
+}
+
 async function main(): Promise<void> {
   console.log(`${os.cpus().length} CPUs, Node ${process.version}`);
   if (runs('stall')) await stalledEndpoint();
@@ -401,6 +417,7 @@ async function main(): Promise<void> {
   if (runs('crash')) await crashWithBacklog();
   if (runs('scaleout')) await scaleOut();
   if (runs('churn')) await churn();
+  if (runs('ready')) await ready();
 }
 
 main().catch((err: unknown) => {
