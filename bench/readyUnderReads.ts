@@ -29,7 +29,7 @@ export async function readyUnderReads(options: { reports: number; seconds: numbe
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'flood-ready-'));
   try {
     const window = `start=${new Date(Date.now() - 61 * DAY_MS).toISOString()}&end=${new Date(Date.now() + 3_600_000).toISOString()}&bbox=121.0,14.6,121.1,14.7`;
-    const PATHS = [`/reports/archive/count?${window}`, `/reports/archive/stats?${window}&interval=day&by=local_area`];
+    const paths = [`/reports/archive/count?${window}`, `/reports/archive/stats?${window}&interval=day&by=local_area`];
     const poster = await startServer({ DATA_DIR: dir, FLUSH_INTERVAL_SECONDS: '1', RATE_LIMIT_FEED_PER_MINUTE: '100000000' }, { role: 'all', apiKey: KEY, logLevel: 'error' });
     try {
       // 100 a second: each flush (every second) writes a part for every day its reports fall on.
@@ -38,9 +38,11 @@ export async function readyUnderReads(options: { reports: number; seconds: numbe
         await Promise.all(Array.from({ length: Math.min(50, options.reports - id + 1) }, (_, i) => postLate(poster.url, id + i)));
         await next;
       }
-      // Until every report is archived.
+      // Until every report is archived (a few flushes; five minutes would mean one is lost).
+      const giveUpAt = Date.now() + 300_000;
       for (let archived = 0; archived < options.reports; await new Promise((resolve) => setTimeout(resolve, 500))) {
         archived = await countOf(poster.url, window.replace(/&bbox=.*$/, ''));
+        if (Date.now() > giveUpAt) throw new Error(`${archived} of ${options.reports} reports archived after five minutes`);
       }
     } finally {
       await poster.stop();
@@ -59,7 +61,7 @@ export async function readyUnderReads(options: { reports: number; seconds: numbe
         const tally = (into: Record<string, number>, key: string) => (into[key] = (into[key] ?? 0) + 1);
         const reader = async (first: number) => {
           for (let i = first; Date.now() < until; i += 1) {
-            const got = await get(server.url, PATHS[i % PATHS.length]!);
+            const got = await get(server.url, paths[i % paths.length]!);
             tally(reads, String(got.status));
             readMs.push(got.ms);
           }
