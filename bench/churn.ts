@@ -13,6 +13,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { asServer, CLI, runCli, type Server } from './server.js';
+import { probeReady } from './readyProbe.js';
 import { loadSets, postingPoints, SHARED_NATIONAL } from './national.js';
 
 export interface ChurnOptions {
@@ -72,8 +73,6 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
   const retracted = new Set<number>();
   const posts: Record<string, number> = {};
   const reads: Record<string, number> = {};
-  const ready: Record<string, number> = {};
-  let slowestReadyMs = 0;
   const jobFailures: string[] = [];
   let repeats = 0;
   let publishes = 0;
@@ -114,15 +113,6 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
         tally(reads, `${res.outcome} ${res.status}`);
       }
     };
-    const prober = async () => {
-      while (Date.now() < endMs) {
-        const asked = performance.now();
-        const res = await request(server.url, 'GET', '/ready', {});
-        slowestReadyMs = Math.max(slowestReadyMs, performance.now() - asked);
-        tally(ready, String(res.status));
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    };
     const jobs = async () => {
       const cli = async (args: string[]) => {
         const out = await runCli([...args, '--json'], env);
@@ -139,7 +129,7 @@ export async function churnRun(options: ChurnOptions): Promise<ChurnRun> {
       }
     };
     // Four readers: as many whole-window answers as an API process runs at once by default.
-    await Promise.all([poster(), poster(), poster(), reader(), reader(), reader(), reader(), prober(), jobs()]);
+    const [{ ready, slowestMs: slowestReadyMs }] = await Promise.all([probeReady(server.url, endMs), poster(), poster(), poster(), reader(), reader(), reader(), reader(), jobs()]);
     // The last boundaries are the two-city set: published (if the national set is current) and the window re-tagged.
     if (publishes % 2 === 1) {
       await runCli(['cities', 'publish', '--from', sets[1]!], env);

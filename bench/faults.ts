@@ -386,10 +386,12 @@ async function scaleOut(): Promise<void> {
   }
 }
 
+/** Counts by key, as `key ×n`, keys in order. */
+const tally = (counts: Record<string, number>) => Object.entries(counts).sort().map(([k, n]) => `${k} ×${n.toLocaleString()}`).join(', ');
+
 /** The churn run, its figures printed. */
 async function churn(): Promise<void> {
   const run = await churnRun({ root: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..'), seconds: CHURN_S, graceSeconds: CHURN_GRACE_S });
-  const tally = (counts: Record<string, number>) => Object.entries(counts).sort().map(([k, n]) => `${k} ×${n.toLocaleString()}`).join(', ');
   console.log(`\nchurn: ${CHURN_S} s of posts, retractions and reads while the boundaries flip and the window is re-tagged (parts retired ${CHURN_GRACE_S} s after their successors)`);
   console.log(`  reports created ${run.created.toLocaleString()}, repeats ${run.repeats.toLocaleString()}, retracted ${run.retracted.toLocaleString()}; posts: ${tally(run.posts)}`);
   console.log(`  reads: ${tally(run.reads)}`);
@@ -402,7 +404,6 @@ async function churn(): Promise<void> {
 /** Readiness under DuckDB-heavy reads, with both pools, printed. */
 async function ready(): Promise<void> {
   const { parts, runs } = await readyUnderReads({ reports: READY_REPORTS, seconds: MIXED_S * 2 });
-  const tally = (counts: Record<string, number>) => Object.entries(counts).sort().map(([k, n]) => `${k} ×${n.toLocaleString()}`).join(', ');
   console.log(`\n/ready under reads: ${READY_REPORTS.toLocaleString()} reports of the last 60 days posted late, in ${parts.toLocaleString()} parts, six clients asking for their counts and stats for ${MIXED_S * 2} s`);
   for (const run of runs) {
     console.log(`  thread pool ${run.pool}: /ready ${tally(run.ready)}, the slowest ${Math.round(run.slowestReadyMs)} ms; reads ${tally(run.reads)}, median ${Math.round(run.readMedianMs)} ms`);

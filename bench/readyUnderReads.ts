@@ -7,9 +7,9 @@
 // that archive: with Node's default pool of four threads, and as the executable starts the
 // service (16).
 import fsp from 'node:fs/promises';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { probeReady, timedGet } from './readyProbe.js';
 import { startServer } from './server.js';
 
 export interface ReadyRun {
@@ -54,27 +54,16 @@ export async function readyUnderReads(options: { reports: number; seconds: numbe
       const server = await startServer(env, { role: 'all', apiKey: KEY, logLevel: 'error' });
       try {
         const until = Date.now() + options.seconds * 1000;
-        const ready: Record<string, number> = {};
         const reads: Record<string, number> = {};
         const readMs: number[] = [];
-        let slowestReadyMs = 0;
-        const tally = (into: Record<string, number>, key: string) => (into[key] = (into[key] ?? 0) + 1);
         const reader = async (first: number) => {
           for (let i = first; Date.now() < until; i += 1) {
-            const got = await get(server.url, paths[i % paths.length]!);
-            tally(reads, String(got.status));
+            const got = await timedGet(server.url, paths[i % paths.length]!);
+            reads[String(got.status)] = (reads[String(got.status)] ?? 0) + 1;
             readMs.push(got.ms);
           }
         };
-        const prober = async () => {
-          while (Date.now() < until) {
-            const got = await get(server.url, '/ready');
-            tally(ready, String(got.status));
-            slowestReadyMs = Math.max(slowestReadyMs, got.ms);
-            await new Promise((resolve) => setTimeout(resolve, 500));
-          }
-        };
-        await Promise.all([...Array.from({ length: 6 }, (_, i) => reader(i)), prober()]);
+        const [{ ready, slowestMs: slowestReadyMs }] = await Promise.all([probeReady(server.url, until), ...Array.from({ length: 6 }, (_, i) => reader(i))]);
         readMs.sort((a, b) => a - b);
         runs.push({ pool: pool ?? 'the executable’s (16)', ready, slowestReadyMs, reads, readMedianMs: readMs[Math.floor(readMs.length / 2)] ?? NaN });
       } finally {
@@ -110,17 +99,4 @@ async function countOf(base: string, window: string): Promise<number> {
 async function partsUnder(dir: string): Promise<number> {
   const entries = await fsp.readdir(dir, { recursive: true });
   return entries.filter((name) => name.endsWith('.parquet')).length;
-}
-
-/** A GET read to its end: its status (or error code) and time. */
-function get(base: string, path: string): Promise<{ status: number | string; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const req = http.get(new URL(path, base), { headers: { 'User-Agent': 'flood-bench/1.0' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, ms: performance.now() - started }));
-      res.on('error', () => resolve({ status: 'cut short', ms: performance.now() - started }));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: err.code ?? 'error', ms: performance.now() - started }));
-  });
 }
