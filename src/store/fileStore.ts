@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { UnavailableError } from '../shared/errors.js';
 import { fsyncDir, isCode, writeDurably } from '../shared/files.js';
+import { pause } from '../shared/pause.js';
 import { whileHeldAmongProcesses } from './fileMutex.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type LocalFiles, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 
@@ -35,11 +36,6 @@ const PINS_DIR = `${TMP_MARK}pins`;
 
 /** Tries at making a write's folder while deletes elsewhere keep pruning it (each try needs one such delete). */
 const FOLDER_ATTEMPTS = 20;
-
-/** A moment's pause before the next try, longer each time (190 ms in all): a delete's pruning of many folders passes. */
-function folderPause(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, attempt));
-}
 
 /** The files of a store on the directory `root`: the file store's own layout, for readers that open them in place. */
 export function localFiles(root: string): LocalFiles {
@@ -381,11 +377,11 @@ export class FileObjectStore implements ObjectStore {
         // a folder it found is gone by its check): made again, up to FOLDER_ATTEMPTS times.
         if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) throw err;
         this.dirs.delete(dir);
-        await folderPause(attempt);
+        // A moment longer before each try (190 ms in all): a delete's pruning of many folders passes.
+        await pause(attempt);
       }
     }
   }
-
 }
 
 /** The file open for reading, or undefined when it is absent. */
