@@ -78,6 +78,8 @@ export interface ImportOptions {
   threadsFromBytes?: number;
   /** How long the ledger leaves the reports the import accepts to it before reconciliation may queue them (HOLD_MS). */
   holdMs?: number;
+  /** Staged reports archived at once (ROUND_ROWS); a round also ends a quarter of the way into its hold. */
+  roundRows?: number;
 }
 
 export interface ImportResult {
@@ -176,6 +178,7 @@ export function importFile(rt: ImportDeps, options: ImportOptions, progress?: Pr
 async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Progress | undefined, stillHeld: () => void): Promise<ImportResult> {
   const runStartedMs = Date.now();
   const holdMs = options.holdMs ?? HOLD_MS;
+  const roundRows = options.roundRows ?? ROUND_ROWS;
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
@@ -513,7 +516,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
         progress?.tick(batch.n.length);
         // A round ends at ROUND_ROWS, or a quarter of the way into its first hold (an import on a
         // slow store: 4,000,000 reports on S3 take hours), well before any renewal is due.
-        if (checkpoint.stagedReports >= ROUND_ROWS || Date.now() > (checkpoint.stagedHeldUntilMs ?? Infinity) - (holdMs * 3) / 4) await archiveStaged();
+        if (checkpoint.stagedReports >= roundRows || Date.now() > (checkpoint.stagedHeldUntilMs ?? Infinity) - (holdMs * 3) / 4) await archiveStaged();
       });
     };
     try {
