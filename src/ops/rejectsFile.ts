@@ -1,5 +1,5 @@
 // Where an import writes its rejects, checked before the import opens anything: light (no engine),
-// so the command line tells a mistake at once.
+// so the command line tells a mistake at once; and the writing of them, resumed with the run.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { checkWritable, linkTarget } from '../shared/files.js';
@@ -26,4 +26,42 @@ export async function checkRejectsFile(rejectsFile: string, others: readonly str
   await checkWritable(rejects).catch((err: NodeJS.ErrnoException) => {
     throw new ImportInputError(`--rejects ${rejectsFile} cannot be written (${err.code ?? err.message}): name another file`);
   });
+}
+
+/**
+ * A run's rejects file. A new run writes it over at its first reject (or when `finish` says its
+ * pass is done), not before: a run that stops at once (a file not of the format given) leaves the
+ * last run's. A resumed run keeps the rejects of the records done, and none of those it does again.
+ * The checkpoint holds how many bytes of it belong to the records done (`rejectsBytes`).
+ */
+export class RejectsWriter {
+  private constructor(
+    readonly file: string,
+    private readonly checkpoint: { rejectsBytes?: number },
+    private fresh: boolean,
+  ) {}
+
+  /** `resumed`: the checkpoint is of records done by an earlier run. */
+  static async open(file: string, checkpoint: { rejectsBytes?: number }, resumed: boolean): Promise<RejectsWriter> {
+    if (!resumed) {
+      checkpoint.rejectsBytes = 0;
+    } else {
+      const size = (await fs.stat(file).catch(() => undefined))?.size ?? 0;
+      if (checkpoint.rejectsBytes === undefined) checkpoint.rejectsBytes = size;
+      else if (size > checkpoint.rejectsBytes) await fs.truncate(file, checkpoint.rejectsBytes);
+    }
+    return new RejectsWriter(file, checkpoint, !resumed);
+  }
+
+  async append(text: string): Promise<void> {
+    if (this.fresh) await fs.writeFile(this.file, '');
+    this.fresh = false;
+    await fs.appendFile(this.file, text);
+    this.checkpoint.rejectsBytes = (this.checkpoint.rejectsBytes ?? 0) + Buffer.byteLength(text);
+  }
+
+  /** A new run without rejects leaves an empty file, not the last run's. */
+  async finish(): Promise<void> {
+    if (this.fresh) await this.append('');
+  }
 }

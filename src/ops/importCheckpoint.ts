@@ -1,0 +1,132 @@
+// The checkpoint an import keeps beside its file (`<file>.import-state.json` unless told): the
+// one record of how far a run got, written whole after each step, so a run that dies anywhere is
+// resumed by running it again. Its working files live in the run's folder under the data dir's
+// tmp/import/<run>/ (validated, sorted, staged and part files, each named below).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { ulid } from 'ulid';
+import type { DuckDb } from '../archive/duckdb.js';
+import { addSortedPostIds } from './validatedRecords.js';
+
+export interface Checkpoint {
+  /** 4: the sorted file holds each record's post_id beside it (3: it did not). */
+  v: 4;
+  /** The input file's size and mtime: a checkpoint of another file (or the same one changed) is not resumed. */
+  size: number;
+  mtimeMs: number;
+  processed: number;
+  accepted: number;
+  duplicate: number;
+  rejected: number;
+  complete: boolean;
+  partner?: string;
+  /** This run's folder under the data dir's tmp/import/. */
+  run: string;
+  /** Validated files of pass 1 (names in the run's folder), until they are sorted into `sorted`. */
+  validated: string[];
+  /** Set once pass 1 is done: the sorted file's name, and how many valid records it holds. */
+  sorted?: string;
+  valid: number;
+  /** Rows of the sorted file accepted so far (pass 2). */
+  acceptedUpTo: number;
+  /**
+   * Bytes of the rejects file that belong to the records done: a run that died after writing a
+   * batch's rejects but before its checkpoint wrote them again on resume (absent in a checkpoint
+   * written before it was kept).
+   */
+  rejectsBytes?: number;
+  /** Staged files (names in the run's folder) whose reports are accepted, not yet archived. */
+  staged: string[];
+  stagedReports: number;
+  /** When the first hold of the staged reports ends (absent: unknown, as a checkpoint of an earlier release). */
+  stagedHeldUntilMs?: number;
+  parts: number;
+  /**
+   * Archived parts still without their ready texts, each with its local copy (a name in the run's
+   * folder), its reports (absent in a checkpoint written before they were counted) and the
+   * version it was stored as (absent until known, and in a checkpoint of an earlier release).
+   */
+  untexted: UntextedPart[];
+  /**
+   * While a round is archived: where its parts begin in `untexted` (each named there before it
+   * is stored, `stored` once it is). A run that finds it set was stopped mid-round: the reports of
+   * those parts that stand are marked archived, and left out of the staged files, before the rest
+   * is archived.
+   */
+  roundFrom?: number;
+}
+
+export interface UntextedPart {
+  key: string;
+  file: string;
+  reports?: number;
+  stored?: boolean;
+  etag?: string;
+}
+
+/** The run's folder: where its working files are, named in the checkpoint. */
+export const runFolder = (dataDir: string, run: string): string => path.join(dataDir, 'tmp', 'import', run);
+
+/**
+ * The checkpoint a run starts from: the saved one when it is of this file, unchanged, as this
+ * partner, and not complete (and `restart` is not asked); else a new run's. A run as another
+ * partner starts over: the records done so far are not that partner's.
+ */
+export async function startingCheckpoint(
+  stateFile: string,
+  input: { size: number; mtimeMs: number; partner: string | undefined; restart: boolean },
+  dataDir: string,
+  db: DuckDb,
+): Promise<Checkpoint> {
+  const { partner } = input;
+  const fresh: Checkpoint = {
+    v: 4,
+    size: input.size,
+    mtimeMs: input.mtimeMs,
+    processed: 0,
+    accepted: 0,
+    duplicate: 0,
+    rejected: 0,
+    complete: false,
+    ...(partner !== undefined && { partner }),
+    run: ulid(),
+    validated: [],
+    valid: 0,
+    acceptedUpTo: 0,
+    staged: [],
+    stagedReports: 0,
+    parts: 0,
+    untexted: [],
+  };
+  if (input.restart) return fresh;
+  const saved = await readCheckpoint(stateFile);
+  if (!saved || saved.complete || saved.size !== input.size || saved.mtimeMs !== input.mtimeMs || saved.partner !== partner) return fresh;
+  // A sorted file an earlier release wrote gets its post_ids first.
+  if (saved.v !== 4 && saved.sorted !== undefined && saved.run !== undefined) {
+    await addSortedPostIds(db, path.join(runFolder(dataDir, saved.run), saved.sorted));
+  }
+  return { ...fresh, ...saved, v: 4 };
+}
+
+/** A saved checkpoint: one of an earlier release lacks the fields added since (the defaults stand). */
+async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, 'v'>> & { v?: number }) | undefined> {
+  try {
+    return JSON.parse(await fs.readFile(file, 'utf8')) as Checkpoint;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Written whole or not at all: a crash mid-write leaves the previous checkpoint. */
+export async function writeCheckpoint(file: string, checkpoint: Checkpoint): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(tmp, JSON.stringify(checkpoint));
+  await fs.rename(tmp, file);
+}
+
+/** Removes what a run stopped while it wrote its checkpoint left beside it (its `<file>.<pid>.tmp`): under the lock, no other run writes it. */
+export async function removeCheckpointLeftovers(file: string): Promise<void> {
+  const name = path.basename(file);
+  const left = (await fs.readdir(path.dirname(file)).catch(() => [])).filter((n) => n.startsWith(`${name}.`) && /^\d+\.tmp$/.test(n.slice(name.length + 1)));
+  await Promise.all(left.map((n) => fs.rm(path.join(path.dirname(file), n), { force: true })));
+}
