@@ -19,7 +19,7 @@
 // ChangesPrunedError (410): the client pulls the window in full and syncs from its watermark.
 import { promisify } from 'node:util';
 import { gunzipSync, gzip as gzipCallback } from 'node:zlib';
-import { ulid } from 'ulid';
+import { newUlid } from '../shared/ulid.js';
 import type { RetractionLedger } from '../ledger/ledger.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
@@ -137,7 +137,7 @@ export class ChangeLog {
   async put(log: PreparedChanges): Promise<void> {
     for (;;) {
       const named = this.now();
-      await this.store.put(`${CHANGES_PREFIX}${pad(named)}-${ulid()}.json.gz`, log.body);
+      await this.store.put(`${CHANGES_PREFIX}${pad(named)}-${newUlid()}.json.gz`, log.body);
       if (this.now() - named <= this.settleMs / 2) return;
     }
   }

@@ -6,7 +6,7 @@
 // without its deliveries, nor announced twice after a crash (events are unique per report).
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { ulid } from 'ulid';
+import { newUlid } from '../shared/ulid.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
 import { CONNECTION_PRAGMAS, guardSync, migrate, writeOnLoop } from '../sqlite/database.js';
@@ -249,7 +249,7 @@ export class EventLog implements EventFeed {
             for (let i = 0; i < matching.length; i += MAX_BATCH) {
               const batch = matching.slice(i, i + MAX_BATCH);
               // (Indexed by its reports by the table's trigger: see MIGRATIONS.)
-              this.stmts.addDelivery.run(ulid(now), s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
+              this.stmts.addDelivery.run(newUlid(now), s.id, kind, now, `[${batch.map((b) => b.json).join(',')}]`, batch.length, now);
             }
           }
           return fresh.length;

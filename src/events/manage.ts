@@ -1,6 +1,6 @@
 // What the `subscriptions` command does, apart from argument parsing and printing, on either
 // backend: the embedded event log (SQLite) or the AWS bucket (objectWebhooks.ts).
-import { ulid } from 'ulid';
+import { newUlid } from '../shared/ulid.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { EventsConfig } from '../shared/config.js';
 import { CLOUDEVENT_TYPE } from './events.js';
@@ -141,7 +141,7 @@ export async function rotateSecret(rt: Pick<SubscriptionDeps, 'webhookAdmin'>, i
 /** Sends a signed test event (an empty FeatureCollection) to a subscription now. */
 export async function testSubscription(rt: SubscriptionDeps, id: string): Promise<Attempt & { id: string }> {
   const sub = await findSubscription(rt, id);
-  const eventId = ulid();
+  const eventId = newUlid();
   const body = cloudEventBody({ id: eventId, type: TEST_EVENT_TYPE, timeMs: Date.now() }, '[]');
   const attempt = await post(sub.url, body, signedHeaders(eventId, sub.secret, body), new HostPolicy(rt.config.events.webhookAllowHosts), rt.config.events.webhookTimeoutMs);
   return { ...attempt, id: eventId };

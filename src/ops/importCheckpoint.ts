@@ -4,7 +4,7 @@
 // tmp/import/<run>/ (validated, sorted, staged and part files, each named below).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { ulid } from 'ulid';
+import { newUlid } from '../shared/ulid.js';
 import type { DuckDb } from '../archive/duckdb.js';
 import { addSortedPostIds } from './validatedRecords.js';
 
@@ -89,7 +89,7 @@ export async function startingCheckpoint(
     rejected: 0,
     complete: false,
     ...(partner !== undefined && { partner }),
-    run: ulid(),
+    run: newUlid(),
     validated: [],
     valid: 0,
     acceptedUpTo: 0,

@@ -4,7 +4,7 @@
 // marked archived, and from here they are queryable. Their ready texts come after the last round.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { ulid } from 'ulid';
+import { newUlid } from '../shared/ulid.js';
 import { writeBulkParts } from '../archive/bulkParts.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import { releaseAll } from '../archive/duckdbMemory.js';
@@ -80,7 +80,7 @@ export async function archiveStaged(run: ImportRun): Promise<void> {
       }
       // Named in the checkpoint before it is stored: a run stopped mid-round finds whether it
       // stands, and marks its reports rather than storing them again.
-      const kept = `texts-${ulid()}.parquet`;
+      const kept = `texts-${newUlid()}.parquet`;
       await fs.rename(file, path.join(runDir, kept));
       const named: UntextedPart = { key, file: kept, reports: reports.length };
       checkpoint.untexted.push(named);

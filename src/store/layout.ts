@@ -2,7 +2,7 @@
 // Report parts: reports/v1/year=YYYY/month=MM/day=DD/hour=HH/part-<ulid>.parquet, and a
 // compacted closed day: reports/v1/year=YYYY/month=MM/day=DD/hour=all/part-<ulid>.parquet
 // ("all" sorts after "23", so a day's keys stay together and in time order).
-import { ulid } from 'ulid';
+import { newUlid } from '../shared/ulid.js';
 import { KEY_NAME_PATTERN } from '../partners/apiKeys.js';
 
 export const SOURCE = 'partner';
@@ -134,12 +134,12 @@ export function hourPrefix(hourMs: number, wholeDay = false): string {
 }
 
 export function newPartKey(hourMs: number): string {
-  return `${hourPrefix(hourMs)}part-${ulid()}.parquet`;
+  return `${hourPrefix(hourMs)}part-${newUlid()}.parquet`;
 }
 
 /** The key of a new compacted-day part. */
 export function newDayPartKey(dayMs: number): string {
-  return `${hourPrefix(dayStart(dayMs), true)}part-${ulid()}.parquet`;
+  return `${hourPrefix(dayStart(dayMs), true)}part-${newUlid()}.parquet`;
 }
 
 /** A write touching more hours than this holds a backlog (a backfill, the queue after an outage). */
