@@ -8,12 +8,14 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** Markdown without its fenced code blocks and inline code spans (whose brackets are not links). */
-const prose = (text: string) => text.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
+/** Markdown without its fenced code blocks (whose lines are neither headings nor links). */
+const withoutFences = (text: string) => text.replace(/^```[\s\S]*?^```/gm, '');
+/** Without inline code spans either (whose brackets are not links). */
+const prose = (text: string) => withoutFences(text).replace(/`[^`\n]*`/g, '');
 
 async function anchorsOf(file: string): Promise<Set<string>> {
   const slugger = new GithubSlugger();
-  const text = (await fs.readFile(file, 'utf8')).replace(/^```[\s\S]*?^```/gm, '');
+  const text = withoutFences(await fs.readFile(file, 'utf8'));
   const anchors = new Set<string>();
   for (const [, heading] of text.matchAll(/^#{1,6} +(.+?) *#*$/gm)) anchors.add(slugger.slug(heading!.replace(/[`*]/g, '')));
   return anchors;
