@@ -28,6 +28,7 @@ import {
   UNPURGED_PREFIX,
 } from '../store/layout.js';
 import type { Queue } from '../queue/queue.js';
+import { listedKeys, type ListedKeys } from './listedKeys.js';
 import { UnavailableError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
@@ -86,19 +87,17 @@ export class ObjectLedger implements IngestLedger {
     return this.acceptOne(record, true);
   }
 
-  private async acceptOne(record: IngestRecord, send: boolean): Promise<AcceptResult> {
+  /** `listed`: what a listing found of this report's objects (an import's batch); the rest are read. */
+  private async acceptOne(record: IngestRecord, send: boolean, listed?: ListedKeys): Promise<AcceptResult> {
     const id: ReportId = { source: record.source, post_id: record.post_id, ...(record.partner !== undefined && { partner: record.partner }) };
     const slot = parsePkey(record.pkey)!;
     const key = idempotencyKey(slot);
+    const exists = (k: string) => listed?.(k) ?? this.store.head(k).then((info) => info !== undefined);
     // A partner's repeat is found in its folder, or (reports it posted before post_ids were per
     // partner) at the shared key; a marker without its key is an acceptance cut short, whose
     // reconciliation is under way. All read at once: the acceptance waits for one round trip
     // before it writes, and its writes need no look of their own.
-    const [own, marker, shared] = await Promise.all([
-      this.store.head(key),
-      this.store.head(pendingKey(slot)),
-      slot.partner !== undefined ? this.recordAt(sharedSlot(id)) : undefined,
-    ]);
+    const [own, marker, shared] = await Promise.all([exists(key), exists(pendingKey(slot)), slot.partner !== undefined ? this.recordAt(sharedSlot(id), listed) : undefined]);
     if (own || marker) return this.repeatOf(id, slot, record.pkey);
     if (shared && shared.partner === record.partner) return { created: false, pkey: shared.pkey };
     const body = JSON.stringify(record);
@@ -142,14 +141,18 @@ export class ObjectLedger implements IngestLedger {
     // A report twice in one call: its later copies are repeats of the first, not a race for its key.
     const first = new Map<string, number>();
     records.forEach((r, i) => first.has(r.pkey) || first.set(r.pkey, i));
+    // Which of their objects exist, from listings of their folders: read one by one, they were
+    // two to four requests a report before its two writes.
+    const listed = await listedKeys(this.store, records.flatMap((r) => objectsOf(parsePkey(r.pkey)!)));
     const results = await mapLimit(records, 32, async (record, i): Promise<HeldAcceptResult | undefined> => {
       if (first.get(record.pkey) !== i) return undefined;
       try {
-        const result = await this.acceptOne({ ...record, held_until }, false);
+        const result = await this.acceptOne({ ...record, held_until }, false, listed);
         if (result.created) return result;
         // Still held by an import (this one, before a crash): its first version, to archive.
         const slot = parsePkey(result.pkey);
-        const marker = slot && (await this.store.get(pendingKey(slot)));
+        // (None when the listing found no marker: one made since is a live post's, never held.)
+        const marker = slot && listed(pendingKey(slot)) !== false ? await this.store.get(pendingKey(slot)) : undefined;
         const held = marker && parseRecord(marker.body);
         return held?.held_until !== undefined && Date.parse(held.held_until) > Date.now() ? { created: false, pkey: result.pkey, held } : result;
       } catch (err) {
@@ -210,8 +213,9 @@ export class ObjectLedger implements IngestLedger {
    * before reconciliation rebuilt it. Both read at once: where neither exists (every new
    * report's look at the shared key) that is one round trip, not two.
    */
-  private async recordAt(slot: PkeyParts): Promise<IngestRecord | undefined> {
-    const [key, marker] = await Promise.all([this.store.get(idempotencyKey(slot)), this.store.get(pendingKey(slot))]);
+  private async recordAt(slot: PkeyParts, listed?: ListedKeys): Promise<IngestRecord | undefined> {
+    const read = (key: string) => (listed?.(key) === false ? undefined : this.store.get(key));
+    const [key, marker] = await Promise.all([read(idempotencyKey(slot)), read(pendingKey(slot))]);
     if (key) return parseRecord(key.body);
     return marker && parseRecord(marker.body);
   }
@@ -513,6 +517,12 @@ export class ObjectLedger implements IngestLedger {
 /** The `<source>-<post_id>` key's objects: reports of no partner, and every report accepted before post_ids were per partner. */
 function sharedSlot(id: ReportId): PkeyParts {
   return { source: id.source, post_id: id.post_id };
+}
+
+/** The objects an acceptance looks for: its key and marker, and a partner's report the shared ones too. */
+function objectsOf(slot: PkeyParts): string[] {
+  const own = [idempotencyKey(slot), pendingKey(slot)];
+  return slot.partner === undefined ? own : [...own, idempotencyKey(sharedSlot(slot)), pendingKey(sharedSlot(slot))];
 }
 
 /**

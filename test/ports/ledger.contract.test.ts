@@ -404,6 +404,42 @@ describe("the object ledger's requests to S3", () => {
     expect(await ledger.accept(partners('alpha', 31, 'second'))).toEqual({ created: false, pkey: 'partner-alpha-31' });
     expect(calls.filter((c) => c.command === 'PutObjectCommand')).toEqual([]);
     expect((await ledger.get({ source: 'partner', partner: 'alpha', post_id: 31 }))!.record!.report.title).toBe('first');
+
+    // An import's batch looks for its reports' objects by listing their folders, not a read a
+    // report: 300 new reports, then (archived) the same again, all repeats.
+    const batch = Array.from({ length: 300 }, (_, i) => partners('alpha', 5_000 + i, `imported ${i}`));
+    for (const again of [false, true]) {
+      calls.length = 0;
+      const outcomes = await acceptHeld(ledger, batch, Date.now() + 60_000);
+      expect(outcomes.every((o) => o.created === !again)).toBe(true);
+      if (!again) await ledger.markArchived(batch.map((r) => r.pkey));
+      const looks = calls.filter((c) => !['PutObjectCommand', 'DeleteObjectsCommand'].includes(c.command)).map((c) => c.command);
+      expect(looks.filter((c) => c !== 'ListObjectsV2Command')).toEqual([]);
+      expect(looks.length).toBeLessThanOrEqual(4);
+      expect(calls.filter((c) => c.command === 'PutObjectCommand')).toHaveLength(again ? 0 : 600);
+    }
+  });
+
+  it("an import's batch finds a partner's earlier reports past a folder its listing could not read to the end", async () => {
+    const { config, bucket } = await freshBucket(fauxqs, 'crowded');
+    const ledger = new ObjectLedger(new S3ObjectStore(fauxqs.s3, { bucket, prefix: 'flood/' }), new SqsQueue(fauxqs.sqs, config.queueUrl));
+    // Alpha's post_id 2 from before post_ids were per partner (in the shared folder), its 3
+    // posted live; 1,110 operators' reports named between "1.json" and "2.json" there (10–19,
+    // 100–199, 1000–1999), more than a listing reads for a batch of four.
+    expect(await ledger.accept(older('alpha', 2, 'from before'))).toMatchObject({ created: true, pkey: 'partner-2' });
+    expect(await ledger.accept(partners('alpha', 3, 'live'))).toMatchObject({ created: true });
+    const crowd = [10, 100, 1_000].flatMap((from) => Array.from({ length: from }, (_, i) => record(from + i, 'operators')));
+    expect((await acceptHeld(ledger, crowd, Date.now() + 60_000)).every((o) => o.created)).toBe(true);
+
+    const outcomes = await acceptHeld(ledger, [1, 2, 3, 4].map((id) => partners('alpha', id, 'imported')), Date.now() + 60_000);
+    expect(outcomes.map((o) => [o.created, o.pkey])).toEqual([
+      [true, 'partner-alpha-1'],
+      [false, 'partner-2'],
+      [false, 'partner-alpha-3'],
+      [true, 'partner-alpha-4'],
+    ]);
+    expect((await ledger.get({ source: 'partner', partner: 'alpha', post_id: 2 }))!.record!.report.title).toBe('from before');
+    expect((await ledger.get({ source: 'partner', partner: 'alpha', post_id: 3 }))!.record!.report.title).toBe('live');
   });
 });
 
