@@ -370,24 +370,29 @@ describe.skipIf(!HAS_MOTO)('moto as the S3 the race tests rely on', () => {
   });
 });
 
+/** An S3 client of fauxqs that notes every request it sends: its command, when it left and when it came back. */
+function countedS3(): { s3: S3Client; calls: { command: string; sent: number; back: number }[] } {
+  const calls: { command: string; sent: number; back: number }[] = [];
+  const s3 = new S3Client({ endpoint: fauxqs.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true });
+  s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      const call = { command: String(context.commandName), sent: performance.now(), back: Infinity };
+      calls.push(call);
+      try {
+        return await next(args);
+      } finally {
+        call.back = performance.now();
+      }
+    },
+    { step: 'initialize' },
+  );
+  return { s3, calls };
+}
+
 describe("the object ledger's requests to S3", () => {
   it("a new report's acceptance reads once, all at once, then writes its marker and key without a look before either; a repeat writes nothing", async () => {
     const { config, bucket } = await freshBucket(fauxqs, 'requests');
-    // Every request the store's client sends: its command, when it left and when it came back.
-    const calls: { command: string; sent: number; back: number }[] = [];
-    const s3 = new S3Client({ endpoint: fauxqs.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, forcePathStyle: true });
-    s3.middlewareStack.add(
-      (next, context) => async (args) => {
-        const call = { command: String(context.commandName), sent: performance.now(), back: Infinity };
-        calls.push(call);
-        try {
-          return await next(args);
-        } finally {
-          call.back = performance.now();
-        }
-      },
-      { step: 'initialize' },
-    );
+    const { s3, calls } = countedS3();
     const ledger = new ObjectLedger(new S3ObjectStore(s3, { bucket, prefix: 'flood/' }), new SqsQueue(fauxqs.sqs, config.queueUrl));
 
     expect(await ledger.accept(partners('alpha', 31, 'first'))).toEqual({ created: true, pkey: 'partner-alpha-31' });
@@ -418,6 +423,22 @@ describe("the object ledger's requests to S3", () => {
       expect(looks.length).toBeLessThanOrEqual(4);
       expect(calls.filter((c) => c.command === 'PutObjectCommand')).toHaveLength(again ? 0 : 600);
     }
+  });
+
+  it('reconciliation reads the records of the stale markers it lists many at a time, not one after another', async () => {
+    const { config, bucket } = await freshBucket(fauxqs, 'stale');
+    const { s3, calls } = countedS3();
+    const ledger = new ObjectLedger(new S3ObjectStore(s3, { bucket, prefix: 'flood/' }), new SqsQueue(fauxqs.sqs, config.queueUrl));
+    // Forty reports an import held, its hold run out: each stale marker is read (two GETs) before it is sent again.
+    await acceptHeld(ledger, Array.from({ length: 40 }, (_, i) => partners('alpha', 700 + i, `held ${i}`)), Date.now() + 200);
+    await new Promise((r) => setTimeout(r, 400));
+    calls.length = 0;
+    expect(await ledger.requeueStale(Date.now() + 1_000)).toBe(40);
+    const gets = calls.filter((c) => c.command === 'GetObjectCommand');
+    expect(gets).toHaveLength(80);
+    // Read one marker at a time, at most its two GETs would be in flight together.
+    const inFlight = Math.max(...gets.map((g) => gets.filter((o) => o.sent <= g.sent && o.back > g.sent).length));
+    expect(inFlight).toBeGreaterThan(8);
   });
 
   it("an import's batch finds a partner's earlier reports past a folder its listing could not read to the end", async () => {
