@@ -25,7 +25,7 @@ export type ListedKeys = (key: string) => boolean | undefined;
 export async function listedKeys(store: Pick<ObjectStore, 'list'>, keys: readonly string[]): Promise<ListedKeys> {
   const byFolder = new Map<string, string[]>();
   for (const key of keys) {
-    const folder = key.slice(0, key.lastIndexOf('/') + 1);
+    const folder = folderOf(key);
     const names = byFolder.get(folder);
     if (names) names.push(key);
     else byFolder.set(folder, [key]);
@@ -55,7 +55,10 @@ export async function listedKeys(store: Pick<ObjectStore, 'list'>, keys: readonl
     }),
   );
   return (key) => {
-    const to = knownTo.get(key.slice(0, key.lastIndexOf('/') + 1));
+    const to = knownTo.get(folderOf(key));
     return to !== undefined && key <= to ? present.has(key) : undefined;
   };
 }
+
+/** A key's folder: the key up to its last '/', included. */
+const folderOf = (key: string) => key.slice(0, key.lastIndexOf('/') + 1);
