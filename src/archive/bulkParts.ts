@@ -61,23 +61,33 @@ const inRangeSql = (fromMs: number, toMs: number) => `created_at >= ${timestampS
 /** A part's rows: each pkey once, as in every part (a report staged twice is the same report), newest first. */
 const PART_ORDER = `QUALIFY row_number() OVER (PARTITION BY pkey ORDER BY received_at DESC) = 1 ORDER BY created_at DESC, pkey DESC`;
 
+/** The small parts' files, copied a run at a time (see partitionedParts). */
+export interface PartitionedParts {
+  /** Part `i`'s file out of its run's copy; undefined for a part to be copied alone. */
+  fileOf(i: number): Promise<string | undefined>;
+  /** Once every copy begun (one made ahead too) has settled: none still writes. */
+  settled(): Promise<void>;
+}
+
 /**
  * The files of small parts (`parts` in time order), each run of up to PARTITIONED_PARTS
- * consecutive ones copied out of `rowsSql` by one partitioned COPY when the first of them asks.
- * DuckDB does not promise a partition's rows in the query's order, so each run's files are
- * checked: a part whose file is not one, newest first, gets undefined, as does a large part (the
- * caller copies it alone).
+ * consecutive ones copied out of `rowsSql` by one partitioned COPY when the first of them asks,
+ * the next run's with it. DuckDB does not promise a partition's rows in the query's order, so
+ * each run's files are checked: a part whose file is not one, newest first, gets undefined, as
+ * does a large part (the caller copies it alone).
  */
-export function partitionedParts(db: DuckDb, rowsSql: string, parts: readonly { fromMs: number; toMs: number; rows: number }[], scratch: string): (part: number) => Promise<string | undefined> {
-  const runOf = new Map<number, number[]>();
-  let run: number[] = [];
+export function partitionedParts(db: DuckDb, rowsSql: string, parts: readonly { fromMs: number; toMs: number; rows: number }[], scratch: string): PartitionedParts {
+  /** Each small part's run, by its index in `runs`. */
+  const runOf = new Map<number, number>();
+  const runs: number[][] = [];
   parts.forEach((part, i) => {
     if (part.rows > SMALL_PART_ROWS) return;
-    if (run.length === PARTITIONED_PARTS || (run.length > 0 && run[run.length - 1] !== i - 1)) run = [];
-    run.push(i);
-    runOf.set(i, run);
+    const run = runs[runs.length - 1];
+    if (!run || run.length === PARTITIONED_PARTS || run[run.length - 1] !== i - 1) runs.push([i]);
+    else run.push(i);
+    runOf.set(i, runs.length - 1);
   });
-  const copies = new Map<number[], Promise<Map<number, string>>>();
+  const copies = new Map<number, Promise<Map<number, string>>>();
   const copy = async (members: number[]): Promise<Map<number, string>> => {
     const dir = path.join(scratch, `run-${members[0]}`);
     // Each row's part: the last of the run that starts at or before it.
@@ -102,12 +112,28 @@ export function partitionedParts(db: DuckDb, rowsSql: string, parts: readonly { 
       return out;
     });
   };
-  return async (i) => {
-    const members = runOf.get(i);
-    if (!members) return undefined;
-    let files = copies.get(members);
-    if (!files) copies.set(members, (files = copy(members)));
-    return (await files).get(i);
+  const started = (r: number): Promise<Map<number, string>> => {
+    let files = copies.get(r);
+    if (!files) {
+      copies.set(r, (files = copy(runs[r]!)));
+      // Handled here too: a copy made ahead may fail with no part left to ask for it.
+      files.catch(() => undefined);
+    }
+    return files;
+  };
+  return {
+    fileOf: async (i) => {
+      const r = runOf.get(i);
+      if (r === undefined) return undefined;
+      const files = started(r);
+      // The next run copied while this one's parts are published: a copy runs on one of
+      // DuckDB's threads, and the parts waited for it with the other core idle.
+      if (r + 1 < runs.length) void started(r + 1);
+      return (await files).get(i);
+    },
+    settled: async () => {
+      await Promise.allSettled(copies.values());
+    },
   };
 }
 
@@ -256,20 +282,24 @@ export async function writeBulkParts(db: DuckDb, staged: readonly string[], opti
     const rowsSql = `SELECT ${tombstoneSql(retracted)} FROM read_parquet(${sortedFiles})`;
     const copied = partitionedParts(db, rowsSql, parts, options.scratch);
     // The scratch directory is removed only once nothing writes into it any more (mapWeighted
-    // settles when what has started is done).
-    await mapWeighted(parts, { limit: PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => weightOf(part.rows) }, async ({ key, fromMs, toMs }, i) => {
-      // A small part comes out of its run's partitioned COPY; a large one (or one whose file is not whole) is copied alone.
-      const fromRun = await copied(i);
-      const file = fromRun ?? path.join(options.scratch, `part-${i}.parquet`);
-      try {
-        if (fromRun === undefined) {
-          await db.withConnection((conn) => conn.run(`COPY (${rowsSql} WHERE ${inRangeSql(fromMs, toMs)} ${PART_ORDER}) TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`));
+    // settles when what has started is done; the runs made ahead, once they have settled).
+    try {
+      await mapWeighted(parts, { limit: PARTS_AT_ONCE, budget: ROWS_AT_ONCE, weight: (part) => weightOf(part.rows) }, async ({ key, fromMs, toMs }, i) => {
+        // A small part comes out of its run's partitioned COPY; a large one (or one whose file is not whole) is copied alone.
+        const fromRun = await copied.fileOf(i);
+        const file = fromRun ?? path.join(options.scratch, `part-${i}.parquet`);
+        try {
+          if (fromRun === undefined) {
+            await db.withConnection((conn) => conn.run(`COPY (${rowsSql} WHERE ${inRangeSql(fromMs, toMs)} ${PART_ORDER}) TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd)`));
+          }
+          await publish({ key, file, reports: await reportsOf(i) });
+        } finally {
+          await fs.rm(file, { force: true });
         }
-        await publish({ key, file, reports: await reportsOf(i) });
-      } finally {
-        await fs.rm(file, { force: true });
-      }
-    });
+      });
+    } finally {
+      await copied.settled();
+    }
     return parts.length;
   } finally {
     await fs.rm(options.scratch, { recursive: true, force: true });

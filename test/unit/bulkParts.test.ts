@@ -67,7 +67,7 @@ describe('small parts, a run of them copied at once', () => {
     const scratch = path.join(work.dir, 'run-scratch');
     await fs.mkdir(scratch, { recursive: true });
     const copied = partitionedParts(work.db, rowsSql, parts, scratch);
-    const files = await Promise.all(parts.map((_, i) => copied(i)));
+    const files = await Promise.all(parts.map((_, i) => copied.fileOf(i)));
     expect(files[3]).toBeUndefined();
     for (const i of [0, 1, 2, 4]) {
       const rows = await partRows(files[i]!);
@@ -79,6 +79,23 @@ describe('small parts, a run of them copied at once', () => {
     const alone = path.join(scratch, 'alone.parquet');
     await work.db.withConnection((conn) => conn.run(`COPY (${rowsSql} WHERE created_at < make_timestamptz(${from + HOUR}::BIGINT * 1000)) TO ${sqlString(alone)} (FORMAT parquet)`));
     expect(await columnsOf(files[0]!)).toEqual(await columnsOf(alone));
+  });
+
+  it('are copied a run ahead: asking for the first run makes the second too, not the third, and settled waits for both', async () => {
+    // 130 hours of 5 reports: runs of 64, 64 and 2 small parts.
+    const staged = path.join(work.dir, 'ahead-rows.parquet');
+    await writePartFile(work.db, staged, 1, 650, from, 720_000);
+    const parts = Array.from({ length: 130 }, (_, h) => ({ fromMs: from + h * HOUR, toMs: from + (h + 1) * HOUR, rows: 5 }));
+    const scratch = path.join(work.dir, 'ahead-scratch');
+    await fs.mkdir(scratch, { recursive: true });
+    const copied = partitionedParts(work.db, `SELECT * FROM read_parquet(${sqlString(staged)})`, parts, scratch);
+    const first = copied.fileOf(0);
+    await copied.settled();
+    const files = new Set(await fs.readdir(scratch));
+    expect(await first).toBe(path.join(scratch, 'part-0.parquet'));
+    expect(files.has('part-63.parquet') && files.has('part-64.parquet') && files.has('part-127.parquet')).toBe(true);
+    expect(files.has('part-128.parquet')).toBe(false);
+    expect((await partRows(path.join(scratch, 'part-100.parquet'))).pkeys).toHaveLength(5);
   });
 
   it('are not taken from a partition whose rows are out of order, or that came out as several files', async () => {
