@@ -127,6 +127,13 @@ describe('partner report', () => {
     expect([r.title, r.text, r.image_url]).toEqual(['Baha', 'Hanggang tuhod', 'https://img.example.org/a.jpg']);
   });
 
+  it('parseOffsetDateTime reads a fraction of one to nine digits as its milliseconds, the digits after the third cut', () => {
+    const base = Date.UTC(2026, 10, 21);
+    expect(['.5', '.05', '.123', '.9999', '.123456789', ''].map((f) => parseOffsetDateTime(`2026-11-21T00:00:00${f}Z`)! - base)).toEqual([500, 50, 123, 999, 123, 0]);
+    expect(parseOffsetDateTime('2026-11-21T08:00:00.5+08:00')).toBe(base + 500);
+    expect(parseOffsetDateTime('2026-11-20T23:30:00.25-0030')).toBe(base + 250);
+  });
+
   it('parseOffsetDateTime rejects impossible offsets', () => {
     expect(parseOffsetDateTime('2026-11-21T00:00:00+1500')).toBeUndefined();
     expect(parseOffsetDateTime('2026-11-21T00:00:00+0860')).toBeUndefined();
