@@ -23,6 +23,8 @@ export async function reprocessRows(dataDir: string, fromMs: number, toMs: numbe
       reports: Number(done.reports),
       'hours rewritten': Number(done.hoursRewritten),
       'city changes': Number(done.cityChanges),
+      // Hours whose answers did not change: the old parts' ready texts taken as they are.
+      'ready texts kept': Number(done.readyTextsKept),
       // Answers carry the new tags once the parts are re-tagged; the ready texts follow.
       're-tagged s': phases.retagging,
       'ready texts s': phases.readyTexts,

@@ -11,9 +11,10 @@ import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, t
 export interface PartPublisher {
   /**
    * Stores the part written to `file` under `key`, its derived objects first (ready texts unless
-   * `readyTexts` is false). Returns the part's bytes.
+   * `readyTexts` is false; as given when it is their body, see storedReadyTexts). Returns the
+   * part's bytes.
    */
-  publish(key: string, file: string, options?: { readyTexts?: boolean }): Promise<Buffer>;
+  publish(key: string, file: string, options?: { readyTexts?: boolean | Buffer }): Promise<Buffer>;
   /** Deletes parts, then their derived objects (of any version). */
   retire(keys: readonly string[]): Promise<void>;
   /**

@@ -36,6 +36,8 @@ export interface Retagged {
   moved: { count: number; log: Uint8Array };
   /** Whether anything changes (tags or boundary version): false leaves the parts as they are. */
   changed: boolean;
+  /** Once a part is written: the reports it answers (its tombstones aside). */
+  answered?: number;
 }
 
 /**
@@ -85,13 +87,17 @@ export async function retagParts(
       if (window.dryRun || (!result.changed && !merge)) return result;
       // Asked for last, just before the part is written: a purge that rewrote these parts since
       // they were read (the copies read still hold the reports whole) is honoured all the same.
+      const retractedNow = listValue([...(await retracted())]);
       await conn.run(
         `COPY (SELECT ${tombstoneSql('list_contains($retracted, pkey)')} FROM (SELECT r.* REPLACE (${NEW_TAGS}) FROM ${RETAGGED}) ${ANSWER_ORDER})
          TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
-        { version, retracted: listValue([...(await retracted())]) },
+        { version, retracted: retractedNow },
         { version: VARCHAR, retracted: LIST(VARCHAR) },
       );
-      return result;
+      const [[answered]] = (
+        await conn.runAndReadAll(`SELECT count(*) FILTER (status <> 'retracted' AND NOT list_contains($retracted, pkey))::INTEGER FROM retag_rows`, { retracted: retractedNow }, { retracted: LIST(VARCHAR) })
+      ).getRowsJS() as [[number]];
+      return { ...result, answered };
     } finally {
       await conn.run('DROP TABLE IF EXISTS retag_rows; DROP TABLE IF EXISTS retag_sets; DROP TABLE IF EXISTS retag_ids');
     }

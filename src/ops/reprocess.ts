@@ -1,6 +1,7 @@
 // Reprocessing after a boundary change: re-tag the reports of a window with the current boundary
-// version and rewrite each hour whose tags change, as parts with their stats sidecars; then their
-// ready texts (addReadyTexts.ts), so every answer carries the new tags as early as possible.
+// version and rewrite each hour whose tags (or version) change, as parts with their stats
+// sidecars; then their ready texts (addReadyTexts.ts), so every answer carries the new tags as
+// early as possible. An hour whose answers stay the same takes the old part's ready texts.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -8,6 +9,7 @@ import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js
 import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
+import { storedReadyTexts } from '../archive/sidecars/index.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { RetractionLedger } from '../ledger/ledger.js';
@@ -33,6 +35,8 @@ export interface ReprocessResult {
   /** "PH-QC -> null": how many reports move that way. */
   moves: Record<string, number>;
   hoursRewritten: number;
+  /** Hours rewritten whose answers did not change: their ready texts taken from the parts they replace. */
+  readyTextsKept: number;
   dryRun: boolean;
   /** Where the time went: re-tagging and storing the parts (after which answers carry the new tags); their ready texts. */
   seconds: { retagging: number; readyTexts: number };
@@ -87,6 +91,7 @@ async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, prog
     localAreaChanges: 0,
     moves: {},
     hoursRewritten: 0,
+    readyTextsKept: 0,
     dryRun: options.dryRun,
     seconds: { retagging: 0, readyTexts: 0 },
   };
@@ -138,13 +143,23 @@ async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, prog
         const key = hour.wholeDay ? newDayPartKey(hour.hourMs) : newPartKey(hour.hourMs);
         const moved = done.moved.count > 0 ? await rt.changes.prepareText(done.moved.log) : undefined;
         if (moved) await rt.changes.put(moved);
-        await publisher.publish(key, out, { readyTexts: false });
+        // Answers the same as the one part's it replaces (new boundaries that move none of its
+        // reports, and no report a tombstone since its texts were built): that part's ready texts
+        // are the new one's, taken rather than built again.
+        const kept = !done.merged && done.moved.count === 0 && done.answered !== undefined ? await storedReadyTexts(rt.store, hour.parts[0]!.key, done.answered) : undefined;
+        await publisher.publish(key, out, { readyTexts: kept ?? false });
+        let texts: 'kept' | 'built' | 'later' = kept ? 'kept' : 'later';
         // A retraction made since they were read, which a purge of the old parts may have marked
-        // purged meanwhile (lateRetractions.ts): the part written again with it as a tombstone.
-        if ((await withLaterRetractions(rt, out, span, readRetracted)) !== readRetracted) await publisher.publish(key, out, { readyTexts: false });
+        // purged meanwhile (lateRetractions.ts): the part written again with it as a tombstone,
+        // and texts taken from the old part built again without it.
+        if ((await withLaterRetractions(rt, out, span, readRetracted)) !== readRetracted) {
+          await publisher.publish(key, out, { readyTexts: texts === 'kept' });
+          if (texts === 'kept') texts = 'built';
+        }
         if (moved) await rt.changes.put(moved);
         retiring.retire(hour.parts.map((p) => p.key));
-        untexted.push({ key, file: out, reports: done.rows, etag: (await rt.store.head(key))?.etag });
+        if (texts === 'kept') result.readyTextsKept += 1;
+        if (texts === 'later') untexted.push({ key, file: out, reports: done.rows, etag: (await rt.store.head(key))?.etag });
         result.hoursRewritten += 1;
       } finally {
         progress?.tick();

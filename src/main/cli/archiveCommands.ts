@@ -85,7 +85,7 @@ export const reprocess: Command = {
       print(values, result, () =>
         [
           `${result.dryRun ? 'would re-tag' : 're-tagged'} ${result.reports} reports with boundary version ${result.boundaryVersion}`,
-          `city changes: ${result.cityChanges}; barangay changes: ${result.localAreaChanges}; hours rewritten: ${result.hoursRewritten}`,
+          `city changes: ${result.cityChanges}; barangay changes: ${result.localAreaChanges}; hours rewritten: ${result.hoursRewritten} (answers unchanged in ${result.readyTextsKept}: their ready texts kept)`,
           result.dryRun
             ? `seconds re-tagging ${result.seconds.retagging} (a dry run: nothing written)`
             : `seconds re-tagging ${result.seconds.retagging} (answers carry the new tags from here), ready texts ${result.seconds.readyTexts}`,
