@@ -11,10 +11,10 @@ import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, t
 export interface PartPublisher {
   /**
    * Stores the part written to `file` under `key`, its derived objects first (ready texts unless
-   * `readyTexts` is false; as given when it is their body, see storedReadyTexts). Returns the
-   * part's bytes.
+   * `readyTexts` is false; `{ from }`: those of the part `from`, whose answers this one's are,
+   * copied: see readyTextsStand). Returns the part's bytes.
    */
-  publish(key: string, file: string, options?: { readyTexts?: boolean | Buffer }): Promise<Buffer>;
+  publish(key: string, file: string, options?: { readyTexts?: boolean | { from: string } }): Promise<Buffer>;
   /** Deletes parts, then their derived objects (of any version). */
   retire(keys: readonly string[]): Promise<void>;
   /**

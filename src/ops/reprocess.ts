@@ -9,7 +9,7 @@ import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js
 import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
 import { retagParts } from '../archive/retag.js';
-import { storedReadyTexts } from '../archive/sidecars/index.js';
+import { readyTextsStand } from '../archive/sidecars/index.js';
 import type { ChangeLog } from '../archive/changes.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import type { RetractionLedger } from '../ledger/ledger.js';
@@ -146,8 +146,9 @@ async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, prog
         // Answers the same as the one part's it replaces (new boundaries that move none of its
         // reports, and no report a tombstone since its texts were built): that part's ready texts
         // are the new one's, taken rather than built again.
-        const kept = !done.merged && done.moved.count === 0 && done.answered !== undefined ? await storedReadyTexts(rt.store, hour.parts[0]!.key, done.answered) : undefined;
-        await publisher.publish(key, out, { readyTexts: kept ?? false });
+        const from = hour.parts[0]!.key;
+        const kept = !done.merged && done.moved.count === 0 && done.answered !== undefined && (await readyTextsStand(rt.store, from, done.answered));
+        await publisher.publish(key, out, { readyTexts: kept && { from } });
         let texts: 'kept' | 'built' | 'later' = kept ? 'kept' : 'later';
         // A retraction made since they were read, which a purge of the old parts may have marked
         // purged meanwhile (lateRetractions.ts): the part written again with it as a tombstone,

@@ -173,6 +173,14 @@ export class FileObjectStore implements ObjectStore {
     });
   }
 
+  /** A read and a durable write all the same (a link would share a file that rewrites of either key replace, and its time). */
+  async copy(from: string, to: string): Promise<boolean> {
+    const source = await this.get(from);
+    if (!source) return false;
+    await this.put(to, source.body);
+    return true;
+  }
+
   async putIfAbsent(key: string, body: Buffer | string): Promise<boolean> {
     const file = this.localPath(key);
     return this.run(async () => {

@@ -54,6 +54,11 @@ export interface ObjectStore {
    * resolves; false when it was replaced or deleted since (it is then left as it is).
    */
   putIfMatch(key: string, body: Buffer | string, etag: string): Promise<boolean>;
+  /**
+   * Copies the object `from` to `to` within the store (on S3, no byte through this process),
+   * durable once it resolves; false when `from` is absent.
+   */
+  copy(from: string, to: string): Promise<boolean>;
   /** Deletes; missing keys are not an error. */
   delete(keys: readonly string[]): Promise<void>;
   list(options: ListOptions): AsyncIterable<ObjectInfo>;

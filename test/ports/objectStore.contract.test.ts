@@ -232,6 +232,20 @@ describe.each(adapters)('object store contract: $name', ({ make, enforcesIfMatch
     expect(await collect(store.list({ prefix: 'd/' }))).toEqual(['d/2']);
   });
 
+  it('copies an object to another key, which keeps it once the first is replaced or deleted; none from a key that is absent', async () => {
+    const store = await make();
+    const body = randomBytes(300_000);
+    await store.put('ready/v7/year=2025/month=08/day=01/hour=all/part-A.ready', body);
+    expect(await store.copy('ready/v7/year=2025/month=08/day=01/hour=all/part-A.ready', 'ready/v7/year=2025/month=08/day=01/hour=all/part-B.ready')).toBe(true);
+    await store.put('ready/v7/year=2025/month=08/day=01/hour=all/part-A.ready', 'replaced');
+    expect((await store.get('ready/v7/year=2025/month=08/day=01/hour=all/part-B.ready'))?.body.equals(body)).toBe(true);
+    await store.delete(['ready/v7/year=2025/month=08/day=01/hour=all/part-A.ready']);
+    const copied = await store.head('ready/v7/year=2025/month=08/day=01/hour=all/part-B.ready');
+    expect(copied?.size).toBe(body.length);
+    expect(await store.copy('ready/v7/year=2025/month=08/day=01/hour=all/part-A.ready', 'c/elsewhere')).toBe(false);
+    expect(await store.head('c/elsewhere')).toBeUndefined();
+  });
+
   it('streams an object, to a local file as the part cache does', async () => {
     const store = await make();
     const body = randomBytes(300_000);

@@ -10,7 +10,7 @@ import type { DuckDb } from '../duckdb.js';
 import type { ObjectStore } from '../../store/objectStore.js';
 import type { Logger } from '../../shared/log.js';
 import { readyKeyOf, statsKeyOf } from './keys.js';
-import { parseIndex, type ReadyIndex } from './readyFormat.js';
+import { storedIndex } from './readyIndex.js';
 import { readyTextsOf, readyTextsOfParts } from './readyWriter.js';
 import { statsSidecarOf } from './statsWriter.js';
 
@@ -73,36 +73,27 @@ export async function storeStatsSidecar(deps: SidecarDeps, partKey: string, part
 }
 
 /**
- * Both sidecars of a part about to be stored: ready texts first (built when `readyTexts` is true,
- * stored as given when it is a body: see storedReadyTexts), then its stats.
+ * Both sidecars of a part about to be stored: ready texts first (built when `readyTexts` is
+ * true; `{ from }`: copied from the part `from`'s, see readyTextsStand, or built if it has none
+ * by now), then its stats.
  */
-export async function storeSidecars(deps: SidecarDeps, partKey: string, partFile: string, options: { readyTexts: boolean | Buffer }): Promise<void> {
-  if (Buffer.isBuffer(options.readyTexts)) await deps.store.put(readyKeyOf(partKey), options.readyTexts);
-  else if (options.readyTexts) await storeReadyTexts(deps, [{ key: partKey, file: partFile }], `${partFile}.ready`);
+export async function storeSidecars(deps: SidecarDeps, partKey: string, partFile: string, options: { readyTexts: boolean | { from: string } }): Promise<void> {
+  const { readyTexts } = options;
+  const copied = typeof readyTexts === 'object' && (await deps.store.copy(readyKeyOf(readyTexts.from), readyKeyOf(partKey)));
+  if (readyTexts === true || (typeof readyTexts === 'object' && !copied)) await storeReadyTexts(deps, [{ key: partKey, file: partFile }], `${partFile}.ready`);
   await storeStatsSidecar(deps, partKey, partFile);
 }
 
 /**
- * The ready texts stored for the part `partKey`, whole, when they are of today's version and
- * answer `reports` reports; else undefined. A part written in place of that one alone from its
- * rows, no tag changed (a reprocess that moved none), takes them as they are: they are what
- * building them again would give. Unless a report has become a tombstone since they were built:
- * it is still in them, so they answer one report more than the part.
+ * Whether the ready texts stored for the part `partKey` are of today's version and answer
+ * `reports` reports. A part written in place of that one alone from its rows, no tag changed (a
+ * reprocess that moved none), may then take them as they are: they are what building them again
+ * would give. Unless a report has become a tombstone since they were built: it is still in them,
+ * so they answer one report more than the part.
  */
-export async function storedReadyTexts(store: Pick<ObjectStore, 'get'>, partKey: string, reports: number): Promise<Buffer | undefined> {
-  const body = (await store.get(readyKeyOf(partKey)))?.body;
-  const eol = body?.indexOf(NEWLINE) ?? -1;
-  if (!body || eol < 0) return undefined;
-  let index: ReadyIndex | undefined;
-  try {
-    index = parseIndex(body.subarray(0, eol).toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  return index?.items.count === reports ? body : undefined;
+export async function readyTextsStand(store: ObjectStore, partKey: string, reports: number): Promise<boolean> {
+  return (await storedIndex(store, readyKeyOf(partKey)))?.items.count === reports;
 }
-
-const NEWLINE = 0x0a;
 
 /** The parts' ready texts built together, or undefined (logged) if that fails. */
 async function builtTogether(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<Buffer[] | undefined> {
