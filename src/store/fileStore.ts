@@ -173,7 +173,7 @@ export class FileObjectStore implements ObjectStore {
     });
   }
 
-  /** A read and a durable write all the same (a link would share a file that rewrites of either key replace, and its time). */
+  /** A read and a durable write, as a put: a hard link would give the copy its source's modification time (lastModified). */
   async copy(from: string, to: string): Promise<boolean> {
     const source = await this.get(from);
     if (!source) return false;
