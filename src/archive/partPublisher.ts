@@ -6,15 +6,16 @@
 // part.
 import fs from 'node:fs/promises';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, type SidecarDeps } from './sidecars/index.js';
+import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, type ReadyTextsStored, type SidecarDeps } from './sidecars/index.js';
 
 export interface PartPublisher {
   /**
    * Stores the part written to `file` under `key`, its derived objects first (ready texts unless
    * `readyTexts` is false; `{ from }`: those of the part `from`, whose answers this one's are,
-   * copied: see readyTextsStand). Returns the part's bytes.
+   * copied if they are still there, else built: see readyTextsStand). Returns the part's bytes,
+   * and what became of its ready texts.
    */
-  publish(key: string, file: string, options?: { readyTexts?: boolean | { from: string } }): Promise<Buffer>;
+  publish(key: string, file: string, options?: { readyTexts?: boolean | { from: string } }): Promise<{ body: Buffer; readyTexts: ReadyTextsStored }>;
   /** Deletes parts, then their derived objects (of any version). */
   retire(keys: readonly string[]): Promise<void>;
   /**
@@ -34,10 +35,10 @@ export interface PartPublisher {
 export function storePartPublisher(deps: SidecarDeps): PartPublisher {
   return {
     async publish(key, file, options = {}) {
-      await storeSidecars(deps, key, file, { readyTexts: options.readyTexts ?? true });
+      const readyTexts = await storeSidecars(deps, key, file, { readyTexts: options.readyTexts ?? true });
       const body = await fs.readFile(file);
       await deps.store.put(key, body);
-      return body;
+      return { body, readyTexts };
     },
     async retire(keys) {
       await deps.store.delete(keys);

@@ -147,9 +147,10 @@ async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, prog
         // reports, and no report a tombstone since its texts were built): that part's ready texts
         // are the new one's, taken rather than built again.
         const from = hour.parts[0]!.key;
-        const kept = !done.merged && done.moved.count === 0 && done.answered !== undefined && (await readyTextsStand(rt.store, from, done.answered));
-        await publisher.publish(key, out, { readyTexts: kept && { from } });
-        let texts: 'kept' | 'built' | 'later' = kept ? 'kept' : 'later';
+        const keep = !done.merged && done.moved.count === 0 && done.answered !== undefined && (await readyTextsStand(rt.store, from, done.answered));
+        // Gone between the check and the copy (a purge rewrote the old part meanwhile), they are built.
+        const stored = (await publisher.publish(key, out, { readyTexts: keep && { from } })).readyTexts;
+        let texts: 'kept' | 'built' | 'later' = stored === 'copied' ? 'kept' : keep ? 'built' : 'later';
         // A retraction made since they were read, which a purge of the old parts may have marked
         // purged meanwhile (lateRetractions.ts): the part written again with it as a tombstone,
         // and texts taken from the old part built again without it.

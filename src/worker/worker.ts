@@ -354,7 +354,7 @@ export class Worker {
         const partition = key.slice(0, key.lastIndexOf('/'));
         const readyTexts = again ? withTexts.has(key) : !this.partitionsWritten.has(partition);
         if (readyTexts) withTexts.add(key);
-        const body = await this.parts.publish(key, file, { readyTexts });
+        const { body } = await this.parts.publish(key, file, { readyTexts });
         this.partitionsWritten.set(partition, Date.now());
         this.deps.metrics?.partBytes.observe(body.length);
         return key;

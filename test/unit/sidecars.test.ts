@@ -314,8 +314,9 @@ describe('a part whose ready texts cannot be built', () => {
     const warnings: { obj: unknown; msg?: string }[] = [];
     const publisher = storePartPublisher({ store, db: work.db, log: { warn: (obj: unknown, msg?: string) => void warnings.push({ obj, msg }) } });
 
-    const body = await publisher.publish(key, file);
+    const { body, readyTexts } = await publisher.publish(key, file);
 
+    expect(readyTexts).toBe('none');
     expect(body.equals(await fs.readFile(part))).toBe(true);
     expect((await store.get(key))!.body.equals(body)).toBe(true);
     expect(await store.head(readyKeyOf(key))).toBeUndefined();
@@ -327,6 +328,25 @@ describe('a part whose ready texts cannot be built', () => {
     await fs.rm(`${file}.ready.geojson`, { recursive: true });
     expect(await publisher.upgrade([{ part: (await store.head(key))!, file }], path.join(work.dir, 'unbuilt.scratch'))).toEqual([true]);
     expect((await store.get(readyKeyOf(key)))!.body.equals(await fs.readFile(ready))).toBe(true);
+  });
+});
+
+describe('a part stored with the ready texts of the part it replaces', () => {
+  it('copies them while they stand, and builds its own once they are gone', async () => {
+    const store = new FileObjectStore(path.join(work.dir, 'taken-store'));
+    const publisher = storePartPublisher({ store, db: work.db, log: { warn: () => undefined } });
+    const [old, next, later] = [1, 2, 3].map((d) => newDayPartKey(Date.UTC(2026, 10, d)));
+    // The old part's texts, marked so a copy is told from a build.
+    const marked = Buffer.concat([await fs.readFile(ready), Buffer.from('copied')]);
+    await store.put(readyKeyOf(old!), marked);
+
+    expect((await publisher.publish(next!, part, { readyTexts: { from: old! } })).readyTexts).toBe('copied');
+    expect((await store.get(readyKeyOf(next!)))!.body.equals(marked)).toBe(true);
+
+    await store.delete([readyKeyOf(old!)]);
+    expect((await publisher.publish(later!, part, { readyTexts: { from: old! } })).readyTexts).toBe('built');
+    expect((await store.get(readyKeyOf(later!)))!.body.equals(await fs.readFile(ready))).toBe(true);
+    expect((await publisher.publish(later!, part)).readyTexts).toBe('built');
   });
 });
 

@@ -1,7 +1,7 @@
 // The sidecars of the archive's parts (FORMAT.md): ready texts and stats sidecars. The only way
 // in for the rest of the code: their keys, storing and upgrading them, and reading them.
 export { readyInfoOf, readyKeyOf, sidecarKeysOf, statsInfoOf, statsKeyOf } from './keys.js';
-export { readyTextsStand, storeSidecars, type SidecarDeps } from './storeSidecars.js';
+export { readyTextsStand, storeSidecars, type ReadyTextsStored, type SidecarDeps } from './storeSidecars.js';
 export { deleteStraySidecars } from './strays.js';
 export { upgradeReadyTexts, upgradeStatsSidecar } from './upgrade.js';
 export { readyTextsOf, readyTextsOfParts, writeReadyTexts, type ReadyStep, type ReadyTimings } from './readyWriter.js';

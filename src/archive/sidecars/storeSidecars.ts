@@ -72,16 +72,21 @@ export async function storeStatsSidecar(deps: SidecarDeps, partKey: string, part
   else await deps.store.delete([statsKeyOf(partKey)]);
 }
 
+/** What became of a part's ready texts as it was stored: copied from another part's, built, or none stored. */
+export type ReadyTextsStored = 'copied' | 'built' | 'none';
+
 /**
  * Both sidecars of a part about to be stored: ready texts first (built when `readyTexts` is
  * true; `{ from }`: copied from the part `from`'s, see readyTextsStand, or built if it has none
  * by now), then its stats.
  */
-export async function storeSidecars(deps: SidecarDeps, partKey: string, partFile: string, options: { readyTexts: boolean | { from: string } }): Promise<void> {
+export async function storeSidecars(deps: SidecarDeps, partKey: string, partFile: string, options: { readyTexts: boolean | { from: string } }): Promise<ReadyTextsStored> {
   const { readyTexts } = options;
-  const copied = typeof readyTexts === 'object' && (await deps.store.copy(readyKeyOf(readyTexts.from), readyKeyOf(partKey)));
-  if (readyTexts === true || (typeof readyTexts === 'object' && !copied)) await storeReadyTexts(deps, [{ key: partKey, file: partFile }], `${partFile}.ready`);
+  let stored: ReadyTextsStored = 'none';
+  if (typeof readyTexts === 'object' && (await deps.store.copy(readyKeyOf(readyTexts.from), readyKeyOf(partKey)))) stored = 'copied';
+  else if (readyTexts !== false) stored = (await storeReadyTexts(deps, [{ key: partKey, file: partFile }], `${partFile}.ready`))[0] ? 'built' : 'none';
   await storeStatsSidecar(deps, partKey, partFile);
+  return stored;
 }
 
 /**
