@@ -216,10 +216,8 @@ export interface PendingLedger {
    * every period; false: all now.
    */
   requeueStale(beforeMs: number, options?: { backOff?: boolean }): Promise<number>;
-  /** Accepted reports created in [fromMs, toMs], in no particular order. */
+  /** Accepted reports created in [fromMs, toMs], in no particular order, a page at a time (a year's are not held at once). */
   accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport>;
-  /** When the earliest accepted report was created; undefined when none was (verify starts there). */
-  earliestCreatedMs(): Promise<number | undefined>;
 }
 
 /** Retractions: made by partners and operators, read by every writer and reader of parts. */

@@ -70,6 +70,9 @@ const STOPPED_CLAIM_MS = CLOCK_MARGIN_MS + 15 * 60_000;
 const READ_AT_ONCE = 16;
 const LISTED_AT_ONCE = 1_000;
 
+/** Keys `accepted` reads (16 at a time) before it yields what they hold: a year's are never held at once. */
+const KEYS_AT_ONCE = 2_000;
+
 /** A hold closer than this to its end is not renewed: reconciliation may be sending its report (clocks differ a little). */
 const RENEW_MARGIN_MS = 5 * 60_000;
 
@@ -346,30 +349,18 @@ export class ObjectLedger implements IngestLedger {
     }
     const pending = new Set<string>();
     for await (const info of this.store.list({ prefix: PENDING_PREFIX })) pending.add(keyOfMarker(info.key));
-    const found: AcceptedReport[] = [];
-    await mapLimit(keys, 16, async (key) => {
-      const obj = await this.store.get(key);
-      const record = obj && parseRecord(obj.body);
-      if (!record) return;
-      const createdMs = Date.parse(record.report.created_at);
-      if (createdMs < fromMs || createdMs > toMs) return;
-      found.push({ pkey: record.pkey, created_at: new Date(createdMs).toISOString(), pending: pending.has(key) });
-    });
-    yield* found;
-  }
-
-  /** Every key read once: a report created long before it was received (a backfill) may be any. */
-  async earliestCreatedMs(): Promise<number | undefined> {
-    const keys: string[] = [];
-    for await (const info of this.store.list({ prefix: IDEMPOTENCY_PREFIX })) keys.push(info.key);
-    let earliest: number | undefined;
-    await mapLimit(keys, 16, async (key) => {
-      const obj = await this.store.get(key);
-      const record = obj && parseRecord(obj.body);
-      const createdMs = record ? Date.parse(record.report.created_at) : NaN;
-      if (createdMs < (earliest ?? Infinity)) earliest = createdMs;
-    });
-    return earliest;
+    for (let i = 0; i < keys.length; i += KEYS_AT_ONCE) {
+      const found: AcceptedReport[] = [];
+      await mapLimit(keys.slice(i, i + KEYS_AT_ONCE), 16, async (key) => {
+        const obj = await this.store.get(key);
+        const record = obj && parseRecord(obj.body);
+        if (!record) return;
+        const createdMs = Date.parse(record.report.created_at);
+        if (createdMs < fromMs || createdMs > toMs) return;
+        found.push({ pkey: record.pkey, created_at: new Date(createdMs).toISOString(), pending: pending.has(key) });
+      });
+      yield* found;
+    }
   }
 
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {

@@ -148,7 +148,7 @@ export class SqliteLedger implements IngestLedger {
       unhold: db.prepare('UPDATE reports SET held_batch = NULL, held_offset = NULL, held_length = NULL WHERE source = ? AND partner = ? AND post_id = ?'),
       // By day first (the index's key, see the migrations), then to the instant.
       accepted: db.prepare(`SELECT pkey, created_at_ms, state FROM reports WHERE created_at_ms / ${DAY_MS} BETWEEN ? AND ? AND created_at_ms BETWEEN ? AND ?`),
-      earliest: db.prepare('SELECT min(created_at_ms) AS ms FROM reports'),
+      nextDay: db.prepare(`SELECT min(created_at_ms / ${DAY_MS}) AS day FROM reports WHERE created_at_ms / ${DAY_MS} >= ?`),
       byPkey: db.prepare(`${ENTRY_SQL} WHERE ${reportByPkeySql('@pkey', 'r')}`),
       retract: db.prepare(`UPDATE reports SET retracted_at_ms = ?, retracted_by = ?, retraction_reason = ? WHERE ${reportByPkeySql('@pkey')} AND retracted_at_ms IS NULL`),
       retractions: db.prepare(
@@ -339,16 +339,18 @@ export class SqliteLedger implements IngestLedger {
     }
   }
 
-  async earliestCreatedMs(): Promise<number | undefined> {
-    // reports_created answers it from the index's first entry.
-    const { ms } = guardSync(() => this.stmts.earliest.get()) as { ms: number | null };
-    return ms ?? undefined;
-  }
-
+  /** A week of days at a time, from the next day holding a report (a window from 1970 skips the decades before). */
   async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
     const [from, to] = [Math.trunc(fromMs), Math.trunc(toMs)];
-    const rows = guardSync(() => this.stmts.accepted.all(Math.trunc(from / DAY_MS), Math.trunc(to / DAY_MS), from, to)) as { pkey: string; created_at_ms: number; state: string }[];
-    for (const r of rows) yield { pkey: r.pkey, created_at: new Date(r.created_at_ms).toISOString(), pending: r.state === 'pending' };
+    const lastDay = Math.trunc(to / DAY_MS);
+    for (let day = Math.trunc(from / DAY_MS); day <= lastDay; ) {
+      const next = (guardSync(() => this.stmts.nextDay.get(day)) as { day: number | null }).day;
+      if (next === null || next > lastDay) return;
+      const until = Math.min(lastDay, next + 6);
+      const rows = guardSync(() => this.stmts.accepted.all(next, until, from, to)) as { pkey: string; created_at_ms: number; state: string }[];
+      for (const r of rows) yield { pkey: r.pkey, created_at: new Date(r.created_at_ms).toISOString(), pending: r.state === 'pending' };
+      day = until + 1;
+    }
   }
 
   async lookup(pkey: string): Promise<LedgerEntry | undefined> {

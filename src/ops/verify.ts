@@ -1,20 +1,23 @@
-// Verify: what the ledger accepted against what is archived
-// (distinct pkeys in the parts), per UTC day, a block of days at a time. Any accepted report that is
-// neither archived nor still pending is a loss.
+// Verify: what the ledger accepted against what is archived (distinct pkeys in the parts), per
+// UTC day, a block of days at a time; the ledger is read once for the whole window (see
+// acceptedSpill.ts). Any accepted report that is neither archived nor still pending is a loss.
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { PendingLedger } from '../ledger/ledger.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
-import { DAY_MS, dayStart, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
+import { DAY_MS, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
+import type { Config } from '../shared/config.js';
+import { AcceptedSpill } from './acceptedSpill.js';
 import type { Progress } from './progress.js';
 
-/** What verify uses: the ledger's acceptances, the parts, the query engine. */
+/** What verify uses: the ledger's acceptances, the parts, the query engine, a temp dir for the acceptances read. */
 export interface VerifyDeps {
-  ledger: Pick<PendingLedger, 'accepted' | 'earliestCreatedMs'>;
+  ledger: Pick<PendingLedger, 'accepted'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
+  config: Pick<Config, 'tmpDir'>;
 }
 
 export interface DayReport {
@@ -37,38 +40,44 @@ export interface VerifyResult {
 }
 
 /** Days checked at once: what is held is one block's pkeys, whatever the window (a year held whole took 1.7 GB). */
-const BLOCK_DAYS = 31;
+const BLOCK_MS = 31 * DAY_MS;
+/** Blocks are counted from the epoch, so a report's block is known before the window's first report is. */
+const blockOf = (ms: number): number => Math.floor(ms / BLOCK_MS);
 
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
   const result: VerifyResult = { days: [], missing: [], unexpected: [], duplicatedInStorage: 0, ok: true };
-  const startMs = await firstToCheck(rt, options);
-  const firstDay = dayStart(startMs);
-  const blockMs = BLOCK_DAYS * DAY_MS;
-  progress?.start(startMs > options.toMs ? 0 : Math.floor((dayStart(options.toMs) - firstDay) / blockMs) + 1);
-  for (let start = firstDay; start <= options.toMs; start += blockMs) {
-    const fromMs = Math.max(startMs, start);
-    const toMs = Math.min(options.toMs, start + blockMs - 1);
-    const accepted = new Map<string, { day: string; pending: boolean }>();
-    for await (const report of rt.ledger.accepted(fromMs, toMs)) accepted.set(report.pkey, { day: report.created_at.slice(0, 10), pending: report.pending });
-    // The parts after the ledger: a report the ledger no longer had pending was durable in a part
-    // by then (listed first, a report archived meanwhile would be in no part listed: a "loss").
-    const { pkeys: archived, duplicated } = await archivedInBlock(rt, fromMs, toMs);
-    result.duplicatedInStorage += duplicated;
-    const byDay = new Map<string, DayReport>();
-    const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;
-    for (const [pkey, { day, pending }] of accepted) {
-      const r = dayOf(day);
-      r.accepted += 1;
-      if (archived.has(pkey)) r.archived += 1;
-      else if (pending) r.pending += 1;
-      else {
-        r.missing += 1;
-        result.missing.push(pkey);
+  // The ledger first, once for the whole window; the parts after it, block by block: a report
+  // the ledger no longer had pending was durable in a part by then (listed first, a report
+  // archived meanwhile would be in no part listed: a "loss").
+  const accepted = await AcceptedSpill.write(rt.ledger.accepted(options.fromMs, options.toMs), blockOf, rt.config.tmpDir);
+  try {
+    const startMs = await firstToCheck(rt.store, options, accepted.earliestMs);
+    const [first, last] = [blockOf(startMs), blockOf(options.toMs)];
+    progress?.start(startMs > options.toMs ? 0 : last - first + 1);
+    for (let block = first; startMs <= options.toMs && block <= last; block++) {
+      const fromMs = Math.max(startMs, block * BLOCK_MS);
+      const toMs = Math.min(options.toMs, (block + 1) * BLOCK_MS - 1);
+      const inBlock = await accepted.block(block);
+      const { pkeys: archived, duplicated } = await archivedInBlock(rt, fromMs, toMs);
+      result.duplicatedInStorage += duplicated;
+      const byDay = new Map<string, DayReport>();
+      const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;
+      for (const [pkey, { day, pending }] of inBlock) {
+        const r = dayOf(day);
+        r.accepted += 1;
+        if (archived.has(pkey)) r.archived += 1;
+        else if (pending) r.pending += 1;
+        else {
+          r.missing += 1;
+          result.missing.push(pkey);
+        }
       }
+      for (const pkey of archived.keys()) if (!inBlock.has(pkey)) result.unexpected.push(pkey);
+      result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
+      progress?.tick();
     }
-    for (const pkey of archived.keys()) if (!accepted.has(pkey)) result.unexpected.push(pkey);
-    result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
-    progress?.tick();
+  } finally {
+    await accepted.remove();
   }
   progress?.stop();
   result.missing.sort();
@@ -79,14 +88,13 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
 
 /**
  * Where checking starts: the window's start, or where the ledger's earliest report or the
- * archive's earliest year begins if later. A window of many blocks (a verify of everything, from
- * 1970) read the ledger once per block: on S3, each read lists and reads every ledger key.
- * After the window's end: nothing to check.
+ * archive's earliest year begins if later (a verify of everything, from 1970, lists no parts
+ * of the decades before). After the window's end: nothing to check.
  */
-async function firstToCheck(rt: Pick<VerifyDeps, 'ledger' | 'store'>, options: { fromMs: number; toMs: number }): Promise<number> {
-  if (options.toMs - options.fromMs < BLOCK_DAYS * DAY_MS) return options.fromMs;
-  const [accepted, archived] = await Promise.all([rt.ledger.earliestCreatedMs(), earliestArchivedYear(rt.store)]);
-  return Math.max(options.fromMs, Math.min(accepted ?? Infinity, archived ?? Infinity, options.toMs + 1));
+async function firstToCheck(store: Pick<ObjectStore, 'list'>, options: { fromMs: number; toMs: number }, earliestAcceptedMs: number | undefined): Promise<number> {
+  if (options.toMs - options.fromMs < BLOCK_MS) return options.fromMs;
+  const archived = await earliestArchivedYear(store);
+  return Math.max(options.fromMs, Math.min(earliestAcceptedMs ?? Infinity, archived ?? Infinity, options.toMs + 1));
 }
 
 /** The start of the earliest year a part is stored under: the first key listed (keys list in order; a year is four digits). */

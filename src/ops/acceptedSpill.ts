@@ -1,0 +1,79 @@
+// What the ledger accepted over a window, read from it once and written to a file per block of
+// days, so verify holds one block's pkeys at a time (a year held whole took 1.7 GB) and reads the
+// ledger once whatever the window: on S3 a read of the ledger GETs every key written since the
+// window began, which after an import of years of history is every key, once per block.
+//
+// Layout: a folder under the temp dir, `<block>.ndjson` per block holding reports, one line each:
+// `["<pkey>","<YYYY-MM-DD>",<pending>]`. The folder is the run's own and removed with it.
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { AcceptedReport } from '../ledger/ledger.js';
+
+/** An accepted report as verify compares it: the UTC day it was created, whether it waits to be archived. */
+export interface AcceptedEntry {
+  day: string;
+  pending: boolean;
+}
+
+/** Lines held before they are appended to their blocks' files. */
+const FLUSH_LINES = 20_000;
+
+export class AcceptedSpill {
+  private constructor(
+    private readonly dir: string,
+    private readonly stored: ReadonlySet<number>,
+    /** When the earliest report read was created; undefined when there was none. */
+    readonly earliestMs: number | undefined,
+  ) {}
+
+  /** Writes `reports` to their blocks' files (`blockOf` of a report's creation time). */
+  static async write(reports: AsyncIterable<AcceptedReport>, blockOf: (createdMs: number) => number, tmpDir: string): Promise<AcceptedSpill> {
+    const dir = path.join(tmpDir, 'verify', randomUUID());
+    await fs.mkdir(dir, { recursive: true });
+    try {
+      const stored = new Set<number>();
+      let held = new Map<number, string[]>();
+      let lines = 0;
+      let earliestMs: number | undefined;
+      const flush = async () => {
+        const writing = held;
+        held = new Map();
+        lines = 0;
+        for (const [block, text] of writing) await fs.appendFile(fileOf(dir, block), text.join(''));
+      };
+      for await (const report of reports) {
+        const createdMs = Date.parse(report.created_at);
+        if (earliestMs === undefined || createdMs < earliestMs) earliestMs = createdMs;
+        const block = blockOf(createdMs);
+        stored.add(block);
+        const text = held.get(block) ?? held.set(block, []).get(block)!;
+        text.push(`${JSON.stringify([report.pkey, report.created_at.slice(0, 10), report.pending])}\n`);
+        if (++lines >= FLUSH_LINES) await flush();
+      }
+      await flush();
+      return new AcceptedSpill(dir, stored, earliestMs);
+    } catch (err) {
+      await fs.rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** The reports of one block, by pkey (a pkey read twice is one report). */
+  async block(block: number): Promise<Map<string, AcceptedEntry>> {
+    const accepted = new Map<string, AcceptedEntry>();
+    if (!this.stored.has(block)) return accepted;
+    for (const line of (await fs.readFile(fileOf(this.dir, block), 'utf8')).split('\n')) {
+      if (line === '') continue;
+      const [pkey, day, pending] = JSON.parse(line) as [string, string, boolean];
+      accepted.set(pkey, { day, pending });
+    }
+    return accepted;
+  }
+
+  async remove(): Promise<void> {
+    await fs.rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+const fileOf = (dir: string, block: number): string => path.join(dir, `${block}.ndjson`);
