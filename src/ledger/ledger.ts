@@ -105,7 +105,7 @@ export class PkeyTakenError extends Error {
 
 export interface AcceptedReport {
   pkey: string;
-  created_at: string;
+  createdMs: number;
   pending: boolean;
 }
 
@@ -216,8 +216,8 @@ export interface PendingLedger {
    * every period; false: all now.
    */
   requeueStale(beforeMs: number, options?: { backOff?: boolean }): Promise<number>;
-  /** Accepted reports created in [fromMs, toMs], in no particular order, a page at a time (a year's are not held at once). */
-  accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport>;
+  /** Accepted reports created in [fromMs, toMs], in no particular order, a page at a time (a year's are never held at once). */
+  accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport[]>;
 }
 
 /** Retractions: made by partners and operators, read by every writer and reader of parts. */

@@ -334,7 +334,7 @@ export class ObjectLedger implements IngestLedger {
     return record ? { record, acceptedMs: winner.lastModified.getTime(), ...held } : { record: fromMarker, acceptedMs: found.lastModified.getTime(), ...held };
   }
 
-  async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
+  async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport[]> {
     // Keys first, then markers: acceptance writes a report's marker before its key, and the worker
     // deletes the marker once the report is archived. So a key listed here whose marker the later
     // listing misses is archived; markers first, a report accepted between the two listings
@@ -357,9 +357,9 @@ export class ObjectLedger implements IngestLedger {
         if (!record) return;
         const createdMs = Date.parse(record.report.created_at);
         if (createdMs < fromMs || createdMs > toMs) return;
-        found.push({ pkey: record.pkey, created_at: new Date(createdMs).toISOString(), pending: pending.has(key) });
+        found.push({ pkey: record.pkey, createdMs, pending: pending.has(key) });
       });
-      yield* found;
+      yield found;
     }
   }
 

@@ -340,7 +340,7 @@ export class SqliteLedger implements IngestLedger {
   }
 
   /** A week of days at a time, from the next day holding a report (a window from 1970 skips the decades before). */
-  async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport> {
+  async *accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport[]> {
     const [from, to] = [Math.trunc(fromMs), Math.trunc(toMs)];
     const lastDay = Math.trunc(to / DAY_MS);
     for (let day = Math.trunc(from / DAY_MS); day <= lastDay; ) {
@@ -348,7 +348,7 @@ export class SqliteLedger implements IngestLedger {
       if (next === null || next > lastDay) return;
       const until = Math.min(lastDay, next + 6);
       const rows = guardSync(() => this.stmts.accepted.all(next, until, from, to)) as { pkey: string; created_at_ms: number; state: string }[];
-      for (const r of rows) yield { pkey: r.pkey, created_at: new Date(r.created_at_ms).toISOString(), pending: r.state === 'pending' };
+      yield rows.map((r) => ({ pkey: r.pkey, createdMs: r.created_at_ms, pending: r.state === 'pending' }));
       day = until + 1;
     }
   }

@@ -3,12 +3,14 @@
 // ledger once whatever the window: on S3 a read of the ledger GETs every key written since the
 // window began, which after an import of years of history is every key, once per block.
 //
-// Layout: a folder under the temp dir, `<block>.ndjson` per block holding reports, one line each:
-// `["<pkey>","<YYYY-MM-DD>",<pending>]`. The folder is the run's own and removed with it.
+// Layout: a folder under the temp dir, `<block>.txt` per block holding its reports, a line each:
+// `0` or `1` (pending), the UTC day created (days since the epoch), a comma, the pkey (whose
+// characters are [a-z0-9._-]: layout.ts). The folder is the run's own and removed with it.
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { AcceptedReport } from '../ledger/ledger.js';
+import { DAY_MS } from '../store/layout.js';
 
 /** An accepted report as verify compares it: the UTC day it was created, whether it waits to be archived. */
 export interface AcceptedEntry {
@@ -28,7 +30,7 @@ export class AcceptedSpill {
   ) {}
 
   /** Writes `reports` to their blocks' files (`blockOf` of a report's creation time). */
-  static async write(reports: AsyncIterable<AcceptedReport>, blockOf: (createdMs: number) => number, tmpDir: string): Promise<AcceptedSpill> {
+  static async write(pages: AsyncIterable<AcceptedReport[]>, blockOf: (createdMs: number) => number, tmpDir: string): Promise<AcceptedSpill> {
     const dir = path.join(tmpDir, 'verify', randomUUID());
     await fs.mkdir(dir, { recursive: true });
     try {
@@ -42,14 +44,15 @@ export class AcceptedSpill {
         lines = 0;
         for (const [block, text] of writing) await fs.appendFile(fileOf(dir, block), text.join(''));
       };
-      for await (const report of reports) {
-        const createdMs = Date.parse(report.created_at);
-        if (earliestMs === undefined || createdMs < earliestMs) earliestMs = createdMs;
-        const block = blockOf(createdMs);
-        stored.add(block);
-        const text = held.get(block) ?? held.set(block, []).get(block)!;
-        text.push(`${JSON.stringify([report.pkey, report.created_at.slice(0, 10), report.pending])}\n`);
-        if (++lines >= FLUSH_LINES) await flush();
+      for await (const page of pages) {
+        for (const { pkey, createdMs, pending } of page) {
+          if (earliestMs === undefined || createdMs < earliestMs) earliestMs = createdMs;
+          const block = blockOf(createdMs);
+          stored.add(block);
+          const text = held.get(block) ?? held.set(block, []).get(block)!;
+          text.push(`${pending ? 1 : 0}${Math.floor(createdMs / DAY_MS)},${pkey}\n`);
+        }
+        if ((lines += page.length) >= FLUSH_LINES) await flush();
       }
       await flush();
       return new AcceptedSpill(dir, stored, earliestMs);
@@ -63,10 +66,14 @@ export class AcceptedSpill {
   async block(block: number): Promise<Map<string, AcceptedEntry>> {
     const accepted = new Map<string, AcceptedEntry>();
     if (!this.stored.has(block)) return accepted;
+    const days = new Map<string, string>();
     for (const line of (await fs.readFile(fileOf(this.dir, block), 'utf8')).split('\n')) {
       if (line === '') continue;
-      const [pkey, day, pending] = JSON.parse(line) as [string, string, boolean];
-      accepted.set(pkey, { day, pending });
+      const comma = line.indexOf(',');
+      const dayNumber = line.slice(1, comma);
+      let day = days.get(dayNumber);
+      if (day === undefined) days.set(dayNumber, (day = new Date(Number(dayNumber) * DAY_MS).toISOString().slice(0, 10)));
+      accepted.set(line.slice(comma + 1), { day, pending: line[0] === '1' });
     }
     return accepted;
   }
@@ -76,4 +83,4 @@ export class AcceptedSpill {
   }
 }
 
-const fileOf = (dir: string, block: number): string => path.join(dir, `${block}.ndjson`);
+const fileOf = (dir: string, block: number): string => path.join(dir, `${block}.txt`);

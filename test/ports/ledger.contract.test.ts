@@ -122,8 +122,8 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect((await drain(queue)).map((b) => JSON.parse(b).report.title)).toEqual(['first']);
     expect(await ledger.isPending(pkey)).toBe(true);
     const listed = [];
-    for await (const r of ledger.accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) listed.push(r);
-    expect(listed).toEqual([{ pkey: 'partner-1', created_at: '2026-11-21T05:00:00.000Z', pending: true }]);
+    for await (const page of ledger.accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) listed.push(...page);
+    expect(listed).toEqual([{ pkey: 'partner-1', createdMs: Date.parse('2026-11-21T05:00:00.000Z'), pending: true }]);
     await ledger.markArchived([pkey]);
     expect(await ledger.isPending(pkey)).toBe(false);
     expect(await ledger.accept(record(1, 'third'))).toEqual({ created: false, pkey: 'partner-1' });
@@ -622,7 +622,7 @@ describe('the object ledger listing what was accepted (verify on S3)', () => {
       },
     });
     const found = [];
-    for await (const r of new ObjectLedger(listing, queue, 0).accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) found.push(r);
+    for await (const page of new ObjectLedger(listing, queue, 0).accepted(Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22))) found.push(...page);
     expect(lists).toBe(2);
     // Each listed report is pending (neither is archived); the one accepted meanwhile is left to the next verify.
     expect(found.every((r) => r.pending)).toBe(true);

@@ -203,7 +203,7 @@ export async function keysUnder(rt: Runtime, prefix: string): Promise<string[]> 
 /** The pkeys the ledger accepted, sorted. */
 export async function acceptedPkeys(rt: Runtime): Promise<string[]> {
   const out: string[] = [];
-  for await (const r of rt.ledger.accepted(0, 8.64e15)) out.push(r.pkey);
+  for await (const page of rt.ledger.accepted(0, 8.64e15)) out.push(...page.map((r) => r.pkey));
   return out.sort();
 }
 
@@ -259,7 +259,7 @@ export async function storedTags(rt: Runtime): Promise<Map<string, { version: st
 /** How many accepted reports the ledger says still wait to be archived. */
 export async function pendingCount(rt: Runtime): Promise<number> {
   let n = 0;
-  for await (const r of rt.ledger.accepted(0, 8.64e15)) if (r.pending) n += 1;
+  for await (const page of rt.ledger.accepted(0, 8.64e15)) n += page.filter((r) => r.pending).length;
   return n;
 }
 

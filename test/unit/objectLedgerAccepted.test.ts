@@ -11,6 +11,7 @@ import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
+import { idempotencyKey, pendingKey } from '../../src/store/layout.js';
 import { report, tempDir } from '../support/env.js';
 
 const HOUR = 3_600_000;
@@ -35,7 +36,7 @@ describe('the ledger on the object store, listing what it accepted', () => {
     const reader = new ObjectLedger(counted, new SqliteQueue(openLedgerDb(await tempDir()), 5));
     const listed = async (fromMs: number, toMs: number) => {
       const out: string[] = [];
-      for await (const r of reader.accepted(fromMs, toMs)) out.push(r.pkey);
+      for await (const page of reader.accepted(fromMs, toMs)) out.push(...page.map((r) => r.pkey));
       return out.sort();
     };
     // A window from before both keys were written reads both.
@@ -45,5 +46,32 @@ describe('the ledger on the object store, listing what it accepted', () => {
     gets = 0;
     expect(await listed(now - 3 * 24 * HOUR, now)).toEqual(['partner-2']);
     expect(gets).toBe(1);
+  });
+
+  it('gives a window of more keys than it reads at once a page at a time, every report once, the pending ones told', async () => {
+    const store = new FileObjectStore(await tempDir('flood-ledger-'));
+    const now = Date.now();
+    // Written as acceptance leaves them: a key each, a marker while pending (every third).
+    await Promise.all(
+      Array.from({ length: 4_500 }, async (_, i) => {
+        const record: IngestRecord = {
+          v: 1, pkey: `partner-${i}`, source: 'partner', post_id: i, received_at: new Date(now).toISOString(),
+          report: parsePartnerReport(report(i, { created_at: new Date(now - HOUR - i * 500).toISOString() }), now),
+        };
+        await store.put(idempotencyKey({ source: 'partner', post_id: i }), JSON.stringify(record));
+        if (i % 3 === 0) await store.put(pendingKey({ source: 'partner', post_id: i }), JSON.stringify(record));
+      }),
+    );
+    const ledger = new ObjectLedger(store, new SqliteQueue(openLedgerDb(await tempDir()), 5));
+    const sizes: number[] = [];
+    const found = new Map<string, { createdMs: number; pending: boolean }>();
+    for await (const page of ledger.accepted(now - 2 * HOUR, now)) {
+      sizes.push(page.length);
+      for (const r of page) found.set(r.pkey, { createdMs: r.createdMs, pending: r.pending });
+    }
+    expect(sizes.length).toBeGreaterThan(1);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(4_500);
+    expect(found.size).toBe(4_500);
+    for (let i = 0; i < 4_500; i++) expect(found.get(`partner-${i}`)).toEqual({ createdMs: now - HOUR - i * 500, pending: i % 3 === 0 });
   });
 });
