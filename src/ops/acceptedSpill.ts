@@ -29,7 +29,7 @@ export class AcceptedSpill {
     readonly earliestMs: number | undefined,
   ) {}
 
-  /** Writes `reports` to their blocks' files (`blockOf` of a report's creation time). */
+  /** Writes the pages' reports to their blocks' files (`blockOf` of a report's creation time). */
   static async write(pages: AsyncIterable<AcceptedReport[]>, blockOf: (createdMs: number) => number, tmpDir: string): Promise<AcceptedSpill> {
     const dir = path.join(tmpDir, 'verify', randomUUID());
     await fs.mkdir(dir, { recursive: true });
