@@ -3,7 +3,8 @@
 // ledger once whatever the window: on S3 a read of the ledger GETs every key written since the
 // window began, which after an import of years of history is every key, once per block.
 //
-// Layout: a folder under the temp dir, `<block>.txt` per block holding its reports, a line each:
+// Layout: a folder `verify/<run>/` under the temp dir it is given (verify's: DATA_DIR/tmp, kept by the
+// leftover sweep for a day), `<block>.txt` per block holding its reports, a line each:
 // `0` or `1` (pending), the UTC day created (days since the epoch), a comma, the pkey (whose
 // characters are [a-z0-9._-]: layout.ts). The folder is the run's own and removed with it.
 import { randomUUID } from 'node:crypto';

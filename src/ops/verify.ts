@@ -1,23 +1,28 @@
 // Verify: what the ledger accepted against what is archived (distinct pkeys in the parts), per
 // UTC day, a block of days at a time; the ledger is read once for the whole window (see
 // acceptedSpill.ts). Any accepted report that is neither archived nor still pending is a loss.
+import path from 'node:path';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
-import type { PendingLedger } from '../ledger/ledger.js';
+import type { PendingLedger, ReportLookup } from '../ledger/ledger.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { DAY_MS, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { Config } from '../shared/config.js';
 import { AcceptedSpill } from './acceptedSpill.js';
+import { mapLimit } from './concurrency.js';
 import type { Progress } from './progress.js';
 
-/** What verify uses: the ledger's acceptances, the parts, the query engine, a temp dir for the acceptances read. */
+/**
+ * What verify uses: the ledger's acceptances (and its lookup, for a report archived after they
+ * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances read.
+ */
 export interface VerifyDeps {
-  ledger: Pick<PendingLedger, 'accepted'>;
+  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
-  config: Pick<Config, 'tmpDir'>;
+  config: Pick<Config, 'dataDir'>;
 }
 
 export interface DayReport {
@@ -43,13 +48,17 @@ export interface VerifyResult {
 const BLOCK_MS = 31 * DAY_MS;
 /** Blocks are counted from the epoch, so a report's block is known before the window's first report is. */
 const blockOf = (ms: number): number => Math.floor(ms / BLOCK_MS);
+/** Ledger lookups in flight while the archive's reports the read did not have are checked. */
+const LOOKUPS_IN_FLIGHT = 16;
 
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
   const result: VerifyResult = { days: [], missing: [], unexpected: [], duplicatedInStorage: 0, ok: true };
   // The ledger first, once for the whole window; the parts after it, block by block: a report
   // the ledger no longer had pending was durable in a part by then (listed first, a report
   // archived meanwhile would be in no part listed: a "loss").
-  const accepted = await AcceptedSpill.write(rt.ledger.accepted(options.fromMs, options.toMs), blockOf, rt.config.tmpDir);
+  // Under DATA_DIR/tmp/verify: the leftover sweep keeps a job's files there for a day (a verify
+  // of years on S3 runs for hours) and removes a killed run's.
+  const accepted = await AcceptedSpill.write(rt.ledger.accepted(options.fromMs, options.toMs), blockOf, path.join(rt.config.dataDir, 'tmp'));
   try {
     const startMs = await firstToCheck(rt.store, options, accepted.earliestMs);
     const [first, last] = [blockOf(startMs), blockOf(options.toMs)];
@@ -72,7 +81,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
           result.missing.push(pkey);
         }
       }
-      for (const pkey of archived.keys()) if (!inBlock.has(pkey)) result.unexpected.push(pkey);
+      result.unexpected.push(...(await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)))));
       result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
       progress?.tick();
     }
@@ -84,6 +93,15 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.unexpected.sort();
   result.ok = result.missing.length === 0;
   return result;
+}
+
+/**
+ * Of the archive's reports the ledger's read did not have, those the ledger does not know now: one
+ * accepted and archived after the read (a verify of a live system) is no stranger.
+ */
+async function notInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly string[]): Promise<string[]> {
+  const known = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, async (pkey) => (await ledger.lookup(pkey)) !== undefined);
+  return pkeys.filter((_, i) => !known[i]);
 }
 
 /**

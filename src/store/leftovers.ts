@@ -15,13 +15,13 @@ export const LEFTOVER_AGE_MS = 15 * 60_000;
  */
 export const IMPORT_LEFTOVER_AGE_MS = 14 * 86_400_000;
 /**
- * The ops jobs' working files (DATA_DIR/tmp/release, reprocess, compact, purge/): a release or a
- * reprocess keeps what it wrote first until its end, hours into a run of years on S3; a day
- * untouched, the run is gone.
+ * The ops jobs' working files (DATA_DIR/tmp/release, reprocess, compact, purge, verify/): a
+ * release, a reprocess or a verify keeps what it wrote first until its end, hours into a run of
+ * years on S3; a day untouched, the run is gone.
  */
 export const JOB_LEFTOVER_AGE_MS = 86_400_000;
 /** The folders under DATA_DIR/tmp that JOB_LEFTOVER_AGE_MS applies to. */
-const JOB_FOLDERS = ['release', 'reprocess', 'compact', 'purge'];
+const JOB_FOLDERS = ['release', 'reprocess', 'compact', 'purge', 'verify'];
 /**
  * A pin (what an answer reads, fileStore.ts) is let go with its day: one a day old belongs to no
  * live answer (a client that stalls is cut within minutes), where a quarter hour might.

@@ -357,6 +357,49 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(result.ok).toBe(true);
   });
 
+  it('verify on a live system: a report accepted and archived after it read the ledger is not unexpected', async () => {
+    await drained(svc);
+    const window = { fromMs: Date.parse('2026-11-27T00:00:00Z'), toMs: Date.parse('2026-11-27T23:59:59.999Z') };
+    expect((await postReport(svc.url, report(9402, { created_at: '2026-11-27T20:00:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    // The second report is posted and archived once verify has read the ledger, before it lists the parts.
+    let spilled: string[] = [];
+    const ledger = new Proxy(svc.rt.ledger, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'accepted') return typeof value === 'function' ? value.bind(target) : value;
+        return async function* (fromMs: number, toMs: number) {
+          yield* target.accepted(fromMs, toMs);
+          // What verify read is kept where the leftover sweep spares a job's files for a day.
+          spilled = await fs.readdir(path.join(svc.rt.config.dataDir, 'tmp', 'verify'));
+          expect((await postReport(svc.url, report(9403, { created_at: '2026-11-27T21:00:00Z' }))).status).toBe(201);
+          await allArchived(svc.rt);
+        };
+      },
+    });
+    const result = await verify({ ...svc.rt, ledger }, window);
+    expect(spilled).toHaveLength(1);
+    expect(result.days).toEqual([{ day: '2026-11-27', accepted: 1, archived: 1, pending: 0, missing: 0 }]);
+    expect(result.unexpected).toEqual([]);
+    expect(result.ok).toBe(true);
+    // A report the ledger does not know, read or looked up, is still listed.
+    const stranger = pkeyOf(9402);
+    const forgetful = new Proxy(svc.rt.ledger, {
+      get(target, name) {
+        if (name === 'lookup') return async (pkey: string) => (pkey === stranger ? undefined : target.lookup(pkey));
+        if (name === 'accepted')
+          return async function* (fromMs: number, toMs: number) {
+            for await (const page of target.accepted(fromMs, toMs)) yield page.filter((r) => r.pkey !== stranger);
+          };
+        const value = Reflect.get(target, name, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const strange = await verify({ ...svc.rt, ledger: forgetful }, window);
+    expect(strange.unexpected).toEqual([stranger]);
+    expect(strange.days).toEqual([{ day: '2026-11-27', accepted: 1, archived: 1, pending: 0, missing: 0 }]);
+  });
+
   it('verify finds nothing missing, then reports a part deleted behind the system\'s back', async () => {
     await drained(svc);
     const ok = await verify(svc.rt, DAY);
@@ -444,7 +487,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(blocks[0]).toBeGreaterThan(0);
     expect(blocks[0]).toBeLessThanOrEqual(Math.ceil((now - Date.UTC(2024, 0, 1)) / (31 * 86_400_000)) + 1);
     // What it spilled to disk for the blocks is gone.
-    expect(await fs.readdir(path.join(svc.rt.config.tmpDir, 'verify')).catch(() => [])).toEqual([]);
+    expect(await fs.readdir(path.join(svc.rt.config.dataDir, 'tmp', 'verify')).catch(() => [])).toEqual([]);
     expect(all.days.find((d) => d.day === '2024-06-01')).toEqual({ day: '2024-06-01', accepted: 1, archived: 1, pending: 0, missing: 0 });
     // The part deleted behind the system's back above is still found.
     expect(all.missing).toEqual((await verify(svc.rt, DAY)).missing);

@@ -28,9 +28,10 @@ describe('leftovers of a killed process', () => {
     // An import stopped an hour ago is resumed from these; one given up a fortnight ago is not.
     const stoppedImport = await plant(path.join(config.dataDir, 'tmp/import/01JRUN/staged-000001.parquet'), hourAgo);
     const givenUpImport = await plant(path.join(config.dataDir, 'tmp/import/01JOLD/sorted.parquet'), 15 * 86_400_000);
-    // A release or a reprocess reads what it wrote first at its end, hours later in a long run.
+    // A release, a reprocess or a verify reads what it wrote first at its end, hours later in a long run.
     const runningRelease = await plant(path.join(config.dataDir, 'tmp/release/4b9d/2025-01.parquet'), hourAgo);
     const runningReprocess = await plant(path.join(config.dataDir, 'tmp/reprocess/part-01JX.parquet'), hourAgo);
+    const runningVerify = await plant(path.join(config.dataDir, 'tmp/verify/5c2e/694.txt'), hourAgo);
     const crashedRelease = await plant(path.join(config.dataDir, 'tmp/release/77aa/2024-12.parquet'), 2 * 86_400_000);
 
     const svc = await startTestService(await testRuntime(config), { worker: true, reconcile: false });
@@ -38,7 +39,7 @@ describe('leftovers of a killed process', () => {
       await eventually(async () => (!(await exists(staleTemp)) && !(await exists(staleFlush)) && !(await exists(givenUpImport)) && !(await exists(crashedRelease)) ? true : undefined), 10_000, 'the stale files to go');
       expect(await exists(youngTemp)).toBe(true);
       expect(await exists(stoppedImport)).toBe(true);
-      expect([await exists(runningRelease), await exists(runningReprocess)]).toEqual([true, true]);
+      expect([await exists(runningRelease), await exists(runningReprocess), await exists(runningVerify)]).toEqual([true, true, true]);
       expect(await exists(oldObject)).toBe(true);
     } finally {
       await svc.stop();
