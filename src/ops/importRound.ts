@@ -117,7 +117,7 @@ async function settleStoppedRound(run: ImportRun, files: readonly string[]): Pro
   const { rt, checkpoint, runDir } = run;
   const named = checkpoint.untexted.splice(checkpoint.roundFrom!);
   const standing: UntextedPart[] = [];
-  /** Reports of parts not under their keys that the archive holds all the same. */
+  /** Reports of parts not under their keys that the archive holds all the same (pushed one by one: a day's part can hold more than a call's arguments). */
   const merged: Report[] = [];
   for (const p of named) {
     // Known stored (a compaction since may have merged it under another key), or found; its
@@ -128,7 +128,7 @@ async function settleStoppedRound(run: ImportRun, files: readonly string[]): Pro
     if (!stands) {
       // Never stored, or stored by a run stopped before its checkpoint said so and merged
       // since under another key (a compaction, a reprocess): the archive tells which.
-      merged.push(...(await archivedOf(rt, await partReports(rt.db, local, p.key, files))));
+      for (const r of await archivedOf(rt, await partReports(rt.db, local, p.key, files))) merged.push(r);
       await fs.rm(local, { force: true });
       continue;
     }
@@ -138,7 +138,7 @@ async function settleStoppedRound(run: ImportRun, files: readonly string[]): Pro
       const got = await rt.store.get(p.key);
       if (!got) {
         // Merged since under another key, its copy gone too: its reports from the staged files.
-        merged.push(...(await archivedOf(rt, await partReports(rt.db, local, p.key, files))));
+        for (const r of await archivedOf(rt, await partReports(rt.db, local, p.key, files))) merged.push(r);
         continue;
       }
       // Beside it, then renamed: a run stopped mid-write leaves no torn copy for the next to read.

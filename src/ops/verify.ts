@@ -81,7 +81,8 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
           result.missing.push(pkey);
         }
       }
-      result.unexpected.push(...(await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)))));
+      // A loop, not push(...): after a ledger is lost, a block's strangers are its every report, past what a call's arguments hold.
+      for (const pkey of await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)))) result.unexpected.push(pkey);
       result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
       progress?.tick();
     }
