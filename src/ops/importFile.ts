@@ -32,10 +32,11 @@ import { storePartPublisher } from '../archive/partPublisher.js';
 import { writeParquet } from '../archive/partWriter.js';
 import type { Tags } from '../boundaries/tagger.js';
 import { archiveRowOf } from '../ingest/archiveRow.js';
+import { fsyncDir, fsyncFile } from '../shared/files.js';
 import type { HeldAcceptResult, HeldRecord, IngestRecord } from '../ledger/ledger.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { bothSettled, coalescing, OneBehind } from './concurrency.js';
-import { removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
+import { durableRunFolder, removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
 import { withImportLock } from './importLock.js';
 import { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 import { archiveStaged } from './importRound.js';
@@ -114,7 +115,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   const resumedFrom = checkpoint.processed;
   const rejects = await RejectsWriter.open(rejectsFile, checkpoint, resumedFrom > 0);
   const runDir = runFolder(rt.config.dataDir, checkpoint.run);
-  await fs.mkdir(runDir, { recursive: true });
+  await durableRunFolder(runDir);
   const run: ImportRun = {
     rt,
     checkpoint,
@@ -122,8 +123,12 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     holdMs: options.holdMs ?? HOLD_MS,
     publisher: storePartPublisher(rt),
     stillHeld,
-    // The saves of parts stored at once (each saves twice) share writes.
-    save: coalescing(() => writeCheckpoint(stateFile, checkpoint)),
+    // The saves of parts stored at once (each saves twice) share writes. The folder's entries
+    // first: the files it names are there after a power loss (each flushed as it was made).
+    save: coalescing(async () => {
+      await fsyncDir(runDir);
+      await writeCheckpoint(stateFile, checkpoint);
+    }),
     boundaries: await rt.boundaries.latest(),
   };
 
@@ -206,6 +211,7 @@ async function readPass(
         if (rejected.length > 0) await rejects.append(rejected.map((r) => rejectLine(first + r.index, r.reasons, r.input)).join(''));
         if (valid.index.length > 0) {
           await writeValidated(rt.db, first, valid, path.join(runDir, name));
+          await fsyncFile(path.join(runDir, name));
           checkpoint.validated.push(name);
         }
         checkpoint.rejected += rejected.length;
@@ -221,6 +227,8 @@ async function readPass(
   const validated = checkpoint.validated.map((name) => path.join(runDir, name));
   await rejects.finish();
   checkpoint.valid = await sortValidated(rt.db, validated, path.join(runDir, SORTED));
+  // (No valid record, no sorted file: it is never read.)
+  if (checkpoint.valid > 0) await fsyncFile(path.join(runDir, SORTED));
   checkpoint.sorted = SORTED;
   checkpoint.validated = [];
   await run.save();
@@ -284,10 +292,12 @@ async function acceptPass(
       if (rejected.length > 0) await rejects.append(rejected.join(''));
       if (created.n.length > 0) {
         await stageAccepted(rt.db, sortedFile, { ...created, postIds }, { receivedAtMs: Date.parse(receivedAt), version: tagging.version }, path.join(runDir, `${name}.parquet`));
+        await fsyncFile(path.join(runDir, `${name}.parquet`));
         checkpoint.staged.push(`${name}.parquet`);
       }
       if (heldRows.length > 0) {
         await writeParquet(rt.db, heldRows, path.join(runDir, `${name}-held.parquet`));
+        await fsyncFile(path.join(runDir, `${name}-held.parquet`));
         checkpoint.staged.push(`${name}-held.parquet`);
       }
       // A held repeat's hold is the earlier run's, ending at any time: renewed before archiving.

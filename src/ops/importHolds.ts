@@ -5,6 +5,7 @@
 import fs from 'node:fs/promises';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
+import { fsyncFile } from '../shared/files.js';
 import type { AcceptanceLedger } from '../ledger/ledger.js';
 
 /**
@@ -36,6 +37,8 @@ export async function keepHeld(db: DuckDb, ledger: Pick<AcceptanceLedger, 'renew
         { released: LIST(VARCHAR) },
       ),
     );
+    // On disk before it takes the staged file's name: a power loss leaves one or the other whole.
+    await fsyncFile(rewritten);
     await fs.rename(rewritten, file);
   }
   return { dropped, files: kept };

@@ -4,6 +4,7 @@
 // marked archived, and from here they are queryable. Their ready texts come after the last round.
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fsyncFile, writeDurably } from '../shared/files.js';
 import { newUlid } from '../shared/ulid.js';
 import { writeBulkParts } from '../archive/bulkParts.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
@@ -82,6 +83,7 @@ export async function archiveStaged(run: ImportRun): Promise<void> {
       // stands, and marks its reports rather than storing them again.
       const kept = `texts-${newUlid()}.parquet`;
       await fs.rename(file, path.join(runDir, kept));
+      await fsyncFile(path.join(runDir, kept));
       const named: UntextedPart = { key, file: kept, reports: reports.length };
       checkpoint.untexted.push(named);
       await run.save();
@@ -142,7 +144,7 @@ async function settleStoppedRound(run: ImportRun, files: readonly string[]): Pro
         continue;
       }
       // Beside it, then renamed: a run stopped mid-write leaves no torn copy for the next to read.
-      await fs.writeFile(`${local}.tmp`, got.body);
+      await writeDurably(`${local}.tmp`, 'w', got.body);
       await fs.rename(`${local}.tmp`, local);
       etag = got.etag;
     }

@@ -2,7 +2,7 @@
 // so the command line tells a mistake at once; and the writing of them, resumed with the run.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { checkWritable, linkTarget } from '../shared/files.js';
+import { checkWritable, fsyncDir, linkTarget, writeDurably } from '../shared/files.js';
 import { ImportInputError } from './importRecords.js';
 
 /** Where an import of `file` writes its rejects unless told. */
@@ -53,10 +53,15 @@ export class RejectsWriter {
     return new RejectsWriter(file, checkpoint, !resumed);
   }
 
+  /** Appends `text`, on disk before the checkpoint that counts it is written. */
   async append(text: string): Promise<void> {
-    if (this.fresh) await fs.writeFile(this.file, '');
+    if (this.fresh) {
+      await fs.writeFile(this.file, '');
+      // Its name too, in a folder of the operator's choosing.
+      await fsyncDir(path.dirname(path.resolve(this.file)));
+    }
     this.fresh = false;
-    await fs.appendFile(this.file, text);
+    await writeDurably(this.file, 'a', text);
     this.checkpoint.rejectsBytes = (this.checkpoint.rejectsBytes ?? 0) + Buffer.byteLength(text);
   }
 

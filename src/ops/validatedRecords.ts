@@ -12,6 +12,7 @@ import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { Tags } from '../boundaries/tagger.js';
 import { archiveRowSql } from '../ingest/archiveRow.js';
 import type { HeldRecord } from '../ledger/ledger.js';
+import { fsyncFile } from '../shared/files.js';
 import type { ValidatedBatch } from './validateRecords.js';
 
 /**
@@ -65,6 +66,7 @@ export async function addSortedPostIds(db: DuckDb, sorted: string): Promise<void
         TO ${sqlString(rewritten)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 10000)`,
     ),
   );
+  await fsyncFile(rewritten);
   await fs.rename(rewritten, sorted);
 }
 

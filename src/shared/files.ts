@@ -36,15 +36,29 @@ export async function writeDurably(file: string, flags: string, body: Buffer | s
   }
 }
 
-/** Flushes a directory, so the names created or renamed in it survive a power loss. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const fd = await openFd(dir, 'r');
+/** Flushes a file another writer made (DuckDB's COPY, a rename into place): its bytes survive a power loss. */
+export async function fsyncFile(file: string): Promise<void> {
+  const fd = await openFd(file, 'r');
   try {
     await fsyncFd(fd);
   } finally {
     closeSync(fd);
   }
 }
+
+/** Creates `dir` and any missing parent, each new name flushed into its parent (a power loss keeps them). */
+export async function mkdirDurably(dir: string): Promise<void> {
+  const first = await fsp.mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  // The first folder made, and each below it, is a name in its parent's entries.
+  for (let made = path.resolve(dir); ; made = path.dirname(made)) {
+    await fsyncDir(path.dirname(made));
+    if (made === path.resolve(first)) return;
+  }
+}
+
+/** Flushes a directory, so the names created or renamed in it survive a power loss (opened to read, as a file is). */
+export const fsyncDir = (dir: string): Promise<void> => fsyncFile(dir);
 
 /**
  * DATA_DIR (keys, the ledger, webhook secrets) is created readable by its owner alone (0700).

@@ -1,5 +1,5 @@
 // Researchers' own clients, driven as they would be: Python (pandas, pyarrow,
-// geopandas) and GDAL's command-line tools. Each is looked for once; a test that
+// geopandas) and GDAL's command-line tools; and strace, which watches a process's file calls. Each is looked for once; a test that
 // needs one that is absent is skipped with a message saying which.
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -21,6 +21,9 @@ export const HAS_GEOPANDAS = works('python3', ['-c', 'import geopandas, pyarrow'
 export const GEOPANDAS_MISSING = 'skipped: python3 with geopandas and pyarrow not found (pip install geopandas pyarrow)';
 export const HAS_OGR = works('ogrinfo', ['--version']) && works('ogr2ogr', ['--version']);
 export const OGR_MISSING = 'skipped: GDAL (ogrinfo, ogr2ogr) not found (apt-get install -y gdal-bin)';
+/** strace, able to trace a command here (a container may forbid ptrace). */
+export const HAS_STRACE = works('strace', ['-f', '-qq', '-o', '/dev/null', 'true']);
+export const STRACE_MISSING = 'skipped: strace not found, or not allowed to trace here (apt-get install -y strace)';
 
 /** Runs a Python script with arguments; resolves to its stdout parsed as JSON. */
 export async function python<T = any>(script: string, ...args: string[]): Promise<T> {
