@@ -46,6 +46,17 @@ import { loadNationalBoundaries } from '../support/sharedData.js';
 const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
 const WINDOW = 'start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000';
 
+/** `target` with some of its calls replaced (each may call the real one on `target`), the others its own. */
+function withCalls<T extends object>(target: T, replaced: Partial<T>): T {
+  return new Proxy(target, {
+    get(t, name) {
+      if (Object.hasOwn(replaced, name)) return (replaced as Record<PropertyKey, unknown>)[name];
+      const value = Reflect.get(t, name, t) as unknown;
+      return typeof value === 'function' ? value.bind(t) : value;
+    },
+  });
+}
+
 async function archiveText(url: string, query = WINDOW): Promise<string> {
   const res = await fetch(`${url}/reports/archive?${query}`, { headers: { 'User-Agent': 'ops-tests' } });
   expect(res.status).toBe(200);
@@ -311,19 +322,17 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     // was, and nothing beside it: never a cut file under the name asked for.
     const failing = {
       archive: {
-        open: async (q: typeof query) =>
-          new Proxy(await svc.rt.archive.open(q), {
-            get: (w, p) =>
-              p === 'batches'
-                ? (...args: Parameters<typeof w.batches>) =>
-                    (async function* () {
-                      for await (const batch of w.batches(...args)) {
-                        yield batch;
-                        throw new Error('the store went away');
-                      }
-                    })()
-                : Reflect.get(w, p, w),
-          }),
+        open: async (q: typeof query) => {
+          const opened = await svc.rt.archive.open(q);
+          return withCalls(opened, {
+            batches: async function* (...args: Parameters<typeof opened.batches>) {
+              for await (const batch of opened.batches(...args)) {
+                yield batch;
+                throw new Error('the store went away');
+              }
+            },
+          });
+        },
       },
     };
     const before = await fs.readFile(csvFile);
@@ -337,18 +346,14 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     const window = { fromMs: Date.parse('2026-11-26T00:00:00Z'), toMs: Date.parse('2026-11-26T23:59:59.999Z') };
     // The report is posted and archived by the worker just before verify reads the ledger.
     let posted = false;
-    const ledger = new Proxy(svc.rt.ledger, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target) as unknown;
-        if (name !== 'accepted') return typeof value === 'function' ? value.bind(target) : value;
-        return async function* (fromMs: number, toMs: number) {
-          if (!posted) {
-            posted = true;
-            expect((await postReport(svc.url, report(9401, { created_at: '2026-11-26T21:00:00Z' }))).status).toBe(201);
-            await allArchived(svc.rt);
-          }
-          yield* target.accepted(fromMs, toMs);
-        };
+    const ledger = withCalls(svc.rt.ledger, {
+      accepted: async function* (fromMs: number, toMs: number) {
+        if (!posted) {
+          posted = true;
+          expect((await postReport(svc.url, report(9401, { created_at: '2026-11-26T21:00:00Z' }))).status).toBe(201);
+          await allArchived(svc.rt);
+        }
+        yield* svc.rt.ledger.accepted(fromMs, toMs);
       },
     });
     const result = await verify({ ...svc.rt, ledger }, window);
@@ -364,17 +369,13 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     await allArchived(svc.rt);
     // The second report is posted and archived once verify has read the ledger, before it lists the parts.
     let spilled: string[] = [];
-    const ledger = new Proxy(svc.rt.ledger, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target) as unknown;
-        if (name !== 'accepted') return typeof value === 'function' ? value.bind(target) : value;
-        return async function* (fromMs: number, toMs: number) {
-          yield* target.accepted(fromMs, toMs);
-          // What verify read is kept where the leftover sweep spares a job's files for a day.
-          spilled = await fs.readdir(path.join(svc.rt.config.dataDir, 'tmp', 'verify'));
-          expect((await postReport(svc.url, report(9403, { created_at: '2026-11-27T21:00:00Z' }))).status).toBe(201);
-          await allArchived(svc.rt);
-        };
+    const ledger = withCalls(svc.rt.ledger, {
+      accepted: async function* (fromMs: number, toMs: number) {
+        yield* svc.rt.ledger.accepted(fromMs, toMs);
+        // What verify read is kept where the leftover sweep spares a job's files for a day.
+        spilled = await fs.readdir(path.join(svc.rt.config.dataDir, 'tmp', 'verify'));
+        expect((await postReport(svc.url, report(9403, { created_at: '2026-11-27T21:00:00Z' }))).status).toBe(201);
+        await allArchived(svc.rt);
       },
     });
     const result = await verify({ ...svc.rt, ledger }, window);
@@ -384,15 +385,10 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(result.ok).toBe(true);
     // A report the ledger does not know, read or looked up, is still listed.
     const stranger = pkeyOf(9402);
-    const forgetful = new Proxy(svc.rt.ledger, {
-      get(target, name) {
-        if (name === 'lookup') return async (pkey: string) => (pkey === stranger ? undefined : target.lookup(pkey));
-        if (name === 'accepted')
-          return async function* (fromMs: number, toMs: number) {
-            for await (const page of target.accepted(fromMs, toMs)) yield page.filter((r) => r.pkey !== stranger);
-          };
-        const value = Reflect.get(target, name, target) as unknown;
-        return typeof value === 'function' ? value.bind(target) : value;
+    const forgetful = withCalls(svc.rt.ledger, {
+      lookup: async (pkey: string) => (pkey === stranger ? undefined : svc.rt.ledger.lookup(pkey)),
+      accepted: async function* (fromMs: number, toMs: number) {
+        for await (const page of svc.rt.ledger.accepted(fromMs, toMs)) yield page.filter((r) => r.pkey !== stranger);
       },
     });
     const strange = await verify({ ...svc.rt, ledger: forgetful }, window);
@@ -468,14 +464,10 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     // The ledger is read once, whatever the window (on S3 each read lists and reads every key
     // written since the window began: after an import of years, every key, once per block).
     let reads = 0;
-    const ledger = new Proxy(svc.rt.ledger, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target) as unknown;
-        if (name !== 'accepted') return typeof value === 'function' ? value.bind(target) : value;
-        return (fromMs: number, toMs: number) => {
-          reads += 1;
-          return target.accepted(fromMs, toMs);
-        };
+    const ledger = withCalls(svc.rt.ledger, {
+      accepted: (fromMs: number, toMs: number) => {
+        reads += 1;
+        return svc.rt.ledger.accepted(fromMs, toMs);
       },
     });
     const blocks: number[] = [];
