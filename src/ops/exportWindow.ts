@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import type { WindowQuery } from '../archive/query.js';
 import type { Archive } from '../archive/window.js';
 import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
-import { pipeToFile } from '../shared/files.js';
+import { fsyncDir, fsyncFile, pipeToFile } from '../shared/files.js';
 import { isRunning } from '../shared/processes.js';
 import type { Progress } from './progress.js';
 
@@ -36,7 +36,11 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
       const text = format === 'csv' ? 'csv' : 'featurecollection';
       await pipeToFile(partial, Readable.from(plainPieces(renderArchive(ticking(window.batches(shapeOf(text), separatorOf(text)), progress), text))));
     }
+    // On disk before it takes the name, and the name after: an export the command called done
+    // is whole after a power cut too.
+    await fsyncFile(partial);
     await fs.rename(partial, out);
+    await fsyncDir(path.dirname(path.resolve(out)));
   } finally {
     await fs.rm(partial, { force: true });
   }
