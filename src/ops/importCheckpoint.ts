@@ -121,11 +121,12 @@ async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, '
 /**
  * Written whole or not at all, and on disk before it returns: a crash mid-write leaves the
  * previous checkpoint, a power loss after it this one. (The files it names are flushed before it
- * is written: see durableRunFiles.)
+ * is written, and the folder that holds them by `before`: see durableRunFolder.)
  */
-export async function writeCheckpoint(file: string, checkpoint: Checkpoint): Promise<void> {
+export async function writeCheckpoint(file: string, checkpoint: Checkpoint, before: Promise<void> = Promise.resolve()): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeDurably(tmp, 'w', JSON.stringify(checkpoint));
+  // `before` (the run folder's flush) goes on while the checkpoint is written and flushed; both end before it takes the name.
+  await Promise.all([before, writeDurably(tmp, 'w', JSON.stringify(checkpoint))]);
   await fs.rename(tmp, file);
   await fsyncDir(path.dirname(path.resolve(file)));
 }

@@ -124,11 +124,9 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     publisher: storePartPublisher(rt),
     stillHeld,
     // The saves of parts stored at once (each saves twice) share writes. The folder's entries
-    // first: the files it names are there after a power loss (each flushed as it was made).
-    save: coalescing(async () => {
-      await fsyncDir(runDir);
-      await writeCheckpoint(stateFile, checkpoint);
-    }),
+    // are flushed before the checkpoint takes its name (beside its own flush, not after it): the
+    // files it names are there after a power loss (each flushed as it was made).
+    save: coalescing(() => writeCheckpoint(stateFile, checkpoint, fsyncDir(runDir))),
     boundaries: await rt.boundaries.latest(),
   };
 

@@ -51,7 +51,7 @@ export async function mkdirDurably(dir: string): Promise<void> {
   const first = await fsp.mkdir(dir, { recursive: true });
   if (first === undefined) return;
   // The first folder made, and each below it, is a name in its parent's entries.
-  for (let made = path.resolve(dir); ; made = path.dirname(made)) {
+  for (let made = path.resolve(dir); made !== path.dirname(made); made = path.dirname(made)) {
     await fsyncDir(path.dirname(made));
     if (made === path.resolve(first)) return;
   }

@@ -55,15 +55,15 @@ function unescape(quoted: string): string {
   });
 }
 
-/** The two paths of a rename (rename, renameat, renameat2): its first two strings. */
-const renamed = (args: string) => [...args.matchAll(/"((?:[^"\\]|\\.)*)"/g)].slice(0, 2).map((m) => unescape(m[1]!));
+/** The paths a call names (a rename: from, to; a mkdir: the folder): its first two strings. */
+const pathsOf = (args: string) => [...args.matchAll(/"((?:[^"\\]|\\.)*)"/g)].slice(0, 2).map((m) => unescape(m[1]!));
 
 /** The CLI under strace: its output, and its file calls (writes with their bytes: a checkpoint is a few KB; longer writes, DuckDB's, cut short). */
 async function traced(args: string[], dataDir: string, traceFile: string): Promise<{ code: number; stdout: string; stderr: string; calls: Call[] }> {
   const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(
       'strace',
-      ['-f', '-qq', '-y', '-s', '262144', '-e', 'trace=openat,rename,renameat,renameat2,fsync,fdatasync,write', '-o', traceFile, process.execPath, CLI, ...args, '--json'],
+      ['-f', '-qq', '-y', '-s', '262144', '-e', 'trace=openat,mkdir,mkdirat,rename,renameat,renameat2,fsync,fdatasync,write', '-o', traceFile, process.execPath, CLI, ...args, '--json'],
       { env: { PATH: process.env.PATH ?? '', TZ: 'UTC', LOG_LEVEL: 'silent', DATA_DIR: dataDir }, maxBuffer: 1 << 24 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -71,7 +71,7 @@ async function traced(args: string[], dataDir: string, traceFile: string): Promi
   return { ...out, calls: callsOf(await fs.readFile(traceFile, 'utf8')) };
 }
 
-/** When each file was made (created, truncated or renamed into place) and flushed, in the calls' order. */
+/** When each file was made (created, truncated or renamed into place; a folder: created) and flushed, in the calls' order. */
 function timeline(calls: readonly Call[]) {
   const flushed: { path: string; at: number }[] = [];
   const made = new Map<string, { at: number; from?: string }[]>();
@@ -84,8 +84,11 @@ function timeline(calls: readonly Call[]) {
       // (An append, which may create the file, makes nothing new of a file that is there.)
       const p = fdPath(call.result);
       if (p) made.set(p, [...(made.get(p) ?? []), { at }]);
+    } else if (call.name.startsWith('mkdir') && call.result.startsWith('0')) {
+      const [p] = pathsOf(call.args);
+      if (p !== undefined) made.set(p, [...(made.get(p) ?? []), { at }]);
     } else if (call.name.startsWith('rename') && call.result.startsWith('0')) {
-      const [from, to] = renamed(call.args);
+      const [from, to] = pathsOf(call.args);
       if (from === undefined || to === undefined) return;
       made.set(to, [...(made.get(to) ?? []), { at, from }]);
       renames.push({ at, from, to });
@@ -150,13 +153,17 @@ describe.skipIf(!HAS_STRACE)('what an ops command calls done survives a power lo
     let checked = 0;
     let counted = 0;
     for (const { at, named } of checkpoints) {
+      // Where this checkpoint takes the checkpoint's name: what it names must be on disk by then.
+      const standsAt = stateRenames.find((r) => r.at > at)!.at;
       const runDir = path.join(dataDir, 'tmp', 'import', named.run);
+      // The run folder's own name, in its parent, before a checkpoint names the run.
+      expect(flushedBetween(path.dirname(runDir), madeBefore(runDir, at)!.at, standsAt), "the run folder's name flushed before a checkpoint names the run").toBe(true);
       const files = [...named.validated, ...(named.sorted ? [named.sorted] : []), ...named.staged, ...named.untexted.map((p) => p.file)].map((name) => path.join(runDir, name));
       for (const f of files) {
         kinds.add(path.basename(f).replace(/[-.].*$/, ''));
-        // Each file whole on disk, and its name in the run folder, before the checkpoint's bytes are written.
+        // Each file whole on disk before the checkpoint's bytes are written, and its name in the run folder before the checkpoint stands.
         expect(durableBy(f, at), `${path.basename(f)} flushed before a checkpoint names it`).toBe(true);
-        expect(flushedBetween(runDir, madeBefore(f, at)!.at, at), `the run folder flushed after ${path.basename(f)} was made, before a checkpoint names it`).toBe(true);
+        expect(flushedBetween(runDir, madeBefore(f, at)!.at, standsAt), `the run folder flushed after ${path.basename(f)} was made, before a checkpoint naming it stands`).toBe(true);
         checked += 1;
       }
       // The rejects it counts, flushed after the last of them was written.
