@@ -4,7 +4,7 @@
 // tmp/import/<run>/ (validated, sorted, staged and part files, each named below).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fsyncDir, mkdirDurably, writeDurably } from '../shared/files.js';
+import { fsyncDir, writeDurably } from '../shared/files.js';
 import { newUlid } from '../shared/ulid.js';
 import type { DuckDb } from '../archive/duckdb.js';
 import { addSortedPostIds } from './validatedRecords.js';
@@ -121,7 +121,8 @@ async function readCheckpoint(file: string): Promise<(Partial<Omit<Checkpoint, '
 /**
  * Written whole or not at all, and on disk before it returns: a crash mid-write leaves the
  * previous checkpoint, a power loss after it this one. (The files it names are flushed before it
- * is written, and the folder that holds them by `before`: see durableRunFolder.)
+ * is written, each as it is made, and the run folder's entries by `before`: a checkpoint names
+ * only files a power loss keeps whole.)
  */
 export async function writeCheckpoint(file: string, checkpoint: Checkpoint, before: Promise<void> = Promise.resolve()): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
@@ -130,13 +131,6 @@ export async function writeCheckpoint(file: string, checkpoint: Checkpoint, befo
   await fs.rename(tmp, file);
   await fsyncDir(path.dirname(path.resolve(file)));
 }
-
-/**
- * Makes the run's folder, its name flushed into its parents. Each working file is flushed as it
- * is made (fsyncFile), and the folder's entries before each checkpoint (fsyncDir): a checkpoint
- * names only files a power loss keeps whole.
- */
-export const durableRunFolder = (runDir: string): Promise<void> => mkdirDurably(runDir);
 
 /** Removes what a run stopped while it wrote its checkpoint left beside it (its `<file>.<pid>.tmp`): under the lock, no other run writes it. */
 export async function removeCheckpointLeftovers(file: string): Promise<void> {

@@ -32,11 +32,11 @@ import { storePartPublisher } from '../archive/partPublisher.js';
 import { writeParquet } from '../archive/partWriter.js';
 import type { Tags } from '../boundaries/tagger.js';
 import { archiveRowOf } from '../ingest/archiveRow.js';
-import { fsyncDir, fsyncFile } from '../shared/files.js';
+import { fsyncDir, fsyncFile, mkdirDurably } from '../shared/files.js';
 import type { HeldAcceptResult, HeldRecord, IngestRecord } from '../ledger/ledger.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { bothSettled, coalescing, OneBehind } from './concurrency.js';
-import { durableRunFolder, removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
+import { removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
 import { withImportLock } from './importLock.js';
 import { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 import { archiveStaged } from './importRound.js';
@@ -115,7 +115,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   const resumedFrom = checkpoint.processed;
   const rejects = await RejectsWriter.open(rejectsFile, checkpoint, resumedFrom > 0);
   const runDir = runFolder(rt.config.dataDir, checkpoint.run);
-  await durableRunFolder(runDir);
+  // Its name flushed into its parents: a checkpoint that names the run finds it after a power loss.
+  await mkdirDurably(runDir);
   const run: ImportRun = {
     rt,
     checkpoint,
