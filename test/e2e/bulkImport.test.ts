@@ -18,6 +18,7 @@ import { IMPORT_LOCK_KEY } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { failAfterPuts } from '../support/faultyStore.js';
+import { stoppedAfterSecondAcceptance, withAcceptHeld } from '../support/importFaults.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
 import { acceptHeld, API_KEY_NAME, BACKENDS, getJson, keysUnder, pendingCount, pkeyOf, postReport, report, startTestService, storedCopies, storedTags, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
@@ -64,30 +65,6 @@ function ledgerFreePages(svc: TestService): number {
 
 async function partKeys(svc: TestService): Promise<string[]> {
   return (await keysUnder(svc.rt, 'reports/v1/')).filter((k) => k.endsWith('.parquet'));
-}
-
-/** The service's import dependencies with the ledger's acceptHeld replaced. */
-function withAcceptHeld(svc: TestService, acceptHeld: ImportDeps['ledger']['acceptHeld']): ImportDeps {
-  return {
-    ...svc.rt,
-    ledger: {
-      acceptHeld,
-      renewHolds: (pkeys, holdUntilMs) => svc.rt.ledger.renewHolds(pkeys, holdUntilMs),
-      markArchived: (pkeys) => svc.rt.ledger.markArchived(pkeys),
-      reclaimHeldSpace: () => svc.rt.ledger.reclaimHeldSpace(),
-      retractions: (filter) => svc.rt.ledger.retractions(filter),
-    },
-  };
-}
-
-/** The service's import dependencies, its ledger failing once it has committed the second batch (a kill before that batch is staged). */
-function stoppedAfterSecondAcceptance(svc: TestService): ImportDeps {
-  let calls = 0;
-  return withAcceptHeld(svc, async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
-    const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
-    if (++calls === 2) throw new Error('killed after the ledger committed');
-    return outcome;
-  });
 }
 
 describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
@@ -280,7 +257,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const before = (await archived(svc)).size;
 
     // Killed after the ledger committed the second batch, before it was staged.
-    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 300, threadsFromBytes: 0 })).rejects.toThrow(/killed/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file, batchSize: 300, threadsFromBytes: 0 })).rejects.toThrow(/killed/);
     expect((await archived(svc)).size).toBe(before);
 
     // Killed while storing the parts: some are stored, none marked archived.
@@ -352,7 +329,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     // their reports for 3 s only.
     let heldUntilMs = 0;
     const crashWhileStoring: ImportDeps = {
-      ...withAcceptHeld(svc, (records, receivedAt) => svc.rt.ledger.acceptHeld(records, receivedAt, (heldUntilMs = Date.now() + 3_000))),
+      ...withAcceptHeld(svc.rt, (records, receivedAt) => svc.rt.ledger.acceptHeld(records, receivedAt, (heldUntilMs = Date.now() + 3_000))),
       store: failAfterPuts(svc.rt.store, 'reports/v1/', 1),
     };
     await expect(importFile(crashWhileStoring, { file, batchSize: 200, threadsFromBytes: 0 })).rejects.toThrow(/simulated crash/);
@@ -379,7 +356,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     await fs.writeFile(file, yearLines(50_000, 400).join('\n'));
     const ids = Array.from({ length: 400 }, (_, i) => `partner-${50_000 + i}`);
     // Killed with its first batch staged, its second accepted; both held for a second only.
-    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 200, threadsFromBytes: 0, holdMs: 1_000 })).rejects.toThrow(/killed/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file, batchSize: 200, threadsFromBytes: 0, holdMs: 1_000 })).rejects.toThrow(/killed/);
     await new Promise((r) => setTimeout(r, 1_200));
     // Not resumed within its hold: reconciliation queues all 400, and a worker archives some.
     expect(await svc.rt.ledger.requeueStale(Date.now())).toBe(400);
@@ -443,7 +420,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const file = path.join(dir, 'upgrade.ndjson');
     await fs.writeFile(file, yearLines(40_000, 600).join('\n'));
     const before = (await archived(svc)).size;
-    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 200 })).rejects.toThrow(/killed/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file, batchSize: 200 })).rejects.toThrow(/killed/);
     // As the release before left them: a version 3 checkpoint, a sorted file of (n, record).
     const stateFile = `${file}.import-state.json`;
     const state = JSON.parse(await fs.readFile(stateFile, 'utf8'));
@@ -467,7 +444,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     const before = (await svc.rt.boundaries.latest()).version;
     let published: string | undefined;
     // Published once the reports are accepted, tagged with the boundaries the run began with.
-    const publishing = withAcceptHeld(svc, async (records, receivedAt, holdUntilMs) => {
+    const publishing = withAcceptHeld(svc.rt, async (records, receivedAt, holdUntilMs) => {
       const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
       const set = await loadPsaBoundaries();
       published ??= (await svc.rt.boundaries.publish({ ...set, label: `${set.label}, published again during an import` })).version;
@@ -496,7 +473,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     let publishing: Promise<{ version: string }> | undefined;
     let published: string | undefined;
     let firstRound: string[] | undefined;
-    const recording = withAcceptHeld(svc, async (records, receivedAt, holdUntilMs) => {
+    const recording = withAcceptHeld(svc.rt, async (records, receivedAt, holdUntilMs) => {
       firstRound ??= records.map((r) => r.pkey);
       return svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
     });
@@ -572,7 +549,7 @@ describe('bulk import beside a busy embedded ledger', () => {
     await fs.writeFile(file, [...lines, ...lines.map((l) => l.replace(/"title":"t/, '"title":"second t'))].join('\n'));
     const ids = Array.from({ length: 200 }, (_, i) => `partner-${60_000 + i}`);
     // Killed with its first batch staged, its second accepted; held for a second only.
-    await expect(importFile(stoppedAfterSecondAcceptance(svc), { file, batchSize: 100, threadsFromBytes: 0, holdMs: 1_000 })).rejects.toThrow(/killed/);
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file, batchSize: 100, threadsFromBytes: 0, holdMs: 1_000 })).rejects.toThrow(/killed/);
     await new Promise((r) => setTimeout(r, 1_200));
     const resumed = await importFile(svc.rt, { file, batchSize: 100 });
     expect(resumed).toMatchObject({ records: 400, accepted: 200, duplicate: 200, rejected: 0 });
