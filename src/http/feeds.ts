@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import { HttpError } from '../shared/errors.js';
 import type { Metrics } from '../shared/metrics.js';
 import type { ApiKey } from '../partners/apiKeys.js';
+import { postIdOf } from '../partners/partnerReport.js';
 import type { KeyLedger, ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import { SOURCE } from '../store/layout.js';
 import { partnerOf, requireApiKey, type AuthFailureGuard } from './auth.js';
@@ -26,11 +27,10 @@ export function feedsHandlers(deps: FeedsDeps): Handlers {
   const auth = requireApiKey(deps.apiKeys, deps.ledger, deps.authFailures);
   serve('retractPartnerReport', auth, deps.rateLimit, async (req, res) => {
     throwIfAny(readQuery(req, []).details);
-    const raw = String(req.params.postId);
-    if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    const postId = postIdOf(String(req.params.postId));
+    if (postId === undefined) {
       throw new HttpError(400, 'The post_id in the path must be a non-negative integer.', [{ in: 'path', field: 'post_id', message: `must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}` }]);
     }
-    const postId = Number(raw);
     const partner = partnerOf(res);
     // The post_id is this partner's own: another partner's report of the same post_id is not
     // found here (404, as for an unknown one: nothing says another partner used it).

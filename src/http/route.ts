@@ -21,8 +21,6 @@ export interface Route {
   readLimit?: boolean;
   /** Allow names OPTIONS: a CORS preflight is answered. */
   preflight?: boolean;
-  /** Allow leaves HEAD out (a stream has no HEAD). */
-  noHead?: boolean;
   /** Named neither in 404s nor by a 405 of its own: another route's path covers it. */
   unlisted?: boolean;
   /** Its OpenAPI path items, by document path; absent: not in the public document. */
@@ -51,7 +49,7 @@ export type Handlers = Record<string, RequestHandler | RequestHandler[]>;
 /** The methods a route allows, as its 405's Allow header says them. */
 export function allowOf(route: Route): string {
   const methods: string[] = [];
-  if (route.serve.get) methods.push('GET', ...(route.noHead ? [] : ['HEAD']));
+  if (route.serve.get) methods.push('GET', 'HEAD');
   if (route.serve.post) methods.push('POST');
   if (route.serve.delete) methods.push('DELETE');
   if (route.preflight) methods.push('OPTIONS');

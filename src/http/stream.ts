@@ -33,6 +33,13 @@ interface Filter {
   bbox: [number, number, number, number] | undefined;
 }
 
+const STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-store',
+  'X-Accel-Buffering': 'no',
+  Connection: 'keep-alive',
+};
+
 export function streamHandlers(deps: StreamDeps): Handlers {
   const { handlers, serve } = handlerSet<'streamReports'>();
   let clients = 0;
@@ -45,8 +52,6 @@ export function streamHandlers(deps: StreamDeps): Handlers {
   };
 
   serve('streamReports', async (req, res) => {
-    // Before its parameters: a HEAD is refused for what it is, whatever it asks for.
-    if (req.method === 'HEAD') throw new HttpError(405, '/reports/stream allows GET, OPTIONS only.', [], { Allow: 'GET, OPTIONS' });
     const filter = await readFilter(req, deps);
     const events = deps.events;
     const lastId = readLastEventId(req);
@@ -57,6 +62,11 @@ export function streamHandlers(deps: StreamDeps): Handlers {
     const perClient = deps.config.streamMaxClientsPerAddress;
     if ((byClient.get(client) ?? 0) >= perClient) {
       throw new HttpError(429, `This address already has ${perClient} open streams on this server; close one, or retry later.`, [], { 'Retry-After': '30' });
+    }
+    // A HEAD: what a GET would be answered, the stream's headers, and nothing opened.
+    if (req.method === 'HEAD') {
+      res.writeHead(200, STREAM_HEADERS).end();
+      return;
     }
     clients += 1;
     byClient.set(client, (byClient.get(client) ?? 0) + 1);
@@ -75,12 +85,7 @@ export function streamHandlers(deps: StreamDeps): Handlers {
       release(client);
       throw err;
     }
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'X-Accel-Buffering': 'no',
-      Connection: 'keep-alive',
-    });
+    res.writeHead(200, STREAM_HEADERS);
     // The id (with no data) is where a reconnect resumes, even for a client sent no event yet.
     res.write(`retry: 2000\nid: ${cursor}\n: stream of archived reports after event ${cursor}\n\n`);
 

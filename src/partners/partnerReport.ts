@@ -36,6 +36,19 @@ const DATE_TIME = DATE_TIME_PATTERN;
 const DATETIME_END = `${CALENDAR_DATE}(?:[Tt]${TIME}(?:[Zz]|[+-]${OFFSET}))?`;
 export const OGC_DATETIME_PATTERN = `^(?:${DATETIME_END}|(?:${DATETIME_END}|\\.\\.)?/(?:${DATETIME_END}|\\.\\.)?)$`;
 
+/**
+ * A post_id written as a string (a JSON string, a path segment, a CLI option): digits, leading
+ * zeros allowed (normalised: "0010" is post_id 10, as SPEC's post_id is an integer), its value up
+ * to 2^53-1 (`postIdOf`).
+ */
+export const POST_ID_STRING_PATTERN = '^\\d{1,40}$';
+
+/** The post_id a string of digits names; undefined when it is not one or exceeds 2^53-1. */
+export function postIdOf(raw: string): number | undefined {
+  if (!new RegExp(POST_ID_STRING_PATTERN).test(raw) || BigInt(raw) > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+  return Number(raw);
+}
+
 export const partnerReportSchema = {
   $id: 'PartnerReport',
   type: 'object',
@@ -43,10 +56,10 @@ export const partnerReportSchema = {
   required: ['post_id', 'created_at', 'partner_city', 'disaster_type', 'location'],
   properties: {
     post_id: {
-      description: 'Unique identifier of the report at the source. A string of digits is accepted.',
+      description: 'Unique identifier of the report at the source. A string of digits is accepted and normalised ("0010" is 10).',
       oneOf: [
         { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-        { type: 'string', pattern: '^(0|[1-9]\\d{0,15})$' },
+        { type: 'string', pattern: POST_ID_STRING_PATTERN },
       ],
     },
     created_at: {
@@ -134,8 +147,8 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   const createdMs = parseOffsetDateTime(String(input.created_at));
   const details: ErrorDetail[] = [];
   if (city && 'problem' in city) details.push(city.problem);
-  // The schema caps numbers; a string of 16 digits can still exceed 2^53-1 and would lose precision.
-  if (typeof input.post_id === 'string' && BigInt(input.post_id) > BigInt(Number.MAX_SAFE_INTEGER)) {
+  // The schema caps numbers; a string of digits can still exceed 2^53-1 and would lose precision.
+  if (typeof input.post_id === 'string' && postIdOf(input.post_id) === undefined) {
     details.push({ in: 'body', field: 'post_id', message: POST_ID_MESSAGE });
   }
   if (createdMs === undefined) {

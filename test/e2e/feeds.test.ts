@@ -229,5 +229,12 @@ describe('POST /feeds/partner accepts', () => {
     const asString = await postReport(svc.url, report(600, { post_id: '600' }));
     expect(asString.status).toBe(200);
     expect(asString.body.post_id).toBe(600);
+    // Leading zeros normalised: the same integer, the same report.
+    const padded = await postReport(svc.url, report(600, { post_id: '000600' }));
+    expect(padded.status).toBe(200);
+    expect(padded.body).toMatchObject({ post_id: 600, created: false });
+    const fresh = await postReport(svc.url, report(601, { post_id: '0601' }));
+    expect(fresh.status).toBe(201);
+    expect(fresh.body).toMatchObject({ post_id: 601, created: true, pkey: first.body.pkey.replace(/600$/, '601') });
   });
 });

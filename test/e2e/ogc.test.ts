@@ -86,6 +86,10 @@ describe('OGC API – Features: the API', () => {
     expect(body.collections.map((c: any) => c.id)).toEqual(['reports', 'regions', 'provinces', 'cities', 'local-areas']);
     const reports = body.collections[0];
     expect(reports.extent.temporal.interval).toEqual([['2026-11-20T00:00:00.000Z', null]]);
+    // The first box holds every report (the feed takes a point anywhere); the second, the cities' extent, where tagged ones lie.
+    const cities = body.collections.find((c: any) => c.id === 'cities');
+    expect(reports.extent.spatial.bbox).toEqual([[-180, -90, 180, 90], cities.extent.spatial.bbox[0]]);
+    expect(cities.extent.spatial.bbox[0][0]).toBeGreaterThan(116);
     expect(reports.links).toContainEqual(expect.objectContaining({ rel: 'items', type: 'application/geo+json', href: `${svc.url}/ogc/collections/reports/items` }));
     expect((await ogc('/ogc/collections/reports', '/ogc/collections/reports')).body).toEqual(reports);
     const missing = await ogc('/ogc/collections/barangays');

@@ -142,12 +142,12 @@ describe('GET /reports/stream', () => {
     expect((await getJson(`${svc.url}/reports/stream?bbox=10,10,5,5`)).status).toBe(400);
     const post = await fetch(`${svc.url}/reports/stream`, { method: 'POST' });
     expect(post.status).toBe(405);
-    const head = await fetch(`${svc.url}/reports/stream`, { method: 'HEAD' });
-    expect(head.status).toBe(405);
-    expect(head.headers.get('allow')).toBe('GET, OPTIONS');
-    // Refused for its method, whatever it asks for.
+    expect(post.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    // A HEAD is answered as its GET would be, without the stream: its headers, or its 400.
+    const head = await fetch(`${svc.url}/reports/stream?admin=PH-QC`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('content-type'), await head.text()]).toEqual([200, 'text/event-stream; charset=utf-8', '']);
     const badHead = await fetch(`${svc.url}/reports/stream?admin=NOPE`, { method: 'HEAD' });
-    expect([badHead.status, badHead.headers.get('allow')]).toEqual([405, 'GET, OPTIONS']);
+    expect(badHead.status).toBe(400);
   });
 });
 
@@ -155,6 +155,8 @@ describe('GET /reports/stream, one client among many', () => {
   it('allows an address only so many streams: past them 429, while another address still connects', async () => {
     const svc = await service({ TRUST_PROXY: '1', STREAM_MAX_CLIENTS_PER_ADDRESS: '2' });
     const from = (address: string) => ({ 'X-Forwarded-For': address });
+    // HEADs open no stream: they take no slot.
+    for (let i = 0; i < 3; i++) expect((await fetch(`${svc.url}/reports/stream`, { method: 'HEAD', headers: from('203.0.113.5') })).status).toBe(200);
     const held = [await stream(`${svc.url}/reports/stream`, from('203.0.113.5')), await stream(`${svc.url}/reports/stream`, from('203.0.113.5'))];
     expect(held.map((s) => s.status)).toEqual([200, 200]);
     const third = await fetch(`${svc.url}/reports/stream`, { headers: from('203.0.113.5') });
@@ -163,6 +165,8 @@ describe('GET /reports/stream, one client among many', () => {
     expect(third.status).toBe(429);
     expect(third.headers.get('retry-after')).toBe('30');
     expect(body).toMatchObject({ statusCode: 429, error: 'Too Many Requests', message: expect.stringMatching(/this address/i), details: [] });
+    // A HEAD is answered as its GET would be.
+    expect((await fetch(`${svc.url}/reports/stream`, { method: 'HEAD', headers: from('203.0.113.5') })).status).toBe(429);
     const other = await stream(`${svc.url}/reports/stream`, from('198.51.100.9'));
     expect(other.status).toBe(200);
     // A closed stream gives its address the slot back.

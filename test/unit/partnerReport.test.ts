@@ -65,10 +65,16 @@ describe('partner report', () => {
     expect(problems({ ...valid, partner_city: 'San Jose', disaster_type: 'fire' }, national).map((d) => d.field).sort()).toEqual(['disaster_type', 'partner_city']);
   });
 
-  it('accepts a post_id given as a string of digits', () => {
+  it('accepts a post_id given as a string of digits, normalised (leading zeros too)', () => {
     expect(parsePartnerReport({ ...valid, post_id: '9007199254740991' }, NOW).post_id).toBe(9007199254740991);
+    expect(parsePartnerReport({ ...valid, post_id: '0123' }, NOW).post_id).toBe(123);
+    expect(parsePartnerReport({ ...valid, post_id: '000000000000000000009007199254740991' }, NOW).post_id).toBe(9007199254740991);
+    expect(parsePartnerReport({ ...valid, post_id: '000' }, NOW).post_id).toBe(0);
     expect(problems({ ...valid, post_id: '12a' })[0]?.field).toBe('post_id');
-    expect(problems({ ...valid, post_id: '0123' })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: '' })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: ' 12' })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: '+12' })[0]?.field).toBe('post_id');
+    expect(problems({ ...valid, post_id: '0009007199254740992' })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: 9007199254740992 })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: '9007199254740993' })[0]?.field).toBe('post_id');
     expect(problems({ ...valid, post_id: 1.5 })[0]?.field).toBe('post_id');

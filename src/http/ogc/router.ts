@@ -39,6 +39,11 @@ export interface OgcDeps {
 
 type CollectionId = (typeof COLLECTION_IDS)[number];
 
+/** Every point the feed takes. */
+const WORLD: Bbox = [-180, -90, 180, 90];
+/** The country, for a collection no published set has features in yet. */
+const PHILIPPINES: Bbox = [116.9, 4.6, 126.6, 21.1];
+
 const TITLES: Record<CollectionId, { title: string; description: string }> = {
   reports: {
     title: 'Flood reports',
@@ -101,14 +106,16 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
 
   const collectionOf = async (id: CollectionId) => {
     const base = ogcBase(deps.publicBase());
-    let bbox: Bbox | undefined;
+    let bboxes: Bbox[];
     let interval: [string | null, string | null] = [null, null];
     if (id === 'reports') {
-      bbox = await boundaries.extent('cities');
+      // The first box must hold every report, and the feed takes a point anywhere on Earth (one
+      // outside the boundaries is kept, untagged); the second is where the tagged ones lie.
+      bboxes = [WORLD, (await boundaries.extent('cities')) ?? PHILIPPINES];
       const first = await firstReport();
       interval = [first === undefined ? null : new Date(first).toISOString(), null];
     } else {
-      bbox = await boundaries.extent(id);
+      bboxes = [(await boundaries.extent(id)) ?? PHILIPPINES];
     }
     return {
       id,
@@ -116,7 +123,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       itemType: 'feature',
       crs: [CRS84],
       extent: {
-        spatial: { bbox: [bbox ?? [116.9, 4.6, 126.6, 21.1]], crs: CRS84 },
+        spatial: { bbox: bboxes, crs: CRS84 },
         ...(id === 'reports' ? { temporal: { interval: [interval], trs: GREGORIAN } } : {}),
       },
       links: [

@@ -85,7 +85,6 @@ export const REPORTS_ROUTES: readonly Route[] = [
     path: '/reports/stream',
     serve: { get: 'streamReports' },
     ...PUBLIC_READ,
-    noHead: true,
     doc: () => ({
       '/reports/stream': {
         get: {

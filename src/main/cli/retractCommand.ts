@@ -1,4 +1,5 @@
 // `retract`: a report withdrawn by the operators.
+import { postIdOf } from '../../partners/partnerReport.js';
 import { parsePkey, SOURCE } from '../../store/layout.js';
 import { common, partnerOption, print, required, UsageError, withRuntime, type Command } from './options.js';
 
@@ -21,9 +22,9 @@ export const retract: Command = {
       postId = parts.post_id;
     } else {
       if (typeof values['post-id'] !== 'string') throw new UsageError('give the report: --pkey KEY, or --post-id N (with --partner NAME for a partner\'s)');
-      const raw = required(values, 'post-id');
-      if (!/^(0|[1-9]\d{0,15})$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError('--post-id must be a non-negative integer');
-      postId = Number(raw);
+      const named = postIdOf(required(values, 'post-id'));
+      if (named === undefined) throw new UsageError(`--post-id must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`);
+      postId = named;
       partner = partnerOption(values);
     }
     return withRuntime(config, async (rt) => {
