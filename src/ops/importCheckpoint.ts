@@ -7,11 +7,18 @@ import path from 'node:path';
 import { fsyncDir, writeDurably } from '../shared/files.js';
 import { newUlid } from '../shared/ulid.js';
 import type { DuckDb } from '../archive/duckdb.js';
+import { ImportInputError } from './importRecords.js';
 import { addSortedPostIds } from './validatedRecords.js';
 
 export interface Checkpoint {
   /** 4: the sorted file holds each record's post_id beside it (3: it did not). */
   v: 4;
+  /**
+   * The archive imported into (its STORAGE_URL; absent in a checkpoint of an earlier release): the
+   * checkpoint sits beside the file, so an import of the same file into another archive finds it,
+   * and must leave it alone while it is unfinished.
+   */
+  archive?: string;
   /** The input file's size and mtime: a checkpoint of another file (or the same one changed) is not resumed. */
   size: number;
   mtimeMs: number;
@@ -75,13 +82,15 @@ export const runFolder = (dataDir: string, run: string): string => path.join(dat
  */
 export async function startingCheckpoint(
   stateFile: string,
-  input: { size: number; mtimeMs: number; partner: string | undefined; restart: boolean },
+  input: { archive: string; size: number; mtimeMs: number; partner: string | undefined; restart: boolean },
   dataDir: string,
   db: DuckDb,
 ): Promise<Checkpoint> {
   const { partner } = input;
+  await checkNotAnothers(stateFile, input.archive);
   const fresh: Checkpoint = {
     v: 4,
+    archive: input.archive,
     size: input.size,
     mtimeMs: input.mtimeMs,
     processed: 0,
@@ -107,6 +116,24 @@ export async function startingCheckpoint(
     await addSortedPostIds(db, path.join(runFolder(dataDir, saved.run), saved.sorted));
   }
   return { ...fresh, ...saved, v: 4 };
+}
+
+/** The checkpoint beside the file is another archive's unfinished import's: left as it is. */
+export class CheckpointTakenError extends ImportInputError {}
+
+/**
+ * Refuses (CheckpointTakenError) a checkpoint of an unfinished import of this file into another
+ * archive: resumed here it would fail on that archive's working files, and a new run here would
+ * write over what that run staged, which its own resume needs. Checked as a run starts and before
+ * each save (two runs into two archives started at once).
+ */
+export async function checkNotAnothers(stateFile: string, archive: string): Promise<void> {
+  const saved = await readCheckpoint(stateFile);
+  if (saved && !saved.complete && saved.archive !== undefined && saved.archive !== archive) {
+    throw new CheckpointTakenError(
+      `${stateFile} is the checkpoint of an unfinished import of this file into another archive (${saved.archive}): finish it there (the same command with that archive's DATA_DIR or STORAGE_URL), or remove that checkpoint if it is abandoned (its reports stay pending there, for reconciliation to archive), or import a copy of the file (its checkpoint is beside it)`,
+    );
+  }
 }
 
 /** A saved checkpoint: one of an earlier release lacks the fields added since (the defaults stand). */

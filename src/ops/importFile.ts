@@ -36,7 +36,7 @@ import { fsyncDir, fsyncFile, mkdirDurably } from '../shared/files.js';
 import type { HeldAcceptResult, HeldRecord, IngestRecord } from '../ledger/ledger.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { bothSettled, coalescing, OneBehind } from './concurrency.js';
-import { removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
+import { checkNotAnothers, CheckpointTakenError, removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
 import { withImportLock } from './importLock.js';
 import { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 import { archiveStaged } from './importRound.js';
@@ -111,7 +111,8 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   const rejectsFile = options.rejectsFile ?? rejectsFileOf(options.file);
   await checkRejectsFile(rejectsFile, [options.file, stateFile]);
   await removeCheckpointLeftovers(stateFile);
-  const checkpoint = await startingCheckpoint(stateFile, { size: stat.size, mtimeMs: stat.mtimeMs, partner: options.partner, restart: options.restart === true }, rt.config.dataDir, rt.db);
+  const archiveUrl = rt.config.storageUrl;
+  const checkpoint = await startingCheckpoint(stateFile, { archive: archiveUrl, size: stat.size, mtimeMs: stat.mtimeMs, partner: options.partner, restart: options.restart === true }, rt.config.dataDir, rt.db);
   const resumedFrom = checkpoint.processed;
   const rejects = await RejectsWriter.open(rejectsFile, checkpoint, resumedFrom > 0);
   const runDir = runFolder(rt.config.dataDir, checkpoint.run);
@@ -127,7 +128,10 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     // The saves of parts stored at once (each saves twice) share writes. The folder's entries
     // are flushed before the checkpoint takes its name (beside its own flush, not after it): the
     // files it names are there after a power loss (each flushed as it was made).
-    save: coalescing(() => writeCheckpoint(stateFile, checkpoint, fsyncDir(runDir))),
+    save: coalescing(async () => {
+      await checkNotAnothers(stateFile, archiveUrl);
+      await writeCheckpoint(stateFile, checkpoint, fsyncDir(runDir));
+    }),
     boundaries: await rt.boundaries.latest(),
   };
 
@@ -152,7 +156,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
       // A file that cannot be read as its format says, found before any record was accepted:
       // nothing to resume, so nothing is left to resume from (its rejects so far stay; before
       // its first, the last run's rejects file is as it was).
-      if (err instanceof ImportInputError) {
+      if (err instanceof ImportInputError && !(err instanceof CheckpointTakenError)) {
         await fs.rm(runDir, { recursive: true, force: true });
         await fs.rm(stateFile, { force: true });
       }

@@ -44,6 +44,9 @@ function csvColumns(file: string, header: string[]): string[] {
   if (lacks.length > 0) {
     throw new ImportInputError(`${file}: its CSV header (${header.slice(0, 8).join(', ').slice(0, 200)}) has ${lacks.join(' and ')}: the first line names the columns, comma-separated, in lower case`);
   }
+  // A column named twice would be read as its last one, silently (a JSON record naming a field twice is a reject).
+  const twice = [...new Set(header.filter((name, i) => name !== '' && header.indexOf(name) !== i))];
+  if (twice.length > 0) throw new ImportInputError(`${file}: its CSV header names ${twice.slice(0, 5).join(', ').slice(0, 200)} twice: each column once`);
   return header;
 }
 

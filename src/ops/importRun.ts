@@ -19,7 +19,7 @@ export interface ImportDeps {
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
   boundaries: Pick<BoundaryRepository, 'latest'>;
-  config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
+  config: Pick<Config, 'dataDir' | 'flushIntervalSeconds' | 'storageUrl'>;
   /** Told of a sidecar that could not be built, and of staged files gone. */
   log: Pick<Logger, 'warn'>;
 }

@@ -22,7 +22,10 @@ export async function checkRejectsFile(rejectsFile: string, others: readonly str
   }
   const folder = await fs.stat(path.dirname(rejects)).catch(() => undefined);
   if (!folder?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile}: there is no folder ${path.dirname(rejectsFile)} to write it in`);
-  if ((await fs.stat(rejects).catch(() => undefined))?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
+  const found = await fs.stat(rejects).catch(() => undefined);
+  if (found?.isDirectory()) throw new ImportInputError(`--rejects ${rejectsFile} is a folder: name the file to write the rejects to`);
+  // Flushed, and cut back to what a resumed run kept: a device or a pipe is neither.
+  if (found && !found.isFile()) throw new ImportInputError(`--rejects ${rejectsFile} is not a regular file (a device or a pipe): name a file to write the rejects to`);
   await checkWritable(rejects).catch((err: NodeJS.ErrnoException) => {
     throw new ImportInputError(`--rejects ${rejectsFile} cannot be written (${err.code ?? err.message}): name another file`);
   });

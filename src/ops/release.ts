@@ -182,7 +182,7 @@ async function releaseAlone(
       changes: [...(latest?.changes ?? []), { revision, created, note }],
     });
     // The next revision, unless a dead run's files hold its folder: the one after (a file once
-    // written is never replaced, so a revision number may go unused).
+    // written is never replaced, so a revision number may go unused; the dead run's files are removed).
     for (let revision = (latest?.revision ?? 0) + 1, skipped = 0; ; revision++) {
       const manifest = manifestOf(revision);
       const id = manifest.release;
@@ -205,7 +205,14 @@ async function releaseAlone(
         // stalled past its lock finds its successor's there, and stops rather than publish the
         // revision after the one its successor is making.
         await confirmHeld();
-        if (++skipped === STALE_FOLDERS) throw new ReleaseError(`${STALE_FOLDERS} revisions of ${label} in a row hold a dead run's files: remove their folders under ${RELEASES_PREFIX} and run again`);
+        // Never published, and its files may hold reports retracted since (why their bytes
+        // differ): they go, while the lock keeps other runs out. The number stays unused.
+        if (!(await rt.store.head(manifestKey(id)))) {
+          const dead: string[] = [];
+          for await (const info of rt.store.list({ prefix: releaseDir(id) })) dead.push(info.key);
+          await rt.store.delete(dead);
+        }
+        if (++skipped === STALE_FOLDERS) throw new ReleaseError(`${STALE_FOLDERS} revisions of ${label} in a row held a dead run's files (removed, under ${RELEASES_PREFIX}): run again`);
         continue;
       }
       // Each file still the version this run wrote or found, no later revision made by a run

@@ -51,10 +51,10 @@ export function newKey(): string {
 /** Where a data dir keeps the key generated for it (the `local` key), when no key is configured. */
 export const GENERATED_KEY_FILE = 'api-key';
 
-/** The key generated earlier for `dataDir`, and its file; undefined when there is none. */
 /** The name of the key generated for a data directory (its reports are `partner-local-<post_id>`). */
 export const GENERATED_KEY_NAME = 'local';
 
+/** The key generated earlier for `dataDir`, and its file; undefined when there is none. */
 export async function generatedKey(dataDir: string): Promise<{ file: string; key: string } | undefined> {
   const file = path.join(dataDir, GENERATED_KEY_FILE);
   try {

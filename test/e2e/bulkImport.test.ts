@@ -416,6 +416,34 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(await pendingCount(svc.rt)).toBe(0);
   });
 
+  it("leaves alone the unfinished checkpoint of an import of the same file into another archive: refused, even with --restart; that import resumes there and finishes", async () => {
+    const file = path.join(dir, 'two-archives.ndjson');
+    await fs.writeFile(file, yearLines(45_000, 600).join('\n'));
+    const stateFile = `${file}.import-state.json`;
+    const before = (await archived(svc)).size;
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file, batchSize: 200 })).rejects.toThrow(/killed/);
+    const saved = await fs.readFile(stateFile, 'utf8');
+    expect(JSON.parse(saved)).toMatchObject({ archive: svc.rt.config.storageUrl, complete: false });
+
+    const other = await startTestService(await testRuntime(await testConfig('embedded')), { worker: false, reconcile: false });
+    try {
+      for (const restart of [false, true]) {
+        await expect(importFile(other.rt, { file, batchSize: 200, restart })).rejects.toMatchObject({ name: 'ImportInputError', message: expect.stringMatching(/checkpoint of an unfinished import of this file into another archive/) });
+        expect(await fs.readFile(stateFile, 'utf8')).toBe(saved);
+      }
+      const resumed = await importFile(svc.rt, { file, batchSize: 200 });
+      expect(resumed).toMatchObject({ records: 600, accepted: 600, rejected: 0 });
+      const after = await archived(svc);
+      expect(after.size).toBe(before + 600);
+      for (let id = 45_000; id < 45_600; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
+      expect(await pendingCount(svc.rt)).toBe(0);
+      // Done there, the file imports here as a run of its own.
+      expect(await importFile(other.rt, { file, batchSize: 200 })).toMatchObject({ records: 600, accepted: 600, resumedFrom: 0 });
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('resumes a run that the release before stopped while accepting (its sorted file without post_ids): every report once', async () => {
     const file = path.join(dir, 'upgrade.ndjson');
     await fs.writeFile(file, yearLines(40_000, 600).join('\n'));

@@ -71,6 +71,10 @@ describe('flood-archive CLI', () => {
       [['import'], /--file is required/],
       [['import', '--file', input, '--format', ''], /--format must be ndjson, geojson or csv/],
       [['import', '--file', input, '--rejects', '/proc/rejects.ndjson'], /--rejects \/proc\/rejects\.ndjson cannot be written/],
+      // Flushed and cut back on a resume, the rejects must be a file.
+      [['import', '--file', input, '--rejects', '/dev/null'], /--rejects \/dev\/null is not a regular file/],
+      // The checkpoint goes beside the file: a folder no one may write in is found before anything opens.
+      [['import', '--file', '/proc/version', '--format', 'ndjson', '--rejects', path.join(path.dirname(input), 'r.ndjson')], /the checkpoint \/proc\/version\.import-state\.json cannot be written beside the file/],
       [['export', '--format', 'csv', '--out', path.join(path.dirname(input), 'out.csv')], /--from is required/],
       [['verify', '--from', 'nope'], /--from/],
       [['compact', '--to', '1960-01-01'], /^--from \(1970-01-01T00:00:00\.000Z when not given\) is after --to$/m],
@@ -143,6 +147,10 @@ describe('flood-archive CLI', () => {
     expect(await fs.readFile(`${oneBad}.rejected.ndjson`, 'utf8')).toBe(kept);
     await mistake(['import', '--file', dataDir], /is not a file/);
     await mistake(['import', '--file', file, '--rejects', dataDir], /--rejects .* is a folder: name the file/);
+    // A CSV column named twice would be read as its last one: the file is refused.
+    const twice = path.join(dataDir, 'twice.csv');
+    await fs.writeFile(twice, 'post_id,created_at,disaster_type,the_geom,post_id\n11,2025-07-02T00:00:00Z,flood,POINT(121.0497 14.6516),22\n');
+    await mistake(['import', '--file', twice], /its CSV header names post_id twice/);
     // Boundary files that cannot be read: named, exit 2, nothing published.
     const emptyFolder = await tempDir();
     await mistake(['cities', 'publish', '--from', emptyFolder], /\/cities\.geojson: no such file; \S+\/local-areas\.geojson: no such file/);
@@ -221,6 +229,11 @@ describe('flood-archive CLI', () => {
     const ghost = await run(['import', '--file', file, '--partner', 'alhpa', '--json'], env);
     expect([ghost.code, ghost.stderr]).toEqual([0, expect.stringMatching(/warning: no API key named alhpa is known here/)]);
     expect((await run(['import', '--file', file, '--partner', 'alpha', '--restart', '--json'], env)).stderr).not.toMatch(/warning/);
+    // The key generated for a data directory is known by its name too.
+    const generatedDir = await tempDir();
+    await fs.writeFile(path.join(generatedDir, 'api-key'), 'generated-key-0123456789abcdef\n', { mode: 0o600 });
+    expect((await run(['import', '--file', file, '--partner', 'local', '--json'], { DATA_DIR: generatedDir })).stderr).not.toMatch(/warning/);
+    expect((await run(['import', '--file', file, '--partner', 'lokal', '--json'], { DATA_DIR: generatedDir })).stderr).toMatch(/warning: no API key named lokal is known here/);
   }, 360_000); // some thirty commands, each a new process: over two minutes on a busy host
 
   it('refuses an option its subcommand does not read, and names what to give where a word is missing or wrong', async () => {

@@ -6,7 +6,8 @@ import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
 import { checkRejectsFile, rejectsFileOf } from '../../ops/rejectsFile.js';
-import { linkTarget, LinkLoopError } from '../../shared/files.js';
+import { checkWritable, linkTarget, LinkLoopError } from '../../shared/files.js';
+import { GENERATED_KEY_NAME, generatedKey } from '../../partners/apiKeys.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
 export const compact: Command = {
@@ -116,9 +117,14 @@ export const importCommand: Command = {
     await checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : rejectsFileOf(file), [file, stateFile]).catch((err: unknown) => {
       throw (err as Error)?.name === 'ImportInputError' ? new UsageError((err as Error).message) : err;
     });
+    // The checkpoint is written beside the file: a folder this user cannot write is found now, not at the first save.
+    await checkWritable(stateFile).catch((err: NodeJS.ErrnoException) => {
+      throw new UsageError(`the checkpoint ${stateFile} cannot be written beside the file (${err.code ?? err.message}): import a copy of the file from a folder this user can write`);
+    });
     return withRuntime(config, async (rt) => {
       // Not refused: the service's API_KEYS may name it where this command's environment does not.
-      if (partner !== undefined && !config.apiKeys.some((k) => k.name === partner) && !(await rt.ledger.listKeys()).some((k) => k.name === partner)) {
+      const generated = partner === GENERATED_KEY_NAME && (await generatedKey(config.dataDir)) !== undefined;
+      if (partner !== undefined && !generated && !config.apiKeys.some((k) => k.name === partner) && !(await rt.ledger.listKeys()).some((k) => k.name === partner)) {
         process.stderr.write(`warning: no API key named ${partner} is known here (API_KEYS, keys list): its reports are imported under that name, which only a key of that name reads back; a misspelt name is a partner of its own\n`);
       }
       const result = await interruptible('import', `run the same command again to resume from its checkpoint (${stateFile})`, () => deps
