@@ -42,10 +42,11 @@ export const OGC_DATETIME_PATTERN = `^(?:${DATETIME_END}|(?:${DATETIME_END}|\\.\
  * to 2^53-1 (`postIdOf`).
  */
 export const POST_ID_STRING_PATTERN = '^\\d{1,40}$';
+const POST_ID_STRING = new RegExp(POST_ID_STRING_PATTERN);
 
 /** The post_id a string of digits names; undefined when it is not one or exceeds 2^53-1. */
 export function postIdOf(raw: string): number | undefined {
-  if (!new RegExp(POST_ID_STRING_PATTERN).test(raw) || BigInt(raw) > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+  if (!POST_ID_STRING.test(raw) || BigInt(raw) > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
   return Number(raw);
 }
 
