@@ -1,4 +1,4 @@
-// The checkpoint an import keeps beside its file (`<file>.import-state.json` unless told): the
+// The checkpoint an import keeps beside its file (`<file>.import-state.json`, or where told): the
 // one record of how far a run got, written whole after each step, so a run that dies anywhere is
 // resumed by running it again. Its working files live in the run's folder under the data dir's
 // tmp/import/<run>/ (validated, sorted, staged and part files, each named below).
@@ -15,10 +15,16 @@ export interface Checkpoint {
   v: 4;
   /**
    * The archive imported into (its STORAGE_URL; absent in a checkpoint of an earlier release): the
-   * checkpoint sits beside the file, so an import of the same file into another archive finds it,
-   * and must leave it alone while it is unfinished.
+   * checkpoint sits beside the file unless told, so an import of the same file into another
+   * archive finds it, and must leave it alone while it is unfinished.
    */
   archive?: string;
+  /**
+   * The input file as named (resolved; absent in a checkpoint of an earlier release): a checkpoint
+   * put elsewhere (`--checkpoint`) may be named again for another file, whose run must leave an
+   * unfinished one alone.
+   */
+  file?: string;
   /** The input file's size and mtime: a checkpoint of another file (or the same one changed) is not resumed. */
   size: number;
   mtimeMs: number;
@@ -82,15 +88,16 @@ export const runFolder = (dataDir: string, run: string): string => path.join(dat
  */
 export async function startingCheckpoint(
   stateFile: string,
-  input: { archive: string; size: number; mtimeMs: number; partner: string | undefined; restart: boolean },
+  input: { archive: string; file: string; size: number; mtimeMs: number; partner: string | undefined; restart: boolean },
   dataDir: string,
   db: DuckDb,
 ): Promise<Checkpoint> {
   const { partner } = input;
-  await checkNotAnothers(stateFile, input.archive);
+  await checkNotAnothers(stateFile, input);
   const fresh: Checkpoint = {
     v: 4,
     archive: input.archive,
+    file: path.resolve(input.file),
     size: input.size,
     mtimeMs: input.mtimeMs,
     processed: 0,
@@ -118,20 +125,29 @@ export async function startingCheckpoint(
   return { ...fresh, ...saved, v: 4 };
 }
 
-/** The checkpoint beside the file is another archive's unfinished import's: left as it is. */
+/** The checkpoint is another import's, unfinished (into another archive, or of another file): left as it is. */
 export class CheckpointTakenError extends ImportInputError {}
 
 /**
- * Refuses (CheckpointTakenError) a checkpoint of an unfinished import of this file into another
- * archive: resumed here it would fail on that archive's working files, and a new run here would
- * write over what that run staged, which its own resume needs. Checked as a run starts and before
- * each save (two runs into two archives started at once).
+ * Refuses (CheckpointTakenError) a checkpoint of an unfinished import into another archive, or
+ * of another file (named otherwise, and not of this one's size and mtime: a file moved with its
+ * checkpoint is still resumed): resumed here it would fail on that run's working files, and a new
+ * run here would write over what that run staged, which its own resume needs. Checked as a run
+ * starts and before each save (two runs started at once).
  */
-export async function checkNotAnothers(stateFile: string, archive: string): Promise<void> {
+export async function checkNotAnothers(stateFile: string, input: { archive: string; file: string; size: number; mtimeMs: number }): Promise<void> {
   const saved = await readCheckpoint(stateFile);
-  if (saved && !saved.complete && saved.archive !== undefined && saved.archive !== archive) {
+  if (!saved || saved.complete) return;
+  const abandon = 'or remove that checkpoint if that import is abandoned (its reports stay pending there, for reconciliation to archive)';
+  if (saved.archive !== undefined && saved.archive !== input.archive) {
     throw new CheckpointTakenError(
-      `${stateFile} is the checkpoint of an unfinished import of this file into another archive (${saved.archive}): finish it there (the same command with that archive's DATA_DIR or STORAGE_URL), or remove that checkpoint if it is abandoned (its reports stay pending there, for reconciliation to archive), or import a copy of the file (its checkpoint is beside it)`,
+      `${stateFile} is the checkpoint of an unfinished import of this file into another archive (${saved.archive}): finish it there (the same command with that archive's DATA_DIR or STORAGE_URL), or give this import a checkpoint of its own (--checkpoint F), ${abandon}`,
+    );
+  }
+  const otherFile = saved.file !== undefined && saved.file !== path.resolve(input.file) && (saved.size !== input.size || saved.mtimeMs !== input.mtimeMs);
+  if (otherFile) {
+    throw new CheckpointTakenError(
+      `${stateFile} is the checkpoint of an unfinished import of another file (${saved.file}): finish that import (the same command with --file ${saved.file}), or give this import a checkpoint of its own (--checkpoint F), ${abandon}`,
     );
   }
 }

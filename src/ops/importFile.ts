@@ -14,7 +14,7 @@
 //      round makes the staged files parts (importRound.ts): from here they are queryable;
 //   4. each part gets its ready texts.
 //
-// The checkpoint (beside the file, importCheckpoint.ts) names the records done and the staged
+// The checkpoint (beside the file unless told, importCheckpoint.ts) names the records done and the staged
 // files not yet archived, and is written after each step. A run that dies anywhere is resumed by
 // running it again: the staged files are archived first, then the pass goes on from the
 // checkpoint; the batch the crash cut short comes back as "held" repeats and is staged again. An import that is never
@@ -36,6 +36,7 @@ import { fsyncDir, fsyncFile, mkdirDurably } from '../shared/files.js';
 import type { HeldAcceptResult, HeldRecord, IngestRecord } from '../ledger/ledger.js';
 import { addReadyTexts } from './addReadyTexts.js';
 import { bothSettled, coalescing, OneBehind } from './concurrency.js';
+import { checkCheckpointFile, checkpointFileOf } from './checkpointFile.js';
 import { checkNotAnothers, CheckpointTakenError, removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
 import { withImportLock } from './importLock.js';
 import { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
@@ -54,6 +55,7 @@ export interface ImportOptions {
   file: string;
   format?: ImportFormat;
   rejectsFile?: string;
+  /** Where the checkpoint is kept (default `<file>.import-state.json`, beside the file). */
   stateFile?: string;
   /** Ignore a checkpoint and start from the first record. */
   restart?: boolean;
@@ -107,12 +109,14 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
   const runStartedMs = Date.now();
   const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
-  const stateFile = options.stateFile ?? `${options.file}.import-state.json`;
+  const stateFile = options.stateFile ?? checkpointFileOf(options.file);
   const rejectsFile = options.rejectsFile ?? rejectsFileOf(options.file);
+  await checkCheckpointFile(stateFile, options.file);
   await checkRejectsFile(rejectsFile, [options.file, stateFile]);
   await removeCheckpointLeftovers(stateFile);
   const archiveUrl = rt.config.storageUrl;
-  const checkpoint = await startingCheckpoint(stateFile, { archive: archiveUrl, size: stat.size, mtimeMs: stat.mtimeMs, partner: options.partner, restart: options.restart === true }, rt.config.dataDir, rt.db);
+  const input = { archive: archiveUrl, file: options.file, size: stat.size, mtimeMs: stat.mtimeMs };
+  const checkpoint = await startingCheckpoint(stateFile, { ...input, partner: options.partner, restart: options.restart === true }, rt.config.dataDir, rt.db);
   const resumedFrom = checkpoint.processed;
   const rejects = await RejectsWriter.open(rejectsFile, checkpoint, resumedFrom > 0);
   const runDir = runFolder(rt.config.dataDir, checkpoint.run);
@@ -129,7 +133,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     // are flushed before the checkpoint takes its name (beside its own flush, not after it): the
     // files it names are there after a power loss (each flushed as it was made).
     save: coalescing(async () => {
-      await checkNotAnothers(stateFile, archiveUrl);
+      await checkNotAnothers(stateFile, input);
       await writeCheckpoint(stateFile, checkpoint, fsyncDir(runDir));
     }),
     boundaries: await rt.boundaries.latest(),

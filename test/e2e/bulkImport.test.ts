@@ -444,6 +444,44 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     }
   });
 
+  it('keeps its checkpoint and rejects where told, writing nothing beside the file; another file is refused that checkpoint while it is unfinished; the file moved with it resumes', async () => {
+    const inputs = path.join(dir, 'told-inputs');
+    const kept = path.join(dir, 'told-kept');
+    await Promise.all([fs.mkdir(inputs), fs.mkdir(kept)]);
+    const file = path.join(inputs, 'told.ndjson');
+    await fs.writeFile(file, [...yearLines(46_000, 600), '{"post_id": "no"}'].join('\n'));
+    const stateFile = path.join(kept, 'state.json');
+    const rejectsFile = path.join(kept, 'rejects.ndjson');
+    const before = (await archived(svc)).size;
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file, stateFile, rejectsFile, batchSize: 200 })).rejects.toThrow(/killed/);
+    const saved = await fs.readFile(stateFile, 'utf8');
+    expect(JSON.parse(saved)).toMatchObject({ file, complete: false });
+
+    // Another file's import told to keep its checkpoint there would write over what this one staged.
+    const another = path.join(inputs, 'another.ndjson');
+    await fs.writeFile(another, yearLines(47_000, 10).join('\n'));
+    for (const restart of [false, true]) {
+      await expect(importFile(svc.rt, { file: another, stateFile, rejectsFile: path.join(kept, 'another-rejects.ndjson'), restart })).rejects.toMatchObject({
+        name: 'ImportInputError',
+        message: expect.stringMatching(/checkpoint of an unfinished import of another file \(.*told\.ndjson\)/),
+      });
+      expect(await fs.readFile(stateFile, 'utf8')).toBe(saved);
+    }
+
+    // The same file under another name (moved, its size and mtime kept) is resumed, not started over.
+    const moved = path.join(inputs, 'moved.ndjson');
+    await fs.rename(file, moved);
+    const resumed = await importFile(svc.rt, { file: moved, stateFile, rejectsFile, batchSize: 200 });
+    expect(resumed).toMatchObject({ records: 601, accepted: 600, rejected: 1 });
+    expect(resumed.resumedFrom).toBeGreaterThan(0);
+    expect((await fs.readFile(rejectsFile, 'utf8')).trim().split('\n')).toHaveLength(1);
+    expect((await fs.readdir(inputs)).sort()).toEqual(['another.ndjson', 'moved.ndjson']);
+    const after = await archived(svc);
+    expect(after.size).toBe(before + 600);
+    for (let id = 46_000; id < 46_600; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
+    expect(await pendingCount(svc.rt)).toBe(0);
+  });
+
   it('resumes a run that the release before stopped while accepting (its sorted file without post_ids): every report once', async () => {
     const file = path.join(dir, 'upgrade.ndjson');
     await fs.writeFile(file, yearLines(40_000, 600).join('\n'));

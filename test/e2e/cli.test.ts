@@ -74,7 +74,12 @@ describe('flood-archive CLI', () => {
       // Flushed and cut back on a resume, the rejects must be a file.
       [['import', '--file', input, '--rejects', '/dev/null'], /--rejects \/dev\/null is not a regular file/],
       // The checkpoint goes beside the file: a folder no one may write in is found before anything opens.
-      [['import', '--file', '/proc/version', '--format', 'ndjson', '--rejects', path.join(path.dirname(input), 'r.ndjson')], /the checkpoint \/proc\/version\.import-state\.json cannot be written beside the file/],
+      [['import', '--file', '/proc/version', '--format', 'ndjson', '--rejects', path.join(path.dirname(input), 'r.ndjson')], /the checkpoint \/proc\/version\.import-state\.json cannot be written beside the file \(.*\): keep it elsewhere with --checkpoint F/],
+      // Kept where told: never over the input (a rename would replace it), a folder, or the rejects.
+      [['import', '--file', input, '--checkpoint', '/proc/state.json'], /--checkpoint \/proc\/state\.json cannot be written/],
+      [['import', '--file', input, '--checkpoint', input], /--checkpoint .*in\.ndjson is the file to import/],
+      [['import', '--file', input, '--checkpoint', path.dirname(input)], /--checkpoint .* is a folder/],
+      [['import', '--file', input, '--checkpoint', `${input}.state`, '--rejects', `${input}.state`], /--rejects .*in\.ndjson\.state is .*in\.ndjson\.state: the rejects file is written over/],
       [['export', '--format', 'csv', '--out', path.join(path.dirname(input), 'out.csv')], /--from is required/],
       [['verify', '--from', 'nope'], /--from/],
       [['compact', '--to', '1960-01-01'], /^--from \(1970-01-01T00:00:00\.000Z when not given\) is after --to$/m],

@@ -5,8 +5,9 @@ import path from 'node:path';
 import type { ExportFormat } from '../../ops/exportWindow.js';
 import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
+import { checkCheckpointFile, checkpointFileOf } from '../../ops/checkpointFile.js';
 import { checkRejectsFile, rejectsFileOf } from '../../ops/rejectsFile.js';
-import { checkWritable, linkTarget, LinkLoopError } from '../../shared/files.js';
+import { linkTarget, LinkLoopError } from '../../shared/files.js';
 import { GENERATED_KEY_NAME, generatedKey } from '../../partners/apiKeys.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
@@ -100,8 +101,8 @@ export const reprocess: Command = {
 
 export const importCommand: Command = {
   summary: 'backfill from NDJSON, GeoJSON or CSV (partner bodies or CogniCity rows); idempotent, resumable',
-  usage: 'import --file F [--partner NAME] [--format ndjson|geojson|csv] [--rejects F] [--restart] [--json]',
-  options: { ...common, file: { type: 'string' }, partner: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, restart: { type: 'boolean' } },
+  usage: 'import --file F [--partner NAME] [--format ndjson|geojson|csv] [--rejects F] [--checkpoint F] [--restart] [--json]',
+  options: { ...common, file: { type: 'string' }, partner: { type: 'string' }, format: { type: 'string' }, rejects: { type: 'string' }, checkpoint: { type: 'string' }, restart: { type: 'boolean' } },
   run: async ({ config, values }) => {
     // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
     const format = values.format as ImportFormat | undefined;
@@ -112,15 +113,13 @@ export const importCommand: Command = {
     const stat = await fs.stat(file).catch(() => undefined);
     if (!stat) throw new UsageError(`--file ${file}: no such file`);
     if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
-    const stateFile = `${file}.import-state.json`;
     if (values.rejects !== undefined) required(values, 'rejects');
-    await checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : rejectsFileOf(file), [file, stateFile]).catch((err: unknown) => {
+    const stateFile = values.checkpoint === undefined ? checkpointFileOf(file) : required(values, 'checkpoint');
+    const usage = (err: unknown) => {
       throw (err as Error)?.name === 'ImportInputError' ? new UsageError((err as Error).message) : err;
-    });
-    // The checkpoint is written beside the file: a folder this user cannot write is found now, not at the first save.
-    await checkWritable(stateFile).catch((err: NodeJS.ErrnoException) => {
-      throw new UsageError(`the checkpoint ${stateFile} cannot be written beside the file (${err.code ?? err.message}): import a copy of the file from a folder this user can write`);
-    });
+    };
+    await checkCheckpointFile(stateFile, file).catch(usage);
+    await checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : rejectsFileOf(file), [file, stateFile]).catch(usage);
     return withRuntime(config, async (rt) => {
       // Not refused: the service's API_KEYS may name it where this command's environment does not.
       const generated = partner === GENERATED_KEY_NAME && (await generatedKey(config.dataDir)) !== undefined;
@@ -134,6 +133,7 @@ export const importCommand: Command = {
             file,
             ...(format && { format }),
             ...(typeof values.rejects === 'string' && { rejectsFile: values.rejects }),
+            stateFile,
             ...(partner !== undefined && { partner }),
             restart: values.restart === true,
           },
