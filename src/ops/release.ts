@@ -27,6 +27,7 @@ import { SERVICE_VERSION } from '../shared/version.js';
 import { releaseLockKey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
+import { removeDeadRuns, type WithPeriodLock } from './releaseLeftovers.js';
 import { withStoreLock } from './storeLock.js';
 
 export interface ReleaseDeps {
@@ -89,10 +90,17 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   if (!period) return Promise.reject(new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true));
   const nowMs = options.nowMs ?? Date.now();
   if (period.endMs >= nowMs) return Promise.reject(new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true));
-  const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseLockLostError(m) };
-  const lock = { store: rt.store, key: releaseLockKey(label), what: `release of ${label}`, log: rt.log, errors, touchMs: options.lockTouchMs };
-  return withStoreLock(lock, (stillHeld, confirmHeld) => releaseAlone(rt, label, period, nowMs, options.progress, stillHeld, confirmHeld));
+  const lockOf = (of: string) => ({ store: rt.store, key: releaseLockKey(of), what: `release of ${of}`, log: rt.log, errors, touchMs: options.lockTouchMs });
+  return withStoreLock(lockOf(label), async (stillHeld, confirmHeld) => {
+    const result = await releaseAlone(rt, label, period, nowMs, options.progress, stillHeld, confirmHeld);
+    const withPeriodLock: WithPeriodLock = (of, remove) => withStoreLock(lockOf(of), (_, held) => remove(held));
+    await removeDeadRuns(rt.store, rt.log, { period: label, confirmHeld }, withPeriodLock);
+    return result;
+  });
 }
+
+/** How a release's store lock (storeLock.ts) reports another run holding it, and its loss. */
+const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseLockLostError(m) };
 
 async function releaseAlone(
   rt: ReleaseDeps,

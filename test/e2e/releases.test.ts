@@ -306,6 +306,28 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(await svc.rt.store.get(releaseLockKey('2025'))).toBeUndefined();
   }, 120_000);
 
+  it('removes after each run what dead runs left in any period no other run is making (never published, it may hold reports retracted since); a period whose run holds its lock is left to it', async () => {
+    const elsewhere = JSON.stringify({ host: 'another-host', pid: 1, id: 'elsewhere', since: new Date().toISOString(), touched: new Date().toISOString() });
+    // A run of 2024 killed before its manifest, never run again; one of 2023-05 at work on another host.
+    await svc.rt.store.put('releases/2024-r1/reports-2024-03.parquet', Buffer.from('a dead run of 2024'));
+    await svc.rt.store.put('releases/2024-r1/reports-2024-03.csv.gz', Buffer.from('a dead run of 2024'));
+    await svc.rt.store.put('releases/2023-05-r2/reports-2023-05.parquet', Buffer.from('a run of 2023-05 at work'));
+    await svc.rt.store.put(releaseLockKey('2023-05'), elsewhere);
+    // A dead run of this run's own period, numbered past the revision this run comes to.
+    await svc.rt.store.put('releases/2025-r9/reports-2025-06.parquet', Buffer.from('a dead run of 2025'));
+    const published = await keysUnder(svc.rt, 'releases/2025-r4/');
+
+    expect(await release(svc.rt, '2025')).toMatchObject({ release: '2025-r4', created: false });
+    expect(await keysUnder(svc.rt, 'releases/2024-r1/')).toEqual([]);
+    expect(await keysUnder(svc.rt, 'releases/2025-r9/')).toEqual([]);
+    expect(await keysUnder(svc.rt, 'releases/2025-r4/')).toEqual(published);
+    expect(await keysUnder(svc.rt, 'releases/2023-05-r2/')).toEqual(['releases/2023-05-r2/reports-2023-05.parquet']);
+    // 2024's lock taken for the moment and given back; 2023-05's still its holder's.
+    expect(await svc.rt.store.get(releaseLockKey('2024'))).toBeUndefined();
+    expect((await svc.rt.store.get(releaseLockKey('2023-05')))?.body.toString('utf8')).toBe(elsewhere);
+    await svc.rt.store.delete([releaseLockKey('2023-05'), 'releases/2023-05-r2/reports-2023-05.parquet']);
+  }, 120_000);
+
   it('serves a release once its citation and Item are written: one whose run stopped after its manifest is neither listed nor served until the next run writes them', async () => {
     // The run stops as it writes the release's citation, after its manifest.
     const store = Object.assign(Object.create(svc.rt.store) as typeof svc.rt.store, {
