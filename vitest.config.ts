@@ -1,6 +1,5 @@
 import os from 'node:os';
 import { defineConfig } from 'vitest/config';
-import FaultsFirst from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -14,7 +13,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Dates in assertions are UTC; pin the zone so a developer's TZ cannot change results.
     env: { TZ: 'UTC' },
-    sequence: { sequencer: FaultsFirst },
     pool: 'forks',
     // Two files at a time even on two cores: the slow files mostly wait (on flush intervals,
     // visibility timeouts, killed processes' restarts), so a second file fills those waits.
