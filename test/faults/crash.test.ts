@@ -115,8 +115,12 @@ async function crashRun(commands: string[]): Promise<void> {
     },
     120_000,
     'every acknowledged report in the archive',
-  ).catch((err) => {
-    throw new Error(`${String(err)}\n${diagnose()}`);
+  ).catch(async (err) => {
+    // How far it got, and whether the missing ones sit in the dead letters (five receives, each by a process killed before its flush).
+    const got = await archivedTitles(url).catch(() => new Map<string, string[]>());
+    const missing = ids.filter((id) => !got.has(pkeyOf(id)));
+    const dead = await runCli(['dlq', 'list'], env).catch((e: unknown) => ({ stdout: String(e), stderr: '' }));
+    throw new Error(`${String(err)}: ${got.size} of ${ids.length} archived, missing ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}\ndlq list: ${(dead.stdout + dead.stderr).slice(0, 2000)}\n${diagnose()}`);
   });
   for (const id of ids) expect(titles.get(pkeyOf(id))).toEqual([`first ${id}`]);
 
