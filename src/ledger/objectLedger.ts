@@ -164,7 +164,14 @@ export class ObjectLedger implements IngestLedger {
         // (None when the listing found no marker: one made since is a live post's, never held.)
         const marker = slot && listed(pendingKey(slot)) !== false ? await this.store.get(pendingKey(slot)) : undefined;
         const held = marker && parseRecord(marker.body);
-        return held?.held_until !== undefined && Date.parse(held.held_until) > Date.now() ? { created: false, pkey: result.pkey, held } : result;
+        if (!slot || !marker || held?.held_until === undefined || Date.parse(held.held_until) <= Date.now()) return result;
+        // A run stopped between this report's marker and its key: the key from the marker (as
+        // reconciliation rolls it forward; it leaves a held marker alone), before this import
+        // archives the report and deletes the marker, which would leave it without its key.
+        const key = idempotencyKey(slot);
+        const keyThere = listed(key) ?? (await this.store.head(key)) !== undefined;
+        if (!keyThere) await this.store.putIfAbsent(key, marker.body, { seenAbsent: true });
+        return { created: false, pkey: result.pkey, held };
       } catch (err) {
         if (err instanceof PkeyTakenError) return { created: false, pkey: record.pkey, taken: true };
         throw err;

@@ -19,7 +19,7 @@ import type { Archive } from '../archive/window.js';
 import type { BoundaryRepository } from '../boundaries/repository.js';
 import { plainPieces, renderArchive, separatorOf, shapeOf } from '../http/archiveBody.js';
 import { citation, releaseSchema, SELECTION, stacCatalog, stacCollection, stacItem, type Manifest, type ReleaseFile } from '../releases/documents.js';
-import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId, type Period } from '../releases/layout.js';
+import { CATALOG_KEY, citationKey, COLLECTION_KEY, itemKey, manifestKey, monthFiles, notClosed, parsePeriod, parseReleaseId, RELEASES_PREFIX, releaseDir, releaseId, type Period } from '../releases/layout.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import { pipeToFile } from '../shared/files.js';
@@ -89,7 +89,8 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   const period = parsePeriod(label);
   if (!period) return Promise.reject(new ReleaseError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(label)}`, true));
   const nowMs = options.nowMs ?? Date.now();
-  if (period.endMs >= nowMs) return Promise.reject(new ReleaseError(`--period ${label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`, true));
+  const open = notClosed(period, nowMs);
+  if (open) return Promise.reject(new ReleaseError(open, true));
   const lockOf = (of: string) => ({ store: rt.store, key: releaseLockKey(of), what: `release of ${of}`, log: rt.log, errors, touchMs: options.lockTouchMs });
   return withStoreLock(lockOf(label), async (stillHeld, confirmHeld) => {
     const result = await releaseAlone(rt, label, period, nowMs, options.progress, stillHeld, confirmHeld);

@@ -31,6 +31,12 @@ export function parsePeriod(label: string): Period | undefined {
   return { label, startMs: months[0]!.startMs, endMs: months[months.length - 1]!.endMs, months };
 }
 
+/** Why no release of `period` can be made at `nowMs` (it is not over yet), or undefined when one can. */
+export function notClosed(period: Period, nowMs: number): string | undefined {
+  if (period.endMs < nowMs) return undefined;
+  return `--period ${period.label} is not over until ${new Date(period.endMs + 1).toISOString()}: a release is of a closed period`;
+}
+
 /** A release's id: its period and revision, `2025-r2`. */
 export const releaseId = (period: string, revision: number): string => `${period}-r${revision}`;
 

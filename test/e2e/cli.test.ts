@@ -85,6 +85,8 @@ describe('flood-archive CLI', () => {
       [['compact', '--to', '1960-01-01'], /^--from \(1970-01-01T00:00:00\.000Z when not given\) is after --to$/m],
       [['release'], /--period is required/],
       [['release', '--period', '20x5'], /--period must be a UTC year/],
+      // Not over yet: told from the clock, before the store (unreachable here) is opened.
+      [['release', '--period', '2099-12'], /--period 2099-12 is not over until 2100-01-01T00:00:00\.000Z: a release is of a closed period/],
       [['retract', '--reason', 'dpa'], /give the report/],
       [['keys', 'add'], /--name is required/],
       [['keys', 'rotate', '--name', 'bad name'], /--name must be/],

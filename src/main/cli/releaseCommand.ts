@@ -1,6 +1,6 @@
 // `release --period 2025`: an immutable, citable snapshot of a closed period (src/releases/FORMAT.md).
 import { createProgress } from '../../ops/progress.js';
-import { parsePeriod } from '../../releases/layout.js';
+import { notClosed, parsePeriod } from '../../releases/layout.js';
 import { common, deps, interruptible, print, required, UsageError, withRuntime, type Command } from './options.js';
 
 export const release: Command = {
@@ -10,7 +10,10 @@ export const release: Command = {
   run: ({ config, values }) => {
     // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
     const period = required(values, 'period');
-    if (!parsePeriod(period)) throw new UsageError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(period)}`);
+    const parsed = parsePeriod(period);
+    if (!parsed) throw new UsageError(`--period must be a UTC year (2025) or month (2025-06), not ${JSON.stringify(period)}`);
+    const open = notClosed(parsed, Date.now());
+    if (open) throw new UsageError(open);
     return withRuntime(config, async (rt) => {
       try {
         const result = await interruptible('release', `run the same command again: it finishes the revision, or makes the next one`, () =>
