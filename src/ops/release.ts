@@ -27,7 +27,7 @@ import { SERVICE_VERSION } from '../shared/version.js';
 import { releaseLockKey } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
-import { removeDeadRuns, type WithPeriodLock } from './releaseLeftovers.js';
+import { removeDeadRuns, removeUnpublished, type WithPeriodLock } from './releaseLeftovers.js';
 import { withStoreLock } from './storeLock.js';
 
 export interface ReleaseDeps {
@@ -216,11 +216,7 @@ async function releaseAlone(
         await confirmHeld();
         // Never published, and its files may hold reports retracted since (why their bytes
         // differ): they go, while the lock keeps other runs out. The number stays unused.
-        if (!(await rt.store.head(manifestKey(id)))) {
-          const dead: string[] = [];
-          for await (const info of rt.store.list({ prefix: releaseDir(id) })) dead.push(info.key);
-          await rt.store.delete(dead);
-        }
+        await removeUnpublished(rt.store, id);
         if (++skipped === STALE_FOLDERS) throw new ReleaseError(`${STALE_FOLDERS} revisions of ${label} in a row held a dead run's files (removed, under ${RELEASES_PREFIX}): run again`);
         continue;
       }

@@ -17,19 +17,14 @@ export type WithPeriodLock = (period: string, remove: (confirmHeld: () => Promis
  * moment, or left to the run holding it (the folder may be that run's). What could not be
  * removed is left for the next run, with a warning: the run's release stands.
  */
-export async function removeDeadRuns(store: ObjectStore, log: Pick<Logger, 'warn'>, own: { period: string; confirmHeld: () => Promise<void> }, withPeriodLock: WithPeriodLock): Promise<number> {
+export async function removeDeadRuns(store: ObjectStore, log: Pick<Logger, 'warn'>, own: { period: string; confirmHeld: () => Promise<void> }, withPeriodLock: WithPeriodLock): Promise<void> {
   const unpublished = await unpublishedFolders(store);
-  let removed = 0;
   for (const [period, ids] of unpublished) {
     const remove = async (confirmHeld: () => Promise<void>) => {
       for (const id of ids) {
         // Touched at that moment: no run of the period can have taken the lock over since.
         await confirmHeld();
-        if (await store.head(manifestKey(id))) continue;
-        const keys: string[] = [];
-        for await (const info of store.list({ prefix: releaseDir(id) })) keys.push(info.key);
-        await store.delete(keys);
-        removed += 1;
+        await removeUnpublished(store, id);
       }
     };
     try {
@@ -39,7 +34,14 @@ export async function removeDeadRuns(store: ObjectStore, log: Pick<Logger, 'warn
       log.warn({ period, folders: ids.map(releaseDir), err: err instanceof Error ? err.message : String(err) }, `left the unpublished release files of ${period} for the next release run`);
     }
   }
-  return removed;
+}
+
+/** Removes the files of release `id` unless its manifest stands (published). The caller holds its period's lock. */
+export async function removeUnpublished(store: ObjectStore, id: string): Promise<void> {
+  if (await store.head(manifestKey(id))) return;
+  const keys: string[] = [];
+  for await (const info of store.list({ prefix: releaseDir(id) })) keys.push(info.key);
+  await store.delete(keys);
 }
 
 /** Revision folders with files but no manifest, by period. */
