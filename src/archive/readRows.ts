@@ -1,5 +1,6 @@
 // Reads archive rows back from Parquet parts, de-duplicated the way the
 // archive query does it (first received wins, then boundary version).
+import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
 import type { DuckDb } from './duckdb.js';
 import { sqlString } from './duckdb.js';
 import { COLUMNS, laterColumns, partColumns, rowKeyOf, sqlTypeOf, tombstoneSql, type ArchiveRow, type Columns } from './schema.js';
@@ -43,12 +44,15 @@ const readSql = (table: Columns) =>
     .map((c) => (c.kind === 'timestamp' ? `epoch_ms(${c.name}) AS ${rowKeyOf(c)}` : c.kind === 'json' ? `${c.name}::VARCHAR AS ${c.name}` : c.name))
     .join(', ');
 
-export async function readRows(db: DuckDb, files: readonly string[], table: Columns = COLUMNS): Promise<ArchiveRow[]> {
-  if (files.length === 0) return [];
+/** The rows of `files`, de-duplicated; `only`: just these pkeys' (a few of many: verify's repair). */
+export async function readRows(db: DuckDb, files: readonly string[], table: Columns = COLUMNS, only?: readonly string[]): Promise<ArchiveRow[]> {
+  if (files.length === 0 || only?.length === 0) return [];
   // DuckDB gives BIGINTs (epoch_ms too) as bigint: rows hold numbers.
   const numbers = table.filter((c) => c.kind === 'timestamp' || c.kind === 'bigint').map(rowKeyOf);
   return db.withConnection(async (conn) => {
-    const reader = await conn.runAndReadAll(`SELECT ${readSql(table)} FROM (${dedupedPartsSql(files, table)}) ORDER BY created_at, pkey`);
+    const where = only ? 'WHERE list_contains($only, pkey)' : '';
+    const sql = `SELECT ${readSql(table)} FROM (${dedupedPartsSql(files, table)}) ${where} ORDER BY created_at, pkey`;
+    const reader = only ? await conn.runAndReadAll(sql, { only: listValue([...only]) }, { only: LIST(VARCHAR) }) : await conn.runAndReadAll(sql);
     return reader.getRowObjectsJS().map((r) => {
       const row: Record<string, unknown> = { ...r };
       for (const key of numbers) if (row[key] !== null) row[key] = Number(row[key]);

@@ -4,7 +4,8 @@ import { sqlString } from '../archive/duckdb.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { COLUMNS, sqlTypeOf } from '../archive/schema.js';
 import type { Tags } from '../boundaries/tagger.js';
-import type { IngestRecord } from '../ledger/ledger.js';
+import type { ArchivedRecord, IngestRecord } from '../ledger/ledger.js';
+import { parsePkey } from '../store/layout.js';
 
 /** `record.report` as validated (parsePartnerReport); `version` the boundary version of `tags`. */
 export function archiveRowOf(record: IngestRecord, tags: Tags, version: string): ArchiveRow {
@@ -31,6 +32,36 @@ export function archiveRowOf(record: IngestRecord, tags: Tags, version: string):
     key_name: record.partner ?? null,
     province_code: tags.province_code,
     region_code: tags.region_code,
+  };
+}
+
+/**
+ * archiveRowOf's inverse, as far as a row keeps its record: a report only the archive holds, given
+ * back to the ledger (LedgerRepair). An empty title or text is null, as a report without one is
+ * archived; a row from before the key_name column names its partner in its pkey.
+ */
+export function archivedRecordOf(row: ArchiveRow): ArchivedRecord {
+  const partner = row.key_name ?? parsePkey(row.pkey)?.partner;
+  return {
+    record: {
+      v: 1,
+      pkey: row.pkey,
+      source: row.source,
+      post_id: row.post_id,
+      received_at: new Date(row.received_at_ms).toISOString(),
+      ...(partner !== undefined && { partner }),
+      report: {
+        post_id: row.post_id,
+        created_at: new Date(row.created_at_ms).toISOString(),
+        title: row.title === '' ? null : row.title,
+        text: row.text === '' ? null : row.text,
+        image_url: row.image_url,
+        partner_city: row.partner_city,
+        disaster_type: row.disaster_type as IngestRecord['report']['disaster_type'],
+        location: { lng: row.lng, lat: row.lat },
+      },
+    },
+    retracted: row.status === 'retracted',
   };
 }
 

@@ -220,6 +220,33 @@ export interface PendingLedger {
   accepted(fromMs: number, toMs: number): AsyncIterable<AcceptedReport[]>;
 }
 
+/**
+ * A report the archive holds and the ledger does not know, as its archived row gives it back: a
+ * ledger restored from a backup older than the archive, or (on S3) an idempotency key an earlier
+ * build lost to a crash between a report's marker and its key.
+ */
+export interface ArchivedRecord {
+  /** Its first version as the archive keeps it (received_at, the part's). */
+  record: IngestRecord;
+  /** The archive holds it as a tombstone: retracted, its personal fields purged already. */
+  retracted: boolean;
+}
+
+/** The reason a report adopted as a tombstone is recorded retracted for: the first one is lost. */
+export const ADOPTED_RETRACTION_REASON = 'retracted in the archive before the ledger lost the retraction';
+
+/** Repair: the ledger told of reports only the archive knows (`verify --repair`). */
+export interface LedgerRepair {
+  /**
+   * Records each report whose identity (and pkey) the ledger does not know as accepted and
+   * archived, the archive's copy its first version, a tombstone as retracted (by `by`, now) and
+   * purged; sends nothing. A report the ledger knows, pending or archived, is left as it is.
+   * Returns the pkeys recorded, so a partner's repeat of one is a repeat again and its DELETE
+   * finds it.
+   */
+  adoptArchived(reports: readonly ArchivedRecord[], by: string): Promise<string[]>;
+}
+
 /** Retractions: made by partners and operators, read by every writer and reader of parts. */
 export interface RetractionLedger {
   /**
@@ -260,7 +287,7 @@ export interface LedgerLifecycle {
 }
 
 /** Every role at once: what an adapter implements and the wiring holds; consumers take one role. */
-export interface IngestLedger extends AcceptanceLedger, ReportLookup, PendingLedger, RetractionLedger, KeyLedger, LedgerLifecycle {}
+export interface IngestLedger extends AcceptanceLedger, ReportLookup, PendingLedger, RetractionLedger, LedgerRepair, KeyLedger, LedgerLifecycle {}
 
 /** The record a stored body holds, or undefined when it holds none (empty or torn). */
 export function parseRecord(body: Buffer | string): IngestRecord | undefined {

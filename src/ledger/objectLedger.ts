@@ -34,12 +34,14 @@ import type { ObjectStore } from '../store/objectStore.js';
 import { mapLimit } from '../ops/concurrency.js';
 import { MAX_FUTURE_MS, withoutPersonalFields } from '../partners/partnerReport.js';
 import {
+  ADOPTED_RETRACTION_REASON,
   KeyNameInUseError,
   parseRecord,
   PkeyTakenError,
   receivedRecordJson,
   type AcceptedReport,
   type AcceptResult,
+  type ArchivedRecord,
   type HeldAcceptResult,
   type HeldRecord,
   type IngestLedger,
@@ -446,6 +448,29 @@ export class ObjectLedger implements IngestLedger {
       }
     });
     await this.store.delete(markers);
+  }
+
+  /**
+   * The key, created only where neither it nor a marker stands (a marker is an acceptance under
+   * way, its key written from it); a tombstone's key without its personal fields, and its
+   * retraction beside it with no unpurged marker (the parts are purged already).
+   */
+  async adoptArchived(reports: readonly ArchivedRecord[], by: string): Promise<string[]> {
+    const adopted = await mapLimit(reports, 16, async ({ record, retracted }) => {
+      const slot = parsePkey(record.pkey);
+      if (!slot || (await this.store.head(pendingKey(slot)))) return undefined;
+      // The retraction first: a run stopped between the two leaves a key only with it, and the
+      // next run (the report still unknown) writes the key.
+      if (retracted) {
+        if (await this.store.head(idempotencyKey(slot))) return undefined;
+        const createdMs = Date.parse(record.report.created_at);
+        const retraction: Retraction = { pkey: record.pkey, created_at: new Date(createdMs).toISOString(), retracted_at: new Date().toISOString(), by, reason: ADOPTED_RETRACTION_REASON };
+        await this.store.putIfAbsent(RETRACTIONS_PREFIX + retractionName(createdMs, record.pkey), JSON.stringify(retraction));
+      }
+      const kept = retracted ? { ...record, report: withoutPersonalFields(record.report) } : record;
+      return (await this.store.putIfAbsent(idempotencyKey(slot), JSON.stringify(kept))) ? record.pkey : undefined;
+    });
+    return adopted.filter((pkey): pkey is string => pkey !== undefined);
   }
 
   async keyByDigest(digest: string): Promise<StoredKey | undefined> {

@@ -2,14 +2,15 @@
 // the same transaction, so an acceptance is whole or absent. Acceptances are committed on a
 // thread of their own (CommitThread), concurrent ones sharing a commit: one disk flush per batch.
 import { randomBytes } from 'node:crypto';
-import { DAY_MS, guardSync, isBusy, reclaimFreePages, reportByPkeySql, writeOnLoop, type Db } from '../sqlite/database.js';
+import { DAY_MS, guardSync, isBusy, keptPkey, reclaimFreePages, reportByPkeySql, writeOnLoop, type Db } from '../sqlite/database.js';
 import { commitsOfOthers, inTimedTurns, inTurns, patiently } from '../sqlite/turns.js';
 import { CommitThread } from './commitThread.js';
 import { heldRecord } from './heldTurn.js';
+import { takenKeys } from './takenKeys.js';
 import type { AcceptRow } from './commitMessages.js';
 import { parsePkey, SOURCE } from '../store/layout.js';
 import { ACCEPTED_SEND_SQL, type SqliteQueue } from '../queue/sqliteQueue.js';
-import { KeyNameInUseError, PkeyTakenError, type AcceptedReport, type AcceptResult, type HeldAcceptResult, type HeldRecord, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
+import { ADOPTED_RETRACTION_REASON, KeyNameInUseError, PkeyTakenError, type AcceptedReport, type ArchivedRecord, type AcceptResult, type HeldAcceptResult, type HeldRecord, type IngestLedger, type IngestRecord, type LedgerEntry, type QueueEnvelope, type ReportId, type RetractResult, type Retraction, type RetractionFilter, type RetractionRef, type StoredKey } from './ledger.js';
 
 interface ReportRow {
   source: string;
@@ -163,6 +164,12 @@ export class SqliteLedger implements IngestLedger {
       nameHasReports: db.prepare('SELECT 1 FROM reports WHERE source = ? AND partner = ? LIMIT 1'),
       revokeKeys: db.prepare('UPDATE api_keys SET revoked_at_ms = ? WHERE name = ? AND digest <> ? AND revoked_at_ms IS NULL'),
       listKeys: db.prepare('SELECT digest, name, created_at_ms, revoked_at_ms FROM api_keys ORDER BY name, created_at_ms'),
+      // A report only the archive knows: archived (a tombstone retracted and purged), no record kept.
+      adopt: db.prepare(
+        `INSERT INTO reports (source, partner, post_id, kept_pkey, created_at_ms, state, accepted_at_ms, enqueued_at_ms, archived_at_ms,
+                              retracted_at_ms, retracted_by, retraction_reason, purged_at_ms)
+         VALUES (?, ?, ?, ?, ?, 'archived', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      ),
       probe: db.prepare("INSERT INTO meta (name, value) VALUES ('probe', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
     };
     this.accepts = new CommitThread({ file: db.name, busyTimeoutMs: ACCEPT_BUSY_TIMEOUT_MS, insertSql: INSERT_REPORT_SQL, recordSql: INSERT_RECORD_SQL, sendSql: ACCEPTED_SEND_SQL, existingSql: EXISTING_PKEY_SQL, now });
@@ -385,6 +392,25 @@ export class SqliteLedger implements IngestLedger {
   async markPurged(pkeys: readonly string[]): Promise<void> {
     const now = this.now();
     await inTurns(pkeys, (turn) => guardSync(() => this.db.transaction(() => turn.forEach((p) => this.stmts.purged.run(now, { pkey: p }))).immediate()));
+  }
+
+  async adoptArchived(reports: readonly ArchivedRecord[], by: string): Promise<string[]> {
+    const now = this.now();
+    const taken = takenKeys(this.db);
+    const adopted: string[] = [];
+    const adopt = ({ record, retracted }: ArchivedRecord) => {
+      const row = rowOf(record);
+      // A key another report keeps (one accepted before post_ids were per partner) is not this one's to take.
+      if (taken(row)) return;
+      const receivedMs = Date.parse(record.received_at);
+      const retraction = retracted ? [now, by, ADOPTED_RETRACTION_REASON, now] : [null, null, null, null];
+      if (this.stmts.adopt.run(row.source, row.partner, row.post_id, keptPkey(row), row.created_at_ms, receivedMs, receivedMs, now, ...retraction).changes === 1) adopted.push(record.pkey);
+    };
+    // In timed turns, the lock free between them: live acceptances go on beside a repair.
+    await inTimedTurns(reports, (turn) => patiently(() => guardSync(() => this.db.transaction(() => turn.forEach(adopt)).immediate()), isBusy), {
+      othersWrote: commitsOfOthers(this.db),
+    });
+    return adopted;
   }
 
   async keyByDigest(digest: string): Promise<StoredKey | undefined> {

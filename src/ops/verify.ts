@@ -1,11 +1,14 @@
 // Verify: what the ledger accepted against what is archived (distinct pkeys in the parts), per
 // UTC day, a block of days at a time; the ledger is read once for the whole window (see
 // acceptedSpill.ts). Any accepted report that is neither archived nor still pending is a loss.
+// With `repair`, archived reports the ledger does not know are recorded in it from their rows.
 import path from 'node:path';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
-import type { PendingLedger, ReportLookup } from '../ledger/ledger.js';
+import { readRows } from '../archive/readRows.js';
+import { archivedRecordOf } from '../ingest/archiveRow.js';
+import type { LedgerRepair, PendingLedger, ReportLookup } from '../ledger/ledger.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { DAY_MS, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { Config } from '../shared/config.js';
@@ -18,7 +21,7 @@ import type { Progress } from './progress.js';
  * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances read.
  */
 export interface VerifyDeps {
-  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'>;
+  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
@@ -37,8 +40,12 @@ export interface VerifyResult {
   days: DayReport[];
   /** Accepted, not pending, not in the archive. */
   missing: string[];
-  /** In the archive without an entry in the ledger. */
+  /** In the archive without an entry in the ledger (found so; with `repair`, recorded since unless listed in `notAdopted`). */
   unexpected: string[];
+  /** With `repair`: of `unexpected`, those recorded in the ledger now. */
+  adopted: number;
+  /** With `repair`: of `unexpected`, those not recorded (taken meanwhile by a live post of the same report, or a key another report keeps). */
+  notAdopted: string[];
   /** pkeys stored in more than one part (normal until compaction). */
   duplicatedInStorage: number;
   ok: boolean;
@@ -51,8 +58,11 @@ const blockOf = (ms: number): number => Math.floor(ms / BLOCK_MS);
 /** Ledger lookups in flight while the archive's reports the read did not have are checked. */
 const LOOKUPS_IN_FLIGHT = 16;
 
-export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number }, progress?: Progress): Promise<VerifyResult> {
-  const result: VerifyResult = { days: [], missing: [], unexpected: [], duplicatedInStorage: 0, ok: true };
+/** Who a repair's retractions (of tombstones it records) are by. */
+export const REPAIR_BY = 'ops:repair';
+
+export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number; repair?: boolean }, progress?: Progress): Promise<VerifyResult> {
+  const result: VerifyResult = { days: [], missing: [], unexpected: [], adopted: 0, notAdopted: [], duplicatedInStorage: 0, ok: true };
   // The ledger first, once for the whole window; the parts after it, block by block: a report
   // the ledger no longer had pending was durable in a part by then (listed first, a report
   // archived meanwhile would be in no part listed: a "loss").
@@ -82,7 +92,13 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
         }
       }
       // A loop, not push(...): after a ledger is lost, a block's strangers are its every report, past what a call's arguments hold.
-      for (const pkey of await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)))) result.unexpected.push(pkey);
+      const strangers = await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)));
+      for (const pkey of strangers) result.unexpected.push(pkey);
+      if (options.repair && strangers.length > 0) {
+        const adopted = new Set(await rt.ledger.adoptArchived((await rowsOf(rt, fromMs, toMs, strangers)).map(archivedRecordOf), REPAIR_BY));
+        result.adopted += adopted.size;
+        for (const pkey of strangers) if (!adopted.has(pkey)) result.notAdopted.push(pkey);
+      }
       result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
       progress?.tick();
     }
@@ -92,6 +108,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   progress?.stop();
   result.missing.sort();
   result.unexpected.sort();
+  result.notAdopted.sort();
   result.ok = result.missing.length === 0;
   return result;
 }
@@ -135,6 +152,18 @@ async function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, f
     let duplicated = 0;
     try {
       return { pkeys: await archivedPkeys(rt, parts, fromMs, toMs, () => (duplicated += 1)), duplicated };
+    } catch (err) {
+      if (attempt >= READ_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** The rows of `pkeys` the parts of [fromMs, toMs] hold, as the archive answers them (the newest copy of each). */
+async function rowsOf(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number, pkeys: readonly string[]) {
+  for (let attempt = 1; ; attempt++) {
+    const parts = (await listWindowParts(rt.store, fromMs, toMs)).flatMap((h) => h.parts);
+    try {
+      return await rt.cache.withFiles(parts, (files) => readRows(rt.db, files, undefined, pkeys));
     } catch (err) {
       if (attempt >= READ_ATTEMPTS) throw err;
     }

@@ -219,6 +219,48 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect((await ledger.lookup('partner-20'))!.state).toBe('retracted');
   });
 
+  it("records reports only the archive knows as archived, a tombstone as retracted and purged, and leaves the ones it knows as they are", async () => {
+    const { ledgers: [ledger, other], queue } = await make();
+    await ledger.accept(partners('alpha', 71, 'pending'));
+    await drain(queue);
+    await ledger.accept(partners('alpha', 72, 'archived'));
+    await ledger.markArchived(['partner-alpha-72']);
+    await drain(queue);
+    const archived = (r: IngestRecord, retracted = false) => ({ record: r, retracted });
+    const adopted = await ledger.adoptArchived(
+      [
+        archived(partners('alpha', 70, 'only in the archive')),
+        archived(partners('alpha', 71, 'another version')),
+        archived(partners('alpha', 72, 'another version')),
+        archived(partners('beta', 73, 'retracted'), true),
+      ],
+      'ops:repair',
+    );
+    expect(adopted.sort()).toEqual(['partner-alpha-70', 'partner-beta-73']);
+    // Nothing sent: they are archived.
+    expect(await drain(queue)).toEqual([]);
+    // Another process finds them: archived, the partner's repeat a repeat, its retraction found.
+    expect(await other.lookup('partner-alpha-70')).toMatchObject({ partner: 'alpha', post_id: 70, pending: false, state: 'confirmed' });
+    expect(await other.get({ source: 'partner', partner: 'alpha', post_id: 70 })).toMatchObject({ pkey: 'partner-alpha-70', pending: false });
+    expect(await other.accept(partners('alpha', 70, 'posted again'))).toEqual({ created: false, pkey: 'partner-alpha-70' });
+    expect(await other.isPending('partner-alpha-70')).toBe(false);
+    expect(await other.lookup('partner-beta-73')).toMatchObject({ state: 'retracted', retraction: { by: 'ops:repair' } });
+    expect(await other.retract('partner-beta-73', 'beta', 'again')).toMatchObject({ found: true, first: false });
+    const retractions = async (unpurgedOnly: boolean) => {
+      const out: string[] = [];
+      for await (const r of other.retractions({ unpurgedOnly })) out.push(r.pkey);
+      return out;
+    };
+    expect(await retractions(false)).toEqual(['partner-beta-73']);
+    expect(await retractions(true)).toEqual([]);
+    // The ones it knew kept their state and first version.
+    expect(await other.lookup('partner-alpha-71')).toMatchObject({ pending: true, record: { report: { title: 'pending' } } });
+    expect(await other.isPending('partner-alpha-72')).toBe(false);
+    expect(await other.accept(partners('alpha', 72, 'again'))).toEqual({ created: false, pkey: 'partner-alpha-72' });
+    // A second repair finds them known.
+    expect(await other.adoptArchived([archived(partners('alpha', 70, 'only in the archive'))], 'ops:repair')).toEqual([]);
+  });
+
   it('keeps API keys as digests: added, found by digest from another process, rotated and revoked', async () => {
     const { ledgers: [ledger, other] } = await make();
     const digest = (n: number) => String(n).repeat(64).slice(0, 64);

@@ -203,19 +203,22 @@ export const exportCommand: Command = {
 };
 
 export const verify: Command = {
-  summary: 'accepted versus archived, per day; exits 1 on any loss',
-  usage: 'verify [--from DATE] [--to DATE] [--json]',
-  options: { ...common, ...window },
+  summary: 'accepted versus archived, per day; exits 1 on any loss; --repair records in the ledger the archived reports it does not know',
+  usage: 'verify [--from DATE] [--to DATE] [--repair] [--json]',
+  options: { ...common, ...window, repair: { type: 'boolean' } },
   run: ({ config, values }) => {
     // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
     const span = windowOf(values, { fromMs: 0, toMs: Date.now() });
     return withRuntime(config, async (rt) => {
-      const result = await deps.verify(rt, span, values.json ? undefined : createProgress('verify'));
+      const result = await deps.verify(rt, { ...span, repair: values.repair === true }, values.json ? undefined : createProgress('verify'));
+      const listed = (pkeys: readonly string[]) => (pkeys.length ? ` (${pkeys.slice(0, 20).join(', ')}${pkeys.length > 20 ? ', …' : ''})` : '');
       print(values, result, () =>
         [
           ...result.days.map((d) => `${d.day}  accepted ${d.accepted}  archived ${d.archived}  pending ${d.pending}  missing ${d.missing}`),
-          `missing: ${result.missing.length}${result.missing.length ? ` (${result.missing.slice(0, 20).join(', ')}${result.missing.length > 20 ? ', …' : ''})` : ''}`,
-          `archived without an acceptance record: ${result.unexpected.length}`,
+          `missing: ${result.missing.length}${listed(result.missing)}`,
+          values.repair
+            ? `archived without an acceptance record: ${result.unexpected.length}; recorded in the ledger now: ${result.adopted}; not recorded: ${result.notAdopted.length}${listed(result.notAdopted)}`
+            : `archived without an acceptance record: ${result.unexpected.length}${result.unexpected.length ? ' (verify --repair records them in the ledger)' : ''}`,
           `reports stored in more than one part (until compaction): ${result.duplicatedInStorage}`,
           result.ok ? 'OK' : 'LOSS FOUND',
         ].join('\n'),

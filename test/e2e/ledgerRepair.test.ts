@@ -1,0 +1,103 @@
+// verify --repair: archived reports the ledger does not know are recorded in it from their rows,
+// so a partner's repeat of one is a repeat again (not a second copy) and its DELETE finds it.
+// The embedded ledger restored from a backup older than the archive (the CLI, beside the running
+// service); the S3 ledger missing the idempotency keys of archived reports (as an earlier build
+// left them when a crash came between a report's marker and its key).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compact } from '../../src/ops/compact.js';
+import { verify, type VerifyResult } from '../../src/ops/verify.js';
+import { idempotencyKey, parsePkey } from '../../src/store/layout.js';
+import type { Config } from '../../src/shared/config.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { runCli } from '../support/cli.js';
+import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
+const WINDOW = 'start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&include_retracted=true';
+
+const post = (svc: TestService, id: number, title = `report ${id}`) => postReport(svc.url, report(id, { title }));
+const retract = (svc: TestService, id: number) => fetch(`${svc.url}/feeds/partner/${id}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+
+/** Each archived report's pkey, status and title, once per copy the answer holds. */
+async function answered(svc: TestService): Promise<[string, string, string][]> {
+  const res = await fetch(`${svc.url}/reports/archive?${WINDOW}&geoformat=geojson`);
+  expect(res.status).toBe(200);
+  const features = ((await res.json()) as { result: { features: unknown[] } }).result.features as { properties: { pkey: string; status: string; title: string } }[];
+  return features.map((f): [string, string, string] => [f.properties.pkey, f.properties.status, f.properties.title]).sort((a, b) => a[0].localeCompare(b[0]));
+}
+
+describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  let config: Config;
+  let svc: TestService;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+    config = await testConfig(kind, emulator);
+    svc = await startTestService(await testRuntime(config, emulator));
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await emulator?.stop();
+  });
+
+  it('records the archived reports the ledger lost: a repeat is a repeat again, a DELETE finds its report, a tombstone stays retracted', async () => {
+    for (const id of [1, 2, 3]) expect((await post(svc, id)).status).toBe(201);
+    await allArchived(svc.rt);
+    const backup = path.join(config.dataDir, 'ledger-backup.sqlite');
+    if (kind === 'embedded') await new Database(path.join(config.dataDir, 'ledger.sqlite')).backup(backup);
+    for (const id of [4, 5, 6]) expect((await post(svc, id)).status).toBe(201);
+    expect((await retract(svc, 5)).status).toBe(200);
+    await allArchived(svc.rt);
+    // The retraction purged from the parts: 5 is a tombstone there.
+    await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    const lost = [4, 5, 6].map((id) => pkeyOf(id));
+
+    if (kind === 'embedded') {
+      // The ledger restored from the backup made before 4, 5 and 6 (and 5's retraction).
+      await svc.stop();
+      for (const suffix of ['', '-wal', '-shm']) await fs.rm(path.join(config.dataDir, `ledger.sqlite${suffix}`), { force: true });
+      await fs.copyFile(backup, path.join(config.dataDir, 'ledger.sqlite'));
+      svc = await startTestService(await testRuntime(config, emulator));
+    } else {
+      await svc.rt.store.delete(lost.map((pkey) => idempotencyKey(parsePkey(pkey)!)));
+    }
+    const found = await verify(svc.rt, DAY);
+    expect(found).toMatchObject({ unexpected: lost, adopted: 0, missing: [], ok: true });
+
+    let repaired: VerifyResult;
+    if (kind === 'embedded') {
+      // From the CLI, beside the running service.
+      const cli = await runCli(['verify', '--repair', '--from', '2026-11-21', '--to', '2026-11-21', '--json'], { DATA_DIR: config.dataDir, API_KEYS: API_KEY });
+      expect(cli.stderr).not.toMatch(/error/i);
+      expect(cli.code).toBe(0);
+      repaired = JSON.parse(cli.stdout) as VerifyResult;
+    } else {
+      repaired = await verify(svc.rt, { ...DAY, repair: true });
+    }
+    expect(repaired).toMatchObject({ unexpected: lost, adopted: 3, notAdopted: [], ok: true });
+
+    // A partner's repeat is a repeat: no second copy; its DELETE finds the report; the tombstone is retracted.
+    const again = await post(svc, 4, 'a later version');
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ created: false, pkey: pkeyOf(4) });
+    expect((await retract(svc, 6)).status).toBe(200);
+    expect(await svc.rt.ledger.lookup(pkeyOf(5))).toMatchObject({ state: 'retracted', pending: false, partner: API_KEY_NAME });
+    expect(await svc.rt.ledger.lookup(pkeyOf(4))).toMatchObject({ state: 'confirmed', pending: false, partner: API_KEY_NAME, post_id: 4 });
+    await allArchived(svc.rt);
+    await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(await answered(svc)).toEqual([
+      [pkeyOf(1), 'confirmed', 'report 1'],
+      [pkeyOf(2), 'confirmed', 'report 2'],
+      [pkeyOf(3), 'confirmed', 'report 3'],
+      [pkeyOf(4), 'confirmed', 'report 4'],
+      [pkeyOf(5), 'retracted', ''],
+      [pkeyOf(6), 'retracted', ''],
+    ]);
+    expect(await verify(svc.rt, DAY)).toMatchObject({ unexpected: [], missing: [], duplicatedInStorage: 0, ok: true });
+    // A second repair finds nothing to record.
+    expect(await verify(svc.rt, { ...DAY, repair: true })).toMatchObject({ unexpected: [], adopted: 0 });
+  });
+});
