@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
-import { readRows } from '../archive/readRows.js';
+import { eachRowOf } from '../archive/readRows.js';
 import { archivedRecordOf } from '../ingest/archiveRow.js';
 import type { LedgerRepair, PendingLedger, ReportLookup } from '../ledger/ledger.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
@@ -58,6 +58,9 @@ const blockOf = (ms: number): number => Math.floor(ms / BLOCK_MS);
 /** Ledger lookups in flight while the archive's reports the read did not have are checked. */
 const LOOKUPS_IN_FLIGHT = 16;
 
+/** Reports a repair records at once, as it reads them from the parts (a block's whole, after a ledger was lost, held 740 MB). */
+const REPAIRED_AT_ONCE = 10_000;
+
 /** Who a repair's retractions (of tombstones it records) are by. */
 export const REPAIR_BY = 'ops:repair';
 
@@ -95,7 +98,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
       const strangers = await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)));
       for (const pkey of strangers) result.unexpected.push(pkey);
       if (options.repair && strangers.length > 0) {
-        const adopted = new Set(await rt.ledger.adoptArchived((await rowsOf(rt, fromMs, toMs, strangers)).map(archivedRecordOf), REPAIR_BY));
+        const adopted = await adoptStrangers(rt, fromMs, toMs, strangers);
         result.adopted += adopted.size;
         for (const pkey of strangers) if (!adopted.has(pkey)) result.notAdopted.push(pkey);
       }
@@ -158,13 +161,23 @@ async function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, f
   }
 }
 
-/** The rows of `pkeys` the parts of [fromMs, toMs] hold, as the archive answers them (the newest copy of each). */
-async function rowsOf(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number, pkeys: readonly string[]) {
+/**
+ * Records in the ledger the reports of `pkeys` the parts of [fromMs, toMs] hold, as the archive
+ * answers them (the newest copy of each), a batch at a time; returns those recorded.
+ */
+async function adoptStrangers(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db' | 'ledger'>, fromMs: number, toMs: number, pkeys: readonly string[]): Promise<Set<string>> {
+  const adopted = new Set<string>();
   for (let attempt = 1; ; attempt++) {
     const parts = (await listWindowParts(rt.store, fromMs, toMs)).flatMap((h) => h.parts);
     try {
-      return await rt.cache.withFiles(parts, (files) => readRows(rt.db, files, undefined, pkeys));
+      await rt.cache.withFiles(parts, (files) =>
+        eachRowOf(rt.db, files, pkeys, REPAIRED_AT_ONCE, async (rows) => {
+          for (const pkey of await rt.ledger.adoptArchived(rows.map(archivedRecordOf), REPAIR_BY)) adopted.add(pkey);
+        }),
+      );
+      return adopted;
     } catch (err) {
+      // Parts retired meanwhile: listed again (what was recorded stays, and is known then).
       if (attempt >= READ_ATTEMPTS) throw err;
     }
   }
