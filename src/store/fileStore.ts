@@ -34,6 +34,31 @@ export function isTemporaryName(name: string): boolean {
  */
 const PINS_DIR = `${TMP_MARK}pins`;
 
+/**
+ * The temporary files this process is writing or has yet to move into place: removed as it exits
+ * part-way (an ops command stopped by Ctrl-C exits at once), so none is left in a folder published
+ * whole, as a release's is. Those of a process killed outright are swept (leftovers.ts).
+ */
+const inFlight = new Set<string>();
+let removedOnExit = false;
+
+function tracked(tmp: string): string {
+  if (!removedOnExit) {
+    removedOnExit = true;
+    process.on('exit', () => inFlight.forEach(unlinkQuietlySync));
+  }
+  inFlight.add(tmp);
+  return tmp;
+}
+
+function unlinkQuietlySync(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Moved into place or removed already.
+  }
+}
+
 /** Tries at making a write's folder while deletes elsewhere keep pruning it (each try needs one such delete). */
 const FOLDER_ATTEMPTS = 20;
 
@@ -166,9 +191,13 @@ export class FileObjectStore implements ObjectStore {
     const file = this.localPath(key);
     await this.run(async () => {
       const tmp = await this.writeTemp(file, body);
-      // Not between another process's compare and rename (putIfMatch): that would replace this
-      // version on the strength of one read before it, which S3 refuses.
-      await whileHeldAmongProcesses(file, CAS_MARK, () => renameSync(tmp, file));
+      try {
+        // Not between another process's compare and rename (putIfMatch): that would replace this
+        // version on the strength of one read before it, which S3 refuses.
+        await whileHeldAmongProcesses(file, CAS_MARK, () => renameSync(tmp, file));
+      } finally {
+        inFlight.delete(tmp);
+      }
       await this.syncDir(path.dirname(file));
     });
   }
@@ -193,6 +222,7 @@ export class FileObjectStore implements ObjectStore {
         throw err;
       } finally {
         unlinkSync(tmp);
+        inFlight.delete(tmp);
       }
       await this.syncDir(path.dirname(file));
       return true;
@@ -218,6 +248,7 @@ export class FileObjectStore implements ObjectStore {
         if (!isCode(err, 'ENOENT')) throw err; // its folder is gone: the key was deleted
       } finally {
         if (!replaced) unlinkSync(tmp);
+        inFlight.delete(tmp);
       }
       if (!replaced) return false;
       await this.syncDir(path.dirname(file));
@@ -373,7 +404,7 @@ export class FileObjectStore implements ObjectStore {
 
   private async writeTemp(file: string, body: Buffer | string): Promise<string> {
     const dir = path.dirname(file);
-    const tmp = `${file}${TMP_MARK}${randomBytes(6).toString('hex')}`;
+    const tmp = tracked(`${file}${TMP_MARK}${randomBytes(6).toString('hex')}`);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.ensureDir(dir);
@@ -383,7 +414,12 @@ export class FileObjectStore implements ObjectStore {
         // A delete (in this process or another) pruned the folder, or one above it, emptied
         // since it was made, or while Node's recursive mkdir was making it (ENOENT; ENOTDIR when
         // a folder it found is gone by its check): made again, up to FOLDER_ATTEMPTS times.
-        if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) throw err;
+        if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) {
+          // What a full disk let be written is of no use.
+          unlinkQuietlySync(tmp);
+          inFlight.delete(tmp);
+          throw err;
+        }
         this.dirs.delete(dir);
         // A moment longer before each try (190 ms in all): a delete's pruning of many folders passes.
         await pause(attempt);

@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CLI, runCli as run } from '../support/cli.js';
@@ -260,6 +261,31 @@ describe('flood-archive CLI', () => {
     await expectUsage(['verify', '--from', '2099-01-01'], /--from is after --to \(20\d\d-.*Z when not given\)/);
     const absent = await run(['retract', '--post-id', '404', '--reason', 'r'], env);
     expect([absent.code, absent.stdout, absent.stderr]).toEqual([1, '', expect.stringMatching(/no such report was accepted: post_id 404 of no partner/)]);
+  });
+
+  it('Ctrl-C while a command opens its store stops it before any work, and says so', async () => {
+    // A store that takes connections and never answers: the command waits there, opening.
+    const connected: net.Socket[] = [];
+    const silent = net.createServer((socket) => connected.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+    try {
+      const child = spawn(process.execPath, [CLI, 'compact'], {
+        env: { PATH: process.env.PATH ?? '', TZ: 'UTC', DATA_DIR: await tempDir(), STORAGE_URL: 's3://bucket/', QUEUE_URL: `${endpoint}/000000000000/q`, AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      child.stdout.resume();
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      while (connected.length === 0 && child.exitCode === null) await new Promise((r) => setTimeout(r, 10));
+      child.kill('SIGINT');
+      expect(await exited).toBe(130);
+      expect(stderr).toMatch(/^interrupted \(SIGINT\) while opening the data directory and the store, before any of the command's work: run it again$/m);
+    } finally {
+      connected.forEach((s) => s.destroy());
+      silent.close();
+    }
   });
 
   it('import stopped by Ctrl-C says how to go on and gives its locks back: run again at once, it finishes with every record once', async () => {

@@ -311,6 +311,25 @@ describe('file store folders', () => {
     expect(await fs.readdir(root)).toEqual([]);
   });
 
+  it('a process that exits part-way through its writes (an ops command stopped by Ctrl-C) leaves none of their temporary files', async () => {
+    const root = await tempDir();
+    // Exits as soon as both writes' temporary files stand (they are flushed to the disk then).
+    const child = `
+      const { readdirSync } = await import('node:fs');
+      const dir = process.argv[2] + '/releases/2026-11-r1';
+      setInterval(() => {
+        let names = [];
+        try { names = readdirSync(dir); } catch {}
+        if (names.filter((n) => n.includes('.tmp-')).length === 2) { process.stdout.write(names.join(',')); process.exit(0); }
+      }, 0);
+      void store.put('releases/2026-11-r1/reports.csv.gz', Buffer.alloc(128 << 20, 1));
+      void store.putIfAbsent('releases/2026-11-r1/reports.parquet', Buffer.alloc(128 << 20, 2));
+    `;
+    const seen = (await inStoreProcess(root, child)).split(',');
+    expect(seen.filter((n) => n.includes('.tmp-'))).toHaveLength(2);
+    expect(await fs.readdir(path.join(root, 'releases/2026-11-r1'))).toEqual(seen.filter((n) => !n.includes('.tmp-')));
+  });
+
   it('a write into a folder another process pruned meanwhile still lands', async () => {
     const root = await tempDir();
     const writer = new FileObjectStore(root);

@@ -57,15 +57,37 @@ export async function bootstrapIfLocal(config: Config, rt: Runtime): Promise<voi
 
 /** Runs `fn` with a runtime (made with `overrides`), closing it after. */
 export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promise<T>, overrides: RuntimeOverrides = {}): Promise<T> {
-  await loadCommandModules();
-  const rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel), ...overrides });
+  const opened = toldWhileOpening();
+  let rt: Runtime | undefined;
   try {
+    await loadCommandModules();
+    rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel), ...overrides });
     await bootstrapIfLocal(config, rt);
     await rt.boundaries.seedIfEmpty();
+    opened();
     return await fn(rt);
   } finally {
-    await rt.close();
+    opened();
+    await rt?.close();
   }
+}
+
+/**
+ * Ctrl-C (or SIGTERM) while a command opens its runtime (seconds: the engine loads, the store is
+ * reached) stops it before any of its work, and says so (exit 130, 143); without this it ended in
+ * silence. Returns what takes the handlers off, once the command's own work begins.
+ */
+function toldWhileOpening(): () => void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`interrupted (${signal}) while opening the data directory and the store, before any of the command's work: run it again\n`);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
 }
 
 /**
