@@ -143,10 +143,23 @@ function unavailableHint(err: UnavailableError): string {
   return `is the ${dependencyName(err.dependency)} reachable?`;
 }
 
+/**
+ * Exits once what was written to stdout and stderr has gone out: a pipe takes 64 KiB at once, and
+ * an exit before the rest left cut a long `--json` answer there.
+ */
+function exitWhenWritten(code: number): void {
+  let pending = 2;
+  const written = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write('', written);
+  process.stderr.write('', written);
+}
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitWhenWritten(code),
   (err: unknown) => {
     process.stderr.write(`fatal: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
+    exitWhenWritten(1);
   },
 );

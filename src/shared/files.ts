@@ -77,10 +77,17 @@ export function ensureDataDir(dir: string): void {
 /**
  * Makes an SQLite database file private (0600) before SQLite opens it: created with that mode
  * when absent (SQLite gives its -wal and -shm files the database file's mode), and narrowed,
- * with its -wal and -shm, when an earlier release left it readable by others.
+ * with its -wal and -shm, when an earlier release left it readable by others. An existing file is
+ * never opened here: closing any descriptor of it drops every POSIX lock this process holds on it,
+ * SQLite's among them (a second runtime in `all` did, and a backup beside the service then took
+ * the live ledger for idle and deleted its -wal).
  */
 export function privateDatabaseFile(file: string): void {
-  closeSync(openSync(file, 'a', 0o600));
+  try {
+    closeSync(openSync(file, 'wx', 0o600));
+  } catch (err) {
+    if (!isCode(err, 'EEXIST')) throw err;
+  }
   for (const f of [file, `${file}-wal`, `${file}-shm`]) {
     try {
       chmodSync(f, 0o600);

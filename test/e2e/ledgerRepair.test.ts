@@ -49,6 +49,9 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     const backup = path.join(config.dataDir, 'ledger-backup.sqlite');
     if (kind === 'embedded') await new Database(path.join(config.dataDir, 'ledger.sqlite')).backup(backup);
     for (const id of [4, 5, 6]) expect((await post(svc, id)).status).toBe(201);
+    // Dated half an hour ahead, as the feed allows (up to an hour).
+    const ahead = new Date(Date.now() + 30 * 60_000).toISOString();
+    if (kind === 'embedded') expect((await postReport(svc.url, report(7, { created_at: ahead }))).status).toBe(201);
     expect((await retract(svc, 5)).status).toBe(200);
     await allArchived(svc.rt);
     // The retraction purged from the parts: 5 is a tombstone there.
@@ -74,6 +77,11 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
       expect(cli.stderr).not.toMatch(/error/i);
       expect(cli.code).toBe(0);
       repaired = JSON.parse(cli.stdout) as VerifyResult;
+      // Without --to, up to the latest report the feed takes: the one dated ahead is repaired too.
+      const ahead = await runCli(['verify', '--repair', '--from', new Date(Date.now() - 86_400_000).toISOString().slice(0, 10), '--json'], { DATA_DIR: config.dataDir, API_KEYS: API_KEY });
+      expect(ahead.code).toBe(0);
+      expect(JSON.parse(ahead.stdout)).toMatchObject({ unexpected: [pkeyOf(7)], adopted: 1 });
+      expect((await postReport(svc.url, report(7, { created_at: new Date().toISOString() }))).status).toBe(200);
     } else {
       repaired = await verify(svc.rt, { ...DAY, repair: true });
     }

@@ -9,6 +9,7 @@ import { checkCheckpointFile, checkpointFileOf } from '../../ops/checkpointFile.
 import { checkRejectsFile, rejectsFileOf } from '../../ops/rejectsFile.js';
 import { linkTarget, LinkLoopError } from '../../shared/files.js';
 import { GENERATED_KEY_NAME, generatedKey } from '../../partners/apiKeys.js';
+import { MAX_FUTURE_MS } from '../../partners/partnerReport.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
 
 export const compact: Command = {
@@ -208,7 +209,8 @@ export const verify: Command = {
   options: { ...common, ...window, repair: { type: 'boolean' } },
   run: ({ config, values }) => {
     // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
-    const span = windowOf(values, { fromMs: 0, toMs: Date.now() });
+    // Up to the latest report the feed takes (an hour ahead), so a repair reaches those too.
+    const span = windowOf(values, { fromMs: 0, toMs: Date.now() + MAX_FUTURE_MS });
     return withRuntime(config, async (rt) => {
       const result = await deps.verify(rt, { ...span, repair: values.repair === true }, values.json ? undefined : createProgress('verify'));
       const listed = (pkeys: readonly string[]) => (pkeys.length ? ` (${pkeys.slice(0, 20).join(', ')}${pkeys.length > 20 ? ', …' : ''})` : '');
