@@ -62,7 +62,7 @@ const LOOKUPS_IN_FLIGHT = 16;
 const REPAIRED_AT_ONCE = 10_000;
 
 /** Who a repair's retractions (of tombstones it records) are by. */
-export const REPAIR_BY = 'ops:repair';
+const REPAIR_BY = 'ops:repair';
 
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number; repair?: boolean }, progress?: Progress): Promise<VerifyResult> {
   const result: VerifyResult = { days: [], missing: [], unexpected: [], adopted: 0, notAdopted: [], duplicatedInStorage: 0, ok: true };
@@ -148,39 +148,41 @@ async function earliestArchivedYear(store: Pick<ObjectStore, 'list'>): Promise<n
 /** Parts a block's read may find retired (compaction, a purge) since they were listed: listed again. */
 const READ_ATTEMPTS = 3;
 
-/** The distinct pkeys the parts of [fromMs, toMs] hold, and how many are stored twice. */
-async function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<{ pkeys: Set<string>; duplicated: number }> {
+/** `read` of the parts of [fromMs, toMs] as listed now; listed again and read again should it find one retired. */
+async function fromListedParts<T>(store: ObjectStore, fromMs: number, toMs: number, read: (parts: ObjectInfo[]) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const parts = (await listWindowParts(rt.store, fromMs, toMs)).flatMap((h) => h.parts);
-    let duplicated = 0;
+    const parts = (await listWindowParts(store, fromMs, toMs)).flatMap((h) => h.parts);
     try {
-      return { pkeys: await archivedPkeys(rt, parts, fromMs, toMs, () => (duplicated += 1)), duplicated };
+      return await read(parts);
     } catch (err) {
       if (attempt >= READ_ATTEMPTS) throw err;
     }
   }
 }
 
+/** The distinct pkeys the parts of [fromMs, toMs] hold, and how many are stored twice. */
+function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<{ pkeys: Set<string>; duplicated: number }> {
+  return fromListedParts(rt.store, fromMs, toMs, async (parts) => {
+    let duplicated = 0;
+    return { pkeys: await archivedPkeys(rt, parts, fromMs, toMs, () => (duplicated += 1)), duplicated };
+  });
+}
+
 /**
  * Records in the ledger the reports of `pkeys` the parts of [fromMs, toMs] hold, as the archive
- * answers them (the newest copy of each), a batch at a time; returns those recorded.
+ * answers them (the newest copy of each), a batch at a time; returns those recorded (a read
+ * again after a part was retired keeps what the first recorded: known by then, not recorded twice).
  */
 async function adoptStrangers(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db' | 'ledger'>, fromMs: number, toMs: number, pkeys: readonly string[]): Promise<Set<string>> {
   const adopted = new Set<string>();
-  for (let attempt = 1; ; attempt++) {
-    const parts = (await listWindowParts(rt.store, fromMs, toMs)).flatMap((h) => h.parts);
-    try {
-      await rt.cache.withFiles(parts, (files) =>
-        eachRowOf(rt.db, files, pkeys, REPAIRED_AT_ONCE, async (rows) => {
-          for (const pkey of await rt.ledger.adoptArchived(rows.map(archivedRecordOf), REPAIR_BY)) adopted.add(pkey);
-        }),
-      );
-      return adopted;
-    } catch (err) {
-      // Parts retired meanwhile: listed again (what was recorded stays, and is known then).
-      if (attempt >= READ_ATTEMPTS) throw err;
-    }
-  }
+  await fromListedParts(rt.store, fromMs, toMs, (parts) =>
+    rt.cache.withFiles(parts, (files) =>
+      eachRowOf(rt.db, files, pkeys, REPAIRED_AT_ONCE, async (rows) => {
+        for (const pkey of await rt.ledger.adoptArchived(rows.map(archivedRecordOf), REPAIR_BY)) adopted.add(pkey);
+      }),
+    ),
+  );
+  return adopted;
 }
 
 /** The distinct pkeys the archive's parts hold in [fromMs, toMs], as they stand now. */
