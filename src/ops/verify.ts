@@ -1,14 +1,17 @@
 // Verify: what the ledger accepted against what is archived (distinct pkeys in the parts), per
 // UTC day, a block of days at a time; the ledger is read once for the whole window (see
 // acceptedSpill.ts). Any accepted report that is neither archived nor still pending is a loss.
-// With `repair`, archived reports the ledger does not know are recorded in it from their rows.
+// It also finds what answers would show wrong: a report archived on more than one day, or on a day
+// other than the ledger's (compaction merges a day's copies only), and a tombstone whose
+// retraction the ledger lacks. With `repair`, archived reports the ledger does not know are
+// recorded in it from their rows, and the retractions only the archive kept are recorded again.
 import path from 'node:path';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import { eachRowOf } from '../archive/readRows.js';
 import { archivedRecordOf } from '../ingest/archiveRow.js';
-import type { LedgerRepair, PendingLedger, ReportLookup } from '../ledger/ledger.js';
+import { ADOPTED_RETRACTION_REASON, type LedgerEntry, type LedgerRepair, type PendingLedger, type ReportLookup, type RetractionLedger } from '../ledger/ledger.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { DAY_MS, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { Config } from '../shared/config.js';
@@ -21,7 +24,7 @@ import type { Progress } from './progress.js';
  * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances read.
  */
 export interface VerifyDeps {
-  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'>;
+  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'> & Pick<RetractionLedger, 'retract' | 'markPurged'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
@@ -46,8 +49,19 @@ export interface VerifyResult {
   adopted: number;
   /** With `repair`: of `unexpected`, those not recorded (taken meanwhile by a live post of the same report, or a key another report keeps). */
   notAdopted: string[];
+  /**
+   * Archived on more than one day, or on a day other than the one the ledger gives: answers show
+   * such a report at each of its times, and no compaction merges them (a live post of a report the
+   * ledger did not know yet, during a repair, is one way). A failure, as a loss is.
+   */
+  atAnotherTime: string[];
+  /** Tombstones in the archive of reports the ledger holds confirmed: retracted after the backup the ledger was restored from. */
+  retractionsOnlyArchived: string[];
+  /** With `repair`: of `retractionsOnlyArchived`, those whose retraction is recorded in the ledger now. */
+  retractionsRecorded: number;
   /** pkeys stored in more than one part (normal until compaction). */
   duplicatedInStorage: number;
+  /** Nothing lost, and no report archived at another time. */
   ok: boolean;
 }
 
@@ -65,7 +79,18 @@ const REPAIRED_AT_ONCE = 10_000;
 const REPAIR_BY = 'ops:repair';
 
 export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number; repair?: boolean }, progress?: Progress): Promise<VerifyResult> {
-  const result: VerifyResult = { days: [], missing: [], unexpected: [], adopted: 0, notAdopted: [], duplicatedInStorage: 0, ok: true };
+  const result: VerifyResult = {
+    days: [],
+    missing: [],
+    unexpected: [],
+    adopted: 0,
+    notAdopted: [],
+    atAnotherTime: [],
+    retractionsOnlyArchived: [],
+    retractionsRecorded: 0,
+    duplicatedInStorage: 0,
+    ok: true,
+  };
   // The ledger first, once for the whole window; the parts after it, block by block: a report
   // the ledger no longer had pending was durable in a part by then (listed first, a report
   // archived meanwhile would be in no part listed: a "loss").
@@ -80,28 +105,37 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
       const fromMs = Math.max(startMs, block * BLOCK_MS);
       const toMs = Math.min(options.toMs, (block + 1) * BLOCK_MS - 1);
       const inBlock = await accepted.block(block);
-      const { pkeys: archived, duplicated } = await archivedInBlock(rt, fromMs, toMs);
+      const { pkeys: archived, duplicated, tombstones } = await archivedInBlock(rt, fromMs, toMs);
       result.duplicatedInStorage += duplicated;
       const byDay = new Map<string, DayReport>();
       const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;
       for (const [pkey, { day, pending }] of inBlock) {
         const r = dayOf(day);
         r.accepted += 1;
-        if (archived.has(pkey)) r.archived += 1;
-        else if (pending) r.pending += 1;
+        const archivedDay = archived.get(pkey);
+        if (archivedDay !== undefined) {
+          r.archived += 1;
+          if (archivedDay !== dayNumberOf(day)) result.atAnotherTime.push(pkey);
+        } else if (pending) r.pending += 1;
         else {
           r.missing += 1;
           result.missing.push(pkey);
         }
       }
       // A loop, not push(...): after a ledger is lost, a block's strangers are its every report, past what a call's arguments hold.
-      const strangers = await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)));
+      const { strangers, elsewhere } = await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)));
       for (const pkey of strangers) result.unexpected.push(pkey);
+      // Known, though not created in this block by the ledger's read: archived at another time, unless accepted since.
+      for (const entry of elsewhere) if (Math.floor(entry.createdMs / DAY_MS) !== archived.get(entry.pkey)) result.atAnotherTime.push(entry.pkey);
       if (options.repair && strangers.length > 0) {
         const adopted = await adoptStrangers(rt, fromMs, toMs, strangers);
         result.adopted += adopted.size;
         for (const pkey of strangers) if (!adopted.has(pkey)) result.notAdopted.push(pkey);
       }
+      const strange = new Set(strangers);
+      const unrecorded = await confirmedInLedger(rt.ledger, tombstones.filter((pkey) => !strange.has(pkey)));
+      for (const pkey of unrecorded) result.retractionsOnlyArchived.push(pkey);
+      if (options.repair) result.retractionsRecorded += await recordRetractions(rt.ledger, unrecorded);
       result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
       progress?.tick();
     }
@@ -112,17 +146,42 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.missing.sort();
   result.unexpected.sort();
   result.notAdopted.sort();
-  result.ok = result.missing.length === 0;
+  result.atAnotherTime = [...new Set(result.atAnotherTime)].sort();
+  result.retractionsOnlyArchived.sort();
+  result.ok = result.missing.length === 0 && result.atAnotherTime.length === 0;
   return result;
 }
 
+/** A UTC day (as the ledger's read gives it) as days since the epoch. */
+const dayNumberOf = (day: string): number => Date.parse(`${day}T00:00:00Z`) / DAY_MS;
+
 /**
- * Of the archive's reports the ledger's read did not have, those the ledger does not know now: one
- * accepted and archived after the read (a verify of a live system) is no stranger.
+ * Of the archive's reports the ledger's read did not have, those the ledger does not know now
+ * (`strangers`), and the entries of those it does (`elsewhere`): one accepted and archived after
+ * the read (a verify of a live system) is no stranger, and one the ledger created in another block
+ * is archived at another time.
  */
-async function notInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly string[]): Promise<string[]> {
-  const known = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, async (pkey) => (await ledger.lookup(pkey)) !== undefined);
-  return pkeys.filter((_, i) => !known[i]);
+async function notInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly string[]): Promise<{ strangers: string[]; elsewhere: LedgerEntry[] }> {
+  const entries = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, (pkey) => ledger.lookup(pkey));
+  return { strangers: pkeys.filter((_, i) => entries[i] === undefined), elsewhere: entries.filter((e): e is LedgerEntry => e !== undefined) };
+}
+
+/** Of the pkeys of the archive's tombstones, those the ledger knows and holds confirmed (a retraction is recorded before its purge makes the tombstone). */
+async function confirmedInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly string[]): Promise<string[]> {
+  const entries = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, (pkey) => ledger.lookup(pkey));
+  return pkeys.filter((_, i) => entries[i]?.state === 'confirmed');
+}
+
+/**
+ * Records the retraction of reports the archive holds as tombstones, purged already (the purge
+ * leaves their parts alone): a partner's repeat is answered as retracted again. No event is sent:
+ * the retraction's was, when it was made.
+ */
+async function recordRetractions(ledger: Pick<RetractionLedger, 'retract' | 'markPurged'>, pkeys: readonly string[]): Promise<number> {
+  const retracted = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, async (pkey) => ((await ledger.retract(pkey, REPAIR_BY, ADOPTED_RETRACTION_REASON)).found ? pkey : undefined));
+  const recorded = retracted.filter((pkey): pkey is string => pkey !== undefined);
+  await ledger.markPurged(recorded);
+  return recorded.length;
 }
 
 /**
@@ -160,12 +219,16 @@ async function fromListedParts<T>(store: ObjectStore, fromMs: number, toMs: numb
   }
 }
 
-/** The distinct pkeys the parts of [fromMs, toMs] hold, and how many are stored twice. */
-function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<{ pkeys: Set<string>; duplicated: number }> {
-  return fromListedParts(rt.store, fromMs, toMs, async (parts) => {
-    let duplicated = 0;
-    return { pkeys: await archivedPkeys(rt, parts, fromMs, toMs, () => (duplicated += 1)), duplicated };
-  });
+/** What a block's parts hold: each pkey's day (days since the epoch; -1 when on several), how many are stored twice, the tombstones' pkeys. */
+interface ArchivedBlock {
+  pkeys: Map<string, number>;
+  duplicated: number;
+  tombstones: string[];
+}
+
+/** The distinct pkeys the parts of [fromMs, toMs] hold, each with its day, how many are stored twice, and which are tombstones. */
+function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<ArchivedBlock> {
+  return fromListedParts(rt.store, fromMs, toMs, (parts) => archivedPkeys(rt, parts, fromMs, toMs));
 }
 
 /**
@@ -187,26 +250,32 @@ async function adoptStrangers(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db' | 'l
 
 /** The distinct pkeys the archive's parts hold in [fromMs, toMs], as they stand now. */
 export async function archivedIn(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs: number, toMs: number): Promise<Set<string>> {
-  return (await archivedInBlock(rt, fromMs, toMs)).pkeys;
+  return new Set((await archivedInBlock(rt, fromMs, toMs)).pkeys.keys());
 }
 
-/** The distinct pkeys the parts hold in [fromMs, toMs]; `duplicated` once per pkey stored twice. */
-async function archivedPkeys(rt: Pick<VerifyDeps, 'cache' | 'db'>, parts: readonly ObjectInfo[], fromMs: number, toMs: number, duplicated: () => void): Promise<Set<string>> {
-  const pkeys = new Set<string>();
-  if (parts.length === 0) return pkeys;
+/** Stands for the day of a report archived on several: no day matches it. */
+const SEVERAL_DAYS = -1;
+
+/** What the parts hold in [fromMs, toMs] (see ArchivedBlock). */
+async function archivedPkeys(rt: Pick<VerifyDeps, 'cache' | 'db'>, parts: readonly ObjectInfo[], fromMs: number, toMs: number): Promise<ArchivedBlock> {
+  const block: ArchivedBlock = { pkeys: new Map(), duplicated: 0, tombstones: [] };
+  if (parts.length === 0) return block;
   await rt.cache.withFiles(parts, (files) =>
     rt.db.withConnection(async (conn) => {
-      const [keys, copies] = (
+      const [keys, copies, days, firstDays, tombstones] = (
         await conn.runAndReadAll(
-          `SELECT pkey, count(*)::INTEGER FROM read_parquet([${files.map(sqlString).join(', ')}])
+          `SELECT pkey, count(*)::INTEGER, count(DISTINCT epoch_ms(created_at) // ${DAY_MS})::INTEGER,
+                  min(epoch_ms(created_at) // ${DAY_MS})::INTEGER, bool_or(status = 'retracted')
+           FROM read_parquet([${files.map(sqlString).join(', ')}])
            WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(fromMs)} AND ${Math.trunc(toMs)} GROUP BY pkey`,
         )
-      ).getColumnsJS() as [string[], number[]];
+      ).getColumnsJS() as [string[], number[], number[], number[], boolean[]];
       keys.forEach((pkey, i) => {
-        pkeys.add(pkey);
-        if (copies[i]! > 1) duplicated();
+        block.pkeys.set(pkey, days[i]! > 1 ? SEVERAL_DAYS : firstDays[i]!);
+        if (copies[i]! > 1) block.duplicated += 1;
+        if (tombstones[i]) block.tombstones.push(pkey);
       });
     }),
   );
-  return pkeys;
+  return block;
 }

@@ -9,13 +9,14 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compact } from '../../src/ops/compact.js';
 import { verify, type VerifyResult } from '../../src/ops/verify.js';
-import { idempotencyKey, parsePkey } from '../../src/store/layout.js';
+import { idempotencyKey, parsePkey, RETRACTIONS_PREFIX, retractionName } from '../../src/store/layout.js';
 import type { Config } from '../../src/shared/config.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { runCli } from '../support/cli.js';
 import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
+const NEXT_DAY = { fromMs: Date.parse('2026-11-22T00:00:00Z'), toMs: Date.parse('2026-11-22T23:59:59.999Z') };
 const WINDOW = 'start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000&include_retracted=true';
 
 const post = (svc: TestService, id: number, title = `report ${id}`) => postReport(svc.url, report(id, { title }));
@@ -43,11 +44,20 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     await emulator?.stop();
   });
 
+  const ledgerFile = () => path.join(config.dataDir, 'ledger.sqlite');
+  /** The embedded ledger restored from `backup`, the service stopped meanwhile. */
+  async function restore(backup: string): Promise<void> {
+    await svc.stop();
+    for (const suffix of ['', '-wal', '-shm']) await fs.rm(`${ledgerFile()}${suffix}`, { force: true });
+    await fs.copyFile(backup, ledgerFile());
+    svc = await startTestService(await testRuntime(config, emulator));
+  }
+
   it('records the archived reports the ledger lost: a repeat is a repeat again, a DELETE finds its report, a tombstone stays retracted', async () => {
     for (const id of [1, 2, 3]) expect((await post(svc, id)).status).toBe(201);
     await allArchived(svc.rt);
     const backup = path.join(config.dataDir, 'ledger-backup.sqlite');
-    if (kind === 'embedded') await new Database(path.join(config.dataDir, 'ledger.sqlite')).backup(backup);
+    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
     for (const id of [4, 5, 6]) expect((await post(svc, id)).status).toBe(201);
     // Dated half an hour ahead, as the feed allows (up to an hour).
     const ahead = new Date(Date.now() + 30 * 60_000).toISOString();
@@ -58,13 +68,9 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
     const lost = [4, 5, 6].map((id) => pkeyOf(id));
 
-    if (kind === 'embedded') {
-      // The ledger restored from the backup made before 4, 5 and 6 (and 5's retraction).
-      await svc.stop();
-      for (const suffix of ['', '-wal', '-shm']) await fs.rm(path.join(config.dataDir, `ledger.sqlite${suffix}`), { force: true });
-      await fs.copyFile(backup, path.join(config.dataDir, 'ledger.sqlite'));
-      svc = await startTestService(await testRuntime(config, emulator));
-    } else {
+    // The ledger restored from the backup made before 4, 5 and 6 (and 5's retraction).
+    if (kind === 'embedded') await restore(backup);
+    else {
       await svc.rt.store.delete(lost.map((pkey) => idempotencyKey(parsePkey(pkey)!)));
     }
     const found = await verify(svc.rt, DAY);
@@ -107,5 +113,54 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     expect(await verify(svc.rt, DAY)).toMatchObject({ unexpected: [], missing: [], duplicatedInStorage: 0, ok: true });
     // A second repair finds nothing to record.
     expect(await verify(svc.rt, { ...DAY, repair: true })).toMatchObject({ unexpected: [], adopted: 0 });
+  });
+
+  it('finds a report archived on two days, and a tombstone whose retraction the ledger lacks; the repair records the retraction', async () => {
+    const retained = 12;
+    const reposted = 11;
+    expect((await post(svc, retained)).status).toBe(201);
+    await allArchived(svc.rt);
+    const backup = path.join(config.dataDir, 'ledger-backup-2.sqlite');
+    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
+    expect((await post(svc, reposted)).status).toBe(201);
+    expect((await retract(svc, retained)).status).toBe(200);
+    await allArchived(svc.rt);
+    await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    // The ledger loses 11 and 12's retraction: restored from before both (embedded), or their objects gone (S3).
+    if (kind === 'embedded') await restore(backup);
+    else {
+      await svc.rt.store.delete([idempotencyKey(parsePkey(pkeyOf(reposted))!)]);
+      const { createdMs } = (await svc.rt.ledger.lookup(pkeyOf(retained)))!;
+      await svc.rt.store.delete([RETRACTIONS_PREFIX + retractionName(createdMs, pkeyOf(retained))]);
+    }
+    expect(await svc.rt.ledger.lookup(pkeyOf(retained))).toMatchObject({ state: 'confirmed' });
+    // 11 posted again, dated the next day, before any repair: the ledger takes it as new, and the archive holds it on both days.
+    expect((await postReport(svc.url, report(reposted, { created_at: '2026-11-22T10:00:00+08:00' }))).status).toBe(201);
+    await allArchived(svc.rt);
+
+    // The day it was archived first: the ledger dates it the next day (another block's read).
+    expect(await verify(svc.rt, DAY)).toMatchObject({ atAnotherTime: [pkeyOf(reposted)], retractionsOnlyArchived: [pkeyOf(retained)], retractionsRecorded: 0, unexpected: [], missing: [], ok: false });
+    // Both days: the archive holds it on two.
+    expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs })).toMatchObject({ atAnotherTime: [pkeyOf(reposted)], ok: false });
+    // The day the ledger gives it alone holds one copy, on its day.
+    expect(await verify(svc.rt, NEXT_DAY)).toMatchObject({ atAnotherTime: [], ok: true });
+    if (kind === 'embedded') {
+      const cli = await runCli(['verify', '--from', '2026-11-21', '--to', '2026-11-22'], { DATA_DIR: config.dataDir, API_KEYS: API_KEY });
+      expect(cli.code).toBe(1);
+      expect(cli.stdout).toContain(`archived on another day than the ledger's, or on several (answers show each): 1 (${pkeyOf(reposted)})`);
+      expect(cli.stdout).toContain('REPORTS ARCHIVED AT ANOTHER TIME');
+    }
+
+    const repaired = await verify(svc.rt, { ...DAY, repair: true });
+    expect(repaired).toMatchObject({ retractionsOnlyArchived: [pkeyOf(retained)], retractionsRecorded: 1 });
+    expect(await svc.rt.ledger.lookup(pkeyOf(retained))).toMatchObject({ state: 'retracted', retraction: { by: 'ops:repair' } });
+    // Recorded purged: no purge rewrites its parts, and a partner's repeat is told it was retracted.
+    const unpurged = [];
+    for await (const r of svc.rt.ledger.retractions({ unpurgedOnly: true })) unpurged.push(r.pkey);
+    expect(unpurged).not.toContain(pkeyOf(retained));
+    const again = await post(svc, retained, 'posted again');
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ created: false, retracted: true });
+    expect(await verify(svc.rt, DAY)).toMatchObject({ retractionsOnlyArchived: [], retractionsRecorded: 0 });
   });
 });

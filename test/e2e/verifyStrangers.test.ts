@@ -22,7 +22,7 @@ describe('verify of an archive the ledger does not know', () => {
       const file = path.join(dir, 'part.parquet');
       await rt.db.withConnection((conn) =>
         conn.run(
-          `COPY (SELECT 'stranger-' || lpad(i::VARCHAR, 6, '0') AS pkey, make_timestamptz(${hourMs * 1000}::BIGINT + (i % 3600) * 1000000) AS created_at
+          `COPY (SELECT 'stranger-' || lpad(i::VARCHAR, 6, '0') AS pkey, make_timestamptz(${hourMs * 1000}::BIGINT + (i % 3600) * 1000000) AS created_at, 'confirmed' AS status
                  FROM range(${STRANGERS}) t(i)) TO '${file}' (FORMAT parquet)`,
         ),
       );

@@ -204,7 +204,7 @@ export const exportCommand: Command = {
 };
 
 export const verify: Command = {
-  summary: 'accepted versus archived, per day; exits 1 on any loss; --repair records in the ledger the archived reports it does not know',
+  summary: 'accepted versus archived, per day; exits 1 on any loss or report archived at another time; --repair records in the ledger the archived reports and retractions it does not know',
   usage: 'verify [--from DATE] [--to DATE] [--repair] [--json]',
   options: { ...common, ...window, repair: { type: 'boolean' } },
   run: ({ config, values }) => {
@@ -221,8 +221,12 @@ export const verify: Command = {
           values.repair
             ? `archived without an acceptance record: ${result.unexpected.length}; recorded in the ledger now: ${result.adopted}; not recorded: ${result.notAdopted.length}${listed(result.notAdopted)}`
             : `archived without an acceptance record: ${result.unexpected.length}${result.unexpected.length ? ' (verify --repair records them in the ledger)' : ''}`,
+          `archived on another day than the ledger's, or on several (answers show each): ${result.atAnotherTime.length}${listed(result.atAnotherTime)}`,
+          values.repair
+            ? `tombstones whose retraction the ledger lacked: ${result.retractionsOnlyArchived.length}; recorded now: ${result.retractionsRecorded}`
+            : `tombstones whose retraction the ledger lacks: ${result.retractionsOnlyArchived.length}${result.retractionsOnlyArchived.length ? ' (verify --repair records them)' : ''}${listed(result.retractionsOnlyArchived)}`,
           `reports stored in more than one part (until compaction): ${result.duplicatedInStorage}`,
-          result.ok ? 'OK' : 'LOSS FOUND',
+          result.ok ? 'OK' : result.missing.length ? 'LOSS FOUND' : 'REPORTS ARCHIVED AT ANOTHER TIME',
         ].join('\n'),
       );
       return result.ok ? 0 : 1;
