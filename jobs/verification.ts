@@ -1,4 +1,5 @@
-// Daily: accepted versus archived over the last days; a loss is logged as an error.
+// Daily: accepted versus archived over the last days; a loss, or a report archived at another
+// time, is logged as an error, a retraction only the archive kept as a warning (verify --repair).
 import type { Logger } from '../src/shared/log.js';
 import { verify, type VerifyDeps } from '../src/ops/verify.js';
 import type { JobDefinition } from './job.js';
@@ -13,7 +14,16 @@ export const verification: JobDefinition<VerificationDeps> = {
   run: async (rt) => {
     const now = Date.now();
     const result = await verify(rt, { fromMs: now - LOOKBACK_MS, toMs: now });
-    if (!result.ok) rt.log.error({ missing: result.missing.slice(0, 100), count: result.missing.length }, 'verify found lost reports');
-    return { ok: result.ok, missing: result.missing.length, days: result.days.length };
+    if (result.missing.length) rt.log.error({ missing: result.missing.slice(0, 100), count: result.missing.length }, 'verify found lost reports');
+    if (result.atAnotherTime.length) {
+      rt.log.error({ atAnotherTime: result.atAnotherTime.slice(0, 100), count: result.atAnotherTime.length }, 'verify found reports archived on another day than the ledger gives, or on several: answers show each');
+    }
+    if (result.retractionsOnlyArchived.length) {
+      rt.log.warn(
+        { retractionsOnlyArchived: result.retractionsOnlyArchived.slice(0, 100), count: result.retractionsOnlyArchived.length },
+        'verify found tombstones whose retraction the ledger lacks: verify --repair records them',
+      );
+    }
+    return { ok: result.ok, missing: result.missing.length, atAnotherTime: result.atAnotherTime.length, days: result.days.length };
   },
 };
