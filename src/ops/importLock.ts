@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Logger } from '../shared/log.js';
 import { IMPORT_LOCK_KEY } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import { goneFromHere, holdLock, letGoOfLock, PLACE, STALE_MS, TOUCH_MS, withStoreLock } from './storeLock.js';
+import { goneFromHere, holdLock, letGoOfLock, PLACE, STALE_MS, TOUCH_MS, withStoreLock, type HeldLock } from './storeLock.js';
 
 export class ImportRunningError extends Error {
   override name = 'ImportRunningError';
@@ -59,15 +59,19 @@ async function inDataDir<T>(dataDir: string, run: () => Promise<T>): Promise<T> 
   const giveBack = async () => {
     if ((await fs.readFile(lock, 'utf8').catch(() => '')) === token) await fs.rm(lock, { force: true });
   };
-  holdLock(giveBack);
+  // A signal stops the import through the archive's lock it runs under; this one goes as the run ends.
+  let released!: () => void;
+  const held: HeldLock = { stop: () => undefined, released: new Promise<void>((resolve) => (released = resolve)) };
+  holdLock(held);
   const touch = setInterval(() => void fs.utimes(lock, new Date(), new Date()).catch(() => undefined), TOUCH_MS);
   touch.unref();
   try {
     return await run();
   } finally {
     clearInterval(touch);
-    letGoOfLock(giveBack);
     await giveBack();
+    letGoOfLock(held);
+    released();
   }
 }
 

@@ -92,8 +92,8 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   const open = notClosed(period, nowMs);
   if (open) return Promise.reject(new ReleaseError(open, true));
   const lockOf = (of: string) => ({ store: rt.store, key: releaseLockKey(of), what: `release of ${of}`, log: rt.log, errors, touchMs: options.lockTouchMs });
-  return withStoreLock(lockOf(label), async (stillHeld, confirmHeld) => {
-    const result = await releaseAlone(rt, label, period, nowMs, options.progress, stillHeld, confirmHeld);
+  return withStoreLock(lockOf(label), async (_, confirmHeld) => {
+    const result = await releaseAlone(rt, label, period, nowMs, options.progress, confirmHeld);
     const withPeriodLock: WithPeriodLock = (of, remove) => withStoreLock(lockOf(of), (_, held) => remove(held));
     await removeDeadRuns(rt.store, rt.log, { period: label, confirmHeld }, withPeriodLock);
     return result;
@@ -109,7 +109,6 @@ async function releaseAlone(
   period: Period,
   nowMs: number,
   progress: Progress | undefined,
-  stillHeld: () => void,
   confirmHeld: () => Promise<void>,
 ): Promise<ReleaseResult> {
   const latest = (await manifests(rt.store)).filter((m) => m.period === label).at(-1);
@@ -201,7 +200,9 @@ async function releaseAlone(
       const written = new Map<string, string>();
       let stale = false;
       for (const f of files) {
-        stillHeld();
+        // Touched at once, not as of the last minute's touch: a run stalled past its lock (a
+        // stopped process, a paused host) must not create a file in a folder its successor emptied.
+        await confirmHeld();
         const etag = await create(rt.store, id, f.path, await fs.readFile(f.local));
         if (etag === undefined) {
           stale = true;

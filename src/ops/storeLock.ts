@@ -4,7 +4,8 @@
 // untouched for five minutes (its process gone, on this host or in another container), or whose
 // holder is seen to be gone (the same boot and pid namespace, its pid not running), is taken over;
 // a job whose lock was taken over stops at its next step (`stillHeld`); a process stopped by a
-// signal gives its locks back (giveBackLocks).
+// signal stops its jobs at their next step and gives their locks back once they have stopped, so
+// no write of theirs lands after another run took the lock (giveBackLocks).
 import { randomUUID } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
@@ -29,25 +30,44 @@ export interface StoreLock {
 /** The ids of the store locks this process's jobs hold now. */
 const heldHere = new Set<string>();
 
-/** How to give back each lock this process holds now: for a stop by a signal (the command line's). */
-const holding = new Set<() => Promise<void>>();
-
-/** Counts a lock this process now holds (any kind: the data directory's file too), with how to give it back. */
-export function holdLock(giveBack: () => Promise<void>): void {
-  holding.add(giveBack);
+/** A lock this process holds: how to stop the job that holds it, and when that job has given it back. */
+export interface HeldLock {
+  /** The job stops at its next step (its `stillHeld` throws). */
+  stop: () => void;
+  /** Settles once the job has ended and given the lock back (or failed to take it). */
+  released: Promise<void>;
 }
 
-export function letGoOfLock(giveBack: () => Promise<void>): void {
-  holding.delete(giveBack);
+/** The locks this process's jobs hold now: for a stop by a signal (the command line's, the scheduler's). */
+const holding = new Set<HeldLock>();
+
+/** How long a signal waits for jobs to reach their next step before the process leaves their locks to go stale. */
+export const GIVE_BACK_WAIT_MS = 5_000;
+
+/** Counts a lock this process now holds (any kind: the data directory's file too). */
+export function holdLock(held: HeldLock): void {
+  holding.add(held);
+}
+
+export function letGoOfLock(held: HeldLock): void {
+  holding.delete(held);
 }
 
 /**
- * Gives back the locks this process holds, for a process about to exit on a signal (Ctrl-C): the
- * next run need not wait five minutes for them to go stale. The job itself is left where the
- * signal found it, as a crash would leave it.
+ * For a process about to exit on a signal (Ctrl-C, a deploy): stops each job holding a lock at its
+ * next step and waits, up to `waitMs`, for them to give their locks back, so the next run need not
+ * wait five minutes for them to go stale. Not given back at once: a write the job had under way
+ * could land after the next run took the lock (a release's manifest over files its successor
+ * removed). A job still in a step when the wait ends leaves its lock to go stale. The job is left
+ * where it stopped, as a crash would leave it.
  */
-export async function giveBackLocks(): Promise<void> {
-  await Promise.all([...holding].map((giveBack) => giveBack().catch(() => undefined)));
+export async function giveBackLocks(waitMs = GIVE_BACK_WAIT_MS): Promise<void> {
+  const held = [...holding];
+  for (const lock of held) lock.stop();
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+  await Promise.race([Promise.all(held.map((lock) => lock.released)), waited]);
+  clearTimeout(timer);
 }
 
 /**
@@ -131,23 +151,26 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     if ((await holderOf())?.holder?.id === me.id) return;
     throw lock.errors.running(`another ${what} took this archive's lock (${key} in ${store.description}) at the same moment: run this one once it ends`);
   };
+  let lost: Holder | 'gone' | 'given back' | undefined;
+  let released!: () => void;
+  // Counted before it is taken: a signal while it is being taken gives it back before any of the job's work.
+  const held: HeldLock = { stop: () => (lost ??= 'given back'), released: new Promise<void>((resolve) => (released = resolve)) };
+  holdLock(held);
   // Known as this process's before it is taken: another job here never takes it for a dead one's.
   heldHere.add(me.id);
   try {
     await acquire();
   } catch (err) {
     heldHere.delete(me.id);
+    letGoOfLock(held);
+    released();
     throw err;
   }
-  let lost: Holder | 'gone' | 'given back' | undefined;
   const giveBack = async () => {
-    // The job stops at its next step: another may take the lock the moment it is gone.
-    lost ??= 'given back';
     // Only our own: a lock taken over meanwhile is its new holder's.
-    const held = await holderOf().catch(() => undefined);
-    if (held?.holder?.id === me.id) await store.delete([key]).catch(() => undefined);
+    const mine = await holderOf().catch(() => undefined);
+    if (mine?.holder?.id === me.id) await store.delete([key]).catch(() => undefined);
   };
-  holdLock(giveBack);
   const stillHeld = () => {
     if (lost === 'given back') throw lock.errors.lost(`this ${what} gave the archive's lock (${key} in ${store.description}) back as its process stops: it stopped where it was; run it again`);
     if (lost) throw lock.errors.lost(`this ${what} lost the archive's lock (${key} in ${store.description}) to ${lost === 'gone' ? 'no one (it was removed)' : JSON.stringify(lost)}: it stopped where it was; run it again once no other ${what} is running`);
@@ -182,12 +205,14 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     stillHeld();
   };
   try {
+    stillHeld();
     return await run(stillHeld, confirmHeld);
   } finally {
     clearInterval(touch);
     await touching;
-    letGoOfLock(giveBack);
     await giveBack();
     heldHere.delete(me.id);
+    letGoOfLock(held);
+    released();
   }
 }

@@ -91,22 +91,29 @@ function toldWhileOpening(): () => void {
 }
 
 /**
- * Runs a job that holds locks in the store, ready for Ctrl-C (or SIGTERM): the job is left where
- * the signal finds it, as a crash would leave it, but `advice` says how to go on and its locks are
- * given back (within five seconds: a store out of reach lets them go stale on their own), so the
- * next run need not wait for them. Exits 130 (143).
+ * Runs a job that holds locks in the store, ready for Ctrl-C (or SIGTERM): `advice` says how to go
+ * on, the job stops at its next step (within five seconds, or it is left to its locks' going
+ * stale) and gives its locks back, so the next run need not wait for them; it is left where it
+ * stopped, as a crash would leave it. Exits 130 (143); once signalled, the job's own end (its
+ * "lock given back" failure, or a last step's success) is not what the command reports.
  */
 export async function interruptible<T>(what: string, advice: string, job: () => Promise<T>, cleanUp?: () => void): Promise<T> {
+  let stopping: Promise<never> | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     process.stderr.write(`${what} interrupted (${signal}); ${advice}\n`);
     cleanUp?.();
-    const waited = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
-    void Promise.race([deps.giveBackLocks(), waited]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    stopping = new Promise<never>(() => undefined);
+    void deps.giveBackLocks().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    return await job();
+    const result = await job();
+    if (stopping) await stopping;
+    return result;
+  } catch (err) {
+    if (stopping) await stopping;
+    throw err;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
