@@ -261,10 +261,10 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
       await coordinator.claimsSettled();
       // A claim won just now starts its run on the next turns of the loop: counted below.
       await new Promise((resolve) => setImmediate(resolve));
-      // Runs under way end, or are left where the grace finds them (a compaction or a release
-      // stopped part-way is finished by its next run), before the process is killed: their
-      // leases and locks are given back either way, so the next ticks, here or on another host,
-      // need not wait for them to lapse.
+      // Runs under way end, or are stopped at their next step once the grace is over (a
+      // compaction or a release stopped part-way is finished by its next run), before the process
+      // is killed: their leases are given back either way, and their locks once they stopped
+      // (giveBackLocks), so the next ticks, here or on another host, need not wait for them to lapse.
       let timer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), options.stopGraceMs ?? STOP_GRACE_MS)));
       const graceRanOut = await Promise.race([Promise.allSettled([...running]).then(() => false), graceOver]);

@@ -113,7 +113,7 @@ describe('scheduler', () => {
     }
   }, 30_000);
 
-  it('a stop waits for runs under way up to its grace, then gives their leases and locks back, so the next scheduler runs the next tick at once', async () => {
+  it('a stop waits for runs under way up to its grace, then gives their leases back, and their locks once their jobs stop at a step: the next scheduler runs the next tick at once', async () => {
     const config = await testConfig('embedded');
     const rt = await testRuntime(config);
     let started = 0;
@@ -121,14 +121,24 @@ describe('scheduler', () => {
     const first = startScheduler(rt, forever, 'first', { stopGraceMs: 1_000 });
     try {
       await eventually(async () => (started > 0 ? true : undefined), 10_000, 'the endless run');
-      // A lock the run holds in the store (a compaction's, say), given back with its lease.
-      const held = withStoreLock({ store: rt.store, key: 'jobs/locks/endless.json', what: 'endless job', log: rt.log, errors: { running: (m) => new Error(m), lost: (m) => new Error(m) } }, () => new Promise(() => undefined));
-      void held.catch(() => undefined);
-      await eventually(async () => ((await rt.store.get('jobs/locks/endless.json')) ? true : undefined), 10_000, 'the lock taken');
+      // Locks the run holds in the store (a compaction's, say): one whose job goes on step by step,
+      // given back with its lease once the job stops at its next step; one whose job stays in a
+      // step (a write under way), left to go stale rather than given back under that write.
+      const lockOf = (key: string) => ({ store: rt.store, key, what: 'endless job', log: rt.log, errors: { running: (m: string) => new Error(m), lost: (m: string) => new Error(m) } });
+      const stepping = withStoreLock(lockOf('jobs/locks/endless.json'), async (stillHeld) => {
+        for (;;) {
+          stillHeld();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      });
+      const stuck = withStoreLock(lockOf('jobs/locks/stuck.json'), () => new Promise(() => undefined));
+      for (const job of [stepping, stuck]) void job.catch(() => undefined);
+      await eventually(async () => ((await rt.store.get('jobs/locks/endless.json')) && (await rt.store.get('jobs/locks/stuck.json')) ? true : undefined), 10_000, 'the locks taken');
       expect(await rt.store.get('jobs/leases/endless.json')).toBeDefined();
       await first.stop();
       expect(await rt.store.get('jobs/leases/endless.json')).toBeUndefined();
       expect(await rt.store.get('jobs/locks/endless.json')).toBeUndefined();
+      expect(await rt.store.get('jobs/locks/stuck.json')).toBeDefined();
       // The next scheduler's next tick runs: no lease holds it back.
       const ran: number[] = [];
       const next = startScheduler(rt, [{ name: 'endless', schedule: () => '* * * * * *', run: async () => void ran.push(Date.now()) }], 'next');
