@@ -4,7 +4,6 @@
 import { describe, expect, it } from 'vitest';
 import { giveBackLocks, withStoreLock, type StoreLock } from '../../src/ops/storeLock.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
-import type { ObjectStore } from '../../src/store/objectStore.js';
 import { pause } from '../../src/shared/pause.js';
 import { tempDir } from '../support/env.js';
 
@@ -72,9 +71,9 @@ describe('store locks stopped by a signal', () => {
       get: (key) => real.get(key),
       putIfMatch: (key, body, etag) => real.putIfMatch(key, body, etag),
       delete: (keys) => real.delete(keys),
-      putIfAbsent: async (...args: Parameters<ObjectStore['putIfAbsent']>) => {
+      putIfAbsent: async (key, body) => {
         await create.opened;
-        return real.putIfAbsent(...args);
+        return real.putIfAbsent(key, body);
       },
     };
     let started = false;
