@@ -156,6 +156,14 @@ function exitWhenWritten(code: number): void {
   process.stderr.write('', written);
 }
 
+// A reader that went away (`| head`, `| true`, a closed terminal) ends what the command prints,
+// not the command: its work goes on to its end and its exit code, with no crash on EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
 main(process.argv.slice(2)).then(
   (code) => exitWhenWritten(code),
   (err: unknown) => {

@@ -509,6 +509,21 @@ describe('flood-archive CLI', () => {
     expect(reconciled.stderr).toMatch(/"msg":"reconciled pending reports"/);
   });
 
+  it('a reader that goes away (| head, | true) ends what the command prints, not the command: no crash on EPIPE', async () => {
+    const dataDir = await tempDir();
+    const file = path.join(dataDir, 'in.ndjson');
+    await fs.writeFile(file, [report(1), report(2)].map((r) => JSON.stringify(r)).join('\n'));
+    const child = spawn(process.execPath, [CLI, 'import', '--file', file, '--json'], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The reading end closed before the command writes its answer.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect([code, stderr]).toEqual([0, '']);
+    const verified = await run(['verify', '--from', '2026-11-21', '--to', '2026-11-21', '--json'], { DATA_DIR: dataDir });
+    expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, days: [{ accepted: 2, archived: 2 }] });
+  });
+
   it('imports with --json, lists boundary versions, and verify exits 1 on a loss', async () => {
     const dataDir = await tempDir();
     const env = { DATA_DIR: dataDir };
