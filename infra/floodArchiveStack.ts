@@ -365,8 +365,11 @@ function schedulerPermissions(bucket: s3.IBucket, queue: sqs.IQueue, deadLetterQ
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events')),
     // Reprocessing logs what it re-tags; compaction prunes the change logs past SYNC_RETENTION_DAYS.
     allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'changes')),
-    // The monthly release: files created once (If-None-Match), never deleted; the STAC index rewritten.
-    allow(['s3:GetObject', 's3:PutObject'], objects(bucket, 'releases')),
+    // The monthly release: files created once (If-None-Match); the STAC index rewritten. Deletes
+    // only what no manifest publishes: a dead run's files, which may hold reports retracted since
+    // (under the period's lock; a published release's files are never deleted, and the bucket's
+    // versions keep any deleted object 30 days).
+    allow(['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objects(bucket, 'releases')),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
     // `dlq list` finds the queue by name and makes what it peeked at visible again; `dlq redrive` deletes.
     allow(

@@ -140,6 +140,8 @@ function unavailableHint(err: UnavailableError): string {
   if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${embedded ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
   if (err.message.startsWith('data directory unavailable')) return 'set DATA_DIR to a directory this process can create and write';
   if (embedded) return `is the ${dependencyName(err.dependency)} (${err.dependency === 'ledger' ? 'ledger' : 'events'}.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?`;
+  // Reached, and refused: a question of rights, not of the network.
+  if (/\((AccessDenied|Forbidden|AllAccessDisabled)\)/.test(err.message)) return `the ${dependencyName(err.dependency)} refused the request: does this process's role allow it (docs/aws.md)?`;
   return `is the ${dependencyName(err.dependency)} reachable?`;
 }
 

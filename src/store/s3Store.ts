@@ -198,7 +198,9 @@ export class S3ObjectStore implements ObjectStore {
           }),
         );
         if (out.Errors && out.Errors.length > 0) {
-          throw new Error(`delete failed for ${out.Errors.length} objects: ${out.Errors[0]?.Code}`);
+          // Named by S3's code (AccessDenied, say), so the failure says what S3 said.
+          const [first] = out.Errors;
+          throw Object.assign(new Error(`delete failed for ${out.Errors.length} objects, ${first?.Key} the first: ${first?.Code}`), { name: first?.Code ?? 'Error' });
         }
       } catch (err) {
         throw unavailable(err);

@@ -5,13 +5,16 @@ import fs from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
+import http from 'node:http';
 import net from 'node:net';
+import { S3Client } from '@aws-sdk/client-s3';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { CLI, runCli as run } from '../support/cli.js';
 import { postReport, report, SHARED_PH, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
 import { GENERATED_KEY_FILE, GENERATED_KEY_NAME, resolveApiKeys } from '../../src/partners/apiKeys.js';
+import { S3ObjectStore } from '../../src/store/s3Store.js';
 
 /** A preload that fails the process on any import of DuckDB or the AWS SDK. */
 const WITHOUT_ENGINE = fileURLToPath(new URL('../support/withoutEngine.mjs', import.meta.url));
@@ -353,6 +356,36 @@ describe('flood-archive CLI', () => {
     const onSqs = await run(['bootstrap'], { DATA_DIR: await tempDir(), QUEUE_URL: `${closed}/000000000000/flood-reports`, ...aws });
     expect(onSqs.code).toBe(69);
     expect(onSqs.stderr).toMatch(/queue .*\(ECONNREFUSED\): is the queue reachable\?/);
+  });
+
+  it('a store that refuses (AccessDenied) is told as a question of rights, not of reach: a refused delete too', async () => {
+    // S3 as a role without the right answers: 403 AccessDenied, and a batch delete's keys each refused in a 200.
+    const refusing = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const deleting = req.method === 'POST' && (req.url ?? '').includes('delete');
+        res.writeHead(deleting ? 200 : 403, { 'content-type': 'application/xml' });
+        res.end(
+          deleting
+            ? '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>x/releases/2025-04-r1/reports-2025-04.parquet</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error></DeleteResult>'
+            : '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
+        );
+      });
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(refusing.address() as net.AddressInfo).port}`;
+    try {
+      const aws = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1' };
+      const listed = await run(['keys', 'list'], { DATA_DIR: await tempDir(), STORAGE_URL: 's3://flood-archive/x', ...aws });
+      expect(listed.code).toBe(69);
+      expect(listed.stderr).toMatch(/\((AccessDenied|Forbidden)\): the object store refused the request: does this process's role allow it/);
+      const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+      const store = new S3ObjectStore(client, { bucket: 'flood-archive', prefix: 'x/' });
+      await expect(store.delete(['releases/2025-04-r1/reports-2025-04.parquet'])).rejects.toThrow(/\(AccessDenied\)/);
+      client.destroy();
+    } finally {
+      refusing.close();
+    }
   });
 
   it('lists the key a data dir generated for itself when no key is configured or kept, without the key', async () => {

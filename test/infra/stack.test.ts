@@ -300,16 +300,14 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(worker, 's3:DeleteObject', 'bucket/changes/v1/001763856000000-01KAB.json')).toBe(false);
   });
 
-  it('scheduler: read/write/delete on reports, ingest, cities and job leases, read/write on releases; redrives the dead-letter queue', () => {
-    const objectGrants = ['reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events', 'changes'].flatMap((prefix) =>
+  it('scheduler: read/write/delete on reports, ingest, cities, job leases and releases; redrives the dead-letter queue', () => {
+    const objectGrants = ['reports', 'ready', 'stats', 'ingest', 'cities', 'jobs', 'events', 'changes', 'releases'].flatMap((prefix) =>
       ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'].map((action) => `${action} bucket/${prefix}/*`),
     );
     expect(grants(stack.taskRoles.scheduler)).toEqual(
       [
         's3:ListBucket bucket',
         ...objectGrants,
-        's3:GetObject bucket/releases/*',
-        's3:PutObject bucket/releases/*',
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
         'sqs:GetQueueUrl dlq',
@@ -326,9 +324,10 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(scheduler, 's3:PutObject', 'bucket/jobs/compaction.lease')).toBe(true);
     expect(allows(scheduler, 'sqs:ReceiveMessage', 'queue')).toBe(false);
     expect(allows(scheduler, 's3:PutObject', 'bucket/dead-letter/x.json')).toBe(false);
-    // The monthly release writes its files once; nothing deletes one.
+    // The monthly release writes its files once, and removes a dead run's unpublished files (which
+    // may hold reports retracted since): without the right, a period was never released again.
     expect(allows(scheduler, 's3:PutObject', 'bucket/releases/2025-06-r1/manifest.json')).toBe(true);
-    expect(allows(scheduler, 's3:DeleteObject', 'bucket/releases/2025-06-r1/manifest.json')).toBe(false);
+    expect(allows(scheduler, 's3:DeleteObject', 'bucket/releases/2025-06-r1/reports-2025-06.parquet')).toBe(true);
   });
 
   it('no role can delete the bucket or act on all of S3', () => {
