@@ -1,10 +1,12 @@
 // GET /releases: the releases made (src/releases/FORMAT.md), and each file of each at a stable
-// URL, read-only: /releases/catalog.json and collection.json (the STAC index), and
+// URL, read-only: /releases/catalog.json and collection.json (the STAC index, made from the same
+// listing as /releases, so the two never disagree), and
 // /releases/{release}/{file}, with ETag, Last-Modified and Range (a researcher resumes a
 // download, DuckDB and pyarrow read a Parquet file's footer and row groups in place).
+import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { manifests } from '../ops/release.js';
-import type { Manifest } from '../releases/documents.js';
+import { stacCatalog, stacCollection, type Manifest } from '../releases/documents.js';
 import { citationKey, itemKey, manifestKey, parseReleaseId, RELEASES_PREFIX } from '../releases/layout.js';
 import { HttpError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
@@ -31,6 +33,8 @@ export interface ReleasesDeps {
   /** Bytes of those copies at most (least recently served out first). */
   cacheMaxBytes: number;
   publicBase: () => string;
+  /** What the STAC Collection says of the releases' licence and publisher (as `release` writes it). */
+  releases: { license: string; publisher: string };
 }
 
 export function releasesHandlers(deps: ReleasesDeps): Handlers {
@@ -70,7 +74,9 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     res.set('Cache-Control', 'public, max-age=60').json({ statusCode: 200, result: { catalog: `${base}catalog.json`, releases } });
   });
 
-  // The STAC index: rewritten by every release, so read anew (it is small), validated by the store's ETag.
+  // The STAC index, made from the published releases as /releases lists them: the stored one (what
+  // the bucket serves) is rewritten by each release run, and a run stopped after publishing a
+  // release but before rewriting it would leave it a release behind until the next run.
   serve('getReleaseIndex', async (req, res) => {
     throwIfAny(readQuery(req, []).details);
     const name = String(req.params.file);
@@ -80,15 +86,17 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
       return;
     }
     if (name !== 'catalog.json' && name !== 'collection.json') throw notFound(name);
-    const found = await deps.store.get(`${RELEASES_PREFIX}${name}`);
-    if (!found) throw new HttpError(404, 'No release has been made yet: the STAC catalogue is written with the first one.');
-    const etag = `"${found.etag.replace(/"/g, '')}"`;
+    const all = await manifests(deps.store, known, { described: true });
+    if (all.length === 0) throw new HttpError(404, 'No release has been made yet: the STAC catalogue is written with the first one.');
+    const doc = name === 'catalog.json' ? stacCatalog() : stacCollection(all, deps.releases.license, deps.releases.publisher);
+    const body = Buffer.from(`${JSON.stringify(doc, null, 2)}\n`);
+    const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
     res.set({ ETag: etag, 'Cache-Control': 'public, max-age=60' });
     if (ifNoneMatch(req.get('if-none-match'), etag)) {
       res.status(304).end();
       return;
     }
-    res.type('application/json').send(found.body);
+    res.type('application/json').send(body);
   });
 
   // A release's file: immutable once written, so a local copy serves every later request.

@@ -250,6 +250,10 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(again).toMatchObject({ release: '2025-r1', created: false });
     expect(await Promise.all(described.map(async (key) => (await svc.rt.store.get(key))?.body))).toEqual(bodies);
 
+    // The index as the first revision left it: the API's is the stored one, byte for byte.
+    const indexOfFirst = (await svc.rt.store.get('releases/collection.json'))!.body;
+    expect(Buffer.from(await (await get('/releases/collection.json')).arrayBuffer())).toEqual(indexOfFirst);
+
     const del = await fetch(`${svc.url}/feeds/partner/105`, { method: 'DELETE', headers: { ...UA, 'X-Api-Key': API_KEY } });
     expect(del.status).toBe(200);
     await purgeRetracted(svc.rt);
@@ -271,6 +275,15 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(june).not.toContain(pkeyOf(105));
     const collection = (await (await get('/releases/collection.json')).json()) as any;
     expect(collection.links.filter((l: any) => l.rel === 'item').map((l: any) => l.href)).toEqual(['./2025-r1/item.json', './2025-r2/item.json']);
+    // A run stopped after publishing r2, before it rewrote the stored index (the bucket's, a
+    // release behind until the next run): the API's index still lists what /releases lists.
+    const stored = (await svc.rt.store.get('releases/collection.json'))!.body;
+    await svc.rt.store.put('releases/collection.json', indexOfFirst);
+    const served = await get('/releases/collection.json');
+    expect(Buffer.from(await served.arrayBuffer())).toEqual(stored);
+    const listed = (await getJson(`${svc.url}/releases`)).body.result.releases.map((r: any) => `./${r.release}/item.json`);
+    expect(collection.links.filter((l: any) => l.rel === 'item').map((l: any) => l.href)).toEqual(listed);
+    await svc.rt.store.put('releases/collection.json', stored);
   }, 120_000);
 
   it('finishes a revision whose run stopped before its manifest, and passes by a folder a dead run left other bytes in', async () => {
