@@ -108,7 +108,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     const key = `${RELEASES_PREFIX}${id}/${name}`;
     // Known once a copy was checked against its manifest: a 304 needs no copy.
     const known = stored.get(key);
-    if (known && ifNoneMatch(req.get('if-none-match'), known.etag)) {
+    if (known && !preconditionFails(req, known) && ifNoneMatch(req.get('if-none-match'), known.etag)) {
       validators(res, known).status(304).end();
       return;
     }
@@ -124,7 +124,7 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
       }
       stored.set(key, info);
       validators(res, info);
-      if (ifNoneMatch(req.get('if-none-match'), info.etag)) {
+      if (!preconditionFails(req, info) && ifNoneMatch(req.get('if-none-match'), info.etag)) {
         res.status(304).end();
         return;
       }
@@ -145,6 +145,18 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
  */
 function validators(res: Response, stored: { etag: string; lastModified: Date }): Response {
   return res.set({ ETag: stored.etag, 'Last-Modified': stored.lastModified.toUTCString(), 'Cache-Control': 'public, max-age=31536000, immutable' });
+}
+
+/**
+ * Whether If-Match (or, without it, If-Unmodified-Since) fails for the file: judged before
+ * If-None-Match (RFC 9110 §13.2.2), so a 304 is never given where a 412 is due (sendFile gives it).
+ * If-Match compares strongly: a weak tag never matches.
+ */
+function preconditionFails(req: Request, stored: { etag: string; lastModified: Date }): boolean {
+  const ifMatch = req.get('if-match');
+  if (ifMatch !== undefined) return ifMatch.trim() !== '*' && !ifMatch.split(',').some((tag) => tag.trim() === stored.etag);
+  const since = Date.parse(req.get('if-unmodified-since') ?? '');
+  return !Number.isNaN(since) && Math.floor(stored.lastModified.getTime() / 1000) * 1000 > since;
 }
 
 const notFound = (what: string) => new HttpError(404, `No release file ${JSON.stringify(what.slice(0, 80))}; GET /releases lists every release and its files.`);

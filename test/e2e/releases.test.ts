@@ -197,6 +197,11 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect([unsatisfiable.status, ((await unsatisfiable.json()) as any).error, unsatisfiable.headers.get('content-range')]).toEqual([416, 'Range Not Satisfiable', `bytes */${size}`]);
     const otherVersion = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': '"another"' });
     expect([otherVersion.status, ((await otherVersion.json()) as any).details[0].field]).toEqual([412, 'If-Match']);
+    // If-Match before If-None-Match (RFC 9110 §13.2.2): a 412 even when If-None-Match names the file.
+    const bothOther = await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': '"another"', 'If-None-Match': etag });
+    expect(bothOther.status).toBe(412);
+    expect((await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Match': etag, 'If-None-Match': etag })).status).toBe(304);
+    expect((await get('/releases/2025-r1/reports-2025-06.parquet', { 'If-Unmodified-Since': 'Mon, 01 Jan 2001 00:00:00 GMT', 'If-None-Match': etag })).status).toBe(412);
     // If-Range (RFC 9110): the range only for the strong ETag or the exact date, else the whole file.
     for (const [ifRange, status] of [[etag, 206], [`W/${etag}`, 200], ['"another"', 200], [stored, 206], [new Date(Date.parse(stored) - 1_000).toUTCString(), 200]] as const) {
       const res = await get('/releases/2025-r1/reports-2025-06.parquet', { Range: 'bytes=0-3', 'If-Range': ifRange });
