@@ -93,10 +93,17 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   if (open) return Promise.reject(new ReleaseError(open, true));
   const lockOf = (of: string) => ({ store: rt.store, key: releaseLockKey(of), what: `release of ${of}`, log: rt.log, errors, touchMs: options.lockTouchMs });
   return withStoreLock(lockOf(label), async (_, confirmHeld) => {
-    const result = await releaseAlone(rt, label, period, nowMs, options.progress, confirmHeld);
     const withPeriodLock: WithPeriodLock = (of, remove) => withStoreLock(lockOf(of), (_, held) => remove(held));
-    await removeDeadRuns(rt.store, rt.log, { period: label, confirmHeld }, withPeriodLock);
-    return result;
+    const removeLeftovers = () => removeDeadRuns(rt.store, rt.log, { period: label, confirmHeld }, withPeriodLock);
+    try {
+      const result = await releaseAlone(rt, label, period, nowMs, options.progress, confirmHeld);
+      await removeLeftovers();
+      return result;
+    } catch (err) {
+      // A period with nothing to release (the monthly job's empty months) is a run all the same.
+      if (err instanceof NothingToReleaseError) await removeLeftovers();
+      throw err;
+    }
   });
 }
 

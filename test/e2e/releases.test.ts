@@ -344,6 +344,10 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(await svc.rt.store.get(releaseLockKey('2024'))).toBeUndefined();
     expect((await svc.rt.store.get(releaseLockKey('2023-05')))?.body.toString('utf8')).toBe(elsewhere);
     await svc.rt.store.delete([releaseLockKey('2023-05'), 'releases/2023-05-r2/reports-2023-05.parquet']);
+    // A run of a period with no report (the monthly job's empty months) removes them too.
+    await svc.rt.store.put('releases/2024-r1/reports-2024-03.parquet', Buffer.from('a dead run of 2024'));
+    await expect(release(svc.rt, '2019-02')).rejects.toThrow(/holds no report/);
+    expect(await keysUnder(svc.rt, 'releases/2024-r1/')).toEqual([]);
   }, 120_000);
 
   it('serves a release once its citation and Item are written: one whose run stopped after its manifest is neither listed nor served until the next run writes them', async () => {
