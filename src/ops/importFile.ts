@@ -274,6 +274,8 @@ async function acceptPass(
     const created: { n: number[]; tags: Tags[] } = { n: [], tags: [] };
     const heldRows: ArchiveRow[] = [];
     let duplicate = 0;
+    /** Held repeats whose first version is not this file's line. */
+    let heldOther = 0;
     const accepted = await outcomes;
     // The set the tags come from names their version, though a round archived before they are staged reads a newer one.
     const tagging = run.boundaries;
@@ -290,6 +292,9 @@ async function acceptPass(
         stagedHeld.add(outcome.pkey);
         const { location } = outcome.held.report;
         heldRows.push(archiveRowOf(outcome.held, tagging.tagger.tag(location.lng, location.lat), tagging.version));
+        // Archived either way; this line's own only if it is the version held (a resumed run of
+        // the same file), else a stopped import of another file held the first version: a duplicate.
+        if (JSON.stringify(outcome.held.report) !== JSON.stringify((JSON.parse(batch.records[i]!.json) as IngestRecord).report)) heldOther += 1;
       } else duplicate += 1;
     });
     const name = `stage-${String(queued).padStart(12, '0')}`;
@@ -313,8 +318,8 @@ async function acceptPass(
       const rows = created.n.length + heldRows.length;
       checkpoint.stagedReports += rows;
       checkpoint.rejected += rejected.length;
-      checkpoint.duplicate += duplicate;
-      checkpoint.accepted += rows;
+      checkpoint.duplicate += duplicate + heldOther;
+      checkpoint.accepted += rows - heldOther;
       checkpoint.acceptedUpTo += batch.n.length;
       await run.save();
       progress?.tick(batch.n.length);

@@ -626,6 +626,25 @@ describe('bulk import beside a busy embedded ledger', () => {
     for (let id = 60_000; id < 60_200; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
   });
 
+  it('an import of another file with the same post_ids, after a stopped import held their first versions: it archives those, each once, and counts its own lines as duplicates', async () => {
+    const first = path.join(dir, 'first-versions.ndjson');
+    const lines = yearLines(70_000, 200);
+    await fs.writeFile(first, lines.join('\n'));
+    await expect(importFile(stoppedAfterSecondAcceptance(svc.rt), { file: first, batchSize: 100, threadsFromBytes: 0, holdMs: 1_000 })).rejects.toThrow(/killed/);
+    await new Promise((r) => setTimeout(r, 1_200));
+    // Corrected lines, the same post_ids: the first versions stand, so none of these went in.
+    const corrected = path.join(dir, 'corrected.ndjson');
+    await fs.writeFile(corrected, lines.map((l) => l.replace(/"title":"t/, '"title":"corrected t')).join('\n'));
+    expect(await importFile(svc.rt, { file: corrected, batchSize: 100 })).toMatchObject({ records: 200, accepted: 0, duplicate: 200, rejected: 0 });
+    expect(await pendingCount(svc.rt)).toBe(0);
+    const copies = await storedCopies(svc.rt);
+    const after = await archived(svc);
+    for (let id = 70_000; id < 70_200; id++) {
+      expect(copies.get(`partner-${id}`)).toBe(1);
+      expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
+    }
+  });
+
   it('waits out another process holding the ledger\'s write lock instead of giving up', async () => {
     const file = path.join(dir, 'busy.ndjson');
     await fs.writeFile(file, yearLines(40_000, 200).join('\n'));
