@@ -175,7 +175,8 @@ export class FloodArchiveStack extends Stack {
       // Compaction rewrites an hour's parts with DuckDB.
       size: { cpu: 1024, memoryLimitMiB: 2048 },
       container: container('scheduler', 'scheduler'),
-      // SIGTERM lets runs under way end for up to 100 s, then gives their leases and locks back.
+      // SIGTERM lets runs under way end for up to 100 s, then stops them at their next step and
+      // gives their leases back, and their locks once they stopped (5 s at most).
       stopTimeout: Duration.seconds(120),
     });
     // Every process publishes the default boundaries when cities/ is empty, but only the

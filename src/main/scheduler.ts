@@ -177,7 +177,8 @@ const slotName = (iso: string) => iso.replace(/[^A-Za-z0-9._-]/g, '-');
 
 /**
  * How long a stop waits for the runs under way: within the 120 s an ECS task is given after
- * SIGTERM (the scheduler's service asks for them), with room to give leases and locks back.
+ * SIGTERM (the scheduler's service asks for them), with room to give leases back and to wait
+ * for the runs' locks (GIVE_BACK_WAIT_MS).
  */
 const STOP_GRACE_MS = 100_000;
 
