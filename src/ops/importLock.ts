@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Logger } from '../shared/log.js';
 import { IMPORT_LOCK_KEY } from '../store/layout.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import { goneFromHere, holdLock, letGoOfLock, PLACE, STALE_MS, TOUCH_MS, withStoreLock, type HeldLock } from './storeLock.js';
+import { goneFromHere, holdLock, PLACE, STALE_MS, TOUCH_MS, withStoreLock } from './storeLock.js';
 
 export class ImportRunningError extends Error {
   override name = 'ImportRunningError';
@@ -60,9 +60,7 @@ async function inDataDir<T>(dataDir: string, run: () => Promise<T>): Promise<T> 
     if ((await fs.readFile(lock, 'utf8').catch(() => '')) === token) await fs.rm(lock, { force: true });
   };
   // A signal stops the import through the archive's lock it runs under; this one goes as the run ends.
-  let released!: () => void;
-  const held: HeldLock = { stop: () => undefined, released: new Promise<void>((resolve) => (released = resolve)) };
-  holdLock(held);
+  const letGo = holdLock(() => undefined);
   const touch = setInterval(() => void fs.utimes(lock, new Date(), new Date()).catch(() => undefined), TOUCH_MS);
   touch.unref();
   try {
@@ -70,8 +68,7 @@ async function inDataDir<T>(dataDir: string, run: () => Promise<T>): Promise<T> 
   } finally {
     clearInterval(touch);
     await giveBack();
-    letGoOfLock(held);
-    released();
+    letGo();
   }
 }
 

@@ -31,7 +31,7 @@ export interface StoreLock {
 const heldHere = new Set<string>();
 
 /** A lock this process holds: how to stop the job that holds it, and when that job has given it back. */
-export interface HeldLock {
+interface HeldLock {
   /** The job stops at its next step (its `stillHeld` throws). */
   stop: () => void;
   /** Settles once the job has ended and given the lock back (or failed to take it). */
@@ -44,13 +44,18 @@ const holding = new Set<HeldLock>();
 /** How long a signal waits for jobs to reach their next step before the process leaves their locks to go stale. */
 export const GIVE_BACK_WAIT_MS = 5_000;
 
-/** Counts a lock this process now holds (any kind: the data directory's file too). */
-export function holdLock(held: HeldLock): void {
+/**
+ * Counts a lock this process now holds (any kind: the data directory's file too), with how a
+ * signal stops the job holding it; returns what to call once the job has given it back.
+ */
+export function holdLock(stop: () => void): () => void {
+  let released!: () => void;
+  const held: HeldLock = { stop, released: new Promise<void>((resolve) => (released = resolve)) };
   holding.add(held);
-}
-
-export function letGoOfLock(held: HeldLock): void {
-  holding.delete(held);
+  return () => {
+    holding.delete(held);
+    released();
+  };
 }
 
 /**
@@ -152,18 +157,15 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     throw lock.errors.running(`another ${what} took this archive's lock (${key} in ${store.description}) at the same moment: run this one once it ends`);
   };
   let lost: Holder | 'gone' | 'given back' | undefined;
-  let released!: () => void;
   // Counted before it is taken: a signal while it is being taken gives it back before any of the job's work.
-  const held: HeldLock = { stop: () => (lost ??= 'given back'), released: new Promise<void>((resolve) => (released = resolve)) };
-  holdLock(held);
+  const letGo = holdLock(() => (lost ??= 'given back'));
   // Known as this process's before it is taken: another job here never takes it for a dead one's.
   heldHere.add(me.id);
   try {
     await acquire();
   } catch (err) {
     heldHere.delete(me.id);
-    letGoOfLock(held);
-    released();
+    letGo();
     throw err;
   }
   const giveBack = async () => {
@@ -212,7 +214,6 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     await touching;
     await giveBack();
     heldHere.delete(me.id);
-    letGoOfLock(held);
-    released();
+    letGo();
   }
 }

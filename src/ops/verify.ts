@@ -96,6 +96,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   // archived meanwhile would be in no part listed: a "loss").
   // Under DATA_DIR/tmp/verify: the leftover sweep keeps a job's files there for a day (a verify
   // of years on S3 runs for hours) and removes a killed run's.
+  const dayNumbers = new DayNumbers();
   const accepted = await AcceptedSpill.write(rt.ledger.accepted(options.fromMs, options.toMs), blockOf, path.join(rt.config.dataDir, 'tmp'));
   try {
     const startMs = await firstToCheck(rt.store, options, accepted.earliestMs);
@@ -115,7 +116,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
         const archivedDay = archived.get(pkey);
         if (archivedDay !== undefined) {
           r.archived += 1;
-          if (archivedDay !== dayNumberOf(day)) result.atAnotherTime.push(pkey);
+          if (archivedDay !== dayNumbers.of(day)) result.atAnotherTime.push(pkey);
         } else if (pending) r.pending += 1;
         else {
           r.missing += 1;
@@ -132,8 +133,10 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
         result.adopted += adopted.size;
         for (const pkey of strangers) if (!adopted.has(pkey)) result.notAdopted.push(pkey);
       }
+      // Those looked up above are known by their entries already; strangers are adopted with their state.
       const strange = new Set(strangers);
-      const unrecorded = await confirmedInLedger(rt.ledger, tombstones.filter((pkey) => !strange.has(pkey)));
+      const known = new Map(elsewhere.map((entry) => [entry.pkey, entry]));
+      const unrecorded = await confirmedInLedger(rt.ledger, tombstones.filter((pkey) => !strange.has(pkey)), known);
       for (const pkey of unrecorded) result.retractionsOnlyArchived.push(pkey);
       if (options.repair) result.retractionsRecorded += await recordRetractions(rt.ledger, unrecorded);
       result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
@@ -152,8 +155,15 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   return result;
 }
 
-/** A UTC day (as the ledger's read gives it) as days since the epoch. */
-const dayNumberOf = (day: string): number => Date.parse(`${day}T00:00:00Z`) / DAY_MS;
+/** UTC days (as the ledger's read gives them) as days since the epoch, each parsed once. */
+class DayNumbers {
+  private readonly numbers = new Map<string, number>();
+  of(day: string): number {
+    let n = this.numbers.get(day);
+    if (n === undefined) this.numbers.set(day, (n = Date.parse(`${day}T00:00:00Z`) / DAY_MS));
+    return n;
+  }
+}
 
 /**
  * Of the archive's reports the ledger's read did not have, those the ledger does not know now
@@ -166,9 +176,12 @@ async function notInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly
   return { strangers: pkeys.filter((_, i) => entries[i] === undefined), elsewhere: entries.filter((e): e is LedgerEntry => e !== undefined) };
 }
 
-/** Of the pkeys of the archive's tombstones, those the ledger knows and holds confirmed (a retraction is recorded before its purge makes the tombstone). */
-async function confirmedInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly string[]): Promise<string[]> {
-  const entries = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, (pkey) => ledger.lookup(pkey));
+/**
+ * Of the pkeys of the archive's tombstones, those the ledger knows and holds confirmed (a
+ * retraction is recorded before its purge makes the tombstone); `known` entries are not looked up again.
+ */
+async function confirmedInLedger(ledger: Pick<ReportLookup, 'lookup'>, pkeys: readonly string[], known: ReadonlyMap<string, LedgerEntry>): Promise<string[]> {
+  const entries = await mapLimit(pkeys, LOOKUPS_IN_FLIGHT, async (pkey) => known.get(pkey) ?? (await ledger.lookup(pkey)));
   return pkeys.filter((_, i) => entries[i]?.state === 'confirmed');
 }
 
