@@ -4,6 +4,7 @@
 // makes nothing new, and a purged retraction makes a new revision beside the first, which stays
 // byte for byte as it was.
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -242,6 +243,25 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const listed = await getJson(`${svc.url}/releases`);
     expect(listed.body.result.releases.map((r: any) => [r.release, r.reports, r.files.length])).toEqual([['2025-r1', 31, 24]]);
     expect(listed.body.result.releases[0].files[0].url).toBe(`${svc.url}/releases/2025-r1/reports-2025-01.parquet`);
+  });
+
+  it('lives on when clients hang up on the index, the listing and the files, with gzip and without, before the answer and after its first bytes', async () => {
+    const paths = ['/releases', '/releases/catalog.json', '/releases/collection.json', '/releases/2025-r1/reports-2025-06.parquet', '/releases/2025-r1/reports-2025-06.csv.gz'];
+    const hangUp = (p: string, encoding: string, when: 'at once' | 'first bytes') =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.get(`${svc.url}${p}`, { headers: { ...UA, 'Accept-Encoding': encoding } }, (res) => {
+          res.once('data', () => req.destroy());
+          res.on('close', () => resolve());
+        });
+        req.on('error', (err) => (req.destroyed ? resolve() : reject(err)));
+        if (when === 'at once') setImmediate(() => req.destroy());
+      });
+    for (const p of paths) for (const encoding of ['gzip', 'identity']) for (const when of ['at once', 'first bytes'] as const) await hangUp(p, encoding, when);
+    // The process answers on, in full.
+    expect((await get('/health')).status).toBe(200);
+    const m = await manifestOf('2025-r1');
+    for (const f of m.files.filter((file) => file.month === '2025-06')) expect(sha256(Buffer.from(await (await get(`/releases/2025-r1/${f.path}`)).arrayBuffer()))).toBe(f.sha256);
+    expect((await get('/releases/collection.json', { 'Accept-Encoding': 'gzip' })).status).toBe(200);
   });
 
   it('makes no new revision for the same reports; a retraction purged since makes the next, beside the first, which stays as it was', async () => {
