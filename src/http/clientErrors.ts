@@ -3,6 +3,7 @@
 // arrive): Node would answer them with an empty body. The server's 'clientError' event lets
 // us answer in the error shape instead, as raw bytes on the socket, then close it.
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { reasonPhrase } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
@@ -36,12 +37,6 @@ export function onClientError(log: Logger) {
       socket.destroy();
       return;
     }
-    // A response already under way on this socket (a request timed out while its answer was being sent) cannot get another.
-    const inProgress = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (inProgress?.headersSent) {
-      socket.destroy();
-      return;
-    }
     const reason = (err as ParserError & { reason?: string }).reason ?? err.message;
     const [status, message] =
       code === 'HPE_UNEXPECTED_CONTENT_LENGTH' && /duplicate/i.test(reason)
@@ -52,10 +47,31 @@ export function onClientError(log: Logger) {
           : (REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.']);
     const requestId = randomUUID();
     log.info({ code, status, requestId }, 'request refused by the HTTP parser');
-    socket.end(rawAnswer(status, message, requestId));
-    // Whatever the client still sends is not read; end() alone would wait for it.
-    setTimeout(() => socket.destroy(), 1000).unref();
+    // After the answers to the requests before it on the connection (pipelined, or a slow body
+    // after a keep-alive answer): written ahead of them, the refusal would be taken for theirs.
+    afterAnswers(socket as Connection, () => {
+      if (!socket.writable) return socket.destroy();
+      socket.end(rawAnswer(status, message, requestId));
+      // Whatever the client still sends is not read; end() alone would wait for it.
+      setTimeout(() => socket.destroy(), 1000).unref();
+    });
   };
+}
+
+/** A server's socket, with the answer Node is writing on it (the next pipelined one is attached when it is done). */
+type Connection = Duplex & { _httpMessage?: ServerResponse | null };
+
+/**
+ * Runs `then` once the answers under way on the socket are sent. The refusal may be of the
+ * request being answered (its body malformed or too slow): then at once, unless its answer has
+ * begun and cannot get another (the socket is closed). An answer closed unfinished (its client
+ * gone, or its send stalled) closes the socket.
+ */
+function afterAnswers(socket: Connection, then: () => void): void {
+  const answer = socket._httpMessage;
+  if (!answer) return then();
+  if (!answer.req.complete) return answer.headersSent ? void socket.destroy() : then();
+  answer.once('close', () => (answer.writableFinished ? afterAnswers(socket, then) : socket.destroy()));
 }
 
 /** An answer in the error shape as the bytes of a whole HTTP/1.1 response that closes the connection. */

@@ -291,3 +291,39 @@ describe('invalid UTF-8 in a feed body', () => {
     expect(kept!.record!.report.title).toBe(title);
   });
 });
+
+// Last: its posts are stored, and the tests above find the ledger empty.
+describe('a connection that carries more than one request', () => {
+  const post = (postId: number) => {
+    const body = JSON.stringify(report(postId));
+    return `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  /** The statuses of every answer on the connection, in order (each begins where the body before it ends). */
+  const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+  const repeatStatus = async (postId: number) =>
+    (await fetch(`${svc.url}/feeds/partner`, { method: 'POST', headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json' }, body: JSON.stringify(report(postId)) })).status;
+
+  it('a malformed request pipelined after a valid post: the post gets its own 201 first, then the 400', async () => {
+    const res = await rawRequest(svc.url, [`${post(7102)}GARBAGE\r\n\r\n`]);
+    expect(statuses(res.text)).toEqual([201, 400]);
+    expect(res.closed).toBe(true);
+    expect(await repeatStatus(7102)).toBe(200);
+  });
+
+  it('two reads pipelined before one whose headers are too large: 200, 200, then 431', async () => {
+    const read = `GET /reports/archive/count?${WINDOW} HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n`;
+    const res = await rawRequest(svc.url, [`${read}${read}GET /cities HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`]);
+    expect(statuses(res.text)).toEqual([200, 200, 431]);
+    expect(res.closed).toBe(true);
+  });
+
+  it("a post whose chunked body turns malformed: the refusal is that post's own, and nothing is stored", async () => {
+    const body = JSON.stringify(report(7103));
+    const res = await rawRequest(svc.url, [
+      `POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${(10).toString(16)}\r\n${body.slice(0, 10)}\r\nZZ\r\n`,
+    ]);
+    expect(statuses(res.text)).toEqual([400]);
+    expect(res.closed).toBe(true);
+    expect(await repeatStatus(7103)).toBe(201);
+  });
+});

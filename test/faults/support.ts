@@ -79,9 +79,10 @@ export interface RawResponse {
 
 /**
  * Sends raw bytes on a fresh connection and reads until the server closes it or `ms` pass:
- * what a client that does not speak HTTP politely gets back.
+ * what a client that does not speak HTTP politely gets back (the first answer parsed, and
+ * `text`, every byte received).
  */
-export async function rawRequest(url: string, chunks: (string | Buffer)[], ms = 8_000): Promise<RawResponse> {
+export async function rawRequest(url: string, chunks: (string | Buffer)[], ms = 8_000): Promise<RawResponse & { text: string }> {
   const { port, hostname } = new URL(url);
   const socket = net.connect(Number(port), hostname);
   socket.on('error', () => undefined);
@@ -98,7 +99,8 @@ export async function rawRequest(url: string, chunks: (string | Buffer)[], ms = 
   for (const chunk of chunks) if (!socket.destroyed) socket.write(chunk);
   const wasClosed = await closed;
   socket.destroy();
-  return { ...parseRaw(Buffer.concat(received).toString('latin1')), closed: wasClosed };
+  const text = Buffer.concat(received).toString('latin1');
+  return { ...parseRaw(text), closed: wasClosed, text };
 }
 
 export function parseRaw(text: string): Omit<RawResponse, 'closed'> {
