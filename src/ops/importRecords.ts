@@ -285,7 +285,8 @@ function pointOf(value: unknown): { lat: number; lng: number } | undefined {
   if (typeof value === 'object') {
     const v = value as { type?: string; coordinates?: unknown; lat?: unknown; lng?: unknown };
     if (v.type === 'Point' && Array.isArray(v.coordinates) && v.coordinates.length >= 2) {
-      return { lng: Number(v.coordinates[0]), lat: Number(v.coordinates[1]) };
+      // As given (a numeral string read as its number): Number() would make null, "" or false a 0, an [x] its x.
+      return { lng: numberOrRaw(v.coordinates[0]) as number, lat: numberOrRaw(v.coordinates[1]) as number };
     }
     if ('lat' in v || 'lng' in v) return { lat: numberOrRaw(v.lat) as number, lng: numberOrRaw(v.lng) as number };
   }

@@ -116,6 +116,9 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
         features: [
           { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { post_id: 9021, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
           { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { post_id: 9022, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
+          // No point, though the geometry says Point: never a report at (0, 0).
+          { type: 'Feature', geometry: { type: 'Point', coordinates: [null, null] }, properties: { post_id: 9024, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
+          { type: 'Feature', geometry: { type: 'Point', coordinates: ['', [14.6516]] }, properties: { post_id: 9025, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
         ],
         // The second feature gives its post_id twice: read one way here and another by other readers.
       }).replace('"post_id":9022', '"post_id":9023,"post_id":9022'),
@@ -125,10 +128,14 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(first.map((r) => [r.records, r.accepted, r.duplicate, r.rejected])).toEqual([
       [4, 2, 0, 2],
       [3, 2, 0, 1],
-      [2, 1, 0, 1],
+      [4, 1, 0, 3],
     ]);
     const geoRejects = (await fs.readFile(first[2]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    expect(geoRejects.map((r) => [r.record, r.reasons])).toEqual([[2, ['properties.post_id: is given twice in one object: send each name once']]]);
+    expect(geoRejects.map((r) => [r.record, r.reasons])).toEqual([
+      [2, ['properties.post_id: is given twice in one object: send each name once']],
+      [3, ['location.lat: must be a number', 'location.lng: must be a number']],
+      [4, ['location.lat: must be a number', 'location.lng: must be a number']],
+    ]);
     const rejects = (await fs.readFile(first[0]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(rejects.map((r) => [r.record, r.reasons])).toEqual([
       [3, ['location.lat: must be between -90 and 90']],
