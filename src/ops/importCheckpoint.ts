@@ -32,6 +32,8 @@ export interface Checkpoint {
   accepted: number;
   duplicate: number;
   rejected: number;
+  /** Fields the valid records gave that are not read, by name (absent in a checkpoint of an earlier release). */
+  notRead?: Record<string, number>;
   complete: boolean;
   partner?: string;
   /** This run's folder under the data dir's tmp/import/. */

@@ -46,7 +46,7 @@ import type { Progress } from './progress.js';
 import { checkRejectsFile, RejectsWriter, rejectsFileOf } from './rejectsFile.js';
 import { validateFile } from './validateFile.js';
 import { eachSortedBatch, sortValidated, stageAccepted, writeValidated, type SortedBatch } from './validatedRecords.js';
-import { rejectLine } from './validateRecords.js';
+import { addNotRead, rejectLine } from './validateRecords.js';
 
 export { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 export type { ImportDeps } from './importRun.js';
@@ -76,6 +76,8 @@ export interface ImportResult {
   accepted: number;
   duplicate: number;
   rejected: number;
+  /** Names of fields the accepted records gave that are not read (a misspelt one, another system's column), each with how many records gave it. */
+  fieldsNotRead: Record<string, number>;
   resumedFrom: number;
   rejectsFile: string;
   /** Parts written (with their sidecars). */
@@ -190,6 +192,7 @@ async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Pro
     accepted: checkpoint.accepted,
     duplicate: checkpoint.duplicate,
     rejected: checkpoint.rejected,
+    fieldsNotRead: checkpoint.notRead ?? {},
     resumedFrom,
     rejectsFile,
     parts: checkpoint.parts,
@@ -211,7 +214,7 @@ async function readPass(
   const writes = new OneBehind();
   try {
     const { file, bytes, format, from, partner, threadsFromBytes } = input;
-    await validateFile({ file, bytes, format, from, size: input.batchSize, boundaries: run.boundaries, partner, threadsFromBytes }, async (first, count, { valid, rejects: rejected }) => {
+    await validateFile({ file, bytes, format, from, size: input.batchSize, boundaries: run.boundaries, partner, threadsFromBytes }, async (first, count, { valid, rejects: rejected, notRead }) => {
       const name = `valid-${String(first).padStart(12, '0')}.parquet`;
       // The checkpoint counts a batch once its file and rejects are written.
       await writes.then(async () => {
@@ -222,6 +225,7 @@ async function readPass(
           checkpoint.validated.push(name);
         }
         checkpoint.rejected += rejected.length;
+        addNotRead((checkpoint.notRead ??= {}), notRead);
         checkpoint.processed += count;
         await run.save();
       });

@@ -243,6 +243,25 @@ export class RecordError extends Error {
 
 type CityForPoint = (lng: number, lat: number) => string | null;
 
+/**
+ * The names toPartnerInput reads from a record (a Feature's properties): the feed's fields, the
+ * point's other spellings, and CogniCity's own pkey, which the archive's own key replaces.
+ */
+const FIELDS_READ = new Set(['post_id', 'created_at', 'partner_city', 'disaster_type', 'title', 'text', 'image_url', 'location', 'the_geom', 'geom', 'geometry', 'point', 'lat', 'latitude', 'lng', 'lon', 'long', 'longitude', 'pkey']);
+
+/**
+ * The names of a record toPartnerInput does not read: its report is imported without them. The
+ * feed refuses such a body; an import takes rows of other systems with columns of their own, so
+ * it counts them instead, and a misspelt field (`titel`) is told, not lost unseen.
+ */
+export function fieldsNotRead(record: unknown): string[] {
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) return [];
+  const r = record as Record<string, unknown>;
+  const props = r.type === 'Feature' ? r.properties : r;
+  if (typeof props !== 'object' || props === null) return [];
+  return Object.keys(props).filter((name) => !FIELDS_READ.has(name) && !(props === r && name === 'type'));
+}
+
 /** Maps one input record (partner body, GeoJSON Feature, CSV or CogniCity row) to a feed body. */
 export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Record<string, unknown> {
   if (record instanceof RecordError) throw record;

@@ -8,7 +8,7 @@ import type { PlaceNames } from '../boundaries/placeNames.js';
 import type { IngestRecord } from '../ledger/ledger.js';
 import { InvalidReportError, parsePartnerReport } from '../partners/partnerReport.js';
 import { pkeyOf, SOURCE } from '../store/layout.js';
-import { MAX_LINE_BYTES, MAX_NESTING, NESTED_TOO_DEEP, RecordError, toPartnerInput } from './importRecords.js';
+import { fieldsNotRead, MAX_LINE_BYTES, MAX_NESTING, NESTED_TOO_DEEP, RecordError, toPartnerInput } from './importRecords.js';
 import { nameGivenTwice, nestsDeeperThan } from '../shared/jsonText.js';
 
 /** What validation needs: the current boundaries, and the partner the import runs as. */
@@ -26,10 +26,24 @@ export interface ValidationContext {
 export interface ValidatedBatch {
   valid: { index: number[]; postIds: number[]; json: string[] };
   rejects: { index: number; reasons: string[]; input: string }[];
+  /** Names of the valid records' fields not read (fieldsNotRead), each with how many records gave it. */
+  notRead: Record<string, number>;
 }
 
 export function emptyBatch(): ValidatedBatch {
-  return { valid: { index: [], postIds: [], json: [] }, rejects: [] };
+  return { valid: { index: [], postIds: [], json: [] }, rejects: [], notRead: {} };
+}
+
+/** Names of fields not read kept at most: a file whose every line has names of its own cannot make the counts grow without bound. */
+export const MOST_NAMES_NOT_READ = 50;
+
+/** `from`'s counts added to `into`, up to MOST_NAMES_NOT_READ names (own properties, defined: a field may be named `__proto__`). */
+export function addNotRead(into: Record<string, number>, from: Readonly<Record<string, number>>): void {
+  for (const [name, n] of Object.entries(from)) {
+    const known = Object.hasOwn(into, name);
+    if (!known && Object.keys(into).length >= MOST_NAMES_NOT_READ) continue;
+    Object.defineProperty(into, name, { value: (known ? into[name]! : 0) + n, enumerable: true, writable: true, configurable: true });
+  }
 }
 
 /** Validates `record`, the batch's `index`th, into `out`. */
@@ -44,6 +58,7 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
     out.valid.index.push(index);
     out.valid.postIds.push(report.post_id);
     out.valid.json.push(JSON.stringify(valid));
+    for (const name of fieldsNotRead(record)) addNotRead(out.notRead, Object.fromEntries([[name, 1]]));
   } catch (err) {
     if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
     const reasons = err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message];

@@ -162,12 +162,13 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     latin1[latin1.indexOf(0x00, latin1.indexOf('kalye'))] = 0xe9; // a lone é byte where a character was
     await fs.writeFile(windows, Buffer.concat([
       Buffer.from([0xef, 0xbb, 0xbf]),
-      Buffer.from(`${JSON.stringify(report(70_001, { created_at: new Date(START).toISOString() }))}\r\n`),
+      Buffer.from(`${JSON.stringify(report(70_001, { created_at: new Date(START).toISOString(), titel: 'misspelt' }))}\r\n`),
       latin1,
       Buffer.from('\r\n'),
     ]));
     const read = await importFile(svc.rt, { file: windows, batchSize: 100, threadsFromBytes: 0 });
-    expect(read).toMatchObject({ records: 2, accepted: 1, rejected: 1 });
+    // Counted on the validation threads too.
+    expect(read).toMatchObject({ records: 2, accepted: 1, rejected: 1, fieldsNotRead: { titel: 1 } });
     const [reject] = (await fs.readFile(read.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(reject).toMatchObject({ record: 2, reasons: [expect.stringMatching(/not valid UTF-8/)] });
     expect((await archived(svc)).get('partner-70001')).toBeDefined();

@@ -542,6 +542,16 @@ describe('flood-archive CLI', () => {
     expect(reconciled.stderr).toMatch(/"msg":"reconciled pending reports"/);
   });
 
+  it("import names the fields its accepted records gave that it did not read (a misspelt one), and how many gave each", async () => {
+    const dataDir = await tempDir();
+    const file = path.join(dataDir, 'in.ndjson');
+    await fs.writeFile(file, [{ ...report(1), titel: 'Baha' }, { ...report(2), titel: 'Baha', extra: 1 }, report(3)].map((r) => JSON.stringify(r)).join('\n'));
+    const imported = await run(['import', '--file', file], { DATA_DIR: dataDir });
+    expect(imported.code).toBe(0);
+    expect(imported.stdout).toMatch(/^records: 3; accepted: 3;/);
+    expect(imported.stdout).toContain('\nfields not read (imported without them; see docs/operations.md): "titel" in 2, "extra" in 1\n');
+  });
+
   it('a reader that goes away (| head, | true) ends what the command prints, not the command: no crash on EPIPE', async () => {
     const dataDir = await tempDir();
     const file = path.join(dataDir, 'in.ndjson');

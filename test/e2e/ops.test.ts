@@ -95,6 +95,8 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
         JSON.stringify(report(9002, { created_at: '2026-11-21T09:10:00+08:00' })),
         JSON.stringify(report(9003, { location: { lat: 200, lng: 121 } })),
         '{not json',
+        // Fields the import does not read (one misspelt, one named as a prototype): imported without them, and told.
+        JSON.stringify(report(9004, { titel: 'misspelt', created_at: '2026-11-21T09:20:00+08:00' })).replace(/}$/, ',"__proto__":"x"}'),
         '',
       ].join('\n'),
     );
@@ -126,7 +128,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
 
     const first = await Promise.all([importFile(svc.rt, { file: ndjson }), importFile(svc.rt, { file: csv }), importFile(svc.rt, { file: geojson })]);
     expect(first.map((r) => [r.records, r.accepted, r.duplicate, r.rejected])).toEqual([
-      [4, 2, 0, 2],
+      [5, 3, 0, 2],
       [3, 2, 0, 1],
       [4, 1, 0, 3],
     ]);
@@ -143,19 +145,25 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     ]);
     // A line that is not JSON is kept as its text, for whoever mends the file.
     expect(rejects[1].input).toBe('{not json');
+    expect(Object.entries(first[0]!.fieldsNotRead)).toEqual([
+      ['titel', 1],
+      ['__proto__', 1],
+    ]);
+    // CogniCity's columns, its own pkey included, are all read.
+    expect(first[1]!.fieldsNotRead).toEqual({});
     const csvRejects = (await fs.readFile(first[1]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(csvRejects[0].reasons[0]).toMatch(/partner_city missing/);
 
     const second = await Promise.all([importFile(svc.rt, { file: ndjson }), importFile(svc.rt, { file: csv }), importFile(svc.rt, { file: geojson })]);
     expect(second.map((r) => [r.accepted, r.duplicate])).toEqual([
-      [0, 2],
+      [0, 3],
       [0, 2],
       [0, 1],
     ]);
     await drained(svc);
     const body = JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`));
     const byKey = Object.fromEntries(body.result.features.map((f: any) => [f.properties.pkey, f]));
-    expect(Object.keys(byKey).sort()).toEqual(['partner-9001', 'partner-9002', 'partner-9011', 'partner-9012', 'partner-9021']);
+    expect(Object.keys(byKey).sort()).toEqual(['partner-9001', 'partner-9002', 'partner-9004', 'partner-9011', 'partner-9012', 'partner-9021']);
     expect(byKey['partner-9011'].properties).toMatchObject({ title: 'Baha, malalim', text: 'Hanggang "baywang"', created_at: '2026-11-21T02:00:00.000Z' });
     expect(byKey['partner-9012'].properties.tags.instance_region_code).toBe('PH-PG');
     expect(byKey['partner-9012'].properties.image_url).toBe('https://img.example.org/a.jpg');

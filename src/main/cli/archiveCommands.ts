@@ -155,12 +155,20 @@ export const importCommand: Command = {
         `records: ${result.records}; accepted: ${result.accepted}; duplicate: ${result.duplicate}; rejected: ${result.rejected}` +
           (result.rejected > 0 ? ` (reasons in ${result.rejectsFile})` : '') +
           (result.resumedFrom > 0 ? `; resumed after record ${result.resumedFrom}` : '') +
+          notReadLine(result.fieldsNotRead) +
           `\nparts written: ${result.parts}; seconds accepting ${result.seconds.accepting}, archiving ${result.seconds.archiving}, ready texts ${result.seconds.readyTexts}`,
       );
       return 0;
     }, BULK_JOB);
   },
 };
+
+/** The fields the accepted records gave and the import did not read, most given first; nothing when none. */
+function notReadLine(notRead: Record<string, number>): string {
+  const names = Object.entries(notRead).sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
+  if (names.length === 0) return '';
+  return `\nfields not read (imported without them; see docs/operations.md): ${names.map(([name, n]) => `${JSON.stringify(name)} in ${n}`).join(', ')}`;
+}
 
 export const exportCommand: Command = {
   summary: 'write an archive window to a file (parquet, csv or geojson)',
