@@ -39,7 +39,7 @@ import { bothSettled, coalescing, OneBehind } from './concurrency.js';
 import { checkCheckpointFile, checkpointFileOf } from './checkpointFile.js';
 import { checkNotAnothers, CheckpointTakenError, removeCheckpointLeftovers, runFolder, startingCheckpoint, writeCheckpoint } from './importCheckpoint.js';
 import { withImportLock } from './importLock.js';
-import { detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
+import { checkNotCompressed, detectFormat, ImportInputError, type ImportFormat } from './importRecords.js';
 import { archiveStaged } from './importRound.js';
 import type { ImportDeps, ImportRun } from './importRun.js';
 import type { Progress } from './progress.js';
@@ -110,6 +110,7 @@ type Seconds = ImportResult['seconds'];
 async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Progress | undefined, stillHeld: () => void): Promise<ImportResult> {
   const runStartedMs = Date.now();
   const format = options.format ?? detectFormat(options.file);
+  await checkNotCompressed(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? checkpointFileOf(options.file);
   const rejectsFile = options.rejectsFile ?? rejectsFileOf(options.file);

@@ -25,6 +25,33 @@ export function detectFormat(file: string): ImportFormat {
   throw new ImportInputError(`cannot tell the format of ${file} from its name: pass --format ndjson|geojson|csv`);
 }
 
+/** How compressed files begin, and the command that gives back their text. */
+const COMPRESSED: readonly { magic: Buffer; what: string; undo: string }[] = [
+  { magic: Buffer.from([0x1f, 0x8b]), what: 'gzip-compressed', undo: 'gunzip -k' },
+  { magic: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), what: 'zstd-compressed', undo: 'zstd -d' },
+  { magic: Buffer.from('BZh'), what: 'bzip2-compressed', undo: 'bunzip2 -k' },
+  { magic: Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]), what: 'xz-compressed', undo: 'unxz -k' },
+  { magic: Buffer.from([0x50, 0x4b, 0x03, 0x04]), what: 'a zip archive', undo: 'unzip' },
+];
+
+/**
+ * Refuses a compressed file before a record is read: read as text, its every line would be a
+ * reject ("not valid UTF-8") and the import would finish with nothing. An import reads its file
+ * by byte offsets to resume, which a compressed stream does not allow.
+ */
+export async function checkNotCompressed(file: string): Promise<void> {
+  const head = Buffer.alloc(8);
+  const handle = await fs.open(file, 'r');
+  let n: number;
+  try {
+    n = (await handle.read(head, 0, head.length, 0)).bytesRead;
+  } finally {
+    await handle.close();
+  }
+  const found = COMPRESSED.find(({ magic }) => n >= magic.length && head.subarray(0, magic.length).equals(magic));
+  if (found) throw new ImportInputError(`${file} is ${found.what}: import the file \`${found.undo} ${file}\` gives (an import reads its file by byte offsets, which a compressed stream has not)`);
+}
+
 /** Columns that give a record's point: one of them, or a latitude and a longitude. */
 const POINT_COLUMNS = ['location', 'the_geom', 'geom', 'geometry', 'point'];
 const LAT_COLUMNS = ['lat', 'latitude'];

@@ -10,6 +10,7 @@ import net from 'node:net';
 import { S3Client } from '@aws-sdk/client-s3';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import { CLI, runCli as run } from '../support/cli.js';
 import { postReport, report, SHARED_PH, SHARED_PH_NATIONAL, startTestService, tempDir, testConfig, testRuntime } from '../support/env.js';
 import { freePort } from '../support/net.js';
@@ -156,7 +157,12 @@ describe('flood-archive CLI', () => {
     expect(kept).toMatch(/"record":2/);
     await mistake(['import', '--file', oneBad, '--format', 'csv'], /could not be read as CSV/);
     expect(await fs.readFile(`${oneBad}.rejected.ndjson`, 'utf8')).toBe(kept);
-    await mistake(['import', '--file', dataDir], /is not a file/);
+    await mistake(['import', '--file', dataDir], /is not a regular file \(a folder, a pipe, a device such as \/dev\/stdin\)/);
+    // A compressed file: its bytes would make every line a reject, and an import that "finished".
+    const gzipped = path.join(dataDir, 'in.ndjson.gz');
+    await fs.writeFile(gzipped, zlib.gzipSync(lines));
+    await mistake(['import', '--file', gzipped, '--format', 'ndjson'], /in\.ndjson\.gz is gzip-compressed: import the file `gunzip -k \S+in\.ndjson\.gz` gives/);
+    expect(await fs.stat(`${gzipped}.rejected.ndjson`).catch(() => undefined)).toBeUndefined();
     await mistake(['import', '--file', file, '--rejects', dataDir], /--rejects .* is a folder: name the file/);
     // A CSV column named twice would be read as its last one: the file is refused.
     const twice = path.join(dataDir, 'twice.csv');

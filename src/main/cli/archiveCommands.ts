@@ -113,7 +113,7 @@ export const importCommand: Command = {
     // A file that is not there is the command's mistake, not an import to resume.
     const stat = await fs.stat(file).catch(() => undefined);
     if (!stat) throw new UsageError(`--file ${file}: no such file`);
-    if (!stat.isFile()) throw new UsageError(`--file ${file} is not a file (a folder?): name the file to import`);
+    if (!stat.isFile()) throw new UsageError(`--file ${file} is not a regular file (a folder, a pipe, a device such as /dev/stdin): an import reads its file by byte offsets, more than once; save the input to a file and name that`);
     if (values.rejects !== undefined) required(values, 'rejects');
     const stateFile = values.checkpoint === undefined ? checkpointFileOf(file) : required(values, 'checkpoint');
     const usage = (err: unknown) => {
