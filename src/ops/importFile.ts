@@ -312,16 +312,28 @@ async function acceptPass(
         await fsyncFile(path.join(runDir, `${name}.parquet`));
         checkpoint.staged.push(`${name}.parquet`);
       }
+      // A held repeat's hold is the earlier run's, ending at any time: renewed here as the batch's
+      // own began, so the round ends when the batch's would. Those the ledger no longer holds
+      // (queued since: the worker's) are not staged. Left to the round, each such batch was a
+      // round and its parts (a resumed import wrote three to five times the parts).
+      let heldUntilMs = Infinity;
+      let heldStaged = heldRows;
       if (heldRows.length > 0) {
-        await writeParquet(rt.db, heldRows, path.join(runDir, `${name}-held.parquet`));
+        run.stillHeld();
+        heldUntilMs = Date.now() + holdMs;
+        const released = new Set(await rt.ledger.renewHolds(heldRows.map((row) => row.pkey), heldUntilMs));
+        heldStaged = heldRows.filter((row) => !released.has(row.pkey));
+      }
+      if (heldStaged.length > 0) {
+        await writeParquet(rt.db, heldStaged, path.join(runDir, `${name}-held.parquet`));
         await fsyncFile(path.join(runDir, `${name}-held.parquet`));
         checkpoint.staged.push(`${name}-held.parquet`);
       }
-      // A held repeat's hold is the earlier run's, ending at any time: renewed before archiving.
-      const holdEnds = heldRows.length > 0 ? 0 : created.n.length > 0 ? hold.untilMs : Infinity;
+      const holdEnds = Math.min(heldStaged.length > 0 ? heldUntilMs : Infinity, created.n.length > 0 ? hold.untilMs : Infinity);
       if (holdEnds < (checkpoint.stagedHeldUntilMs ?? Infinity)) checkpoint.stagedHeldUntilMs = holdEnds;
+      // Counted accepted whoever archives them.
       const rows = created.n.length + heldRows.length;
-      checkpoint.stagedReports += rows;
+      checkpoint.stagedReports += created.n.length + heldStaged.length;
       checkpoint.rejected += rejected.length;
       checkpoint.duplicate += duplicate + heldOther;
       checkpoint.accepted += rows - heldOther;
