@@ -226,7 +226,7 @@ async function readPass(
           checkpoint.validated.push(name);
         }
         checkpoint.rejected += rejected.length;
-        addNotRead((checkpoint.notRead ??= {}), notRead);
+        for (const [name, n] of Object.entries(notRead)) addNotRead((checkpoint.notRead ??= {}), name, n);
         checkpoint.processed += count;
         await run.save();
       });

@@ -281,12 +281,15 @@ const FIELDS_READ = new Set(['post_id', 'created_at', 'partner_city', 'disaster_
  * feed refuses such a body; an import takes rows of other systems with columns of their own, so
  * it counts them instead, and a misspelt field (`titel`) is told, not lost unseen.
  */
-export function fieldsNotRead(record: unknown): string[] {
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) return [];
+export function fieldsNotRead(record: unknown): string[] | undefined {
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) return undefined;
   const r = record as Record<string, unknown>;
   const props = r.type === 'Feature' ? r.properties : r;
-  if (typeof props !== 'object' || props === null) return [];
-  return Object.keys(props).filter((name) => !FIELDS_READ.has(name) && !(props === r && name === 'type'));
+  if (typeof props !== 'object' || props === null) return undefined;
+  // No list made for a record whose every field is read (every line of most files).
+  let out: string[] | undefined;
+  for (const name in props) if (!FIELDS_READ.has(name) && !(props === r && name === 'type')) (out ??= []).push(name);
+  return out;
 }
 
 /** Maps one input record (partner body, GeoJSON Feature, CSV or CogniCity row) to a feed body. */

@@ -37,13 +37,11 @@ export function emptyBatch(): ValidatedBatch {
 /** Names of fields not read kept at most: a file whose every line has names of its own cannot make the counts grow without bound. */
 export const MOST_NAMES_NOT_READ = 50;
 
-/** `from`'s counts added to `into`, up to MOST_NAMES_NOT_READ names (own properties, defined: a field may be named `__proto__`). */
-export function addNotRead(into: Record<string, number>, from: Readonly<Record<string, number>>): void {
-  for (const [name, n] of Object.entries(from)) {
-    const known = Object.hasOwn(into, name);
-    if (!known && Object.keys(into).length >= MOST_NAMES_NOT_READ) continue;
-    Object.defineProperty(into, name, { value: (known ? into[name]! : 0) + n, enumerable: true, writable: true, configurable: true });
-  }
+/** `n` records more that gave the field `name`, kept if fewer than MOST_NAMES_NOT_READ names are (an own property, defined: a field may be named `__proto__`). */
+export function addNotRead(into: Record<string, number>, name: string, n = 1): void {
+  const known = Object.hasOwn(into, name);
+  if (!known && Object.keys(into).length >= MOST_NAMES_NOT_READ) return;
+  Object.defineProperty(into, name, { value: (known ? into[name]! : 0) + n, enumerable: true, writable: true, configurable: true });
 }
 
 /** Validates `record`, the batch's `index`th, into `out`. */
@@ -58,7 +56,7 @@ export function validateInto(out: ValidatedBatch, index: number, record: unknown
     out.valid.index.push(index);
     out.valid.postIds.push(report.post_id);
     out.valid.json.push(JSON.stringify(valid));
-    for (const name of fieldsNotRead(record)) addNotRead(out.notRead, Object.fromEntries([[name, 1]]));
+    for (const name of fieldsNotRead(record) ?? []) addNotRead(out.notRead, name);
   } catch (err) {
     if (!(err instanceof InvalidReportError || err instanceof RecordError)) throw err;
     const reasons = err instanceof InvalidReportError ? err.details.map((d) => `${d.field}: ${d.message}`) : [err.message];
