@@ -30,6 +30,8 @@ const REFUSALS: Record<string, [number, string]> = {
 };
 
 export function onClientError(log: Logger) {
+  /** Connections whose refusal is decided: the parser meets its error again with each chunk the client sends after it, and only the first is answered. */
+  const refused = new WeakSet<Duplex>();
   return (err: ParserError, socket: Duplex): void => {
     const code = err.code ?? '';
     // A reset or a broken pipe: nobody to answer.
@@ -37,6 +39,8 @@ export function onClientError(log: Logger) {
       socket.destroy();
       return;
     }
+    if (refused.has(socket)) return;
+    refused.add(socket);
     const reason = (err as ParserError & { reason?: string }).reason ?? err.message;
     const [status, message] =
       code === 'HPE_UNEXPECTED_CONTENT_LENGTH' && /duplicate/i.test(reason)

@@ -310,6 +310,26 @@ describe('a connection that carries more than one request', () => {
     expect(await repeatStatus(7102)).toBe(200);
   });
 
+  it('more bytes after the malformed request, while the answer before it is still being made: one refusal, after that answer', async () => {
+    const { port } = new URL(svc.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    socket.on('error', () => undefined);
+    const received: Buffer[] = [];
+    socket.on('data', (d: Buffer) => received.push(d));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const refusals = () => lines.filter((l) => l.includes('request refused by the HTTP parser')).length;
+    const before = refusals();
+    // The post's answer waits for its acceptance; each later write meets the parser's error again.
+    socket.write(`${post(7104)}GARBAGE\r\n\r\n`);
+    for (const more of ['MORE GARBAGE\r\n\r\n', 'AND MORE\r\n\r\n']) {
+      await new Promise((r) => setTimeout(r, 1));
+      if (!socket.destroyed) socket.write(more);
+    }
+    await closed;
+    expect(statuses(Buffer.concat(received).toString('latin1'))).toEqual([201, 400]);
+    expect(refusals() - before).toBe(1);
+  });
+
   it('two reads pipelined before one whose headers are too large: 200, 200, then 431', async () => {
     const read = `GET /reports/archive/count?${WINDOW} HTTP/1.1\r\nHost: x\r\nUser-Agent: t\r\n\r\n`;
     const res = await rawRequest(svc.url, [`${read}${read}GET /cities HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`]);
