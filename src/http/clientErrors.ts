@@ -35,11 +35,17 @@ export function onClientError(log: Logger) {
   return (err: ParserError, socket: Duplex): void => {
     const code = err.code ?? '';
     // A reset or a broken pipe: nobody to answer.
-    if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable) {
+    if (code === 'ECONNRESET' || code === 'EPIPE') {
       socket.destroy();
       return;
     }
+    // Answered already (or to be): the socket is closed a second after its refusal, not at the
+    // client's next chunk, whose unread bytes would make the close a reset that can lose the refusal.
     if (refused.has(socket)) return;
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
     refused.add(socket);
     const reason = (err as ParserError & { reason?: string }).reason ?? err.message;
     const [status, message] =

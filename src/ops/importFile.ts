@@ -76,7 +76,7 @@ export interface ImportResult {
   accepted: number;
   duplicate: number;
   rejected: number;
-  /** Names of fields the accepted records gave that are not read (a misspelt one, another system's column), each with how many records gave it. */
+  /** Names of fields the valid records gave that are not read (a misspelt one, another system's column), each with how many records gave it (at most MOST_NAMES_NOT_READ names). */
   fieldsNotRead: Record<string, number>;
   resumedFrom: number;
   rejectsFile: string;
@@ -109,8 +109,8 @@ type Seconds = ImportResult['seconds'];
 /** `stillHeld`: throws once the archive's import lock is another's (called before each step that writes). */
 async function importAlone(rt: ImportDeps, options: ImportOptions, progress: Progress | undefined, stillHeld: () => void): Promise<ImportResult> {
   const runStartedMs = Date.now();
-  const format = options.format ?? detectFormat(options.file);
   await checkNotCompressed(options.file);
+  const format = options.format ?? detectFormat(options.file);
   const stat = await fs.stat(options.file);
   const stateFile = options.stateFile ?? checkpointFileOf(options.file);
   const rejectsFile = options.rejectsFile ?? rejectsFileOf(options.file);
@@ -315,7 +315,7 @@ async function acceptPass(
       // A held repeat's hold is the earlier run's, ending at any time: renewed here as the batch's
       // own began, so the round ends when the batch's would. Those the ledger no longer holds
       // (queued since: the worker's) are not staged. Left to the round, each such batch was a
-      // round and its parts (a resumed import wrote three to five times the parts).
+      // round and its parts (an import started again wrote ten times the parts, a resumed one twice).
       let heldUntilMs = Infinity;
       let heldStaged = heldRows;
       if (heldRows.length > 0) {

@@ -25,14 +25,16 @@ export function detectFormat(file: string): ImportFormat {
   throw new ImportInputError(`cannot tell the format of ${file} from its name: pass --format ndjson|geojson|csv`);
 }
 
-/** How compressed files begin, and the command that gives back their text. */
+/** How compressed files begin, and the command that writes out their text (it works whatever the file's name). */
 const COMPRESSED: readonly { magic: Buffer; what: string; undo: string }[] = [
-  { magic: Buffer.from([0x1f, 0x8b]), what: 'gzip-compressed', undo: 'gunzip -k' },
-  { magic: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), what: 'zstd-compressed', undo: 'zstd -d' },
-  { magic: Buffer.from('BZh'), what: 'bzip2-compressed', undo: 'bunzip2 -k' },
-  { magic: Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]), what: 'xz-compressed', undo: 'unxz -k' },
-  { magic: Buffer.from([0x50, 0x4b, 0x03, 0x04]), what: 'a zip archive', undo: 'unzip' },
+  { magic: Buffer.from([0x1f, 0x8b]), what: 'gzip-compressed', undo: 'gzip -dc' },
+  { magic: Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), what: 'zstd-compressed', undo: 'zstd -dc' },
+  { magic: Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]), what: 'xz-compressed', undo: 'xz -dc' },
+  { magic: Buffer.from([0x50, 0x4b, 0x03, 0x04]), what: 'a zip archive', undo: 'unzip -p' },
 ];
+
+/** bzip2's header: "BZh" and its block size, a digit 1–9 (a CSV's header may begin with "BZh"). */
+const isBzip2 = (head: Buffer, n: number) => n >= 4 && head.subarray(0, 3).toString('latin1') === 'BZh' && head[3]! >= 0x31 && head[3]! <= 0x39;
 
 /**
  * Refuses a compressed file before a record is read: read as text, its every line would be a
@@ -48,8 +50,8 @@ export async function checkNotCompressed(file: string): Promise<void> {
   } finally {
     await handle.close();
   }
-  const found = COMPRESSED.find(({ magic }) => n >= magic.length && head.subarray(0, magic.length).equals(magic));
-  if (found) throw new ImportInputError(`${file} is ${found.what}: import the file \`${found.undo} ${file}\` gives (an import reads its file by byte offsets, which a compressed stream has not)`);
+  const found = isBzip2(head, n) ? { what: 'bzip2-compressed', undo: 'bzip2 -dc' } : COMPRESSED.find(({ magic }) => n >= magic.length && head.subarray(0, magic.length).equals(magic));
+  if (found) throw new ImportInputError(`${file} is ${found.what}: write out its text (\`${found.undo} ${file} > FILE\`) and import FILE (an import reads its file by byte offsets, which a compressed stream has not)`);
 }
 
 /** Columns that give a record's point: one of them, or a latitude and a longitude. */
@@ -270,25 +272,29 @@ export class RecordError extends Error {
 
 type CityForPoint = (lng: number, lat: number) => string | null;
 
-/**
- * The names toPartnerInput reads from a record (a Feature's properties): the feed's fields, the
- * point's other spellings, and CogniCity's own pkey, which the archive's own key replaces.
- */
-const FIELDS_READ = new Set(['post_id', 'created_at', 'partner_city', 'disaster_type', 'title', 'text', 'image_url', 'location', 'the_geom', 'geom', 'geometry', 'point', 'lat', 'latitude', 'lng', 'lon', 'long', 'longitude', 'pkey']);
+/** The report's fields toPartnerInput reads, and CogniCity's own pkey (the archive keys a report itself). */
+const FIELDS_READ = new Set(['post_id', 'created_at', 'partner_city', 'disaster_type', 'title', 'text', 'image_url', 'pkey']);
+/** The point's spellings, read from a record that is not a GeoJSON Feature (a Feature's point is its geometry). */
+const POINT_FIELDS = new Set(['location', 'the_geom', 'geom', 'geometry', 'point', 'lat', 'latitude', 'lng', 'lon', 'long', 'longitude']);
 
 /**
  * The names of a record toPartnerInput does not read: its report is imported without them. The
  * feed refuses such a body; an import takes rows of other systems with columns of their own, so
- * it counts them instead, and a misspelt field (`titel`) is told, not lost unseen.
+ * it counts them instead, and a misspelt field (`titel`) is told, not lost unseen. A record's
+ * `type` (`Feature`) is its shape, not a field.
  */
 export function fieldsNotRead(record: unknown): string[] | undefined {
   if (typeof record !== 'object' || record === null || Array.isArray(record)) return undefined;
   const r = record as Record<string, unknown>;
-  const props = r.type === 'Feature' ? r.properties : r;
+  const feature = r.type === 'Feature';
+  const props = feature ? r.properties : r;
   if (typeof props !== 'object' || props === null) return undefined;
   // No list made for a record whose every field is read (every line of most files).
   let out: string[] | undefined;
-  for (const name in props) if (!FIELDS_READ.has(name) && !(props === r && name === 'type')) (out ??= []).push(name);
+  for (const name in props) {
+    if (FIELDS_READ.has(name) || (!feature && (POINT_FIELDS.has(name) || name === 'type'))) continue;
+    (out ??= []).push(name);
+  }
   return out;
 }
 
@@ -334,8 +340,8 @@ function pointOf(value: unknown): { lat: number; lng: number } | undefined {
   if (typeof value === 'object') {
     const v = value as { type?: string; coordinates?: unknown; lat?: unknown; lng?: unknown };
     if (v.type === 'Point' && Array.isArray(v.coordinates) && v.coordinates.length >= 2) {
-      // As given (a numeral string read as its number): Number() would make null, "" or false a 0, an [x] its x.
-      return { lng: numberOrRaw(v.coordinates[0]) as number, lat: numberOrRaw(v.coordinates[1]) as number };
+      // As given, for validation to refuse what is no number: Number() made null, "" or false a 0, an [x] its x.
+      return { lng: v.coordinates[0] as number, lat: v.coordinates[1] as number };
     }
     if ('lat' in v || 'lng' in v) return { lat: numberOrRaw(v.lat) as number, lng: numberOrRaw(v.lng) as number };
   }

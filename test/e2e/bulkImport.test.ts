@@ -574,6 +574,28 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     await svc.rt.boundaries.publish({ ...set, label: `${set.label}, both cities again` });
   });
 
+  it('a run started again from the first record (--restart) after a stopped one staged several batches archives them in one round, not a round per batch', async () => {
+    const file = path.join(dir, 'restarted.ndjson');
+    const lines = yearLines(85_000, 400);
+    await fs.writeFile(file, lines.join('\n'));
+    // Killed with three batches staged and a fourth accepted: every batch of the new run is held repeats.
+    let calls = 0;
+    const killed = withAcceptHeld(svc.rt, async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
+      const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
+      if (++calls === 4) throw new Error('killed after the ledger committed');
+      return outcome;
+    });
+    await expect(importFile(killed, { file, batchSize: 100, threadsFromBytes: 0 })).rejects.toThrow(/killed/);
+    const restarted = await importFile(svc.rt, { file, batchSize: 100, restart: true });
+    expect(restarted).toMatchObject({ records: 400, accepted: 400, duplicate: 0, rejected: 0 });
+    // One round: a part for each day the file touches, as a run never stopped writes.
+    const days = new Set(lines.map((l) => (JSON.parse(l) as { created_at: string }).created_at.slice(0, 10)));
+    expect(restarted.parts).toBe(days.size);
+    expect(await pendingCount(svc.rt)).toBe(0);
+    const copies = await storedCopies(svc.rt);
+    expect(Array.from({ length: 400 }, (_, i) => copies.get(`partner-${85_000 + i}`))).toEqual(Array(400).fill(1));
+  });
+
   it('a held report is left alone by reconciliation until its hold ends, then queued like any other', async () => {
     const record = (id: number): IngestRecord => ({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: new Date().toISOString(), report: parsePartnerReport(report(id)) });
     const [held] = await acceptHeld(svc.rt.ledger, [record(30_001)], Date.now() + 1_500);
@@ -625,28 +647,6 @@ describe('bulk import beside a busy embedded ledger', () => {
     expect(ids.filter((pkey) => copies.get(pkey) !== 1)).toEqual([]);
     const after = await archived(svc);
     for (let id = 60_000; id < 60_200; id++) expect(after.get(`partner-${id}`)?.title).toBe(`t${id}`);
-  });
-
-  it('a run started again from the first record (--restart) after a stopped one staged several batches archives them in one round, not a round per batch', async () => {
-    const file = path.join(dir, 'restarted.ndjson');
-    const lines = yearLines(80_000, 400);
-    await fs.writeFile(file, lines.join('\n'));
-    // Killed with three batches staged and a fourth accepted: every batch of the new run is held repeats.
-    let calls = 0;
-    const killed = withAcceptHeld(svc.rt, async (records: readonly HeldRecord[], receivedAt: string, holdUntilMs: number) => {
-      const outcome = await svc.rt.ledger.acceptHeld(records, receivedAt, holdUntilMs);
-      if (++calls === 4) throw new Error('killed after the ledger committed');
-      return outcome;
-    });
-    await expect(importFile(killed, { file, batchSize: 100, threadsFromBytes: 0 })).rejects.toThrow(/killed/);
-    const restarted = await importFile(svc.rt, { file, batchSize: 100, restart: true });
-    expect(restarted).toMatchObject({ records: 400, accepted: 400, duplicate: 0, rejected: 0 });
-    // One round: a part for each day the file touches, as a run never stopped writes.
-    const days = new Set(lines.map((l) => (JSON.parse(l) as { created_at: string }).created_at.slice(0, 10)));
-    expect(restarted.parts).toBe(days.size);
-    expect(await pendingCount(svc.rt)).toBe(0);
-    const copies = await storedCopies(svc.rt);
-    expect(Array.from({ length: 400 }, (_, i) => copies.get(`partner-${80_000 + i}`))).toEqual(Array(400).fill(1));
   });
 
   it('an import of another file with the same post_ids, after a stopped import held their first versions: it archives those, each once, and counts its own lines as duplicates', async () => {

@@ -161,7 +161,11 @@ describe('flood-archive CLI', () => {
     // A compressed file: its bytes would make every line a reject, and an import that "finished".
     const gzipped = path.join(dataDir, 'in.ndjson.gz');
     await fs.writeFile(gzipped, zlib.gzipSync(lines));
-    await mistake(['import', '--file', gzipped, '--format', 'ndjson'], /in\.ndjson\.gz is gzip-compressed: import the file `gunzip -k \S+in\.ndjson\.gz` gives/);
+    await mistake(['import', '--file', gzipped], /in\.ndjson\.gz is gzip-compressed: write out its text \(`gzip -dc \S+in\.ndjson\.gz > FILE`\) and import FILE/);
+    // Whatever its name says.
+    const named = path.join(dataDir, 'named.ndjson');
+    await fs.writeFile(named, zlib.gzipSync(lines));
+    await mistake(['import', '--file', named], /named\.ndjson is gzip-compressed/);
     expect(await fs.stat(`${gzipped}.rejected.ndjson`).catch(() => undefined)).toBeUndefined();
     await mistake(['import', '--file', file, '--rejects', dataDir], /--rejects .* is a folder: name the file/);
     // A CSV column named twice would be read as its last one: the file is refused.
@@ -548,7 +552,7 @@ describe('flood-archive CLI', () => {
     expect(reconciled.stderr).toMatch(/"msg":"reconciled pending reports"/);
   });
 
-  it("import names the fields its accepted records gave that it did not read (a misspelt one), and how many gave each", async () => {
+  it("import names the fields its valid records gave that it did not read (a misspelt one), and how many gave each", async () => {
     const dataDir = await tempDir();
     const file = path.join(dataDir, 'in.ndjson');
     await fs.writeFile(file, [{ ...report(1), titel: 'Baha' }, { ...report(2), titel: 'Baha', extra: 1 }, report(3)].map((r) => JSON.stringify(r)).join('\n'));

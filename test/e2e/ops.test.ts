@@ -97,6 +97,8 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
         '{not json',
         // Fields the import does not read (one misspelt, one named as a prototype): imported without them, and told.
         JSON.stringify(report(9004, { titel: 'misspelt', created_at: '2026-11-21T09:20:00+08:00' })).replace(/}$/, ',"__proto__":"x"}'),
+        // GeoJSON's order, as strings: no number.
+        JSON.stringify(report(9005, { location: { type: 'Point', coordinates: ['121.0497', '14.6516'] } })),
         '',
       ].join('\n'),
     );
@@ -116,7 +118,8 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
       JSON.stringify({
         type: 'FeatureCollection',
         features: [
-          { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { post_id: 9021, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
+          // A point in the properties too, which a Feature does not read (its geometry is its point).
+          { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { post_id: 9021, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City', lat: 0, lng: 0 } },
           { type: 'Feature', geometry: { type: 'Point', coordinates: [121.0497, 14.6516] }, properties: { post_id: 9022, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
           // No point, though the geometry says Point: never a report at (0, 0).
           { type: 'Feature', geometry: { type: 'Point', coordinates: [null, null] }, properties: { post_id: 9024, created_at: '2026-11-21T11:00:00Z', disaster_type: 'flood', partner_city: 'Quezon City' } },
@@ -128,7 +131,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
 
     const first = await Promise.all([importFile(svc.rt, { file: ndjson }), importFile(svc.rt, { file: csv }), importFile(svc.rt, { file: geojson })]);
     expect(first.map((r) => [r.records, r.accepted, r.duplicate, r.rejected])).toEqual([
-      [5, 3, 0, 2],
+      [6, 3, 0, 3],
       [3, 2, 0, 1],
       [4, 1, 0, 3],
     ]);
@@ -142,6 +145,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     expect(rejects.map((r) => [r.record, r.reasons])).toEqual([
       [3, ['location.lat: must be between -90 and 90']],
       [4, ['the line is not valid JSON']],
+      [6, ['location.lat: must be a number', 'location.lng: must be a number']],
     ]);
     // A line that is not JSON is kept as its text, for whoever mends the file.
     expect(rejects[1].input).toBe('{not json');
@@ -151,6 +155,7 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
     ]);
     // CogniCity's columns, its own pkey included, are all read.
     expect(first[1]!.fieldsNotRead).toEqual({});
+    expect(first[2]!.fieldsNotRead).toEqual({ lat: 1, lng: 1 });
     const csvRejects = (await fs.readFile(first[1]!.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(csvRejects[0].reasons[0]).toMatch(/partner_city missing/);
 

@@ -7,6 +7,7 @@ import type { ImportFormat } from '../../ops/importFile.js';
 import { createProgress } from '../../ops/progress.js';
 import { checkCheckpointFile, checkpointFileOf } from '../../ops/checkpointFile.js';
 import { checkRejectsFile, rejectsFileOf } from '../../ops/rejectsFile.js';
+import { checkNotCompressed } from '../../ops/importRecords.js';
 import { linkTarget, LinkLoopError } from '../../shared/files.js';
 import { GENERATED_KEY_NAME, generatedKey } from '../../partners/apiKeys.js';
 import { MAX_FUTURE_MS } from '../../partners/partnerReport.js';
@@ -119,6 +120,8 @@ export const importCommand: Command = {
     const usage = (err: unknown) => {
       throw (err as Error)?.name === 'ImportInputError' ? new UsageError((err as Error).message) : err;
     };
+    // Before the format is told from the name (`reports.ndjson.gz`), and before anything opens.
+    await checkNotCompressed(file).catch(usage);
     await checkCheckpointFile(stateFile, file).catch(usage);
     await checkRejectsFile(typeof values.rejects === 'string' ? values.rejects : rejectsFileOf(file), [file, stateFile]).catch(usage);
     return withRuntime(config, async (rt) => {
