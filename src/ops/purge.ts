@@ -49,12 +49,13 @@ const STILL_THERE = `${NAMED} AND ${notTombstoneSql()}`;
 
 /** What the purge uses: the retractions not yet purged and whether each is archived, the parts, the query engine, a temporary directory. */
 export interface PurgeDeps {
-  ledger: Pick<RetractionLedger, 'retractions' | 'markPurged'> & Pick<ReportLookup, 'lookup'>;
+  /** Its retract(), repeated, announces a retraction the event log missed (the runtime's ledger announces: events/retractions.ts). */
+  ledger: Pick<RetractionLedger, 'retractions' | 'markPurged' | 'retract'> & Pick<ReportLookup, 'lookup'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
   config: Pick<Config, 'dataDir'>;
-  /** Told of a sidecar that could not be built. */
+  /** Told of a sidecar that could not be built, or a retraction that could not be announced. */
   log: Pick<Logger, 'warn'>;
   /** The webhook deliveries set aside, which may hold the retracted reports too. */
   webhookAdmin?: Pick<WebhookAdmin, 'scrub'>;
@@ -95,7 +96,15 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
     // still storing (with the fields it read before the retraction) would be in no part listed,
     // and once marked purged, readers no longer hide it.
     for (const r of retracted) {
-      if ((await rt.ledger.lookup(r.pkey))?.pending) result.waiting += 1;
+      const entry = await rt.ledger.lookup(r.pkey);
+      // A retraction the ledger recorded and the event log did not (it was unavailable, or the
+      // process died between the two): repeated, it is announced now, and the stream, CAP and
+      // the webhooks set aside stop showing the report's fields. Announced already: nothing.
+      if (entry?.retraction) {
+        const { by, reason } = entry.retraction;
+        await rt.ledger.retract(r.pkey, by, reason).catch((err: unknown) => rt.log.warn({ pkey: r.pkey, err: String(err) }, 'a retraction could not be announced; the next purge tries again'));
+      }
+      if (entry?.pending) result.waiting += 1;
       else done.push(r.pkey);
     }
   }

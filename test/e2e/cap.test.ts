@@ -11,6 +11,8 @@ import { validateXML } from 'xmllint-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addSubscription } from '../../src/events/manage.js';
 import { imageTypeOf } from '../../src/events/cap.js';
+import { purgeRetracted } from '../../src/ops/purge.js';
+import Database from 'better-sqlite3';
 import { allArchived, API_KEY, BACKENDS, eventually, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { pkeysOf, startReceiver, type Receiver } from '../support/webhookReceiver.js';
@@ -179,4 +181,34 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     expect(new Set(hook.received.map((r) => r.headers['webhook-id'])).size).toBe(1);
   });
 
+});
+
+describe('a retraction the event log missed (embedded: its file locked by another process as the partner retracts)', () => {
+  let svc: TestService;
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('is announced by the next purge: its .cap answers 410, no longer the fields the partner took back', async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { API_KEYS: `alpha:${API_KEY}` })));
+    expect((await postReport(svc.url, report(11, { created_at: recent(20), title: 'A title taken back' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const other = new Database(path.join(svc.rt.config.dataDir, 'events.sqlite'));
+    other.exec('BEGIN IMMEDIATE');
+    let answer: number;
+    try {
+      answer = (await fetch(`${svc.url}/feeds/partner/11`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status;
+    } finally {
+      other.exec('COMMIT');
+      other.close();
+    }
+    // The ledger holds the retraction; the log, which CAP and the stream read, does not.
+    expect(answer).toBe(503);
+    expect((await getJson(`${svc.url}/reports/partner-alpha-11`)).status).toBe(410);
+    expect((await getText(`${svc.url}/reports/partner-alpha-11.cap`)).text).toContain('A title taken back');
+    await purgeRetracted(svc.rt);
+    const cap = await getText(`${svc.url}/reports/partner-alpha-11.cap`);
+    expect([cap.status, cap.text]).toEqual([410, expect.not.stringContaining('A title taken back')]);
+    expect(await svc.rt.feed.wasRetracted('partner-alpha-11')).toBe(true);
+  }, 60_000);
 });
