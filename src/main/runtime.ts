@@ -192,13 +192,19 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const changes = new ChangeLog(store, config.syncSettleMs, config.syncRetentionMs);
 
   const policy = new HostPolicy(config.events.webhookAllowHosts);
+  /**
+   * Webhook sends under way at once, one at most per subscription: an endpoint that never answers
+   * holds one for the webhook timeout. With 16, sixteen dead endpoints held every send and the
+   * others waited out that timeout; each send is a batch of 500 reports at most (some 0.8 MB).
+   */
+  const WEBHOOK_SENDS_AT_ONCE = 64;
 
   // Built on first use: a role that never asks for one never builds it.
   const objectHooks = once(() => new ObjectWebhooks(store, feed));
   const webhooks = once(() =>
     events
-      ? new WebhookDispatcher(events, policy, { ...config.events, concurrency: 16 }, log)
-      : objectWebhookDispatcher(objectHooks(), feed, policy, { ...config.events, concurrency: 16 }, log),
+      ? new WebhookDispatcher(events, policy, { ...config.events, concurrency: WEBHOOK_SENDS_AT_ONCE }, log)
+      : objectWebhookDispatcher(objectHooks(), feed, policy, { ...config.events, concurrency: WEBHOOK_SENDS_AT_ONCE }, log),
   );
   const relay = once(() =>
     config.events.snsTopicArn && sns

@@ -64,6 +64,22 @@ describe('webhooks', () => {
     for (const ids of deliveredByPkey(hook).values()) expect(ids.size).toBe(1);
   });
 
+  it('twenty endpoints that never answer hold twenty sends: another subscription is sent its report while they hang', async () => {
+    const svc = await service({ WEBHOOK_TIMEOUT_SECONDS: '30' });
+    const dead = await receiver();
+    dead.answer = () => ({ status: 204, until: new Promise(() => undefined) });
+    const live = await receiver();
+    for (let i = 0; i < 20; i++) await addSubscription(svc.rt, { url: `${dead.url}?n=${i}`, secret: SECRET, admins: ['PH-PG'], localAreas: [], events: ['archived'] });
+    await addSubscription(svc.rt, { url: live.url, secret: SECRET, admins: ['PH-QC'], localAreas: [], events: ['archived'] });
+    // The dead endpoints' report first: their sends begin, and hang.
+    await postReport(svc.url, report(30, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
+    await eventually(async () => (dead.received.length >= 16 ? true : undefined), 15_000, 'the hanging sends');
+    // Then the live one's: sent while they hang, not after the webhook timeout (the dead ones' sends still waiting came first).
+    await postReport(svc.url, report(31));
+    await eventually(async () => (deliveredByPkey(live).has(pkeyOf(31)) ? true : undefined), 15_000, 'the live subscription\'s report');
+    expect(dead.received).toHaveLength(20);
+  });
+
   it('sends only what a subscription filters for, and nothing to a removed one', async () => {
     const svc = await service();
     const pg = await receiver();
