@@ -51,6 +51,23 @@ async function service(config: Config, emu: Emulator, options: { worker?: boolea
 const receiver = () => receiverClosedBy(cleanups);
 
 describe('webhooks on AWS (fauxqs)', () => {
+  it('twenty endpoints that never answer hold twenty sends: another subscription is sent its report while they hang', async () => {
+    const emu = await emulator();
+    const svc = await service(await testConfig('aws', emu, { ...ENV, WEBHOOK_TIMEOUT_SECONDS: '30' }), emu);
+    const dead = await receiver();
+    dead.answer = () => ({ status: 204, until: new Promise(() => undefined) });
+    const live = await receiver();
+    for (let i = 0; i < 20; i++) await addSubscription(svc.rt, { url: `${dead.url}?n=${i}`, secret: SECRET, admins: ['PH-PG'], localAreas: [], events: ['archived'] });
+    await addSubscription(svc.rt, { url: live.url, secret: SECRET, admins: ['PH-QC'], localAreas: [], events: ['archived'] });
+    // The dead endpoints' report first: their sends begin, and hang.
+    await postReport(svc.url, report(30, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
+    await eventually(async () => (dead.received.length >= 16 ? true : undefined), 30_000, 'the hanging sends');
+    // Then the live one's: sent while they hang, not after the webhook timeout.
+    await postReport(svc.url, report(31));
+    await eventually(async () => (deliveredByPkey(live).has(pkeyOf(31)) ? true : undefined), 25_000, "the live subscription's report");
+    expect(dead.received).toHaveLength(20);
+  }, 90_000);
+
   it('signs what waits with a rotated secret, keeping its event ids', async () => {
     const emu = await emulator();
     const svc = await service(await testConfig('aws', emu, ENV), emu);
