@@ -18,7 +18,7 @@ import { allArchived, eventually, postAll, postReport, report, startTestService,
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, motoEnv, startMoto } from '../support/moto.js';
 import { freePort } from '../support/net.js';
-import { deliveredByPkey, pkeysOf, receiverClosedBy, verifies } from '../support/webhookReceiver.js';
+import { deliveredByPkey, pkeysOf, receiverClosedBy, sentBesideHanging, verifies } from '../support/webhookReceiver.js';
 import type { Config } from '../../src/shared/config.js';
 
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -55,16 +55,8 @@ describe('webhooks on AWS (fauxqs)', () => {
     const emu = await emulator();
     const svc = await service(await testConfig('aws', emu, { ...ENV, WEBHOOK_TIMEOUT_SECONDS: '30' }), emu);
     const dead = await receiver();
-    dead.answer = () => ({ status: 204, until: new Promise(() => undefined) });
     const live = await receiver();
-    for (let i = 0; i < 20; i++) await addSubscription(svc.rt, { url: `${dead.url}?n=${i}`, secret: SECRET, admins: ['PH-PG'], localAreas: [], events: ['archived'] });
-    await addSubscription(svc.rt, { url: live.url, secret: SECRET, admins: ['PH-QC'], localAreas: [], events: ['archived'] });
-    // The dead endpoints' report first: their sends begin, and hang.
-    await postReport(svc.url, report(30, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
-    await eventually(async () => (dead.received.length >= 16 ? true : undefined), 30_000, 'the hanging sends');
-    // Then the live one's: sent while they hang, not after the webhook timeout.
-    await postReport(svc.url, report(31));
-    await eventually(async () => (deliveredByPkey(live).has(pkeyOf(31)) ? true : undefined), 25_000, "the live subscription's report");
+    await sentBesideHanging(svc, dead, live, SECRET, 25_000);
     expect(dead.received).toHaveLength(20);
   }, 90_000);
 

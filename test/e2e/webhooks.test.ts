@@ -10,7 +10,7 @@ import { addSubscription } from '../../src/events/manage.js';
 import { SubscriptionError } from '../../src/events/subscriptions.js';
 import { runCli } from '../support/cli.js';
 import { allArchived, eventually, postAll, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
-import { deliveredByPkey, pkeysOf, receiverClosedBy, verifies } from '../support/webhookReceiver.js';
+import { deliveredByPkey, pkeysOf, receiverClosedBy, sentBesideHanging, verifies } from '../support/webhookReceiver.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/src/main/flood-archive.cjs');
 const SECRET = 'a-webhook-secret-of-thirty-two-chars';
@@ -67,16 +67,8 @@ describe('webhooks', () => {
   it('twenty endpoints that never answer hold twenty sends: another subscription is sent its report while they hang', async () => {
     const svc = await service({ WEBHOOK_TIMEOUT_SECONDS: '30' });
     const dead = await receiver();
-    dead.answer = () => ({ status: 204, until: new Promise(() => undefined) });
     const live = await receiver();
-    for (let i = 0; i < 20; i++) await addSubscription(svc.rt, { url: `${dead.url}?n=${i}`, secret: SECRET, admins: ['PH-PG'], localAreas: [], events: ['archived'] });
-    await addSubscription(svc.rt, { url: live.url, secret: SECRET, admins: ['PH-QC'], localAreas: [], events: ['archived'] });
-    // The dead endpoints' report first: their sends begin, and hang.
-    await postReport(svc.url, report(30, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
-    await eventually(async () => (dead.received.length >= 16 ? true : undefined), 15_000, 'the hanging sends');
-    // Then the live one's: sent while they hang, not after the webhook timeout (the dead ones' sends still waiting came first).
-    await postReport(svc.url, report(31));
-    await eventually(async () => (deliveredByPkey(live).has(pkeyOf(31)) ? true : undefined), 15_000, 'the live subscription\'s report');
+    await sentBesideHanging(svc, dead, live, SECRET, 15_000);
     expect(dead.received).toHaveLength(20);
   });
 

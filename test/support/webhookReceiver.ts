@@ -4,6 +4,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
+import { addSubscription } from '../../src/events/manage.js';
+import { eventually, pkeyOf, postReport, report, type TestService } from './env.js';
 
 export interface Received {
   headers: http.IncomingHttpHeaders;
@@ -101,4 +103,20 @@ export function deliveredByPkey(r: Pick<Receiver, 'received'>): Map<string, Set<
     }
   }
   return out;
+}
+
+/**
+ * Twenty subscriptions to `dead`, an endpoint that never answers, are sent a Pampanga report
+ * first, and hang; then a Quezon City one is posted for a subscription to `live`. Resolves once
+ * `live` has it, within `ms` (well inside the webhook timeout), or fails.
+ */
+export async function sentBesideHanging(svc: TestService, dead: Receiver, live: Receiver, secret: string, ms: number): Promise<void> {
+  dead.answer = () => ({ status: 204, until: new Promise(() => undefined) });
+  for (let i = 0; i < 20; i++) await addSubscription(svc.rt, { url: `${dead.url}?n=${i}`, secret, admins: ['PH-PG'], localAreas: [], events: ['archived'] });
+  await addSubscription(svc.rt, { url: live.url, secret, admins: ['PH-QC'], localAreas: [], events: ['archived'] });
+  await postReport(svc.url, report(30, { partner_city: 'Pampanga', location: { lat: 15.0286, lng: 120.6898 } }));
+  await eventually(async () => (dead.received.length >= 16 ? true : undefined), ms, 'the hanging sends');
+  // Sent while they hang, not after the webhook timeout (the dead ones' sends still waiting came first).
+  await postReport(svc.url, report(31));
+  await eventually(async () => (deliveredByPkey(live).has(pkeyOf(31)) ? true : undefined), ms, "the live subscription's report");
 }
