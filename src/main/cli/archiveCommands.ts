@@ -166,7 +166,7 @@ export const importCommand: Command = {
   },
 };
 
-/** The fields the accepted records gave and the import did not read, most given first; nothing when none. */
+/** The fields the valid records gave and the import did not read, most given first; nothing when none. */
 function notReadLine(notRead: Record<string, number>): string {
   const names = Object.entries(notRead).sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
   if (names.length === 0) return '';
