@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { giveBackLocks, withStoreLock, type StoreLock } from '../../src/ops/storeLock.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import { pause } from '../../src/shared/pause.js';
-import { tempDir } from '../support/env.js';
+import { eventually, tempDir } from '../support/env.js';
 
 const KEY = 'jobs/locks/test-job.json';
 
@@ -35,7 +35,7 @@ describe('store locks stopped by a signal', () => {
       }
     });
     void job.catch(() => undefined);
-    await pause(50);
+    await eventually(async () => (steps === 1 ? true : undefined), 15_000, 'the job in its first step');
     expect(await store.head(KEY)).toBeDefined();
     const givenBack = giveBackLocks(10_000);
     await pause(200);
@@ -53,8 +53,9 @@ describe('store locks stopped by a signal', () => {
   it('are left to go stale when the job stays in its step past the wait', async () => {
     const store = new FileObjectStore(await tempDir());
     const step = gate();
-    const job = withStoreLock(lockIn(store), () => step.opened);
-    await pause(50);
+    let inStep = false;
+    const job = withStoreLock(lockIn(store), () => ((inStep = true), step.opened));
+    await eventually(async () => (inStep ? true : undefined), 15_000, 'the job in its step');
     await giveBackLocks(300);
     expect(await store.head(KEY)).toBeDefined();
     // Its step ends (in a process that exits on the signal, it would not): it ends as it would have.
@@ -66,12 +67,14 @@ describe('store locks stopped by a signal', () => {
   it('taken while the signal came: the job never starts, and the lock is given back', async () => {
     const real = new FileObjectStore(await tempDir());
     const create = gate();
+    let creating = false;
     const slow: StoreLock['store'] = {
       description: real.description,
       get: (key) => real.get(key),
       putIfMatch: (key, body, etag) => real.putIfMatch(key, body, etag),
       delete: (keys) => real.delete(keys),
       putIfAbsent: async (key, body) => {
+        creating = true;
         await create.opened;
         return real.putIfAbsent(key, body);
       },
@@ -81,7 +84,7 @@ describe('store locks stopped by a signal', () => {
       started = true;
     });
     void job.catch(() => undefined);
-    await pause(50);
+    await eventually(async () => (creating ? true : undefined), 15_000, 'the lock being taken');
     const givenBack = giveBackLocks(10_000);
     create.open();
     await givenBack;
