@@ -4,7 +4,8 @@
 // It also finds what answers would show wrong: a report archived on more than one day, or on a day
 // other than the ledger's (compaction merges a day's copies only), and a tombstone whose
 // retraction the ledger lacks. With `repair`, archived reports the ledger does not know are
-// recorded in it from their rows, and the retractions only the archive kept are recorded again.
+// recorded in it from their rows, the retractions only the archive kept are recorded again, and
+// a report archived at another time keeps its copy on the ledger's day alone (mergeCopies.ts).
 import path from 'node:path';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
@@ -17,13 +18,15 @@ import { DAY_MS, partitionOfPartKey, REPORTS_PREFIX } from '../store/layout.js';
 import type { Config } from '../shared/config.js';
 import { AcceptedSpill } from './acceptedSpill.js';
 import { mapLimit } from './concurrency.js';
+import { mergeCopies, type MergeDeps } from './mergeCopies.js';
 import type { Progress } from './progress.js';
 
 /**
  * What verify uses: the ledger's acceptances (and its lookup, for a report archived after they
- * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances read.
+ * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances
+ * read; for a repair's merges, the change log and a log for sidecars that could not be built.
  */
-export interface VerifyDeps {
+export interface VerifyDeps extends Pick<MergeDeps, 'changes' | 'log'> {
   ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'> & Pick<RetractionLedger, 'retract' | 'markPurged'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
@@ -55,13 +58,17 @@ export interface VerifyResult {
    * ledger did not know yet, during a repair, is one way). A failure, as a loss is.
    */
   atAnotherTime: string[];
+  /** With `repair`: of `atAnotherTime`, those now held on the ledger's day alone within the window (copies elsewhere taken out). */
+  merged: string[];
+  /** With `repair`: of `atAnotherTime`, those left as they are (still pending, or no copy on the ledger's day). */
+  notMerged: string[];
   /** Tombstones in the archive of reports the ledger holds confirmed: retracted after the backup the ledger was restored from. */
   retractionsOnlyArchived: string[];
   /** With `repair`: of `retractionsOnlyArchived`, those whose retraction is recorded in the ledger now. */
   retractionsRecorded: number;
   /** pkeys stored in more than one part (normal until compaction). */
   duplicatedInStorage: number;
-  /** Nothing lost, and no report archived at another time. */
+  /** Nothing lost, and no report archived at another time (after a repair: none left unmerged). */
   ok: boolean;
 }
 
@@ -86,6 +93,8 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
     adopted: 0,
     notAdopted: [],
     atAnotherTime: [],
+    merged: [],
+    notMerged: [],
     retractionsOnlyArchived: [],
     retractionsRecorded: 0,
     duplicatedInStorage: 0,
@@ -151,7 +160,10 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.notAdopted.sort();
   result.atAnotherTime = [...new Set(result.atAnotherTime)].sort();
   result.retractionsOnlyArchived.sort();
-  result.ok = result.missing.length === 0 && result.atAnotherTime.length === 0;
+  // After the blocks: a report's copies may lie in several, and those adopted above are known now.
+  if (options.repair) ({ merged: result.merged, notMerged: result.notMerged } = await mergeCopies(rt, result.atAnotherTime, options));
+  const atAnotherTimeLeft = options.repair ? result.notMerged : result.atAnotherTime;
+  result.ok = result.missing.length === 0 && atAnotherTimeLeft.length === 0;
   return result;
 }
 

@@ -9,7 +9,8 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compact } from '../../src/ops/compact.js';
 import { verify, type VerifyResult } from '../../src/ops/verify.js';
-import { idempotencyKey, parsePkey, RETRACTIONS_PREFIX, retractionName } from '../../src/store/layout.js';
+import { hourPrefix, idempotencyKey, parsePkey, RETRACTIONS_PREFIX, retractionName } from '../../src/store/layout.js';
+import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
 import type { Config } from '../../src/shared/config.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { runCli } from '../support/cli.js';
@@ -28,6 +29,14 @@ async function answered(svc: TestService): Promise<[string, string, string][]> {
   expect(res.status).toBe(200);
   const features = ((await res.json()) as { result: { features: unknown[] } }).result.features as { properties: { pkey: string; status: string; title: string } }[];
   return features.map((f): [string, string, string] => [f.properties.pkey, f.properties.status, f.properties.title]).sort((a, b) => a[0].localeCompare(b[0]));
+}
+
+/** The created_at of each copy of a report that answers over both days hold (one Feature a line). */
+async function timesOf(svc: TestService, id: number): Promise<string[]> {
+  const res = await fetch(`${svc.url}/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-22T23:59:59Z&include_retracted=true&format=ndjson`);
+  expect(res.status).toBe(200);
+  const rows = (await res.text()).split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { properties: { pkey: string; created_at: string } }).properties);
+  return rows.filter((r) => r.pkey === pkeyOf(id)).map((r) => new Date(r.created_at).toISOString()).sort();
 }
 
 describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
@@ -115,6 +124,37 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     expect(await verify(svc.rt, { ...DAY, repair: true })).toMatchObject({ unexpected: [], adopted: 0 });
   });
 
+  it('a copy alone in its part: the repair retires the part with its sidecars, and the day keeps the rest', async () => {
+    const alone = 21;
+    const backup = path.join(config.dataDir, 'ledger-backup-3.sqlite');
+    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
+    // An hour no other report of this suite is in, left uncompacted: its one part holds this report alone.
+    expect((await postReport(svc.url, report(alone, { created_at: '2026-11-21T20:30:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const hourParts = async () => {
+      const keys: string[] = [];
+      for await (const o of svc.rt.store.list({ prefix: hourPrefix(Date.parse('2026-11-21T20:00:00Z')) })) keys.push(o.key);
+      return keys;
+    };
+    const [part] = await hourParts();
+    expect(part).toBeDefined();
+    expect(await svc.rt.store.head(readyKeyOf(part!))).toBeDefined();
+    if (kind === 'embedded') await restore(backup);
+    else await svc.rt.store.delete([idempotencyKey(parsePkey(pkeyOf(alone))!)]);
+    expect((await postReport(svc.url, report(alone, { created_at: '2026-11-22T20:30:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    expect(await timesOf(svc, alone)).toEqual(['2026-11-21T20:30:00.000Z', '2026-11-22T20:30:00.000Z']);
+
+    const dayBefore = await answered(svc);
+    expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs, repair: true })).toMatchObject({ merged: [pkeyOf(alone)], notMerged: [], ok: true });
+    expect(await timesOf(svc, alone)).toEqual(['2026-11-22T20:30:00.000Z']);
+    expect(await answered(svc)).toEqual(dayBefore.filter(([pkey]) => pkey !== pkeyOf(alone)));
+    expect(await hourParts()).toEqual([]);
+    expect(await svc.rt.store.head(readyKeyOf(part!))).toBeUndefined();
+    expect(await svc.rt.store.head(statsKeyOf(part!))).toBeUndefined();
+    expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs })).toMatchObject({ atAnotherTime: [], missing: [], ok: true });
+  });
+
   it('finds a report archived on two days, and a tombstone whose retraction the ledger lacks; the repair records the retraction', async () => {
     const retained = 12;
     const reposted = 11;
@@ -147,12 +187,20 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     if (kind === 'embedded') {
       const cli = await runCli(['verify', '--from', '2026-11-21', '--to', '2026-11-22'], { DATA_DIR: config.dataDir, API_KEYS: API_KEY });
       expect(cli.code).toBe(1);
-      expect(cli.stdout).toContain(`archived on another day than the ledger's, or on several (answers show each): 1 (${pkeyOf(reposted)})`);
+      expect(cli.stdout).toContain(`archived on another day than the ledger's, or on several (answers show each): 1 (verify --repair keeps the copy on the ledger's day) (${pkeyOf(reposted)})`);
       expect(cli.stdout).toContain('REPORTS ARCHIVED AT ANOTHER TIME');
     }
 
+    const mergedFrom = Date.now();
     const repaired = await verify(svc.rt, { ...DAY, repair: true });
     expect(repaired).toMatchObject({ retractionsOnlyArchived: [pkeyOf(retained)], retractionsRecorded: 1 });
+    // 11's copy on the first day is taken out; the one on the ledger's day stays, and mirrors are told of it.
+    expect(repaired).toMatchObject({ atAnotherTime: [pkeyOf(reposted)], merged: [pkeyOf(reposted)], notMerged: [], ok: true });
+    expect(await timesOf(svc, reposted)).toEqual(['2026-11-22T02:00:00.000Z']);
+    expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs })).toMatchObject({ atAnotherTime: [], duplicatedInStorage: 0, ok: true });
+    expect(await svc.rt.changes.written(mergedFrom, Date.now() + 1)).toContainEqual({ pkey: pkeyOf(reposted), createdMs: Date.parse('2026-11-22T02:00:00Z') });
+    // Its neighbours on the first day are as they were.
+    expect((await answered(svc)).map(([pkey]) => pkey)).toContain(pkeyOf(retained));
     expect(await svc.rt.ledger.lookup(pkeyOf(retained))).toMatchObject({ state: 'retracted', retraction: { by: 'ops:repair' } });
     // Recorded purged: no purge rewrites its parts, and a partner's repeat is told it was retracted.
     const unpurged = [];

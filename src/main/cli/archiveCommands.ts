@@ -215,7 +215,7 @@ export const exportCommand: Command = {
 };
 
 export const verify: Command = {
-  summary: 'accepted versus archived, per day; exits 1 on any loss or report archived at another time; --repair records in the ledger the archived reports and retractions it does not know',
+  summary: 'accepted versus archived, per day; exits 1 on any loss or report archived at another time; --repair records in the ledger the archived reports and retractions it does not know, and keeps a report archived on several days on the ledger\'s day alone',
   usage: 'verify [--from DATE] [--to DATE] [--repair] [--json]',
   options: { ...common, ...window, repair: { type: 'boolean' } },
   run: ({ config, values }) => {
@@ -232,7 +232,9 @@ export const verify: Command = {
           values.repair
             ? `archived without an acceptance record: ${result.unexpected.length}; recorded in the ledger now: ${result.adopted}; not recorded: ${result.notAdopted.length}${listed(result.notAdopted)}`
             : `archived without an acceptance record: ${result.unexpected.length}${result.unexpected.length ? ' (verify --repair records them in the ledger)' : ''}`,
-          `archived on another day than the ledger's, or on several (answers show each): ${result.atAnotherTime.length}${listed(result.atAnotherTime)}`,
+          values.repair
+            ? `archived on another day than the ledger's, or on several: ${result.atAnotherTime.length}; now on the ledger's day alone: ${result.merged.length}; not merged (pending, or no copy on the ledger's day): ${result.notMerged.length}${listed(result.notMerged)}`
+            : `archived on another day than the ledger's, or on several (answers show each): ${result.atAnotherTime.length}${result.atAnotherTime.length ? ' (verify --repair keeps the copy on the ledger\'s day)' : ''}${listed(result.atAnotherTime)}`,
           values.repair
             ? `tombstones whose retraction the ledger lacked: ${result.retractionsOnlyArchived.length}; recorded now: ${result.retractionsRecorded}`
             : `tombstones whose retraction the ledger lacks: ${result.retractionsOnlyArchived.length}${result.retractionsOnlyArchived.length ? ' (verify --repair records them)' : ''}${listed(result.retractionsOnlyArchived)}`,
