@@ -368,6 +368,10 @@ async function parseFilters(
   const areas = served?.areas;
   const admin = values.admin === undefined || !areas ? undefined : readAdmin(values.admin, areas, details, version && versionWords(version));
   const includeRetracted = oneOf(values, 'include_retracted', ['true', 'false'], 'false', details) === 'true';
+  // A sync's retractions are tombstones a mirror deletes by: leaving them out would keep them in it.
+  if (values.updated_after !== undefined && values.include_retracted === 'false') {
+    details.push({ in: 'query', field: 'include_retracted', message: 'cannot be false on a sync (updated_after): it carries retracted reports as tombstones, which a mirror deletes; leave it out' });
+  }
   return { query: { startMs: startMs!, endMs: endMs!, admin, bbox: readBbox(values.bbox, details), includeRetracted, updatedAfterMs }, areas, version, servedVersion: served?.version };
 }
 

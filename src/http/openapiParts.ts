@@ -100,14 +100,14 @@ export const windowParams = [
   {
     name: 'include_retracted',
     in: 'query',
-    description: 'true: retracted reports as tombstones (status retracted, title and text "", url and image_url null, place and time kept); false (default): left out.',
+    description: 'true: retracted reports as tombstones (status retracted, title and text "", url and image_url null, place and time kept); false (default): left out. A sync (updated_after) always carries them as tombstones: false is refused there.',
     schema: { type: 'string', enum: ['true', 'false'], default: 'false' },
   },
   {
     name: 'updated_after',
     in: 'query',
     description:
-      'Incremental sync: only the reports whose archived row or state changed after this instant (late arrivals and retractions included, retractions as tombstones), whatever their created_at inside start and end. Same form as start, from 1970-01-01T00:00:00Z once the offset is applied, and not in the future. start and end may then be left out together, when updated_after is at most ARCHIVE_MAX_WINDOW ago. The answer carries no ETag, and tells in the X-Archive-Watermark header (and `watermark` in the JSON envelope) the instant up to which it holds every change: send it as the next updated_after. With limit, every page holds the changes up to the watermark of the first page (its cursor carries it). Changes are kept SYNC_RETENTION_DAYS (30 by default): an updated_after before that is a 410 naming the oldest instant served; pull the window in full, then sync from its watermark.',
+      'Incremental sync: only the reports whose archived row or state changed after this instant (late arrivals and retractions included, retractions as tombstones, counted by /count and /stats too), whatever their created_at inside start and end. Same form as start, from 1970-01-01T00:00:00Z once the offset is applied, and not in the future. start and end may then be left out together, when updated_after is at most ARCHIVE_MAX_WINDOW ago. The answer carries no ETag, and tells in the X-Archive-Watermark header (and `watermark` in the JSON envelope) the instant up to which it holds every change: send it as the next updated_after. With limit, every page holds the changes up to the watermark of the first page (its cursor carries it). Changes are kept SYNC_RETENTION_DAYS (30 by default): an updated_after before that is a 410 naming the oldest instant served; pull the window in full, then sync from its watermark.',
     schema: { type: 'string', pattern: QUERY_DATE_TIME_PATTERN },
     example: '2026-11-22T00:00:00Z',
   },

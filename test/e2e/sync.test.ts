@@ -163,6 +163,11 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     await bad(`updated_after=${encodeURIComponent(new Date().toISOString())}&cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`, 'cursor');
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=x`, UA)).status).toBe(400);
     expect((await getJson(`${svc.url}/reports/archive/extent?start=x`, UA)).status).toBe(400);
+    // A sync's retractions are its tombstones: asked to leave them out, it says so rather than send them anyway.
+    const now = encodeURIComponent(new Date(Date.now() - 60_000).toISOString());
+    await bad(`updated_after=${now}&include_retracted=false`, 'include_retracted');
+    expect((await getJson(`${svc.url}/reports/archive/count?updated_after=${now}&include_retracted=false`, UA)).status).toBe(400);
+    expect((await getJson(`${svc.url}/reports/archive?updated_after=${now}&include_retracted=true`, UA)).status).toBe(200);
     // With a window, an updated_after older than the change logs kept (2 days here) is a 410 (below).
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=2020-01-01T00:00:00Z&start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z`, UA)).status).toBe(410);
   });
