@@ -216,6 +216,20 @@ const validateEnv = ajv.compile(envSchema);
 /** Every environment variable the configuration reads (docs/operations.md has a row for each). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.properties);
 
+/** Variables whose values are secrets: a message names them and says what is wrong, never shows them (logs go to shared places). */
+const SECRET_VARIABLES = new Set(['API_KEYS', 'CURSOR_SECRET']);
+
+/** A variable as a message shows it: its value, or for a secret its length or which entries are wrong. */
+function shown(name: string, value: string | undefined): string {
+  if (!SECRET_VARIABLES.has(name)) return `${name}=${JSON.stringify(value)}`;
+  if (name !== 'API_KEYS' || value === undefined) return `${name} (its value not shown: a secret; ${value?.length ?? 0} characters)`;
+  // The entries' positions alone (a "name" before a colon may be part of a mistyped key).
+  const entries = value.split(',');
+  const entry = new RegExp(`^\\s*${API_KEY_ENTRY}\\s*$`);
+  const bad = entries.flatMap((text, i) => (entry.test(text) ? [] : [String(i + 1)]));
+  return `API_KEYS (its keys not shown; entries ${bad.length > 0 ? bad.join(', ') : 'none'} of ${entries.length} malformed)`;
+}
+
 /** Builds the config from an environment; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const raw: Record<string, string | number> = {};
@@ -226,7 +240,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (!validateEnv(raw)) {
     const problems = (validateEnv.errors ?? []).map((e) => {
       const name = e.instancePath.slice(1);
-      return `${name}=${JSON.stringify(env[name])}: ${messages[name] ?? e.message}`;
+      return `${shown(name, env[name])}: ${messages[name] ?? e.message}`;
     });
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
@@ -298,7 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     queueUrl: String(v.QUEUE_URL ?? 'sqlite:'),
     awsRegion: String(v.AWS_REGION ?? 'us-east-1'),
     awsEndpointUrl: v.AWS_ENDPOINT_URL === undefined ? undefined : String(v.AWS_ENDPOINT_URL),
-    apiKeys: v.API_KEYS === undefined ? [] : parseApiKeys(String(v.API_KEYS)),
+    apiKeys: v.API_KEYS === undefined ? [] : keysOwnedOnce(parseApiKeys(String(v.API_KEYS))),
     flushIntervalSeconds,
     syncSettleMs: Number(v.SYNC_SETTLE_SECONDS ?? 60) * 1000,
     retireGraceMs: Number(v.RETIRE_GRACE_SECONDS ?? 30) * 1000,
@@ -410,4 +424,23 @@ function seconds(value: string | number | undefined, fallback: number): number {
 function within(dir: string, parent: string): boolean {
   const rel = path.relative(parent, dir);
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * The keys of API_KEYS, each given to one partner: a key listed under two names would file the
+ * second partner's reports under the first's (the first listed wins), where its post_ids collide
+ * and its DELETEs reach the other's reports.
+ */
+function keysOwnedOnce(keys: ApiKey[]): ApiKey[] {
+  const owner = new Map<string, { name: string; entry: number }>();
+  keys.forEach(({ name, key }, i) => {
+    const first = owner.get(key);
+    if (first && first.name !== name) {
+      throw new ConfigError(
+        `invalid configuration: API_KEYS (its keys not shown): entry ${i + 1} (${name}) has the key of entry ${first.entry} (${first.name}): each partner needs a key of its own`,
+      );
+    }
+    if (!first) owner.set(key, { name, entry: i + 1 });
+  });
+  return keys;
 }

@@ -73,9 +73,6 @@ describe('config', () => {
     ['STORAGE_URL', 'ftp://x'],
     ['STORAGE_URL', 'file://relative/dir'],
     ['QUEUE_URL', 'sqs://q'],
-    ['API_KEYS', 'short'],
-    ['API_KEYS', 'Bad Name:bbbbbbbbbbbbbbbb'],
-    ['API_KEYS', 'name:short'],
     ['FLUSH_INTERVAL_SECONDS', '0'],
     ['ARCHIVE_MAX_WINDOW', '1y'],
     ['CACHE_MAX_BYTES', '10'],
@@ -88,6 +85,34 @@ describe('config', () => {
   ])('rejects %s=%s naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value }, '/')).toThrow(new RegExp(`${name}=`));
+  });
+
+  it('names a bad API_KEYS or CURSOR_SECRET, and which entry is wrong, without showing a key or the secret', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ API_KEYS: 'good:goodgoodgoodgood0001,Bad:secretsecretsecret99' }, /API_KEYS \(its keys not shown; entries 2 of 2 malformed\): must be a comma-separated list/],
+      [{ API_KEYS: 'goodgoodgoodgood0001, Bad Name:bbbbbbbbbbbbbbbb ,name:short' }, /entries 2, 3 of 3 malformed/],
+      [{ API_KEYS: 'shortkey' }, /entries 1 of 1 malformed/],
+      [{ CURSOR_SECRET: 'tooshortsecret' }, /CURSOR_SECRET \(its value not shown: a secret; 14 characters\): must be at least 32 characters/],
+    ];
+    for (const [env, says] of cases) {
+      let message = '';
+      try {
+        loadConfig(env, '/');
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(says);
+      for (const secret of Object.values(env).flatMap((v) => v.split(/[,:]/)).filter((part) => part.trim().length >= 8)) expect(message).not.toContain(secret.trim());
+    }
+  });
+
+  it('refuses one key given to two partners, naming the entries and not the key: the second would be filed as the first', () => {
+    expect(() => loadConfig({ API_KEYS: 'alpha:samekeysamekey0001,beta:samekeysamekey0001' }, '/')).toThrow(/API_KEYS \(its keys not shown\): entry 2 \(beta\) has the key of entry 1 \(alpha\): each partner needs a key of its own/);
+    expect(() => loadConfig({ API_KEYS: 'alpha:samekeysamekey0001,samekeysamekey0001' }, '/')).toThrow(/entry 2 \(key-[0-9a-f]{8}\) has the key of entry 1 \(alpha\)/);
+    expect(() => loadConfig({ API_KEYS: 'alpha:samekeysamekey0001,beta:samekeysamekey0001' }, '/')).not.toThrow(/samekey/);
+    // One partner's key listed twice, and one partner with two keys (a rotation): fine.
+    expect(loadConfig({ API_KEYS: 'alpha:samekeysamekey0001,alpha:samekeysamekey0001,alpha:otherkeyotherkey01' }, '/').apiKeys).toHaveLength(3);
   });
 
   it('refuses a CACHE_DIR that holds, is, or lies inside the file store: its sweeps remove files they did not write', () => {
