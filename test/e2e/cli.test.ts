@@ -460,8 +460,11 @@ describe('flood-archive CLI', () => {
       expect([name, refused.code, refused.stdout]).toEqual([name, 1, '']);
       expect(refused.stderr).toMatch(name === 'beta' ? /beta already has a key.*keys rotate --name beta/ : /alpha is a key in API_KEYS/);
     }
+    // A name no key has (a typo) is a mistake in the options: exit 2, nothing written.
     const unknown = await run(['keys', 'rotate', '--name', 'gamma'], env);
-    expect([unknown.code, unknown.stderr]).toEqual([1, 'no key is named gamma, and no report is: add one with keys add --name gamma\n']);
+    expect([unknown.code, unknown.stderr.split('\n')[0]]).toEqual([2, '--name gamma: no key is named so, and no report is: add one with keys add --name gamma']);
+    const typo = await run(['keys', 'revoke', '--name', 'betta'], env);
+    expect([typo.code, typo.stdout, typo.stderr.split('\n')[0]]).toEqual([2, '', '--name betta: no key is named so (keys list shows them)']);
     // A key in API_KEYS is not the ledger's to revoke: the command says it still works.
     const configuredStays = await run(['keys', 'revoke', '--name', 'alpha'], env);
     expect([configuredStays.code, configuredStays.stdout, configuredStays.stderr]).toEqual([1, 'revoked 0 key(s) named alpha\n', 'the key of API_KEYS named alpha still works: remove it from API_KEYS and restart the service to stop it\n']);

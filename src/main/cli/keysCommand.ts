@@ -31,6 +31,8 @@ export const keys: Command = {
         if (configured) process.stderr.write(`the key of API_KEYS named ${name} still works: remove it from API_KEYS and restart the service to stop it\n`);
       };
       if (sub === 'revoke') {
+        // A name no key has (a typo) is a mistake in the options, judged once the ledger is open.
+        if (!configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) throw new UsageError(`--name ${name}: no key is named so (keys list shows them)`);
         const n = await rt.ledger.revokeKeys(name);
         print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
         stillConfigured();
@@ -48,8 +50,7 @@ export const keys: Command = {
       }
       // A partner whose key was dropped from API_KEYS keeps its name through its reports: a rotation gives it a key again.
       if (sub === 'rotate' && !configured && !(await rt.ledger.listKeys()).some((k) => k.name === name) && !(await rt.ledger.hasReports(name))) {
-        process.stderr.write(`no key is named ${name}, and no report is: add one with keys add --name ${name}\n`);
-        return 1;
+        throw new UsageError(`--name ${name}: no key is named so, and no report is: add one with keys add --name ${name}`);
       }
       // The key is shown once; the ledger keeps only its digest.
       const key = newKey();
