@@ -40,7 +40,7 @@ export function boundaryProblems(set: BoundarySet): string[] {
     if (typeof code !== 'string' || !CITY_CODE.test(code)) problems.push(`${where}: code must look like PH-QC`);
     else if (codes.has(code)) problems.push(`${where}: duplicate code ${code}`);
     else codes.add(code);
-    if (typeof f.properties?.name !== 'string' || f.properties.name === '') problems.push(`${where}: name is required`);
+    problems.push(...nameProblems(f.properties?.name, where));
     const { psgc, region_psgc, province_psgc } = f.properties ?? {};
     if (psgc !== undefined && (typeof psgc !== 'string' || !PSGC.test(psgc))) problems.push(`${where}: psgc must be a 10-digit string`);
     else if (psgc !== undefined && cityPsgcs.has(psgc)) problems.push(`${where}: duplicate psgc ${psgc}`);
@@ -61,7 +61,7 @@ export function boundaryProblems(set: BoundarySet): string[] {
     else if (psgcs.has(p.psgc)) problems.push(`${where}: duplicate psgc ${p.psgc}`);
     else psgcs.add(p.psgc);
     if (typeof p?.city_code !== 'string' || !codes.has(p.city_code)) problems.push(`${where}: city_code must name a city of this set`);
-    if (typeof p?.name !== 'string' || p.name === '') problems.push(`${where}: name is required`);
+    problems.push(...nameProblems(p?.name, where));
     problems.push(...geometryProblems(f.geometry, where));
   });
   if (problems.length === 0) {
@@ -93,10 +93,22 @@ function levelProblems(level: FeatureCollection<Area, { psgc: string; name: stri
     if (typeof psgc !== 'string' || !PSGC.test(psgc)) problems.push(`${where}: psgc must be a 10-digit string`);
     else if (codes.has(psgc)) problems.push(`${where}: duplicate psgc ${psgc}`);
     else codes.add(psgc);
-    if (typeof f.properties?.name !== 'string' || f.properties.name === '') problems.push(`${where}: name is required`);
+    problems.push(...nameProblems(f.properties?.name, where));
     problems.push(...geometryProblems(f.geometry, where));
   });
   return codes;
+}
+
+/** As long as a post's `partner_city` may be: a longer name could never be named by a partner. */
+const NAME_MAX = 200;
+
+/** A name a partner can write and a line can show: 1 to NAME_MAX characters, no control characters. */
+function nameProblems(name: unknown, where: string): string[] {
+  if (typeof name !== 'string' || name.trim() === '') return [`${where}: name is required`];
+  if (name.length > NAME_MAX) return [`${where}: name must be at most ${NAME_MAX} characters (a post's partner_city is), not ${name.length}`];
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) return [`${where}: name must not hold control characters (a line break, a tab)`];
+  return [];
 }
 
 /** A feature's shape, read from a file: an object (its members are checked one by one after). */
@@ -131,6 +143,11 @@ function geometryProblems(geometry: Area | null | undefined, where: string): str
       const first = ring[0]!;
       const last = ring[ring.length - 1]!;
       if (first[0] !== last[0] || first[1] !== last[1]) problems.push(`${where}: ring ${r} is not closed`);
+      // Read as drawn, an edge from 179° to -179° goes the long way round: the area would claim
+      // every point of its latitudes. GeoJSON (RFC 7946, 3.1.9) cuts such a shape at the antimeridian.
+      if (ring.some((p, i) => i > 0 && Math.abs(p[0]! - ring[i - 1]![0]!) > 180)) {
+        problems.push(`${where}: ring ${r} crosses the antimeridian (an edge spans more than 180° of longitude): cut it in two at ±180 (RFC 7946, 3.1.9)`);
+      }
     });
   });
   return problems;

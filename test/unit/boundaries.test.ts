@@ -81,6 +81,33 @@ describe('boundary sets', () => {
     expect(boundaryProblems(twice)).toContain('cities[1]: duplicate psgc 1381300000');
   });
 
+  it('refuses a ring drawn across the antimeridian (it would claim every point of its latitudes), and names no partner could write or a line could show', () => {
+    const set = clone();
+    set.localAreas.features.push({
+      type: 'Feature',
+      properties: { city_code: 'PH-QC', psgc: '1399999999', name: 'Across' },
+      geometry: { type: 'Polygon', coordinates: [[[179, 10], [-179, 10], [-179, 11], [179, 11], [179, 10]]] },
+    });
+    set.cities.features[0]!.properties.name = 'x'.repeat(201);
+    set.cities.features[1]!.properties.name = 'Two\nlines';
+    set.localAreas.features[0]!.properties.name = '   ';
+    expect(boundaryProblems(set)).toEqual([
+      'cities[0]: name must be at most 200 characters (a post\'s partner_city is), not 201',
+      'cities[1]: name must not hold control characters (a line break, a tab)',
+      'localAreas[0]: name is required',
+      'localAreas[680]: ring 0 crosses the antimeridian (an edge spans more than 180° of longitude): cut it in two at ±180 (RFC 7946, 3.1.9)',
+    ]);
+    // Up to ±180 on one side, as a shape cut there is drawn: valid.
+    const cut = clone();
+    cut.localAreas.features.push({
+      type: 'Feature',
+      properties: { city_code: 'PH-QC', psgc: '1399999999', name: 'East of it' },
+      geometry: { type: 'Polygon', coordinates: [[[179, 10], [180, 10], [180, 11], [179, 11], [179, 10]]] },
+    });
+    cut.cities.features[0]!.properties.name = 'x'.repeat(200);
+    expect(boundaryProblems(cut)).toEqual([]);
+  });
+
   it('refuses a set with no local areas (an empty file by mistake would tag no report with a barangay), and one with no cities', () => {
     const none = clone();
     none.localAreas.features = [];
