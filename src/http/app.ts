@@ -115,7 +115,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
     ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, cacheMaxBytes: rt.config.releaseCacheMaxBytes, publicBase, releases: rt.config.releases }),
-    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, maxWindowMs: rt.config.archiveMaxWindowMs, cursors, publicBase }),
+    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, cursors, publicBase }),
     ...apiDocsHandlers(),
     ...explorerHandlers({ maxPoints: rt.config.explorerMaxPoints }),
     // The operations router answers both of its paths itself.

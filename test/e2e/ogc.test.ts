@@ -29,7 +29,8 @@ async function ogc(pathAndQuery: string, docPath?: string): Promise<{ status: nu
 const next = (body: any) => body.links.find((l: any) => l.rel === 'next')?.href as string | undefined;
 
 beforeAll(async () => {
-  const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000' }));
+  // The archive endpoint's windows at most three days: the items' are not bounded by it (the reports here are older).
+  const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000', ARCHIVE_MAX_WINDOW: '72h' }));
   if (HAS_SHARED_PH) await rt.boundaries.publish(await loadPsaBoundaries());
   svc = await startTestService(rt);
   for (let i = 0; i < TOTAL; i++) {
@@ -164,7 +165,7 @@ describe('OGC API – Features: reports items', () => {
     expect((await ogc(`${items}?${datetime}&limit=7`)).body.links.some((l: any) => l.rel === 'prev')).toBe(false);
   });
 
-  it('no datetime: the newest reports first, 10 by default; a limit above 10,000 is answered with 10,000 (Part 1), one below 1 refused', async () => {
+  it('no datetime: every report, however old (Part 1 filters by time only when asked), the newest first, 10 by default; a limit above 10,000 is answered with 10,000 (Part 1), one below 1 refused', async () => {
     const { body } = await ogc(items, items);
     expect(body.features.map((f: any) => f.properties.pkey)).toEqual(archive.slice(0, 10).map((f) => f.properties.pkey));
     expect(body.numberMatched).toBe(TOTAL);
@@ -176,7 +177,9 @@ describe('OGC API – Features: reports items', () => {
     expect((await ogc(`${items}?limit=ten`, items)).status).toBe(400);
   });
 
-  it('a datetime interval of a year is walked page by page, each page bounded by limit', async () => {
+  it('a datetime interval of a year (longer than the archive endpoint takes) is walked page by page, each page bounded by limit; so is an open start', async () => {
+    expect((await ogc(`${items}?datetime=../2026-11-21T23:59:59Z&limit=100`)).body.numberMatched).toBe(TOTAL);
+    expect((await ogc(`${items}?datetime=2020-01-01T00:00:00Z/2026-12-31T00:00:00Z&limit=100`)).body.numberMatched).toBe(TOTAL);
     const year = 'datetime=2025-11-22T00:00:00Z/2026-11-21T23:59:59Z';
     let url: string | undefined = `${items}?${year}&limit=25`;
     const seen: string[] = [];
@@ -216,7 +219,6 @@ describe('OGC API – Features: reports items', () => {
   it.each([
     ['datetime=yesterday', 'datetime'],
     ['datetime=2026-11-20T00:00:00Z/2026-11-19T00:00:00Z', 'datetime'],
-    ['datetime=2020-01-01T00:00:00Z/2026-01-01T00:00:00Z', 'datetime'],
     ['datetime=0099-06-15T00:00:00Z', 'datetime'],
     ['datetime=a/b/c', 'datetime'],
     ['bbox=1,2,3', 'bbox'],

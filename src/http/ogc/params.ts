@@ -10,11 +10,10 @@ export const MAX_LIMIT = 10_000;
 
 export type Bbox = [number, number, number, number];
 
-/** A resolved time window, both ends inclusive; `given` says whether the client named one. */
+/** A resolved time window, both ends inclusive. */
 export interface Interval {
   startMs: number;
   endMs: number;
-  given: boolean;
 }
 
 const RANGE = 'from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z';
@@ -74,15 +73,15 @@ function readEnd(sent: string, end: 'start' | 'end'): number | undefined {
 }
 
 /**
- * datetime: an instant, a date, or an interval `a/b` whose open ends are `..` or empty.
- * The window spans at most `maxWindowMs`: an open end resolves to an hour from now (nothing is
- * dated later), an open start to `maxWindowMs` before the end; no datetime at all is the
- * newest `maxWindowMs`. A longer explicit interval is refused, as on the archive endpoint.
- * `anySpan`: for collections without time, which match any datetime: an interval of any length.
+ * datetime: an instant, a date, or an interval `a/b` whose open ends are `..` or empty: an open
+ * start is the archive's earliest instant, an open end an hour from now (nothing is dated
+ * later), and no datetime at all is every report (OGC API – Features, /req/core/fc-time-response:
+ * a filter only when one is asked for). Any span: items come a page at a time (`limit`), each
+ * page read at its own cost, so the archive endpoint's bound on a window is not needed here.
  */
-export function readDatetime(raw: string | undefined, maxWindowMs: number, details: ErrorDetail[], now = Date.now(), anySpan = false): Interval {
+export function readDatetime(raw: string | undefined, details: ErrorDetail[], now = Date.now()): Interval {
   const latest = Math.min(LATEST_MS, now + MAX_FUTURE_MS);
-  const fallback = { startMs: Math.max(EARLIEST_MS, latest - maxWindowMs), endMs: latest, given: false };
+  const fallback = { startMs: EARLIEST_MS, endMs: latest };
   if (raw === undefined) return fallback;
   const problem = (message: string) => {
     details.push({ in: 'query', field: 'datetime', message });
@@ -97,11 +96,11 @@ export function readDatetime(raw: string | undefined, maxWindowMs: number, detai
     const endMs = readEnd(text, 'end');
     if (startMs === undefined || endMs === undefined) return problem(usage);
     if (startMs < EARLIEST_MS || endMs > LATEST_MS) return problem(`must be ${RANGE}`);
-    return { startMs, endMs, given: true };
+    return { startMs, endMs };
   }
   const [a, b] = pieces as [string, string];
   const open = (s: string) => s === '..' || s === '';
-  if (open(a) && open(b)) return { ...fallback, given: true };
+  if (open(a) && open(b)) return fallback;
   const startMs = open(a) ? undefined : readEnd(a, 'start');
   const endMs = open(b) ? undefined : readEnd(b, 'end');
   if ((!open(a) && startMs === undefined) || (!open(b) && endMs === undefined)) return problem(usage);
@@ -109,9 +108,7 @@ export function readDatetime(raw: string | undefined, maxWindowMs: number, detai
     return problem(`each end must be ${RANGE}`);
   }
   const end = endMs ?? Math.max(latest, startMs!);
-  const start = startMs ?? Math.max(EARLIEST_MS, end - maxWindowMs);
+  const start = startMs ?? EARLIEST_MS;
   if (end < start) return problem('the interval must not end before it starts');
-  if (anySpan) return { startMs: start, endMs: end, given: true };
-  if (end - start > maxWindowMs) return problem(`an interval spans at most ${Math.round(maxWindowMs / 86_400_000)} days (an open end is an hour from now); split longer pulls`);
-  return { startMs: start, endMs: end, given: true };
+  return { startMs: start, endMs: end };
 }

@@ -29,7 +29,6 @@ export interface OgcDeps {
   archive: Archive;
   boundaries: BoundaryRepository;
   store: ObjectStore;
-  maxWindowMs: number;
   /** Signs the reports' cursors (src/http/cursor.ts): one not issued here fails before a field is read. */
   cursors: CursorCodec;
   /** The base of every link (config, never the request's Host). */
@@ -48,7 +47,7 @@ const TITLES: Record<CollectionId, { title: string; description: string }> = {
   reports: {
     title: 'Flood reports',
     description:
-      'Every archived flood report, a Point each, newest first. Without datetime, the newest ARCHIVE_MAX_WINDOW (366 days by default); an interval spans at most that.',
+      'Every archived flood report, a Point each, newest first, a page at a time; datetime filters them by created_at.',
   },
   regions: { title: 'Regions', description: 'The regions and their boundaries, by PSGC code (current boundary version; none in the two-city default).' },
   provinces: { title: 'Provinces', description: 'The provinces (and NCR districts) and their boundaries, by PSGC code (current boundary version; none in the two-city default).' },
@@ -153,7 +152,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     const { values, details } = query(req, ['bbox', 'datetime', 'limit', id === 'reports' ? 'cursor' : 'offset']);
     const bbox = readBbox(values.bbox, details);
     const limit = readLimit(values.limit, details);
-    const interval = readDatetime(values.datetime, deps.maxWindowMs, details, now(), id !== 'reports');
+    const interval = readDatetime(values.datetime, details, now());
     const base = `${ogcBase(deps.publicBase())}/collections/${id}/items`;
     const keep = { bbox: values.bbox, datetime: values.datetime, limit: values.limit, f: values.f };
     const links: Link[] = [{ href: `${base}${queryString({ ...keep, cursor: values.cursor, offset: values.offset })}`, rel: 'self', type: GEOJSON, title: 'This page' }];

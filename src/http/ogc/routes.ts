@@ -35,7 +35,7 @@ const itemsParams = (paging: object) => [
     name: 'datetime',
     in: 'query',
     description:
-      'An RFC 3339 date-time, a date, or an interval a/b (`..` or nothing for an open end) that does not end before it starts, each end from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. Reports: an interval spans at most ARCHIVE_MAX_WINDOW (366 days by default); an open end is an hour from now, an open start ARCHIVE_MAX_WINDOW before the end; without datetime, the newest ARCHIVE_MAX_WINDOW. Cities and barangays have no time: every one matches.',
+      'An RFC 3339 date-time, a date, or an interval a/b (`..` or nothing for an open end) that does not end before it starts, each end from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z. Reports: an interval of any span; an open end is an hour from now, an open start the earliest report; without datetime, every report. Cities and barangays have no time: every one matches.',
     schema: { type: 'string', pattern: OGC_DATETIME_PATTERN },
   },
   { name: 'limit', in: 'query', description: `Items per page, at most ${MAX_LIMIT}: a larger limit is answered with ${MAX_LIMIT}.`, schema: { type: 'integer', minimum: 1, default: DEFAULT_LIMIT } },
