@@ -65,7 +65,9 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     const config = await testConfig(kind, kind === 'aws' ? emulator : undefined);
     svc = await startTestService(await testRuntime(config, kind === 'aws' ? emulator : undefined));
     const hours = ['2026-11-21T05:05:00Z', '2026-11-21T05:30:00Z', '2026-11-21T09:00:00Z'];
-    expect((await postReport(svc.url, report(1, { created_at: hours[0], title: SECRET, text: `call ${SECRET}`, image_url: 'https://img.example.org/juan.jpg' }))).status).toBe(201);
+    // A text longer than a database page: SQLite keeps it on pages of its own, freed whole when it goes.
+    const text = `call ${SECRET}; ${'tubig hanggang baywang. '.repeat(400)}`;
+    expect((await postReport(svc.url, report(1, { created_at: hours[0], title: SECRET, text, image_url: 'https://img.example.org/juan.jpg' }))).status).toBe(201);
     expect((await postReport(svc.url, report(2, { created_at: hours[1], title: 'Baha sa QMC' }))).status).toBe(201);
     expect((await postReport(svc.url, report(3, { created_at: hours[2], title: 'Hanggang tuhod' }))).status).toBe(201);
     await allArchived(svc.rt);
@@ -184,6 +186,22 @@ describe.each(BACKENDS)('retraction through the archive (%s)', (kind) => {
     await expectGone();
     // Nothing left to do.
     expect(await purgeRetracted(svc.rt)).toMatchObject({ retractions: 0, partsRewritten: 0 });
+  });
+
+  // The embedded backend's databases (on AWS the ledger and the event log are objects in the bucket).
+  if (kind === 'embedded') it("once purged, the personal fields' bytes are gone from the databases' files too (secure_delete), not only from their rows", async () => {
+    for (const file of ['ledger.sqlite', 'events.sqlite']) {
+      const at = path.join(svc.rt.config.dataDir, file);
+      // The write-ahead log's pages written back into the file, as SQLite does on its own from time to time.
+      const db = new Database(at);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      db.close();
+      for (const suffix of ['', '-wal']) {
+        const bytes = await fs.readFile(`${at}${suffix}`).catch(() => Buffer.alloc(0));
+        expect(bytes.includes('Juan dela Cruz'), `${file}${suffix}`).toBe(false);
+        expect(bytes.includes('tubig hanggang baywang'), `${file}${suffix}`).toBe(false);
+      }
+    }
   });
 
   it('a late copy of a purged report (a duplicate message) is archived as a tombstone, never with its personal fields', async () => {
