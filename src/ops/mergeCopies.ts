@@ -40,7 +40,7 @@ export interface MergeDeps {
 }
 
 export interface MergeResult {
-  /** Now held on the ledger's day alone (within the window merged). */
+  /** Now held on the ledger's day alone (within the windows merged). */
   merged: string[];
   /** Left as they are: still pending, unknown to the ledger, or with no copy on the ledger's day. */
   notMerged: string[];
@@ -52,16 +52,14 @@ export class MergeRunningError extends Error {
   override name = 'MergeRunningError';
 }
 
-/** Days whose parts are read at once. */
-const BLOCK_MS = 31 * DAY_MS;
 /** The condition a rewrite takes rows out by. */
 const DROPPED = 'list_contains($pkeys, pkey)';
 
 /**
- * Takes out of the parts of [fromMs, toMs] the copies of `pkeys` dated another day than the
- * ledger's, for each report whose ledger day holds a copy (see the file's head).
+ * Takes out of the parts of `windows` (where verify found them) the copies of `pkeys` dated
+ * another day than the ledger's, for each report whose ledger day holds a copy (see the file's head).
  */
-export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], window: { fromMs: number; toMs: number }): Promise<MergeResult> {
+export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windows: readonly { fromMs: number; toMs: number }[]): Promise<MergeResult> {
   const result: MergeResult = { merged: [], notMerged: [], partsRewritten: 0 };
   if (pkeys.length === 0) return result;
   const entries = await mapLimit(pkeys, 16, (pkey) => rt.ledger.lookup(pkey));
@@ -86,8 +84,7 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
       await rt.changes.record([...ledgerDay].map(([pkey, { createdMs }]) => ({ pkey, createdMs })));
       const tmpDir = path.join(rt.config.dataDir, 'tmp', 'merge');
       await fs.mkdir(tmpDir, { recursive: true });
-      for (let fromMs = window.fromMs; fromMs <= window.toMs; fromMs += BLOCK_MS) {
-        const toMs = Math.min(window.toMs, fromMs + BLOCK_MS - 1);
+      for (const { fromMs, toMs } of windows) {
         for (const [part, dropped] of await copiesElsewhere(rt, ledgerDay, fromMs, toMs)) {
           stillHeld();
           await dropFrom(rt, part, dropped, tmpDir);

@@ -106,6 +106,8 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   // Under DATA_DIR/tmp/verify: the leftover sweep keeps a job's files there for a day (a verify
   // of years on S3 runs for hours) and removes a killed run's.
   const dayNumbers = new DayNumbers();
+  /** The blocks that hold a copy at another time: where a repair's merge looks for them. */
+  const blocksAtAnotherTime: { fromMs: number; toMs: number }[] = [];
   const accepted = await AcceptedSpill.write(rt.ledger.accepted(options.fromMs, options.toMs), blockOf, path.join(rt.config.dataDir, 'tmp'));
   try {
     const startMs = await firstToCheck(rt.store, options, accepted.earliestMs);
@@ -115,6 +117,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
       const fromMs = Math.max(startMs, block * BLOCK_MS);
       const toMs = Math.min(options.toMs, (block + 1) * BLOCK_MS - 1);
       const inBlock = await accepted.block(block);
+      const atAnotherTimeBefore = result.atAnotherTime.length;
       const { pkeys: archived, duplicated, tombstones } = await archivedInBlock(rt, fromMs, toMs);
       result.duplicatedInStorage += duplicated;
       const byDay = new Map<string, DayReport>();
@@ -136,7 +139,8 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
       const { strangers, elsewhere } = await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)));
       for (const pkey of strangers) result.unexpected.push(pkey);
       // Known, though not created in this block by the ledger's read: archived at another time, unless accepted since.
-      for (const entry of elsewhere) if (Math.floor(entry.createdMs / DAY_MS) !== archived.get(entry.pkey)) result.atAnotherTime.push(entry.pkey);
+            for (const entry of elsewhere) if (Math.floor(entry.createdMs / DAY_MS) !== archived.get(entry.pkey)) result.atAnotherTime.push(entry.pkey);
+      if (result.atAnotherTime.length > atAnotherTimeBefore) blocksAtAnotherTime.push({ fromMs, toMs });
       if (options.repair && strangers.length > 0) {
         const adopted = await adoptStrangers(rt, fromMs, toMs, strangers);
         result.adopted += adopted.size;
@@ -161,7 +165,7 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.atAnotherTime = [...new Set(result.atAnotherTime)].sort();
   result.retractionsOnlyArchived.sort();
   // After the blocks: a report's copies may lie in several, and those adopted above are known now.
-  if (options.repair) ({ merged: result.merged, notMerged: result.notMerged } = await mergeCopies(rt, result.atAnotherTime, options));
+  if (options.repair) ({ merged: result.merged, notMerged: result.notMerged } = await mergeCopies(rt, result.atAnotherTime, blocksAtAnotherTime));
   const atAnotherTimeLeft = options.repair ? result.notMerged : result.atAnotherTime;
   result.ok = result.missing.length === 0 && atAnotherTimeLeft.length === 0;
   return result;
