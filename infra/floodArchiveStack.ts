@@ -22,7 +22,7 @@ import type { Construct } from 'constructs';
 import { ARCHIVE_TABLE_DDL } from '../src/archive/partColumns.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../src/queue/settings.js';
 import { CURSOR_SECRET_KEY } from '../src/http/cursorSecret.js';
-import { EVENT_LOG_PREFIX, RETRACTED_PREFIX } from '../src/events/objectEventLog.js';
+import { ANNOUNCING_PREFIX, EVENT_LOG_PREFIX, RETRACTED_PREFIX } from '../src/events/objectEventLog.js';
 import { WRITE_PROBE_KEY } from '../src/http/readiness.js';
 import { IDEMPOTENCY_PREFIX, PENDING_PREFIX, RECONCILE_TURNS_PREFIX, REPORTS_PREFIX, RETRACTIONS_PREFIX, UNPURGED_PREFIX, WHOLE_DAY } from '../src/store/layout.js';
 
@@ -326,8 +326,8 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     ),
     // The generated key of pagination cursors, created once by the first API task (src/http/cursorSecret.ts).
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
-    // The event log: read for the live stream and CAP, appended to (and the report marked) when a partner retracts.
-    allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(`${EVENT_LOG_PREFIX}*`), bucket.arnForObjects(`${RETRACTED_PREFIX}*`)]),
+    // The event log: read for the live stream and CAP, appended to (the report marked, the announcement claimed) when a partner retracts.
+    allow(['s3:GetObject', 's3:PutObject'], [EVENT_LOG_PREFIX, RETRACTED_PREFIX, ANNOUNCING_PREFIX].map((prefix) => bucket.arnForObjects(`${prefix}*`))),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
   ];
 }

@@ -19,6 +19,16 @@ export const EVENT_LOG_PREFIX = 'events/v1/log/';
  * retractions before they were made comes after the retraction).
  */
 export const RETRACTED_PREFIX = 'events/v1/retracted/';
+/**
+ * A claim per retraction announced, `<pkey>` ({at}), created if absent before its event is
+ * appended: of two processes asked to retract a report at once (a DELETE repeated on another API
+ * task), one appends its event, and the other finds it claimed. A claim whose append failed is
+ * given up, so a repeat announces; one a process left by dying is taken over once CLAIM_STALE_MS
+ * old. Pruned with the marks.
+ */
+export const ANNOUNCING_PREFIX = 'events/v1/announcing/';
+/** Older than this, a claim whose retraction is not in the log was left by a process gone. */
+const CLAIM_STALE_MS = 30_000;
 const PER_BATCH = 1000;
 /** A listing of the log's tail at most this often, however many readers ask. */
 const REFRESH_MS = 250;
@@ -112,8 +122,31 @@ export class ObjectEventLog implements EventFeed {
   }
 
   async retracted(feature: ReportFeature): Promise<void> {
-    await this.hide(feature.properties.pkey);
-    await this.append('retracted', [feature]);
+    const pkey = feature.properties.pkey;
+    await this.hide(pkey);
+    if (!(await this.claimAnnouncement(pkey))) return;
+    try {
+      await this.append('retracted', [feature]);
+    } catch (err) {
+      // Unannounced: given up (as old as a dead process's, and written over, not deleted: the API
+      // may not delete), so a repeat (the client's, after its 503; the purge's) announces it.
+      await this.store.put(`${ANNOUNCING_PREFIX}${pkey}`, JSON.stringify({ at: 0 })).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Whether this process is the one to announce the retraction (see ANNOUNCING_PREFIX). */
+  private async claimAnnouncement(pkey: string): Promise<boolean> {
+    const key = `${ANNOUNCING_PREFIX}${pkey}`;
+    const body = JSON.stringify({ at: this.now() });
+    if (await this.store.putIfAbsent(key, body)) return true;
+    const held = await this.store.get(key);
+    if (!held) return this.store.putIfAbsent(key, body);
+    // Announced already (the log read afresh), or being announced by a process still at it.
+    if (await this.wasRetracted(pkey, true)) return false;
+    const at = Number((JSON.parse(held.body.toString('utf8')) as { at?: unknown }).at);
+    if (this.now() - at < CLAIM_STALE_MS) return false;
+    return this.store.putIfMatch(key, body, held.etag);
   }
 
   /** Marks the report retracted (see RETRACTED_PREFIX): its archived events reach no reader from now on. */
@@ -323,7 +356,9 @@ export class ObjectEventLog implements EventFeed {
     return (await this.followIndex()).archived.get(pkey);
   }
 
-  async wasRetracted(pkey: string): Promise<boolean> {
+  /** `fresh`: the log's tail listed now, not up to REFRESH_MS ago (another process's append just made counts). */
+  async wasRetracted(pkey: string, fresh = false): Promise<boolean> {
+    if (fresh) await this.tail(true);
     return (await this.followIndex()).retracted.has(pkey);
   }
 
@@ -333,7 +368,9 @@ export class ObjectEventLog implements EventFeed {
     // Marks go with the retention too, an hour later: the events they hide are older, or later
     // by a flush at most.
     const old: string[] = [];
-    for await (const info of this.store.list({ prefix: RETRACTED_PREFIX })) if (info.lastModified.getTime() < before - MARKS_MARGIN_MS) old.push(info.key);
+    for (const prefix of [RETRACTED_PREFIX, ANNOUNCING_PREFIX]) {
+      for await (const info of this.store.list({ prefix })) if (info.lastModified.getTime() < before - MARKS_MARGIN_MS) old.push(info.key);
+    }
     await this.store.delete(old);
     return n;
   }

@@ -5,7 +5,9 @@
 // when that event is no longer kept (of a pending report, its point's). A repeated retraction (a
 // retry after a crash between the ledger and the log) fills that gap and never announces twice:
 // within REPEAT_ANNOUNCED_WITHIN_MS of the first the log is asked whether it has it; a repeat
-// later than that was announced back then.
+// later than that was announced back then. Two processes asked at once (a DELETE repeated on
+// another API task) both find it missing: the log's retracted() records it once (the embedded
+// log by its key, the object log by a claim: objectEventLog.ts).
 import { tombstoneProperties } from '../archive/schema.js';
 import type { ReportLookup, RetractionLedger } from '../ledger/ledger.js';
 import type { EventFeed } from './events.js';

@@ -83,6 +83,29 @@ describe.each(BACKENDS)('retracted reports on the event surfaces (%s)', (kind) =
     expect((await fetch(`${svc.url}/reports/${pkeyOf(51)}.cap`, { headers: { 'User-Agent': 'flood-tests/1.0' } })).status).toBe(410);
   });
 
+  // Two API processes over HTTP on one data directory; on AWS the same race is the object log's
+  // (test/unit/objectEventLog.test.ts: the emulator here does not refuse a second create of a key).
+  if (kind === 'embedded') it('a DELETE sent to two API processes at once is announced once: one retracted event, whichever answers first', async () => {
+    const config = await configOf();
+    const first = await service({}, config);
+    const second = await service({ worker: false }, config);
+    const ids = [71, 72, 73, 74, 75, 76];
+    for (const id of ids) expect((await postReport(first.url, report(id))).status).toBe(201);
+    await allArchived(first.rt);
+    // The second DELETE while the first is under way, a few milliseconds apart.
+    const answers = await Promise.all(ids.map(async (id, i) => {
+      const one = retract(first.url, id);
+      await new Promise((r) => setTimeout(r, (i % 3) * 25));
+      return [(await one).status, (await retract(second.url, id)).status];
+    }));
+    expect(answers).toEqual(ids.map(() => [200, 200]));
+    for (const svc of [first, second]) {
+      const retracted = async () => (await svc.rt.feed.since(0, 1000)).filter((e) => e.kind === 'retracted').map((e) => e.pkey).sort();
+      await eventually(async () => ((await retracted()).length >= ids.length ? true : undefined), 15_000, 'every retraction announced');
+      expect(await retracted()).toEqual(ids.map((id) => pkeyOf(id)));
+    }
+  });
+
   it('a report whose archived event is no longer kept is still announced as retracted, at its place and with its tags', async () => {
     const config = await configOf();
     const first = await service({}, config);

@@ -214,6 +214,8 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/events/v1/log/*',
         's3:GetObject bucket/events/v1/retracted/*',
         's3:PutObject bucket/events/v1/retracted/*',
+        's3:GetObject bucket/events/v1/announcing/*',
+        's3:PutObject bucket/events/v1/announcing/*',
         'sqs:SendMessage queue',
         'sqs:GetQueueAttributes queue',
       ].sort(),

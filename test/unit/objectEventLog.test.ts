@@ -3,7 +3,7 @@
 // within the day it covers, however long the process runs.
 import { describe, expect, it } from 'vitest';
 import { featureOf } from '../../src/events/feature.js';
-import { ObjectEventLog } from '../../src/events/objectEventLog.js';
+import { ANNOUNCING_PREFIX, EVENT_LOG_PREFIX, ObjectEventLog } from '../../src/events/objectEventLog.js';
 import { announcingRetractions } from '../../src/events/retractions.js';
 import type { IngestRecord } from '../../src/ledger/ledger.js';
 import { ObjectLedger } from '../../src/ledger/objectLedger.js';
@@ -12,6 +12,7 @@ import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
 import type { ArchiveRow } from '../../src/archive/partColumns.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
+import type { ObjectStore } from '../../src/store/objectStore.js';
 import { report, tempDir } from '../support/env.js';
 
 const HOUR = 3_600_000;
@@ -94,5 +95,71 @@ describe('the event log on the object store', () => {
     now += 27 * HOUR;
     expect(await ledger.retract('partner-alpha-7', 'ops', 'again')).toMatchObject({ found: true, first: false });
     expect(await retracted()).toBe(1);
+  });
+
+  it('announces a retraction once when two processes retract it at once (a DELETE repeated on another API task); one whose announcement failed, or whose announcer died, is announced by a repeat', async () => {
+    const dir = await tempDir('flood-eventlog-');
+    const files = new FileObjectStore(dir);
+    // The log's next batch refused once when `failNext` is set (S3 unreachable for a moment).
+    let failNext = false;
+    const store = new Proxy(files, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (name !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, ...rest: unknown[]) => {
+          if (failNext && key.startsWith(EVENT_LOG_PREFIX)) {
+            failNext = false;
+            throw new Error('the store is unreachable');
+          }
+          return (value as (...a: unknown[]) => Promise<boolean>).apply(target, [key, ...rest]);
+        };
+      },
+    }) as ObjectStore;
+    let now = Date.now();
+    const queue = new SqliteQueue(openLedgerDb(dir), 5);
+    const [a, b] = [0, 1].map(() => announcingRetractions(new ObjectLedger(store, queue), new ObjectEventLog(store, () => now), undefined, () => now));
+    const accept = async (n: number) => {
+      const record: IngestRecord = {
+        v: 1, pkey: `partner-alpha-${n}`, source: 'partner', post_id: n, partner: 'alpha', received_at: new Date().toISOString(),
+        report: parsePartnerReport(report(n, { created_at: '2026-11-21T05:00:00Z' }), Date.now()),
+      };
+      expect((await a!.accept(record)).created).toBe(true);
+      return record.pkey;
+    };
+    /** Each retracted report's events, as a process started now reads the log. */
+    const announced = async () => (await new ObjectEventLog(files, () => now).since(0, 1000)).filter((e) => e.kind === 'retracted').map((e) => e.pkey).sort();
+
+    const raced: string[] = [];
+    for (let n = 1; n <= 8; n++) {
+      const pkey = await accept(n);
+      raced.push(pkey);
+      const answers = await Promise.all([a!.retract(pkey, 'alpha', 'posted twice'), b!.retract(pkey, 'alpha', 'posted twice')]);
+      expect(answers.map((r) => r.found)).toEqual([true, true]);
+    }
+    expect(await announced()).toEqual(raced.sort());
+
+    // The log unreachable as the first retraction is announced: it fails (a 503), and the
+    // partner's repeat, on the other process at once, announces it.
+    const failed = await accept(20);
+    failNext = true;
+    await expect(a!.retract(failed, 'alpha', 'wrong place')).rejects.toThrow(/unreachable/);
+    expect(await b!.retract(failed, 'alpha', 'wrong place')).toMatchObject({ found: true, first: false });
+    expect((await announced()).filter((p) => p === failed)).toEqual([failed]);
+
+    // A process that died between its claim and its event: a repeat announces once the claim is stale.
+    const orphan = await accept(30);
+    expect(await a!.retract(orphan, 'alpha', 'again')).toMatchObject({ found: true, first: true });
+    const events = (await announced()).filter((p) => p === orphan);
+    expect(events).toEqual([orphan]);
+    // (Its event taken out, its claim left: as a process killed before it appended leaves them.)
+    const [batch] = (await new ObjectEventLog(files, () => now).since(0, 1000)).filter((e) => e.pkey === orphan && e.kind === 'retracted');
+    await files.delete([`${EVENT_LOG_PREFIX}${String(Math.floor(batch!.seq / 1000)).padStart(12, '0')}.json`]);
+    expect(await files.head(`${ANNOUNCING_PREFIX}${orphan}`)).toBeDefined();
+    const [c] = [announcingRetractions(new ObjectLedger(store, queue), new ObjectEventLog(store, () => now), undefined, () => now)];
+    await c!.retract(orphan, 'alpha', 'again');
+    expect((await announced()).filter((p) => p === orphan)).toEqual([]);
+    now += 31_000;
+    await c!.retract(orphan, 'alpha', 'again');
+    expect((await announced()).filter((p) => p === orphan)).toEqual([orphan]);
   });
 });
