@@ -5,12 +5,15 @@
 // purge only the ledger's day. The ledger's copy is the one a repeat and a DELETE name, and the
 // one a same-day merge keeps (the newest).
 //
-// The parts are rewritten in place, as a purge rewrites them, holding the compaction's lock and
-// the purge's (in that order, as a compaction takes them): no other job rewrites or merges those
-// parts meanwhile, and the worker writes only new parts. Each part is published whole (its
-// sidecars first), so a run stopped part-way leaves copies a later verify finds and merges. A
-// change log names each merged report at its kept time before any part changes: a mirror syncing
-// by `updated_after` upserts the kept copy by pkey over whichever one it held.
+// The parts are rewritten in place, as a purge rewrites them, holding the compaction's lock (a
+// compaction's, a reprocess's) and the purge's: no other job rewrites or merges those parts
+// meanwhile; the worker and an import write only new parts. Each part is published whole (its
+// sidecars first), so a run stopped part-way leaves copies a later verify finds and merges; a part
+// left empty is retired after RETIRE_GRACE_SECONDS, as compaction retires what it merged, so an
+// answer that listed it still reads it. A change log names each merged report at its kept time
+// before any part changes: a mirror syncing by `updated_after` upserts the kept copy by pkey over
+// whichever one it held. Another job holding a lock: nothing is merged, and the reports are
+// listed as not merged (the next run merges them).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -19,7 +22,7 @@ import type { ChangeLog } from '../archive/changes.js';
 import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
-import { storePartPublisher } from '../archive/partPublisher.js';
+import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import type { ReportLookup } from '../ledger/ledger.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
@@ -34,7 +37,7 @@ export interface MergeDeps {
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
-  config: Pick<Config, 'dataDir'>;
+  config: Pick<Config, 'dataDir' | 'retireGraceMs'>;
   /** Told of a sidecar that could not be built (storeSidecars.ts). */
   log: Pick<Logger, 'warn'>;
 }
@@ -42,8 +45,10 @@ export interface MergeDeps {
 export interface MergeResult {
   /** Now held on the ledger's day alone (within the windows merged). */
   merged: string[];
-  /** Left as they are: still pending, unknown to the ledger, or with no copy on the ledger's day. */
+  /** Left as they are: still pending, unknown to the ledger, with no copy on the ledger's day, or all of them while another job held a lock. */
   notMerged: string[];
+  /** Why nothing was merged: another job (a compaction, a reprocess, a purge) held a lock. */
+  lockedOut?: string;
   partsRewritten: number;
 }
 
@@ -72,7 +77,8 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
     else ledgerDay.set(pkey, { day: Math.floor(entry.createdMs / DAY_MS), createdMs: entry.createdMs });
   });
   const lock = (key: string, what: string) => ({ store: rt.store, key, what, log: rt.log, errors: { running: (m: string) => new MergeRunningError(m), lost: (m: string) => new MergeRunningError(m) } });
-  await withStoreLock(lock(COMPACTION_LOCK_KEY, 'merge of copies'), (compactionHeld) =>
+  const retired = retireAfter(storePartPublisher(rt), rt.config.retireGraceMs);
+  const merging = withStoreLock(lock(COMPACTION_LOCK_KEY, 'merge of copies'), (compactionHeld) =>
     withStoreLock(lock(PURGE_LOCK_KEY, 'merge of copies'), async (purgeHeld) => {
       const stillHeld = () => (compactionHeld(), purgeHeld());
       for (const pkey of await withoutKeptCopy(rt, ledgerDay)) {
@@ -86,14 +92,22 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
       await fs.mkdir(tmpDir, { recursive: true });
       for (const { fromMs, toMs } of windows) {
         for (const [part, dropped] of await copiesElsewhere(rt, ledgerDay, fromMs, toMs)) {
-          stillHeld();
-          await dropFrom(rt, part, dropped, tmpDir);
+          await dropFrom(rt, part, dropped, tmpDir, stillHeld, retired);
           result.partsRewritten += 1;
         }
       }
+      // Before the locks go: no compaction merges a part this run has yet to retire.
+      await retired.settle();
       result.merged.push(...ledgerDay.keys());
     }),
   );
+  try {
+    await merging;
+  } catch (err) {
+    if (!(err instanceof MergeRunningError) || result.merged.length > 0 || result.partsRewritten > 0) throw err;
+    result.lockedOut = err.message;
+    result.notMerged.push(...ledgerDay.keys());
+  }
   result.merged.sort();
   result.notMerged.sort();
   return result;
@@ -141,8 +155,11 @@ async function rowsOf(rt: Pick<MergeDeps, 'cache' | 'db'>, parts: readonly Objec
   );
 }
 
-/** Rewrites the part without these reports' rows (its other rows as they were, in the same order); retires it if none are left. */
-async function dropFrom(rt: MergeDeps, part: ObjectInfo, pkeys: readonly string[], tmpDir: string): Promise<void> {
+/**
+ * Rewrites the part without these reports' rows (its other rows as they were, in the same order);
+ * retires it (after the grace) if none are left. `stillHeld` throws once a lock is another's.
+ */
+async function dropFrom(rt: MergeDeps, part: ObjectInfo, pkeys: readonly string[], tmpDir: string, stillHeld: () => void, retired: { retire(keys: readonly string[]): void }): Promise<void> {
   const out = path.join(tmpDir, `${randomUUID()}.parquet`);
   const publisher = storePartPublisher(rt);
   try {
@@ -157,7 +174,8 @@ async function dropFrom(rt: MergeDeps, part: ObjectInfo, pkeys: readonly string[
         return n;
       }),
     );
-    if (left === 0) await publisher.retire([part.key]);
+    stillHeld();
+    if (left === 0) retired.retire([part.key]);
     else await publisher.publish(part.key, out);
   } finally {
     await fs.rm(out, { force: true });

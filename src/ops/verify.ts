@@ -31,7 +31,7 @@ export interface VerifyDeps extends Pick<MergeDeps, 'changes' | 'log'> {
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
-  config: Pick<Config, 'dataDir'>;
+  config: Pick<Config, 'dataDir' | 'retireGraceMs'>;
 }
 
 export interface DayReport {
@@ -60,8 +60,10 @@ export interface VerifyResult {
   atAnotherTime: string[];
   /** With `repair`: of `atAnotherTime`, those now held on the ledger's day alone within the window (copies elsewhere taken out). */
   merged: string[];
-  /** With `repair`: of `atAnotherTime`, those left as they are (still pending, or no copy on the ledger's day). */
+  /** With `repair`: of `atAnotherTime`, those left as they are (still pending, no copy on the ledger's day, or all while `mergeLockedOut`). */
   notMerged: string[];
+  /** With `repair`: why none was merged, another job holding the archive (a later run merges them). */
+  mergeLockedOut?: string;
   /** Tombstones in the archive of reports the ledger holds confirmed: retracted after the backup the ledger was restored from. */
   retractionsOnlyArchived: string[];
   /** With `repair`: of `retractionsOnlyArchived`, those whose retraction is recorded in the ledger now. */
@@ -139,7 +141,9 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
       const { strangers, elsewhere } = await notInLedger(rt.ledger, [...archived.keys()].filter((pkey) => !inBlock.has(pkey)));
       for (const pkey of strangers) result.unexpected.push(pkey);
       // Known, though not created in this block by the ledger's read: archived at another time, unless accepted since.
-            for (const entry of elsewhere) if (Math.floor(entry.createdMs / DAY_MS) !== archived.get(entry.pkey)) result.atAnotherTime.push(entry.pkey);
+      for (const entry of elsewhere) if (Math.floor(entry.createdMs / DAY_MS) !== archived.get(entry.pkey)) result.atAnotherTime.push(entry.pkey);
+      // Unknown, and on several days: at another time whatever day a repair records it at.
+      for (const pkey of strangers) if (archived.get(pkey) === SEVERAL_DAYS) result.atAnotherTime.push(pkey);
       if (result.atAnotherTime.length > atAnotherTimeBefore) blocksAtAnotherTime.push({ fromMs, toMs });
       if (options.repair && strangers.length > 0) {
         const adopted = await adoptStrangers(rt, fromMs, toMs, strangers);
@@ -165,7 +169,10 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
   result.atAnotherTime = [...new Set(result.atAnotherTime)].sort();
   result.retractionsOnlyArchived.sort();
   // After the blocks: a report's copies may lie in several, and those adopted above are known now.
-  if (options.repair) ({ merged: result.merged, notMerged: result.notMerged } = await mergeCopies(rt, result.atAnotherTime, blocksAtAnotherTime));
+  if (options.repair) {
+    const merge = await mergeCopies(rt, result.atAnotherTime, blocksAtAnotherTime);
+    Object.assign(result, { merged: merge.merged, notMerged: merge.notMerged }, merge.lockedOut !== undefined && { mergeLockedOut: merge.lockedOut });
+  }
   const atAnotherTimeLeft = options.repair ? result.notMerged : result.atAnotherTime;
   result.ok = result.missing.length === 0 && atAnotherTimeLeft.length === 0;
   return result;

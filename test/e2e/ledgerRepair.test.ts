@@ -9,12 +9,13 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compact } from '../../src/ops/compact.js';
 import { verify, type VerifyResult } from '../../src/ops/verify.js';
-import { hourPrefix, idempotencyKey, parsePkey, RETRACTIONS_PREFIX, retractionName } from '../../src/store/layout.js';
+import { COMPACTION_LOCK_KEY, hourPrefix, idempotencyKey, parsePkey, RETRACTIONS_PREFIX, retractionName } from '../../src/store/layout.js';
+import { withStoreLock } from '../../src/ops/storeLock.js';
 import { readyKeyOf, statsKeyOf } from '../../src/archive/sidecars/keys.js';
 import type { Config } from '../../src/shared/config.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { runCli } from '../support/cli.js';
-import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, eventually, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
 const NEXT_DAY = { fromMs: Date.parse('2026-11-22T00:00:00Z'), toMs: Date.parse('2026-11-22T23:59:59.999Z') };
@@ -153,6 +154,42 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     expect(await svc.rt.store.head(readyKeyOf(part!))).toBeUndefined();
     expect(await svc.rt.store.head(statsKeyOf(part!))).toBeUndefined();
     expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs })).toMatchObject({ atAnotherTime: [], missing: [], ok: true });
+  });
+
+  it('a report the ledger lost after both its copies were archived is found on two days too; a repair beside a running compaction merges nothing and says so, the next one merges', async () => {
+    const twice = 41;
+    const backup = path.join(config.dataDir, 'ledger-backup-4.sqlite');
+    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
+    expect((await postReport(svc.url, report(twice, { created_at: '2026-11-21T21:10:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const forget = async () => {
+      if (kind === 'embedded') await restore(backup);
+      else await svc.rt.store.delete([idempotencyKey(parsePkey(pkeyOf(twice))!)]);
+    };
+    await forget();
+    expect((await postReport(svc.url, report(twice, { created_at: '2026-11-22T21:10:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    // Lost again: the ledger knows neither copy.
+    await forget();
+    const both = { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs };
+    expect(await verify(svc.rt, both)).toMatchObject({ unexpected: [pkeyOf(twice)], atAnotherTime: [pkeyOf(twice)], ok: false });
+
+    // A compaction holds the archive: the repair records the report, merges nothing, and says why.
+    let release!: () => void;
+    const holding = withStoreLock({ store: svc.rt.store, key: COMPACTION_LOCK_KEY, what: 'compaction', log: svc.rt.log, errors: { running: (m) => new Error(m), lost: (m) => new Error(m) } }, () => new Promise<void>((resolve) => (release = resolve)));
+    try {
+      await eventually(async () => (await svc.rt.store.head(COMPACTION_LOCK_KEY)) ?? undefined, 15_000, 'the compaction lock');
+      const blocked = await verify(svc.rt, { ...both, repair: true });
+      expect(blocked).toMatchObject({ adopted: 1, merged: [], notMerged: [pkeyOf(twice)], mergeLockedOut: expect.stringMatching(/running/), ok: false });
+    } finally {
+      release();
+      await holding;
+    }
+    expect(await timesOf(svc, twice)).toEqual(['2026-11-21T21:10:00.000Z', '2026-11-22T21:10:00.000Z']);
+    // The next run: the copy the repair recorded (the newest) stays.
+    expect(await verify(svc.rt, { ...both, repair: true })).toMatchObject({ merged: [pkeyOf(twice)], notMerged: [], ok: true });
+    expect(await timesOf(svc, twice)).toEqual(['2026-11-22T21:10:00.000Z']);
+    expect(await svc.rt.ledger.lookup(pkeyOf(twice))).toMatchObject({ createdMs: Date.parse('2026-11-22T21:10:00Z') });
   });
 
   it('finds a report archived on two days, and a tombstone whose retraction the ledger lacks; the repair records the retraction', async () => {

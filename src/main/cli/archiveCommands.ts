@@ -233,7 +233,7 @@ export const verify: Command = {
             ? `archived without an acceptance record: ${result.unexpected.length}; recorded in the ledger now: ${result.adopted}; not recorded: ${result.notAdopted.length}${listed(result.notAdopted)}`
             : `archived without an acceptance record: ${result.unexpected.length}${result.unexpected.length ? ' (verify --repair records them in the ledger)' : ''}`,
           values.repair
-            ? `archived on another day than the ledger's, or on several: ${result.atAnotherTime.length}; now on the ledger's day alone: ${result.merged.length}; not merged (pending, or no copy on the ledger's day): ${result.notMerged.length}${listed(result.notMerged)}`
+            ? `archived on another day than the ledger's, or on several: ${result.atAnotherTime.length}; now on the ledger's day alone: ${result.merged.length}; not merged (${result.mergeLockedOut ? `${result.mergeLockedOut}: run verify --repair again` : 'pending, or no copy on the ledger\'s day'}): ${result.notMerged.length}${listed(result.notMerged)}`
             : `archived on another day than the ledger's, or on several (answers show each): ${result.atAnotherTime.length}${result.atAnotherTime.length ? ' (verify --repair keeps the copy on the ledger\'s day)' : ''}${listed(result.atAnotherTime)}`,
           values.repair
             ? `tombstones whose retraction the ledger lacked: ${result.retractionsOnlyArchived.length}; recorded now: ${result.retractionsRecorded}`
