@@ -1,6 +1,5 @@
 // npm run bench:standards [-- --reports 2500000 --days 365 --quick --baseline-cli <dist/src/main/cli.js of another build>]
-// The standards' figures on the benchmark's synthetic archive (ending today, so the OGC
-// collection's default window, the newest 366 days, holds all of it): the whole year of
+// The standards' figures on the benchmark's synthetic archive (ending today): the whole year of
 // OGC API – Features items pulled through GDAL's OAPIF driver (ogr2ogr, time and
 // features a second), and the year's GeoParquet answer (time and size; with
 // --baseline-cli, the same answer from another build, e.g. the release before GeoParquet).

@@ -47,7 +47,7 @@ export const COLUMNS = [
     answer: 'property',
     values: ['confirmed', 'retracted'],
     description:
-      'confirmed: as accepted. retracted: withdrawn by the partner that posted it (DELETE /feeds/partner/{post_id}) or by the operators; final. Retracted reports are left out of every answer unless include_retracted=true, where they are tombstones: title and text "", url and image_url null, place and time kept.',
+      'confirmed: as accepted. retracted: withdrawn by the partner that posted it (DELETE /feeds/partner/{post_id}) or by the operators; final. Retracted reports are left out of every answer unless include_retracted=true (and in a sync, updated_after, always), where they are tombstones: title and text "", url and image_url null, place and time kept.',
   },
   { name: 'url', kind: 'text', nullable: true, answer: 'property', personal: true, description: "The report's page at the partner." },
   { name: 'image_url', kind: 'text', nullable: true, answer: 'property', personal: true, description: 'A photo of the report.' },

@@ -105,7 +105,9 @@ const NAME_MAX = 200;
 /** A name a partner can write and a line can show: 1 to NAME_MAX characters, no control characters. */
 function nameProblems(name: unknown, where: string): string[] {
   if (typeof name !== 'string' || name.trim() === '') return [`${where}: name is required`];
-  if (name.length > NAME_MAX) return [`${where}: name must be at most ${NAME_MAX} characters (a post's partner_city is), not ${name.length}`];
+  // Characters as JSON Schema counts them (code points), as the feed's check of partner_city does.
+  const length = [...name].length;
+  if (length > NAME_MAX) return [`${where}: name must be at most ${NAME_MAX} characters (a post's partner_city is), not ${length}`];
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) return [`${where}: name must not hold control characters (a line break, a tab)`];
   return [];

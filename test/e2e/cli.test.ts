@@ -479,6 +479,15 @@ describe('flood-archive CLI', () => {
     db.close();
   });
 
+  it('keys revoke of the generated key says how it is switched off, rather than that no key has the name', async () => {
+    const dir = await tempDir();
+    // As the service writes it on its first start with no key configured.
+    await fs.writeFile(path.join(dir, 'api-key'), `${'k'.repeat(32)}\n`, { mode: 0o600 });
+    expect(JSON.parse((await run(['keys', 'list', '--json'], { DATA_DIR: dir })).stdout)).toEqual([{ name: 'local', from: `generated (${path.join(dir, 'api-key')})` }]);
+    const revoked = await run(['keys', 'revoke', '--name', 'local'], { DATA_DIR: dir });
+    expect([revoked.code, revoked.stderr.split('\n')[0]]).toEqual([2, '--name local: the generated key is not the ledger\'s to revoke: it stops working once a key is added (keys add) or API_KEYS is set']);
+  });
+
   it('publishing the same folder again without a label changes nothing: the default label holds no time', async () => {
     const env = { DATA_DIR: await tempDir() };
     const first = JSON.parse((await run(['cities', 'publish', '--from', SHARED_PH, '--json'], env)).stdout);

@@ -32,7 +32,11 @@ export const keys: Command = {
       };
       if (sub === 'revoke') {
         // A name no key has (a typo) is a mistake in the options, judged once the ledger is open.
-        if (!configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) throw new UsageError(`--name ${name}: no key is named so (keys list shows them)`);
+        if (!configured && !(await rt.ledger.listKeys()).some((k) => k.name === name)) {
+          // The generated key lives in its file, not the ledger: it is switched off by adding another.
+          if (name === GENERATED_KEY_NAME && (await generatedKey(config.dataDir))) throw new UsageError(`--name ${name}: the generated key is not the ledger's to revoke: it stops working once a key is added (keys add) or API_KEYS is set`);
+          throw new UsageError(`--name ${name}: no key is named so (keys list shows them)`);
+        }
         const n = await rt.ledger.revokeKeys(name);
         print(values, { name, revoked: n }, () => `revoked ${n} key(s) named ${name}`);
         stillConfigured();
