@@ -94,6 +94,9 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     clientOf: (req) => clientKey(req, rt.config.trustProxy),
   };
   const operations = operationsRouter(rt);
+  // Heavy answers' turns, shared: whole archive windows, and OGC pages that may read more than one.
+  const admission = new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs, { minBytesPerSecond: rt.config.heavyAnswers.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs });
+  const clientOf = (req: IncomingMessage) => clientKey(req, rt.config.trustProxy);
   const handlers: Handlers = {
     ...feedsHandlers({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }),
     ...citiesHandlers({ boundaries: rt.boundaries }),
@@ -105,8 +108,8 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       closedAfterMs: (rt.config.flushIntervalSeconds * 2 + 60) * 1000,
       tmpDir: path.join(rt.config.tmpDir, 'exports'),
       cursors,
-      admission: new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs, { minBytesPerSecond: rt.config.heavyAnswers.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs }),
-      clientOf: (req) => clientKey(req, rt.config.trustProxy),
+      admission,
+      clientOf,
       publicBase,
       adminAreas: async (version, details) => {
         const served = await servedBoundaries(rt.boundaries, version, details);
@@ -115,7 +118,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
     ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, cacheMaxBytes: rt.config.releaseCacheMaxBytes, publicBase, releases: rt.config.releases }),
-    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, cursors, publicBase }),
+    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, cursors, publicBase, admission, clientOf, maxWindowMs: rt.config.archiveMaxWindowMs }),
     ...apiDocsHandlers(),
     ...explorerHandlers({ maxPoints: rt.config.explorerMaxPoints }),
     // The operations router answers both of its paths itself.

@@ -258,6 +258,27 @@ describe('OGC API – Features: reports items', () => {
   });
 });
 
+describe('OGC API – Features: reports pages over a window longer than the archive endpoint takes', () => {
+  it('take a heavy answer\'s turn (none free and no wait: refused, 429 or 503), while pages within the archive\'s bound answer at once', async () => {
+    // One turn, no queue: pages that need a turn at the same moment refuse each other.
+    const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000', ARCHIVE_MAX_WINDOW: '72h', ARCHIVE_MAX_CONCURRENT: '1', ARCHIVE_QUEUE_SECONDS: '0' }));
+    const own = await startTestService(rt);
+    try {
+      for (let i = 0; i < 40; i++) expect((await postReport(own.url, report(7000 + i, { created_at: new Date(Date.UTC(2026, 10, 20) + i * 60_000).toISOString() }))).status).toBe(201);
+      await allArchived(own.rt);
+      const statuses = async (q: string) => (await Promise.all(Array.from({ length: 12 }, () => fetch(`${own.url}/ogc/collections/reports/items${q}`).then(async (r) => (await r.arrayBuffer(), r.status))))).sort();
+      const whole = await statuses('?limit=40');
+      expect(whole).toContain(200);
+      expect(whole.filter((s) => s !== 200).length).toBeGreaterThan(0);
+      expect(whole.every((s) => s === 200 || s === 429 || s === 503)).toBe(true);
+      // Within 72 hours: no turn taken, none refused.
+      expect(await statuses('?limit=40&datetime=2026-11-20T00:00:00Z/2026-11-21T00:00:00Z')).toEqual(Array(12).fill(200));
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
 describe('OGC API – Features: cities and barangays', () => {
   it('cities: every city, by code, with its polygon', async () => {
     const { body } = await ogc('/ogc/collections/cities/items', '/ogc/collections/cities/items');

@@ -24,11 +24,20 @@ import type { CursorCodec } from '../cursor.js';
 import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './reportsItems.js';
 import { handlerSet, type Handlers } from '../route.js';
 import { hangUpSignal } from '../hangUp.js';
+import type { Admission } from '../admission.js';
 
 export interface OgcDeps {
   archive: Archive;
   boundaries: BoundaryRepository;
   store: ObjectStore;
+  /**
+   * Turns for heavy answers (admission.ts), shared with the archive's whole windows: a reports
+   * page whose window is longer than `maxWindowMs` (the archive endpoint's bound; no datetime is
+   * the whole archive) may read every day of it to fill a page (a bbox that matches little).
+   */
+  admission: Pick<Admission, 'enter'>;
+  clientOf: (req: Request) => string;
+  maxWindowMs: number;
   /** Signs the reports' cursors (src/http/cursor.ts): one not issued here fails before a field is read. */
   cursors: CursorCodec;
   /** The base of every link (config, never the request's Host). */
@@ -165,7 +174,14 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       const after = opened === undefined ? undefined : decodeCursor(opened, fingerprint, details);
       throwIfAny(details);
       const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
-      const page = await reports.page(window, limit, after, now(), hangUpSignal(res));
+      const signal = hangUpSignal(res);
+      const leave = window.endMs - window.startMs > deps.maxWindowMs ? await deps.admission.enter(deps.clientOf(req), signal) : undefined;
+      let page: Awaited<ReturnType<ReportsItems['page']>>;
+      try {
+        page = await reports.page(window, limit, after, now(), signal);
+      } finally {
+        leave?.();
+      }
       features = page.features;
       numberMatched = page.numberMatched;
       if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.next, fingerprint)) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
