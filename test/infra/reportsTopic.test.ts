@@ -77,9 +77,13 @@ function eventGrants(): Record<string, Record<string, string[]>> {
 }
 
 describe('event log permissions', () => {
-  it('let the API read and append to the event log and mark retracted reports only, and the worker and ops tasks keep events/', () => {
+  it('let the API read and append to the event log, mark retracted reports and claim their announcements only, and the worker and ops tasks keep events/', () => {
     const grants = eventGrants();
-    expect(grants.api).toEqual({ '/events/v1/log/*': ['s3:GetObject', 's3:PutObject'], '/events/v1/retracted/*': ['s3:GetObject', 's3:PutObject'] });
+    expect(grants.api).toEqual({
+      '/events/v1/log/*': ['s3:GetObject', 's3:PutObject'],
+      '/events/v1/retracted/*': ['s3:GetObject', 's3:PutObject'],
+      '/events/v1/announcing/*': ['s3:GetObject', 's3:PutObject'],
+    });
     expect(grants.worker).toEqual({ '/events/*': ['s3:DeleteObject', 's3:GetObject', 's3:PutObject'] });
     expect(grants.scheduler).toEqual({ '/events/*': ['s3:DeleteObject', 's3:GetObject', 's3:PutObject'] });
   });
