@@ -63,6 +63,23 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     svc = await startTestService(await testRuntime(config, emulator));
   }
 
+  /**
+   * Report `id` posted dated `createdAt` and archived, then lost by the ledger (restored from a
+   * backup made before it on the embedded backend, its key deleted on S3); returns how to lose it again.
+   */
+  async function postedThenLost(id: number, createdAt: string): Promise<() => Promise<void>> {
+    const backup = path.join(config.dataDir, `ledger-backup-before-${id}.sqlite`);
+    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
+    expect((await postReport(svc.url, report(id, { created_at: createdAt }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const forget = async () => {
+      if (kind === 'embedded') await restore(backup);
+      else await svc.rt.store.delete([idempotencyKey(parsePkey(pkeyOf(id))!)]);
+    };
+    await forget();
+    return forget;
+  }
+
   it('records the archived reports the ledger lost: a repeat is a repeat again, a DELETE finds its report, a tombstone stays retracted', async () => {
     for (const id of [1, 2, 3]) expect((await post(svc, id)).status).toBe(201);
     await allArchived(svc.rt);
@@ -127,11 +144,8 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
 
   it('a copy alone in its part: the repair retires the part with its sidecars, and the day keeps the rest', async () => {
     const alone = 21;
-    const backup = path.join(config.dataDir, 'ledger-backup-3.sqlite');
-    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
     // An hour no other report of this suite is in, left uncompacted: its one part holds this report alone.
-    expect((await postReport(svc.url, report(alone, { created_at: '2026-11-21T20:30:00Z' }))).status).toBe(201);
-    await allArchived(svc.rt);
+    await postedThenLost(alone, '2026-11-21T20:30:00Z');
     const hourParts = async () => {
       const keys: string[] = [];
       for await (const o of svc.rt.store.list({ prefix: hourPrefix(Date.parse('2026-11-21T20:00:00Z')) })) keys.push(o.key);
@@ -140,8 +154,6 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     const [part] = await hourParts();
     expect(part).toBeDefined();
     expect(await svc.rt.store.head(readyKeyOf(part!))).toBeDefined();
-    if (kind === 'embedded') await restore(backup);
-    else await svc.rt.store.delete([idempotencyKey(parsePkey(pkeyOf(alone))!)]);
     expect((await postReport(svc.url, report(alone, { created_at: '2026-11-22T20:30:00Z' }))).status).toBe(201);
     await allArchived(svc.rt);
     expect(await timesOf(svc, alone)).toEqual(['2026-11-21T20:30:00.000Z', '2026-11-22T20:30:00.000Z']);
@@ -158,15 +170,7 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
 
   it('a report the ledger lost after both its copies were archived is found on two days too; a repair beside a running compaction merges nothing and says so, the next one merges', async () => {
     const twice = 41;
-    const backup = path.join(config.dataDir, 'ledger-backup-4.sqlite');
-    if (kind === 'embedded') await new Database(ledgerFile()).backup(backup);
-    expect((await postReport(svc.url, report(twice, { created_at: '2026-11-21T21:10:00Z' }))).status).toBe(201);
-    await allArchived(svc.rt);
-    const forget = async () => {
-      if (kind === 'embedded') await restore(backup);
-      else await svc.rt.store.delete([idempotencyKey(parsePkey(pkeyOf(twice))!)]);
-    };
-    await forget();
+    const forget = await postedThenLost(twice, '2026-11-21T21:10:00Z');
     expect((await postReport(svc.url, report(twice, { created_at: '2026-11-22T21:10:00Z' }))).status).toBe(201);
     await allArchived(svc.rt);
     // Lost again: the ledger knows neither copy.
