@@ -206,6 +206,20 @@ export class EventLog implements EventFeed {
     );
   }
 
+  /** The earlier event goes as a retraction's does (the stream and CAP, the deliveries waiting), in the transaction recording the new one. */
+  async superseded(rows: readonly ArchiveRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const features = rows.map(featureOf);
+    guard(() =>
+      this.db
+        .transaction(() => {
+          for (const f of features) if (this.stmts.retracted.get(`retracted:${f.properties.pkey}`) === undefined) this.hideNow(f.properties.pkey);
+          this.record('archived', features);
+        })
+        .immediate(),
+    );
+  }
+
   async hide(pkey: string): Promise<void> {
     await writeOnLoop(this.db, () => this.db.transaction(() => this.hideNow(pkey)).immediate(), 'events');
   }

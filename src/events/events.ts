@@ -45,6 +45,12 @@ export interface EventFeed extends ArchiveEvents {
    * webhook deliveries waiting: for a retraction whose Feature cannot be made (its point unknown).
    */
   hide(pkey: string): Awaitable<void>;
+  /**
+   * Announces these reports again as these rows (an archived event each, past the repeat filters):
+   * verify's repair kept another copy of each than the one announced. The earlier event reaches no
+   * reader's CAP feed from now on; a retracted report is left out.
+   */
+  superseded(rows: readonly ArchiveRow[]): Promise<void>;
   /** Events after `seq`, in order, at most `limit`. */
   since(seq: number, limit?: number): Awaitable<StoredEvent[]>;
   /**

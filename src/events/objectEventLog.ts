@@ -96,6 +96,13 @@ export class ObjectEventLog implements EventFeed {
     for (let i = 0; i < features.length; i += PER_BATCH) await this.append('archived', features.slice(i, i + PER_BATCH));
   }
 
+  /** Appended past the repeat filter; batches are never rewritten, so the earlier event stays in the log (the index keeps the later). */
+  async superseded(rows: readonly ArchiveRow[]): Promise<void> {
+    const retracted = await this.retractedPkeys();
+    const features = rows.filter((r) => !retracted.has(r.pkey)).map(featureOf);
+    for (let i = 0; i < features.length; i += PER_BATCH) await this.append('archived', features.slice(i, i + PER_BATCH));
+  }
+
   private announced: { upto: number; at: Map<string, number> } | undefined;
 
   /** Reports recorded as archived within REPEAT_WINDOW_MS, by any process (followed incrementally). */
@@ -383,7 +390,8 @@ function eventOf(n: number, i: number, b: LogBatch): StoredEvent {
 
 function addToIndex(index: { archived: Map<string, StoredEvent>; retracted: Map<string, number> }, e: StoredEvent): void {
   if (e.kind === 'archived') {
-    if (!index.retracted.has(e.pkey) && !index.archived.has(e.pkey)) index.archived.set(e.pkey, e);
+    // The later of two events of a report: a repeat (the same report) or one superseding it.
+    if (!index.retracted.has(e.pkey)) index.archived.set(e.pkey, e);
   } else {
     index.archived.delete(e.pkey);
     index.retracted.set(e.pkey, e.at_ms);

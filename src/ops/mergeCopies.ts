@@ -12,8 +12,10 @@
 // left empty is retired after RETIRE_GRACE_SECONDS, as compaction retires what it merged, so an
 // answer that listed it still reads it. A change log names each merged report at its kept time
 // before any part changes: a mirror syncing by `updated_after` upserts the kept copy by pkey over
-// whichever one it held. Another job holding a lock: nothing is merged, and the reports are
-// listed as not merged (the next run merges them).
+// whichever one it held. The event log announces each kept copy again, before any part changes
+// (a run stopped part-way announces it again next time): the copy announced first may be the one
+// taken out, and CAP, the stream and webhooks would go on showing it. Another job holding a lock:
+// nothing is merged, and the reports are listed as not merged (the next run merges them).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -23,6 +25,9 @@ import { sqlString, type DuckDb } from '../archive/duckdb.js';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
 import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
+import { eachRowOf } from '../archive/readRows.js';
+import type { ArchiveRow } from '../archive/schema.js';
+import type { EventFeed } from '../events/events.js';
 import type { ReportLookup } from '../ledger/ledger.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
@@ -37,6 +42,8 @@ export interface MergeDeps {
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
+  /** The event log: announces the kept copies. */
+  feed: Pick<EventFeed, 'superseded'>;
   config: Pick<Config, 'dataDir' | 'retireGraceMs'>;
   /** Told of a sidecar that could not be built (storeSidecars.ts). */
   log: Pick<Logger, 'warn'>;
@@ -81,13 +88,17 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
   const merging = withStoreLock(lock(COMPACTION_LOCK_KEY, 'merge of copies'), (compactionHeld) =>
     withStoreLock(lock(PURGE_LOCK_KEY, 'merge of copies'), async (purgeHeld) => {
       const stillHeld = () => (compactionHeld(), purgeHeld());
-      for (const pkey of await withoutKeptCopy(rt, ledgerDay)) {
+      const kept = await keptCopies(rt, ledgerDay);
+      const held = new Set(kept.map((r) => r.pkey));
+      for (const pkey of [...ledgerDay.keys()]) {
+        if (held.has(pkey)) continue;
         ledgerDay.delete(pkey);
         result.notMerged.push(pkey);
       }
       if (ledgerDay.size === 0) return;
       stillHeld();
       await rt.changes.record([...ledgerDay].map(([pkey, { createdMs }]) => ({ pkey, createdMs })));
+      await rt.feed.superseded(kept);
       const tmpDir = path.join(rt.config.dataDir, 'tmp', 'merge');
       await fs.mkdir(tmpDir, { recursive: true });
       for (const { fromMs, toMs } of windows) {
@@ -113,18 +124,22 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
   return result;
 }
 
-/** Of the reports, those whose ledger day's parts hold no copy dated that day: nothing to keep, so nothing is taken out. */
-async function withoutKeptCopy(rt: Pick<MergeDeps, 'store' | 'cache' | 'db'>, ledgerDay: ReadonlyMap<string, { day: number }>): Promise<string[]> {
+/** The copies dated the ledger's day its parts hold (as answers read them), of those reports that have one: the ones kept. */
+async function keptCopies(rt: Pick<MergeDeps, 'store' | 'cache' | 'db'>, ledgerDay: ReadonlyMap<string, { day: number }>): Promise<ArchiveRow[]> {
   const byDay = new Map<number, string[]>();
   for (const [pkey, { day }] of ledgerDay) byDay.set(day, [...(byDay.get(day) ?? []), pkey]);
-  const lacking: string[] = [];
+  const kept: ArchiveRow[] = [];
   for (const [day, pkeys] of byDay) {
     const dayMs = day * DAY_MS;
     const parts = (await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1)).flatMap((p) => p.parts);
-    const held = new Set((await rowsOf(rt, parts, pkeys)).filter((r) => r.day === day).map((r) => r.pkey));
-    lacking.push(...pkeys.filter((pkey) => !held.has(pkey)));
+    if (parts.length === 0) continue;
+    await rt.cache.withFiles(parts, (files) =>
+      eachRowOf(rt.db, files, pkeys, 500, async (rows) => {
+        kept.push(...rows.filter((r) => Math.floor(r.created_at_ms / DAY_MS) === day));
+      }),
+    );
   }
-  return lacking;
+  return kept;
 }
 
 /** The parts of [fromMs, toMs] holding copies of these reports dated another day than the ledger's, each with those reports. */

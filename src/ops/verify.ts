@@ -24,9 +24,9 @@ import type { Progress } from './progress.js';
 /**
  * What verify uses: the ledger's acceptances (and its lookup, for a report archived after they
  * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances
- * read; for a repair's merges, the change log and a log for sidecars that could not be built.
+ * read; for a repair's merges, the change log, the event log and a log for sidecars that could not be built.
  */
-export interface VerifyDeps extends Pick<MergeDeps, 'changes' | 'log'> {
+export interface VerifyDeps extends Pick<MergeDeps, 'changes' | 'log' | 'feed'> {
   ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'> & Pick<RetractionLedger, 'retract' | 'markPurged'>;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;

@@ -232,6 +232,11 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
       expect(cli.stdout).toContain('REPORTS ARCHIVED AT ANOTHER TIME');
     }
 
+    // The event log announced the first copy: the re-post was a repeat to it.
+    const kept = '2026-11-22T02:00:00.000Z';
+    const announced = async () => (await svc.rt.feed.archivedReport(pkeyOf(reposted)))?.feature.properties.created_at;
+    expect(await announced()).toMatch(/^2026-11-21T/);
+    const seqBefore = await svc.rt.feed.lastSeq(true);
     const mergedFrom = Date.now();
     const repaired = await verify(svc.rt, { ...DAY, repair: true });
     expect(repaired).toMatchObject({ retractionsOnlyArchived: [pkeyOf(retained)], retractionsRecorded: 1 });
@@ -240,6 +245,10 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     expect(await timesOf(svc, reposted)).toEqual(['2026-11-22T02:00:00.000Z']);
     expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs })).toMatchObject({ atAnotherTime: [], duplicatedInStorage: 0, ok: true });
     expect(await svc.rt.changes.written(mergedFrom, Date.now() + 1)).toContainEqual({ pkey: pkeyOf(reposted), createdMs: Date.parse('2026-11-22T02:00:00Z') });
+    // The event log announces the kept copy: CAP and the stream's followers get it, not the copy taken out.
+    expect(await announced()).toBe(kept);
+    const since = (await svc.rt.feed.since(seqBefore)).filter((e) => e.pkey === pkeyOf(reposted));
+    expect(since.map((e) => [e.kind, e.feature.properties.created_at])).toEqual([['archived', kept]]);
     // Its neighbours on the first day are as they were.
     expect((await answered(svc)).map(([pkey]) => pkey)).toContain(pkeyOf(retained));
     expect(await svc.rt.ledger.lookup(pkeyOf(retained))).toMatchObject({ state: 'retracted', retraction: { by: 'ops:repair' } });
