@@ -154,9 +154,9 @@ export class Window {
     return withReplan(this.ctx, this.days, (days) => windowParquet(this.ctx, this.query, days, tmpDir));
   }
 
-  /** Writes the window's GeoParquet answer to `out`. */
-  async writeParquet(out: string): Promise<void> {
-    const answer = await this.parquet(path.dirname(out));
+  /** Writes the window's GeoParquet answer to `out`; `tmpDir`: where DuckDB writes what cannot be copied (beside `out`). */
+  async writeParquet(out: string, tmpDir = path.dirname(out)): Promise<void> {
+    const answer = await this.parquet(tmpDir);
     try {
       await pipeToFile(out, Readable.from(answer.chunks()));
     } finally {

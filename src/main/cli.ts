@@ -126,7 +126,7 @@ async function main(argv: string[]): Promise<number> {
     }
     // A full disk under DuckDB (a bulk job's temporary files) is no failure of the job's own.
     if (isDiskFull(err)) {
-      process.stderr.write(`${name} stopped: ${err instanceof Error ? err.message : String(err)}: the disk is full: free space on the disk holding DATA_DIR (and TMP_DIR), then run the same command again\n`);
+      process.stderr.write(`${name} stopped: ${err instanceof Error ? err.message : String(err)}: the disk is full: free space on ${command.diskFull ?? 'the disk holding DATA_DIR (and TMP_DIR)'}, then run the same command again\n`);
       return 69;
     }
     process.stderr.write(`${name} failed: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -2,7 +2,7 @@
 export { JOBS } from '../../jobs/index.js';
 export { closedBefore, compact } from '../ops/compact.js';
 export { purgeRetracted } from '../ops/purge.js';
-export { exportWindow, partialOf } from '../ops/exportWindow.js';
+export { exportWindow, partialOf, workDirOf } from '../ops/exportWindow.js';
 export { importFile } from '../ops/importFile.js';
 export { giveBackLocks } from '../ops/storeLock.js';
 export { KeyNameInUseError } from '../ledger/ledger.js';

@@ -21,14 +21,15 @@ export interface ExportDeps {
  * file is written beside `out` and renamed into place once whole: an export that fails or is
  * killed leaves no file under that name that looks done (a cut CSV reads as a shorter one).
  */
-export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string, progress?: Progress): Promise<{ bytes: number }> {
+export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: ExportFormat, out: string, progress?: Progress, onPlaced?: () => void): Promise<{ bytes: number }> {
   const window = await rt.archive.open(query);
   await removeAbandoned(out);
   const partial = partialOf(out);
   try {
     if (format === 'parquet') {
       progress?.start(1);
-      await window.writeParquet(partial);
+      // Its pieces on the disk of `out`, in a folder of this export's own.
+      await window.writeParquet(partial, workDirOf(out));
       progress?.tick();
     } else {
       progress?.start(window.days.length);
@@ -40,29 +41,50 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
     // is whole after a power cut too.
     await fsyncFile(partial);
     await fs.rename(partial, out);
+    onPlaced?.();
     await fsyncDir(path.dirname(path.resolve(out)));
   } finally {
     await fs.rm(partial, { force: true });
+    await fs.rm(workDirOf(out), { recursive: true, force: true });
   }
   progress?.stop();
   return { bytes: (await fs.stat(out)).size };
 }
 
+/** A file name's longest, in bytes (ext4, XFS, APFS, NTFS alike), and the longest suffix an export adds to its out's. */
+const NAME_MAX = 255;
+const SUFFIX_MAX = Buffer.byteLength('.partial-4294967295.d');
+
+/** The name of `out`, cut (at a character) so the names of its partial and working folder fit NAME_MAX. */
+function partialBase(out: string): string {
+  let base = '';
+  for (const ch of path.basename(out)) {
+    if (Buffer.byteLength(base + ch) > NAME_MAX - SUFFIX_MAX) break;
+    base += ch;
+  }
+  return base;
+}
+
 /** Where an export to `out` is written until it is whole (beside it, this process's own). */
 export function partialOf(out: string): string {
-  return `${out}.partial-${process.pid}`;
+  return path.join(path.dirname(out), `${partialBase(out)}.partial-${process.pid}`);
+}
+
+/** Where a Parquet export to `out` writes its pieces until they are spliced (beside it, this process's own). */
+export function workDirOf(out: string): string {
+  return `${partialOf(out)}.d`;
 }
 
 /**
- * Removes the partial files beside `out` of exports no longer running on this machine (killed
- * before they could clean up: SIGKILL, a power cut). A running export's file is kept.
+ * Removes the partial files (and working folders) beside `out` of exports no longer running on
+ * this machine (killed before they could clean up: SIGKILL, a power cut). A running export's are kept.
  */
 async function removeAbandoned(out: string): Promise<void> {
-  const prefix = `${path.basename(out)}.partial-`;
+  const prefix = `${partialBase(out)}.partial-`;
   const names = await fs.readdir(path.dirname(out)).catch(() => []);
   for (const name of names) {
-    const pid = name.startsWith(prefix) ? Number(name.slice(prefix.length)) : NaN;
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isRunning(pid)) await fs.rm(path.join(path.dirname(out), name), { force: true });
+    const pid = name.startsWith(prefix) ? Number(name.slice(prefix.length).replace(/\.d$/, '')) : NaN;
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !isRunning(pid)) await fs.rm(path.join(path.dirname(out), name), { recursive: true, force: true });
   }
 }
 

@@ -179,7 +179,7 @@ export function citation(m: Manifest, manifestSha256: string, publicBaseUrl: str
     '  - type: other',
     `    value: ${q(`sha256:${manifestSha256}`)}`,
     '    description: "SHA-256 of the release\'s manifest.json, which holds the SHA-256 of every file"',
-    `abstract: ${q(`${m.reports.toLocaleString('en')} flood reports posted by partner apps, created from ${m.window.start} to ${m.window.end} (UTC), as the archive answered on ${m.created}. ${m.boundary_version.attribution ? `Boundaries: ${m.boundary_version.attribution}.` : ''}`.trim())}`,
+    `abstract: ${q(`${m.reports.toLocaleString('en')} flood reports posted by partner apps, created from ${m.window.start} to ${m.window.end} (UTC), as the archive answered on ${m.created}. ${m.boundary_version.attribution ? `${/^boundaries:/i.test(m.boundary_version.attribution) ? '' : 'Boundaries: '}${m.boundary_version.attribution}.` : ''}`.trim())}`,
     '',
   ].join('\n');
 }

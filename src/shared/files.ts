@@ -152,7 +152,12 @@ export async function checkWritable(file: string): Promise<void> {
     throw err;
   });
   if (handle) return handle.close();
-  const probe = path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.probe`);
+  await checkFolderWritable(path.dirname(file));
+}
+
+/** Whether files can be made in `folder`: one of a name of its own is made there, and removed. Rejects with the system's error when it cannot. */
+export async function checkFolderWritable(folder: string): Promise<void> {
+  const probe = path.join(folder, `.${randomUUID()}.probe`);
   await (await fsp.open(probe, 'wx')).close();
   await fsp.rm(probe, { force: true });
 }

@@ -241,6 +241,21 @@ describe('flood-archive CLI', () => {
     await fs.writeFile(empty, '\n');
     const none = await run(['import', '--file', empty, '--json'], env);
     expect([none.code, JSON.parse(none.stdout)]).toEqual([0, expect.objectContaining({ records: 0, accepted: 0 })]);
+    // /dev/stdout on a pipe (as here) names a pipe, not a file.
+    await mistake(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', '/dev/stdout'], /--out \/dev\/stdout is not a regular file/);
+    // A folder no file can be made in (sysfs refuses root too): told before the data dir is made.
+    const neverMade = path.join(dataDir, 'never-made');
+    const unwritable = await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', 'csv', '--out', '/sys/out.csv'], { ...env, DATA_DIR: neverMade });
+    expect([unwritable.code, unwritable.stderr]).toEqual([2, expect.stringMatching(/--out \/sys\/out\.csv: files cannot be made in \/sys \(E[A-Z]+\): name a file in another folder/)]);
+    await expect(fs.stat(neverMade)).rejects.toMatchObject({ code: 'ENOENT' });
+    // A name as long as a file's may be (255 bytes): its partial's name is cut to fit.
+    for (const format of ['csv', 'parquet']) {
+      const longest = path.join(dataDir, `${'é'.repeat(120)}${'x'.repeat(255 - 240 - format.length - 1)}.${format}`);
+      expect(Buffer.byteLength(path.basename(longest))).toBe(255);
+      const got = await run(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', format, '--out', longest, '--json'], env);
+      expect([got.code, got.stderr]).toEqual([0, '']);
+      expect((await fs.stat(longest)).size).toBeGreaterThan(0);
+    }
     for (const format of ['csv', 'parquet']) {
       const out = path.join(dataDir, 'missing', `out.${format}`);
       await mistake(['export', '--from', '2026-11-01', '--to', '2026-11-02', '--format', format, '--out', out], /there is no folder .*missing to write it in/);
@@ -346,6 +361,32 @@ describe('flood-archive CLI', () => {
     expect((await run(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'geojson', '--out', geo, '--json'], env)).code).toBe(0);
     expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.geojson')).sort()).toEqual(['stopped.geojson', `stopped.geojson.partial-${process.pid}`]);
     expect(JSON.parse(await fs.readFile(geo, 'utf8')).features).toHaveLength(n);
+
+    // A Parquet export writes pieces in a folder beside --out (a filtered window is DuckDB's to
+    // write). Stopped by Ctrl-C while the folder is there (let run a millisecond at a time until
+    // it is), it leaves neither the folder nor a file.
+    const parquet = path.join(dataDir, 'stopped.parquet');
+    const stepped = await startedCli(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'parquet', '--admin', 'PH-QC', '--out', parquet], env);
+    let running = true;
+    void stepped.exited.then(() => (running = false));
+    const workDir = `${parquet}.partial-${stepped.child.pid}.d`;
+    stepped.child.kill('SIGSTOP');
+    while (running && !(await fs.stat(workDir).catch(() => undefined))) {
+      stepped.child.kill('SIGCONT');
+      await new Promise((r) => setTimeout(r, 1));
+      stepped.child.kill('SIGSTOP');
+    }
+    expect(running, 'the export ended before its working folder was seen').toBe(true);
+    stepped.child.kill('SIGINT');
+    stepped.child.kill('SIGCONT');
+    expect(await stepped.exited).toBe(130);
+    expect(stepped.stderr()).toMatch(/export interrupted \(SIGINT\); nothing was written under --out/);
+    expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.parquet'))).toEqual([]);
+    // Killed outright: the next export removes its working folder with its partial.
+    await fs.mkdir(path.join(`${parquet}.partial-${killed.child.pid}.d`, 'parquet-x'), { recursive: true });
+    await fs.writeFile(path.join(`${parquet}.partial-${killed.child.pid}.d`, 'parquet-x', '0.parquet'), 'a piece');
+    expect((await run(['export', '--from', '2026-10-01', '--to', '2026-11-30', '--format', 'parquet', '--out', parquet, '--json'], env)).code).toBe(0);
+    expect((await fs.readdir(dataDir)).filter((f) => f.startsWith('stopped.parquet'))).toEqual(['stopped.parquet']);
   }, 120_000);
 
   it('exits 69 (unavailable) naming the store or the queue it cannot reach, whichever the command needs first', async () => {

@@ -157,6 +157,8 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const cff = await (await get('/releases/2025-r1/CITATION.cff')).text();
     expect(cff).toContain('cff-version: 1.2.0');
     expect(cff).toContain('version: "2025-r1"');
+    // The boundaries' attribution as their publisher wrote it, once.
+    expect(cff).toMatch(/^abstract: ".* as the archive answered on \S+Z\. Boundaries: PSA and NAMRIA 2023 [^"]*\)\."$/m);
     expect(cff).toContain(`sha256:${sha256(Buffer.from(await (await get('/releases/2025-r1/manifest.json')).arrayBuffer()))}`);
 
     // Read-only, at a stable URL: ranges, validators, immutable caching.

@@ -3,6 +3,7 @@
 // finishes when run again. On a real, small tmpfs where this process may mount one; everywhere,
 // with the store's writes failing as a full disk makes them fail.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -170,6 +171,28 @@ describe('a full disk', () => {
     const failed = await runCli(['import', '--file', file, '--json'], { DATA_DIR: dataDir });
     expect(failed.code).toBe(69);
     expect(failed.stderr).toMatch(/No space left on device.*the disk is full: free space on the disk holding DATA_DIR/s);
+  });
+
+  it('on a real tmpfs: an export whose folder fills stops with 69 naming that disk, and keeps the file it would have replaced', async (ctx) => {
+    const dataDir = await tempDir('flood-full-export-');
+    const outDir = await tempDir('flood-full-export-out-');
+    if (!mountTmpfs(outDir, 1)) return ctx.skip('skipped: this process may not mount a tmpfs (needs root)');
+    cleanups.push(async () => {
+      execFileSync('umount', ['-l', outDir]);
+    });
+    const file = path.join(dataDir, 'backfill.ndjson');
+    const start = Date.UTC(2026, 5, 1);
+    // Some 3 MB of CSV, and 1.5 MB of Parquet (titles that do not compress), on a disk of 1 MB.
+    await fs.writeFile(file, Array.from({ length: 6_000 }, (_, i) => JSON.stringify(report(i + 1, { created_at: new Date(start + (i % 720) * 3_600_000).toISOString(), title: randomBytes(240).toString('base64') }))).join('\n'));
+    expect((await runCli(['import', '--file', file, '--json'], { DATA_DIR: dataDir })).code).toBe(0);
+    const out = path.join(outDir, 'june.csv');
+    await fs.writeFile(out, 'the last export');
+    for (const format of ['csv', 'parquet']) {
+      const failed = await runCli(['export', '--from', '2026-06-01', '--to', '2026-06-30', '--format', format, '--out', out, '--json'], { DATA_DIR: dataDir });
+      expect([failed.code, failed.stderr]).toEqual([69, expect.stringMatching(/the disk is full: free space on the disk holding --out \(the export is written beside it\) or TMP_DIR, then run the same command again/)]);
+      expect(await fs.readFile(out, 'utf8')).toBe('the last export');
+      expect(await fs.readdir(outDir)).toEqual(['june.csv']);
+    }
   });
 
   it('on a real tmpfs: an import whose disk fills while it stores its parts stops, shows each report once at most, and finishes when run again', async (ctx) => {

@@ -8,7 +8,7 @@ import { createProgress } from '../../ops/progress.js';
 import { checkCheckpointFile, checkpointFileOf } from '../../ops/checkpointFile.js';
 import { checkRejectsFile, rejectsFileOf } from '../../ops/rejectsFile.js';
 import { checkNotCompressed } from '../../ops/importRecords.js';
-import { linkTarget, LinkLoopError } from '../../shared/files.js';
+import { checkFolderWritable, linkTarget, LinkLoopError } from '../../shared/files.js';
 import { GENERATED_KEY_NAME, generatedKey } from '../../partners/apiKeys.js';
 import { MAX_FUTURE_MS } from '../../partners/partnerReport.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
@@ -177,6 +177,8 @@ export const exportCommand: Command = {
   summary: 'write an archive window to a file (parquet, csv or geojson)',
   usage: 'export --from DATE --to DATE --format parquet|csv|geojson --out F [--admin CODE (a city, province or region)] [--json]',
   options: { ...common, ...window, format: { type: 'string' }, out: { type: 'string' }, admin: { type: 'string' } },
+  // It writes beside --out (its file, a Parquet export's pieces); DuckDB spills to TMP_DIR.
+  diskFull: 'the disk holding --out (the export is written beside it) or TMP_DIR',
   run: async ({ config, values }) => {
     // Options are checked before anything opens: a mistake is a usage error (2), never a store's (69).
     const format = required(values, 'format') as ExportFormat;
@@ -189,11 +191,17 @@ export const exportCommand: Command = {
       throw err instanceof LinkLoopError ? new UsageError(`--out ${err.message}`) : err;
     });
     // Checked before a row is read, whatever the format: a file goes only where a folder is.
-    if (!(await fs.stat(path.dirname(path.resolve(out))).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${named}: there is no folder ${path.dirname(out)} to write it in`);
-    const existing = await fs.stat(out).catch(() => undefined);
+    const folder = path.dirname(path.resolve(out));
+    if (!(await fs.stat(folder).catch(() => undefined))?.isDirectory()) throw new UsageError(`--out ${named}: there is no folder ${path.dirname(out)} to write it in`);
+    // The name as given too: /dev/stdout on a pipe links to a "pipe:[N]" that no path reaches.
+    const existing = (await fs.stat(out).catch(() => undefined)) ?? (await fs.stat(named).catch(() => undefined));
     if (existing?.isDirectory()) throw new UsageError(`--out ${named} is a folder: name the file to write`);
     // A pipe, a device or a socket would be replaced by a file of that name (the export is written beside it, then renamed).
     if (existing && !existing.isFile()) throw new UsageError(`--out ${named} is not a regular file (a pipe, a device or a socket): name a file to write`);
+    // The export is written beside --out: a folder it cannot write in is told before anything opens.
+    await checkFolderWritable(folder).catch((err: NodeJS.ErrnoException) => {
+      throw new UsageError(`--out ${named}: files cannot be made in ${path.dirname(out)} (${err.code ?? err.message}): name a file in another folder`);
+    });
     return withRuntime(config, async (rt) => {
       let admin: readonly string[] | undefined;
       if (typeof values.admin === 'string') {
@@ -202,11 +210,19 @@ export const exportCommand: Command = {
         if (!admin) throw new UsageError(`--admin ${areas.problem(values.admin)}`);
       }
       const query = { startMs: fromMs, endMs: toMs, admin };
+      // Renamed into place already, a signal stops the last step only (the folder's flush).
+      let placed = false;
       const result = await interruptible(
         'export',
-        'nothing was written under --out; run the same command again',
-        () => deps.exportWindow(rt, query, format, out, values.json ? undefined : createProgress('export')),
-        () => rmSync(deps.partialOf(out), { force: true }),
+        () => (placed ? `the export was whole under --out already (${String(values.out)})` : 'nothing was written under --out; run the same command again'),
+        () =>
+          deps.exportWindow(rt, query, format, out, values.json ? undefined : createProgress('export'), () => {
+            placed = true;
+          }),
+        () => {
+          rmSync(deps.partialOf(out), { force: true });
+          rmSync(deps.workDirOf(out), { recursive: true, force: true });
+        },
       );
       print(values, result, () => `wrote ${result.bytes} bytes to ${String(values.out)}`);
       return 0;

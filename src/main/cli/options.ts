@@ -25,6 +25,8 @@ export interface Command {
    * `keys list --name x` would otherwise list every key, as if the name narrowed it).
    */
   subcommandOptions?: Record<string, readonly string[]>;
+  /** Where to free space when the disk fills under the command (default: DATA_DIR's disk, and TMP_DIR's). */
+  diskFull?: string;
   run(ctx: { config: Config; values: Values; positionals: string[] }): Promise<number>;
 }
 
@@ -97,10 +99,10 @@ function toldWhileOpening(): () => void {
  * stopped, as a crash would leave it. Exits 130 (143); once signalled, the job's own end (its
  * "lock given back" failure, or a last step's success) is not what the command reports.
  */
-export async function interruptible<T>(what: string, advice: string, job: () => Promise<T>, cleanUp?: () => void): Promise<T> {
+export async function interruptible<T>(what: string, advice: string | (() => string), job: () => Promise<T>, cleanUp?: () => void): Promise<T> {
   let stopping: Promise<never> | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    process.stderr.write(`${what} interrupted (${signal}); ${advice}\n`);
+    process.stderr.write(`${what} interrupted (${signal}); ${typeof advice === 'string' ? advice : advice()}\n`);
     cleanUp?.();
     stopping = new Promise<never>(() => undefined);
     void deps.giveBackLocks().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
