@@ -13,6 +13,7 @@ import type { WindowContext } from './context.js';
 import { GEOMETRY_SQL, geoCopyOption, prepareGeometry } from './geoparquet.js';
 import { closeAll, readFooter, rowsOf, schemaOf, spliceParquet, type Footer, type ParquetAnswer } from './parquetSplice.js';
 import { isDayClean, partsOf, type DayPlan } from './plan.js';
+import { withReplan } from './replan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import { openStoredParquet, type StoredParquet } from './sidecars/index.js';
 import { ARCHIVE_TABLE_DDL } from './partColumns.js';
@@ -24,8 +25,8 @@ import { EXPORT_COLUMNS, filteredRows } from './sql.js';
  * compacted part, or single parts of its hours, every report inside the window, nothing
  * retracted since), the answer-form Parquet stored there; each run of other days (cut by the
  * window, several parts to de-duplicate, a retraction not yet purged, sidecars without it)
- * written by DuckDB in one streaming COPY. Filtered windows, syncs and tombstones are one
- * such run. Every answer gets its footer from the splice, whose `geo` bbox comes from the row
+ * written by DuckDB in one streaming COPY a month (RUN_DAYS) at most. Filtered windows, syncs
+ * and tombstones are such runs. Every answer gets its footer from the splice, whose `geo` bbox comes from the row
  * groups' lng/lat statistics: DuckDB need not scan the rows for it.
  */
 export async function windowParquet(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], tmpDir: string): Promise<ParquetAnswer> {
@@ -36,8 +37,9 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
     let run: DayPlan[] = [];
     const written = async () => {
       if (run.length === 0) return;
-      const piece = await duckdbPiece(ctx, query, run, path.join(dir, `${pieces.length}.parquet`));
-      pieces.push(piece);
+      const out = path.join(dir, `${pieces.length}.parquet`);
+      // Written again over a new listing of its days should a part of theirs be retired before it is held.
+      pieces.push(await withReplan(ctx, run, (days) => duckdbPiece(ctx, query, days, out)));
       run = [];
     };
     const ahead = fetchAhead(ctx, days, copyable(query) ? { shape: 'parquet', filter: query } : undefined);
@@ -47,6 +49,9 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
       const stored = copyable(query) ? await storedDay(ctx, query, day) : undefined;
       if (!stored) {
         run.push(day);
+        // A month's days at most: a run is held whole, and tried again whole over a new listing
+        // should a part of it be retired before it is held (a reprocess retires parts all along).
+        if (run.length >= RUN_DAYS) await written();
         continue;
       }
       await written();
@@ -68,10 +73,13 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
   if (kept.some((p) => schemaOf(p) !== schema)) {
     // Sidecars of another schema (an older release's): DuckDB writes the whole window.
     await closeAll(kept.map((p) => p.source.handle));
-    return duckdbFile(ctx, query, days, tmpDir);
+    return withReplan(ctx, days, (again) => duckdbFile(ctx, query, again, tmpDir));
   }
   return spliceParquet(kept);
 }
+
+/** Days DuckDB writes into one piece at most. */
+const RUN_DAYS = 31;
 
 /** Whether stored row groups can answer the query: whole reports, no filter but the window. */
 const copyable = (query: WindowQuery) => isUnfiltered(query) && !query.includeRetracted;
@@ -157,14 +165,20 @@ function wholeAnswer(piece: Footer): ParquetAnswer {
  */
 async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], out: string): Promise<void> {
   const segmentDir = `${out}.segments`;
-  // The parts read as they are stay until the one COPY over them all is done.
+  // Every part held from the start until the one COPY over them all is done: one retired while
+  // the days before it are merged stays readable (a reprocess retires parts all along, and parts
+  // held as their day came were gone by then).
   const holds = new Holds();
   await fs.mkdir(segmentDir, { recursive: true });
   try {
+    const all = days.flatMap(partsOf);
+    const fileOf = new Map(all.map((p, i) => [p, i]));
+    const heldFiles = await ctx.files(all, holds);
+    const files = (parts: readonly ObjectInfo[]) => parts.map((p) => heldFiles[fileOf.get(p)!]!);
     const segments: string[] = [];
     const merge = async (parts: ObjectInfo[]) => {
       const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
-      const bound = filteredRows(await ctx.files(parts, holds), query);
+      const bound = filteredRows(files(parts), query);
       await ctx.db.withMemory(
         (conn) => conn.run(`COPY (SELECT * FROM ${bound.sql} ORDER BY created_at DESC, pkey DESC) TO ${sqlString(segment)} (FORMAT parquet, COMPRESSION zstd)`, bound.values, bound.types),
         ctx.signal,
@@ -174,12 +188,12 @@ async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: 
     for (const day of days) {
       ctx.signal?.throwIfAborted();
       if (day.whole.length > 0) {
-        if (isDayClean(day)) segments.push(...(await ctx.files(day.whole, holds)));
+        if (isDayClean(day)) segments.push(...files(day.whole));
         else await merge(partsOf(day));
         continue;
       }
       for (const hour of day.hours) {
-        if (hour.parts.length === 1) segments.push(...(await ctx.files(hour.parts, holds)));
+        if (hour.parts.length === 1) segments.push(...files(hour.parts));
         else await merge(hour.parts);
       }
     }

@@ -8,6 +8,7 @@ import { Holds } from './holds.js';
 import { HOUR_MS, isClean, isDayClean, type DayPlan } from './plan.js';
 import type { HourParts } from './partListing.js';
 import type { WindowQuery } from './query.js';
+import { withReplan } from './replan.js';
 import { filteredRows } from './sql.js';
 import { sidecarCounter } from './sidecars/index.js';
 import type { ObjectInfo } from '../store/objectStore.js';
@@ -75,6 +76,11 @@ export class StatsTally {
     keys.set(key, (keys.get(key) ?? 0) + count);
   }
 
+  /** Adds another tally's counts to this one's. */
+  addAll(other: StatsTally): void {
+    for (const [bucketMs, keys] of other.buckets) for (const [key, n] of keys) this.add(bucketMs, key, n);
+  }
+
   /** The tidy rows: oldest bucket first, then by key. */
   rows(offsetMinutes: number): StatsRow[] {
     const rows: StatsRow[] = [];
@@ -120,19 +126,31 @@ export function bucketer(spec: StatsSpec): (us: number) => { bucketMs: number; f
  */
 export async function countStats(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec): Promise<StatsRow[]> {
   const tally = new StatsTally();
-  // The stats sidecars stay until they are counted; each month's parts until its query is done.
-  const rest = await Holds.during((sidecars) => countSidecars(ctx, query, days, spec, tally, sidecars));
-  for (let i = 0; i < rest.length; i += 31) {
-    const chunk = rest.slice(i, i + 31);
-    await Holds.during(async (holds) => {
-      const bound = filteredRows(await ctx.files(chunk.flatMap((c) => c.parts), holds), query, chunk.every((c) => c.clean));
-      await ctx.db.withMemory(async (conn) => {
-        const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
-        for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
-      }, ctx.signal);
-    });
+  // DAYS_AT_ONCE days at a time, each read again over a new listing of its own days (replan.ts)
+  // should a part of theirs be retired meanwhile: a reprocess retires parts all along, and three
+  // months counted from their start again at each retirement never got through.
+  for (let i = 0; i < days.length; i += DAYS_AT_ONCE) {
+    tally.addAll(await withReplan(ctx, days.slice(i, i + DAYS_AT_ONCE), (month) => countDays(ctx, query, month, spec)));
   }
   return tally.rows(spec.offsetMinutes);
+}
+
+/** Days (that hold reports) counted at once: some month's; their stats sidecars and parts are held until they are counted. */
+const DAYS_AT_ONCE = 31;
+
+/** The days' counts: by their stats sidecars where those answer, by DuckDB over their parts where not. */
+async function countDays(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], spec: StatsSpec): Promise<StatsTally> {
+  const tally = new StatsTally();
+  const rest = await Holds.during((sidecars) => countSidecars(ctx, query, days, spec, tally, sidecars));
+  if (rest.length === 0) return tally;
+  await Holds.during(async (holds) => {
+    const bound = filteredRows(await ctx.files(rest.flatMap((c) => c.parts), holds), query, rest.every((c) => c.clean));
+    await ctx.db.withMemory(async (conn) => {
+      const reader = await conn.runAndReadAll(statsSql(bound.sql, spec), bound.values, bound.types);
+      for (const row of reader.getRowObjectsJS()) tally.add(Number(row.bucket_ms), row.key === null ? null : String(row.key), Number(row.n));
+    }, ctx.signal);
+  });
+  return tally;
 }
 
 /** Parts of one day that DuckDB counts, and whether they hold each pkey once (see `filteredRows`). */

@@ -143,7 +143,8 @@ export class Window {
 
   /** Counts by time bucket and place (the same filters as the answer), oldest bucket first. */
   stats(spec: StatsSpec): Promise<StatsRow[]> {
-    return withReplan(this.ctx, this.days, (days) => countStats(this.ctx, this.query, days, spec));
+    // Read again a month at a time should parts go meanwhile (countStats).
+    return countStats(this.ctx, this.query, this.days, spec);
   }
 
   /**
@@ -151,7 +152,8 @@ export class Window {
    * size known before it is sent. `tmpDir`: where DuckDB writes what cannot be copied.
    */
   parquet(tmpDir: string): Promise<ParquetAnswer> {
-    return withReplan(this.ctx, this.days, (days) => windowParquet(this.ctx, this.query, days, tmpDir));
+    // Its pieces read again a month at most at a time should parts go meanwhile (windowParquet).
+    return windowParquet(this.ctx, this.query, this.days, tmpDir);
   }
 
   /** Writes the window's GeoParquet answer to `out`; `tmpDir`: where DuckDB writes what cannot be copied (beside `out`). */
