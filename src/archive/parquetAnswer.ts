@@ -13,7 +13,7 @@ import type { WindowContext } from './context.js';
 import { GEOMETRY_SQL, geoCopyOption, prepareGeometry } from './geoparquet.js';
 import { closeAll, readFooter, rowsOf, schemaOf, spliceParquet, type Footer, type ParquetAnswer } from './parquetSplice.js';
 import { isDayClean, partsOf, type DayPlan } from './plan.js';
-import { withReplan } from './replan.js';
+import { withDayReplanned, withReplan } from './replan.js';
 import { isUnfiltered, type WindowQuery } from './query.js';
 import { openStoredParquet, type StoredParquet } from './sidecars/index.js';
 import { ARCHIVE_TABLE_DDL } from './partColumns.js';
@@ -46,9 +46,16 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
     for (const [i, day] of days.entries()) {
       ctx.signal?.throwIfAborted();
       ahead.reached(i);
-      const stored = copyable(query) ? await storedDay(ctx, query, day) : undefined;
+      // Read again over a new listing of the day should a ready text of its be retired meanwhile.
+      let planned = day;
+      const stored = copyable(query)
+        ? await withDayReplanned(ctx, day, (again) => {
+            planned = again;
+            return storedDay(ctx, query, again);
+          })
+        : undefined;
       if (!stored) {
-        run.push(day);
+        run.push(planned);
         // A month's days at most: a run is held whole, and tried again whole over a new listing
         // should a part of it be retired before it is held (a reprocess retires parts all along).
         if (run.length >= RUN_DAYS) await written();
@@ -71,9 +78,10 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
   if (kept.length === 0) return duckdbFile(ctx, query, [], tmpDir);
   const schema = schemaOf(kept[0]!);
   if (kept.some((p) => schemaOf(p) !== schema)) {
-    // Sidecars of another schema (an older release's): DuckDB writes the whole window.
+    // Sidecars of another schema (an older release's): DuckDB writes the whole window, RUN_DAYS at a time.
     await closeAll(kept.map((p) => p.source.handle));
-    return withReplan(ctx, days, (again) => duckdbFile(ctx, query, again, tmpDir));
+    const whole = await duckdbRuns(ctx, query, days, tmpDir);
+    return whole.length > 0 ? spliceParquet(whole) : duckdbFile(ctx, query, [], tmpDir);
   }
   return spliceParquet(kept);
 }
@@ -113,6 +121,26 @@ async function storedDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): 
   } finally {
     holds.release();
   }
+}
+
+/** The days written by DuckDB RUN_DAYS at a time (each tried again alone), the pieces that hold reports, open for reading. */
+async function duckdbRuns(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], tmpDir: string): Promise<Footer[]> {
+  const dir = await fs.mkdtemp(path.join(tmpDir, 'parquet-'));
+  const pieces: Footer[] = [];
+  try {
+    for (let i = 0; i < days.length; i += RUN_DAYS) {
+      const out = path.join(dir, `${pieces.length}.parquet`);
+      pieces.push(await withReplan(ctx, days.slice(i, i + RUN_DAYS), (run) => duckdbPiece(ctx, query, run, out)));
+    }
+  } catch (err) {
+    await closeAll(pieces.map((p) => p.source.handle));
+    throw err;
+  } finally {
+    // The pieces stay readable through their open handles.
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+  await closeAll(pieces.filter((p) => rowsOf(p) === 0).map((p) => p.source.handle));
+  return pieces.filter((p) => rowsOf(p) > 0);
 }
 
 /** Days of the window as one GeoParquet file written by DuckDB, open for reading. */

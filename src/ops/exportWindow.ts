@@ -30,6 +30,8 @@ export async function exportWindow(rt: ExportDeps, query: WindowQuery, format: E
       progress?.start(1);
       // Its pieces on the disk of `out`, in a folder of this export's own.
       await window.writeParquet(partial, workDirOf(out));
+      // Gone before the rename: a stopped export's working folder says it never took the name.
+      await fs.rm(workDirOf(out), { recursive: true, force: true });
       progress?.tick();
     } else {
       progress?.start(window.days.length);

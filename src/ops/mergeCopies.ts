@@ -12,9 +12,10 @@
 // left empty is retired after RETIRE_GRACE_SECONDS, as compaction retires what it merged, so an
 // answer that listed it still reads it. A change log names each merged report at its kept time
 // before any part changes: a mirror syncing by `updated_after` upserts the kept copy by pkey over
-// whichever one it held. The event log announces each kept copy again, before any part changes
-// (a run stopped part-way announces it again next time): the copy announced first may be the one
-// taken out, and CAP, the stream and webhooks would go on showing it. Another job holding a lock:
+// whichever one it held. The event log announces a kept copy again where the archived event it
+// holds for the report is of another copy (the copy announced first may be the one taken out, and
+// CAP, the stream and webhooks would go on showing it), before any part changes (a run stopped
+// part-way announces it next time); never a retracted report's. Another job holding a lock:
 // nothing is merged, and the reports are listed as not merged (the next run merges them).
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -28,6 +29,7 @@ import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { eachRowOf } from '../archive/readRows.js';
 import type { ArchiveRow } from '../archive/schema.js';
 import type { EventFeed } from '../events/events.js';
+import { featureOf } from '../events/feature.js';
 import type { ReportLookup } from '../ledger/ledger.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
@@ -43,7 +45,7 @@ export interface MergeDeps {
   db: DuckDb;
   changes: Pick<ChangeLog, 'record'>;
   /** The event log: announces the kept copies. */
-  feed: Pick<EventFeed, 'superseded'>;
+  feed: Pick<EventFeed, 'superseded' | 'archivedReport'>;
   config: Pick<Config, 'dataDir' | 'retireGraceMs'>;
   /** Told of a sidecar that could not be built (storeSidecars.ts). */
   log: Pick<Logger, 'warn'>;
@@ -77,11 +79,14 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
   const entries = await mapLimit(pkeys, 16, (pkey) => rt.ledger.lookup(pkey));
   /** Each report's ledger day (days since the epoch), and its time there. */
   const ledgerDay = new Map<string, { day: number; createdMs: number }>();
+  /** Merged, never announced: the event log may no longer know of their retraction (pruned, or never told). */
+  const retracted = new Set<string>();
   pkeys.forEach((pkey, i) => {
     const entry = entries[i];
     // Still pending: the worker may write it yet, on the ledger's day.
     if (!entry || entry.pending) result.notMerged.push(pkey);
     else ledgerDay.set(pkey, { day: Math.floor(entry.createdMs / DAY_MS), createdMs: entry.createdMs });
+    if (entry?.state === 'retracted') retracted.add(pkey);
   });
   const lock = (key: string, what: string) => ({ store: rt.store, key, what, log: rt.log, errors: { running: (m: string) => new MergeRunningError(m), lost: (m: string) => new MergeRunningError(m) } });
   const retired = retireAfter(storePartPublisher(rt), rt.config.retireGraceMs);
@@ -98,7 +103,7 @@ export async function mergeCopies(rt: MergeDeps, pkeys: readonly string[], windo
       if (ledgerDay.size === 0) return;
       stillHeld();
       await rt.changes.record([...ledgerDay].map(([pkey, { createdMs }]) => ({ pkey, createdMs })));
-      await rt.feed.superseded(kept);
+      await rt.feed.superseded(await toAnnounce(rt, kept.filter((r) => r.status !== 'retracted' && !retracted.has(r.pkey))));
       const tmpDir = path.join(rt.config.dataDir, 'tmp', 'merge');
       await fs.mkdir(tmpDir, { recursive: true });
       for (const { fromMs, toMs } of windows) {
@@ -140,6 +145,16 @@ async function keptCopies(rt: Pick<MergeDeps, 'store' | 'cache' | 'db'>, ledgerD
     );
   }
   return kept;
+}
+
+/**
+ * Of the kept copies, those whose report's archived event in the log is of another copy: the
+ * others were announced as they are, or their events are gone with the log's retention (a repair
+ * of old reports tells subscribers nothing they still hold).
+ */
+async function toAnnounce(rt: Pick<MergeDeps, 'feed'>, kept: readonly ArchiveRow[]): Promise<ArchiveRow[]> {
+  const announced = await mapLimit(kept, 16, async (row) => rt.feed.archivedReport(row.pkey));
+  return kept.filter((row, i) => announced[i] !== undefined && JSON.stringify(announced[i]!.feature) !== JSON.stringify(featureOf(row)));
 }
 
 /** The parts of [fromMs, toMs] holding copies of these reports dated another day than the ledger's, each with those reports. */

@@ -168,6 +168,24 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     expect(await verify(svc.rt, { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs })).toMatchObject({ atAnotherTime: [], missing: [], ok: true });
   });
 
+  it('a retracted report merged is not announced again, though the event log no longer knows of its retraction', async () => {
+    const gone = 51;
+    await postedThenLost(gone, '2026-11-21T22:40:00Z');
+    expect((await postReport(svc.url, report(gone, { created_at: '2026-11-22T22:40:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const announced = (await svc.rt.feed.archivedReport(pkeyOf(gone)))!;
+    expect(announced.feature.properties.created_at).toBe('2026-11-21T22:40:00.000Z');
+    expect((await retract(svc, gone)).status).toBe(200);
+    // The log's retention has passed: neither the report's events nor (embedded) its retraction's are kept.
+    await svc.rt.feed.prune(0);
+    // Embedded, the log then holds what a retraction whose announcement failed leaves: the first copy's event alone.
+    svc.rt.events?.record('archived', [announced.feature]);
+    const seqBefore = await svc.rt.feed.lastSeq(true);
+    const both = { fromMs: DAY.fromMs, toMs: NEXT_DAY.toMs };
+    expect(await verify(svc.rt, { ...both, repair: true })).toMatchObject({ merged: [pkeyOf(gone)], notMerged: [] });
+    expect((await svc.rt.feed.since(seqBefore)).filter((e) => e.pkey === pkeyOf(gone))).toEqual([]);
+  });
+
   it('a report the ledger lost after both its copies were archived is found on two days too; a repair beside a running compaction merges nothing and says so, the next one merges', async () => {
     const twice = 41;
     const forget = await postedThenLost(twice, '2026-11-21T21:10:00Z');

@@ -326,7 +326,10 @@ describe.each(BACKENDS)('a long window whose later days are rewritten each time 
     expect(byDay.map((r) => r.count)).toEqual(Array.from({ length: DAYS }, () => 2));
     const parquet = path.join(env.dir, `${kind}-along.parquet`);
     await read((window) => window.writeParquet(parquet));
-    const pkeys = await svc.rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey FROM read_parquet('${parquet}') ORDER BY pkey`)).getRowObjectsJS().map((r) => r.pkey));
-    expect(pkeys).toEqual(all);
+    // Every report once, newest first across the pieces' seams, as every answer goes.
+    const rows = await svc.rt.db.withConnection(async (conn) => (await conn.runAndReadAll(`SELECT pkey, epoch_ms(created_at)::DOUBLE AS ms FROM read_parquet('${parquet}')`)).getRowObjectsJS());
+    expect(rows.map((r) => String(r.pkey)).sort()).toEqual(all);
+    const times = rows.map((r) => Number(r.ms));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
   }, 120_000);
 });
