@@ -422,8 +422,24 @@ async function load(state) {
     return;
   }
   setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
+  // Said before what the window shows: a place of the link the boundaries now lack.
+  let note = '';
+  const say = (kind, text) => setStatus(kind, note ? `${note} ${text}` : text);
   try {
     const boundaries = await loadBoundaries();
+    if (state.admin) {
+      // A link shared before a publish may name a place the boundaries now published lack: every
+      // place is shown, and the link says so, rather than refused requests beside a list that
+      // names no place.
+      await boundaries.rest;
+      if (mine !== generation) return;
+      if (![...form.elements.admin.options].some((o) => o.value === state.admin)) {
+        note = `${state.admin} is not among the places of the boundaries published now, so every place is shown.`;
+        state = { ...state, admin: '' };
+        history.replaceState(null, '', stateQuery(state));
+        showState(state);
+      }
+    }
     const params = windowParams(range, state.admin);
     // What the map shows names the boundary version it is drawn with (the areas of admin= and
     // by=), across a publish; the download links do not, so they keep working after the next one.
@@ -453,20 +469,20 @@ async function load(state) {
     if (n === 0) {
       drawPoints([]);
       mapNote.textContent = '';
-      setStatus('empty', 'No reports in this window. Try a longer window or another place.');
+      say('empty', 'No reports in this window. Try a longer window or another place.');
       return;
     }
     if (n > MAX_POINTS) {
       drawPoints([]);
       mapNote.textContent = `${n.toLocaleString('en')} reports: too many to draw one by one, so the areas on the map show the counts. Narrow the window (drag on the chart) to see the reports as points.`;
-      setStatus('ready', `${n.toLocaleString('en')} reports between ${formatManila(range[0])} and ${formatManila(range[1])}.`);
+      say('ready', `${n.toLocaleString('en')} reports between ${formatManila(range[0])} and ${formatManila(range[1])}.`);
       return;
     }
     const answer = await api(`/reports/archive?${shown}&format=json&geoformat=geojson`);
     if (mine !== generation) return;
     drawPoints(answer.result.features);
     mapNote.textContent = 'Click a point for the report.';
-    setStatus('ready', `${n.toLocaleString('en')} report${n === 1 ? '' : 's'} between ${formatManila(range[0])} and ${formatManila(range[1])}, shown as points.`);
+    say('ready', `${n.toLocaleString('en')} report${n === 1 ? '' : 's'} between ${formatManila(range[0])} and ${formatManila(range[1])}, shown as points.`);
   } catch (err) {
     if (mine !== generation) return;
     clearView();

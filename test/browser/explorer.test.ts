@@ -480,6 +480,21 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
+  it('a shared link naming a place the boundaries published now lack shows every place and says why, refusing nothing', async () => {
+    const { page, errors, requests, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}&admin=PH-ZZ`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#status')).toMatch(/^PH-ZZ is not among the places of the boundaries published now, so every place is shown\. \d+ reports? between/);
+      expect(new URL(page.url()).searchParams.has('admin')).toBe(false);
+      expect(await page.inputValue('select[name=admin]')).toBe('');
+      expect(requests.filter((u) => u.includes('/reports/') && u.includes('PH-ZZ'))).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
   it('says so when the window is empty', async () => {
     const { page, close } = await openPage();
     try {
