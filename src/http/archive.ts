@@ -347,13 +347,18 @@ async function parseFilters(
   const updatedAfterMs = readUpdatedAfter(values, details, deps);
   // A sync may leave out the window (every created_at): its changes are bounded in time instead.
   const whole = values.updated_after !== undefined && values.start === undefined && values.end === undefined;
-  const startMs = whole ? EARLIEST_MS : readInstant(values, 'start', details);
+  // A start between two milliseconds is the later: reports keep milliseconds (Python's isoformat gives microseconds).
+  const startMs = whole ? EARLIEST_MS : readInstant(values, 'start', details, true);
   const given = whole ? LATEST_MS : readInstant(values, 'end', details);
   // An end to the second covers the whole of it (reports keep milliseconds): a window ending at
   // 23:59:59 and the next starting at 00:00:00 leave nothing between them.
   const endMs = given === undefined || whole || /:\d{2}\.\d/.test(values.end ?? '') ? given : given + 999;
   if (startMs !== undefined && endMs !== undefined && given !== undefined && !whole) {
-    if (endMs < startMs) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
+    if (endMs < startMs) {
+      // Both within one millisecond (start rounded up to the next): no report can be between them.
+      const within = endMs === startMs - 1 && parseOffsetDateTime(plusRestored(values.start ?? ''))! <= endMs;
+      details.push({ in: 'query', field: 'end', message: within ? 'and start hold no whole millisecond between them: reports are kept to the millisecond' : 'must not be before start' });
+    }
     else if (given - startMs > deps.maxWindowMs) {
       details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
     }
@@ -388,7 +393,7 @@ function readUpdatedAfter(values: QueryValues, details: ErrorDetail[], deps: Arc
   return ms;
 }
 
-function readInstant(values: QueryValues, name: string, details: ErrorDetail[]): number | undefined {
+function readInstant(values: QueryValues, name: string, details: ErrorDetail[], roundUp = false): number | undefined {
   const raw = values[name];
   if (raw === undefined) {
     // Given more than once is said already (readQuery), not missing.
@@ -396,7 +401,7 @@ function readInstant(values: QueryValues, name: string, details: ErrorDetail[]):
     return undefined;
   }
   const value = plusRestored(raw);
-  const ms = parseOffsetDateTime(value);
+  const ms = parseOffsetDateTime(value, roundUp);
   if (ms === undefined) {
     details.push({
       in: 'query',

@@ -9,9 +9,11 @@ const DAY_MS = 86_400_000;
 
 /**
  * Parses `YYYY-MM-DDTHH:mm:ss[.fff](Z|±HH:MM|±HHMM)` to epoch ms, rejecting
- * impossible dates (Feb 30, hour 25) that Date.parse would roll over.
+ * impossible dates (Feb 30, hour 25) that Date.parse would roll over. Digits past the
+ * milliseconds are dropped; `roundUp`: an instant between two milliseconds is the later (a
+ * window's start: reports keep milliseconds, so one at the earlier is before it).
  */
-export function parseOffsetDateTime(value: string): number | undefined {
+export function parseOffsetDateTime(value: string, roundUp = false): number | undefined {
   if (!DATE_TIME.test(value)) return undefined;
   const year = digits(value, 0, 4);
   const month = digits(value, 5, 7);
@@ -27,6 +29,7 @@ export function parseOffsetDateTime(value: string): number | undefined {
     // Milliseconds: the first three digits, as many as there are (".5" is 500).
     const kept = Math.min(end - at - 1, 3);
     ms = digits(value, at + 1, at + 1 + kept) * 10 ** (3 - kept);
+    if (roundUp && /[1-9]/.test(value.slice(at + 4, end))) ms += 1;
     at = end;
   }
   let offset = 0;

@@ -141,6 +141,17 @@ describe.each(RUNS)('spine on the $name backend', ({ kind, start }) => {
     expect(october.body.result.features).toEqual([expectedFeature(cases[4]!)]);
   });
 
+  it('splits windows bounded by microseconds (as Python\'s isoformat writes them) without a report in both', async () => {
+    // 1011 is at 15:59:59.500: in the window ending 250 µs after it, not in the next, starting there.
+    const pkeys = async (start: string, end: string) => ((await archive(`start=${start}&end=${end}&geoformat=geojson`)).body.result.features as { properties: { pkey: string } }[]).map((f) => f.properties.pkey);
+    const seam = '2026-11-21T15:59:59.500250%2B00:00';
+    expect(await pkeys('2026-11-21T15:59:59.000000%2B00:00', seam)).toEqual([pkeyOf(1011), pkeyOf(1007)]);
+    expect(await pkeys(seam, '2026-11-21T15:59:59.999999%2B00:00')).toEqual([]);
+    // A window within one millisecond holds none: said so, not that its end is before its start.
+    const within = await archive('start=2026-11-21T15:59:59.500250Z&end=2026-11-21T15:59:59.500750Z');
+    expect([within.status, within.body.details]).toEqual([400, [{ in: 'query', field: 'end', message: expect.stringMatching(/no whole millisecond between them/) }]]);
+  });
+
   it('filters by admin', async () => {
     for (const code of ['PH-QC', 'PH-PG']) {
       const res = await archive(`start=${START}&end=${END}&geoformat=geojson&admin=${code}`);

@@ -18,4 +18,8 @@ describe('a command window (--from, --to)', () => {
     expect(windowOf({ from: '2026-11-21T05:00:00Z', to: '2026-11-21T05:00:00.5Z' })).toEqual({ fromMs: Date.parse('2026-11-21T05:00:00Z'), toMs: Date.parse('2026-11-21T05:00:00.500Z') });
     expect(windowOf({ from: '2026-11-21T05:00:00Z', to: '2026-11-21T05:00:00Z' })).toEqual({ fromMs: Date.parse('2026-11-21T05:00:00Z'), toMs: Date.parse('2026-11-21T05:00:00.999Z') });
   });
+
+  it('takes a start between two milliseconds as the later, an end as the earlier: a report at the seam of two windows is in one', () => {
+    expect(windowOf({ from: '2026-11-21T05:00:00.000500Z', to: '2026-11-21T05:00:01.000500Z' })).toEqual({ fromMs: Date.parse('2026-11-21T05:00:00.001Z'), toMs: Date.parse('2026-11-21T05:00:01.000Z') });
+  });
 });

@@ -138,6 +138,8 @@ describe('partner report', () => {
     expect(['.5', '.05', '.123', '.9999', '.123456789', ''].map((f) => parseOffsetDateTime(`2026-11-21T00:00:00${f}Z`)! - base)).toEqual([500, 50, 123, 999, 123, 0]);
     expect(parseOffsetDateTime('2026-11-21T08:00:00.5+08:00')).toBe(base + 500);
     expect(parseOffsetDateTime('2026-11-20T23:30:00.25-0030')).toBe(base + 250);
+    // A window's start between two milliseconds is the later; zeros past the third digit are none.
+    expect(['.5', '.1230', '.123000001', '.9999', '.000001'].map((f) => parseOffsetDateTime(`2026-11-21T00:00:00${f}Z`, true)! - base)).toEqual([500, 123, 124, 1000, 1]);
   });
 
   it('parseOffsetDateTime rejects impossible offsets', () => {

@@ -68,8 +68,8 @@ function readEnd(sent: string, end: 'start' | 'end'): number | undefined {
     const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
     return ms === undefined ? undefined : end === 'start' ? ms : ms + 86_400_000 - 1;
   }
-  // RFC 3339 allows a lower-case t and z.
-  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'));
+  // RFC 3339 allows a lower-case t and z. A start between two milliseconds is the later (reports keep milliseconds).
+  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'), end === 'start');
 }
 
 /**

@@ -203,7 +203,8 @@ export function instant(value: string | boolean | undefined, name: string, fallb
     const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
     if (ms !== undefined) return end ? ms + 86_400_000 - 1 : ms;
   }
-  const ms = parseOffsetDateTime(text);
+  // A start between two milliseconds is the later (reports keep milliseconds).
+  const ms = parseOffsetDateTime(text, !end);
   if (ms === undefined) throw new UsageError(`--${name} must be a date (2026-11-21) or an ISO date-time with offset`);
   // An end to the second covers the whole of it, as the archive's `end` does: reports keep milliseconds.
   return end && !/:\d{2}\.\d/.test(text) ? ms + 999 : ms;
