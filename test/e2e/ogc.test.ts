@@ -197,6 +197,10 @@ describe('OGC API – Features: reports items', () => {
   it('datetime: an instant, a date, intervals with open ends; bbox', async () => {
     const one = archive[5].properties.created_at;
     expect((await ogc(`${items}?datetime=${one}`)).body.features.map((f: any) => f.properties.pkey)).toEqual([archive[5].properties.pkey]);
+    // An instant between two milliseconds is its millisecond; an interval starting there begins at the next.
+    const within = one.replace(/Z$/, '400Z');
+    expect((await ogc(`${items}?datetime=${within}`)).body.features.map((f: any) => f.properties.pkey)).toEqual([archive[5].properties.pkey]);
+    expect((await ogc(`${items}?datetime=${within}/${one.replace(/Z$/, '900Z')}`)).body.features).toEqual([]);
     const day20 = archive.filter((f) => f.properties.created_at.startsWith('2026-11-20'));
     expect((await ogc(`${items}?datetime=2026-11-20&limit=100`)).body.numberMatched).toBe(day20.length);
     expect((await ogc(`${items}?datetime=../2026-11-20T23:59:59.999Z&limit=100`)).body.numberMatched).toBe(day20.length);

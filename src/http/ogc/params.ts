@@ -60,16 +60,20 @@ export function readLimit(raw: string | undefined, details: ErrorDetail[]): numb
   return Math.min(Number(raw), MAX_LIMIT);
 }
 
-/** One end of a datetime: an RFC 3339 date-time, or a full date (its first or last millisecond). */
-function readEnd(sent: string, end: 'start' | 'end'): number | undefined {
+/**
+ * One end of a datetime: an RFC 3339 date-time, or a full date (its first or last millisecond).
+ * An interval's start between two milliseconds is the later (reports keep milliseconds); an
+ * instant is its millisecond (`asInstant`).
+ */
+function readEnd(sent: string, end: 'start' | 'end', asInstant = false): number | undefined {
   const text = plusRestored(sent);
   const date = DATE.exec(text);
   if (date) {
     const ms = parseOffsetDateTime(`${text}T00:00:00Z`);
     return ms === undefined ? undefined : end === 'start' ? ms : ms + 86_400_000 - 1;
   }
-  // RFC 3339 allows a lower-case t and z. A start between two milliseconds is the later (reports keep milliseconds).
-  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'), end === 'start');
+  // RFC 3339 allows a lower-case t and z.
+  return parseOffsetDateTime(text.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z'), end === 'start' && !asInstant);
 }
 
 /**
@@ -92,7 +96,7 @@ export function readDatetime(raw: string | undefined, details: ErrorDetail[], no
   if (pieces.length > 2) return problem(usage);
   if (pieces.length === 1) {
     const text = pieces[0]!;
-    const startMs = readEnd(text, 'start');
+    const startMs = readEnd(text, 'start', true);
     const endMs = readEnd(text, 'end');
     if (startMs === undefined || endMs === undefined) return problem(usage);
     if (startMs < EARLIEST_MS || endMs > LATEST_MS) return problem(`must be ${RANGE}`);
@@ -109,6 +113,8 @@ export function readDatetime(raw: string | undefined, details: ErrorDetail[], no
   }
   const end = endMs ?? Math.max(latest, startMs!);
   const start = startMs ?? EARLIEST_MS;
-  if (end < start) return problem('the interval must not end before it starts');
+  // Both ends within one millisecond (the start rounded up to the next) is an interval no report is in, not one ending before it starts.
+  const withinOne = end === start - 1 && readEnd(a, 'start', true)! <= end;
+  if (end < start && !withinOne) return problem('the interval must not end before it starts');
   return { startMs: start, endMs: end };
 }
