@@ -99,7 +99,11 @@ export class ObjectEventLog implements EventFeed {
   /** Appended past the repeat filter; batches are never rewritten, so the earlier event stays in the log (the index keeps the later). */
   async superseded(rows: readonly ArchiveRow[]): Promise<void> {
     const retracted = await this.retractedPkeys();
-    const features = rows.filter((r) => !retracted.has(r.pkey)).map(featureOf);
+    // The marks may have been listed up to MARKS_REFRESH_MS ago: the retractions logged since
+    // (another process's, a moment ago) are read from the log's tail as of now.
+    await this.tail(true);
+    const logged = (await this.followIndex()).retracted;
+    const features = rows.filter((r) => !retracted.has(r.pkey) && !logged.has(r.pkey)).map(featureOf);
     for (let i = 0; i < features.length; i += PER_BATCH) await this.append('archived', features.slice(i, i + PER_BATCH));
   }
 

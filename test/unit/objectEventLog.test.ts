@@ -40,6 +40,32 @@ describe('the event log on the object store', () => {
     expect((await log.archivedReport('partner-3'))?.pkey).toBe('partner-3');
   });
 
+  it('announces no copy of a report another process has just retracted, though its marks were listed before the retraction', async () => {
+    const now = Date.parse('2026-11-21T06:00:00Z');
+    const store = new FileObjectStore(await tempDir('flood-eventlog-'));
+    // A repair and an API process on one bucket; the clock stands still, so the repair's marks are not listed again.
+    const repairing = new ObjectEventLog(store, () => now);
+    const api = new ObjectEventLog(store, () => now);
+    await repairing.archived([row(1)]);
+    await repairing.since(0);
+    await api.retracted(featureOf(row(1)));
+    const batches = async () => {
+      const keys: string[] = [];
+      for await (const info of store.list({ prefix: EVENT_LOG_PREFIX })) keys.push(info.key);
+      return keys;
+    };
+    const before = await batches();
+    const seq = await api.lastSeq(true);
+    await repairing.superseded([{ ...row(1), title: 'the copy kept' }, row(2)]);
+    // One batch, of the report not retracted alone (readers would hide the other by its mark, webhooks already sending it would not).
+    const added = (await batches()).filter((k) => !before.includes(k));
+    expect(added).toHaveLength(1);
+    const batch = JSON.parse((await store.get(added[0]!))!.body.toString('utf8')) as { kind: string; features: { properties: { pkey: string } }[] };
+    expect([batch.kind, batch.features.map((f) => f.properties.pkey)]).toEqual(['archived', ['partner-2']]);
+    await api.lastSeq(true);
+    expect((await api.since(seq)).map((e) => [e.kind, e.pkey])).toEqual([['archived', 'partner-2']]);
+  });
+
   it("gives the newest id as of now when asked fresh: another process's batch, not yet listed here", async () => {
     const now = Date.parse('2026-11-21T06:00:00Z');
     const store = new FileObjectStore(await tempDir('flood-eventlog-'));
