@@ -23,6 +23,13 @@ const row = (n: number) =>
     post_id: n, partner_city: 'Quezon City', received_at_ms: Date.parse('2026-11-21T05:00:00Z'), boundary_version: 'v',
   }) as ArchiveRow;
 
+/** Two processes' logs on one bucket, with a clock that stands still: neither lists again by itself. */
+async function twoProcesses() {
+  const now = Date.parse('2026-11-21T06:00:00Z');
+  const store = new FileObjectStore(await tempDir('flood-eventlog-'));
+  return { store, logs: [new ObjectEventLog(store, () => now), new ObjectEventLog(store, () => now)] as const };
+}
+
 describe('the event log on the object store', () => {
   it('keeps what CAP reads to the last 25 hours: archived reports and retractions alike', async () => {
     let now = Date.parse('2026-11-21T06:00:00Z');
@@ -41,11 +48,8 @@ describe('the event log on the object store', () => {
   });
 
   it('announces no copy of a report another process has just retracted, though its marks were listed before the retraction', async () => {
-    const now = Date.parse('2026-11-21T06:00:00Z');
-    const store = new FileObjectStore(await tempDir('flood-eventlog-'));
-    // A repair and an API process on one bucket; the clock stands still, so the repair's marks are not listed again.
-    const repairing = new ObjectEventLog(store, () => now);
-    const api = new ObjectEventLog(store, () => now);
+    // A repair and an API process: the repair's marks are not listed again.
+    const { store, logs: [repairing, api] } = await twoProcesses();
     await repairing.archived([row(1)]);
     await repairing.since(0);
     await api.retracted(featureOf(row(1)));
@@ -67,11 +71,8 @@ describe('the event log on the object store', () => {
   });
 
   it("gives the newest id as of now when asked fresh: another process's batch, not yet listed here", async () => {
-    const now = Date.parse('2026-11-21T06:00:00Z');
-    const store = new FileObjectStore(await tempDir('flood-eventlog-'));
-    // Two API processes on one bucket; this test's clock stands still, so neither lists again by itself.
-    const here = new ObjectEventLog(store, () => now);
-    const there = new ObjectEventLog(store, () => now);
+    // Two API processes.
+    const { logs: [here, there] } = await twoProcesses();
     await there.archived([row(1)]);
     const seen = await here.lastSeq();
     await there.archived([row(2)]);
