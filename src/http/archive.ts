@@ -354,10 +354,9 @@ async function parseFilters(
   // 23:59:59 and the next starting at 00:00:00 leave nothing between them.
   const endMs = given === undefined || whole || /:\d{2}\.\d/.test(values.end ?? '') ? given : given + 999;
   if (startMs !== undefined && endMs !== undefined && given !== undefined && !whole) {
-    // Both within one millisecond (start rounded up to the next, end not), as start = end may be:
-    // a window of its own, which no report is in.
-    const withinOne = endMs === startMs - 1 && parseOffsetDateTime(plusRestored(values.start ?? ''))! <= endMs;
-    if (endMs < startMs && !withinOne) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
+    // Against the start as sent: one within the same millisecond as the end (start = end between
+    // two, rounded up) is a window of its own, which no report is in.
+    if (endMs < parseOffsetDateTime(plusRestored(values.start!))!) details.push({ in: 'query', field: 'end', message: 'must not be before start' });
     else if (given - startMs > deps.maxWindowMs) {
       details.push({ in: 'query', field: 'end', message: `the window may span at most ${formatSpan(deps.maxWindowMs)}; split longer pulls` });
     }

@@ -113,8 +113,7 @@ export function readDatetime(raw: string | undefined, details: ErrorDetail[], no
   }
   const end = endMs ?? Math.max(latest, startMs!);
   const start = startMs ?? EARLIEST_MS;
-  // Both ends within one millisecond (the start rounded up to the next) is an interval no report is in, not one ending before it starts.
-  const withinOne = end === start - 1 && readEnd(a, 'start', true)! <= end;
-  if (end < start && !withinOne) return problem('the interval must not end before it starts');
+  // Against the start as sent: both ends within one millisecond (the start rounded up) is an interval no report is in.
+  if (end < (startMs === undefined ? start : readEnd(a, 'start', true)!)) return problem('the interval must not end before it starts');
   return { startMs: start, endMs: end };
 }
