@@ -26,8 +26,8 @@ import { EXPORT_COLUMNS, filteredRows } from './sql.js';
  * retracted since), the answer-form Parquet stored there; each run of other days (cut by the
  * window, several parts to de-duplicate, a retraction not yet purged, sidecars without it)
  * written by DuckDB in one streaming COPY a month (RUN_DAYS) at most. Filtered windows, syncs
- * and tombstones are such runs. Every answer gets its footer from the splice, whose `geo` bbox comes from the row
- * groups' lng/lat statistics: DuckDB need not scan the rows for it.
+ * and tombstones are such runs. Every answer gets its footer from the splice, whose `geo` bbox
+ * comes from the row groups' lng/lat statistics: DuckDB need not scan the rows for it.
  */
 export async function windowParquet(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], tmpDir: string): Promise<ParquetAnswer> {
   await fs.mkdir(tmpDir, { recursive: true });
@@ -37,9 +37,7 @@ export async function windowParquet(ctx: WindowContext, query: WindowQuery, days
     let run: DayPlan[] = [];
     const written = async () => {
       if (run.length === 0) return;
-      const out = path.join(dir, `${pieces.length}.parquet`);
-      // Written again over a new listing of its days should a part of theirs be retired before it is held.
-      pieces.push(await withReplan(ctx, run, (days) => duckdbPiece(ctx, query, days, out)));
+      pieces.push(...(await duckdbRuns(ctx, query, run, dir)));
       run = [];
     };
     const ahead = fetchAhead(ctx, days, copyable(query) ? { shape: 'parquet', filter: query } : undefined);
@@ -123,7 +121,11 @@ async function storedDay(ctx: WindowContext, query: WindowQuery, day: DayPlan): 
   }
 }
 
-/** The days written by DuckDB RUN_DAYS at a time (each tried again alone), the pieces that hold reports, open for reading. */
+/**
+ * The days written by DuckDB RUN_DAYS at a time, each tried again alone over a new listing of
+ * its days should a part of theirs be retired before it is held; the pieces that hold reports,
+ * open for reading.
+ */
 async function duckdbRuns(ctx: WindowContext, query: WindowQuery, days: readonly DayPlan[], tmpDir: string): Promise<Footer[]> {
   const dir = await fs.mkdtemp(path.join(tmpDir, 'parquet-'));
   const pieces: Footer[] = [];
@@ -200,9 +202,9 @@ async function writeWindowParquet(ctx: WindowContext, query: WindowQuery, days: 
   await fs.mkdir(segmentDir, { recursive: true });
   try {
     const all = days.flatMap(partsOf);
-    const fileOf = new Map(all.map((p, i) => [p, i]));
-    const heldFiles = await ctx.files(all, holds);
-    const files = (parts: readonly ObjectInfo[]) => parts.map((p) => heldFiles[fileOf.get(p)!]!);
+    const indexOf = new Map(all.map((p, i) => [p, i]));
+    const held = await ctx.files(all, holds);
+    const files = (parts: readonly ObjectInfo[]) => parts.map((p) => held[indexOf.get(p)!]!);
     const segments: string[] = [];
     const merge = async (parts: ObjectInfo[]) => {
       const segment = path.join(segmentDir, `${String(segments.length).padStart(6, '0')}.parquet`);
