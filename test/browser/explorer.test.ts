@@ -490,6 +490,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(await page.inputValue('select[name=admin]')).toBe('');
       expect(requests.filter((u) => u.includes('/reports/') && u.includes('PH-ZZ'))).toEqual([]);
       expect(errors).toEqual([]);
+      await page.screenshot({ path: path.join(SHOTS, 'unknown-place.png') });
     } finally {
       await close();
     }
