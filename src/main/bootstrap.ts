@@ -2,12 +2,11 @@
 // (bucket or directory), the queue and its dead-letter queue with a redrive
 // policy. Used at start-up on the embedded default and emulators, by tests,
 // and by the LocalStack init hook.
-import fs from 'node:fs/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Config } from '../shared/config.js';
 import { failureName, UnavailableError } from '../shared/errors.js';
-import { ensureDataDir } from '../shared/files.js';
+import { ensureDataDir, ensureFolder } from '../shared/files.js';
 import { deadLetterQueueName, QUEUE_SETTINGS } from '../queue/settings.js';
 import { parseS3Url } from '../store/s3Location.js';
 
@@ -24,7 +23,7 @@ export async function bootstrap(
   const result: BootstrapResult = { storage: config.storageUrl };
   ensureDataDir(config.dataDir);
   if (config.storageUrl.startsWith('file://')) {
-    await fs.mkdir(config.storageUrl.slice('file://'.length), { recursive: true });
+    ensureFolder(config.storageUrl.slice('file://'.length), 'storage', 'object store folder', 'STORAGE_URL');
   } else {
     const { bucket } = parseS3Url(config.storageUrl);
     // The SDK is loaded only where it is used: the embedded default runs without it.

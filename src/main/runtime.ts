@@ -12,7 +12,7 @@ import { PartCache } from '../archive/partCache.js';
 import { BoundaryRepository } from '../boundaries/repository.js';
 import type { Config } from '../shared/config.js';
 import { DuckDb } from '../archive/duckdb.js';
-import { ensureDataDir } from '../shared/files.js';
+import { ensureDataDir, ensureFolder } from '../shared/files.js';
 import { Intake } from '../ingest/intake.js';
 import { Reconciler } from '../ingest/reconciler.js';
 import { createLogger, type Logger } from '../shared/log.js';
@@ -137,6 +137,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const log = overrides.log ?? createLogger(config.logLevel);
   // Before anything below makes it as a parent of its own directory (the store, the caches).
   ensureDataDir(config.dataDir);
+  ensureFolder(config.cacheDir, 'storage', 'cache folder', 'CACHE_DIR');
+  ensureFolder(config.tmpDir, 'storage', 'temp folder', 'TMP_DIR');
+  if (config.storageUrl.startsWith('file://')) ensureFolder(config.storageUrl.slice('file://'.length), 'storage', 'object store folder', 'STORAGE_URL');
   const defaults = overrides.s3 || overrides.sqs ? {} : await awsClients(config);
   const s3 = overrides.s3 ?? defaults.s3;
   const sqs = overrides.sqs ?? defaults.sqs;

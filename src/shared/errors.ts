@@ -68,6 +68,18 @@ export class UnavailableError extends Error {
   }
 }
 
+/** A configured folder the process cannot make or use, and the setting that names it. */
+export class FolderUnavailableError extends UnavailableError {
+  constructor(
+    dependency: Dependency,
+    message: string,
+    readonly setting: string,
+    options?: { cause?: unknown },
+  ) {
+    super(dependency, message, options);
+  }
+}
+
 /** What an unavailable dependency is, as a person names it. */
 export function dependencyName(dependency: Dependency): 'ledger' | 'object store' | 'queue' | 'event log' {
   return dependency === 'storage' ? 'object store' : dependency === 'events' ? 'event log' : dependency;

@@ -2,14 +2,14 @@
 // embedded object store, the generated keys, the local caches. Writing and closing are
 // page-cache operations of microseconds, done synchronously; flushing, which waits for the
 // disk, goes to the thread pool.
-import { chmodSync, closeSync, createWriteStream, fsync, mkdirSync, open, openSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, createWriteStream, fsync, mkdirSync, open, openSync, statSync, writeSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { UnavailableError } from './errors.js';
+import { FolderUnavailableError, type Dependency } from './errors.js';
 
 const fsyncFd = promisify(fsync);
 const openFd = promisify(open);
@@ -65,12 +65,45 @@ export const fsyncDir = (dir: string): Promise<void> => fsyncFile(dir);
  * One that exists already is left as the operator made it; the secrets in it are 0600 anyway.
  */
 export function ensureDataDir(dir: string): void {
+  ensureFolder(dir, 'ledger', 'data directory', 'DATA_DIR', 0o700);
+}
+
+/**
+ * Creates a configured folder (the data dir, the cache, the temp folder, the file store) and its
+ * missing parents, or throws what a start reports: a file where the folder should be, a
+ * read-only mount, no permission, a pseudo-filesystem.
+ */
+export function ensureFolder(dir: string, dependency: Dependency, what: string, setting: string, mode?: number): void {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeFolders(dir, mode);
   } catch (err) {
-    // A file where the directory should be, a read-only mount, no permission: storage the
-    // process cannot use (the exit code and message a start reports), not a fault in this code.
-    throw new UnavailableError('ledger', `data directory unavailable (${(err as { code?: string }).code ?? 'error'}): ${dir}`, { cause: err });
+    // Storage the process cannot use (the exit code and message a start reports), not a fault in this code.
+    throw new FolderUnavailableError(dependency, `${what} unavailable (${(err as { code?: string }).code ?? 'error'}): ${dir}`, setting, { cause: err });
+  }
+}
+
+/**
+ * `mkdir -p`, one name at a time. Node's recursive mkdir spins forever, deaf to signals, where a
+ * parent exists but refuses the child with ENOENT (a folder under /proc).
+ */
+function makeFolders(dir: string, mode?: number): void {
+  const missing: string[] = [];
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    try {
+      if (statSync(at).isDirectory()) break;
+      throw Object.assign(new Error(`not a directory: ${at}`), { code: 'ENOTDIR' });
+    } catch (err) {
+      if (!isCode(err, 'ENOENT')) throw err;
+    }
+    missing.push(at);
+    if (at === path.dirname(at)) break;
+  }
+  for (const at of missing.reverse()) {
+    try {
+      mkdirSync(at, mode === undefined ? {} : { mode });
+    } catch (err) {
+      if (!isCode(err, 'EEXIST')) throw err; // another process made it meanwhile
+    }
   }
 }
 

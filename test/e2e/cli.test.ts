@@ -403,7 +403,14 @@ describe('flood-archive CLI', () => {
     await fs.writeFile(file, '');
     const notADirectory = await run(['keys', 'list'], { DATA_DIR: path.join(file, 'data') });
     expect(notADirectory.code).toBe(69);
-    expect(notADirectory.stderr).toMatch(/data directory unavailable \(ENO\w+\).*set DATA_DIR to a directory/);
+    expect(notADirectory.stderr).toMatch(/data directory unavailable \(ENO\w+\).*set DATA_DIR to a folder/);
+    // A folder a pseudo-filesystem refuses: Node's own recursive mkdir spun there forever, deaf to signals.
+    const underProc = await run(['keys', 'list'], { DATA_DIR: '/proc/no-such-folder/data' });
+    expect(underProc.code).toBe(69);
+    expect(underProc.stderr).toMatch(/data directory unavailable \(ENOENT\).*set DATA_DIR to a folder/);
+    const cacheUnderFile = await run(['keys', 'list'], { DATA_DIR: await tempDir(), CACHE_DIR: path.join(file, 'cache') });
+    expect(cacheUnderFile.code).toBe(69);
+    expect(cacheUnderFile.stderr).toMatch(/cache folder unavailable \(ENOTDIR\).*set CACHE_DIR to a folder/);
     const onSqs = await run(['bootstrap'], { DATA_DIR: await tempDir(), QUEUE_URL: `${closed}/000000000000/flood-reports`, ...aws });
     expect(onSqs.code).toBe(69);
     expect(onSqs.stderr).toMatch(/queue .*\(ECONNREFUSED\): is the queue reachable\?/);
