@@ -15,6 +15,11 @@ import type { Config } from '../shared/config.js';
 export interface DeadLetter {
   id: string;
   body: string;
+  /** Embedded: how many times workers received it before it was set aside, and when that was. */
+  receiveCount?: number;
+  deadLetteredAt?: string;
+  /** SQS: when it was first sent to the queue (SQS keeps that time as it moves a message). */
+  sentAt?: string;
 }
 
 export interface DeadLetters {
@@ -38,7 +43,7 @@ class SqliteDeadLetters implements DeadLetters {
   constructor(private readonly queue: SqliteQueue) {}
 
   async list(): Promise<DeadLetter[]> {
-    return this.queue.deadLetters().map((d) => ({ id: String(d.id), body: d.body }));
+    return this.queue.deadLetters().map((d) => ({ id: String(d.id), body: d.body, receiveCount: d.receiveCount, deadLetteredAt: d.deadLetteredAt }));
   }
 
   async redrive(): Promise<number> {
@@ -72,8 +77,10 @@ class SqsDeadLetters implements DeadLetters {
     const url = await this.dlqUrl();
     const seen = new Set<string>();
     for (let empty = 0; empty < EMPTY_RECEIVES; ) {
-      const got = await this.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: 1 }));
-      const batch = (got.Messages ?? []).map((m) => ({ id: m.MessageId ?? '', body: m.Body ?? '', receipt: m.ReceiptHandle ?? '' }));
+      const got = await this.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: visibility, WaitTimeSeconds: 1, MessageSystemAttributeNames: ['SentTimestamp'] }),
+      );
+      const batch = (got.Messages ?? []).map((m) => ({ id: m.MessageId ?? '', body: m.Body ?? '', receipt: m.ReceiptHandle ?? '', sentAt: sentAt(m.Attributes?.SentTimestamp) }));
       const fresh = batch.filter((m) => !seen.has(m.id));
       const again = batch.filter((m) => seen.has(m.id));
       empty = fresh.length === 0 ? empty + 1 : 0;
@@ -100,7 +107,7 @@ class SqsDeadLetters implements DeadLetters {
         }),
       );
     }
-    return letters.map(({ id, body }) => ({ id, body }));
+    return letters.map(({ id, body, sentAt }) => ({ id, body, ...(sentAt !== undefined && { sentAt }) }));
   }
 
   async redrive(): Promise<number> {
@@ -120,6 +127,13 @@ interface HeldLetter {
   id: string;
   body: string;
   receipt: string;
+  sentAt: string | undefined;
+}
+
+/** SQS's SentTimestamp (epoch ms, as text) as an ISO time. */
+function sentAt(ms: string | undefined): string | undefined {
+  const n = Number(ms);
+  return ms !== undefined && Number.isFinite(n) && n > 0 ? new Date(n).toISOString() : undefined;
 }
 
 /** Empty receives in a row that end a drain of the dead-letter queue. */

@@ -468,10 +468,17 @@ describe.each(BACKENDS)('ops on the %s backend', (kind) => {
       const { deadLetterQueueUrl } = await bootstrap(svc.rt.config, { s3: emulator!.s3, sqs: emulator!.sqs });
       await emulator!.sqs.send(new SendMessageCommand({ QueueUrl: deadLetterQueueUrl, MessageBody: JSON.stringify(record) }));
     }
+    const sentBefore = Date.now();
     const dlq = deadLettersFor(svc.rt);
     const listed = await dlq.list();
-    // What landed there, readable: the report's record.
+    // What landed there, readable: the report's record, with what each backend knows of its history.
     expect(listed.map((l) => JSON.parse(l.body))).toEqual([record]);
+    if (kind === 'embedded') {
+      expect(listed[0]).toMatchObject({ receiveCount: 5, deadLetteredAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+      expect(Date.parse(listed[0]!.deadLetteredAt!)).toBeLessThanOrEqual(sentBefore);
+    } else {
+      expect(Math.abs(Date.parse(listed[0]!.sentAt!) - sentBefore)).toBeLessThan(60_000);
+    }
     expect((await dlq.list()).length).toBe(1); // listing leaves them in place
     expect(await dlq.redrive()).toBe(1);
     expect(await dlq.list()).toEqual([]);

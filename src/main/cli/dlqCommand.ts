@@ -1,4 +1,5 @@
 // `dlq`: the dead-letter queue.
+import type { DeadLetter } from '../../ops/deadLetters.js';
 import { common, print, UsageError, withRuntime, type Command } from './options.js';
 
 export const dlq: Command = {
@@ -13,7 +14,7 @@ export const dlq: Command = {
       const dlq = (await import('../../ops/deadLetters.js')).deadLettersFor(rt);
       if (positionals[0] === 'list') {
         const letters = await dlq.list();
-        print(values, letters, () => (letters.length === 0 ? 'the dead-letter queue is empty' : letters.map((l) => `${l.id}  ${l.body.slice(0, 120)}`).join('\n')));
+        print(values, letters, () => (letters.length === 0 ? 'the dead-letter queue is empty' : letters.map(describe).join('\n')));
         return 0;
       }
       if (positionals[0] === 'redrive') {
@@ -24,3 +25,13 @@ export const dlq: Command = {
       throw new UsageError('dlq needs one of: list, redrive');
     }),
 };
+
+/** One line a dead letter: its id, what is known of its history, the start of its body. */
+function describe(letter: DeadLetter): string {
+  const history = [
+    letter.sentAt !== undefined && `sent ${letter.sentAt}`,
+    letter.receiveCount !== undefined && `received ${letter.receiveCount} times`,
+    letter.deadLetteredAt !== undefined && `set aside ${letter.deadLetteredAt}`,
+  ].filter(Boolean);
+  return `${letter.id}  ${history.length > 0 ? `(${history.join(', ')})  ` : ''}${letter.body.slice(0, 120)}`;
+}
