@@ -1,5 +1,6 @@
 // Daily: accepted versus archived over the last days; a loss, or a report archived at another
-// time, is logged as an error, a retraction only the archive kept as a warning (verify --repair).
+// time, is logged as an error and fails the run, a retraction only the archive kept is a warning
+// (verify --repair).
 import type { Logger } from '../src/shared/log.js';
 import { verify, type VerifyDeps } from '../src/ops/verify.js';
 import type { JobDefinition } from './job.js';
@@ -24,6 +25,8 @@ export const verification: JobDefinition<VerificationDeps> = {
         'verify found tombstones whose retraction the ledger lacks: verify --repair records them',
       );
     }
-    return { ok: result.ok, missing: result.missing.length, atAnotherTime: result.atAnotherTime.length, days: result.days.length };
+    // A run that found a loss failed, as `verify` exits 1: counted and logged as a failed job.
+    if (!result.ok) throw new Error(`verify found ${result.missing.length} lost reports and ${result.atAnotherTime.length} archived at another time over the last days`);
+    return { ok: result.ok, missing: 0, atAnotherTime: 0, days: result.days.length };
   },
 };

@@ -190,7 +190,8 @@ function cronLogger(log: Logger): CronLogger {
   const detail = (err?: Error) => (err ? { err: err.message } : {});
   return {
     info: (message) => log.info({ source: 'node-cron' }, message),
-    warn: (message) => log.warn({ source: 'node-cron' }, message),
+    // Its line for an overlapped tick names neither job nor tick: the scheduler logs its own.
+    warn: (message) => (message.includes('blocked by overlap prevention') ? undefined : log.warn({ source: 'node-cron' }, message)),
     error: (message, err) => log.error({ source: 'node-cron', ...detail(err ?? (message instanceof Error ? message : undefined)) }, String(message instanceof Error ? message.message : message)),
     debug: (message, err) => log.debug({ source: 'node-cron', ...detail(err) }, String(message instanceof Error ? message.message : message)),
   };
@@ -243,11 +244,16 @@ export function startScheduler<D>(rt: SchedulerDeps & D, jobs: readonly JobDefin
   );
   for (const [i, task] of tasks.entries()) {
     const name = jobs[i]!.name;
-    // Ticks that did not run, counted beside the runs: missed (later than the tolerance) and
-    // skipped (the store failed while claiming them; another scheduler's claim is not counted).
+    // Ticks that did not run, counted beside the runs: missed (later than the tolerance),
+    // overlapped (this process still runs the job's earlier tick) and skipped (the store failed
+    // while claiming them; another scheduler's claim is not counted).
     task.on('execution:missed', (context) => {
       rt.metrics.jobRuns.inc({ job: name, result: 'missed' });
       rt.log.error({ job: name, slot: slotName(context.date.toISOString()) }, 'tick missed: the process reached it too late');
+    });
+    task.on('execution:overlap', (context) => {
+      rt.metrics.jobRuns.inc({ job: name, result: 'overlapped' });
+      rt.log.warn({ job: name, slot: slotName(context.date.toISOString()) }, 'tick not run: the run of an earlier tick is still going in this process');
     });
     task.on('execution:skipped', (context) => {
       if (context.reason !== 'coordinator-error') return;

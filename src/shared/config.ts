@@ -393,7 +393,8 @@ const CRON_FIELDS = ['minute', 'hour', 'day of month', 'month', 'day of week'];
 
 /**
  * What is wrong with a cron expression, or undefined. Besides node-cron's own checks, a range
- * that runs backwards (`5-1`): node-cron takes it and runs every minute (or hour, …) instead.
+ * that runs backwards (`5-1`, `FRI-MON`): node-cron takes it and runs every minute (or hour, …)
+ * instead, or wraps it round, where named.
  */
 function cronProblem(expr: string): string | undefined {
   const example = 'e.g. "5 * * * *" (minute hour day-of-month month day-of-week, UTC)';
@@ -403,11 +404,19 @@ function cronProblem(expr: string): string | undefined {
   const names = fields.length === 6 ? ['second', ...CRON_FIELDS] : CRON_FIELDS;
   for (const [i, field] of fields.entries()) {
     for (const part of field.split(',')) {
-      const range = /^(\d+)-(\d+)(\/\d+)?$/.exec(part);
-      if (range && Number(range[1]) > Number(range[2])) return `the ${names[i]} range ${range[1]}-${range[2]} runs backwards: write it from the smaller to the larger, ${example}`;
+      const range = /^(\w+)-(\w+)(\/\d+)?$/.exec(part);
+      if (range && cronValue(range[1]!) > cronValue(range[2]!)) return `the ${names[i]} range ${range[1]}-${range[2]} runs backwards: write it from the smaller to the larger, ${example}`;
     }
   }
   return undefined;
+}
+
+const CRON_NAMES = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec', 'sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
+
+/** A cron field's bound as a number: a month's name as 1–12, a weekday's as 0–6 (node-cron took the expression). */
+function cronValue(bound: string): number {
+  const at = CRON_NAMES.indexOf(bound.slice(0, 3).toLowerCase());
+  return at < 0 ? Number(bound) : at < 12 ? at + 1 : at - 12;
 }
 
 /** Bytes of a DuckDB size such as "256MB" (validated by the schema). */

@@ -74,7 +74,7 @@ export class Metrics {
   });
   readonly jobRuns = new Counter({
     name: 'job_runs_total',
-    help: 'Scheduled job ticks by job and result: ok, failed, missed (reached too late), skipped (the store failed while claiming it)',
+    help: 'Scheduled job ticks by job and result: ok, failed, missed (reached too late), overlapped (an earlier run still going here), skipped (the store failed while claiming it)',
     labelNames: ['job', 'result'] as const,
     registers: [this.registry],
   });

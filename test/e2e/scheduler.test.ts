@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { JOBS } from '../../jobs/index.js';
 import { startScheduler, type JobDefinition } from '../../src/main/scheduler.js';
 import { withStoreLock } from '../../src/ops/storeLock.js';
-import { eventually, testConfig, testRuntime } from '../support/env.js';
+import type { IngestRecord } from '../../src/ingest/intake.js';
+import { parsePartnerReport } from '../../src/partners/partnerReport.js';
+import { eventually, report, testConfig, testRuntime } from '../support/env.js';
 
 describe('scheduler', () => {
   it('has the compaction, reconciliation, verify and release jobs on their configured schedules', async () => {
@@ -60,6 +62,26 @@ describe('scheduler', () => {
     expect(slow.length).toBeGreaterThanOrEqual(1);
     expect(slow.length).toBeLessThanOrEqual(3);
     expect(overlapped).toBe(false);
+    // The ticks that came while a slow run went on were counted, by job, where it ran.
+    const overlappedTicks = async (rt: typeof a) => (await rt.metrics.registry.getSingleMetric('job_runs_total')!.get()).values.filter((v) => v.labels.job === 'slow' && v.labels.result === 'overlapped').reduce((n, v) => n + v.value, 0);
+    expect((await overlappedTicks(a)) + (await overlappedTicks(b))).toBeGreaterThanOrEqual(1);
+    expect((await overlappedTicks(a)) + (await overlappedTicks(b))).toBeLessThanOrEqual(2 * 6);
+  });
+
+  it('the verification job fails its run on a lost report, as verify exits 1', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    try {
+      const verification = JOBS.find((j) => j.name === 'verification')!;
+      await expect(verification.run(rt)).resolves.toMatchObject({ ok: true });
+      // Accepted an hour ago and recorded as archived, with no part holding it: lost.
+      const created = new Date(Date.now() - 3_600_000).toISOString();
+      const record: IngestRecord = { v: 1, pkey: 'partner-9501', source: 'partner', post_id: 9501, received_at: created, report: parsePartnerReport(report(9501, { created_at: created })) };
+      await rt.ledger.accept(record);
+      await rt.ledger.markArchived([record.pkey]);
+      await expect(verification.run(rt)).rejects.toThrow(/verify found 1 lost reports and 0 archived at another time/);
+    } finally {
+      await rt.close();
+    }
   });
 
   it('runs a tick the process reached late (a stalled event loop), and counts one it could not claim as skipped, giving the tick back', async () => {

@@ -134,7 +134,11 @@ describe('config', () => {
     expect(() => loadConfig({ SCHEDULE_COMPACT: '5-1 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="5-1 \* \* \* \*": the minute range 5-1 runs backwards/);
     expect(() => loadConfig({ SCHEDULE_RELEASE: '0 3 2 12-1 *' }, '/')).toThrow(/the month range 12-1 runs backwards/);
     expect(() => loadConfig({ SCHEDULE_VERIFY: '*/10 30-5/5 * * * *' }, '/')).toThrow(/the minute range 30-5 runs backwards/);
+    // Named, node-cron wraps it round instead: refused alike.
+    expect(() => loadConfig({ SCHEDULE_RELEASE: '0 0 * * FRI-MON' }, '/')).toThrow(/the day of week range FRI-MON runs backwards/);
+    expect(() => loadConfig({ SCHEDULE_RELEASE: '0 0 1 dec-Jan *' }, '/')).toThrow(/the month range dec-Jan runs backwards/);
     expect(loadConfig({ SCHEDULE_COMPACT: '1-5,10 */2 * * 1-5', SCHEDULE_VERIFY: '*/10 5-30/5 * * * *' }, '/').schedules).toMatchObject({ compact: '1-5,10 */2 * * 1-5', verify: '*/10 5-30/5 * * * *' });
+    expect(loadConfig({ SCHEDULE_COMPACT: '0 0 * JAN-DEC SUN-SAT', SCHEDULE_VERIFY: '0 0 * * mon-fri' }, '/').schedules).toMatchObject({ compact: '0 0 * JAN-DEC SUN-SAT', verify: '0 0 * * mon-fri' });
   });
 
   it('bounds heavy answers and their temporary files: TMP_DIR, DUCKDB_MAX_TEMP_SIZE, ARCHIVE_MAX_CONCURRENT sized by the memory limit, half of it per address, ARCHIVE_QUEUE_SECONDS, ARCHIVE_MIN_READ_KIB_PER_SECOND', () => {
