@@ -89,6 +89,7 @@ export function objectAdmin(hooks: ObjectWebhooks, isRetracted: (pkey: string) =
           await hooks.dropSetAside(b);
           redriven += 1;
         } else {
+          await hooks.recordFailedRedrive(b, attempt.error ?? 'failed');
           stillFailing += 1;
         }
       }

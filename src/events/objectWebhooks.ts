@@ -177,6 +177,18 @@ export class ObjectWebhooks {
     return changed;
   }
 
+  /**
+   * Counts a redrive that failed on the batch set aside, with its error, as the embedded log's
+   * deliveries do: over the batch as stored, so one dropped or scrubbed meanwhile stays so.
+   */
+  async recordFailedRedrive(b: SetAsideBatch, error: string): Promise<void> {
+    const key = `${SET_ASIDE_PREFIX}${b.subscriptionId}/${b.id}.json`;
+    const o = await this.store.get(key);
+    if (!o) return;
+    const stored = JSON.parse(o.body.toString('utf8')) as SetAsideBatch;
+    await this.store.putIfMatch(key, JSON.stringify({ ...stored, attempts: stored.attempts + 1, lastError: error.slice(0, 500) } satisfies SetAsideBatch), o.etag);
+  }
+
   async dropSetAside(b: SetAsideBatch): Promise<void> {
     await this.store.delete([`${SET_ASIDE_PREFIX}${b.subscriptionId}/${b.id}.json`]);
   }

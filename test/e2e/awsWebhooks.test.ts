@@ -187,11 +187,16 @@ describe('webhooks on AWS (fauxqs)', () => {
     // (from the command line: a process of its own): the ledger's word keeps it out.
     expect((await fetch(`${svc.url}/feeds/partner/31`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
     await svc.rt.store.delete([`${RETRACTED_PREFIX}${pkeyOf(31)}`]);
-    hook.answer = () => ({ status: 200 });
     const ops = await testRuntime(config, emu);
     try {
+      const policy = new (await import('../../src/events/hostPolicy.js')).HostPolicy(['127.0.0.1']);
+      // Redriven while the endpoint still fails: kept aside, the attempt and its error counted.
+      hook.answer = () => ({ status: 500 });
+      expect(await ops.webhookAdmin.redrive(sub.id, policy, 5_000)).toEqual({ redriven: 0, stillFailing: 1 });
+      expect(await ops.webhookAdmin.failed()).toEqual([{ ...aside[0]!, attempts: aside[0]!.attempts + 1, lastError: 'answered 500' }]);
+      hook.answer = () => ({ status: 200 });
       const before = hook.received.length;
-      const r = await ops.webhookAdmin.redrive(sub.id, new (await import('../../src/events/hostPolicy.js')).HostPolicy(['127.0.0.1']), 5_000);
+      const r = await ops.webhookAdmin.redrive(sub.id, policy, 5_000);
       expect(r).toEqual({ redriven: 1, stillFailing: 0 });
       expect(await ops.webhookAdmin.failed()).toEqual([]);
       const redriven = hook.received.slice(before).filter((g) => g.headers['webhook-id'] === aside[0]!.id);
