@@ -40,8 +40,26 @@ const STREAM_HEADERS = {
   Connection: 'keep-alive',
 };
 
+/**
+ * Turns at the event log, one stream's read a turn of the event loop. The embedded log's reads
+ * are synchronous, each batch parsed and sent on the main thread: streams replaying a long log
+ * at once would otherwise run a batch each within one turn, and hold every other request for
+ * seconds. A turn spaces the reads only; on S3, where they wait on the network, they overlap.
+ */
+export class ReadTurns {
+  private last: Promise<void> = Promise.resolve();
+
+  /** Resolves on this caller's turn: the turn of the event loop after the previous caller's. */
+  take(): Promise<void> {
+    const turn = this.last.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+    this.last = turn;
+    return turn;
+  }
+}
+
 export function streamHandlers(deps: StreamDeps): Handlers {
   const { handlers, serve } = handlerSet<'streamReports'>();
+  const turns = new ReadTurns();
   let clients = 0;
   const byClient = new Map<string, number>();
   const release = (client: string) => {
@@ -125,6 +143,8 @@ export function streamHandlers(deps: StreamDeps): Handlers {
       // The server is shutting down: end the stream so the process can stop (clients reconnect).
       if (socket.server && !socket.server.listening) break;
       let batch: StoredEvent[] = [];
+      await turns.take();
+      if (closed) break;
       try {
         batch = await events.since(cursor, 500);
       } catch {
@@ -147,10 +167,8 @@ export function streamHandlers(deps: StreamDeps): Handlers {
         lastWrite = Date.now();
         if (!res.write(': heartbeat\n\n')) await drained();
       }
-      // Caught up: wait for new events. Else the next batch, after what else is waiting to run
-      // (the log's reads are synchronous: a replay filtered to nothing would hold the process).
+      // Caught up: wait for new events. Else the next batch, on this stream's next turn.
       if (batch.length < 500) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      else await new Promise((resolve) => setImmediate(resolve));
     }
     // The position read up to, past events the filter left out: the reconnect resumes there.
     if (expired && !closed) res.write(`id: ${cursor}\n: this stream ends after ${deps.config.streamMaxLifetimeMs / 1000} s; reconnect with Last-Event-ID\n\n`);

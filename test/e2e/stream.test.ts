@@ -10,6 +10,7 @@ import type { Config } from '../../src/shared/config.js';
 import { allArchived, BACKENDS, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type BackendKind, type TestService, pkeyOf } from '../support/env.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { openStream, type SseClient } from '../support/sse.js';
+import { archivedRow } from '../support/eventLogs.js';
 
 const SAN_FERNANDO = { lat: 15.0286, lng: 120.6898 };
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -103,6 +104,36 @@ describe('GET /reports/stream', () => {
     socket.setEncoding('utf8').on('data', (chunk: string) => (got += chunk));
     socket.resume();
     await eventually(async () => ((got.match(/\nevent: archived\n/g) ?? []).length === count ? true : undefined), 20_000, 'every event');
+  });
+
+  it('streams replaying a long log at once take turns at it, one read a turn of the event loop, so other requests are answered between', async () => {
+    const rt = await testRuntime(await testConfig('embedded'));
+    const count = 2_400;
+    const start = Date.now() - 3_600_000;
+    for (let n = 0; n < count; n += 400) await rt.feed.archived(Array.from({ length: 400 }, (_, i) => archivedRow(n + i + 1, start + n + i)));
+    // Each read of the log, numbered by the turn of the event loop it came in.
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn += 1;
+      if (ticking) setImmediate(tick);
+    };
+    tick();
+    const reads: number[] = [];
+    const feed: typeof rt.feed = Object.assign(Object.create(rt.feed) as typeof rt.feed, {
+      since: (seq: number, limit?: number) => {
+        reads.push(turn);
+        return rt.feed.since(seq, limit);
+      },
+    });
+    const svc = await startTestService({ ...rt, feed }, { worker: false, reconcile: false });
+    cleanups.push(() => svc.stop(), () => void (ticking = false));
+    const streams = await Promise.all(Array.from({ length: 4 }, () => stream(`${svc.url}/reports/stream?lastEventId=0`)));
+    await eventually(async () => (streams.every((s) => s.events.length === count) ? true : undefined), 30_000, 'every stream replayed');
+    for (const s of streams) expect(new Set(pkeys(s)).size).toBe(count);
+    // Four replays (as many as an address may open) of five batches each: never two reads in one turn.
+    expect(reads.length).toBeGreaterThanOrEqual(4 * 5);
+    expect(new Set(reads).size).toBe(reads.length);
   });
 
   it('filters by city and by bbox', async () => {
