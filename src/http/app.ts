@@ -95,7 +95,11 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   };
   const operations = operationsRouter(rt);
   // Heavy answers' turns, shared: whole archive windows, and OGC pages that may read more than one.
-  const admission = new Admission(rt.config.heavyAnswers.maxConcurrent, rt.config.heavyAnswers.perAddress, rt.config.heavyAnswers.queueMs, { minBytesPerSecond: rt.config.heavyAnswers.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs });
+  const heavy = rt.config.heavyAnswers;
+  const slowReads = { minBytesPerSecond: heavy.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs };
+  const admission = new Admission(heavy.maxConcurrent, heavy.perAddress, heavy.queueMs, slowReads);
+  // Pages' turns, apart: a page is light to make, but held in memory until its client has taken it.
+  const pageAdmission = new Admission(heavy.maxPages, heavy.pagesPerAddress, heavy.queueMs, slowReads);
   const clientOf = (req: IncomingMessage) => clientKey(req, rt.config.trustProxy);
   const handlers: Handlers = {
     ...feedsHandlers({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }),
@@ -109,6 +113,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
       tmpDir: path.join(rt.config.tmpDir, 'exports'),
       cursors,
       admission,
+      pageAdmission,
       clientOf,
       publicBase,
       adminAreas: async (version, details) => {
@@ -118,7 +123,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
     }),
     ...reportsHandlers({ archive: rt.archive, ledger: rt.ledger }),
     ...releasesHandlers({ store: rt.store, cacheDir: rt.config.cacheDir, cacheMaxBytes: rt.config.releaseCacheMaxBytes, publicBase, releases: rt.config.releases }),
-    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, cursors, publicBase, admission, clientOf, maxWindowMs: rt.config.archiveMaxWindowMs }),
+    ...ogcHandlers({ archive: rt.archive, boundaries: rt.boundaries, store: rt.store, cursors, publicBase, admission, pageAdmission, clientOf, maxWindowMs: rt.config.archiveMaxWindowMs }),
     ...apiDocsHandlers(),
     ...explorerHandlers({ maxPoints: rt.config.explorerMaxPoints }),
     // The operations router answers both of its paths itself.

@@ -12,7 +12,7 @@ import type { ErrorDetail } from '../shared/errors.js';
 import { EARLIEST_MS, LATEST_MS } from '../partners/partnerReport.js';
 import { parseOffsetDateTime } from '../shared/offsetDateTime.js';
 import type { Admission } from './admission.js';
-import { clientWaitMs } from './sendStall.js';
+import { holdTurn } from './answerTurn.js';
 import { startAnswer } from './answerStart.js';
 import type { CursorCodec, PageCursor } from './cursor.js';
 import { BuiltAnswers } from './builtAnswers.js';
@@ -57,6 +57,8 @@ export interface ArchiveRouteDeps {
   cursors: CursorCodec;
   /** Turns of heavy answers (whole windows): a bounded number at once, and for one client. */
   admission: Admission;
+  /** Turns of pages, apart: each is held in memory until its client has taken it. */
+  pageAdmission: Admission;
   /** The key a client's share of the turns counts under (its address). */
   clientOf: (req: IncomingMessage) => string;
   /** The base of the absolute URLs of paging links (config, never the request's Host). */
@@ -180,28 +182,15 @@ export function archiveHandlers(deps: ArchiveRouteDeps): Handlers {
     res.status(200).type(CONTENT_TYPES[format]);
     const inline = format === 'json' || format === 'geojson' || format === 'topojson';
     res.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${fileName(query, format, typeof req.query.admin === 'string' ? req.query.admin : undefined)}"`);
-    if (query.limit === undefined) {
-      // HEAD of a whole window: its headers, not a year's answer built for no byte read.
-      if (req.method === 'HEAD') {
-        res.end();
-        return;
-      }
-      // A whole window is a heavy answer: it waits for its turn (admission.ts), held to its end
-      // (or until its client reads too slowly while another waits).
-      const socket = req.socket;
-      const reader = {
-        // Handed to the kernel: Node counts the bytes still queued in the socket as written.
-        bytesTaken: () => socket.bytesWritten - socket.writableLength,
-        waitedMs: () => clientWaitMs(res),
-        cut: () => {
-          req.log.warn({ bytesSent: socket.bytesWritten }, 'whole-window answer cut: its client read too slowly while another answer waited for a turn');
-          res.destroy();
-        },
-      };
-      const leave = await deps.admission.enter(deps.clientOf(req), hungUp, reader);
-      if (res.writableFinished || res.closed) leave();
-      res.once('finish', leave).once('close', leave);
+    // HEAD of a whole window: its headers, not a year's answer built for no byte read.
+    if (query.limit === undefined && req.method === 'HEAD') {
+      res.end();
+      return;
     }
+    // A whole window is a heavy answer, a page one held in memory: each waits for a turn of its
+    // kind (admission.ts), held to its end (or until its client reads too slowly while another waits).
+    if (query.limit === undefined) await holdTurn(deps.admission, deps.clientOf(req), req, res, hungUp, 'whole-window answer');
+    else await holdTurn(deps.pageAdmission, deps.clientOf(req), req, res, hungUp, 'page');
 
     // The first pieces are read before the status line: a failure there is an answer of its own.
     const started = <T>(pieces: AsyncIterable<T>) => startAnswer(pieces, res, hungUp, req.originalUrl.slice(0, 500));

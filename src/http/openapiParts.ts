@@ -126,8 +126,8 @@ export const syncGone = error(
 );
 export const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
 /** A whole window's refusals before its first byte: its address's share of the turns, or the process's. */
-export const archiveTooMany = { ...error("Past the rate limit, or this address already has its share of whole-window answers under way (ARCHIVE_MAX_CONCURRENT_PER_ADDRESS): wait for one to end, or page with limit."), headers: retryAfter };
+export const archiveTooMany = { ...error("Past the rate limit, or this address already has its share of whole-window answers (ARCHIVE_MAX_CONCURRENT_PER_ADDRESS), or of pages (half of ARCHIVE_MAX_CONCURRENT_PAGES), under way: wait for one to end."), headers: retryAfter };
 export const archiveUnavailable = {
-  ...error('The object store is unreachable, or a whole window found no turn (ARCHIVE_MAX_CONCURRENT under way) or ran the query engine out of memory or temp space before its first byte.'),
+  ...error('The object store is unreachable, or a whole window or a page found no turn (ARCHIVE_MAX_CONCURRENT, ARCHIVE_MAX_CONCURRENT_PAGES under way) or ran the query engine out of memory or temp space before its first byte.'),
   headers: retryAfter,
 };

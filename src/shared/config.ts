@@ -54,7 +54,11 @@ export interface Config {
    * While one waits, an answer whose client read slower than `minReadBytesPerSecond` over the
    * last `http.sendStallMs` is cut (0: never).
    */
-  heavyAnswers: { maxConcurrent: number; perAddress: number; queueMs: number; minReadBytesPerSecond: number };
+  /**
+   * Turns of heavy answers (whole windows), and apart from them of pages (each gathered whole,
+   * so its Link can go in the headers, and held until its client has taken it).
+   */
+  heavyAnswers: { maxConcurrent: number; perAddress: number; maxPages: number; pagesPerAddress: number; queueMs: number; minReadBytesPerSecond: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   worker: {
     /** Flush early when this many reports are buffered. */
@@ -156,6 +160,7 @@ const envSchema = {
     TMP_DIR: { type: 'string', minLength: 1 },
     ARCHIVE_MAX_CONCURRENT: { type: 'integer', minimum: 1, maximum: 1000 },
     ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: { type: 'integer', minimum: 1, maximum: 1000 },
+    ARCHIVE_MAX_CONCURRENT_PAGES: { type: 'integer', minimum: 1, maximum: 10_000 },
     ARCHIVE_QUEUE_SECONDS: { type: 'number', minimum: 0, maximum: 300 },
     ARCHIVE_MIN_READ_KIB_PER_SECOND: { type: 'number', minimum: 0, maximum: 1_048_576 },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
@@ -288,9 +293,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a storm
   // hour's slice need, measured, with room to spare. Half of them for one address by default.
   const maxConcurrent = Number(v.ARCHIVE_MAX_CONCURRENT ?? Math.max(1, Math.floor(bytesOf(duckdbMemoryLimit) / (64 * 1024 ** 2))));
+  const maxPages = Number(v.ARCHIVE_MAX_CONCURRENT_PAGES ?? 8 * maxConcurrent);
   const heavyAnswers = {
     maxConcurrent,
     perAddress: Math.min(maxConcurrent, Number(v.ARCHIVE_MAX_CONCURRENT_PER_ADDRESS ?? Math.max(1, Math.floor(maxConcurrent / 2)))),
+    maxPages,
+    pagesPerAddress: Math.max(1, Math.floor(maxPages / 2)),
     queueMs: seconds(v.ARCHIVE_QUEUE_SECONDS, 10),
     minReadBytesPerSecond: Number(v.ARCHIVE_MIN_READ_KIB_PER_SECOND ?? 64) * 1024,
   };

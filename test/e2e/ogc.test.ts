@@ -264,8 +264,9 @@ describe('OGC API – Features: reports items', () => {
 
 describe('OGC API – Features: reports pages over a window longer than the archive endpoint takes', () => {
   it('take a heavy answer\'s turn (none free and no wait: refused, 429 or 503), while pages within the archive\'s bound answer at once', async () => {
-    // One turn, no queue: pages that need a turn at the same moment refuse each other.
-    const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000', ARCHIVE_MAX_WINDOW: '72h', ARCHIVE_MAX_CONCURRENT: '1', ARCHIVE_QUEUE_SECONDS: '0' }));
+    // One turn, no queue: pages that need a turn at the same moment refuse each other (pages'
+    // own turns plenty here).
+    const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000', ARCHIVE_MAX_WINDOW: '72h', ARCHIVE_MAX_CONCURRENT: '1', ARCHIVE_MAX_CONCURRENT_PAGES: '100', ARCHIVE_QUEUE_SECONDS: '0' }));
     const own = await startTestService(rt);
     try {
       for (let i = 0; i < 40; i++) expect((await postReport(own.url, report(7000 + i, { created_at: new Date(Date.UTC(2026, 10, 20) + i * 60_000).toISOString() }))).status).toBe(201);
@@ -275,8 +276,33 @@ describe('OGC API – Features: reports pages over a window longer than the arch
       expect(whole).toContain(200);
       expect(whole.filter((s) => s !== 200).length).toBeGreaterThan(0);
       expect(whole.every((s) => s === 200 || s === 429 || s === 503)).toBe(true);
-      // Within 72 hours: no turn taken, none refused.
+      // Within 72 hours: no heavy turn taken, none refused.
       expect(await statuses('?limit=40&datetime=2026-11-20T00:00:00Z/2026-11-21T00:00:00Z')).toEqual(Array(12).fill(200));
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe('pages take turns of their own', () => {
+  it('archive and OGC pages asked together past their turns refuse each other (429 or 503), one after another they all answer, and whole windows keep theirs', async () => {
+    // One page turn, no queue; each page is held in memory until its client has taken it.
+    const rt = await testRuntime(await testConfig('embedded', undefined, { RATE_LIMIT_READ_PER_MINUTE: '100000', ARCHIVE_MAX_CONCURRENT_PAGES: '1', ARCHIVE_QUEUE_SECONDS: '0' }));
+    const own = await startTestService(rt);
+    try {
+      for (let i = 0; i < 40; i++) expect((await postReport(own.url, report(7100 + i, { created_at: new Date(Date.UTC(2026, 10, 20) + i * 60_000).toISOString() }))).status).toBe(201);
+      await allArchived(own.rt);
+      const window = 'start=2026-11-20T00:00:00%2B0000&end=2026-11-21T00:00:00%2B0000';
+      const status = (path: string) => fetch(`${own.url}${path}`).then(async (r) => (await r.arrayBuffer(), r.status));
+      for (const page of [`/reports/archive?${window}&limit=40&format=geojson`, '/ogc/collections/reports/items?limit=40&datetime=2026-11-20T00:00:00Z/2026-11-21T00:00:00Z']) {
+        const together = await Promise.all(Array.from({ length: 12 }, () => status(page)));
+        expect(together, page).toContain(200);
+        expect(together.filter((s) => s !== 200).length, page).toBeGreaterThan(0);
+        expect(together.every((s) => s === 200 || s === 429 || s === 503), page).toBe(true);
+        for (let i = 0; i < 3; i++) expect(await status(page), page).toBe(200);
+      }
+      // Whole windows take the heavy answers' turns, not the pages'.
+      expect(await Promise.all(Array.from({ length: 2 }, () => status(`/reports/archive?${window}&format=geojson`)))).toEqual([200, 200]);
     } finally {
       await own.stop();
     }

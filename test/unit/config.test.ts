@@ -145,14 +145,16 @@ describe('config', () => {
     const d = loadConfig({}, '/srv/app');
     expect(d.tmpDir).toBe('/srv/app/data/tmp');
     expect(d.duckdbMaxTempSize).toBe('4GB');
-    expect(d.heavyAnswers).toEqual({ maxConcurrent: 4, perAddress: 2, queueMs: 10_000, minReadBytesPerSecond: 64 * 1024 });
+    expect(d.heavyAnswers).toEqual({ maxConcurrent: 4, perAddress: 2, maxPages: 32, pagesPerAddress: 16, queueMs: 10_000, minReadBytesPerSecond: 64 * 1024 });
     expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '32MB' }, '/').heavyAnswers.maxConcurrent).toBe(1);
     expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '1GB' }, '/').heavyAnswers.maxConcurrent).toBe(16);
     expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '32MB' }, '/').heavyAnswers.perAddress).toBe(1);
     const c = loadConfig({ TMP_DIR: '/scratch/flood', DUCKDB_MAX_TEMP_SIZE: '20GB', ARCHIVE_MAX_CONCURRENT: '2', ARCHIVE_QUEUE_SECONDS: '0', ARCHIVE_MIN_READ_KIB_PER_SECOND: '0' }, '/srv/app');
-    expect([c.tmpDir, c.duckdbMaxTempSize, c.heavyAnswers]).toEqual(['/scratch/flood', '20GB', { maxConcurrent: 2, perAddress: 1, queueMs: 0, minReadBytesPerSecond: 0 }]);
+    expect([c.tmpDir, c.duckdbMaxTempSize, c.heavyAnswers]).toEqual(['/scratch/flood', '20GB', { maxConcurrent: 2, perAddress: 1, maxPages: 16, pagesPerAddress: 8, queueMs: 0, minReadBytesPerSecond: 0 }]);
     // A share above the whole is the whole.
     expect(loadConfig({ ARCHIVE_MAX_CONCURRENT: '3', ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: '8' }, '/').heavyAnswers).toMatchObject({ maxConcurrent: 3, perAddress: 3 });
+    expect(loadConfig({ ARCHIVE_MAX_CONCURRENT_PAGES: '5' }, '/').heavyAnswers).toMatchObject({ maxPages: 5, pagesPerAddress: 2 });
+    expect(() => loadConfig({ ARCHIVE_MAX_CONCURRENT_PAGES: '0' }, '/')).toThrow(/ARCHIVE_MAX_CONCURRENT_PAGES/);
     for (const [name, value] of [['DUCKDB_MAX_TEMP_SIZE', '4TB'], ['ARCHIVE_MAX_CONCURRENT', '0'], ['ARCHIVE_MAX_CONCURRENT_PER_ADDRESS', '0'], ['ARCHIVE_QUEUE_SECONDS', '-1'], ['ARCHIVE_MIN_READ_KIB_PER_SECOND', 'slow'], ['ARCHIVE_MIN_READ_KIB_PER_SECOND', '-1']]) {
       expect(() => loadConfig({ [name!]: value }, '/')).toThrow(new RegExp(`${name}=`));
     }

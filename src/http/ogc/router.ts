@@ -25,6 +25,7 @@ import { decodeCursor, encodeCursor, fingerprintOf, ReportsItems } from './repor
 import { handlerSet, type Handlers } from '../route.js';
 import { hangUpSignal } from '../hangUp.js';
 import type { Admission } from '../admission.js';
+import { holdTurn } from '../answerTurn.js';
 
 export interface OgcDeps {
   archive: Archive;
@@ -36,6 +37,8 @@ export interface OgcDeps {
    * the whole archive) may read every day of it to fill a page (a bbox that matches little).
    */
   admission: Pick<Admission, 'enter'>;
+  /** Turns of pages (the archive's too): each reports page is held in memory until its client has taken it. */
+  pageAdmission: Pick<Admission, 'enter'>;
   clientOf: (req: Request) => string;
   maxWindowMs: number;
   /** Signs the reports' cursors (src/http/cursor.ts): one not issued here fails before a field is read. */
@@ -175,6 +178,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       throwIfAny(details);
       const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
       const signal = hangUpSignal(res);
+      await holdTurn(deps.pageAdmission, deps.clientOf(req), req, res, signal, 'OGC reports page');
       const leave = window.endMs - window.startMs > deps.maxWindowMs ? await deps.admission.enter(deps.clientOf(req), signal) : undefined;
       let page: Awaited<ReturnType<ReportsItems['page']>>;
       try {

@@ -53,8 +53,8 @@ const items = (id: string, schema: string, paging: object, summary: string) => (
       '200': { description: 'A page of items, with next (and prev) links in the body and the Link header.', headers: linkHeader, ...json(schema, 'application/geo+json') },
       '304': notModified,
       '400': err('A parameter is malformed, unknown or out of range; every problem is listed.'),
-      '429': err('Past the rate limit.'),
-      '503': err('The object store is unreachable.'),
+      '429': err("Past the rate limit, or (reports) this address already has its share of pages under way."),
+      '503': err('The object store is unreachable, or (reports) a page found no turn (ARCHIVE_MAX_CONCURRENT_PAGES under way).'),
     },
   },
 });
