@@ -29,20 +29,43 @@ export async function cursorSecret(config: Config, store: ObjectStore): Promise<
 
 async function fileSecret(file: string, fresh: string): Promise<string> {
   await fs.mkdir(path.dirname(file), { recursive: true });
-  try {
-    // 'wx': create-if-absent, so two processes on one DATA_DIR cannot each keep their own.
-    await writeDurably(file, 'wx', `${fresh}\n`, 0o600);
-    await fsyncDir(path.dirname(file));
-    return fresh;
-  } catch (err) {
-    if (!isCode(err, 'EEXIST')) throw err;
-  }
-  // Another process may have created it an instant ago and not written it yet.
   for (let attempt = 0; ; attempt += 1) {
-    const key = (await fs.readFile(file, 'utf8')).trim();
+    if (await createWhole(file, `${fresh}\n`)) return fresh;
+    // Another process's, whole: a key is linked into place only once written.
+    const key = (await readKey(file)) ?? '';
     if (key.length >= KEY_BYTES) return key;
-    if (attempt === 20) throw new Error(`${file} holds no usable cursor key: delete it to have a new one generated`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    // Unusable (an earlier release wrote it in place, and a full disk or a crash cut it): no
+    // cursor was ever sealed with it, so it is replaced, unless another process did so meanwhile.
+    if (attempt === 3) throw new Error(`${file} holds no usable cursor key: delete it to have a new one generated`);
+    if (((await readKey(file)) ?? '').length < KEY_BYTES) await fs.rm(file, { force: true });
+  }
+}
+
+/**
+ * Creates `file` holding `body`, or finds it there (false): written and flushed under a name of
+ * its own, then linked into place, so the file is never seen empty or cut short, nor made twice.
+ */
+async function createWhole(file: string, body: string): Promise<boolean> {
+  const temp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await writeDurably(temp, 'wx', body, 0o600);
+    await fs.link(temp, file);
+    await fsyncDir(path.dirname(file));
+    return true;
+  } catch (err) {
+    if (isCode(err, 'EEXIST')) return false;
+    throw err;
+  } finally {
+    await fs.rm(temp, { force: true });
+  }
+}
+
+async function readKey(file: string): Promise<string | undefined> {
+  try {
+    return (await fs.readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if (isCode(err, 'ENOENT')) return undefined;
+    throw err;
   }
 }
 

@@ -2,7 +2,7 @@
 // {statusCode, error, message, details}. Nothing internal reaches a body. On Node's own request
 // and response, so the feed's intake (which does not go through Express) answers the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AnswerFailedError, dependencyName, HttpError, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
+import { AnswerFailedError, dependencyName, HttpError, isDiskFull, isOutOfFiles, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { InvalidReportError } from '../partners/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
@@ -106,6 +106,12 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
         [],
         { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       );
+    }
+    // The host out of room for a moment (a full disk, no file descriptor left): its answer, not
+    // a fault of this request; it recovers once space or descriptors are freed.
+    if (isDiskFull(err) || isOutOfFiles(err)) {
+      log.error({ err: err instanceof Error ? err.message : String(err) }, 'out of disk space or file descriptors: answered 503');
+      return sendError(res, 503, `The server is out of disk space or open files for the moment; retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     }
     const parserError = err as BodyParserError;
     switch (parserError.type) {

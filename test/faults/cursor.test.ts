@@ -1,5 +1,7 @@
 // Forged, tampered, truncated and foreign pagination cursors get a 400 in the error shape;
 // the cursors the service issues keep working across restarts and across API instances.
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/main/runtime.js';
 import { createLogger } from '../../src/shared/log.js';
@@ -148,6 +150,22 @@ describe('a generated cursor key is kept and shared', () => {
     svc = await startTestService(await createRuntime(config, { log: createLogger('silent') }));
     try {
       expect((await page(svc.url, cursor)).status).toBe(200);
+    } finally {
+      await svc.stop();
+    }
+  });
+
+  it('on the embedded default: a key file an earlier release left empty (a full disk or a crash cut its write) is replaced, and paging works', async () => {
+    const config = await testConfig('embedded');
+    await fs.mkdir(config.dataDir, { recursive: true });
+    await fs.writeFile(path.join(config.dataDir, 'cursor-secret'), '');
+    const svc = await startTestService(await testRuntime(config));
+    try {
+      await seed(svc);
+      expect((await page(svc.url, await nextCursor(svc.url))).status).toBe(200);
+      expect((await fs.readFile(path.join(config.dataDir, 'cursor-secret'), 'utf8')).trim().length).toBeGreaterThanOrEqual(32);
+      // Only the key: no temporary file of its writing is left beside it.
+      expect((await fs.readdir(config.dataDir)).filter((name) => name.startsWith('cursor-secret'))).toEqual(['cursor-secret']);
     } finally {
       await svc.stop();
     }

@@ -12,7 +12,7 @@ import { isDiskFull, UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
 import { runCli } from '../support/cli.js';
-import { eventually, getJson, pendingCount, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, eventually, getJson, pendingCount, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape } from './support.js';
 
 /** Mounts a tmpfs of `megabytes` on a new directory; undefined when this process may not. */
@@ -80,15 +80,27 @@ describe('a full disk', () => {
       execFileSync('umount', ['-l', dir]);
     });
     const config = await testConfig('embedded', undefined, { DATA_DIR: dir });
-    const svc = await startTestService(await testRuntime(config), { worker: false, reconcile: false });
+    const svc = await startTestService(await testRuntime(config), { reconcile: false });
     cleanups.push(() => svc.stop());
     expect((await postReport(svc.url, report(1))).status).toBe(201);
+    // Two reports archived: a page of one of them has a next page, and its cursor.
+    expect((await postReport(svc.url, report(11, { created_at: '2026-11-20T03:00:00Z' }))).status).toBe(201);
+    expect((await postReport(svc.url, report(12, { created_at: '2026-11-20T04:00:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
     expect((await fetch(`${svc.url}/ready`)).status).toBe(200);
 
     const filler = await fill(dir);
     await expectRefusedAndNotReady(svc, 2);
+    // A page's cursor needs the key this process has not made yet: it cannot be written, a 503.
+    const window = 'start=2026-11-01T00:00:00%2B0000&end=2026-11-30T00:00:00%2B0000&limit=1';
+    const refused = await getJson(`${svc.url}/reports/archive?${window}`);
+    expect(refused.status).toBe(503);
+    expectErrorShape(refused.body, 503);
     await fs.rm(filler);
     await expectRecovered(svc, 3);
+    // Nothing the failed write left behind stops it now.
+    expect((await getJson(`${svc.url}/reports/archive?${window}`)).status).toBe(200);
+    expect((await fs.readFile(path.join(dir, 'cursor-secret'), 'utf8')).trim().length).toBeGreaterThanOrEqual(32);
   });
 
   /** A tmpfs for DATA_DIR (unmounted after the suite), and a file of `n` reports over June's closed days on a disk with room. */
