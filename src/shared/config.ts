@@ -242,12 +242,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     const value = env[name];
     if (value !== undefined && value !== '') raw[name] = value;
   }
-  if (!validateEnv(raw)) {
+  // Ajv's coercion reads " " as 0, "0x10" as 16 and "Infinity" past any maximum: a number is
+  // written in decimal, finite, or refused here.
+  const notDecimal = Object.entries(envSchema.properties).flatMap(([name, spec]) => {
+    const value = raw[name];
+    const type = 'type' in spec ? spec.type : undefined;
+    if ((type !== 'number' && type !== 'integer') || value === undefined || isDecimal(String(value))) return [];
+    delete raw[name];
+    return [`${shown(name, env[name])}: ${messages[name] ?? `must be a decimal number${type === 'integer' ? ' (whole)' : ''}`}`];
+  });
+  const valid = validateEnv(raw);
+  if (!valid || notDecimal.length > 0) {
     const problems = (validateEnv.errors ?? []).map((e) => {
       const name = e.instancePath.slice(1);
       return `${shown(name, env[name])}: ${messages[name] ?? e.message}`;
     });
-    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+    throw new ConfigError(`invalid configuration: ${[...notDecimal, ...problems].join('; ')}`);
   }
   const v = raw as Record<string, string | number | undefined>;
   const dataDir = path.resolve(cwd, String(v.DATA_DIR ?? 'data'));
@@ -290,6 +300,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   });
   if (badCron.length > 0) throw new ConfigError(`invalid configuration: ${badCron.join('; ')}`);
   const duckdbMemoryLimit = String(v.DUCKDB_MEMORY_LIMIT ?? '256MB');
+  // In kilobytes DuckDB fails even a count's first allocation (2 KiB at 1KB), with no answer
+  // but an error; from 1MB a query it cannot fit is an out-of-memory 503.
+  if (bytesOf(duckdbMemoryLimit) < 1024 ** 2) {
+    throw new ConfigError(`invalid configuration: DUCKDB_MEMORY_LIMIT=${JSON.stringify(env.DUCKDB_MEMORY_LIMIT)}: must be at least 1MB (256MB by default)`);
+  }
   // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a storm
   // hour's slice need, measured, with room to spare. Half of them for one address by default.
   const maxConcurrent = Number(v.ARCHIVE_MAX_CONCURRENT ?? Math.max(1, Math.floor(bytesOf(duckdbMemoryLimit) / (64 * 1024 ** 2))));
@@ -433,8 +448,15 @@ function bytesOf(size: string): number {
   return Number.parseInt(size, 10) * units[size.slice(-2)]!;
 }
 
+/** Milliseconds of a number of seconds: a positive one is never rounded to 0 (which means "never" or "at once"). */
 function seconds(value: string | number | undefined, fallback: number): number {
-  return Math.round(Number(value ?? fallback) * 1000);
+  const s = Number(value ?? fallback);
+  return s > 0 ? Math.max(1, Math.round(s * 1000)) : 0;
+}
+
+/** Whether a variable's text is a finite number written in decimal (an exponent allowed). */
+function isDecimal(text: string): boolean {
+  return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text) && Number.isFinite(Number(text));
 }
 
 /** Whether `dir` is `parent` or lies inside it. */

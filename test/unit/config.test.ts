@@ -128,6 +128,14 @@ describe('config', () => {
     expect(loadConfig({ STORAGE_URL: 's3://bucket/archive', CACHE_DIR: '/srv/data' }, '/').cacheDir).toBe('/srv/data');
   });
 
+  it('reads numbers only in decimal and finite: blank, hex and infinite values are refused, naming the variable; a positive duration is never rounded to 0', () => {
+    for (const [name, value] of [['PORT', ' '], ['PORT', '0x10'], ['ACCEPT_DEADLINE_SECONDS', 'Infinity'], ['FLUSH_INTERVAL_SECONDS', '1e400'], ['TRUST_PROXY', '\t'], ['HTTP_SEND_STALL_SECONDS', '-Infinity']] as const) {
+      expect(() => loadConfig({ [name]: value }, '/'), `${name}=${value}`).toThrow(new RegExp(`${name}=${JSON.stringify(value).replace(/[\\$()*+.?[\]^{|}]/g, '\\$&')}: must be`));
+    }
+    const c = loadConfig({ PORT: '8081', FLUSH_INTERVAL_SECONDS: '2.5e0', ACCEPT_DEADLINE_SECONDS: '0.0001', HTTP_SEND_STALL_SECONDS: '.5' }, '/');
+    expect([c.port, c.flushIntervalSeconds, c.acceptDeadlineMs, c.http.sendStallMs]).toEqual([8081, 2.5, 1, 500]);
+  });
+
   it('refuses a schedule node-cron would refuse or misread, saying which field is wrong', () => {
     expect(() => loadConfig({ SCHEDULE_COMPACT: '61 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="61 \* \* \* \*": must be a cron expression.*61 is a invalid expression for minute/);
     // node-cron takes a backwards range and runs every minute: refused.
@@ -154,6 +162,8 @@ describe('config', () => {
     // A share above the whole is the whole.
     expect(loadConfig({ ARCHIVE_MAX_CONCURRENT: '3', ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: '8' }, '/').heavyAnswers).toMatchObject({ maxConcurrent: 3, perAddress: 3 });
     expect(loadConfig({ ARCHIVE_MAX_CONCURRENT_PAGES: '5' }, '/').heavyAnswers).toMatchObject({ maxPages: 5, pagesPerAddress: 2 });
+    expect(() => loadConfig({ DUCKDB_MEMORY_LIMIT: '1KB' }, '/')).toThrow(/DUCKDB_MEMORY_LIMIT="1KB": must be at least 1MB/);
+    expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '1024KB' }, '/').duckdbMemoryLimit).toBe('1024KB');
     expect(() => loadConfig({ ARCHIVE_MAX_CONCURRENT_PAGES: '0' }, '/')).toThrow(/ARCHIVE_MAX_CONCURRENT_PAGES/);
     for (const [name, value] of [['DUCKDB_MAX_TEMP_SIZE', '4TB'], ['ARCHIVE_MAX_CONCURRENT', '0'], ['ARCHIVE_MAX_CONCURRENT_PER_ADDRESS', '0'], ['ARCHIVE_QUEUE_SECONDS', '-1'], ['ARCHIVE_MIN_READ_KIB_PER_SECOND', 'slow'], ['ARCHIVE_MIN_READ_KIB_PER_SECOND', '-1']]) {
       expect(() => loadConfig({ [name!]: value }, '/')).toThrow(new RegExp(`${name}=`));
