@@ -121,6 +121,14 @@ describe('the service process', () => {
     expect((await threads({ UV_THREADPOOL_SIZE: '6' })) - four).toBe(2);
   });
 
+  it('a SIGTERM while the service starts (its worker up, its API not yet) stops it gracefully once started: exit 0', async () => {
+    const svc = start({ DATA_DIR: await tempDir(), PORT: '0', API_KEYS: 'p:key-0123456789abcdef', LOG_LEVEL: 'info' });
+    await new Promise<void>((resolve) => svc.child.stdout!.on('data', (d: Buffer) => void (String(d).includes('"role":"worker (thread)"') && resolve())));
+    svc.child.kill('SIGTERM');
+    expect(await svc.exited).toBe(0);
+    expect(svc.output()).toMatch(/"signal":"SIGTERM","msg":"stopping"/);
+  });
+
   it('stops with a message naming the variable when the config is bad', async () => {
     const bad = start({ DATA_DIR: await tempDir(), PORT: 'eighty', STORAGE_URL: 'ftp://nowhere' });
     expect(await bad.exited).toBe(78);

@@ -18,6 +18,9 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
       await loadCommandModules();
       const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
       await bootstrapIfLocal(config, rt);
+      // Caught from here on: one that comes while the service starts (its warm-up) stops it
+      // gracefully once started, rather than killing it part-way.
+      const signal = caughtSignal();
       const api = role !== 'worker';
       const kept = api ? (await rt.ledger.listKeys()).some((k) => !k.revoked_at) : false;
       const keys = api ? await resolveApiKeys(config.apiKeys, config.dataDir, kept) : { keys: [] };
@@ -48,6 +51,7 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
       const running = service;
       const failure = await untilSignal(
         rt,
+        signal,
         async () => {
           await running.stop();
           await thread?.stop();
@@ -60,11 +64,19 @@ function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Comm
   };
 }
 
+/** The first SIGTERM or SIGINT from now on (the default, killing the process, no longer applies). */
+function caughtSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+}
+
 /**
- * Waits for SIGTERM/SIGINT, then stops gracefully (the worker flushes); or for `failed` (a
- * part of the process that ended on its own), then stops what remains and resolves with why.
+ * Waits for `signal`, then stops gracefully (the worker flushes); or for `failed` (a part of the
+ * process that ended on its own), then stops what remains and resolves with why.
  */
-function untilSignal(rt: Runtime, stop: () => Promise<void>, failed?: Promise<Error>): Promise<Error | undefined> {
+function untilSignal(rt: Runtime, signal: Promise<string>, stop: () => Promise<void>, failed?: Promise<Error>): Promise<Error | undefined> {
   return new Promise((resolve, reject) => {
     let stopping = false;
     const onStop = (reason: { signal: string } | { failure: Error }) => {
@@ -76,8 +88,7 @@ function untilSignal(rt: Runtime, stop: () => Promise<void>, failed?: Promise<Er
         .then(() => rt.close())
         .then(() => resolve('failure' in reason ? reason.failure : undefined), reject);
     };
-    process.once('SIGTERM', () => onStop({ signal: 'SIGTERM' }));
-    process.once('SIGINT', () => onStop({ signal: 'SIGINT' }));
+    void signal.then((name) => onStop({ signal: name }));
     void failed?.then((failure) => onStop({ failure }));
   });
 }
@@ -93,6 +104,7 @@ export const scheduler: Command = {
   async run({ config }) {
     await loadCommandModules();
     const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
+    const signal = caughtSignal();
     // On AWS only the scheduler may publish the default boundaries: a start that cannot is a
     // failed start (the task is restarted), not a scheduler the others wait on forever.
     await rt.boundaries.seedIfEmpty();
@@ -101,7 +113,7 @@ export const scheduler: Command = {
     const scheduler = deps.startScheduler(rt, deps.JOBS, `scheduler-${randomUUID()}`);
     rt.log.info({ jobs: deps.JOBS.map((j) => `${j.name} "${j.schedule(config)}"`) }, 'scheduler started');
     if (service.metricsUrl) process.stdout.write(`Prometheus metrics on ${service.metricsUrl}\n`);
-    await untilSignal(rt, async () => {
+    await untilSignal(rt, signal, async () => {
       await scheduler.stop();
       await service.stop();
     });
