@@ -30,6 +30,7 @@ export function boundaryProblems(set: BoundarySet): string[] {
   if (set.localAreas.features.length === 0) problems.push('local areas: at least one local area (barangay) is needed');
   const codes = new Set<string>();
   const cityPsgcs = new Set<string>();
+  const missingLevels = new Set<'regions' | 'provinces'>();
   set.cities.features.forEach((f, i) => {
     const where = `cities[${i}]`;
     if (!isFeature(f)) {
@@ -47,8 +48,12 @@ export function boundaryProblems(set: BoundarySet): string[] {
     else if (psgc !== undefined) cityPsgcs.add(psgc);
     if (set.regions && !regions.has(region_psgc)) problems.push(`${where}: region_psgc must name a region of this set`);
     if (set.provinces && province_psgc != null && !provinces.has(province_psgc)) problems.push(`${where}: province_psgc must name a province of this set, or be null`);
+    // A level left out of the folder would leave every city's tag at that level empty.
+    if (!set.regions && region_psgc != null) missingLevels.add('regions');
+    if (!set.provinces && province_psgc != null) missingLevels.add('provinces');
     problems.push(...geometryProblems(f.geometry, where));
   });
+  for (const level of missingLevels) problems.push(`cities name ${level} (${level === 'regions' ? 'region_psgc' : 'province_psgc'}), but the set has no ${level}.geojson: add it, or publish a folder whose cities name none`);
   const psgcs = new Set<string>();
   set.localAreas.features.forEach((f, i) => {
     const where = `localAreas[${i}]`;

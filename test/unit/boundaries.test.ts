@@ -117,6 +117,19 @@ describe('boundary sets', () => {
     expect(boundaryProblems(noCities)).toContain('cities: at least one city is needed');
   });
 
+  it('refuses cities that name provinces or regions the set leaves out (every tag at that level would be empty)', () => {
+    const partial = clone();
+    partial.cities.features[0]!.properties = { ...partial.cities.features[0]!.properties, province_psgc: '0305400000', region_psgc: '0300000000' };
+    expect(boundaryProblems(partial)).toEqual([
+      'cities name regions (region_psgc), but the set has no regions.geojson: add it, or publish a folder whose cities name none',
+      'cities name provinces (province_psgc), but the set has no provinces.geojson: add it, or publish a folder whose cities name none',
+    ]);
+    // Cities that name neither need neither file.
+    const { province_psgc: _province, region_psgc: _region, ...plain } = partial.cities.features[0]!.properties;
+    partial.cities.features[0]!.properties = plain;
+    expect(boundaryProblems(partial)).toEqual([]);
+  });
+
   it('publishes content-addressed versions, moves the pointer, and rolls back', async () => {
     const repo = new BoundaryRepository(new FileObjectStore(await tempDir()), 0);
     await repo.seedIfEmpty();
