@@ -89,8 +89,9 @@ export function objectAdmin(hooks: ObjectWebhooks, isRetracted: (pkey: string) =
           await hooks.dropSetAside(b);
           redriven += 1;
         } else {
-          await hooks.recordFailedRedrive(b, attempt.error ?? 'failed');
           stillFailing += 1;
+          // Only a count on the batch kept aside: a store that fails it stops no other batch.
+          await hooks.recordFailedRedrive(b, attempt.error ?? 'failed').catch(() => undefined);
         }
       }
       return { redriven, stillFailing };

@@ -56,6 +56,8 @@ export class Admission {
     readonly perClient: number,
     private readonly queueMs: number,
     private readonly slowReads: SlowReads = { minBytesPerSecond: 0, windowMs: 60_000 },
+    /** What it admits, as its refusals name them. */
+    private readonly kind: { plural: string; advice: string } = { plural: 'whole-window answers', advice: 'wait for one to end, or page with limit' },
   ) {}
 
   /** Answers under way, and waiting for their turn. */
@@ -113,9 +115,9 @@ export class Admission {
   private refusal(client: string): Error {
     if (this.running < this.max && (this.held.get(client) ?? 0) >= this.perClient) {
       const seconds = String(Math.max(1, Math.ceil(this.queueMs / 1000)));
-      return new HttpError(429, `This address already has ${this.perClient} whole-window answers under way on this server; wait for one to end, or page with limit.`, [], { 'Retry-After': seconds });
+      return new HttpError(429, `This address already has ${this.perClient} ${this.kind.plural} under way on this server; ${this.kind.advice}.`, [], { 'Retry-After': seconds });
     }
-    return new OverloadedError(`The archive is answering ${this.max} large requests already`);
+    return new OverloadedError(`The archive is answering ${this.max} ${this.kind.plural} already`);
   }
 
   private leaver(client: string, reader: Reader | undefined): () => void {

@@ -99,7 +99,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   const slowReads = { minBytesPerSecond: heavy.minReadBytesPerSecond, windowMs: rt.config.http.sendStallMs };
   const admission = new Admission(heavy.maxConcurrent, heavy.perAddress, heavy.queueMs, slowReads);
   // Pages' turns, apart: a page is light to make, but held in memory until its client has taken it.
-  const pageAdmission = new Admission(heavy.maxPages, heavy.pagesPerAddress, heavy.queueMs, slowReads);
+  const pageAdmission = new Admission(heavy.maxPages, heavy.pagesPerAddress, heavy.queueMs, slowReads, { plural: 'pages', advice: 'wait for one to end' });
   const clientOf = (req: IncomingMessage) => clientKey(req, rt.config.trustProxy);
   const handlers: Handlers = {
     ...feedsHandlers({ metrics: rt.metrics, apiKeys: options.apiKeys, ledger: rt.ledger, rateLimit: feedLimit, authFailures }),

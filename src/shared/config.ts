@@ -308,7 +308,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   // About 64 MB of DuckDB's memory for each answer under way: what a day being built and a storm
   // hour's slice need, measured, with room to spare. Half of them for one address by default.
   const maxConcurrent = Number(v.ARCHIVE_MAX_CONCURRENT ?? Math.max(1, Math.floor(bytesOf(duckdbMemoryLimit) / (64 * 1024 ** 2))));
-  const maxPages = Number(v.ARCHIVE_MAX_CONCURRENT_PAGES ?? 8 * maxConcurrent);
+  // A page of 10,000 reports with their texts held some 30 MB while a slow client took it.
+  const maxPages = Number(v.ARCHIVE_MAX_CONCURRENT_PAGES ?? 2 * maxConcurrent);
   const heavyAnswers = {
     maxConcurrent,
     perAddress: Math.min(maxConcurrent, Number(v.ARCHIVE_MAX_CONCURRENT_PER_ADDRESS ?? Math.max(1, Math.floor(maxConcurrent / 2)))),
@@ -337,8 +338,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     awsEndpointUrl: v.AWS_ENDPOINT_URL === undefined ? undefined : String(v.AWS_ENDPOINT_URL),
     apiKeys: v.API_KEYS === undefined ? [] : keysOwnedOnce(parseApiKeys(String(v.API_KEYS))),
     flushIntervalSeconds,
-    syncSettleMs: Number(v.SYNC_SETTLE_SECONDS ?? 60) * 1000,
-    retireGraceMs: Number(v.RETIRE_GRACE_SECONDS ?? 30) * 1000,
+    syncSettleMs: seconds(v.SYNC_SETTLE_SECONDS, 60),
+    retireGraceMs: seconds(v.RETIRE_GRACE_SECONDS, 30),
     syncRetentionMs: Number(v.SYNC_RETENTION_DAYS ?? 30) * 86_400_000,
     archiveMaxWindowMs: windowHours * 3_600_000,
     cacheDir,
@@ -416,8 +417,8 @@ const CRON_FIELDS = ['minute', 'hour', 'day of month', 'month', 'day of week'];
 
 /**
  * What is wrong with a cron expression, or undefined. Besides node-cron's own checks, a range
- * that runs backwards (`5-1`, `FRI-MON`): node-cron takes it and runs every minute (or hour, …)
- * instead, or wraps it round, where named.
+ * that runs backwards (`5-1`, `FRI-MON`): node-cron takes it and wraps it round (minutes 5 to 59,
+ * then 0 and 1), which few who write it mean.
  */
 function cronProblem(expr: string): string | undefined {
   const example = 'e.g. "5 * * * *" (minute hour day-of-month month day-of-week, UTC)';
@@ -428,7 +429,7 @@ function cronProblem(expr: string): string | undefined {
   for (const [i, field] of fields.entries()) {
     for (const part of field.split(',')) {
       const range = /^(\w+)-(\w+)(\/\d+)?$/.exec(part);
-      if (range && cronValue(range[1]!) > cronValue(range[2]!)) return `the ${names[i]} range ${range[1]}-${range[2]} runs backwards: write it from the smaller to the larger, ${example}`;
+      if (range && cronValue(range[1]!) > cronValue(range[2]!, names[i] === 'day of week')) return `the ${names[i]} range ${range[1]}-${range[2]} runs backwards: write it from the smaller to the larger, ${example}`;
     }
   }
   return undefined;
@@ -436,10 +437,15 @@ function cronProblem(expr: string): string | undefined {
 
 const CRON_NAMES = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec', 'sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'];
 
-/** A cron field's bound as a number: a month's name as 1–12, a weekday's as 0–6 (node-cron took the expression). */
-function cronValue(bound: string): number {
+/**
+ * A cron field's bound as a number: a month's name as 1–12, a weekday's as 0–6 (node-cron took
+ * the expression); Sunday ending a range of weekdays as 7, as cron reads MON-SUN.
+ */
+function cronValue(bound: string, weekdayEnd = false): number {
   const at = CRON_NAMES.indexOf(bound.slice(0, 3).toLowerCase());
-  return at < 0 ? Number(bound) : at < 12 ? at + 1 : at - 12;
+  if (at < 0) return Number(bound);
+  if (at < 12) return at + 1;
+  return at === 12 && weekdayEnd ? 7 : at - 12;
 }
 
 /** Bytes of a DuckDB size such as "256MB" (validated by the schema). */

@@ -102,9 +102,10 @@ function makeFolders(dir: string, mode?: number): void {
     try {
       mkdirSync(at, mode === undefined ? {} : { mode });
     } catch (err) {
-      if (!isCode(err, 'EEXIST')) throw err; // another process made it meanwhile
+      if (!isCode(err, 'EEXIST')) throw err; // another process made it meanwhile, or a file
     }
   }
+  if (missing.length > 0 && !statSync(dir).isDirectory()) throw Object.assign(new Error(`not a directory: ${dir}`), { code: 'ENOTDIR' });
 }
 
 /**

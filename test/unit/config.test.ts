@@ -138,7 +138,7 @@ describe('config', () => {
 
   it('refuses a schedule node-cron would refuse or misread, saying which field is wrong', () => {
     expect(() => loadConfig({ SCHEDULE_COMPACT: '61 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="61 \* \* \* \*": must be a cron expression.*61 is a invalid expression for minute/);
-    // node-cron takes a backwards range and runs every minute: refused.
+    // node-cron takes a backwards range and wraps it round: refused.
     expect(() => loadConfig({ SCHEDULE_COMPACT: '5-1 * * * *' }, '/')).toThrow(/SCHEDULE_COMPACT="5-1 \* \* \* \*": the minute range 5-1 runs backwards/);
     expect(() => loadConfig({ SCHEDULE_RELEASE: '0 3 2 12-1 *' }, '/')).toThrow(/the month range 12-1 runs backwards/);
     expect(() => loadConfig({ SCHEDULE_VERIFY: '*/10 30-5/5 * * * *' }, '/')).toThrow(/the minute range 30-5 runs backwards/);
@@ -146,19 +146,19 @@ describe('config', () => {
     expect(() => loadConfig({ SCHEDULE_RELEASE: '0 0 * * FRI-MON' }, '/')).toThrow(/the day of week range FRI-MON runs backwards/);
     expect(() => loadConfig({ SCHEDULE_RELEASE: '0 0 1 dec-Jan *' }, '/')).toThrow(/the month range dec-Jan runs backwards/);
     expect(loadConfig({ SCHEDULE_COMPACT: '1-5,10 */2 * * 1-5', SCHEDULE_VERIFY: '*/10 5-30/5 * * * *' }, '/').schedules).toMatchObject({ compact: '1-5,10 */2 * * 1-5', verify: '*/10 5-30/5 * * * *' });
-    expect(loadConfig({ SCHEDULE_COMPACT: '0 0 * JAN-DEC SUN-SAT', SCHEDULE_VERIFY: '0 0 * * mon-fri' }, '/').schedules).toMatchObject({ compact: '0 0 * JAN-DEC SUN-SAT', verify: '0 0 * * mon-fri' });
+    expect(loadConfig({ SCHEDULE_COMPACT: '0 0 * JAN-DEC SUN-SAT', SCHEDULE_VERIFY: '0 0 * * mon-fri', SCHEDULE_RELEASE: '0 0 * * FRI-SUN' }, '/').schedules).toMatchObject({ compact: '0 0 * JAN-DEC SUN-SAT', verify: '0 0 * * mon-fri', release: '0 0 * * FRI-SUN' });
   });
 
   it('bounds heavy answers and their temporary files: TMP_DIR, DUCKDB_MAX_TEMP_SIZE, ARCHIVE_MAX_CONCURRENT sized by the memory limit, half of it per address, ARCHIVE_QUEUE_SECONDS, ARCHIVE_MIN_READ_KIB_PER_SECOND', () => {
     const d = loadConfig({}, '/srv/app');
     expect(d.tmpDir).toBe('/srv/app/data/tmp');
     expect(d.duckdbMaxTempSize).toBe('4GB');
-    expect(d.heavyAnswers).toEqual({ maxConcurrent: 4, perAddress: 2, maxPages: 32, pagesPerAddress: 16, queueMs: 10_000, minReadBytesPerSecond: 64 * 1024 });
+    expect(d.heavyAnswers).toEqual({ maxConcurrent: 4, perAddress: 2, maxPages: 8, pagesPerAddress: 4, queueMs: 10_000, minReadBytesPerSecond: 64 * 1024 });
     expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '32MB' }, '/').heavyAnswers.maxConcurrent).toBe(1);
     expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '1GB' }, '/').heavyAnswers.maxConcurrent).toBe(16);
     expect(loadConfig({ DUCKDB_MEMORY_LIMIT: '32MB' }, '/').heavyAnswers.perAddress).toBe(1);
     const c = loadConfig({ TMP_DIR: '/scratch/flood', DUCKDB_MAX_TEMP_SIZE: '20GB', ARCHIVE_MAX_CONCURRENT: '2', ARCHIVE_QUEUE_SECONDS: '0', ARCHIVE_MIN_READ_KIB_PER_SECOND: '0' }, '/srv/app');
-    expect([c.tmpDir, c.duckdbMaxTempSize, c.heavyAnswers]).toEqual(['/scratch/flood', '20GB', { maxConcurrent: 2, perAddress: 1, maxPages: 16, pagesPerAddress: 8, queueMs: 0, minReadBytesPerSecond: 0 }]);
+    expect([c.tmpDir, c.duckdbMaxTempSize, c.heavyAnswers]).toEqual(['/scratch/flood', '20GB', { maxConcurrent: 2, perAddress: 1, maxPages: 4, pagesPerAddress: 2, queueMs: 0, minReadBytesPerSecond: 0 }]);
     // A share above the whole is the whole.
     expect(loadConfig({ ARCHIVE_MAX_CONCURRENT: '3', ARCHIVE_MAX_CONCURRENT_PER_ADDRESS: '8' }, '/').heavyAnswers).toMatchObject({ maxConcurrent: 3, perAddress: 3 });
     expect(loadConfig({ ARCHIVE_MAX_CONCURRENT_PAGES: '5' }, '/').heavyAnswers).toMatchObject({ maxPages: 5, pagesPerAddress: 2 });
