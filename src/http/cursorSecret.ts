@@ -29,15 +29,26 @@ export async function cursorSecret(config: Config, store: ObjectStore): Promise<
 
 async function fileSecret(file: string, fresh: string): Promise<string> {
   await fs.mkdir(path.dirname(file), { recursive: true });
+  const lock = `${file}.replacing`;
   for (let attempt = 0; ; attempt += 1) {
     if (await createWhole(file, `${fresh}\n`)) return fresh;
     // Another process's, whole: a key is linked into place only once written.
     const key = (await readKey(file)) ?? '';
     if (key.length >= KEY_BYTES) return key;
+    if (attempt === 40) throw new Error(`${file} holds no usable cursor key: delete it (and ${lock}, if there) to have a new one generated`);
     // Unusable (an earlier release wrote it in place, and a full disk or a crash cut it): no
-    // cursor was ever sealed with it, so it is replaced, unless another process did so meanwhile.
-    if (attempt === 3) throw new Error(`${file} holds no usable cursor key: delete it to have a new one generated`);
-    if (((await readKey(file)) ?? '').length < KEY_BYTES) await fs.rm(file, { force: true });
+    // cursor was ever sealed with it. One process at a time, the one that made the lock,
+    // replaces it, so two starting together cannot each keep a key of their own.
+    if (await createWhole(lock, `${process.pid}\n`)) {
+      try {
+        if (((await readKey(file)) ?? '').length < KEY_BYTES) await fs.rm(file, { force: true });
+        if (await createWhole(file, `${fresh}\n`)) return fresh;
+      } finally {
+        await fs.rm(lock, { force: true });
+      }
+    } else {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
   }
 }
 

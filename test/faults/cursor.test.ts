@@ -7,6 +7,8 @@ import { createRuntime } from '../../src/main/runtime.js';
 import { createLogger } from '../../src/shared/log.js';
 import { cursorFingerprint } from '../../src/http/archive.js';
 import { CursorCodec } from '../../src/http/cursor.js';
+import { cursorSecret } from '../../src/http/cursorSecret.js';
+import { FileObjectStore } from '../../src/store/fileStore.js';
 import { fingerprintOf } from '../../src/http/ogc/reportsItems.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
@@ -169,6 +171,19 @@ describe('a generated cursor key is kept and shared', () => {
     } finally {
       await svc.stop();
     }
+  });
+
+  it('processes starting together on such a file all end with one key', async () => {
+    const config = await testConfig('embedded');
+    await fs.mkdir(config.dataDir, { recursive: true });
+    const file = path.join(config.dataDir, 'cursor-secret');
+    for (let round = 0; round < 20; round++) {
+      await fs.writeFile(file, round % 2 === 0 ? '' : 'cut-short');
+      const keys = await Promise.all(Array.from({ length: 4 }, () => cursorSecret(config, new FileObjectStore(config.dataDir))));
+      expect(new Set(keys.map((k) => k.toString())).size, `round ${round}`).toBe(1);
+      expect((await fs.readFile(file, 'utf8')).trim()).toBe(keys[0]!.toString());
+    }
+    expect((await fs.readdir(config.dataDir)).filter((name) => name.startsWith('cursor-secret'))).toEqual(['cursor-secret']);
   });
 
   it('on S3: two API instances on one bucket accept each other\'s cursors', async () => {
