@@ -34,10 +34,11 @@ export interface OgcDeps {
   /**
    * Turns for heavy answers (admission.ts), shared with the archive's whole windows: a reports
    * page whose window is longer than `maxWindowMs` (the archive endpoint's bound; no datetime is
-   * the whole archive) may read every day of it to fill a page (a bbox that matches little).
+   * the whole archive) may read every day of it to fill a page (a bbox that matches little), and
+   * takes one of these instead of a page's.
    */
   admission: Pick<Admission, 'enter'>;
-  /** Turns of pages (the archive's too): each reports page is held in memory until its client has taken it. */
+  /** Turns of pages (the archive's too): each other reports page is held in memory until its client has taken it. */
   pageAdmission: Pick<Admission, 'enter'>;
   clientOf: (req: Request) => string;
   maxWindowMs: number;
@@ -178,14 +179,10 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       throwIfAny(details);
       const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
       const signal = hangUpSignal(res);
-      await holdTurn(deps.pageAdmission, deps.clientOf(req), req, res, signal, 'OGC reports page');
-      const leave = window.endMs - window.startMs > deps.maxWindowMs ? await deps.admission.enter(deps.clientOf(req), signal) : undefined;
-      let page: Awaited<ReturnType<ReportsItems['page']>>;
-      try {
-        page = await reports.page(window, limit, after, now(), signal);
-      } finally {
-        leave?.();
-      }
+      // One turn, held to the page's end: a heavy answer's over a long window, else a page's.
+      const long = window.endMs - window.startMs > deps.maxWindowMs;
+      await holdTurn(long ? deps.admission : deps.pageAdmission, deps.clientOf(req), req, res, signal, long ? 'OGC reports page over a long window' : 'OGC reports page');
+      const page = await reports.page(window, limit, after, now(), signal);
       features = page.features;
       numberMatched = page.numberMatched;
       if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.next, fingerprint)) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
