@@ -23,12 +23,16 @@ try {
     if (m.type === 'metrics') {
       void rt.metrics.registry.getMetricsAsJSON().then((metrics) => say({ type: 'metrics', id: m.id, metrics }));
     } else if (m.type === 'stop') {
+      let clean = true;
       void service
         .stop()
         .then(() => rt.close())
-        .catch((err: unknown) => rt.log.error({ err: String(err) }, 'the worker did not stop cleanly'))
+        .catch((err: unknown) => {
+          clean = false;
+          rt.log.error({ err: String(err) }, 'the worker did not stop cleanly');
+        })
         .finally(() => {
-          say({ type: 'stopped' });
+          say({ type: 'stopped', clean });
           port.close();
         });
     }

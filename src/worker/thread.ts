@@ -18,7 +18,8 @@ export type FromThread =
   | { type: 'failed'; error: { name: string; message: string; dependency?: Dependency } }
   | { type: 'metrics'; id: number; metrics: MetricsJson }
   | { type: 'log'; lines: string }
-  | { type: 'stopped' };
+  /** clean: false when the worker could not flush what it held (the queue delivers it again). */
+  | { type: 'stopped'; clean: boolean };
 
 /** What the API's thread asks of it. */
 export type ToThread = { type: 'metrics'; id: number } | { type: 'stop' };
@@ -28,7 +29,7 @@ export interface WorkerThread {
   metrics(): Promise<MetricsJson>;
   /** Settles only if the thread ends without being asked to (a crash): with why. */
   readonly failed: Promise<Error>;
-  /** The worker flushes what it holds and releases its files; then the thread ends. */
+  /** The worker flushes what it holds and releases its files; then the thread ends. Rejects when the flush failed. */
   stop(): Promise<void>;
 }
 
@@ -74,13 +75,15 @@ export function startWorkerThread(config: Config): Promise<WorkerThread> {
       if (stopping) return ended.then(() => undefined);
       stopping = true;
       send({ type: 'stop' });
+      let clean = true;
       await Promise.race([
         ended,
-        new Promise<void>((resolve) => thread.on('message', (m: FromThread) => m.type === 'stopped' && resolve())).then(() =>
+        new Promise<void>((resolve) => thread.on('message', (m: FromThread) => m.type === 'stopped' && ((clean = m.clean), resolve()))).then(() =>
           Promise.race([ended, new Promise((resolve) => setTimeout(resolve, EXIT_GRACE_MS).unref())]),
         ),
       ]);
       await thread.terminate();
+      if (!clean) throw new Error('the worker did not stop cleanly (its log says why): the queue delivers the reports it held again');
     },
   };
 

@@ -2,7 +2,8 @@
 // when space is freed; an import that fills the disk stops, shows nothing half-written, and
 // finishes when run again. On a real, small tmpfs where this process may mount one; everywhere,
 // with the store's writes failing as a full disk makes them fail.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -11,8 +12,8 @@ import { importFile } from '../../src/ops/importFile.js';
 import { isDiskFull, UnavailableError } from '../../src/shared/errors.js';
 import { FileObjectStore } from '../../src/store/fileStore.js';
 import type { ObjectStore } from '../../src/store/objectStore.js';
-import { runCli } from '../support/cli.js';
-import { allArchived, eventually, getJson, pendingCount, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { CLI, runCli } from '../support/cli.js';
+import { allArchived, API_KEY, eventually, getJson, pendingCount, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { expectErrorShape } from './support.js';
 
 /** Mounts a tmpfs of `megabytes` on a new directory; undefined when this process may not. */
@@ -102,6 +103,48 @@ describe('a full disk', () => {
     expect((await getJson(`${svc.url}/reports/archive?${window}`)).status).toBe(200);
     expect((await fs.readFile(path.join(dir, 'cursor-secret'), 'utf8')).trim().length).toBeGreaterThanOrEqual(32);
   });
+
+  it('on a real tmpfs: `all` stopped while its worker cannot flush what it holds exits 1 saying so; the reports are archived after a restart', async (ctx) => {
+    const dir = await tempDir('flood-full-');
+    if (!mountTmpfs(dir, 24)) return ctx.skip('skipped: this process may not mount a tmpfs (needs root)');
+    cleanups.push(async () => {
+      execFileSync('umount', ['-l', dir]);
+    });
+    const env = { PATH: process.env.PATH ?? '', TZ: 'UTC', DATA_DIR: dir, PORT: '0', API_KEYS: API_KEY, LOG_LEVEL: 'warn' };
+    const start = (flushSeconds: number) => {
+      const child = spawn(process.execPath, [CLI, 'all'], { env: { ...env, FLUSH_INTERVAL_SECONDS: String(flushSeconds) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout!.on('data', (d) => (output += d));
+      child.stderr!.on('data', (d) => (output += d));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      cleanups.push(async () => void child.kill('SIGKILL'));
+      return { child, output: () => output, exited };
+    };
+    const first = start(15);
+    const url = await eventually(async () => /listening on (http:\/\/\S+)/.exec(first.output())?.[1], 20_000, 'listening');
+    for (const id of [1, 2, 3]) expect((await postReport(url, report(id))).status).toBe(201);
+    // The worker holds them, received and not yet flushed (its interval 15 s): hidden in the queue.
+    const ledger = new Database(path.join(dir, 'ledger.sqlite'), { readonly: true });
+    try {
+      await eventually(async () => ((ledger.prepare('SELECT count(*) AS n FROM queue WHERE receive_count > 0').get() as { n: number }).n === 3 ? true : undefined), 10_000, 'the worker holding the reports');
+    } finally {
+      ledger.close();
+    }
+    const filler = await fill(dir);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(1);
+    expect(first.output()).toMatch(/the worker did not stop cleanly/);
+    await fs.rm(filler);
+    const second = start(1);
+    const again = await eventually(async () => /listening on (http:\/\/\S+)/.exec(second.output())?.[1], 20_000, 'listening again');
+    // Delivered again once their hiding (two of the first process's intervals) lapses, and flushed.
+    await eventually(async () => {
+      const res = await getJson(`${again}/reports/archive/count?start=2026-11-21T00:00:00%2B0000&end=2026-11-21T23:59:59%2B0000`);
+      return res.status === 200 && res.body.result?.count === 3 ? true : undefined;
+    }, 90_000, 'the held reports archived');
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }, 180_000);
 
   /** A tmpfs for DATA_DIR (unmounted after the suite), and a file of `n` reports over June's closed days on a disk with room. */
   async function importSetup(ctx: { skip: (note: string) => void }, n: number): Promise<{ dir: string; file: string } | undefined> {

@@ -84,8 +84,17 @@ function untilSignal(rt: Runtime, signal: Promise<string>, stop: () => Promise<v
       stopping = true;
       if ('signal' in reason) rt.log.info(reason, 'stopping');
       else rt.log.fatal({ err: reason.failure.message }, 'stopping: the worker thread ended unexpectedly');
+      // The runtime is closed however the stop went; a stop that failed (the worker could not
+      // flush) fails the command, so the exit code says so.
       stop()
-        .then(() => rt.close())
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        )
+        .then(async (stopFailure) => {
+          await rt.close();
+          if (stopFailure !== undefined) throw stopFailure;
+        })
         .then(() => resolve('failure' in reason ? reason.failure : undefined), reject);
     };
     void signal.then((name) => onStop({ signal: name }));
