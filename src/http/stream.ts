@@ -46,7 +46,7 @@ const STREAM_HEADERS = {
  * at once would otherwise run a batch each within one turn, and hold every other request for
  * seconds. A turn spaces the reads only; on S3, where they wait on the network, they overlap.
  */
-export class ReadTurns {
+class ReadTurns {
   private last: Promise<void> = Promise.resolve();
 
   /** Resolves on this caller's turn: the turn of the event loop after the previous caller's. */
