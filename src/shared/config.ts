@@ -50,13 +50,10 @@ export interface Config {
   tmpDir: string;
   /**
    * Whole-window archive answers at once (admission), at once for one client address, and how
-   * long one more waits for a turn before a 503 (a 429 when its address's share is what it waited on).
-   * While one waits, an answer whose client read slower than `minReadBytesPerSecond` over the
-   * last `http.sendStallMs` is cut (0: never).
-   */
-  /**
-   * Turns of heavy answers (whole windows), and apart from them of pages (each gathered whole,
-   * so its Link can go in the headers, and held until its client has taken it).
+   * long one more waits for a turn before a 503 (a 429 when its address's share is what it waited on);
+   * pages the same, in turns of their own (each gathered whole, so its Link can go in the headers,
+   * and held until its client has taken it). While one waits, an answer whose client read slower
+   * than `minReadBytesPerSecond` over the last `http.sendStallMs` is cut (0: never).
    */
   heavyAnswers: { maxConcurrent: number; perAddress: number; maxPages: number; pagesPerAddress: number; queueMs: number; minReadBytesPerSecond: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';

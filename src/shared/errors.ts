@@ -99,26 +99,24 @@ export function failureName(err: unknown): string {
   return typeof code === 'string' ? code : typeof name === 'string' ? name : 'Error';
 }
 
-/** Whether a failure, or one that caused it, is the process or the system out of file descriptors. */
-export function isOutOfFiles(err: unknown): boolean {
+/** Whether a failure, or one of the causes under it (five deep at most), passes `test`. */
+function anyCause(err: unknown, test: (code: unknown, message: string) => boolean): boolean {
   for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'EMFILE' || code === 'ENFILE') return true;
-    // DuckDB says so in its message alone ("IO Error: Cannot open file …: Too many open files").
-    if (/Too many open files/.test(String((e as { message?: unknown }).message ?? ''))) return true;
+    if (test((e as { code?: unknown }).code, String((e as { message?: unknown }).message ?? ''))) return true;
   }
   return false;
 }
 
+/** Whether a failure, or one that caused it, is the process or the system out of file descriptors. */
+export function isOutOfFiles(err: unknown): boolean {
+  // DuckDB says so in its message alone ("IO Error: Cannot open file …: Too many open files").
+  return anyCause(err, (code, message) => code === 'EMFILE' || code === 'ENFILE' || /Too many open files/.test(message));
+}
+
 /** Whether a failure, or one that caused it, is a full disk or a used-up quota (the system's codes, and SQLite's). */
 export function isDiskFull(err: unknown): boolean {
-  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL') return true;
-    // DuckDB says so in its message alone ("IO Error: … No space left on device").
-    if (/No space left on device|Disk quota exceeded/.test(String((e as { message?: unknown }).message ?? ''))) return true;
-  }
-  return false;
+  // DuckDB says so in its message alone ("IO Error: … No space left on device").
+  return anyCause(err, (code, message) => code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL' || /No space left on device|Disk quota exceeded/.test(message));
 }
 
 /**
