@@ -126,7 +126,7 @@ export class EventLog implements EventFeed {
       const db = new Database(file, { timeout: 2_000 });
       for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
       db.pragma('foreign_keys = ON');
-      migrate(db, MIGRATIONS);
+      migrate(db, MIGRATIONS, 'events');
       return db;
     });
     const db = this.db;

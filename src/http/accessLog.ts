@@ -45,7 +45,8 @@ export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLo
   const lines = log.isLevelEnabled('info');
   return (req, res) => {
     const given = req.headers['x-request-id'];
-    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    // A key sent as the id (a client's mistake) is neither logged nor echoed.
+    const id = typeof given === 'string' && REQUEST_ID.test(given) && !options.knownKeys.has(given) ? given : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
     const startedAt = Date.now();

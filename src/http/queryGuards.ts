@@ -101,8 +101,9 @@ export function redactUrl(given: string, knownKeys: ReadonlySet<string>): string
     .split('&')
     .map((pair) => {
       const eq = pair.indexOf('=');
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      if (isKeyAsName(name, knownKeys)) return '[redacted]';
       if (eq < 0) return pair;
-      const name = pair.slice(0, eq);
       return isSecret(name, pair.slice(eq + 1), knownKeys) ? `${name}=[redacted]` : pair;
     })
     .join('&');
@@ -133,14 +134,24 @@ function redactPath(path: string, knownKeys: ReadonlySet<string>): string {
     .join('/');
 }
 
+function decode(s: string): string {
+  try {
+    return querystring.unescape(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}
+
+/**
+ * A key pasted as a parameter's name (`?KEY`, `?KEY=1`): a configured key, or a name with a key's
+ * shape that no parameter of ours has (they are lower case words joined by `_`).
+ */
+function isKeyAsName(rawName: string, knownKeys: ReadonlySet<string>): boolean {
+  const name = decode(rawName);
+  return knownKeys.has(name) || (KEY_SHAPED.test(name) && !/^[a-z_]+$/.test(name));
+}
+
 function isSecret(rawName: string, rawValue: string, knownKeys: ReadonlySet<string>): boolean {
-  const decode = (s: string) => {
-    try {
-      return querystring.unescape(s.replace(/\+/g, ' '));
-    } catch {
-      return s;
-    }
-  };
   const [name, value] = [decode(rawName), decode(rawValue)];
   if (isCredentialName(name) || knownKeys.has(value)) return true;
   // A boundary version's id has a key's shape, and says which map asked: kept.

@@ -2,7 +2,9 @@
 // bookkeeping was files in the store (ingest/keys/…, ingest/pending/…) made durable by a
 // write-ahead journal (+journal/*.wal). On first start they move into the ledger in one
 // transaction (accepted reports stay accepted once; pending ones are queued again), then the
-// files go. Running it twice changes nothing.
+// files go. Running it twice changes nothing. That release's records name no partner: it had one
+// key, or keys without names, so its reports go to the one key configured now (the partner whose
+// retries they answer), or to no partner when there are several.
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -20,8 +22,11 @@ export interface LegacyImport {
   unreadable: number;
 }
 
-/** Imports the old layout under `storeRoot` if there is one; undefined when there is none. */
-export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue, now = Date.now()): LegacyImport | undefined {
+/**
+ * Imports the old layout under `storeRoot` if there is one; undefined when there is none.
+ * `owner`: the name of the partner the records without one go to (see above).
+ */
+export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue, owner?: string, now = Date.now()): LegacyImport | undefined {
   const dirs = [IDEMPOTENCY_PREFIX, PENDING_PREFIX, JOURNAL_DIR].map((d) => path.join(storeRoot, ...d.split('/').filter(Boolean)));
   const journalDir = dirs[2]!;
   if (!dirs.some((d) => fs.existsSync(d))) return undefined;
@@ -67,16 +72,18 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
             continue;
           }
           const pending = markers.get(id) !== undefined;
-          const row = { ...record, partner: record.partner ?? '' };
+          const partner = record.partner ?? owner;
+          const owned: IngestRecord = partner === undefined ? record : { ...record, partner };
+          const row = { ...owned, partner: partner ?? '' };
           const created = !taken(row) && insert.run(
             record.source, row.partner, record.post_id, keptPkey(row), Date.parse(record.report.created_at),
             pending ? 'pending' : 'archived', Date.parse(record.received_at) || now, now, pending ? null : now,
           ).changes === 1;
           result.accepted += 1;
           if (pending) {
-            if (created) keep.run(record.source, record.partner ?? '', record.post_id, JSON.stringify(record));
+            if (created) keep.run(record.source, row.partner, record.post_id, JSON.stringify(owned));
             result.pending += 1;
-            if (created) queue.insert(JSON.stringify({ ...record, redelivery: true } satisfies QueueEnvelope), record.pkey, now);
+            if (created) queue.insert(JSON.stringify({ ...owned, redelivery: true } satisfies QueueEnvelope), record.pkey, now);
           }
         }
         db.prepare("INSERT INTO meta (name, value) VALUES ('legacy_import', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value").run(

@@ -5,7 +5,7 @@
 // unavailable, 78 bad configuration.
 import { parseArgs } from 'node:util';
 import type { Config } from '../shared/config.js';
-import { dependencyName, FolderUnavailableError, isDiskFull, UnavailableError } from '../shared/errors.js';
+import { dependencyName, FolderUnavailableError, isDiskFull, NewerSchemaError, UnavailableError } from '../shared/errors.js';
 import { compact, exportCommand, importCommand, reconcile, reprocess, verify } from './cli/archiveCommands.js';
 import { cities } from './cli/citiesCommand.js';
 import { dlq } from './cli/dlqCommand.js';
@@ -138,6 +138,7 @@ async function main(argv: string[]): Promise<number> {
 function unavailableHint(err: UnavailableError): string {
   const embedded = err.dependency === 'ledger' || err.dependency === 'events';
   if (isDiskFull(err)) return `the disk is full: free space on the disk holding ${embedded ? 'DATA_DIR' : 'the object store'}, then run the same command again`;
+  if (err instanceof NewerSchemaError) return 'run that release (or a later one) on this DATA_DIR; this build does not downgrade it';
   if (err instanceof FolderUnavailableError) return `set ${err.setting} to a folder this process can create and write`;
   if (embedded) return `is the ${dependencyName(err.dependency)} (${err.dependency === 'ledger' ? 'ledger' : 'events'}.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?`;
   // Reached, and refused: a question of rights, not of the network.

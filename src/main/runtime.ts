@@ -3,6 +3,7 @@
 // intake and the archive reader (the API), the worker, webhooks and SNS relay (the worker role),
 // the reconciler, the webhook administration (the CLI). The modules below take narrow deps
 // of their own, which a Runtime satisfies.
+import fs from 'node:fs';
 import path from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
@@ -20,6 +21,7 @@ import { Metrics } from '../shared/metrics.js';
 import { openLedgerDb } from '../sqlite/database.js';
 import type { IngestLedger } from '../ledger/ledger.js';
 import { importLegacyLayout } from '../ledger/legacyImport.js';
+import { GENERATED_KEY_FILE, GENERATED_KEY_NAME } from '../partners/apiKeys.js';
 import { archiveStates, ChangeLog } from '../archive/changes.js';
 import { ObjectLedger } from '../ledger/objectLedger.js';
 import { SqliteLedger } from '../ledger/sqliteLedger.js';
@@ -161,7 +163,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const ledgerDb = openLedgerDb(config.dataDir);
     const sqliteQueue = new SqliteQueue(ledgerDb, config.worker.maxReceives);
     if (config.storageUrl.startsWith('file://')) {
-      const imported = importLegacyLayout(config.storageUrl.slice('file://'.length), ledgerDb, sqliteQueue);
+      const imported = importLegacyLayout(config.storageUrl.slice('file://'.length), ledgerDb, sqliteQueue, legacyOwner(config));
       if (imported) log.info(imported, 'moved the earlier release\'s ingest files into the SQLite ledger');
     }
     queue = sqliteQueue;
@@ -296,4 +298,15 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
 function once<T>(build: () => T): (() => T) & { built(): T | undefined } {
   let value: { v: T } | undefined;
   return Object.assign(() => (value ??= { v: build() }).v, { built: () => value?.v });
+}
+
+/**
+ * The partner an earlier release's ingest files belong to: that release named no partner in its
+ * records, and a data dir with one key (configured, or the one it generated) had one partner.
+ * With several keys configured nobody can tell, and the reports stay the operators'.
+ */
+function legacyOwner(config: Config): string | undefined {
+  if (config.apiKeys.length === 1) return config.apiKeys[0]!.name;
+  if (config.apiKeys.length === 0 && fs.existsSync(path.join(config.dataDir, GENERATED_KEY_FILE))) return GENERATED_KEY_NAME;
+  return undefined;
 }

@@ -80,6 +80,14 @@ export class FolderUnavailableError extends UnavailableError {
   }
 }
 
+/**
+ * A database file written by a later release than this build: its tables may mean what this
+ * build cannot know, so it is neither read nor written (a downgrade is not supported).
+ */
+export class NewerSchemaError extends UnavailableError {
+  override name = 'NewerSchemaError';
+}
+
 /** What an unavailable dependency is, as a person names it. */
 export function dependencyName(dependency: Dependency): 'ledger' | 'object store' | 'queue' | 'event log' {
   return dependency === 'storage' ? 'object store' : dependency === 'events' ? 'event log' : dependency;

@@ -4,7 +4,7 @@
 // the writer. Writers from several processes take turns through SQLite's own lock.
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { dependencyName, UnavailableError, type Dependency } from '../shared/errors.js';
+import { dependencyName, NewerSchemaError, UnavailableError, type Dependency } from '../shared/errors.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
 import { pause } from '../shared/pause.js';
 import { ALONE_GAP_MS } from './turns.js';
@@ -256,20 +256,30 @@ const MIGRATION_BUSY_TIMEOUT_MS = 60_000;
  * Applies the `migrations` not yet applied (PRAGMA user_version counts them), once however many
  * processes open the file together. A file already up to date takes no write lock.
  */
-export function migrate(db: Db, migrations: readonly string[] = MIGRATIONS): void {
-  if ((db.pragma('user_version', { simple: true }) as number) >= migrations.length) return;
+export function migrate(db: Db, migrations: readonly string[] = MIGRATIONS, what: Dependency = 'ledger'): void {
+  if (upToDate(db, migrations, what)) return;
   const own = db.pragma('busy_timeout', { simple: true }) as number;
   db.pragma(`busy_timeout = ${MIGRATION_BUSY_TIMEOUT_MS}`);
   try {
     // IMMEDIATE: two processes starting together migrate once, one after the other.
     db.transaction(() => {
+      if (upToDate(db, migrations, what)) return;
       const version = db.pragma('user_version', { simple: true }) as number;
       for (let v = version; v < migrations.length; v++) db.exec(migrations[v]!);
-      if (version < migrations.length) db.pragma(`user_version = ${migrations.length}`);
+      db.pragma(`user_version = ${migrations.length}`);
     }).immediate();
   } finally {
     db.pragma(`busy_timeout = ${own}`);
   }
+}
+
+/** Whether every migration ran; a file a later release migrated further is refused, not used. */
+function upToDate(db: Db, migrations: readonly string[], what: Dependency): boolean {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > migrations.length) {
+    throw new NewerSchemaError(what, `the ${dependencyName(what)} (${path.basename(db.name)}) has schema ${version}, newer than this build's ${migrations.length}: a later release wrote it`);
+  }
+  return version === migrations.length;
 }
 
 /**

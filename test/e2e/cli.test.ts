@@ -416,6 +416,28 @@ describe('flood-archive CLI', () => {
     expect(onSqs.stderr).toMatch(/queue .*\(ECONNREFUSED\): is the queue reachable\?/);
   });
 
+  it('refuses a ledger or event log a later release migrated further (exit 69), and leaves it as it was', async () => {
+    for (const [file, name] of [['ledger.sqlite', 'ledger'], ['events.sqlite', 'event log']] as const) {
+      const dataDir = await tempDir();
+      expect((await run(['keys', 'list'], { DATA_DIR: dataDir })).code).toBe(0);
+      const raw = new Database(path.join(dataDir, file));
+      const ours = raw.pragma('user_version', { simple: true }) as number;
+      // A later release's change this build cannot know: a table of its own and a version past this build's.
+      raw.exec('CREATE TABLE later_release (note TEXT)');
+      raw.pragma(`user_version = ${ours + 1}`);
+      raw.close();
+      for (const command of [['keys', 'list'], ['all']]) {
+        const refused = await run(command, { DATA_DIR: dataDir, PORT: String(await freePort()) });
+        expect(refused.code, `${file}: ${command[0]}`).toBe(69);
+        expect(refused.stderr).toContain(`the ${name} (${file}) has schema ${ours + 1}, newer than this build's ${ours}`);
+        expect(refused.stderr).toContain('this build does not downgrade it');
+      }
+      const after = new Database(path.join(dataDir, file), { readonly: true });
+      expect(after.pragma('user_version', { simple: true })).toBe(ours + 1);
+      after.close();
+    }
+  });
+
   it('a store that refuses (AccessDenied) is told as a question of rights, not of reach: a refused delete too', async () => {
     // S3 as a role without the right answers: 403 AccessDenied, and a batch delete's keys each refused in a 200.
     const refusing = http.createServer((req, res) => {

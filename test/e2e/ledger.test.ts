@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import Database from 'better-sqlite3';
+import type { Config } from '../../src/shared/config.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { MIGRATIONS, openLedgerDb, reportByPkeySql } from '../../src/sqlite/database.js';
 import { DEAD_LETTER_RETRY_MS, SqliteLedger } from '../../src/ledger/sqliteLedger.js';
@@ -22,6 +23,7 @@ import {
   pendingCount,
   pkeyOf,
   postAccepted,
+  postReport,
   report,
   startTestService,
   tempDir,
@@ -340,29 +342,35 @@ describe("a bulk import's held records", () => {
   });
 });
 
+/** Writes the ingest files and journal of the release before the SQLite ledger into `config`'s store. */
+async function writeLegacyLayout(config: Config): Promise<string> {
+  const root = config.storageUrl.slice('file://'.length);
+  const record = (id: number, title: string) =>
+    JSON.stringify({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: '2026-11-21T06:00:00.000Z', report: parsePartnerReport(report(id, { title }), Date.parse('2026-11-21T06:00:00Z')) });
+  const write = async (key: string, body: string | Buffer) => {
+    await fs.mkdir(path.dirname(path.join(root, key)), { recursive: true });
+    await fs.writeFile(path.join(root, key), body);
+  };
+  // 1: archived (its key alone). 2: pending (key and marker). 3: pending, its key lost in a
+  // crash (marker alone). 4: a marker torn while its acceptance was under way (never answered).
+  await write('ingest/keys/partner/1.json', record(1, 'one'));
+  await write('ingest/keys/partner/2.json', record(2, 'two'));
+  await write('ingest/pending/partner/2.json', record(2, 'two'));
+  await write('ingest/pending/partner/3.json', record(3, 'three'));
+  await write('ingest/pending/partner/4.json', '{"v":1,"pkey":"partn');
+  // 5: accepted just before a power loss: its files are gone, the journal kept them.
+  const entry = (key: string, body: string) => {
+    const bytes = Buffer.from(body);
+    return Buffer.concat([Buffer.from(`${JSON.stringify({ k: key, n: bytes.length, c: crc32(bytes), t: Date.now() })}\n`), bytes, Buffer.from('\n')]);
+  };
+  await write('+journal/boot-1_1_0_00000001.wal', Buffer.concat([entry('ingest/pending/partner/5.json', record(5, 'five')), entry('ingest/keys/partner/5.json', record(5, 'five')), Buffer.alloc(64)]));
+  return root;
+}
+
 describe('upgrading a DATA_DIR of the release with ingest files and a journal', () => {
   it('keeps every accepted report accepted once, queues what was pending, and removes the old files', async () => {
     const config = await testConfig('embedded');
-    const root = config.storageUrl.slice('file://'.length);
-    const record = (id: number, title: string) =>
-      JSON.stringify({ v: 1, pkey: `partner-${id}`, source: 'partner', post_id: id, received_at: '2026-11-21T06:00:00.000Z', report: parsePartnerReport(report(id, { title }), Date.parse('2026-11-21T06:00:00Z')) });
-    const write = async (key: string, body: string | Buffer) => {
-      await fs.mkdir(path.dirname(path.join(root, key)), { recursive: true });
-      await fs.writeFile(path.join(root, key), body);
-    };
-    // 1: archived (its key alone). 2: pending (key and marker). 3: pending, its key lost in a
-    // crash (marker alone). 4: a marker torn while its acceptance was under way (never answered).
-    await write('ingest/keys/partner/1.json', record(1, 'one'));
-    await write('ingest/keys/partner/2.json', record(2, 'two'));
-    await write('ingest/pending/partner/2.json', record(2, 'two'));
-    await write('ingest/pending/partner/3.json', record(3, 'three'));
-    await write('ingest/pending/partner/4.json', '{"v":1,"pkey":"partn');
-    // 5: accepted just before a power loss: its files are gone, the journal kept them.
-    const entry = (key: string, body: string) => {
-      const bytes = Buffer.from(body);
-      return Buffer.concat([Buffer.from(`${JSON.stringify({ k: key, n: bytes.length, c: crc32(bytes), t: Date.now() })}\n`), bytes, Buffer.from('\n')]);
-    };
-    await write('+journal/boot-1_1_0_00000001.wal', Buffer.concat([entry('ingest/pending/partner/5.json', record(5, 'five')), entry('ingest/keys/partner/5.json', record(5, 'five')), Buffer.alloc(64)]));
+    const root = await writeLegacyLayout(config);
 
     const rt = await testRuntime(config);
     expect(await acceptedPkeys(rt)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-5']);
@@ -387,6 +395,29 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
     const again = await testRuntime(config);
     expect(await acceptedPkeys(again)).toEqual(['partner-1', 'partner-2', 'partner-3', 'partner-4', 'partner-5']);
     await again.close();
+  });
+
+  it("gives those reports to the data dir's one key: its retries answer 'already exists', it may retract them", async () => {
+    const config = await testConfig('embedded', undefined, { API_KEYS: API_KEY });
+    await writeLegacyLayout(config);
+    const svc = await startTestService(await testRuntime(config));
+    try {
+      await allArchived(svc.rt);
+      for (const id of [1, 2, 3, 5]) {
+        const again = await postReport(svc.url, report(id, { title: 'later' }));
+        expect(again.status, `post_id ${id}`).toBe(200);
+        expect(again.body).toMatchObject({ created: false, pkey: `partner-${id}` });
+      }
+      // 4 was never answered: it is the partner's new report.
+      expect((await postReport(svc.url, report(4))).body).toMatchObject({ created: true, pkey: pkeyOf(4) });
+      const retracted = await fetch(`${svc.url}/feeds/partner/2`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+      expect(retracted.status).toBe(200);
+      expect(await retracted.json()).toMatchObject({ pkey: 'partner-2', retracted: true });
+      await allArchived(svc.rt);
+      expect((await archived(svc.url)).map((r) => r.pkey).sort()).toEqual(['partner-3', 'partner-5', pkeyOf(4)].sort());
+    } finally {
+      await svc.stop();
+    }
   });
 
   it("moves a ledger's pending records to their own table, and keeps none of its archived reports'", async () => {

@@ -58,7 +58,10 @@ describe('request logs', () => {
       const ledgerKey = newKey();
       await svc.rt.ledger.addKey('partner-b', keyDigest(ledgerKey));
       const stranger = 'Zx9-abcdefghijklmnop_QRSTUV.0123';
-      for (const q of [`q=${ledgerKey}`, `note=${encodeURIComponent(stranger)}`]) expect((await fetch(`${svc.url}/health?${q}`)).status).toBeLessThan(500);
+      // A key pasted as a parameter's name goes as well: whole, the pair it names with it.
+      for (const q of [`q=${ledgerKey}`, `note=${encodeURIComponent(stranger)}`, ledgerKey, `x=1&${API_KEY}=1`]) {
+        expect((await fetch(`${svc.url}/health?${q}`)).status).toBeLessThan(500);
+      }
       const page = await fetch(`${svc.url}/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=${'A'.repeat(40)}`, { headers: { 'User-Agent': 'log-tests/1.0' } });
       expect(page.status).toBe(400);
       // A key pasted into a path (a configured one, or one with a generated key's shape) goes too;
@@ -69,10 +72,15 @@ describe('request logs', () => {
       // A boundary version's id (a key's shape too) says which map asked: kept. A key given as a version goes.
       const version = 'a1b2c3d4e5f60718293a4b5c';
       for (const q of [`version=${version}`, `version=${ledgerKey}`]) expect((await fetch(`${svc.url}/cities/levels?${q}`)).status).toBeLessThan(500);
+      // A key sent as the request id is neither echoed nor logged: the answer gets an id of its own.
+      const keyAsId = await fetch(`${svc.url}/cities/levels`, { headers: { 'X-Request-Id': API_KEY } });
+      expect(keyAsId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
       const urls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed').map((l) => l.req.url as string);
       expect(urls).toEqual([
         '/health?q=[redacted]',
         '/health?note=[redacted]',
+        '/health?[redacted]',
+        '/health?x=1&[redacted]',
         '/reports/archive?start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z&format=csv&limit=1&cursor=[redacted]',
         '/cities/[redacted]/local-areas',
         '/cities/[redacted]/local-areas',
@@ -80,6 +88,7 @@ describe('request logs', () => {
         '/releases/2025-r1/reports-2025-06.parquet',
         `/cities/levels?version=${version}`,
         '/cities/levels?version=[redacted]',
+        '/cities/levels',
       ]);
       expect(lines.join('\n')).not.toContain(ledgerKey);
       expect(lines.join('\n')).not.toContain(API_KEY);
