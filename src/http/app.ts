@@ -211,15 +211,22 @@ function limiter(perMinute: number, key: (req: Request, res: Response) => string
   });
 }
 
-/** Counts a request and times it to its last byte, under its route (`routeOf`, asked when it is answered). */
+/**
+ * Counts a request and times it to its last byte or its client's hang-up (a stream ends only by
+ * one), under its route (`routeOf`, asked then). A client gone before any answer began is
+ * counted with status 499, as nginx logs it: no status was sent.
+ */
 function requestMetrics(rt: Pick<AppDeps, 'metrics'>): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
   return (req, res, routeOf) => {
     const end = rt.metrics.httpDuration.startTimer();
-    res.on('finish', () => {
+    res.once('close', () => {
       const route = routeOf();
       const method = req.method ?? 'unknown';
-      rt.metrics.httpRequests.inc({ route, method, status: String(res.statusCode) });
+      const status = res.writableFinished || res.headersSent ? String(res.statusCode) : CLIENT_CLOSED;
+      rt.metrics.httpRequests.inc({ route, method, status });
       end({ route, method });
     });
   };
 }
+
+const CLIENT_CLOSED = '499';

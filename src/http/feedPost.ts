@@ -183,7 +183,12 @@ export function feedPost(deps: FeedPostDeps): DirectHandler {
       () => {
         // The partner's 503 says why; ops see it too (the acceptance may still complete, and its retry then answers "already exists").
         deps.log.warn({ post_id: report.post_id, deadlineMs: deps.acceptDeadlineMs }, 'an acceptance passed its deadline: answered 503');
-        return new HttpError(503, `The report could not be accepted within ${deps.acceptDeadlineMs / 1000} s (object store or queue not answering); retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+        return new HttpError(
+          503,
+          `The report could not be accepted within ${deps.acceptDeadlineMs / 1000} s (storage answered too slowly); it may still be accepted: send it again after ${RETRY_AFTER_SECONDS} seconds, and the repeat answers "already exists" if it was.`,
+          [],
+          { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+        );
       },
       (err) => deps.log.warn({ err: String(err), post_id: report.post_id }, 'an acceptance failed after its deadline'),
     );

@@ -52,7 +52,8 @@ export function requestLayer(options: LayerOptions): RequestListener {
   /** The matched route's path, never the raw path: labels stay few whatever clients send. */
   const labelOf = (req: IncomingMessage) => () => {
     const { route, baseUrl, originalUrl } = req as Partial<Request>;
-    if (route?.path) return `${baseUrl ?? ''}${String(route.path)}`;
+    // The mount as our routes name it: the router matches any case, and the label must not vary by the client's.
+    if (route?.path) return `${(baseUrl ?? '').toLowerCase()}${String(route.path)}`;
     const path = (originalUrl ?? req.url ?? '').split('?', 1)[0]!;
     return known.has(path) ? path : 'unmatched';
   };

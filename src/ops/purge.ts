@@ -42,6 +42,8 @@ export interface PurgeResult {
 
 /** Listings of the days after a settling, at most, before the retractions are left for the next run. */
 const SETTLE_ROUNDS = 3;
+/** Listings of a day whose parts are retired as they are read, at most, before the run gives up. */
+const RELISTINGS = 5;
 
 /** The condition a part's rows are tombstoned by, and the check that a part still holds one as it was. */
 const NAMED = 'list_contains($pkeys, pkey)';
@@ -116,19 +118,28 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
     let rewritten = 0;
     for (const [dayMs, retracted] of byDay) {
       const hours = new Set(retracted.map((r) => hourStart(r.createdMs)));
-      const partitions = await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1);
-      // A report lives in its hour's parts, or in its day's compacted part.
-      const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
       const pkeys = retracted.map((r) => r.pkey);
-      for (const part of parts) {
-        if (clean.has(versionOf(part))) continue;
-        if (!(await rewrite(rt, part, pkeys, tmpDir, stillHeld))) {
-          clean.add(versionOf(part));
-          continue;
+      // A part retired after it was listed (a compaction or reprocess beside this run replaced
+      // it, past its grace) is gone: the day is listed again, its replacement read instead.
+      for (let listing = 1; ; listing++) {
+        const partitions = await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1);
+        // A report lives in its hour's parts, or in its day's compacted part.
+        const parts = partitions.filter((p) => p.wholeDay || hours.has(p.hourMs)).flatMap((p) => p.parts);
+        let gone = false;
+        for (const part of parts) {
+          if (clean.has(versionOf(part))) continue;
+          const outcome = await rewrite(rt, part, pkeys, tmpDir, stillHeld);
+          if (outcome === 'gone') gone = true;
+          if (outcome !== 'rewritten') {
+            if (outcome === 'clean') clean.add(versionOf(part));
+            continue;
+          }
+          rewritten += 1;
+          const now = await rt.store.head(part.key);
+          if (now) clean.add(versionOf(now));
         }
-        rewritten += 1;
-        const now = await rt.store.head(part.key);
-        if (now) clean.add(versionOf(now));
+        if (!gone) break;
+        if (listing === RELISTINGS) throw new Error(`the parts of ${new Date(dayMs).toISOString().slice(0, 10)} were replaced ${RELISTINGS} times while the purge read them; the next run purges them`);
       }
     }
     return rewritten;
@@ -157,32 +168,42 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
   return result;
 }
 
-/** Rewrites the part with `pkeys` as tombstones when it holds any of them as they were; true when it did. */
-async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string, stillHeld: () => void): Promise<boolean> {
+/**
+ * Rewrites the part with `pkeys` as tombstones when it holds any of them as they were:
+ * 'rewritten'; 'clean' when it holds none; 'gone' when it was retired before it could be read.
+ */
+async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string, stillHeld: () => void): Promise<'rewritten' | 'clean' | 'gone'> {
   const out = path.join(tmpDir, `${randomUUID()}.parquet`);
   try {
-    // The part stays in the cache while it is read.
-    const found = await rt.cache.withFiles([part], ([file]) =>
-      rt.db.withConnection(async (conn) => {
-        const values = { pkeys: listValue(pkeys) };
-        const types = { pkeys: LIST(VARCHAR) };
-        const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(file!)}) WHERE ${STILL_THERE}`, values, types);
-        if (Number(reader.getRowObjectsJS()[0]?.n ?? 0) === 0) return false;
-        // Same columns, same order (newest first), the named rows as tombstones.
-        await conn.run(
-          `COPY (SELECT ${TOMBSTONE(NAMED)} FROM read_parquet(${sqlString(file!)}) ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
-          values,
-          types,
-        );
-        return true;
-      }),
-    );
-    if (!found) return false;
-    stillHeld();
-    // With its ready texts rewritten first: they never hold a purged report's text.
-    await storePartPublisher(rt).publish(part.key, out);
-    return true;
+    return (await tombstone(rt, part, pkeys, out, stillHeld)) ? 'rewritten' : 'clean';
+  } catch (err) {
+    if (!(await rt.store.head(part.key))) return 'gone';
+    throw err;
   } finally {
     await fs.rm(out, { force: true });
   }
+}
+
+async function tombstone(rt: Purging, part: ObjectInfo, pkeys: string[], out: string, stillHeld: () => void): Promise<boolean> {
+  // The part stays in the cache while it is read.
+  const found = await rt.cache.withFiles([part], ([file]) =>
+    rt.db.withConnection(async (conn) => {
+      const values = { pkeys: listValue(pkeys) };
+      const types = { pkeys: LIST(VARCHAR) };
+      const reader = await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlString(file!)}) WHERE ${STILL_THERE}`, values, types);
+      if (Number(reader.getRowObjectsJS()[0]?.n ?? 0) === 0) return false;
+      // Same columns, same order (newest first), the named rows as tombstones.
+      await conn.run(
+        `COPY (SELECT ${TOMBSTONE(NAMED)} FROM read_parquet(${sqlString(file!)}) ORDER BY created_at DESC, pkey DESC) TO ${sqlString(out)} (FORMAT parquet, COMPRESSION zstd)`,
+        values,
+        types,
+      );
+      return true;
+    }),
+  );
+  if (!found) return false;
+  stillHeld();
+  // With its ready texts rewritten first: they never hold a purged report's text.
+  await storePartPublisher(rt).publish(part.key, out);
+  return true;
 }

@@ -1,6 +1,7 @@
 // /metrics: Prometheus counters move with what happens. They are served on a port of their own
 // (METRICS_PORT), never on the public one: they name partners and their volumes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
 import { API_KEY, eventually, OTHER_KEY, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 let svc: TestService;
@@ -52,6 +53,26 @@ describe('/metrics', () => {
     const text = await scrape();
     expect(text).toMatch(/http_requests_total\{route="unmatched",method="GET",status="404"\} [1-9]/);
     expect(text).not.toMatch(/route="\/random-/);
+    // A mount spelt in any case (the router matches it so) is labelled as the routes name it.
+    for (const spelling of ['/DOCS/', '/DoCs/']) expect((await fetch(`${svc.url}${spelling}`)).status).toBe(200);
+    expect(await scrape()).not.toMatch(/route="\/D[oO][cC][sS]/);
+  });
+
+  it('counts requests whose client hung up: a stream (its only end), and a post gone before any answer (499)', async () => {
+    const streams = () => scrape().then((t) => value(t, 'http_requests_total', 'route="/reports/stream",method="GET",status="200"'));
+    const gone = () => scrape().then((t) => value(t, 'http_requests_total', 'route="/feeds/partner",method="POST",status="499"'));
+    const [streamsBefore, goneBefore] = [await streams(), await gone()];
+    const stream = new AbortController();
+    const res = await fetch(`${svc.url}/reports/stream`, { signal: stream.signal });
+    expect(res.status).toBe(200);
+    stream.abort();
+    // A post whose body never comes: the client leaves before the service could answer.
+    const socket = net.connect(Number(new URL(svc.url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"post_id":`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    socket.destroy();
+    await eventually(async () => ((await streams()) === streamsBefore + 1 && (await gone()) === goneBefore + 1 ? true : undefined));
   });
 });
 

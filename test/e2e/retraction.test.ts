@@ -306,25 +306,47 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     expect(markedMs - partWrittenMs).toBeGreaterThanOrEqual(PURGE_SETTLE_MS - 5);
   });
 
-  it('rewrites a part published while it settles from what was read before the retraction (a compaction beside it), before marking it purged', async () => {
-    expect((await postReport(svc.url, report(18, { created_at: '2026-11-22T12:00:00Z', title: SECRET }))).status).toBe(201);
+  /**
+   * Posts `postId` at `at` with the secret title, archives and retracts it; then a store whose
+   * first listing of the archive is followed by `beside` (another process's write), given the
+   * hour's part as it was (key and bytes) and the key of a new part of that hour.
+   */
+  async function retractedBeside(postId: number, at: string, beside: (old: string, before: Buffer, newKey: string) => Promise<void>) {
+    expect((await postReport(svc.url, report(postId, { created_at: at, title: SECRET }))).status).toBe(201);
     await allArchived(svc.rt);
-    expect((await fetch(`${svc.url}/feeds/partner/18`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
-    const hour = 'reports/v1/year=2026/month=11/day=22/hour=12/';
+    expect((await fetch(`${svc.url}/feeds/partner/${postId}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    const hour = `reports/v1/year=2026/month=11/day=22/hour=${at.slice(11, 13)}/`;
     const [old] = (await keysUnder(svc.rt, hour)).filter((k) => k.endsWith('.parquet'));
     const before = (await svc.rt.store.get(old!))!.body;
-    // Once the purge has listed the parts, another process publishes a part made from the old one.
-    let published = false;
+    let done = false;
     const store = afterEachListing(svc.rt.store, async (options) => {
-      if (published || !options.prefix?.startsWith('reports/')) return;
-      published = true;
-      await svc.rt.store.put(newPartKey(Date.parse('2026-11-22T12:00:00Z')), before);
+      if (done || !options.prefix?.startsWith('reports/')) return;
+      done = true;
+      await beside(old!, before, newPartKey(Date.parse(at)));
     });
+    return { hour, store, done: () => done };
+  }
+
+  it('rewrites a part published while it settles from what was read before the retraction (a compaction beside it), before marking it purged', async () => {
+    // Once the purge has listed the parts, another process publishes a part made from the old one.
+    const { hour, store } = await retractedBeside(18, '2026-11-22T12:00:00Z', (_old, before, key) => svc.rt.store.put(key, before));
     expect(await purgeRetracted({ ...svc.rt, store })).toEqual({ retractions: 1, partsRewritten: 2, purged: 1, waiting: 0, setAsideRewritten: 0 });
     expect(await storedRows(hour, pkeyOf(18))).toEqual([
       { pkey: pkeyOf(18), status: 'retracted', title: '' },
       { pkey: pkeyOf(18), status: 'retracted', title: '' },
     ]);
+  });
+
+  it('reads the replacement of a part retired after it was listed (a reprocess beside it, past its grace), rather than failing', async () => {
+    // Once the purge has listed the parts, another process publishes the hour's part anew (from
+    // what it read before the retraction) and retires the old one.
+    const { hour, store, done } = await retractedBeside(19, '2026-11-22T13:00:00Z', async (old, before, key) => {
+      await svc.rt.store.put(key, before);
+      await svc.rt.store.delete([old]);
+    });
+    expect(await purgeRetracted({ ...svc.rt, store })).toEqual({ retractions: 1, partsRewritten: 1, purged: 1, waiting: 0, setAsideRewritten: 0 });
+    expect(done()).toBe(true);
+    expect(await storedRows(hour, pkeyOf(19))).toEqual([{ pkey: pkeyOf(19), status: 'retracted', title: '' }]);
   });
 
   /** The store's ledger, its first reading of retractions followed by the retraction of `postId` (as if made just after). */

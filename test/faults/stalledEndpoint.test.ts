@@ -77,6 +77,8 @@ describe('a stalled S3/SQS endpoint', () => {
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
       expectErrorShape(res.body, 503);
+      // It may yet be accepted: the partner is told to send it again, not to give it up.
+      expect(res.body.message).toMatch(/may still be accepted: send it again after 5 seconds/);
     }
     // Ops see each one in the log too.
     expect(logged.filter((l) => l.msg === 'an acceptance passed its deadline: answered 503').map((l) => l.post_id).sort()).toEqual([2, 3]);
