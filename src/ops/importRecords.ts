@@ -79,9 +79,24 @@ function csvColumns(file: string, header: string[]): string[] {
   return header;
 }
 
+/**
+ * The largest GeoJSON document read: it is read whole (parsed, then its names checked), about five
+ * times its size in memory, and a string past 512 MiB cannot be made at all. A larger collection
+ * is imported one feature a line.
+ */
+const GEOJSON_MAX_BYTES = 128 * 1024 * 1024;
+/** The longest CSV record read: past it (an unclosed quote, most likely) the file is refused, not buffered to the end. */
+const CSV_MAX_RECORD_CHARS = 16 * 1024 * 1024;
+
 /** A GeoJSON or CSV file's records in order (NDJSON is read as bytes: ndjsonBatches). */
 export async function* records(file: string, format: Exclude<ImportFormat, 'ndjson'>): AsyncIterable<unknown> {
   if (format === 'geojson') {
+    const { size } = await fs.stat(file);
+    if (size > GEOJSON_MAX_BYTES) {
+      throw new ImportInputError(
+        `${file} is a GeoJSON document of ${Math.round(size / 2 ** 20)} MiB; one over ${GEOJSON_MAX_BYTES / 2 ** 20} MiB is not read whole: write it one feature a line (ogr2ogr -f GeoJSONSeq FILE.ndjson ${file}) and import FILE.ndjson`,
+      );
+    }
     const text = await fs.readFile(file, 'utf8');
     // A byte order mark (a file saved by a Windows editor) is no part of the document.
     const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
@@ -120,7 +135,16 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
     return;
   }
   // A row with more or fewer fields than the header is a reject of its own, not the end of the file.
-  const parser = parseCsv({ columns: (header: string[]) => csvColumns(file, header), bom: true, skip_empty_lines: true, trim: true, relax_column_count: true, info: true, raw: true });
+  const parser = parseCsv({
+    columns: (header: string[]) => csvColumns(file, header),
+    bom: true,
+    skip_empty_lines: true,
+    trim: true,
+    relax_column_count: true,
+    info: true,
+    raw: true,
+    max_record_size: CSV_MAX_RECORD_CHARS,
+  });
   // pipeline, not pipe: a read error fails the parser (and so this iteration) instead of being an
   // 'error' event nobody listens to, and a reader that stops early closes the file.
   pipeline(createReadStream(file), parser, () => undefined);
@@ -132,7 +156,10 @@ export async function* records(file: string, format: Exclude<ImportFormat, 'ndjs
         next = await rows.next();
       } catch (err) {
         // The parser's own (a quote it cannot close, not CSV at all): it reads no further.
-        if (err instanceof CsvError) throw new ImportInputError(`${file} could not be read as CSV: ${err.message}`);
+        if (err instanceof CsvError) {
+          const hint = err.code === 'CSV_MAX_RECORD_SIZE' ? ` (over ${CSV_MAX_RECORD_CHARS / 2 ** 20} MiB: a quote never closed?)` : '';
+          throw new ImportInputError(`${file} could not be read as CSV: ${err.message}${hint}`);
+        }
         throw err;
       }
       if (next.done) return;

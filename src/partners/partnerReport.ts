@@ -122,6 +122,8 @@ const POST_ID_MESSAGE = 'must be a non-negative integer (or a string of digits) 
 
 const LONE_SURROGATE_MESSAGE = 'holds a lone UTF-16 surrogate (an escape such as \\ud800 without its pair): not valid Unicode';
 
+const NUL_MESSAGE = 'holds U+0000 (NUL), which CSV readers such as GDAL and pandas stop at: leave it out';
+
 export class InvalidReportError extends Error {
   override name = 'InvalidReportError';
   constructor(readonly details: ErrorDetail[]) {
@@ -163,6 +165,14 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   for (const field of ['title', 'text', 'image_url'] as const) {
     const value = input[field];
     if (typeof value === 'string' && !isWellFormed(value)) details.push({ in: 'body', field, message: LONE_SURROGATE_MESSAGE });
+  }
+  // As it arrives (a report accepted before this check is re-read as it is): a NUL ends a CSV
+  // row or cell for its readers, silently, where every other format keeps it.
+  if (places) {
+    for (const field of ['title', 'text'] as const) {
+      const value = input[field];
+      if (typeof value === 'string' && value.includes('\u0000')) details.push({ in: 'body', field, message: NUL_MESSAGE });
+    }
   }
   // A URL the schema's pattern lets through but no client can fetch (no host, a port past
   // 65535): refused as it arrives; a report accepted before this check is re-read as it is.

@@ -97,6 +97,8 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
       JSON.stringify(report(10_002, { title: 'second version' })),
       // A lone surrogate's escape: refused as a post's is, not kept altered.
       JSON.stringify(report(99_003, { text: 'tubig \udc00' })),
+      // A NUL, which CSV readers stop at: refused as a post's is.
+      JSON.stringify(report(99_004, { title: 'baha\u0000' })),
     );
     // In the ledger's order, 10398's two versions are the last of one batch of 400 and the first
     // of the next: the ledger accepts a batch while the one before is staged, never before it.
@@ -107,13 +109,14 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
 
     // Validated on threads, as a large file is; the second run below on the import's own thread.
     const result = await importFile(svc.rt, { file, partner: API_KEY_NAME, batchSize: 400, threadsFromBytes: 0 });
-    expect(result).toMatchObject({ records: 1_506, accepted: 1_499, duplicate: 3, rejected: 4, resumedFrom: 0 });
+    expect(result).toMatchObject({ records: 1_507, accepted: 1_499, duplicate: 3, rejected: 5, resumedFrom: 0 });
     const rejects = (await fs.readFile(result.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
     expect(rejects.map((r) => [r.record, r.reasons.join('; ')])).toEqual([
       [701, 'the line is not valid JSON'],
       [702, expect.stringMatching(/^partner_city: /)],
       [704, expect.stringMatching(/^text: holds a lone UTF-16 surrogate/)],
-      [1_506, 'the line is not valid JSON'],
+      [705, expect.stringMatching(/^title: holds U\+0000/)],
+      [1_507, 'the line is not valid JSON'],
     ]);
 
     const answers = await archived(svc);
@@ -141,7 +144,7 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
     expect(await verify(svc.rt, { fromMs: START, toMs: START + DAYS * DAY_MS - 1 })).toMatchObject({ ok: true, missing: [], unexpected: [] });
 
     const again = await importFile(svc.rt, { file, partner: API_KEY_NAME, restart: true });
-    expect(again).toMatchObject({ accepted: 0, duplicate: 1_502, rejected: 4, parts: 0 });
+    expect(again).toMatchObject({ accepted: 0, duplicate: 1_502, rejected: 5, parts: 0 });
     expect((await partKeys(svc)).length).toBe(DAYS + 1);
   });
 

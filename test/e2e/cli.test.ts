@@ -189,6 +189,15 @@ describe('flood-archive CLI', () => {
     const noList = path.join(dataDir, 'nolist.geojson');
     await fs.writeFile(noList, '{"type":"FeatureCollection","features":{"type":"Feature"}}');
     await mistake(['import', '--file', noList], /nolist\.geojson is no FeatureCollection with a list of features/);
+    // Too large to read whole (a sparse file: only its size is read): how to import it instead.
+    const huge = path.join(dataDir, 'huge.geojson');
+    await fs.writeFile(huge, '{"type":"FeatureCollection","features":[');
+    await fs.truncate(huge, 129 * 2 ** 20);
+    await mistake(['import', '--file', huge], /huge\.geojson is a GeoJSON document of 129 MiB; one over 128 MiB is not read whole: write it one feature a line \(ogr2ogr -f GeoJSONSeq /);
+    // A quote never closed: refused once a record passes 16 MiB, not read to the end into memory.
+    const unclosed = path.join(dataDir, 'unclosed.csv');
+    await fs.writeFile(unclosed, `post_id,created_at,disaster_type,the_geom,text\n1,2025-07-02T00:00:00Z,flood,POINT(121.0497 14.6516),"${'x'.repeat(17 * 2 ** 20)}\n`);
+    await mistake(['import', '--file', unclosed], /unclosed\.csv could not be read as CSV: Max Record Size.* at line 2 \(over 16 MiB: a quote never closed\?\)/);
     const truncated = path.join(dataDir, 'cut.geojson');
     await fs.writeFile(truncated, '{"type":"FeatureCollection","features":[{"type":"Feature",');
     await mistake(['import', '--file', truncated], /cut\.geojson is not one GeoJSON document/);

@@ -257,6 +257,15 @@ describe('invalid UTF-8 in a feed body', () => {
     expect(await acceptedPkeys(svc.rt)).toEqual([]);
   });
 
+  it('a NUL (U+0000) in the title or text, which CSV readers stop at: 400 naming the field, nothing stored', async () => {
+    const res = await post(Buffer.from(JSON.stringify(report(24, { title: 'Baha\u0000', text: 'a\u0000b' }))));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expectErrorShape(body, 400);
+    expect(body.details).toEqual(['title', 'text'].map((field) => ({ in: 'body', field, message: expect.stringMatching(/U\+0000/) })));
+    expect(await acceptedPkeys(svc.rt)).toEqual([]);
+  });
+
   it('in a nested property name: 400 naming the object', async () => {
     const json = JSON.stringify(report(21)).replace('"lat"', '"laMARK"');
     const res = await post(withBytes(json, 'MARK', [0xfe]));
