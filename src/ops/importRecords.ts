@@ -334,7 +334,7 @@ export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Rec
   const location =
     r.type === 'Feature' ? pointOf(r.geometry) : pointOf(props.location ?? props.the_geom ?? props.geom ?? props.geometry ?? props.point) ?? latLngOf(props);
   if (!location) throw new RecordError('no point: give location {lat,lng}, lat/lng columns, or a GeoJSON or WKT point');
-  const partnerCity = props.partner_city || cityForPoint(location.lng, location.lat) || undefined;
+  const partnerCity = props.partner_city || placeOf(location, cityForPoint) || undefined;
   if (partnerCity === undefined) {
     throw new RecordError('partner_city missing and the point is in no city of the current boundaries');
   }
@@ -351,6 +351,15 @@ export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Rec
     if (value !== undefined && value !== null && value !== '') out[field] = value;
   }
   return out;
+}
+
+/** The city a point is in; a point that is no pair of numbers is refused as such, not as a place in no city. */
+function placeOf(location: { lat: unknown; lng: unknown }, cityForPoint: CityForPoint): ReturnType<CityForPoint> {
+  if (!Number.isFinite(location.lng) || !Number.isFinite(location.lat)) {
+    const shown = (v: unknown) => String(JSON.stringify(v)).slice(0, 40);
+    throw new RecordError(`the point's coordinates are no decimal numbers (lat ${shown(location.lat)}, lng ${shown(location.lng)})`);
+  }
+  return cityForPoint(location.lng as number, location.lat as number);
 }
 
 function pointOf(value: unknown): { lat: number; lng: number } | undefined {
@@ -382,9 +391,12 @@ function latLngOf(props: Record<string, unknown>): { lat: number; lng: number } 
   return { lat: numberOrRaw(lat) as number, lng: numberOrRaw(lng) as number };
 }
 
-/** CSV gives strings; keep non-numeric ones as they are so validation names them. */
+/** A decimal number as CSV writes one (`14.65`, `-0.5`, `1.2e2`): not hex, binary or `Infinity`, which Number() reads too. */
+const DECIMAL = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?\s*$/i;
+
+/** CSV gives strings; keep what is no decimal number as it is, so validation names it. */
 function numberOrRaw(value: unknown): unknown {
-  if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+  if (typeof value === 'string' && DECIMAL.test(value) && Number.isFinite(Number(value))) return Number(value);
   return value;
 }
 

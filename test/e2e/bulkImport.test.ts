@@ -192,6 +192,18 @@ describe.each(BACKENDS)('bulk import on the %s backend', (kind) => {
       reasons: [expect.stringMatching(/fields do not match the header's columns/)],
       input: `70003,${at},Quezon City,flood,14.65,121.05,has,comma`,
     });
+    // Coordinates that are no decimal numbers (hex, binary, Infinity: Number() reads them all) are
+    // rejects naming the point, not points elsewhere nor "in no city".
+    const odd = path.join(dir, 'odd.csv');
+    await fs.writeFile(odd, `post_id,created_at,disaster_type,lat,lng\n70012,${at},flood,0xE,0x79\n70013,${at},flood,Infinity,121.05\n70014,${at},flood,0b1110,121.05\n70015,${at},flood,1.465e1,121.05\n`);
+    const oddRun = await importFile(svc.rt, { file: odd, batchSize: 100 });
+    expect(oddRun).toMatchObject({ records: 4, accepted: 1, rejected: 3 });
+    expect((await fs.readFile(oddRun.rejectsFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l)).map((r) => [r.record, r.reasons.join('; ')])).toEqual([
+      [1, `the point's coordinates are no decimal numbers (lat "0xE", lng "0x79")`],
+      [2, `the point's coordinates are no decimal numbers (lat "Infinity", lng 121.05)`],
+      [3, `the point's coordinates are no decimal numbers (lat "0b1110", lng 121.05)`],
+    ]);
+    expect((await archived(svc)).get('partner-70015')).toMatchObject({ tags: { instance_region_code: 'PH-QC' } });
     // A line giving a name twice is a reject, as the feed refuses such a body; the same name in
     // two objects, or inside a string, is no repeat.
     const twice = path.join(dir, 'twice.ndjson');
