@@ -103,7 +103,9 @@ export class NotPublishedError extends Error {
 
 /** A failure's short name for a message: the system's code (ECONNREFUSED) where it has one, else its name. */
 export function failureName(err: unknown): string {
-  const { code, name } = (err ?? {}) as { code?: unknown; name?: unknown };
+  const { code, name, $metadata } = (err ?? {}) as { code?: unknown; name?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  // The SDK names an error from its answer's body; a HEAD's answer has none ("Unknown"): its status says more.
+  if (name === 'Unknown' && typeof $metadata?.httpStatusCode === 'number') return `HTTP ${$metadata.httpStatusCode}`;
   return typeof code === 'string' ? code : typeof name === 'string' ? name : 'Error';
 }
 

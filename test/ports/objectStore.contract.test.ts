@@ -628,6 +628,23 @@ async function storeProxy(target: () => string, shape: (req: http.IncomingMessag
   };
 }
 
+describe('S3 failing a HEAD (its answer has no body to name the error by)', () => {
+  it('names the failure by its status, not as "Unknown"', async () => {
+    const failing = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    const s3 = new S3Client({ endpoint: `http://127.0.0.1:${(failing.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1, forcePathStyle: true });
+    try {
+      await expect(new S3ObjectStore(s3, { bucket: 'b', prefix: '' }).head('k')).rejects.toThrow('object store request failed (HTTP 500)');
+    } finally {
+      s3.destroy();
+      await new Promise<void>((resolve) => failing.close(() => resolve()));
+    }
+  });
+});
+
 describe('S3 behind something that drops If-Match from a GET', () => {
   it('reads a range of the version asked for or none, whichever way the GET is sent', async () => {
     // A proxy (or a store) that serves a GET whatever its If-Match: the version is checked on the answer.
