@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type { Logger } from '../shared/log.js';
 import { isCutShort } from './answerStart.js';
 import { partnerIfAny } from './auth.js';
-import { redactUrl } from './queryGuards.js';
+import { isGeneratedKeyShaped, redactUrl } from './queryGuards.js';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -45,8 +45,8 @@ export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLo
   const lines = log.isLevelEnabled('info');
   return (req, res) => {
     const given = req.headers['x-request-id'];
-    // A key sent as the id (a client's mistake) is neither logged nor echoed.
-    const id = typeof given === 'string' && REQUEST_ID.test(given) && !options.knownKeys.has(given) ? given : randomUUID();
+    // A key sent as the id (a client's mistake: a configured one, or one shaped like the ledger's) is neither logged nor echoed.
+    const id = typeof given === 'string' && REQUEST_ID.test(given) && !options.knownKeys.has(given) && !isGeneratedKeyShaped(given) ? given : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
     const startedAt = Date.now();

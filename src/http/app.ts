@@ -18,6 +18,7 @@ import type { Metrics } from '../shared/metrics.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import { accessLog, useAccessLog } from './accessLog.js';
 import { Admission } from './admission.js';
+import { refusalOf } from './clientErrors.js';
 import { apiDocsHandlers } from './apiDocs.js';
 import { archiveHandlers } from './archive.js';
 import { tagBodies } from './bodyTags.js';
@@ -213,8 +214,9 @@ function limiter(perMinute: number, key: (req: Request, res: Response) => string
 
 /**
  * Counts a request and times it to its last byte or its client's hang-up (a stream ends only by
- * one), under its route (`routeOf`, asked then). A client gone before any answer began is
- * counted with status 499, as nginx logs it: no status was sent.
+ * one), under its route (`routeOf`, asked then). One the parser refused part-way (its body) is
+ * counted with the refusal's status; a client gone before any answer began with 499, as nginx
+ * logs it: no status was sent.
  */
 function requestMetrics(rt: Pick<AppDeps, 'metrics'>): (req: IncomingMessage, res: ServerResponse, routeOf: () => string) => void {
   return (req, res, routeOf) => {
@@ -222,7 +224,7 @@ function requestMetrics(rt: Pick<AppDeps, 'metrics'>): (req: IncomingMessage, re
     res.once('close', () => {
       const route = routeOf();
       const method = req.method ?? 'unknown';
-      const status = res.writableFinished || res.headersSent ? String(res.statusCode) : CLIENT_CLOSED;
+      const status = res.writableFinished || res.headersSent ? String(res.statusCode) : String(refusalOf(res) ?? CLIENT_CLOSED);
       rt.metrics.httpRequests.inc({ route, method, status });
       end({ route, method });
     });

@@ -29,6 +29,14 @@ const REFUSALS: Record<string, [number, string]> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'The chunk extensions of the body are too large.'],
 };
 
+/** Answers under way that the parser's refusal ended (its status written as raw bytes, never through the answer). */
+const refusedAnswers = new WeakMap<ServerResponse, number>();
+
+/** The status the parser's refusal gave a request whose answer it ended (a body too slow or malformed): undefined for any other. */
+export function refusalOf(res: ServerResponse): number | undefined {
+  return refusedAnswers.get(res);
+}
+
 export function onClientError(log: Logger) {
   /** Connections whose refusal is decided: the parser meets its error again with each chunk the client sends after it, and only the first is answered. */
   const refused = new WeakSet<Duplex>();
@@ -57,6 +65,10 @@ export function onClientError(log: Logger) {
           : (REFUSALS[code] ?? [400, 'The request is not valid HTTP/1.1.']);
     const requestId = randomUUID();
     log.info({ code, status, requestId }, 'request refused by the HTTP parser');
+    // The request whose body is refused has an answer not yet begun: counted with this status,
+    // not as a client gone; unless the client's leaving is what ended the body (EOF mid-message).
+    const current = (socket as Connection)._httpMessage;
+    if (current && !current.headersSent && code !== 'HPE_INVALID_EOF_STATE') refusedAnswers.set(current, status);
     // After the answers to the requests before it on the connection (pipelined, or a slow body
     // after a keep-alive answer): written ahead of them, the refusal would be taken for theirs.
     afterAnswers(socket as Connection, () => {

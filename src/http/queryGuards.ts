@@ -117,6 +117,11 @@ export function redactUrl(given: string, knownKeys: ReadonlySet<string>): string
  */
 const GENERATED_KEY_SHAPED = /^(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{32}$/;
 
+/** Whether `value` has a generated key's shape (a ledger key, not known to the process by its text). */
+export function isGeneratedKeyShaped(value: string): boolean {
+  return GENERATED_KEY_SHAPED.test(value);
+}
+
 /** The path with every segment that is a configured key, or has a generated key's shape, replaced. */
 function redactPath(path: string, knownKeys: ReadonlySet<string>): string {
   if (!path.includes('/', 1) && path.length < 17) return path;

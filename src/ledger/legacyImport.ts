@@ -20,6 +20,8 @@ export interface LegacyImport {
   accepted: number;
   pending: number;
   unreadable: number;
+  /** The partner the records went to; none: the operators'. */
+  owner?: string;
 }
 
 /**
@@ -59,7 +61,7 @@ export function importLegacyLayout(storeRoot: string, db: Db, queue: SqliteQueue
   const taken = takenKeys(db);
   // Kept while pending only, as the ledger does (see the migrations).
   const keep = db.prepare('INSERT INTO pending_records (source, partner, post_id, record) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
-  const result: LegacyImport = { accepted: 0, pending: 0, unreadable: 0 };
+  const result: LegacyImport = { accepted: 0, pending: 0, unreadable: 0, ...(owner !== undefined && { owner }) };
   guardSync(() =>
     db
       .transaction(() => {

@@ -142,7 +142,7 @@ function unavailableHint(err: UnavailableError): string {
   if (err instanceof FolderUnavailableError) return `set ${err.setting} to a folder this process can create and write`;
   if (embedded) return `is the ${dependencyName(err.dependency)} (${err.dependency === 'ledger' ? 'ledger' : 'events'}.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?`;
   // Reached, and refused: a question of rights, not of the network.
-  if (/\((AccessDenied|Forbidden|AllAccessDisabled)\)/.test(err.message)) return `the ${dependencyName(err.dependency)} refused the request: does this process's role allow it (docs/aws.md)?`;
+  if (/\((AccessDenied|Forbidden|AllAccessDisabled|HTTP 403)\)/.test(err.message)) return `the ${dependencyName(err.dependency)} refused the request: does this process's role allow it (docs/aws.md)?`;
   return `is the ${dependencyName(err.dependency)} reachable?`;
 }
 

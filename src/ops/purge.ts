@@ -177,11 +177,15 @@ async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: s
   try {
     return (await tombstone(rt, part, pkeys, out, stillHeld)) ? 'rewritten' : 'clean';
   } catch (err) {
-    if (!(await rt.store.head(part.key))) return 'gone';
+    if (err instanceof PartGoneError || !(await rt.store.head(part.key))) return 'gone';
     throw err;
   } finally {
     await fs.rm(out, { force: true });
   }
+}
+
+class PartGoneError extends Error {
+  override name = 'PartGoneError';
 }
 
 async function tombstone(rt: Purging, part: ObjectInfo, pkeys: string[], out: string, stillHeld: () => void): Promise<boolean> {
@@ -203,6 +207,10 @@ async function tombstone(rt: Purging, part: ObjectInfo, pkeys: string[], out: st
   );
   if (!found) return false;
   stillHeld();
+  // Retired while it was read (its file kept open, or in the cache): not written back beside its
+  // replacement. A retirement between this look and the write still can be (a duplicate in
+  // storage, which answers hide and compaction merges).
+  if (!(await rt.store.head(part.key))) throw new PartGoneError(part.key);
   // With its ready texts rewritten first: they never hold a purged report's text.
   await storePartPublisher(rt).publish(part.key, out);
   return true;

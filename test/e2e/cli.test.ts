@@ -471,6 +471,8 @@ describe('flood-archive CLI', () => {
       const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
       const store = new S3ObjectStore(client, { bucket: 'flood-archive', prefix: 'x/' });
       await expect(store.delete(['releases/2025-04-r1/reports-2025-04.parquet'])).rejects.toThrow(/\(AccessDenied\)/);
+      // A HEAD's refusal has no body to name it by: its status does.
+      await expect(store.head('releases/catalog.json')).rejects.toThrow(/\(HTTP 403\)/);
       client.destroy();
     } finally {
       refusing.close();

@@ -73,8 +73,10 @@ describe('request logs', () => {
       const version = 'a1b2c3d4e5f60718293a4b5c';
       for (const q of [`version=${version}`, `version=${ledgerKey}`]) expect((await fetch(`${svc.url}/cities/levels?${q}`)).status).toBeLessThan(500);
       // A key sent as the request id is neither echoed nor logged: the answer gets an id of its own.
-      const keyAsId = await fetch(`${svc.url}/cities/levels`, { headers: { 'X-Request-Id': API_KEY } });
-      expect(keyAsId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      for (const key of [API_KEY, ledgerKey]) {
+        const keyAsId = await fetch(`${svc.url}/cities/levels`, { headers: { 'X-Request-Id': key } });
+        expect(keyAsId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      }
       const urls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed').map((l) => l.req.url as string);
       expect(urls).toEqual([
         '/health?q=[redacted]',
@@ -88,6 +90,7 @@ describe('request logs', () => {
         '/releases/2025-r1/reports-2025-06.parquet',
         `/cities/levels?version=${version}`,
         '/cities/levels?version=[redacted]',
+        '/cities/levels',
         '/cities/levels',
       ]);
       expect(lines.join('\n')).not.toContain(ledgerKey);

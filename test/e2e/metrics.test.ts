@@ -74,6 +74,22 @@ describe('/metrics', () => {
     socket.destroy();
     await eventually(async () => ((await streams()) === streamsBefore + 1 && (await gone()) === goneBefore + 1 ? true : undefined));
   });
+
+  it('counts a post whose body the HTTP parser refused with the refusal it was given (400), not as a client gone', async () => {
+    const refused = () => scrape().then((t) => value(t, 'http_requests_total', 'route="/feeds/partner",method="POST",status="400"'));
+    const [refusedBefore, goneBefore] = [await refused(), await scrape().then((t) => value(t, 'http_requests_total', 'route="/feeds/partner",method="POST",status="499"'))];
+    const socket = net.connect(Number(new URL(svc.url).port), '127.0.0.1');
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (d) => (text += d.toString()));
+      socket.on('close', () => resolve(text));
+    });
+    // A chunk size that is no hex number: the parser refuses the body part-way.
+    socket.write(`POST /feeds/partner HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${API_KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pos\r\nzz\r\n`);
+    expect(await answer).toMatch(/^HTTP\/1\.1 400 /);
+    await eventually(async () => ((await refused()) === refusedBefore + 1 ? true : undefined));
+    expect(value(await scrape(), 'http_requests_total', 'route="/feeds/partner",method="POST",status="499"')).toBe(goneBefore);
+  });
 });
 
 describe('/metrics on the public port', () => {

@@ -349,6 +349,30 @@ describe.each(BACKENDS)('a reader whose retractions arrive after a purge (%s)', 
     expect(await storedRows(hour, pkeyOf(19))).toEqual([{ pkey: pkeyOf(19), status: 'retracted', title: '' }]);
   });
 
+  it('never writes back a part retired while it read it: the replacement is rewritten, the retired key stays gone', async () => {
+    const { hour, store } = await retractedBeside(25, '2026-11-22T15:00:00Z', async () => undefined);
+    const [old] = (await keysUnder(svc.rt, hour)).filter((k) => k.endsWith('.parquet'));
+    const before = (await svc.rt.store.get(old!))!.body;
+    // Another process publishes the hour anew and retires the old part once the purge has read it.
+    let retired = false;
+    const cache: PurgeDeps['cache'] = {
+      withFiles: (parts, fn) =>
+        svc.rt.cache.withFiles(parts, async (files) => {
+          const out = await fn(files);
+          if (!retired && parts.some((p) => p.key === old)) {
+            retired = true;
+            await svc.rt.store.put(newPartKey(Date.parse('2026-11-22T15:00:00Z')), before);
+            await svc.rt.store.delete([old!]);
+          }
+          return out;
+        }),
+    };
+    expect(await purgeRetracted({ ...svc.rt, store, cache })).toMatchObject({ retractions: 1, purged: 1, waiting: 0 });
+    expect(retired).toBe(true);
+    expect(await svc.rt.store.head(old!)).toBeUndefined();
+    expect(await storedRows(hour, pkeyOf(25))).toEqual([{ pkey: pkeyOf(25), status: 'retracted', title: '' }]);
+  });
+
   /** The store's ledger, its first reading of retractions followed by the retraction of `postId` (as if made just after). */
   function retractingAfterFirstRead(postId: number): { ledger: typeof svc.rt.ledger; done: () => boolean } {
     let retracted = false;
