@@ -23,6 +23,9 @@ export { parseS3Url, type S3Location } from './s3Location.js';
 /** Conditional creates tried at most this often while S3 answers 409 (a write of the key under way). */
 const CONFLICT_ATTEMPTS = 4;
 
+/** Whole GETs, at most, when each is cut off in its body (the SDK retries a request only until its answer begins). */
+const BODY_ATTEMPTS = 3;
+
 /**
  * A body as the SDK sends it with its length. An empty string is falsy, so the SDK would add no
  * Content-Length (the HTTP layer sends 0 after all) and print a warning of a stream of unknown
@@ -54,13 +57,21 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async get(key: string): Promise<StoredObject | undefined> {
-    try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
-      const body = bufferOf(await out.Body!.transformToByteArray());
-      return { key, body, size: body.length, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw unavailable(err);
+    for (let attempt = 1; ; attempt++) {
+      let out;
+      try {
+        out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw unavailable(err);
+      }
+      try {
+        const body = bufferOf(await out.Body!.transformToByteArray());
+        return { key, body, size: body.length, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+      } catch (err) {
+        // Cut off in its body (a reset, a short body): the client retried only until the answer began.
+        if (attempt >= BODY_ATTEMPTS) throw unavailable(err);
+      }
     }
   }
 

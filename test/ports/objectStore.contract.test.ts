@@ -17,6 +17,7 @@ import type { ObjectStore } from '../../src/store/objectStore.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
+import { storeProxy } from '../support/storeProxy.js';
 import { tempDir } from '../support/env.js';
 
 let emulator: Emulator;
@@ -596,36 +597,6 @@ async function readsOnlyTheVersionAskedFor(store: ObjectStore, key: string): Pro
   expect(await store.getRange(key, 500, 5, { ifMatch: etag })).toBeUndefined();
   expect(await store.getRangeStream(key, 10, 5, { ifMatch: etag })).toBeUndefined();
   expect((await store.getRange(key, 10, 5))?.body).toEqual(Buffer.alloc(5, 2));
-}
-
-/**
- * A proxy in front of a store, shaping what passes: each request's headers as `shape` leaves
- * them, and its answer dropped (the connection reset once the store has answered) where it says.
- */
-async function storeProxy(target: () => string, shape: (req: http.IncomingMessage) => { headers: http.IncomingHttpHeaders; dropAnswer?: boolean }): Promise<{ client: S3Client; close: () => Promise<void> }> {
-  const proxy = http.createServer((req, res) => {
-    const { headers, dropAnswer } = shape(req);
-    const upstream = http.request(new URL(req.url ?? '/', target()), { method: req.method, headers }, (answer) => {
-      if (dropAnswer) {
-        answer.resume();
-        answer.on('end', () => req.socket.destroy());
-        return;
-      }
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  const client = new S3Client({ endpoint: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 3, forcePathStyle: true });
-  return {
-    client,
-    close: async () => {
-      client.destroy();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
-    },
-  };
 }
 
 describe('S3 failing a HEAD (its answer has no body to name the error by)', () => {

@@ -14,6 +14,7 @@ import { coalesce, subtract } from '../../src/archive/rangedCopy.js';
 import { OverloadedError } from '../../src/shared/errors.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { storeProxy } from '../support/storeProxy.js';
 
 let peer: Emulator;
 let store: S3ObjectStore;
@@ -288,6 +289,31 @@ describe('PartCache on a remote store', () => {
     expect(subtract([15, 55], [[10, 20], [50, 60]])).toEqual([[20, 50]]);
     expect(subtract([10, 20], [[0, 30]])).toEqual([]);
     expect(coalesce([[500_000, 600_000], [0, 10], [20, 30], [29, 40]])).toEqual([[0, 40], [500_000, 600_000]]);
+  });
+
+  it('asks again for a part whose body was cut off (a reset mid-body), as a whole GET of the store does', async () => {
+    // Each key's first GET is answered with its headers and half its body, then the connection is dropped.
+    const cut = new Set<string>();
+    const { client, close } = await storeProxy(
+      () => peer.endpoint,
+      (req) => {
+        const key = (req.url ?? '').split('?')[0]!;
+        const first = req.method === 'GET' && !cut.has(key);
+        cut.add(key);
+        return { headers: req.headers, cutBody: first };
+      },
+    );
+    try {
+      const cutting = new S3ObjectStore(client, { bucket, prefix: '' });
+      const info = await putPart('reports/v1/cut.parquet', 200_000);
+      const file = await new PartCache(cutting, path.join(dir, 'cut'), 10_000_000).localFileIfPresent(info);
+      expect(await fs.readFile(file!)).toEqual((await store.get(info.key))!.body);
+      const other = await putPart('reports/v1/cut-whole.parquet', 200_000);
+      expect((await cutting.get(other.key))!.body).toEqual((await store.get(other.key))!.body);
+      expect(cut.size).toBe(2);
+    } finally {
+      await close();
+    }
   });
 
   it('fetches a year of objects asked for at once from a slow store, none timing out while it waits for a connection', async () => {
