@@ -170,7 +170,8 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
 
 /**
  * Rewrites the part with `pkeys` as tombstones when it holds any of them as they were:
- * 'rewritten'; 'clean' when it holds none; 'gone' when it was retired before it could be read.
+ * 'rewritten'; 'clean' when it holds none; 'gone' when it was retired before it could be read or
+ * written back.
  */
 async function rewrite(rt: Purging, part: ObjectInfo, pkeys: string[], tmpDir: string, stillHeld: () => void): Promise<'rewritten' | 'clean' | 'gone'> {
   const out = path.join(tmpDir, `${randomUUID()}.parquet`);
