@@ -3,7 +3,7 @@
 // ranges are present is its state, which the part cache journals (rangedJournal.ts) so that a
 // restarted process adopts the copy.
 import fs, { type FileHandle } from 'node:fs/promises';
-import { OverloadedError } from '../shared/errors.js';
+import { OverloadedError, UnavailableError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 
 /** A byte range [start, end). */
@@ -23,6 +23,25 @@ export interface RangedFile {
  * before its first byte), the gap's bytes well under a millisecond.
  */
 const GAP = 256 * 1024;
+
+/**
+ * Times a range is asked for when its body is cut off (a reset, a short body): the store's
+ * client retries only until an answer begins, and a year's cold answer reads hundreds of ranges.
+ * A cut range's bytes already written are written again at the same offsets.
+ */
+const BODY_ATTEMPTS = 3;
+
+/** `read` again while it fails with its body cut off, BODY_ATTEMPTS times in all. */
+async function whileCut<T>(read: (answered: () => void) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    let began = false;
+    try {
+      return await read(() => (began = true));
+    } catch (err) {
+      if (!began || !(err instanceof UnavailableError) || attempt >= BODY_ATTEMPTS) throw err;
+    }
+  }
+}
 
 /** What a copy holds: the object and version its bytes are of, and which of them are present. */
 export interface CopyState {
@@ -63,26 +82,35 @@ export class RangedCopy implements RangedFile {
    * undefined when the object is absent.
    */
   static async create(store: Pick<ObjectStore, 'getRangeStream'>, key: string, file: string, headBytes: number, fetched: (bytes: number) => Promise<void>): Promise<RangedCopy | undefined> {
-    const head = await store.getRangeStream(key, 0, headBytes);
-    if (!head) return undefined;
-    try {
-      const handle = await fs.open(file, 'w');
-      try {
-        await handle.truncate(head.size);
-        const length = await writeAt(handle, head.body, 0, Math.min(headBytes, head.size), key);
-        // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
-        await handle.utimes(head.lastModified, head.lastModified);
-        return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, length > 0 ? [[0, length]] : [], fetched);
-      } catch (err) {
-        // No copy: the file the cache neither counts nor journals goes with it.
-        await fs.rm(file, { force: true });
-        throw err;
-      } finally {
-        await handle.close();
+    let etag: string | undefined;
+    return whileCut(async (answered) => {
+      // A second attempt keeps to the first one's version.
+      const head = await store.getRangeStream(key, 0, headBytes, etag === undefined ? {} : { ifMatch: etag });
+      if (!head) {
+        if (etag === undefined) return undefined;
+        throw new OverloadedError(`the archive changed while it was read: ${key}`);
       }
-    } finally {
-      head.body.destroy();
-    }
+      etag = head.etag;
+      answered();
+      try {
+        const handle = await fs.open(file, 'w');
+        try {
+          await handle.truncate(head.size);
+          const length = await writeAt(handle, head.body, 0, Math.min(headBytes, head.size), key);
+          // Fixed: readers know a file's version by its inode, size and mtime, and later ranges must not change it.
+          await handle.utimes(head.lastModified, head.lastModified);
+          return new RangedCopy(store, key, file, head.size, head.etag, head.lastModified, length > 0 ? [[0, length]] : [], fetched);
+        } catch (err) {
+          // No copy: the file the cache neither counts nor journals goes with it.
+          await fs.rm(file, { force: true });
+          throw err;
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        head.body.destroy();
+      }
+    });
   }
 
   /** What it holds now (only ranges whose bytes are written). */
@@ -122,16 +150,19 @@ export class RangedCopy implements RangedFile {
   }
 
   /** Bytes [start, end) of the object's version written into the copy as they arrive. */
-  private async fetch(handle: FileHandle, start: number, end: number): Promise<void> {
-    const got = await this.store.getRangeStream(this.key, start, end - start, { ifMatch: this.etag });
-    // Replaced since its first bytes were read (a purge rewrote it): the answer's plan is stale; asked again, it is not.
-    if (!got) throw new OverloadedError(`the archive changed while it was read: ${this.key}`);
-    try {
-      const length = await writeAt(handle, got.body, start, end - start, this.key);
-      if (length !== end - start) throw new Error(`short ranged read of ${this.key}: ${length} of ${end - start} bytes at ${start}`);
-    } finally {
-      got.body.destroy();
-    }
+  private fetch(handle: FileHandle, start: number, end: number): Promise<void> {
+    return whileCut(async (answered) => {
+      const got = await this.store.getRangeStream(this.key, start, end - start, { ifMatch: this.etag });
+      // Replaced since its first bytes were read (a purge rewrote it): the answer's plan is stale; asked again, it is not.
+      if (!got) throw new OverloadedError(`the archive changed while it was read: ${this.key}`);
+      answered();
+      try {
+        const length = await writeAt(handle, got.body, start, end - start, this.key);
+        if (length !== end - start) throw new UnavailableError('storage', `short ranged read of ${this.key}: ${length} of ${end - start} bytes at ${start}`);
+      } finally {
+        got.body.destroy();
+      }
+    });
   }
 }
 

@@ -316,6 +316,40 @@ describe('PartCache on a remote store', () => {
     }
   });
 
+  it('asks again for a range whose body was cut off, the first bytes and a later range alike', async () => {
+    // Each ranged GET (by key and range) is answered with its headers and half its body the first time.
+    const cut = new Set<string>();
+    const { client, close } = await storeProxy(
+      () => peer.endpoint,
+      (req) => {
+        const asked = `${(req.url ?? '').split('?')[0]} ${req.headers.range}`;
+        const first = req.method === 'GET' && req.headers.range !== undefined && !cut.has(asked);
+        cut.add(asked);
+        return { headers: req.headers, cutBody: first };
+      },
+    );
+    try {
+      const cutting = new S3ObjectStore(client, { bucket, prefix: '' });
+      const info = await putPart('ready/v1/reports/v1/cut-ranges.parquet', 2_000_000);
+      const whole = (await store.get(info.key))!.body;
+      const copy = (await new PartCache(cutting, path.join(dir, 'cut-ranges'), 10_000_000).rangedFileIfPresent(info, 100_000))!;
+      await copy.ensure([[1_000_000, 1_600_000]]);
+      const handle = await fs.open(copy.file, 'r');
+      try {
+        for (const [at, length] of [[0, 100_000], [1_000_000, 600_000]] as const) {
+          const held = Buffer.alloc(length);
+          await handle.read(held, 0, length, at);
+          expect(held).toEqual(whole.subarray(at, at + length));
+        }
+      } finally {
+        await handle.close();
+      }
+      expect(cut.size).toBe(2);
+    } finally {
+      await close();
+    }
+  });
+
   it('fetches a year of objects asked for at once from a slow store, none timing out while it waits for a connection', async () => {
     // 200 ms before each answer's first byte, and an SDK client that gives up on a connection
     // after 1 s, its time counted while a request waits for one of the agent's 50 sockets.
