@@ -37,7 +37,7 @@ export type Columns = readonly ColumnSpec[];
  * the answers.
  */
 export const COLUMNS = [
-  { name: 'pkey', kind: 'text', nullable: false, answer: 'property', description: 'The report key, fixed at acceptance: `<source>-<post_id>`.' },
+  { name: 'pkey', kind: 'text', nullable: false, answer: 'property', description: 'The report key, fixed at acceptance: `<source>-<key name>-<post_id>` for a report posted with a named key, `<source>-<post_id>` for one posted with none.' },
   { name: 'created_at', kind: 'timestamp', nullable: false, answer: 'property', description: 'ISO 8601 in UTC with milliseconds.' },
   { name: 'source', kind: 'text', nullable: false, answer: 'property', values: ['partner'], description: 'Where the report came from.' },
   {

@@ -33,7 +33,8 @@ export const DATE_TIME_PATTERN = `^${CALENDAR_DATE}T${TIME}(?:Z|[+-]${OFFSET})$`
 export const QUERY_DATE_TIME_PATTERN = `^${CALENDAR_DATE}T${TIME}(?:Z|[+ -]${OFFSET})$`;
 const DATE_TIME = DATE_TIME_PATTERN;
 /** OGC API datetime: an RFC 3339 date-time (t and z in either case) or a date; an interval a/b whose open ends are `..` or empty. */
-const DATETIME_END = `${CALENDAR_DATE}(?:[Tt]${TIME}(?:[Zz]|[+-]${OFFSET}))?`;
+// A `+` sent unencoded arrives as a space, read as `+` (plusRestored).
+const DATETIME_END = `${CALENDAR_DATE}(?:[Tt]${TIME}(?:[Zz]|[+ -]${OFFSET}))?`;
 export const OGC_DATETIME_PATTERN = `^(?:${DATETIME_END}|(?:${DATETIME_END}|\\.\\.)?/(?:${DATETIME_END}|\\.\\.)?)$`;
 
 /**

@@ -91,6 +91,8 @@ describe('OGC API – Features: the API', () => {
     const cities = body.collections.find((c: any) => c.id === 'cities');
     expect(reports.extent.spatial.bbox).toEqual([[-180, -90, 180, 90], cities.extent.spatial.bbox[0]]);
     expect(cities.extent.spatial.bbox[0][0]).toBeGreaterThan(116);
+    // The two-city default has no regions or provinces: no extent, rather than a made-up one.
+    for (const level of ['regions', 'provinces']) expect(body.collections.find((c: any) => c.id === level).extent).toBeUndefined();
     expect(reports.links).toContainEqual(expect.objectContaining({ rel: 'items', type: 'application/geo+json', href: `${svc.url}/ogc/collections/reports/items` }));
     expect((await ogc('/ogc/collections/reports', '/ogc/collections/reports')).body).toEqual(reports);
     const missing = await ogc('/ogc/collections/barangays');

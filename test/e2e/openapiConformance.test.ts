@@ -316,6 +316,13 @@ describe.each(GETS)('GET %s: the checks of an OpenAPI fuzzer', (path) => {
     }
   });
 
+  it('a query parameter it does not take is a 400 naming it, a status the document declares', async () => {
+    const { status, body } = await call('GET', path, `${pathWith(path)}${query({ ...base, not_a_parameter: '1' })}`);
+    if (hasPathParams && status === 404) return;
+    expect(status, `GET ${path}`).toBe(400);
+    expect(body.details.map((d: any) => d.field)).toContain('not_a_parameter');
+  });
+
   it('a 200 answer that may be stored carries an ETag: the same request with it is a 304 without a body, or the new body under a new tag', async () => {
     const url = `${svc.url}${pathWith(path)}${query(base)}`;
     const abort = new AbortController();

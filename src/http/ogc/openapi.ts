@@ -17,7 +17,7 @@ const bbox = { type: 'array', minItems: 4, maxItems: 4, items: { type: 'number' 
 
 const collection = {
   type: 'object',
-  required: ['id', 'links', 'extent', 'itemType', 'crs'],
+  required: ['id', 'links', 'itemType', 'crs'],
   properties: {
     id: { type: 'string', enum: [...COLLECTION_IDS] },
     title: { type: 'string' },

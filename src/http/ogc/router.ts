@@ -53,8 +53,6 @@ type CollectionId = (typeof COLLECTION_IDS)[number];
 
 /** Every point the feed takes. */
 const WORLD: Bbox = [-180, -90, 180, 90];
-/** The country, for a collection no published set has features in yet. */
-const PHILIPPINES: Bbox = [116.9, 4.6, 126.6, 21.1];
 
 const TITLES: Record<CollectionId, { title: string; description: string }> = {
   reports: {
@@ -118,26 +116,28 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
 
   const collectionOf = async (id: CollectionId) => {
     const base = ogcBase(deps.publicBase());
-    let bboxes: Bbox[];
-    let interval: [string | null, string | null] = [null, null];
+    let extent: object | undefined;
     if (id === 'reports') {
       // The first box must hold every report, and the feed takes a point anywhere on Earth (one
       // outside the boundaries is kept, untagged); the second is where the tagged ones lie.
-      bboxes = [WORLD, (await boundaries.extent('cities')) ?? PHILIPPINES];
+      const tagged = await boundaries.extent('cities');
       const first = await firstReport();
-      interval = [first === undefined ? null : new Date(first).toISOString(), null];
+      extent = {
+        spatial: { bbox: tagged ? [WORLD, tagged] : [WORLD], crs: CRS84 },
+        temporal: { interval: [[first === undefined ? null : new Date(first).toISOString(), null]], trs: GREGORIAN },
+      };
     } else {
-      bboxes = [(await boundaries.extent(id)) ?? PHILIPPINES];
+      // Its features' extent; none for a level the published set has no features of (the two-city
+      // default's regions and provinces): the extent is optional, and a made-up one misleads.
+      const own = await boundaries.extent(id);
+      if (own) extent = { spatial: { bbox: [own], crs: CRS84 } };
     }
     return {
       id,
       ...TITLES[id],
       itemType: 'feature',
       crs: [CRS84],
-      extent: {
-        spatial: { bbox: bboxes, crs: CRS84 },
-        ...(id === 'reports' ? { temporal: { interval: [interval], trs: GREGORIAN } } : {}),
-      },
+      ...(extent && { extent }),
       links: [
         { href: `${base}/collections/${id}`, rel: 'self', type: JSON_TYPE, title: 'This collection' },
         { href: `${base}/collections/${id}/items`, rel: 'items', type: GEOJSON, title: `${TITLES[id].title} as GeoJSON` },

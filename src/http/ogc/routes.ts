@@ -19,7 +19,7 @@ const itemsParams = (paging: object) => [
     name: 'bbox',
     in: 'query',
     description:
-      'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84 (six numbers with heights are taken too, the heights any); longitudes within ±180 and latitudes within ±90, minimums not above maximums.',
+      'Only items inside (reports) or intersecting (boundaries) minLon,minLat,maxLon,maxLat in CRS84 (six numbers with heights are taken too, the heights any); longitudes within ±180 and latitudes within ±90, minimums not above maximums (a box across the antimeridian is refused: ask for its two halves).',
     style: 'form',
     explode: false,
     schema: {

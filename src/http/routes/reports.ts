@@ -179,7 +179,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
               name: 'tz',
               in: 'query',
               // -12:00 to +14:00, the offsets in use.
-              schema: { type: 'string', pattern: '^(Z|[+-](?:0\\d|1[01]):?[0-5]\\d|[+-]12:?00|\\+1[23]:?[0-5]\\d|\\+14:?00)$', default: 'Z' },
+              schema: { type: 'string', pattern: '^(Z|[+ -](?:0\\d|1[01]):?[0-5]\\d|[+ -]12:?00|[+ ]1[23]:?[0-5]\\d|[+ ]14:?00)$', default: 'Z' },
               description: 'UTC offset of the buckets, from -1200 to +1400, e.g. +0800 for Manila (send + as %2B).',
             },
           ],

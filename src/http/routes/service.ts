@@ -1,5 +1,5 @@
 // The service's own routes: the OpenAPI document, liveness and readiness.
-import { unavailable } from '../openapiParts.js';
+import { badQuery, unavailable } from '../openapiParts.js';
 import type { Route } from '../route.js';
 
 export const SERVICE_ROUTES: readonly Route[] = [
@@ -12,7 +12,10 @@ export const SERVICE_ROUTES: readonly Route[] = [
         get: {
           operationId: 'health',
           summary: 'Liveness',
-          responses: { '200': { description: 'The process answers.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } } },
+          responses: {
+            '200': { description: 'The process answers.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Health' } } } },
+            '400': badQuery,
+          },
         },
       },
     }),
@@ -27,6 +30,7 @@ export const SERVICE_ROUTES: readonly Route[] = [
           summary: 'Readiness: reports can be accepted now (object store and queue answer in time, a write goes through, boundaries loaded)',
           responses: {
             '200': { description: 'Ready.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Ready' } } } },
+            '400': badQuery,
             '503': unavailable,
           },
         },
