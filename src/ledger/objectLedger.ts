@@ -393,18 +393,19 @@ export class ObjectLedger implements IngestLedger {
 
   /**
    * The unpurged marker first (readers hide the report from then on), then the retraction
-   * (If-None-Match: the first one stays). A crash between them leaves the report hidden and
-   * the partner without an answer: its retry completes the retraction.
+   * (If-None-Match: the first one stays). A failure or crash between them leaves the report
+   * hidden and the caller with a 503: a repeat, or the next purge, completes the retraction
+   * as the marker holds it (who asked, and when).
    */
   async retract(pkey: string, by: string, reason: string): Promise<RetractResult> {
     const entry = await this.lookup(pkey);
     if (!entry) return { found: false };
     if (entry.retraction) return { found: true, first: false, retraction: entry.retraction };
     const { createdMs } = entry;
-    const retraction: Retraction = { pkey, created_at: new Date(createdMs).toISOString(), retracted_at: new Date().toISOString(), by, reason };
-    const body = JSON.stringify(retraction);
-    await this.store.putIfAbsent(UNPURGED_PREFIX + retractionName(createdMs, pkey), body);
-    if (await this.store.putIfAbsent(RETRACTIONS_PREFIX + retractionName(createdMs, pkey), body)) return { found: true, first: true, retraction };
+    const marker = UNPURGED_PREFIX + retractionName(createdMs, pkey);
+    let retraction: Retraction = { pkey, created_at: new Date(createdMs).toISOString(), retracted_at: new Date().toISOString(), by, reason };
+    if (!(await this.store.putIfAbsent(marker, JSON.stringify(retraction)))) retraction = retractionIn(await this.store.get(marker), pkey) ?? retraction;
+    if (await this.store.putIfAbsent(RETRACTIONS_PREFIX + retractionName(createdMs, pkey), JSON.stringify(retraction))) return { found: true, first: true, retraction };
     return { found: true, first: false, retraction: (await this.retractionOf(pkey, createdMs)) ?? retraction };
   }
 
@@ -571,6 +572,17 @@ function objectsOf(slot: PkeyParts): string[] {
  * now: once it has waited since its last sending as long as it had waited before it, and at
  * most eight periods (sent again after 1, 2, 4, 8, 16, 24… periods).
  */
+/** The retraction an unpurged marker holds, when it holds one of `pkey`. */
+function retractionIn(marker: { body: Buffer } | undefined, pkey: string): Retraction | undefined {
+  try {
+    const held = marker && (JSON.parse(marker.body.toString('utf8')) as Partial<Retraction>);
+    const words = [held?.created_at, held?.retracted_at, held?.by, held?.reason];
+    return held?.pkey === pkey && words.every((w) => typeof w === 'string') ? (held as Retraction) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function sendsAgain({ nowMs, sentMs, acceptedMs, periodMs }: { nowMs: number; sentMs: number; acceptedMs: number; periodMs: number }): boolean {
   const waited = nowMs - sentMs;
   return waited >= periodMs && waited >= Math.min(sentMs - acceptedMs, 8 * periodMs);

@@ -40,6 +40,9 @@ export interface PurgeResult {
   setAsideRewritten: number;
 }
 
+/** Who completes a retraction whose marker holds none (the object ledger reads the marker's own). */
+const COMPLETING = { by: 'ops:purge', reason: 'a retraction begun and not recorded, completed by the purge' };
+
 /** Listings of the days after a settling, at most, before the retractions are left for the next run. */
 const SETTLE_ROUNDS = 3;
 /** Listings of a day whose parts are retired as they are read, at most, before the run gives up. */
@@ -105,6 +108,17 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
       if (entry?.retraction) {
         const { by, reason } = entry.retraction;
         await rt.ledger.retract(r.pkey, by, reason).catch((err: unknown) => rt.log.warn({ pkey: r.pkey, err: String(err) }, 'a retraction could not be announced; the next purge tries again'));
+      } else if (entry) {
+        // Hidden by its unpurged marker alone: the retraction's record failed after it (its
+        // caller had a 503 and did not repeat it). Completed now as the marker holds it, and
+        // announced; until then the marker stays, and the report hidden, for the next run.
+        try {
+          await rt.ledger.retract(r.pkey, COMPLETING.by, COMPLETING.reason);
+        } catch (err) {
+          rt.log.warn({ pkey: r.pkey, err: String(err) }, 'a retraction begun and not recorded could not be completed; the next purge tries again');
+          result.waiting += 1;
+          continue;
+        }
       }
       if (entry?.pending) result.waiting += 1;
       else done.push(r.pkey);

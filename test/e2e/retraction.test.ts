@@ -23,6 +23,7 @@ import type { StoredEvent } from '../../src/events/events.js';
 import { ObjectWebhooks } from '../../src/events/objectWebhooks.js';
 import type { ListOptions, ObjectStore } from '../../src/store/objectStore.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { storeProxy } from '../support/storeProxy.js';
 import { allArchived, API_KEY, API_KEY_NAME, BACKENDS, eventually, getJson, keysUnder, postReport, report, startTestService, tempDir, testConfig, testRuntime, type TestService, pkeyOf } from '../support/env.js';
 
 let emulator: Emulator;
@@ -578,5 +579,46 @@ describe('a retraction purged on AWS, with webhook batches set aside', () => {
     for (const key of await keysUnder(svc.rt, 'events/v1/set-aside/')) expect((await svc.rt.store.get(key))!.body.toString('utf8')).not.toContain(SECRET);
     // Purged: a later run has nothing more to take out.
     expect(await purgeRetracted(svc.rt)).toMatchObject({ retractions: 0, setAsideRewritten: 0 });
+  });
+});
+
+describe('a retraction whose record failed after its marker (on AWS)', () => {
+  // The ledger writes the unpurged marker (the report hidden from then on), then the retraction.
+  // The second write refused: the partner has a 503, and may never send the DELETE again.
+  let svc: TestService;
+  let refusing = false;
+  let proxy: Awaited<ReturnType<typeof storeProxy>>;
+  beforeAll(async () => {
+    proxy = await storeProxy(
+      () => emulator.endpoint,
+      (req) => ({ headers: req.headers, ...(refusing && req.method === 'PUT' && (req.url ?? '').includes('/ingest/retractions/') && { refuse: 500 }) }),
+    );
+    svc = await startTestService(await testRuntime(await testConfig('aws', emulator), emulator, { s3: proxy.client }));
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await proxy?.close();
+  });
+
+  it("is completed by the purge with the partner's own words, announced, and answered 410, before its marker goes", async () => {
+    expect((await postReport(svc.url, report(41, { created_at: '2026-11-25T07:00:00Z', title: SECRET }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const pkey = pkeyOf(41);
+    refusing = true;
+    expect((await fetch(`${svc.url}/feeds/partner/41`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(503);
+    refusing = false;
+    expect((await fetchText(`${svc.url}/reports/archive?start=2026-11-25T00:00:00Z&end=2026-11-25T23:59:59Z&format=csv`, UA)).text).not.toContain(SECRET);
+
+    expect(await purgeRetracted(svc.rt)).toMatchObject({ retractions: 1, purged: 1, waiting: 0 });
+    const entry = await svc.rt.ledger.lookup(pkey);
+    expect(entry?.retraction).toMatchObject({ pkey, by: API_KEY_NAME });
+    expect((await getJson(`${svc.url}/reports/${pkey}`, UA)).status).toBe(410);
+    expect(await svc.rt.feed.wasRetracted(pkey)).toBe(true);
+    const cap = await fetchText(`${svc.url}/reports/${pkey}.cap`, UA);
+    expect(cap.text).not.toContain(SECRET);
+    expect(await keysUnder(svc.rt, 'ingest/unpurged/')).toEqual([]);
+    // The partner's repeat finds it retracted as it first asked.
+    const again = await fetch(`${svc.url}/feeds/partner/41`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
+    expect(again.status).toBe(200);
   });
 });

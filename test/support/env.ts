@@ -69,8 +69,8 @@ export async function testConfig(kind: BackendKind, emulator?: Emulator, env: Re
 export async function testRuntime(config: Config, emulator?: Emulator, extra: RuntimeOverrides = {}): Promise<Runtime> {
   const overrides: RuntimeOverrides = { log: createLogger('silent'), ...extra };
   if (config.storageUrl.startsWith('s3://')) {
-    overrides.s3 = emulator!.s3;
-    overrides.sqs = emulator!.sqs;
+    overrides.s3 = extra.s3 ?? emulator!.s3;
+    overrides.sqs = extra.sqs ?? emulator!.sqs;
   }
   const rt = await createRuntime(config, overrides);
   // SQS requests go to the endpoint and name the queue by URL path, so the

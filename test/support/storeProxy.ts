@@ -1,6 +1,6 @@
 // An HTTP proxy in front of an S3 endpoint that shapes what passes: each request's headers as
-// `shape` leaves them, and its answer dropped (the connection reset once the store has answered)
-// or cut off half-way through its body, where it says.
+// `shape` leaves them, and its answer dropped (the connection reset once the store has answered),
+// cut off half-way through its body, or refused before it reaches the store, where it says.
 import http from 'node:http';
 import { S3Client } from '@aws-sdk/client-s3';
 
@@ -10,11 +10,19 @@ export interface Shaped {
   dropAnswer?: boolean;
   /** The answer's headers and half its body sent, then the connection reset. */
   cutBody?: boolean;
+  /** Answered with this status and S3's error body, the store never asked. */
+  refuse?: number;
 }
 
 export async function storeProxy(target: () => string, shape: (req: http.IncomingMessage) => Shaped): Promise<{ client: S3Client; close: () => Promise<void> }> {
   const proxy = http.createServer((req, res) => {
-    const { headers, dropAnswer, cutBody } = shape(req);
+    const { headers, dropAnswer, cutBody, refuse } = shape(req);
+    if (refuse !== undefined) {
+      req.resume();
+      res.writeHead(refuse, { 'Content-Type': 'application/xml' });
+      res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>');
+      return;
+    }
     const upstream = http.request(new URL(req.url ?? '/', target()), { method: req.method, headers }, (answer) => {
       if (dropAnswer) {
         answer.resume();
