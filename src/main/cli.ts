@@ -121,7 +121,7 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof UnavailableError) {
-      process.stderr.write(`${err.message}: ${unavailableHint(err)}\n`);
+      process.stderr.write(`${name} stopped: ${err.message}: ${unavailableHint(err)}\n`);
       return 69;
     }
     // A full disk under DuckDB (a bulk job's temporary files) is no failure of the job's own.

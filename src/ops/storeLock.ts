@@ -15,6 +15,8 @@ import type { ObjectStore } from '../store/objectStore.js';
 /** Untouched this long, a lock's holder is gone. */
 export const STALE_MS = 5 * 60_000;
 export const TOUCH_MS = 60_000;
+/** Tries at giving a lock back at a job's end (each a read and a delete, retried by the store's client too). */
+const GIVE_BACK_ATTEMPTS = 3;
 
 /** A lock in the store: where, what job it is for (in messages), and the errors a job sees. */
 export interface StoreLock {
@@ -169,9 +171,18 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
     throw err;
   }
   const giveBack = async () => {
-    // Only our own: a lock taken over meanwhile is its new holder's.
-    const mine = await holderOf().catch(() => undefined);
-    if (mine?.holder?.id === me.id) await store.delete([key]).catch(() => undefined);
+    let failure: unknown;
+    for (let attempt = 1; attempt <= GIVE_BACK_ATTEMPTS; attempt++) {
+      try {
+        // Only our own: a lock taken over meanwhile is its new holder's.
+        if ((await holderOf())?.holder?.id === me.id) await store.delete([key]);
+        return;
+      } catch (err) {
+        failure = err;
+      }
+    }
+    // The job's work stands; only another host's next run waits, for the lock to go stale.
+    lock.log.warn({ lock: key, err: String(failure) }, `the ${what}'s lock could not be given back: a ${what} on another host waits until it is stale (${STALE_MS / 60_000} minutes)`);
   };
   const stillHeld = () => {
     if (lost === 'given back') throw lock.errors.lost(`this ${what} gave the archive's lock (${key} in ${store.description}) back as its process stops: it stopped where it was; run it again`);

@@ -209,9 +209,9 @@ export class S3ObjectStore implements ObjectStore {
           }),
         );
         if (out.Errors && out.Errors.length > 0) {
-          // Named by S3's code (AccessDenied, say), so the failure says what S3 said.
+          // Named by S3's code (AccessDenied, say) and the keys, so the failure says what S3 said.
           const [first] = out.Errors;
-          throw Object.assign(new Error(`delete failed for ${out.Errors.length} objects, ${first?.Key} the first: ${first?.Code}`), { name: first?.Code ?? 'Error' });
+          throw new UnavailableError('storage', `object store request failed (${first?.Code ?? 'Error'}): ${out.Errors.length} of ${batch.length} objects not deleted, ${first?.Key} the first`);
         }
       } catch (err) {
         throw unavailable(err);

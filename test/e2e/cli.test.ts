@@ -467,10 +467,10 @@ describe('flood-archive CLI', () => {
       const aws = { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_REGION: 'us-east-1' };
       const listed = await run(['keys', 'list'], { DATA_DIR: await tempDir(), STORAGE_URL: 's3://flood-archive/x', ...aws });
       expect(listed.code).toBe(69);
-      expect(listed.stderr).toMatch(/\((AccessDenied|Forbidden)\): the object store refused the request: does this process's role allow it/);
+      expect(listed.stderr).toMatch(/^keys stopped: .*\((AccessDenied|Forbidden)\): the object store refused the request: does this process's role allow it/m);
       const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
       const store = new S3ObjectStore(client, { bucket: 'flood-archive', prefix: 'x/' });
-      await expect(store.delete(['releases/2025-04-r1/reports-2025-04.parquet'])).rejects.toThrow(/\(AccessDenied\)/);
+      await expect(store.delete(['releases/2025-04-r1/reports-2025-04.parquet'])).rejects.toThrow(/\(AccessDenied\): 1 of 1 objects not deleted, x\/releases\/2025-04-r1\/reports-2025-04.parquet the first/);
       // A HEAD's refusal has no body to name it by: its status does.
       await expect(store.head('releases/catalog.json')).rejects.toThrow(/\(HTTP 403\)/);
       client.destroy();

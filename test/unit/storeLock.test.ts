@@ -93,3 +93,33 @@ describe('store locks stopped by a signal', () => {
     expect(await real.head(KEY)).toBeUndefined();
   });
 });
+
+describe("a store lock at its job's end", () => {
+  /** The store, its deletes of the lock failing the first `failing` times. */
+  function failingDeletes(store: FileObjectStore, failing: number): StoreLock['store'] {
+    let failed = 0;
+    return {
+      description: store.description,
+      get: (key) => store.get(key),
+      putIfAbsent: (key, body) => store.putIfAbsent(key, body),
+      putIfMatch: (key, body, etag) => store.putIfMatch(key, body, etag),
+      delete: async (keys) => {
+        if (keys.includes(KEY) && failed++ < failing) throw new Error('object store request failed (InternalError)');
+        await store.delete(keys);
+      },
+    };
+  }
+
+  it("is given back when a delete fails once, and a lock left is told in the log, the job's result standing", async () => {
+    const files = new FileObjectStore(await tempDir());
+    expect(await withStoreLock(lockIn(failingDeletes(files, 1)), async () => 'done')).toBe('done');
+    expect(await files.head(KEY)).toBeUndefined();
+
+    const warned: string[] = [];
+    const warn = ((_o: object, message: string) => void warned.push(message)) as StoreLock['log']['warn'];
+    const lock = { ...lockIn(failingDeletes(files, Infinity)), log: { warn } };
+    expect(await withStoreLock(lock, async () => 'done')).toBe('done');
+    expect(await files.head(KEY)).toBeDefined();
+    expect(warned).toEqual([expect.stringMatching(/test job's lock could not be given back: .* waits until it is stale \(5 minutes\)/)]);
+  });
+});
