@@ -9,6 +9,11 @@ const DAY_MS = 86_400_000;
 /** Above this many reports the map shows the choropleth alone (the service's EXPLORER_MAX_POINTS). */
 const MAX_POINTS = Number(document.querySelector('meta[name="explorer-max-points"]')?.content ?? 20_000);
 const SNIPPET_UA = 'my-study/1.0 (you@example.org)';
+/** A request not answered in this long is given up, and the page says so rather than spin. */
+const REQUEST_MS = 60_000;
+/** The years a window may fall in: the archive's bounds (1970 to 9999), a whole year inside them. */
+const FIRST_YEAR = 1970;
+const LAST_YEAR = 9998;
 
 const form = document.getElementById('window');
 const statusEl = document.getElementById('status');
@@ -33,15 +38,29 @@ class RateLimited extends Error {
 class ApiError extends Error {}
 
 async function api(path) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), REQUEST_MS);
+  try {
+    return await answerOf(path, abort.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function answerOf(path, signal) {
   let res;
   try {
-    res = await fetch(path, { headers: { Accept: 'application/json' } });
+    res = await fetch(path, { headers: { Accept: 'application/json' }, signal });
   } catch {
-    throw new ServiceDown('The service is not answering; check your connection or try again in a minute.');
+    throw signal.aborted ? stalled() : new ServiceDown('The service is not answering; check your connection or try again in a minute.');
   }
   if (res.status === 429) throw new RateLimited(Number(res.headers.get('Retry-After') ?? 60));
   if (res.status >= 500) throw new ServiceDown(`The service answered ${res.status}; try again in a minute.`);
-  const body = await res.json().catch(() => undefined);
+  // A body that stops half-way is given up too (its timer runs on through the body).
+  const body = await res.json().catch(() => {
+    if (signal.aborted) throw stalled();
+    return undefined;
+  });
   // The boundary version this map was drawn with is no longer served (a publish since).
   if (res.status === 410 && body?.details?.some((d) => d.field === 'version')) {
     throw new ApiError('The boundaries were updated since this map was drawn: reload the page to see them.');
@@ -52,6 +71,10 @@ async function api(path) {
     throw new ApiError(details.length > 0 ? details.join('; ') : (body?.message ?? `The service answered ${res.status}.`));
   }
   return body;
+}
+
+function stalled() {
+  return new ServiceDown(`The service did not answer within ${REQUEST_MS / 1000} s; try again in a minute.`);
 }
 
 function setStatus(state, text) {
@@ -66,10 +89,19 @@ function manilaLocal(ms) {
   return new Date(ms + MANILA_MS).toISOString().slice(0, 16);
 }
 
+/** A datetime-local value (Manila) as ms; undefined unless it is a real time of a year the archive takes. */
 function fromManilaLocal(value) {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value ?? '');
   if (!m) return undefined;
-  return Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] ?? 0)) - MANILA_MS;
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0));
+  // setUTCFullYear, not Date.UTC: that one reads the years 0 to 99 as 1900 to 1999.
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  d.setUTCHours(hour, minute, second);
+  // No rolling over (a 13th month, a 31st of June, a 25th hour): the time as written, or none.
+  const real = d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day && d.getUTCHours() === hour && d.getUTCMinutes() === minute;
+  if (!real || year < FIRST_YEAR || year > LAST_YEAR) return undefined;
+  return d.getTime() - MANILA_MS;
 }
 
 /** The archive's bound format with the Manila offset: 2025-06-01T08:00:00+0800. */
@@ -115,11 +147,13 @@ function windowOf(state) {
     case '30d':
       return [now - 30 * DAY_MS, now];
     case 'year':
+      if (!Number.isInteger(state.year) || state.year < FIRST_YEAR || state.year > LAST_YEAR) return `The year must be a whole number from ${FIRST_YEAR} to ${LAST_YEAR}.`;
       return [Date.UTC(state.year, 0, 1) - MANILA_MS, Date.UTC(state.year + 1, 0, 1) - MANILA_MS - 1000];
     default: {
       const start = fromManilaLocal(state.start);
       const end = fromManilaLocal(state.end);
-      if (start === undefined || end === undefined) return 'Pick both ends of the custom window.';
+      if (!state.start || !state.end) return 'Pick both ends of the custom window.';
+      if (start === undefined || end === undefined) return `The custom window's ends must be real times from ${FIRST_YEAR} to ${LAST_YEAR}.`;
       if (end < start) return 'The end of the window is before its start.';
       return [start, end + 59_000];
     }
@@ -148,8 +182,20 @@ function showState(state) {
   form.elements.start.value = state.w === 'custom' ? state.start : Array.isArray(range) ? manilaLocal(range[0]) : '';
   form.elements.end.value = state.w === 'custom' ? state.end : Array.isArray(range) ? manilaLocal(range[1]) : '';
   form.elements.admin.value = state.admin;
-  form.classList.toggle('custom', state.w === 'custom');
-  form.classList.toggle('year', state.w === 'year');
+  showFields(state.w);
+}
+
+/**
+ * The fields of the chosen preset, the others hidden and disabled: a value the browser calls
+ * invalid (a year of a shared link, a time with seconds) in a field out of sight would stop
+ * Show without a word. The page itself checks what Show sends (windowOf), and says why.
+ */
+function showFields(w) {
+  form.classList.toggle('custom', w === 'custom');
+  form.classList.toggle('year', w === 'year');
+  form.elements.year.disabled = w !== 'year';
+  form.elements.start.disabled = w !== 'custom';
+  form.elements.end.disabled = w !== 'custom';
 }
 
 function formState() {
@@ -170,10 +216,7 @@ function navigate(state) {
 }
 
 form.addEventListener('change', (e) => {
-  if (e.target.name === 'w') {
-    form.classList.toggle('custom', form.elements.w.value === 'custom');
-    form.classList.toggle('year', form.elements.w.value === 'year');
-  }
+  if (e.target.name === 'w') showFields(form.elements.w.value);
 });
 form.addEventListener('submit', (e) => {
   e.preventDefault();
@@ -263,7 +306,8 @@ function drawPoints(features) {
       const [lng, lat] = f.geometry.coordinates;
       const marker = L.circleMarker([lat, lng], { pane: 'points', className: 'point', radius: 4, color: '#922b21', weight: 1, fillColor: '#e74c3c', fillOpacity: 0.8 });
       marker.feature = f;
-      return marker.bindPopup(() => popupOf(f));
+      // Scrolled within the map rather than taller than it (a text may be 10,000 characters).
+      return marker.bindPopup(() => popupOf(f), { maxHeight: 280, maxWidth: 320 });
     }),
   ).addTo(map);
   // Each point is a button for the keyboard too: Tab reaches it, Enter or Space opens its popup.
@@ -422,6 +466,8 @@ async function load(state) {
     return;
   }
   setStatus('loading', `Loading ${formatManila(range[0])} – ${formatManila(range[1])}…`);
+  // The points of the window before go at once: never drawn beside this one's counts.
+  drawPoints([]);
   // Said before what the window shows: a place of the link the boundaries now lack.
   let note = '';
   const say = (kind, text) => setStatus(kind, note ? `${note} ${text}` : text);

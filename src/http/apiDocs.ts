@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Router, type RequestHandler } from 'express';
+import { PAGE_SECURITY_HEADERS } from './pageSecurity.js';
 import { staticFiles } from './staticFiles.js';
 import { openApiDocument } from './openapi.js';
 import type { Handlers } from './route.js';
@@ -29,6 +30,11 @@ export function apiDocsHandlers(): Handlers {
     body.then((buf) => res.set('Cache-Control', 'public, max-age=300').type('application/json').send(buf), next);
   };
   const docs = Router();
+  // Its page holds an Authorize box for partner keys: the explorer's policy, framing refused.
+  docs.use((_req, res, next) => {
+    res.set(PAGE_SECURITY_HEADERS);
+    next();
+  });
   docs.get('/', (req, res, next) => (req.originalUrl.split('?', 1)[0] === '/docs' && !req.originalUrl.endsWith('/') ? res.redirect(301, '/docs/') : next()));
   // Our initializer points Swagger UI at /openapi.json.
   docs.get('/swagger-initializer.js', (_req, res) => {

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Router, type RequestHandler } from 'express';
+import { PAGE_SECURITY_HEADERS } from './pageSecurity.js';
 import { staticFiles } from './staticFiles.js';
 import { projectDir } from '../shared/projectDir.js';
 import type { Handlers } from './route.js';
@@ -15,17 +16,6 @@ const packageDir = (name: string) => path.dirname(require.resolve(`${name}/packa
 /** The project's `web/` folder. */
 const webDir = () => path.join(projectDir(), 'web');
 
-/** The page's own scripts only: no inline script, nothing from another origin. */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "img-src 'self' data: blob: https: http:",
-  "style-src 'self' 'unsafe-inline'",
-  "script-src 'self'",
-  "connect-src 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-].join('; ');
 
 const INDEX = {
   service: 'Flood report archive of the Philippines',
@@ -56,7 +46,7 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
       res.json(INDEX);
       return;
     }
-    res.set({ 'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'Cache-Control': 'no-cache', 'X-Content-Type-Options': 'nosniff' });
+    res.set({ ...PAGE_SECURITY_HEADERS, 'Cache-Control': 'no-cache' });
     res.type('html').send(page);
   };
   // No index and no redirect of a folder to its slash: /explorer/ lists nothing, so /explorer is a 404 at once.

@@ -650,6 +650,118 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
+  it("says why a shared link's year or times cannot be a window, and Show still loads another one", async () => {
+    const { page, errors, close } = await openPage();
+    const shown = async (label: string, w: string) => {
+      await page.getByLabel(label).check();
+      await page.click('button[type=submit]');
+      await page.waitForFunction((want) => new URLSearchParams(location.search).get('w') === want, w);
+      expect(await settled(page)).not.toBe('error');
+    };
+    try {
+      // A year past what a date can hold, then one the year field calls out of its range.
+      await page.goto(`${svc.url}/?w=year&year=300000`);
+      expect(await settled(page)).toBe('error');
+      expect(await page.textContent('#status')).toContain('The year must be a whole number from 1970 to 9998.');
+      await shown('Last 30 days', '30d');
+      await page.goto(`${svc.url}/?w=year&year=2026.5`);
+      expect(await settled(page)).toBe('error');
+      await shown('Last 7 days', '7d');
+      // Times to the second (the fields step by minutes): taken as they are, and Show goes on working.
+      await page.goto(`${svc.url}/?w=custom&start=2025-06-01T00:00:30&end=2025-06-30T23:59:30`);
+      expect(await settled(page)).toBe('ready');
+      await page.getByLabel('A year').check();
+      await page.fill('input[name=year]', '2025');
+      await page.click('button[type=submit]');
+      await page.waitForFunction(() => location.search.includes('year=2025'));
+      expect(await settled(page)).toBe('ready');
+      // A year before 100 is not read as 19xx, and a 13th month does not roll over into the next year.
+      for (const [start, end] of [['0050-01-01T00:00', '0050-01-02T00:00'], ['2025-13-01T00:00', '2025-13-02T00:00']]) {
+        await page.goto(`${svc.url}/?w=custom&start=${start}&end=${end}`);
+        expect(await settled(page)).toBe('error');
+        expect(await page.textContent('#status')).toContain("The custom window's ends must be real times from 1970 to 9998.");
+      }
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('gives up a request the service never answers, says so, and shows nothing of the window before', async () => {
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.locator('#map path.point').count()).toBeGreaterThan(0);
+      await page.clock.install();
+      // The series and counts of the next window are never answered.
+      await page.route('**/reports/archive/stats?**', () => undefined);
+      await page.getByLabel('Last 30 days').check();
+      await page.click('button[type=submit]');
+      await page.waitForFunction(() => document.getElementById('status')?.dataset.state === 'loading');
+      // The window before's points go at once, not only once this one fails.
+      expect(await page.locator('#map path.point').count()).toBe(0);
+      await page.clock.fastForward(61_000);
+      await page.waitForFunction(() => document.getElementById('status')?.dataset.state === 'error', undefined, { polling: 100 });
+      expect(await page.textContent('#status')).toContain('The service did not answer within 60 s');
+      expect(await page.textContent('#download-count')).toBe('');
+    } finally {
+      await close();
+    }
+  });
+
+  it("keeps a long report's popup within the map, scrolled, and lets the keyboard skip the points", async () => {
+    const long = `${'baha sa kalye '.repeat(700)}${'x'.repeat(2_000)}`.slice(0, 10_000);
+    const [lat, lng] = PLACES[0]!;
+    expect((await postAccepted(svc.url, report(79_001, { created_at: '2023-03-10T02:00:00Z', location: { lat, lng }, title: 'y'.repeat(400), text: long }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const { page, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}/?w=custom&start=2023-03-10T00%3A00&end=2023-03-10T23%3A59`);
+      expect(await settled(page)).toBe('ready');
+      const point = page.locator('#map path.point');
+      await point.focus();
+      await page.keyboard.press('Enter');
+      const content = page.locator('.leaflet-popup-content');
+      await content.waitFor({ timeout: 5_000 });
+      const box = await content.evaluate((el: any) => ({ height: el.clientHeight, scrollHeight: el.scrollHeight, width: el.clientWidth, scrollWidth: el.scrollWidth }));
+      const mapHeight = await page.locator('#map').evaluate((el: any) => el.clientHeight);
+      expect(box.height).toBeLessThan(mapHeight);
+      // Scrolled within, never cut off: every line is there to reach, and none runs out sideways.
+      expect(box.scrollHeight).toBeGreaterThan(box.height);
+      expect(box.scrollWidth).toBeLessThanOrEqual(box.width);
+
+      // The skip link (the first stop before the map) leads past every point, to the chart and the downloads.
+      await page.focus('a.skip');
+      expect(await page.locator('a.skip').isVisible()).toBe(true);
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => Boolean(document.activeElement?.closest('#chart-panel, #download-panel')))).toBe(true);
+    } finally {
+      await close();
+    }
+  });
+
+  it('serves the API docs under the same security policy as the explorer, Swagger UI working within it', async () => {
+    const { page, errors, close } = await openPage();
+    try {
+      const answer = await page.goto(`${svc.url}/docs/`);
+      const headers = answer!.headers();
+      expect(headers['content-security-policy']).toContain("frame-ancestors 'none'");
+      expect(headers['content-security-policy']).toContain("script-src 'self'");
+      expect(headers['x-frame-options']).toBe('DENY');
+      expect(headers['x-content-type-options']).toBe('nosniff');
+      await page.locator('.opblock').first().waitFor({ timeout: 15_000 });
+      expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
+      // A policy that blocked any of its scripts, styles or requests would be a console error.
+      expect(errors).toEqual([]);
+      const explorer = (await page.goto(`${svc.url}/`))!.headers();
+      expect(explorer['content-security-policy']).toBe(headers['content-security-policy']);
+    } finally {
+      await close();
+    }
+  });
+
   it('is readable on a phone-width screen', async () => {
     const { page, errors, close } = await openPage({ width: 390, height: 844 });
     try {
