@@ -473,6 +473,11 @@ async function load(state) {
   const say = (kind, text) => setStatus(kind, note ? `${note} ${text}` : text);
   try {
     const boundaries = await loadBoundaries();
+    // A publish since the map was drawn: its counts are of the areas it shows, which reports
+    // tagged since (or re-tagged by a reprocess) do not carry, so they may fall short.
+    const current = await api('/cities/levels').then((a) => a.result.version, () => boundaries.version);
+    if (mine !== generation) return;
+    if (current !== boundaries.version) note = 'The boundaries were updated since this map was drawn: reload the page to see them.';
     if (state.admin) {
       // A link shared before a publish may name a place the boundaries now published lack: every
       // place is shown, and the link says so, rather than refused requests beside a list that
@@ -480,7 +485,7 @@ async function load(state) {
       await boundaries.rest;
       if (mine !== generation) return;
       if (![...form.elements.admin.options].some((o) => o.value === state.admin)) {
-        note = `${state.admin} is not among the places of the boundaries published now, so every place is shown.`;
+        note = `${note ? `${note} ` : ''}${state.admin} is not among the places of the boundaries published now, so every place is shown.`;
         state = { ...state, admin: '' };
         history.replaceState(null, '', stateQuery(state));
         showState(state);

@@ -586,6 +586,11 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       const windowRequests = requests.map((u) => new URL(u)).filter((u) => u.pathname.startsWith('/reports/archive'));
       expect(windowRequests.length).toBeGreaterThanOrEqual(2);
       for (const u of windowRequests) expect(u.searchParams.get('version'), `${u.pathname}${u.search}`).toBe(before.version);
+      // Its counts are of the areas it shows, which reports tagged since do not carry: it says so.
+      expect(await page.textContent('#status')).toContain('The boundaries were updated since this map was drawn: reload the page to see them.');
+      await page.reload();
+      expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#status')).not.toContain('updated since');
       expect(errors).toEqual([]);
     } finally {
       await close();
