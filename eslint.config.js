@@ -27,7 +27,7 @@ export default tseslint.config(
     languageOptions: {
       sourceType: 'module',
       globals: Object.fromEntries(
-        ['window', 'document', 'location', 'history', 'navigator', 'performance', 'fetch', 'getSelection', 'AbortController', 'setTimeout', 'clearTimeout', 'Node', 'Option', 'URLSearchParams', 'L', 'uPlot', 'topojson'].map((name) => [name, 'readonly']),
+        ['window', 'document', 'location', 'history', 'navigator', 'performance', 'fetch', 'getSelection', 'AbortController', 'TextDecoder', 'setTimeout', 'clearTimeout', 'Node', 'Option', 'URLSearchParams', 'L', 'uPlot', 'topojson'].map((name) => [name, 'readonly']),
       ),
     },
   },

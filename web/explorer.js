@@ -9,11 +9,17 @@ const DAY_MS = 86_400_000;
 /** Above this many reports the map shows the choropleth alone (the service's EXPLORER_MAX_POINTS). */
 const MAX_POINTS = Number(document.querySelector('meta[name="explorer-max-points"]')?.content ?? 20_000);
 const SNIPPET_UA = 'my-study/1.0 (you@example.org)';
-/** A request not answered in this long is given up, and the page says so rather than spin. */
+/**
+ * A request whose answer does not begin in this long, or whose body then stops for this long, is
+ * given up, and the page says so rather than spin. A large answer still arriving is not.
+ */
 const REQUEST_MS = 60_000;
-/** The years a window may fall in: the archive's bounds (1970 to 9999), a whole year inside them. */
-const FIRST_YEAR = 1970;
-const LAST_YEAR = 9998;
+/** The archive's first and last instants (1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z). */
+const EARLIEST_MS = 0;
+const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
+/** The years whose Manila calendar year lies within them: 1970 begins at 16:00 UTC the day before. */
+const FIRST_YEAR = 1971;
+const LAST_YEAR = 9999;
 
 const form = document.getElementById('window');
 const statusEl = document.getElementById('status');
@@ -37,30 +43,45 @@ class RateLimited extends Error {
 }
 class ApiError extends Error {}
 
-async function api(path) {
+/** JSON of the service; `init`: fetch's further options (a cache mode). */
+async function api(path, init = {}) {
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), REQUEST_MS);
+  let timer;
+  // Restarted at each step: the answer's beginning, then each chunk of its body.
+  const waiting = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => abort.abort(), REQUEST_MS);
+  };
+  waiting();
   try {
-    return await answerOf(path, abort.signal);
+    return await answerOf(path, { ...init, headers: { Accept: 'application/json' }, signal: abort.signal }, waiting);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function answerOf(path, signal) {
+async function answerOf(path, init, waiting) {
+  const { signal } = init;
   let res;
   try {
-    res = await fetch(path, { headers: { Accept: 'application/json' }, signal });
+    res = await fetch(path, init);
   } catch {
     throw signal.aborted ? stalled() : new ServiceDown('The service is not answering; check your connection or try again in a minute.');
   }
   if (res.status === 429) throw new RateLimited(Number(res.headers.get('Retry-After') ?? 60));
   if (res.status >= 500) throw new ServiceDown(`The service answered ${res.status}; try again in a minute.`);
-  // A body that stops half-way is given up too (its timer runs on through the body).
-  const body = await res.json().catch(() => {
-    if (signal.aborted) throw stalled();
-    return undefined;
-  });
+  let text;
+  try {
+    text = await bodyOf(res, waiting);
+  } catch {
+    throw signal.aborted ? stalled() : new ServiceDown('The answer was cut off; try again in a minute.');
+  }
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
   // The boundary version this map was drawn with is no longer served (a publish since).
   if (res.status === 410 && body?.details?.some((d) => d.field === 'version')) {
     throw new ApiError('The boundaries were updated since this map was drawn: reload the page to see them.');
@@ -71,6 +92,19 @@ async function answerOf(path, signal) {
     throw new ApiError(details.length > 0 ? details.join('; ') : (body?.message ?? `The service answered ${res.status}.`));
   }
   return body;
+}
+
+/** The body's text, `waiting()` told of each chunk. */
+async function bodyOf(res, waiting) {
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    waiting();
+    text += decoder.decode(value, { stream: true });
+  }
 }
 
 function stalled() {
@@ -100,8 +134,7 @@ function fromManilaLocal(value) {
   d.setUTCHours(hour, minute, second);
   // No rolling over (a 13th month, a 31st of June, a 25th hour): the time as written, or none.
   const real = d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day && d.getUTCHours() === hour && d.getUTCMinutes() === minute;
-  if (!real || year < FIRST_YEAR || year > LAST_YEAR) return undefined;
-  return d.getTime() - MANILA_MS;
+  return real ? d.getTime() - MANILA_MS : undefined;
 }
 
 /** The archive's bound format with the Manila offset: 2025-06-01T08:00:00+0800. */
@@ -153,9 +186,13 @@ function windowOf(state) {
       const start = fromManilaLocal(state.start);
       const end = fromManilaLocal(state.end);
       if (!state.start || !state.end) return 'Pick both ends of the custom window.';
-      if (start === undefined || end === undefined) return `The custom window's ends must be real times from ${FIRST_YEAR} to ${LAST_YEAR}.`;
+      // An end to the minute covers its minute; one to the second, its second.
+      const last = end === undefined || /:\d\d:\d\d$/.test(state.end) ? end : end + 59_000;
+      if (start === undefined || last === undefined || start < EARLIEST_MS || last > LATEST_MS) {
+        return "The custom window's ends must be real times from 1970-01-01 08:00 to 9999-12-31 23:59, Manila time.";
+      }
       if (end < start) return 'The end of the window is before its start.';
-      return [start, end + 59_000];
+      return [start, last];
     }
   }
 }
@@ -175,7 +212,11 @@ function intervalFor(range) {
 
 // ---------- the form ----------
 
+/** The query string of the window shown (or being loaded). */
+let shownSearch = location.search;
+
 function showState(state) {
+  shownSearch = location.search;
   for (const radio of form.elements.w) radio.checked = radio.value === state.w;
   form.elements.year.value = String(state.year);
   const range = windowOf(state);
@@ -223,6 +264,8 @@ form.addEventListener('submit', (e) => {
   navigate(formState());
 });
 window.addEventListener('popstate', () => {
+  // A move within the page (the skip link's #fragment) is no other window.
+  if (location.search === shownSearch) return;
   const state = readState(location.search);
   showState(state);
   load(state);
@@ -474,10 +517,12 @@ async function load(state) {
   try {
     const boundaries = await loadBoundaries();
     // A publish since the map was drawn: its counts are of the areas it shows, which reports
-    // tagged since (or re-tagged by a reprocess) do not carry, so they may fall short.
-    const current = await api('/cities/levels').then((a) => a.result.version, () => boundaries.version);
-    if (mine !== generation) return;
-    if (current !== boundaries.version) note = 'The boundaries were updated since this map was drawn: reload the page to see them.';
+    // tagged since (or re-tagged by a reprocess) do not carry, so they may fall short. Asked
+    // afresh (the levels the map loaded may be in the browser's cache), beside the window's own.
+    const published = api('/cities/levels', { cache: 'no-cache' }).then((a) => a.result.version !== boundaries.version, () => false);
+    const told = async () => {
+      if (await published) note = `The boundaries were updated since this map was drawn: reload the page to see them.${note ? ` ${note}` : ''}`;
+    };
     if (state.admin) {
       // A link shared before a publish may name a place the boundaries now published lack: every
       // place is shown, and the link says so, rather than refused requests beside a list that
@@ -485,7 +530,7 @@ async function load(state) {
       await boundaries.rest;
       if (mine !== generation) return;
       if (![...form.elements.admin.options].some((o) => o.value === state.admin)) {
-        note = `${note ? `${note} ` : ''}${state.admin} is not among the places of the boundaries published now, so every place is shown.`;
+        note = `${state.admin} is not among the places of the boundaries published now, so every place is shown.`;
         state = { ...state, admin: '' };
         history.replaceState(null, '', stateQuery(state));
         showState(state);
@@ -513,6 +558,7 @@ async function load(state) {
     if (mine !== generation) return;
     form.elements.admin.value = state.admin;
     const series = await seriesAnswer;
+    await told();
     if (mine !== generation) return;
     drawChart(series.result.rows, range, interval);
     const n = series.result.total;

@@ -598,6 +598,26 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     }
   });
 
+  it('says on the next window that the boundaries were published again since its map was drawn', async () => {
+    const before = await svc.rt.boundaries.current();
+    const { page, errors, close } = await openPage();
+    try {
+      await page.goto(`${svc.url}${JUNE_VIEW}`);
+      expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#status')).not.toContain('updated since');
+      const set = await loadPsaBoundaries();
+      await svc.rt.boundaries.publish({ ...set, label: `${set.label}, again` });
+      await page.click('button[type=submit]');
+      await page.waitForFunction(() => document.getElementById('status')?.dataset.state === 'loading');
+      expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#status')).toContain('The boundaries were updated since this map was drawn: reload the page to see them.');
+      expect(errors).toEqual([]);
+    } finally {
+      await close();
+      await svc.rt.boundaries.rollback(before.version);
+    }
+  });
+
   it("acknowledges the boundaries' makers on the map, as their attribution asks", async () => {
     // The default boundaries the service ships, with their PSA and NAMRIA attribution.
     const rt = await testRuntime(await testConfig('embedded'));
@@ -667,25 +687,32 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       // A year past what a date can hold, then one the year field calls out of its range.
       await page.goto(`${svc.url}/?w=year&year=300000`);
       expect(await settled(page)).toBe('error');
-      expect(await page.textContent('#status')).toContain('The year must be a whole number from 1970 to 9998.');
+      expect(await page.textContent('#status')).toContain('The year must be a whole number from 1971 to 9999.');
       await shown('Last 30 days', '30d');
       await page.goto(`${svc.url}/?w=year&year=2026.5`);
       expect(await settled(page)).toBe('error');
       await shown('Last 7 days', '7d');
-      // Times to the second (the fields step by minutes): taken as they are, and Show goes on working.
+      // Manila's year 1970 begins before the archive's first instant (1970-01-01T00:00Z).
+      await page.goto(`${svc.url}/?w=year&year=1970`);
+      expect(await settled(page)).toBe('error');
+      expect(await page.textContent('#status')).toContain('The year must be a whole number from 1971 to 9999.');
+      // Times to the second (the fields step by minutes): taken as they are, the end to its second, and Show goes on working.
       await page.goto(`${svc.url}/?w=custom&start=2025-06-01T00:00:30&end=2025-06-30T23:59:30`);
       expect(await settled(page)).toBe('ready');
+      expect(await page.textContent('#status')).toContain('2025-06-30 23:59 PHT');
       await page.getByLabel('A year').check();
       await page.fill('input[name=year]', '2025');
       await page.click('button[type=submit]');
       await page.waitForFunction(() => location.search.includes('year=2025'));
       expect(await settled(page)).toBe('ready');
       // A year before 100 is not read as 19xx, and a 13th month does not roll over into the next year.
-      for (const [start, end] of [['0050-01-01T00:00', '0050-01-02T00:00'], ['2025-13-01T00:00', '2025-13-02T00:00']]) {
+      for (const [start, end] of [['0050-01-01T00:00', '0050-01-02T00:00'], ['2025-13-01T00:00', '2025-13-02T00:00'], ['1970-01-01T07:00', '1970-01-02T00:00']]) {
         await page.goto(`${svc.url}/?w=custom&start=${start}&end=${end}`);
         expect(await settled(page)).toBe('error');
-        expect(await page.textContent('#status')).toContain("The custom window's ends must be real times from 1970 to 9998.");
+        expect(await page.textContent('#status')).toContain("The custom window's ends must be real times from 1970-01-01 08:00 to 9999-12-31 23:59, Manila time.");
       }
+      await page.goto(`${svc.url}/?w=custom&start=1970-01-01T08:00&end=1970-01-02T00:00`);
+      expect(await settled(page)).toBe('empty');
       expect(errors).toEqual([]);
     } finally {
       await close();
@@ -720,7 +747,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     const [lat, lng] = PLACES[0]!;
     expect((await postAccepted(svc.url, report(79_001, { created_at: '2023-03-10T02:00:00Z', location: { lat, lng }, title: 'y'.repeat(400), text: long }))).status).toBe(201);
     await allArchived(svc.rt);
-    const { page, close } = await openPage();
+    const { page, requests, close } = await openPage();
     try {
       await page.goto(`${svc.url}/?w=custom&start=2023-03-10T00%3A00&end=2023-03-10T23%3A59`);
       expect(await settled(page)).toBe('ready');
@@ -736,12 +763,18 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(box.scrollHeight).toBeGreaterThan(box.height);
       expect(box.scrollWidth).toBeLessThanOrEqual(box.width);
 
-      // The skip link (the first stop before the map) leads past every point, to the chart and the downloads.
+      // The skip link (the first stop before the map) leads past every point, to the chart and the
+      // downloads, with the window as it is (a move within the page loads nothing again).
+      const asked = () => requests.filter((u) => new URL(u).pathname.startsWith('/reports/archive')).length;
+      const before = asked();
       await page.focus('a.skip');
       expect(await page.locator('a.skip').isVisible()).toBe(true);
       await page.keyboard.press('Enter');
       await page.keyboard.press('Tab');
       expect(await page.evaluate(() => Boolean(document.activeElement?.closest('#chart-panel, #download-panel')))).toBe(true);
+      await page.waitForTimeout(300);
+      expect(asked()).toBe(before);
+      expect(await page.locator('#map path.point').count()).toBe(1);
     } finally {
       await close();
     }
