@@ -39,7 +39,7 @@ export function apiDocsHandlers(): Handlers {
   // Our initializer points Swagger UI at /openapi.json.
   docs.get('/swagger-initializer.js', (_req, res) => {
     res.type('application/javascript').send(
-      "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
+      "window.onload = () => { window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true, validatorUrl: null, presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' }); };",
     );
   });
   // The package's own initializer (the Petstore's document) is ours above, however its path is spelt.

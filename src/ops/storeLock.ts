@@ -181,8 +181,8 @@ export async function withStoreLock<T>(lock: StoreLock, run: (stillHeld: () => v
         failure = err;
       }
     }
-    // The job's work stands; only another host's next run waits, for the lock to go stale.
-    lock.log.warn({ lock: key, err: String(failure) }, `the ${what}'s lock could not be given back: a ${what} on another host waits until it is stale (${STALE_MS / 60_000} minutes)`);
+    // The job's work stands; only another process's next run waits, for the lock to go stale.
+    lock.log.warn({ lock: key, err: String(failure) }, `the ${what}'s lock could not be given back: another process's ${what} waits until it is stale (${STALE_MS / 60_000} minutes)`);
   };
   const stillHeld = () => {
     if (lost === 'given back') throw lock.errors.lost(`this ${what} gave the archive's lock (${key} in ${store.description}) back as its process stops: it stopped where it was; run it again`);

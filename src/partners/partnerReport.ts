@@ -18,10 +18,11 @@ export const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /**
  * A calendar date that exists (days per month, leap years), in the years the service takes
- * (1970–9999): the published patterns say exactly what the parser accepts, so a client that
- * checks against the OpenAPI document never sends a date the service refuses as impossible.
+ * (1970–9999 once the offset is applied, so 1969 too: its last hours west of UTC are 1970 in
+ * UTC): the published patterns say exactly what the parser accepts, so a client that checks
+ * against the OpenAPI document never sends a date the service refuses as impossible.
  */
-const YEAR = '(?:19[7-9]\\d|[2-9]\\d{3})';
+const YEAR = '(?:19(?:69|[7-9]\\d)|[2-9]\\d{3})';
 const LEAP_YEAR = '(?:19(?:7[26]|8[048]|9[26])|[2-9]\\d(?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[3579][26])00)';
 const CALENDAR_DATE =
   `(?:${YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))|${LEAP_YEAR}-02-29)`;
