@@ -54,12 +54,14 @@ export type Resolution =
   | {
       ok: false;
       reason: 'unknown' | 'ambiguous';
-      /** up to 5 labels a person could send instead, best first */
+      /** labels a person could send instead, best first: every place an ambiguous name may mean (up to MAX_MEANINGS), up to 5 otherwise */
       suggestions: string[];
     };
 
 const MAX_INPUT = 200;
 const MAX_SUGGESTIONS = 5;
+/** The places an ambiguous name may mean, all listed (San Jose means ten nationally): each partner must find its own. */
+const MAX_MEANINGS = 50;
 /** Suggestions farther than this many edits are not worth showing. */
 const MAX_DISTANCE = 64;
 /** Suggestions more than this many edits worse than the best one are noise. */
@@ -189,7 +191,7 @@ export class PlaceNames {
       const e = found.entries[0]!;
       return { ok: true, place: e.place, label: e.label };
     }
-    if (found.kind === 'hit') return { ok: false, reason: 'ambiguous', suggestions: labelsOf(found.entries) };
+    if (found.kind === 'hit') return { ok: false, reason: 'ambiguous', suggestions: labelsOf(found.entries, MAX_MEANINGS) };
     if (found.kind === 'elsewhere') return { ok: false, reason: 'unknown', suggestions: labelsOf(found.entries) };
     return { ok: false, reason: 'unknown', suggestions: this.closest(input) };
   }
@@ -369,8 +371,8 @@ function rank(e: Entry): number {
   return e.cityMarked ? 1 : 2;
 }
 
-function labelsOf(entries: readonly Entry[]): string[] {
-  return entries.slice(0, MAX_SUGGESTIONS).map((e) => e.label);
+function labelsOf(entries: readonly Entry[], most = MAX_SUGGESTIONS): string[] {
+  return entries.slice(0, most).map((e) => e.label);
 }
 
 function push(map: Map<string, Entry[]>, k: string, e: Entry): void {

@@ -129,7 +129,9 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${name} stopped: ${err instanceof Error ? err.message : String(err)}: the disk is full: free space on ${command.diskFull ?? 'the disk holding DATA_DIR (and TMP_DIR)'}, then run the same command again\n`);
       return 69;
     }
-    process.stderr.write(`${name} failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    // Another process (a second `npm start`, say) listens where this one would.
+    const taken = (err as { code?: unknown }).code === 'EADDRINUSE' ? ': another process listens there: stop it, or set PORT (and METRICS_PORT, if set) to a free port' : '';
+    process.stderr.write(`${name} failed: ${err instanceof Error ? err.message : String(err)}${taken}\n`);
     return 1;
   }
 }

@@ -174,8 +174,9 @@ async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, prog
     progress?.start(untexted.length, 'ready texts of parts');
     await addReadyTexts({ store: rt.store, publisher }, untexted, tmpDir, () => progress?.tick());
     progress?.stop();
-    await retiring.settle();
     result.seconds.readyTexts = seconds(textsStarted);
+    // The old parts go once readers of them have had RETIRE_GRACE_SECONDS: no ready text's time.
+    await retiring.settle();
   } finally {
     await Promise.all(written.map((file) => fs.rm(file, { force: true })));
   }

@@ -80,7 +80,7 @@ export function stacItem(m: Manifest, previous: string | undefined): Record<stri
     assets[f.path.replace(/\.(parquet|csv\.gz)$/, (_, ext: string) => (ext === 'parquet' ? '-parquet' : '-csv'))] = {
       href: `./${f.path}`,
       type: f.media_type,
-      title: `${f.month}, ${f.format}, ${f.reports.toLocaleString('en')} reports`,
+      title: `${f.month}, ${f.format}, ${reportsOf(f.reports)}`,
       roles: ['data'],
       'file:size': f.bytes,
       'file:checksum': checksum(f.sha256),
@@ -179,8 +179,12 @@ export function citation(m: Manifest, manifestSha256: string, publicBaseUrl: str
     '  - type: other',
     `    value: ${q(`sha256:${manifestSha256}`)}`,
     '    description: "SHA-256 of the release\'s manifest.json, which holds the SHA-256 of every file"',
-    `abstract: ${q(`${m.reports.toLocaleString('en')} flood reports posted by partner apps, created from ${m.window.start} to ${m.window.end} (UTC), as the archive answered on ${m.created}. ${m.boundary_version.attribution ? `${/^boundaries:/i.test(m.boundary_version.attribution) ? '' : 'Boundaries: '}${m.boundary_version.attribution}.` : ''}`.trim())}`,
+    `abstract: ${q(`${reportsOf(m.reports, 'flood report')} posted by partner apps, created from ${m.window.start} to ${m.window.end} (UTC), as the archive answered on ${m.created}. ${m.boundary_version.attribution ? `${/^boundaries:/i.test(m.boundary_version.attribution) ? '' : 'Boundaries: '}${m.boundary_version.attribution}.` : ''}`.trim())}`,
     '',
   ].join('\n');
 }
 
+/** `1 report`, `1,234 reports`. */
+function reportsOf(n: number, noun = 'report'): string {
+  return `${n.toLocaleString('en')} ${noun}${n === 1 ? '' : 's'}`;
+}

@@ -447,6 +447,19 @@ describe('flood-archive CLI', () => {
     }
   });
 
+  it('a port another process listens on is told, with the setting that moves it', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, resolve));
+    try {
+      const port = String((holder.address() as net.AddressInfo).port);
+      const started = await run(['serve'], { DATA_DIR: await tempDir(), PORT: port });
+      expect(started.code).toBe(1);
+      expect(started.stderr).toMatch(/EADDRINUSE.*another process listens there: stop it, or set PORT \(and METRICS_PORT, if set\) to a free port/);
+    } finally {
+      holder.close();
+    }
+  });
+
   it('a store that refuses (AccessDenied) is told as a question of rights, not of reach: a refused delete too', async () => {
     // S3 as a role without the right answers: 403 AccessDenied, and a batch delete's keys each refused in a 200.
     const refusing = http.createServer((req, res) => {

@@ -372,6 +372,11 @@ describe('the national boundaries', () => {
     const ambiguous = await postReport(svc.url, report(60_005, { partner_city: 'San Jose' }));
     expect(ambiguous.status).toBe(400);
     expect(ambiguous.body.details).toEqual([{ in: 'body', field: 'partner_city', message: expect.stringMatching(/^names several places; send one of: .*"San Jose, Batangas"/) }]);
+    // Every place the name may mean, each partner's own among them (ten San Joses nationally).
+    const meant = [...(ambiguous.body.details[0].message as string).matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+    const sanJoses = (await svc.rt.boundaries.current()).placeNames.labels().filter((l) => /^San Jose( City)?(,|$)/.test(l));
+    expect(sanJoses.length).toBeGreaterThan(5);
+    expect(new Set(meant)).toEqual(new Set(sanJoses));
     const unknown = await postReport(svc.url, report(60_006, { partner_city: 'Cebu Ctiy' }));
     expect(unknown.status).toBe(400);
     expect(unknown.body.details[0].message).toMatch(/closest: "City of Cebu"/);

@@ -104,7 +104,11 @@ describe('PlaceNames on the national data', () => {
   it('calls a name shared by several places ambiguous and suggests labels that resolve', () => {
     const r = failure('San Jose');
     expect(r.reason).toBe('ambiguous');
-    expect(r.suggestions).toEqual(['San Jose City', 'San Jose, Antique', 'San Jose, Batangas', 'San Jose, Camarines Sur', 'San Jose, Dinagat Islands']);
+    // Every place it may mean: each partner finds its own.
+    expect(r.suggestions).toEqual([
+      'San Jose City',
+      ...['Antique', 'Batangas', 'Camarines Sur', 'Dinagat Islands', 'Negros Oriental', 'Northern Samar', 'Occidental Mindoro', 'Romblon', 'Tarlac'].map((p) => `San Jose, ${p}`),
+    ]);
     for (const s of r.suggestions) expect(names.resolve(s)).toMatchObject({ ok: true, label: s, place: { name: expect.stringMatching(/^San Jose( City)?$/) } });
 
     expect(codeOf('San Jose, Batangas')).toBe('PH-0401022000');
@@ -135,7 +139,7 @@ describe('PlaceNames on the national data', () => {
       expect(codeOf(input)).toBe('PH-1381300000');
     }
     const quezon = failure('Quezon');
-    expect(quezon).toEqual({ ok: false, reason: 'ambiguous', suggestions: ['Quezon (province)', 'Quezon City', 'Quezon, Bukidnon', 'Quezon, Isabela', 'Quezon, Nueva Ecija'] });
+    expect(quezon).toEqual({ ok: false, reason: 'ambiguous', suggestions: ['Quezon (province)', 'Quezon City', 'Quezon, Bukidnon', 'Quezon, Isabela', 'Quezon, Nueva Ecija', 'Quezon, Nueva Vizcaya', 'Quezon, Palawan', 'Quezon, Quezon'] });
     for (const input of ['Quezon (province)', 'Province of Quezon', 'quezon province', 'Quezon Prov.']) expect(codeOf(input)).toBe('PH-0405600000');
     expect(codeOf('Quezon, Quezon')).toBe('PH-0405637000');
     expect(codeOf('Mountain Province')).toBe('PH-1404400000');
