@@ -67,6 +67,9 @@ export class AdminAreas {
   /** The message of a 400 for a code this version does not have: the codes, or where to find them, and the closest; `of` names the version. */
   problem(code: string, of = 'the current boundaries'): string {
     const codes = [...this.byCode.keys()];
+    // Codes are matched as written: one in the wrong case is told its own spelling.
+    const cased = codes.find((c) => c.toUpperCase() === code.toUpperCase());
+    if (cased) return `must be written ${cased} (codes are matched as written, in upper case)`;
     if (codes.length <= LISTED) return `must be one of: ${codes.join(', ')}`;
     const ranked = codes.map((c) => ({ c, shared: commonPrefix(c, code) })).sort((a, b) => b.shared - a.shared || a.c.localeCompare(b.c));
     const what = `must be the code of a region, province or city of ${of} (GET /cities, /ogc/collections)`;

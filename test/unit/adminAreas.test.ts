@@ -42,6 +42,8 @@ describe('admin areas', () => {
     expect(areas.problem('PH-QC')).toBe('must be the code of a region, province or city of the current boundaries (GET /cities, /ogc/collections); none of its codes begins as PH-QC does');
     const twoCities = new AdminAreas(compactLevels(await defaultBoundaries()));
     expect(twoCities.problem('PH-MNL')).toBe('must be one of: PH-QC, PH-PG');
+    expect(twoCities.problem('ph-qc')).toBe('must be written PH-QC (codes are matched as written, in upper case)');
+    expect(areas.problem('ph-0305400000')).toBe('must be written PH-0305400000 (codes are matched as written, in upper case)');
     expect(twoCities.get('PH-PG')).toEqual({ code: 'PH-PG', name: 'Pampanga', level: 'city', cities: ['PH-PG'] });
   });
 
