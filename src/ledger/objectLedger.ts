@@ -567,11 +567,6 @@ function objectsOf(slot: PkeyParts): string[] {
   return slot.partner === undefined ? own : [...own, idempotencyKey(sharedSlot(slot)), pendingKey(sharedSlot(slot))];
 }
 
-/**
- * Whether a pending report, accepted at `acceptedMs` and last sent at `sentMs`, is sent again
- * now: once it has waited since its last sending as long as it had waited before it, and at
- * most eight periods (sent again after 1, 2, 4, 8, 16, 24… periods).
- */
 /** The retraction an unpurged marker holds, when it holds one of `pkey`. */
 function retractionIn(marker: { body: Buffer } | undefined, pkey: string): Retraction | undefined {
   try {
@@ -583,6 +578,11 @@ function retractionIn(marker: { body: Buffer } | undefined, pkey: string): Retra
   }
 }
 
+/**
+ * Whether a pending report, accepted at `acceptedMs` and last sent at `sentMs`, is sent again
+ * now: once it has waited since its last sending as long as it had waited before it, and at
+ * most eight periods (sent again after 1, 2, 4, 8, 16, 24… periods).
+ */
 export function sendsAgain({ nowMs, sentMs, acceptedMs, periodMs }: { nowMs: number; sentMs: number; acceptedMs: number; periodMs: number }): boolean {
   const waited = nowMs - sentMs;
   return waited >= periodMs && waited >= Math.min(sentMs - acceptedMs, 8 * periodMs);
