@@ -123,7 +123,7 @@ function manilaLocal(ms) {
   return new Date(ms + MANILA_MS).toISOString().slice(0, 16);
 }
 
-/** A datetime-local value (Manila) as ms; undefined unless it is a real time of a year the archive takes. */
+/** A datetime-local value (Manila) as ms; undefined unless it is a real time (windowOf checks it is the archive's). */
 function fromManilaLocal(value) {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value ?? '');
   if (!m) return undefined;
