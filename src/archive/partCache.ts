@@ -10,10 +10,10 @@ import { existsSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { finished } from 'node:stream/promises';
-import { UnavailableError } from '../shared/errors.js';
 import type { Metrics } from '../shared/metrics.js';
 import { pipeToFile } from '../shared/files.js';
 import { isRunning } from '../shared/processes.js';
+import { whileCut } from '../store/cutBodies.js';
 import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
@@ -30,8 +30,6 @@ const SUFFIX = '.parquet';
  * for a year of sidecars at once saw requests time out in that queue (and its answer fail).
  */
 const STORE_REQUESTS = 32;
-/** Downloads of a whole part, at most, when each is cut off in its body. */
-const BODY_ATTEMPTS = 3;
 
 /** Marks a ranged copy's name (and, before they had a directory of their own, its file). */
 const RANGED = '.ranged';
@@ -304,26 +302,23 @@ export class PartCache {
 
   private async fetch(info: ObjectInfo, name: string): Promise<string> {
     const file = this.files.fileOf(name);
-    for (let attempt = 1; ; attempt++) {
+    // A download cut off in its body is made again whole, to a fresh temporary file.
+    await whileCut(async (answered) => {
       const tmp = `${file}.${randomUUID()}.tmp`;
-      let answered = false;
       try {
         // Within the bound until the whole body is written: the download holds its socket.
         await this.requests(async () => {
           const got = await this.store.getStream(info.key);
           if (!got) throw new VanishedError(`archive part vanished: ${info.key}`);
-          answered = true;
+          answered();
           await pipeToFile(tmp, got.body);
         });
         await fs.rename(tmp, file);
-        break;
       } catch (err) {
         await fs.rm(tmp, { force: true });
-        // Cut off in its body (a reset, a short body): asked again. The store's client retried
-        // only until the answer began, and a bulk job reads thousands of parts.
-        if (!answered || !(err instanceof UnavailableError) || attempt >= BODY_ATTEMPTS) throw err;
+        throw err;
       }
-    }
+    });
     // An evicted file may still be open in a query: unlink keeps it readable on POSIX.
     await this.files.add(name, { file, size: (await fs.stat(file)).size });
     this.metrics?.cacheBytes.set(this.files.sizeBytes);

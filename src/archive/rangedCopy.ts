@@ -4,6 +4,7 @@
 // restarted process adopts the copy.
 import fs, { type FileHandle } from 'node:fs/promises';
 import { OverloadedError, UnavailableError } from '../shared/errors.js';
+import { whileCut } from '../store/cutBodies.js';
 import type { ObjectStore } from '../store/objectStore.js';
 
 /** A byte range [start, end). */
@@ -23,25 +24,6 @@ export interface RangedFile {
  * before its first byte), the gap's bytes well under a millisecond.
  */
 const GAP = 256 * 1024;
-
-/**
- * Times a range is asked for when its body is cut off (a reset, a short body): the store's
- * client retries only until an answer begins, and a year's cold answer reads hundreds of ranges.
- * A cut range's bytes already written are written again at the same offsets.
- */
-const BODY_ATTEMPTS = 3;
-
-/** `read` again while it fails with its body cut off, BODY_ATTEMPTS times in all. */
-async function whileCut<T>(read: (answered: () => void) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    let began = false;
-    try {
-      return await read(() => (began = true));
-    } catch (err) {
-      if (!began || !(err instanceof UnavailableError) || attempt >= BODY_ATTEMPTS) throw err;
-    }
-  }
-}
 
 /** What a copy holds: the object and version its bytes are of, and which of them are present. */
 export interface CopyState {

@@ -16,15 +16,13 @@ import {
 import { failureName, UnavailableError } from '../shared/errors.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
 import type { S3Location } from './s3Location.js';
+import { whileCut } from './cutBodies.js';
 import { objectSizeOf, S3DirectGets } from './s3DirectGets.js';
 
 export { parseS3Url, type S3Location } from './s3Location.js';
 
 /** Conditional creates tried at most this often while S3 answers 409 (a write of the key under way). */
 const CONFLICT_ATTEMPTS = 4;
-
-/** Whole GETs, at most, when each is cut off in its body (the SDK retries a request only until its answer begins). */
-const BODY_ATTEMPTS = 3;
 
 /**
  * A body as the SDK sends it with its length. An empty string is falsy, so the SDK would add no
@@ -57,7 +55,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async get(key: string): Promise<StoredObject | undefined> {
-    for (let attempt = 1; ; attempt++) {
+    return whileCut(async (answered) => {
       let out;
       try {
         out = await this.client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: this.full(key) }));
@@ -65,14 +63,15 @@ export class S3ObjectStore implements ObjectStore {
         if (isNotFound(err)) return undefined;
         throw unavailable(err);
       }
+      answered();
+      let body;
       try {
-        const body = bufferOf(await out.Body!.transformToByteArray());
-        return { key, body, size: body.length, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+        body = bufferOf(await out.Body!.transformToByteArray());
       } catch (err) {
-        // Cut off in its body (a reset, a short body): the client retried only until the answer began.
-        if (attempt >= BODY_ATTEMPTS) throw unavailable(err);
+        throw unavailable(err);
       }
-    }
+      return { key, body, size: body.length, etag: out.ETag ?? '', lastModified: out.LastModified ?? new Date(0) };
+    });
   }
 
   /** The range gathered: getRangeStream's bytes in one buffer. */
