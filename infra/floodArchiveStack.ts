@@ -175,6 +175,9 @@ export class FloodArchiveStack extends Stack {
       // Compaction rewrites an hour's parts with DuckDB.
       size: { cpu: 1024, memoryLimitMiB: 2048 },
       container: container('scheduler', 'scheduler'),
+      // Ops commands run as one-off tasks of this definition: `keys add` must see the names in
+      // API_KEYS (a partner's name, reports and rights) to refuse them, as it does on a laptop.
+      secrets: { API_KEYS: ecs.Secret.fromSecretsManager(this.apiKeys) },
       // SIGTERM lets runs under way end for up to 100 s, then stops them at their next step and
       // gives their leases back, and their locks once they stopped (5 s at most).
       stopTimeout: Duration.seconds(120),
@@ -450,6 +453,7 @@ function backgroundService(
     stopTimeout?: Duration;
     minHealthyPercent?: number;
     maxHealthyPercent?: number;
+    secrets?: Record<string, ecs.Secret>;
   },
 ): ecs.FargateService {
   const { container } = parts;
@@ -460,6 +464,7 @@ function backgroundService(
     command: container.command,
     environment: container.environment,
     logging: container.logDriver,
+    ...(parts.secrets && { secrets: parts.secrets }),
     ...(parts.stopTimeout && { stopTimeout: parts.stopTimeout }),
   });
   return new ecs.FargateService(scope, id, {

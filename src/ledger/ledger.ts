@@ -76,6 +76,14 @@ export interface ReportId {
   post_id: number;
 }
 
+/** A rotation that lost to another rotation of the same name at the same time (see rotateKey): it kept no key. */
+export class KeyRotationConflictError extends Error {
+  override name = 'KeyRotationConflictError';
+  constructor(readonly keyName: string) {
+    super(`another rotation of ${keyName} ran at the same time and its key is the one kept: this one kept no key`);
+  }
+}
+
 /** A new key asked for under a name that already has one, or reports (see addKey). */
 export class KeyNameInUseError extends Error {
   override name = 'KeyNameInUseError';
@@ -270,11 +278,19 @@ export interface KeyLedger {
    * dropped from API_KEYS), is only a rotation's: otherwise KeyNameInUseError, decided atomically
    * with the write.
    */
-  addKey(name: string, digest: string, rotation?: boolean): Promise<void>;
+  addKey(name: string, digest: string): Promise<void>;
+  /**
+   * Keeps a new key under `name` (which may have keys, revoked or not, or only reports) and
+   * revokes the name's keys kept before it; returns how many it revoked. Rotations of one name
+   * are ordered: a later one revokes an earlier one's key, never the other way round, and of two
+   * at the same instant one fails with KeyRotationConflictError and keeps no key, so the name is
+   * never left without a working key.
+   */
+  rotateKey(name: string, digest: string): Promise<number>;
   /** Whether any report was accepted under the partner `name` (pending or archived, retracted or not). */
   hasReports(name: string): Promise<boolean>;
-  /** Revokes every key of `name` but `keep`; returns how many. */
-  revokeKeys(name: string, keep?: string): Promise<number>;
+  /** Revokes every key of `name`; returns how many. */
+  revokeKeys(name: string): Promise<number>;
   listKeys(): Promise<StoredKey[]>;
 }
 

@@ -36,6 +36,7 @@ import { MAX_FUTURE_MS, withoutPersonalFields } from '../partners/partnerReport.
 import {
   ADOPTED_RETRACTION_REASON,
   KeyNameInUseError,
+  KeyRotationConflictError,
   parseRecord,
   PkeyTakenError,
   receivedRecordJson,
@@ -477,7 +478,7 @@ export class ObjectLedger implements IngestLedger {
   async keyByDigest(digest: string): Promise<StoredKey | undefined> {
     if (!/^[0-9a-f]{64}$/.test(digest)) return undefined;
     const held = await this.store.get(`${API_KEYS_PREFIX}${digest}.json`);
-    return held && (JSON.parse(held.body.toString('utf8')) as StoredKey);
+    return held && storedKeyOf(held.body);
   }
 
   /**
@@ -485,19 +486,42 @@ export class ObjectLedger implements IngestLedger {
    * so of two keys added under one new name at once only one is kept; names whose keys were kept
    * before the claims existed are found by listing the keys.
    */
-  async addKey(name: string, digest: string, rotation = false): Promise<void> {
+  async addKey(name: string, digest: string): Promise<void> {
     const key: StoredKey = { name, digest, created_at: new Date().toISOString() };
     const claim = `${API_KEY_NAMES_PREFIX}${name}.json`;
     const claimBody = JSON.stringify({ name, created_at: key.created_at, digest });
-    if (!rotation) {
-      if ((await this.listKeys()).some((k) => k.name === name)) throw new KeyNameInUseError(name);
-      // Before the claim: a name whose reports were posted with a key since dropped from API_KEYS.
-      if (await this.hasReports(name)) throw new KeyNameInUseError(name, true);
-      if (!(await this.store.putIfAbsent(claim, claimBody)) && !(await this.takeOverStoppedClaim(claim, claimBody))) throw new KeyNameInUseError(name);
-    } else {
-      await this.store.putIfAbsent(claim, claimBody);
-    }
+    if ((await this.listKeys()).some((k) => k.name === name)) throw new KeyNameInUseError(name);
+    // Before the claim: a name whose reports were posted with a key since dropped from API_KEYS.
+    if (await this.hasReports(name)) throw new KeyNameInUseError(name, true);
+    if (!(await this.store.putIfAbsent(claim, claimBody)) && !(await this.takeOverStoppedClaim(claim, claimBody))) throw new KeyNameInUseError(name);
     await this.store.putIfAbsent(`${API_KEYS_PREFIX}${digest}.json`, JSON.stringify(key));
+  }
+
+  /**
+   * The name's claim counts its rotations: a rotation replaces it (If-Match over the version it
+   * read, or If-None-Match where there is none) with the next number, which its key carries, and
+   * revokes only keys of lower numbers (an added key, or one kept before rotations were counted,
+   * is number 0). Of two rotations that read the same claim, the one whose write is refused keeps
+   * nothing. Of two in turn, the later one revokes the earlier one's key, never the other way round;
+   * an earlier one whose key was written after the later one looked finds the claim taken on and
+   * revokes its own key (KeyRotationConflictError). So the last rotation's key is the one left.
+   */
+  async rotateKey(name: string, digest: string): Promise<number> {
+    const claim = `${API_KEY_NAMES_PREFIX}${name}.json`;
+    const held = await this.store.get(claim);
+    const rotation = (held ? rotationOf(held.body) : 0) + 1;
+    const key: CountedKey = { name, digest, created_at: new Date().toISOString(), rotation };
+    const claimBody = JSON.stringify({ name, created_at: key.created_at, digest, rotation });
+    const claimed = held ? await this.store.putIfMatch(claim, claimBody, held.etag) : await this.store.putIfAbsent(claim, claimBody);
+    if (!claimed) throw new KeyRotationConflictError(name);
+    await this.store.putIfAbsent(`${API_KEYS_PREFIX}${digest}.json`, JSON.stringify(key));
+    const now = await this.store.get(claim);
+    if (now && rotationOf(now.body) > rotation) {
+      await this.revoke([key]);
+      throw new KeyRotationConflictError(name);
+    }
+    const earlier = (await this.countedKeys()).filter((k) => k.name === name && k.digest !== digest && !k.revoked_at && (k.rotation ?? 0) < rotation);
+    return this.revoke(earlier);
   }
 
   /**
@@ -529,20 +553,28 @@ export class ObjectLedger implements IngestLedger {
     return false;
   }
 
-  async revokeKeys(name: string, keep?: string): Promise<number> {
-    const revoked = (await this.listKeys()).filter((k) => k.name === name && k.digest !== keep && !k.revoked_at);
+  async revokeKeys(name: string): Promise<number> {
+    return this.revoke((await this.countedKeys()).filter((k) => k.name === name && !k.revoked_at));
+  }
+
+  private async revoke(keys: readonly CountedKey[]): Promise<number> {
     const at = new Date().toISOString();
-    await mapLimit(revoked, 16, (k) => this.store.put(`${API_KEYS_PREFIX}${k.digest}.json`, JSON.stringify({ ...k, revoked_at: at })));
-    return revoked.length;
+    await mapLimit(keys, 16, (k) => this.store.put(`${API_KEYS_PREFIX}${k.digest}.json`, JSON.stringify({ ...k, revoked_at: at })));
+    return keys.length;
   }
 
   async listKeys(): Promise<StoredKey[]> {
+    return (await this.countedKeys()).map(({ name, digest, created_at, revoked_at }) => ({ name, digest, created_at, ...(revoked_at && { revoked_at }) }));
+  }
+
+  /** Every kept key as stored, with its rotation's number. */
+  private async countedKeys(): Promise<CountedKey[]> {
     const names: string[] = [];
     for await (const info of this.store.list({ prefix: API_KEYS_PREFIX })) names.push(info.key);
-    const keys: StoredKey[] = [];
+    const keys: CountedKey[] = [];
     await mapLimit(names, 16, async (name) => {
       const held = await this.store.get(name);
-      if (held) keys.push(JSON.parse(held.body.toString('utf8')) as StoredKey);
+      if (held) keys.push(JSON.parse(held.body.toString('utf8')) as CountedKey);
     });
     // By name in byte order, as the SQLite ledger lists them (localeCompare puts '_' before '-'), then by age.
     const byBytes = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -554,6 +586,26 @@ export class ObjectLedger implements IngestLedger {
   }
 
   async close(): Promise<void> {}
+}
+
+/** A kept key as stored: with the number of the rotation that made it (none for an added key). */
+interface CountedKey extends StoredKey {
+  rotation?: number;
+}
+
+function storedKeyOf(body: Buffer): StoredKey {
+  const { name, digest, created_at, revoked_at } = JSON.parse(body.toString('utf8')) as CountedKey;
+  return { name, digest, created_at, ...(revoked_at && { revoked_at }) };
+}
+
+/** The rotations a name's claim counts; 0 for a claim of an add, or one that does not parse (written by hand). */
+function rotationOf(claim: Buffer): number {
+  try {
+    const { rotation } = JSON.parse(claim.toString('utf8')) as { rotation?: unknown };
+    return typeof rotation === 'number' && Number.isSafeInteger(rotation) && rotation > 0 ? rotation : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** The `<source>-<post_id>` key's objects: reports of no partner, and every report accepted before post_ids were per partner. */

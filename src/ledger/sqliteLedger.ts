@@ -418,13 +418,26 @@ export class SqliteLedger implements IngestLedger {
     return row && storedKey(row);
   }
 
-  async addKey(name: string, digest: string, rotation = false): Promise<void> {
+  async addKey(name: string, digest: string): Promise<void> {
     guardSync(() =>
       this.db
         .transaction(() => {
-          if (!rotation && this.stmts.nameHasKey.get(name)) throw new KeyNameInUseError(name);
-          if (!rotation && this.stmts.nameHasReports.get(SOURCE, name)) throw new KeyNameInUseError(name, true);
+          if (this.stmts.nameHasKey.get(name)) throw new KeyNameInUseError(name);
+          if (this.stmts.nameHasReports.get(SOURCE, name)) throw new KeyNameInUseError(name, true);
           this.stmts.addKey.run(digest, name, this.now());
+        })
+        .immediate(),
+    );
+  }
+
+  /** One transaction: rotations of a name are ordered by the database's lock. */
+  async rotateKey(name: string, digest: string): Promise<number> {
+    return guardSync(() =>
+      this.db
+        .transaction(() => {
+          const now = this.now();
+          this.stmts.addKey.run(digest, name, now);
+          return this.stmts.revokeKeys.run(now, name, digest).changes;
         })
         .immediate(),
     );
@@ -434,8 +447,8 @@ export class SqliteLedger implements IngestLedger {
     return guardSync(() => this.stmts.nameHasReports.get(SOURCE, name)) !== undefined;
   }
 
-  async revokeKeys(name: string, keep = ''): Promise<number> {
-    return guardSync(() => this.stmts.revokeKeys.run(this.now(), name, keep).changes);
+  async revokeKeys(name: string): Promise<number> {
+    return guardSync(() => this.stmts.revokeKeys.run(this.now(), name, '').changes);
   }
 
   async listKeys(): Promise<StoredKey[]> {

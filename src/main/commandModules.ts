@@ -5,7 +5,7 @@ export { purgeRetracted } from '../ops/purge.js';
 export { exportWindow, partialOf, workDirOf } from '../ops/exportWindow.js';
 export { importFile } from '../ops/importFile.js';
 export { giveBackLocks } from '../ops/storeLock.js';
-export { KeyNameInUseError } from '../ledger/ledger.js';
+export { KeyNameInUseError, KeyRotationConflictError } from '../ledger/ledger.js';
 export { reprocess } from '../ops/reprocess.js';
 export { release, ReleaseError } from '../ops/release.js';
 export { verify } from '../ops/verify.js';

@@ -111,4 +111,23 @@ describe.each(['embedded', 'moto'] as Backend[])('kept keys across two API proce
       ['ledger', 'string'],
     ]);
   });
+
+  it.skipIf(kind === 'moto' && !HAS_MOTO)('two operators rotating one key at once: the partner keeps exactly one working key, handed out by a command that succeeded', async () => {
+    const env = await environment(kind);
+    const boot = await runCli(['bootstrap'], await env());
+    expect(boot.code, boot.stderr).toBe(0);
+    const api = await startServe(await env());
+    await keys(await env(), 'add', '--name', 'epsilon');
+    let postId = 100;
+    for (const round of [1, 2, 3]) {
+      const outs = await Promise.all([1, 2].map(async () => runCli(['keys', 'rotate', '--name', 'epsilon', '--json'], await env())));
+      // A command whose key a rotation run meanwhile revoked says so and hands out no key.
+      for (const o of outs.filter((o) => o.code !== 0)) expect([o.code, o.stdout, o.stderr]).toEqual([1, '', expect.stringMatching(/another rotation of epsilon ran at the same time/)]);
+      const handedOut = outs.filter((o) => o.code === 0).map((o) => JSON.parse(o.stdout).key as string);
+      const works = await Promise.all(handedOut.map(async (key) => (await post(api, postId++, key)).status === 201));
+      expect(works.filter(Boolean), `round ${round}`).toHaveLength(1);
+      const live = ((await keys(await env(), 'list')) as { name: string; revoked_at?: string }[]).filter((k) => k.name === 'epsilon' && !k.revoked_at);
+      expect(live, `round ${round}`).toHaveLength(1);
+    }
+  });
 });

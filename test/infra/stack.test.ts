@@ -383,11 +383,11 @@ describe('ECS: one image, three processes', () => {
     }
   });
 
-  it('gives API_KEYS, from Secrets Manager, to the API only', () => {
+  it('gives API_KEYS, from Secrets Manager, to the API and to the scheduler (whose task definition runs ops commands such as keys), never to the worker', () => {
     const all = containers();
     expect(all.api!.container.Secrets).toEqual([{ Name: 'API_KEYS', ValueFrom: { Ref: logicalId(stack.apiKeys) } }]);
+    expect(all.scheduler!.container.Secrets).toEqual([{ Name: 'API_KEYS', ValueFrom: { Ref: logicalId(stack.apiKeys) } }]);
     expect(all.worker!.container.Secrets).toBeUndefined();
-    expect(all.scheduler!.container.Secrets).toBeUndefined();
     expect(resources[logicalId(stack.apiKeys)].DeletionPolicy).toBe('Retain');
   });
 

@@ -6,7 +6,7 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bootstrap } from '../../src/main/bootstrap.js';
 import { openLedgerDb } from '../../src/sqlite/database.js';
-import { KeyNameInUseError, PkeyTakenError, type IngestLedger, type IngestRecord } from '../../src/ledger/ledger.js';
+import { KeyNameInUseError, KeyRotationConflictError, PkeyTakenError, type IngestLedger, type IngestRecord } from '../../src/ledger/ledger.js';
 import { ObjectLedger } from '../../src/ledger/objectLedger.js';
 import { SqliteLedger } from '../../src/ledger/sqliteLedger.js';
 import type { Queue } from '../../src/queue/queue.js';
@@ -14,8 +14,9 @@ import { SqliteQueue } from '../../src/queue/sqliteQueue.js';
 import { SqsQueue } from '../../src/queue/sqsQueue.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
 import { S3ObjectStore } from '../../src/store/s3Store.js';
+import type { ListOptions } from '../../src/store/objectStore.js';
 import { UnavailableError } from '../../src/shared/errors.js';
-import { API_KEYS_PREFIX, IDEMPOTENCY_PREFIX } from '../../src/store/layout.js';
+import { API_KEY_NAMES_PREFIX, API_KEYS_PREFIX, IDEMPOTENCY_PREFIX } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { HAS_MOTO, MOTO_MISSING, startMoto } from '../support/moto.js';
 import { acceptHeld, report, tempDir, testConfig } from '../support/env.js';
@@ -268,8 +269,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     await ledger.addKey('beta', digest(2));
     expect(await other.keyByDigest(digest(1))).toMatchObject({ name: 'alpha', digest: digest(1) });
     expect(await other.keyByDigest(digest(3))).toBeUndefined();
-    await ledger.addKey('alpha', digest(3), true);
-    expect(await ledger.revokeKeys('alpha', digest(3))).toBe(1);
+    expect(await ledger.rotateKey('alpha', digest(3))).toBe(1);
     expect((await other.keyByDigest(digest(1)))!.revoked_at).toEqual(expect.any(String));
     expect((await other.keyByDigest(digest(3)))!.revoked_at).toBeUndefined();
     expect((await other.listKeys()).map((k) => [k.name, k.digest, Boolean(k.revoked_at)])).toEqual([
@@ -342,7 +342,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     await ledger.revokeKeys('delta');
     // Revoked, the name still holds its reports: still refused.
     await expect(other.addKey('delta', digest(6))).rejects.toBeInstanceOf(KeyNameInUseError);
-    await other.addKey('delta', digest(7), true);
+    expect(await other.rotateKey('delta', digest(7))).toBe(0);
     expect((await ledger.listKeys()).map((k) => [k.digest, Boolean(k.revoked_at)]).sort()).toEqual([
       [digest(4), true],
       [digest(7), false],
@@ -363,7 +363,7 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
     expect(await ledger.listKeys()).toEqual([]);
     await ledger.markArchived(['partner-zeta-70']);
     await expect(ledger.addKey('zeta', digest(2))).rejects.toBeInstanceOf(KeyNameInUseError);
-    await other.addKey('zeta', digest(3), true);
+    expect(await other.rotateKey('zeta', digest(3))).toBe(0);
     expect((await ledger.listKeys()).map((k) => k.name)).toEqual(['zeta']);
     await other.addKey('zeta2', digest(4));
   });
@@ -376,6 +376,19 @@ describe.each(adapters)('ingest ledger contract: $name', ({ make, enforcesCondit
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).toEqual([expect.any(KeyNameInUseError), expect.any(KeyNameInUseError), expect.any(KeyNameInUseError)]);
       expect(await ledgers[0].listKeys()).toHaveLength(1);
+    });
+
+    it('rotations of one name at once: the name keeps exactly one working key, made by a rotation that succeeded', async () => {
+      const { ledgers } = await make();
+      await ledgers[0]!.addKey('eta', '9'.repeat(64));
+      for (const round of [1, 2, 3, 4, 5]) {
+        const digests = [1, 2, 3, 4].map((i) => `${round}${i}`.repeat(32));
+        const results = await Promise.allSettled(digests.map((d, i) => ledgers[i % 2]!.rotateKey('eta', d)));
+        for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(KeyRotationConflictError);
+        const live = (await ledgers[1]!.listKeys()).filter((k) => k.name === 'eta' && !k.revoked_at);
+        expect(live).toHaveLength(1);
+        expect(digests.filter((_, i) => results[i]!.status === 'fulfilled')).toContain(live[0]!.digest);
+      }
     });
 
     it('one report posted twice in the same millisecond (the same bytes): one is created and queued, the other is a repeat', async () => {
@@ -563,6 +576,71 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     // Nothing left for a later run to send a third time.
     await drain(sqs);
     expect(await reconciling.requeueStale(Date.now() + 1_000)).toBe(0);
+  });
+
+  it('a rotation overtaken by a later one between its claim and its key: the later key is kept, the earlier one revoked and its rotation told', async () => {
+    const { store, sqs } = await onMoto();
+    const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+    const ledger = new ObjectLedger(store, sqs);
+    await ledger.addKey('theta', digest(1));
+    // The first rotation's key is written only once the second rotation has finished.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slow = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
+        return async (key: string, body: Buffer | string, options?: { seenAbsent?: boolean }) => {
+          if (key.startsWith(API_KEYS_PREFIX)) await released;
+          return target.putIfAbsent(key, body, options);
+        };
+      },
+    });
+    const first = new ObjectLedger(slow, sqs).rotateKey('theta', digest(2)).catch((err: unknown) => err);
+    await vi.waitFor(async () => expect((await store.get(`${API_KEY_NAMES_PREFIX}theta.json`))!.body.toString()).toContain(digest(2)));
+    // The later rotation finds the added key, not the first rotation's, which is not written yet.
+    expect(await ledger.rotateKey('theta', digest(3))).toBe(1);
+    release();
+    expect(await first).toBeInstanceOf(KeyRotationConflictError);
+    expect((await ledger.listKeys()).map((k) => [k.digest, Boolean(k.revoked_at)]).sort()).toEqual([
+      [digest(1), true],
+      [digest(2), true],
+      [digest(3), false],
+    ]);
+  });
+
+  it('a rotation overtaken by a later one before it revokes: it leaves the later key working', async () => {
+    const { store, sqs } = await onMoto();
+    const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+    const ledger = new ObjectLedger(store, sqs);
+    await ledger.addKey('iota', digest(1));
+    // The first rotation lists the name's keys (to revoke the earlier ones) only once the second has finished.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let listing = false;
+    const slow = new Proxy(store, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'list') return typeof value === 'function' ? value.bind(target) : value;
+        return async function* (options: ListOptions) {
+          if (options.prefix === API_KEYS_PREFIX) {
+            listing = true;
+            await released;
+          }
+          yield* target.list(options);
+        };
+      },
+    });
+    const first = new ObjectLedger(slow, sqs).rotateKey('iota', digest(2));
+    await vi.waitFor(() => expect(listing).toBe(true));
+    expect(await ledger.rotateKey('iota', digest(3))).toBe(2);
+    release();
+    expect(await first).toBe(0);
+    expect((await ledger.listKeys()).map((k) => [k.digest, Boolean(k.revoked_at)]).sort()).toEqual([
+      [digest(1), true],
+      [digest(2), true],
+      [digest(3), false],
+    ]);
   });
 
   it('a key add that stopped between claiming its name and writing its key holds the name only while an add could still be under way', async () => {

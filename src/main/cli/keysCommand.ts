@@ -58,14 +58,20 @@ export const keys: Command = {
       }
       // The key is shown once; the ledger keeps only its digest.
       const key = newKey();
+      let revoked = 0;
       try {
-        await rt.ledger.addKey(name, keyDigest(key), sub === 'rotate');
+        if (sub === 'rotate') revoked = await rt.ledger.rotateKey(name, keyDigest(key));
+        else await rt.ledger.addKey(name, keyDigest(key));
       } catch (err) {
-        if (!(err instanceof deps.KeyNameInUseError)) throw err;
+        if (!(err instanceof deps.KeyNameInUseError) && !(err instanceof deps.KeyRotationConflictError)) throw err;
         process.stderr.write(`${err.message}\n`);
         return 1;
       }
-      const revoked = sub === 'rotate' ? await rt.ledger.revokeKeys(name, keyDigest(key)) : 0;
+      // A later rotation run meanwhile (by another operator) revoked this one's key: it is no key to hand out.
+      if ((await rt.ledger.keyByDigest(keyDigest(key)))?.revoked_at) {
+        process.stderr.write(`another rotation of ${name} ran at the same time and revoked the key made here: its key is the one to give the partner\n`);
+        return 1;
+      }
       print(values, { name, key, revoked }, () => `${name}: ${key}${sub === 'rotate' ? `\n(revoked ${revoked} earlier key(s) of ${name})` : ''}\nKeep it now: it is not shown again.`);
       stillConfigured();
       return 0;
