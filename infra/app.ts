@@ -1,7 +1,7 @@
 // The CDK app: one FloodArchive stack, configured from context, e.g.
 //   -c imageTag=<commit> -c imageRepository=flood-archive -c flushIntervalSeconds=30
 //   -c certificateArn=arn:aws:acm:... -c account=123456789012 -c region=ap-southeast-1
-//   -c publicBaseUrl=https://floods.example.org -c publicReleases=true
+//   -c publicBaseUrl=https://floods.example.org -c publicReleases=true -c archiveYears=2010-2050
 // A certificate is required; -c allowPlainHttp=true serves plain HTTP instead (a trial only).
 // Without account/region the template is environment-agnostic.
 import { pathToFileURL } from 'node:url';
@@ -29,6 +29,13 @@ export function defineApp(app: App): App {
   // The address clients use (the certificate's name), for links in answers; else the load balancer's.
   const publicBaseUrl = context('publicBaseUrl');
   if (publicBaseUrl !== undefined && !new RegExp(PUBLIC_BASE_URL_PATTERN).test(publicBaseUrl)) throw new Error(`context publicBaseUrl must be an http(s) address without a query (as PUBLIC_BASE_URL), not ${publicBaseUrl}`);
+  // Athena's years, e.g. 1990-2060 for a backfill of older reports.
+  const years = context('archiveYears');
+  const yearRange = years === undefined ? undefined : /^(\d{4})-(\d{4})$/.exec(years);
+  const archiveYears = yearRange && ([Number(yearRange[1]), Number(yearRange[2])] as [number, number]);
+  if (years !== undefined && !(archiveYears && archiveYears[0] >= 1970 && archiveYears[0] <= archiveYears[1])) {
+    throw new Error(`context archiveYears must be FIRST-LAST years from 1970 on (e.g. 2010-2050), not ${years}`);
+  }
   new FloodArchiveStack(app, 'FloodArchive', {
     description: 'Flood report archive: S3 Parquet archive, SQS intake queue, API/worker/scheduler on Fargate',
     ...((account || region) && { env: { account, region } }),
@@ -40,6 +47,7 @@ export function defineApp(app: App): App {
     allowPlainHttp: plain === 'true',
     publicReleases: publicReleases === 'true',
     ...(publicBaseUrl && { publicBaseUrl: publicBaseUrl.replace(/\/+$/, '') }),
+    ...(archiveYears && { archiveYears }),
   });
   return app;
 }

@@ -50,7 +50,10 @@ export interface FloodArchiveStackProps extends StackProps {
    * a certificate); set it to the certificate's domain name.
    */
   publicBaseUrl?: string;
-  /** First and last year Athena's partition projection enumerates. Default [2020, 2050]. */
+  /**
+   * First and last year Athena's partition projection enumerates: reports created outside them are
+   * archived and served, but Athena does not see them. Default [2010, 2050].
+   */
   archiveYears?: [number, number];
   /** Glue database that holds the `reports` table. Default `flood_archive`. */
   glueDatabaseName?: string;
@@ -98,6 +101,18 @@ export class FloodArchiveStack extends Stack {
       worker: taskRole(this, 'WorkerTaskRole', [...workerPermissions(this.bucket, this.queue), allow(['sns:Publish'], [this.reportsTopic.topicArn])]),
       scheduler: taskRole(this, 'SchedulerTaskRole', schedulerPermissions(this.bucket, this.queue, this.deadLetterQueue)),
     };
+    // The queue is trusted (a worker archives a message's report on its first delivery without
+    // asking the ledger), so no one but the three processes may send to it, an admin included.
+    this.queue.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OnlyTheServiceSends',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['sqs:SendMessage'],
+        resources: [this.queue.queueArn],
+        conditions: { ArnNotEquals: { 'aws:PrincipalArn': Object.values(this.taskRoles).map((role) => role.roleArn) } },
+      }),
+    );
     // Partner keys. Starts with one generated key; add more (comma-separated) in the secret
     // and restart the API tasks. Kept on stack deletion: partners hold these keys.
     this.apiKeys = new secretsmanager.Secret(this, 'ApiKeys', {
@@ -154,6 +169,7 @@ export class FloodArchiveStack extends Stack {
     });
     // After the load balancer exists: its name is the default public address.
     const balancer = `${props.certificateArn ? 'https' : 'http'}://${this.api.loadBalancer.loadBalancerDnsName}`;
+    // The scheduler's too: the releases it makes cite their URL (CITATION.cff), never rewritten.
     this.api.taskDefinition.defaultContainer!.addEnvironment('PUBLIC_BASE_URL', props.publicBaseUrl ?? balancer);
     this.worker = backgroundService(this, 'Worker', {
       cluster,
@@ -182,6 +198,7 @@ export class FloodArchiveStack extends Stack {
       // gives their leases back, and their locks once they stopped (5 s at most).
       stopTimeout: Duration.seconds(120),
     });
+    this.scheduler.taskDefinition.defaultContainer!.addEnvironment('PUBLIC_BASE_URL', props.publicBaseUrl ?? balancer);
     // Every process publishes the default boundaries when cities/ is empty, but only the
     // scheduler may write there: on a first deployment it must start before the others.
     this.api.service.node.addDependency(this.scheduler);
@@ -193,7 +210,7 @@ export class FloodArchiveStack extends Stack {
     athenaTable(this, {
       bucket: this.bucket,
       databaseName: props.glueDatabaseName ?? 'flood_archive',
-      years: props.archiveYears ?? [2020, 2050],
+      years: props.archiveYears ?? [2010, 2050],
     });
 
     const lbScheme = props.certificateArn ? 'https' : 'http';
@@ -308,7 +325,7 @@ function objects(bucket: s3.IBucket, ...prefixes: string[]): string[] {
   return prefixes.map((prefix) => bucket.arnForObjects(`${prefix}/*`));
 }
 
-/** Accepts and retracts reports (under ingest/) and answers reads; never deletes, never writes the archive or the partner keys. */
+/** Accepts and retracts reports (under ingest/) and answers reads; deletes only a pending marker, never writes the archive or the partner keys. */
 function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatement[] {
   return [
     // ListBucket also makes a HEAD on a missing key answer 404 rather than 403.
@@ -331,6 +348,9 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     allow(['s3:GetObject', 's3:PutObject'], [bucket.arnForObjects(CURSOR_SECRET_KEY)]),
     // The event log: read for the live stream and CAP, appended to (the report marked, the announcement claimed) when a partner retracts.
     allow(['s3:GetObject', 's3:PutObject'], [EVENT_LOG_PREFIX, RETRACTED_PREFIX, ANNOUNCING_PREFIX].map((prefix) => bucket.arnForObjects(`${prefix}*`))),
+    // Its own pending marker, when the report was accepted by another post between its reads and
+    // its writes (src/ledger/objectLedger.ts acceptOne): left, it would be sent and stored again.
+    allow(['s3:DeleteObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`)]),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
   ];
 }
@@ -345,6 +365,9 @@ function workerPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicySta
     // Each part with its ready texts (ready/: the reports serialised once, for readers) and its
     // stats sidecar (stats/: the columns counts are made of).
     allow(['s3:PutObject'], objects(bucket, 'reports', 'ready', 'stats', 'dead-letter')),
+    // A sidecar that cannot be built is left out, and the one a part written again had is
+    // deleted (src/archive/sidecars/storeSidecars.ts): sidecars only, never a part.
+    allow(['s3:DeleteObject'], objects(bucket, 'ready', 'stats')),
     // Each flush's change log (updated_after), once its parts are durable.
     allow(['s3:PutObject'], objects(bucket, 'changes')),
     // The worker process also reconciles: it rewrites a re-enqueued marker to restart its age,

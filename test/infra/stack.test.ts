@@ -137,6 +137,24 @@ describe('queues', () => {
       });
     }
   });
+
+  it('the report queue takes messages from the three processes alone, an admin of the account refused (a worker trusts a first delivery)', () => {
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: logicalId(stack.queue) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Sid: 'OnlyTheServiceSends',
+            Effect: 'Deny',
+            Principal: { AWS: '*' },
+            Action: 'sqs:SendMessage',
+            Resource: { 'Fn::GetAtt': [logicalId(stack.queue), 'Arn'] },
+            Condition: { ArnNotEquals: { 'aws:PrincipalArn': ['api', 'worker', 'scheduler'].map((name) => ({ 'Fn::GetAtt': [logicalId(stack.taskRoles[name as keyof typeof stack.taskRoles]), 'Arn'] })) } },
+          },
+        ]),
+      },
+    });
+  });
 });
 
 describe('IAM: one least-privilege role per process', () => {
@@ -208,6 +226,7 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/ingest/retractions/*',
         's3:PutObject bucket/ingest/unpurged/*',
         's3:PutObject bucket/ingest/probe/ready',
+        's3:DeleteObject bucket/ingest/pending/*',
         's3:GetObject bucket/secrets/cursor-key',
         's3:PutObject bucket/secrets/cursor-key',
         's3:GetObject bucket/events/v1/log/*',
@@ -230,7 +249,9 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(stack.taskRoles.scheduler, 's3:PutObject', `bucket/ingest/api-keys/${'a'.repeat(64)}.json`)).toBe(true);
     expect(allows(api, 's3:GetObject', part)).toBe(true);
     expect(allows(api, 's3:DeleteObject', part)).toBe(false);
-    expect(allows(api, 's3:DeleteObject', marker)).toBe(false);
+    // Its own marker, when another post of the report won between its reads and its writes.
+    expect(allows(api, 's3:DeleteObject', marker)).toBe(true);
+    expect(allows(api, 's3:DeleteObject', 'bucket/ingest/keys/partner/1.json')).toBe(false);
     expect(allows(api, 's3:PutObject', part)).toBe(false);
     expect(allows(api, 's3:PutObject', 'bucket/cities/current.json')).toBe(false);
     expect(allows(api, 'sqs:ReceiveMessage', 'queue')).toBe(false);
@@ -258,6 +279,8 @@ describe('IAM: one least-privilege role per process', () => {
         's3:PutObject bucket/reports/*',
         's3:PutObject bucket/ready/*',
         's3:PutObject bucket/stats/*',
+        's3:DeleteObject bucket/ready/*',
+        's3:DeleteObject bucket/stats/*',
         's3:PutObject bucket/dead-letter/*',
         's3:PutObject bucket/changes/*',
         's3:PutObject bucket/ingest/pending/*',
@@ -292,6 +315,9 @@ describe('IAM: one least-privilege role per process', () => {
     expect(allows(worker, 's3:PutObject', 'bucket/cities/current.json')).toBe(false);
     expect(allows(worker, 's3:PutObject', 'bucket/cities/versions/abc.json')).toBe(false);
     expect(allows(worker, 's3:DeleteObject', part)).toBe(false);
+    // A sidecar it could not build goes, rather than the part's publish failing.
+    expect(allows(worker, 's3:DeleteObject', part.replace('/reports/', '/ready/'))).toBe(true);
+    expect(allows(worker, 's3:DeleteObject', part.replace('/reports/', '/stats/'))).toBe(true);
     expect(allows(worker, 'sqs:ReceiveMessage', 'dlq')).toBe(false);
     // Its reconciliation timer takes turns with the other workers' (src/ingest/reconciler.ts), and touches no other job's objects.
     expect(allows(worker, 's3:PutObject', 'bucket/jobs/runs/reconcile-timer/20261201T094000000Z.json')).toBe(true);
@@ -361,23 +387,25 @@ describe('ECS: one image, three processes', () => {
     expect(ofType('AWS::ECS::Service')).toHaveLength(3);
   });
 
-  it('gives every process the storage, queue, region and flush interval, and the API one proxy hop to trust and its public address', () => {
+  it('gives every process the storage, queue, region and flush interval, the API one proxy hop to trust, and the API and scheduler (its releases cite it) the public address', () => {
     const common = [
       { Name: 'STORAGE_URL', Value: { 'Fn::Join': ['', ['s3://', { Ref: logicalId(stack.bucket) }, '/']] } },
       { Name: 'QUEUE_URL', Value: { Ref: logicalId(stack.queue) } },
       { Name: 'AWS_REGION', Value: { Ref: 'AWS::Region' } },
       { Name: 'FLUSH_INTERVAL_SECONDS', Value: String(FLUSH) },
     ];
+    // Links in answers and releases are built on the load balancer's name, never on a request's Host.
+    const publicBaseUrl = { Name: 'PUBLIC_BASE_URL', Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]] } };
     for (const [name, { container }] of Object.entries(containers())) {
       const own: Record<string, unknown[]> = {
         api: [
           { Name: 'TRUST_PROXY', Value: '1' },
           { Name: 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', Value: '65' },
           { Name: 'METRICS_PORT', Value: '9464' },
-          // Links in answers are built on the load balancer's name, never on a request's Host.
-          { Name: 'PUBLIC_BASE_URL', Value: { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [logicalId(stack.api.loadBalancer), 'DNSName'] }]] } },
+          publicBaseUrl,
         ],
         worker: [{ Name: 'SNS_TOPIC_ARN', Value: { Ref: logicalId(stack.reportsTopic) } }],
+        scheduler: [publicBaseUrl],
       };
       expect(container.Environment).toEqual([...common, ...(own[name] ?? [])]);
     }
@@ -575,7 +603,7 @@ describe('Glue table for Athena', () => {
       EXTERNAL: 'TRUE',
       'projection.enabled': 'true',
       'projection.year.type': 'integer',
-      'projection.year.range': '2020,2050',
+      'projection.year.range': '2010,2050',
       'projection.month.type': 'integer',
       'projection.month.range': '1,12',
       'projection.month.digits': '2',
@@ -648,6 +676,15 @@ describe('outputs and synthesis', () => {
     expect(() => defineApp(new App({ context: { flushIntervalSeconds: 'soon', certificateArn: CERTIFICATE_ARN } }))).toThrow(/flushIntervalSeconds/);
   });
 
+  it("the app takes Athena's years from context, as docs/aws.md says", () => {
+    const built = defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, archiveYears: '1990-2060' } })).node.findChild('FloodArchive') as FloodArchiveStack;
+    const tables = Object.values(Template.fromStack(built).toJSON().Resources as Record<string, any>).filter((r) => r.Type === 'AWS::Glue::Table');
+    expect(tables.map((t) => t.Properties.TableInput.Parameters['projection.year.range'])).toEqual(['1990,2060']);
+    for (const bad of ['1990', '2060-1990', '1969-2050', 'soon-2050']) {
+      expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, archiveYears: bad } })), bad).toThrow(/archiveYears/);
+    }
+  });
+
   it('the app takes the public address and public releases from context, as docs/aws.md says', () => {
     const built = defineApp(
       new App({ context: { certificateArn: CERTIFICATE_ARN, publicBaseUrl: 'https://floods.example.org/', publicReleases: 'true' } }),
@@ -658,6 +695,9 @@ describe('outputs and synthesis', () => {
     const open = resources.filter((r) => r.Type === 'AWS::S3::BucketPolicy').flatMap((r) => r.Properties.PolicyDocument.Statement).filter((st: any) => st.Sid === 'PublicReleases');
     expect(open).toHaveLength(1);
     expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicReleases: 'yes' } }))).toThrow(/publicReleases/);
+    // The scheduler makes the releases, whose citations name their URL.
+    const scheduler = resources.find((r) => r.Type === 'AWS::ECS::TaskDefinition' && r.Properties.ContainerDefinitions[0].Name === 'scheduler')!;
+    expect(scheduler.Properties.ContainerDefinitions[0].Environment).toContainEqual({ Name: 'PUBLIC_BASE_URL', Value: 'https://floods.example.org' });
     // Refused as the service would refuse it as PUBLIC_BASE_URL (its tasks would exit 78 at every start).
     for (const bad of ['floods.example.org', 'https://floods_example.org', 'https://floods.example.org/?x=1']) {
       expect(() => defineApp(new App({ context: { certificateArn: CERTIFICATE_ARN, publicBaseUrl: bad } })), bad).toThrow(/publicBaseUrl/);
