@@ -1,7 +1,9 @@
 // What changed in the archive, and when: the index behind `updated_after`.
 //
 // Each worker flush, once its parts are durable, writes one small change log naming the
-// reports it wrote (pkey and created_at): changes/v1/<written at, ms, 15 digits>-<ulid>.json.gz,
+// reports it wrote (pkey and created_at; a reprocess adds the city a report was moved out of,
+// so a sync filtered by area answers the reports that left it):
+// changes/v1/<written at, ms, 15 digits>-<ulid>.json.gz,
 // gzipped JSON (a bulk import logs every report it writes: plain, that was 34 bytes a report of
 // the year's 430). Logs written plain (`.json`) by earlier releases are read as they are.
 // Retractions are the ledger's, with their time. The reports changed in (after, upto] are then
@@ -25,7 +27,7 @@ import type { ObjectStore } from '../store/objectStore.js';
 import { DAY_MS, dayStart, hourStart } from '../store/layout.js';
 import { listWindowParts } from './partListing.js';
 import type { DayPlan } from './plan.js';
-import type { RetractedReport } from './query.js';
+import type { ChangedReport, RetractedReport } from './query.js';
 
 export const CHANGES_PREFIX = 'changes/v1/';
 /** How far back the logs were pruned: written before any log is deleted. */
@@ -34,16 +36,18 @@ export const RETENTION_MS = 30 * 86_400_000;
 /** How long after a change is named it is surely visible (S3's PUT bounds, clock skew between hosts); SYNC_SETTLE_SECONDS. */
 export const SETTLE_MS = 60_000;
 
-export type ChangedReport = RetractedReport;
+export type { ChangedReport } from './query.js';
 
 /**
- * A query whose one row is the number of rows of `relation` (a relation with `pkey` and
- * `created_at`) and the text of a log naming them, for ChangeLog.prepareText: a bulk job's log
- * (a day's reports, every one of them when new boundaries move them all) built by DuckDB rather
- * than from a JavaScript object a report, in a third of the time.
+ * A query whose one row is the number of rows of `relation` (a relation with `pkey`,
+ * `created_at` and `moved_from`, the city a re-tag moved the report out of, or null) and the text
+ * of a log naming them, for ChangeLog.prepareText: a bulk job's log (a day's reports, every one
+ * of them when new boundaries move them all) built by DuckDB rather than from a JavaScript object
+ * a report, in a third of the time. An entry is `[pkey, created_at ms]`, or with its city
+ * `[pkey, created_at ms, moved_from]` (readers of earlier releases take the first two).
  */
 export function changeLogTextSql(relation: string): string {
-  const item = `concat('[', to_json(pkey), ',', epoch_ms(created_at), ']')`;
+  const item = `concat('[', to_json(pkey), ',', epoch_ms(created_at), CASE WHEN moved_from IS NULL THEN '' ELSE concat(',', to_json(moved_from)) END, ']')`;
   return `SELECT count(*)::INTEGER, encode(concat('{"v":1,"reports":[', string_agg(${item}, ','), ']}')) FROM ${relation}`;
 }
 
@@ -157,8 +161,8 @@ export class ChangeLog {
       for (const [name, log] of logs) {
         if (!log) continue;
         const text = name.endsWith('.gz') ? gunzipSync(log.body) : log.body;
-        const parsed = JSON.parse(text.toString('utf8')) as { reports: [string, number][] };
-        for (const [pkey, createdMs] of parsed.reports) out.push({ pkey, createdMs });
+        const parsed = JSON.parse(text.toString('utf8')) as { reports: [string, number, string?][] };
+        for (const [pkey, createdMs, movedFrom] of parsed.reports) out.push(typeof movedFrom === 'string' ? { pkey, createdMs, movedFrom: [movedFrom] } : { pkey, createdMs });
       }
     }
     return out;
@@ -195,14 +199,19 @@ export function archiveStates(ledger: Pick<RetractionLedger, 'retractions'>, log
       const horizon = await log.horizon();
       if (afterMs < horizon) throw new ChangesPrunedError(horizon, log.retentionMs);
       const byPkey = new Map<string, ChangedReport>();
-      for (const r of await log.written(afterMs, uptoMs)) byPkey.set(r.pkey, r);
+      // Once each; the cities it was moved out of in the span, whichever logs say so.
+      const add = (r: ChangedReport) => {
+        const movedFrom = [...new Set([...(byPkey.get(r.pkey)?.movedFrom ?? []), ...(r.movedFrom ?? [])])];
+        byPkey.set(r.pkey, movedFrom.length > 0 ? { ...r, movedFrom } : r);
+      };
+      for (const r of await log.written(afterMs, uptoMs)) add(r);
       // Pruned while it was read (the horizon is recorded before any log goes): a log gone
       // would be a hole in the history, answered as if nothing had changed.
       const after = await log.horizon();
       if (afterMs < after) throw new ChangesPrunedError(after, log.retentionMs);
       for await (const r of ledger.retractions()) {
         const at = Date.parse(r.retracted_at);
-        if (at > afterMs && at <= uptoMs) byPkey.set(r.pkey, { pkey: r.pkey, createdMs: Date.parse(r.created_at) });
+        if (at > afterMs && at <= uptoMs) add({ pkey: r.pkey, createdMs: Date.parse(r.created_at) });
       }
       return [...byPkey.values()];
     },

@@ -31,7 +31,13 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
   const values: Record<string, DuckDBValue> = { files: listValue([...files]), start: micros(query.startMs), end: micros(query.endMs) };
   const types: Record<string, DuckDBType> = { files: LIST(VARCHAR), start: TIMESTAMPTZ, end: TIMESTAMPTZ };
   if (query.admin !== undefined) {
-    after.push('list_contains($admin, instance_region_code)');
+    // A sync's reports a re-tag moved out of the area come too: its mirror learns they left.
+    const movedOut = ofTime((query.changed ?? []).filter((r) => r.movedFrom?.some((city) => query.admin!.includes(city))), query);
+    if (movedOut.length > 0) {
+      after.push('(list_contains($admin, instance_region_code) OR pkey IN (SELECT unnest($movedOut)))');
+      values.movedOut = listValue(movedOut);
+      types.movedOut = LIST(VARCHAR);
+    } else after.push('list_contains($admin, instance_region_code)');
     values.admin = listValue([...query.admin]);
     types.admin = LIST(VARCHAR);
   }

@@ -172,7 +172,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     expect((await getJson(`${svc.url}/reports/archive/count?updated_after=2020-01-01T00:00:00Z&start=2026-11-21T00:00:00Z&end=2026-11-21T23:59:59Z`, UA)).status).toBe(410);
   });
 
-  it('reports re-tagged by reprocess show in the next sync (and those left as they were do not)', async () => {
+  it('reports re-tagged by reprocess show in the next sync (and those left as they were do not), in a sync of the area they left too', async () => {
     const window = 'start=2026-10-05T00:00:00Z&end=2026-10-05T23:59:59Z';
     const places = { 'City of San Fernando': { lng: 120.6898, lat: 15.0286 }, 'Quezon Memorial Circle': { lng: 121.0497, lat: 14.6516 } };
     for (const [i, location] of Object.values(places).entries()) {
@@ -184,15 +184,29 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const first = await pull(window);
     apply(mirror, first.text);
     expect([...mirror.values()].map((f) => f.properties.tags.instance_region_code).sort()).toEqual(['PH-PG', 'PH-QC']);
+    // Mirrors of one area each: they keep the reports tagged with it.
+    const areas = ['PH-PG', 'PH-QC'] as const;
+    const ofArea = Object.fromEntries(areas.map((city) => [city, new Map() as Mirror])) as Record<(typeof areas)[number], Mirror>;
+    const applyIn = (city: string, m: Mirror, text: string) => {
+      apply(m, text);
+      for (const [pkey, f] of m) if (f.properties.tags.instance_region_code !== city) m.delete(pkey);
+    };
+    for (const city of areas) applyIn(city, ofArea[city], (await pull(`${window}&admin=${city}`)).text);
+    expect(ofArea['PH-PG'].has(pkeyOf(700))).toBe(true);
 
-    // New boundaries without Pampanga: its report moves to no city, Quezon City's stays.
+    // New boundaries where Pampanga is a small square away from San Fernando, without its
+    // barangays: its report moves to no city, Quezon City's stays.
     const shipped = await defaultBoundaries();
-    const quezonOnly = {
-      label: 'Quezon City only',
-      cities: { ...shipped.cities, features: shipped.cities.features.filter((f) => f.properties.code === 'PH-QC') },
+    const square = [[[120.5, 15.2], [120.51, 15.2], [120.51, 15.21], [120.5, 15.21], [120.5, 15.2]]];
+    const smallPampanga = {
+      label: 'Pampanga a square',
+      cities: {
+        ...shipped.cities,
+        features: shipped.cities.features.map((f) => (f.properties.code === 'PH-PG' ? { ...f, geometry: { type: 'Polygon' as const, coordinates: square } } : f)),
+      },
       localAreas: { ...shipped.localAreas, features: shipped.localAreas.features.filter((f) => f.properties.city_code === 'PH-QC') },
     };
-    await svc.rt.boundaries.publish(quezonOnly);
+    await svc.rt.boundaries.publish(smallPampanga);
     const logsBefore = await keysUnder(svc.rt, CHANGES_PREFIX);
     const done = await reprocess(svc.rt, { fromMs: Date.parse('2026-10-05T00:00:00Z'), toMs: Date.parse('2026-10-05T23:59:59Z'), dryRun: false });
     expect(done.moves).toEqual({ 'PH-PG -> null': 1 });
@@ -201,7 +215,7 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const written = (await keysUnder(svc.rt, CHANGES_PREFIX)).filter((k) => !logsBefore.includes(k));
     expect(written.length).toBeGreaterThanOrEqual(2);
     for (const key of written) {
-      expect(JSON.parse(gunzipSync((await svc.rt.store.get(key))!.body).toString('utf8'))).toEqual({ v: 1, reports: [[pkeyOf(700), Date.parse('2026-10-05T00:30:00Z')]] });
+      expect(JSON.parse(gunzipSync((await svc.rt.store.get(key))!.body).toString('utf8'))).toEqual({ v: 1, reports: [[pkeyOf(700), Date.parse('2026-10-05T00:30:00Z'), 'PH-PG']] });
     }
     await new Promise((r) => setTimeout(r, SETTLE_MS));
 
@@ -212,6 +226,16 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
     const full: Mirror = new Map();
     apply(full, (await pull(window)).text);
     expect(mirror).toEqual(full);
+    // The sync of Pampanga answers the report that left it, with its new tags; Quezon City's, nothing.
+    const left = await pull(`updated_after=${encodeURIComponent(first.watermark)}&${window}&admin=PH-PG`);
+    expect(left.text.trim().split('\n').map((l) => [JSON.parse(l).properties.pkey, JSON.parse(l).properties.tags.instance_region_code])).toEqual([[pkeyOf(700), null]]);
+    expect((await pull(`updated_after=${encodeURIComponent(first.watermark)}&${window}&admin=PH-QC`)).text.trim()).toBe('');
+    for (const city of areas) {
+      applyIn(city, ofArea[city], (await pull(`updated_after=${encodeURIComponent(first.watermark)}&${window}&admin=${city}`)).text);
+      const fullOfArea: Mirror = new Map();
+      apply(fullOfArea, (await pull(`${window}&admin=${city}`)).text);
+      expect(ofArea[city], city).toEqual(fullOfArea);
+    }
   });
 
   it('change logs older than SYNC_RETENTION_DAYS go with the scheduled job; a sync from before then is a 410 that says to pull in full', async () => {
