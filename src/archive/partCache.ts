@@ -173,7 +173,13 @@ export class PartCache {
     if (this.absent.has(id)) return undefined;
     await this.prepare();
     const name = `${cacheKeyOf(info)}${RANGED}`;
-    const hit = this.files.get(name);
+    let hit = this.files.get(name);
+    // Its file deleted under this process (the directory emptied by hand): fetched again.
+    if (hit?.copy && !existsSync(hit.copy.file)) {
+      this.files.forget(name, hit);
+      this.journal.changed();
+      hit = undefined;
+    }
     if (hit?.copy) {
       this.files.touch(hit);
       this.metrics?.cacheRequests.inc({ result: 'hit' });
@@ -200,7 +206,9 @@ export class PartCache {
   }
 
   private async createCopy(info: ObjectInfo, name: string, headBytes: number): Promise<RangedCopy | undefined> {
-    // A file of its own: a journal entry outlived by its copy never names a later one.
+    // A file of its own: a journal entry outlived by its copy never names a later one. Its
+    // directory made again if it was deleted meanwhile.
+    await fs.mkdir(this.rangedDir, { recursive: true });
     const file = path.join(this.rangedDir, `${name}.${randomUUID().slice(0, 8)}${SUFFIX}`);
     const copy = await RangedCopy.create(this.ranges, info.key, file, headBytes, this.counted(name, () => copy));
     if (copy) await this.keepCopy(name, copy);

@@ -284,6 +284,20 @@ describe('PartCache on a remote store', () => {
     }
   });
 
+  it('fetches again what was deleted from its directory while it runs (emptied by hand), whole copies and ranged ones', async () => {
+    const cacheDir = path.join(dir, 'emptied');
+    const cache = new PartCache(store, cacheDir, 10_000_000);
+    const texts = await putPart('ready/v1/reports/v1/emptied.parquet', 300_000);
+    const part = await putPart('reports/v1/emptied-whole.parquet', 100_000);
+    await (await cache.rangedFileIfPresent(texts, 100_000))!.ensure([[0, 300_000]]);
+    await cache.localFile(part);
+    for (const f of await fs.readdir(cacheDir)) await fs.rm(path.join(cacheDir, f), { recursive: true, force: true });
+    const again = (await cache.rangedFileIfPresent(texts, 100_000))!;
+    await again.ensure([[0, 300_000]]);
+    expect(await fs.readFile(again.file)).toEqual((await store.get(texts.key))!.body);
+    expect(await fs.readFile(await cache.localFile(part))).toEqual((await store.get(part.key))!.body);
+  });
+
   it('fetches the ranges missing, nearby ones as one', () => {
     expect(subtract([0, 100], [[10, 20], [50, 60]])).toEqual([[0, 10], [20, 50], [60, 100]]);
     expect(subtract([15, 55], [[10, 20], [50, 60]])).toEqual([[20, 50]]);
