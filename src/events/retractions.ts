@@ -53,19 +53,13 @@ export function announcingRetractions<L extends RetractionLedger & Pick<ReportLo
     }
     const [lng, lat] = location as [number, number];
     const tags = archived?.properties.tags ?? (tagOf ? await tagOf(lng, lat) : undefined);
-    const feature: ReportFeature = {
-      type: 'Feature',
-      geometry: { type: 'Point', coordinates: location },
-      // Cleared as the archive's tombstone clears the report (no tags known: null ones).
-      properties: tombstoneProperties({
-        pkey,
-        created_at: result.retraction.created_at,
+    await events.retracted(
+      retractionFeature(pkey, result.retraction.created_at, location, {
         source: archived?.properties.source ?? record?.source ?? '',
         disaster_type: archived?.properties.disaster_type ?? record?.report.disaster_type ?? 'flood',
         ...(tags && { tags }),
       }),
-    };
-    await events.retracted(feature);
+    );
     return result;
   };
   return new Proxy(ledger, {
@@ -75,4 +69,18 @@ export function announcingRetractions<L extends RetractionLedger & Pick<ReportLo
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
+}
+
+/** A retraction's Feature: the report's point, cleared as the archive's tombstone clears it (no tags known: null ones). */
+export function retractionFeature(
+  pkey: string,
+  createdAt: string,
+  location: number[],
+  known: { source: string; disaster_type: string; tags?: ReportFeature['properties']['tags'] },
+): ReportFeature {
+  return {
+    type: 'Feature',
+    geometry: { type: 'Point', coordinates: location },
+    properties: tombstoneProperties({ pkey, created_at: createdAt, ...known }),
+  };
 }

@@ -6,6 +6,8 @@
 // retraction the ledger lacks. With `repair`, archived reports the ledger does not know are
 // recorded in it from their rows, the retractions only the archive kept are recorded again, and
 // a report archived at another time keeps its copy on the ledger's day alone (mergeCopies.ts).
+// It also finds retracted reports the event log still shows, and its repair announces their
+// retractions (retractionsShown.ts).
 import path from 'node:path';
 import type { PartCache } from '../archive/partCache.js';
 import { listWindowParts } from '../archive/partListing.js';
@@ -20,14 +22,16 @@ import { AcceptedSpill } from './acceptedSpill.js';
 import { mapLimit } from './concurrency.js';
 import { mergeCopies, type MergeDeps } from './mergeCopies.js';
 import type { Progress } from './progress.js';
+import { announceShown, ANNOUNCE_SETTLE_MS, retractionsShown, type ShownFeed } from './retractionsShown.js';
 
 /**
  * What verify uses: the ledger's acceptances (and its lookup, for a report archived after they
  * were read), the parts, the query engine, the data dir whose tmp/verify holds the acceptances
  * read; for a repair's merges, the change log, the event log and a log for sidecars that could not be built.
  */
-export interface VerifyDeps extends Pick<MergeDeps, 'changes' | 'log' | 'feed'> {
-  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'> & Pick<RetractionLedger, 'retract' | 'markPurged'>;
+export interface VerifyDeps extends Pick<MergeDeps, 'changes' | 'log'> {
+  ledger: Pick<PendingLedger, 'accepted'> & Pick<ReportLookup, 'lookup'> & Pick<LedgerRepair, 'adoptArchived'> & Pick<RetractionLedger, 'retract' | 'markPurged' | 'retractions'>;
+  feed: MergeDeps['feed'] & ShownFeed;
   store: ObjectStore;
   cache: Pick<PartCache, 'withFiles'>;
   db: DuckDb;
@@ -68,9 +72,17 @@ export interface VerifyResult {
   retractionsOnlyArchived: string[];
   /** With `repair`: of `retractionsOnlyArchived`, those whose retraction is recorded in the ledger now. */
   retractionsRecorded: number;
+  /**
+   * Retracted reports the event log still shows (their archived event, personal fields and all, in
+   * the stream and CAP): an event log restored from an older backup, or an announcement that failed.
+   * A failure until repaired.
+   */
+  retractionsShown: string[];
+  /** With `repair`: of `retractionsShown`, those whose retraction it announced (their archived events gone; the others were taken out meanwhile). */
+  retractionsAnnounced: number;
   /** pkeys stored in more than one part (normal until compaction). */
   duplicatedInStorage: number;
-  /** Nothing lost, and no report archived at another time (after a repair: none left unmerged). */
+  /** Nothing lost, no report archived at another time, no retracted report shown (after a repair: none left unmerged or shown). */
   ok: boolean;
 }
 
@@ -87,7 +99,12 @@ const REPAIRED_AT_ONCE = 10_000;
 /** Who a repair's retractions (of tombstones it records) are by. */
 const REPAIR_BY = 'ops:repair';
 
-export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: number; repair?: boolean }, progress?: Progress): Promise<VerifyResult> {
+export async function verify(
+  rt: VerifyDeps,
+  /** `announceSettleMs`: how old a retraction must be to be looked for in the event log (ANNOUNCE_SETTLE_MS). */
+  options: { fromMs: number; toMs: number; repair?: boolean; announceSettleMs?: number },
+  progress?: Progress,
+): Promise<VerifyResult> {
   const result: VerifyResult = {
     days: [],
     missing: [],
@@ -99,9 +116,12 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
     notMerged: [],
     retractionsOnlyArchived: [],
     retractionsRecorded: 0,
+    retractionsShown: [],
+    retractionsAnnounced: 0,
     duplicatedInStorage: 0,
     ok: true,
   };
+  const startedMs = Date.now();
   // The ledger first, once for the whole window; the parts after it, block by block: a report
   // the ledger no longer had pending was durable in a part by then (listed first, a report
   // archived meanwhile would be in no part listed: a "loss").
@@ -173,8 +193,13 @@ export async function verify(rt: VerifyDeps, options: { fromMs: number; toMs: nu
     const merge = await mergeCopies(rt, result.atAnotherTime, blocksAtAnotherTime);
     Object.assign(result, { merged: merge.merged, notMerged: merge.notMerged }, merge.lockedOut !== undefined && { mergeLockedOut: merge.lockedOut });
   }
+  // After the blocks, whose repair may have recorded retractions (announced as they were).
+  const shown = await retractionsShown(rt.ledger, rt.feed, options, startedMs - (options.announceSettleMs ?? ANNOUNCE_SETTLE_MS));
+  result.retractionsShown = shown.map((r) => r.pkey).sort();
+  if (options.repair) result.retractionsAnnounced = await announceShown(rt.feed, shown);
   const atAnotherTimeLeft = options.repair ? result.notMerged : result.atAnotherTime;
-  result.ok = result.missing.length === 0 && atAnotherTimeLeft.length === 0;
+  // A repair announces every one (or finds it taken out meanwhile), or throws.
+  result.ok = result.missing.length === 0 && atAnotherTimeLeft.length === 0 && (options.repair || result.retractionsShown.length === 0);
   return result;
 }
 

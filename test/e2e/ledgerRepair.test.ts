@@ -186,6 +186,41 @@ describe.each(BACKENDS)('verify --repair on the %s backend', (kind) => {
     expect((await svc.rt.feed.since(seqBefore)).filter((e) => e.pkey === pkeyOf(gone))).toEqual([]);
   });
 
+  it('finds a retracted report the event log still shows (a log restored from before the retraction, or an announcement lost); the repair announces the retraction', async () => {
+    const id = 61;
+    expect((await post(svc, id, 'to be retracted')).status).toBe(201);
+    await allArchived(svc.rt);
+    const announced = (await svc.rt.feed.archivedReport(pkeyOf(id)))!;
+    if (kind === 'embedded') {
+      expect((await retract(svc, id)).status).toBe(200);
+      // events.sqlite restored from a backup taken before the retraction: the archived event is
+      // back, the retraction's is not.
+      const events = new Database(path.join(config.dataDir, 'events.sqlite'));
+      try {
+        events.prepare('DELETE FROM events WHERE key = ?').run(`retracted:${pkeyOf(id)}`);
+      } finally {
+        events.close();
+      }
+      svc.rt.events!.record('archived', [announced.feature]);
+    } else {
+      // The retraction recorded, its announcement never made (the process stopped between them).
+      const { ObjectLedger } = await import('../../src/ledger/objectLedger.js');
+      expect((await new ObjectLedger(svc.rt.store, svc.rt.queue).retract(pkeyOf(id), API_KEY_NAME, 'lost announcement')).found).toBe(true);
+    }
+    const cap = () => fetch(`${svc.url}/reports/${pkeyOf(id)}.cap`).then((res) => res.status);
+    const replayed = async () => (await svc.rt.feed.since(0)).filter((e) => e.pkey === pkeyOf(id)).map((e) => [e.kind, e.feature.properties.title]);
+    expect(await replayed()).toContainEqual(['archived', 'to be retracted']);
+    // Not looked for while it may still be on its way to the log.
+    expect((await verify(svc.rt, DAY)).retractionsShown).toEqual([]);
+    const found = await verify(svc.rt, { ...DAY, announceSettleMs: 0 });
+    expect(found).toMatchObject({ retractionsShown: [pkeyOf(id)], ok: false });
+    expect(await verify(svc.rt, { ...DAY, repair: true, announceSettleMs: 0 })).toMatchObject({ retractionsShown: [pkeyOf(id)], retractionsAnnounced: 1, ok: true });
+    expect(await cap()).toBe(410);
+    // The stream replays its retraction, never its fields again.
+    expect(new Set((await replayed()).map((e) => JSON.stringify(e)))).toEqual(new Set([JSON.stringify(['retracted', ''])]));
+    expect(await verify(svc.rt, { ...DAY, announceSettleMs: 0 })).toMatchObject({ retractionsShown: [], ok: true });
+  });
+
   it('a report the ledger lost after both its copies were archived is found on two days too; a repair beside a running compaction merges nothing and says so, the next one merges', async () => {
     const twice = 41;
     const forget = await postedThenLost(twice, '2026-11-21T21:10:00Z');

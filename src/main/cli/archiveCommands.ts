@@ -231,7 +231,7 @@ export const exportCommand: Command = {
 };
 
 export const verify: Command = {
-  summary: 'accepted versus archived, per day; exits 1 on any loss or report archived at another time; --repair records in the ledger the archived reports and retractions it does not know, and keeps a report archived on several days on the ledger\'s day alone',
+  summary: 'accepted versus archived, per day; exits 1 on any loss, report archived at another time, or retracted report the event log still shows; --repair records in the ledger the archived reports and retractions it does not know, and keeps a report archived on several days on the ledger\'s day alone',
   usage: 'verify [--from DATE] [--to DATE] [--repair] [--json]',
   options: { ...common, ...window, repair: { type: 'boolean' } },
   run: ({ config, values }) => {
@@ -254,8 +254,11 @@ export const verify: Command = {
           values.repair
             ? `tombstones whose retraction the ledger lacked: ${result.retractionsOnlyArchived.length}; recorded now: ${result.retractionsRecorded}`
             : `tombstones whose retraction the ledger lacks: ${result.retractionsOnlyArchived.length}${result.retractionsOnlyArchived.length ? ' (verify --repair records them)' : ''}${listed(result.retractionsOnlyArchived)}`,
+          values.repair
+            ? `retracted reports the event log still showed: ${result.retractionsShown.length}; retraction announced now: ${result.retractionsAnnounced}`
+            : `retracted reports the event log still shows (the stream and CAP replay their fields): ${result.retractionsShown.length}${result.retractionsShown.length ? ' (verify --repair announces their retractions)' : ''}${listed(result.retractionsShown)}`,
           `reports stored in more than one part (until compaction): ${result.duplicatedInStorage}`,
-          result.ok ? 'OK' : result.missing.length ? 'LOSS FOUND' : 'REPORTS ARCHIVED AT ANOTHER TIME',
+          result.ok ? 'OK' : result.missing.length ? 'LOSS FOUND' : result.atAnotherTime.length ? 'REPORTS ARCHIVED AT ANOTHER TIME' : 'RETRACTED REPORTS SHOWN',
         ].join('\n'),
       );
       return result.ok ? 0 : 1;
