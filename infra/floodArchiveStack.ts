@@ -227,7 +227,7 @@ export class FloodArchiveStack extends Stack {
   private alarms(flushIntervalSeconds: number): cloudwatch.Alarm[] {
     const minute = Duration.minutes(1);
     const deadLetters = new cloudwatch.Alarm(this, 'DeadLetterQueueNotEmpty', {
-      alarmDescription: `Reports failed ${QUEUE_SETTINGS.maxReceiveCount} times and wait in the dead-letter queue: inspect, fix, then redrive.`,
+      alarmDescription: `Reports failed ${QUEUE_SETTINGS.maxReceiveCount} times and wait in the dead-letter queue: inspect, fix, then run dlq redrive as a one-off task of the scheduler's task definition (the console's redrive is refused: only the service sends to the queue).`,
       metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: 'Maximum' }),
       threshold: 0,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -350,6 +350,7 @@ function apiPermissions(bucket: s3.IBucket, queue: sqs.IQueue): iam.PolicyStatem
     allow(['s3:GetObject', 's3:PutObject'], [EVENT_LOG_PREFIX, RETRACTED_PREFIX, ANNOUNCING_PREFIX].map((prefix) => bucket.arnForObjects(`${prefix}*`))),
     // Its own pending marker, when the report was accepted by another post between its reads and
     // its writes (src/ledger/objectLedger.ts acceptOne): left, it would be sent and stored again.
+    // IAM cannot tell its own from another's: the role may delete any pending marker.
     allow(['s3:DeleteObject'], [bucket.arnForObjects(`${PENDING_PREFIX}*`)]),
     allow(['sqs:SendMessage', 'sqs:GetQueueAttributes'], [queue.queueArn]),
   ];

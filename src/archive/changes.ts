@@ -201,8 +201,8 @@ export function archiveStates(ledger: Pick<RetractionLedger, 'retractions'>, log
       const byPkey = new Map<string, ChangedReport>();
       // Once each; the cities it was moved out of in the span, whichever logs say so.
       const add = (r: ChangedReport) => {
-        const movedFrom = [...new Set([...(byPkey.get(r.pkey)?.movedFrom ?? []), ...(r.movedFrom ?? [])])];
-        byPkey.set(r.pkey, movedFrom.length > 0 ? { ...r, movedFrom } : r);
+        const before = byPkey.get(r.pkey)?.movedFrom;
+        byPkey.set(r.pkey, before === undefined ? r : { ...r, movedFrom: [...new Set([...before, ...(r.movedFrom ?? [])])] });
       };
       for (const r of await log.written(afterMs, uptoMs)) add(r);
       // Pruned while it was read (the horizon is recorded before any log goes): a log gone

@@ -310,6 +310,8 @@ export class PartCache {
 
   private async fetch(info: ObjectInfo, name: string): Promise<string> {
     const file = this.files.fileOf(name);
+    // Its directory made again if it was deleted meanwhile (emptied by hand).
+    await fs.mkdir(this.files.dir, { recursive: true });
     // A download cut off in its body is made again whole, to a fresh temporary file.
     await whileCut(async (answered) => {
       const tmp = `${file}.${randomUUID()}.tmp`;

@@ -48,12 +48,13 @@ export interface WindowQuery {
    * retractions as tombstones), whatever their created_at inside the window.
    */
   updatedAfterMs?: number | undefined;
-  /**
-   * The reports changed in (updatedAfterMs, watermark]: set by `Archive.open`. With `admin`, those
-   * a re-tag moved out of its cities are answered too (with their new tags), so a mirror of the
-   * area learns they left it.
-   */
+  /** The reports changed in (updatedAfterMs, watermark]: set by `Archive.open`. */
   changed?: readonly ChangedReport[] | undefined;
+  /**
+   * Of `changed`, those a re-tag moved out of the `admin` cities: answered too (with their new
+   * tags), so a mirror of the area learns they left it. Set by `Archive.open`.
+   */
+  movedOut?: readonly ChangedReport[] | undefined;
   /** One report by its key (GET /reports/{pkey}). */
   pkey?: string | undefined;
   /** At most this many reports (a page); undefined: the whole window. */
@@ -71,5 +72,5 @@ export function isUnfiltered(query: WindowQuery): boolean {
  */
 export function queryKey(query: WindowQuery): string {
   return JSON.stringify([query.startMs, query.endMs, query.admin ?? null, query.bbox ?? null, query.limit ?? null, query.after ? [query.after.createdMs, query.after.pkey] : null, query.pkey ?? null,
-    query.includeRetracted === true, (query.retracted ?? []).map((r) => r.pkey).sort(), query.changed ? query.changed.map((r) => (r.movedFrom ? `${r.pkey} ${[...r.movedFrom].sort().join(' ')}` : r.pkey)).sort() : null]);
+    query.includeRetracted === true, (query.retracted ?? []).map((r) => r.pkey).sort(), query.changed ? query.changed.map((r) => r.pkey).sort() : null, query.movedOut ? query.movedOut.map((r) => r.pkey).sort() : null]);
 }

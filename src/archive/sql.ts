@@ -32,7 +32,7 @@ export function filteredRows(files: readonly string[], query: WindowQuery, clean
   const types: Record<string, DuckDBType> = { files: LIST(VARCHAR), start: TIMESTAMPTZ, end: TIMESTAMPTZ };
   if (query.admin !== undefined) {
     // A sync's reports a re-tag moved out of the area come too: its mirror learns they left.
-    const movedOut = ofTime((query.changed ?? []).filter((r) => r.movedFrom?.some((city) => query.admin!.includes(city))), query);
+    const movedOut = ofTime(query.movedOut ?? [], query);
     if (movedOut.length > 0) {
       after.push('(list_contains($admin, instance_region_code) OR pkey IN (SELECT unnest($movedOut)))');
       values.movedOut = listValue(movedOut);

@@ -18,7 +18,7 @@ import { copyReleaseParquet, type ReleaseFileFacts } from './releaseParquet.js';
 import type { ParquetAnswer } from './parquetSplice.js';
 import type { PartCache } from './partCache.js';
 import { isDayClean, partsOf, planWindow, type DayPlan } from './plan.js';
-import { isUnfiltered, queryKey, type WindowQuery } from './query.js';
+import { isUnfiltered, queryKey, type ChangedReport, type WindowQuery } from './query.js';
 import { planChanges, PURGE_SETTLE_MS, SETTLE_MS, type ArchiveStates } from './changes.js';
 import { readyWantOf, renderBatches, trimPage, type FeatureBatch } from './render.js';
 import { fetchAhead } from './fetchAhead.js';
@@ -250,7 +250,7 @@ export class Archive {
       // A sync: the changed reports alone, read from their hours alone; retractions as tombstones.
       const [retracted, allChanged] = await Promise.all([this.states.retracted(query.startMs, query.endMs), this.states.changed(query.updatedAfterMs, watermarkMs)]);
       const changed = allChanged.filter((c) => c.createdMs >= query.startMs && c.createdMs <= query.endMs);
-      const frozen = Object.freeze({ ...query, retracted, changed, includeRetracted: true });
+      const frozen = Object.freeze({ ...query, retracted, changed, movedOut: movedOutOf(changed, query.admin), includeRetracted: true });
       const days = await planChanges(this.store, changed);
       options.signal?.throwIfAborted();
       const again = (some: readonly DayPlan[]) => planChanges(this.store, changed.filter((c) => some.some((d) => d.dayMs === dayStart(c.createdMs))));
@@ -274,4 +274,11 @@ export class Archive {
     };
     return new Window({ ...ctx, replan: replanner(again) }, frozen, days, watermarkMs);
   }
+}
+
+/** Of a sync's changed reports, those a re-tag moved out of one of the `admin` cities (none without an area). */
+function movedOutOf(changed: readonly ChangedReport[], admin: readonly string[] | undefined): ChangedReport[] | undefined {
+  if (admin === undefined) return undefined;
+  const cities = new Set(admin);
+  return changed.filter((r) => r.movedFrom !== undefined && r.movedFrom.some((city) => cities.has(city)));
 }

@@ -282,9 +282,10 @@ export interface KeyLedger {
   /**
    * Keeps a new key under `name` (which may have keys, revoked or not, or only reports) and
    * revokes the name's keys kept before it; returns how many it revoked. Rotations of one name
-   * are ordered: a later one revokes an earlier one's key, never the other way round, and of two
-   * at the same instant one fails with KeyRotationConflictError and keeps no key, so the name is
-   * never left without a working key.
+   * are ordered: a later one revokes an earlier one's key, never the other way round, so the name
+   * is never left without a working key. One overtaken by another may fail with
+   * KeyRotationConflictError (keeping no key), or return and see its key revoked by the later one
+   * (keyByDigest tells).
    */
   rotateKey(name: string, digest: string): Promise<number>;
   /** Whether any report was accepted under the partner `name` (pending or archived, retracted or not). */

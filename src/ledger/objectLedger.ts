@@ -508,8 +508,10 @@ export class ObjectLedger implements IngestLedger {
    */
   async rotateKey(name: string, digest: string): Promise<number> {
     const claim = `${API_KEY_NAMES_PREFIX}${name}.json`;
-    const held = await this.store.get(claim);
-    const rotation = (held ? rotationOf(held.body) : 0) + 1;
+    const [held, kept] = await Promise.all([this.store.get(claim), this.countedKeys()]);
+    // Past the claim's count and every key's: a claim lost or rewritten (by hand, by a restore, or
+    // taken over from an add that stopped) must not number a rotation below a key still working.
+    const rotation = Math.max(held ? rotationOf(held.body) : 0, ...kept.filter((k) => k.name === name).map((k) => k.rotation ?? 0)) + 1;
     const key: CountedKey = { name, digest, created_at: new Date().toISOString(), rotation };
     const claimBody = JSON.stringify({ name, created_at: key.created_at, digest, rotation });
     const claimed = held ? await this.store.putIfMatch(claim, claimBody, held.etag) : await this.store.putIfAbsent(claim, claimBody);

@@ -614,16 +614,17 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     const digest = (n: number) => String(n).repeat(64).slice(0, 64);
     const ledger = new ObjectLedger(store, sqs);
     await ledger.addKey('iota', digest(1));
-    // The first rotation lists the name's keys (to revoke the earlier ones) only once the second has finished.
+    // The first rotation lists the name's keys a second time (to revoke the earlier ones) only once the second has finished.
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
+    let listings = 0;
     let listing = false;
     const slow = new Proxy(store, {
       get(target, prop) {
         const value = Reflect.get(target, prop, target);
         if (prop !== 'list') return typeof value === 'function' ? value.bind(target) : value;
         return async function* (options: ListOptions) {
-          if (options.prefix === API_KEYS_PREFIX) {
+          if (options.prefix === API_KEYS_PREFIX && ++listings === 2) {
             listing = true;
             await released;
           }
@@ -641,6 +642,18 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
       [digest(2), true],
       [digest(3), false],
     ]);
+  });
+
+  it("a rotation after the name's claim was lost (deleted by hand, a restore) still revokes every earlier key", async () => {
+    const { store, sqs } = await onMoto();
+    const digest = (n: number) => String(n).repeat(64).slice(0, 64);
+    const ledger = new ObjectLedger(store, sqs);
+    await ledger.addKey('kappa', digest(1));
+    await ledger.rotateKey('kappa', digest(2));
+    await ledger.rotateKey('kappa', digest(3));
+    await store.delete([`${API_KEY_NAMES_PREFIX}kappa.json`]);
+    expect(await ledger.rotateKey('kappa', digest(4))).toBe(1);
+    expect((await ledger.listKeys()).filter((k) => !k.revoked_at).map((k) => k.digest)).toEqual([digest(4)]);
   });
 
   it('a key add that stopped between claiming its name and writing its key holds the name only while an add could still be under way', async () => {

@@ -291,11 +291,14 @@ describe('PartCache on a remote store', () => {
     const part = await putPart('reports/v1/emptied-whole.parquet', 100_000);
     await (await cache.rangedFileIfPresent(texts, 100_000))!.ensure([[0, 300_000]]);
     await cache.localFile(part);
-    for (const f of await fs.readdir(cacheDir)) await fs.rm(path.join(cacheDir, f), { recursive: true, force: true });
-    const again = (await cache.rangedFileIfPresent(texts, 100_000))!;
-    await again.ensure([[0, 300_000]]);
-    expect(await fs.readFile(again.file)).toEqual((await store.get(texts.key))!.body);
-    expect(await fs.readFile(await cache.localFile(part))).toEqual((await store.get(part.key))!.body);
+    // Its contents, then the directory itself.
+    for (const emptied of [async () => { for (const f of await fs.readdir(cacheDir)) await fs.rm(path.join(cacheDir, f), { recursive: true, force: true }); }, () => fs.rm(cacheDir, { recursive: true, force: true })]) {
+      await emptied();
+      const again = (await cache.rangedFileIfPresent(texts, 100_000))!;
+      await again.ensure([[0, 300_000]]);
+      expect(await fs.readFile(again.file)).toEqual((await store.get(texts.key))!.body);
+      expect(await fs.readFile(await cache.localFile(part))).toEqual((await store.get(part.key))!.body);
+    }
   });
 
   it('fetches the ranges missing, nearby ones as one', () => {
