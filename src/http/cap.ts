@@ -3,7 +3,8 @@
 // the event log the worker writes (on either backend), so they need no archive query.
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
-import { capDocument, capFeed, type AreaNames, type CapAlert } from '../events/cap.js';
+import { capDocument, type AreaNames, type CapAlert } from '../events/cap.js';
+import { capFeedOffThread } from '../events/capFeedThread.js';
 import type { EventFeed, StoredEvent } from '../events/events.js';
 import { parsePkey } from '../store/layout.js';
 import { digestOf, REVALIDATE } from './bodyTags.js';
@@ -45,7 +46,7 @@ export function capHandlers(deps: CapDeps): Handlers {
     const base = deps.publicBase();
     // What the feed is made of, which fixes its bytes: its ETag comes from it (a revalidation
     // builds nothing), and it is built (and encoded) once for it, until an event is logged, the
-    // minute turns or the boundaries change. A feed of a thousand long reports takes a second.
+    // minute turns or the boundaries change; a large one on a thread of its own (capFeedThread.ts).
     const slot = JSON.stringify([values.admin ?? null, current.version, base]);
     const key = JSON.stringify([slot, now, await deps.events.lastSeq()]);
     const encoding = negotiateEncoding(req, true);
@@ -61,7 +62,7 @@ export function capHandlers(deps: CapDeps): Handlers {
         const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, FEED_LIMIT, cities)).map((e) => alertOf(e, base));
         const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
         const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
-        return Buffer.from(capFeed({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now));
+        return Buffer.from(await capFeedOffThread({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now));
       },
       slot,
     );
