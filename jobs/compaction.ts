@@ -1,8 +1,11 @@
 // Hourly: merge each closed day's parts into one de-duplicated file, and the
-// closed hours of the current day hour by hour; then rewrite the parts that still hold
+// closed hours of the current day hour by hour, over the last week, and older days reports were
+// written into since the last run (lateDays.ts); then rewrite the parts that still hold
 // retracted reports without their personal fields (so a retraction is purged within the hour);
 // and delete the change logs older than SYNC_RETENTION_DAYS.
 import type { ChangeLog } from '../src/archive/changes.js';
+import { lateDays } from '../src/ops/lateDays.js';
+import { DAY_MS } from '../src/store/layout.js';
 import type { Config } from '../src/shared/config.js';
 import { closedBefore, compact, CompactionLockLostError, CompactionRunningError, type CompactDeps } from '../src/ops/compact.js';
 import { purgeRetracted, PurgeLockLostError, PurgeRunningError, type PurgeDeps } from '../src/ops/purge.js';
@@ -13,7 +16,7 @@ const LOOKBACK_MS = 7 * 86_400_000;
 
 export type CompactionDeps = CompactDeps &
   PurgeDeps & {
-    changes: Pick<ChangeLog, 'prune'>;
+    changes: Pick<ChangeLog, 'prune' | 'daysWritten' | 'horizon' | 'settleMs'>;
     config: Pick<Config, 'dataDir' | 'flushIntervalSeconds'>;
   };
 
@@ -24,15 +27,25 @@ export const compaction: JobDefinition<CompactionDeps> = {
     const now = Date.now();
     // One compacting by hand meanwhile (or another scheduler's, its lease lapsed) merges these days: this tick passes them by.
     // A run that lost its lock part-way failed; one that never took it passes the tick by.
-    const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) }).catch((err: unknown) => {
+    const passedBy = (err: unknown) => {
       if (err instanceof CompactionRunningError && !(err instanceof CompactionLockLostError)) return { skipped: err.message };
       throw err;
-    });
+    };
+    const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
+    // Older days written into since the last run; looked for again next time unless all are merged.
+    const late = 'skipped' in compacted ? undefined : await lateDays(rt, now - LOOKBACK_MS, now, LOOKBACK_MS);
+    let lateDaysCompacted = 0;
+    for (const dayMs of late?.days ?? []) {
+      const merged = await compact(rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
+      if ('skipped' in merged) break;
+      lateDaysCompacted += merged.daysCompacted;
+    }
+    if (late && lateDaysCompacted === late.days.length) await late.done();
     // Likewise a purge running meanwhile (after a compaction by hand) purges what this one would.
     const purge = await purgeRetracted(rt).catch((err: unknown) => {
       if (err instanceof PurgeRunningError && !(err instanceof PurgeLockLostError)) return { skipped: err.message };
       throw err;
     });
-    return { ...compacted, purge, changeLogs: await rt.changes.prune() };
+    return { ...compacted, ...(late && { lateDays: late.days.map((d) => new Date(d).toISOString().slice(0, 10)), lateDaysCompacted }), purge, changeLogs: await rt.changes.prune() };
   },
 };

@@ -148,6 +148,22 @@ export class ChangeLog {
 
   /** Reports written in (afterMs, uptoMs], by one ranged listing and a GET per log. */
   async written(afterMs: number, uptoMs: number): Promise<ChangedReport[]> {
+    const out: ChangedReport[] = [];
+    for await (const entries of this.logs(afterMs, uptoMs)) {
+      for (const [pkey, createdMs, movedFrom] of entries) out.push(typeof movedFrom === 'string' ? { pkey, createdMs, movedFrom: [movedFrom] } : { pkey, createdMs });
+    }
+    return out;
+  }
+
+  /** The UTC days (their first instant) of the reports written in (afterMs, uptoMs]: a bulk import's logs name millions, and only their days are kept. */
+  async daysWritten(afterMs: number, uptoMs: number): Promise<Set<number>> {
+    const days = new Set<number>();
+    for await (const entries of this.logs(afterMs, uptoMs)) for (const [, createdMs] of entries) days.add(dayStart(createdMs));
+    return days;
+  }
+
+  /** Each log written in (afterMs, uptoMs]: its entries, sixteen logs read at a time. */
+  private async *logs(afterMs: number, uptoMs: number): AsyncIterable<[string, number, string?][]> {
     const names: string[] = [];
     for await (const info of this.store.list({ prefix: CHANGES_PREFIX, startAfter: `${CHANGES_PREFIX}${pad(afterMs)}~` })) {
       const at = Number(info.key.slice(CHANGES_PREFIX.length, CHANGES_PREFIX.length + 15));
@@ -155,17 +171,14 @@ export class ChangeLog {
       if (at > uptoMs) break;
       names.push(info.key);
     }
-    const out: ChangedReport[] = [];
     for (let i = 0; i < names.length; i += 16) {
       const logs = await Promise.all(names.slice(i, i + 16).map(async (n) => [n, await this.store.get(n)] as const));
       for (const [name, log] of logs) {
         if (!log) continue;
         const text = name.endsWith('.gz') ? gunzipSync(log.body) : log.body;
-        const parsed = JSON.parse(text.toString('utf8')) as { reports: [string, number, string?][] };
-        for (const [pkey, createdMs, movedFrom] of parsed.reports) out.push(typeof movedFrom === 'string' ? { pkey, createdMs, movedFrom: [movedFrom] } : { pkey, createdMs });
+        yield (JSON.parse(text.toString('utf8')) as { reports: [string, number, string?][] }).reports;
       }
     }
-    return out;
   }
 }
 

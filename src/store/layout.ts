@@ -80,6 +80,8 @@ export const COMPACTION_LOCK_KEY = 'jobs/locks/compaction.json';
 export const PURGE_LOCK_KEY = 'jobs/locks/purge.json';
 /** The first month the monthly release job set out to release (jobs/release.ts): months from it on are made up if they failed. */
 export const RELEASE_SINCE_KEY = 'jobs/release-since.json';
+/** Up to when the compaction job has read the change logs for reports written into days older than its week (src/ops/lateDays.ts). */
+export const LATE_DAYS_READ_KEY = 'jobs/compaction-late-days.json';
 /** The lock of the one run at a time making a period's release (src/ops/release.ts): `jobs/locks/release-2025.json`. */
 export const releaseLockKey = (period: string): string => `jobs/locks/release-${period}.json`;
 
