@@ -13,6 +13,8 @@ import type { JobDefinition } from './job.js';
 
 /** Compaction looks back this far; older days were compacted by earlier runs (backfills: run `compact` by hand). */
 const LOOKBACK_MS = 7 * 86_400_000;
+/** The first run's look at the change logs for late reports (later runs read from where the last left off): a week's logs are 20,000 GETs on S3. */
+const FIRST_LATE_LOOK_MS = 2 * 3_600_000;
 
 export type CompactionDeps = CompactDeps &
   PurgeDeps & {
@@ -33,7 +35,7 @@ export const compaction: JobDefinition<CompactionDeps> = {
     };
     const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
     // Older days written into since the last run; looked for again next time unless all are merged.
-    const late = 'skipped' in compacted ? undefined : await lateDays(rt, now - LOOKBACK_MS, now, LOOKBACK_MS);
+    const late = 'skipped' in compacted ? undefined : await lateDays(rt, now - LOOKBACK_MS, now, FIRST_LATE_LOOK_MS);
     let lateDaysCompacted = 0;
     for (const dayMs of late?.days ?? []) {
       const merged = await compact(rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
