@@ -1,8 +1,8 @@
 // Hourly: merge each closed day's parts into one de-duplicated file, and the
-// closed hours of the current day hour by hour, over the last week, and older days reports were
-// written into since the last run (lateDays.ts); then rewrite the parts that still hold
-// retracted reports without their personal fields (so a retraction is purged within the hour);
-// and delete the change logs older than SYNC_RETENTION_DAYS.
+// closed hours of the current day hour by hour, over the last week; then rewrite the parts that
+// still hold retracted reports without their personal fields (so a retraction is purged within
+// the hour); delete the change logs older than SYNC_RETENTION_DAYS; and merge the older days
+// reports were written into since the last run (lateDays.ts).
 import type { ChangeLog } from '../src/archive/changes.js';
 import { lateDays } from '../src/ops/lateDays.js';
 import { DAY_MS } from '../src/store/layout.js';
@@ -34,7 +34,14 @@ export const compaction: JobDefinition<CompactionDeps> = {
       throw err;
     };
     const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
-    // Older days written into since the last run; looked for again next time unless all are merged.
+    // Likewise a purge running meanwhile (after a compaction by hand) purges what this one would.
+    const purge = await purgeRetracted(rt).catch((err: unknown) => {
+      if (err instanceof PurgeRunningError && !(err instanceof PurgeLockLostError)) return { skipped: err.message };
+      throw err;
+    });
+    const changeLogs = await rt.changes.prune();
+    // Last, so a day that fails to merge never holds the purge back: the older days written into
+    // since the last run, looked for again next time unless all are merged.
     const late = 'skipped' in compacted ? undefined : await lateDays(rt, now - LOOKBACK_MS, now, FIRST_LATE_LOOK_MS);
     let lateDaysCompacted = 0;
     for (const dayMs of late?.days ?? []) {
@@ -43,11 +50,6 @@ export const compaction: JobDefinition<CompactionDeps> = {
       lateDaysCompacted += merged.daysCompacted;
     }
     if (late && lateDaysCompacted === late.days.length) await late.done();
-    // Likewise a purge running meanwhile (after a compaction by hand) purges what this one would.
-    const purge = await purgeRetracted(rt).catch((err: unknown) => {
-      if (err instanceof PurgeRunningError && !(err instanceof PurgeLockLostError)) return { skipped: err.message };
-      throw err;
-    });
-    return { ...compacted, ...(late && { lateDays: late.days.map((d) => new Date(d).toISOString().slice(0, 10)), lateDaysCompacted }), purge, changeLogs: await rt.changes.prune() };
+    return { ...compacted, purge, changeLogs, ...(late && { lateDays: late.days.map((d) => new Date(d).toISOString().slice(0, 10)), lateDaysCompacted }) };
   },
 };
