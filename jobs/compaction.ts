@@ -44,12 +44,23 @@ export const compaction: JobDefinition<CompactionDeps> = {
     // since the last run, looked for again next time unless all are merged.
     const late = 'skipped' in compacted ? undefined : await lateDays(rt, now - LOOKBACK_MS, now, FIRST_LATE_LOOK_MS);
     let lateDaysCompacted = 0;
+    let lateDaysPassedBy = false;
     for (const dayMs of late?.days ?? []) {
-      const merged = await compact(rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
-      if ('skipped' in merged) break;
+      const day = new Date(dayMs).toISOString().slice(0, 10);
+      // A day that fails is logged and left (compact by hand), never holding the others back.
+      const merged = await compact(rt, { fromMs: dayMs, toMs: dayMs + DAY_MS - 1, closedBeforeMs: closedBefore(rt, now) })
+        .catch(passedBy)
+        .catch((err: unknown) => {
+          rt.log.warn({ err, day }, `a day late reports were written into could not be merged: run compact --from ${day} --to ${day}`);
+          return { daysCompacted: 0 };
+        });
+      if ('skipped' in merged) {
+        lateDaysPassedBy = true;
+        break;
+      }
       lateDaysCompacted += merged.daysCompacted;
     }
-    if (late && lateDaysCompacted === late.days.length) await late.done();
+    if (late && !lateDaysPassedBy) await late.done();
     return { ...compacted, purge, changeLogs, ...(late && { lateDays: late.days.map((d) => new Date(d).toISOString().slice(0, 10)), lateDaysCompacted }) };
   },
 };

@@ -3,6 +3,7 @@
 // were reset behind it). It is built on a thread of its own, as a large boundary version is
 // parsed (versionParse.ts); the main thread only copies the alerts across.
 import { Worker } from 'node:worker_threads';
+import pLimit from 'p-limit';
 import { workerScript } from '../shared/workerScript.js';
 import { capFeed, type AreaNames, type CapAlert, type FeedInfo } from './cap.js';
 
@@ -26,6 +27,9 @@ export function namesOf(used: NamesUsed): AreaNames {
   return { city: (code) => used.cities[code], localArea: (psgc) => used.localAreas[psgc] };
 }
 
+/** Feeds built on threads at once: readers of many areas after a flush would each start an isolate. */
+const oneAtATime = pLimit(1);
+
 /** The feed's Atom document (capFeed), built on a thread of its own when it is large. */
 export async function capFeedOffThread(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number): Promise<string> {
   if (alerts.length < ON_THREAD_FROM_ALERTS) return capFeed(feed, alerts, names, nowMs);
@@ -38,11 +42,14 @@ export async function capFeedOffThread(feed: FeedInfo, alerts: readonly CapAlert
     if (area && areaName !== undefined) used.localAreas[area] = areaName;
   }
   const job: CapFeedJob = { feed, alerts, names: used, nowMs };
-  return new Promise<string>((resolve, reject) => {
-    const thread = new Worker(workerScript('events/capThread'), { workerData: job });
-    thread.once('message', resolve);
-    thread.once('error', reject);
-    // Ended without its document (killed by a resource limit): the request fails, the process goes on.
-    thread.once('exit', (code) => reject(new Error(`the CAP feed's thread ended without it (exit code ${code})`)));
-  });
+  return oneAtATime(
+    () =>
+      new Promise<string>((resolve, reject) => {
+        const thread = new Worker(workerScript('events/capThread'), { workerData: job });
+        thread.once('message', resolve);
+        thread.once('error', reject);
+        // Ended without its document: the request fails, the process goes on.
+        thread.once('exit', (code) => reject(new Error(`the CAP feed's thread ended without it (exit code ${code})`)));
+      }),
+  );
 }

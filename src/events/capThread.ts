@@ -1,4 +1,4 @@
-// The thread a CAP feed is built on (capFeedOnThread in capFeedThread.ts): the feed's alerts and
+// The thread a CAP feed is built on (capFeedOffThread in capFeedThread.ts): the feed's alerts and
 // the names of their areas in, the Atom document out, then the thread ends.
 import { parentPort, workerData } from 'node:worker_threads';
 import { capFeed } from './cap.js';
