@@ -539,6 +539,17 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     });
   }
 
+  /** The store with one method replaced, the rest as it is. */
+  function replacing<K extends keyof S3ObjectStore>(store: S3ObjectStore, name: K, method: (target: S3ObjectStore) => S3ObjectStore[K]): S3ObjectStore {
+    return new Proxy(store, {
+      get(target, prop) {
+        if (prop === name) return method(target);
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
+
   async function onMoto(): Promise<{ store: S3ObjectStore; sqs: SqsQueue }> {
     const config = await testConfig('aws', moto!, { QUEUE_URL: moto!.queueUrl(`reports-${randomBytes(4).toString('hex')}`) });
     await bootstrap(config, { s3: moto!.s3, sqs: moto!.sqs });
@@ -586,15 +597,9 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     // The first rotation's key is written only once the second rotation has finished.
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const slow = new Proxy(store, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (prop !== 'putIfAbsent') return typeof value === 'function' ? value.bind(target) : value;
-        return async (key: string, body: Buffer | string, options?: { seenAbsent?: boolean }) => {
-          if (key.startsWith(API_KEYS_PREFIX)) await released;
-          return target.putIfAbsent(key, body, options);
-        };
-      },
+    const slow = replacing(store, 'putIfAbsent', (target) => async (key, body, options) => {
+      if (key.startsWith(API_KEYS_PREFIX)) await released;
+      return target.putIfAbsent(key, body, options);
     });
     const first = new ObjectLedger(slow, sqs).rotateKey('theta', digest(2)).catch((err: unknown) => err);
     await vi.waitFor(async () => expect((await store.get(`${API_KEY_NAMES_PREFIX}theta.json`))!.body.toString()).toContain(digest(2)));
@@ -619,19 +624,15 @@ describe.skipIf(!HAS_MOTO)('the object ledger on moto, which honours If-Match an
     const released = new Promise<void>((resolve) => (release = resolve));
     let listings = 0;
     let listing = false;
-    const slow = new Proxy(store, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (prop !== 'list') return typeof value === 'function' ? value.bind(target) : value;
-        return async function* (options: ListOptions) {
-          if (options.prefix === API_KEYS_PREFIX && ++listings === 2) {
-            listing = true;
-            await released;
-          }
-          yield* target.list(options);
-        };
+    const slow = replacing(store, 'list', (target) =>
+      async function* (options: ListOptions) {
+        if (options.prefix === API_KEYS_PREFIX && ++listings === 2) {
+          listing = true;
+          await released;
+        }
+        yield* target.list(options);
       },
-    });
+    );
     const first = new ObjectLedger(slow, sqs).rotateKey('iota', digest(2));
     await vi.waitFor(() => expect(listing).toBe(true));
     expect(await ledger.rotateKey('iota', digest(3))).toBe(2);
