@@ -67,7 +67,8 @@ export function errorHandler(baseLog: Logger): ErrorAnswer {
         log.debug({ path }, 'connection closed as a complete answer was being flushed');
       } else {
         // The client hung up and its work was stopped (or failed writing to it): nobody to answer.
-        log.info({ path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
+        // The access log's line for the request says so at info; this one only adds the reason.
+        log.debug({ path, reason: String((err as Error)?.message ?? err) }, 'client closed the connection before its answer was complete');
       }
       res.destroy();
       return;

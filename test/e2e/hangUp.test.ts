@@ -4,9 +4,11 @@
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSyntheticArchive } from '../../bench/synthetic.js';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
+import { createLogger } from '../../src/shared/log.js';
 import { eventually, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const START = Date.UTC(2025, 0, 1);
@@ -15,12 +17,20 @@ const REPORTS = 150_000;
 const YEAR = `start=2025-01-01T00:00:00%2B0000&end=2025-12-31T23:59:59%2B0000`;
 
 let svc: TestService;
+/** The service's log lines at info and above, as a service runs. */
+const logged: { level: number; msg: string; req?: { url?: string } }[] = [];
 beforeAll(async () => {
-  const config = await testConfig('embedded');
+  const config = await testConfig('embedded', undefined, { LOG_LEVEL: 'info' });
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged.push(...chunk.toString('utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
+      done();
+    },
+  });
   // A year of hourly parts (about 8,000 files) straight into the store's layout: a cold
   // Parquet or Arrow answer over it takes DuckDB long enough to be abandoned halfway.
   await buildSyntheticArchive({ storeDir: path.join(config.dataDir, 'store'), reports: REPORTS, startMs: START, days: DAYS, boundaries: await defaultBoundaries(), boundaryVersion: 'test' });
-  svc = await startTestService(await testRuntime(config), { worker: false, reconcile: false });
+  svc = await startTestService(await testRuntime(config, undefined, { log: createLogger('info', sink) }), { worker: false, reconcile: false });
 }, 120_000);
 afterAll(async () => {
   await svc?.stop();
@@ -73,10 +83,15 @@ async function stopped(): Promise<void> {
 }
 
 describe('a client that hangs up', () => {
-  it('stops a cold Parquet year: its query is interrupted, its files removed', async () => {
+  it('stops a cold Parquet year: its query is interrupted, its files removed, the hang-up logged once', async () => {
     const exportsDir = path.join(svc.rt.config.dataDir, 'tmp', 'exports');
+    const before = logged.length;
     await abandonedGet(`${YEAR}&format=parquet`, 'working');
     await stopped();
+    // One line at info for the request (the access log's), none above: a client leaving is no error of ours.
+    await eventually(async () => (logged.slice(before).some((l) => l.req?.url?.includes('format=parquet')) ? true : undefined), 5_000, 'the access line');
+    const lines = logged.slice(before).filter((l) => l.level >= 30);
+    expect(lines.map((l) => l.msg)).toEqual(['client closed the connection before the answer was complete']);
     expect(await filesUnder(exportsDir)).toEqual([]);
     expect(await filesUnder(path.join(svc.rt.config.dataDir, 'tmp', 'duckdb'))).toEqual([]);
     const holds = await duckdbHolds();
