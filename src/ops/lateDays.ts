@@ -30,8 +30,8 @@ export interface LateDays {
   done(): Promise<void>;
 }
 
-/** The days before `beforeMs` to compact now; the first look reads the logs of the last `firstLookMs`. */
-export async function lateDays(rt: LateDaysDeps, beforeMs: number, nowMs: number, firstLookMs: number): Promise<LateDays> {
+/** The days before `beforeMs` to compact now, at most `perRun`; the first look reads the logs of the last `firstLookMs`. */
+export async function lateDays(rt: LateDaysDeps, beforeMs: number, nowMs: number, firstLookMs: number, perRun = LATE_DAYS_PER_RUN): Promise<LateDays> {
   const uptoMs = nowMs - rt.changes.settleMs;
   const kept = await rt.store.get(LATE_DAYS_READ_KEY);
   const readUpTo = kept ? Number((JSON.parse(kept.body.toString('utf8')) as { readUpToMs?: unknown }).readUpToMs) : NaN;
@@ -46,7 +46,7 @@ export async function lateDays(rt: LateDaysDeps, beforeMs: number, nowMs: number
   const candidates = [...written].filter((dayMs) => dayMs < dayStart(beforeMs)).sort((a, b) => a - b);
   const parted = await mapLimit(candidates, 8, async (dayMs) => (await listWindowParts(rt.store, dayMs, dayMs + DAY_MS - 1)).flatMap((h) => h.parts).length > 1);
   const all = candidates.filter((_, i) => parted[i]);
-  const days = all.slice(0, LATE_DAYS_PER_RUN);
+  const days = all.slice(0, perRun);
   return {
     days,
     done: async () => {

@@ -1,9 +1,12 @@
 // Reports posted late into days older than the compaction job's week (a partner's history, a
 // phone that was offline): each flush stores a small part there, and the scheduled job merges
 // those days too, found from the change logs written since its last run.
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compaction } from '../../jobs/compaction.js';
 import { listWindowParts } from '../../src/archive/partListing.js';
+import { lateDays } from '../../src/ops/lateDays.js';
+import { createLogger } from '../../src/shared/log.js';
 import { DAY_MS, LATE_DAYS_READ_KEY } from '../../src/store/layout.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { allArchived, BACKENDS, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
@@ -51,5 +54,40 @@ describe.each(BACKENDS)('the compaction job and late reports (%s)', (kind) => {
     expect(await compaction.run(svc.rt)).toMatchObject({ lateDays: [new Date(month).toISOString().slice(0, 10)], lateDaysCompacted: 1 });
     expect(await partsOf(month)).toHaveLength(1);
     expect(await compaction.run(svc.rt)).toMatchObject({ lateDays: [], lateDaysCompacted: 0 });
+  });
+
+  it('leaves the days past its cap to the next run, from the same logs, and warns of a span whose logs were pruned', async () => {
+    // Three days two months back, each given two hours' parts by one flush.
+    const first = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 2, 3);
+    const days = [first, first + DAY_MS, first + 2 * DAY_MS];
+    for (const [i, dayMs] of days.entries()) {
+      for (const hour of [4, 7]) expect((await postReport(svc.url, report(900 + i * 10 + hour, { created_at: new Date(dayMs + hour * 3_600_000).toISOString() }))).status).toBe(201);
+    }
+    await allArchived(svc.rt);
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const warned: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => done(void warned.push(JSON.parse(chunk.toString('utf8')).msg)) });
+    const deps = { store: svc.rt.store, changes: svc.rt.changes, log: createLogger('warn', sink) };
+    const now = Date.now();
+    const marker = async () => (await svc.rt.store.get(LATE_DAYS_READ_KEY))?.body.toString('utf8');
+    const readBefore = await marker();
+
+    // Two a run: the oldest two now, and the logs' end not recorded, so the third is found again.
+    const capped = await lateDays(deps, now - 7 * DAY_MS, now, 3_600_000, 2);
+    expect(capped.days).toEqual(days.slice(0, 2));
+    await capped.done();
+    expect(await marker()).toBe(readBefore);
+    const uncapped = await lateDays(deps, now - 7 * DAY_MS, now, 3_600_000);
+    expect(uncapped.days).toEqual(days);
+    await uncapped.done();
+    expect(await marker()).not.toBe(readBefore);
+    expect(warned).toEqual([]);
+
+    // A last look older than the logs kept: the days written since the horizon, and a warning for the span before it.
+    await svc.rt.store.put(LATE_DAYS_READ_KEY, JSON.stringify({ v: 1, readUpToMs: Date.UTC(2001, 0, 1) }));
+    const horizon = await svc.rt.changes.horizon();
+    expect(horizon).toBeGreaterThan(Date.UTC(2001, 0, 1));
+    expect((await lateDays(deps, now - 7 * DAY_MS, now, 3_600_000)).days).toEqual(days);
+    expect(warned).toEqual([expect.stringMatching(/pruned: run compact --from --to/)]);
   });
 });
