@@ -55,6 +55,8 @@ const julyReports = Array.from({ length: 6 }, (_, i) => ({
   created_at: new Date(JUNE + 31 * 86_400_000 + i * 86_400_000).toISOString(),
   place: PLACES[i % PLACES.length]!,
 }));
+/** The service's URL, for helpers outside the suite. */
+let svcUrl = '';
 const JUNE_VIEW = '/?w=custom&start=2025-06-01T00%3A00&end=2025-06-30T23%3A59';
 const JUNE_PARAMS = 'start=2025-06-01T00:00:00%2B0800&end=2025-06-30T23:59:59%2B0800';
 
@@ -67,6 +69,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     const rt = await testRuntime(await testConfig('embedded'));
     await rt.boundaries.publish(await loadPsaBoundaries());
     svc = await startTestService(rt);
+    svcUrl = svc.url;
     for (const r of [...juneReports, ...julyReports]) {
       const [lat, lng] = r.place;
       const res = await postAccepted(svc.url, report(r.post_id, {
@@ -833,6 +836,13 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
         const { stdout } = await run('python3', ['-c', code], { timeout: 60_000 });
         expect(stdout.trim(), lang).toBe(lang === 'geopandas' ? `${juneReports.length} EPSG:4326` : String(juneReports.length));
       }
+      // The frame holds the codes as the API gives them: Pampanga's begin with a 0.
+      await page.selectOption('#snippet-lang', 'pandas');
+      const pandas = (await page.textContent('#snippet'))!;
+      const { stdout } = await run('python3', ['-c', `${pandas}\nprint(" ".join(sorted(df.local_area_id.dropna().unique())))`], { timeout: 60_000 });
+      const codes = await juneCodes();
+      expect(codes.some((c) => c.startsWith('0'))).toBe(true);
+      expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(codes);
     } finally {
       await close();
     }
@@ -860,11 +870,21 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       const r = (await page.textContent('#snippet'))!;
       const { stdout } = await run('Rscript', ['-e', r], { timeout: 60_000 });
       expect(stdout.trim()).toBe(`[1] ${juneReports.length}`);
+      // The codes as the API gives them, leading zeros kept.
+      const { stdout: codes } = await run('Rscript', ['-e', `${r}\ncat(sort(unique(na.omit(reports$local_area_id))), sep = " ")`], { timeout: 60_000 });
+      expect(codes.trim().split('\n').at(-1)!.replace(/^\[1\] \d+ ?/, '').split(' ')).toEqual(await juneCodes());
     } finally {
       await close();
     }
   });
 });
+
+/** The barangay codes of June's reports as the archive's NDJSON answer gives them, sorted. */
+async function juneCodes(): Promise<string[]> {
+  const res = await fetch(`${svcUrl}/reports/archive?${JUNE_PARAMS}&format=ndjson`, { headers: { 'User-Agent': 'explorer-tests/1.0' } });
+  const lines = (await res.text()).split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { properties: { tags: { local_area_id: string | null } } }).properties.tags);
+  return [...new Set(lines.map((l) => l.local_area_id).filter((c): c is string => c !== null))].sort();
+}
 
 /** Reports in a downloaded answer, read the way a researcher's tool would. */
 async function countReports(format: string, bytes: Buffer, dir: string): Promise<number> {
