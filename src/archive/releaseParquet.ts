@@ -15,6 +15,8 @@ export interface ReleaseFileFacts {
   bbox: Bbox | undefined;
   firstMs: number | undefined;
   lastMs: number | undefined;
+  /** Reports by the boundary version they were tagged with. */
+  taggedWith: Record<string, number>;
 }
 
 /** Writes the rows of `rows` (filtered, de-duplicated archive rows) to `out` as a release GeoParquet file. */
@@ -28,6 +30,8 @@ export async function copyReleaseParquet(conn: DuckDBConnection, rows: Bound, ou
     )
   ).getRowObjectsJS()[0]!;
   const reports = Number(facts.n);
+  const versions = (await conn.runAndReadAll(`SELECT boundary_version AS v, count(*)::BIGINT AS n FROM ${rows.sql} GROUP BY 1`, rows.values, rows.types)).getRowObjectsJS();
+  const taggedWith = Object.fromEntries(versions.map((r) => [String(r.v), Number(r.n)]));
   const bbox: Bbox | undefined = reports > 0 ? [Number(facts.x0), Number(facts.y0), Number(facts.x1), Number(facts.y1)] : undefined;
   await conn.run(
     `COPY (SELECT ${EXPORT_COLUMNS.join(', ')}, ${GEOMETRY_SQL}, ${BBOX_COVERING_SQL} FROM ${rows.sql} ORDER BY created_at, pkey)
@@ -35,5 +39,5 @@ export async function copyReleaseParquet(conn: DuckDBConnection, rows: Bound, ou
     rows.values,
     rows.types,
   );
-  return { reports, bbox, firstMs: reports > 0 ? Number(facts.t0) : undefined, lastMs: reports > 0 ? Number(facts.t1) : undefined };
+  return { reports, bbox, firstMs: reports > 0 ? Number(facts.t0) : undefined, lastMs: reports > 0 ? Number(facts.t1) : undefined, taggedWith };
 }

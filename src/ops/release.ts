@@ -107,6 +107,13 @@ export function release(rt: ReleaseDeps, label: string, options: ReleaseOptions 
   });
 }
 
+/** The months' reports by the boundary version they carry, most first (a publish not yet followed by a reprocess leaves older ones). */
+function taggedWith(facts: readonly ReleaseFileFacts[]): { id: string; reports: number }[] {
+  const all = new Map<string, number>();
+  for (const f of facts) for (const [id, n] of Object.entries(f.taggedWith)) all.set(id, (all.get(id) ?? 0) + n);
+  return [...all].map(([id, reports]) => ({ id, reports })).sort((a, b) => b.reports - a.reports || (a.id < b.id ? -1 : 1));
+}
+
 /** How a release's store lock (storeLock.ts) reports another run holding it, and its loss. */
 const errors = { running: (m: string) => new ReleaseRunningError(m), lost: (m: string) => new ReleaseLockLostError(m) };
 
@@ -189,6 +196,7 @@ async function releaseAlone(
       bbox: boxes.length > 0 ? [Math.min(...boxes.map((b) => b[0])), Math.min(...boxes.map((b) => b[1])), Math.max(...boxes.map((b) => b[2])), Math.max(...boxes.map((b) => b[3]))] : null,
       time_extent: firsts.length > 0 ? [new Date(Math.min(...firsts)).toISOString(), new Date(Math.max(...lasts)).toISOString()] : null,
       boundary_version: { id: boundaries.version, label: boundaries.label, attribution: boundaries.attribution ?? null },
+      tagged_with: taggedWith(facts),
       files: files.map(({ local: _, ...f }) => f),
       schema: releaseSchema(),
       license: rt.config.releases.license,

@@ -36,6 +36,8 @@ export interface Manifest {
   /** The first and last created_at; null for none. */
   time_extent: [string, string] | null;
   boundary_version: { id: string; label: string; attribution: string | null };
+  /** The boundary versions the reports carry, most reports first (absent from manifests made before it was kept). */
+  tagged_with?: { id: string; reports: number }[];
   files: ReleaseFile[];
   schema: { name: string; type: string; nullable: boolean; description: string }[];
   license: string;

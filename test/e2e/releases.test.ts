@@ -102,6 +102,7 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(m.files.map((f) => f.path)).toEqual(Array.from({ length: 12 }, (_, i) => `2025-${String(i + 1).padStart(2, '0')}`).flatMap((mm) => [`reports-${mm}.parquet`, `reports-${mm}.csv.gz`]));
     expect(m.license).toBe('CC-BY-4.0');
     expect(m.boundary_version.attribution).toMatch(/PSA and NAMRIA/);
+    expect(m.tagged_with).toEqual([{ id: m.boundary_version.id, reports: m.reports }]);
     expect(m.changes).toEqual([{ revision: 1, created: m.created, note: 'First release of the period.' }]);
     const monthCount = async (mm: string, last: string) => (await getJson(`${svc.url}/reports/archive/count?start=2025-${mm}-01T00:00:00Z&end=2025-${mm}-${last}T23:59:59.999Z`)).body.result.count as number;
     for (const f of m.files) {
@@ -647,6 +648,7 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
 
   it('writes a month again when its parts are re-tagged between its two reads (as many reports, other tags): its two files hold the same tags', async () => {
     // The whole country published, then July re-tagged just after its Parquet file was written.
+    const twoCities = (await svc.rt.boundaries.latest()).version;
     await svc.rt.boundaries.publish(await loadNationalBoundaries());
     const JULY = { fromMs: Date.UTC(2025, 6, 1), toMs: Date.UTC(2025, 7, 1) - 1 };
     const racing = betweenReads(JULY.fromMs, async () => {
@@ -663,6 +665,18 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     const inCsv = rows.map((r) => [r.pkey, r.region_code]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
     expect(inParquet.length).toBeGreaterThan(0);
     expect(inCsv).toEqual(inParquet);
+
+    // June's and December's reports still carry the version they were tagged with; July's carry
+    // the national one where its files were written from the re-tagged parts (its region codes):
+    // the manifest counts the reports by the version each carries.
+    const m = await manifestOf(made.release);
+    const national = (await svc.rt.boundaries.latest()).version;
+    const retagged = inParquet.filter(([, region]) => region !== '').length;
+    expect([0, inParquet.length]).toContain(retagged);
+    expect(m.tagged_with).toEqual([
+      { id: twoCities, reports: m.reports - retagged },
+      { id: national, reports: retagged },
+    ].filter((v) => v.reports > 0));
   }, 120_000);
 });
 
