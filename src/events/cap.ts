@@ -44,6 +44,22 @@ export function capSeverity(f: ReportFeature): CapSeverity {
   return 'Severe';
 }
 
+/**
+ * A value as XML text or attribute data. xmlbuilder2 leaves an `&` that starts something shaped
+ * like a reference (`&nbsp;`, `&#0;`, `&amp;`) as it is, taking the text for escaped already: a
+ * partner's `&nbsp;` made the document ill-formed, its `&amp;` read back as `&`. Each `&` given as
+ * `&amp;` first is data whatever follows it (the writer escapes `<`, `>` and quotes itself).
+ */
+function data(value: string): string {
+  return value.replaceAll('&', '&amp;');
+}
+
+/** A coordinate in decimal degrees, as CAP asks: never in exponent notation (1e-7). */
+function degrees(n: number): string {
+  const fixed = n.toFixed(7).replace(/\.?0+$/, '');
+  return fixed === '-0' ? '0' : fixed;
+}
+
 export function capTime(ms: number): string {
   return `${new Date(Math.floor(ms / 1000) * 1000 + OFFSET_MS).toISOString().slice(0, 19)}+08:00`;
 }
@@ -55,7 +71,7 @@ function areaDesc(f: ReportFeature, names: AreaNames): string {
   if (cityName && areaName) return `${areaName}, ${cityName}`;
   if (cityName) return cityName;
   const [lng, lat] = f.geometry.coordinates as [number, number];
-  return `Outside the covered cities (${lat}, ${lng})`;
+  return `Outside the covered cities (${degrees(lat)}, ${degrees(lng)})`;
 }
 
 function headline(f: ReportFeature, names: AreaNames): string {
@@ -68,7 +84,7 @@ function appendAlert(parent: XMLBuilder, alert: CapAlert, names: AreaNames): voi
   const [lng, lat] = f.geometry.coordinates as [number, number];
   const onset = Date.parse(p.created_at);
   const a = parent.ele(CAP_NS, 'alert');
-  a.ele('identifier').txt(p.pkey);
+  a.ele('identifier').txt(data(p.pkey));
   a.ele('sender').txt(CAP_SENDER);
   a.ele('sent').txt(capTime(alert.sentMs));
   a.ele('status').txt('Actual');
@@ -84,22 +100,22 @@ function appendAlert(parent: XMLBuilder, alert: CapAlert, names: AreaNames): voi
   info.ele('onset').txt(capTime(onset));
   info.ele('expires').txt(capTime(onset + EXPIRES_AFTER_MS));
   info.ele('senderName').txt('Flood report archive');
-  info.ele('headline').txt(headline(f, names));
-  if (p.text.trim() !== '') info.ele('description').txt(p.text);
-  info.ele('web').txt(alert.url);
+  info.ele('headline').txt(data(headline(f, names)));
+  if (p.text.trim() !== '') info.ele('description').txt(data(p.text));
+  info.ele('web').txt(data(alert.url));
   if (p.image_url) {
     const r = info.ele('resource');
     r.ele('resourceDesc').txt('photo sent with the report');
     r.ele('mimeType').txt(imageTypeOf(p.image_url));
-    r.ele('uri').txt(p.image_url);
+    r.ele('uri').txt(data(p.image_url));
   }
   const area = info.ele('area');
-  area.ele('areaDesc').txt(areaDesc(f, names));
-  area.ele('circle').txt(`${lat},${lng} ${CIRCLE_KM}`);
+  area.ele('areaDesc').txt(data(areaDesc(f, names)));
+  area.ele('circle').txt(`${degrees(lat)},${degrees(lng)} ${CIRCLE_KM}`);
   if (p.tags.local_area_id) {
     const g = area.ele('geocode');
     g.ele('valueName').txt('PSGC');
-    g.ele('value').txt(p.tags.local_area_id);
+    g.ele('value').txt(data(p.tags.local_area_id));
   }
 }
 
@@ -124,18 +140,18 @@ export interface FeedInfo {
 export function capFeed(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number): string {
   const doc = create(XML_OPTIONS);
   const root = doc.ele(ATOM_NS, 'feed');
-  root.ele('id').txt(feed.self);
-  root.ele('title').txt(feed.title);
+  root.ele('id').txt(data(feed.self));
+  root.ele('title').txt(data(feed.title));
   root.ele('subtitle').txt(`CAP 1.2 alerts, one per flood report created since ${new Date(feed.sinceMs).toISOString()}`);
   root.ele('updated').txt(new Date(alerts.reduce((m, a) => Math.max(m, a.sentMs), 0) || nowMs).toISOString());
   root.ele('author').ele('name').txt('Flood report archive');
-  root.ele('link', { rel: 'self', type: 'application/atom+xml', href: feed.self });
+  root.ele('link', { rel: 'self', type: 'application/atom+xml', href: data(feed.self) });
   for (const alert of alerts) {
     const entry = root.ele('entry');
-    entry.ele('id').txt(alert.url);
-    entry.ele('title').txt(headline(alert.feature, names));
+    entry.ele('id').txt(data(alert.url));
+    entry.ele('title').txt(data(headline(alert.feature, names)));
     entry.ele('updated').txt(new Date(alert.sentMs).toISOString());
-    entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: alert.url });
+    entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: data(alert.url) });
     appendAlert(entry.ele('content', { type: 'application/cap+xml' }), alert, names);
   }
   return doc.end({ prettyPrint: true });
