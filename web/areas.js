@@ -5,6 +5,8 @@
 // view, fetched per city. The two-city default draws its cities and every barangay at once.
 // Counts come from /reports/archive/stats by the level shown, asked once per window and level.
 
+import { findPlace, listPlaces } from './placeNames.js';
+
 /** A level, what the stats call it, the zoom it is drawn below (nationally), and its name in the legend. */
 const LEVELS = [
   { level: 'region', below: 7, noun: 'region' },
@@ -42,7 +44,6 @@ function classesOf(counts) {
   });
 }
 
-const fold = (text) => text.normalize('NFD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/\s+/g, ' ').trim();
 
 /**
  * The areas of `map`. `api(path)` fetches JSON from the service; `onError(message)` reports a
@@ -55,8 +56,8 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   const areaNames = new Map();
   const cityNames = new Map();
   const citiesWithAreas = new Set();
-  /** Search label (folded) → { level, code }. */
-  const places = new Map();
+  /** The places listed and searched (placeNames.js). */
+  let listed = [];
   let national = false;
   /** The current boundaries' attribution on the map (HTML of its text). */
   let attribution;
@@ -225,48 +226,42 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
       ['province', 'Provinces'],
       ['city', national ? 'Cities and municipalities' : 'Cities'],
     ].filter(([level]) => layers.has(level));
+    const provinceNames = new Map((layers.get('province')?.features ?? []).map((f) => [f.properties.code, f.properties.name]));
+    listed = listPlaces(
+      groups.flatMap(([level]) => layers.get(level).features.map((f) => ({ level, ...f.properties }))),
+      (code) => provinceNames.get(code),
+    );
     const kept = adminSelect.value;
     adminSelect.replaceChildren(new Option(national ? 'The whole country' : 'All cities', ''));
     for (const [level, title] of groups) {
       const group = document.createElement('optgroup');
       group.label = title;
-      group.append(...layers.get(level).features.map((f) => new Option(f.properties.name, f.properties.code)));
+      group.append(...listed.filter((e) => e.place.level === level).map((e) => new Option(e.label, e.place.code)));
       adminSelect.append(group);
     }
     adminSelect.value = kept;
-    // A name several places share (ten San Joses nationally) is listed with each one's code.
-    const all = groups.flatMap(([level]) => layers.get(level).features.map((f) => ({ level, ...f.properties })));
-    const count = new Map();
-    for (const p of all) count.set(fold(p.name), (count.get(fold(p.name)) ?? 0) + 1);
-    places.clear();
-    placeList.replaceChildren(
-      ...all.map((p) => {
-        const text = count.get(fold(p.name)) > 1 ? `${p.name} (${p.code})` : p.name;
-        places.set(fold(text), p);
-        return new Option(text, text);
-      }),
-    );
+    placeList.replaceChildren(...listed.map((e) => new Option(e.label, e.label)));
   }
 
   placeSearch.addEventListener('submit', (e) => {
     e.preventDefault();
-    const text = fold(placeSearch.elements.place.value);
-    if (text === '') return;
-    // The name as listed, else the first place whose name starts with what was typed.
-    let place = places.get(text);
-    if (!place) for (const [name, p] of places) if (name.startsWith(text) && (place = p)) break;
+    const typed = placeSearch.elements.place.value;
+    if (typed.trim() === '') return;
+    const place = findPlace(listed, typed);
     let found;
     layers.get(place?.level)?.layer.eachLayer((sub) => {
       if (sub.feature.properties.code === place.code) found = sub;
     });
     if (!found) {
-      mapNote.textContent = `No place named “${placeSearch.elements.place.value}” in the current boundaries.`;
+      mapNote.textContent = `No place named “${typed}” in the current boundaries.`;
       return;
     }
     mapNote.textContent = '';
-    // A city close enough for its barangays to be drawn.
-    map.fitBounds(found.getBounds(), { padding: [10, 10], maxZoom: 14 });
-    if (place.level === 'city' && map.getZoom() < 11) map.setZoom(11);
+    // One move to the zoom that shows it whole, a city close enough for its barangays to be drawn:
+    // a fit and then a zoom would leave the map at the old centre (the fit is still animating).
+    const bounds = found.getBounds();
+    const fit = map.getBoundsZoom(bounds, false, L.point(20, 20));
+    map.setView(bounds.getCenter(), Math.min(14, place.level === 'city' ? Math.max(11, fit) : fit));
   });
 
   const outlines = async (level) => {

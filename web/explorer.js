@@ -88,7 +88,7 @@ async function answerOf(path, init, waiting) {
   }
   if (!res.ok) {
     // The problems themselves ("the window may span at most 366 days"), not only that there are some.
-    const details = Array.isArray(body?.details) ? body.details.map((d) => (d.field ? `${d.field} ${d.message}` : d.message)).filter(Boolean) : [];
+    const details = Array.isArray(body?.details) ? body.details.map((d) => (d.field ? `${d.field}: ${d.message}` : d.message)).filter(Boolean) : [];
     throw new ApiError(details.length > 0 ? details.join('; ') : (body?.message ?? `The service answered ${res.status}.`));
   }
   return body;
@@ -223,7 +223,18 @@ function showState(state) {
   form.elements.start.value = state.w === 'custom' ? state.start : Array.isArray(range) ? manilaLocal(range[0]) : '';
   form.elements.end.value = state.w === 'custom' ? state.end : Array.isArray(range) ? manilaLocal(range[1]) : '';
   form.elements.admin.value = state.admin;
+  form.elements.admin.dataset.wanted = state.admin;
   showFields(state.w);
+}
+
+/**
+ * The place chosen: the list's, once it holds the place the window was shown with; until then
+ * (its places still loading, or failed to load) that place, not the whole country.
+ */
+function chosenAdmin() {
+  const select = form.elements.admin;
+  const wanted = select.dataset.wanted ?? '';
+  return [...select.options].some((o) => o.value === wanted) ? select.value : wanted;
 }
 
 /**
@@ -245,7 +256,7 @@ function formState() {
     year: Number(form.elements.year.value) || new Date().getUTCFullYear(),
     start: form.elements.start.value,
     end: form.elements.end.value,
-    admin: form.elements.admin.value,
+    admin: chosenAdmin(),
   };
 }
 

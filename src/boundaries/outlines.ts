@@ -14,7 +14,7 @@ import type { FeatureCollection } from 'geojson';
 import type { GeometryCollection, Topology } from 'topojson-specification';
 import { geometryOf, type CompactLevels, type Level } from './compactLevels.js';
 import type { Area } from './types.js';
-import { areaCode } from './hierarchy.js';
+import { areaCode, cityParents } from './hierarchy.js';
 
 export const OUTLINE_LEVELS = ['region', 'province', 'city'] as const;
 export type OutlineLevel = (typeof OUTLINE_LEVELS)[number];
@@ -40,12 +40,12 @@ export function outlineLevels(levels: CompactLevels): { level: OutlineLevel; cou
   return OUTLINE_LEVELS.flatMap((level) => (of[level] ? [{ level, count: of[level].properties.length }] : []));
 }
 
-/** A level's outlines as TopoJSON (object `output`, each geometry with `code` and `name`); undefined where the version lacks the level. */
+/** A level's outlines as TopoJSON (object `output`, each geometry with `code` and `name`, a city with its `province` where it has one); undefined where the version lacks the level. */
 export function outlinesOf(levels: CompactLevels, level: OutlineLevel): Topology | undefined {
   const features = featuresOf(levels, level);
   if (!features) return undefined;
   const shape = SHAPES[level];
-  const collection: FeatureCollection<Area, { code: string; name: string }> = { type: 'FeatureCollection', features };
+  const collection: FeatureCollection<Area, { code: string; name: string; province?: string }> = { type: 'FeatureCollection', features };
   const simpler = simplify(presimplify(topology({ output: collection }) as unknown as Parameters<typeof presimplify>[0]), shape.minTriangle);
   // The typings call a ring its positions; at run time it is the ring's arc indexes, as in the geometries.
   const large = filterWeight(simpler, shape.minRing) as unknown as (ring: number[], interior: boolean) => boolean;
@@ -62,8 +62,16 @@ export function outlinesOf(levels: CompactLevels, level: OutlineLevel): Topology
 }
 
 function featuresOf(levels: CompactLevels, level: OutlineLevel) {
-  const feature = (l: Level<unknown>, i: number, code: string, name: string) => ({ type: 'Feature' as const, geometry: geometryOf(l, i), properties: { code, name } });
-  if (level === 'city') return levels.cities.properties.map((p, i) => feature(levels.cities, i, p.code, p.name));
+  const feature = (l: Level<unknown>, i: number, code: string, name: string, province?: string | null) => ({
+    type: 'Feature' as const,
+    geometry: geometryOf(l, i),
+    properties: { code, name, ...(province && { province }) },
+  });
+  if (level === 'city') {
+    // Each city with its province, where the version has them: ten San Joses nationally, told apart on a map by their provinces.
+    const { province } = cityParents(levels);
+    return levels.cities.properties.map((p, i) => feature(levels.cities, i, p.code, p.name, province[i]));
+  }
   const l = level === 'region' ? levels.regions : levels.provinces;
   return l?.properties.map((p, i) => feature(l, i, areaCode(p.psgc), p.name));
 }

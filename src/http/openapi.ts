@@ -291,7 +291,11 @@ const schemas = {
     type: 'object',
     additionalProperties: false,
     required: ['code', 'name'],
-    properties: { code: { type: 'string', examples: ['PH-QC'] }, name: { type: 'string', examples: ['Quezon City'] } },
+    properties: {
+      code: { type: 'string', examples: ['PH-QC'] },
+      name: { type: 'string', examples: ['Quezon City'] },
+      province: { type: 'string', description: "In /cities/outlines?level=city: the code of the city's province (as admin= takes it), where the version has provinces and one holds the city.", examples: ['PH-0305400000'] },
+    },
   },
   Health: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } },
   Ready: {

@@ -315,6 +315,14 @@ describe('the national boundaries', () => {
       const codeOf = (p: { psgc?: string; code?: string }) => (level === 'city' ? (p as { code: string }).code : `PH-${p.psgc}`);
       expect(drawn.features.map((f) => f.properties.code).sort()).toEqual(source.features.map((f) => codeOf(f.properties as never)).sort());
       expect(drawn.features.every((f) => f.geometry !== null && f.geometry.coordinates.length > 0)).toBe(true);
+      if (level === 'city') {
+        // Each city with its province, as its reports' tags carry it: its own, else the one holding it.
+        const provinces = new Set(national.provinces!.features.map((f) => `PH-${f.properties.psgc}`));
+        const own = new Map(source.features.map((f) => [(f.properties as { code: string }).code, (f.properties as { province_psgc?: string | null }).province_psgc]));
+        const of = drawn.features.map((f) => [f.properties.code, (f.properties as { province?: string }).province] as const);
+        expect(of.every(([, province]) => province !== undefined && provinces.has(province))).toBe(true);
+        expect(of.filter(([code]) => own.get(code)).every(([code, province]) => province === `PH-${own.get(code)}`)).toBe(true);
+      }
       // Simplified, yet a point well inside each of 30 areas is still inside its outline.
       const next = random(7);
       for (let k = 0; k < 30; k++) {
