@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type { Logger } from '../shared/log.js';
 import { isCutShort } from './answerStart.js';
 import { partnerIfAny } from './auth.js';
-import { isGeneratedKeyShaped, redactUrl } from './queryGuards.js';
+import { isGeneratedKeyShaped, keysWithin, redactUrl } from './queryGuards.js';
 
 declare module 'http' {
   interface IncomingMessage {
@@ -57,7 +57,7 @@ export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLo
       method: req.method,
       url: redactUrl(url, options.knownKeys),
       remoteAddress: req.socket?.remoteAddress,
-      userAgent: req.headers['user-agent'],
+      userAgent: req.headers['user-agent'] === undefined ? undefined : keysWithin(req.headers['user-agent'], options.knownKeys),
     });
     (req as Tracked)[SEEN] = { described, own: undefined };
     // 'close' comes after 'finish' on every answer, and alone when the client hung up first.

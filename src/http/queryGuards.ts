@@ -95,7 +95,7 @@ export function redactUrl(given: string, knownKeys: ReadonlySet<string>): string
   // USERINFO): never logged.
   const url = given.replace(USERINFO, '$1[redacted]@');
   const at = url.indexOf('?');
-  if (at < 0) return redactPath(url, knownKeys);
+  if (at < 0) return keysWithin(redactPath(url, knownKeys), knownKeys);
   const redacted = url
     .slice(at + 1)
     .split('&')
@@ -107,7 +107,25 @@ export function redactUrl(given: string, knownKeys: ReadonlySet<string>): string
       return isSecret(name, pair.slice(eq + 1), knownKeys) ? `${name}=[redacted]` : pair;
     })
     .join('&');
-  return `${redactPath(url.slice(0, at), knownKeys)}?${redacted}`;
+  return keysWithin(`${redactPath(url.slice(0, at), knownKeys)}?${redacted}`, knownKeys);
+}
+
+/** A generated key's shape anywhere in a text: 32 key characters, both cases among them, nothing of a key's alphabet either side. */
+const GENERATED_KEY_WITHIN = /(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g;
+
+/**
+ * `text` with every configured key, and every run shaped like a generated key, replaced wherever
+ * it stands (`/reports/KEY.cap`, `x="KEY"`, `KEY,other`, a User-Agent): a key pasted into the wrong
+ * place is redacted too. Looked for in the decoded text (`%22KEY%22`); a key's characters need no
+ * encoding, so each is replaced where it stands in the text as sent.
+ */
+export function keysWithin(text: string, knownKeys: ReadonlySet<string>): string {
+  const plain = decode(text);
+  const found = new Set(plain.match(GENERATED_KEY_WITHIN) ?? []);
+  for (const key of knownKeys) if (plain.includes(key)) found.add(key);
+  let out = text;
+  for (const key of found) out = out.split(key).join('[redacted]');
+  return out;
 }
 
 /**

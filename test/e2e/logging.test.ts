@@ -7,7 +7,7 @@ import { keyDigest, newKey } from '../../src/partners/apiKeys.js';
 import { createLogger } from '../../src/shared/log.js';
 import { newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
-import { allArchived, API_KEY, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
+import { allArchived, API_KEY, eventually, postReport, report, startTestService, testConfig, testRuntime, pkeyOf } from '../support/env.js';
 
 /** A log destination that keeps its lines. */
 function logSink(): { lines: string[]; sink: Writable } {
@@ -77,7 +77,15 @@ describe('request logs', () => {
         const keyAsId = await fetch(`${svc.url}/cities/levels`, { headers: { 'X-Request-Id': key } });
         expect(keyAsId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
       }
-      const urls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed').map((l) => l.req.url as string);
+      // A key within a segment or a value (beside other text, in quotes, in a list), or sent as the
+      // User-Agent, goes too.
+      const within = [`/reports/${ledgerKey}.cap`, `/x/${ledgerKey}.json`, `/${ledgerKey}%20x`, `/health?q=key%3D${ledgerKey}`, `/health?x=%22${ledgerKey}%22`, `/health?x=${ledgerKey},other`, `/health?x=${API_KEY}.txt`];
+      const completed = () => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed');
+      for (const path of within) expect((await fetch(`${svc.url}${path}`, { headers: { 'User-Agent': 'log-tests/1.0' } })).status).toBeLessThan(500);
+      for (const key of [API_KEY, ledgerKey]) expect((await fetch(`${svc.url}/cities/levels`, { headers: { 'User-Agent': `client ${key}` } })).status).toBeLessThan(500);
+      // Each line is written as its answer closes.
+      await eventually(async () => (completed().length >= 22 ? true : undefined), 5_000, 'every request logged');
+      const urls = completed().map((l) => l.req.url as string);
       expect(urls).toEqual([
         '/health?q=[redacted]',
         '/health?note=[redacted]',
@@ -92,7 +100,17 @@ describe('request logs', () => {
         '/cities/levels?version=[redacted]',
         '/cities/levels',
         '/cities/levels',
+        '/reports/[redacted].cap',
+        '/x/[redacted].json',
+        '/[redacted]%20x',
+        '/health?q=key%3D[redacted]',
+        '/health?x=%22[redacted]%22',
+        '/health?x=[redacted],other',
+        '/health?x=[redacted]',
+        '/cities/levels',
+        '/cities/levels',
       ]);
+      expect(completed().slice(-2).map((l) => l.req.userAgent)).toEqual(['client [redacted]', 'client [redacted]']);
       expect(lines.join('\n')).not.toContain(ledgerKey);
       expect(lines.join('\n')).not.toContain(API_KEY);
     } finally {
