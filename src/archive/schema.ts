@@ -61,7 +61,7 @@ export const COLUMNS = [
     nullable: true,
     answer: 'tag',
     later: true,
-    description: "Code (`PH-` and its PSGC code) of the province of the city whose boundary contains the point; null where the boundary version has no provinces (the two-city set), the city is in none (an independent city) or no city contains the point.",
+    description: "Code (`PH-` and its PSGC code) of the province of the city whose boundary contains the point; for an independent city (Angeles, Cebu City: in no province by PSA's list), the province whose boundary holds it; null where the boundary version has no provinces (the two-city set), no province holds the city, or no city contains the point.",
   },
   {
     name: 'region_code',
