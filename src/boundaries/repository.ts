@@ -167,6 +167,19 @@ export class BoundaryRepository {
   }
 
   /** The version published now, read from the store: for jobs that must not tag with an older one. */
+  /**
+   * The version published now, the pointer read afresh and the version loaded if need be: what a
+   * worker's flush stores with, since a reprocess run just after a publish reads no other. While
+   * that version failed to load within LOAD_RETRY_MS, the one this process serves (current()'s):
+   * a version that cannot be loaded is not read and parsed again for every flush.
+   */
+  async published(): Promise<LoadedBoundaries> {
+    const pointer = await this.pointer(true);
+    if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');
+    if (this.served && Date.now() - (this.failedAt.get(pointer.version) ?? -Infinity) < LOAD_RETRY_MS) return this.served;
+    return this.entry(pointer.version).promise;
+  }
+
   async latest(): Promise<LoadedBoundaries> {
     const pointer = await this.pointer(true);
     if (!pointer) throw new NotPublishedError('no boundary version is published yet: run bootstrap, or cities publish');

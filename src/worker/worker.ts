@@ -282,13 +282,11 @@ export class Worker {
    * have rewritten their hour already, and would leave their old tags for good. The version
    * published now, read afresh (as a job reads it), not as this process last looked: that may be
    * 5 s old and the new version still loading, while a reprocess of a day takes less. A version
-   * that cannot be loaded leaves the one this process serves, as requests do.
+   * that cannot be loaded (told once by the repository) leaves the one this process serves, as
+   * requests do; so does a pointer that cannot be read.
    */
   private async retagStale(entries: Buffered[]): Promise<void> {
-    const boundaries = await this.deps.boundaries.latest().catch((err: unknown) => {
-      this.deps.log.warn({ err: describe(err) }, 'the boundary version published could not be read or loaded: the reports are stored with the one this process serves');
-      return this.deps.boundaries.current();
-    });
+    const boundaries = await this.deps.boundaries.published().catch(() => this.deps.boundaries.current());
     for (const entry of entries) {
       const { row } = entry;
       if (row.boundary_version !== boundaries.version) entry.row = retaggedRow(row, boundaries.tagger.tag(row.lng, row.lat), boundaries.version);

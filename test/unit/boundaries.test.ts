@@ -340,6 +340,10 @@ describe('boundary sets', () => {
     for (let i = 0; i < 5; i++) expect((await serving.current()).version).toBe(seeded);
     // Not read and parsed again by every request.
     expect(store.versionReads).toBe(reads);
+    // A worker's flush asking for what is published now (the pointer read afresh) is given the
+    // version served, without reading the broken one again either.
+    for (let i = 0; i < 5; i++) expect((await serving.published()).version).toBe(seeded);
+    expect(store.versionReads).toBe(reads);
     // A job asking for what is published is told it cannot be loaded.
     await expect(serving.latest()).rejects.toThrow();
   });
