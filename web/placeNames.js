@@ -7,14 +7,15 @@ const SPELLINGS = new Map([
   ['sto', 'santo'],
   ['sta', 'santa'],
   ['gen', 'general'],
+  ['prov', 'province'],
 ]);
 const NOT_A_PROVINCE = /\s*\(\s*not\s+a\s+province\s*\)\s*$/i;
-const LEVEL_NOUN = { region: 'region', province: 'province', city: 'city' };
 
 /**
  * The words of a name, as written or typed, without what a reader would not type: the feed's own
- * rule (words() in src/boundaries/placeNames.ts), here again since the page has no build step;
- * test/unit/explorerPlaceNames.test.ts keeps the two agreeing on every national city.
+ * rule (words() in src/boundaries/placeNames.ts; cityBase() there for withoutCity() here), here
+ * again since the page has no build step; test/unit/explorerPlaceNames.test.ts keeps the two
+ * agreeing on every national city.
  */
 function words(text) {
   return text
@@ -27,9 +28,11 @@ function words(text) {
     .map((w) => SPELLINGS.get(w) ?? w);
 }
 
-/** A name's words without a city marker ("City of X", "X City"), and whether there was one. */
+/** A name's words without a city marker ("City of X", "Science City of X", "X City"), and whether there was one (the feed's cityBase()). */
 function withoutCity(w) {
-  if (w.length > 2 && w[0] === 'city' && w[1] === 'of') return { base: w.slice(2), marked: true };
+  for (let i = w.length - 3; i >= 0; i--) {
+    if (w[i] === 'city' && w[i + 1] === 'of') return { base: w.slice(i + 2), marked: true };
+  }
   if (w.length > 1 && w[w.length - 1] === 'city') return { base: w.slice(0, -1), marked: true };
   return { base: w, marked: false };
 }
@@ -46,7 +49,7 @@ export function listPlaces(places, provinceName) {
   const labelOf = (p) => {
     if (shared.get(key(p)) === 1) return p.name;
     const province = p.level === 'city' && p.province ? provinceName(p.province)?.replace(NOT_A_PROVINCE, '') : undefined;
-    return `${p.name} (${province ?? LEVEL_NOUN[p.level]})`;
+    return `${p.name} (${province ?? p.level})`;
   };
   const labels = places.map(labelOf);
   const taken = new Map();
