@@ -46,7 +46,7 @@ export function accessLog(log: Logger, options: AccessLogOptions): StartAccessLo
   return (req, res) => {
     const given = req.headers['x-request-id'];
     // A key sent as the id (a client's mistake: a configured one, or one shaped like the ledger's) is neither logged nor echoed.
-    const id = typeof given === 'string' && REQUEST_ID.test(given) && !options.knownKeys.has(given) && !isGeneratedKeyShaped(given) ? given : randomUUID();
+    const id = typeof given === 'string' && REQUEST_ID.test(given) && !options.knownKeys.has(given) && !isGeneratedKeyShaped(given) && keysWithin(given, options.knownKeys) === given ? given : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
     const startedAt = Date.now();

@@ -163,7 +163,7 @@ export function createApp(rt: AppDeps, options: AppOptions): RequestListener {
   app.use((req) => {
     throw new HttpError(404, `No resource at ${req.path.slice(0, 200)}. Known paths: ${known}.`);
   });
-  const errorAnswer = errorHandler(rt.log);
+  const errorAnswer = errorHandler(rt.log, knownKeys);
   app.use(errorAnswer);
 
   const postReport = feedPost({

@@ -7,6 +7,7 @@ import type { Logger } from '../shared/log.js';
 import { InvalidReportError } from '../partners/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
 import { isCutShort } from './answerStart.js';
+import { redactUrl } from './queryGuards.js';
 
 
 /** The request body codings the service reads (the feed's): what a Node release's parser adds besides (zstd in Node 24) is refused too. */
@@ -48,9 +49,10 @@ interface BodyParserError {
 /** Express's error middleware (four parameters, as Express tells them apart), also called directly. */
 export type ErrorAnswer = (err: unknown, req: IncomingMessage, res: ServerResponse, next?: unknown) => void;
 
-export function errorHandler(baseLog: Logger): ErrorAnswer {
+/** `knownKeys`: the configured partner keys, redacted from the paths logged as the access log redacts them. */
+export function errorHandler(baseLog: Logger, knownKeys: ReadonlySet<string> = new Set()): ErrorAnswer {
   return (err, req, res, _next) => {
-    const path = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?', 1)[0]!.slice(0, 200);
+    const path = redactUrl(((req as { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?', 1)[0]!, knownKeys).slice(0, 200);
     // The request's own logger (with its request id) when the access log gave it one.
     const log = (req as { log?: Logger }).log ?? baseLog;
     if (err instanceof AnswerFailedError || isCutShort(res)) {

@@ -110,8 +110,11 @@ export function redactUrl(given: string, knownKeys: ReadonlySet<string>): string
   return keysWithin(`${redactPath(url.slice(0, at), knownKeys)}?${redacted}`, knownKeys);
 }
 
+/** A generated key's characters (newKey: both cases among them; see GENERATED_KEY_SHAPED). */
+const GENERATED_KEY = '(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{32}';
+
 /** A generated key's shape anywhere in a text: 32 key characters, both cases among them, nothing of a key's alphabet either side. */
-const GENERATED_KEY_WITHIN = /(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g;
+const GENERATED_KEY_WITHIN = new RegExp(`(?<![A-Za-z0-9_-])${GENERATED_KEY}(?![A-Za-z0-9_-])`, 'g');
 
 /**
  * `text` with every configured key, and every run shaped like a generated key, replaced wherever
@@ -123,7 +126,9 @@ export function keysWithin(text: string, knownKeys: ReadonlySet<string>): string
   const plain = decode(text);
   const found = new Set(plain.match(GENERATED_KEY_WITHIN) ?? []);
   for (const key of knownKeys) if (plain.includes(key)) found.add(key);
-  let out = text;
+  // A key with some of its characters percent-encoded is not in the text as sent: the decoded
+  // text is logged then, the key redacted from it.
+  let out = [...found].every((key) => text.includes(key)) ? text : plain;
   for (const key of found) out = out.split(key).join('[redacted]');
   return out;
 }
@@ -133,7 +138,7 @@ export function keysWithin(text: string, knownKeys: ReadonlySet<string>): string
  * nine million) and nothing a path names otherwise: reports' keys, files and codes are lower
  * case, or upper case, never both in 32 characters.
  */
-const GENERATED_KEY_SHAPED = /^(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{32}$/;
+const GENERATED_KEY_SHAPED = new RegExp(`^${GENERATED_KEY}$`);
 
 /** Whether `value` has a generated key's shape (a ledger key, not known to the process by its text). */
 export function isGeneratedKeyShaped(value: string): boolean {

@@ -72,19 +72,21 @@ describe('request logs', () => {
       // A boundary version's id (a key's shape too) says which map asked: kept. A key given as a version goes.
       const version = 'a1b2c3d4e5f60718293a4b5c';
       for (const q of [`version=${version}`, `version=${ledgerKey}`]) expect((await fetch(`${svc.url}/cities/levels?${q}`)).status).toBeLessThan(500);
-      // A key sent as the request id is neither echoed nor logged: the answer gets an id of its own.
-      for (const key of [API_KEY, ledgerKey]) {
+      // A key sent as the request id, or within it, is neither echoed nor logged: the answer gets an id of its own.
+      for (const key of [API_KEY, ledgerKey, `trace.${ledgerKey}`, `${API_KEY}-1`]) {
         const keyAsId = await fetch(`${svc.url}/cities/levels`, { headers: { 'X-Request-Id': key } });
         expect(keyAsId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
       }
       // A key within a segment or a value (beside other text, in quotes, in a list), or sent as the
       // User-Agent, goes too.
-      const within = [`/reports/${ledgerKey}.cap`, `/x/${ledgerKey}.json`, `/${ledgerKey}%20x`, `/health?q=key%3D${ledgerKey}`, `/health?x=%22${ledgerKey}%22`, `/health?x=${ledgerKey},other`, `/health?x=${API_KEY}.txt`];
+      // A key one of whose characters is percent-encoded as well.
+      const encoded = `%${ledgerKey.charCodeAt(0).toString(16)}${ledgerKey.slice(1)}`;
+      const within = [`/reports/${ledgerKey}.cap`, `/x/${ledgerKey}.json`, `/${ledgerKey}%20x`, `/health?q=key%3D${ledgerKey}`, `/health?x=%22${ledgerKey}%22`, `/health?x=${ledgerKey},other`, `/health?x=${API_KEY}.txt`, `/reports/${encoded}.cap`];
       const completed = () => lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request completed');
       for (const path of within) expect((await fetch(`${svc.url}${path}`, { headers: { 'User-Agent': 'log-tests/1.0' } })).status).toBeLessThan(500);
       for (const key of [API_KEY, ledgerKey]) expect((await fetch(`${svc.url}/cities/levels`, { headers: { 'User-Agent': `client ${key}` } })).status).toBeLessThan(500);
       // Each line is written as its answer closes.
-      await eventually(async () => (completed().length >= 22 ? true : undefined), 5_000, 'every request logged');
+      await eventually(async () => (completed().length >= 25 ? true : undefined), 5_000, 'every request logged');
       const urls = completed().map((l) => l.req.url as string);
       expect(urls).toEqual([
         '/health?q=[redacted]',
@@ -100,6 +102,8 @@ describe('request logs', () => {
         '/cities/levels?version=[redacted]',
         '/cities/levels',
         '/cities/levels',
+        '/cities/levels',
+        '/cities/levels',
         '/reports/[redacted].cap',
         '/x/[redacted].json',
         '/[redacted]%20x',
@@ -107,6 +111,7 @@ describe('request logs', () => {
         '/health?x=%22[redacted]%22',
         '/health?x=[redacted],other',
         '/health?x=[redacted]',
+        '/reports/[redacted].cap',
         '/cities/levels',
         '/cities/levels',
       ]);
