@@ -180,7 +180,18 @@ async function reprocessAlone(rt: ReprocessDeps, options: ReprocessOptions, prog
   } finally {
     await Promise.all(written.map((file) => fs.rm(file, { force: true })));
   }
+  // A publish or rollback that landed during the run: the hours it passed carry the version it
+  // began with, which is no longer the one answers name. Said, not left to be found out.
+  const now = options.dryRun ? boundaries : await rt.boundaries.latest();
+  if (now.version !== boundaries.version) {
+    throw new BoundariesChangedError(`boundary version ${now.version} was published during this run, which re-tagged the window with ${boundaries.version}: run reprocess again over the same window`);
+  }
   return result;
+}
+
+/** Another boundary version became current while a reprocess ran: the window carries the one before. */
+export class BoundariesChangedError extends Error {
+  override name = 'BoundariesChangedError';
 }
 
 const seconds = (since: number) => Math.round((performance.now() - since) / 100) / 10;

@@ -22,7 +22,7 @@ import { deadLettersFor } from '../../src/ops/deadLetters.js';
 import { exportWindow } from '../../src/ops/exportWindow.js';
 import { importFile } from '../../src/ops/importFile.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
-import { reprocess, ReprocessRunningError } from '../../src/ops/reprocess.js';
+import { BoundariesChangedError, reprocess, ReprocessRunningError } from '../../src/ops/reprocess.js';
 import { verify } from '../../src/ops/verify.js';
 import { COMPACTION_LOCK_KEY, newPartKey } from '../../src/store/layout.js';
 import { parsePartnerReport } from '../../src/partners/partnerReport.js';
@@ -637,6 +637,33 @@ describe.each(BACKENDS)('publishing the national boundaries then reprocessing, o
     expect((await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).map((h) => h.parts.length)).toEqual([1]);
     expect(await svc.rt.store.head(readyKeyOf(merged!.key))).toBeDefined();
     expect(JSON.parse(await archiveText(svc.url, `${WINDOW}&geoformat=geojson`))).toEqual(body);
+  }, 120_000);
+
+  it('says so (and fails) when another boundary version is published while it runs: the window carries the one it began with', async () => {
+    const day = { fromMs: Date.parse('2026-11-23T00:00:00Z'), toMs: Date.parse('2026-11-23T23:59:59.999Z') };
+    expect((await postReport(svc.url, report(9600, { created_at: '2026-11-23T03:00:00Z' }))).status).toBe(201);
+    await drained(svc);
+    const other = async (label: string) => (label === (await defaultBoundaries()).label ? await loadNationalBoundaries() : await defaultBoundaries());
+    const began = await svc.rt.boundaries.latest();
+    await svc.rt.boundaries.publish(await other(began.label));
+    // The next version published (by another operator, say) as the run reads its first hour.
+    let published: string | undefined;
+    const racing = {
+      ...svc.rt,
+      cache: {
+        withFiles: <T>(parts: Parameters<typeof svc.rt.cache.withFiles>[0], fn: (files: string[]) => Promise<T>) =>
+          svc.rt.cache.withFiles(parts, async (files) => {
+            published ??= (await svc.rt.boundaries.publish({ ...(await other((await svc.rt.boundaries.latest()).label)), label: 'published during the run' })).version;
+            return fn(files);
+          }),
+      },
+    };
+    await expect(reprocess(racing, { ...day, dryRun: false })).rejects.toThrow(BoundariesChangedError);
+    expect(published).toBeDefined();
+    // Run again, it re-tags the window with the version published now.
+    const again = await reprocess(svc.rt, { ...day, dryRun: false });
+    expect(again.boundaryVersion).toBe(published);
+    expect((await archivedRow(svc.rt, pkeyOf(9600)))?.boundary_version).toBe(published);
   }, 120_000);
 
   it('a report retracted and purged while reprocess reads its hour stays retracted in the part reprocess writes', async () => {
