@@ -5,6 +5,7 @@
 // view, fetched per city. The two-city default draws its cities and every barangay at once.
 // Counts come from /reports/archive/stats by the level shown, asked once per window and level.
 
+import { areasKeptFor, KeptAreas } from './keptAreas.js';
 import { findPlace, listPlaces } from './placeNames.js';
 
 /** A level, what the stats call it, the zoom it is drawn below (nationally), and its name in the legend. */
@@ -56,6 +57,10 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
   const areaNames = new Map();
   const cityNames = new Map();
   const citiesWithAreas = new Set();
+  /** The cities whose barangays are drawn, those seen longest ago dropped beyond what the device's memory allows (keptAreas.js). */
+  const kept = new KeptAreas(areasKeptFor(navigator.deviceMemory));
+  /** While a city's barangays are drawn: their layers. */
+  let drawing;
   /** The places listed and searched (placeNames.js). */
   let listed = [];
   let national = false;
@@ -112,6 +117,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
     onEachFeature: (f, sub) => {
       sub.options.className = `area area-${f.properties.psgc}`;
       sub.bindTooltip(() => textElement(`${f.properties.name}: ${sub.count ?? 0} report${sub.count === 1 ? '' : 's'}`), { sticky: true });
+      drawing?.push(sub);
     },
   });
   layers.set('local_area', { layer: areasLayer, features: [] });
@@ -126,7 +132,13 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
     const failed = answers.find((a) => a.status === 'rejected');
     const features = answers.flatMap((a) => (a.status === 'fulfilled' ? a.value.result.features : []));
     for (const f of features) areaNames.set(f.properties.psgc, { name: f.properties.name, city: f.properties.city_code });
-    areasLayer.addData({ type: 'FeatureCollection', features });
+    answers.forEach((a, i) => {
+      if (a.status !== 'fulfilled') return;
+      drawing = [];
+      areasLayer.addData(a.value.result);
+      kept.add(todo[i], drawing);
+      drawing = undefined;
+    });
     mapEl.dataset.areas = String(areaNames.size);
     if (features.length > 0 && shown === 'local_area') paint();
     if (failed) throw failed.reason;
@@ -167,7 +179,18 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
       if (view.intersects(bounds)) near.push({ code: sub.feature.properties.code, d: bounds.contains(centre) ? 0 : centre.distanceTo(bounds.getCenter()) });
     });
     near.sort((a, b) => a.d - b.d);
-    await addAreas(near.slice(0, CITIES_IN_VIEW).map((n) => n.code));
+    const codes = near.slice(0, CITIES_IN_VIEW).map((n) => n.code);
+    kept.seen(codes);
+    await addAreas(codes);
+    // Those seen longest ago go beyond the limit (a long visit stays within a phone's memory).
+    for (const { city, areas } of kept.dropBeyondLimit(new Set(codes))) {
+      for (const sub of areas) {
+        areasLayer.removeLayer(sub);
+        areaNames.delete(sub.feature.properties.psgc);
+      }
+      citiesWithAreas.delete(city);
+    }
+    mapEl.dataset.areas = String(areaNames.size);
   }
 
   /** The counts of the level shown for the current window, asked once per window and level. */

@@ -369,7 +369,8 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(await popup.innerText()).not.toContain('outside');
       await page.click('.leaflet-popup-close-button');
       // Closer: the provinces, then the cities and municipalities, each level's counts asked once.
-      const zoomTo = (zoom: number) => page.evaluate((z) => (window as any).floodExplorer.map.setView([14.6516, 121.0497], z), zoom);
+      // (Each move returns nothing: the map object back would be serialised whole, for seconds.)
+      const zoomTo = (zoom: number) => page.evaluate((z) => void (window as any).floodExplorer.map.setView([14.6516, 121.0497], z), zoom);
       await zoomTo(7.5);
       await page.waitForFunction(() => document.getElementById('map')!.dataset.level === 'province' && document.querySelectorAll('path.province').length === 88);
       await page.waitForFunction(() => document.querySelector('#legend')!.textContent!.startsWith('Reports per province:'));
@@ -409,7 +410,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
           const map = (window as any).floodExplorer.map;
           return { zoom: map.getZoom() as number, centre: map.getCenter() as { lat: number; lng: number } };
         });
-      await page.evaluate(() => (window as any).floodExplorer.map.setView([12.5, 122], 8, { animate: false }));
+      await page.evaluate(() => void (window as any).floodExplorer.map.setView([12.5, 122], 8, { animate: false }));
       await page.fill('input[name=place]', 'Quezon City');
       await page.press('input[name=place]', 'Enter');
       let at = await view();
@@ -423,6 +424,41 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.fill('input[name=place]', 'Makati');
       await page.press('input[name=place]', 'Enter');
       await page.waitForFunction(() => document.querySelectorAll('path[class*="area-13803"]').length > 0, undefined, { timeout: 30_000 });
+      // A phone with little memory (0.25 GB, as the browser says: 1,000 barangays kept besides those
+      // in view) keeps the barangays of the cities it saw last: those seen before go, and are
+      // fetched and drawn again when seen again.
+      const small = await openPage({ width: 375, height: 800 });
+      try {
+        await small.page.addInitScript(() => Object.defineProperty(window.navigator, 'deviceMemory', { get: () => 0.25 }));
+        await small.page.goto(`${national.url}${JUNE_VIEW}`);
+        expect(await settled(small.page)).toBe('ready');
+        await small.page.waitForFunction(() => document.querySelector('select[name=admin] option[value="PH-0730600000"]') !== null, undefined, { timeout: 30_000 });
+        const drawnNow = () => small.page.locator('path.area').evaluateAll((paths) => paths.map((p) => /area-(\d+)/.exec(p.getAttribute('class') ?? '')![1]!));
+        const goTo = (lat: number, lng: number) => small.page.evaluate(([la, ln]) => void (window as any).floodExplorer.map.setView([la, ln], 11, { animate: false }), [lat, lng]);
+        const cebuAsked = () => small.requests.filter((u) => u.includes('/cities/PH-0730600000/local-areas')).length;
+        await goTo(10.3157, 123.8854);
+        await small.page.waitForSelector('path.area-0730600001', { state: 'attached', timeout: 30_000 });
+        const atCebu = await drawnNow();
+        expect(cebuAsked()).toBe(1);
+        // Davao, then Iloilo: together with Cebu, more barangays than the phone keeps: Cebu's, seen
+        // longest ago, go; those in view stay.
+        await goTo(7.0731, 125.6128);
+        await small.page.waitForSelector('path.area-1130700001', { state: 'attached', timeout: 30_000 });
+        const atDavao = await drawnNow();
+        await goTo(10.7202, 122.5621);
+        await small.page.waitForSelector('path.area-0631000001', { state: 'attached', timeout: 30_000 });
+        const kept = await drawnNow();
+        expect(new Set([...atCebu, ...atDavao, ...kept]).size).toBeGreaterThan(1_000);
+        expect(kept.filter((psgc) => atCebu.includes(psgc))).toEqual([]);
+        expect(Number(await small.page.getAttribute('#map', 'data-areas'))).toBe(kept.length);
+        // Back over Cebu: fetched and drawn again, with its counts.
+        await goTo(10.3157, 123.8854);
+        await small.page.waitForSelector('path.area-0730600001', { state: 'attached', timeout: 30_000 });
+        expect(cebuAsked()).toBe(2);
+        expect(small.errors).toEqual([]);
+      } finally {
+        await small.close();
+      }
       // A province by name: the map shows it at the province level or closer.
       await page.fill('input[name=place]', 'Pampanga');
       await page.press('input[name=place]', 'Enter');
