@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { request as httpRequest } from 'node:http';
 import { gdal, HAS_OGR, OGR_MISSING } from '../support/clients.js';
-import { allArchived, getJson, HAS_SHARED_PH, postReport, report, SHARED_PH_MISSING, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { allArchived, API_KEY, getJson, HAS_SHARED_PH, pkeyOf, postReport, report, SHARED_PH_MISSING, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 import { OpenApiChecker } from '../support/openapi.js';
 import { loadPsaBoundaries } from '../support/sharedData.js';
 
@@ -384,6 +384,41 @@ describe.skipIf(!HAS_OGR)('GDAL (OAPIF driver) as the client', () => {
       expect(rest).toEqual(wantRest);
       expect(Date.parse(created_at)).toBe(Date.parse(wantCreated));
       expect(typeof tags === 'string' ? JSON.parse(tags) : tags).toEqual(wantTags);
+    }
+  });
+});
+
+describe('OGC API – Features: a page revalidated after the window changed', () => {
+  it('a report archived later in the window (one retracted, the count the same) gives page 1 a new tag, and its new next link reaches the report', async () => {
+    const own = await startTestService(await testRuntime(await testConfig('embedded')));
+    try {
+      const url = `${own.url}/ogc/collections/reports/items?datetime=2026-11-10T00:00:00Z/2026-11-10T23:59:59Z&limit=1`;
+      for (const [id, hour] of [[1, 9], [2, 7], [4, 6]] as const) {
+        expect((await postReport(own.url, report(id, { created_at: `2026-11-10T0${hour}:00:00Z` }))).status).toBe(201);
+      }
+      await allArchived(own.rt);
+      const first = await fetch(url);
+      const etag = first.headers.get('etag')!;
+      expect(((await first.json()) as any).features.map((f: any) => f.properties.pkey)).toEqual([pkeyOf(1)]);
+      // A late report, and one retracted: page 1's report and the count stay the same.
+      expect((await postReport(own.url, report(3, { created_at: '2026-11-10T05:00:00Z' }))).status).toBe(201);
+      await allArchived(own.rt);
+      expect((await fetch(`${own.url}/feeds/partner/4`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+      const again = await fetch(url, { headers: { 'If-None-Match': etag } });
+      expect(again.status).toBe(200);
+      expect(again.headers.get('etag')).not.toBe(etag);
+      const walked: string[] = [];
+      for (let page: any = await again.json(); page; ) {
+        walked.push(...page.features.map((f: any) => f.properties.pkey));
+        const href = next(page);
+        page = href ? await (await fetch(href)).json() : undefined;
+      }
+      expect((await (await fetch(url)).json() as any).numberMatched).toBe(3);
+      expect(walked).toEqual([1, 2, 3].map((n) => pkeyOf(n)));
+      // Asked again with the new tag, unchanged: a 304.
+      expect((await fetch(url, { headers: { 'If-None-Match': again.headers.get('etag')! } })).status).toBe(304);
+    } finally {
+      await own.stop();
     }
   });
 });

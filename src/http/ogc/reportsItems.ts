@@ -28,6 +28,11 @@ export interface ReportsPage {
   /** Where the previous page ends (the reports just newer than this page), when there is one. */
   prev: ReportsCursor | undefined;
   numberMatched: number;
+  /**
+   * What the window holds (its parts and the retractions it hides, whatever the time reports were
+   * received by): a report archived or retracted in it changes it, and with it the page's cursors.
+   */
+  windowTag: string;
 }
 
 /** A feature id: the report's pkey and its created_at, so an item is found without an index. */
@@ -102,7 +107,9 @@ export class ReportsItems {
     const receivedBeforeMs = cursor?.receivedBeforeMs ?? now;
     const base: WindowQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
     const at = (k: Key, direction: ReportsCursor['direction']): ReportsCursor => ({ startMs: window.startMs, endMs: window.endMs, createdMs: k.createdMs, pkey: k.pkey, receivedBeforeMs, direction });
-    const numberMatched = await this.count(await open(base), base);
+    const whole = await open(base);
+    const numberMatched = await this.count(whole, base);
+    const windowTag = whole.tag('items');
     if (cursor?.direction === 'before') {
       const { items, more } = await this.newerThan(open, base, cursor, limit);
       return {
@@ -111,6 +118,7 @@ export class ReportsItems {
         next: items.length > 0 ? at(items[items.length - 1]!.key, 'after') : { ...cursor, direction: 'after' },
         prev: more && items.length > 0 ? at(items[0]!.key, 'before') : undefined,
         numberMatched,
+        windowTag,
       };
     }
     const query: WindowQuery = cursor
@@ -121,7 +129,7 @@ export class ReportsItems {
     const page = items.slice(0, limit);
     // A page reached by a cursor has newer reports before it: the previous page ends at its first.
     const prev = cursor ? (page.length > 0 ? at(page[0]!.key, 'before') : { ...cursor, direction: 'before' as const }) : undefined;
-    return { features: page.map((i) => i.feature), next, prev, numberMatched };
+    return { features: page.map((i) => i.feature), next, prev, numberMatched, windowTag };
   }
 
   /**

@@ -171,6 +171,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     const links: Link[] = [{ href: `${base}${queryString({ ...keep, cursor: values.cursor, offset: values.offset })}`, rel: 'self', type: GEOJSON, title: 'This page' }];
     let features: string[];
     let numberMatched: number;
+    let windowTag = '';
     if (id === 'reports') {
       const fingerprint = fingerprintOf(values.datetime, values.bbox);
       // An unsigned or altered cursor opens to '', which decodeCursor refuses as not issued here.
@@ -185,6 +186,7 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       const page = await reports.page(window, limit, after, now(), signal);
       features = page.features;
       numberMatched = page.numberMatched;
+      windowTag = page.windowTag;
       if (page.next) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.next, fingerprint)) })}`, rel: 'next', type: GEOJSON, title: 'The next page' });
       if (page.prev) links.push({ href: `${base}${queryString({ ...keep, cursor: await deps.cursors.seal(encodeCursor(page.prev, fingerprint)) })}`, rel: 'prev', type: GEOJSON, title: 'The previous page' });
     } else {
@@ -211,9 +213,11 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
     const linksText = JSON.stringify(links);
     const head = `{"type":"FeatureCollection","numberMatched":${numberMatched},"numberReturned":${features.length},"timeStamp":"${new Date(now()).toISOString()}","links":${linksText},"features":[`;
     // Weak: the same page asked again differs only in its timeStamp and in the time its paging
-    // cursors are sealed at (reports received by then), so those are left out of the tag.
+    // cursors are sealed at (reports received by then), so those are left out of the tag; what the
+    // whole window holds goes in, so a report archived or retracted anywhere in it gives this page
+    // a new tag, and cursors that reach it.
     const paging = links.map((l) => (l.rel === 'next' || l.rel === 'prev' ? l.rel : l.href));
-    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'), { weak: true, opaque: digestOf(String(numberMatched), JSON.stringify(paging), ...features) });
+    await sendPieces(req, res, GEOJSON, pieces(head, features, ']}'), { weak: true, opaque: digestOf(String(numberMatched), JSON.stringify(paging), windowTag, ...features) });
   });
 
   serve('ogcItem', async (req, res) => {
