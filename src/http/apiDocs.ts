@@ -43,6 +43,6 @@ export function apiDocsHandlers(): Handlers {
     );
   });
   // The package's own initializer (the Petstore's document) is ours above, however its path is spelt.
-  docs.use(staticFiles(SWAGGER_UI_DIR, { index: 'index.html', maxAgeSeconds: 3600, hidden: ['swagger-initializer.js'] }));
+  docs.use(staticFiles(SWAGGER_UI_DIR, { index: 'index.html', hidden: ['swagger-initializer.js'] }));
   return { openApiJson, docs };
 }

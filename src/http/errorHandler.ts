@@ -31,10 +31,13 @@ export function sendError(
   headers: Record<string, string> = {},
 ): void {
   // A route may have described its answer before failing (stats sets its encoding first): the
-  // error body is plain JSON, neither compressed nor cacheable as that answer.
+  // error body is plain JSON, neither compressed nor cacheable as that answer. Nor kept at all: a
+  // shared cache may keep a 404 without Cache-Control for minutes, where one of a report about to
+  // be archived (Retry-After) or a release about to be stored turns into the answer in seconds.
   for (const name of REPRESENTATION_HEADERS) res.removeHeader(name);
   const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details });
   res.statusCode = status;
+  res.setHeader('Cache-Control', 'no-store');
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(body));

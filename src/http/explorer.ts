@@ -50,7 +50,7 @@ export function explorerHandlers(options: ExplorerOptions): Handlers {
     res.type('html').send(page);
   };
   // No index and no redirect of a folder to its slash: /explorer/ lists nothing, so /explorer is a 404 at once.
-  const assets = { maxAgeSeconds: 3600, index: false, redirect: false } as const;
+  const assets = { index: false, redirect: false } as const;
   const explorerAssets = Router();
   explorerAssets.use('/vendor/leaflet', staticFiles(path.join(packageDir('leaflet'), 'dist'), assets));
   explorerAssets.use('/vendor/uplot', staticFiles(path.join(packageDir('uplot'), 'dist'), assets));

@@ -2,11 +2,13 @@
 // express.static, with the text files compressed for clients that accept it. Each file is
 // compressed once per encoding, when first asked for, and kept for the process's life: the
 // folders are package contents, a few megabytes in all, and Swagger UI's bundle alone is 1.7 MB
-// of JavaScript (390 KB with brotli, 460 KB with gzip) that a page would otherwise fetch whole every hour.
+// of JavaScript (390 KB with brotli, 460 KB with gzip) that a page would otherwise fetch whole each time.
+// Every file is revalidated before each use (a 304 on its tag): its page is, and after an upgrade
+// the new page must not run an older script kept under the same name.
 // A range, an unknown path, a folder or anything odd is express.static's to answer, uncompressed.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import express, { Router, type RequestHandler } from 'express';
+import express, { Router, type Request, type RequestHandler } from 'express';
 import { digestOf } from './bodyTags.js';
 import { suffixesWithin } from './byteRanges.js';
 import { applyEncoding, encodeFile, encodingTag, ifNoneMatch, negotiateEncoding, answerNotModified, type Encoding } from './encoding.js';
@@ -16,6 +18,7 @@ const TEXT_FILE = /\.(js|mjs|css|html|json|map|svg|txt|md|ts)$/i;
 const COMPRESS_FROM_BYTES = 1024;
 /** Larger files are sent as they are: compressing tens of megabytes on request is a cost anyone could impose. */
 const COMPRESS_UP_TO_BYTES = 8 * 1024 * 1024;
+const CACHE_CONTROL = 'public, no-cache';
 
 /** One file's compressed forms, valid while its size and modification time stand. */
 interface Compressed {
@@ -26,8 +29,6 @@ interface Compressed {
 }
 
 type StaticOptions = {
-  /** How long a client may keep a file without asking again. */
-  maxAgeSeconds: number;
   index: string | false;
   redirect?: boolean;
   /** Files of the folder (relative paths) never served from it, however their path is spelt: others answer for them. */
@@ -35,7 +36,7 @@ type StaticOptions = {
 };
 
 /** express.static over `root`, its text files compressed when the client accepts it. */
-export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...options }: StaticOptions): Router {
+export function staticFiles(root: string, { hidden = [], ...options }: StaticOptions): Router {
   const files = new Map<string, Compressed>();
   const hiddenFiles = new Set(hidden.map((name) => path.join(root, name)));
   // Judged on the path as the file server reads it (decoded, normalised: %69ndex.html, a//b).
@@ -51,9 +52,12 @@ export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...optio
     if (range !== undefined) {
       void fs
         .stat(file)
-        .then((stat) => (stat.isFile() ? stat.size : undefined), () => undefined)
-        .then((size) => {
-          if (size !== undefined) req.headers.range = suffixesWithin(range, size);
+        .then((stat) => (stat.isFile() ? stat : undefined), () => undefined)
+        .then((stat) => {
+          if (stat !== undefined) {
+            req.headers.range = suffixesWithin(range, stat.size);
+            keepRangeIf(req, stat.mtimeMs);
+          }
           next();
         })
         .catch((err: unknown) => res.destroy(err as Error));
@@ -70,7 +74,7 @@ export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...optio
         const ifMatch = req.get('if-match');
         if (ifMatch !== undefined && !ifMatch.split(',').some((t) => t.trim() === '*' || t.trim() === `"${found.digest}${encodingTag(encoding)}"`)) return next();
         const etag = `"${found.digest}${applyEncoding(res, encoding)}"`;
-        res.set({ ETag: etag, 'Cache-Control': `public, max-age=${maxAgeSeconds}` });
+        res.set({ ETag: etag, 'Cache-Control': CACHE_CONTROL });
         res.type(path.extname(file));
         if (ifNoneMatch(req.get('if-none-match'), etag)) {
           answerNotModified(res);
@@ -81,8 +85,21 @@ export function staticFiles(root: string, { hidden = [], maxAgeSeconds, ...optio
       .catch((err: unknown) => res.destroy(err as Error));
   };
   const router = Router();
-  router.use(hide, compressed, express.static(root, { ...options, maxAge: maxAgeSeconds * 1000 }));
+  router.use(hide, compressed, express.static(root, { ...options, cacheControl: false, setHeaders: (res) => res.setHeader('Cache-Control', CACHE_CONTROL) }));
   return router;
+}
+
+/**
+ * If-Range as RFC 9110 §13.1.5 has it, which the file server does not keep (it takes a weak tag
+ * and an earlier date): its tags are weak, so only the file's exact Last-Modified date keeps the
+ * range; anything else gets the whole file.
+ */
+function keepRangeIf(req: Request, mtimeMs: number): void {
+  const validator = req.get('if-range')?.trim();
+  if (validator === undefined) return;
+  delete req.headers['if-range'];
+  const holds = !validator.startsWith('"') && !validator.startsWith('W/') && Date.parse(validator) === Math.floor(mtimeMs / 1000) * 1000;
+  if (!holds) delete req.headers.range;
 }
 
 /** The file express.static would look for at `requested` (a path that does not decode: none, its 400). */

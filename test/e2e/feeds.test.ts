@@ -132,6 +132,8 @@ describe('routing', () => {
   it('answers unknown paths with 404 and wrong methods with 405 and Allow', async () => {
     const missing = await fetch(`${svc.url}/nope`);
     expect(missing.status).toBe(404);
+    // No error answer is kept by a cache.
+    expect(missing.headers.get('cache-control')).toBe('no-store');
     expectErrorShape(await missing.json(), 404);
     const wrong = await fetch(`${svc.url}/feeds/partner`);
     expect(wrong.status).toBe(405);
@@ -156,6 +158,11 @@ describe('POST /feeds/partner accepts', () => {
     // Exactly one idempotency key and one message per partner's report.
     expect(await acceptedPkeys(svc.rt)).toEqual([pkeyOf(500), pkeyOf(500, OTHER_KEY_NAME)].sort());
     expect(await svc.rt.queue.depth()).toEqual({ visible: 2, inFlight: 0 });
+    // Read back before it is archived: a 404 to retry shortly, which no cache may keep (a shared
+    // cache keeps a 404 without Cache-Control for minutes).
+    const early = await fetch(`${svc.url}/reports/${pkeyOf(500)}`);
+    expect([early.status, early.headers.get('retry-after'), early.headers.get('cache-control')]).toEqual([404, '60', 'no-store']);
+    expectErrorShape(await early.json(), 404);
   });
 
   it('at any case of its path, with a trailing slash, gzip-encoded; a query string is refused, a credential in it too', async () => {

@@ -46,7 +46,8 @@ describe("the pages' static files", () => {
     expect(br.headers['content-encoding']).toBe('br');
     expect(br.headers['content-type']).toMatch(/javascript/);
     expect(br.headers.vary).toMatch(/Accept-Encoding/i);
-    expect(br.headers['cache-control']).toBe('public, max-age=3600');
+    // Revalidated before each use: after an upgrade no page runs an older script kept under its name.
+    expect(br.headers['cache-control']).toBe('public, no-cache');
     expect(br.body.length).toBeLessThan(file.length / 3);
     expect(zlib.brotliDecompressSync(br.body).equals(file)).toBe(true);
     expect(br.headers.etag).toMatch(/^"[^"]+-br"$/);
@@ -61,6 +62,7 @@ describe("the pages' static files", () => {
     expect((await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br' })).body.equals(br.body)).toBe(true);
     const again = await get('/docs/swagger-ui-bundle.js', { 'Accept-Encoding': 'br', 'If-None-Match': br.headers.etag! });
     expect(again.status).toBe(304);
+    expect(again.headers['cache-control']).toBe('public, no-cache');
     expect(again.body.length).toBe(0);
     expect(again.headers['content-encoding']).toBeUndefined();
     // Another encoding's tag is another representation: the body.
@@ -92,6 +94,24 @@ describe("the pages' static files", () => {
     // A suffix longer than the file is the whole file (RFC 9110 14.1.3), not a 416.
     const suffix = await get('/docs/swagger-ui-bundle.js', { Range: `bytes=-${file.length + 1}` });
     expect([suffix.status, suffix.headers['content-range'], suffix.body.equals(file)]).toEqual([206, `bytes 0-${file.length - 1}/${file.length}`, true]);
+    // The file server's answers are revalidated too, its 304s included.
+    expect(plain.headers['cache-control']).toBe('public, no-cache');
+    const unchanged = await get('/docs/swagger-ui-bundle.js', { 'If-None-Match': plain.headers.etag! });
+    expect([unchanged.status, unchanged.headers['cache-control']]).toEqual([304, 'public, no-cache']);
+  });
+
+  it('If-Range keeps a range only on the file\'s exact Last-Modified date: its weak tag, or another date, gets the whole file (RFC 9110 13.1.5)', async () => {
+    const target = '/explorer/vendor/leaflet/leaflet.js';
+    const plain = await get(target);
+    const { etag, 'last-modified': lastModified } = plain.headers;
+    expect(etag).toMatch(/^W\//);
+    const later = new Date(Date.parse(lastModified!) + 86_400_000).toUTCString();
+    const earlier = new Date(Date.parse(lastModified!) - 1000).toUTCString();
+    for (const [validator, status] of [[lastModified!, 206], [etag!, 200], [etag!.slice(2), 200], [later, 200], [earlier, 200], ['not a date', 200]] as const) {
+      const res = await get(target, { Range: 'bytes=0-9', 'If-Range': validator });
+      expect([validator, res.status]).toEqual([validator, status]);
+      expect(res.body.equals(status === 206 ? plain.body.subarray(0, 10) : plain.body)).toBe(true);
+    }
   });
 
   it("the explorer's page file is no asset, however spelt, compressed or not (it is served at / alone, with its security policy)", async () => {
