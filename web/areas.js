@@ -28,6 +28,14 @@ export function textElement(text) {
   return span;
 }
 
+/**
+ * Takes an area's shape out of the Tab order: its tooltip's focus listeners make a browser stop
+ * on each of thousands of shapes, most out of view. The keyboard has the place list and search.
+ */
+function outOfTabOrder(layer) {
+  layer.on('add', () => layer.getElement()?.setAttribute('tabindex', '-1'));
+}
+
 /** Five classes over the counts (quantiles of the non-zero ones). */
 function classesOf(counts) {
   const values = [...counts].filter((n) => n > 0).sort((a, b) => a - b);
@@ -50,7 +58,7 @@ function classesOf(counts) {
  * The areas of `map`. `api(path)` fetches JSON from the service; `onError(message)` reports a
  * failure of something loaded in the background.
  */
-export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, placeSearch, placeList, label, onError }) {
+export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect, placeSearch, placeList, label, onError }) {
   /** level → { layer (L.GeoJSON), features } once loaded; local_area's layer fills as cities are fetched. */
   const layers = new Map();
   /** Barangay PSGC → { name, city }, city code → name: for the reports' popups. */
@@ -96,6 +104,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
       style: () => ({ ...outlineStyle(level), fillOpacity: 0 }),
       onEachFeature: (f, sub) => {
         sub.options.className = `${level} ${level}-${f.properties.code}`;
+        outOfTabOrder(sub);
         sub.bindTooltip(() => textElement(`${f.properties.name}: ${sub.count ?? 0} report${sub.count === 1 ? '' : 's'}`), { sticky: true });
         // A click on an area zooms the map to it (and so to the next level down).
         sub.on('click', () => map.fitBounds(sub.getBounds(), { padding: [10, 10] }));
@@ -116,6 +125,7 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
     style: { color: '#7f8c8d', weight: 0.6, fillOpacity: 0 },
     onEachFeature: (f, sub) => {
       sub.options.className = `area area-${f.properties.psgc}`;
+      outOfTabOrder(sub);
       sub.bindTooltip(() => textElement(`${f.properties.name}: ${sub.count ?? 0} report${sub.count === 1 ? '' : 's'}`), { sticky: true });
       drawing?.push(sub);
     },
@@ -275,11 +285,12 @@ export function createAreas({ map, api, mapEl, legendEl, mapNote, adminSelect, p
     layers.get(place?.level)?.layer.eachLayer((sub) => {
       if (sub.feature.properties.code === place.code) found = sub;
     });
+    // Said in the search's own live region: the map's move alone tells a screen reader nothing.
     if (!found) {
-      mapNote.textContent = `No place named “${typed}” in the current boundaries.`;
+      placeNote.textContent = `No place named “${typed}” in the current boundaries.`;
       return;
     }
-    mapNote.textContent = '';
+    placeNote.textContent = `The map shows ${listed.find((e) => e.place === place)?.label ?? place.name}.`;
     // One move to the zoom that shows it whole, a city close enough for its barangays to be drawn:
     // a fit and then a zoom would leave the map at the old centre (the fit is still animating).
     const bounds = found.getBounds();

@@ -289,12 +289,22 @@ map.attributionControl.setPrefix(false);
 // Points above the areas, both in SVG: each keeps its own events (popups, tooltips).
 map.createPane('points').style.zIndex = '450';
 let pointsLayer;
+map.on('moveend', () => pointsInTabOrder());
+// A report's popup is a dialog (see drawPoints), closed by Escape, the focus back on its point.
+map.on('popupclose', () => {
+  const back = openedFrom;
+  openedFrom = undefined;
+  if (back?.isConnected) back.focus();
+});
+mapEl.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && e.target.closest?.('.leaflet-popup')) map.closePopup();
+});
 const areas = createAreas({
   map,
   api,
   mapEl,
   legendEl,
-  mapNote,
+  placeNote: document.getElementById('place-result'),
   adminSelect: form.elements.admin,
   placeSearch: document.getElementById('place-search'),
   placeList: document.getElementById('place-names'),
@@ -353,32 +363,53 @@ function popupOf(f) {
   return dl;
 }
 
+/** The point whose popup the keyboard opened: the focus goes back to it when the popup closes. */
+let openedFrom;
+
 function drawPoints(features) {
   pointsLayer?.remove();
+  // Within the map on a phone, clear of the zoom buttons: its text at most the map's width less
+  // the buttons' 50 px and the popup's own 45 px of margins and border.
+  const maxWidth = Math.max(150, Math.min(320, mapEl.clientWidth - 110));
   pointsLayer = L.layerGroup(
     features.map((f) => {
       const [lng, lat] = f.geometry.coordinates;
       const marker = L.circleMarker([lat, lng], { pane: 'points', className: 'point', radius: 4, color: '#922b21', weight: 1, fillColor: '#e74c3c', fillOpacity: 0.8 });
       marker.feature = f;
+      marker.on('popupopen', (e) => {
+        const el = e.popup.getElement();
+        el?.setAttribute('role', 'dialog');
+        el?.setAttribute('aria-label', `Report ${f.properties.title || f.properties.pkey}`);
+      });
       // Scrolled within the map rather than taller than it (a text may be 10,000 characters).
-      return marker.bindPopup(() => popupOf(f), { maxHeight: 280, maxWidth: 320 });
+      return marker.bindPopup(() => popupOf(f), { maxHeight: 280, maxWidth, autoPanPaddingTopLeft: L.point(50, 10) });
     }),
   ).addTo(map);
-  // Each point is a button for the keyboard too: Tab reaches it, Enter or Space opens its popup.
+  // Each point is a button for the keyboard too: Tab reaches those in view, Enter or Space opens
+  // its popup and moves the focus into it; Escape closes it, and the focus comes back.
   pointsLayer.eachLayer((marker) => {
     const el = marker.getElement();
     if (!el) return;
     const p = marker.feature.properties;
-    el.setAttribute('tabindex', '0');
     el.setAttribute('role', 'button');
+    el.setAttribute('aria-haspopup', 'dialog');
     el.setAttribute('aria-label', `Report ${p.title || p.pkey}, ${formatManila(Date.parse(p.created_at))}`);
     el.addEventListener('keydown', (e) => {
       if (e.key !== 'Enter' && e.key !== ' ') return;
       e.preventDefault();
+      openedFrom = el;
       marker.openPopup();
+      marker.getPopup()?.getElement()?.querySelector('.leaflet-popup-close-button')?.focus();
     });
   });
+  pointsInTabOrder();
   mapEl.dataset.points = String(features.length);
+}
+
+/** Only the points in view are stops of the Tab key: one out of view would take the focus out of sight. */
+function pointsInTabOrder() {
+  const view = map.getBounds();
+  pointsLayer?.eachLayer((marker) => marker.getElement()?.setAttribute('tabindex', view.contains(marker.getLatLng()) ? '0' : '-1'));
 }
 
 // ---------- the chart ----------
@@ -419,6 +450,15 @@ function drawChart(rows, range, interval) {
   chartEl.replaceChildren();
   chart = new uPlot(opts, [xs, ys], chartEl);
   chartEl.dataset.buckets = String(rows.length);
+  // A canvas says nothing to a screen reader: the chart's gist as its name.
+  const total = ys.reduce((a, b) => a + b, 0);
+  const peak = ys.indexOf(Math.max(0, ...ys));
+  chartEl.setAttribute('role', 'img');
+  chartEl.setAttribute(
+    'aria-label',
+    `Reports per ${interval} from ${formatManila(range[0])} to ${formatManila(range[1])}: ${total.toLocaleString('en')} in all` +
+      (total > 0 ? `, the most (${ys[peak].toLocaleString('en')}) in the ${interval} from ${formatManila(xs[peak] * 1000)}.` : '.'),
+  );
 }
 
 // ---------- downloads ----------
@@ -501,6 +541,8 @@ function clearView() {
   chart = undefined;
   chartEl.replaceChildren();
   delete chartEl.dataset.buckets;
+  chartEl.removeAttribute('role');
+  chartEl.removeAttribute('aria-label');
   mapNote.textContent = '';
   countEl.textContent = '';
   linksEl.replaceChildren();
@@ -590,7 +632,7 @@ async function load(state) {
     const answer = await api(`/reports/archive?${shown}&format=json&geoformat=geojson`);
     if (mine !== generation) return;
     drawPoints(answer.result.features);
-    mapNote.textContent = 'Click a point for the report.';
+    mapNote.textContent = 'Select a point for the report (Tab reaches the points in view).';
     say('ready', `${n.toLocaleString('en')} report${n === 1 ? '' : 's'} between ${formatManila(range[0])} and ${formatManila(range[1])}, shown as points.`);
   } catch (err) {
     if (mine !== generation) return;

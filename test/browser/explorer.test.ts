@@ -181,6 +181,48 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.keyboard.press('Enter');
       await popup.waitFor({ timeout: 5_000 });
       expect(await popup.innerText()).toContain(`Baha #${one.post_id}`);
+      // The focus is in the popup, a dialog named for its report; Escape closes it and the focus
+      // is back on the point.
+      expect(await page.evaluate(() => document.activeElement?.closest('.leaflet-popup')?.getAttribute('role'))).toBe('dialog');
+      expect(await page.getAttribute('.leaflet-popup', 'aria-label')).toBe(`Report Baha #${one.post_id}`);
+      await page.keyboard.press('Escape');
+      await popup.waitFor({ state: 'detached', timeout: 5_000 });
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toMatch(new RegExp(`^Report Baha #${one.post_id},`));
+      // So does its close button, reached from the keyboard.
+      await page.keyboard.press('Enter');
+      await popup.waitFor({ timeout: 5_000 });
+      await page.keyboard.press('Enter');
+      await popup.waitFor({ state: 'detached', timeout: 5_000 });
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toMatch(new RegExp(`^Report Baha #${one.post_id},`));
+      // The areas' shapes are no stops of the Tab key (thousands nationally); the points in view are,
+      // those out of view not.
+      expect(await page.locator('path.area').count()).toBeGreaterThan(600);
+      expect(await page.locator('path.area:not([tabindex="-1"])').count()).toBe(0);
+      expect(await page.getAttribute('path.point', 'tabindex')).toBe('0');
+      await page.evaluate(() => void (window as any).floodExplorer.map.setView([7, 125], 9, { animate: false }));
+      expect(await page.getAttribute('path.point', 'tabindex')).toBe('-1');
+    } finally {
+      await close();
+    }
+  });
+
+  it('keeps a report\'s popup within a phone\'s map, clear of the zoom buttons', async () => {
+    const { page, close } = await openPage({ width: 320, height: 640 });
+    try {
+      const one = juneReports[0]!;
+      const at = new Date(Date.parse(one.created_at) + 8 * 3_600_000).toISOString().slice(0, 16);
+      await page.goto(`${svc.url}/?w=custom&start=${at}&end=${at}`);
+      expect(await settled(page)).toBe('ready');
+      await page.getByRole('button', { name: `Report Baha #${one.post_id},` }).focus();
+      await page.keyboard.press('Enter');
+      await page.locator('.leaflet-popup-content').waitFor({ timeout: 5_000 });
+      await page.waitForFunction(() => {
+        const el = document.querySelector('.leaflet-popup');
+        const map = document.getElementById('map')!.getBoundingClientRect();
+        const zoom = document.querySelector('.leaflet-control-zoom')!.getBoundingClientRect();
+        const box = el?.getBoundingClientRect();
+        return el && getComputedStyle(el).opacity === '1' && box.left >= map.left && box.right <= map.right && box.top >= map.top && box.left >= zoom.right;
+      }, undefined, { timeout: 5_000 });
     } finally {
       await close();
     }
@@ -191,6 +233,9 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     try {
       await page.goto(`${svc.url}${JUNE_VIEW}`);
       expect(await settled(page)).toBe('ready');
+      // The canvas's gist, for a screen reader: the total and the busiest bucket.
+      expect(await page.getAttribute('#chart', 'role')).toBe('img');
+      expect(await page.getAttribute('#chart', 'aria-label')).toMatch(new RegExp(`^Reports per day from .+: ${juneReports.length} in all, the most \\(2\\) in the day from .+\\.$`));
       const box = (await page.locator('#chart .u-over').boundingBox())!;
       const y = box.y + box.height / 2;
       await page.mouse.move(box.x + box.width * 0.25, y);
@@ -403,6 +448,9 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       await page.press('input[name=place]', 'Enter');
       await page.waitForFunction(() => document.querySelectorAll('path[class*="area-07306"]').length > 0, undefined, { timeout: 30_000 });
       expect(requests.some((u) => u.includes('/cities/PH-0730600000/local-areas'))).toBe(true);
+      // Said in the search's live region too, for whoever does not see the map move.
+      expect(await page.getAttribute('#place-result', 'role')).toBe('status');
+      expect(await page.textContent('#place-result')).toBe('The map shows City of Cebu.');
       // Found from a middle zoom, far off (a move the map animates): the map ends over the city,
       // close enough for its barangays, not at the old centre.
       const view = () =>
@@ -473,7 +521,7 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       }
       await page.fill('input[name=place]', 'Nowhere Town');
       await page.press('input[name=place]', 'Enter');
-      expect(await page.textContent('#map-note')).toMatch(/No place named “Nowhere Town”/);
+      expect(await page.textContent('#place-result')).toMatch(/No place named “Nowhere Town”/);
       // A province as the window's place: its reports alone.
       await page.selectOption('select[name=admin]', 'PH-1307400000');
       await page.click('#window button[type=submit]');
