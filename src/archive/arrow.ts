@@ -112,7 +112,7 @@ export const SCHEMA_MESSAGE: Uint8Array = (() => {
 export const END_OF_STREAM = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 
 /** One record batch as its IPC message bytes: what follows the schema in a stream. */
-export function batchMessage(day: ArrowDay, from = 0, to = day.length): Uint8Array {
+function batchMessage(day: ArrowDay, from = 0, to = day.length): Uint8Array {
   let batch = toBatch(day);
   if (from !== 0 || to !== day.length) batch = batch.slice(from, to);
   const stream = RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true);

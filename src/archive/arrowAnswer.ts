@@ -64,7 +64,7 @@ async function arrowDayPieces(ctx: WindowContext, query: WindowQuery, day: DayPl
 }
 
 /** One UTC day of the window as Arrow buffers, its parts held for `holds`. */
-export async function windowArrowDay(ctx: WindowContext, query: WindowQuery, day: DayPlan, holds: Holds): Promise<ArrowDay> {
+async function windowArrowDay(ctx: WindowContext, query: WindowQuery, day: DayPlan, holds: Holds): Promise<ArrowDay> {
   const bound = filteredRows(await ctx.files(partsOf(day), holds), query, isDayClean(day));
   return ctx.db.withMemory((conn) => arrowDayOf(conn, bound), ctx.signal);
 }

@@ -48,7 +48,7 @@ function appendSql(c: ColumnSpec): string {
  * Appends a row's columns in the table's order, then ends the row. Compiled from the table into
  * straight-line code: a loop of a closure per column made flushes a quarter slower.
  */
-export function rowAppender(table: Columns = COLUMNS): (a: DuckDBAppender, row: object) => void {
+function rowAppender(table: Columns = COLUMNS): (a: DuckDBAppender, row: object) => void {
   const body = `return (a, r) => { ${checkedNames(table).map(appendSql).join(' ')} a.endRow(); };`;
   return new Function('timestampValue', body)(timestampValue) as (a: DuckDBAppender, row: object) => void;
 }

@@ -241,7 +241,7 @@ export function rollUp(rows: readonly StatsRow[], parentOf: (city: string) => st
 }
 
 /** `2025-06-01T00:00:00.000Z`, or `2025-06-01T00:00:00.000+08:00` for a non-zero offset. */
-export function formatInstant(ms: number, offsetMinutes: number): string {
+function formatInstant(ms: number, offsetMinutes: number): string {
   if (offsetMinutes === 0) return new Date(ms).toISOString();
   const local = new Date(ms + offsetMinutes * 60_000).toISOString().slice(0, -1);
   const sign = offsetMinutes < 0 ? '-' : '+';

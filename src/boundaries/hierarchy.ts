@@ -42,7 +42,7 @@ function findHolder(level: Level<unknown>, x: number, y: number): number | undef
  * A point inside a feature, away from its edges: on the horizontal line through the middle of its
  * longest ring, the midpoint of the widest span between two crossings of all its rings.
  */
-export function interiorPoint(rings: readonly Float64Array[]): [number, number] | undefined {
+function interiorPoint(rings: readonly Float64Array[]): [number, number] | undefined {
   const outer = [...rings].sort((a, b) => b.length - a.length)[0];
   if (!outer) return undefined;
   let [minY, maxY] = [Infinity, -Infinity];

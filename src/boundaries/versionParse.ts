@@ -66,7 +66,7 @@ export function parseVersion({ body, gzipped }: StoredVersion): ParsedVersion {
 let parsing: Promise<unknown> = Promise.resolve();
 
 /** Parses a stored version on a thread of its own, which ends with it; a version that does not parse fails with the thread's error. */
-export function parseVersionOnThread(stored: StoredVersion): Promise<ParsedVersion> {
+function parseVersionOnThread(stored: StoredVersion): Promise<ParsedVersion> {
   const parsed = parsing.then(() => parseOnNewThread(stored));
   parsing = parsed.catch(() => undefined);
   return parsed;

@@ -60,7 +60,7 @@ function degrees(n: number): string {
   return fixed === '-0' ? '0' : fixed;
 }
 
-export function capTime(ms: number): string {
+function capTime(ms: number): string {
   return `${new Date(Math.floor(ms / 1000) * 1000 + OFFSET_MS).toISOString().slice(0, 19)}+08:00`;
 }
 

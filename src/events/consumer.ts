@@ -171,6 +171,6 @@ export class LogConsumer {
   }
 }
 
-export function batchId(consumer: string, upto: number, to: number): string {
+function batchId(consumer: string, upto: number, to: number): string {
   return createHash('sha256').update(`${consumer}\n${upto}\n${to}`).digest('hex').slice(0, 32);
 }

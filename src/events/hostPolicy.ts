@@ -126,7 +126,7 @@ function isLocalName(name: string): boolean {
  * is ::/96 (IPv4-compatible IPv6, deprecated), which it calls unicast though `::7f00:1` is
  * 127.0.0.1 to some stacks.
  */
-export function isPublic(address: string): boolean {
+function isPublic(address: string): boolean {
   try {
     let ip = ipaddr.parse(address);
     if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();

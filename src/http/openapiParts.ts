@@ -3,13 +3,12 @@
 import { QUERY_DATE_TIME_PATTERN } from '../partners/partnerReport.js';
 import { BBOX_PATTERN } from './query.js';
 
-/** The {statusCode: 200, result} envelope of every GET answer. */
 /** admin=: a code of the boundary version (version=, else the current one), at any level. */
 export const ADMIN_DESCRIPTION =
   'Only reports of this area: a city code of the boundary version (`version`, else the current one) (`PH-QC`, `PH-PG` by default; nationally `PH-` and the PSGC code of a city or municipality), or nationally a province or region code (`PH-0305400000` Pampanga, `PH-0300000000` Central Luzon), which covers its cities. With updated_after, also the reports a re-tag moved out of the area since, with their new tags (a mirror of the area drops them). An unknown code is a 400 naming the closest.';
 export const ADMIN_SCHEMA = { type: 'string', pattern: '^[A-Z]{2}-[A-Z0-9]{1,12}$', examples: ['PH-QC', 'PH-PG', 'PH-0300000000'] };
 
-
+/** The {statusCode: 200, result} envelope of every GET answer. */
 export const envelope = (result: object) => ({
   type: 'object',
   additionalProperties: false,
@@ -118,7 +117,7 @@ export const badQuery = error('A query parameter is missing, malformed, unknown 
   statusCode: 400,
   error: 'Bad Request',
   message: 'The query is invalid; see details for each problem.',
-  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, geoformat, format, bbox, include_retracted, updated_after, limit, cursor)' }],
+  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, version, geoformat, format, bbox, include_retracted, updated_after, limit, cursor)' }],
 });
 export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
 export const syncGone = error(

@@ -23,7 +23,7 @@ export function invalidUtf8(bytes: Uint8Array): ErrorDetail | undefined {
 }
 
 /** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
-export function firstInvalidByte(b: Uint8Array): number {
+function firstInvalidByte(b: Uint8Array): number {
   let i = 0;
   while (i < b.length) {
     const c = b[i]!;

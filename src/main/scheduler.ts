@@ -9,6 +9,7 @@ import type { Logger } from '../shared/log.js';
 import type { Metrics } from '../shared/metrics.js';
 import { giveBackLocks } from '../ops/storeLock.js';
 import type { ObjectStore } from '../store/objectStore.js';
+import { JOB_LEASES_PREFIX, JOB_RUNS_PREFIX } from '../store/layout.js';
 
 export type { JobDefinition } from '../../jobs/job.js';
 
@@ -20,8 +21,6 @@ export interface SchedulerDeps {
   config: Pick<Config, 'schedules'>;
 }
 
-const RUNS_PREFIX = 'jobs/runs/';
-const LEASES_PREFIX = 'jobs/leases/';
 /**
  * A run's lease lasts this long and is renewed a third of the way through for as long as the
  * run goes on: a scheduler killed mid-run holds up its job's next ticks this long at most.
@@ -65,14 +64,14 @@ export class StoreRunCoordinator implements RunCoordinator {
     const [job, slot] = splitKey(key);
     // A run of the job still going here (a claim outside node-cron's noOverlap): no second one.
     if (this.held.has(job)) return false;
-    const tickKey = `${RUNS_PREFIX}${job}/${slot}.json`;
+    const tickKey = `${JOB_RUNS_PREFIX}${job}/${slot}.json`;
     if (!(await this.store.putIfAbsent(tickKey, JSON.stringify({ owner: this.owner, at: new Date().toISOString() })))) {
       // Our own create, retried by the SDK after its answer was lost, is refused as a repeat: still ours.
       const tick = await this.store.get(tickKey);
       if (!tick || (JSON.parse(tick.body.toString('utf8')) as { owner?: string }).owner !== this.owner) return false;
     }
     try {
-      const current = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+      const current = await this.store.get(`${JOB_LEASES_PREFIX}${job}.json`);
       const held = current && (JSON.parse(current.body.toString('utf8')) as Lease);
       // Our own lease left by a run whose release failed is no run going on.
       if (held && held.until > Date.now() && held.owner !== this.owner) {
@@ -91,7 +90,7 @@ export class StoreRunCoordinator implements RunCoordinator {
       // its write failed: no run renews or ends it.
       await this.store.delete([tickKey]).catch(() => undefined);
       await this.lease(job)
-        .then((held) => (held?.owner === this.owner && held.slot === slot ? this.store.delete([`${LEASES_PREFIX}${job}.json`]) : undefined))
+        .then((held) => (held?.owner === this.owner && held.slot === slot ? this.store.delete([`${JOB_LEASES_PREFIX}${job}.json`]) : undefined))
         .catch(() => undefined);
       throw err;
     }
@@ -109,7 +108,7 @@ export class StoreRunCoordinator implements RunCoordinator {
   /** Writes this run's lease: created if absent (`over` undefined), else over that version only. */
   private writeLease(job: string, slot: string, over: string | undefined): Promise<boolean> {
     const lease: Lease = { owner: this.owner, slot, until: Date.now() + this.leaseMs };
-    const key = `${LEASES_PREFIX}${job}.json`;
+    const key = `${JOB_LEASES_PREFIX}${job}.json`;
     return over === undefined ? this.store.putIfAbsent(key, JSON.stringify(lease), { seenAbsent: true }) : this.store.putIfMatch(key, JSON.stringify(lease), over);
   }
 
@@ -119,18 +118,18 @@ export class StoreRunCoordinator implements RunCoordinator {
    */
   private async renew(job: string, slot: string): Promise<void> {
     try {
-      const current = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+      const current = await this.store.get(`${JOB_LEASES_PREFIX}${job}.json`);
       const held = current && (JSON.parse(current.body.toString('utf8')) as Lease);
       if (!held || held.owner !== this.owner || held.slot !== slot || this.held.get(job)?.slot !== slot) return;
       const lease: Lease = { owner: this.owner, slot, until: Date.now() + this.leaseMs };
-      await this.store.putIfMatch(`${LEASES_PREFIX}${job}.json`, JSON.stringify(lease), current.etag);
+      await this.store.putIfMatch(`${JOB_LEASES_PREFIX}${job}.json`, JSON.stringify(lease), current.etag);
     } catch (err) {
       this.log.warn({ job, slot, err: err instanceof Error ? err.message : String(err) }, 'could not renew the run lease; renewing again later');
     }
   }
 
   private async lease(job: string): Promise<Lease | undefined> {
-    const lease = await this.store.get(`${LEASES_PREFIX}${job}.json`);
+    const lease = await this.store.get(`${JOB_LEASES_PREFIX}${job}.json`);
     return lease ? (JSON.parse(lease.body.toString('utf8')) as Lease) : undefined;
   }
 
@@ -145,7 +144,7 @@ export class StoreRunCoordinator implements RunCoordinator {
     }
     // Only this run's own lease: a run that outlived it must not end the next run's.
     const held = await this.lease(job);
-    if (held?.owner === this.owner && held.slot === slot) await this.store.delete([`${LEASES_PREFIX}${job}.json`]);
+    if (held?.owner === this.owner && held.slot === slot) await this.store.delete([`${JOB_LEASES_PREFIX}${job}.json`]);
   }
 
   async onComplete(key: string): Promise<void> {
@@ -154,7 +153,7 @@ export class StoreRunCoordinator implements RunCoordinator {
     // Tick keys are only needed around their tick; keep a day for inspection.
     const old: string[] = [];
     const cutoff = Date.now() - 86_400_000;
-    for await (const info of this.store.list({ prefix: `${RUNS_PREFIX}${job}/` })) {
+    for await (const info of this.store.list({ prefix: `${JOB_RUNS_PREFIX}${job}/` })) {
       if (info.lastModified.getTime() < cutoff) old.push(info.key);
     }
     if (old.length > 0) await this.store.delete(old);

@@ -20,7 +20,7 @@ import type { Queue, QueueDepth, QueueMessage, ReceiveOptions } from './queue.js
  * lone surrogates). Escaped, they parse back to themselves; refused, the post got a 503 and its
  * retries found it accepted but never sent. Every body is JSON, where they can only be in strings.
  */
-export function sqsSafe(body: string): string {
+function sqsSafe(body: string): string {
   return body.replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 

@@ -2,7 +2,7 @@
 // embedded object store, the generated keys, the local caches. Writing and closing are
 // page-cache operations of microseconds, done synchronously; flushing, which waits for the
 // disk, goes to the thread pool.
-import { chmodSync, closeSync, createWriteStream, fsync, mkdirSync, open, openSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, createWriteStream, fsync, mkdirSync, open, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,15 @@ const fsyncFd = promisify(fsync);
 const openFd = promisify(open);
 
 /** Whether an error is the system error `code` (ENOENT, EEXIST, …). */
+/** Removes a file another may have removed or moved already (a lock taken over as stale, a temp file swept or put in place): nothing to let go then. */
+export function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Gone already.
+  }
+}
+
 export function isCode(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
 }

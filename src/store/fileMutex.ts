@@ -7,7 +7,7 @@
 // removes any still there later).
 import { closeSync, openSync, statSync, unlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isCode } from '../shared/files.js';
+import { isCode, unlinkQuietly } from '../shared/files.js';
 
 /** Older than this, a mutex file belongs to no live holder: its hold is synchronous, microseconds. */
 const STALE_MS = 10_000;
@@ -45,10 +45,3 @@ function removeIfStale(mutex: string): void {
   }
 }
 
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // Taken over as stale by another process (this one was stopped for seconds): nothing to let go.
-  }
-}

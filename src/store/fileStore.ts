@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { UnavailableError } from '../shared/errors.js';
-import { fsyncDir, isCode, writeDurably } from '../shared/files.js';
+import { fsyncDir, isCode, unlinkQuietly, writeDurably } from '../shared/files.js';
 import { pause } from '../shared/pause.js';
 import { whileHeldAmongProcesses } from './fileMutex.js';
 import { assertValidKey, InvalidKeyError, storeStream, type ListOptions, type LocalFiles, type ObjectInfo, type ObjectStore, type StoredObject, type StreamedObject } from './objectStore.js';
@@ -45,18 +45,10 @@ let removedOnExit = false;
 function tracked(tmp: string): string {
   if (!removedOnExit) {
     removedOnExit = true;
-    process.on('exit', () => inFlight.forEach(unlinkQuietlySync));
+    process.on('exit', () => inFlight.forEach(unlinkQuietly));
   }
   inFlight.add(tmp);
   return tmp;
-}
-
-function unlinkQuietlySync(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // Moved into place or removed already.
-  }
 }
 
 /** Tries at making a write's folder while deletes elsewhere keep pruning it (each try needs one such delete). */
@@ -103,14 +95,6 @@ async function fsyncDirIfThere(dir: string): Promise<void> {
     await fsyncDir(dir);
   } catch (err) {
     if (!isCode(err, 'ENOENT')) throw err;
-  }
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // Gone already (swept as a dead process's): nothing to let go.
   }
 }
 
@@ -416,7 +400,7 @@ export class FileObjectStore implements ObjectStore {
         // a folder it found is gone by its check): made again, up to FOLDER_ATTEMPTS times.
         if (!(isCode(err, 'ENOENT') || isCode(err, 'ENOTDIR')) || attempt === FOLDER_ATTEMPTS) {
           // What a full disk let be written is of no use.
-          unlinkQuietlySync(tmp);
+          unlinkQuietly(tmp);
           inFlight.delete(tmp);
           throw err;
         }

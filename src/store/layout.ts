@@ -72,6 +72,10 @@ export const API_KEYS_PREFIX = 'ingest/api-keys/';
 export const API_KEY_NAMES_PREFIX = 'ingest/api-key-names/';
 /** The lock of the one import at a time into the archive (src/ops/importLock.ts). */
 export const IMPORT_LOCK_KEY = 'ingest/import-lock.json';
+/** A scheduled job's ticks (src/main/scheduler.ts): `<job>/<slot>.json`, created by the process that runs the tick. */
+export const JOB_RUNS_PREFIX = 'jobs/runs/';
+/** A scheduled job's lease while a run is under way (src/main/scheduler.ts): `<job>.json`. */
+export const JOB_LEASES_PREFIX = 'jobs/leases/';
 /** Reconciliation timers' turns (src/ingest/reconciler.ts): one object per period, created by the process that takes it. */
 export const RECONCILE_TURNS_PREFIX = 'jobs/runs/reconcile-timer/';
 /** The lock of the one compaction at a time (src/ops/compact.ts): by hand or scheduled, from any host. */

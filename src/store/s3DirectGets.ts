@@ -136,7 +136,7 @@ export class S3DirectGets {
 }
 
 /** A key as S3 reads it in a path: each segment percent-encoded as the SDK encodes it (RFC 3986), the slashes kept. */
-export function objectPath(key: string): string {
+function objectPath(key: string): string {
   return key
     .split('/')
     .map((segment) => encodeURIComponent(segment).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))

@@ -67,7 +67,7 @@ export interface FlushResult {
 const PART_WRITES_AT_ONCE = 4;
 
 /** The parts a flush writes (see partKeysOf): each with its rows. */
-export function partsOfFlush(byHour: ReadonlyMap<number, ArchiveRow[]>, closedBeforeMs: number): { key: string; rows: ArchiveRow[] }[] {
+function partsOfFlush(byHour: ReadonlyMap<number, ArchiveRow[]>, closedBeforeMs: number): { key: string; rows: ArchiveRow[] }[] {
   const keys = partKeysOf(byHour.keys(), closedBeforeMs);
   const parts = new Map<string, ArchiveRow[]>();
   for (const [hour, rows] of byHour) {

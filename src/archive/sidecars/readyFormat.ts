@@ -93,9 +93,9 @@ export function plainStartOf(hour: Pick<ReadyHour, 'first'>, ends: Uint32Array, 
 export const separatorOf = (shape: ReadyShape): string => READY_TEXTS[sectionOf(shape)]!.separator;
 
 /** Where the ends column of section `s` starts within the per-report index of `n` reports. */
-export function endsAt(n: number, s: number): number {
+function endsAt(n: number, s: number): number {
   return 24 * n + 4 * s * n;
 }
 
 /** The section index of a shape. */
-export const sectionOf = (shape: ReadyShape): number => READY_TEXTS.findIndex((t) => t.shape === shape);
+const sectionOf = (shape: ReadyShape): number => READY_TEXTS.findIndex((t) => t.shape === shape);

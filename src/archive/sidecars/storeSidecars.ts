@@ -33,7 +33,7 @@ export interface LocalPart {
  * built costs only its own. For each part, false if its texts could not be built (none is then
  * stored under its key).
  */
-export async function storeReadyTexts(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<boolean[]> {
+async function storeReadyTexts(deps: SidecarDeps, parts: readonly LocalPart[], scratch: string): Promise<boolean[]> {
   const bodies = await buildReadyTexts(deps, parts, scratch);
   await Promise.all(
     parts.map(async (part, i) => {
@@ -66,7 +66,7 @@ export function buildStatsSidecar(deps: SidecarDeps, partKey: string, partFile: 
  * The stats sidecar of a part; one whose codes do not fit, or that cannot be built, loses any
  * older sidecar (the part is then counted by DuckDB).
  */
-export async function storeStatsSidecar(deps: SidecarDeps, partKey: string, partFile: string): Promise<void> {
+async function storeStatsSidecar(deps: SidecarDeps, partKey: string, partFile: string): Promise<void> {
   const body = await buildStatsSidecar(deps, partKey, partFile);
   if (body) await deps.store.put(statsKeyOf(partKey), body);
   else await deps.store.delete([statsKeyOf(partKey)]);

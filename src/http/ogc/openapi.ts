@@ -113,7 +113,7 @@ export const ogcSchemas = {
 
 
 /** OpenAPI 3.1 schemas as OpenAPI 3.0 writes them: nullable instead of null types, enum instead of const. */
-export function to30(value: unknown): unknown {
+function to30(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(to30);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};

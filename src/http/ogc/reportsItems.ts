@@ -42,7 +42,7 @@ export function featureId(pkey: string, createdMs: number): string {
   return `${pkey}@${new Date(createdMs).toISOString().replace(/[-:]/g, '')}`;
 }
 
-export function parseFeatureId(id: string): { pkey: string; createdMs: number } | undefined {
+function parseFeatureId(id: string): { pkey: string; createdMs: number } | undefined {
   const m = FEATURE_ID.exec(id);
   if (!m) return undefined;
   const createdMs = Date.parse(`${m[2]}-${m[3]}-${m[4]}T${m[5]}:${m[6]}:${m[7]}.${m[8]}Z`);

@@ -131,7 +131,7 @@ export const scheduler: Command = {
 };
 
 export const bootstrapCommand: Command = {
-  summary: 'create the bucket, the queue and its dead-letter queue (idempotent)',
+  summary: 'create the bucket, the queue and its dead-letter queue, and publish the default boundaries if none are (idempotent)',
   usage: 'bootstrap [--json]',
   options: common,
   async run({ config, values }) {
