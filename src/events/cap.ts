@@ -32,6 +32,17 @@ export interface CapAlert {
   url: string;
 }
 
+/** A CAP `Cancel` of an alert whose report was retracted: it names the alert, and carries none of the report. */
+export interface CapCancel {
+  pkey: string;
+  /** The withdrawn alert's `sent`. */
+  alertSentMs: number;
+  /** When the report was retracted (the Cancel's `sent`). */
+  retractedMs: number;
+  /** Absolute URL of the report's `.cap` (410 since): the Cancel's entry's id is built on it. */
+  url: string;
+}
+
 export type CapSeverity = 'Minor' | 'Moderate' | 'Severe' | 'Unknown';
 
 /** The reference deployment's grading of a flood depth in centimetres. */
@@ -119,6 +130,22 @@ function appendAlert(parent: XMLBuilder, alert: CapAlert, names: AreaNames): voi
   }
 }
 
+/**
+ * A Cancel (CAP 1.2 §3.2.1 msgType, §3.2.1 references "sender,identifier,sent" of the message
+ * withdrawn): an aggregator that took the alert drops it now rather than at its `expires`.
+ */
+function appendCancel(parent: XMLBuilder, cancel: CapCancel): void {
+  const a = parent.ele(CAP_NS, 'alert');
+  a.ele('identifier').txt(data(`${cancel.pkey}.cancel`));
+  a.ele('sender').txt(CAP_SENDER);
+  a.ele('sent').txt(capTime(cancel.retractedMs));
+  a.ele('status').txt('Actual');
+  a.ele('msgType').txt('Cancel');
+  a.ele('scope').txt('Public');
+  a.ele('note').txt('The report was retracted by the partner that sent it.');
+  a.ele('references').txt(data(`${CAP_SENDER},${cancel.pkey},${capTime(cancel.alertSentMs)}`));
+}
+
 const XML_OPTIONS = { version: '1.0', encoding: 'UTF-8', invalidCharReplacement: '' } as const;
 
 /** One report's CAP document. */
@@ -136,14 +163,19 @@ export interface FeedInfo {
   sinceMs: number;
 }
 
-/** An Atom feed with one entry per alert, each entry's content the CAP alert itself. */
-export function capFeed(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number): string {
+/**
+ * An Atom feed with one entry per alert, each entry's content the CAP alert itself, then one per
+ * Cancel of an alert whose report was retracted (its content the Cancel; no link: the report's
+ * `.cap` is gone).
+ */
+export function capFeed(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number, cancels: readonly CapCancel[] = []): string {
   const doc = create(XML_OPTIONS);
   const root = doc.ele(ATOM_NS, 'feed');
   root.ele('id').txt(data(feed.self));
   root.ele('title').txt(data(feed.title));
-  root.ele('subtitle').txt(`CAP 1.2 alerts, one per flood report created since ${new Date(feed.sinceMs).toISOString()}`);
-  root.ele('updated').txt(new Date(alerts.reduce((m, a) => Math.max(m, a.sentMs), 0) || nowMs).toISOString());
+  root.ele('subtitle').txt(`CAP 1.2 alerts, one per flood report created since ${new Date(feed.sinceMs).toISOString()}, and a Cancel for each of those retracted`);
+  const latest = Math.max(alerts.reduce((m, a) => Math.max(m, a.sentMs), 0), cancels.reduce((m, c) => Math.max(m, c.retractedMs), 0));
+  root.ele('updated').txt(new Date(latest || nowMs).toISOString());
   root.ele('author').ele('name').txt('Flood report archive');
   root.ele('link', { rel: 'self', type: 'application/atom+xml', href: data(feed.self) });
   for (const alert of alerts) {
@@ -153,6 +185,13 @@ export function capFeed(feed: FeedInfo, alerts: readonly CapAlert[], names: Area
     entry.ele('updated').txt(new Date(alert.sentMs).toISOString());
     entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: data(alert.url) });
     appendAlert(entry.ele('content', { type: 'application/cap+xml' }), alert, names);
+  }
+  for (const cancel of cancels) {
+    const entry = root.ele('entry');
+    entry.ele('id').txt(data(`${cancel.url}#cancel`));
+    entry.ele('title').txt(data(`Cancelled: the alert for ${cancel.pkey} (the report was retracted)`));
+    entry.ele('updated').txt(new Date(cancel.retractedMs).toISOString());
+    appendCancel(entry.ele('content', { type: 'application/cap+xml' }), cancel);
   }
   return doc.end({ prettyPrint: true });
 }

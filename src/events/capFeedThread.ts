@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads';
 import pLimit from 'p-limit';
 import { workerScript } from '../shared/workerScript.js';
-import { capFeed, type AreaNames, type CapAlert, type FeedInfo } from './cap.js';
+import { capFeed, type AreaNames, type CapAlert, type CapCancel, type FeedInfo } from './cap.js';
 
 /** A feed's alerts fewer than this are built on the calling thread: a thread costs more. */
 const ON_THREAD_FROM_ALERTS = 50;
@@ -19,6 +19,7 @@ export interface NamesUsed {
 export interface CapFeedJob {
   feed: FeedInfo;
   alerts: readonly CapAlert[];
+  cancels: readonly CapCancel[];
   names: NamesUsed;
   nowMs: number;
 }
@@ -31,8 +32,8 @@ export function namesOf(used: NamesUsed): AreaNames {
 const oneAtATime = pLimit(1);
 
 /** The feed's Atom document (capFeed), built on a thread of its own when it is large. */
-export async function capFeedOffThread(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number): Promise<string> {
-  if (alerts.length < ON_THREAD_FROM_ALERTS) return capFeed(feed, alerts, names, nowMs);
+export async function capFeedOffThread(feed: FeedInfo, alerts: readonly CapAlert[], names: AreaNames, nowMs: number, cancels: readonly CapCancel[] = []): Promise<string> {
+  if (alerts.length + cancels.length < ON_THREAD_FROM_ALERTS) return capFeed(feed, alerts, names, nowMs, cancels);
   const used: NamesUsed = { cities: {}, localAreas: {} };
   for (const { feature } of alerts) {
     const { instance_region_code: city, local_area_id: area } = feature.properties.tags;
@@ -41,7 +42,7 @@ export async function capFeedOffThread(feed: FeedInfo, alerts: readonly CapAlert
     if (city && cityName !== undefined) used.cities[city] = cityName;
     if (area && areaName !== undefined) used.localAreas[area] = areaName;
   }
-  const job: CapFeedJob = { feed, alerts, names: used, nowMs };
+  const job: CapFeedJob = { feed, alerts, cancels, names: used, nowMs };
   return oneAtATime(
     () =>
       new Promise<string>((resolve, reject) => {

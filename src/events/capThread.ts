@@ -5,4 +5,4 @@ import { capFeed } from './cap.js';
 import { namesOf, type CapFeedJob } from './capFeedThread.js';
 
 const job = workerData as CapFeedJob;
-parentPort!.postMessage(capFeed(job.feed, job.alerts, namesOf(job.names), job.nowMs));
+parentPort!.postMessage(capFeed(job.feed, job.alerts, namesOf(job.names), job.nowMs, job.cancels));

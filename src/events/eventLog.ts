@@ -10,7 +10,7 @@ import { newUlid } from '../shared/ulid.js';
 import type { ArchiveRow } from '../archive/partColumns.js';
 import { ensureDataDir, privateDatabaseFile } from '../shared/files.js';
 import { CONNECTION_PRAGMAS, guardSync, migrate, writeOnLoop } from '../sqlite/database.js';
-import type { EventFeed, EventKind, StoredEvent } from './events.js';
+import type { CancelledAlert, EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
 
@@ -83,6 +83,9 @@ const MIGRATIONS = [
   // When a redriven delivery's retry period starts again: its at_ms is the events' time, which
   // its CloudEvent carries (a redrive made it the redrive's time before).
   `ALTER TABLE deliveries ADD COLUMN retry_from_ms INTEGER;`,
+  // On a retraction's event: when the report's archived event was recorded (its CAP alert's
+  // `sent`, which the retraction takes out of the log), for the CAP Cancel that names that alert.
+  `ALTER TABLE events ADD COLUMN alert_sent_ms INTEGER;`,
 ];
 
 /** Features a delivery carries at most: a large flush becomes several POSTs. */
@@ -156,6 +159,16 @@ export class EventLog implements EventFeed {
       ),
       byPkey: db.prepare("SELECT seq, kind, pkey, at_ms, feature FROM events WHERE pkey = ? AND kind = 'archived'"),
       retracted: db.prepare("SELECT 1 FROM events WHERE key = ?"),
+      setAlertSent: db.prepare('UPDATE events SET alert_sent_ms = ? WHERE key = ?'),
+      cancelledSince: db.prepare(
+        `SELECT pkey, alert_sent_ms, at_ms FROM events WHERE kind = 'retracted' AND alert_sent_ms IS NOT NULL AND created_at_ms >= ? AND created_at_ms <= ?
+         ORDER BY at_ms DESC, pkey LIMIT ?`,
+      ),
+      cancelledSinceIn: db.prepare(
+        `SELECT pkey, alert_sent_ms, at_ms FROM events WHERE kind = 'retracted' AND alert_sent_ms IS NOT NULL AND created_at_ms >= ? AND created_at_ms <= ?
+           AND admin IN (SELECT value FROM json_each(?))
+         ORDER BY at_ms DESC, pkey LIMIT ?`,
+      ),
       // Deliveries of archived reports that carry one.
       deliveriesNaming: db.prepare('SELECT d.id, d.features FROM delivery_reports r JOIN deliveries d ON d.id = r.delivery_id WHERE r.pkey = ?'),
       rewriteDelivery: db.prepare('UPDATE deliveries SET features = ?, count = ? WHERE id = ?'),
@@ -194,12 +207,16 @@ export class EventLog implements EventFeed {
    * `retracted` event is recorded once.
    */
   async retracted(feature: ReportFeature): Promise<void> {
+    const pkey = feature.properties.pkey;
     // An API request's: another process's write lock (a worker recording a flush) is waited out off the event loop.
     await writeOnLoop(this.db, () =>
       this.db
         .transaction(() => {
-          this.hideNow(feature.properties.pkey);
+          // The alert that went out, before the retraction takes its event away: CAP cancels it.
+          const alert = this.stmts.byPkey.get(pkey) as EventRow | undefined;
+          this.hideNow(pkey);
           this.record('retracted', [feature]);
+          if (alert) this.stmts.setAlertSent.run(alert.at_ms, `retracted:${pkey}`);
         })
         .immediate(),
       'events',
@@ -323,6 +340,11 @@ export class EventLog implements EventFeed {
   createdBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): StoredEvent[] {
     const rows = guard(() => (cities === undefined ? this.stmts.createdSince.all(fromMs, toMs, limit) : this.stmts.createdSinceIn.all(fromMs, toMs, JSON.stringify(cities), limit)));
     return (rows as EventRow[]).map(toEvent);
+  }
+
+  cancelledBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): CancelledAlert[] {
+    const rows = guard(() => (cities === undefined ? this.stmts.cancelledSince.all(fromMs, toMs, limit) : this.stmts.cancelledSinceIn.all(fromMs, toMs, JSON.stringify(cities), limit)));
+    return (rows as { pkey: string; alert_sent_ms: number; at_ms: number }[]).map((r) => ({ pkey: r.pkey, alertSentMs: r.alert_sent_ms, retractedMs: r.at_ms }));
   }
 
   archivedReport(pkey: string): StoredEvent | undefined {

@@ -32,6 +32,15 @@ export interface StoredEvent {
   feature: ReportFeature;
 }
 
+/** A report retracted after its archived event went out: the alert a CAP `Cancel` withdraws. */
+export interface CancelledAlert {
+  pkey: string;
+  /** When its archived event was recorded: the withdrawn alert's `sent`. */
+  alertSentMs: number;
+  /** When the retraction was recorded. */
+  retractedMs: number;
+}
+
 /**
  * The event log both backends keep: SQLite beside the ledger on the embedded backend
  * (EventLog), numbered objects in the store on AWS (ObjectEventLog). Writers record, readers
@@ -62,6 +71,11 @@ export interface EventFeed extends ArchiveEvents {
   firstSeq(): Awaitable<number>;
   /** Archived, unretracted reports created in [fromMs, toMs], newest first; `cities`: only those tagged with one of these city codes. */
   createdBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): Awaitable<StoredEvent[]>;
+  /**
+   * Reports created in [fromMs, toMs] whose archived event went out and which were retracted
+   * since (what a CAP `Cancel` names), the latest retraction first; `cities` as createdBetween.
+   */
+  cancelledBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): Awaitable<CancelledAlert[]>;
   archivedReport(pkey: string): Awaitable<StoredEvent | undefined>;
   wasRetracted(pkey: string): Awaitable<boolean>;
   /** Drops events older than the retention; returns how many. */

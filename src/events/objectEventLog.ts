@@ -7,7 +7,7 @@
 // resumes from any process after a restart, and no process shares memory with the worker.
 import type { ArchiveRow } from '../archive/partColumns.js';
 import type { ObjectStore } from '../store/objectStore.js';
-import type { EventFeed, EventKind, StoredEvent } from './events.js';
+import type { CancelledAlert, EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import { ObjectSequence } from './sequence.js';
 
@@ -69,8 +69,8 @@ export class ObjectEventLog implements EventFeed {
   private refreshedAt = 0;
   private refreshing: Promise<number> | undefined;
   private oldest: { n: number; atMs: number } | undefined;
-  /** Reports archived in the last INDEX_MS, for CAP (loaded on first use, then followed). */
-  private index: { upto: number; archived: Map<string, StoredEvent>; retracted: Map<string, number> } | undefined;
+  /** Reports archived in the last INDEX_MS, and those retracted, for CAP (loaded on first use, then followed). */
+  private index: (EventIndex & { upto: number }) | undefined;
   private indexing: Promise<void> | undefined;
 
   /** Reports known retracted here: the marks last listed (at most every MARKS_REFRESH_MS, one listing for every reader), and retractions read in the log or made here since that listing began. */
@@ -328,7 +328,7 @@ export class ObjectEventLog implements EventFeed {
     const horizon = this.now() - INDEX_MS;
     for (const [pkey, e] of index.archived) if (e.at_ms < horizon) index.archived.delete(pkey);
     // Retractions as far back as a fresh process's index reads them, so the set stays bounded.
-    for (const [pkey, at] of index.retracted) if (at < horizon) index.retracted.delete(pkey);
+    for (const [pkey, r] of index.retracted) if (r.retractedMs < horizon) index.retracted.delete(pkey);
     return index;
   }
 
@@ -336,7 +336,7 @@ export class ObjectEventLog implements EventFeed {
   private async loadIndex(): Promise<void> {
     const horizon = this.now() - INDEX_MS;
     const recent = (await this.seq.numbersAfter(0)).filter((e) => e.lastModified.getTime() >= horizon - 60_000);
-    const index: NonNullable<ObjectEventLog['index']> = { upto: 0, archived: new Map(), retracted: new Map() };
+    const index: EventIndex & { upto: number } = { upto: 0, archived: new Map(), retracted: new Map() };
     const batches: [number, LogBatch | undefined][] = [];
     for (let i = 0; i < recent.length; i += 16) {
       const slice = recent.slice(i, i + 16);
@@ -360,6 +360,18 @@ export class ObjectEventLog implements EventFeed {
       if (created >= fromMs && created <= toMs && (covered === undefined || covered.has(e.feature.properties.tags.instance_region_code ?? ''))) out.push(e);
     }
     out.sort((a, b) => Date.parse(b.feature.properties.created_at) - Date.parse(a.feature.properties.created_at) || (a.pkey < b.pkey ? -1 : 1));
+    return out.slice(0, limit);
+  }
+
+  async cancelledBetween(fromMs: number, toMs: number, limit: number, cities?: readonly string[]): Promise<CancelledAlert[]> {
+    const index = await this.followIndex();
+    const covered = cities && new Set(cities);
+    const out: CancelledAlert[] = [];
+    for (const r of index.retracted.values()) {
+      if (r.alert === undefined || r.createdMs < fromMs || r.createdMs > toMs || (covered !== undefined && !covered.has(r.city ?? ''))) continue;
+      out.push(r.alert);
+    }
+    out.sort((a, b) => b.retractedMs - a.retractedMs || (a.pkey < b.pkey ? -1 : 1));
     return out.slice(0, limit);
   }
 
@@ -392,12 +404,26 @@ function eventOf(n: number, i: number, b: LogBatch): StoredEvent {
   return { seq: n * PER_BATCH + i, kind: b.kind, pkey: feature.properties.pkey, at_ms: b.at, feature };
 }
 
-function addToIndex(index: { archived: Map<string, StoredEvent>; retracted: Map<string, number> }, e: StoredEvent): void {
+/** The CAP index: reports archived in the last INDEX_MS, and those retracted (with the alert each withdrew, if one went out). */
+interface EventIndex {
+  archived: Map<string, StoredEvent>;
+  retracted: Map<string, { retractedMs: number; createdMs: number; city: string | null; alert: CancelledAlert | undefined }>;
+}
+
+function addToIndex(index: EventIndex, e: StoredEvent): void {
   if (e.kind === 'archived') {
     // The later of two events of a report: a repeat (the same report) or one superseding it.
     if (!index.retracted.has(e.pkey)) index.archived.set(e.pkey, e);
-  } else {
+  } else if (!index.retracted.has(e.pkey)) {
+    // The alert that went out, if its event is in the index, before the retraction takes it away.
+    const sent = index.archived.get(e.pkey)?.at_ms;
     index.archived.delete(e.pkey);
-    index.retracted.set(e.pkey, e.at_ms);
+    const p = e.feature.properties;
+    index.retracted.set(e.pkey, {
+      retractedMs: e.at_ms,
+      createdMs: Date.parse(p.created_at),
+      city: p.tags.instance_region_code,
+      alert: sent === undefined ? undefined : { pkey: e.pkey, alertSentMs: sent, retractedMs: e.at_ms },
+    });
   }
 }

@@ -1,6 +1,7 @@
 // CAP 1.2 for alerting systems: GET /reports/cap.atom (an Atom feed of one alert per report created
-// in the last 24 hours, optionally of one city) and GET /reports/{pkey}.cap (one alert). Both read
-// the event log the worker writes (on either backend), so they need no archive query.
+// in the last 24 hours, and a Cancel of each of those retracted, optionally of one city) and
+// GET /reports/{pkey}.cap (one alert). Both read the event log the worker writes (on either
+// backend), so they need no archive query.
 import type { BoundaryRepository, LoadedBoundaries } from '../boundaries/repository.js';
 import { HttpError } from '../shared/errors.js';
 import { capDocument, type AreaNames, type CapAlert } from '../events/cap.js';
@@ -60,9 +61,11 @@ export function capHandlers(deps: CapDeps): Handlers {
       key,
       async () => {
         const alerts = (await deps.events.createdBetween(now - DAY_MS, now + 3_600_000, FEED_LIMIT, cities)).map((e) => alertOf(e, base));
+        // The alerts of the same reports withdrawn since: an aggregator that took one drops it now.
+        const cancels = (await deps.events.cancelledBetween(now - DAY_MS, now + 3_600_000, FEED_LIMIT, cities)).map((c) => ({ ...c, url: reportUrl(base, c.pkey) }));
         const self = `${base}/reports/cap.atom${values.admin === undefined ? '' : `?admin=${encodeURIComponent(values.admin)}`}`;
         const title = `Flood reports of the last 24 hours${values.admin === undefined ? '' : ` in ${areas.get(values.admin)?.name ?? values.admin}`}`;
-        return Buffer.from(await capFeedOffThread({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now));
+        return Buffer.from(await capFeedOffThread({ self, title, sinceMs: now - DAY_MS }, alerts, areaNamesOf(current), now, cancels));
       },
       slot,
     );
@@ -89,7 +92,11 @@ export function capHandlers(deps: CapDeps): Handlers {
 }
 
 function alertOf(e: StoredEvent, base: string): CapAlert {
-  return { feature: e.feature, sentMs: e.at_ms, url: `${base}/reports/${encodeURIComponent(e.pkey)}.cap` };
+  return { feature: e.feature, sentMs: e.at_ms, url: reportUrl(base, e.pkey) };
+}
+
+function reportUrl(base: string, pkey: string): string {
+  return `${base}/reports/${encodeURIComponent(pkey)}.cap`;
 }
 
 /** The names alerts give places, made once per boundary version (41,096 barangays nationally), not per request. */

@@ -163,13 +163,28 @@ describe.each(BACKENDS)('CAP 1.2 (%s)', (backend) => {
     expect((await fetch(`${svc.url}/reports/cap.atom`, { method: 'POST' })).status).toBe(405);
   });
 
-  it('drops a retracted report from the feed (410 on its .cap) and announces the retraction without its personal fields', async () => {
+  it('drops a retracted report from the feed (410 on its .cap), cancels its alert there, and announces the retraction without its personal fields', async () => {
+    const sent = (convert((await getText(`${svc.url}/reports/partner-alpha-1.cap`)).text, { format: 'object' }) as any).alert.sent as string;
     const del = await fetch(`${svc.url}/feeds/partner/1`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } });
     expect(del.status).toBe(200);
     expect((await getJson(`${svc.url}/reports/partner-alpha-1.cap`)).status).toBe(410);
     const feed = await getText(`${svc.url}/reports/cap.atom`);
-    expect(feed.text).not.toContain('partner-alpha-1');
+    expect(feed.text).not.toContain('<identifier>partner-alpha-1</identifier>');
     expect(feed.text).not.toContain('Knee-deep');
+    expect(feed.text).not.toContain('Elliptical');
+    // In its place a Cancel of that alert (CAP 1.2: references "sender,identifier,sent"), valid,
+    // carrying nothing of the report; in its city's feed, not in another's.
+    const cancels = alertsOf(feed.text).filter((a) => a.includes('<msgType>Cancel</msgType>'));
+    expect(cancels).toHaveLength(1);
+    const check = await validCap(cancels[0]!);
+    expect(check.errors).toEqual([]);
+    const cancel = (convert(cancels[0]!, { format: 'object' }) as any).alert;
+    expect(cancel).toMatchObject({ identifier: 'partner-alpha-1.cancel', sender: 'flood-archive', status: 'Actual', msgType: 'Cancel', scope: 'Public', references: `flood-archive,partner-alpha-1,${sent}` });
+    expect(cancel.info).toBeUndefined();
+    expect(Date.parse(cancel.sent)).toBeGreaterThanOrEqual(Date.parse(sent));
+    expect(feed.text).toContain(`<id>${svc.url}/reports/partner-alpha-1.cap#cancel</id>`);
+    expect(alertsOf((await getText(`${svc.url}/reports/cap.atom?admin=PH-QC`)).text).some((a) => a.includes('<identifier>partner-alpha-1.cancel</identifier>'))).toBe(true);
+    expect((await getText(`${svc.url}/reports/cap.atom?admin=PH-PG`)).text).not.toContain('partner-alpha-1');
     const got = await eventually(async () => (hook.received.length > 0 ? hook.received : undefined), 10_000, 'the retraction webhook');
     expect(pkeysOf(got[0]!.body)).toEqual(['partner-alpha-1']);
     const event = JSON.parse(got[0]!.body);

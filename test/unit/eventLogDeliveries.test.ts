@@ -74,7 +74,7 @@ describe("the event log's deliveries of archived reports", () => {
     (await logWithBacklog(dir)).close();
     // The log as the release before left it: no index of the reports its deliveries carry.
     const raw = new Database(path.join(dir, 'events.sqlite'));
-    raw.exec('DROP TRIGGER deliveries_indexed; DROP TABLE delivery_reports; ALTER TABLE deliveries DROP COLUMN retry_from_ms');
+    raw.exec('DROP TRIGGER deliveries_indexed; DROP TABLE delivery_reports; ALTER TABLE deliveries DROP COLUMN retry_from_ms; ALTER TABLE events DROP COLUMN alert_sent_ms');
     raw.pragma('user_version = 2');
     raw.close();
     const log = new EventLog(dir, () => NOW);
@@ -101,7 +101,7 @@ describe("the event log's deliveries of archived reports", () => {
     (await logWithBacklog(dir)).close();
     const file = path.join(dir, 'events.sqlite');
     const raw = new Database(file);
-    raw.exec('DROP TRIGGER deliveries_indexed; DROP TABLE delivery_reports; ALTER TABLE deliveries DROP COLUMN retry_from_ms');
+    raw.exec('DROP TRIGGER deliveries_indexed; DROP TABLE delivery_reports; ALTER TABLE deliveries DROP COLUMN retry_from_ms; ALTER TABLE events DROP COLUMN alert_sent_ms');
     raw.pragma('user_version = 2');
     raw.close();
     // Another process (a worker's long write, or another process's migration) holds the lock 2.5 s.

@@ -118,7 +118,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
           operationId: 'capFeed',
           summary: 'CAP 1.2 alerts of the last 24 hours, in an Atom feed',
           description:
-            'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, certainty Observed, severity from the flood depth when a report carries one (up to 70 cm Minor, 71–150 Moderate, above Severe; else Unknown), an area naming the barangay and city with a circle at the point. A retracted report leaves the feed.',
+            'One entry per report created in the last 24 hours (newest first, at most 1,000), its content the report\'s CAP 1.2 alert: identifier the pkey, status Actual, msgType Alert, scope Public, category Met, event Flood, urgency Immediate, certainty Observed, severity from the flood depth when a report carries one (up to 70 cm Minor, 71–150 Moderate, above Severe; else Unknown), an area naming the barangay and city with a circle at the point. A retracted report\'s alert leaves the feed, and a CAP Cancel of it takes its place (identifier the pkey and `.cancel`, references `flood-archive,<pkey>,<the alert\'s sent>`, nothing of the report).',
           parameters: [{ name: 'admin', in: 'query', schema: ADMIN_SCHEMA, description: ADMIN_DESCRIPTION }],
           responses: {
             '200': { description: 'The feed.', content: { 'application/atom+xml': { schema: { type: 'string' } } } },
