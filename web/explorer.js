@@ -3,6 +3,7 @@
 // window. Everything comes from this service's own endpoints; Leaflet, uPlot and topojson-client
 // are loaded before this module by the page (globals L, uPlot and topojson).
 import { createAreas } from './areas.js';
+import { manilaSplits, manilaValues } from './manilaAxis.js';
 
 const MANILA_MS = 8 * 3_600_000;
 const DAY_MS = 86_400_000;
@@ -150,11 +151,16 @@ function formatUtc(ms) {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+/** The year it is in Manila now. */
+function manilaYear() {
+  return new Date(Date.now() + MANILA_MS).getUTCFullYear();
+}
+
 /** The page's state, from its URL: w (preset), year, start, end (Manila, custom) and admin. */
 function readState(search) {
   const p = new URLSearchParams(search);
   const w = ['24h', '7d', '30d', 'year', 'custom'].includes(p.get('w')) ? p.get('w') : '7d';
-  const year = Number(p.get('year')) || new Date(Date.now() + MANILA_MS).getUTCFullYear();
+  const year = Number(p.get('year')) || manilaYear();
   return { w, year, start: p.get('start') ?? '', end: p.get('end') ?? '', admin: p.get('admin') ?? '' };
 }
 
@@ -253,7 +259,7 @@ function showFields(w) {
 function formState() {
   return {
     w: form.elements.w.value || '7d',
-    year: Number(form.elements.year.value) || new Date().getUTCFullYear(),
+    year: Number(form.elements.year.value) || manilaYear(),
     start: form.elements.start.value,
     end: form.elements.end.value,
     admin: chosenAdmin(),
@@ -424,13 +430,13 @@ function drawChart(rows, range, interval) {
     width,
     height: 220,
     scales: { x: { time: true, range: () => [range[0] / 1000, range[1] / 1000] }, y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] } },
-    // Axis labels in Manila time.
-    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Asia/Manila'),
+
     cursor: { drag: { x: true, y: false, setScale: false } },
     select: { show: true },
     legend: { show: false },
     series: [{}, { label: `Reports per ${interval}`, stroke: '#1f618d', fill: 'rgba(31,97,141,0.35)', paths: uPlot.paths.bars({ size: [0.9, 40], align: 1 }), points: { show: false } }],
-    axes: [{}, { label: `reports / ${interval}`, size: 50 }],
+    // Ticks and labels in Manila time, whatever the browser's zone (manilaAxis.js).
+    axes: [{ splits: (_u, _i, min, max, incr) => manilaSplits(min, max, incr), values: (_u, ticks, _i, _space, incr) => manilaValues(ticks, incr) }, { label: `reports / ${interval}`, size: 50 }],
     hooks: {
       setSelect: [
         (u) => {
