@@ -518,7 +518,7 @@ function drawSnippet() {
   const snippets = {
     curl: `curl -A '${SNIPPET_UA}' -o flood-reports.csv '${csv}'`,
     // Text read as text (in R too): codes keep their leading zeros, a title "NA" or "null" stays a title.
-    pandas: `from collections import defaultdict\nimport pandas as pd\n\ndf = pd.read_csv(\n    "${csv}",\n    storage_options={"User-Agent": "${SNIPPET_UA}"},\n    dtype=defaultdict(lambda: str, post_id="Int64", lng=float, lat=float),\n    keep_default_na=False,\n    na_values=[""],\n)\nprint(len(df))`,
+    pandas: `from collections import defaultdict\nimport pandas as pd\n\ndf = pd.read_csv(\n    "${csv}",\n    storage_options={"User-Agent": "${SNIPPET_UA}"},\n    dtype=defaultdict(lambda: str, lng=float, lat=float),\n    keep_default_na=False,\n    na_values=[""],\n)\nprint(len(df))`,
     geopandas: `import urllib.request\nimport geopandas as gpd\n\nreq = urllib.request.Request(\n    "${geojson}",\n    headers={"User-Agent": "${SNIPPET_UA}"},\n)\nwith urllib.request.urlopen(req) as answer:\n    gdf = gpd.read_file(answer)\nprint(len(gdf), gdf.crs)`,
     r: `con <- url("${csv}",\n           headers = c("User-Agent" = "${SNIPPET_UA}"))\nreports <- read.csv(con, colClasses = "character", na.strings = "")\nreports$lng <- as.numeric(reports$lng)\nreports$lat <- as.numeric(reports$lat)\nnrow(reports)`,
   };

@@ -122,7 +122,9 @@ export function errorHandler(baseLog: Logger, knownKeys: ReadonlySet<string> = n
     const parserError = err as BodyParserError;
     switch (parserError.type) {
       case 'entity.too.large':
-        return sendError(res, 413, 'The request body is larger than 64 KiB.');
+        return sendError(res, 413, 'The request body is larger than 64 KiB once decoded (gzip is undone first; JSON escapes such as \\ud83c\\udf0a count as their 12 bytes).', [
+          { in: 'body', field: '(body)', message: 'must be at most 65536 bytes once decoded' },
+        ]);
       case 'entity.parse.failed':
         return sendError(res, 400, 'The request body is not valid JSON.', [{ in: 'body', field: '(body)', message: 'is not valid JSON' }]);
       case 'encoding.unsupported':

@@ -145,41 +145,49 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   }
   const named = (body as { partner_city?: unknown }).partner_city;
   const city = places && typeof named === 'string' && named.length > 0 && named.length <= 200 ? partnerCityOf(named, places) : undefined;
-  if (!validateSchema(body)) {
-    throw new InvalidReportError([...schemaDetails(validateSchema.errors ?? []), ...(city && 'problem' in city ? [city.problem] : [])]);
-  }
-  const input = body as unknown as Record<string, unknown> & { location: { lat: number; lng: number } };
-  const createdMs = parseOffsetDateTime(String(input.created_at));
-  const details: ErrorDetail[] = [];
+  // Every problem at once: the schema's, then the checks beyond it of each field the schema let
+  // through (a partner fixing the first list must not meet a second).
+  const details: ErrorDetail[] = validateSchema(body) ? [] : schemaDetails(validateSchema.errors ?? []);
+  const refused = new Set(details.map((d) => d.field));
   if (city && 'problem' in city) details.push(city.problem);
+  const input = body as unknown as Record<string, unknown> & { location: { lat: number; lng: number } };
+  const passed = (field: string) => !refused.has(field) && input[field] !== undefined;
   // The schema caps numbers; a string of digits can still exceed 2^53-1 and would lose precision.
-  if (typeof input.post_id === 'string' && postIdOf(input.post_id) === undefined) {
+  if (passed('post_id') && typeof input.post_id === 'string' && postIdOf(input.post_id) === undefined) {
     details.push({ in: 'body', field: 'post_id', message: POST_ID_MESSAGE });
   }
-  if (createdMs === undefined) {
-    details.push({ in: 'body', field: 'created_at', message: 'is not a real date and time' });
-  } else if (createdMs > now + MAX_FUTURE_MS) {
-    details.push({ in: 'body', field: 'created_at', message: 'is more than an hour in the future' });
-  } else if (createdMs < EARLIEST_MS) {
-    details.push({ in: 'body', field: 'created_at', message: 'must not be before 1970-01-01T00:00:00Z' });
+  const createdMs = passed('created_at') ? parseOffsetDateTime(String(input.created_at)) : undefined;
+  if (passed('created_at')) {
+    if (createdMs === undefined) {
+      details.push({ in: 'body', field: 'created_at', message: 'is not a real date and time' });
+    } else if (createdMs > now + MAX_FUTURE_MS) {
+      details.push({ in: 'body', field: 'created_at', message: 'is more than an hour in the future' });
+    } else if (createdMs < EARLIEST_MS) {
+      details.push({ in: 'body', field: 'created_at', message: 'must not be before 1970-01-01T00:00:00Z' });
+    }
   }
   // As invalid UTF-8 bytes are refused (utf8.ts), so is their escaped form: nothing is kept altered.
   for (const field of ['title', 'text', 'image_url'] as const) {
     const value = input[field];
-    if (typeof value === 'string' && !isWellFormed(value)) details.push({ in: 'body', field, message: LONE_SURROGATE_MESSAGE });
+    if (passed(field) && typeof value === 'string' && !isWellFormed(value)) details.push({ in: 'body', field, message: LONE_SURROGATE_MESSAGE });
   }
   // As it arrives (a report accepted before this check is re-read as it is): a NUL ends a CSV
   // row or cell for its readers, silently, where every other format keeps it.
   if (places) {
     for (const field of ['title', 'text'] as const) {
       const value = input[field];
-      if (typeof value === 'string' && value.includes('\u0000')) details.push({ in: 'body', field, message: NUL_MESSAGE });
+      if (passed(field) && typeof value === 'string' && value.includes('\u0000')) details.push({ in: 'body', field, message: NUL_MESSAGE });
     }
   }
   // A URL the schema's pattern lets through but no client can fetch (no host, a port past
   // 65535): refused as it arrives; a report accepted before this check is re-read as it is.
-  if (places && typeof input.image_url === 'string' && !isFetchableUrl(input.image_url)) {
-    details.push({ in: 'body', field: 'image_url', message: 'must be an http(s) URL with a host written after // (no backslash; a port, if any, from 1 to 65535)' });
+  if (places && passed('image_url') && typeof input.image_url === 'string') {
+    if (!isFetchableUrl(input.image_url)) {
+      details.push({ in: 'body', field: 'image_url', message: 'must be an http(s) URL with a host written after // (no backslash; a port, if any, from 1 to 65535)' });
+    } else if (hasCredentials(input.image_url)) {
+      // Published with the report in every format: a password in it would be too.
+      details.push({ in: 'body', field: 'image_url', message: 'must not carry a user name or password (user:password@): it is published with the report' });
+    }
   }
   if (details.length > 0) throw new InvalidReportError(details);
   return {
@@ -194,6 +202,14 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
   };
 }
 
+/** Why a URL is not one as RFC 3986 writes it, for a partner to mend. */
+function imageUrlMessage(value: unknown): string {
+  const text = String(value);
+  if (!/^https?:\/\//.test(text)) return /^https?:/i.test(text) ? 'must begin http:// or https://, in lower case' : 'must be an http(s) URL';
+  if (/[^\x21-\x7e]/.test(text)) return 'must be written as RFC 3986 has it: spaces and characters outside ASCII percent-encoded (%C3%BC for ü), a host outside ASCII in punycode (xn--…)';
+  return 'must be an http(s) URL as RFC 3986 writes it (characters such as | { } " < > percent-encoded)';
+}
+
 /** Whether `text` is an http(s) URL WHATWG's parser (a browser's, fetch's) reads, with a host. */
 function isFetchableUrl(text: string): boolean {
   // The host as written: WHATWG URL (a browser) reads `http:///x` or `http:\\x` as host x, as
@@ -206,6 +222,12 @@ function isFetchableUrl(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether an http(s) URL names a user or password before its host. */
+function hasCredentials(text: string): boolean {
+  const url = new URL(text);
+  return url.username !== '' || url.password !== '';
 }
 
 /**
@@ -255,7 +277,7 @@ function schemaDetails(errors: ErrorObject[]): ErrorDetail[] {
           field === 'created_at'
             ? createdAtMessage(e.data)
             : field === 'image_url'
-              ? 'must be an http(s) URL'
+              ? imageUrlMessage(e.data)
               : field === 'post_id'
                 ? POST_ID_MESSAGE
                 : `must match ${e.keyword}`;

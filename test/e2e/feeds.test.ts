@@ -73,6 +73,15 @@ describe('POST /feeds/partner rejects', () => {
     const res = await postReport(svc.url, report(1, { text: 'x'.repeat(70 * 1024) }));
     expect(res.status).toBe(413);
     expectErrorShape(res.body, 413);
+    // Small as sent, over the limit once decoded: the body is named, and what counts.
+    const zipped = await fetch(`${svc.url}/feeds/partner`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': API_KEY, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: gzipSync(JSON.stringify(report(1, { text: 'x'.repeat(70 * 1024) }))),
+    });
+    const refused = (await zipped.json()) as any;
+    expect([zipped.status, refused.details]).toEqual([413, [{ in: 'body', field: '(body)', message: 'must be at most 65536 bytes once decoded' }]]);
+    expect(refused.message).toMatch(/once decoded/);
     await expectNothingStored();
   });
 

@@ -117,6 +117,34 @@ describe('partner report', () => {
     );
   });
 
+  it("lists the problems the schema finds and those of the checks beyond it together, never one list after the other", () => {
+    const found = problems({
+      post_id: '9007199254740992',
+      created_at: '2030-01-01T00:00:00Z',
+      partner_city: 'Quezon City',
+      disaster_type: 'fire',
+      location: { lat: 14.6, lng: 121 },
+      title: 'a\u0000b',
+      text: 'lone \ud800',
+      image_url: 'http://example.org:99999/a.jpg',
+    });
+    expect(found.map((d) => d.field).sort()).toEqual(['created_at', 'disaster_type', 'image_url', 'post_id', 'text', 'title'].sort());
+    expect(found.find((d) => d.field === 'created_at')!.message).toMatch(/future/);
+    // A field the schema refused is named once, for the schema's reason.
+    expect(problems({ ...valid, disaster_type: 'fire', created_at: 'yesterday' }).map((d) => d.field).sort()).toEqual(['created_at', 'disaster_type']);
+  });
+
+  it('says how to mend an image_url: lower-case scheme, RFC 3986 escapes; refuses a password that would be published', () => {
+    const message = (image_url: string) => problems({ ...valid, image_url }).find((d) => d.field === 'image_url')?.message;
+    expect(message('HTTPS://example.org/x.jpg')).toMatch(/lower case/);
+    expect(message('https://example.org/ph/ü.jpg')).toMatch(/percent-encoded \(%C3%BC for ü\)/);
+    expect(message('https://bücher.example/x.jpg')).toMatch(/punycode/);
+    expect(message('https://example.org/a b.jpg')).toMatch(/percent-encoded/);
+    expect(message('https://example.org/x.jpg?q=a|b')).toMatch(/\| \{ \}/);
+    expect(message('https://user:pw@example.org/x.jpg')).toMatch(/user name or password/);
+    expect(parsePartnerReport({ ...valid, image_url: 'https://example.org/ph/%C3%BC.jpg' }, NOW, PLACES).image_url).toBe('https://example.org/ph/%C3%BC.jpg');
+  });
+
   it('names missing required fields, nested ones with their path', () => {
     const fields = problems({ location: {} }).map((d) => d.field);
     expect(fields.sort()).toEqual(

@@ -298,7 +298,7 @@ export const REPORTS_ROUTES: readonly Route[] = [
             },
             '304': notModified,
             '400': error('The pkey or a query parameter is invalid.'),
-            '404': error('No report has this key, or it is not archived yet.'),
+            '404': { ...error('No report has this key, or it is not archived yet (then with Retry-After: ask again then).'), headers: retryAfter },
             '410': error('The report was retracted.'),
             '429': tooMany,
             '503': unavailable,
