@@ -69,6 +69,8 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
   const kept = new KeptAreas(areasKeptFor(navigator.deviceMemory));
   /** While a city's barangays are drawn: their layers. */
   let drawing;
+  /** The cities whose barangays the latest view asked for. */
+  let inViewNow = [];
   /** The places listed and searched (placeNames.js). */
   let listed = [];
   let national = false;
@@ -190,10 +192,13 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
     });
     near.sort((a, b) => a.d - b.d);
     const codes = near.slice(0, CITIES_IN_VIEW).map((n) => n.code);
+    inViewNow = codes;
     kept.seen(codes);
     await addAreas(codes);
-    // Those seen longest ago go beyond the limit (a long visit stays within a phone's memory).
-    for (const { city, areas } of kept.dropBeyondLimit(new Set(codes))) {
+    // Those seen longest ago go beyond the limit (a long visit stays within a phone's memory),
+    // never those of the view now: a move's fetch may end after the map has moved on.
+    kept.seen(inViewNow);
+    for (const { city, areas } of kept.dropBeyondLimit(new Set(inViewNow))) {
       for (const sub of areas) {
         areasLayer.removeLayer(sub);
         areaNames.delete(sub.feature.properties.psgc);
@@ -276,8 +281,11 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
     placeList.replaceChildren(...listed.map((e) => new Option(e.label, e.label)));
   }
 
+  /** The place found, about to be said (a later search replaces it). */
+  let placeSaying;
   placeSearch.addEventListener('submit', (e) => {
     e.preventDefault();
+    clearTimeout(placeSaying);
     const typed = placeSearch.elements.place.value;
     if (typed.trim() === '') return;
     const place = findPlace(listed, typed);
@@ -290,7 +298,12 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
       placeNote.textContent = `No place named “${typed}” in the current boundaries.`;
       return;
     }
-    placeNote.textContent = `The map shows ${listed.find((e) => e.place === place)?.label ?? place.name}.`;
+    // Emptied first: the same place found again is said again.
+    placeNote.textContent = '';
+    const said = `The map shows ${listed.find((e) => e.place === place)?.label ?? place.name}.`;
+    placeSaying = setTimeout(() => {
+      placeNote.textContent = said;
+    }, 50);
     // One move to the zoom that shows it whole, a city close enough for its barangays to be drawn:
     // a fit and then a zoom would leave the map at the old centre (the fit is still animating).
     const bounds = found.getBounds();

@@ -297,10 +297,12 @@ map.createPane('points').style.zIndex = '450';
 let pointsLayer;
 map.on('moveend', () => pointsInTabOrder());
 // A report's popup is a dialog (see drawPoints), closed by Escape, the focus back on its point.
-map.on('popupclose', () => {
-  const back = openedFrom;
+map.on('popupclose', (e) => {
+  // Only the popup the keyboard opened: opening another closes this one first.
+  if (e.popup !== openedFrom?.popup) return;
+  const back = openedFrom.el;
   openedFrom = undefined;
-  if (back?.isConnected) back.focus();
+  if (back.isConnected) back.focus();
 });
 mapEl.addEventListener('keydown', (e) => {
   if (e.key === 'Escape' && e.target.closest?.('.leaflet-popup')) map.closePopup();
@@ -403,7 +405,7 @@ function drawPoints(features) {
     el.addEventListener('keydown', (e) => {
       if (e.key !== 'Enter' && e.key !== ' ') return;
       e.preventDefault();
-      openedFrom = el;
+      openedFrom = { el, popup: marker.getPopup() };
       marker.openPopup();
       marker.getPopup()?.getElement()?.querySelector('.leaflet-popup-close-button')?.focus();
     });

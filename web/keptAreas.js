@@ -5,7 +5,7 @@
 
 /** The cities whose barangays are drawn, the one seen longest ago first, and how many each drew. */
 export class KeptAreas {
-  /** `limit`: the barangays kept at most, beyond those of the cities in view. */
+  /** `limit`: the barangays kept at most, those in view counted, though a city in view is never dropped. */
   constructor(limit) {
     this.limit = limit;
     /** city code → the barangays drawn for it (anything: the caller's layers); in the order last seen. */
@@ -54,7 +54,7 @@ export class KeptAreas {
 }
 
 /**
- * Barangays kept drawn at most besides those in view, for a device with this much memory in GB
+ * Barangays kept drawn at most (those in view counted, and never dropped), for a device with this much memory in GB
  * (`navigator.deviceMemory`, which Chromium-based browsers give, rounded and at most 8): some
  * 2,500 a GB (15 MB of the page's), 10,000 where the browser does not say.
  */

@@ -41,7 +41,7 @@ export function manilaSplits(min, max, incr) {
   return ticks;
 }
 
-/** The ticks' labels in Manila time: hours (with the date at midnight), days (with the year on 1 January), months (with the year in January), years. The first tick names its date or year too. */
+/** The ticks' labels in Manila time: hours (with minutes, and seconds under a minute's step; the date at midnight), days (with the year on 1 January), months (with the year in January), years. The first tick names its date or year too. */
 export function manilaValues(ticks, incr) {
   return ticks.map((s, i) => {
     const d = wall(s);
@@ -52,7 +52,10 @@ export function manilaValues(ticks, incr) {
     if (incr >= DAY_S) return (d.getUTCMonth() === 0 && d.getUTCDate() === 1) || i === 0 ? `${date}\n${year}` : date;
     const h = d.getUTCHours();
     const m = d.getUTCMinutes();
-    const time = `${h % 12 || 12}${m ? `:${String(m).padStart(2, '0')}` : ''}${h < 12 ? 'am' : 'pm'}`;
+    const sec = d.getUTCSeconds();
+    // Seconds where the step is under a minute (a minute's window, dragged on the chart).
+    const clock = incr < 60 ? `:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : m ? `:${String(m).padStart(2, '0')}` : '';
+    const time = `${h % 12 || 12}${clock}${h < 12 ? 'am' : 'pm'}`;
     return (h === 0 && m === 0) || i === 0 ? `${time}\n${date}` : time;
   });
 }

@@ -18,7 +18,7 @@ import { handlerSet, type Handlers } from './route.js';
 
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
-/** Entries a feed carries at most (the newest). */
+/** Alerts a feed carries at most (the newest), and as many Cancels at most (the latest). */
 const FEED_LIMIT = 1000;
 /** Feeds kept built: the whole country's and some areas' (one of a thousand long reports is some 7 MB). */
 const FEEDS_BYTES = 64 * 1024 * 1024;

@@ -205,7 +205,7 @@ export function parsePartnerReport(body: unknown, now = Date.now(), places?: Pic
 /** Why a URL is not one as RFC 3986 writes it, for a partner to mend. */
 function imageUrlMessage(value: unknown): string {
   const text = String(value);
-  if (!/^https?:\/\//.test(text)) return /^https?:/i.test(text) ? 'must begin http:// or https://, in lower case' : 'must be an http(s) URL';
+  if (!/^https?:\/\//.test(text)) return /^https?:\/\//i.test(text) ? 'must begin http:// or https://, in lower case' : 'must be an http(s) URL, beginning http:// or https://';
   if (/[^\x21-\x7e]/.test(text)) return 'must be written as RFC 3986 has it: spaces and characters outside ASCII percent-encoded (%C3%BC for ü), a host outside ASCII in punycode (xn--…)';
   return 'must be an http(s) URL as RFC 3986 writes it (characters such as | { } " < > percent-encoded)';
 }

@@ -14,7 +14,6 @@ import { FolderUnavailableError, type Dependency } from './errors.js';
 const fsyncFd = promisify(fsync);
 const openFd = promisify(open);
 
-/** Whether an error is the system error `code` (ENOENT, EEXIST, …). */
 /** Removes a file another may have removed or moved already (a lock taken over as stale, a temp file swept or put in place): nothing to let go then. */
 export function unlinkQuietly(file: string): void {
   try {
@@ -24,6 +23,7 @@ export function unlinkQuietly(file: string): void {
   }
 }
 
+/** Whether an error is the system error `code` (ENOENT, EEXIST, …). */
 export function isCode(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
 }

@@ -47,6 +47,23 @@ describe('the event log on the object store', () => {
     expect((await log.archivedReport('partner-3'))?.pkey).toBe('partner-3');
   });
 
+  it("gives the alert a retraction cancels the same from the process that retracted and from one started after it; none for a report retracted before it was archived", async () => {
+    const now = Date.parse('2026-11-21T06:00:00Z');
+    const store = new FileObjectStore(await tempDir('flood-eventlog-'));
+    const log = new ObjectEventLog(store, () => now);
+    await log.archived([row(1), row(2)]);
+    const alertSentMs = (await log.archivedReport('partner-1'))!.at_ms;
+    await log.retracted(featureOf(row(1)));
+    await log.retracted(featureOf(row(5)));
+    const window = [Date.parse('2026-11-20T06:00:00Z'), Date.parse('2026-11-21T07:00:00Z'), 1000] as const;
+    const cancelled = await log.cancelledBetween(...window);
+    expect(cancelled).toEqual([{ pkey: 'partner-1', alertSentMs, retractedMs: now }]);
+    expect(await new ObjectEventLog(store, () => now).cancelledBetween(...window)).toEqual(cancelled);
+    // By city: the report's own, not another's.
+    expect(await log.cancelledBetween(...window, ['PH-QC'])).toEqual(cancelled);
+    expect(await log.cancelledBetween(...window, ['PH-PG'])).toEqual([]);
+  });
+
   it('announces no copy of a report another process has just retracted, though its marks were listed before the retraction', async () => {
     // A repair and an API process: the repair's marks are not listed again.
     const { store, logs: [repairing, api] } = await twoProcesses();
