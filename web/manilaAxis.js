@@ -54,6 +54,9 @@ export function manilaValues(ticks, incr) {
     const m = d.getUTCMinutes();
     const sec = d.getUTCSeconds();
     // Seconds where the step is under a minute (a minute's window, dragged on the chart).
+    // Under a minute's step, a tick within a minute shows its seconds alone (`:10`), so the
+    // labels of a minute's window do not run into each other.
+    if (incr < 60 && sec !== 0 && i !== 0) return `:${String(sec).padStart(2, '0')}`;
     const clock = incr < 60 ? `:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : m ? `:${String(m).padStart(2, '0')}` : '';
     const time = `${h % 12 || 12}${clock}${h < 12 ? 'am' : 'pm'}`;
     return (h === 0 && m === 0) || i === 0 ? `${time}\n${date}` : time;
