@@ -128,9 +128,22 @@ export function keysWithin(text: string, knownKeys: ReadonlySet<string>): string
   for (const key of knownKeys) if (plain.includes(key)) found.add(key);
   // A key with some of its characters percent-encoded is not in the text as sent: the decoded
   // text is logged then, the key redacted from it.
-  let out = [...found].every((key) => text.includes(key)) ? text : plain;
+  let out = [...found].every((key) => standsAsSent(text, key)) ? text : plain;
   for (const key of found) out = out.split(key).join('[redacted]');
   return out;
+}
+
+/**
+ * Whether each place `key` stands in `text` is the key as sent: in `%35abc…` the key `5abc…`
+ * follows an escape that encodes its first character, so redacting it there would leave `%3`.
+ */
+function standsAsSent(text: string, key: string): boolean {
+  let at = text.indexOf(key);
+  if (at < 0) return false;
+  for (; at >= 0; at = text.indexOf(key, at + 1)) {
+    if (text[at - 1] === '%' || text[at - 2] === '%') return false;
+  }
+  return true;
 }
 
 /**
