@@ -13,3 +13,15 @@ export function suffixesWithin(header: string, size: number): string {
   });
   return `bytes=${ranges.join(',')}`;
 }
+
+/**
+ * Whether an If-Range `validator` keeps the range (RFC 9110 §13.1.5): only a strong entity tag
+ * equal to the file's (`etag`, strong; undefined when the file's tags are weak) or exactly its
+ * Last-Modified date; anything else gets the whole file. (send, the file server, takes a weak tag
+ * and an earlier date too.)
+ */
+export function ifRangeHolds(validator: string, file: { etag?: string; lastModifiedMs: number }): boolean {
+  if (validator.startsWith('W/')) return false;
+  if (validator.startsWith('"')) return validator === file.etag;
+  return Date.parse(validator) === Math.floor(file.lastModifiedMs / 1000) * 1000;
+}

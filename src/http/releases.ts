@@ -11,7 +11,7 @@ import { citationKey, itemKey, manifestKey, parseReleaseId, RELEASES_PREFIX } fr
 import { HttpError } from '../shared/errors.js';
 import type { ObjectStore } from '../store/objectStore.js';
 import path from 'node:path';
-import { suffixesWithin } from './byteRanges.js';
+import { ifRangeHolds, suffixesWithin } from './byteRanges.js';
 import { ifNoneMatch } from './encoding.js';
 import { readQuery, throwIfAny } from './query.js';
 import { ReleaseCopies } from './releaseCopies.js';
@@ -163,9 +163,8 @@ const notFound = (what: string) => new HttpError(404, `No release file ${JSON.st
 
 /**
  * Range and If-Range as RFC 9110 has them: the unit in any case (`Bytes=0-99`; send reads it in
- * lower case only), a suffix longer than the file the whole file (byteRanges.ts); the range served only when the If-Range validator is the file's strong ETag,
- * or exactly its Last-Modified date, otherwise the whole file (send, under sendFile, takes a weak
- * ETag and an earlier date too).
+ * lower case only), a suffix longer than the file the whole file, and If-Range as ifRangeHolds
+ * reads it (byteRanges.ts).
  */
 function keepRangeIf(req: Request, stored: { etag: string; lastModified: Date }, size: number): void {
   // Range is a GET's alone (RFC 9110 §14.2): a HEAD gives the whole file's headers.
@@ -173,9 +172,8 @@ function keepRangeIf(req: Request, stored: { etag: string; lastModified: Date },
   if (req.headers.range !== undefined) req.headers.range = suffixesWithin(req.headers.range, size);
   const validator = req.get('if-range')?.trim();
   if (validator === undefined || req.headers.range === undefined) return;
-  const holds = validator.startsWith('"') || validator.startsWith('W/') ? validator === stored.etag : Date.parse(validator) === Math.floor(stored.lastModified.getTime() / 1000) * 1000;
   delete req.headers['if-range'];
-  if (!holds) delete req.headers.range;
+  if (!ifRangeHolds(validator, { etag: stored.etag, lastModifiedMs: stored.lastModified.getTime() })) delete req.headers.range;
 }
 
 /**

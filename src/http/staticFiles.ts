@@ -10,7 +10,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import express, { Router, type Request, type RequestHandler } from 'express';
 import { digestOf } from './bodyTags.js';
-import { suffixesWithin } from './byteRanges.js';
+import { ifRangeHolds, suffixesWithin } from './byteRanges.js';
 import { applyEncoding, encodeFile, encodingTag, ifNoneMatch, negotiateEncoding, answerNotModified, type Encoding } from './encoding.js';
 
 /** Files worth compressing: text, of some size. */
@@ -89,17 +89,12 @@ export function staticFiles(root: string, { hidden = [], ...options }: StaticOpt
   return router;
 }
 
-/**
- * If-Range as RFC 9110 §13.1.5 has it, which the file server does not keep (it takes a weak tag
- * and an earlier date): its tags are weak, so only the file's exact Last-Modified date keeps the
- * range; anything else gets the whole file.
- */
+/** If-Range kept as RFC 9110 has it (ifRangeHolds), not as the file server does; the files' tags are weak. */
 function keepRangeIf(req: Request, mtimeMs: number): void {
   const validator = req.get('if-range')?.trim();
   if (validator === undefined) return;
   delete req.headers['if-range'];
-  const holds = !validator.startsWith('"') && !validator.startsWith('W/') && Date.parse(validator) === Math.floor(mtimeMs / 1000) * 1000;
-  if (!holds) delete req.headers.range;
+  if (!ifRangeHolds(validator, { lastModifiedMs: mtimeMs })) delete req.headers.range;
 }
 
 /** The file express.static would look for at `requested` (a path that does not decode: none, its 400). */
