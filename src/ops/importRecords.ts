@@ -325,16 +325,45 @@ export function fieldsNotRead(record: unknown): string[] | undefined {
   return out;
 }
 
-/** Maps one input record (partner body, GeoJSON Feature, CSV or CogniCity row) to a feed body. */
+/** The fields of a body in the feed's own shape that the feed reads: the rest is counted, not read (fieldsNotRead). */
+const FEED_FIELDS = ['post_id', 'created_at', 'partner_city', 'disaster_type', 'title', 'text', 'image_url', 'location'] as const;
+
+/**
+ * Whether `r` is a body in the feed's own shape: not a Feature, its point (if any) in `location`
+ * and not written as WKT or GeoJSON. Such a record is checked as the feed checks a body, value
+ * for value; other systems' rows (GeoJSON, CogniCity's `the_geom`…) are read leniently
+ * (toPartnerInput). A CSV row is never one: its header names a point column (csvColumns), and a
+ * `location` cell is text.
+ */
+function isFeedBody(r: Record<string, unknown>): boolean {
+  if (r.type === 'Feature') return false;
+  for (const name of POINT_FIELDS) if (name !== 'location' && Object.hasOwn(r, name)) return false;
+  const at = r.location;
+  return typeof at !== 'string' && !(typeof at === 'object' && at !== null && 'type' in at);
+}
+
+/**
+ * Maps one input record (partner body, GeoJSON Feature, CSV or CogniCity row) to a feed body. A
+ * body in the feed's shape goes as it is (its fields not read left out), so the feed's checks
+ * answer it as they would a post; another system's row is read as its system writes it: numbers
+ * in strings, PostgreSQL's timestamps, an empty cell or null for a field not given, and
+ * `partner_city` derived from the point when not given.
+ */
 export function toPartnerInput(record: unknown, cityForPoint: CityForPoint): Record<string, unknown> {
   if (record instanceof RecordError) throw record;
   if (typeof record !== 'object' || record === null || Array.isArray(record)) throw new RecordError('the record is not an object');
   const r = record as Record<string, unknown>;
+  if (isFeedBody(r)) {
+    const body: Record<string, unknown> = {};
+    for (const field of FEED_FIELDS) if (Object.hasOwn(r, field)) body[field] = r[field];
+    return body;
+  }
   const props = r.type === 'Feature' ? ((r.properties ?? {}) as Record<string, unknown>) : r;
   const location =
     r.type === 'Feature' ? pointOf(r.geometry) : pointOf(props.location ?? props.the_geom ?? props.geom ?? props.geometry ?? props.point) ?? latLngOf(props);
   if (!location) throw new RecordError('no point: give location {lat,lng}, lat/lng columns, or a GeoJSON or WKT point');
-  const partnerCity = props.partner_city || placeOf(location, cityForPoint) || undefined;
+  const given = props.partner_city;
+  const partnerCity = given === undefined || given === null || given === '' ? placeOf(location, cityForPoint) || undefined : given;
   if (partnerCity === undefined) {
     throw new RecordError('partner_city missing and the point is in no city of the current boundaries');
   }
