@@ -16,6 +16,8 @@ const LEVELS = [
   { level: 'local_area', below: Infinity, noun: 'barangay' },
 ];
 const COLORS = ['#ffffcc', '#c7e9b4', '#7fcdbb', '#41b6c4', '#2c7fb8', '#253494'];
+/** At most this many areas are listed in the table of counts, the busiest first. */
+const TABLE_ROWS = 100;
 /** Up to this many cities (the two-city default) every barangay is drawn at once. */
 const ALL_AREAS_UP_TO = 50;
 /** At most this many cities' barangays are asked for at a time (a view at zoom 11 holds a few dozen). */
@@ -58,7 +60,7 @@ function classesOf(counts) {
  * The areas of `map`. `api(path)` fetches JSON from the service; `onError(message)` reports a
  * failure of something loaded in the background.
  */
-export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect, placeSearch, placeList, label, onError }) {
+export function createAreas({ map, api, mapEl, legendEl, areaTable, placeNote, adminSelect, placeSearch, placeList, label, onError }) {
   /** level → { layer (L.GeoJSON), features } once loaded; local_area's layer fills as cities are fetched. */
   const layers = new Map();
   /** Barangay PSGC → { name, city }, city code → name: for the reports' popups. */
@@ -198,7 +200,8 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
     // Those seen longest ago go beyond the limit (a long visit stays within a phone's memory),
     // never those of the view now: a move's fetch may end after the map has moved on.
     kept.seen(inViewNow);
-    for (const { city, areas } of kept.dropBeyondLimit(new Set(inViewNow))) {
+    const dropped = kept.dropBeyondLimit(new Set(inViewNow));
+    for (const { city, areas } of dropped) {
       for (const sub of areas) {
         areasLayer.removeLayer(sub);
         areaNames.delete(sub.feature.properties.psgc);
@@ -206,6 +209,8 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
       citiesWithAreas.delete(city);
     }
     mapEl.dataset.areas = String(areaNames.size);
+    // The table of counts lists only what is drawn.
+    if (dropped.length > 0 && shown === 'local_area' && counts.has(shown)) paint();
   }
 
   /** The counts of the level shown for the current window, asked once per window and level. */
@@ -250,11 +255,43 @@ export function createAreas({ map, api, mapEl, legendEl, placeNote, adminSelect,
       }),
     );
     if (classes.length > 0) legendEl.prepend(Object.assign(document.createElement('span'), { textContent: `Reports per ${LEVELS.find((l) => l.level === level).noun}:` }));
+    fillTable(level, entry);
     mapEl.dataset.filled = String(filled);
     if (!painted && fetchCounts) {
       painted = true;
       performance.mark('explorer:map-painted');
     }
+  }
+
+  /**
+   * The counts drawn, as a table (the busiest areas first): what the fills say, for readers who
+   * cannot tell the colours apart and for screen readers.
+   */
+  function fillTable(level, entry) {
+    const rows = [];
+    entry?.layer.eachLayer((sub) => {
+      if (sub.count > 0) rows.push({ name: areaLabel(level, sub.feature.properties), count: sub.count });
+    });
+    rows.sort((a, b) => b.count - a.count || a.name.localeCompare(b.name));
+    const noun = LEVELS.find((l) => l.level === level).noun;
+    const [caption, body] = [areaTable.querySelector('caption'), areaTable.querySelector('tbody')];
+    caption.textContent = rows.length === 0 ? `No ${noun} drawn has reports in this window.` : `Reports per ${noun}${level === 'local_area' && national ? ' drawn (the cities in view)' : ''}, the busiest first`;
+    body.replaceChildren(
+      ...rows.slice(0, TABLE_ROWS).map((r) => {
+        const tr = document.createElement('tr');
+        for (const text of [r.name, r.count.toLocaleString('en')]) tr.append(Object.assign(document.createElement('td'), { textContent: text }));
+        return tr;
+      }),
+    );
+    const more = rows.length - TABLE_ROWS;
+    areaTable.querySelector('.note').textContent = more > 0 ? `And ${more.toLocaleString('en')} more with fewer reports; the downloads give every report with its areas.` : '';
+  }
+
+  /** An area's name as the table gives it: a barangay's with its city, since names repeat across cities. */
+  function areaLabel(level, p) {
+    if (level !== 'local_area') return p.name;
+    const city = cityNames.get(p.city_code);
+    return city ? `${p.name}, ${city}` : p.name;
   }
 
   /** The admin list and the place search, from every level loaded. */

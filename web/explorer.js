@@ -312,6 +312,7 @@ const areas = createAreas({
   api,
   mapEl,
   legendEl,
+  areaTable: document.getElementById('area-table'),
   placeNote: document.getElementById('place-result'),
   adminSelect: form.elements.admin,
   placeSearch: document.getElementById('place-search'),

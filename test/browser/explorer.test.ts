@@ -48,7 +48,8 @@ const JUNE = Date.UTC(2025, 5, 1) - 8 * 3_600_000; // 2025-06-01 00:00 in Manila
 const juneReports = Array.from({ length: 48 }, (_, i) => ({
   post_id: 70_000 + i,
   created_at: new Date(JUNE + 3_600_000 + i * 13 * 3_600_000).toISOString(),
-  place: PLACES[i % PLACES.length]!,
+  // Unequal counts (8, 6 and 5 a place), so that orders by count show.
+  place: PLACES[i < 3 ? 0 : i % PLACES.length]!,
 }));
 const julyReports = Array.from({ length: 6 }, (_, i) => ({
   post_id: 71_000 + i,
@@ -134,6 +135,23 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       );
       expect(new Map(drawn)).toEqual(want);
       expect(await page.locator('#legend .swatch').count()).toBeGreaterThan(0);
+
+      // The same counts as text (the lightest fills are hard to tell from the ground): the busiest
+      // barangays first, each named with its city, at most 100 of them.
+      const names = new Map<string, string>();
+      for (const city of (await getJson(`${svc.url}/cities?geoformat=geojson`)).body.result.features) {
+        const areas = (await getJson(`${svc.url}/cities/${city.properties.code}/local-areas?geoformat=geojson`)).body.result.features;
+        for (const a of areas) names.set(a.properties.psgc, `${a.properties.name}, ${city.properties.name}`);
+      }
+      const table = [...want]
+        .map(([psgc, n]) => ({ name: names.get(psgc)!, n }))
+        .sort((a, b) => b.n - a.n || a.name.localeCompare(b.name))
+        .map((r) => [r.name, r.n.toLocaleString('en')]);
+      await page.click('#area-table summary');
+      const rows = await page.$$eval('#area-table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((c) => c.textContent)));
+      expect(rows).toEqual(table.slice(0, 100));
+      await page.locator('#map-panel').screenshot({ path: path.join(SHOTS, 'june-counts-table.png') });
+      expect(await page.textContent('#area-table .note')).toBe(table.length > 100 ? `And ${table.length - 100} more with fewer reports; the downloads give every report with its areas.` : '');
     } finally {
       await close();
     }
