@@ -59,10 +59,12 @@ export function capSeverity(f: ReportFeature): CapSeverity {
  * A value as XML text or attribute data. xmlbuilder2 leaves an `&` that starts something shaped
  * like a reference (`&nbsp;`, `&#0;`, `&amp;`) as it is, taking the text for escaped already: a
  * partner's `&nbsp;` made the document ill-formed, its `&amp;` read back as `&`. Each `&` given as
- * `&amp;` first is data whatever follows it (the writer escapes `<`, `>` and quotes itself).
+ * `&amp;` first is data whatever follows it (the writer escapes `<`, `>` and quotes itself). A
+ * carriage return goes as `&#13;`: written as it is, every XML reader would read a line feed
+ * (XML 1.0 §2.11), and the text would differ from the archive's.
  */
 function data(value: string): string {
-  return value.replaceAll('&', '&amp;');
+  return value.replaceAll('&', '&amp;').replaceAll('\r', '&#13;');
 }
 
 /** A coordinate in decimal degrees, as CAP asks: never in exponent notation (1e-7). */
