@@ -83,7 +83,20 @@ export class Window {
    * the strong validator of an answer about this window.
    */
   tag(...extra: string[]): string {
-    const hash = createHash('sha256').update(SERVICE_VERSION).update(ANSWER_FORM).update(queryKey(this.query));
+    return this.tagOf(this.query, extra);
+  }
+
+  /**
+   * tag() of a window whose end is open (an hour past now, moving with the clock), its end left
+   * out: no report is stored later than that end (neither the feed nor an import takes one more
+   * than MAX_FUTURE_MS ahead), so the tag holds while nothing the window reads changes.
+   */
+  tagOfOpenEnd(...extra: string[]): string {
+    return this.tagOf({ ...this.query, endMs: Number.MAX_SAFE_INTEGER }, extra);
+  }
+
+  private tagOf(query: WindowQuery, extra: string[]): string {
+    const hash = createHash('sha256').update(SERVICE_VERSION).update(ANSWER_FORM).update(queryKey(query));
     for (const e of extra) hash.update('\u0000').update(e);
     for (const p of this.parts()) hash.update(`\n${p.key}\n${p.etag}`);
     return hash.digest('base64url').slice(0, 32);

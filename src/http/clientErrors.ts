@@ -99,5 +99,6 @@ function afterAnswers(socket: Connection, then: () => void): void {
 /** An answer in the error shape as the bytes of a whole HTTP/1.1 response that closes the connection. */
 export function rawAnswer(status: number, message: string, requestId: string): string {
   const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details: [] });
-  return `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
+  // As every error answer: kept by no cache, readable by a page of any origin (http.md).
+  return `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nAccess-Control-Allow-Origin: *\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
 }

@@ -5,8 +5,8 @@ import { partnerReportSchema } from '../partners/partnerReport.js';
 import { reportPropertiesSchema } from '../archive/schema.js';
 import { STATS_ANSWER_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ogcSchemas } from './ogc/openapi.js';
-import { envelope } from './openapiParts.js';
-import { documentPaths } from './route.js';
+import { envelope, error, retryAfter } from './openapiParts.js';
+import { documentPaths, type PathItem } from './route.js';
 import { ROUTES } from './routes.js';
 
 const errorSchema = {
@@ -323,6 +323,32 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
       schemas: { ...schemas, ...ogcSchemas },
       securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
     },
-    paths: documentPaths(ROUTES),
+    paths: withCommonAnswers(documentPaths(ROUTES)),
   };
+}
+
+/**
+ * Answers any request may get before its route reads it (http.md, "Every request"), on every
+ * operation that does not describe them itself; and `Retry-After` on every 429 and 503, which
+ * always carry it.
+ */
+const COMMON_ANSWERS = {
+  '408': error('The headers (or a body) did not arrive in time; the connection is closed.'),
+  '417': error('An Expect other than 100-continue.'),
+  '431': error('The request headers are too large.'),
+};
+
+function withCommonAnswers(paths: Record<string, PathItem>): Record<string, PathItem> {
+  for (const item of Object.values(paths)) {
+    for (const [method, operation] of Object.entries(item as Record<string, { responses?: Record<string, Record<string, unknown>> }>)) {
+      if (!['get', 'head', 'post', 'put', 'delete', 'patch'].includes(method) || !operation.responses) continue;
+      const responses = operation.responses;
+      for (const [status, answer] of Object.entries(COMMON_ANSWERS)) responses[status] ??= answer;
+      for (const status of ['429', '503']) {
+        const answer = responses[status];
+        if (answer && !answer.headers) responses[status] = { ...answer, headers: retryAfter };
+      }
+    }
+  }
+  return paths;
 }

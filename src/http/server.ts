@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/log.js';
 import { onClientError, rawAnswer } from './clientErrors.js';
+import { allowReads } from './cors.js';
 import { sendError } from './errorHandler.js';
 import { closeStalledSends } from './sendStall.js';
 
@@ -44,6 +45,7 @@ export function createHttpServer(app: http.RequestListener, limits: Config['http
     const details = [{ in: 'header' as const, field: 'Expect', message: `"${String(req.headers.expect).slice(0, 100)}" is not supported` }];
     // The request layer never sees this request: its id is given here, as for Node's own refusals.
     res.setHeader('X-Request-Id', randomUUID());
+    allowReads((req.url ?? '').split('?', 1)[0]!, res);
     sendError(res, 417, 'Only "Expect: 100-continue" is supported.', details, { Connection: 'close' });
   });
   return server;

@@ -285,6 +285,24 @@ describe('conformance', () => {
     );
   });
 
+  it('declares on every operation the answers any request may get before its route reads it, and Retry-After on every 429 and 503', async () => {
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item)
+        .filter(([method]) => ['get', 'head', 'post', 'delete'].includes(method))
+        .map(([method, op]) => ({ path, method, responses: op.responses as Record<string, any> })),
+    );
+    expect(operations.length).toBeGreaterThan(20);
+    for (const { path, method, responses } of operations) {
+      for (const status of ['408', '417', '431']) expect(responses[status]?.content?.['application/json'], `${method} ${path} ${status}`).toBeDefined();
+      for (const status of ['429', '503']) if (responses[status]) expect(responses[status].headers?.['Retry-After'], `${method} ${path} ${status}`).toBeDefined();
+    }
+    // As the service answers them: an Expect it does not know, headers past the limit.
+    for (const path of ['/cities/levels', '/ogc/collections/reports/items']) {
+      expect((await call(svc.url, 'GET', path, { 'User-Agent': 'contract-tests/1.0', Expect: 'teapot' })).status).toBe(417);
+      expect((await call(svc.url, 'GET', path, { 'User-Agent': 'contract-tests/1.0', 'X-Big': 'a'.repeat(20_000) })).status).toBe(431);
+    }
+  });
+
   it('serves a valid OpenAPI 3.1 document and the docs page, offline', async () => {
     const validator = new Validator();
     const res = await validator.validate(doc);

@@ -417,6 +417,20 @@ describe('OGC API – Features: a page revalidated after the window changed', ()
       expect(walked).toEqual([1, 2, 3].map((n) => pkeyOf(n)));
       // Asked again with the new tag, unchanged: a 304.
       expect((await fetch(url, { headers: { 'If-None-Match': again.headers.get('etag')! } })).status).toBe(304);
+
+      // A window with an open end (no datetime, or `start/..`) ends an hour past now, moving with
+      // the clock: its first page revalidates all the same, until a report is archived in it.
+      const open = [`${own.url}/ogc/collections/reports/items?limit=1`, `${own.url}/ogc/collections/reports/items?datetime=2026-11-10T00:00:00Z/..&limit=1`];
+      const tags = await Promise.all(open.map(async (u) => (await fetch(u)).headers.get('etag')!));
+      await new Promise((r) => setTimeout(r, 20));
+      for (const [i, u] of open.entries()) expect((await fetch(u, { headers: { 'If-None-Match': tags[i]! } })).status).toBe(304);
+      expect((await postReport(own.url, report(5, { created_at: '2026-11-10T04:00:00Z' }))).status).toBe(201);
+      await allArchived(own.rt);
+      for (const [i, u] of open.entries()) {
+        const changed = await fetch(u, { headers: { 'If-None-Match': tags[i]! } });
+        expect(changed.status).toBe(200);
+        expect(((await changed.json()) as any).numberMatched).toBe(4);
+      }
     } finally {
       await own.stop();
     }

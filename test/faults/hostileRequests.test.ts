@@ -30,6 +30,8 @@ afterAll(async () => {
 function expectShaped(res: { status: number; headers: Record<string, string>; body: string }, status: number): any {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
+  // Kept by no cache, as every error answer.
+  expect(res.headers['cache-control']).toBe('no-store');
   const body = JSON.parse(res.body);
   expectErrorShape(body, status);
   return body;
@@ -39,6 +41,8 @@ describe('requests refused by Node before the app sees them, in the error shape'
   it('80 KB of headers: 431', async () => {
     const res = await rawRequest(svc.url, [`GET /cities HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(80 * 1024)}\r\n\r\n`]);
     expectShaped(res, 431);
+    // A page of any origin reads why, as it reads every error of a read.
+    expect(res.headers['access-control-allow-origin']).toBe('*');
   });
 
   it('10,000 query parameters (a request line past the limit): 431', async () => {
@@ -139,6 +143,7 @@ describe('requests refused by Node before the app sees them, in the error shape'
 
   it('an Expect other than 100-continue: 417', async () => {
     const res = await rawRequest(svc.url, ['GET /cities HTTP/1.1\r\nHost: x\r\nExpect: the-unexpected\r\n\r\n']);
+    expect(res.headers['access-control-allow-origin']).toBe('*');
     const shaped = expectShaped(res, 417);
     expect(shaped.details[0].field).toBe('Expect');
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);

@@ -14,6 +14,8 @@ export type Bbox = [number, number, number, number];
 export interface Interval {
   startMs: number;
   endMs: number;
+  /** Whether the end is open (`..`, or no datetime): the latest a report can be, which moves with the clock. */
+  openEnd?: boolean;
 }
 
 const RANGE = 'from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z';
@@ -85,7 +87,7 @@ function readEnd(sent: string, end: 'start' | 'end', asInstant = false): number 
  */
 export function readDatetime(raw: string | undefined, details: ErrorDetail[], now = Date.now()): Interval {
   const latest = Math.min(LATEST_MS, now + MAX_FUTURE_MS);
-  const fallback = { startMs: EARLIEST_MS, endMs: latest };
+  const fallback = { startMs: EARLIEST_MS, endMs: latest, openEnd: true };
   if (raw === undefined) return fallback;
   const problem = (message: string) => {
     details.push({ in: 'query', field: 'datetime', message });
@@ -115,5 +117,5 @@ export function readDatetime(raw: string | undefined, details: ErrorDetail[], no
   const start = startMs ?? EARLIEST_MS;
   // Against the start as sent: both ends within one millisecond (the start rounded up) is an interval no report is in.
   if (end < (startMs === undefined ? start : readEnd(a, 'start', true)!)) return problem('the interval must not end before it starts');
-  return { startMs: start, endMs: end };
+  return { startMs: start, endMs: end, ...(endMs === undefined && end === latest && { openEnd: true }) };
 }

@@ -102,14 +102,15 @@ export class ReportsItems {
   constructor(private readonly archive: Archive) {}
 
   /** `signal`: aborts when the page is no longer wanted (the client hung up); its queries stop. */
-  async page(window: { startMs: number; endMs: number; bbox: Bbox | undefined }, limit: number, cursor: ReportsCursor | undefined, now: number, signal?: AbortSignal): Promise<ReportsPage> {
+  async page(window: { startMs: number; endMs: number; openEnd?: boolean; bbox: Bbox | undefined }, limit: number, cursor: ReportsCursor | undefined, now: number, signal?: AbortSignal): Promise<ReportsPage> {
     const open = (query: WindowQuery) => this.archive.open(query, signal ? { signal } : {});
     const receivedBeforeMs = cursor?.receivedBeforeMs ?? now;
     const base: WindowQuery = { startMs: window.startMs, endMs: window.endMs, admin: undefined, bbox: window.bbox, receivedBeforeMs };
     const at = (k: Key, direction: ReportsCursor['direction']): ReportsCursor => ({ startMs: window.startMs, endMs: window.endMs, createdMs: k.createdMs, pkey: k.pkey, receivedBeforeMs, direction });
     const whole = await open(base);
     const numberMatched = await this.count(whole, base);
-    const windowTag = whole.tag('items');
+    // An open end moves with the clock: left out of the tag, or no first page would ever be a 304.
+    const windowTag = window.openEnd === true ? whole.tagOfOpenEnd('items') : whole.tag('items');
     if (cursor?.direction === 'before') {
       const { items, more } = await this.newerThan(open, base, cursor, limit);
       return {

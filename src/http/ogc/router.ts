@@ -178,7 +178,8 @@ export function ogcHandlers(deps: OgcDeps): Handlers {
       const opened = values.cursor === undefined ? undefined : ((await deps.cursors.open(values.cursor)) ?? '');
       const after = opened === undefined ? undefined : decodeCursor(opened, fingerprint, details);
       throwIfAny(details);
-      const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { startMs: interval.startMs, endMs: interval.endMs, bbox };
+      // A cursor's window is fixed (its end as the first page had it).
+      const window = after ? { startMs: after.startMs, endMs: after.endMs, bbox } : { ...interval, bbox };
       const signal = hangUpSignal(res);
       // One turn, held to the page's end: a heavy answer's over a long window, else a page's.
       const long = window.endMs - window.startMs > deps.maxWindowMs;
