@@ -9,6 +9,7 @@ import { columnsOf, rowsWithBytesOf, sqlString, type DuckDb } from './duckdb.js'
 import { dedupedPartsSql } from './readRows.js';
 import { ANSWER_ORDER } from './sql.js';
 import { tombstoneSql } from './schema.js';
+import { byCodeUnits } from '../shared/byCodeUnits.js';
 
 /** A report's tags as the tagger gives them (the archive's tag columns). */
 export interface TagSet {
@@ -161,7 +162,7 @@ async function compare(conn: DuckDBConnection, version: string): Promise<Omit<Re
   const pairs = (
     await conn.runAndReadAll(`SELECT r.instance_region_code, s.instance_region_code, count(*)::INTEGER FROM ${RETAGGED} WHERE s.id IS NOT NULL GROUP BY ALL`)
   ).getRowsJS() as [string | null, string | null, number][];
-  const moveRows = pairs.filter(([from, to]) => from !== to).sort((a, b) => b[2] - a[2] || String(a[0]).localeCompare(String(b[0])) || String(a[1]).localeCompare(String(b[1])));
+  const moveRows = pairs.filter(([from, to]) => from !== to).sort((a, b) => b[2] - a[2] || byCodeUnits(String(a[0]), String(b[0])) || byCodeUnits(String(a[1]), String(b[1])));
   for (const [from, to, n] of moveRows) moves[`${from ?? 'null'} -> ${to ?? 'null'}`] = n;
   const [[count, log]] = (await rowsWithBytesOf(conn, changeLogTextSql(`(SELECT r.pkey, r.created_at, CASE WHEN r.instance_region_code IS DISTINCT FROM s.instance_region_code THEN r.instance_region_code END AS moved_from FROM ${RETAGGED} WHERE s.id IS NOT NULL AND (${differs}))`))) as [[number, Uint8Array]];
   return { reports, cityChanges, localAreaChanges, moves, moved: { count, log }, changed: changedRows > 0 };

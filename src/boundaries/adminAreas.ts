@@ -5,6 +5,7 @@
 // the set of cities it covers, as the current version draws them.
 import type { CompactLevels } from './compactLevels.js';
 import { areaCode, cityParents, type CityParents } from './hierarchy.js';
+import { byCodeUnits } from '../shared/byCodeUnits.js';
 
 export type AdminLevel = 'region' | 'province' | 'city';
 
@@ -71,7 +72,7 @@ export class AdminAreas {
     const cased = codes.find((c) => c.toUpperCase() === code.toUpperCase());
     if (cased) return `must be written ${cased} (codes are matched as written, in upper case)`;
     if (codes.length <= LISTED) return `must be one of: ${codes.join(', ')}`;
-    const ranked = codes.map((c) => ({ c, shared: commonPrefix(c, code) })).sort((a, b) => b.shared - a.shared || a.c.localeCompare(b.c));
+    const ranked = codes.map((c) => ({ c, shared: commonPrefix(c, code) })).sort((a, b) => b.shared - a.shared || byCodeUnits(a.c, b.c));
     const what = `must be the code of a region, province or city of ${of} (GET /cities, /ogc/collections)`;
     // Sharing no more than "PH-" is no likeness: the first codes in order would only mislead.
     if (ranked[0]!.shared <= 'PH-'.length) return `${what}; none of its codes begins as ${code.slice(0, 40)} does`;

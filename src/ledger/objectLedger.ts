@@ -56,6 +56,7 @@ import {
   type RetractionRef,
   type StoredKey,
 } from './ledger.js';
+import { byCodeUnits } from '../shared/byCodeUnits.js';
 
 /** How far a host's clock and the store's may differ, for the store's times read as ours. */
 const CLOCK_MARGIN_MS = 15 * 60_000;
@@ -579,8 +580,7 @@ export class ObjectLedger implements IngestLedger {
       if (held) keys.push(JSON.parse(held.body.toString('utf8')) as CountedKey);
     });
     // By name in byte order, as the SQLite ledger lists them (localeCompare puts '_' before '-'), then by age.
-    const byBytes = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-    return keys.sort((a, b) => byBytes(a.name, b.name) || byBytes(a.created_at, b.created_at));
+    return keys.sort((a, b) => byCodeUnits(a.name, b.name) || byCodeUnits(a.created_at, b.created_at));
   }
 
   async ping(): Promise<void> {

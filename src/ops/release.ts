@@ -29,6 +29,7 @@ import type { ObjectStore } from '../store/objectStore.js';
 import type { Progress } from './progress.js';
 import { removeDeadRuns, removeUnpublished, type WithPeriodLock } from './releaseLeftovers.js';
 import { withStoreLock } from './storeLock.js';
+import { byCodeUnits } from '../shared/byCodeUnits.js';
 
 export interface ReleaseDeps {
   archive: Pick<Archive, 'open'>;
@@ -338,7 +339,7 @@ export async function manifests(store: ObjectStore, known = new Map<string, Mani
     out.push(manifest);
   }
   const kept = options.described ? out.filter((m) => keys.has(citationKey(m.release)) && keys.has(itemKey(m.release))) : out;
-  return kept.sort((a, b) => a.period.localeCompare(b.period) || a.revision - b.revision);
+  return kept.sort((a, b) => byCodeUnits(a.period, b.period) || a.revision - b.revision);
 }
 
 /**

@@ -23,6 +23,7 @@ import { mapLimit } from './concurrency.js';
 import { mergeCopies, type MergeDeps } from './mergeCopies.js';
 import type { Progress } from './progress.js';
 import { announceShown, ANNOUNCE_SETTLE_MS, retractionsShown, type ShownFeed } from './retractionsShown.js';
+import { byCodeUnits } from '../shared/byCodeUnits.js';
 
 /**
  * What verify uses: the ledger's acceptances (and its lookup, for a report archived after they
@@ -176,7 +177,7 @@ export async function verify(
       const unrecorded = await confirmedInLedger(rt.ledger, tombstones.filter((pkey) => !strange.has(pkey)), known);
       for (const pkey of unrecorded) result.retractionsOnlyArchived.push(pkey);
       if (options.repair) result.retractionsRecorded += await recordRetractions(rt.ledger, unrecorded);
-      result.days.push(...[...byDay.values()].sort((a, b) => a.day.localeCompare(b.day)));
+      result.days.push(...[...byDay.values()].sort((a, b) => byCodeUnits(a.day, b.day)));
       progress?.tick();
     }
   } finally {

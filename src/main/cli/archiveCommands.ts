@@ -12,6 +12,7 @@ import { checkFolderWritable, linkTarget, LinkLoopError } from '../../shared/fil
 import { GENERATED_KEY_NAME, generatedKey } from '../../partners/apiKeys.js';
 import { MAX_FUTURE_MS } from '../../partners/partnerReport.js';
 import { common, deps, interruptible, windowOf, partnerOption, print, required, UsageError, window, withRuntime, type Command } from './options.js';
+import { byCodeUnits } from '../../shared/byCodeUnits.js';
 
 export const compact: Command = {
   summary: 'merge each closed day (and each closed hour of today) into one de-duplicated part (idempotent)',
@@ -168,7 +169,7 @@ export const importCommand: Command = {
 
 /** The fields the valid records gave and the import did not read, most given first; nothing when none. */
 function notReadLine(notRead: Record<string, number>): string {
-  const names = Object.entries(notRead).sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
+  const names = Object.entries(notRead).sort(([a, m], [b, n]) => n - m || byCodeUnits(a, b));
   if (names.length === 0) return '';
   return `\nfields not read (imported without them; see docs/operations.md): ${names.map(([name, n]) => `${JSON.stringify(name)} in ${n}`).join(', ')}`;
 }
