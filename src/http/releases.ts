@@ -82,7 +82,8 @@ export function releasesHandlers(deps: ReleasesDeps): Handlers {
     const name = String(req.params.file);
     // A release's own URL (its citation's, /releases/<id>/): its STAC Item describes it.
     if (parseReleaseId(name) && (await isPublished(name))) {
-      res.redirect(302, `${deps.publicBase()}/${RELEASES_PREFIX}${name}/item.json`);
+      // No body: the Location is the answer (res.redirect would add a text one the document does not describe).
+      res.status(302).set('Location', `${deps.publicBase()}/${RELEASES_PREFIX}${name}/item.json`).end();
       return;
     }
     if (name !== 'catalog.json' && name !== 'collection.json') throw notFound(name);

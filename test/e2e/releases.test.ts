@@ -157,6 +157,11 @@ describe.each(BACKENDS)('releases on the %s backend', (kind) => {
     expect(Object.values(item.assets).filter((a: any) => a.roles.includes('data'))).toHaveLength(m.files.length);
     const cff = await (await get('/releases/2025-r1/CITATION.cff')).text();
     expect(cff).toContain('cff-version: 1.2.0');
+    // The URL the citation gives: to the STAC Item, the Location alone (no body), as the document has it.
+    const landing = await fetch(`${svc.url}/releases/2025-r1/`, { headers: UA, redirect: 'manual' });
+    expect([landing.status, landing.headers.get('location'), await landing.text()]).toEqual([302, `${svc.url}/releases/2025-r1/item.json`, '']);
+    const doc = (await (await get('/openapi.json')).json()) as any;
+    expect(Object.keys(doc.paths['/releases/{release}/'].get.responses)).toContain('302');
     expect(cff).toContain('version: "2025-r1"');
     // The boundaries' attribution as their publisher wrote it, once.
     expect(cff).toMatch(/^abstract: ".* as the archive answered on \S+Z\. Boundaries: PSA and NAMRIA 2023 [^"]*\)\."$/m);

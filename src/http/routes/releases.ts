@@ -30,6 +30,21 @@ export const RELEASES_ROUTES: readonly Route[] = [
     serve: { get: 'getReleaseIndex' },
     ...PUBLIC_READ,
     doc: () => ({
+      // The URL a release's citation gives (`/releases/2025-r1/`): the same operation, its name ended by a slash.
+      '/releases/{release}/': {
+        get: {
+          operationId: 'getRelease',
+          summary: "A release's URL, as its citation gives it: redirected to its STAC Item",
+          parameters: [{ name: 'release', in: 'path', required: true, schema: { type: 'string', pattern: '^\\d{4}(-\\d{2})?-r[1-9]\\d{0,5}$' }, example: '2025-r1' }],
+          responses: {
+            '302': { description: "To the release's STAC Item (`item.json`).", headers: { Location: { schema: { type: 'string' } } } },
+            '400': badQuery,
+            '404': error('No such release, or it is not published yet.'),
+            '429': tooMany,
+            '503': unavailable,
+          },
+        },
+      },
       '/releases/{file}': {
         get: {
           operationId: 'getReleaseIndex',
@@ -64,11 +79,15 @@ export const RELEASES_ROUTES: readonly Route[] = [
           ],
           responses: {
             '200': { description: 'The file.', headers: { ETag: { schema: { type: 'string' } } }, content: { 'application/vnd.apache.parquet': {}, 'application/gzip': {}, 'application/json': {}, 'application/geo+json': {}, 'application/x-yaml': {} } },
-            '206': { description: 'The range asked for.' },
+            '206': {
+              description: 'The range asked for.',
+              headers: { 'Content-Range': { schema: { type: 'string' } } },
+              content: { 'application/vnd.apache.parquet': {}, 'application/gzip': {}, 'application/json': {}, 'application/geo+json': {}, 'application/x-yaml': {} },
+            },
             '304': { description: 'Not modified (If-None-Match, If-Modified-Since).' },
             '400': badQuery,
             '404': error('No such release or file, or the release is not published yet (its manifest is written last).'),
-            '416': { description: 'The range is outside the file.' },
+            '416': error('The range asks for no byte of the file.'),
             '429': tooMany,
             '503': unavailable,
           },
