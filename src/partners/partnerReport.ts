@@ -59,7 +59,7 @@ export const partnerReportSchema = {
   required: ['post_id', 'created_at', 'partner_city', 'disaster_type', 'location'],
   properties: {
     post_id: {
-      description: 'Unique identifier of the report at the source. A string of digits is accepted and normalised ("0010" is 10).',
+      description: 'Unique identifier of the report at the source. A string of digits is accepted and normalised ("0010" is 10), its value at most 2^53-1 (9007199254740991) as an integer\'s.',
       oneOf: [
         { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
         { type: 'string', pattern: POST_ID_STRING_PATTERN },
@@ -71,9 +71,15 @@ export const partnerReportSchema = {
       maxLength: 40,
       description: 'ISO 8601 with an offset (Z, ±HH:MM or ±HHMM), from 1970-01-01T00:00:00Z once the offset is applied, and not more than an hour in the future',
     },
-    title: { type: 'string', maxLength: 500 },
-    text: { type: 'string', maxLength: 10_000 },
-    image_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 },
+    title: { type: 'string', maxLength: 500, description: 'At most 500 characters (code points); a NUL or a lone surrogate is refused.' },
+    text: { type: 'string', maxLength: 10_000, description: 'At most 10,000 characters (code points); a NUL or a lone surrogate is refused.' },
+    image_url: {
+      type: 'string',
+      format: 'uri',
+      pattern: '^https?://',
+      maxLength: 2048,
+      description: 'An http(s) URL (RFC 3986, a lower-case scheme) with a host, a port if any from 1 to 65535, and no user name or password (it would be published).',
+    },
     partner_city: {
       type: 'string',
       minLength: 1,

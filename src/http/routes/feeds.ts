@@ -78,7 +78,7 @@ export const FEEDS_ROUTES: readonly Route[] = [
           description:
             'States: a report is `confirmed` when accepted and `retracted` once withdrawn; retraction is final (a later post of the post_id answers 200 "already exists" with `retracted: true`). Only the partner whose key (by name) posted it may retract it here: the post_id is the calling partner\'s own, so another partner\'s report of the same post_id is not found (404) and never touched; the operators may retract any report (`flood-archive retract`). Durable before the answer; a repeat answers 200 again with the first retraction\'s time. The report leaves every archive answer at once, and its title, text and URLs are purged from storage by the next compaction.',
           security: [{ ApiKey: [] }],
-          parameters: [{ name: 'post_id', in: 'path', required: true, schema: { type: 'string', pattern: POST_ID_STRING_PATTERN } }],
+          parameters: [{ name: 'post_id', in: 'path', required: true, description: 'Digits, their value at most 2^53-1 (9007199254740991); leading zeros allowed.', schema: { type: 'string', pattern: POST_ID_STRING_PATTERN } }],
           responses: {
             '200': {
               description: 'Retracted (now or before).',
