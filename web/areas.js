@@ -255,7 +255,7 @@ export function createAreas({ map, api, mapEl, legendEl, areaTable, placeNote, a
       }),
     );
     if (classes.length > 0) legendEl.prepend(Object.assign(document.createElement('span'), { textContent: `Reports per ${LEVELS.find((l) => l.level === level).noun}:` }));
-    fillTable(level, entry);
+    fillTable(level, entry, counts.has(level));
     mapEl.dataset.filled = String(filled);
     if (!painted && fetchCounts) {
       painted = true;
@@ -267,15 +267,17 @@ export function createAreas({ map, api, mapEl, legendEl, areaTable, placeNote, a
    * The counts drawn, as a table (the busiest areas first): what the fills say, for readers who
    * cannot tell the colours apart and for screen readers.
    */
-  function fillTable(level, entry) {
+  function fillTable(level, entry, known) {
     const rows = [];
     entry?.layer.eachLayer((sub) => {
-      if (sub.count > 0) rows.push({ name: areaLabel(level, sub.feature.properties), count: sub.count });
+      if (known && sub.count > 0) rows.push({ name: areaLabel(level, sub.feature.properties), count: sub.count });
     });
     rows.sort((a, b) => b.count - a.count || a.name.localeCompare(b.name));
     const noun = LEVELS.find((l) => l.level === level).noun;
     const [caption, body] = [areaTable.querySelector('caption'), areaTable.querySelector('tbody')];
-    caption.textContent = rows.length === 0 ? `No ${noun} drawn has reports in this window.` : `Reports per ${noun}${level === 'local_area' && national ? ' drawn (the cities in view)' : ''}, the busiest first`;
+    // Nationally the barangays are those of the cities seen lately (keptAreas.js), not only those in view.
+    const which = level === 'local_area' && national ? ' loaded (the cities seen lately)' : '';
+    caption.textContent = !known ? "The window's counts are not loaded." : rows.length === 0 ? `No ${noun}${which} has reports in this window.` : `Reports per ${noun}${which}, the busiest first`;
     body.replaceChildren(
       ...rows.slice(0, TABLE_ROWS).map((r) => {
         const tr = document.createElement('tr');

@@ -88,8 +88,10 @@ export class Window {
 
   /**
    * tag() of a window whose end is open (an hour past now, moving with the clock), its end left
-   * out: no report is stored later than that end (neither the feed nor an import takes one more
-   * than MAX_FUTURE_MS ahead), so the tag holds while nothing the window reads changes.
+   * out, so it holds while nothing the window reads changes. Weak, for a caller that digests the
+   * body's reports and count with it (the OGC items page): a report stored past that end (another
+   * host's clock ahead) changes no part this window reads until the end reaches it, and then
+   * changes the body.
    */
   tagOfOpenEnd(...extra: string[]): string {
     return this.tagOf({ ...this.query, endMs: Number.MAX_SAFE_INTEGER }, extra);

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { reasonPhrase } from '../shared/errors.js';
+import { READ_CORS_HEADERS } from './cors.js';
 import type { Logger } from '../shared/log.js';
 
 interface ParserError extends Error {
@@ -99,6 +100,8 @@ function afterAnswers(socket: Connection, then: () => void): void {
 /** An answer in the error shape as the bytes of a whole HTTP/1.1 response that closes the connection. */
 export function rawAnswer(status: number, message: string, requestId: string): string {
   const body = JSON.stringify({ statusCode: status, error: reasonPhrase(status), message, details: [] });
-  // As every error answer: kept by no cache, readable by a page of any origin (http.md).
-  return `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nAccess-Control-Allow-Origin: *\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
+  // As every error answer, kept by no cache; with a read's CORS headers, since the request (its
+  // path too) could not be read: a page of any origin learns why its read was refused.
+  const cors = Object.entries(READ_CORS_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${reasonPhrase(status)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${cors}X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
 }

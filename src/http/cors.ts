@@ -6,11 +6,13 @@ import type { RequestHandler } from 'express';
 
 const EXPOSED = 'Link, ETag, Content-Disposition, Content-Range, Accept-Ranges, Retry-After, X-Request-Id, X-Archive-Watermark, RateLimit, RateLimit-Policy';
 
+/** The CORS headers of a public read's answer. */
+export const READ_CORS_HEADERS: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
+
 /** Sets the CORS headers of an answer to a request for `path`, unless it is the feed's. */
 export function allowReads(path: string, res: ServerResponse): void {
   if (/^\/feeds\//i.test(path)) return;
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Expose-Headers', EXPOSED);
+  for (const [name, value] of Object.entries(READ_CORS_HEADERS)) res.setHeader(name, value);
 }
 
 /** The headers of allowReads on every answer Express gives. */

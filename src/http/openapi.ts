@@ -5,7 +5,7 @@ import { partnerReportSchema } from '../partners/partnerReport.js';
 import { reportPropertiesSchema } from '../archive/schema.js';
 import { STATS_ANSWER_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ogcSchemas } from './ogc/openapi.js';
-import { envelope, error, retryAfter } from './openapiParts.js';
+import { COMMON_ANSWERS, envelope, retryAfter } from './openapiParts.js';
 import { documentPaths, type PathItem } from './route.js';
 import { ROUTES } from './routes.js';
 
@@ -328,16 +328,9 @@ export function openApiDocument(serverUrl?: string): Record<string, unknown> {
 }
 
 /**
- * Answers any request may get before its route reads it (http.md, "Every request"), on every
- * operation that does not describe them itself; and `Retry-After` on every 429 and 503, which
- * always carry it.
+ * COMMON_ANSWERS (any request may get them before its route reads it: http.md, "Every request")
+ * on every operation, and `Retry-After` on every 429 and 503, which always carry it.
  */
-const COMMON_ANSWERS = {
-  '408': error('The headers (or a body) did not arrive in time; the connection is closed.'),
-  '417': error('An Expect other than 100-continue.'),
-  '431': error('The request headers are too large.'),
-};
-
 function withCommonAnswers(paths: Record<string, PathItem>): Record<string, PathItem> {
   for (const item of Object.values(paths)) {
     for (const [method, operation] of Object.entries(item as Record<string, { responses?: Record<string, Record<string, unknown>> }>)) {
@@ -346,7 +339,7 @@ function withCommonAnswers(paths: Record<string, PathItem>): Record<string, Path
       for (const [status, answer] of Object.entries(COMMON_ANSWERS)) responses[status] ??= answer;
       for (const status of ['429', '503']) {
         const answer = responses[status];
-        if (answer && !answer.headers) responses[status] = { ...answer, headers: retryAfter };
+        if (answer) responses[status] = { ...answer, headers: { ...retryAfter, ...(answer.headers as object | undefined) } };
       }
     }
   }

@@ -119,6 +119,12 @@ export const badQuery = error('A query parameter is missing, malformed, unknown 
   message: 'The query is invalid; see details for each problem.',
   details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, version, geoformat, format, bbox, include_retracted, updated_after, limit, cursor)' }],
 });
+/** Answers any request may get before its route reads it (http.md, "Every request"): openapi.ts adds them to every operation. */
+export const COMMON_ANSWERS = {
+  '408': error('The headers or the body did not arrive in time; the connection is closed.'),
+  '417': error('An Expect other than 100-continue.'),
+  '431': error('The request headers are too large.'),
+};
 export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
 export const syncGone = error(
   'updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark; or the boundary version named by `version` is unknown or no longer served (and the query has no other problem): GET /cities/levels gives the current one.',

@@ -30,7 +30,7 @@ export const RELEASES_ROUTES: readonly Route[] = [
     serve: { get: 'getReleaseIndex' },
     ...PUBLIC_READ,
     doc: () => ({
-      // The URL a release's citation gives (`/releases/2025-r1/`): the same operation, its name ended by a slash.
+      // The URL a release's citation gives (`/releases/2025-r1/`): served by the same handler, its name ended by a slash.
       '/releases/{release}/': {
         get: {
           operationId: 'getRelease',
