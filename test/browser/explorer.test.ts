@@ -809,6 +809,8 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
     try {
       await page.goto(`${doomed.url}/?w=24h`);
       await settled(page);
+      // Its counts known: none.
+      await page.waitForFunction(() => document.querySelector('#area-table caption')!.textContent === 'No barangay has reports in this window.');
       await doomed.stop();
       await page.getByLabel('Last 7 days').check();
       await page.click('button[type=submit]');
@@ -818,6 +820,8 @@ describe.skipIf(!HAS_CHROMIUM || !HAS_SHARED_PH)('the explorer page in a browser
       expect(await page.textContent('#download-count')).toBe('');
       expect(await page.locator('#download-links a').count()).toBe(0);
       expect(await page.locator('#snippet-lang').isVisible()).toBe(false);
+      // Nor does the table of counts say the window has none: they are unknown.
+      await page.waitForFunction(() => document.querySelector('#area-table caption')!.textContent === "The window's counts are not loaded.", undefined, { timeout: 5_000 });
       await page.screenshot({ path: path.join(SHOTS, 'server-down.png') });
     } finally {
       await close();
