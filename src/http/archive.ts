@@ -287,7 +287,7 @@ export function cursorFingerprint(values: Partial<Record<'start' | 'end' | 'admi
 }
 
 async function parseArchiveRequest(req: Request, deps: ArchiveRouteDeps): Promise<ArchiveRequest> {
-  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'geoformat', 'format', 'bbox', 'include_retracted', 'updated_after', 'limit', 'cursor']);
+  const { values, details } = readQuery(req, ['start', 'end', 'admin', 'version', 'bbox', 'include_retracted', 'updated_after', 'geoformat', 'format', 'limit', 'cursor']);
   const fingerprint = cursorFingerprint(values);
   // A cursor first: admin= is read in the boundary version the walk began with (see pinnedVersion).
   const decoded = values.cursor === undefined ? undefined : await deps.cursors.decode(values.cursor, fingerprint);

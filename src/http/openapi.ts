@@ -5,7 +5,7 @@ import { partnerReportSchema } from '../partners/partnerReport.js';
 import { reportPropertiesSchema } from '../archive/schema.js';
 import { STATS_ANSWER_BY, STATS_INTERVALS } from '../archive/stats.js';
 import { ogcSchemas } from './ogc/openapi.js';
-import { COMMON_ANSWERS, envelope, retryAfter } from './openapiParts.js';
+import { badQuery, badQueryOf, COMMON_ANSWERS, envelope, retryAfter } from './openapiParts.js';
 import { documentPaths, type PathItem } from './route.js';
 import { ROUTES } from './routes.js';
 
@@ -337,6 +337,11 @@ function withCommonAnswers(paths: Record<string, PathItem>): Record<string, Path
       if (!['get', 'head', 'post', 'put', 'delete', 'patch'].includes(method) || !operation.responses) continue;
       const responses = operation.responses;
       for (const [status, answer] of Object.entries(COMMON_ANSWERS)) responses[status] ??= answer;
+      // The example of an unknown parameter lists this operation's own, as its refusal does.
+      if (responses['400'] === badQuery) {
+        const params = (operation as { parameters?: { in: string; name: string }[] }).parameters ?? [];
+        responses['400'] = badQueryOf(params.filter((p) => p.in === 'query').map((p) => p.name));
+      }
       for (const status of ['429', '503']) {
         const answer = responses[status];
         if (answer) responses[status] = { ...answer, headers: { ...retryAfter, ...(answer.headers as object | undefined) } };

@@ -1,7 +1,7 @@
 // Pieces of the OpenAPI document shared by the schemas (openapi.ts) and the route table's
 // operations (routes.ts): the answer envelope, error answers, the archive window's parameters.
 import { QUERY_DATE_TIME_PATTERN } from '../partners/partnerReport.js';
-import { BBOX_PATTERN } from './query.js';
+import { BBOX_PATTERN, unknownParameter } from './query.js';
 
 /** admin=: a code of the boundary version (version=, else the current one), at any level. */
 export const ADMIN_DESCRIPTION =
@@ -113,11 +113,21 @@ export const windowParams = [
   { name: 'User-Agent', in: 'header', required: true, description: 'Identifies your client.', schema: { type: 'string', minLength: 1 } },
 ];
 
-export const badQuery = error('A query parameter is missing, malformed, unknown or out of range; every problem is listed.', {
-  statusCode: 400,
-  error: 'Bad Request',
-  message: 'The query is invalid; see details for each problem.',
-  details: [{ in: 'query', field: 'admn', message: 'is not a known parameter (allowed: start, end, admin, version, geoformat, format, bbox, include_retracted, updated_after, limit, cursor)' }],
+export const badQuery = error('A query parameter is missing, malformed, unknown or out of range; every problem is listed.');
+/** badQuery with an example of an unknown parameter, named as the operation's refusal names its own (openapi.ts adds it to each operation). */
+export const badQueryOf = (allowed: readonly string[]) => ({
+  ...badQuery,
+  content: {
+    'application/json': {
+      ...badQuery.content['application/json'],
+      example: {
+        statusCode: 400,
+        error: 'Bad Request',
+        message: 'The query is invalid; see details for each problem.',
+        details: [{ in: 'query', field: 'admn', message: unknownParameter(allowed) }],
+      },
+    },
+  },
 });
 /** Answers any request may get before its route reads it (http.md, "Every request"): openapi.ts adds them to every operation. */
 export const COMMON_ANSWERS = {

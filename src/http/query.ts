@@ -36,7 +36,7 @@ export function readQuery(req: Request, allowed: readonly string[]): { values: Q
   const values: QueryValues = {};
   for (const [name, raw] of Object.entries(req.query as Record<string, unknown>)) {
     if (!allowed.includes(name)) {
-      details.push({ in: 'query', field: name, message: allowed.length > 0 ? `is not a known parameter (allowed: ${allowed.join(', ')})` : TAKES_NONE });
+      details.push({ in: 'query', field: name, message: unknownParameter(allowed) });
       continue;
     }
     if (typeof raw !== 'string') {
@@ -89,12 +89,14 @@ export function readAdmin(code: string, areas: AdminAreas, details: ErrorDetail[
   return area?.cities;
 }
 
-const TAKES_NONE = 'is not a known parameter (this operation takes none)';
+/** What a 400 says of a parameter the operation does not take (also the OpenAPI document's example). */
+export const unknownParameter = (allowed: readonly string[]) =>
+  allowed.length > 0 ? `is not a known parameter (allowed: ${allowed.join(', ')})` : 'is not a known parameter (this operation takes none)';
 
 /** A 400 for any query parameter: for operations that take none, served on Node's request (layer.ts). */
 export function refuseQuery(req: IncomingMessage): void {
   const at = (req.url ?? '').indexOf('?');
   if (at < 0) return;
   const names = [...new Set(new URLSearchParams((req.url ?? '').slice(at + 1)).keys())];
-  throwIfAny(names.map((name) => ({ in: 'query', field: name.slice(0, 100), message: TAKES_NONE })));
+  throwIfAny(names.map((name) => ({ in: 'query', field: name.slice(0, 100), message: unknownParameter([]) })));
 }
