@@ -1,4 +1,4 @@
-// Daily: accepted versus archived over the last days; a loss, or a report archived at another
+// Daily: accepted versus archived over the last days; a loss, a damaged part, or a report archived at another
 // time, is logged as an error and fails the run; a retraction only the archive kept, or a retracted
 // report the event log still shows, is a warning (verify --repair).
 import type { Logger } from '../src/shared/log.js';
@@ -15,6 +15,9 @@ export const verification: JobDefinition<VerificationDeps> = {
   run: async (rt) => {
     const now = Date.now();
     const result = await verify(rt, { fromMs: now - LOOKBACK_MS, toMs: now });
+    if (result.damagedParts.length) {
+      rt.log.error({ damagedParts: result.damagedParts.slice(0, 100), count: result.damagedParts.length }, 'verify found damaged parts (their bytes are not the ones written): restore each from a backup of the store');
+    }
     if (result.missing.length) rt.log.error({ missing: result.missing.slice(0, 100), count: result.missing.length }, 'verify found lost reports');
     if (result.atAnotherTime.length) {
       rt.log.error({ atAnotherTime: result.atAnotherTime.slice(0, 100), count: result.atAnotherTime.length }, 'verify found reports archived on another day than the ledger gives, or on several: answers show each');
@@ -33,7 +36,9 @@ export const verification: JobDefinition<VerificationDeps> = {
       );
     }
     // A run that found a loss failed, as `verify` exits 1: counted and logged as a failed job.
-    if (result.missing.length || result.atAnotherTime.length) throw new Error(`verify found ${result.missing.length} lost reports and ${result.atAnotherTime.length} archived at another time over the last days`);
+    if (result.missing.length || result.atAnotherTime.length || result.damagedParts.length) {
+      throw new Error(`verify found ${result.damagedParts.length} damaged parts, ${result.missing.length} lost reports and ${result.atAnotherTime.length} archived at another time over the last days`);
+    }
     return { ok: result.ok, missing: 0, atAnotherTime: 0, retractionsShown: result.retractionsShown.length, days: result.days.length };
   },
 };

@@ -18,6 +18,7 @@ import type { LocalFiles, ObjectInfo, ObjectStore } from '../store/objectStore.j
 import pLimit from 'p-limit';
 import { CacheFiles, type CachedFile } from './cacheFiles.js';
 import { Holds } from './holds.js';
+import { checkSealOf, DamagedPartsError } from './partSeal.js';
 import { RangedCopy, type RangedFile } from './rangedCopy.js';
 import { JOURNAL, JournalWriter, readJournal, type JournaledCopy } from './rangedJournal.js';
 
@@ -129,9 +130,22 @@ export class PartCache {
     return pinned.file;
   }
 
-  /** Runs `read` over local files of `parts` (as localFile), which stay in the cache until it is done. */
-  withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>): Promise<T> {
-    return Holds.during(async (holds) => read(await Promise.all(parts.map((p) => this.localFile(p, holds)))));
+  /**
+   * Runs `read` over local files of `parts` (as localFile), which stay in the cache until it is
+   * done: a job's reads, whose rows it writes again. Each part's seal is checked first
+   * (partSeal.ts): a damaged one throws DamagedPartsError, or with `damaged` is told to it and
+   * left out of `files`.
+   */
+  withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>, damaged?: (parts: { key: string; reason: string }[]) => void): Promise<T> {
+    return Holds.during(async (holds) => {
+      const files = await Promise.all(parts.map((p) => this.localFile(p, holds)));
+      const checks = await Promise.all(files.map((f) => checkSealOf(f)));
+      const bad = checks.flatMap((c, i) => (c.state === 'damaged' ? [{ key: parts[i]!.key, reason: c.reason }] : []));
+      if (bad.length === 0) return read(files);
+      if (!damaged) throw new DamagedPartsError(bad);
+      damaged(bad);
+      return read(files.filter((_f, i) => checks[i]!.state !== 'damaged'));
+    });
   }
 
   /**

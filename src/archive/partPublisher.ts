@@ -4,8 +4,8 @@
 // their part, so a listed part's sidecars never hold what it no longer holds (a purge rewrites
 // both under the same keys), and deleted after it, as a sidecar is only read through its listed
 // part.
-import fs from 'node:fs/promises';
 import type { ObjectInfo } from '../store/objectStore.js';
+import { sealPartFile } from './partSeal.js';
 import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, type ReadyTextsStored, type SidecarDeps } from './sidecars/index.js';
 
 export interface PartPublisher {
@@ -35,8 +35,9 @@ export interface PartPublisher {
 export function storePartPublisher(deps: SidecarDeps): PartPublisher {
   return {
     async publish(key, file, options = {}) {
+      // Sealed first: the file is the part as stored, for whoever reads it after (partSeal.ts).
+      const body = await sealPartFile(file);
       const readyTexts = await storeSidecars(deps, key, file, { readyTexts: options.readyTexts ?? true });
-      const body = await fs.readFile(file);
       await deps.store.put(key, body);
       return { body, readyTexts };
     },

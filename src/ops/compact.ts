@@ -8,6 +8,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { retractedIn, withLaterRetractions } from '../archive/lateRetractions.js';
 import { listWindowParts, type HourParts } from '../archive/partListing.js';
+import { DamagedPartsError } from '../archive/partSeal.js';
 import { retireAfter, storePartPublisher } from '../archive/partPublisher.js';
 import { mergeParts } from '../archive/readRows.js';
 import { deleteStraySidecars } from '../archive/sidecars/index.js';
@@ -29,7 +30,7 @@ export interface PartRewriteDeps {
   cache: Pick<PartCache, 'withFiles'>;
   config: Pick<Config, 'dataDir' | 'retireGraceMs'>;
   /** Told of a sidecar that could not be built. */
-  log: Pick<Logger, 'warn'>;
+  log: Pick<Logger, 'warn' | 'error'>;
 }
 
 /** What compaction uses: a rewrite's, and retractions (merged in as tombstones). */
@@ -113,9 +114,8 @@ async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: 
       await fs.rm(out, { force: true });
     }
   };
-  progress?.start(days.size);
-  for (const [dayMs, dayPartitions] of days) {
-    progress?.tick();
+  /** Merges a closed day into a part, or the open day's closed hours each into a part. */
+  const compactDay = async (dayMs: number, dayPartitions: HourParts[]) => {
     const hours = dayPartitions.filter((p) => !p.wholeDay && p.hourMs + 3_600_000 - 1 >= options.fromMs && p.hourMs <= options.toMs);
     result.hoursSeen += hours.length;
     const parts = dayPartitions.flatMap((p) => p.parts);
@@ -124,16 +124,30 @@ async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: 
         // Already one part: it only needs its sidecars if it was written before them (or before their versions).
         const part = parts[0];
         if (part) await rt.cache.withFiles([part], ([file]) => publisher.upgrade([{ part, file: file! }], path.join(tmpDir, `${randomUUID()}.ready`)));
-        continue;
+        return;
       }
       await merge(parts, newDayPartKey(dayMs), dayMs);
       result.daysCompacted += 1;
-      continue;
+      return;
     }
     for (const hour of hours) {
       if (hour.hourMs + 3_600_000 > options.closedBeforeMs || hour.parts.length < 2) continue;
       await merge(hour.parts, newPartKey(hour.hourMs), dayMs);
       result.hoursCompacted += 1;
+    }
+  };
+  progress?.start(days.size);
+  // A day holding a damaged part is left as it is (merged, its damage would be carried into the
+  // new part: partSeal.ts), the other days compacted; the run then fails naming the parts.
+  const damaged: DamagedPartsError['parts'][number][] = [];
+  for (const [dayMs, dayPartitions] of days) {
+    progress?.tick();
+    try {
+      await compactDay(dayMs, dayPartitions);
+    } catch (err) {
+      if (!(err instanceof DamagedPartsError)) throw err;
+      rt.log.error({ day: new Date(dayMs).toISOString().slice(0, 10), damagedParts: err.parts }, 'compaction left a day with a damaged part as it is: restore the part from a backup of the store');
+      damaged.push(...err.parts);
     }
   }
   progress?.stop();
@@ -144,6 +158,7 @@ async function compactAlone(rt: CompactDeps, options: CompactOptions, progress: 
   const closedDays = [...days.keys()].filter((dayMs) => dayMs + DAY_MS <= options.closedBeforeMs);
   stillHeld();
   for (const removed of await mapLimit(closedDays, 8, (dayMs) => deleteStraySidecars(rt.store, dayMs, now))) result.straySidecarsRemoved += removed;
+  if (damaged.length > 0) throw new DamagedPartsError(damaged);
   return result;
 }
 

@@ -83,7 +83,13 @@ export interface VerifyResult {
   retractionsAnnounced: number;
   /** pkeys stored in more than one part (normal until compaction). */
   duplicatedInStorage: number;
-  /** Nothing lost, no report archived at another time, no retracted report shown (after a repair: none left unmerged or shown). */
+  /**
+   * Parts whose bytes are not the ones sealed when they were written (partSeal.ts): a disk's
+   * damage. Their rows are read by no check (their reports show as missing) and by no repair. A
+   * failure until each is restored from a backup.
+   */
+  damagedParts: { key: string; reason: string }[];
+  /** Nothing lost, no part damaged, no report archived at another time, no retracted report shown (after a repair: none left unmerged or shown). */
   ok: boolean;
 }
 
@@ -120,6 +126,7 @@ export async function verify(
     retractionsShown: [],
     retractionsAnnounced: 0,
     duplicatedInStorage: 0,
+    damagedParts: [],
     ok: true,
   };
   const startedMs = Date.now();
@@ -141,8 +148,9 @@ export async function verify(
       const toMs = Math.min(options.toMs, (block + 1) * BLOCK_MS - 1);
       const inBlock = await accepted.block(block);
       const atAnotherTimeBefore = result.atAnotherTime.length;
-      const { pkeys: archived, duplicated, tombstones } = await archivedInBlock(rt, fromMs, toMs);
+      const { pkeys: archived, duplicated, tombstones, damaged } = await archivedInBlock(rt, fromMs, toMs);
       result.duplicatedInStorage += duplicated;
+      result.damagedParts.push(...damaged);
       const byDay = new Map<string, DayReport>();
       const dayOf = (d: string) => byDay.get(d) ?? byDay.set(d, { day: d, accepted: 0, archived: 0, pending: 0, missing: 0 }).get(d)!;
       for (const [pkey, { day, pending }] of inBlock) {
@@ -200,7 +208,7 @@ export async function verify(
   if (options.repair) result.retractionsAnnounced = await announceShown(rt.feed, shown);
   const atAnotherTimeLeft = options.repair ? result.notMerged : result.atAnotherTime;
   // A repair announces every one (or finds it taken out meanwhile), or throws.
-  result.ok = result.missing.length === 0 && atAnotherTimeLeft.length === 0 && (options.repair || result.retractionsShown.length === 0);
+  result.ok = result.missing.length === 0 && result.damagedParts.length === 0 && atAnotherTimeLeft.length === 0 && (options.repair || result.retractionsShown.length === 0);
   return result;
 }
 
@@ -286,6 +294,8 @@ interface ArchivedBlock {
   pkeys: Map<string, number>;
   duplicated: number;
   tombstones: string[];
+  /** Parts left out, their bytes not the ones sealed (partSeal.ts): key and why. */
+  damaged: { key: string; reason: string }[];
 }
 
 /** The distinct pkeys the parts of [fromMs, toMs] hold, each with its day, how many are stored twice, and which are tombstones. */
@@ -301,10 +311,14 @@ function archivedInBlock(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db'>, fromMs:
 async function adoptStrangers(rt: Pick<VerifyDeps, 'store' | 'cache' | 'db' | 'ledger'>, fromMs: number, toMs: number, pkeys: readonly string[]): Promise<Set<string>> {
   const adopted = new Set<string>();
   await fromListedParts(rt.store, fromMs, toMs, (parts) =>
-    rt.cache.withFiles(parts, (files) =>
-      eachRowOf(rt.db, files, pkeys, REPAIRED_AT_ONCE, async (rows) => {
-        for (const pkey of await rt.ledger.adoptArchived(rows.map(archivedRecordOf), REPAIR_BY)) adopted.add(pkey);
-      }),
+    rt.cache.withFiles(
+      parts,
+      (files) =>
+        eachRowOf(rt.db, files, pkeys, REPAIRED_AT_ONCE, async (rows) => {
+          for (const pkey of await rt.ledger.adoptArchived(rows.map(archivedRecordOf), REPAIR_BY)) adopted.add(pkey);
+        }),
+      // Listed by the block's read already; never adopted from.
+      () => undefined,
     ),
   );
   return adopted;
@@ -320,24 +334,30 @@ const SEVERAL_DAYS = -1;
 
 /** What the parts hold in [fromMs, toMs] (see ArchivedBlock). */
 async function archivedPkeys(rt: Pick<VerifyDeps, 'cache' | 'db'>, parts: readonly ObjectInfo[], fromMs: number, toMs: number): Promise<ArchivedBlock> {
-  const block: ArchivedBlock = { pkeys: new Map(), duplicated: 0, tombstones: [] };
+  const block: ArchivedBlock = { pkeys: new Map(), duplicated: 0, tombstones: [], damaged: [] };
   if (parts.length === 0) return block;
-  await rt.cache.withFiles(parts, (files) =>
-    rt.db.withConnection(async (conn) => {
-      const [keys, copies, days, firstDays, tombstones] = (
-        await conn.runAndReadAll(
-          `SELECT pkey, count(*)::INTEGER, count(DISTINCT epoch_ms(created_at) // ${DAY_MS})::INTEGER,
-                  min(epoch_ms(created_at) // ${DAY_MS})::INTEGER, bool_or(status = 'retracted')
-           FROM read_parquet([${files.map(sqlString).join(', ')}])
-           WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(fromMs)} AND ${Math.trunc(toMs)} GROUP BY pkey`,
-        )
-      ).getColumnsJS() as [string[], number[], number[], number[], boolean[]];
-      keys.forEach((pkey, i) => {
-        block.pkeys.set(pkey, days[i]! > 1 ? SEVERAL_DAYS : firstDays[i]!);
-        if (copies[i]! > 1) block.duplicated += 1;
-        if (tombstones[i]) block.tombstones.push(pkey);
+  await rt.cache.withFiles(
+    parts,
+    async (files) => {
+      if (files.length === 0) return;
+      await rt.db.withConnection(async (conn) => {
+        const [keys, copies, days, firstDays, tombstones] = (
+          await conn.runAndReadAll(
+            `SELECT pkey, count(*)::INTEGER, count(DISTINCT epoch_ms(created_at) // ${DAY_MS})::INTEGER,
+                    min(epoch_ms(created_at) // ${DAY_MS})::INTEGER, bool_or(status = 'retracted')
+             FROM read_parquet([${files.map(sqlString).join(', ')}])
+             WHERE epoch_ms(created_at) BETWEEN ${Math.trunc(fromMs)} AND ${Math.trunc(toMs)} GROUP BY pkey`,
+          )
+        ).getColumnsJS() as [string[], number[], number[], number[], boolean[]];
+        keys.forEach((pkey, i) => {
+          block.pkeys.set(pkey, days[i]! > 1 ? SEVERAL_DAYS : firstDays[i]!);
+          if (copies[i]! > 1) block.duplicated += 1;
+          if (tombstones[i]) block.tombstones.push(pkey);
+        });
       });
-    }),
+    },
+    // Their rows are not read: what a flipped byte made of a pkey is no report to list or adopt.
+    (bad) => block.damaged.push(...bad),
   );
   return block;
 }

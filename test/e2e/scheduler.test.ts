@@ -78,7 +78,7 @@ describe('scheduler', () => {
       const record: IngestRecord = { v: 1, pkey: 'partner-9501', source: 'partner', post_id: 9501, received_at: created, report: parsePartnerReport(report(9501, { created_at: created })) };
       await rt.ledger.accept(record);
       await rt.ledger.markArchived([record.pkey]);
-      await expect(verification.run(rt)).rejects.toThrow(/verify found 1 lost reports and 0 archived at another time/);
+      await expect(verification.run(rt)).rejects.toThrow(/verify found 0 damaged parts, 1 lost reports and 0 archived at another time/);
     } finally {
       await rt.close();
     }

@@ -232,7 +232,7 @@ export const exportCommand: Command = {
 };
 
 export const verify: Command = {
-  summary: 'accepted versus archived, per day; exits 1 on any loss, report archived at another time, or retracted report the event log still shows; --repair records in the ledger the archived reports and retractions it does not know, and keeps a report archived on several days on the ledger\'s day alone',
+  summary: 'accepted versus archived, per day; exits 1 on any loss, damaged part, report archived at another time, or retracted report the event log still shows; --repair records in the ledger the archived reports and retractions it does not know, and keeps a report archived on several days on the ledger\'s day alone',
   usage: 'verify [--from DATE] [--to DATE] [--repair] [--json]',
   options: { ...common, ...window, repair: { type: 'boolean' } },
   run: ({ config, values }) => {
@@ -246,6 +246,9 @@ export const verify: Command = {
         [
           ...result.days.map((d) => `${d.day}  accepted ${d.accepted}  archived ${d.archived}  pending ${d.pending}  missing ${d.missing}`),
           `missing: ${result.missing.length}${listed(result.missing)}`,
+          ...(result.damagedParts.length
+            ? [`damaged parts (their bytes are not the ones written; their reports are counted missing, and neither checked nor repaired from): ${result.damagedParts.length}\n${result.damagedParts.map((p) => `  ${p.key}: ${p.reason}`).join('\n')}\n  restore each from a backup of the store (docs/operations.md, "Damaged parts")`]
+            : []),
           values.repair
             ? `archived without an acceptance record: ${result.unexpected.length}; recorded in the ledger now: ${result.adopted}; not recorded: ${result.notAdopted.length}${listed(result.notAdopted)}`
             : `archived without an acceptance record: ${result.unexpected.length}${result.unexpected.length ? ' (verify --repair records them in the ledger)' : ''}`,
@@ -259,7 +262,7 @@ export const verify: Command = {
             ? `retracted reports the event log still showed: ${result.retractionsShown.length}; retraction announced now: ${result.retractionsAnnounced}`
             : `retracted reports the event log still shows (the stream and CAP replay their fields): ${result.retractionsShown.length}${result.retractionsShown.length ? ' (verify --repair announces their retractions)' : ''}${listed(result.retractionsShown)}`,
           `reports stored in more than one part (until compaction): ${result.duplicatedInStorage}`,
-          result.ok ? 'OK' : result.missing.length ? 'LOSS FOUND' : result.atAnotherTime.length ? 'REPORTS ARCHIVED AT ANOTHER TIME' : 'RETRACTED REPORTS SHOWN',
+          result.ok ? 'OK' : result.damagedParts.length ? 'DAMAGED PARTS FOUND' : result.missing.length ? 'LOSS FOUND' : result.atAnotherTime.length ? 'REPORTS ARCHIVED AT ANOTHER TIME' : 'RETRACTED REPORTS SHOWN',
         ].join('\n'),
       );
       return result.ok ? 0 : 1;

@@ -1,0 +1,82 @@
+// A part whose bytes changed after it was written (a disk's damage): every part is sealed as it is
+// stored, `verify` names a damaged one (exit 1) and neither it nor a repair reads reports from it,
+// compaction leaves its day as it is and fails naming it, and the part restored from a backup is
+// whole again.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listWindowParts } from '../../src/archive/partListing.js';
+import { checkSeal, DamagedPartsError } from '../../src/archive/partSeal.js';
+import { compact } from '../../src/ops/compact.js';
+import { verify } from '../../src/ops/verify.js';
+import type { Config } from '../../src/shared/config.js';
+import { startEmulator, type Emulator } from '../support/fauxqs.js';
+import { runCli } from '../support/cli.js';
+import { allArchived, API_KEY, BACKENDS, pkeyOf, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
+
+const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
+const IDS = [1, 2, 3, 4, 5, 6];
+
+describe.each(BACKENDS)('a damaged part on the %s backend', (kind) => {
+  let emulator: Emulator | undefined;
+  let config: Config;
+  let svc: TestService;
+  beforeAll(async () => {
+    if (kind === 'aws') emulator = await startEmulator();
+    config = await testConfig(kind, emulator);
+    svc = await startTestService(await testRuntime(config, emulator));
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await emulator?.stop();
+  });
+
+  const partsOfDay = async () => (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
+
+  it('is named by verify and compaction, read by neither, and whole again once restored', async () => {
+    // Two hours' parts, merged into the day's.
+    for (const id of IDS) expect((await postReport(svc.url, report(id, { created_at: `2026-11-21T${id % 2 ? '03' : '05'}:0${id}:00Z`, title: `report ${id}` }))).status).toBe(201);
+    await allArchived(svc.rt);
+    for (const part of await partsOfDay()) expect(checkSeal((await svc.rt.store.get(part.key))!.body).state, part.key).toBe('sealed');
+    await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    const [part] = await partsOfDay();
+    expect(await partsOfDay()).toHaveLength(1);
+    const whole = (await svc.rt.store.get(part!.key))!.body;
+    expect(checkSeal(whole).state).toBe('sealed');
+    expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, missing: [], damagedParts: [] });
+
+    // Three bytes flipped in the middle of its pages.
+    const pagesEnd = whole.length - 8 - whole.readUInt32LE(whole.length - 8);
+    const damaged = Buffer.from(whole);
+    for (const at of [Math.floor(pagesEnd / 3), Math.floor(pagesEnd / 2), Math.floor((2 * pagesEnd) / 3)]) damaged[at] = damaged[at]! ^ 0x5a;
+    await svc.rt.store.put(part!.key, damaged);
+
+    const found = await verify(svc.rt, DAY);
+    expect(found).toMatchObject({ ok: false, damagedParts: [{ key: part!.key, reason: expect.stringMatching(/SHA-256/) }], unexpected: [] });
+    // Its reports are in no part that can be read: counted missing, not taken from damaged bytes.
+    expect(found.missing).toEqual(IDS.map((id) => pkeyOf(id)).sort());
+    // A repair adopts nothing from it, and says it is still there.
+    expect(await verify(svc.rt, { ...DAY, repair: true })).toMatchObject({ ok: false, adopted: 0, unexpected: [], damagedParts: [{ key: part!.key }] });
+    // The CLI exits 1 naming the part.
+    const env = { DATA_DIR: config.dataDir, API_KEYS: API_KEY, ...(emulator && { STORAGE_URL: config.storageUrl, QUEUE_URL: config.queueUrl, AWS_ENDPOINT_URL: emulator.endpoint, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' }) };
+    const cli = await runCli(['verify', '--from', '2026-11-21', '--to', '2026-11-21'], env);
+    expect(cli.code, cli.stderr.slice(-600)).toBe(1);
+    expect(cli.stdout).toContain(part!.key);
+    expect(cli.stdout).toMatch(/DAMAGED PARTS FOUND/);
+
+    // Compaction reads nothing of it into a new part: its day left as it is, the run failed naming it.
+    expect((await postReport(svc.url, report(7, { created_at: '2026-11-21T07:07:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    const before = (await partsOfDay()).map((p) => p.key).sort();
+    expect(before).toHaveLength(2);
+    const failed = await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() }).catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(DamagedPartsError);
+    expect((failed as DamagedPartsError).parts.map((p) => p.key)).toEqual([part!.key]);
+    expect((failed as Error).message).toMatch(/restore it from a backup/);
+    expect((await partsOfDay()).map((p) => p.key).sort()).toEqual(before);
+
+    // Restored from a backup: whole, and compacted with the day's other part.
+    await svc.rt.store.put(part!.key, whole);
+    await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(await partsOfDay()).toHaveLength(1);
+    expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, missing: [], damagedParts: [] });
+  });
+});
