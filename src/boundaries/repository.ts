@@ -13,7 +13,7 @@ import { Tagger } from './tagger.js';
 import type { BoundarySet } from './types.js';
 import { boundaryProblems } from './validate.js';
 import { parseStoredVersion, PARSE_ON_THREAD_FROM_BYTES } from './versionParse.js';
-import { NotPublishedError } from '../shared/errors.js';
+import { BoundaryPointerError, NotPublishedError } from '../shared/errors.js';
 
 const VERSIONS_PREFIX = 'cities/versions/';
 const POINTER_KEY = 'cities/current.json';
@@ -271,8 +271,9 @@ export class BoundaryRepository {
     const version = BoundaryRepository.versionId(set);
     const stored: StoredBoundarySet = { id: version, ...set };
     await this.store.putIfAbsent(`${VERSIONS_PREFIX}${version}${VERSION_SUFFIX}`, gzipSync(JSON.stringify(stored)));
-    const read = await this.readPointerObject();
-    if (read?.pointer.version === version) {
+    // An unreadable pointer is replaced: publishing is one of the ways to mend it.
+    const read = await this.readPointerStored();
+    if (read?.pointer?.version === version) {
       // What this process publishes is what its next request sees, whatever it served before.
       this.served = undefined;
       return { version, changed: false };
@@ -283,23 +284,44 @@ export class BoundaryRepository {
 
   async rollback(version: string): Promise<void> {
     await this.load(version); // must exist and parse
-    await this.movePointer(version, await this.readPointerObject());
+    // An unreadable or lost pointer is written again: rolling back is how an operator mends it.
+    await this.movePointer(version, await this.readPointerStored());
   }
 
   async versions(): Promise<string[]> {
-    const out = new Set<string>();
-    for await (const info of this.store.list({ prefix: VERSIONS_PREFIX })) {
-      out.add(info.key.slice(VERSIONS_PREFIX.length).replace(/\.json(\.gz)?$/, ''));
-    }
-    return [...out];
+    return (await this.storedVersions()).map((v) => v.version);
   }
 
-  /** First start: publish the project's default boundaries (PSA/NAMRIA, two cities) so the service runs. */
+  /** Each stored version, with when it was stored (a version stored twice, in two forms: the first). */
+  async storedVersions(): Promise<{ version: string; storedAt: Date }[]> {
+    const out = new Map<string, Date>();
+    for await (const info of this.store.list({ prefix: VERSIONS_PREFIX })) {
+      const version = info.key.slice(VERSIONS_PREFIX.length).replace(/\.json(\.gz)?$/, '');
+      const known = out.get(version);
+      if (!known || info.lastModified < known) out.set(version, info.lastModified);
+    }
+    return [...out].map(([version, storedAt]) => ({ version, storedAt }));
+  }
+
+  /**
+   * First start: publish the project's default boundaries (PSA/NAMRIA, two cities) so the service
+   * runs. Only where no version is stored but the default: a pointer lost while other versions
+   * are stored (deleted by hand, a partial restore) is not silently replaced by the default
+   * (BoundaryPointerError, naming the newest stored), nor is an unreadable one.
+   */
   async seedIfEmpty(): Promise<void> {
-    if (await this.pointer(true)) return;
-    // Only where no version is published: one published meanwhile (`cities publish` as this
-    // process starts) stays.
-    await this.publish(await defaultBoundaries()).catch((err: unknown) => {
+    if (await this.readPointerStored()) return;
+    const set = await defaultBoundaries();
+    const seeded = BoundaryRepository.versionId(set);
+    const others = (await this.storedVersions()).filter((v) => v.version !== seeded);
+    if (others.length > 0) {
+      const newest = others.reduce((a, b) => (b.storedAt > a.storedAt ? b : a));
+      throw new BoundaryPointerError(
+        `${POINTER_KEY} is missing while ${others.length} published boundary version${others.length === 1 ? ' is' : 's are'} stored (the newest stored: ${newest.version}, ${newest.storedAt.toISOString()}): point at the one to serve with \`flood-archive cities rollback --to VERSION\` (\`cities list\` lists them)`,
+      );
+    }
+    // One published meanwhile (`cities publish` as this process starts) stays.
+    await this.publish(set).catch((err: unknown) => {
       if (!(err instanceof PointerMovedError)) throw err;
     });
   }
@@ -325,15 +347,33 @@ export class BoundaryRepository {
     return (await this.readPointerObject())?.pointer;
   }
 
-  /** The pointer and the version of its object, read from the store. */
+  /** The pointer and the version of its object, read from the store; one that cannot be read throws BoundaryPointerError. */
   private async readPointerObject(): Promise<{ pointer: Pointer; etag: string } | undefined> {
     const readAt = Date.now();
-    const obj = await this.store.get(POINTER_KEY);
-    if (!obj) return undefined;
-    const pointer = JSON.parse(obj.body.toString('utf8')) as Pointer;
+    const stored = await this.readPointerStored();
+    if (!stored) return undefined;
+    const { pointer, etag, problem } = stored;
+    if (!pointer) {
+      throw new BoundaryPointerError(
+        `${POINTER_KEY} cannot be read (${problem}): point at a version again with \`flood-archive cities rollback --to VERSION\` (\`cities list\` lists them)`,
+      );
+    }
     // A read that began before a pointer was written here must not put the older one back.
     if (!this.pointerCache || this.pointerCache.readAt <= readAt) this.pointerCache = { pointer, readAt };
-    return { pointer, etag: obj.etag };
+    return { pointer, etag };
+  }
+
+  /** The pointer object as stored: its version (etag), and the pointer or why it cannot be read. */
+  private async readPointerStored(): Promise<{ etag: string; pointer?: Pointer; problem?: string } | undefined> {
+    const obj = await this.store.get(POINTER_KEY);
+    if (!obj) return undefined;
+    try {
+      const pointer = JSON.parse(obj.body.toString('utf8')) as Partial<Pointer> | null;
+      if (typeof pointer?.version !== 'string' || pointer.version === '') return { etag: obj.etag, problem: 'it names no version' };
+      return { etag: obj.etag, pointer: pointer as Pointer };
+    } catch (err) {
+      return { etag: obj.etag, problem: `not JSON: ${(err as Error).message}` };
+    }
   }
 
   /**
@@ -341,8 +381,8 @@ export class BoundaryRepository {
    * rollback that moved it meanwhile, from any host, is not undone (PointerMovedError), as two
    * writers both reading the old pointer would otherwise each think theirs stands.
    */
-  private async movePointer(version: string, read: { pointer: Pointer; etag: string } | undefined): Promise<void> {
-    const pointer: Pointer = { version, published_at: new Date().toISOString(), previous: read?.pointer.version ?? null };
+  private async movePointer(version: string, read: { pointer?: Pointer; etag: string } | undefined): Promise<void> {
+    const pointer: Pointer = { version, published_at: new Date().toISOString(), previous: read?.pointer?.version ?? null };
     const body = JSON.stringify(pointer);
     const moved = read ? await this.store.putIfMatch(POINTER_KEY, body, read.etag) : await this.store.putIfAbsent(POINTER_KEY, body);
     if (!moved) {

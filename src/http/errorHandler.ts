@@ -2,7 +2,7 @@
 // {statusCode, error, message, details}. Nothing internal reaches a body. On Node's own request
 // and response, so the feed's intake (which does not go through Express) answers the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AnswerFailedError, dependencyName, HttpError, isDiskFull, isOutOfFiles, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
+import { AnswerFailedError, dependencyName, HttpError, isDiskFull, isOutOfFiles, BoundaryPointerError, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { InvalidReportError } from '../partners/partnerReport.js';
 import { ChangesPrunedError } from '../archive/changes.js';
@@ -98,6 +98,10 @@ export function errorHandler(baseLog: Logger, knownKeys: ReadonlySet<string> = n
     if (err instanceof OverloadedError) {
       log.warn({ err: err.message, cause: err.cause === undefined ? undefined : String(err.cause) }, 'overloaded: answered 503');
       return sendError(res, 503, `${err.message}; retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    }
+    if (err instanceof BoundaryPointerError) {
+      log.error({ err: err.message }, 'boundaries unreadable: answered 503');
+      return sendError(res, 503, `The boundaries cannot be read now; retry after ${RETRY_AFTER_SECONDS} seconds.`, [], { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     }
     if (err instanceof NotPublishedError) {
       log.warn({ err: err.message }, 'not published yet: answered 503');

@@ -12,6 +12,7 @@ import type { PartCache } from '../archive/partCache.js';
 import type { Reconciler } from '../ingest/reconciler.js';
 import type { Logger } from '../shared/log.js';
 import { sweepCrashLeftovers } from '../store/leftovers.js';
+import { BoundaryPointerError } from '../shared/errors.js';
 
 /** A part of a role that runs in the background until stopped. */
 interface Background {
@@ -65,7 +66,11 @@ function loopbackOf(host: string | undefined): string {
 export async function startService(rt: ServiceDeps, options: ServiceOptions): Promise<RunningService> {
   // Only a process allowed to write cities/ can seed it (on AWS: bootstrap or the scheduler);
   // the others wait for a version to appear, and /ready says so meanwhile.
-  await rt.boundaries.seedIfEmpty().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not seed the default boundaries'));
+  await rt.boundaries.seedIfEmpty().catch((err: unknown) => {
+    // A lost or unreadable pointer waits for an operator: its message says what to run.
+    if (err instanceof BoundaryPointerError) rt.log.error({ err: err.message }, 'no boundary version can be served');
+    else rt.log.warn({ err: String(err) }, 'could not seed the default boundaries');
+  });
   // Loaded before the first request rather than by it: the national version takes about a second.
   await rt.boundaries.current().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'no boundary version to load yet'));
   let timer: NodeJS.Timeout | undefined;

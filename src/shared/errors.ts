@@ -101,6 +101,15 @@ export class NotPublishedError extends Error {
   override name = 'NotPublishedError';
 }
 
+/**
+ * The pointer to the current boundary version cannot be read, or is gone while versions are
+ * stored: no version is served (neither a guess nor the default), and the message says how to
+ * point at one again.
+ */
+export class BoundaryPointerError extends Error {
+  override name = 'BoundaryPointerError';
+}
+
 /** A failure's short name for a message: the system's code (ECONNREFUSED) where it has one, else its name. */
 export function failureName(err: unknown): string {
   const { code, name, $metadata } = (err ?? {}) as { code?: unknown; name?: unknown; $metadata?: { httpStatusCode?: unknown } };

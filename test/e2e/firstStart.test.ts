@@ -1,10 +1,13 @@
 // A first start on AWS before any boundary version is published (bootstrap seeds one; until it
 // runs, the load balancer already sends traffic): every route that needs the boundaries answers
 // 503 with Retry-After in the error shape, as an outage is answered, never a 500; once a version
-// is published they answer.
+// is published they answer. The same when the pointer is lost or garbled later, until an
+// operator points at a version again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { createRuntime, type Runtime } from '../../src/main/runtime.js';
 import { createLogger } from '../../src/shared/log.js';
+import { runCli } from '../support/cli.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { API_KEY, eventually, getJson, postReport, report, startTestService, testConfig, testRuntime, type TestService } from '../support/env.js';
 
@@ -66,5 +69,43 @@ describe('before any boundary version is published', () => {
     await seeded.boundaries.seedIfEmpty();
     await eventually(async () => ((await getJson(`${svc.url}/cities`)).status === 200 ? true : undefined), 15_000, '/cities once published');
     expect((await getJson(`${svc.url}/reports/archive?${WINDOW}&admin=PH-QC`)).status).toBe(200);
+  });
+});
+
+describe('a boundary pointer lost or unreadable while versions are stored', () => {
+  let svc: TestService | undefined;
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('serves no version (503, never the default nor a 500) until cities rollback points at one; cities list still lists them', async () => {
+    const config = await testConfig('embedded');
+    const env = { DATA_DIR: config.dataDir, API_KEYS: API_KEY };
+    const seed = await testRuntime(config);
+    await seed.boundaries.seedIfEmpty();
+    const defaults = (await seed.boundaries.current()).version;
+    const set = await defaultBoundaries();
+    set.label = 'published by the operators';
+    const { version: published } = await seed.boundaries.publish(set);
+    await seed.close();
+
+    for (const damage of [(rt: Runtime) => rt.store.put('cities/current.json', '{"version":"06baf0a1b4'), (rt: Runtime) => rt.store.delete(['cities/current.json'])]) {
+      const rt = await testRuntime(config);
+      await damage(rt);
+      svc = await startTestService(rt);
+      for (const p of ['/cities', '/cities/levels', `/reports/archive?${WINDOW}&admin=PH-QC`]) {
+        const res = await getJson(`${svc.url}${p}`);
+        expect([p, res.status, res.body]).toEqual([p, 503, expect.objectContaining({ statusCode: 503, error: 'Service Unavailable' })]);
+        expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+      }
+      const listed = await runCli(['cities', 'list', '--json'], env);
+      expect(listed.code, listed.stderr.slice(-400)).toBe(0);
+      expect((JSON.parse(listed.stdout) as { version: string; current: boolean }[]).map((v) => [v.version, v.current]).sort()).toEqual([[defaults, false], [published, false]].sort());
+      const rolled = await runCli(['cities', 'rollback', '--to', published], env);
+      expect(rolled.code, rolled.stderr.slice(-400)).toBe(0);
+      await eventually(async () => ((await getJson(`${svc!.url}/cities/levels`)).body as { result?: { version?: string } }).result?.version === published || undefined, 15_000, 'the version rolled back to');
+      await svc.stop();
+      svc = undefined;
+    }
   });
 });

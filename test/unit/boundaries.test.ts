@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { BoundaryRepository, InvalidBoundariesError, PointerMovedError } from '../../src/boundaries/repository.js';
+import { BoundaryPointerError, NotPublishedError } from '../../src/shared/errors.js';
 import { Tagger } from '../../src/boundaries/tagger.js';
 import type { BoundarySet } from '../../src/boundaries/types.js';
 import { boundaryProblems } from '../../src/boundaries/validate.js';
@@ -154,6 +155,44 @@ describe('boundary sets', () => {
     bad.cities.features = [];
     await expect(repo.publish(bad)).rejects.toBeInstanceOf(InvalidBoundariesError);
     expect((await repo.current()).version).toBe(seeded);
+  });
+
+  it('a lost pointer is not replaced by the default while other versions are stored, an unreadable one is refused by name; rollback and publish write it again', async () => {
+    const store = new FileObjectStore(await tempDir());
+    const repo = new BoundaryRepository(store, 0);
+    await repo.seedIfEmpty();
+    const seeded = (await repo.current()).version;
+    // Only the default stored: seeded again, as at a first start.
+    await store.delete(['cities/current.json']);
+    await repo.seedIfEmpty();
+    expect((await repo.current()).version).toBe(seeded);
+
+    const next = clone();
+    next.label = 'published';
+    const { version: published } = await repo.publish(next);
+    await store.delete(['cities/current.json']);
+    const lost = repo.seedIfEmpty();
+    await expect(lost).rejects.toBeInstanceOf(BoundaryPointerError);
+    await expect(lost).rejects.toThrow(new RegExp(`cities/current\\.json is missing while 1 published boundary version is stored \\(the newest stored: ${published}, .*cities rollback --to VERSION`));
+    expect(await store.head('cities/current.json')).toBeUndefined();
+    // A process that starts now serves none (one serving already goes on with the version it knows).
+    await expect(new BoundaryRepository(store, 0).current()).rejects.toBeInstanceOf(NotPublishedError);
+    await repo.rollback(published);
+    expect((await repo.current()).version).toBe(published);
+
+    for (const garbled of ['{"version":"06baf0a1b4', 'null', '{"version":""}']) {
+      await store.put('cities/current.json', garbled);
+      const reader = new BoundaryRepository(store, 0);
+      await expect(reader.current(), garbled).rejects.toThrow(/^cities\/current\.json cannot be read \((not JSON|it names no version).*cities rollback --to VERSION/);
+      // Not seeded over: the default would be served without a word.
+      await reader.seedIfEmpty();
+      expect((await store.get('cities/current.json'))!.body.toString()).toBe(garbled);
+    }
+    await repo.rollback(seeded);
+    expect((await repo.current()).version).toBe(seeded);
+    await store.put('cities/current.json', '{');
+    expect(await repo.publish(next)).toEqual({ version: published, changed: true });
+    expect((await new BoundaryRepository(store, 0).current()).version).toBe(published);
   });
 
   it('keeps the current version and the one before loaded, not every version ever asked for', async () => {

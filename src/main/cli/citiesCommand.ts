@@ -27,7 +27,11 @@ export const cities: Command = {
         return 0;
       }
       if (sub === 'list') {
-        const current = (await rt.boundaries.current()).version;
+        // Listed also when no version is current (the pointer lost or unreadable): what to roll back to.
+        const current = await rt.boundaries.current().then(
+          (v) => v.version,
+          () => undefined,
+        );
         const versions = await Promise.all(
           (await rt.boundaries.versions()).map(async (id) => {
             const v = await rt.boundaries.load(id);

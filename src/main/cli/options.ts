@@ -7,6 +7,7 @@ import { parseOffsetDateTime } from '../../shared/offsetDateTime.js';
 import type { Config } from '../../shared/config.js';
 import { bootstrap } from '../bootstrap.js';
 import type { Runtime, RuntimeOverrides } from '../runtime.js';
+import { BoundaryPointerError } from '../../shared/errors.js';
 
 /** A mistake in the command's options: exit 2, with the command's usage. */
 export class UsageError extends Error {}
@@ -65,7 +66,11 @@ export async function withRuntime<T>(config: Config, fn: (rt: Runtime) => Promis
     await loadCommandModules();
     rt = await deps.createRuntime(config, { log: deps.createCommandLogger(config.logLevel), ...overrides });
     await bootstrapIfLocal(config, rt);
-    await rt.boundaries.seedIfEmpty();
+    await rt.boundaries.seedIfEmpty().catch((err: unknown) => {
+      // Told, not fatal: `cities rollback` is how it is mended, and commands that need no boundaries still run.
+      if (!(err instanceof BoundaryPointerError)) throw err;
+      process.stderr.write(`warning: ${err.message}\n`);
+    });
     opened();
     return await fn(rt);
   } finally {

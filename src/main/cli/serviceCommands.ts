@@ -4,6 +4,7 @@ import { resolveApiKeys } from '../../partners/apiKeys.js';
 import { bootstrap } from '../bootstrap.js';
 import type { Runtime } from '../runtime.js';
 import { bootstrapIfLocal, common, deps, loadCommandModules, print, type Command } from './options.js';
+import { BoundaryPointerError } from '../../shared/errors.js';
 
 function serviceCommand(role: 'all' | 'serve' | 'worker', summary: string): Command {
   const roles = {
@@ -115,8 +116,12 @@ export const scheduler: Command = {
     const rt = await deps.createRuntime(config, { log: deps.createServiceLogger(config.logLevel) });
     const signal = caughtSignal();
     // On AWS only the scheduler may publish the default boundaries: a start that cannot is a
-    // failed start (the task is restarted), not a scheduler the others wait on forever.
-    await rt.boundaries.seedIfEmpty();
+    // failed start (the task is restarted), not a scheduler the others wait on forever. A lost
+    // or unreadable pointer is an operator's to mend (logged): the jobs run meanwhile.
+    await rt.boundaries.seedIfEmpty().catch((err: unknown) => {
+      if (!(err instanceof BoundaryPointerError)) throw err;
+      rt.log.error({ err: err.message }, 'no boundary version can be served');
+    });
     // No API, worker or reconciliation: the metrics listener alone (METRICS_PORT), for job_runs_total.
     const service = await deps.startService(rt, { api: false, worker: false, reconcile: false, apiKeys: [] });
     const scheduler = deps.startScheduler(rt, deps.JOBS, `scheduler-${randomUUID()}`);
