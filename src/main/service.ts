@@ -11,7 +11,7 @@ import { WarmUp } from '../http/warmUp.js';
 import type { PartCache } from '../archive/partCache.js';
 import type { Reconciler } from '../ingest/reconciler.js';
 import type { Logger } from '../shared/log.js';
-import { sweepCrashLeftovers } from '../store/leftovers.js';
+import { keepSweeping } from '../store/leftovers.js';
 import { BoundaryPointerError } from '../shared/errors.js';
 
 /** A part of a role that runs in the background until stopped. */
@@ -74,6 +74,7 @@ export async function startService(rt: ServiceDeps, options: ServiceOptions): Pr
   // Loaded before the first request rather than by it: the national version takes about a second.
   await rt.boundaries.current().catch((err: unknown) => rt.log.warn({ err: String(err) }, 'no boundary version to load yet'));
   let timer: NodeJS.Timeout | undefined;
+  let stopSweeping: (() => void) | undefined;
   let first: NodeJS.Immediate | undefined;
   if (options.reconcile) {
     // In the background, never before the API listens: after a crash there may be a backlog.
@@ -89,12 +90,8 @@ export async function startService(rt: ServiceDeps, options: ServiceOptions): Pr
     rt.worker.start();
     rt.webhooks.start();
     rt.snsRelay?.start();
-    // What a killed process left half-written; in the background, as reconciliation.
-    setImmediate(() => {
-      sweepCrashLeftovers(rt.config)
-        .then((swept) => swept.removed > 0 && rt.log.info(swept, 'removed files left by an interrupted process'))
-        .catch((err: unknown) => rt.log.warn({ err: String(err) }, 'could not sweep leftover temporary files'));
-    });
+    // What a killed process left half-written; in the background, as reconciliation, and again every hour.
+    stopSweeping = keepSweeping(rt.config, rt.log);
   }
 
   let server: Server | undefined;
@@ -139,6 +136,7 @@ export async function startService(rt: ServiceDeps, options: ServiceOptions): Pr
     metricsUrl,
     async stop() {
       if (timer) clearInterval(timer);
+      stopSweeping?.();
       if (first) clearImmediate(first);
       if (metricsServer) {
         const m = metricsServer;

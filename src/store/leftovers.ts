@@ -5,6 +5,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../shared/config.js';
+import type { Logger } from '../shared/log.js';
 import { isPinName, isTemporaryName } from './fileStore.js';
 
 /** Older than this, a temporary file belongs to no live write (a write takes seconds). */
@@ -86,4 +87,27 @@ export function sweepCrashLeftovers(config: Config, olderThanMs = LEFTOVER_AGE_M
     if (isPinName(name)) return Math.max(olderThanMs, PIN_LEFTOVER_AGE_MS);
     return isTemporaryName(name) || own.some((t) => under(dir, t)) ? olderThanMs : undefined;
   });
+}
+
+/** How often a running worker sweeps again, and how old a file must be then: older than any answer or write of a live process lasts. */
+export const LATER_SWEEP_EVERY_MS = 3_600_000;
+export const LATER_SWEEP_AGE_MS = 6 * 3_600_000;
+
+/**
+ * Sweeps now, in the background, then every `everyMs` what is older than `laterAgeMs`: a process
+ * restarted at once finds a killed one's files too young to be leftovers, and would otherwise
+ * keep them (DuckDB's spills, pins of retired parts) for as long as it runs. Returns how to stop.
+ */
+export function keepSweeping(config: Config, log: Pick<Logger, 'info' | 'warn'>, everyMs = LATER_SWEEP_EVERY_MS, laterAgeMs = LATER_SWEEP_AGE_MS): () => void {
+  const sweep = (olderThanMs?: number) =>
+    sweepCrashLeftovers(config, olderThanMs)
+      .then((swept) => swept.removed > 0 && log.info(swept, 'removed files left by an interrupted process'))
+      .catch((err: unknown) => log.warn({ err: String(err) }, 'could not sweep leftover temporary files'));
+  const first = setImmediate(() => void sweep());
+  const later = setInterval(() => void sweep(laterAgeMs), everyMs);
+  later.unref();
+  return () => {
+    clearImmediate(first);
+    clearInterval(later);
+  };
 }

@@ -3,6 +3,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { keepSweeping } from '../../src/store/leftovers.js';
+import { createLogger } from '../../src/shared/log.js';
 import { eventually, startTestService, testConfig, testRuntime } from '../support/env.js';
 
 async function plant(file: string, ageMs: number): Promise<string> {
@@ -45,4 +47,26 @@ describe('leftovers of a killed process', () => {
       await svc.stop();
     }
   });
+
+  it('left by a process killed just before this one started are removed later, while it runs: too young at its start, old enough at a later sweep', async () => {
+    const config = await testConfig('embedded');
+    const minute = 60_000;
+    // Ten minutes old at the start: a killed process's, or a live one's write; either way kept then.
+    const spill = await plant(path.join(config.dataDir, 'tmp/exports/parquet-1f2e/segments/0.parquet'), 10 * minute);
+    const recent = await plant(path.join(config.dataDir, 'tmp/worker/flush-9a8b.parquet'), 10 * minute);
+    // Later sweeps every 100 ms here (hourly in a service), of files older than 30 minutes here (6 hours).
+    const stop = keepSweeping(config, createLogger('silent'), 100, 30 * minute);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect([await exists(spill), await exists(recent)]).toEqual([true, true]);
+      // The spill's process is long gone: past the later sweeps' age, it goes; the other, younger, stays.
+      const past = new Date(Date.now() - 40 * minute);
+      await fs.utimes(spill, past, past);
+      await eventually(async () => (!(await exists(spill)) ? true : undefined), 10_000, 'the old spill to go');
+      expect(await exists(recent)).toBe(true);
+    } finally {
+      stop();
+    }
+  });
 });
+
