@@ -24,4 +24,6 @@ export interface WindowContext {
   replan: Replan;
   /** Aborts when the answer is no longer wanted (the client hung up): queries are interrupted, nothing more is read. */
   signal: AbortSignal | undefined;
+  /** Told of a sidecar that cannot be read (answered from its part instead): for the operators' log. */
+  unreadable(part: ObjectInfo, sidecar: 'stats sidecar', err: unknown): void;
 }

@@ -196,15 +196,25 @@ async function countSidecars(ctx: WindowContext, query: WindowQuery, days: reado
   });
   const files = await ctx.statsFiles(plans.flatMap((p) => p.candidates.map((c) => c.part)), holds);
   const count = sidecarCounter(query, spec.by, bucketer(spec), (bucketMs, key, n) => tally.add(bucketMs, key, n));
+  const countedFrom = (file: string, part: ObjectInfo): boolean => {
+    try {
+      count(file);
+      return true;
+    } catch (err) {
+      ctx.unreadable(part, 'stats sidecar', err);
+      return false;
+    }
+  };
   const rest: DuckDbDay[] = [];
   let f = 0;
   for (const { day, candidates, left } of plans) {
     ctx.signal?.throwIfAborted();
     let hours = left;
-    for (const { hour } of candidates) {
+    for (const { part, hour } of candidates) {
       const file = files[f++];
-      if (file !== undefined) count(file);
-      else if (hour) hours?.push(hour);
+      // A sidecar that cannot be read (cut short on a disk) counts nothing: its part is counted instead.
+      if (file !== undefined && countedFrom(file, part)) continue;
+      if (hour) hours?.push(hour);
       else hours = undefined; // a compacted day without its sidecar
     }
     if (hours === undefined) rest.push({ parts: [...day.whole, ...day.hours.flatMap((h) => h.parts)], clean: isDayClean(day) });

@@ -8,6 +8,7 @@ import type { DuckDb } from './duckdb.js';
 import type { ObjectInfo, ObjectStore } from '../store/objectStore.js';
 import { pipeToFile } from '../shared/files.js';
 import { SERVICE_VERSION } from '../shared/version.js';
+import type { Logger } from '../shared/log.js';
 import { DAY_MS, dayStart } from '../store/layout.js';
 import { arrowStream } from './arrow.js';
 import type { WindowContext } from './context.js';
@@ -237,6 +238,7 @@ export class Archive {
     db: DuckDb,
     /** Retractions (from the ledger) and what changed when (the change log). */
     private readonly states: ArchiveStates = { retracted: async () => [], changed: async () => [], watermark: () => Date.now() - SETTLE_MS },
+    log?: Pick<Logger, 'error'>,
   ) {
     const sections = new ReadySections((info, headBytes, holds) => cache.rangedFileIfPresent(info, headBytes, holds));
     this.ctx = {
@@ -246,6 +248,7 @@ export class Archive {
       files: (parts, holds) => Promise.all(parts.map((p) => cache.localFile(p, holds))),
       readyFiles: (parts, want, holds) => Promise.all(parts.map((p) => sections.fileOf(p, want, holds))),
       statsFiles: (parts, holds) => Promise.all(parts.map((p) => cache.localFileIfPresent(statsInfoOf(p), holds))),
+      unreadable: (part, sidecar, err) => log?.error({ part: part.key, sidecar, err: String(err) }, `a ${sidecar} cannot be read: answered from its part; delete it (the next compaction writes it again)`),
     };
   }
 

@@ -242,7 +242,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   );
   const intake = once(() => new Intake(ledger));
   const reconciler = once(() => new Reconciler(ledger, log, store));
-  const archive = once(() => new Archive(store, cache, db, archiveStates(ledger, changes)));
+  const archive = once(() => new Archive(store, cache, db, archiveStates(ledger, changes), log));
   const webhookAdmin = once(() => (events ? sqliteAdmin(events) : objectAdmin(objectHooks(), async (pkey) => (await ledger.lookup(pkey))?.retraction !== undefined)));
   return {
     config,
