@@ -13,6 +13,7 @@ import { CONNECTION_PRAGMAS, guardSync, migrate, writeOnLoop } from '../sqlite/d
 import type { CancelledAlert, EventFeed, EventKind, StoredEvent } from './events.js';
 import { featureOf, type ReportFeature } from './feature.js';
 import type { Subscription } from './subscriptions.js';
+import { UnavailableError } from '../shared/errors.js';
 
 /** SQLite's failures as the event log's (a 503 that names it, not the ledger). */
 const guard = <T>(fn: () => T): T => guardSync(fn, 'events');
@@ -479,7 +480,14 @@ function toSubscription(r: SubscriptionRow): Subscription {
 }
 
 function toEvent(r: EventRow): StoredEvent {
-  return { seq: r.seq, kind: r.kind, pkey: r.pkey, at_ms: r.at_ms, feature: JSON.parse(r.feature) as ReportFeature };
+  let feature: ReportFeature;
+  try {
+    feature = JSON.parse(r.feature) as ReportFeature;
+  } catch (err) {
+    // Written as JSON by this log alone: text that is not is a damaged file (events.sqlite), not a request's fault.
+    throw new UnavailableError('events', `event log damaged: event ${r.seq} cannot be read (${(err as Error).message})`, { cause: err });
+  }
+  return { seq: r.seq, kind: r.kind, pkey: r.pkey, at_ms: r.at_ms, feature };
 }
 
 function toDelivery(r: DeliveryRow): Delivery {

@@ -227,3 +227,28 @@ describe('a retraction the event log missed (embedded: its file locked by anothe
     expect(await svc.rt.feed.wasRetracted('partner-alpha-11')).toBe(true);
   }, 60_000);
 });
+
+describe('an event log damaged on a disk (embedded: an event whose stored JSON is cut)', () => {
+  let svc: TestService;
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  it('answers 503 where the event is read (the feed, the report\'s CAP), never a 500', async () => {
+    svc = await startTestService(await testRuntime(await testConfig('embedded', undefined, { API_KEYS: `alpha:${API_KEY}` })));
+    expect((await postReport(svc.url, report(12, { created_at: recent(20) }))).status).toBe(201);
+    await allArchived(svc.rt);
+    expect((await getText(`${svc.url}/reports/partner-alpha-12.cap`)).status).toBe(200);
+    const file = new Database(path.join(svc.rt.config.dataDir, 'events.sqlite'));
+    try {
+      expect(file.prepare("UPDATE events SET feature = substr(feature, 1, 40) WHERE pkey = 'partner-alpha-12'").run().changes).toBeGreaterThan(0);
+    } finally {
+      file.close();
+    }
+    for (const url of [`${svc.url}/reports/cap.atom`, `${svc.url}/reports/partner-alpha-12.cap`]) {
+      const res = await fetch(url, { headers: { 'User-Agent': 'flood-tests/1.0' } });
+      const body = (await res.json()) as { statusCode: number; message: string };
+      expect([url, res.status, body.statusCode, res.headers.get('retry-after')]).toEqual([url, 503, 503, expect.stringMatching(/^\d+$/)]);
+    }
+  }, 60_000);
+});

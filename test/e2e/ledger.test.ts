@@ -511,7 +511,7 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
     }
   });
 
-  it('a corrupt ledger file stops the process with the "unavailable" exit code and a message', async () => {
+  it('a corrupt ledger file stops the process with the "unavailable" exit code and a message that says to restore it', async () => {
     const dataDir = await tempDir();
     await fs.writeFile(path.join(dataDir, 'ledger.sqlite'), 'this is not a database'.repeat(100));
     const child = spawn(process.execPath, [MAIN, 'serve'], { env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -521,6 +521,7 @@ describe('upgrading a DATA_DIR of the release with ingest files and a journal', 
     child.stderr!.on('data', (d) => (out += d));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(code).toBe(69);
-    expect(out).toMatch(/ledger/i);
+    // Told as damage to restore, not as a lock to wait out.
+    expect(out).toMatch(/ledger\.sqlite in DATA_DIR is damaged: restore it from a backup, then run verify --repair/);
   });
 });
