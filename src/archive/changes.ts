@@ -71,6 +71,24 @@ export class ChangesPrunedError extends Error {
   }
 }
 
+/**
+ * A change log that cannot be read (cut short or garbled on a disk): the history before it has a
+ * hole, so a sync from before it is refused as one from before the horizon is (410: pull in full,
+ * then sync from that answer's watermark); a sync from after it is whole.
+ */
+export class ChangesDamagedError extends ChangesPrunedError {
+  override name = 'ChangesDamagedError';
+  constructor(
+    readonly key: string,
+    atMs: number,
+    retentionMs: number,
+    readonly reason: string,
+  ) {
+    super(atMs, retentionMs);
+    this.message = `the change log ${key} cannot be read (${reason})`;
+  }
+}
+
 export class ChangeLog {
   constructor(
     private readonly store: ObjectStore,
@@ -149,7 +167,7 @@ export class ChangeLog {
   /** Reports written in (afterMs, uptoMs], by one ranged listing and a GET per log. */
   async written(afterMs: number, uptoMs: number): Promise<ChangedReport[]> {
     const out: ChangedReport[] = [];
-    for await (const entries of this.logs(afterMs, uptoMs)) {
+    for await (const entries of this.logs(afterMs, uptoMs, 'throw')) {
       for (const [pkey, createdMs, movedFrom] of entries) out.push(typeof movedFrom === 'string' ? { pkey, createdMs, movedFrom: [movedFrom] } : { pkey, createdMs });
     }
     return out;
@@ -158,12 +176,13 @@ export class ChangeLog {
   /** The UTC days (their first instant) of the reports written in (afterMs, uptoMs]: a bulk import's logs name millions, and only their days are kept. */
   async daysWritten(afterMs: number, uptoMs: number): Promise<Set<number>> {
     const days = new Set<number>();
-    for await (const entries of this.logs(afterMs, uptoMs)) for (const [, createdMs] of entries) days.add(dayStart(createdMs));
+    // A damaged log is passed over: the days it named are still answered, only left to a later compaction.
+    for await (const entries of this.logs(afterMs, uptoMs, 'skip')) for (const [, createdMs] of entries) days.add(dayStart(createdMs));
     return days;
   }
 
-  /** Each log written in (afterMs, uptoMs]: its entries, sixteen logs read at a time. */
-  private async *logs(afterMs: number, uptoMs: number): AsyncIterable<[string, number, string?][]> {
+  /** Each log written in (afterMs, uptoMs]: its entries, sixteen logs read at a time; one that cannot be read throws ChangesDamagedError, or is skipped. */
+  private async *logs(afterMs: number, uptoMs: number, damaged: 'throw' | 'skip'): AsyncIterable<[string, number, string?][]> {
     const names: string[] = [];
     for await (const info of this.store.list({ prefix: CHANGES_PREFIX, startAfter: `${CHANGES_PREFIX}${pad(afterMs)}~` })) {
       const at = Number(info.key.slice(CHANGES_PREFIX.length, CHANGES_PREFIX.length + 15));
@@ -175,8 +194,16 @@ export class ChangeLog {
       const logs = await Promise.all(names.slice(i, i + 16).map(async (n) => [n, await this.store.get(n)] as const));
       for (const [name, log] of logs) {
         if (!log) continue;
-        const text = name.endsWith('.gz') ? gunzipSync(log.body) : log.body;
-        yield (JSON.parse(text.toString('utf8')) as { reports: [string, number, string?][] }).reports;
+        let reports: [string, number, string?][];
+        try {
+          const text = name.endsWith('.gz') ? gunzipSync(log.body) : log.body;
+          reports = (JSON.parse(text.toString('utf8')) as { reports: [string, number, string?][] }).reports;
+          if (!Array.isArray(reports)) throw new Error('no list of reports');
+        } catch (err) {
+          if (damaged === 'skip') continue;
+          throw new ChangesDamagedError(name, Number(name.slice(CHANGES_PREFIX.length, CHANGES_PREFIX.length + 15)), this.retentionMs, (err as Error).message);
+        }
+        yield reports;
       }
     }
   }

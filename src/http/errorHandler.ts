@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AnswerFailedError, dependencyName, HttpError, isDiskFull, isOutOfFiles, BoundaryPointerError, NotPublishedError, OverloadedError, reasonPhrase, UnavailableError, type ErrorDetail } from '../shared/errors.js';
 import type { Logger } from '../shared/log.js';
 import { InvalidReportError } from '../partners/partnerReport.js';
-import { ChangesPrunedError } from '../archive/changes.js';
+import { ChangesDamagedError, ChangesPrunedError } from '../archive/changes.js';
 import { isCutShort } from './answerStart.js';
 import { redactUrl } from './queryGuards.js';
 
@@ -87,6 +87,13 @@ export function errorHandler(baseLog: Logger, knownKeys: ReadonlySet<string> = n
     if (err instanceof HttpError) return sendError(res, err.statusCode, err.message, err.details, err.headers);
     if (err instanceof InvalidReportError) {
       return sendError(res, 400, 'The report is invalid; see details for each problem.', err.details);
+    }
+    if (err instanceof ChangesDamagedError) {
+      log.error({ err: err.message }, 'a change log cannot be read: syncs from before it are answered 410');
+      const at = new Date(err.horizonMs).toISOString();
+      return sendError(res, 410, `The change history before ${at} cannot be read: pull the window in full, then sync with updated_after set to that answer's X-Archive-Watermark.`, [
+        { in: 'query', field: 'updated_after', message: `must not be before ${at}: the change history before it cannot be read` },
+      ]);
     }
     if (err instanceof ChangesPrunedError) {
       const days = Math.round(err.retentionMs / 86_400_000);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultBoundaries } from '../../src/boundaries/defaultBoundaries.js';
 import { reprocess } from '../../src/ops/reprocess.js';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { ulid } from 'ulid';
 import { compaction } from '../../jobs/compaction.js';
 import { CHANGES_PREFIX } from '../../src/archive/changes.js';
@@ -275,6 +275,27 @@ describe.each(BACKENDS)('incremental sync with updated_after (%s)', (kind) => {
       expect((await getJson(`${longer.url}/reports/archive/count?updated_after=${recent}`, UA)).status).toBe(200);
     } finally {
       await longer.stop();
+    }
+  });
+
+  it('a change log that cannot be read (cut short on a disk): a sync from before it is a 410 that says so, one from after it is answered', async () => {
+    const HOUR = 3_600_000;
+    const at = Date.now() - 5 * HOUR;
+    const key = `${CHANGES_PREFIX}${String(at).padStart(15, '0')}-${ulid()}.json.gz`;
+    const whole = gzipSync(JSON.stringify({ v: 1, reports: [['partner-998', Date.parse('2026-11-21T00:00:00Z')]] }));
+    await svc.rt.store.put(key, whole.subarray(0, whole.length - 6));
+    try {
+      const before = encodeURIComponent(new Date(at - HOUR).toISOString());
+      for (const path of ['/reports/archive?format=ndjson&', '/reports/archive/count?', '/reports/archive/stats?']) {
+        const gone = await getJson(`${svc.url}${path}updated_after=${before}`, UA);
+        expect([path, gone.status]).toEqual([path, 410]);
+        expect(gone.body).toMatchObject({ statusCode: 410, error: 'Gone', details: [{ in: 'query', field: 'updated_after', message: expect.stringMatching(/cannot be read/) }] });
+        expect(gone.body.message).toMatch(/^The change history before \S+ cannot be read: pull the window in full/);
+      }
+      const after = encodeURIComponent(new Date(at + 1).toISOString());
+      expect((await getJson(`${svc.url}/reports/archive/count?updated_after=${after}`, UA)).status).toBe(200);
+    } finally {
+      await svc.rt.store.delete([key]);
     }
   });
 
