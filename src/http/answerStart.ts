@@ -12,6 +12,11 @@ export function isCutShort(res: ServerResponse): boolean {
   return cutShort.has(res);
 }
 
+/** Marks an answer the server cut short while its client was still there (a stored section that cannot be read, say). */
+export function markCutShort(res: ServerResponse): void {
+  cutShort.add(res);
+}
+
 /**
  * Reads the first `ahead` pieces of an answer before anything is sent (for the text formats,
  * the opening and the first reports: the first DuckDB query runs here), so what fails there

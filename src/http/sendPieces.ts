@@ -7,6 +7,7 @@ import { finished, pipeline } from 'node:stream/promises';
 import type { ServerResponse } from 'node:http';
 import { GzipJoin, StoredSection } from '../archive/sidecars/index.js';
 import { plainPieces, type Piece } from './archiveBody.js';
+import { markCutShort } from './answerStart.js';
 import { encoder, type Encoding } from './encoding.js';
 
 /**
@@ -47,6 +48,9 @@ export async function sendPieces(pieces: AsyncIterable<Piece>, encoding: Encodin
     else await finished(res);
     if (pipeError) throw pipeError;
   } catch (err) {
+    // The client still there: the pieces failed (a stored section unreadable), the server's
+    // fault, not a hang-up (the opening is sent before any section: it is cut short).
+    if (!res.destroyed && err !== pipeError) markCutShort(res);
     target.destroy(err as Error);
     await piped;
     throw err;
@@ -89,6 +93,7 @@ async function sendJoined(pieces: AsyncIterable<Piece>, res: ServerResponse): Pr
     res.end();
     await finished(res);
   } catch (err) {
+    if (!res.destroyed) markCutShort(res);
     res.destroy(err as Error);
     throw err;
   }

@@ -2,14 +2,17 @@
 // failing disk would): the answer is cut, and the log says the server failed, never that the
 // client hung up; the process answers on.
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storePartPublisher } from '../../src/archive/partPublisher.js';
+import { readyKeyOf } from '../../src/archive/sidecars/keys.js';
 import { createLogger } from '../../src/shared/log.js';
-import { newPartKey } from '../../src/store/layout.js';
+import { newDayPartKey, newPartKey } from '../../src/store/layout.js';
 import { writePartFile } from '../support/parts.js';
 import { stalledGet } from '../support/stalledClient.js';
-import { startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
+import { eventually, startTestService, tempDir, testConfig, testRuntime, type TestService } from '../support/env.js';
 
 const UA = 'parquet-cut-tests/1.0';
 const HOUR_MS = 3_600_000;
@@ -74,5 +77,49 @@ describe('a Parquet answer whose file fails after its first byte', () => {
     const bytes = Buffer.from(await again.arrayBuffer());
     expect(bytes.length).toBe(Number(again.headers.get('content-length')));
     expect(bytes.subarray(-4).toString('latin1')).toBe('PAR1');
+  });
+});
+
+describe('a text answer whose stored ready texts cannot be read after its first byte (a section damaged on a disk)', () => {
+  /** A compacted day of 6,000 reports over 17 hours, its ready texts stored, and the GeoJSON section of its last hour in the index (sent after others) damaged. */
+  async function damagedDay(daysAgo: number): Promise<string> {
+    const dayMs = Math.floor(Date.now() / 86_400_000) * 86_400_000 - daysAgo * 86_400_000;
+    const file = path.join(tmpDir, `day-${daysAgo}.parquet`);
+    await writePartFile(svc.rt.db, file, 0, 6_000, dayMs, 10_000, { varied: true });
+    const key = newDayPartKey(dayMs);
+    expect((await storePartPublisher(svc.rt).publish(key, file)).readyTexts).not.toBe('none');
+    const stored = path.join(svc.rt.config.storageUrl.slice('file://'.length), readyKeyOf(key));
+    const bytes = await fs.readFile(stored);
+    const eol = bytes.indexOf(10);
+    const hours = (JSON.parse(bytes.subarray(0, eol).toString('utf8')) as { hours: { geojson: [number, number] }[] }).hours;
+    const [start, end] = hours[hours.length - 1]!.geojson;
+    const at = eol + 1 + Math.floor((start + end) / 2);
+    for (let i = 0; i < 8; i++) bytes[at + i] = bytes[at + i]! ^ 0xa5;
+    await fs.writeFile(stored, bytes);
+    return `start=${new Date(dayMs).toISOString()}&end=${new Date(dayMs + 86_400_000 - 1).toISOString()}`;
+  }
+
+  /** An identity GeoJSON pull (no Accept-Encoding: the sections are inflated as they are sent). */
+  const pull = (window: string) =>
+    new Promise<{ status: number; cut: boolean; body: string }>((resolve, reject) => {
+      let body = '';
+      const req = http.get(`${svc.url}/reports/archive?${window}&geoformat=geojson`, { headers: { 'User-Agent': UA } }, (res) => {
+        res.on('data', (d: Buffer) => (body += d.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode!, cut: false, body }));
+        res.on('aborted', () => resolve({ status: res.statusCode!, cut: true, body }));
+        res.on('error', () => resolve({ status: res.statusCode!, cut: true, body }));
+      });
+      req.on('error', reject);
+    });
+
+  it('is cut, logged as the server\'s failure and not as a hang-up', async () => {
+    const window = await damagedDay(3);
+    const before = lines.length;
+    const pulled = await pull(window);
+    expect([pulled.status, pulled.cut]).toEqual([200, true]);
+    await eventually(async () => (lines.slice(before).some((l) => l.includes('answer cut short')) ? true : undefined), 5_000, 'the failure logged');
+    const logged = lines.slice(before).map((l) => JSON.parse(l) as Record<string, any>);
+    expect(logged.find((l) => l.msg === 'answer cut short: the server failed after its first byte')).toMatchObject({ level: 50 });
+    expect(logged.map((l) => l.msg)).not.toContainEqual(expect.stringMatching(/client closed/));
   });
 });
