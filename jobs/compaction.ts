@@ -4,6 +4,7 @@
 // the hour); delete the change logs older than SYNC_RETENTION_DAYS; and merge the older days
 // reports were written into since the last run (lateDays.ts).
 import type { ChangeLog } from '../src/archive/changes.js';
+import { DamagedPartsError } from '../src/archive/partSeal.js';
 import { lateDays } from '../src/ops/lateDays.js';
 import { DAY_MS } from '../src/store/layout.js';
 import type { Config } from '../src/shared/config.js';
@@ -33,11 +34,21 @@ export const compaction: JobDefinition<CompactionDeps> = {
       if (err instanceof CompactionRunningError && !(err instanceof CompactionLockLostError)) return { skipped: err.message };
       throw err;
     };
-    const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) }).catch(passedBy);
+    // A damaged part (partSeal.ts) fails the run, but only once the rest is done: compaction and
+    // the purge each leave its day as it is, and the other days, the pruning and the late days go on.
+    const damaged: DamagedPartsError['parts'][number][] = [];
+    const noted = <T>(err: unknown, instead: T): T => {
+      if (!(err instanceof DamagedPartsError)) throw err;
+      damaged.push(...err.parts);
+      return instead;
+    };
+    const compacted = await compact(rt, { fromMs: now - LOOKBACK_MS, toMs: now, closedBeforeMs: closedBefore(rt, now) })
+      .catch(passedBy)
+      .catch((err: unknown) => noted(err, { damagedParts: true }));
     // Likewise a purge running meanwhile (after a compaction by hand) purges what this one would.
     const purge = await purgeRetracted(rt).catch((err: unknown) => {
       if (err instanceof PurgeRunningError && !(err instanceof PurgeLockLostError)) return { skipped: err.message };
-      throw err;
+      return noted(err, { damagedParts: true });
     });
     const changeLogs = await rt.changes.prune();
     // Last, so a day that fails to merge never holds the purge back: the older days written into
@@ -61,6 +72,7 @@ export const compaction: JobDefinition<CompactionDeps> = {
       lateDaysCompacted += merged.daysCompacted;
     }
     if (late && !lateDaysPassedBy) await late.done();
+    if (damaged.length > 0) throw new DamagedPartsError(damaged);
     return { ...compacted, purge, changeLogs, ...(late && { lateDays: late.days.map((d) => new Date(d).toISOString().slice(0, 10)), lateDaysCompacted }) };
   },
 };

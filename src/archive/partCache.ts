@@ -57,6 +57,8 @@ export class PartCache {
   private readonly absent = new Set<string>();
   private ready: Promise<void> | undefined;
   private readonly requests = pLimit(STORE_REQUESTS);
+  /** Seal checks (withFiles) in flight at most. */
+  private readonly sealChecks = pLimit(4);
   /** The store's ranged reads, within the bound: each holds its place until its body has been read (or dropped). */
   private readonly ranges: Pick<ObjectStore, 'getRangeStream'> = {
     getRangeStream: (...args) =>
@@ -139,7 +141,8 @@ export class PartCache {
   withFiles<T>(parts: readonly ObjectInfo[], read: (files: string[]) => Promise<T>, damaged?: (parts: { key: string; reason: string }[]) => void): Promise<T> {
     return Holds.during(async (holds) => {
       const files = await Promise.all(parts.map((p) => this.localFile(p, holds)));
-      const checks = await Promise.all(files.map((f) => checkSealOf(f)));
+      // A few at a time, each streamed: a month's parts are not read into memory at once.
+      const checks = await Promise.all(files.map((f) => this.sealChecks(() => checkSealOf(f))));
       const bad = checks.flatMap((c, i) => (c.state === 'damaged' ? [{ key: parts[i]!.key, reason: c.reason }] : []));
       if (bad.length === 0) return read(files);
       if (!damaged) throw new DamagedPartsError(bad);

@@ -4,8 +4,10 @@
 // their part, so a listed part's sidecars never hold what it no longer holds (a purge rewrites
 // both under the same keys), and deleted after it, as a sidecar is only read through its listed
 // part.
+import fs from 'node:fs/promises';
+import type { Logger } from '../shared/log.js';
 import type { ObjectInfo } from '../store/objectStore.js';
-import { sealPartFile } from './partSeal.js';
+import { sealPart } from './partSeal.js';
 import { sidecarKeysOf, storeSidecars, upgradeReadyTexts, upgradeStatsSidecar, type ReadyTextsStored, type SidecarDeps } from './sidecars/index.js';
 
 export interface PartPublisher {
@@ -35,9 +37,9 @@ export interface PartPublisher {
 export function storePartPublisher(deps: SidecarDeps): PartPublisher {
   return {
     async publish(key, file, options = {}) {
-      // Sealed first: the file is the part as stored, for whoever reads it after (partSeal.ts).
-      const body = await sealPartFile(file);
       const readyTexts = await storeSidecars(deps, key, file, { readyTexts: options.readyTexts ?? true });
+      // Stored sealed (partSeal.ts); the local file is left as written (an import resumes from it).
+      const body = sealedOrAsIs(await fs.readFile(file), key, deps.log);
       await deps.store.put(key, body);
       return { body, readyTexts };
     },
@@ -79,4 +81,14 @@ export function retireAfter(publisher: Pick<PartPublisher, 'retire'>, graceMs: n
       if (failures.length > 0) throw failures[0];
     },
   };
+}
+
+/** The part sealed; as written if its footer cannot be re-encoded (logged: stored unsealed, as a part of an earlier release). */
+function sealedOrAsIs(body: Buffer, key: string, log: Pick<Logger, 'warn'>): Buffer {
+  try {
+    return sealPart(body);
+  } catch (err) {
+    log.warn({ part: key, err: String(err) }, 'a part could not be sealed; stored as written');
+    return body;
+  }
 }

@@ -8,9 +8,11 @@
 // Format note. The seal is one entry of the footer's key_value_metadata (FileMetaData field 5),
 // key `flood_archive.sha256`, value the lowercase hex SHA-256 of: the file's bytes before the
 // footer (`PAR1`, the row groups, any page indexes), then the footer (FileMetaData in Thrift's
-// compact protocol) encoded without that entry. Readers of Parquet (DuckDB, pyarrow, Athena)
-// ignore keys they do not know. A part written before seals has none: it is taken as it is.
-import { createHash } from 'node:crypto';
+// compact protocol, as thriftCompact.ts encodes it, fields in id order) without that entry. A
+// sealed footer is stored in that same encoding, and must be read back byte for byte. Readers of
+// Parquet (DuckDB, pyarrow, Athena) ignore keys they do not know. A part written before seals, or
+// whose footer could not be sealed (partPublisher.ts), has none: it is taken as it is.
+import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { binary, decodeStruct, encodeStruct, list, listField, required, struct, type Struct } from './thriftCompact.js';
 
@@ -51,45 +53,83 @@ export function sealPart(bytes: Buffer): Buffer {
   return Buffer.concat([bytes.subarray(0, pagesEnd), footer, tail]);
 }
 
-/** Seals the part written at `file`, in place. */
-export async function sealPartFile(file: string): Promise<Buffer> {
-  const sealed = sealPart(await fs.readFile(file));
-  await fs.writeFile(file, sealed);
-  return sealed;
+/** A part's bytes as the check reads them: a few ranges, and the pages streamed into the hash. */
+interface PartBytes {
+  size: number;
+  at(position: number, length: number): Promise<Buffer>;
+  /** Feeds bytes [0, end) to the hash. */
+  into(hash: Hash, end: number): Promise<void>;
 }
 
 /** Whether the part's bytes are the ones sealed (a footer that cannot be read is damage too). */
-export function checkSeal(bytes: Buffer): SealCheck {
-  let parsed, seal, rest;
+export function checkSeal(bytes: Buffer): Promise<SealCheck> {
+  return check({
+    size: bytes.length,
+    at: async (position, length) => bytes.subarray(position, position + length),
+    into: async (hash, end) => void hash.update(bytes.subarray(0, end)),
+  });
+}
+
+/** checkSeal of a file, its pages streamed (a part is never held whole in memory for it). */
+export async function checkSealOf(file: string): Promise<SealCheck> {
+  const handle = await fs.open(file, 'r');
   try {
-    parsed = footerOf(bytes);
-    ({ seal, rest } = withoutSeal(parsed.meta));
+    const { size } = await handle.stat();
+    return await check({
+      size,
+      at: async (position, length) => {
+        const out = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(out, 0, length, position);
+        return out.subarray(0, bytesRead);
+      },
+      into: async (hash, end) => {
+        for await (const chunk of handle.createReadStream({ start: 0, end: end - 1, autoClose: false })) hash.update(chunk as Buffer);
+      },
+    });
+  } finally {
+    await handle.close();
+  }
+}
+
+async function check(part: PartBytes): Promise<SealCheck> {
+  let footer, meta, seal, rest, pagesEnd;
+  try {
+    if (part.size < 12 || !(await part.at(0, 4)).equals(MAGIC)) throw new Error('not a Parquet file (no PAR1 at its start and end)');
+    const tail = await part.at(part.size - 8, 8);
+    if (!tail.subarray(4).equals(MAGIC)) throw new Error('not a Parquet file (no PAR1 at its start and end)');
+    const length = tail.readUInt32LE(0);
+    if (length > part.size - 12) throw new Error(`a Parquet footer of ${length} bytes in a file of ${part.size}`);
+    pagesEnd = part.size - 8 - length;
+    footer = await part.at(pagesEnd, length);
+    meta = decodeFooter(footer);
+    ({ seal, rest } = withoutSeal(meta));
   } catch (err) {
     return { state: 'damaged', reason: (err as Error).message };
   }
   if (seal === undefined) return { state: 'unsealed' };
   // A sealed footer is written in one encoding (sealPart's): a change that decodes to the same
   // values (a varint padded, a field's type code swapped for its twin) is damage too.
-  if (!Buffer.from(encodeStruct(inIdOrder(parsed.meta))).equals(parsed.footer)) return { state: 'damaged', reason: 'its Parquet footer is not as it was written' };
-  const found = digest(bytes, parsed.pagesEnd, footerWith(parsed.meta, rest));
+  if (!Buffer.from(encodeStruct(inIdOrder(meta))).equals(footer)) return { state: 'damaged', reason: 'its Parquet footer is not as it was written' };
+  const hash = createHash('sha256');
+  await part.into(hash, pagesEnd);
+  const found = hash.update(footerWith(meta, rest)).digest('hex');
   return found === seal ? { state: 'sealed' } : { state: 'damaged', reason: `its SHA-256 is ${found.slice(0, 16)}…, sealed as ${seal.slice(0, 16)}…` };
 }
 
-export async function checkSealOf(file: string): Promise<SealCheck> {
-  return checkSeal(await fs.readFile(file));
+function decodeFooter(footer: Uint8Array): Struct {
+  try {
+    return decodeStruct(footer);
+  } catch (err) {
+    throw new Error(`its Parquet footer is unreadable (${(err as Error).message})`, { cause: err });
+  }
 }
 
-function footerOf(bytes: Buffer): { pagesEnd: number; footer: Buffer; meta: Struct } {
+function footerOf(bytes: Buffer): { pagesEnd: number; meta: Struct } {
   if (bytes.length < 12 || !bytes.subarray(0, 4).equals(MAGIC) || !bytes.subarray(bytes.length - 4).equals(MAGIC)) throw new Error('not a Parquet file (no PAR1 at its start and end)');
   const length = bytes.readUInt32LE(bytes.length - 8);
   if (length > bytes.length - 12) throw new Error(`a Parquet footer of ${length} bytes in a file of ${bytes.length}`);
   const pagesEnd = bytes.length - 8 - length;
-  try {
-    const footer = bytes.subarray(pagesEnd, bytes.length - 8);
-    return { pagesEnd, footer, meta: decodeStruct(footer) };
-  } catch (err) {
-    throw new Error(`its Parquet footer is unreadable (${(err as Error).message})`, { cause: err });
-  }
+  return { pagesEnd, meta: decodeFooter(bytes.subarray(pagesEnd, bytes.length - 8)) };
 }
 
 function withoutSeal(meta: Struct): { seal: string | undefined; rest: Struct[] } {

@@ -137,7 +137,7 @@ export const COMMON_ANSWERS = {
 };
 export const tooMany = { ...error('Past the rate limit.'), headers: retryAfter };
 export const syncGone = error(
-  'updated_after is before the change history kept (SYNC_RETENTION_DAYS): pull the window in full, then sync from its watermark; or the boundary version named by `version` is unknown or no longer served (and the query has no other problem): GET /cities/levels gives the current one.',
+  'updated_after is before the change history kept (SYNC_RETENTION_DAYS), or before a change log the service cannot read: pull the window in full, then sync from its watermark; or the boundary version named by `version` is unknown or no longer served (and the query has no other problem): GET /cities/levels gives the current one.',
 );
 export const unavailable = { ...error('The object store or the queue is unreachable.'), headers: retryAfter };
 /** A whole window's refusals before its first byte: its address's share of the turns, or the process's. */

@@ -143,7 +143,7 @@ function unavailableHint(err: UnavailableError): string {
   if (err instanceof NewerSchemaError) return 'run that release (or a later one) on this DATA_DIR; this build does not downgrade it';
   if (err instanceof FolderUnavailableError) return `set ${err.setting} to a folder this process can create and write`;
   // A damaged file is no lock to wait for: a backup and a repair mend it.
-  if (embedded && (/SQLITE_(CORRUPT|NOTADB)/.test(`${err.message} ${(err.cause as { code?: unknown } | undefined)?.code ?? ''}`) || /damaged/.test(err.message))) {
+  if (embedded && (/SQLITE_(CORRUPT|NOTADB)/.test(`${err.message} ${(err.cause as { code?: unknown } | undefined)?.code ?? ''}`) || err.message.startsWith('event log damaged'))) {
     return `${err.dependency === 'ledger' ? 'ledger' : 'events'}.sqlite in DATA_DIR is damaged: restore it from a backup, then run verify --repair (docs/operations.md, "Backups")`;
   }
   if (embedded) return `is the ${dependencyName(err.dependency)} (${err.dependency === 'ledger' ? 'ledger' : 'events'}.sqlite in DATA_DIR) locked by a long write, on a full disk or read-only?`;

@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { LIST, VARCHAR, listValue } from '@duckdb/node-api';
 import { PURGE_SETTLE_MS } from '../archive/changes.js';
 import { listWindowParts } from '../archive/partListing.js';
+import { DamagedPartsError } from '../archive/partSeal.js';
 import { storePartPublisher } from '../archive/partPublisher.js';
 import { notTombstoneSql } from '../archive/schema.js';
 import { TOMBSTONE } from '../archive/sql.js';
@@ -127,10 +128,30 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
   /** Parts known clean (as this run rewrote or read them): a later listing's round skips them. */
   const clean = new Set<string>();
   const versionOf = (part: ObjectInfo) => `${part.key}\n${part.etag}`;
+  /**
+   * Days holding a damaged part (partSeal.ts): their retractions stay unpurged (and so hidden
+   * from answers) until the part is restored; the other days are purged, then the run fails
+   * naming the parts.
+   */
+  const blocked = new Map<number, DamagedPartsError['parts']>();
   /** Each day's parts that still hold its retracted reports as they were, rewritten; how many. */
   const rewriteDays = async (): Promise<number> => {
     let rewritten = 0;
     for (const [dayMs, retracted] of byDay) {
+      if (blocked.has(dayMs)) continue;
+      try {
+        rewritten += await rewriteDay(dayMs, retracted);
+      } catch (err) {
+        if (!(err instanceof DamagedPartsError)) throw err;
+        rt.log.warn({ day: new Date(dayMs).toISOString().slice(0, 10), damagedParts: err.parts }, 'the purge left a day with a damaged part unpurged: restore the part from a backup of the store');
+        blocked.set(dayMs, err.parts);
+      }
+    }
+    return rewritten;
+  };
+  const rewriteDay = async (dayMs: number, retracted: { pkey: string; createdMs: number }[]): Promise<number> => {
+    let rewritten = 0;
+    {
       const hours = new Set(retracted.map((r) => hourStart(r.createdMs)));
       const pkeys = retracted.map((r) => r.pkey);
       // A part retired after it was listed (a compaction or reprocess beside this run replaced
@@ -159,9 +180,19 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
     return rewritten;
   };
   result.partsRewritten += await rewriteDays();
-  if (done.length === 0) return result;
+  const purgeable = (): string[] => {
+    const held = new Set([...blocked.keys()].flatMap((day) => (byDay.get(day) ?? []).map((r) => r.pkey)));
+    return done.filter((pkey) => !held.has(pkey));
+  };
+  const failIfBlocked = () => {
+    if (blocked.size > 0) throw new DamagedPartsError([...blocked.values()].flat());
+  };
+  if (purgeable().length === 0) {
+    failIfBlocked();
+    return result;
+  }
   // A webhook batch set aside before the retraction holds the report whole until it is redriven.
-  result.setAsideRewritten = (await rt.webhookAdmin?.scrub(new Set(done))) ?? 0;
+  result.setAsideRewritten = (await rt.webhookAdmin?.scrub(new Set(purgeable()))) ?? 0;
   // Every part listed is now as it stays (rewritten here, or found rewritten by another run); a
   // reader's listing from before that is paired with these retractions until they are marked,
   // and no longer after the settling (see PURGE_SETTLE_MS). Then the days are listed again: a
@@ -173,12 +204,15 @@ async function purgeAlone(rt: Purging, stillHeld: () => void): Promise<PurgeResu
     result.partsRewritten += again;
     if (again > 0) continue;
     stillHeld();
-    await rt.ledger.markPurged(done);
-    result.purged = done.length;
+    const marked = purgeable();
+    await rt.ledger.markPurged(marked);
+    result.purged = marked.length;
+    failIfBlocked();
     return result;
   }
   // Still being rewritten behind us: left unpurged (and hidden) for the next run.
-  result.waiting += done.length;
+  result.waiting += purgeable().length;
+  failIfBlocked();
   return result;
 }
 

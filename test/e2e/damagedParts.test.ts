@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/partListing.js';
 import { checkSeal, DamagedPartsError } from '../../src/archive/partSeal.js';
+import { compaction } from '../../jobs/compaction.js';
 import { compact } from '../../src/ops/compact.js';
+import { purgeRetracted } from '../../src/ops/purge.js';
 import { verify } from '../../src/ops/verify.js';
 import type { Config } from '../../src/shared/config.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
@@ -35,12 +37,12 @@ describe.each(BACKENDS)('a damaged part on the %s backend', (kind) => {
     // Two hours' parts, merged into the day's.
     for (const id of IDS) expect((await postReport(svc.url, report(id, { created_at: `2026-11-21T${id % 2 ? '03' : '05'}:0${id}:00Z`, title: `report ${id}` }))).status).toBe(201);
     await allArchived(svc.rt);
-    for (const part of await partsOfDay()) expect(checkSeal((await svc.rt.store.get(part.key))!.body).state, part.key).toBe('sealed');
+    for (const part of await partsOfDay()) expect((await checkSeal((await svc.rt.store.get(part.key))!.body)).state, part.key).toBe('sealed');
     await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
     const [part] = await partsOfDay();
     expect(await partsOfDay()).toHaveLength(1);
     const whole = (await svc.rt.store.get(part!.key))!.body;
-    expect(checkSeal(whole).state).toBe('sealed');
+    expect((await checkSeal(whole)).state).toBe('sealed');
     expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, missing: [], damagedParts: [] });
 
     // Three bytes flipped in the middle of its pages.
@@ -73,10 +75,29 @@ describe.each(BACKENDS)('a damaged part on the %s backend', (kind) => {
     expect((failed as Error).message).toMatch(/restore it from a backup/);
     expect((await partsOfDay()).map((p) => p.key).sort()).toEqual(before);
 
+    // The purge rewrites the other days' parts, marks their retractions purged, and leaves this
+    // day's unpurged (so still hidden from answers) until the part is restored; the hourly job
+    // does the rest of its work, then fails naming the part.
+    expect((await postReport(svc.url, report(8, { created_at: '2026-11-22T08:08:00Z' }))).status).toBe(201);
+    await allArchived(svc.rt);
+    for (const id of [2, 8]) expect((await fetch(`${svc.url}/feeds/partner/${id}`, { method: 'DELETE', headers: { 'X-Api-Key': API_KEY } })).status).toBe(200);
+    const unpurged = async () => {
+      const out: string[] = [];
+      for await (const r of svc.rt.ledger.retractions({ unpurgedOnly: true })) out.push(r.pkey);
+      return out.sort();
+    };
+    expect(await unpurged()).toEqual([pkeyOf(2), pkeyOf(8)].sort());
+    const purging = await purgeRetracted(svc.rt).catch((err: unknown) => err);
+    expect(purging).toBeInstanceOf(DamagedPartsError);
+    expect(await unpurged()).toEqual([pkeyOf(2)]);
+    await expect(compaction.run(svc.rt)).rejects.toBeInstanceOf(DamagedPartsError);
+
     // Restored from a backup: whole, and compacted with the day's other part.
     await svc.rt.store.put(part!.key, whole);
     await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
     expect(await partsOfDay()).toHaveLength(1);
     expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, missing: [], damagedParts: [] });
+    await purgeRetracted(svc.rt);
+    expect(await unpurged()).toEqual([]);
   });
 });

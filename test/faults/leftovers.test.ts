@@ -59,11 +59,13 @@ describe('leftovers of a killed process', () => {
     try {
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect([await exists(spill), await exists(recent)]).toEqual([true, true]);
+      // Twenty minutes old once the first sweep is done: past its 15 minutes, short of the later sweeps' 30.
+      const between = await plant(path.join(config.dataDir, 'tmp/exports/parquet-5d6c/segments/0.parquet'), 20 * minute);
       // The spill's process is long gone: past the later sweeps' age, it goes; the other, younger, stays.
       const past = new Date(Date.now() - 40 * minute);
       await fs.utimes(spill, past, past);
       await eventually(async () => (!(await exists(spill)) ? true : undefined), 10_000, 'the old spill to go');
-      expect(await exists(recent)).toBe(true);
+      expect([await exists(recent), await exists(between)]).toEqual([true, true]);
     } finally {
       stop();
     }

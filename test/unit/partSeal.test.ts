@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sqlString } from '../../src/archive/duckdb.js';
-import { checkSeal, SEAL_KEY, sealPart } from '../../src/archive/partSeal.js';
+import { checkSeal, checkSealOf, SEAL_KEY, sealPart } from '../../src/archive/partSeal.js';
 import { scratch } from '../support/scratch.js';
 
 const work = scratch('part-seal-');
@@ -35,9 +35,9 @@ describe('a part sealed', () => {
       ['with-kv.parquet', ", KV_METADATA {note: 'kept'}"],
     ] as const) {
       const bytes = await written(name, kv);
-      expect(checkSeal(bytes)).toEqual({ state: 'unsealed' });
+      expect(await checkSeal(bytes)).toEqual({ state: 'unsealed' });
       const sealed = sealPart(bytes);
-      expect(checkSeal(sealed)).toEqual({ state: 'sealed' });
+      expect(await checkSeal(sealed)).toEqual({ state: 'sealed' });
       const [before, after] = [await readBack(bytes, `before-${name}`), await readBack(sealed, `after-${name}`)];
       expect(after.rows).toEqual(before.rows);
       expect(after.rows).toHaveLength(200);
@@ -55,7 +55,7 @@ describe('a part sealed', () => {
       for (let bit = 1; bit < 256; bit <<= 1) {
         const flipped = Buffer.from(sealed);
         flipped[at] = flipped[at]! ^ bit;
-        const { state } = checkSeal(flipped);
+        const { state } = await checkSeal(flipped);
         expect(state, `byte ${at} of ${sealed.length}, bit ${bit}`).not.toBe('sealed');
         if (state === 'unsealed') unsealedAt.add(at);
       }
@@ -65,11 +65,25 @@ describe('a part sealed', () => {
     expect(unsealedAt.size).toBeLessThanOrEqual(SEAL_KEY.length + 12);
   });
 
+  it('reads a file as it reads its bytes (its pages streamed)', async () => {
+    const sealed = sealPart(await written('file.parquet'));
+    const file = path.join(work.dir, 'sealed-file.parquet');
+    await fs.writeFile(file, sealed);
+    expect(await checkSealOf(file)).toEqual({ state: 'sealed' });
+    const flipped = Buffer.from(sealed);
+    flipped[100] = flipped[100]! ^ 1;
+    await fs.writeFile(file, flipped);
+    expect(await checkSealOf(file)).toEqual(await checkSeal(flipped));
+    expect((await checkSealOf(file)).state).toBe('damaged');
+    await fs.writeFile(file, sealed.subarray(0, 5));
+    expect(await checkSealOf(file)).toMatchObject({ state: 'damaged', reason: expect.stringMatching(/not a Parquet file/) });
+  });
+
   it('names what is wrong: a file cut short, its seal not its bytes', async () => {
     const sealed = sealPart(await written('cut.parquet'));
-    expect(checkSeal(sealed.subarray(0, sealed.length - 100))).toMatchObject({ state: 'damaged', reason: expect.stringMatching(/not a Parquet file/) });
+    expect(await checkSeal(sealed.subarray(0, sealed.length - 100))).toMatchObject({ state: 'damaged', reason: expect.stringMatching(/not a Parquet file/) });
     const flipped = Buffer.from(sealed);
     flipped[10] = flipped[10]! ^ 0xff;
-    expect(checkSeal(flipped)).toMatchObject({ state: 'damaged', reason: expect.stringMatching(/^its SHA-256 is [0-9a-f]{16}…, sealed as [0-9a-f]{16}…$/) });
+    expect(await checkSeal(flipped)).toMatchObject({ state: 'damaged', reason: expect.stringMatching(/^its SHA-256 is [0-9a-f]{16}…, sealed as [0-9a-f]{16}…$/) });
   });
 });
