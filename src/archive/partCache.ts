@@ -143,12 +143,26 @@ export class PartCache {
       const files = await Promise.all(parts.map((p) => this.localFile(p, holds)));
       // A few at a time, each streamed: a month's parts are not read into memory at once.
       const checks = await Promise.all(files.map((f) => this.sealChecks(() => checkSealOf(f))));
+      // A copy of a remote part torn on this disk is no damage of the store's: fetched again, once.
+      for (const [i, check] of checks.entries()) {
+        if (this.local || check.state !== 'damaged') continue;
+        this.dropCopy(parts[i]!);
+        files[i] = await this.localFile(parts[i]!, holds);
+        checks[i] = await checkSealOf(files[i]!);
+      }
       const bad = checks.flatMap((c, i) => (c.state === 'damaged' ? [{ key: parts[i]!.key, reason: c.reason }] : []));
       if (bad.length === 0) return read(files);
       if (!damaged) throw new DamagedPartsError(bad);
       damaged(bad);
       return read(files.filter((_f, i) => checks[i]!.state !== 'damaged'));
     });
+  }
+
+  /** Forgets the cached copy of a remote part (its file is replaced by the next fetch). */
+  private dropCopy(info: ObjectInfo): void {
+    const name = cacheKeyOf(info);
+    const hit = this.files.get(name);
+    if (hit) this.files.forget(name, hit);
   }
 
   /**

@@ -2,6 +2,8 @@
 // stored, `verify` names a damaged one (exit 1) and neither it nor a repair reads reports from it,
 // compaction leaves its day as it is and fails naming it, and the part restored from a backup is
 // whole again.
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listWindowParts } from '../../src/archive/partListing.js';
 import { checkSeal, DamagedPartsError } from '../../src/archive/partSeal.js';
@@ -9,6 +11,7 @@ import { compaction } from '../../jobs/compaction.js';
 import { compact } from '../../src/ops/compact.js';
 import { purgeRetracted } from '../../src/ops/purge.js';
 import { verify } from '../../src/ops/verify.js';
+import type { Runtime } from '../../src/main/runtime.js';
 import type { Config } from '../../src/shared/config.js';
 import { startEmulator, type Emulator } from '../support/fauxqs.js';
 import { runCli } from '../support/cli.js';
@@ -16,6 +19,7 @@ import { allArchived, API_KEY, BACKENDS, pkeyOf, postReport, report, startTestSe
 
 const DAY = { fromMs: Date.parse('2026-11-21T00:00:00Z'), toMs: Date.parse('2026-11-21T23:59:59.999Z') };
 const IDS = [1, 2, 3, 4, 5, 6];
+const partsOfDayIn = async (rt: Runtime) => (await listWindowParts(rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
 
 describe.each(BACKENDS)('a damaged part on the %s backend', (kind) => {
   let emulator: Emulator | undefined;
@@ -31,7 +35,7 @@ describe.each(BACKENDS)('a damaged part on the %s backend', (kind) => {
     await emulator?.stop();
   });
 
-  const partsOfDay = async () => (await listWindowParts(svc.rt.store, DAY.fromMs, DAY.toMs)).flatMap((h) => h.parts);
+  const partsOfDay = () => partsOfDayIn(svc.rt);
 
   it('is named by verify and compaction, read by neither, and whole again once restored', async () => {
     // Two hours' parts, merged into the day's.
@@ -99,5 +103,35 @@ describe.each(BACKENDS)('a damaged part on the %s backend', (kind) => {
     expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, missing: [], damagedParts: [] });
     await purgeRetracted(svc.rt);
     expect(await unpurged()).toEqual([]);
+  });
+});
+
+describe('a copy of a part torn in the part cache (S3: the store holds it whole)', () => {
+  let emulator: Emulator | undefined;
+  let svc: TestService | undefined;
+  afterAll(async () => {
+    await svc?.stop();
+    await emulator?.stop();
+  });
+
+  it('is fetched again, not reported as damage to the store', async () => {
+    emulator = await startEmulator();
+    const config = await testConfig('aws', emulator);
+    svc = await startTestService(await testRuntime(config, emulator));
+    for (const id of IDS) expect((await postReport(svc.url, report(id, { created_at: `2026-11-21T0${id}:00:00Z` }))).status).toBe(201);
+    await allArchived(svc.rt);
+    await compact(svc.rt, { ...DAY, closedBeforeMs: Date.now() });
+    expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, damagedParts: [] });
+    // The day's part as the cache copied it for that verify, torn.
+    const [part] = await partsOfDayIn(svc!.rt);
+    const base = part!.key.slice(part!.key.lastIndexOf('/') + 1, -'.parquet'.length);
+    const copies = (await fs.readdir(config.cacheDir, { recursive: true })).map(String).filter((f) => f.includes(base) && !f.includes('ranged'));
+    expect(copies).toHaveLength(1);
+    const copy = path.join(config.cacheDir, copies[0]!);
+    const bytes = await fs.readFile(copy);
+    bytes[Math.floor(bytes.length / 3)] = bytes[Math.floor(bytes.length / 3)]! ^ 0x5a;
+    await fs.writeFile(copy, bytes);
+    expect(await verify(svc.rt, DAY)).toMatchObject({ ok: true, missing: [], damagedParts: [] });
+    expect(await fs.readFile(copy)).toEqual((await svc.rt.store.get(part!.key))!.body);
   });
 });
